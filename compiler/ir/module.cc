@@ -1,0 +1,51 @@
+// Computation and Module container operations.
+#include "compiler/ir/module.h"
+
+#include <algorithm>
+
+namespace podsim::compiler {
+
+InstrId Computation::append(Instruction instr) {
+  instructions_.push_back(std::move(instr));
+  return static_cast<InstrId>(instructions_.size() - 1);
+}
+
+std::vector<InstrId> Computation::parameters() const {
+  std::vector<InstrId> params;
+  for (InstrId i = 0; i < size(); ++i)
+    if (instr(i).opcode == Opcode::kParameter) params.push_back(i);
+  std::stable_sort(params.begin(), params.end(), [&](InstrId a, InstrId b) {
+    return instr(a).attrs.parameter_number < instr(b).attrs.parameter_number;
+  });
+  return params;
+}
+
+InstrId Computation::find(std::string_view name) const {
+  for (InstrId i = 0; i < size(); ++i)
+    if (instr(i).name == name) return i;
+  return kNoId;
+}
+
+std::vector<std::vector<InstrId>> Computation::compute_users() const {
+  std::vector<std::vector<InstrId>> users(instructions_.size());
+  for (InstrId i = 0; i < size(); ++i) {
+    for (InstrId op : instr(i).operands) {
+      auto& u = users[static_cast<size_t>(op)];
+      if (u.empty() || u.back() != i) u.push_back(i);
+    }
+  }
+  return users;
+}
+
+CompId Module::add_computation(Computation c) {
+  computations_.push_back(std::move(c));
+  return static_cast<CompId>(computations_.size() - 1);
+}
+
+CompId Module::find_computation(std::string_view name) const {
+  for (CompId i = 0; i < computation_count(); ++i)
+    if (computation(i).name() == name) return i;
+  return kNoId;
+}
+
+}  // namespace podsim::compiler

@@ -1,0 +1,118 @@
+// The IR container types: Instruction, Computation, Module.
+//
+// Ownership is by value: a Module owns its Computations, a Computation owns
+// its Instructions in a vector. Instructions refer to operands by InstrId (an
+// index into the same computation) and to called computations by CompId (an
+// index into the module). Invariant (checked by the verifier): every operand
+// id is smaller than the user's id, i.e. the vector is in topological order.
+// Copying a Module is a deep copy.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "compiler/ir/attributes.h"
+#include "compiler/ir/opcode.h"
+#include "compiler/ir/shape.h"
+
+namespace podsim::compiler {
+
+using InstrId = int32_t;
+using CompId = int32_t;
+inline constexpr int32_t kNoId = -1;
+
+struct Instruction {
+  std::string name;  // unique within its computation, without the '%'
+  Opcode opcode = Opcode::kParameter;
+  Shape shape;
+  std::vector<InstrId> operands;
+  // Called computations, in the order XLA prints them:
+  //   reduce, reduce-window, scatter, all-reduce, reduce-scatter, call: {to_apply}
+  //   while: {condition, body}
+  std::vector<CompId> called;
+  Attributes attrs;
+  // The sharding attribute in XLA text form ("{devices=[2,1]0,1}"), if any.
+  std::optional<std::string> sharding;
+  // Where the instruction came from (HLO text position), for error messages.
+  SourceLocation location;
+
+  const InstrId& operand(int i) const { return operands[static_cast<size_t>(i)]; }
+  int operand_count() const { return static_cast<int>(operands.size()); }
+  CompId to_apply() const { return called.empty() ? kNoId : called[0]; }
+  CompId while_condition() const { return called.at(0); }
+  CompId while_body() const { return called.at(1); }
+};
+
+class Computation {
+ public:
+  Computation() = default;
+  explicit Computation(std::string name) : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+
+  const std::vector<Instruction>& instructions() const { return instructions_; }
+  std::vector<Instruction>& mutable_instructions() { return instructions_; }
+  int size() const { return static_cast<int>(instructions_.size()); }
+  const Instruction& instr(InstrId id) const { return instructions_[static_cast<size_t>(id)]; }
+  Instruction& mutable_instr(InstrId id) { return instructions_[static_cast<size_t>(id)]; }
+
+  // Appends an instruction; returns its id. Does not check anything.
+  InstrId append(Instruction instr);
+
+  InstrId root() const { return root_; }
+  void set_root(InstrId id) { root_ = id; }
+  const Instruction& root_instr() const { return instr(root_); }
+
+  // Parameter instruction ids ordered by parameter_number.
+  std::vector<InstrId> parameters() const;
+  InstrId find(std::string_view name) const;  // kNoId if absent
+  // users[i] = ids of instructions that use instruction i (each user once).
+  std::vector<std::vector<InstrId>> compute_users() const;
+
+ private:
+  std::string name_;
+  std::vector<Instruction> instructions_;
+  InstrId root_ = kNoId;
+};
+
+class Module {
+ public:
+  Module() = default;
+  explicit Module(std::string name) : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+
+  const std::vector<Computation>& computations() const { return computations_; }
+  const Computation& computation(CompId id) const { return computations_[static_cast<size_t>(id)]; }
+  Computation& mutable_computation(CompId id) { return computations_[static_cast<size_t>(id)]; }
+  int computation_count() const { return static_cast<int>(computations_.size()); }
+  CompId add_computation(Computation c);
+  CompId find_computation(std::string_view name) const;  // kNoId if absent
+
+  CompId entry_id() const { return entry_; }
+  void set_entry(CompId id) { entry_ = id; }
+  const Computation& entry() const { return computation(entry_); }
+  Computation& mutable_entry() { return mutable_computation(entry_); }
+
+  // Number of SPMD partitions (devices) the module is compiled for; 1 for an
+  // unpartitioned module. Printed as "num_partitions=" in the HloModule line.
+  int64_t num_partitions() const { return num_partitions_; }
+  void set_num_partitions(int64_t n) { num_partitions_ = n; }
+  int64_t replica_count() const { return replica_count_; }
+  void set_replica_count(int64_t n) { replica_count_ = n; }
+
+ private:
+  std::string name_;
+  std::vector<Computation> computations_;
+  CompId entry_ = kNoId;
+  int64_t num_partitions_ = 1;
+  int64_t replica_count_ = 1;
+};
+
+}  // namespace podsim::compiler

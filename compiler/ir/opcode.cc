@@ -1,0 +1,38 @@
+// Opcode names and categories.
+#include "compiler/ir/opcode.h"
+
+#include <array>
+
+namespace podsim::compiler {
+
+namespace {
+struct OpInfo {
+  std::string_view name;
+  OpCategory category;
+};
+constexpr OpInfo kOps[] = {
+#define PODSIM_OPCODE_INFO(e, name, cat) {name, OpCategory::cat},
+    PODSIM_OPCODES(PODSIM_OPCODE_INFO)
+#undef PODSIM_OPCODE_INFO
+};
+}  // namespace
+
+int opcode_count() { return static_cast<int>(std::size(kOps)); }
+std::string_view opcode_name(Opcode op) { return kOps[static_cast<size_t>(op)].name; }
+OpCategory opcode_category(Opcode op) { return kOps[static_cast<size_t>(op)].category; }
+
+std::optional<Opcode> parse_opcode(std::string_view name) {
+  for (int i = 0; i < opcode_count(); ++i)
+    if (kOps[i].name == name) return static_cast<Opcode>(i);
+  return std::nullopt;
+}
+
+bool is_elementwise(Opcode op) {
+  auto c = opcode_category(op);
+  return c == OpCategory::kUnary || c == OpCategory::kBinary || op == Opcode::kSelect ||
+         op == Opcode::kClamp;
+}
+
+bool is_collective(Opcode op) { return opcode_category(op) == OpCategory::kCollective; }
+
+}  // namespace podsim::compiler

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages podsim builds against, only when one is missing.
+# A fast no-op when everything is present; needs root (or sudo) otherwise.
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake pkg-config make
+  libsystemc-dev libboost-graph-dev libfmt-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
