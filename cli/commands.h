@@ -1,0 +1,47 @@
+// Registration and dispatch of podsim's subcommands (DESIGN.md, "Command line").
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace podsim::cli {
+
+// Everything the user can say on the command line, filled by CLI11.
+struct Options {
+  std::string input;
+  std::vector<std::string> sets;  // --set key=value
+  std::string format = "table";
+  std::string fidelity = "fast";
+  std::string trace;
+  std::string mesh;
+  std::string output;
+  bool verify = false;
+  bool propagate_only = false;
+  int jobs = 1;
+  std::string shard;
+  std::string plot;
+  std::string baselines;
+  bool update = false;
+  std::string preset;
+};
+
+class Commands {
+ public:
+  // Adds run, partition, sweep, regress and hardware show to the app.
+  explicit Commands(CLI::App& app);
+  // Runs the subcommand the user chose; returns the process exit code.
+  // Throws podsim::UserError for bad input.
+  int run() const;
+
+ private:
+  Options options_;
+  CLI::App* run_ = nullptr;
+  CLI::App* partition_ = nullptr;
+  CLI::App* sweep_ = nullptr;
+  CLI::App* regress_ = nullptr;
+  CLI::App* hardware_show_ = nullptr;
+};
+
+}  // namespace podsim::cli

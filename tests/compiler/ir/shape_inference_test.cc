@@ -1,0 +1,231 @@
+// Shape inference through the builder: each expected shape is the closed-form
+// rule quoted in the comment (XLA operation semantics).
+#include <gtest/gtest.h>
+
+#include "compiler/ir/builder.h"
+#include "compiler/ir/verifier.h"
+
+namespace podsim::compiler {
+namespace {
+
+Shape f32(std::vector<int64_t> dims) { return Shape(DType::kF32, std::move(dims)); }
+
+TEST(ShapeInference, DotGeneralOrdersBatchLhsFreeRhsFree) {
+  // [b=2, m=3, k=4] x [b=2, k=4, n=5] -> [b, m, n] = [2,3,5]
+  ComputationBuilder b("c");
+  auto l = b.parameter(0, f32({2, 3, 4}));
+  auto r = b.parameter(1, f32({2, 4, 5}));
+  auto d = b.dot(l, r, DotDims{{0}, {0}, {2}, {1}});
+  EXPECT_EQ(b.shape(d), f32({2, 3, 5}));
+}
+
+TEST(ShapeInference, DotRejectsContractingSizeMismatch) {
+  ComputationBuilder b("c");
+  auto l = b.parameter(0, f32({3, 4}));
+  auto r = b.parameter(1, f32({5, 6}));
+  EXPECT_THROW(b.dot(l, r, DotDims{{}, {}, {1}, {0}}), UserError);
+}
+
+TEST(ShapeInference, DotKeepsRequestedResultType) {
+  ComputationBuilder b("c");
+  auto l = b.parameter(0, Shape(DType::kBF16, {3, 4}));
+  auto r = b.parameter(1, Shape(DType::kBF16, {4, 6}));
+  auto d = b.dot(l, r, DotDims{{}, {}, {1}, {0}}, DType::kF32);
+  EXPECT_EQ(b.shape(d), f32({3, 6}));
+}
+
+TEST(ShapeInference, StridedSliceUsesCeilDivision) {
+  // [2:8:2] of 10 -> ceil(6/2) = 3; [1:8:3] -> ceil(7/3) = 3
+  ComputationBuilder b("c");
+  auto x = b.parameter(0, f32({10, 10}));
+  auto s = b.slice(x, {{2, 8, 2}, {1, 8, 3}});
+  EXPECT_EQ(b.shape(s), f32({3, 3}));
+}
+
+TEST(ShapeInference, PadWithNegativeAndInterior) {
+  // dim 4, low -1, high 2, interior 1: -1 + 2 + 4 + 3*1 = 8
+  ComputationBuilder b("c");
+  auto x = b.parameter(0, f32({4}));
+  auto z = b.scalar_constant(DType::kF32, 0);
+  auto p = b.pad(x, z, {{-1, 2, 1}});
+  EXPECT_EQ(b.shape(p), f32({8}));
+}
+
+TEST(ShapeInference, ReduceWindowStridedPadded) {
+  // dim 7, window 3, stride 2, pad 1/1: padded 9, (9-3)/2+1 = 4
+  Module m("m");
+  CompId add = m.add_computation(scalar_binary_computation("add", Opcode::kAdd, DType::kF32));
+  ComputationBuilder b("c", &m);
+  auto x = b.parameter(0, f32({7}));
+  auto z = b.scalar_constant(DType::kF32, 0);
+  WindowDim w;
+  w.size = 3;
+  w.stride = 2;
+  w.pad_low = 1;
+  w.pad_high = 1;
+  auto r = b.reduce_window(x, z, {w}, add);
+  EXPECT_EQ(b.shape(r), f32({4}));
+}
+
+TEST(ShapeInference, ConvolutionNhwcWithDilationAndGroups) {
+  // input b01f [2, 9, 9, 4], kernel 01io [3, 3, 2, 6], feature groups 2
+  // (4 / 2 = 2 kernel input features), window dilation 2 -> effective 5,
+  // stride 2, no pad: (9 - 5) / 2 + 1 = 3 per spatial dim -> [2, 3, 3, 6]
+  ComputationBuilder b("c");
+  auto in = b.parameter(0, f32({2, 9, 9, 4}));
+  auto k = b.parameter(1, f32({3, 3, 2, 6}));
+  ComputationBuilder::ConvolutionSpec spec;
+  WindowDim w;
+  w.size = 3;
+  w.stride = 2;
+  w.window_dilation = 2;
+  spec.window = {w, w};
+  spec.dims = ConvDims{0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}};
+  spec.feature_group_count = 2;
+  auto c = b.convolution(in, k, spec);
+  EXPECT_EQ(b.shape(c), f32({2, 3, 3, 6}));
+}
+
+TEST(ShapeInference, GatherEmbeddingLookup) {
+  // table [V=100, M=16], ids s32[B=4, L=8]; index_vector_dim = 2 (implicit),
+  // collapsed {0}, offset_dims {2}, slice [1, 16] -> [4, 8, 16]
+  ComputationBuilder b("c");
+  auto table = b.parameter(0, f32({100, 16}));
+  auto ids = b.parameter(1, Shape(DType::kS32, {4, 8}));
+  GatherDims g;
+  g.offset_dims = {2};
+  g.collapsed_slice_dims = {0};
+  g.start_index_map = {0};
+  g.index_vector_dim = 2;
+  auto out = b.gather(table, ids, g, {1, 16});
+  EXPECT_EQ(b.shape(out), f32({4, 8, 16}));
+}
+
+TEST(ShapeInference, CollectivesScaleTheirDimensionByGroupSize) {
+  Module m("m");
+  m.set_num_partitions(8);
+  CompId add = m.add_computation(scalar_binary_computation("add", Opcode::kAdd, DType::kF32));
+  ComputationBuilder b("c", &m);
+  auto x = b.parameter(0, f32({4, 6}));
+  ReplicaGroups pairs;
+  pairs.iota = IotaGroups{4, 2, {8}, {}};
+  EXPECT_EQ(b.shape(b.all_gather(x, 1, pairs)), f32({4, 12}));
+  EXPECT_EQ(b.shape(b.reduce_scatter(x, 0, pairs, add)), f32({2, 6}));
+  EXPECT_EQ(b.shape(b.all_to_all(x, 1, pairs)), f32({4, 6}));
+  // all devices (8): 4 is not divisible by 8
+  EXPECT_THROW(b.reduce_scatter(x, 0, ReplicaGroups{}, add), UserError);
+  EXPECT_EQ(b.shape(b.all_gather(x, 0, ReplicaGroups{})), f32({32, 6}));
+}
+
+TEST(ShapeInference, BroadcastChecksDimensionMapping) {
+  ComputationBuilder b("c");
+  auto x = b.parameter(0, f32({3}));
+  EXPECT_EQ(b.shape(b.broadcast(x, {2, 3}, {1})), f32({2, 3}));
+  EXPECT_THROW(b.broadcast(x, {2, 3}, {0}), UserError);
+}
+
+TEST(ShapeInference, BinaryOpsNeedEqualDims) {
+  ComputationBuilder b("c");
+  auto x = b.parameter(0, f32({3}));
+  auto y = b.parameter(1, f32({4}));
+  EXPECT_THROW(b.binary(Opcode::kAdd, x, y), UserError);
+  EXPECT_EQ(b.shape(b.compare(x, x, ComparisonDirection::kLt)), Shape(DType::kPred, {3}));
+}
+
+TEST(ShapeInference, VariadicReduceReturnsTuple) {
+  Module m("m");
+  ComputationBuilder body("argmax", &m);
+  {
+    auto a = body.parameter(0, Shape::scalar(DType::kF32));
+    auto ai = body.parameter(1, Shape::scalar(DType::kS32));
+    auto c = body.parameter(2, Shape::scalar(DType::kF32));
+    auto ci = body.parameter(3, Shape::scalar(DType::kS32));
+    auto gt = body.compare(a, c, ComparisonDirection::kGe);
+    body.tuple({body.select(gt, a, c), body.select(gt, ai, ci)});
+  }
+  Computation bc = std::move(body).build(body.computation().size() - 1);
+  CompId id = m.add_computation(std::move(bc));
+  ComputationBuilder b("c", &m);
+  auto x = b.parameter(0, f32({4, 5}));
+  auto i = b.iota(Shape(DType::kS32, {4, 5}), 1);
+  auto r = b.reduce({x, i}, {b.scalar_constant(DType::kF32, -1e9), b.scalar_constant(DType::kS32, 0)}, {1}, id);
+  EXPECT_EQ(b.shape(r), Shape::tuple({f32({4}), Shape(DType::kS32, {4})}));
+}
+
+TEST(Verifier, AcceptsBuiltModuleAndRejectsWrongDeclaredShape) {
+  Module m("m");
+  ComputationBuilder b("main", &m);
+  auto x = b.parameter(0, f32({2, 3}));
+  auto t = b.transpose(x, {1, 0});
+  m.set_entry(m.add_computation(std::move(b).build(t)));
+  EXPECT_NO_THROW(verify_module(m));
+  m.mutable_entry().mutable_instr(t).shape = f32({2, 3});
+  try {
+    verify_module(m);
+    FAIL() << "expected a shape error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("declared shape f32[2,3] but the operands give f32[3,2]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Verifier, RejectsOperandDefinedAfterUse) {
+  Module m("m");
+  Computation c("main");
+  Instruction p;
+  p.name = "p";
+  p.shape = f32({2});
+  Instruction neg;
+  neg.name = "n";
+  neg.opcode = Opcode::kNegate;
+  neg.shape = f32({2});
+  neg.operands = {1};
+  c.append(neg);
+  c.append(p);
+  c.set_root(0);
+  m.set_entry(m.add_computation(std::move(c)));
+  EXPECT_THROW(verify_module(m), UserError);
+}
+
+TEST(Verifier, WhileSignatureMustMatch) {
+  Module m("m");
+  ComputationBuilder cond("cond", &m);
+  auto cp = cond.parameter(0, Shape(DType::kS32, {}));
+  auto limit = cond.scalar_constant(DType::kS32, 10);
+  CompId cond_id = m.add_computation(std::move(cond).build(cond.compare(cp, limit, ComparisonDirection::kLt)));
+  ComputationBuilder body("body", &m);
+  auto bp = body.parameter(0, Shape(DType::kS32, {}));
+  auto one = body.scalar_constant(DType::kS32, 1);
+  CompId body_id = m.add_computation(std::move(body).build(body.binary(Opcode::kAdd, bp, one)));
+  ComputationBuilder b("main", &m);
+  auto zero = b.scalar_constant(DType::kS32, 0);
+  auto w = b.while_loop(zero, cond_id, body_id);
+  EXPECT_EQ(b.shape(w), Shape(DType::kS32, {}));
+  auto f = b.scalar_constant(DType::kF32, 0);
+  EXPECT_THROW(b.while_loop(f, cond_id, body_id), UserError);
+}
+
+TEST(ReplicaGroups, IotaFormExpandsWithTranspose) {
+  // [2,4]<=[4,2]T(1,0): iota(8) as [4,2] = {{0,1},{2,3},{4,5},{6,7}},
+  // transposed -> [2,4] = {{0,2,4,6},{1,3,5,7}}
+  ReplicaGroups g;
+  g.iota = IotaGroups{2, 4, {4, 2}, {1, 0}};
+  auto groups = g.expand(8);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0], (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ(groups[1], (std::vector<int64_t>{1, 3, 5, 7}));
+}
+
+TEST(Literal, Bf16RoundsToNearestEven) {
+  // 1 + 2^-8 lies exactly between bf16 neighbours 1 and 1 + 2^-7: ties to even -> 1.
+  EXPECT_EQ(round_to_dtype(DType::kBF16, 1.0 + 1.0 / 256), 1.0);
+  // 1 + 3*2^-8 lies between 1+2^-7 and 1+2^-6 exactly: ties to even mantissa -> 1 + 2^-6.
+  EXPECT_EQ(round_to_dtype(DType::kBF16, 1.0 + 3.0 / 256), 1.0 + 1.0 / 64);
+  EXPECT_EQ(round_to_dtype(DType::kS32, 2147483648.0), -2147483648.0);
+  EXPECT_EQ(round_to_dtype(DType::kU32, -1.0), 4294967295.0);
+  EXPECT_EQ(round_to_dtype(DType::kF16, 1.0 + 1.0 / 4096), 1.0);  // below half an f16 ulp (2^-10)
+}
+
+}  // namespace
+}  // namespace podsim::compiler
