@@ -1,0 +1,36 @@
+// Reading of one `key=value` instruction attribute into an instruction being
+// parsed. Names of called computations are recorded unresolved (they may be
+// defined later in the file) and resolved by the parser afterwards.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/hlo/hlo_cursor.h"
+#include "compiler/ir/module.h"
+
+namespace podsim::compiler::hlo_detail {
+
+// A name used before resolution, with where it appeared.
+struct NameRef {
+  std::string name;
+  size_t pos = 0;
+};
+
+struct PendingInstruction {
+  Instruction instr;
+  std::vector<NameRef> operand_names;
+  size_t name_pos = 0;
+  bool is_root = false;
+  std::optional<NameRef> to_apply;   // to_apply= / calls=
+  std::optional<NameRef> condition;  // while condition=
+  std::optional<NameRef> body;       // while body=
+};
+
+// Reads the value of attribute `key` (the cursor is just after '=').
+void read_attribute(HloCursor& c, PendingInstruction& pending, std::string_view key);
+
+}  // namespace podsim::compiler::hlo_detail

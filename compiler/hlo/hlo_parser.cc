@@ -1,0 +1,294 @@
+// HLO text parser: module header, computations, instructions; then name
+// resolution (operands, called computations) and topological ordering.
+#include "compiler/hlo/hlo_parser.h"
+
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "compiler/hlo/hlo_attribute_reader.h"
+#include "compiler/hlo/hlo_cursor.h"
+#include "compiler/hlo/hlo_values.h"
+
+namespace podsim::compiler {
+
+namespace {
+
+using hlo_detail::HloCursor;
+using hlo_detail::NameRef;
+using hlo_detail::PendingInstruction;
+
+struct PendingComputation {
+  std::string name;
+  size_t name_pos = 0;
+  bool is_entry = false;
+  std::vector<PendingInstruction> instructions;
+};
+
+constexpr const char* kOpcodeHint =
+    "podsim reads the op subset listed in compiler/ir/opcode.h (XLA spellings, e.g. 'exponential', "
+    "'get-tuple-element')";
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string file) : c_(text, std::move(file)) {}
+
+  Module parse() {
+    Module module = read_header();
+    std::vector<PendingComputation> computations;
+    while (!c_.at_end()) computations.push_back(read_computation());
+    if (computations.empty()) c_.fail_expected("a computation");
+    assemble(module, computations);
+    return module;
+  }
+
+ private:
+  Module read_header() {
+    if (c_.at_end()) c_.fail_expected("'HloModule'", "the input is empty");
+    if (!c_.consume_keyword("HloModule")) c_.fail_expected("'HloModule'");
+    Module module(std::string(c_.name("a module name")));
+    while (c_.consume(',')) {
+      std::string key(c_.name("a module attribute name"));
+      c_.expect('=');
+      c_.skip_space();
+      size_t value_pos = c_.pos();
+      if (key == "num_partitions" || key == "replica_count") {
+        int64_t n = c_.integer("an integer");
+        if (n < 1) c_.fail_at(value_pos, fmt::format("{} must be at least 1, got {}", key, n));
+        if (key == "num_partitions") module.set_num_partitions(n);
+        else module.set_replica_count(n);
+      } else {
+        c_.raw_value();  // entry_computation_layout, is_scheduled, ...: not modelled
+      }
+    }
+    return module;
+  }
+
+  // Parameter list of a computation signature; only checked for syntax (the
+  // parameter instructions carry the shapes).
+  void skip_signature() {
+    c_.expect('(');
+    if (!c_.consume(')')) {
+      do {
+        c_.name("a parameter name");
+        c_.expect(':');
+        hlo_detail::read_shape(c_);
+      } while (c_.consume(','));
+      c_.expect(')');
+    }
+    c_.expect_text("->");
+    hlo_detail::read_shape(c_);
+  }
+
+  PendingComputation read_computation() {
+    PendingComputation comp;
+    comp.is_entry = c_.consume_keyword("ENTRY");
+    c_.skip_space();
+    comp.name_pos = c_.pos();
+    comp.name = std::string(c_.name(comp.is_entry ? "a computation name" : "a computation ('ENTRY' or a name)"));
+    if (c_.peek() == '(') skip_signature();
+    while (c_.consume(',')) {  // e.g. execution_thread="main"
+      c_.name("a computation attribute name");
+      c_.expect('=');
+      c_.raw_value();
+    }
+    c_.expect('{');
+    while (!c_.consume('}')) {
+      if (c_.at_end()) c_.fail_expected(fmt::format("'}}' closing computation '{}'", comp.name));
+      comp.instructions.push_back(read_instruction());
+    }
+    return comp;
+  }
+
+  void read_operands(PendingInstruction& p) {
+    c_.expect('(');
+    if (c_.consume(')')) return;
+    do {
+      if (hlo_detail::at_shape(c_)) hlo_detail::read_shape(c_);  // old-style "f32[8]{0} %x"
+      c_.skip_space();
+      size_t pos = c_.pos();
+      p.operand_names.push_back(NameRef{std::string(c_.name("an operand name")), pos});
+    } while (c_.consume(','));
+    c_.expect(')');
+  }
+
+  PendingInstruction read_instruction() {
+    PendingInstruction p;
+    p.is_root = c_.consume_keyword("ROOT");
+    c_.skip_space();
+    p.name_pos = c_.pos();
+    p.instr.name = std::string(c_.name("an instruction name"));
+    p.instr.location = c_.location(p.name_pos);
+    c_.expect('=');
+    p.instr.shape = hlo_detail::read_shape(c_);
+    c_.skip_space();
+    size_t opcode_pos = c_.pos();
+    std::string opcode_text(c_.name("an opcode"));
+    auto opcode = parse_opcode(opcode_text);
+    if (!opcode) c_.fail_at(opcode_pos, fmt::format("unknown opcode '{}'", opcode_text), kOpcodeHint);
+    p.instr.opcode = *opcode;
+    if (*opcode == Opcode::kParameter) {
+      c_.expect('(');
+      p.instr.attrs.parameter_number = c_.integer("a parameter number");
+      c_.expect(')');
+    } else if (*opcode == Opcode::kConstant) {
+      c_.expect('(');
+      if (hlo_detail::at_shape(c_)) hlo_detail::read_shape(c_);  // old-style "constant(f32[] 1)"
+      p.instr.attrs.literal = hlo_detail::read_literal(c_, p.instr.shape);
+      c_.expect(')');
+    } else {
+      read_operands(p);
+    }
+    while (c_.consume(',')) {
+      std::string key(c_.name("an attribute name"));
+      c_.expect('=');
+      hlo_detail::read_attribute(c_, p, key);
+    }
+    return p;
+  }
+
+  // Resolves operand names and returns the instructions in topological order
+  // (operands first, otherwise source order); a cycle is a UserError.
+  Computation build_computation(PendingComputation& comp) {
+    const size_t n = comp.instructions.size();
+    std::unordered_map<std::string_view, int32_t> index_of;
+    index_of.reserve(n * 2);
+    int32_t root = kNoId;
+    for (size_t i = 0; i < n; ++i) {
+      const auto& p = comp.instructions[i];
+      if (!index_of.emplace(p.instr.name, static_cast<int32_t>(i)).second)
+        c_.fail_at(p.name_pos, fmt::format("duplicate instruction name '{}' in computation '{}'", p.instr.name, comp.name),
+                   "instruction names must be unique within a computation");
+      if (p.is_root) {
+        if (root != kNoId) c_.fail_at(p.name_pos, fmt::format("computation '{}' has a second ROOT", comp.name));
+        root = static_cast<int32_t>(i);
+      }
+    }
+    if (n == 0) c_.fail_at(comp.name_pos, fmt::format("computation '{}' has no instructions", comp.name));
+    if (root == kNoId) root = static_cast<int32_t>(n - 1);  // XLA: the last instruction is the root
+
+    std::vector<std::vector<int32_t>> source_operands(n);
+    for (size_t i = 0; i < n; ++i) {
+      for (const NameRef& ref : comp.instructions[i].operand_names) {
+        auto it = index_of.find(ref.name);
+        if (it == index_of.end())
+          c_.fail_at(ref.pos, fmt::format("undefined operand '{}' in computation '{}'", ref.name, comp.name));
+        source_operands[i].push_back(it->second);
+      }
+    }
+
+    // Iterative depth-first post-order: state 0 unvisited, 1 on the stack, 2 placed.
+    std::vector<uint8_t> state(n, 0);
+    std::vector<int32_t> new_id(n, kNoId);
+    std::vector<int32_t> order;
+    order.reserve(n);
+    std::vector<std::pair<int32_t, size_t>> stack;
+    for (size_t start = 0; start < n; ++start) {
+      if (state[start] != 0) continue;
+      stack.emplace_back(static_cast<int32_t>(start), 0);
+      state[start] = 1;
+      while (!stack.empty()) {
+        auto& [node, next] = stack.back();
+        const auto& ops = source_operands[static_cast<size_t>(node)];
+        if (next < ops.size()) {
+          int32_t op = ops[next++];
+          if (state[static_cast<size_t>(op)] == 1) {
+            const auto& on_cycle = comp.instructions[static_cast<size_t>(op)];
+            c_.fail_at(on_cycle.name_pos,
+                       fmt::format("cyclic graph: instruction '{}' in computation '{}' depends on itself", on_cycle.instr.name,
+                                   comp.name),
+                       "an instruction's operands must not (transitively) use it");
+          }
+          if (state[static_cast<size_t>(op)] == 0) {
+            state[static_cast<size_t>(op)] = 1;
+            stack.emplace_back(op, 0);
+          }
+        } else {
+          state[static_cast<size_t>(node)] = 2;
+          new_id[static_cast<size_t>(node)] = static_cast<int32_t>(order.size());
+          order.push_back(node);
+          stack.pop_back();
+        }
+      }
+    }
+
+    Computation out(comp.name);
+    out.mutable_instructions().reserve(n);
+    for (int32_t old : order) {
+      Instruction instr = std::move(comp.instructions[static_cast<size_t>(old)].instr);
+      for (int32_t op : source_operands[static_cast<size_t>(old)]) instr.operands.push_back(new_id[static_cast<size_t>(op)]);
+      out.append(std::move(instr));
+    }
+    out.set_root(new_id[static_cast<size_t>(root)]);
+    return out;
+  }
+
+  CompId resolve_computation(const std::unordered_map<std::string_view, CompId>& ids, const NameRef& ref) {
+    auto it = ids.find(ref.name);
+    if (it == ids.end()) c_.fail_at(ref.pos, fmt::format("undefined computation '{}'", ref.name));
+    return it->second;
+  }
+
+  // Called computations in the order module.h documents.
+  std::vector<CompId> resolve_called(const std::unordered_map<std::string_view, CompId>& ids,
+                                     const PendingInstruction& p) {
+    std::vector<CompId> called;
+    if (p.instr.opcode == Opcode::kWhile) {
+      if (!p.condition || !p.body)
+        c_.fail_at(p.name_pos, fmt::format("while '{}' needs both condition= and body=", p.instr.name));
+      called.push_back(resolve_computation(ids, *p.condition));
+      called.push_back(resolve_computation(ids, *p.body));
+    } else if (p.to_apply) {
+      called.push_back(resolve_computation(ids, *p.to_apply));
+    }
+    return called;
+  }
+
+  void assemble(Module& module, std::vector<PendingComputation>& computations) {
+    std::unordered_map<std::string_view, CompId> ids;
+    CompId entry = kNoId;
+    for (size_t i = 0; i < computations.size(); ++i) {
+      const auto& comp = computations[i];
+      if (!ids.emplace(comp.name, static_cast<CompId>(i)).second)
+        c_.fail_at(comp.name_pos, fmt::format("duplicate computation name '{}'", comp.name));
+      if (comp.is_entry) {
+        if (entry != kNoId) c_.fail_at(comp.name_pos, "a second ENTRY computation");
+        entry = static_cast<CompId>(i);
+      }
+    }
+    if (entry == kNoId) entry = static_cast<CompId>(computations.size() - 1);
+    // Called computations are resolved before building, as building moves the
+    // pending instructions (and their names) away.
+    std::vector<std::vector<std::vector<CompId>>> called(computations.size());
+    for (size_t i = 0; i < computations.size(); ++i)
+      for (auto& p : computations[i].instructions) called[i].push_back(resolve_called(ids, p));
+    for (size_t i = 0; i < computations.size(); ++i)
+      for (size_t k = 0; k < computations[i].instructions.size(); ++k)
+        computations[i].instructions[k].instr.called = std::move(called[i][k]);
+    std::vector<Computation> built;
+    for (auto& comp : computations) built.push_back(build_computation(comp));
+    for (auto& comp : built) module.add_computation(std::move(comp));
+    module.set_entry(entry);
+  }
+
+  HloCursor c_;
+};
+
+}  // namespace
+
+Module parse_hlo(std::string_view text, std::string file_name) {
+  return Parser(text, std::move(file_name)).parse();
+}
+
+Module parse_hlo_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(SourceLocation{path, 0, 0}, "cannot open HLO file", "check the path and permissions");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  return parse_hlo(text, path);
+}
+
+}  // namespace podsim::compiler
