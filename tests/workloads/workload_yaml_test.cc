@@ -1,0 +1,152 @@
+// Workload YAML: the happy path and one test per error class, each checking
+// the message and the 1-based line:column of the offending node.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "workloads/workload.h"
+
+namespace podsim::workloads {
+namespace {
+
+const char* kValid = R"(name: small
+hardware: tpuv3
+mesh:
+  axes: {x: 2, y: 4}
+model:
+  kind: dense_transformer
+  layers: 2
+  model_dim: 64
+  ffn_dim: 256
+  heads: 4
+  head_dim: 16
+  vocab: 128
+  seq_len: 32
+  global_batch: 8
+sharding:
+  activations: [x, null, y]
+  ffn_in: [x, y]
+training:
+  optimizer: adam
+  microbatches: 2
+)";
+
+// Runs parse_workload expecting a UserError; returns it.
+UserError expect_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_workload(yaml, "w.yaml", overrides);
+  } catch (const UserError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a UserError";
+  return UserError("none");
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return s.replace(pos, from.size(), to);
+}
+
+TEST(WorkloadYaml, ReadsEveryKey) {
+  Workload w = parse_workload(kValid, "w.yaml");
+  EXPECT_EQ(w.name, "small");
+  ASSERT_EQ(w.mesh.axes.size(), 2u);
+  EXPECT_EQ(w.mesh.axes[0].first, "x");
+  EXPECT_EQ(w.mesh.axes[1].second, 4);
+  EXPECT_EQ(w.mesh.device_count(), 8);
+  EXPECT_EQ(w.model.layers, 2);
+  EXPECT_EQ(w.model.ffn, "gated_gelu");  // default
+  ASSERT_EQ(w.sharding.size(), 2u);
+  EXPECT_EQ(w.sharding[0].first, "activations");
+  EXPECT_EQ(w.sharding[0].second[0], std::optional<std::string>("x"));
+  EXPECT_EQ(w.sharding[0].second[1], std::nullopt);
+  EXPECT_EQ(w.training.optimizer, "adam");
+  EXPECT_EQ(w.training.microbatches, 2);
+}
+
+TEST(WorkloadYaml, OverridesChangeAnyKeyAndCollectHardwareKeys) {
+  Workload w = parse_workload(kValid, "w.yaml",
+                              {"model.layers=64", "mesh.axes={x: 4, y: 2}", "hardware.ici.link_bandwidth=2e11"});
+  EXPECT_EQ(w.model.layers, 64);
+  EXPECT_EQ(w.mesh.axes[0].second, 4);
+  ASSERT_EQ(w.hardware_overrides.size(), 1u);
+  EXPECT_EQ(w.hardware_overrides[0].first, "ici.link_bandwidth");
+  EXPECT_EQ(w.hardware_overrides[0].second, "2e11");
+}
+
+TEST(WorkloadYaml, UnknownKeyNamesPositionAndSuggestion) {
+  UserError e = expect_error(replace(kValid, "  layers: 2", "  layer: 2"));
+  EXPECT_EQ(e.location().line, 7);
+  EXPECT_EQ(e.location().column, 3);
+  EXPECT_NE(e.message().find("unknown key 'layer' in 'model'"), std::string::npos) << e.what();
+  EXPECT_NE(e.hint().find("did you mean 'layers'"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, WrongTypeIsReported) {
+  UserError e = expect_error(replace(kValid, "heads: 4", "heads: four"));
+  EXPECT_EQ(e.location().line, 10);
+  EXPECT_EQ(e.location().column, 10);
+  EXPECT_NE(e.message().find("'model.heads' must be an integer, got 'four'"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, NonPositiveSizeIsReported) {
+  UserError e = expect_error(replace(kValid, "vocab: 128", "vocab: 0"));
+  EXPECT_EQ(e.location().line, 12);
+  EXPECT_NE(e.message().find("'model.vocab' must be >= 1"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, MalformedYamlHasPosition) {
+  UserError e = expect_error("name: x\nmesh: {axes: [1, 2\n");
+  EXPECT_GT(e.location().line, 0);
+  EXPECT_NE(e.message().find("malformed YAML"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, UnknownMeshAxisInSharding) {
+  UserError e = expect_error(replace(kValid, "ffn_in: [x, y]", "ffn_in: [x, z]"));
+  EXPECT_EQ(e.location().line, 17);
+  EXPECT_EQ(e.location().column, 15);
+  EXPECT_NE(e.message().find("unknown mesh axis 'z'"), std::string::npos) << e.what();
+  EXPECT_NE(e.hint().find("x, y"), std::string::npos);
+}
+
+TEST(WorkloadYaml, AxisUsedTwiceInOneTensor) {
+  UserError e = expect_error(replace(kValid, "ffn_in: [x, y]", "ffn_in: [x, x]"));
+  EXPECT_NE(e.message().find("shards two dims"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, PhysicalGridMustHoldTheMesh) {
+  UserError e = expect_error(replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 2, y: 4}\n  physical: [2, 2, 1]"));
+  EXPECT_EQ(e.location().line, 5);
+  EXPECT_NE(e.message().find("holds 4 cores but the mesh has 8 devices"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, BadChoiceListsTheChoices) {
+  UserError e = expect_error(replace(kValid, "optimizer: adam", "optimizer: lamb"));
+  EXPECT_NE(e.message().find("sgd | adam | adafactor"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, MissingRequiredKey) {
+  UserError e = expect_error(replace(kValid, "  seq_len: 32\n", ""));
+  EXPECT_NE(e.message().find("missing the required key 'seq_len'"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, BatchNotDivisibleByMicrobatches) {
+  UserError e = expect_error(replace(kValid, "microbatches: 2", "microbatches: 3"));
+  EXPECT_NE(e.message().find("not divisible by training.microbatches (3)"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, MalformedOverride) {
+  UserError e = expect_error(kValid, {"model.layers"});
+  EXPECT_NE(e.message().find("key=value"), std::string::npos) << e.what();
+  UserError e2 = expect_error(kValid, {"model.layerz=3"});
+  EXPECT_NE(e2.message().find("unknown key 'layerz'"), std::string::npos) << e2.what();
+}
+
+TEST(WorkloadYaml, ShippedDefaultWorkloadLoads) {
+  Workload w = load_workload(std::string(PODSIM_SOURCE_DIR) + "/workloads/dense_1t_2048.yaml");
+  EXPECT_EQ(w.mesh.device_count(), 2048);
+  EXPECT_EQ(w.model.layers, 128);
+}
+
+}  // namespace
+}  // namespace podsim::workloads

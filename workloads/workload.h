@@ -1,0 +1,84 @@
+// The workload YAML contract (DESIGN.md, "Workload YAML"): a typed Workload
+// read from a file with strict validation. Every key is checked: unknown keys,
+// wrong types and invalid values are UserErrors with file:line:column and a
+// hint (podsim never ignores a key silently).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace podsim::workloads {
+
+struct MeshSpec {
+  // Logical mesh axes in order (major to minor), e.g. {{"x",32},{"y",64}}.
+  std::vector<std::pair<std::string, int64_t>> axes;
+  // Chip grid and cores per chip the mesh is laid onto; empty = default slice.
+  std::vector<int64_t> physical;
+  std::string order = "row_major";     // row_major | column_major | explicit
+  std::vector<int64_t> explicit_devices;  // when order is an explicit list
+  int64_t device_count() const;
+};
+
+struct DTypes {
+  std::string params = "f32";
+  std::string activations = "bf16";
+};
+
+struct ModelSpec {
+  std::string kind = "dense_transformer";  // dense_transformer | moe_transformer | hlo
+  int64_t layers = 0;
+  int64_t model_dim = 0;
+  int64_t ffn_dim = 0;
+  int64_t heads = 0;
+  int64_t head_dim = 0;
+  int64_t vocab = 0;
+  std::string ffn = "gated_gelu";     // gated_gelu | gelu | relu
+  std::string position = "relative";  // relative | learned
+  int64_t seq_len = 0;
+  int64_t global_batch = 0;
+  DTypes dtypes;
+  // moe_transformer
+  int64_t experts = 0;
+  int64_t moe_every = 2;
+  int64_t top_k = 2;
+  double capacity_factor = 1.0;
+  int64_t group_size = 0;
+  std::string structure = "decoder_only";  // decoder_only | encoder_decoder
+  // hlo
+  std::string file;
+};
+
+struct TrainingSpec {
+  bool enabled = true;                 // false: forward (inference) step only
+  std::string optimizer = "adafactor";  // sgd | adam | adafactor
+  bool weight_update_sharding = true;
+  std::string remat = "none";           // none | full | auto | <policy name>
+  int64_t microbatches = 1;
+  int64_t pipeline_stages = 1;
+};
+
+struct Workload {
+  std::string name;
+  std::string source_file;      // the YAML path it was read from
+  std::string hardware = "tpuv3";  // preset name or path (resolved by hw_models)
+  // `--set hardware.k=v` overrides, with the "hardware." prefix removed.
+  std::vector<std::pair<std::string, std::string>> hardware_overrides;
+  MeshSpec mesh;
+  ModelSpec model;
+  // Named tensor -> per-dim mesh axis (nullopt = unsharded), in YAML order.
+  std::vector<std::pair<std::string, std::vector<std::optional<std::string>>>> sharding;
+  TrainingSpec training;
+};
+
+// Reads and validates a workload file. `overrides` are "key=value" strings
+// from --set (dotted paths, e.g. "model.layers=64", "mesh.axes.x=16").
+Workload load_workload(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same from YAML text (file_name is used in error positions only).
+Workload parse_workload(const std::string& yaml_text, const std::string& file_name,
+                        const std::vector<std::string>& overrides = {});
+
+}  // namespace podsim::workloads
