@@ -1,0 +1,109 @@
+// Typed hardware description of one TPU pod, loaded from a YAML preset
+// (hw_models/presets/<name>.yaml) or a user file, plus dotted-key overrides
+// ("ici.link_bandwidth" = "2e11"). Every key is validated: an unknown key, a
+// missing key or a bad value is a UserError with file:line:column and a hint
+// listing the valid keys. Nothing is silently defaulted.
+//
+// Units: seconds, bytes, bytes/second, hertz. A "device" is what XLA sees as
+// one device: one TensorCore on TPUv3 (2 per chip), one chip (megacore, two
+// TensorCores) on TPUv4.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace podsim::hw {
+
+// Cycles the VPU spends per full vector register (lanes x sublanes elements)
+// for each cost class of vector work.
+struct VpuCycles {
+  double simple = 0;          // add, multiply, select, compare, max, ...
+  double transcendental = 0;  // exp, log, tanh, rsqrt, ...
+  double reduce = 0;          // one accumulation step of a reduction
+  double transpose = 0;       // relayout through the transpose unit
+  double convert = 0;         // dtype conversion
+};
+
+struct CoreConfig {
+  std::string model;                 // implementation name: "systolic" | "roofline"
+  double clock_hz = 0;
+  int64_t tensor_cores_per_device = 0;
+  int64_t mxus_per_tensor_core = 0;
+  int64_t mxu_rows = 0;              // systolic array height (contraction dim K)
+  int64_t mxu_cols = 0;              // systolic array width (output dim N)
+  double mxu_weight_load_cycles = 0; // cycles to shift one weight tile into an MXU
+  double mxu_fill_drain_cycles = 0;  // pipeline fill + drain of one MXU pass
+  double f32_matmul_passes = 0;      // bf16 passes an f32 x f32 matmul costs
+  int64_t vpu_lanes = 0;
+  int64_t vpu_sublanes = 0;
+  VpuCycles vpu_cycles;
+  double op_overhead_s = 0;          // fixed issue cost of one (fused) op
+};
+
+struct HbmConfig {
+  double capacity_bytes = 0;  // per device
+  double bandwidth = 0;       // bytes/s per device
+  double latency_s = 0;       // first-access latency, not hidden by streaming
+};
+
+struct ChipConfig {
+  int64_t devices_per_chip = 0;  // devices sharing one chip's ICI links
+  double on_chip_bandwidth = 0;  // bytes/s per direction between two devices of a chip
+  double on_chip_latency_s = 0;
+};
+
+struct IciConfig {
+  std::vector<int64_t> pod_dims;     // chips per torus dimension of a full pod
+  std::vector<bool> pod_wraparound;  // wraparound links per dim of the full pod
+  double link_bandwidth = 0;         // bytes/s per link per direction
+  double hop_latency_s = 0;          // per chip-to-chip hop
+  std::string collective_algorithm;  // "auto" or a fixed algorithm name
+};
+
+struct HardwareConfig {
+  std::string name;
+  std::string origin;  // the file it was loaded from
+  CoreConfig core;
+  HbmConfig hbm;
+  ChipConfig chip;
+  IciConfig ici;
+  // Dotted key -> where its number comes from (anchors.md row, [D] reasoning,
+  // or "override"). describe_hardware prints these.
+  std::map<std::string, std::string> sources;
+};
+
+using Overrides = std::vector<std::pair<std::string, std::string>>;
+
+// `preset_name_or_path`: a preset name ("tpuv3", "tpuv4", looked up in
+// PODSIM_PRESET_DIR) or a path to a YAML file. A file may start with
+// `base: <preset or path>` and then give only the keys it changes.
+HardwareConfig load_hardware(const std::string& preset_name_or_path, const Overrides& overrides = {});
+
+// Same, from YAML text (tests, embedded documents); `origin` names it in errors.
+HardwareConfig load_hardware_from_string(const std::string& yaml_text, const std::string& origin,
+                                         const Overrides& overrides = {});
+
+// Applies "dotted.key" = "value" overrides (the value is parsed as YAML, so
+// "[16, 16]" sets a list). Unknown key or bad value: UserError naming the key.
+void apply_overrides(HardwareConfig& config, const Overrides& overrides);
+
+// All valid dotted keys, in document order.
+std::vector<std::string> hardware_keys();
+
+// The value of one key rendered as text (for describe and error messages).
+std::string hardware_value_text(const HardwareConfig& config, const std::string& key);
+
+// Names of the presets shipped in PODSIM_PRESET_DIR.
+std::vector<std::string> preset_names();
+
+// ---- derived figures -------------------------------------------------------
+int64_t mxus_per_device(const CoreConfig& core);
+// 2 FLOP per MAC x MACs per cycle of all MXUs x clock (bf16 inputs).
+double peak_matmul_flops_per_device(const CoreConfig& core);
+// Elements per second the VPUs of one device process at 1 cycle per vreg.
+double vpu_elements_per_second(const CoreConfig& core);
+
+}  // namespace podsim::hw

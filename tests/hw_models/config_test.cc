@@ -1,0 +1,115 @@
+// Hardware config loading: presets load, every key is validated with a
+// location and a hint, overrides apply and are checked.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "hw_models/config.h"
+
+namespace podsim::hw {
+namespace {
+
+TEST(HardwareConfig, PresetsLoadWithEveryKeySourced) {
+  for (const std::string name : {"tpuv3", "tpuv4"}) {
+    const HardwareConfig config = load_hardware(name);
+    EXPECT_EQ(config.name, name);
+    for (const std::string& key : hardware_keys()) EXPECT_TRUE(config.sources.count(key)) << name << " " << key;
+  }
+  EXPECT_EQ(preset_names(), (std::vector<std::string>{"tpuv3", "tpuv4"}));
+}
+
+TEST(HardwareConfig, TpuV3PeakMatchesAnchors) {
+  // anchors.md: 61.5 TFLOP/s per v3 core; 2 MXU * 128*128 MAC * 2 FLOP * 940e6 = 61.6e12.
+  const HardwareConfig v3 = load_hardware("tpuv3");
+  EXPECT_NEAR(peak_matmul_flops_per_device(v3.core), 61.5e12, 0.01 * 61.5e12);
+  EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(v3.core), 2.0 * 2 * 128 * 128 * 940e6);
+  // anchors.md: 275 TFLOP/s per v4 chip = device (megacore): 8 MXUs * 16384 * 2 * 1050e6 = 275.3e12.
+  const HardwareConfig v4 = load_hardware("tpuv4");
+  EXPECT_NEAR(peak_matmul_flops_per_device(v4.core), 275e12, 0.01 * 275e12);
+}
+
+TEST(HardwareConfig, OverridesApplyAndAreMarked) {
+  const HardwareConfig config =
+      load_hardware("tpuv3", {{"ici.link_bandwidth", "2e11"}, {"ici.pod_dims", "[16, 16]"}});
+  EXPECT_DOUBLE_EQ(config.ici.link_bandwidth, 2e11);
+  EXPECT_EQ(config.ici.pod_dims, (std::vector<int64_t>{16, 16}));
+  EXPECT_EQ(config.sources.at("ici.link_bandwidth"), "override (--set)");
+}
+
+TEST(HardwareConfig, UnknownOverrideKeyNamesTheKey) {
+  try {
+    load_hardware("tpuv3", {{"ici.link_bandwith", "2e11"}});
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find("ici.link_bandwith"), std::string::npos);
+    EXPECT_NE(e.hint().find("ici.link_bandwidth"), std::string::npos);
+  }
+}
+
+TEST(HardwareConfig, BadOverrideValueNamesTheKey) {
+  try {
+    load_hardware("tpuv3", {{"hbm.bandwidth", "-3"}});
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find("hbm.bandwidth"), std::string::npos);
+  }
+  EXPECT_THROW(load_hardware("tpuv3", {{"core.mxu_rows", "12.5"}}), UserError);
+  EXPECT_THROW(load_hardware("tpuv3", {{"core.model", "magic"}}), UserError);
+  // Two pod dims but three wraparound flags.
+  EXPECT_THROW(load_hardware("tpuv3", {{"ici.pod_wraparound", "[true, true, true]"}}), UserError);
+}
+
+TEST(HardwareConfig, UnknownDocumentKeyHasLineColumnAndHint) {
+  const std::string text =
+      "base: tpuv3\n"
+      "ici:\n"
+      "  link_bandwidht: 2e11\n";
+  try {
+    load_hardware_from_string(text, "mine.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().file, "mine.yaml");
+    EXPECT_EQ(e.location().line, 3);
+    EXPECT_EQ(e.location().column, 3);
+    EXPECT_NE(e.hint().find("link_bandwidth"), std::string::npos);
+    EXPECT_NE(e.hint().find("hop_latency_s"), std::string::npos);
+  }
+}
+
+TEST(HardwareConfig, BaseInheritanceChangesOnlyGivenKeys) {
+  const HardwareConfig config = load_hardware_from_string("base: tpuv3\nhbm:\n  bandwidth: 900e9\n", "x.yaml");
+  EXPECT_DOUBLE_EQ(config.hbm.bandwidth, 900e9);
+  EXPECT_DOUBLE_EQ(config.ici.link_bandwidth, 1e11);
+  EXPECT_EQ(config.sources.at("hbm.bandwidth"), "set in x.yaml");
+}
+
+TEST(HardwareConfig, DocumentWithoutBaseMustGiveEveryKey) {
+  try {
+    load_hardware_from_string("name: partial\n", "partial.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find("core.clock_hz"), std::string::npos);
+  }
+}
+
+TEST(HardwareConfig, UnknownPresetListsPresets) {
+  try {
+    load_hardware("tpuv9");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.hint().find("tpuv3"), std::string::npos);
+  }
+}
+
+TEST(HardwareConfig, BadValueInDocumentHasLocation) {
+  try {
+    load_hardware_from_string("base: tpuv3\ncore:\n  clock_hz: fast\n", "y.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().line, 3);
+    EXPECT_EQ(e.location().column, 13);
+    EXPECT_NE(e.message().find("core.clock_hz"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace podsim::hw
