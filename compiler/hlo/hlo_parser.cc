@@ -3,6 +3,7 @@
 #include "compiler/hlo/hlo_parser.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -24,6 +25,10 @@ struct PendingComputation {
   std::string name;
   size_t name_pos = 0;
   bool is_entry = false;
+  // The signature "(p: shape, ...) -> shape", if written.
+  std::optional<std::vector<Shape>> signature_parameters;
+  Shape signature_result;
+  size_t signature_pos = 0;
   std::vector<PendingInstruction> instructions;
 };
 
@@ -66,20 +71,47 @@ class Parser {
     return module;
   }
 
-  // Parameter list of a computation signature; only checked for syntax (the
-  // parameter instructions carry the shapes).
-  void skip_signature() {
+  // A computation signature; checked against the parameter instructions and
+  // the root once the computation is built.
+  void read_signature(PendingComputation& comp) {
+    comp.signature_pos = c_.pos();
     c_.expect('(');
+    std::vector<Shape> parameters;
     if (!c_.consume(')')) {
       do {
         c_.name("a parameter name");
         c_.expect(':');
-        hlo_detail::read_shape(c_);
+        parameters.push_back(hlo_detail::read_shape(c_));
       } while (c_.consume(','));
       c_.expect(')');
     }
     c_.expect_text("->");
-    hlo_detail::read_shape(c_);
+    comp.signature_result = hlo_detail::read_shape(c_);
+    comp.signature_parameters = std::move(parameters);
+  }
+
+  // Shapes compare without layouts.
+  void check_signature(const PendingComputation& pending, const Computation& comp) {
+    if (!pending.signature_parameters) return;
+    const auto& expected = *pending.signature_parameters;
+    std::vector<InstrId> params = comp.parameters();
+    if (params.size() != expected.size())
+      c_.fail_at(pending.signature_pos, fmt::format("computation '{}' declares {} parameters but has {}", comp.name(),
+                                                    expected.size(), params.size()));
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Instruction& p = comp.instr(params[i]);
+      if (p.attrs.parameter_number != static_cast<int64_t>(i))
+        c_.fail_at(pending.signature_pos, fmt::format("computation '{}' has no parameter({})", comp.name(), i));
+      if (!(p.shape == expected[i]))
+        c_.fail_at(pending.signature_pos,
+                   fmt::format("computation '{}' declares parameter {} as {} but '{}' is {}", comp.name(), i,
+                               expected[i].to_string(false), p.name, p.shape.to_string(false)));
+    }
+    if (!(comp.root_instr().shape == pending.signature_result))
+      c_.fail_at(pending.signature_pos,
+                 fmt::format("computation '{}' declares result {} but its root '{}' is {}", comp.name(),
+                             pending.signature_result.to_string(false), comp.root_instr().name,
+                             comp.root_instr().shape.to_string(false)));
   }
 
   PendingComputation read_computation() {
@@ -88,7 +120,7 @@ class Parser {
     c_.skip_space();
     comp.name_pos = c_.pos();
     comp.name = std::string(c_.name(comp.is_entry ? "a computation name" : "a computation ('ENTRY' or a name)"));
-    if (c_.peek() == '(') skip_signature();
+    if (c_.peek() == '(') read_signature(comp);
     while (c_.consume(',')) {  // e.g. execution_thread="main"
       c_.name("a computation attribute name");
       c_.expect('=');
@@ -222,6 +254,7 @@ class Parser {
       out.append(std::move(instr));
     }
     out.set_root(new_id[static_cast<size_t>(root)]);
+    check_signature(comp, out);
     return out;
   }
 
