@@ -1,0 +1,214 @@
+// Dot (general batch/contracting dims) and convolution (XLA ConvDims with
+// window strides, padding, lhs/rhs dilation, reversal, feature and batch
+// groups). Float results accumulate in double and are rounded once; integer
+// results accumulate in wrapping 64-bit integers.
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "compiler/interpreter/local_ops.h"
+
+namespace podsim::compiler::interp {
+
+namespace {
+
+// Sums products in double, or in wrapping int64 for integer result types.
+class Accumulator {
+ public:
+  explicit Accumulator(DType result) : integral_(!is_floating(result)), dtype_(result) {}
+  void reset() { real_ = 0.0; integer_ = 0; }
+  void add(double a, double b) {
+    if (integral_) {
+      const auto product = static_cast<uint64_t>(static_cast<int64_t>(a)) * static_cast<uint64_t>(static_cast<int64_t>(b));
+      integer_ = static_cast<int64_t>(static_cast<uint64_t>(integer_) + product);
+    } else {
+      real_ += a * b;
+    }
+  }
+  double result() const {
+    return round_to_dtype(dtype_, integral_ ? static_cast<double>(integer_) : real_);
+  }
+
+ private:
+  bool integral_;
+  DType dtype_;
+  double real_ = 0.0;
+  int64_t integer_ = 0;
+};
+
+std::vector<int64_t> free_dims(int rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting) {
+  std::vector<int64_t> free;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool used = false;
+    for (int64_t b : batch) used |= b == d;
+    for (int64_t c : contracting) used |= c == d;
+    if (!used) free.push_back(d);
+  }
+  return free;
+}
+
+void check_dims_in_range(const Instruction& instr, const std::vector<int64_t>& dims, int rank) {
+  for (int64_t d : dims)
+    if (d < 0 || d >= rank) fail(instr, fmt::format("dimension {} out of range for rank {}", d, rank));
+}
+
+}  // namespace
+
+// out[batch..., lhs_free..., rhs_free...] = sum_c lhs[...] * rhs[...].
+Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs) {
+  const DotDims& dd = instr.attrs.dot;
+  const Shape& ls = lhs.shape();
+  const Shape& rs = rhs.shape();
+  check_dims_in_range(instr, dd.lhs_batch, ls.rank());
+  check_dims_in_range(instr, dd.lhs_contracting, ls.rank());
+  check_dims_in_range(instr, dd.rhs_batch, rs.rank());
+  check_dims_in_range(instr, dd.rhs_contracting, rs.rank());
+  if (dd.lhs_batch.size() != dd.rhs_batch.size() || dd.lhs_contracting.size() != dd.rhs_contracting.size())
+    fail(instr, "lhs and rhs have different numbers of batch or contracting dims");
+  const auto lhs_free = free_dims(ls.rank(), dd.lhs_batch, dd.lhs_contracting);
+  const auto rhs_free = free_dims(rs.rank(), dd.rhs_batch, dd.rhs_contracting);
+  const auto ls_strides = row_major_strides(ls.dims());
+  const auto rs_strides = row_major_strides(rs.dims());
+
+  // Output dims and, per output dim, the strides into lhs and rhs.
+  std::vector<int64_t> out_dims, out_lhs_stride, out_rhs_stride;
+  for (size_t i = 0; i < dd.lhs_batch.size(); ++i) {
+    const auto lb = static_cast<size_t>(dd.lhs_batch[i]);
+    const auto rb = static_cast<size_t>(dd.rhs_batch[i]);
+    if (ls.dims()[lb] != rs.dims()[rb]) fail(instr, "batch dimension sizes differ");
+    out_dims.push_back(ls.dims()[lb]);
+    out_lhs_stride.push_back(ls_strides[lb]);
+    out_rhs_stride.push_back(rs_strides[rb]);
+  }
+  for (int64_t d : lhs_free) {
+    out_dims.push_back(ls.dims()[static_cast<size_t>(d)]);
+    out_lhs_stride.push_back(ls_strides[static_cast<size_t>(d)]);
+    out_rhs_stride.push_back(0);
+  }
+  for (int64_t d : rhs_free) {
+    out_dims.push_back(rs.dims()[static_cast<size_t>(d)]);
+    out_lhs_stride.push_back(0);
+    out_rhs_stride.push_back(rs_strides[static_cast<size_t>(d)]);
+  }
+  if (instr.shape.is_tuple() || instr.shape.dims() != out_dims) fail(instr, "result shape does not match the dot");
+
+  // Offsets of every contracting position in lhs and rhs.
+  std::vector<int64_t> contract_sizes;
+  for (size_t i = 0; i < dd.lhs_contracting.size(); ++i) {
+    const auto lc = static_cast<size_t>(dd.lhs_contracting[i]);
+    const auto rc = static_cast<size_t>(dd.rhs_contracting[i]);
+    if (ls.dims()[lc] != rs.dims()[rc]) fail(instr, "contracting dimension sizes differ");
+    contract_sizes.push_back(ls.dims()[lc]);
+  }
+  std::vector<int64_t> lhs_offsets, rhs_offsets;
+  for_each_index(contract_sizes, [&](const std::vector<int64_t>& idx) {
+    int64_t lo = 0, ro = 0;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      lo += idx[i] * ls_strides[static_cast<size_t>(dd.lhs_contracting[i])];
+      ro += idx[i] * rs_strides[static_cast<size_t>(dd.rhs_contracting[i])];
+    }
+    lhs_offsets.push_back(lo);
+    rhs_offsets.push_back(ro);
+  });
+
+  Literal result(instr.shape);
+  Accumulator acc(instr.shape.dtype());
+  const auto& a = lhs.values();
+  const auto& b = rhs.values();
+  size_t k = 0;
+  for_each_index(out_dims, [&](const std::vector<int64_t>& idx) {
+    int64_t lhs_base = 0, rhs_base = 0;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      lhs_base += idx[i] * out_lhs_stride[i];
+      rhs_base += idx[i] * out_rhs_stride[i];
+    }
+    acc.reset();
+    for (size_t c = 0; c < lhs_offsets.size(); ++c)
+      acc.add(a[static_cast<size_t>(lhs_base + lhs_offsets[c])], b[static_cast<size_t>(rhs_base + rhs_offsets[c])]);
+    result.mutable_values()[k++] = acc.result();
+  });
+  return result;
+}
+
+// For output (batch b, feature o, spatial s) with G feature groups and B
+// batch groups (XLA operation semantics):
+//   feature group g = o / (O / G) reads input features g*KC + kc, kc < KC;
+//   batch group  h = o / (O / B) reads input batch h*(N/B) + b;
+//   spatial: kernel tap k reads base position s*stride + k*rhs_dilation - pad_low,
+//   an input element when on the lhs-dilation grid; reversal flips the tap.
+Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Literal& rhs) {
+  const ConvDims& cd = instr.attrs.conv;
+  const auto& window = instr.attrs.window;
+  const Shape& ls = lhs.shape();
+  const Shape& ks = rhs.shape();
+  const Shape& os = instr.shape;
+  const size_t spatial = window.size();
+  if (lhs.is_tuple() || rhs.is_tuple() || os.is_tuple() || cd.input_spatial.size() != spatial ||
+      cd.kernel_spatial.size() != spatial || cd.output_spatial.size() != spatial ||
+      ls.rank() != static_cast<int>(spatial + 2) || ks.rank() != ls.rank() || os.rank() != ls.rank())
+    fail(instr, "convolution ranks and dimension labels do not match");
+  const int64_t groups = instr.attrs.feature_group_count;
+  const int64_t batch_groups = instr.attrs.batch_group_count;
+  const int64_t n = ls.dim(static_cast<int>(cd.input_batch));
+  const int64_t c = ls.dim(static_cast<int>(cd.input_feature));
+  const int64_t kc = ks.dim(static_cast<int>(cd.kernel_input_feature));
+  const int64_t o = ks.dim(static_cast<int>(cd.kernel_output_feature));
+  if (groups < 1 || batch_groups < 1 || c != kc * groups || o % groups != 0 || n % batch_groups != 0 ||
+      o % batch_groups != 0)
+    fail(instr, fmt::format("feature/batch group counts {}/{} do not divide the features", groups, batch_groups));
+  if (os.dim(static_cast<int>(cd.output_batch)) != n / batch_groups || os.dim(static_cast<int>(cd.output_feature)) != o)
+    fail(instr, "result batch or feature size does not match the convolution");
+  std::vector<int64_t> kernel_sizes;
+  for (size_t i = 0; i < spatial; ++i) {
+    const WindowDim& w = window[i];
+    const int64_t in = ls.dim(static_cast<int>(cd.input_spatial[i]));
+    const int64_t k = ks.dim(static_cast<int>(cd.kernel_spatial[i]));
+    if (w.size != k || w.stride < 1 || w.base_dilation < 1 || w.window_dilation < 1)
+      fail(instr, "window does not match the kernel");
+    const int64_t padded = (in - 1) * w.base_dilation + 1 + w.pad_low + w.pad_high;
+    const int64_t extent = (k - 1) * w.window_dilation + 1;
+    const int64_t expected = (in == 0 || padded < extent) ? 0 : (padded - extent) / w.stride + 1;
+    if (os.dim(static_cast<int>(cd.output_spatial[i])) != expected)
+      fail(instr, fmt::format("output spatial dim {} should be {}", i, expected));
+    kernel_sizes.push_back(k);
+  }
+
+  const auto l_strides = row_major_strides(ls.dims());
+  const auto k_strides = row_major_strides(ks.dims());
+  const int64_t out_features_per_group = o / groups;
+  const int64_t out_features_per_batch_group = o / batch_groups;
+  const int64_t batch_per_group = n / batch_groups;
+  Literal result(os);
+  Accumulator acc(os.dtype());
+  size_t k = 0;
+  for_each_index(os.dims(), [&](const std::vector<int64_t>& out_idx) {
+    const int64_t ob = out_idx[static_cast<size_t>(cd.output_batch)];
+    const int64_t of = out_idx[static_cast<size_t>(cd.output_feature)];
+    const int64_t feature_group = of / out_features_per_group;
+    const int64_t in_batch = (of / out_features_per_batch_group) * batch_per_group + ob;
+    acc.reset();
+    for_each_index(kernel_sizes, [&](const std::vector<int64_t>& tap) {
+      int64_t l_off = in_batch * l_strides[static_cast<size_t>(cd.input_batch)];
+      int64_t k_off = of * k_strides[static_cast<size_t>(cd.kernel_output_feature)];
+      for (size_t i = 0; i < spatial; ++i) {
+        const WindowDim& w = window[i];
+        const int64_t s = out_idx[static_cast<size_t>(cd.output_spatial[i])];
+        const int64_t p = s * w.stride + tap[i] * w.window_dilation - w.pad_low;
+        const int64_t in = ls.dim(static_cast<int>(cd.input_spatial[i]));
+        if (p < 0 || p > (in - 1) * w.base_dilation || p % w.base_dilation != 0) return;
+        l_off += (p / w.base_dilation) * l_strides[static_cast<size_t>(cd.input_spatial[i])];
+        const int64_t kernel_pos = w.reversal ? kernel_sizes[i] - 1 - tap[i] : tap[i];
+        k_off += kernel_pos * k_strides[static_cast<size_t>(cd.kernel_spatial[i])];
+      }
+      for (int64_t f = 0; f < kc; ++f) {
+        const int64_t in_feature = feature_group * kc + f;
+        acc.add(lhs.values()[static_cast<size_t>(l_off + in_feature * l_strides[static_cast<size_t>(cd.input_feature)])],
+                rhs.values()[static_cast<size_t>(k_off + f * k_strides[static_cast<size_t>(cd.kernel_input_feature)])]);
+      }
+    });
+    result.mutable_values()[k++] = acc.result();
+  });
+  return result;
+}
+
+}  // namespace podsim::compiler::interp

@@ -1,0 +1,63 @@
+// Reference interpreter: the correctness oracle of the SPMD partitioner.
+//
+// evaluate() runs a module's entry computation on one device (partition id 0);
+// evaluate_spmd() runs it on N simulated devices in lock-step (device d has
+// partition id d, replica id 0) so collectives exchange among the devices. The
+// partitioner's verify mode runs the original module with evaluate(), the
+// partitioned one with evaluate_spmd(), and compares with compare_literals().
+//
+// Semantics follow XLA's HLO operation semantics. All arithmetic is done in
+// double (integers in 64-bit integers) and rounded to the result dtype with
+// round_to_dtype. Choices where XLA leaves the result implementation-defined:
+//   - integer x / 0 == -1 (all bits set), x % 0 == x, INT_MIN / -1 == INT_MIN,
+//     INT_MIN % -1 == 0 (what XLA's CPU/GPU backends produce);
+//   - integer power with a negative exponent: 1 for base 1, +-1 for base -1,
+//     0 otherwise (1 / base^n truncated toward zero);
+//   - float -> integer convert truncates toward zero and saturates at the
+//     dtype's range; NaN converts to 0 (XLA's fptosi.sat lowering);
+//   - reduce-window skips padding and base-dilation holes (XLA's evaluator), so
+//     padding acts as the init value whenever the init value is the identity;
+//   - convolution with batch_group_count B: output feature o belongs to batch
+//     group o / (F_out / B), which reads input batch group * (N / B) + b;
+//   - scatter updates whose window would leave the operand are skipped whole;
+//     gather and dynamic-slice clamp start indices into range.
+// Errors a user can cause (argument count/shape, unsupported custom-call,
+// diverging while conditions) are UserErrors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/literal.h"
+#include "compiler/ir/module.h"
+
+namespace podsim::compiler {
+
+// Runs the entry computation on one device (partition id 0, replica id 0).
+Literal evaluate(const Module& module, const std::vector<Literal>& args);
+
+// Runs the entry computation on N = args_per_device.size() devices in
+// lock-step; device d has partition id d. Returns the root value per device.
+std::vector<Literal> evaluate_spmd(const Module& module,
+                                   const std::vector<std::vector<Literal>>& args_per_device);
+
+// A seeded pseudo-random value of `shape` (tuples leaf by leaf). Floats are
+// multiples of 1/64 in [-1, 1] (exact in bf16 and above, so sums and products
+// of few terms are exact in f32 whatever the order), signed integers in
+// [-8, 8], unsigned in [0, 15], preds 0/1. Same seed, same value everywhere.
+Literal random_literal(const Shape& shape, uint64_t seed);
+
+struct Comparison {
+  bool ok = true;
+  double max_abs_error = 0.0;
+  std::string first_mismatch;  // empty when ok
+};
+
+// Compares leaf by leaf. Floating elements match when
+// |expected - actual| <= tolerance * (1 + |expected|) (NaN matches NaN, an
+// infinity only the same infinity); integer and pred elements must be equal.
+// Shape differences are mismatches too.
+Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance);
+
+}  // namespace podsim::compiler
