@@ -1,0 +1,540 @@
+// Per-op sharding rules. Most rules are one "dimension correspondence":
+// a list of (source dim -> target dim) pairs along which tiling is carried,
+// every other source dim becoming partial replication and every other target
+// dim unsharded; propagate_along_dims_and_replicate_others implements it
+// (gspmd-algorithms.md 1.7). The dot rule follows 2.4 ("Dot / einsum").
+#include "compiler/propagation/op_rules.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "compiler/sharding/sharding_util.h"
+
+namespace podsim::compiler::propagation {
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+Dims iota_dims(int64_t n) {
+  Dims d(static_cast<size_t>(n));
+  std::iota(d.begin(), d.end(), 0);
+  return d;
+}
+
+bool contains(const Dims& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// Dims of [0, rank) not in `used`, ascending.
+Dims complement(int64_t rank, const Dims& used) {
+  Dims out;
+  for (int64_t i = 0; i < rank; ++i)
+    if (!contains(used, i)) out.push_back(i);
+  return out;
+}
+
+std::optional<Sharding> along(const Sharding& s, const Dims& src, const Dims& tgt, int64_t tgt_rank) {
+  if (!s.is_tiled()) {
+    if (s.is_replicated() || s.is_manual()) return s;
+    return std::nullopt;  // maximal: device placement does not spread
+  }
+  return propagate_along_dims_and_replicate_others(s, DimCorrespondence{src, tgt, tgt_rank});
+}
+
+// ---- dot ----------------------------------------------------------------
+
+// Output positions of a dot: batch dims, lhs free dims, rhs free dims.
+struct DotLayout {
+  Dims lhs_free, rhs_free;              // operand dims
+  Dims out_batch, out_lhs_free, out_rhs_free;  // output positions
+};
+
+DotLayout dot_layout(const Instruction& dot, const Shape& lhs, const Shape& rhs) {
+  const DotDims& d = dot.attrs.dot;
+  DotLayout l;
+  Dims lhs_used = d.lhs_batch, rhs_used = d.rhs_batch;
+  lhs_used.insert(lhs_used.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
+  rhs_used.insert(rhs_used.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
+  l.lhs_free = complement(lhs.rank(), lhs_used);
+  l.rhs_free = complement(rhs.rank(), rhs_used);
+  int64_t pos = 0;
+  for (size_t i = 0; i < d.lhs_batch.size(); ++i) l.out_batch.push_back(pos++);
+  for (size_t i = 0; i < l.lhs_free.size(); ++i) l.out_lhs_free.push_back(pos++);
+  for (size_t i = 0; i < l.rhs_free.size(); ++i) l.out_rhs_free.push_back(pos++);
+  return l;
+}
+
+// From operand k's sharding to the dot output: batch -> batch, own free
+// dims -> output; contracting dims become partial replication.
+std::optional<Sharding> dot_forward_from(const Instruction& dot, const Shape& lhs, const Shape& rhs, int k,
+                                         const Sharding& s) {
+  DotLayout l = dot_layout(dot, lhs, rhs);
+  Dims src = k == 0 ? dot.attrs.dot.lhs_batch : dot.attrs.dot.rhs_batch;
+  Dims tgt = l.out_batch;
+  const Dims& free = k == 0 ? l.lhs_free : l.rhs_free;
+  const Dims& out_free = k == 0 ? l.out_lhs_free : l.out_rhs_free;
+  src.insert(src.end(), free.begin(), free.end());
+  tgt.insert(tgt.end(), out_free.begin(), out_free.end());
+  return along(s, src, tgt, dot.shape.rank());
+}
+
+// ---- gather / scatter correspondences ------------------------------------
+
+// Gather output dims that are "batch" (come from indices), in order.
+Dims gather_batch_out_dims(const Instruction& g) {
+  return complement(g.shape.rank(), g.attrs.gather.offset_dims);
+}
+// Indices dims other than index_vector_dim, in order.
+Dims gather_index_batch_dims(const Instruction& g, const Shape& indices) {
+  Dims out;
+  for (int64_t i = 0; i < indices.rank(); ++i)
+    if (i != g.attrs.gather.index_vector_dim) out.push_back(i);
+  return out;
+}
+// Operand pass-through dims (not collapsed, slice == full size) and their
+// output offset dims.
+void gather_operand_passthrough(const Instruction& g, const Shape& operand, Dims& operand_dims, Dims& out_dims) {
+  const GatherDims& gd = g.attrs.gather;
+  size_t offset_index = 0;
+  for (int64_t i = 0; i < operand.rank(); ++i) {
+    if (contains(gd.collapsed_slice_dims, i) || contains(gd.operand_batching_dims, i)) continue;
+    int64_t out_dim = gd.offset_dims[offset_index++];
+    if (g.attrs.gather_slice_sizes[static_cast<size_t>(i)] == operand.dim(static_cast<int>(i))) {
+      operand_dims.push_back(i);
+      out_dims.push_back(out_dim);
+    }
+  }
+}
+// Scatter: operand dims fully covered by update window dims <-> update dims.
+void scatter_update_passthrough(const Instruction& s, const Shape& operand, const Shape& updates,
+                                Dims& operand_dims, Dims& update_dims) {
+  const ScatterDims& sd = s.attrs.scatter;
+  size_t w = 0;
+  for (int64_t i = 0; i < operand.rank(); ++i) {
+    if (contains(sd.inserted_window_dims, i) || contains(sd.input_batching_dims, i)) continue;
+    if (w >= sd.update_window_dims.size()) break;
+    int64_t ud = sd.update_window_dims[w++];
+    if (updates.dim(static_cast<int>(ud)) == operand.dim(static_cast<int>(i))) {
+      operand_dims.push_back(i);
+      update_dims.push_back(ud);
+    }
+  }
+}
+Dims scatter_update_scatter_dims(const Instruction& s, const Shape& updates) {
+  return complement(updates.rank(), s.attrs.scatter.update_window_dims);
+}
+Dims scatter_index_batch_dims(const Instruction& s, const Shape& indices) {
+  Dims out;
+  for (int64_t i = 0; i < indices.rank(); ++i)
+    if (i != s.attrs.scatter.index_vector_dim) out.push_back(i);
+  return out;
+}
+
+// ---- convolution ---------------------------------------------------------
+
+bool trivial_window(const WindowDim& w) {
+  return w.size == 1 && w.stride == 1 && w.pad_low == 0 && w.pad_high == 0 && w.base_dilation == 1 &&
+         w.window_dilation == 1 && !w.reversal;
+}
+
+// Number of leaves of a (possibly nested) tuple shape.
+int64_t leaf_count(const Shape& s) {
+  if (!s.is_tuple()) return 1;
+  int64_t n = 0;
+  for (const auto& e : s.tuple_shapes()) n += leaf_count(e);
+  return n;
+}
+// Index of the first leaf of tuple element `index`.
+int64_t leaf_offset(const Shape& tuple, int64_t index) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < index; ++i) n += leaf_count(tuple.tuple_shape(static_cast<int>(i)));
+  return n;
+}
+// The leaves of a tuple sharding (a leaf sharding applies to every leaf).
+std::vector<Sharding> leaves_of(const Sharding& s, const Shape& shape) {
+  if (s.is_tuple()) return s.tuple_elements();
+  return std::vector<Sharding>(static_cast<size_t>(leaf_count(shape)), s);
+}
+Sharding sub_sharding(const Sharding& s, const Shape& tuple, int64_t index) {
+  std::vector<Sharding> leaves = leaves_of(s, tuple);
+  int64_t first = leaf_offset(tuple, index);
+  const Shape& elem = tuple.tuple_shape(static_cast<int>(index));
+  if (!elem.is_tuple()) return leaves[static_cast<size_t>(first)];
+  std::vector<Sharding> part(leaves.begin() + first, leaves.begin() + first + leaf_count(elem));
+  return Sharding::tuple(std::move(part));
+}
+
+}  // namespace
+
+bool is_pass_through(Opcode op) {
+  if (is_elementwise(op)) return true;
+  switch (op) {
+    case Opcode::kTranspose:
+    case Opcode::kReshape:
+    case Opcode::kTuple:
+    case Opcode::kGetTupleElement:
+    case Opcode::kWhile:
+    case Opcode::kCall:
+    case Opcode::kDynamicSlice:
+    case Opcode::kCustomCall:
+    case Opcode::kParameter:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r, int level) {
+  const Instruction& in = st.instr(r);
+  const Computation& comp = st.module().computation(r.comp);
+  auto op_sharding = [&](int i) -> const std::optional<Sharding>& {
+    return st.sharding({r.comp, in.operand(i)});
+  };
+  auto op_shape = [&](int i) -> const Shape& { return comp.instr(in.operand(i)).shape; };
+  std::vector<Sharding> out;
+  auto offer = [&](const std::optional<Sharding>& s) {
+    if (s) out.push_back(*s);
+  };
+  if (level == 0 && !is_pass_through(in.opcode)) return out;
+
+  if (is_elementwise(in.opcode) || in.opcode == Opcode::kAllReduce ||
+      (in.opcode == Opcode::kCustomCall && in.operand_count() == 1 &&
+       op_shape(0).dims() == in.shape.dims())) {
+    // Operands of the result's dims (scalar select predicates / clamp bounds
+    // carry nothing). Level 0: only the most specific; later: each, to merge.
+    std::vector<Sharding> cands;
+    for (int i = 0; i < in.operand_count(); ++i)
+      if (op_sharding(i) && op_shape(i).is_array() && op_shape(i).dims() == in.shape.dims())
+        cands.push_back(*op_sharding(i));
+    if (level == 0 && cands.size() > 1) {
+      size_t best = 0;
+      for (size_t i = 1; i < cands.size(); ++i)
+        if (is_more_specific(cands[i], cands[best])) best = i;
+      return {cands[best]};
+    }
+    return cands;
+  }
+
+  switch (in.opcode) {
+    case Opcode::kParameter: {
+      // Parameters of called computations: from the caller's operand (while
+      // parameters are handled by the control-flow group).
+      const auto& site = st.caller(r.comp);
+      if (!site) return out;
+      const Instruction& call = st.module().computation(site->comp).instr(site->instr);
+      if (call.opcode != Opcode::kCall) return out;
+      offer(st.sharding({site->comp, call.operand(static_cast<int>(in.attrs.parameter_number))}));
+      return out;
+    }
+    case Opcode::kBroadcast: {
+      if (level < 3 || !op_sharding(0) || op_sharding(0)->is_replicated()) return out;
+      offer(along(*op_sharding(0), iota_dims(op_shape(0).rank()), in.attrs.dimensions, in.shape.rank()));
+      return out;
+    }
+    case Opcode::kReduce: {
+      const int n = in.operand_count() / 2;
+      Dims kept = complement(op_shape(0).rank(), in.attrs.dimensions);
+      for (int i = 0; i < n; ++i) {
+        if (!op_sharding(i)) continue;
+        std::optional<Sharding> s = along(*op_sharding(i), kept, iota_dims(static_cast<int64_t>(kept.size())),
+                                          static_cast<int64_t>(kept.size()));
+        if (!s) continue;
+        if (in.shape.is_tuple()) s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(n), *s));
+        out.push_back(*s);
+      }
+      return out;
+    }
+    case Opcode::kTranspose:
+      if (op_sharding(0)) offer(op_sharding(0)->is_tiled() ? transpose_sharding(*op_sharding(0), in.attrs.dimensions)
+                                                           : *op_sharding(0));
+      return out;
+    case Opcode::kReshape: {
+      if (!op_sharding(0)) return out;
+      const Sharding& s = *op_sharding(0);
+      if (!s.is_tiled()) return {s};
+      out.push_back(propagate_through_reshape(op_shape(0).dims(), in.shape.dims(), s));
+      return out;
+    }
+    case Opcode::kSlice:
+    case Opcode::kPad:
+    case Opcode::kReduceWindow:
+      if (in.opcode == Opcode::kReduceWindow)
+        for (const auto& w : in.attrs.window)
+          if (w.base_dilation != 1 || w.window_dilation != 1) return out;
+      offer(op_sharding(0));
+      return out;
+    case Opcode::kReverse:
+      if (op_sharding(0))
+        offer(op_sharding(0)->is_tiled() ? reverse_sharding(*op_sharding(0), in.attrs.dimensions) : *op_sharding(0));
+      return out;
+    case Opcode::kConcatenate: {
+      std::vector<Sharding> cands;
+      for (int i = 0; i < in.operand_count(); ++i) {
+        if (!op_sharding(i)) continue;
+        const Sharding& s = *op_sharding(i);
+        // Level 0: not through a sharded concat dim.
+        if (level == 0 && s.is_tiled() &&
+            s.tile_assignment().dim(in.attrs.dimensions[0]) > 1)
+          continue;
+        cands.push_back(s);
+      }
+      return cands;
+    }
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice: {
+      if (!op_sharding(0)) return out;
+      const Sharding& s = *op_sharding(0);
+      if (in.opcode == Opcode::kDynamicSlice && s.is_tiled()) {
+        // Only when no sharded dim is actually sliced.
+        for (int64_t d = 0; d < in.shape.rank(); ++d)
+          if (s.tile_assignment().dim(d) > 1 && in.shape.dim(static_cast<int>(d)) != op_shape(0).dim(static_cast<int>(d)))
+            return out;
+      }
+      offer(s);
+      if (in.opcode == Opcode::kDynamicUpdateSlice && op_sharding(1)) {
+        const Sharding& u = *op_sharding(1);
+        bool ok = true;
+        if (u.is_tiled())
+          for (int64_t d = 0; d < in.shape.rank(); ++d)
+            if (u.tile_assignment().dim(d) > 1 && op_shape(1).dim(static_cast<int>(d)) != in.shape.dim(static_cast<int>(d)))
+              ok = false;
+        if (ok) out.push_back(u);
+      }
+      return out;
+    }
+    case Opcode::kDot: {
+      const Shape& lhs = op_shape(0);
+      const Shape& rhs = op_shape(1);
+      std::optional<Sharding> from_lhs, from_rhs;
+      if (op_sharding(0)) from_lhs = dot_forward_from(in, lhs, rhs, 0, *op_sharding(0));
+      if (op_sharding(1)) from_rhs = dot_forward_from(in, lhs, rhs, 1, *op_sharding(1));
+      // The larger operand (in bytes) is primary (EinsumChooseLargerOperand);
+      // the other is then offered so compatible partial shardings merge.
+      bool rhs_first = rhs.byte_size() > lhs.byte_size();
+      if (rhs_first) std::swap(from_lhs, from_rhs);
+      offer(from_lhs);
+      offer(from_rhs);
+      return out;
+    }
+    case Opcode::kConvolution: {
+      const ConvDims& c = in.attrs.conv;
+      bool dot_like = std::all_of(in.attrs.window.begin(), in.attrs.window.end(), trivial_window) &&
+                      in.attrs.feature_group_count == 1 && in.attrs.batch_group_count == 1;
+      if (op_sharding(0)) {
+        const Sharding& s = *op_sharding(0);
+        // LHS drives the output: batch -> batch, spatial -> spatial, only if
+        // the input feature dim is not sharded (small-kernel forward conv).
+        if (!(s.is_tiled() && s.tile_assignment().dim(c.input_feature) > 1)) {
+          Dims src{c.input_batch}, tgt{c.output_batch};
+          for (size_t i = 0; i < c.input_spatial.size(); ++i) {
+            src.push_back(c.input_spatial[i]);
+            tgt.push_back(c.output_spatial[i]);
+          }
+          offer(along(s, src, tgt, in.shape.rank()));
+        } else if (dot_like) {
+          offer(along(s, {c.input_batch}, {c.output_batch}, in.shape.rank()));
+        }
+      }
+      if (op_sharding(1) && dot_like)
+        offer(along(*op_sharding(1), {c.kernel_output_feature}, {c.output_feature}, in.shape.rank()));
+      return out;
+    }
+    case Opcode::kGather: {
+      const Shape& indices = op_shape(1);
+      if (op_sharding(1))
+        offer(along(*op_sharding(1), gather_index_batch_dims(in, indices), gather_batch_out_dims(in),
+                    in.shape.rank()));
+      if (op_sharding(0)) {
+        Dims od, outd;
+        gather_operand_passthrough(in, op_shape(0), od, outd);
+        offer(along(*op_sharding(0), od, outd, in.shape.rank()));
+      }
+      return out;
+    }
+    case Opcode::kScatter: {
+      offer(op_sharding(0));
+      if (op_sharding(2)) {
+        Dims od, ud;
+        scatter_update_passthrough(in, op_shape(0), op_shape(2), od, ud);
+        offer(along(*op_sharding(2), ud, od, in.shape.rank()));
+      }
+      return out;
+    }
+    case Opcode::kTuple: {
+      bool any = false;
+      std::vector<Sharding> leaves;
+      for (int i = 0; i < in.operand_count(); ++i) {
+        const Shape& s = op_shape(i);
+        if (op_sharding(i)) {
+          any = true;
+          for (auto& l : leaves_of(*op_sharding(i), s)) leaves.push_back(l);
+        } else {
+          for (int64_t k = 0; k < leaf_count(s); ++k) leaves.push_back(Sharding::replicated());
+        }
+      }
+      if (any) out.push_back(Sharding::tuple(std::move(leaves)));
+      return out;
+    }
+    case Opcode::kGetTupleElement:
+      if (op_sharding(0)) out.push_back(sub_sharding(*op_sharding(0), op_shape(0), in.attrs.tuple_index));
+      return out;
+    case Opcode::kWhile:
+      offer(op_sharding(0));
+      return out;
+    case Opcode::kCall:
+      return out;  // result is synchronised with the callee root
+    case Opcode::kCustomCall:
+    default:
+      return out;
+  }
+}
+
+std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef user_ref, int k, int level) {
+  const Instruction& user = st.instr(user_ref);
+  if (user.opcode == Opcode::kCall) {
+    const Computation& callee = st.module().computation(user.to_apply());
+    return st.sharding({user.to_apply(), callee.parameters().at(static_cast<size_t>(k))});
+  }
+  const std::optional<Sharding>& us = st.sharding(user_ref);
+  if (!us) return std::nullopt;
+  const Computation& comp = st.module().computation(user_ref.comp);
+  const Shape& operand = comp.instr(user.operand(k)).shape;
+  if (level == 0 && !is_pass_through(user.opcode)) return std::nullopt;
+
+  if (is_elementwise(user.opcode) || user.opcode == Opcode::kAllReduce || user.opcode == Opcode::kCustomCall) {
+    if (operand.is_array() && operand.dims() == user.shape.dims()) return *us;
+    return std::nullopt;
+  }
+  const Sharding& s = *us;
+  switch (user.opcode) {
+    case Opcode::kBroadcast:
+      if (level < 2) return std::nullopt;
+      return along(s, user.attrs.dimensions, iota_dims(operand.rank()), operand.rank());
+    case Opcode::kReduce: {
+      const int n = user.operand_count() / 2;
+      if (k >= n) return std::nullopt;  // init values
+      Sharding leaf = s.is_tuple() ? s.tuple_elements().at(static_cast<size_t>(k)) : s;
+      Dims kept = complement(operand.rank(), user.attrs.dimensions);
+      return along(leaf, iota_dims(static_cast<int64_t>(kept.size())), kept, operand.rank());
+    }
+    case Opcode::kTranspose: {
+      if (!s.is_tiled()) return s;
+      const Dims& perm = user.attrs.dimensions;
+      Dims inverse(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+      return transpose_sharding(s, inverse);
+    }
+    case Opcode::kReshape: {
+      if (!s.is_tiled()) return s;
+      return propagate_through_reshape(user.shape.dims(), operand.dims(), s);
+    }
+    case Opcode::kSlice:
+    case Opcode::kPad:
+    case Opcode::kReduceWindow:
+    case Opcode::kConcatenate:
+      if (user.opcode != Opcode::kConcatenate && k != 0) return std::nullopt;
+      return s;
+    case Opcode::kReverse:
+      return s.is_tiled() ? reverse_sharding(s, user.attrs.dimensions) : s;
+    case Opcode::kDynamicSlice:
+      return k == 0 ? std::optional<Sharding>(s) : std::nullopt;
+    case Opcode::kDynamicUpdateSlice:
+      return k <= 1 ? std::optional<Sharding>(s) : std::nullopt;
+    case Opcode::kDot: {
+      const Shape& lhs = comp.instr(user.operand(0)).shape;
+      const Shape& rhs = comp.instr(user.operand(1)).shape;
+      DotLayout l = dot_layout(user, lhs, rhs);
+      const DotDims& d = user.attrs.dot;
+      // From the output: batch and own free dims; the other operand's free
+      // output dims become replication; contracting dims unsharded.
+      Dims src = l.out_batch, tgt = k == 0 ? d.lhs_batch : d.rhs_batch;
+      const Dims& out_free = k == 0 ? l.out_lhs_free : l.out_rhs_free;
+      const Dims& free = k == 0 ? l.lhs_free : l.rhs_free;
+      src.insert(src.end(), out_free.begin(), out_free.end());
+      tgt.insert(tgt.end(), free.begin(), free.end());
+      std::optional<Sharding> cand = along(s, src, tgt, operand.rank());
+      // BackwardDotFromContracting: the other operand's batch and
+      // contracting tiling maps onto this operand's; merged in if compatible.
+      const std::optional<Sharding>& other = st.sharding({user_ref.comp, user.operand(1 - k)});
+      if (cand && other && other->is_tiled() && level >= 1) {
+        Dims osrc = k == 0 ? d.rhs_batch : d.lhs_batch, otgt = k == 0 ? d.lhs_batch : d.rhs_batch;
+        const Dims& oc = k == 0 ? d.rhs_contracting : d.lhs_contracting;
+        const Dims& mc = k == 0 ? d.lhs_contracting : d.rhs_contracting;
+        osrc.insert(osrc.end(), oc.begin(), oc.end());
+        otgt.insert(otgt.end(), mc.begin(), mc.end());
+        if (auto from_other = along(*other, osrc, otgt, operand.rank())) {
+          // Combine only when both fit together; otherwise keep the output's.
+          if (auto merged = merge_if_compatible(*cand, *from_other)) cand = *merged;
+        }
+      }
+      return cand;
+    }
+    case Opcode::kConvolution: {
+      const ConvDims& c = user.attrs.conv;
+      bool dot_like = std::all_of(user.attrs.window.begin(), user.attrs.window.end(), trivial_window) &&
+                      user.attrs.feature_group_count == 1 && user.attrs.batch_group_count == 1;
+      if (!dot_like) {
+        if (k != 0) return std::nullopt;
+        // Input takes batch and spatial tiling from the output.
+        Dims src{c.output_batch}, tgt{c.input_batch};
+        for (size_t i = 0; i < c.output_spatial.size(); ++i) {
+          src.push_back(c.output_spatial[i]);
+          tgt.push_back(c.input_spatial[i]);
+        }
+        return along(s, src, tgt, operand.rank());
+      }
+      if (k == 0) return along(s, {c.output_batch}, {c.input_batch}, operand.rank());
+      return along(s, {c.output_feature}, {c.kernel_output_feature}, operand.rank());
+    }
+    case Opcode::kGather: {
+      if (k == 1)
+        return along(s, gather_batch_out_dims(user), gather_index_batch_dims(user, operand), operand.rank());
+      Dims od, outd;
+      gather_operand_passthrough(user, operand, od, outd);
+      return along(s, outd, od, operand.rank());
+    }
+    case Opcode::kScatter: {
+      if (k == 0) return s;
+      const Shape& target = comp.instr(user.operand(0)).shape;
+      if (k == 2) {
+        Dims od, ud;
+        scatter_update_passthrough(user, target, operand, od, ud);
+        std::optional<Sharding> cand = along(s, od, ud, operand.rank());
+        // Index pass-through from the indices' sharding.
+        const std::optional<Sharding>& is = st.sharding({user_ref.comp, user.operand(1)});
+        const Shape& indices = comp.instr(user.operand(1)).shape;
+        if (cand && is && is->is_tiled()) {
+          if (auto from_idx = along(*is, scatter_index_batch_dims(user, indices),
+                                    scatter_update_scatter_dims(user, operand), operand.rank())) {
+            if (auto merged = merge_if_compatible(*cand, *from_idx)) cand = *merged;
+          }
+        }
+        return cand;
+      }
+      // Indices from the updates' scatter dims.
+      const std::optional<Sharding>& ups = st.sharding({user_ref.comp, user.operand(2)});
+      if (!ups) return std::nullopt;
+      const Shape& updates = comp.instr(user.operand(2)).shape;
+      return along(*ups, scatter_update_scatter_dims(user, updates), scatter_index_batch_dims(user, operand),
+                   operand.rank());
+    }
+    case Opcode::kTuple:
+      return sub_sharding(s, user.shape, k);
+    case Opcode::kGetTupleElement: {
+      // The tuple with this element's sharding, others replicated or as they are.
+      const std::optional<Sharding>& cur = st.sharding({user_ref.comp, user.operand(0)});
+      std::vector<Sharding> leaves =
+          cur ? leaves_of(*cur, operand)
+              : std::vector<Sharding>(static_cast<size_t>(leaf_count(operand)), Sharding::replicated());
+      int64_t first = leaf_offset(operand, user.attrs.tuple_index);
+      std::vector<Sharding> mine = leaves_of(s, user.shape);
+      for (size_t i = 0; i < mine.size(); ++i) leaves[static_cast<size_t>(first) + i] = mine[i];
+      return Sharding::tuple(std::move(leaves));
+    }
+    case Opcode::kWhile:
+      return s;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace podsim::compiler::propagation

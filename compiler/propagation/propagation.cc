@@ -1,0 +1,200 @@
+// Sharding propagation engine: reads annotations, runs the level schedule of
+// forward and backward sweeps to a fixed point, and writes every sharding
+// back to the module (gspmd-algorithms.md 2.1-2.3).
+#include "compiler/propagation/propagation.h"
+
+#include <fmt/format.h>
+
+#include "compiler/propagation/op_rules.h"
+#include "compiler/propagation/propagation_state.h"
+#include "compiler/sharding/sharding_util.h"
+
+namespace podsim::compiler {
+
+namespace {
+
+using propagation::PropagationState;
+using propagation::ValueRef;
+
+std::vector<int64_t> leaf_ranks(const Shape& s) {
+  if (!s.is_tuple()) return {s.rank()};
+  std::vector<int64_t> out;
+  for (const auto& e : s.tuple_shapes())
+    for (int64_t r : leaf_ranks(e)) out.push_back(r);
+  return out;
+}
+
+// One leaf of the "better sharding" decision (section 2.3). Returns the
+// sharding to store, or nullopt to keep the current one.
+std::optional<Sharding> improve_leaf(const std::optional<Sharding>& current, const Sharding& candidate,
+                                     const std::vector<int64_t>& dims, bool may_combine, bool aggressive) {
+  if (candidate.is_maximal() || candidate.is_unknown()) return std::nullopt;  // placement does not spread
+  if (!current) return candidate;
+  if (*current == candidate || current->is_manual()) return std::nullopt;
+  MergeOutcome m = merge_sharding(*current, candidate, may_combine);
+  if (!m.dst_wins || m.sharding == *current) return std::nullopt;
+  // No silent re-layout: a candidate that is not a merge must refine a tiled
+  // current sharding (IsSubTilingOrEqualSharding), unless this value has a
+  // single user so at most one reshard appears downstream.
+  bool was_merge = m.sharding.num_tiles() != candidate.num_tiles();
+  if (!aggressive && !was_merge && current->is_tiled() && !is_subtiling_or_equal(dims, m.sharding, *current))
+    return std::nullopt;
+  return m.sharding;
+}
+
+class Propagator {
+ public:
+  Propagator(Module& module, const PropagationOptions& options)
+      : module_(module),
+        state_(module),
+        num_devices_(options.num_devices > 0 ? options.num_devices : module.num_partitions()),
+        options_(options) {}
+
+  PropagationStats run() {
+    read_annotations();
+    for (int level = 0; level <= 3; ++level) {
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (CompId c : state_.reachable()) changed |= sweep(c, level);
+        ++stats_.sweeps;
+      }
+    }
+    write_back();
+    return stats_;
+  }
+
+ private:
+  void read_annotations() {
+    for (CompId c : state_.reachable()) {
+      const Computation& comp = module_.computation(c);
+      for (InstrId i = 0; i < comp.size(); ++i) {
+        const Instruction& in = comp.instr(i);
+        if (!in.sharding) continue;
+        Sharding s = parse_sharding(*in.sharding, in.location);
+        std::vector<int64_t> ranks = leaf_ranks(in.shape);
+        s.validate_leaves(ranks, num_devices_, in.location);
+        state_.set_provided({c, i}, s);
+        ++stats_.annotated;
+      }
+    }
+    // A fully specified "Sharding" annotation on an unannotated value gives
+    // that value the sharding directly (XLA does this when replacing the
+    // custom call by a copy).
+    for (CompId c : state_.reachable()) {
+      const Computation& comp = module_.computation(c);
+      for (InstrId i = 0; i < comp.size(); ++i) {
+        const Instruction& in = comp.instr(i);
+        if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "Sharding" || !in.sharding) continue;
+        ValueRef operand{c, in.operand(0)};
+        if (!state_.sharding(operand)) state_.set(operand, *state_.sharding({c, i}));
+      }
+    }
+    const Computation& entry = module_.entry();
+    if (!options_.propagate_to_parameters)
+      for (InstrId p : entry.parameters())
+        if (!state_.sharding({module_.entry_id(), p})) state_.set_provided({module_.entry_id(), p}, Sharding());
+    if (!options_.propagate_to_output && !state_.sharding({module_.entry_id(), entry.root()}))
+      state_.set_provided({module_.entry_id(), entry.root()}, Sharding());
+    state_.sync_provided_groups();
+  }
+
+  bool improve(ValueRef r, const Sharding& candidate, int level) {
+    if (state_.provided(r)) return false;
+    const Instruction& in = state_.instr(r);
+    const bool may_combine = level > 0;
+    // Aggressive resharding is allowed when the value has one (non-root) user.
+    const Computation& comp = module_.computation(r.comp);
+    const bool aggressive = state_.users(r).size() == 1 && comp.root() != r.instr;
+    const std::optional<Sharding>& current = state_.sharding(r);
+    std::optional<Sharding> next;
+    if (in.shape.is_tuple()) {
+      next = improve_tuple(in.shape, current, candidate, may_combine, aggressive);
+    } else {
+      if (candidate.is_tuple()) return false;
+      next = improve_leaf(current, candidate, in.shape.dims(), may_combine, aggressive);
+    }
+    if (!next) return false;
+    state_.set(r, *next);
+    ++stats_.changes;
+    return true;
+  }
+
+  std::optional<Sharding> improve_tuple(const Shape& shape, const std::optional<Sharding>& current,
+                                        const Sharding& candidate, bool may_combine, bool aggressive) {
+    std::vector<Shape> leaves;
+    flatten(shape, leaves);
+    auto split = [&](const Sharding& s) {
+      return s.is_tuple() ? s.tuple_elements() : std::vector<Sharding>(leaves.size(), s);
+    };
+    std::vector<Sharding> cand = split(candidate);
+    if (cand.size() != leaves.size()) return std::nullopt;
+    if (!current) return Sharding::tuple(cand);
+    std::vector<Sharding> cur = split(*current);
+    bool any = false;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (auto better = improve_leaf(cur[i], cand[i], leaves[i].dims(), may_combine, aggressive)) {
+        cur[i] = *better;
+        any = true;
+      }
+    }
+    if (!any) return std::nullopt;
+    return Sharding::tuple(std::move(cur));
+  }
+
+  static void flatten(const Shape& s, std::vector<Shape>& out) {
+    if (!s.is_tuple()) {
+      out.push_back(s);
+      return;
+    }
+    for (const auto& e : s.tuple_shapes()) flatten(e, out);
+  }
+
+  bool sweep(CompId c, int level) {
+    const Computation& comp = module_.computation(c);
+    bool changed = false;
+    for (InstrId i = 0; i < comp.size(); ++i)
+      for (const Sharding& cand : propagation::forward_candidates(state_, {c, i}, level))
+        changed |= improve({c, i}, cand, level);
+    for (InstrId i = comp.size() - 1; i >= 0; --i) {
+      for (InstrId u : state_.users({c, i})) {
+        const Instruction& user = comp.instr(u);
+        for (int k = 0; k < user.operand_count(); ++k) {
+          if (user.operand(k) != i) continue;
+          if (auto cand = propagation::backward_candidate(state_, {c, u}, k, level))
+            changed |= improve({c, i}, *cand, level);
+        }
+      }
+    }
+    return changed;
+  }
+
+  void write_back() {
+    for (CompId c : state_.reachable()) {
+      Computation& comp = module_.mutable_computation(c);
+      for (InstrId i = 0; i < comp.size(); ++i) {
+        const std::optional<Sharding>& s = state_.sharding({c, i});
+        if (s) {
+          comp.mutable_instr(i).sharding = s->to_string();
+        } else {
+          comp.mutable_instr(i).sharding = Sharding::replicated().to_string();
+          ++stats_.defaulted_replicated;
+        }
+      }
+    }
+  }
+
+  Module& module_;
+  PropagationState state_;
+  int64_t num_devices_;
+  PropagationOptions options_;
+  PropagationStats stats_;
+};
+
+}  // namespace
+
+PropagationStats propagate_shardings(Module& module, const PropagationOptions& options) {
+  return Propagator(module, options).run();
+}
+
+}  // namespace podsim::compiler

@@ -1,0 +1,39 @@
+// Sharding propagation (GSPMD completion, gspmd-algorithms.md section 2):
+// from the user's few annotations, give every instruction of every reachable
+// computation a sharding. Forward (operands -> result) and backward (users ->
+// operand) passes iterate to a fixed point at four aggressiveness levels
+// (0: pass-through ops only; 1: all ops and merging of partial shardings;
+// 2: + backward through broadcast; 3: + forward through broadcast). A sharding
+// is only ever replaced by a strictly better one, and user annotations are
+// never overwritten, so the loop terminates.
+#pragma once
+
+#include <cstdint>
+
+#include "compiler/ir/module.h"
+
+namespace podsim::compiler {
+
+struct PropagationOptions {
+  // Devices the shardings are validated against; 0 = module.num_partitions().
+  int64_t num_devices = 0;
+  // May propagation choose shardings for unannotated entry parameters and
+  // the entry root? (XLA's allow_spmd_sharding_propagation_to_parameters /
+  // _to_output.) podsim defaults to yes: weights are parameters.
+  bool propagate_to_parameters = true;
+  bool propagate_to_output = true;
+};
+
+struct PropagationStats {
+  int64_t sweeps = 0;               // forward+backward sweeps over all levels
+  int64_t changes = 0;              // sharding improvements applied
+  int64_t annotated = 0;            // user annotations found
+  int64_t defaulted_replicated = 0; // instructions nothing reached (replicated)
+};
+
+// Completes Instruction::sharding of every instruction (XLA text form).
+// Throws UserError on an invalid annotation (bad text, device ids out of
+// range, rank mismatch), positioned at the instruction.
+PropagationStats propagate_shardings(Module& module, const PropagationOptions& options = {});
+
+}  // namespace podsim::compiler

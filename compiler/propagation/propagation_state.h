@@ -1,0 +1,64 @@
+// Internal state of sharding propagation: the current sharding of every
+// instruction of every reachable computation, which ones the user provided,
+// users lists, and control-flow groups whose members must agree (a while, its
+// body parameter and root and its condition parameter; a call and its
+// callee's root). Not part of the public API.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "compiler/ir/module.h"
+#include "compiler/sharding/sharding.h"
+
+namespace podsim::compiler::propagation {
+
+struct ValueRef {
+  CompId comp = kNoId;
+  InstrId instr = kNoId;
+  auto operator<=>(const ValueRef&) const = default;
+};
+
+// Where a computation is called from (for parameters of callees).
+struct CallSite {
+  CompId comp = kNoId;
+  InstrId instr = kNoId;
+};
+
+class PropagationState {
+ public:
+  explicit PropagationState(const Module& module);
+
+  const Module& module() const { return module_; }
+  const std::vector<CompId>& reachable() const { return reachable_; }
+  const Instruction& instr(ValueRef r) const { return module_.computation(r.comp).instr(r.instr); }
+  const std::optional<Sharding>& sharding(ValueRef r) const { return shardings_[idx(r.comp)][idx(r.instr)]; }
+  bool provided(ValueRef r) const { return provided_[idx(r.comp)][idx(r.instr)]; }
+  const std::vector<InstrId>& users(ValueRef r) const { return users_[idx(r.comp)][idx(r.instr)]; }
+  const std::optional<CallSite>& caller(CompId c) const { return callers_[idx(c)]; }
+
+  // Sets a user annotation (provided; never overwritten).
+  void set_provided(ValueRef r, Sharding s);
+  // Sets a sharding and copies it to the value's control-flow group. Members
+  // that are provided keep theirs.
+  void set(ValueRef r, const Sharding& s);
+  // After annotations are read: a group with a provided member gives its
+  // sharding to every member, which all become provided.
+  void sync_provided_groups();
+
+ private:
+  static size_t idx(int32_t i) { return static_cast<size_t>(i); }
+  void add_group(std::vector<ValueRef> members);
+
+  const Module& module_;
+  std::vector<CompId> reachable_;
+  std::vector<std::vector<std::optional<Sharding>>> shardings_;
+  std::vector<std::vector<bool>> provided_;
+  std::vector<std::vector<std::vector<InstrId>>> users_;
+  std::vector<std::optional<CallSite>> callers_;
+  std::map<ValueRef, int> group_of_;
+  std::vector<std::vector<ValueRef>> groups_;
+};
+
+}  // namespace podsim::compiler::propagation

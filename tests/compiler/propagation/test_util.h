@@ -1,0 +1,36 @@
+// Helpers for propagation tests: parse an HLO module, propagate, and read
+// back one instruction's sharding in canonical form.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compiler/hlo/hlo_parser.h"
+#include "compiler/propagation/propagation.h"
+#include "compiler/sharding/sharding.h"
+
+namespace podsim::compiler::testing {
+
+inline Module propagate_text(const std::string& hlo, PropagationOptions options = {}) {
+  Module m = parse_hlo(hlo, "test.hlo");
+  propagate_shardings(m, options);
+  return m;
+}
+
+// The canonical text of the sharding of `name` (searched in all computations).
+inline std::string sharding_of(const Module& m, const std::string& name) {
+  for (const auto& c : m.computations()) {
+    InstrId id = c.find(name);
+    if (id == kNoId) continue;
+    const auto& s = c.instr(id).sharding;
+    return s ? parse_sharding(*s).to_string() : "<none>";
+  }
+  ADD_FAILURE() << "no instruction named " << name;
+  return "";
+}
+
+// Canonical form of an expected sharding text (so iota and explicit forms compare).
+inline std::string canon(const std::string& text) { return parse_sharding(text).to_string(); }
+
+}  // namespace podsim::compiler::testing
