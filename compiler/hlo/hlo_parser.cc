@@ -167,7 +167,8 @@ class Parser {
       c_.expect(')');
     } else if (*opcode == Opcode::kConstant) {
       c_.expect('(');
-      if (hlo_detail::at_shape(c_)) hlo_detail::read_shape(c_);  // old-style "constant(f32[] 1)"
+      // Old-style "constant(f32[] 1)"; a '(' here opens a tuple literal, not a shape.
+      if (c_.peek() != '(' && hlo_detail::at_shape(c_)) hlo_detail::read_shape(c_);
       p.instr.attrs.literal = hlo_detail::read_literal(c_, p.instr.shape);
       c_.expect(')');
     } else {
