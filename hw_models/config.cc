@@ -332,7 +332,7 @@ HardwareConfig load_document(const YAML::Node& doc, const std::string& origin, i
     if (!base.IsScalar()) bad_value(location_of(base, origin), "base", "a preset name or path", base);
     config = load_file(base.Scalar(), depth + 1);
   }
-  DocumentReader reader{origin, config, {}};
+  DocumentReader reader{origin, config, {}, {}};
   reader.read_map(doc, "");
   if (!has_base) {
     std::vector<std::string> missing;

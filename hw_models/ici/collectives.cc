@@ -1,0 +1,304 @@
+// Collective algorithms -> plans of link transfers (see collectives.h for the
+// algorithms, the byte conventions and the time formulas).
+#include "hw_models/ici/collectives.h"
+
+#include <algorithm>
+#include <cassert>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <functional>
+#include <numeric>
+#include <unordered_map>
+
+#include "common/error.h"
+
+namespace podsim::hw {
+
+const char* collective_kind_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "all-reduce";
+    case CollectiveKind::kAllGather: return "all-gather";
+    case CollectiveKind::kReduceScatter: return "reduce-scatter";
+    case CollectiveKind::kAllToAll: return "all-to-all";
+    case CollectiveKind::kCollectivePermute: return "collective-permute";
+  }
+  return "?";
+}
+
+const char* collective_algorithm_name(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::kAuto: return "auto";
+    case CollectiveAlgorithm::kRing: return "ring";
+    case CollectiveAlgorithm::kBidirectionalRing: return "bidirectional_ring";
+    case CollectiveAlgorithm::kTorus: return "torus";
+    case CollectiveAlgorithm::kDirect: return "direct";
+  }
+  return "?";
+}
+
+CollectiveAlgorithm collective_algorithm_from_name(const std::string& name) {
+  for (auto a : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kBidirectionalRing,
+                 CollectiveAlgorithm::kTorus, CollectiveAlgorithm::kDirect})
+    if (name == collective_algorithm_name(a)) return a;
+  throw UserError(fmt::format("unknown collective algorithm '{}'", name),
+                  "valid algorithms: auto, ring, bidirectional_ring, torus, direct");
+}
+
+namespace {
+
+// Accumulates the flows of one phase and their per-link loads; reused across
+// phases so a 2048-device plan allocates its per-link array once.
+class PhaseBuilder {
+ public:
+  explicit PhaseBuilder(const Topology& topology)
+      : topology_(topology),
+        load_(static_cast<size_t>(topology.num_links()), 0.0),
+        sent_(static_cast<size_t>(topology.num_devices()), 0.0) {}
+
+  void add_flow(CoreId src, CoreId dst, double bytes, int64_t count = 1) {
+    if (src == dst || bytes <= 0) return;
+    path_.clear();
+    topology_.append_route(src, dst, path_);
+    double latency = 0;
+    const double total = bytes * static_cast<double>(count);
+    for (LinkId id : path_) {
+      auto& slot = load_[static_cast<size_t>(id)];
+      if (slot == 0) touched_.push_back(id);
+      slot += total;
+      latency += topology_.link(id).latency_s;
+    }
+    latency_ = std::max(latency_, latency);
+    flows_.push_back(Flow{src, dst, bytes, count});
+    phase_sent_[src] += total;
+  }
+
+  // Closes the phase; it runs `repeat` times.
+  void finish(std::string label, int64_t repeat, std::vector<Phase>& out) {
+    if (flows_.empty() || repeat <= 0) {
+      reset();
+      return;
+    }
+    Phase phase;
+    phase.label = std::move(label);
+    phase.repeat = repeat;
+    phase.latency_s = latency_;
+    std::sort(touched_.begin(), touched_.end());
+    double slowest = 0;
+    for (LinkId id : touched_) {
+      const double bytes = load_[static_cast<size_t>(id)];
+      phase.link_loads.push_back(LinkTransfer{id, bytes});
+      slowest = std::max(slowest, bytes / topology_.link(id).bandwidth);
+    }
+    phase.step_time_s = slowest + latency_;
+    phase.flows = std::move(flows_);
+    for (const auto& [device, bytes] : phase_sent_) sent_[static_cast<size_t>(device)] += bytes * static_cast<double>(repeat);
+    out.push_back(std::move(phase));
+    reset();
+  }
+
+  double max_sent() const { return sent_.empty() ? 0 : *std::max_element(sent_.begin(), sent_.end()); }
+
+ private:
+  void reset() {
+    for (LinkId id : touched_) load_[static_cast<size_t>(id)] = 0;
+    touched_.clear();
+    flows_ = {};
+    phase_sent_.clear();
+    latency_ = 0;
+  }
+
+  const Topology& topology_;
+  std::vector<double> load_;
+  std::vector<double> sent_;
+  std::vector<LinkId> touched_;
+  std::vector<LinkId> path_;
+  std::vector<Flow> flows_;
+  std::unordered_map<CoreId, double> phase_sent_;
+  double latency_ = 0;
+};
+
+using Rings = std::vector<std::vector<CoreId>>;  // concurrent rings of equal size
+
+// Rings along `dim` of the row-major grid `shape` over `group`.
+Rings lines_along(const std::vector<CoreId>& group, const std::vector<int64_t>& shape, size_t dim) {
+  int64_t stride = 1;
+  for (size_t d = dim + 1; d < shape.size(); ++d) stride *= shape[d];
+  const int64_t size = shape[dim];
+  Rings rings;
+  for (int64_t start = 0; start < static_cast<int64_t>(group.size()); ++start) {
+    if ((start / stride) % size != 0) continue;  // not the first member of its line
+    std::vector<CoreId> ring;
+    for (int64_t i = 0; i < size; ++i) ring.push_back(group[static_cast<size_t>(start + i * stride)]);
+    rings.push_back(std::move(ring));
+  }
+  return rings;
+}
+
+void ring_step(PhaseBuilder& builder, const Rings& rings, double forward_bytes, double backward_bytes) {
+  for (const auto& ring : rings) {
+    const size_t n = ring.size();
+    for (size_t i = 0; i < n; ++i) {
+      builder.add_flow(ring[i], ring[(i + 1) % n], forward_bytes);
+      builder.add_flow(ring[i], ring[(i + n - 1) % n], backward_bytes);
+    }
+  }
+}
+
+// All-gather (full result V per ring member) or reduce-scatter (full operand
+// V) over concurrent rings: the same transfers, data growing or shrinking.
+void ring_pass(PhaseBuilder& builder, const Rings& rings, double v, bool bidirectional, const std::string& what,
+               std::vector<Phase>& out) {
+  if (rings.empty() || rings.front().size() < 2) return;
+  const auto n = static_cast<int64_t>(rings.front().size());
+  const double chunk = v / static_cast<double>(n);
+  if (!bidirectional) {
+    ring_step(builder, rings, chunk, 0);
+    builder.finish(fmt::format("{} ring step (n={})", what, n), n - 1, out);
+    return;
+  }
+  const int64_t full_steps = (n - 1) / 2;
+  ring_step(builder, rings, chunk, chunk);
+  builder.finish(fmt::format("{} bidirectional ring step (n={})", what, n), full_steps, out);
+  if (n % 2 == 0) {
+    ring_step(builder, rings, chunk / 2, chunk / 2);
+    builder.finish(fmt::format("{} bidirectional ring half step to the opposite member (n={})", what, n), 1, out);
+  }
+}
+
+int64_t product(const std::vector<int64_t>& dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+}
+
+void all_to_all_direct(PhaseBuilder& builder, const Topology& topology, const std::vector<CoreId>& group, double v,
+                       std::vector<Phase>& out) {
+  const auto n = static_cast<int64_t>(group.size());
+  const double chunk = v / static_cast<double>(n);
+  // Large groups: flows between two chips share one route, so they are kept
+  // as one Flow with a count (exact for link loads and for fair sharing).
+  std::unordered_map<ChipId, std::vector<CoreId>> members;
+  std::vector<ChipId> chips;
+  for (CoreId core : group) {
+    auto& list = members[topology.chip_of(core)];
+    if (list.empty()) chips.push_back(topology.chip_of(core));
+    list.push_back(core);
+  }
+  for (ChipId a : chips)
+    for (ChipId b : chips) {
+      const auto& from = members[a];
+      const auto& to = members[b];
+      if (a == b) {
+        for (CoreId s : from)
+          for (CoreId d : to) builder.add_flow(s, d, chunk);
+      } else {
+        builder.add_flow(from.front(), to.front(), chunk, static_cast<int64_t>(from.size() * to.size()));
+      }
+    }
+  builder.finish(fmt::format("all-to-all direct (n={})", n), 1, out);
+}
+
+void validate(const Topology& topology, const CollectiveQuery& q) {
+  if (q.kind == CollectiveKind::kCollectivePermute) {
+    for (const auto& [s, d] : q.permute_pairs)
+      if (s < 0 || d < 0 || s >= topology.num_devices() || d >= topology.num_devices())
+        throw UserError(fmt::format("collective-permute pair {}->{} is outside the {} devices of the slice", s, d,
+                                    topology.num_devices()));
+    return;
+  }
+  if (q.group.empty()) throw UserError(fmt::format("{} over an empty device group", collective_kind_name(q.kind)));
+  for (CoreId core : q.group)
+    if (core < 0 || core >= topology.num_devices())
+      throw UserError(fmt::format("{} group names device {} outside the {} devices of the slice",
+                                  collective_kind_name(q.kind), core, topology.num_devices()));
+  if (!q.group_shape.empty() && product(q.group_shape) != static_cast<int64_t>(q.group.size()))
+    throw UserError(fmt::format("group shape [{}] does not hold the group's {} devices", fmt::join(q.group_shape, ", "),
+                                q.group.size()));
+}
+
+CollectiveAlgorithm resolve(const CollectiveQuery& q, int grid_dims) {
+  const auto a = q.algorithm;
+  switch (q.kind) {
+    case CollectiveKind::kCollectivePermute: return CollectiveAlgorithm::kDirect;
+    case CollectiveKind::kAllToAll:
+      // Direct (every pair, dimension-order routed) moves the same link-bytes
+      // as the per-dim exchange but keeps all dims' links busy at once, so it
+      // is never slower on a torus; per-dim only when asked for.
+      if (a == CollectiveAlgorithm::kTorus && grid_dims >= 1) return CollectiveAlgorithm::kTorus;
+      return CollectiveAlgorithm::kDirect;
+    default:
+      if (a == CollectiveAlgorithm::kAuto)
+        return grid_dims >= 2 ? CollectiveAlgorithm::kTorus : CollectiveAlgorithm::kBidirectionalRing;
+      if (a == CollectiveAlgorithm::kDirect) return CollectiveAlgorithm::kBidirectionalRing;
+      return a;
+  }
+}
+
+}  // namespace
+
+CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& q) {
+  validate(topology, q);
+  std::vector<int64_t> shape = q.group_shape.empty() ? std::vector<int64_t>{static_cast<int64_t>(q.group.size())}
+                                                     : q.group_shape;
+  const int grid_dims = static_cast<int>(std::count_if(shape.begin(), shape.end(), [](int64_t d) { return d > 1; }));
+  CollectivePlan plan;
+  plan.kind = q.kind;
+  plan.algorithm = resolve(q, grid_dims);
+  PhaseBuilder builder(topology);
+  const double v = q.bytes_per_device;
+  const bool bidirectional = plan.algorithm != CollectiveAlgorithm::kRing;
+  const auto n = static_cast<int64_t>(q.group.size());
+
+  // Reduce-scatter over dims in order, each shrinking the data by its size;
+  // all-gather the same dims in reverse. Ring algorithms treat the group as 1-D.
+  if (plan.algorithm != CollectiveAlgorithm::kTorus) shape = {n};
+  auto reduce_scatter = [&](double operand) {
+    for (size_t d = 0; d < shape.size(); ++d) {
+      ring_pass(builder, lines_along(q.group, shape, d), operand, bidirectional,
+                fmt::format("reduce-scatter dim {}", d), plan.phases);
+      operand /= static_cast<double>(shape[d]);
+    }
+  };
+  auto all_gather = [&](double result) {
+    std::vector<double> full(shape.size());  // full result of the sub-gather on dim d
+    for (size_t d = 0; d < shape.size(); ++d) {
+      full[d] = result;
+      result /= static_cast<double>(shape[d]);
+    }
+    for (size_t d = shape.size(); d-- > 0;)
+      ring_pass(builder, lines_along(q.group, shape, d), full[d], bidirectional, fmt::format("all-gather dim {}", d),
+                plan.phases);
+  };
+
+  switch (q.kind) {
+    case CollectiveKind::kAllReduce:
+      reduce_scatter(v);
+      all_gather(v);
+      break;
+    case CollectiveKind::kAllGather: all_gather(v); break;
+    case CollectiveKind::kReduceScatter: reduce_scatter(v); break;
+    case CollectiveKind::kAllToAll:
+      if (plan.algorithm == CollectiveAlgorithm::kTorus) {
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if (shape[d] < 2) continue;
+          const double chunk = v / static_cast<double>(shape[d]);
+          for (const auto& line : lines_along(q.group, shape, d))
+            for (CoreId s : line)
+              for (CoreId t : line) builder.add_flow(s, t, chunk);
+          builder.finish(fmt::format("all-to-all dim {} (n={})", d, shape[d]), 1, plan.phases);
+        }
+      } else {
+        all_to_all_direct(builder, topology, q.group, v, plan.phases);
+      }
+      break;
+    case CollectiveKind::kCollectivePermute:
+      for (const auto& [s, t] : q.permute_pairs) builder.add_flow(s, t, v);
+      builder.finish("collective-permute", 1, plan.phases);
+      break;
+  }
+  for (const Phase& phase : plan.phases) plan.analytic_time_s += static_cast<double>(phase.repeat) * phase.step_time_s;
+  plan.bytes_sent_per_device = builder.max_sent();
+  if (q.kind == CollectiveKind::kAllToAll && plan.algorithm == CollectiveAlgorithm::kDirect)
+    plan.bytes_sent_per_device = v * static_cast<double>(n - 1) / static_cast<double>(n);  // counted flows
+  return plan;
+}
+
+}  // namespace podsim::hw

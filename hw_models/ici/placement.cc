@@ -1,0 +1,115 @@
+// Logical mesh -> physical device placement (see placement.h for the orders).
+#include "hw_models/ici/placement.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <functional>
+#include <numeric>
+
+#include "common/error.h"
+
+namespace podsim::hw {
+namespace {
+
+int64_t product(const std::vector<int64_t>& dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+}
+
+// Core of (row, inner index) on [X, Y, C] for the ring-preserving order.
+CoreId ring_core(const Slice& slice, int64_t outer, int64_t inner) {
+  const int64_t rows = slice.chip_dims[0], cols = slice.chip_dims[1], per_chip = slice.devices_per_chip;
+  const int64_t x = folded_ring_position(outer, rows);
+  int64_t y = 0, device = 0;
+  if (per_chip == 1) {
+    y = folded_ring_position(inner, cols);
+  } else {
+    // Snake: device 0 goes along y, device 1 comes back, ...
+    device = inner / cols;
+    const int64_t along = inner % cols;
+    y = device % 2 == 0 ? along : cols - 1 - along;
+  }
+  return (x * cols + y) * per_chip + device;
+}
+
+}  // namespace
+
+int64_t folded_ring_position(int64_t index, int64_t size) {
+  const int64_t ascending = (size + 1) / 2;  // positions 0, 2, 4, ...
+  if (index < ascending) return 2 * index;
+  return 2 * (size - 1 - index) + 1;
+}
+
+PlacementOrder placement_order_from_name(const std::string& name) {
+  if (name == "row_major") return PlacementOrder::kRowMajor;
+  if (name == "column_major") return PlacementOrder::kColumnMajor;
+  if (name == "explicit") return PlacementOrder::kExplicit;
+  if (name == "ring_preserving") return PlacementOrder::kRingPreserving;
+  throw UserError(fmt::format("unknown mesh order '{}'", name),
+                  "valid orders: row_major, column_major, explicit, ring_preserving");
+}
+
+CoreId Placement::core_at(const std::vector<int64_t>& coords) const {
+  int64_t device = 0;
+  for (size_t d = 0; d < mesh_shape.size(); ++d) device = device * mesh_shape[d] + coords[d];
+  return core(device);
+}
+
+Placement place_mesh(const Slice& slice, const PlacementQuery& query) {
+  const int64_t devices = product(query.mesh_shape);
+  if (devices != slice.num_devices())
+    throw UserError(fmt::format("mesh [{}] has {} devices but the physical slice {} has {}",
+                                fmt::join(query.mesh_shape, ", "), devices, slice.to_string(), slice.num_devices()),
+                    "the mesh's product must equal the physical shape's product");
+  Placement placement{query.mesh_shape, std::vector<CoreId>(static_cast<size_t>(devices))};
+  switch (query.order) {
+    case PlacementOrder::kRowMajor:
+      std::iota(placement.core_of_device.begin(), placement.core_of_device.end(), CoreId{0});
+      break;
+    case PlacementOrder::kColumnMajor: {
+      const auto& shape = query.mesh_shape;
+      for (int64_t device = 0; device < devices; ++device) {
+        // Row-major coords of `device`, re-linearised with dim 0 fastest.
+        int64_t rest = device, core = 0, stride = 1;
+        std::vector<int64_t> coords(shape.size());
+        for (size_t d = shape.size(); d-- > 0;) coords[d] = rest % shape[d], rest /= shape[d];
+        for (size_t d = 0; d < shape.size(); ++d) core += coords[d] * stride, stride *= shape[d];
+        placement.core_of_device[static_cast<size_t>(device)] = core;
+      }
+      break;
+    }
+    case PlacementOrder::kExplicit: {
+      if (static_cast<int64_t>(query.explicit_devices.size()) != devices)
+        throw UserError(fmt::format("explicit device list has {} entries; the mesh has {} devices",
+                                    query.explicit_devices.size(), devices));
+      std::vector<bool> seen(static_cast<size_t>(devices), false);
+      for (int64_t core : query.explicit_devices) {
+        if (core < 0 || core >= devices || seen[static_cast<size_t>(core)])
+          throw UserError(fmt::format("explicit device list must be a permutation of 0..{}; bad or repeated id {}",
+                                      devices - 1, core));
+        seen[static_cast<size_t>(core)] = true;
+      }
+      placement.core_of_device = query.explicit_devices;
+      break;
+    }
+    case PlacementOrder::kRingPreserving: {
+      const auto& shape = query.mesh_shape;
+      if (shape.size() != 2 || slice.chip_dims.size() != 2)
+        throw UserError("ring_preserving placement needs a 2-D mesh on a 2-D slice",
+                        "use row_major or an explicit device list");
+      const int64_t x = slice.chip_dims[0], inner = slice.chip_dims[1] * slice.devices_per_chip;
+      const bool straight = shape[0] == x && shape[1] == inner;
+      const bool transposed = shape[0] == inner && shape[1] == x;
+      if (!straight && !transposed)
+        throw UserError(fmt::format("ring_preserving placement of mesh [{}] needs [{}, {}] or [{}, {}] on slice {}",
+                                    fmt::join(shape, ", "), x, inner, inner, x, slice.to_string()));
+      for (int64_t a = 0; a < shape[0]; ++a)
+        for (int64_t b = 0; b < shape[1]; ++b)
+          placement.core_of_device[static_cast<size_t>(a * shape[1] + b)] =
+              straight ? ring_core(slice, a, b) : ring_core(slice, b, a);
+      break;
+    }
+  }
+  return placement;
+}
+
+}  // namespace podsim::hw

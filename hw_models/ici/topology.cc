@@ -1,0 +1,240 @@
+// Slices of a pod, the link list of a slice, dimension-order routing and the
+// link-count derived figures (aggregate and bisection bandwidth).
+#include "hw_models/ici/topology.h"
+
+#include <algorithm>
+#include <cassert>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <functional>
+#include <numeric>
+
+#include "common/error.h"
+
+namespace podsim::hw {
+
+int64_t Slice::num_chips() const {
+  return std::accumulate(chip_dims.begin(), chip_dims.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::vector<int64_t> Slice::physical_shape() const {
+  std::vector<int64_t> shape = chip_dims;
+  shape.push_back(devices_per_chip);
+  return shape;
+}
+
+std::string Slice::to_string() const {
+  const bool torus = std::any_of(wraparound.begin(), wraparound.end(), [](bool w) { return w; });
+  return fmt::format("{} {} x {} device(s) per chip", fmt::join(chip_dims, "x"), torus ? "torus" : "mesh",
+                     devices_per_chip);
+}
+
+Slice full_pod(const HardwareConfig& config) {
+  return Slice{config.ici.pod_dims, config.ici.pod_wraparound, config.chip.devices_per_chip};
+}
+
+namespace {
+
+// Wraparound only on the full pod (DESIGN.md mesh.physical comment).
+std::vector<bool> wraparound_for(const HardwareConfig& config, const std::vector<int64_t>& chip_dims) {
+  if (chip_dims == config.ici.pod_dims) return config.ici.pod_wraparound;
+  return std::vector<bool>(chip_dims.size(), false);
+}
+
+// All ways to write `chips` as a product of dims.size() factors, each within
+// the pod's dim; keeps the squarest (smallest max, then lexicographically
+// smallest).
+void best_factorization(int64_t chips, const std::vector<int64_t>& pod_dims, size_t dim,
+                        std::vector<int64_t>& current, std::vector<int64_t>& best) {
+  if (dim + 1 == pod_dims.size()) {
+    if (chips > pod_dims[dim]) return;
+    current.push_back(chips);
+    auto key = [](const std::vector<int64_t>& d) { return *std::max_element(d.begin(), d.end()); };
+    if (best.empty() || key(current) < key(best) || (key(current) == key(best) && current < best)) best = current;
+    current.pop_back();
+    return;
+  }
+  for (int64_t f = 1; f <= std::min(chips, pod_dims[dim]); ++f) {
+    if (chips % f != 0) continue;
+    current.push_back(f);
+    best_factorization(chips / f, pod_dims, dim + 1, current, best);
+    current.pop_back();
+  }
+}
+
+}  // namespace
+
+Slice default_slice(const HardwareConfig& config, int64_t devices) {
+  const int64_t per_chip = config.chip.devices_per_chip;
+  const Slice pod = full_pod(config);
+  if (devices <= 0 || devices > pod.num_devices())
+    throw UserError(fmt::format("{} devices do not fit a {} pod ({} devices)", devices, config.name, pod.num_devices()),
+                    "use fewer devices or a preset with a larger pod");
+  if (devices < per_chip) return Slice{std::vector<int64_t>(pod.chip_dims.size(), 1),
+                                       std::vector<bool>(pod.chip_dims.size(), false), devices};
+  if (devices % per_chip != 0)
+    throw UserError(fmt::format("{} devices do not fill whole {} chips of {} devices", devices, config.name, per_chip),
+                    "use a multiple of the devices per chip");
+  std::vector<int64_t> current, best;
+  best_factorization(devices / per_chip, pod.chip_dims, 0, current, best);
+  if (best.empty())
+    throw UserError(fmt::format("{} chips cannot be arranged as a box inside the {} pod", devices / per_chip,
+                                fmt::join(pod.chip_dims, "x")),
+                    "give mesh.physical explicitly or use a power-of-two device count");
+  return Slice{best, wraparound_for(config, best), per_chip};
+}
+
+Slice slice_from_physical(const HardwareConfig& config, const std::vector<int64_t>& physical) {
+  const auto& pod = config.ici.pod_dims;
+  if (physical.size() != pod.size() + 1)
+    throw UserError(fmt::format("physical shape [{}] must have {} entries: {} chip dims and devices per chip",
+                                fmt::join(physical, ", "), pod.size() + 1, pod.size()));
+  std::vector<int64_t> chips(physical.begin(), physical.end() - 1);
+  for (size_t d = 0; d < chips.size(); ++d)
+    if (chips[d] < 1 || chips[d] > pod[d])
+      throw UserError(fmt::format("physical shape [{}] does not fit the {} pod", fmt::join(physical, ", "),
+                                  fmt::join(pod, "x")));
+  const int64_t per_chip = physical.back();
+  if (per_chip < 1 || per_chip > config.chip.devices_per_chip)
+    throw UserError(fmt::format("physical shape [{}] uses {} devices per chip; {} has {}", fmt::join(physical, ", "),
+                                per_chip, config.name, config.chip.devices_per_chip));
+  return Slice{chips, wraparound_for(config, chips), per_chip};
+}
+
+LinkParams link_params(const HardwareConfig& config) {
+  return LinkParams{config.ici.link_bandwidth, config.ici.hop_latency_s, config.chip.on_chip_bandwidth,
+                    config.chip.on_chip_latency_s};
+}
+
+Topology::Topology(Slice slice, LinkParams params)
+    : slice_(std::move(slice)), params_(params), graph_(static_cast<size_t>(slice_.num_chips())) {
+  assert(slice_.wraparound.size() == slice_.chip_dims.size());
+  const int r = rank();
+  strides_.assign(static_cast<size_t>(r), 1);
+  for (int d = r - 2; d >= 0; --d) strides_[d] = strides_[d + 1] * slice_.chip_dims[d + 1];
+  const int64_t chips = num_chips();
+  ici_table_.assign(static_cast<size_t>(chips * r * 2), -1);
+  for (ChipId chip = 0; chip < chips; ++chip) {
+    const std::vector<int64_t> coords = chip_coords(chip);
+    for (int d = 0; d < r; ++d) {
+      const int64_t k = slice_.chip_dims[d];
+      for (int direction : {+1, -1}) {
+        int64_t next = coords[d] + direction;
+        if (next < 0 || next >= k) {
+          if (!wraps(d)) continue;
+          next = (next + k) % k;
+        }
+        const ChipId dst = chip + (next - coords[d]) * strides_[d];
+        const auto id = static_cast<LinkId>(links_.size());
+        links_.push_back(Link{LinkKind::kIci, chip, dst, d, direction, -1, -1, params_.ici_bandwidth,
+                              params_.ici_hop_latency_s});
+        ici_table_[static_cast<size_t>((chip * r + d) * 2 + (direction > 0 ? 0 : 1))] = id;
+        boost::add_edge(static_cast<size_t>(chip), static_cast<size_t>(dst), id, graph_);
+      }
+    }
+  }
+  const int64_t per_chip = slice_.devices_per_chip;
+  on_chip_table_.assign(static_cast<size_t>(chips * per_chip * per_chip), -1);
+  for (ChipId chip = 0; chip < chips; ++chip)
+    for (int64_t a = 0; a < per_chip; ++a)
+      for (int64_t b = 0; b < per_chip; ++b) {
+        if (a == b) continue;
+        const auto id = static_cast<LinkId>(links_.size());
+        links_.push_back(Link{LinkKind::kOnChip, chip, chip, -1, 0, chip * per_chip + a, chip * per_chip + b,
+                              params_.on_chip_bandwidth, params_.on_chip_latency_s});
+        on_chip_table_[static_cast<size_t>((chip * per_chip + a) * per_chip + b)] = id;
+      }
+}
+
+std::vector<int64_t> Topology::chip_coords(ChipId chip) const {
+  std::vector<int64_t> coords(static_cast<size_t>(rank()));
+  for (int d = 0; d < rank(); ++d) coords[d] = (chip / strides_[d]) % slice_.chip_dims[d];
+  return coords;
+}
+
+ChipId Topology::chip_at(const std::vector<int64_t>& coords) const {
+  ChipId chip = 0;
+  for (int d = 0; d < rank(); ++d) chip += coords[d] * strides_[d];
+  return chip;
+}
+
+bool Topology::wraps(int dim) const { return slice_.wraparound[dim] && slice_.chip_dims[dim] > 2; }
+
+LinkId Topology::ici_link(ChipId chip, int dim, int direction) const {
+  return ici_table_[static_cast<size_t>((chip * rank() + dim) * 2 + (direction > 0 ? 0 : 1))];
+}
+
+LinkId Topology::on_chip_link(CoreId src, CoreId dst) const {
+  const int64_t per_chip = slice_.devices_per_chip;
+  assert(chip_of(src) == chip_of(dst) && src != dst);
+  return on_chip_table_[static_cast<size_t>(src * per_chip + dst % per_chip)];
+}
+
+void Topology::append_route(CoreId src, CoreId dst, std::vector<LinkId>& out) const {
+  if (src == dst) return;
+  ChipId current = chip_of(src);
+  const ChipId target = chip_of(dst);
+  if (current == target) {
+    out.push_back(on_chip_link(src, dst));
+    return;
+  }
+  for (int d = 0; d < rank(); ++d) {
+    const int64_t k = slice_.chip_dims[d];
+    const int64_t c = (current / strides_[d]) % k;
+    const int64_t t = (target / strides_[d]) % k;
+    if (c == t) continue;
+    int direction = t > c ? +1 : -1;
+    int64_t steps = t > c ? t - c : c - t;
+    if (wraps(d)) {
+      const int64_t forward = (t - c + k) % k;
+      const int64_t backward = k - forward;
+      if (forward < backward) direction = +1, steps = forward;
+      else if (backward < forward) direction = -1, steps = backward;
+      else direction = (c % 2 == 0) ? +1 : -1, steps = forward;
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+      const LinkId id = ici_link(current, d, direction);
+      assert(id >= 0);
+      out.push_back(id);
+      current = links_[static_cast<size_t>(id)].dst_chip;
+    }
+  }
+}
+
+std::vector<LinkId> Topology::route(CoreId src, CoreId dst) const {
+  std::vector<LinkId> path;
+  append_route(src, dst, path);
+  return path;
+}
+
+std::vector<LinkId> Topology::route_chips(ChipId src, ChipId dst) const {
+  return route(src * slice_.devices_per_chip, dst * slice_.devices_per_chip);
+}
+
+int Topology::hops(ChipId src, ChipId dst) const { return static_cast<int>(route_chips(src, dst).size()); }
+
+double aggregate_ici_bandwidth(const Topology& topology) {
+  double total = 0;
+  for (const Link& link : topology.links())
+    if (link.kind == LinkKind::kIci) total += link.bandwidth;
+  return total;
+}
+
+double bisection_bandwidth(const Topology& topology) {
+  double weakest = -1;
+  for (int d = 0; d < topology.rank(); ++d) {
+    const int64_t k = topology.slice().chip_dims[d];
+    if (k < 2) continue;
+    double crossing = 0;
+    for (const Link& link : topology.links()) {
+      if (link.kind != LinkKind::kIci || link.dim != d) continue;
+      const bool from_lower = topology.chip_coords(link.src_chip)[d] < k / 2;
+      const bool to_upper = topology.chip_coords(link.dst_chip)[d] >= k / 2;
+      if (from_lower && to_upper) crossing += link.bandwidth;
+    }
+    if (weakest < 0 || crossing < weakest) weakest = crossing;
+  }
+  return std::max(weakest, 0.0);
+}
+
+}  // namespace podsim::hw

@@ -1,0 +1,134 @@
+// ICI topology of a slice of a TPU pod: chips on a 1-D/2-D/3-D mesh or torus
+// (wraparound per dim), several devices per chip sharing the chip's links,
+// directed links with bandwidth and latency, dimension-order routing.
+//
+// Numbering. Chips are numbered row-major over their coordinates (last dim
+// fastest); device ("core") ids are chip * devices_per_chip + index in chip,
+// i.e. row-major over the physical shape [chip dims..., devices per chip].
+// Links are directed: every physical ICI link is two links, one per direction.
+// Devices of one chip talk over on-chip links (one per ordered device pair).
+//
+// The chip graph is a Boost.Graph adjacency list whose edges carry link ids;
+// routing itself is arithmetic (dimension order), so a 2048-device route costs
+// a few dozen operations.
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw_models/config.h"
+
+namespace podsim::hw {
+
+using ChipId = int64_t;
+using CoreId = int64_t;  // a device: one XLA device (a TensorCore on v3)
+using LinkId = int32_t;
+
+// A box of chips from the pod with the devices used on each chip.
+struct Slice {
+  std::vector<int64_t> chip_dims;
+  std::vector<bool> wraparound;  // per dim; ignored for dims of size <= 2
+  int64_t devices_per_chip = 1;
+
+  int64_t num_chips() const;
+  int64_t num_devices() const { return num_chips() * devices_per_chip; }
+  // [chip dims..., devices per chip], the DESIGN.md `mesh.physical` form.
+  std::vector<int64_t> physical_shape() const;
+  std::string to_string() const;  // "32x32 torus x 2 devices"
+};
+
+// The whole pod of the preset, with its wraparound links.
+Slice full_pod(const HardwareConfig& config);
+
+// The smallest slice of the pod holding `devices` devices: chips =
+// devices / devices_per_chip, factored into the pod's dims as squarely as
+// possible (smallest largest dim, ties: ascending dims). Only the full pod
+// keeps wraparound links (DESIGN.md, mesh.physical). UserError when the count
+// does not fit the pod or does not fill whole chips.
+Slice default_slice(const HardwareConfig& config, int64_t devices);
+
+// A slice given explicitly as [chip dims..., devices per chip]; checked to fit
+// the pod. Wraparound only when it is the full pod.
+Slice slice_from_physical(const HardwareConfig& config, const std::vector<int64_t>& physical);
+
+enum class LinkKind { kIci, kOnChip };
+
+struct Link {
+  LinkKind kind = LinkKind::kIci;
+  ChipId src_chip = 0;
+  ChipId dst_chip = 0;
+  int dim = -1;       // ICI: torus dimension; on-chip: -1
+  int direction = 0;  // ICI: +1 or -1 along dim
+  CoreId src_core = -1;  // on-chip only
+  CoreId dst_core = -1;  // on-chip only
+  double bandwidth = 0;  // bytes/s
+  double latency_s = 0;
+};
+
+struct LinkParams {
+  double ici_bandwidth = 0;
+  double ici_hop_latency_s = 0;
+  double on_chip_bandwidth = 0;
+  double on_chip_latency_s = 0;
+};
+LinkParams link_params(const HardwareConfig& config);
+
+class Topology {
+ public:
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                      boost::property<boost::edge_index_t, LinkId>>;
+
+  Topology(Slice slice, LinkParams params);
+
+  const Slice& slice() const { return slice_; }
+  int rank() const { return static_cast<int>(slice_.chip_dims.size()); }
+  int64_t num_chips() const { return slice_.num_chips(); }
+  int64_t num_devices() const { return slice_.num_devices(); }
+  int64_t num_links() const { return static_cast<int64_t>(links_.size()); }
+  const Link& link(LinkId id) const { return links_[static_cast<size_t>(id)]; }
+  const std::vector<Link>& links() const { return links_; }
+  const Graph& graph() const { return graph_; }  // vertices = chips, edges = ICI links
+
+  ChipId chip_of(CoreId core) const { return core / slice_.devices_per_chip; }
+  std::vector<int64_t> chip_coords(ChipId chip) const;
+  ChipId chip_at(const std::vector<int64_t>& coords) const;
+  // Whether dim has wraparound links (wraparound requested and size > 2).
+  bool wraps(int dim) const;
+
+  // The ICI link leaving `chip` along `dim` in `direction` (+1/-1); -1 if none.
+  LinkId ici_link(ChipId chip, int dim, int direction) const;
+  LinkId on_chip_link(CoreId src, CoreId dst) const;
+
+  // Dimension-order route: dim 0 first, then dim 1, ...; on a wrapped dim the
+  // shorter way round; on a tie (distance exactly half the ring) the positive
+  // way from chips with an even coordinate in that dim and the negative way
+  // from odd ones, so half-ring traffic splits evenly over both directions.
+  std::vector<LinkId> route_chips(ChipId src, ChipId dst) const;
+  // Device route: on-chip link between devices of one chip, else the chip route.
+  std::vector<LinkId> route(CoreId src, CoreId dst) const;
+  // Adds the route's links to `out` without allocating (hot path of planners).
+  void append_route(CoreId src, CoreId dst, std::vector<LinkId>& out) const;
+
+  int hops(ChipId src, ChipId dst) const;
+
+ private:
+  Slice slice_;
+  LinkParams params_;
+  std::vector<int64_t> strides_;  // chip id stride per dim
+  std::vector<Link> links_;
+  std::vector<LinkId> ici_table_;      // [chip][dim][0:+,1:-] -> link or -1
+  std::vector<LinkId> on_chip_table_;  // [chip][src index][dst index] -> link or -1
+  Graph graph_;
+};
+
+// Figures derived from the links (describe_hardware uses them).
+// Sum of all directed ICI link bandwidths (bytes/s).
+double aggregate_ici_bandwidth(const Topology& topology);
+// One-way bandwidth across the weakest cut that halves the slice along one dim:
+// the directed ICI links from the lower half to the upper half, counted from
+// the link list, minimised over dims of even size.
+double bisection_bandwidth(const Topology& topology);
+
+}  // namespace podsim::hw

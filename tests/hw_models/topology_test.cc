@@ -1,0 +1,127 @@
+// ICI topology: link counts, dimension-order routing with and without
+// wraparound, BFS cross-check on the Boost graph, slices and bisection.
+#include <gtest/gtest.h>
+
+#include <boost/graph/breadth_first_search.hpp>
+
+#include "common/error.h"
+#include "hw_models/config.h"
+#include "hw_models/ici/topology.h"
+
+namespace podsim::hw {
+namespace {
+
+const LinkParams kParams{1e11, 1e-6, 4.5e11, 0.5e-6};
+
+Topology torus(std::vector<int64_t> dims, int64_t per_chip = 1) {
+  return Topology(Slice{dims, std::vector<bool>(dims.size(), true), per_chip}, kParams);
+}
+Topology mesh(std::vector<int64_t> dims, int64_t per_chip = 1) {
+  return Topology(Slice{dims, std::vector<bool>(dims.size(), false), per_chip}, kParams);
+}
+
+// (dim, direction) of each link of a route.
+std::vector<std::pair<int, int>> steps(const Topology& t, const std::vector<LinkId>& path) {
+  std::vector<std::pair<int, int>> out;
+  for (LinkId id : path) out.emplace_back(t.link(id).dim, t.link(id).direction);
+  return out;
+}
+
+TEST(Topology, LinkCounts) {
+  // 4x4 torus: 16 chips x 2 dims x 2 directions = 64 directed links.
+  EXPECT_EQ(torus({4, 4}).num_links(), 64);
+  // 4x4 mesh: per dim 4 lines x 3 links x 2 directions = 24 -> 48; plus 2 on-chip
+  // links (one per ordered device pair) on each of 16 chips = 32.
+  EXPECT_EQ(mesh({4, 4}, 2).num_links(), 48 + 32);
+  // Size-2 dims never double their link: 2x2 "torus" = 2 dims x 2 lines x 1 x 2 = 8.
+  EXPECT_EQ(torus({2, 2}).num_links(), 8);
+}
+
+TEST(Topology, RouteUsesWraparoundTheShortWay) {
+  const Topology t = torus({8, 8});
+  // (0,0) -> (7,0): one hop in -x through the wraparound link.
+  EXPECT_EQ(steps(t, t.route_chips(t.chip_at({0, 0}), t.chip_at({7, 0}))), (std::vector<std::pair<int, int>>{{0, -1}}));
+  // (0,0) -> (3,5): x first, +3; then y: forward 5 vs backward 3 -> -y 3 hops.
+  const auto path = steps(t, t.route_chips(t.chip_at({0, 0}), t.chip_at({3, 5})));
+  EXPECT_EQ(path, (std::vector<std::pair<int, int>>{{0, 1}, {0, 1}, {0, 1}, {1, -1}, {1, -1}, {1, -1}}));
+  // The route ends where it should.
+  const auto links = t.route_chips(t.chip_at({0, 0}), t.chip_at({3, 5}));
+  EXPECT_EQ(t.link(links.back()).dst_chip, t.chip_at({3, 5}));
+}
+
+TEST(Topology, RouteWithoutWraparoundGoesStraight) {
+  const Topology t = mesh({8, 8});
+  // (0,0) -> (7,0): 7 hops in +x.
+  EXPECT_EQ(t.route_chips(t.chip_at({0, 0}), t.chip_at({7, 0})).size(), 7u);
+  // (6,7) -> (1,0): 5 hops -x, then 7 hops -y.
+  const auto path = steps(t, t.route_chips(t.chip_at({6, 7}), t.chip_at({1, 0})));
+  ASSERT_EQ(path.size(), 12u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(path[i], (std::pair<int, int>{0, -1}));
+  for (size_t i = 5; i < 12; ++i) EXPECT_EQ(path[i], (std::pair<int, int>{1, -1}));
+}
+
+TEST(Topology, HalfRingTiesSplitByParity) {
+  const Topology t = torus({8});
+  // Distance 4 on an 8-ring either way: even sources go +, odd sources go -.
+  EXPECT_EQ(steps(t, t.route_chips(0, 4)), (std::vector<std::pair<int, int>>(4, {0, 1})));
+  EXPECT_EQ(steps(t, t.route_chips(1, 5)), (std::vector<std::pair<int, int>>(4, {0, -1})));
+}
+
+TEST(Topology, RouteLengthsEqualBfsDistances) {
+  for (const Topology& t : {torus({4, 6, 3}), mesh({5, 4}), torus({8, 8})}) {
+    std::vector<int> distance(static_cast<size_t>(t.num_chips()), 0);
+    boost::breadth_first_search(
+        t.graph(), boost::vertex(0, t.graph()),
+        boost::visitor(boost::make_bfs_visitor(boost::record_distances(distance.data(), boost::on_tree_edge()))));
+    for (ChipId c = 0; c < t.num_chips(); ++c) EXPECT_EQ(t.hops(0, c), distance[static_cast<size_t>(c)]) << c;
+  }
+}
+
+TEST(Topology, DeviceRoutes) {
+  const Topology t = mesh({2, 2}, 2);
+  EXPECT_TRUE(t.route(3, 3).empty());
+  const auto on_chip = t.route(2, 3);  // devices 0 and 1 of chip 1
+  ASSERT_EQ(on_chip.size(), 1u);
+  EXPECT_EQ(t.link(on_chip[0]).kind, LinkKind::kOnChip);
+  EXPECT_EQ(t.link(on_chip[0]).bandwidth, 4.5e11);
+  // Device 1 (chip 0) -> device 6 (chip 3 = (1,1)): 2 ICI hops.
+  EXPECT_EQ(t.route(1, 6).size(), 2u);
+}
+
+TEST(Slices, DefaultSliceIsSmallestSquarest) {
+  const HardwareConfig v3 = load_hardware("tpuv3");
+  const Slice s8 = default_slice(v3, 8);  // DESIGN.md: 8 v3 cores -> 2x2 chips x 2 cores
+  EXPECT_EQ(s8.physical_shape(), (std::vector<int64_t>{2, 2, 2}));
+  EXPECT_EQ(s8.wraparound, (std::vector<bool>{false, false}));
+  EXPECT_EQ(default_slice(v3, 64).chip_dims, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(default_slice(v3, 512).chip_dims, (std::vector<int64_t>{16, 16}));
+  const Slice pod = default_slice(v3, 2048);
+  EXPECT_EQ(pod.chip_dims, (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(pod.wraparound, (std::vector<bool>{true, true}));
+  EXPECT_EQ(default_slice(v3, 1).physical_shape(), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_THROW(default_slice(v3, 3), UserError);
+  EXPECT_THROW(default_slice(v3, 4096), UserError);
+  EXPECT_THROW(default_slice(v3, 2 * 37), UserError);  // 37 chips: prime > 32
+  EXPECT_EQ(default_slice(load_hardware("tpuv4"), 64).chip_dims, (std::vector<int64_t>{4, 4, 4}));
+}
+
+TEST(Slices, ExplicitPhysicalShapeIsChecked) {
+  const HardwareConfig v3 = load_hardware("tpuv3");
+  EXPECT_EQ(slice_from_physical(v3, {16, 16, 2}).wraparound, (std::vector<bool>{false, false}));
+  EXPECT_EQ(slice_from_physical(v3, {32, 32, 2}).wraparound, (std::vector<bool>{true, true}));
+  EXPECT_THROW(slice_from_physical(v3, {64, 16, 2}), UserError);
+  EXPECT_THROW(slice_from_physical(v3, {16, 16, 4}), UserError);
+  EXPECT_THROW(slice_from_physical(v3, {16, 16}), UserError);
+}
+
+TEST(Topology, BisectionCountsCrossingLinks) {
+  // 32x32 torus: halving x cuts 32 rows x (1 inner + 1 wraparound) = 64 links one way.
+  EXPECT_DOUBLE_EQ(bisection_bandwidth(torus({32, 32})), 64 * 1e11);
+  // 4x8 mesh: halving dim 0 cuts its 8 lines (one link each), halving dim 1
+  // cuts its 4 lines -> weakest cut 4 x 1e11.
+  EXPECT_DOUBLE_EQ(bisection_bandwidth(mesh({4, 8})), 4 * 1e11);
+  EXPECT_DOUBLE_EQ(aggregate_ici_bandwidth(torus({32, 32})), 4096 * 1e11);
+}
+
+}  // namespace
+}  // namespace podsim::hw
