@@ -332,6 +332,9 @@ Literal read_literal(HloCursor& c, const Shape& shape) {
     c.expect(')');
     return Literal::tuple(std::move(elements));
   }
+  if (c.text().substr(start, 5) == "{...}")
+    c.fail_at(start, "constant values are elided ('{...}')",
+              "dump the HLO with large constants printed (XLA's print_large_constants)");
   std::vector<double> values;
   read_array_values(c, shape.dtype(), values);
   if (static_cast<int64_t>(values.size()) != shape.num_elements())

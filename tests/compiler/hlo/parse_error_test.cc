@@ -92,6 +92,11 @@ TEST(ParseErrors, LiteralCountMismatch) {
                {3, 30, "constant has 3 values but shape s32[2,2] needs 4"});
 }
 
+TEST(ParseErrors, ElidedConstantValues) {
+  expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[1000] constant({...})\n}\n",
+               {3, 31, "constant values are elided"});
+}
+
 TEST(ParseErrors, GarbageAfterModule) {
   expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[] constant(1)\n}\n}\n",
                {5, 1, "expected a computation ('ENTRY' or a name) but found '}'"});

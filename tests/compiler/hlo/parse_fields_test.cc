@@ -386,5 +386,19 @@ TEST(ParseFields, TiledLayoutsKeepOnlyMinorToMajor) {
   EXPECT_EQ(find(m, "p1").shape.layout(), (Dims{0}));
 }
 
+TEST(ParseFields, OldStyleTupleOperandShapesAndComments) {
+  Module m = parse_hlo(
+      "HloModule old /* block */\n"
+      "ENTRY %e (t: (f32[2], s32[])) -> s32[] { // line comment\n"
+      "  %t = (f32[2]{0}, /*index=1*/s32[]) parameter(0)\n"
+      "  ROOT %g = s32[] get-tuple-element((f32[2]{0}, s32[]) %t), index=1\n"
+      "}\n");
+  const Instruction& g = m.entry().root_instr();
+  EXPECT_EQ(g.attrs.tuple_index, 1);
+  EXPECT_EQ(m.entry().instr(g.operand(0)).name, "t");
+  EXPECT_EQ(g.location.line, 4);
+  EXPECT_EQ(g.location.column, 8);  // "  ROOT %g": the name's '%' is column 8
+}
+
 }  // namespace
 }  // namespace podsim::compiler
