@@ -227,9 +227,9 @@ class Parser {
       } while (accept(","));
       expect("}", "to close the subgroup types");
     }
-    if (types.size() >= dims.size()) {
+    if (types.size() > dims.size()) {
       fail(fmt::format("{} subgroup dims but only {} tile dims", types.size(), dims.size()),
-           "subgroup dims are the trailing tile dims after at least one data dim");
+           "subgroup dims are the trailing tile dims");
     }
     return Sharding::subgroup(tiles, types);
   }
