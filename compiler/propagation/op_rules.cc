@@ -281,15 +281,18 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     }
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice: {
-      if (!op_sharding(0)) return out;
-      const Sharding& s = *op_sharding(0);
-      if (in.opcode == Opcode::kDynamicSlice && s.is_tiled()) {
-        // Only when no sharded dim is actually sliced.
-        for (int64_t d = 0; d < in.shape.rank(); ++d)
-          if (s.tile_assignment().dim(d) > 1 && in.shape.dim(static_cast<int>(d)) != op_shape(0).dim(static_cast<int>(d)))
-            return out;
+      if (op_sharding(0)) {
+        const Sharding& s = *op_sharding(0);
+        bool sliced_dim_sharded = false;
+        if (in.opcode == Opcode::kDynamicSlice && s.is_tiled()) {
+          // Only when no sharded dim is actually sliced.
+          for (int64_t d = 0; d < in.shape.rank(); ++d)
+            if (s.tile_assignment().dim(d) > 1 &&
+                in.shape.dim(static_cast<int>(d)) != op_shape(0).dim(static_cast<int>(d)))
+              sliced_dim_sharded = true;
+        }
+        if (!sliced_dim_sharded) offer(s);
       }
-      offer(s);
       if (in.opcode == Opcode::kDynamicUpdateSlice && op_sharding(1)) {
         const Sharding& u = *op_sharding(1);
         bool ok = true;

@@ -18,9 +18,14 @@ inline Module propagate_text(const std::string& hlo, PropagationOptions options 
   return m;
 }
 
-// The canonical text of the sharding of `name` (searched in all computations).
+// The canonical text of the sharding of `name` (the entry first, then the
+// other computations in module order).
 inline std::string sharding_of(const Module& m, const std::string& name) {
-  for (const auto& c : m.computations()) {
+  std::vector<const Computation*> order{&m.entry()};
+  for (const auto& c : m.computations())
+    if (&c != &m.entry()) order.push_back(&c);
+  for (const Computation* cp : order) {
+    const Computation& c = *cp;
     InstrId id = c.find(name);
     if (id == kNoId) continue;
     const auto& s = c.instr(id).sharding;

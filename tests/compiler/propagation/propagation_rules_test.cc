@@ -1,0 +1,803 @@
+// Sharding propagation rules, one test per behaviour of the conformance
+// checklist (gspmd-algorithms.md 5.1; names follow XLA's test names where a
+// counterpart exists). Expected shardings are derived by hand in comments:
+// with a tile array T, the device of tile index (i, j, ...) is T[i][j]...;
+// "<=[n]" is iota order.
+#include "tests/compiler/propagation/test_util.h"
+
+namespace podsim::compiler::testing {
+namespace {
+
+const char* kAddComputation = R"(
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+)";
+
+std::string module(const std::string& entry_body, int devices = 4) {
+  return "HloModule t, num_partitions=" + std::to_string(devices) + "\n" + kAddComputation + "\nENTRY %e {\n" +
+         entry_body + "}\n";
+}
+
+// ---- elementwise -----------------------------------------------------------
+
+TEST(Propagation, ElementwiseOperationForwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[3,2,3,2] parameter(0), sharding={devices=[1,2,2,1]0,1,2,3}
+  %p1 = f32[3,2,3,2] parameter(1)
+  ROOT %add = f32[3,2,3,2] add(%p0, %p1)
+)"));
+  EXPECT_EQ(sharding_of(m, "add"), canon("{devices=[1,2,2,1]0,1,2,3}"));
+}
+
+TEST(Propagation, ElementwiseOperationBackwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[3,2,3,2] parameter(0)
+  %p1 = f32[3,2,3,2] parameter(1)
+  %add = f32[3,2,3,2] add(%p0, %p1)
+  ROOT %copy = f32[3,2,3,2] copy(%add), sharding={devices=[1,2,2,1]0,1,2,3}
+)"));
+  EXPECT_EQ(sharding_of(m, "add"), canon("{devices=[1,2,2,1]0,1,2,3}"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[1,2,2,1]0,1,2,3}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[1,2,2,1]0,1,2,3}"));
+}
+
+TEST(Propagation, ShardedPreferredOverReplicated) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[3,2,3,2] parameter(0), sharding={replicated}
+  %p1 = f32[3,2,3,2] parameter(1), sharding={devices=[1,2,2,1]0,1,2,3}
+  %add = f32[3,2,3,2] add(%p0, %p1)
+  ROOT %neg = f32[3,2,3,2] negate(%add)
+)"));
+  EXPECT_EQ(sharding_of(m, "add"), canon("{devices=[1,2,2,1]0,1,2,3}"));
+  EXPECT_EQ(sharding_of(m, "neg"), canon("{devices=[1,2,2,1]0,1,2,3}"));
+}
+
+TEST(Propagation, PartialShardingOnElementwise) {
+  // [1,2,2] rep (dim1 tile j holds {2j, 2j+1}) and [2,1,2] 0,2,1,3 rep (dim0
+  // tile i holds {i, i+2}): tile (i,j) must lie in both -> device 2j+i, i.e.
+  // {devices=[2,2]0,2,1,3}.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[4,4] parameter(0), sharding={devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}
+  %p1 = f32[4,4] parameter(1), sharding={devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}
+  ROOT %add = f32[4,4] add(%p0, %p1)
+)"));
+  EXPECT_EQ(sharding_of(m, "add"), canon("{devices=[2,2]0,2,1,3}"));
+}
+
+TEST(Propagation, TwoFullTilingsDoNotOverrideEachOther) {
+  // Equal tile counts on different dims are incompatible; the first operand's
+  // (most specific, first seen) stays: no silent re-layout.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  %p1 = f32[8,8] parameter(1), sharding={devices=[1,4]<=[4]}
+  ROOT %add = f32[8,8] add(%p0, %p1)
+)"));
+  EXPECT_EQ(sharding_of(m, "add"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, UserAnnotationIsNeverOverwritten) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  %neg = f32[8,8] negate(%p0), sharding={replicated}
+  ROOT %abs = f32[8,8] abs(%neg)
+)"));
+  EXPECT_EQ(sharding_of(m, "neg"), canon("{replicated}"));
+  EXPECT_EQ(sharding_of(m, "abs"), canon("{replicated}"));
+}
+
+TEST(Propagation, ScalarSelectPredicateCarriesNothing) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[1,4]<=[4]}
+  %p1 = f32[8,8] parameter(1)
+  %c = pred[] parameter(2)
+  ROOT %sel = f32[8,8] select(%c, %p0, %p1)
+)"));
+  EXPECT_EQ(sharding_of(m, "sel"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "c"), canon("{replicated}"));
+}
+
+TEST(Propagation, ClampWithScalarBounds) {
+  Module m = propagate_text(module(R"(
+  %lo = f32[] parameter(0)
+  %x = f32[8,8] parameter(1), sharding={devices=[2,2]<=[4]}
+  %hi = f32[] parameter(2)
+  ROOT %c = f32[8,8] clamp(%lo, %x, %hi)
+)"));
+  EXPECT_EQ(sharding_of(m, "c"), canon("{devices=[2,2]<=[4]}"));
+}
+
+TEST(Propagation, ManualShardingPassesThroughElementwise) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={manual}
+  ROOT %neg = f32[8,8] negate(%p0)
+)"));
+  EXPECT_EQ(sharding_of(m, "neg"), canon("{manual}"));
+}
+
+TEST(Propagation, MaximalShardingDoesNotSpread) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={maximal device=1}
+  ROOT %neg = f32[8,8] negate(%p0)
+)"));
+  EXPECT_EQ(sharding_of(m, "neg"), canon("{replicated}"));
+}
+
+// ---- broadcast ---------------------------------------------------------------
+
+TEST(Propagation, BroadcastForwardPass) {
+  // operand dims (0,1) -> output dims (0,1); the new dim 2 is unsharded.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[3,2048] parameter(0), sharding={devices=[1,4]<=[4]}
+  ROOT %b = f32[3,2048,3] broadcast(%p0), dimensions={0,1}
+)"));
+  EXPECT_EQ(sharding_of(m, "b"), canon("{devices=[1,4,1]<=[4]}"));
+}
+
+TEST(Propagation, BroadcastForwardPartial) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[3,2048] parameter(0), sharding={devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}
+  ROOT %b = f32[3,2048,3] broadcast(%p0), dimensions={0,1}
+)"));
+  EXPECT_EQ(sharding_of(m, "b"), canon("{devices=[1,2,1,2]0,1,2,3 last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, BroadcastBackwardPass) {
+  // Output [1,2,2] (device 2j+k for dims 1,2); the operand is output dim 2:
+  // tile k is held by {k, k+2} -> [2,2]0,2,1,3 rep.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[13] parameter(0)
+  %b = f32[5,7,13] broadcast(%p0), dimensions={2}
+  ROOT %copy = f32[5,7,13] copy(%b), sharding={devices=[1,2,2]0,1,2,3}
+)"));
+  EXPECT_EQ(sharding_of(m, "b"), canon("{devices=[1,2,2]0,1,2,3}"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[2,2]0,2,1,3 last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, BroadcastBackwardOfNewDimOnlyGivesReplicated) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[13] parameter(0)
+  %b = f32[4,13] broadcast(%p0), dimensions={1}
+  ROOT %copy = f32[4,13] copy(%b), sharding={devices=[4,1]<=[4]}
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{replicated}"));
+}
+
+TEST(Propagation, BroadcastIsUsedLastSoItDoesNotDictateLayouts) {
+  // The scalar broadcast feeds an add whose other operand is sharded [1,4]:
+  // at level 0/1 the add takes [1,4]; the broadcast then gets it backward
+  // (level 2) and never pushes its own layout.
+  Module m = propagate_text(module(R"(
+  %s = f32[] parameter(0)
+  %b = f32[8,8] broadcast(%s), dimensions={}
+  %p = f32[8,8] parameter(1), sharding={devices=[1,4]<=[4]}
+  ROOT %add = f32[8,8] add(%b, %p)
+)"));
+  EXPECT_EQ(sharding_of(m, "add"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "b"), canon("{devices=[1,4]<=[4]}"));
+}
+
+// ---- reduce ------------------------------------------------------------------
+
+TEST(Propagation, ShardedReduceForwardPass) {
+  // Kept dims 1 and 2 carry tiles 2 and 2: device 2j+k -> [2,2]<=[4].
+  Module m = propagate_text(module(R"(
+  %p0 = f32[5,7,11,13] parameter(0), sharding={devices=[1,2,2,1]0,1,2,3}
+  %zero = f32[] constant(0)
+  ROOT %r = f32[7,11] reduce(%p0, %zero), dimensions={0,3}, to_apply=%add
+)"));
+  EXPECT_EQ(sharding_of(m, "r"), canon("{devices=[2,2]0,1,2,3}"));
+}
+
+TEST(Propagation, ReducePartiallyOnTiledDims) {
+  // [2,2] device 2i+j; reducing dim 0 leaves dim 1's tile j on {j, j+2}.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[2,2]0,1,2,3}
+  %zero = f32[] constant(0)
+  ROOT %r = f32[8] reduce(%p0, %zero), dimensions={0}, to_apply=%add
+)"));
+  EXPECT_EQ(sharding_of(m, "r"), canon("{devices=[2,2]0,2,1,3 last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, ReducePartiallyBackward) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0)
+  %zero = f32[] constant(0)
+  %r = f32[8] reduce(%p0, %zero), dimensions={0}, to_apply=%add
+  ROOT %copy = f32[8] copy(%r), sharding={devices=[2,2]0,1,2,3 last_tile_dim_replicate}
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}"));
+  EXPECT_EQ(sharding_of(m, "zero"), canon("{replicated}"));
+}
+
+// ---- transpose / reshape -------------------------------------------------------
+
+TEST(Propagation, TransposeForwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[7,11,13] parameter(0), sharding={devices=[2,2,1]0,1,2,3}
+  ROOT %t = f32[13,7,11] transpose(%p0), dimensions={2,0,1}
+)"));
+  EXPECT_EQ(sharding_of(m, "t"), canon("{devices=[1,2,2]0,1,2,3}"));
+}
+
+TEST(Propagation, TransposeBackwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[7,11,13] parameter(0)
+  %t = f32[13,7,11] transpose(%p0), dimensions={2,0,1}
+  ROOT %copy = f32[13,7,11] copy(%t), sharding={devices=[1,2,2]0,1,2,3}
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[2,2,1]0,1,2,3}"));
+}
+
+TEST(Propagation, ReshapeForwardPassSplit) {
+  // 4 tiles on 16 split into [2,8]: gcd(4,2)=2 on dim 0, the remaining 2 on dim 1.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[16,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %r = f32[2,8,6] reshape(%p0)
+)"));
+  EXPECT_EQ(sharding_of(m, "r"), canon("{devices=[2,2,1]<=[4]}"));
+}
+
+TEST(Propagation, ReshapeBackwardPassMerge) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[4,4,6] parameter(0)
+  %r = f32[16,6] reshape(%p0)
+  ROOT %copy = f32[16,6] copy(%r), sharding={devices=[4,1]<=[4]}
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[4,1,1]<=[4]}"));
+}
+
+TEST(Propagation, ReshapeForwardPassPartialMatch) {
+  // f32[14,32] [4,4] (device 4i+j) -> f32[7,2,2,16]: dim 0's 4-way is lost
+  // (14 is not divisible by 4), dim 1's j splits into (a,b) = (j/2, j%2) on
+  // dims 2,3; the i's become replication: tile (a,b) rep r holds 4r+2a+b.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[14,32] parameter(0), sharding={devices=[4,4]<=[16]}
+  ROOT %r = f32[7,2,2,16] reshape(%p0)
+)",
+                                   16));
+  EXPECT_EQ(sharding_of(m, "r"), canon("{devices=[1,1,2,2,4]<=[4,4]T(1,0) last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, ReshapeThatCannotMapFallsBackToReplication) {
+  // [2,3,5] sharded 3-way on the 3 -> [3,5,2]: gcd interleaving fails.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[2,3,5] parameter(0), sharding={devices=[1,3,1]0,1,2}
+  ROOT %r = f32[3,5,2] reshape(%p0)
+)",
+                                   3));
+  EXPECT_EQ(sharding_of(m, "r"), canon("{replicated}"));
+}
+
+// ---- pad / slice / reverse / dynamic slices -----------------------------------
+
+TEST(Propagation, PadForwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[11,17] parameter(0), sharding={devices=[2,2]0,1,2,3}
+  %zero = f32[] constant(0)
+  ROOT %pad = f32[15,21] pad(%p0, %zero), padding=2_2x2_2
+)"));
+  EXPECT_EQ(sharding_of(m, "pad"), canon("{devices=[2,2]0,1,2,3}"));
+}
+
+TEST(Propagation, PadBackwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[11,17] parameter(0)
+  %zero = f32[] constant(0)
+  %pad = f32[15,21] pad(%p0, %zero), padding=2_2x2_2
+  ROOT %copy = f32[15,21] copy(%pad), sharding={devices=[2,2]0,1,2,3}
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[2,2]0,1,2,3}"));
+  EXPECT_EQ(sharding_of(m, "zero"), canon("{replicated}"));
+}
+
+TEST(Propagation, PartialReplicatedPadForwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[11,17] parameter(0), sharding={devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}
+  %zero = f32[] constant(0)
+  ROOT %pad = f32[15,21] pad(%p0, %zero), padding=2_2x2_2
+)"));
+  EXPECT_EQ(sharding_of(m, "pad"), canon("{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, StridedSlice) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[17,16] parameter(0), sharding={devices=[2,2]0,1,2,3}
+  ROOT %s = f32[7,5] slice(%p0), slice={[1:15:2], [2:16:3]}
+)"));
+  EXPECT_EQ(sharding_of(m, "s"), canon("{devices=[2,2]0,1,2,3}"));
+}
+
+TEST(Propagation, PartialReplicatedStridedSlice) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[17,16] parameter(0), sharding={devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}
+  ROOT %s = f32[7,5] slice(%p0), slice={[1:15:2], [2:16:3]}
+)"));
+  EXPECT_EQ(sharding_of(m, "s"), canon("{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, ReverseMirrorsTheTileOrder) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %r = f32[8,8] reverse(%p0), dimensions={0}
+)"));
+  EXPECT_EQ(sharding_of(m, "r"), canon("{devices=[4,1]3,2,1,0}"));
+}
+
+TEST(Propagation, DynamicSliceForwardPassOnUnslicedShardedDim) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[11,16] parameter(0), sharding={devices=[1,4]<=[4]}
+  %i = s32[] parameter(1)
+  %j = s32[] parameter(2)
+  ROOT %ds = f32[5,16] dynamic-slice(%p0, %i, %j), dynamic_slice_sizes={5,16}
+)"));
+  EXPECT_EQ(sharding_of(m, "ds"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, DynamicSliceDoesNotForwardASlicedShardedDim) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[12,16] parameter(0), sharding={devices=[4,1]<=[4]}
+  %i = s32[] parameter(1)
+  %j = s32[] parameter(2)
+  ROOT %ds = f32[5,16] dynamic-slice(%p0, %i, %j), dynamic_slice_sizes={5,16}
+)"));
+  EXPECT_EQ(sharding_of(m, "ds"), canon("{replicated}"));
+}
+
+TEST(Propagation, DynamicUpdateSliceForwardPassBase) {
+  Module m = propagate_text(module(R"(
+  %base = f32[12,16] parameter(0), sharding={devices=[4,1]<=[4]}
+  %upd = f32[3,16] parameter(1)
+  %i = s32[] parameter(2)
+  %j = s32[] parameter(3)
+  ROOT %dus = f32[12,16] dynamic-update-slice(%base, %upd, %i, %j)
+)"));
+  EXPECT_EQ(sharding_of(m, "dus"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "upd"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, DynamicUpdateSliceForwardPassUpdate) {
+  // The update is sharded on dim 1, which the update covers fully.
+  Module m = propagate_text(module(R"(
+  %base = f32[12,16] parameter(0)
+  %upd = f32[3,16] parameter(1), sharding={devices=[1,4]<=[4]}
+  %i = s32[] parameter(2)
+  %j = s32[] parameter(3)
+  ROOT %dus = f32[12,16] dynamic-update-slice(%base, %upd, %i, %j)
+)"));
+  EXPECT_EQ(sharding_of(m, "dus"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, DynamicUpdateSliceBackwardPass) {
+  Module m = propagate_text(module(R"(
+  %base = f32[12,16] parameter(0)
+  %upd = f32[3,16] parameter(1)
+  %i = s32[] parameter(2)
+  %j = s32[] parameter(3)
+  %dus = f32[12,16] dynamic-update-slice(%base, %upd, %i, %j)
+  ROOT %copy = f32[12,16] copy(%dus), sharding={devices=[1,4]<=[4]}
+)"));
+  EXPECT_EQ(sharding_of(m, "base"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "upd"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "i"), canon("{replicated}"));
+}
+
+// ---- concatenate -----------------------------------------------------------------
+
+TEST(Propagation, ConcatenateForwardFromOperand) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[5,8] parameter(0), sharding={devices=[1,4]<=[4]}
+  %p1 = f32[3,8] parameter(1)
+  ROOT %c = f32[8,8] concatenate(%p0, %p1), dimensions={0}
+)"));
+  EXPECT_EQ(sharding_of(m, "c"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, ConcatFromUserUnshardedDim) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[5,8] parameter(0)
+  %p1 = f32[3,8] parameter(1)
+  ROOT %c = f32[8,8] concatenate(%p0, %p1), dimensions={0}, sharding={devices=[1,4]<=[4]}
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, ConcatFromUserShardedDim) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[4,8] parameter(0)
+  %p1 = f32[4,8] parameter(1)
+  ROOT %c = f32[8,8] concatenate(%p0, %p1), dimensions={0}, sharding={devices=[4,1]<=[4]}
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[4,1]<=[4]}"));
+}
+
+// ---- dot -------------------------------------------------------------------------
+
+TEST(Propagation, DotForwardFromLhsNonContracting) {
+  Module m = propagate_text(module(R"(
+  %lhs = f32[128,64] parameter(0), sharding={devices=[4,1]<=[4]}
+  %rhs = f32[64,32] parameter(1)
+  ROOT %dot = f32[128,32] dot(%lhs, %rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+)"));
+  EXPECT_EQ(sharding_of(m, "dot"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "rhs"), canon("{replicated}"));
+}
+
+TEST(Propagation, DotTiledBatchDim) {
+  Module m = propagate_text(module(R"(
+  %lhs = f32[8,16,4] parameter(0), sharding={devices=[4,1,1]<=[4]}
+  %rhs = f32[8,4,32] parameter(1)
+  ROOT %dot = f32[8,16,32] dot(%lhs, %rhs), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+)"));
+  EXPECT_EQ(sharding_of(m, "dot"), canon("{devices=[4,1,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "rhs"), canon("{devices=[4,1,1]<=[4]}"));
+}
+
+TEST(Propagation, EinsumOutputRhsNonContractingPartitioned) {
+  Module m = propagate_text(module(R"(
+  %lhs = f32[16,4] parameter(0)
+  %rhs = f32[4,32] parameter(1), sharding={devices=[1,4]<=[4]}
+  ROOT %dot = f32[16,32] dot(%lhs, %rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+)"));
+  EXPECT_EQ(sharding_of(m, "dot"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, DotContractingShardedGivesPartialReplication) {
+  // lhs [1,4] on K: the output has no K, so all 4 devices hold the same (M,N)
+  // tile as a partial sum: fully replicated data dims.
+  Module m = propagate_text(module(R"(
+  %lhs = f32[16,8] parameter(0), sharding={devices=[2,2]<=[4]}
+  %rhs = f32[8,32] parameter(1)
+  ROOT %dot = f32[16,32] dot(%lhs, %rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+)"));
+  // M tile i held by {2i, 2i+1}.
+  EXPECT_EQ(sharding_of(m, "dot"), canon("{devices=[2,1,2]<=[4] last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, DotMergeOperands) {
+  // lhs (B,M,K) [2,2,1] rep2: device 4b+2m+r; rhs (B,K,N) [2,1,2] rep2 with
+  // device 4b+2r'+n. Output tile (b,m,n) must be in both groups
+  // {4b+2m, 4b+2m+1} and {4b+n, 4b+n+2}: device 4b+2m+n -> [2,2,2]<=[8].
+  Module m = propagate_text(module(R"(
+  %lhs = f32[8,16,4] parameter(0), sharding={devices=[2,2,1,2]<=[8] last_tile_dim_replicate}
+  %rhs = f32[8,4,32] parameter(1), sharding={devices=[2,1,2,2]<=[2,2,2]T(0,2,1) last_tile_dim_replicate}
+  ROOT %dot = f32[8,16,32] dot(%lhs, %rhs), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+)",
+                                   8));
+  EXPECT_EQ(sharding_of(m, "dot"), canon("{devices=[2,2,2]<=[8]}"));
+}
+
+TEST(Propagation, BackwardDotFromContracting) {
+  // lhs (M,K) [2,2] device 2m+k; the rhs (K,N) gets lhs's K tiling: tile k
+  // held by {k, k+2} -> [2,1,2]0,2,1,3 rep.
+  Module m = propagate_text(module(R"(
+  %lhs = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}
+  %rhs = f32[16,32] parameter(1)
+  ROOT %dot = f32[8,32] dot(%lhs, %rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+)"));
+  EXPECT_EQ(sharding_of(m, "rhs"), canon("{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, EinsumChooseLargerOperand) {
+  // rhs (64x1024) is larger than lhs (32x64): its [1,4] wins over lhs's [4,1].
+  Module m = propagate_text(module(R"(
+  %lhs = f32[32,64] parameter(0), sharding={devices=[4,1]<=[4]}
+  %rhs = f32[64,1024] parameter(1), sharding={devices=[1,4]<=[4]}
+  ROOT %dot = f32[32,1024] dot(%lhs, %rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+)"));
+  EXPECT_EQ(sharding_of(m, "dot"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, DotBackwardToLhsFromOutput) {
+  Module m = propagate_text(module(R"(
+  %lhs = f32[32,64] parameter(0)
+  %rhs = f32[64,16] parameter(1)
+  ROOT %dot = f32[32,16] dot(%lhs, %rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}
+)"));
+  EXPECT_EQ(sharding_of(m, "lhs"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "rhs"), canon("{replicated}"));
+}
+
+// ---- convolution ---------------------------------------------------------------
+
+TEST(Propagation, ConvolutionBatchShardedForward) {
+  Module m = propagate_text(module(R"(
+  %in = f32[8,16,16,4] parameter(0), sharding={devices=[4,1,1,1]<=[4]}
+  %k = f32[3,3,4,8] parameter(1)
+  ROOT %conv = f32[8,16,16,8] convolution(%in, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+)"));
+  EXPECT_EQ(sharding_of(m, "conv"), canon("{devices=[4,1,1,1]<=[4]}"));
+}
+
+TEST(Propagation, ConvolutionSpatialShardedForward) {
+  Module m = propagate_text(module(R"(
+  %in = f32[8,16,16,4] parameter(0), sharding={devices=[1,2,2,1]<=[4]}
+  %k = f32[3,3,4,8] parameter(1)
+  ROOT %conv = f32[8,16,16,8] convolution(%in, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+)"));
+  EXPECT_EQ(sharding_of(m, "conv"), canon("{devices=[1,2,2,1]<=[4]}"));
+}
+
+TEST(Propagation, ConvolutionShardedInputFeatureDoesNotDriveOutput) {
+  Module m = propagate_text(module(R"(
+  %in = f32[8,16,16,4] parameter(0), sharding={devices=[1,1,1,4]<=[4]}
+  %k = f32[3,3,4,8] parameter(1)
+  ROOT %conv = f32[8,16,16,8] convolution(%in, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+)"));
+  EXPECT_EQ(sharding_of(m, "conv"), canon("{replicated}"));
+}
+
+// ---- gather / scatter ----------------------------------------------------------
+
+const char* kGather = R"(
+  %table = f32[16,8] parameter(0)%s0
+  %ids = s32[4,3] parameter(1)%s1
+  %g = f32[4,3,8] gather(%table, %ids), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,8}%s2
+  ROOT %copy = f32[4,3,8] copy(%g)%s3
+)";
+
+std::string gather_module(const std::string& s0, const std::string& s1, const std::string& s2,
+                          const std::string& s3) {
+  std::string body = kGather;
+  auto put = [&](const std::string& key, const std::string& value) {
+    body.replace(body.find(key), key.size(), value.empty() ? "" : ", sharding=" + value);
+  };
+  put("%s0", s0);
+  put("%s1", s1);
+  put("%s2", s2);
+  put("%s3", s3);
+  return module(body);
+}
+
+TEST(Propagation, GatherFromIndex) {
+  Module m = propagate_text(gather_module("", "{devices=[4,1]<=[4]}", "", ""));
+  EXPECT_EQ(sharding_of(m, "g"), canon("{devices=[4,1,1]<=[4]}"));
+}
+
+TEST(Propagation, GatherFromDataOperand) {
+  // Operand dim 1 is a pass-through dim (slice size 8 == full) -> offset dim 2.
+  Module m = propagate_text(gather_module("{devices=[1,4]<=[4]}", "", "", ""));
+  EXPECT_EQ(sharding_of(m, "g"), canon("{devices=[1,1,4]<=[4]}"));
+}
+
+TEST(Propagation, GatherToIndex) {
+  Module m = propagate_text(gather_module("", "", "", "{devices=[4,1,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "ids"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, GatherToDataOperand) {
+  Module m = propagate_text(gather_module("", "", "", "{devices=[1,1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "table"), canon("{devices=[1,4]<=[4]}"));
+}
+
+const char* kScatter = R"(
+  %base = f32[16,8] parameter(0)%s0
+  %idx = s32[4,1] parameter(1)%s1
+  %upd = f32[4,8] parameter(2)%s2
+  %sc = f32[16,8] scatter(%base, %idx, %upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add%s3
+  ROOT %copy = f32[16,8] copy(%sc)
+)";
+
+std::string scatter_module(const std::string& s0, const std::string& s1, const std::string& s2,
+                           const std::string& s3) {
+  std::string body = kScatter;
+  auto put = [&](const std::string& key, const std::string& value) {
+    body.replace(body.find(key), key.size(), value.empty() ? "" : ", sharding=" + value);
+  };
+  put("%s0", s0);
+  put("%s1", s1);
+  put("%s2", s2);
+  put("%s3", s3);
+  return module(body);
+}
+
+TEST(Propagation, DataOperandToScatter) {
+  Module m = propagate_text(scatter_module("{devices=[1,4]<=[4]}", "", "", ""));
+  EXPECT_EQ(sharding_of(m, "sc"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, UpdateOperandToScatter) {
+  // Update window dim 1 covers operand dim 1 fully: its tiling moves over.
+  Module m = propagate_text(scatter_module("", "", "{devices=[1,4]<=[4]}", ""));
+  EXPECT_EQ(sharding_of(m, "sc"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, ScatterToUpdateOperand) {
+  Module m = propagate_text(scatter_module("", "", "", "{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "upd"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "base"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, ScatterUpdateToIndex) {
+  // Update scatter dim 0 <-> indices batch dim 0.
+  Module m = propagate_text(scatter_module("", "", "{devices=[4,1]<=[4]}", ""));
+  EXPECT_EQ(sharding_of(m, "idx"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, ScatterIndexToUpdate) {
+  Module m = propagate_text(scatter_module("", "{devices=[4,1]<=[4]}", "", "{replicated}"));
+  EXPECT_EQ(sharding_of(m, "upd"), canon("{devices=[4,1]<=[4]}"));
+}
+
+// ---- tuples, while, call ----------------------------------------------------------
+
+TEST(Propagation, TupleForwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  %p1 = f32[8] parameter(1)
+  ROOT %t = (f32[8,8], f32[8]) tuple(%p0, %p1)
+)"));
+  EXPECT_EQ(sharding_of(m, "t"), canon("{{devices=[4,1]<=[4]}, {replicated}}"));
+}
+
+TEST(Propagation, GetTupleElementForwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = (f32[8,8], f32[8]) parameter(0), sharding={{devices=[4,1]<=[4]}, {replicated}}
+  ROOT %g = f32[8,8] get-tuple-element(%p0), index=0
+)"));
+  EXPECT_EQ(sharding_of(m, "g"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, TupleBackwardPass) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0)
+  %p1 = f32[8] parameter(1)
+  ROOT %t = (f32[8,8], f32[8]) tuple(%p0, %p1), sharding={{devices=[1,4]<=[4]}, {devices=[4]<=[4]}}
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[4]<=[4]}"));
+}
+
+TEST(Propagation, WhileBodyConditionAndOperandAgree) {
+  Module m = propagate_text(R"(HloModule w, num_partitions=4
+
+%cond (cs: (s32[], f32[8,8])) -> pred[] {
+  %cs = (s32[], f32[8,8]) parameter(0)
+  %ci = s32[] get-tuple-element(%cs), index=0
+  %limit = s32[] constant(3)
+  ROOT %lt = pred[] compare(%ci, %limit), direction=LT
+}
+
+%body (bs: (s32[], f32[8,8])) -> (s32[], f32[8,8]) {
+  %bs = (s32[], f32[8,8]) parameter(0)
+  %bi = s32[] get-tuple-element(%bs), index=0
+  %bx = f32[8,8] get-tuple-element(%bs), index=1
+  %one = s32[] constant(1)
+  %next_i = s32[] add(%bi, %one)
+  %bneg = f32[8,8] negate(%bx)
+  ROOT %bt = (s32[], f32[8,8]) tuple(%next_i, %bneg)
+}
+
+ENTRY %e {
+  %x = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[8,8]) tuple(%zero, %x)
+  %loop = (s32[], f32[8,8]) while(%init), condition=%cond, body=%body
+  ROOT %out = f32[8,8] get-tuple-element(%loop), index=1
+}
+)");
+  const std::string state = canon("{{replicated}, {devices=[4,1]<=[4]}}");
+  EXPECT_EQ(sharding_of(m, "loop"), state);
+  EXPECT_EQ(sharding_of(m, "bs"), state);
+  EXPECT_EQ(sharding_of(m, "bt"), state);
+  EXPECT_EQ(sharding_of(m, "cs"), state);
+  EXPECT_EQ(sharding_of(m, "bneg"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "out"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, AnnotationInsideWhileBodyReachesTheLoop) {
+  Module m = propagate_text(R"(HloModule w, num_partitions=4
+
+%cond (cs: f32[8,8]) -> pred[] {
+  %cs = f32[8,8] parameter(0)
+  ROOT %f = pred[] constant(false)
+}
+
+%body (bs: f32[8,8]) -> f32[8,8] {
+  %bs = f32[8,8] parameter(0)
+  ROOT %bneg = f32[8,8] negate(%bs), sharding={devices=[1,4]<=[4]}
+}
+
+ENTRY %e {
+  %x = f32[8,8] parameter(0)
+  ROOT %loop = f32[8,8] while(%x), condition=%cond, body=%body
+}
+)");
+  EXPECT_EQ(sharding_of(m, "loop"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "x"), canon("{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "cs"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, CallPropagatesIntoAndOutOfTheCallee) {
+  Module m = propagate_text(R"(HloModule c, num_partitions=4
+
+%f (fp: f32[8,8]) -> f32[8,8] {
+  %fp = f32[8,8] parameter(0)
+  ROOT %fneg = f32[8,8] negate(%fp)
+}
+
+ENTRY %e {
+  %x = f32[8,8] parameter(0), sharding={devices=[2,2]<=[4]}
+  %r = f32[8,8] call(%x), to_apply=%f
+  ROOT %abs = f32[8,8] abs(%r)
+}
+)");
+  EXPECT_EQ(sharding_of(m, "fp"), canon("{devices=[2,2]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "fneg"), canon("{devices=[2,2]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "r"), canon("{devices=[2,2]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "abs"), canon("{devices=[2,2]<=[4]}"));
+}
+
+// ---- boundaries and errors -------------------------------------------------------
+
+TEST(Propagation, ShardingCustomCallAnnotatesItsOperand) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0)
+  %neg = f32[8,8] negate(%p0)
+  %ann = f32[8,8] custom-call(%neg), custom_call_target="Sharding", sharding={devices=[4,1]<=[4]}
+  ROOT %abs = f32[8,8] abs(%ann)
+)"));
+  EXPECT_EQ(sharding_of(m, "neg"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "abs"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, PropagateToParametersNotEnabled) {
+  PropagationOptions options;
+  options.propagate_to_parameters = false;
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0)
+  ROOT %neg = f32[8,8] negate(%p0), sharding={devices=[4,1]<=[4]}
+)"),
+                            options);
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{replicated}"));
+}
+
+TEST(Propagation, PropagateToOutput) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %neg = f32[8,8] negate(%p0)
+)"));
+  EXPECT_EQ(sharding_of(m, "neg"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, InvalidAnnotationIsAUserErrorAtTheInstruction) {
+  Module m = parse_hlo(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[4,1]0,1,2,7}
+  ROOT %neg = f32[8,8] negate(%p0)
+)"),
+                       "bad.hlo");
+  try {
+    propagate_shardings(m);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().file, "bad.hlo");
+    EXPECT_GT(e.location().line, 0);
+  }
+}
+
+TEST(Propagation, AnnotationRankMismatchIsAUserError) {
+  Module m = parse_hlo(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[4]<=[4]}
+  ROOT %neg = f32[8,8] negate(%p0)
+)"));
+  EXPECT_THROW(propagate_shardings(m), UserError);
+}
+
+TEST(Propagation, EveryInstructionEndsWithASharding) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0)
+  %zero = f32[] constant(0)
+  ROOT %r = f32[8] reduce(%p0, %zero), dimensions={1}, to_apply=%add
+)"));
+  for (const auto& instr : m.entry().instructions()) EXPECT_TRUE(instr.sharding.has_value()) << instr.name;
+  EXPECT_EQ(sharding_of(m, "r"), canon("{replicated}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
