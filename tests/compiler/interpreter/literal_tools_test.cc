@@ -1,0 +1,85 @@
+// Interpreter helpers: random_literal (seeded, ranges) and compare_literals
+// (tolerance, exact integers, NaN, shapes, tuple leaves).
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "tests/compiler/interpreter/interp_test_util.h"
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(RandomLiteral, SameSeedSameValueDifferentSeedDifferentValue) {
+  const Shape s(DType::kF32, {8, 8});
+  EXPECT_EQ(random_literal(s, 7), random_literal(s, 7));
+  EXPECT_NE(random_literal(s, 7).values(), random_literal(s, 8).values());
+}
+
+TEST(RandomLiteral, ValueRangesPerDtype) {
+  // Floats: multiples of 1/64 in [-1, 1]; s32 in [-8, 8]; u32 in [0, 15]; pred 0/1.
+  Literal f = random_literal(Shape(DType::kBF16, {256}), 1);
+  for (double v : f.values()) {
+    EXPECT_LE(std::fabs(v), 1.0);
+    EXPECT_EQ(v * 64, std::round(v * 64));
+    EXPECT_EQ(v, round_to_dtype(DType::kBF16, v));
+  }
+  const Literal s = random_literal(Shape(DType::kS32, {256}), 2);
+  for (double v : s.values()) {
+    EXPECT_GE(v, -8);
+    EXPECT_LE(v, 8);
+    EXPECT_EQ(v, std::trunc(v));
+  }
+  const Literal u = random_literal(Shape(DType::kU32, {256}), 3);
+  for (double v : u.values()) {
+    EXPECT_GE(v, 0);
+    EXPECT_LE(v, 15);
+  }
+  Literal p = random_literal(Shape(DType::kPred, {256}), 4);
+  int ones = 0;
+  for (double v : p.values()) {
+    EXPECT_TRUE(v == 0 || v == 1);
+    ones += v == 1;
+  }
+  EXPECT_GT(ones, 0);
+  EXPECT_LT(ones, 256);
+}
+
+TEST(RandomLiteral, TuplesGetDistinctLeaves) {
+  const Shape leaf(DType::kF32, {16});
+  Literal t = random_literal(Shape::tuple({leaf, leaf}), 5);
+  ASSERT_TRUE(t.is_tuple());
+  EXPECT_EQ(t.element(0).shape(), leaf);
+  EXPECT_NE(t.element(0).values(), t.element(1).values());
+}
+
+TEST(CompareLiterals, ToleranceIsRelativePlusAbsolute) {
+  // |e - a| <= tol * (1 + |e|): for e = 1, tol 1e-6 allows up to 2e-6.
+  Comparison ok = compare_literals(f32({2}, {1, 0}), f32({2}, {1 + 1.5e-6, 0}), 1e-6);
+  EXPECT_TRUE(ok.ok) << ok.first_mismatch;
+  EXPECT_NEAR(ok.max_abs_error, 1.5e-6, 1e-12);
+  Comparison bad = compare_literals(f32({2}, {0, 1}), f32({2}, {0, 1.01}), 1e-6);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.first_mismatch.find("[1]"), std::string::npos) << bad.first_mismatch;
+  EXPECT_NEAR(bad.max_abs_error, 0.01, 1e-9);
+}
+
+TEST(CompareLiterals, IntegersExactNaNMatchesNaNShapesMustAgree) {
+  EXPECT_FALSE(compare_literals(s32({1}, {1}), s32({1}, {2}), 10).ok);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(compare_literals(f32({1}, {nan}), f32({1}, {nan}), 0).ok);
+  EXPECT_FALSE(compare_literals(f32({1}, {nan}), f32({1}, {0}), 0).ok);
+  EXPECT_FALSE(compare_literals(f32({2}, {1, 2}), f32({1, 2}, {1, 2}), 0).ok);
+}
+
+TEST(CompareLiterals, TupleLeavesAreNamed) {
+  Literal e = Literal::tuple({f32({1}, {1}), f32({2}, {2, 3})});
+  Literal a = Literal::tuple({f32({1}, {1}), f32({2}, {2, 4})});
+  Comparison c = compare_literals(e, a, 1e-3);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.first_mismatch.find("{1}[1]"), std::string::npos) << c.first_mismatch;
+  EXPECT_TRUE(compare_literals(e, e, 0).ok);
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
