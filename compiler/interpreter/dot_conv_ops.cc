@@ -47,6 +47,16 @@ std::vector<int64_t> free_dims(int rank, const std::vector<int64_t>& batch, cons
   return free;
 }
 
+// The batch, feature and spatial labels of one operand must be a permutation of its dims.
+void check_labels(const Instruction& instr, std::vector<int64_t> labels, const char* what) {
+  std::vector<bool> seen(labels.size(), false);
+  for (int64_t d : labels) {
+    if (d < 0 || d >= static_cast<int64_t>(labels.size()) || seen[static_cast<size_t>(d)])
+      fail(instr, fmt::format("{} dimension labels are not a permutation of its dims", what));
+    seen[static_cast<size_t>(d)] = true;
+  }
+}
+
 void check_dims_in_range(const Instruction& instr, const std::vector<int64_t>& dims, int rank) {
   for (int64_t d : dims)
     if (d < 0 || d >= rank) fail(instr, fmt::format("dimension {} out of range for rank {}", d, rank));
@@ -147,6 +157,14 @@ Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Lit
       cd.kernel_spatial.size() != spatial || cd.output_spatial.size() != spatial ||
       ls.rank() != static_cast<int>(spatial + 2) || ks.rank() != ls.rank() || os.rank() != ls.rank())
     fail(instr, "convolution ranks and dimension labels do not match");
+  auto with = [](std::vector<int64_t> spatial_dims, int64_t a, int64_t b) {
+    spatial_dims.push_back(a);
+    spatial_dims.push_back(b);
+    return spatial_dims;
+  };
+  check_labels(instr, with(cd.input_spatial, cd.input_batch, cd.input_feature), "input");
+  check_labels(instr, with(cd.kernel_spatial, cd.kernel_input_feature, cd.kernel_output_feature), "kernel");
+  check_labels(instr, with(cd.output_spatial, cd.output_batch, cd.output_feature), "output");
   const int64_t groups = instr.attrs.feature_group_count;
   const int64_t batch_groups = instr.attrs.batch_group_count;
   const int64_t n = ls.dim(static_cast<int>(cd.input_batch));

@@ -38,7 +38,8 @@ ScalarFunction::ScalarFunction(const Module& module, CompId computation, int64_t
       partition_id_(partition_id),
       runner_(runner) {
   const Computation& c = *computation_;
-  num_parameters_ = static_cast<int>(c.parameters().size());
+  parameter_ids_ = c.parameters();
+  num_parameters_ = static_cast<int>(parameter_ids_.size());
   const Instruction& root = c.root_instr();
   num_results_ = root.shape.is_tuple() ? static_cast<int>(root.shape.tuple_shapes().size()) : 1;
 
@@ -131,7 +132,7 @@ void ScalarFunction::apply(const double* args, double* results) const {
     case Mode::kGeneral: {
       const Computation& c = *computation_;
       std::vector<Literal> literals;
-      for (InstrId p : c.parameters()) {
+      for (InstrId p : parameter_ids_) {
         const Instruction& param = c.instr(p);
         const Shape& s = param.shape;
         literals.push_back(Literal(s, {args[param.attrs.parameter_number]}));

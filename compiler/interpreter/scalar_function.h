@@ -54,6 +54,7 @@ class ScalarFunction {
   Mode mode_ = Mode::kGeneral;
   int num_results_ = 1;
   int num_parameters_ = 0;
+  std::vector<InstrId> parameter_ids_;  // ordered by parameter number
   // kBinary
   Opcode binary_op_ = Opcode::kAdd;
   DType dtype_ = DType::kF32;
