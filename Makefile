@@ -15,7 +15,8 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
-	$(BUILD_DIR)/cli/podsim partition $(DEMO_WORKLOAD) --mesh x=2,y=4
+	$(BUILD_DIR)/cli/podsim partition $(DEMO_WORKLOAD) --propagate-only
+	$(BUILD_DIR)/cli/podsim hardware show tpuv3
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -11,6 +11,9 @@
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/hlo/hlo_printer.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/propagation/propagation.h"
+#include "hw_models/config.h"
+#include "hw_models/describe.h"
 
 namespace podsim::cli {
 
@@ -18,7 +21,7 @@ namespace {
 
 [[noreturn]] void not_implemented(const std::string& command) {
   throw UserError(fmt::format("'podsim {}' is not implemented yet", command),
-                  "see the project's open issues; available now: partition (parse, verify, print)");
+                  "available now: 'podsim partition FILE.hlo --propagate-only' and 'podsim hardware show PRESET'");
 }
 
 // Writes to a temporary file, then renames it: no partial output on failure.
@@ -38,11 +41,54 @@ void write_output(const std::string& path, const std::string& text) {
     throw UserError(SourceLocation{path, 0, 0}, "cannot move the output file into place");
 }
 
+// "--mesh x=4,y=2" -> device count (the product); the axis names only serve
+// readability until the partitioner takes a named mesh.
+int64_t mesh_device_count(const std::string& mesh) {
+  int64_t devices = 1;
+  size_t pos = 0;
+  while (pos < mesh.size()) {
+    size_t comma = mesh.find(',', pos);
+    std::string item = mesh.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t eq = item.find('=');
+    int64_t size = 0;
+    try {
+      size = eq == std::string::npos ? 0 : std::stoll(item.substr(eq + 1));
+    } catch (...) {
+      size = 0;
+    }
+    if (eq == std::string::npos || eq == 0 || size < 1)
+      throw UserError(SourceLocation{"--mesh " + mesh, 0, 0}, fmt::format("bad mesh axis '{}'", item),
+                      "write the mesh as name=size pairs, e.g. --mesh x=4,y=2");
+    devices *= size;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return devices;
+}
+
 int partition(const Options& o) {
   compiler::Module module = compiler::parse_hlo_file(o.input);
+  if (!o.mesh.empty()) {
+    int64_t devices = mesh_device_count(o.mesh);
+    if (module.num_partitions() > 1 && module.num_partitions() != devices)
+      throw UserError(SourceLocation{o.input, 1, 1},
+                      fmt::format("the module says num_partitions={} but --mesh {} has {} devices",
+                                  module.num_partitions(), o.mesh, devices),
+                      "drop --mesh or make its product match");
+    module.set_num_partitions(devices);
+  }
   compiler::verify_module(module);
-  if (!o.mesh.empty() || o.verify || o.propagate_only) not_implemented("partition --mesh/--verify/--propagate-only");
+  if (o.verify) not_implemented("partition --verify");
+  compiler::propagate_shardings(module);
+  if (!o.propagate_only)
+    throw UserError("the SPMD partitioner is not implemented yet",
+                    "use --propagate-only to print the module with every instruction's sharding");
   write_output(o.output, compiler::print_hlo(module));
+  return 0;
+}
+
+int hardware_show(const Options& o) {
+  fmt::print("{}", hw::describe_hardware(hw::load_hardware(o.preset)));
   return 0;
 }
 
@@ -88,7 +134,7 @@ int Commands::run() const {
   if (*run_) not_implemented("run");
   if (*sweep_) not_implemented("sweep");
   if (*regress_) not_implemented("regress");
-  if (*hardware_show_) not_implemented("hardware show");
+  if (*hardware_show_) return hardware_show(options_);
   return 0;
 }
 
