@@ -46,10 +46,27 @@ std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b
   const int64_t group = devices / cells;
   // cell (row-major over merged dims, then manual index) -> its devices.
   std::vector<std::vector<int64_t>> members(static_cast<size_t>(cells));
-  for (int64_t device : lhs.tile_assignment().to_vector()) {
-    const auto ia = lhs.tile_assignment().index_of(device);
-    const auto ib = rhs.tile_assignment().index_of(device);
-    if (!ib) return std::nullopt;
+  // Full tile index of every device under each input, one pass per array
+  // (index_of on an explicit array would be a linear scan per device).
+  auto indices_by_device = [](const TileAssignment& tiles) {
+    std::map<int64_t, std::vector<int64_t>> out;
+    std::vector<int64_t> index(static_cast<size_t>(tiles.rank()), 0);
+    for (int64_t device : tiles.to_vector()) {
+      out.emplace(device, index);
+      for (int64_t d = tiles.rank(); d-- > 0;) {
+        if (++index[static_cast<size_t>(d)] < tiles.dim(d)) break;
+        index[static_cast<size_t>(d)] = 0;
+      }
+    }
+    return out;
+  };
+  const auto a_index = indices_by_device(lhs.tile_assignment());
+  const auto b_index = indices_by_device(rhs.tile_assignment());
+  for (const auto& [device, index_a] : a_index) {
+    const auto found_b = b_index.find(device);
+    if (found_b == b_index.end()) return std::nullopt;
+    const auto* ia = &index_a;
+    const auto* ib = &found_b->second;
     int64_t cell = 0;
     for (size_t d = 0; d < merged.size(); ++d) {
       const int64_t xa = (*ia)[d], xb = (*ib)[d];
