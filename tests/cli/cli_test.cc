@@ -1,0 +1,85 @@
+// End-to-end checks of the podsim executable: commands listed, exit codes,
+// error format (file:line:column), no partial output files.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(PODSIM_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string src(const std::string& rel) { return std::string(PODSIM_SOURCE_DIR) + "/" + rel; }
+
+TEST(Cli, HelpListsEveryCommandOfTheDesign) {
+  Result r = run("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* cmd : {"run", "partition", "sweep", "regress", "hardware"})
+    EXPECT_NE(r.output.find(cmd), std::string::npos) << cmd;
+}
+
+TEST(Cli, UnimplementedCommandsSaySoAndExit2) {
+  Result r = run("sweep some.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("not implemented yet"), std::string::npos) << r.output;
+}
+
+TEST(Cli, UnknownOptionExits2) {
+  Result r = run("partition --no-such-flag x.hlo");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(Cli, PropagateOnlyPrintsEveryInstructionWithASharding) {
+  Result r = run("partition " + src("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("%q = f32[8,16,4,8]{3,2,1,0} dot(%h, %wq)"), std::string::npos);
+  EXPECT_NE(r.output.find("sharding={devices=[2,1,4,1]<=[8]}"), std::string::npos);
+}
+
+TEST(Cli, BadHloReportsFileLineColumnAndExits2WithoutOutputFile) {
+  auto dir = std::filesystem::temp_directory_path() / "podsim_cli_test";
+  std::filesystem::create_directories(dir);
+  auto bad = dir / "bad.hlo";
+  std::ofstream(bad) << "HloModule m\n\nENTRY %e {\n  %p = f32[4] parameter(0)\n  ROOT %n = f32[4] frobnicate(%p)\n}\n";
+  auto out = dir / "out.hlo";
+  std::filesystem::remove(out);
+  Result r = run("partition " + bad.string() + " --propagate-only -o " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find(bad.string() + ":5:"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(Cli, MeshMustMatchTheModule) {
+  Result r = run("partition " + src("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only --mesh x=4,y=4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("num_partitions=8"), std::string::npos) << r.output;
+}
+
+TEST(Cli, HardwareShowPrintsDerivedPeak) {
+  Result r = run("hardware show tpuv3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("61.6 TFLOP/s"), std::string::npos) << r.output;
+  Result bad = run("hardware show tpuv9");
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+}  // namespace
