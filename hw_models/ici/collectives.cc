@@ -8,7 +8,6 @@
 #include <fmt/ranges.h>
 #include <functional>
 #include <numeric>
-#include <unordered_map>
 
 #include "common/error.h"
 
@@ -53,23 +52,28 @@ class PhaseBuilder {
   explicit PhaseBuilder(const Topology& topology)
       : topology_(topology),
         load_(static_cast<size_t>(topology.num_links()), 0.0),
-        sent_(static_cast<size_t>(topology.num_devices()), 0.0) {}
+        sent_(static_cast<size_t>(topology.num_devices()), 0.0),
+        phase_sent_(sent_.size(), 0.0) {}
 
   void add_flow(CoreId src, CoreId dst, double bytes, int64_t count = 1) {
     if (src == dst || bytes <= 0) return;
     path_.clear();
     topology_.append_route(src, dst, path_);
-    double latency = 0;
     const double total = bytes * static_cast<double>(count);
     for (LinkId id : path_) {
       auto& slot = load_[static_cast<size_t>(id)];
       if (slot == 0) touched_.push_back(id);
       slot += total;
-      latency += topology_.link(id).latency_s;
     }
+    // A route is one on-chip link or ICI hops only.
+    const double latency = topology_.chip_of(src) == topology_.chip_of(dst)
+                               ? topology_.params().on_chip_latency_s
+                               : static_cast<double>(path_.size()) * topology_.params().ici_hop_latency_s;
     latency_ = std::max(latency_, latency);
     flows_.push_back(Flow{src, dst, bytes, count});
-    phase_sent_[src] += total;
+    auto& sent = phase_sent_[static_cast<size_t>(src)];
+    if (sent == 0) senders_.push_back(src);
+    sent += total;
   }
 
   // Closes the phase; it runs `repeat` times.
@@ -91,10 +95,29 @@ class PhaseBuilder {
     }
     phase.step_time_s = slowest + latency_;
     phase.flows = std::move(flows_);
-    for (const auto& [device, bytes] : phase_sent_) sent_[static_cast<size_t>(device)] += bytes * static_cast<double>(repeat);
+    for (CoreId device : senders_)
+      sent_[static_cast<size_t>(device)] += phase_sent_[static_cast<size_t>(device)] * static_cast<double>(repeat);
     out.push_back(std::move(phase));
     reset();
   }
+
+  void reserve_flows(size_t count) { flows_.reserve(count); }
+
+  // For planners that sum link loads themselves (all-to-all by legs): a flow
+  // recorded without routing, its load and latency given separately.
+  void add_unrouted_flow(CoreId src, CoreId dst, double bytes, int64_t count) {
+    const double total = bytes * static_cast<double>(count);
+    flows_.push_back(Flow{src, dst, bytes, count});
+    auto& sent = phase_sent_[static_cast<size_t>(src)];
+    if (sent == 0) senders_.push_back(src);
+    sent += total;
+  }
+  void add_link_load(LinkId id, double bytes) {
+    auto& slot = load_[static_cast<size_t>(id)];
+    if (slot == 0) touched_.push_back(id);
+    slot += bytes;
+  }
+  void note_latency(double latency) { latency_ = std::max(latency_, latency); }
 
   double max_sent() const { return sent_.empty() ? 0 : *std::max_element(sent_.begin(), sent_.end()); }
 
@@ -103,7 +126,8 @@ class PhaseBuilder {
     for (LinkId id : touched_) load_[static_cast<size_t>(id)] = 0;
     touched_.clear();
     flows_ = {};
-    phase_sent_.clear();
+    for (CoreId device : senders_) phase_sent_[static_cast<size_t>(device)] = 0;
+    senders_.clear();
     latency_ = 0;
   }
 
@@ -113,7 +137,8 @@ class PhaseBuilder {
   std::vector<LinkId> touched_;
   std::vector<LinkId> path_;
   std::vector<Flow> flows_;
-  std::unordered_map<CoreId, double> phase_sent_;
+  std::vector<double> phase_sent_;  // per device, this phase
+  std::vector<CoreId> senders_;
   double latency_ = 0;
 };
 
@@ -175,24 +200,88 @@ void all_to_all_direct(PhaseBuilder& builder, const Topology& topology, const st
   const double chunk = v / static_cast<double>(n);
   // Large groups: flows between two chips share one route, so they are kept
   // as one Flow with a count (exact for link loads and for fair sharing).
-  std::unordered_map<ChipId, std::vector<CoreId>> members;
+  std::vector<std::vector<CoreId>> members(static_cast<size_t>(topology.num_chips()));
   std::vector<ChipId> chips;
   for (CoreId core : group) {
-    auto& list = members[topology.chip_of(core)];
+    auto& list = members[static_cast<size_t>(topology.chip_of(core))];
     if (list.empty()) chips.push_back(topology.chip_of(core));
     list.push_back(core);
   }
-  for (ChipId a : chips)
-    for (ChipId b : chips) {
-      const auto& from = members[a];
-      const auto& to = members[b];
-      if (a == b) {
-        for (CoreId s : from)
-          for (CoreId d : to) builder.add_flow(s, d, chunk);
-      } else {
-        builder.add_flow(from.front(), to.front(), chunk, static_cast<int64_t>(from.size() * to.size()));
+  builder.reserve_flows(chips.size() * chips.size());
+  // Device pairs on one chip: routed one by one (on-chip links).
+  for (ChipId a : chips) {
+    const auto& on = members[static_cast<size_t>(a)];
+    for (CoreId s : on)
+      for (CoreId d : on) builder.add_flow(s, d, chunk);
+  }
+  // Chip pairs: one Flow each, counted; their ICI loads are summed by legs.
+  // Dimension-order routing moves along dim d from a_d to b_d on the line
+  // whose other coordinates are (b_0..b_{d-1}, a_{d+1}..). The bytes of all
+  // pairs using that leg factor as chunk * A_d * B_d with
+  //   A_d(a_d, a_{>d}) = devices on chips with those coordinates (any a_{<d}),
+  //   B_d(b_{<d}, b_d) = devices on chips with those coordinates (any b_{>d}),
+  // so each dim costs lines x k^2 leg walks instead of chips^2 routes.
+  const int rank = topology.rank();
+  const auto& dims = topology.slice().chip_dims;
+  const auto chip_count = static_cast<size_t>(topology.num_chips());
+  auto coord = [&](ChipId chip, int d) { return (chip / topology.stride(d)) % dims[d]; };
+  auto zero_dims = [&](ChipId chip, int from, int to) {  // coords [from, to) set to 0
+    for (int d = from; d < to; ++d) chip -= coord(chip, d) * topology.stride(d);
+    return chip;
+  };
+  std::vector<double> occupancy(chip_count, 0.0);
+  for (ChipId c : chips) occupancy[static_cast<size_t>(c)] = static_cast<double>(members[static_cast<size_t>(c)].size());
+  for (int d = 0; d < rank; ++d) {
+    const int64_t k = dims[d];
+    if (k < 2) continue;
+    std::vector<double> a_sum(chip_count, 0.0), b_sum(chip_count, 0.0);
+    for (ChipId c : chips) {
+      a_sum[static_cast<size_t>(zero_dims(c, 0, d))] += occupancy[static_cast<size_t>(c)];
+      b_sum[static_cast<size_t>(zero_dims(c, d + 1, rank))] += occupancy[static_cast<size_t>(c)];
+    }
+    for (ChipId line = 0; line < topology.num_chips(); ++line) {
+      if (coord(line, d) != 0) continue;
+      const ChipId a_key = zero_dims(line, 0, d);     // (0.., a_d = 0, a_{>d})
+      const ChipId b_key = zero_dims(line, d + 1, rank);  // (b_{<d}, b_d = 0, 0..)
+      for (int64_t from = 0; from < k; ++from) {
+        const double a_devices = a_sum[static_cast<size_t>(a_key + from * topology.stride(d))];
+        if (a_devices == 0) continue;
+        for (int64_t to = 0; to < k; ++to) {
+          const double b_devices = b_sum[static_cast<size_t>(b_key + to * topology.stride(d))];
+          if (to == from || b_devices == 0) continue;
+          const double bytes = chunk * a_devices * b_devices;
+          const Topology::Leg leg = topology.leg(d, from, to);
+          ChipId at = line + from * topology.stride(d);
+          for (int64_t s = 0; s < leg.steps; ++s) {
+            const LinkId id = topology.ici_link(at, d, leg.direction);
+            builder.add_link_load(id, bytes);
+            at = topology.link(id).dst_chip;
+          }
+        }
       }
     }
+  }
+  // Longest route: per dim, the longest leg between occupied coordinates,
+  // summed (exact when the group's chips form a box, an upper bound otherwise).
+  double max_hops = 0;
+  for (int d = 0; d < rank; ++d) {
+    std::vector<bool> used(static_cast<size_t>(dims[d]), false);
+    for (ChipId c : chips) used[static_cast<size_t>(coord(c, d))] = true;
+    int64_t longest = 0;
+    for (int64_t from = 0; from < dims[d]; ++from)
+      for (int64_t to = 0; to < dims[d]; ++to)
+        if (used[static_cast<size_t>(from)] && used[static_cast<size_t>(to)])
+          longest = std::max(longest, topology.leg(d, from, to).steps);
+    max_hops += static_cast<double>(longest);
+  }
+  for (ChipId a : chips)
+    for (ChipId b : chips) {
+      if (a == b) continue;
+      const auto& from = members[static_cast<size_t>(a)];
+      const auto& to = members[static_cast<size_t>(b)];
+      builder.add_unrouted_flow(from.front(), to.front(), chunk, static_cast<int64_t>(from.size() * to.size()));
+    }
+  builder.note_latency(max_hops * topology.params().ici_hop_latency_s);
   builder.finish(fmt::format("all-to-all direct (n={})", n), 1, out);
 }
 

@@ -180,25 +180,25 @@ void Topology::append_route(CoreId src, CoreId dst, std::vector<LinkId>& out) co
   }
   for (int d = 0; d < rank(); ++d) {
     const int64_t k = slice_.chip_dims[d];
-    const int64_t c = (current / strides_[d]) % k;
-    const int64_t t = (target / strides_[d]) % k;
-    if (c == t) continue;
-    int direction = t > c ? +1 : -1;
-    int64_t steps = t > c ? t - c : c - t;
-    if (wraps(d)) {
-      const int64_t forward = (t - c + k) % k;
-      const int64_t backward = k - forward;
-      if (forward < backward) direction = +1, steps = forward;
-      else if (backward < forward) direction = -1, steps = backward;
-      else direction = (c % 2 == 0) ? +1 : -1, steps = forward;
-    }
-    for (int64_t s = 0; s < steps; ++s) {
-      const LinkId id = ici_link(current, d, direction);
+    const Leg step = leg(d, (current / strides_[d]) % k, (target / strides_[d]) % k);
+    for (int64_t s = 0; s < step.steps; ++s) {
+      const LinkId id = ici_link(current, d, step.direction);
       assert(id >= 0);
       out.push_back(id);
       current = links_[static_cast<size_t>(id)].dst_chip;
     }
   }
+}
+
+Topology::Leg Topology::leg(int dim, int64_t c, int64_t t) const {
+  if (c == t) return Leg{0, 0};
+  const int64_t k = slice_.chip_dims[dim];
+  if (!wraps(dim)) return t > c ? Leg{+1, t - c} : Leg{-1, c - t};
+  const int64_t forward = (t - c + k) % k;
+  const int64_t backward = k - forward;
+  if (forward < backward) return Leg{+1, forward};
+  if (backward < forward) return Leg{-1, backward};
+  return Leg{c % 2 == 0 ? +1 : -1, forward};  // tie: split by parity
 }
 
 std::vector<LinkId> Topology::route(CoreId src, CoreId dst) const {

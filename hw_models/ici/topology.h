@@ -83,6 +83,7 @@ class Topology {
   Topology(Slice slice, LinkParams params);
 
   const Slice& slice() const { return slice_; }
+  const LinkParams& params() const { return params_; }
   int rank() const { return static_cast<int>(slice_.chip_dims.size()); }
   int64_t num_chips() const { return slice_.num_chips(); }
   int64_t num_devices() const { return slice_.num_devices(); }
@@ -112,6 +113,15 @@ class Topology {
   void append_route(CoreId src, CoreId dst, std::vector<LinkId>& out) const;
 
   int hops(ChipId src, ChipId dst) const;
+
+  // The leg of a dimension-order route along `dim` from coordinate `from` to
+  // `to`: direction (+1/-1) and hop count, by the rules of route_chips.
+  struct Leg {
+    int direction = 0;
+    int64_t steps = 0;
+  };
+  Leg leg(int dim, int64_t from, int64_t to) const;
+  int64_t stride(int dim) const { return strides_[static_cast<size_t>(dim)]; }
 
  private:
   Slice slice_;

@@ -1,0 +1,87 @@
+// Logical mesh -> physical device placement.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "hw_models/ici/placement.h"
+
+namespace podsim::hw {
+namespace {
+
+const LinkParams kParams{1e11, 1e-6, 4.5e11, 0.5e-6};
+
+TEST(Placement, RowMajorIsIdentity) {
+  const Slice slice{{2, 2}, {false, false}, 2};
+  const Placement p = place_mesh(slice, PlacementQuery{{2, 4}, PlacementOrder::kRowMajor, {}});
+  for (int64_t d = 0; d < 8; ++d) EXPECT_EQ(p.core(d), d);
+  EXPECT_EQ(p.core_at({1, 2}), 6);
+}
+
+TEST(Placement, ColumnMajorRunsFirstDimFastest) {
+  const Slice slice{{3}, {false}, 2};
+  const Placement p = place_mesh(slice, PlacementQuery{{2, 3}, PlacementOrder::kColumnMajor, {}});
+  // Mesh coords (i, j) -> core i + 2 j.
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(p.core_at({i, j}), i + 2 * j);
+}
+
+TEST(Placement, ExplicitListMustBeAPermutation) {
+  const Slice slice{{2}, {false}, 2};
+  const Placement p = place_mesh(slice, PlacementQuery{{4}, PlacementOrder::kExplicit, {3, 1, 0, 2}});
+  EXPECT_EQ(p.core(0), 3);
+  EXPECT_THROW(place_mesh(slice, PlacementQuery{{4}, PlacementOrder::kExplicit, {3, 1, 1, 2}}), UserError);
+  EXPECT_THROW(place_mesh(slice, PlacementQuery{{4}, PlacementOrder::kExplicit, {0, 1, 2}}), UserError);
+  EXPECT_THROW(place_mesh(slice, PlacementQuery{{3}, PlacementOrder::kRowMajor, {}}), UserError);
+  EXPECT_THROW(placement_order_from_name("diagonal"), UserError);
+}
+
+TEST(Placement, FoldedRingPositions) {
+  // 8 rows: 0 2 4 6 7 5 3 1; neighbours at most 2 apart, closing at distance 1.
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < 8; ++i) order.push_back(folded_ring_position(i, 8));
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 2, 4, 6, 7, 5, 3, 1}));
+  std::vector<int64_t> odd;
+  for (int64_t i = 0; i < 5; ++i) odd.push_back(folded_ring_position(i, 5));
+  EXPECT_EQ(odd, (std::vector<int64_t>{0, 2, 4, 3, 1}));
+}
+
+// Hops between ring neighbours of every mesh row (inner axis) and column.
+int max_ring_hops(const Topology& t, const Placement& p, int axis) {
+  const int64_t a = p.mesh_shape[0], b = p.mesh_shape[1];
+  const int64_t rings = axis == 1 ? a : b, len = axis == 1 ? b : a;
+  int worst = 0;
+  for (int64_t r = 0; r < rings; ++r)
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t j = (i + 1) % len;
+      const CoreId s = axis == 1 ? p.core_at({r, i}) : p.core_at({i, r});
+      const CoreId d = axis == 1 ? p.core_at({r, j}) : p.core_at({j, r});
+      worst = std::max(worst, static_cast<int>(t.route(s, d).size()));
+    }
+  return worst;
+}
+
+TEST(Placement, RingPreservingKeepsInnerRingsOneHop) {
+  // [4, 8] mesh on a 4x4 chip mesh (no wraparound) with 2 devices per chip.
+  const Slice slice{{4, 4}, {false, false}, 2};
+  const Topology t(slice, kParams);
+  const Placement ring = place_mesh(slice, PlacementQuery{{4, 8}, PlacementOrder::kRingPreserving, {}});
+  // Inner axis: along y on device 0, back on device 1: every neighbour is one
+  // ICI hop or one on-chip link, including the closing pair.
+  EXPECT_EQ(max_ring_hops(t, ring, 1), 1);
+  // Outer axis: folded rows 0 2 3 1: at most 2 hops.
+  EXPECT_EQ(max_ring_hops(t, ring, 0), 2);
+  // Row-major closes each inner ring across the row: device 7 = chip (0,3)
+  // device 1 back to device 0 = chip (0,0): 3 hops.
+  const Placement rows = place_mesh(slice, PlacementQuery{{4, 8}, PlacementOrder::kRowMajor, {}});
+  EXPECT_EQ(max_ring_hops(t, rows, 1), 3);
+  // Every core used once.
+  std::vector<CoreId> cores = ring.core_of_device;
+  std::sort(cores.begin(), cores.end());
+  for (int64_t i = 0; i < 32; ++i) EXPECT_EQ(cores[static_cast<size_t>(i)], i);
+  // Transposed mesh [8, 4] puts the ring on the first axis.
+  const Placement transposed = place_mesh(slice, PlacementQuery{{8, 4}, PlacementOrder::kRingPreserving, {}});
+  EXPECT_EQ(max_ring_hops(t, transposed, 0), 1);
+  EXPECT_THROW(place_mesh(slice, PlacementQuery{{2, 16}, PlacementOrder::kRingPreserving, {}}), UserError);
+}
+
+}  // namespace
+}  // namespace podsim::hw
