@@ -84,7 +84,7 @@ Field number_field(std::string key, Access access, Check check = Check::kPositiv
                  access(c) = parse_double(n, loc, key, check);
                },
                [=](const HardwareConfig& c) {
-                 return fmt::format("{:g}", access(const_cast<HardwareConfig&>(c)));
+                 return fmt::format("{:.12g}", access(const_cast<HardwareConfig&>(c)));
                }};
 }
 

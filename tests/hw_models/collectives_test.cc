@@ -128,6 +128,24 @@ TEST(Collectives, AllToAllOnTorusByHand) {
   EXPECT_NEAR(per_dim.analytic_time_s, kV / kW + 4 * kHop, 1e-12);
 }
 
+TEST(Collectives, AllToAllOnARingIsAQuarterOfAllGather) {
+  // 1-D torus of n = 64, V per device, V/64 per pair (chunk c). Clockwise, a
+  // link carries every flow of distance d = 1..31 crossing it: sum d = 496 c,
+  // plus the distance-32 ties from the 32 even sources, 32 hops each over 64
+  // links: 16 c. Total 512 c = 8V per link: T = 8V/W + 32 hops.
+  // anchors.md: all-to-all ~ all-gather / 4 for the same total array (64 V):
+  // bidirectional all-gather = 63/64 * 64V / (2W) = 31.5 V/W; 8 / 31.5 = 0.254.
+  const Topology t(Slice{{64}, {true}, 1}, kParams);
+  const CollectivePlan a2a = plan(t, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto);
+  EXPECT_NEAR(a2a.analytic_time_s, 8 * kV / kW + 32 * kHop, 1e-12);
+  CollectiveQuery ag;
+  ag.kind = CollectiveKind::kAllGather;
+  ag.bytes_per_device = 64 * kV;
+  ag.group = iota_group(64);
+  const double ratio = (a2a.analytic_time_s - 32 * kHop) / (plan_collective(t, ag).analytic_time_s - 32 * kHop);
+  EXPECT_NEAR(ratio, 0.25, 0.02 * 0.25);
+}
+
 TEST(Collectives, AllToAllAggregatesChipPairsExactly) {
   // 2 devices per chip: flows between two chips are one Flow with count 4.
   // Link loads must equal the sum over individual device pairs.

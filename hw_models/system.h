@@ -1,0 +1,47 @@
+// One simulated machine: the hardware config, its core model, the slice the
+// workload's mesh is laid onto, that slice's ICI topology and the mesh
+// placement. What sim/ holds per run (DESIGN.md: hw_models::System).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hw_models/config.h"
+#include "hw_models/core/core_model.h"
+#include "hw_models/ici/collectives.h"
+#include "hw_models/ici/placement.h"
+#include "hw_models/ici/topology.h"
+
+namespace podsim::hw {
+
+// The workload's `mesh:` section in hardware terms.
+struct MeshLayout {
+  std::vector<int64_t> mesh_shape;        // logical mesh axes, in order
+  std::vector<int64_t> physical;          // [chip dims..., devices per chip]; empty = default slice
+  PlacementOrder order = PlacementOrder::kRowMajor;
+  std::vector<int64_t> explicit_devices;  // PlacementOrder::kExplicit only
+};
+
+class System {
+ public:
+  // UserError when the mesh does not fit the pod or the placement is invalid.
+  System(HardwareConfig config, const MeshLayout& layout);
+
+  const HardwareConfig& config() const { return config_; }
+  const CoreModel& core() const { return *core_; }
+  const Slice& slice() const { return topology_.slice(); }
+  const Topology& topology() const { return topology_; }
+  const Placement& placement() const { return placement_; }
+
+  // plan_collective with the preset's ici.collective_algorithm standing in
+  // for CollectiveAlgorithm::kAuto in the query.
+  CollectivePlan plan(CollectiveQuery query) const;
+
+ private:
+  HardwareConfig config_;
+  std::unique_ptr<CoreModel> core_;
+  Topology topology_;
+  Placement placement_;
+};
+
+}  // namespace podsim::hw
