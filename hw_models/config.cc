@@ -3,9 +3,6 @@
 // overrides all go through it, so a key is valid in all three or in none.
 #include "hw_models/config.h"
 
-// GCC 12 reports a false -Wdangling-pointer inside yaml-cpp 0.7's node
-// iterators (yaml-cpp issue with GCC >= 12); the code is correct.
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -253,9 +250,11 @@ struct DocumentReader {
 
   void read_map(const YAML::Node& map, const std::string& prefix) {
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const std::string name = it->first.as<std::string>();
+      // Copies: yaml-cpp iterators hand out a temporary key/value pair.
+      const YAML::Node key_node = it->first;
+      const YAML::Node value = it->second;
+      const std::string name = key_node.as<std::string>();
       const std::string key = prefix + name;
-      const YAML::Node& value = it->second;
       const SourceLocation loc = location_of(value, file);
       if (prefix.empty() && name == "base") continue;  // handled by the caller
       if (prefix.empty() && name == "sources") {
@@ -269,7 +268,7 @@ struct DocumentReader {
         if (!value.IsMap()) bad_value(loc, key, "a map of keys", value);
         read_map(value, key + ".");
       } else {
-        unknown_key(location_of(it->first, file), prefix, name);
+        unknown_key(location_of(key_node, file), prefix, name);
       }
     }
   }
@@ -277,11 +276,14 @@ struct DocumentReader {
   void read_sources(const YAML::Node& map) {
     if (!map.IsMap()) bad_value(location_of(map, file), "sources", "a map from hardware keys to source notes", map);
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const std::string key = it->first.as<std::string>();
+      const YAML::Node key_node = it->first;
+      const YAML::Node value = it->second;
+      const std::string key = key_node.as<std::string>();
       if (!find_field(key))
-        throw UserError(location_of(it->first, file), fmt::format("'sources' names unknown hardware key '{}'", key),
+        throw UserError(location_of(key_node, file), fmt::format("'sources' names unknown hardware key '{}'", key),
                         fmt::format("valid keys: {}", fmt::join(hardware_keys(), ", ")));
-      config.sources[key] = it->second.as<std::string>();
+      if (!value.IsScalar()) bad_value(location_of(value, file), "sources." + key, "a text note", value);
+      config.sources[key] = value.Scalar();
       sourced.insert(key);
     }
   }

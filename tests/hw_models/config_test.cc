@@ -113,3 +113,18 @@ TEST(HardwareConfig, BadValueInDocumentHasLocation) {
 
 }  // namespace
 }  // namespace podsim::hw
+
+namespace podsim::hw {
+namespace {
+
+TEST(HardwareConfig, SourcesMustNameKnownKeysWithText) {
+  EXPECT_THROW(load_hardware_from_string("base: tpuv3\nsources:\n  ici.bogus: x\n", "s.yaml"), UserError);
+  EXPECT_THROW(load_hardware_from_string("base: tpuv3\nsources:\n  ici.link_bandwidth: [1, 2]\n", "s.yaml"),
+               UserError);
+  const HardwareConfig c =
+      load_hardware_from_string("base: tpuv3\nici:\n  link_bandwidth: 2e11\nsources:\n  ici.link_bandwidth: mine\n", "s.yaml");
+  EXPECT_EQ(c.sources.at("ici.link_bandwidth"), "mine");
+}
+
+}  // namespace
+}  // namespace podsim::hw
