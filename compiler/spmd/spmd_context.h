@@ -1,0 +1,74 @@
+// State shared by the partitioner's reshard planner and op handlers: the
+// builder of the new entry computation, the partition-id instruction, the
+// device count, caches (partition offsets, reshards, reduction bodies) and the
+// statistics. Also the small emitters every handler needs: per-dim partition
+// offsets, iota device groups along tile dims, and masking of uneven padding.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "compiler/ir/builder.h"
+#include "compiler/ir/module.h"
+#include "compiler/sharding/sharding.h"
+#include "compiler/spmd/partitioner.h"
+
+namespace podsim::compiler {
+
+// One value of the original program as this device holds it: `id` in the new
+// computation has the (padded) shard shape of `base_shape` under `sharding`.
+struct PartitionedValue {
+  InstrId id = kNoId;
+  Shape base_shape;
+  Sharding sharding;
+};
+
+class SpmdContext {
+ public:
+  SpmdContext(Module* module, int64_t num_devices);
+
+  ComputationBuilder& builder() { return builder_; }
+  Module& module() { return *module_; }
+  int64_t num_devices() const { return num_devices_; }
+  SpmdStats& stats() { return stats_; }
+  const Shape& local_shape(InstrId id) const { return builder_.shape(id); }
+
+  // s32 scalar: offset of this device's tile along `dim` (tile index times
+  // the padded shard extent); a constant 0 when the dim is not sharded.
+  InstrId partition_offset(const Sharding& sharding, std::span<const int64_t> base_dims, int64_t dim);
+  // Devices that share every tile coordinate except those of `tile_dims`,
+  // each group ordered by its (row-major) position along those dims: the
+  // groups of a collective over those tile dims. Iota form when one exists.
+  ReplicaGroups groups_along_tile_dims(const Sharding& sharding, std::span<const int64_t> tile_dims) const;
+  // Replaces the padding of `dims` (positions >= the logical extent) of the
+  // local value by `fill` (a scalar instruction). Even dims are skipped.
+  InstrId mask_padding(const PartitionedValue& value, std::span<const int64_t> dims, InstrId fill);
+  InstrId zero(DType dtype);
+  // Scalar `op` computation over dtype in the new module (cached).
+  CompId scalar_reducer(Opcode op, DType dtype);
+
+  // Reshard cache: (new instruction, target sharding text) -> value.
+  std::map<std::pair<InstrId, std::string>, PartitionedValue>& reshard_cache() { return reshard_cache_; }
+
+ private:
+  Module* module_;
+  int64_t num_devices_;
+  ComputationBuilder builder_;
+  InstrId partition_id_ = kNoId;
+  SpmdStats stats_;
+  std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, InstrId> offset_cache_;
+  std::map<DType, InstrId> zero_cache_;
+  std::map<std::pair<Opcode, DType>, CompId> reducer_cache_;
+  std::map<std::pair<InstrId, std::string>, PartitionedValue> reshard_cache_;
+};
+
+// Tile count of data dim `dim` (1 unless tiled).
+int64_t tile_count(const Sharding& sharding, int64_t dim);
+// Data dims with tile count > 1.
+std::vector<int64_t> sharded_dims(const Sharding& sharding);
+
+}  // namespace podsim::compiler

@@ -1,0 +1,73 @@
+// Handlers for elementwise ops, broadcast, transpose and the default action
+// (gspmd-algorithms.md 3.3: HandleElementwise, HandleBroadcast,
+// HandleTranspose, DefaultAction).
+#include "compiler/spmd/spmd_handlers.h"
+
+#include <algorithm>
+
+#include "compiler/sharding/sharding_util.h"
+
+namespace podsim::compiler {
+
+InstrId clone_with_operands(SpmdContext& context, const Instruction& original, std::vector<InstrId> operands) {
+  Instruction copy = original;
+  copy.name.clear();
+  copy.sharding.reset();
+  copy.operands = std::move(operands);
+  return context.builder().add_inferred(std::move(copy));
+}
+
+// Operands take the result's sharding; a scalar operand of a non-scalar op
+// (clamp bounds) is used as is.
+PartitionedValue handle_elementwise(SpmdContext& context, const HandlerInput& in) {
+  std::vector<InstrId> operands;
+  for (const PartitionedValue& operand : in.operands) {
+    if (operand.base_shape.is_scalar() && !in.original.shape.is_scalar())
+      operands.push_back(reshard(context, operand, Sharding::replicated()).id);
+    else
+      operands.push_back(reshard(context, operand, in.target).id);
+  }
+  return PartitionedValue{clone_with_operands(context, in.original, std::move(operands)), in.original.shape, in.target};
+}
+
+// The operand takes the result's tiling of the dims it maps to; the local
+// broadcast yields the result replicated on the new dims, which a local
+// slice turns into the target.
+PartitionedValue handle_broadcast(SpmdContext& context, const HandlerInput& in) {
+  const auto& mapped = in.original.attrs.dimensions;
+  if (!std::is_sorted(mapped.begin(), mapped.end())) return handle_default(context, in);
+  const auto& out_dims = in.original.shape.dims();
+  std::vector<int64_t> new_dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(out_dims.size()); ++d)
+    if (std::find(mapped.begin(), mapped.end(), d) == mapped.end()) new_dims.push_back(d);
+  const Sharding intermediate = partially_replicate_on_dims(in.target, new_dims);
+  const Sharding operand_sharding = intermediate.is_tiled() ? remove_shape_dims(intermediate, new_dims) : intermediate;
+  PartitionedValue operand = reshard(context, in.operands[0], operand_sharding);
+  InstrId local = context.builder().broadcast(operand.id, shard_shape(intermediate, out_dims), mapped);
+  return reshard(context, PartitionedValue{local, in.original.shape, intermediate}, in.target);
+}
+
+// Result dim i is operand dim perm[i], so the operand needs the target
+// transposed by the inverse permutation.
+PartitionedValue handle_transpose(SpmdContext& context, const HandlerInput& in) {
+  const auto& perm = in.original.attrs.dimensions;
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  const Sharding operand_sharding = transpose_sharding(in.target, inverse);
+  PartitionedValue operand = reshard(context, in.operands[0], operand_sharding);
+  return PartitionedValue{clone_with_operands(context, in.original, {operand.id}), in.original.shape, in.target};
+}
+
+PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in) {
+  ++context.stats().default_fallbacks;
+  std::vector<InstrId> operands;
+  for (const PartitionedValue& operand : in.operands) {
+    if (operand.base_shape.is_tuple())
+      throw UserError(in.original.location, "SPMD partitioner: tuple operands are not supported yet", "");
+    operands.push_back(reshard(context, operand, Sharding::replicated()).id);
+  }
+  InstrId whole = clone_with_operands(context, in.original, std::move(operands));
+  return reshard(context, PartitionedValue{whole, in.original.shape, Sharding::replicated()}, in.target);
+}
+
+}  // namespace podsim::compiler
