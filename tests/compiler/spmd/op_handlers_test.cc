@@ -1,0 +1,173 @@
+// Per-op partitioning behaviours (gspmd-algorithms.md 5.2), checked
+// numerically against the unpartitioned program on 1-D (2, 4, 8 devices)
+// and 2-D ([2,2], [2,4]) meshes. Collective counts follow from the handler
+// strategy (3.3/3.4) and are derived in each test's comment.
+#include <gtest/gtest.h>
+
+#include "tests/compiler/spmd/spmd_test_util.h"
+
+namespace podsim::compiler {
+namespace {
+
+using spmd_test::expect_equivalent;
+using spmd_test::partition_text;
+
+constexpr const char* kAdd = R"(
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+)";
+
+std::string module(const std::string& body) { return std::string("HloModule m\n") + kAdd + "ENTRY e {\n" + body + "}\n"; }
+
+TEST(SpmdOps, ElementwiseWithMismatchedOperandShardings) {
+  // y arrives tiled on dim 1 but the add is tiled on dim 0: y is resharded
+  // (replicate + slice), x passes unchanged.
+  for (int n : {2, 4, 8}) {
+    const std::string ns = std::to_string(n);
+    auto p = partition_text(module("  x = f32[8,8] parameter(0), sharding={devices=[" + ns + ",1]<=[" + ns + "]}\n"
+                                   "  y = f32[8,8] parameter(1), sharding={devices=[1," + ns + "]<=[" + ns + "]}\n"
+                                   "  ROOT s = f32[8,8] add(x, y), sharding={devices=[" + ns + ",1]<=[" + ns + "]}\n"),
+                            n);
+    expect_equivalent(p);
+    EXPECT_EQ(p.result.stats.full_replications, 1);
+  }
+}
+
+TEST(SpmdOps, SelectCompareConvertOnUnevenTiles) {
+  auto p = partition_text(module("  x = f32[5,3] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                                 "  y = f32[5,3] parameter(1), sharding={devices=[2,2]<=[4]}\n"
+                                 "  c = pred[5,3] compare(x, y), direction=LT\n"
+                                 "  m = f32[5,3] select(c, x, y)\n"
+                                 "  ROOT r = s32[5,3] convert(m)\n"),
+                          4);
+  expect_equivalent(p, 7);
+  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.full_replications, 0);
+}
+
+TEST(SpmdOps, Broadcast) {
+  // Operand tiled 2 ways on its only dim, result [2,4] tiled: the operand
+  // keeps dim 0's tiling, the new dim 1 is sliced locally -> no collective.
+  auto p = partition_text(module("  x = f32[6] parameter(0), sharding={devices=[2,4]<=[8] last_tile_dim_replicate}\n"
+                                 "  ROOT b = f32[6,8] broadcast(x), dimensions={0}, sharding={devices=[2,4]<=[8]}\n"),
+                          8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.collective_permutes, 0);
+}
+
+TEST(SpmdOps, Transpose) {
+  auto p = partition_text(module("  x = f32[4,6] parameter(0), sharding={devices=[2,4]<=[8]}\n"
+                                 "  ROOT t = f32[6,4] transpose(x), dimensions={1,0}, sharding={devices=[4,2]<=[2,4]T(1,0)}\n"),
+                          8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.full_replications + p.result.stats.collective_permutes, 0);
+}
+
+TEST(SpmdOps, ReduceOverShardedDimEven) {
+  // Sum over dim 1 tiled 4 ways: local reduce + one all-reduce.
+  auto p = partition_text(module("  x = f32[4,8] parameter(0), sharding={devices=[2,4]<=[8]}\n"
+                                 "  z = f32[] constant(0)\n"
+                                 "  ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=add, "
+                                 "sharding={devices=[2,4]<=[8] last_tile_dim_replicate}\n"),
+                          8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_reduces, 1);
+}
+
+TEST(SpmdOps, ReduceOverShardedDimUneven) {
+  // 7 columns over 4 devices: shards of 2, the last device holds 1 column +
+  // 1 padding column (filled with 0 by the harness). y = -|x| - 2 <= -2 with
+  // equality only where x == 0, and padding becomes -|0| - 2 = -2, so an
+  // unmasked max would return -2 for every row whose true max is < -2.
+  auto p = partition_text(std::string("HloModule m\nmax {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                                      "  ROOT s = f32[] maximum(a, b)\n}\nENTRY e {\n"
+                                      "  x = f32[3,7] parameter(0), sharding={devices=[1,4]<=[4]}\n"
+                                      "  two = f32[] constant(2)\n"
+                                      "  t = f32[3,7] broadcast(two), dimensions={}\n"
+                                      "  a = f32[3,7] abs(x)\n"
+                                      "  na = f32[3,7] negate(a)\n"
+                                      "  y = f32[3,7] subtract(na, t)\n"
+                                      "  lo = f32[] constant(-1000)\n"
+                                      "  ROOT r = f32[3] reduce(y, lo), dimensions={1}, to_apply=max, sharding={replicated}\n}\n"),
+                          4);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_reduces, 1);
+}
+
+TEST(SpmdOps, DotBatchPartitioned) {
+  // Batch dim tiled on both operands and result: purely local.
+  auto p = partition_text(module("  a = f32[4,3,5] parameter(0), sharding={devices=[4,1,1]<=[4]}\n"
+                                 "  b = f32[4,5,2] parameter(1), sharding={devices=[4,1,1]<=[4]}\n"
+                                 "  ROOT d = f32[4,3,2] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+                                 "lhs_contracting_dims={2}, rhs_contracting_dims={1}, sharding={devices=[4,1,1]<=[4]}\n"),
+                          4);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
+}
+
+TEST(SpmdOps, DotContractingPartitioned) {
+  // K tiled on both sides: partial sums + one all-reduce; also uneven K=7.
+  for (int n : {2, 4, 8}) {
+    const std::string ns = std::to_string(n);
+    auto p = partition_text(module("  a = f32[3,7] parameter(0), sharding={devices=[1," + ns + "]<=[" + ns + "]}\n"
+                                   "  b = f32[7,2] parameter(1), sharding={devices=[" + ns + ",1]<=[" + ns + "]}\n"
+                                   "  ROOT d = f32[3,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                                   "sharding={replicated}\n"),
+                            n);
+    expect_equivalent(p, 3);
+    EXPECT_EQ(p.result.stats.all_reduces, 1);
+    EXPECT_EQ(p.result.stats.all_gathers, 0);
+  }
+}
+
+TEST(SpmdOps, DotLhsNonContracting) {
+  // M tiled on lhs and result, rhs replicated: local.
+  auto p = partition_text(module("  a = f32[8,5] parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
+                                 "  b = f32[5,4] parameter(1), sharding={replicated}\n"
+                                 "  ROOT d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                                 "sharding={devices=[2,2]<=[4]}\n"),
+                          4);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
+}
+
+TEST(SpmdOps, DotRhsNonContractingOn2x4Mesh) {
+  // [2,4] mesh: M tiled 2, N tiled 4, K whole: each device computes its tile.
+  auto p = partition_text(module("  a = f32[6,5] parameter(0), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}\n"
+                                 "  b = f32[5,8] parameter(1), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}\n"
+                                 "  ROOT d = f32[6,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                                 "sharding={devices=[2,4]<=[8]}\n"),
+                          8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
+}
+
+TEST(SpmdOps, DefaultActionStaysCorrect) {
+  // reverse has no handler yet: replicate, run whole, slice.
+  auto p = partition_text(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                                 "  ROOT r = f32[8,4] reverse(x), dimensions={0}, sharding={devices=[4,1]<=[4]}\n"),
+                          4);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.default_fallbacks, 1);
+}
+
+TEST(SpmdOps, MlpProgramSizeIndependentOfDeviceCount) {
+  auto build = [](int n) {
+    const std::string ns = std::to_string(n);
+    return partition_text(module("  x = f32[16,8] parameter(0), sharding={devices=[" + ns + ",1]<=[" + ns + "]}\n"
+                                 "  w = f32[8,16] parameter(1), sharding={devices=[1," + ns + "]<=[" + ns + "]}\n"
+                                 "  h = f32[16,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                                 "  z = f32[] constant(0)\n"
+                                 "  ROOT r = f32[16] reduce(h, z), dimensions={1}, to_apply=add\n"),
+                          n);
+  };
+  auto two = build(2), eight = build(8);
+  expect_equivalent(two);
+  expect_equivalent(eight);
+  EXPECT_EQ(two.result.module.entry().size(), eight.result.module.entry().size());
+}
+
+}  // namespace
+}  // namespace podsim::compiler
