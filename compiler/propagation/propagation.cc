@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <regex>
+
 #include "compiler/propagation/op_rules.h"
 #include "compiler/propagation/propagation_state.h"
 #include "compiler/sharding/sharding_util.h"
@@ -56,10 +59,12 @@ class Propagator {
       bool changed = true;
       while (changed) {
         changed = false;
+        changed |= exchange_within_groups(level);
         for (CompId c : state_.reachable()) changed |= sweep(c, level);
         ++stats_.sweeps;
       }
     }
+    align_shard_as_groups();
     write_back();
     return stats_;
   }
@@ -72,10 +77,14 @@ class Propagator {
         const Instruction& in = comp.instr(i);
         if (!in.sharding) continue;
         Sharding s = parse_sharding(*in.sharding, in.location);
+        if (s.group()) groups_[{s.group()->id, s.group()->kind}].push_back({c, i});
+        ++stats_.annotated;
+        if (s.is_unknown()) continue;  // "{unknown shard_as 1}": group membership only
+        s = s.with_group(std::nullopt);
         std::vector<int64_t> ranks = leaf_ranks(in.shape);
         s.validate_leaves(ranks, num_devices_, in.location);
         state_.set_provided({c, i}, s);
-        ++stats_.annotated;
+        if (auto open = unspecified_dims(in); !open.empty()) open_dims_[{c, i}] = std::move(open);
       }
     }
     // A fully specified "Sharding" annotation on an unannotated value gives
@@ -87,7 +96,8 @@ class Propagator {
         const Instruction& in = comp.instr(i);
         if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "Sharding" || !in.sharding) continue;
         ValueRef operand{c, in.operand(0)};
-        if (!state_.sharding(operand)) state_.set(operand, *state_.sharding({c, i}));
+        if (!state_.sharding(operand) && !open_dims_.count({c, i}) && state_.sharding({c, i}))
+          state_.set(operand, *state_.sharding({c, i}));
       }
     }
     const Computation& entry = module_.entry();
@@ -99,8 +109,72 @@ class Propagator {
     state_.sync_provided_groups();
   }
 
+  // "Sharding" custom calls may leave dims open (backend_config
+  // "unspecified_dims=[1,2]"); those dims can be refined by neighbours.
+  static std::vector<int64_t> unspecified_dims(const Instruction& in) {
+    std::vector<int64_t> dims;
+    if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "Sharding") return dims;
+    const std::regex kOpen(R"(unspecified_dims=\[([0-9,\s]*)\])");
+    std::smatch match;
+    if (!std::regex_search(in.attrs.backend_config, match, kOpen)) return dims;
+    std::string list = match[1].str();
+    for (size_t pos = 0; pos < list.size();) {
+      size_t end = list.find(',', pos);
+      std::string item = list.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+      if (item.find_first_of("0123456789") != std::string::npos) {
+        int64_t d = std::stoll(item);
+        if (d < 0 || d >= in.shape.rank())
+          throw UserError(in.location, fmt::format("unspecified dim {} out of range for rank {}", d, in.shape.rank()));
+        dims.push_back(d);
+      }
+      if (end == std::string::npos) break;
+      pos = end + 1;
+    }
+    return dims;
+  }
+
+  // Open dims of a provided annotation take a candidate's tiling on those
+  // dims when it strictly refines the annotation (RefineUnspecifiedDims).
+  bool refine_open_dims(ValueRef r, const Sharding& candidate) {
+    auto it = open_dims_.find(r);
+    if (it == open_dims_.end() || !candidate.is_tiled()) return false;
+    const Sharding& current = *state_.sharding(r);
+    Sharding restricted = partially_replicate_on_all_dims_except(candidate, it->second);
+    auto merged = merge_if_compatible(current, restricted, current.num_tiles() + 1);
+    if (!merged) return false;
+    state_.set_provided(r, *merged);
+    ++stats_.changes;
+    return true;
+  }
+
+  // Members of a shard group exchange candidates (shard_as and shard_like).
+  bool exchange_within_groups(int level) {
+    bool changed = false;
+    for (const auto& [key, members] : groups_)
+      for (const ValueRef& to : members)
+        for (const ValueRef& from : members)
+          if (!(to == from) && state_.sharding(from) &&
+              state_.instr(to).shape.dims() == state_.instr(from).shape.dims())
+            changed |= improve(to, *state_.sharding(from), level);
+    return changed;
+  }
+
+  // After the levels: every shard_as group ends with one common sharding.
+  void align_shard_as_groups() {
+    for (const auto& [key, members] : groups_) {
+      if (key.second != ShardGroup::Kind::kAs) continue;
+      std::vector<Sharding> present;
+      for (const ValueRef& m : members)
+        if (state_.sharding(m)) present.push_back(*state_.sharding(m));
+      if (present.empty()) continue;
+      Sharding common = find_common_sharding(present);
+      for (const ValueRef& m : members)
+        if (!state_.provided(m)) state_.set(m, common);
+    }
+  }
+
   bool improve(ValueRef r, const Sharding& candidate, int level) {
-    if (state_.provided(r)) return false;
+    if (state_.provided(r)) return level >= 1 && refine_open_dims(r, candidate);
     const Instruction& in = state_.instr(r);
     const bool may_combine = level > 0;
     // Aggressive resharding is allowed when the value has one (non-root) user.
@@ -189,6 +263,8 @@ class Propagator {
   int64_t num_devices_;
   PropagationOptions options_;
   PropagationStats stats_;
+  std::map<std::pair<int64_t, ShardGroup::Kind>, std::vector<ValueRef>> groups_;
+  std::map<ValueRef, std::vector<int64_t>> open_dims_;
 };
 
 }  // namespace

@@ -801,3 +801,71 @@ TEST(Propagation, EveryInstructionEndsWithASharding) {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(Propagation, RefineUnspecifiedDims) {
+  // The annotation fixes dim 0 ([2,1,2]0,2,1,3 rep: tile i on {i, i+2}) and
+  // leaves dim 1 open; the operand's dim-1 tiling ([1,2,2] rep: tile j on
+  // {2j, 2j+1}) refines it: tile (i,j) = the device in both groups = i + 2j
+  // -> {devices=[2,2]0,2,1,3}, which the user then takes.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0)
+  %copy = f32[8,8] copy(%p0), sharding={devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}
+  %ann = f32[8,8] custom-call(%copy), custom_call_target="Sharding", backend_config="unspecified_dims=[1]", sharding={devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}
+  ROOT %copy.1 = f32[8,8] copy(%ann)
+)"));
+  EXPECT_EQ(sharding_of(m, "ann"), canon("{devices=[2,2]0,2,1,3}"));
+  EXPECT_EQ(sharding_of(m, "copy.1"), canon("{devices=[2,2]0,2,1,3}"));
+}
+
+TEST(Propagation, FullySpecifiedAnnotationIsNotRefined) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0)
+  %copy = f32[8,8] copy(%p0), sharding={devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}
+  %ann = f32[8,8] custom-call(%copy), custom_call_target="Sharding", sharding={devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}
+  ROOT %copy.1 = f32[8,8] copy(%ann)
+)"));
+  EXPECT_EQ(sharding_of(m, "ann"), canon("{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, PropagateShardAs) {
+  // %b is only tied to %a through the shard_as group: it ends with a's sharding.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  %a = f32[8,8] negate(%p0), sharding={unknown shard_as 1}
+  %p1 = f32[8,8] parameter(1)
+  %b = f32[8,8] abs(%p1), sharding={unknown shard_as 1}
+  ROOT %t = (f32[8,8], f32[8,8]) tuple(%a, %b)
+)"));
+  EXPECT_EQ(sharding_of(m, "a"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "b"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, PropagateShardLikeSharesCandidates) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[1,4]<=[4]}
+  %a = f32[8,8] negate(%p0), sharding={unknown shard_like 2}
+  %p1 = f32[8,8] parameter(1)
+  %b = f32[8,8] abs(%p1), sharding={unknown shard_like 2}
+  ROOT %t = (f32[8,8], f32[8,8]) tuple(%a, %b)
+)"));
+  EXPECT_EQ(sharding_of(m, "b"), canon("{devices=[1,4]<=[4]}"));
+}
+
+TEST(Propagation, ReshapeBackwardPassPartialMatch) {
+  // The mirror of ReshapeForwardPassPartialMatch: the user's f32[7,2,2,16]
+  // tiling [1,1,2,2] (device 2a+b) merges back into f32[14,32] dim 1 as 4
+  // tiles (j = 2a+b); dim 0 gets nothing.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[14,32] parameter(0)
+  %r = f32[7,2,2,16] reshape(%p0)
+  ROOT %copy = f32[7,2,2,16] copy(%r), sharding={devices=[1,1,2,2]<=[4]}
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[1,4]<=[4]}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
