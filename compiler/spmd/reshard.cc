@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <optional>
+#include <utility>
 
 #include "compiler/sharding/sharding_util.h"
 
@@ -15,6 +17,71 @@ bool same_tile_shape(const Sharding& a, const Sharding& b) {
 }
 
 }  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& source, const Sharding& target) {
+  if (!source.is_tiled() || !target.is_tiled() || source.subgroup_types() != target.subgroup_types()) return std::nullopt;
+  const auto& s = source.tile_assignment().dims();
+  const auto& t = target.tile_assignment().dims();
+  if (s.size() != t.size()) return std::nullopt;
+  std::vector<int64_t> differing;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] != t[d]) differing.push_back(static_cast<int64_t>(d));
+  if (differing.size() != 2) return std::nullopt;
+  int64_t a = differing[0], b = differing[1];
+  if (s[static_cast<size_t>(a)] == 1) std::swap(a, b);
+  const int64_t n = s[static_cast<size_t>(a)];
+  if (n == 1 || s[static_cast<size_t>(b)] != 1 || t[static_cast<size_t>(a)] != 1 || t[static_cast<size_t>(b)] != n)
+    return std::nullopt;
+  // Same devices in the same order: device of source tile (.., i@a, ..) holds
+  // target tile (.., i@b, ..).
+  if (source.tile_assignment().reshape(t) != target.tile_assignment()) return std::nullopt;
+  return std::make_pair(a, b);
+}
+
+// Split dim b into n chunks of ceil(Db/n) (padding it first), exchange chunk
+// j with member j of the group along tile dim a; the received chunks are
+// stacked on b, so split b into [n, tb], move the n axis in front of a and
+// merge it with a (now whole), then slice a's padding off.
+PartitionedValue all_to_all_move(SpmdContext& context, const PartitionedValue& value, const Sharding& target,
+                                 int64_t a, int64_t b) {
+  auto& builder = context.builder();
+  const int64_t n = tile_count(value.sharding, a);
+  const Shape local = context.local_shape(value.id);
+  const int64_t full_b = value.base_shape.dim(static_cast<int>(b));
+  const int64_t tb = (full_b + n - 1) / n;
+  InstrId x = value.id;
+  if (tb * n != full_b) {
+    std::vector<PadDim> padding(static_cast<size_t>(local.rank()));
+    padding[static_cast<size_t>(b)].high = tb * n - full_b;
+    x = builder.pad(x, context.zero(local.dtype()), std::move(padding));
+  }
+  const int64_t axis[] = {a};
+  x = builder.all_to_all(x, b, context.groups_along_tile_dims(value.sharding, axis));
+  std::vector<int64_t> split = local.dims();
+  split[static_cast<size_t>(b)] = tb;
+  split.insert(split.begin() + b, n);  // [.., n, tb, ..]
+  x = builder.reshape(x, split);
+  const int64_t a_split = a < b ? a : a + 1;
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d) {
+    if (d == b) continue;
+    if (d == a_split) perm.push_back(b);
+    perm.push_back(d);
+  }
+  x = builder.transpose(x, perm);
+  std::vector<int64_t> merged = local.dims();
+  merged[static_cast<size_t>(a)] *= n;
+  merged[static_cast<size_t>(b)] = tb;
+  x = builder.reshape(x, merged);
+  const int64_t full_a = value.base_shape.dim(static_cast<int>(a));
+  if (merged[static_cast<size_t>(a)] != full_a) {
+    std::vector<SliceDim> slice;
+    for (size_t d = 0; d < merged.size(); ++d)
+      slice.push_back(SliceDim{0, static_cast<int64_t>(d) == a ? full_a : merged[d], 1});
+    x = builder.slice(x, std::move(slice));
+  }
+  return PartitionedValue{x, value.base_shape, target};
+}
 
 // One all-gather per dim along the devices that differ only in that tile
 // coordinate (chunk k of the result is tile k), then a slice to the logical
@@ -99,6 +166,8 @@ PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value, co
     result = all_gather_dims(context, value, only_in_source);
   } else if (partially_replicate_on_dims(target, only_in_target) == value.sharding) {
     result = slice_dims_locally(context, value, target, only_in_target);
+  } else if (auto moved = all_to_all_dims(value.sharding, target)) {
+    result = all_to_all_move(context, value, target, moved->first, moved->second);
   } else if (same_tile_shape(value.sharding, target)) {
     result = permute_devices(context, value, target);
   } else {

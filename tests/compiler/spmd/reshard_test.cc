@@ -61,8 +61,31 @@ TEST(Reshard, DeviceOrderChangeIsCollectivePermute) {
   EXPECT_EQ(p.result.stats.all_gathers, 0);
 }
 
-TEST(Reshard, TilingMovesBetweenDimsFallsBackToReplication) {
-  auto p = partition_text(copy_module("6,8", "{devices=[2,1]<=[2]}", "{devices=[1,2]<=[2]}"), 2);
+TEST(Reshard, TilingMovesBetweenDimsIsAllToAll) {
+  // Same device order, n tiles moving from dim 0 to dim 1: one all-to-all,
+  // no replication. Uneven on both dims (7 and 5) for n = 2, 4, 8.
+  for (int n : {2, 4, 8}) {
+    const std::string ns = std::to_string(n);
+    auto p = partition_text(copy_module("7,5", "{devices=[" + ns + ",1]<=[" + ns + "]}",
+                                        "{devices=[1," + ns + "]<=[" + ns + "]}"),
+                            n);
+    expect_equivalent(p);
+    EXPECT_EQ(p.result.stats.all_to_alls, 1);
+    EXPECT_EQ(p.result.stats.full_replications, 0);
+  }
+}
+
+TEST(Reshard, TilingMovesBetweenDimsOn2x4Mesh) {
+  // [2,4,1] -> [2,1,4]: the 4-way tiling moves from dim 1 to dim 2 within
+  // each of the 2 row groups.
+  auto p = partition_text(copy_module("2,8,6", "{devices=[2,4,1]<=[8]}", "{devices=[2,1,4]<=[8]}"), 8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_to_alls, 1);
+}
+
+TEST(Reshard, IncompatibleTilingFallsBackToReplication) {
+  // 2 tiles on dim 0 -> 4 tiles on dim 1: neither nested nor an all-to-all swap.
+  auto p = partition_text(copy_module("6,8", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[1,4]3,2,1,0}"), 4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.full_replications, 1);
 }
