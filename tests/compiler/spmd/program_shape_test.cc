@@ -1,0 +1,100 @@
+// Properties of the partitioned program itself: collectives use compact iota
+// replica groups, the entry signature has the padded shard shapes, the
+// module prints and re-parses, and 2-D mesh cases of dot/reduce stay
+// numerically equivalent.
+#include <gtest/gtest.h>
+
+#include "tests/compiler/spmd/spmd_test_util.h"
+
+namespace podsim::compiler {
+namespace {
+
+using spmd_test::expect_equivalent;
+using spmd_test::partition_text;
+
+constexpr const char* kMlp = R"(HloModule mlp
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[16,10] parameter(0), sharding={devices=[2,2]<=[4]}
+  w = f32[10,12] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  h = f32[16,12] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,2]<=[4]}
+  t = f32[16,12] tanh(h)
+  z = f32[] constant(0)
+  ROOT r = f32[16] reduce(t, z), dimensions={1}, to_apply=add, sharding={devices=[2,2]<=[4] last_tile_dim_replicate}
+}
+)";
+
+TEST(SpmdProgram, CollectivesUseIotaGroups) {
+  auto p = partition_text(kMlp, 4);
+  expect_equivalent(p);
+  int collectives = 0;
+  for (const Instruction& instr : p.result.module.entry().instructions()) {
+    if (instr.opcode == Opcode::kAllReduce || instr.opcode == Opcode::kAllGather || instr.opcode == Opcode::kAllToAll) {
+      ++collectives;
+      EXPECT_TRUE(instr.attrs.replica_groups.iota.has_value()) << instr.name;
+      EXPECT_TRUE(instr.attrs.replica_groups.explicit_groups.empty()) << instr.name;
+    }
+  }
+  // x is tiled on K (contracting): local dot + all-reduce; the reduce over
+  // the 2-way tiled dim 1 of t: local reduce + all-reduce. So at least 2.
+  EXPECT_GE(collectives, 2);
+  EXPECT_GE(p.result.stats.all_reduces, 2);
+}
+
+TEST(SpmdProgram, EntrySignatureHasPaddedShardShapes) {
+  // f32[7,5] over [4,1]: ceil(7/4) = 2 rows per device.
+  auto p = partition_text("HloModule m\nENTRY e {\n  x = f32[7,5] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                          "  ROOT n = f32[7,5] negate(x), sharding={devices=[4,1]<=[4]}\n}\n",
+                          4);
+  const Computation& entry = p.result.module.entry();
+  EXPECT_EQ(entry.instr(entry.parameters()[0]).shape, Shape(DType::kF32, {2, 5}));
+  EXPECT_EQ(entry.root_instr().shape, Shape(DType::kF32, {2, 5}));
+  EXPECT_EQ(p.result.module.num_partitions(), 4);
+  expect_equivalent(p);
+}
+
+TEST(SpmdProgram, PrintsAndReparses) {
+  auto p = partition_text(kMlp, 4);
+  const std::string text = print_hlo(p.result.module);
+  Module reparsed = parse_hlo(text);
+  EXPECT_EQ(print_hlo(reparsed), text);
+}
+
+TEST(SpmdProgram, SameInstructionCountOn2x2And2x4Meshes) {
+  auto mesh = [](const std::string& tiles, const std::string& rep, int n) {
+    return partition_text(
+        "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+        "ENTRY e {\n  x = f32[16,16] parameter(0), sharding={devices=" + tiles + "}\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[16] reduce(x, z), dimensions={0}, to_apply=add, sharding={devices=" + rep + " last_tile_dim_replicate}\n}\n",
+        n);
+  };
+  auto small = mesh("[2,2]<=[4]", "[2,2]<=[2,2]T(1,0)", 4);
+  auto large = mesh("[2,4]<=[8]", "[4,2]<=[2,4]T(1,0)", 8);
+  expect_equivalent(small);
+  expect_equivalent(large);
+  EXPECT_EQ(small.result.module.entry().size(), large.result.module.entry().size());
+}
+
+TEST(SpmdProgram, ReduceBothDimsOf2x2MeshUneven) {
+  // 5x3 over [2,2]: both dims uneven, both reduced -> masks on both dims and
+  // one all-reduce over all 4 devices.
+  auto p = partition_text("HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+                          "ENTRY e {\n  x = f32[5,3] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                          "  one = f32[] constant(1)\n  o = f32[5,3] broadcast(one), dimensions={}\n"
+                          "  y = f32[5,3] add(x, o)\n  z = f32[] constant(0)\n"
+                          "  ROOT r = f32[] reduce(y, z), dimensions={0,1}, to_apply=add\n}\n",
+                          4);
+  // Shards are ceil(5/2) x ceil(3/2) = 3x2, so 4 devices hold 24 cells for
+  // 15 elements. The harness pads x with 0, so y's 9 padding cells are 1 and
+  // an unmasked sum would be off by 9.
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_reduces, 1);
+}
+
+}  // namespace
+}  // namespace podsim::compiler
