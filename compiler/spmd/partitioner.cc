@@ -48,6 +48,7 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
   switch (op) {
     case Opcode::kBroadcast: return handle_broadcast(context, in);
     case Opcode::kTranspose: return handle_transpose(context, in);
+    case Opcode::kReshape: return handle_reshape(context, in);
     case Opcode::kReduce: return handle_reduce(context, in);
     case Opcode::kDot: return handle_dot(context, in);
     default: return handle_default(context, in);

@@ -58,6 +58,45 @@ PartitionedValue handle_transpose(SpmdContext& context, const HandlerInput& in) 
   return PartitionedValue{clone_with_operands(context, in.original, {operand.id}), in.original.shape, in.target};
 }
 
+namespace {
+
+// Reshaping the local shard is exact when the reshape rule maps `from` (on
+// source dims) to `to` (on target dims), every sharded dim on both sides
+// divides evenly (no padding to move) and the shard element counts agree
+// (a split that turned tiles into replication does not qualify).
+bool local_reshape_is_exact(std::span<const int64_t> source_dims, const Sharding& from,
+                            std::span<const int64_t> target_dims, const Sharding& to) {
+  auto even = [](const Sharding& s, std::span<const int64_t> dims) {
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (dims[d] % tile_count(s, static_cast<int64_t>(d)) != 0) return false;
+    return true;
+  };
+  if (!even(from, source_dims) || !even(to, target_dims)) return false;
+  return product_of(shard_shape(from, source_dims)) == product_of(shard_shape(to, target_dims));
+}
+
+}  // namespace
+
+// Reshape: keep the operand's tiling if the reshape rule carries it to the
+// result (local reshape, then reshard the result); else derive the operand
+// sharding from the target backwards; else the default action.
+PartitionedValue handle_reshape(SpmdContext& context, const HandlerInput& in) {
+  const PartitionedValue& operand = in.operands[0];
+  const auto& source_dims = operand.base_shape.dims();
+  const auto& target_dims = in.original.shape.dims();
+  auto local_reshape = [&](const PartitionedValue& from, const Sharding& to) {
+    InstrId id = context.builder().reshape(from.id, shard_shape(to, target_dims));
+    return reshard(context, PartitionedValue{id, in.original.shape, to}, in.target);
+  };
+  if (auto forward = reshape_sharding(source_dims, target_dims, operand.sharding);
+      forward && local_reshape_is_exact(source_dims, operand.sharding, target_dims, *forward))
+    return local_reshape(operand, *forward);
+  if (auto backward = reshape_sharding(target_dims, source_dims, in.target);
+      backward && local_reshape_is_exact(source_dims, *backward, target_dims, in.target))
+    return local_reshape(reshard(context, operand, *backward), in.target);
+  return handle_default(context, in);
+}
+
 PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in) {
   ++context.stats().default_fallbacks;
   std::vector<InstrId> operands;

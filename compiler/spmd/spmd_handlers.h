@@ -21,6 +21,7 @@ InstrId clone_with_operands(SpmdContext& context, const Instruction& original, s
 PartitionedValue handle_elementwise(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_broadcast(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_transpose(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_reshape(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_reduce(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_dot(SpmdContext& context, const HandlerInput& in);
 // Replicate every operand, run the whole op, reshard the result.

@@ -145,6 +145,35 @@ TEST(SpmdOps, DotRhsNonContractingOn2x4Mesh) {
   EXPECT_EQ(p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
 }
 
+TEST(SpmdOps, ReshapeMergeKeepsMajorTiling) {
+  // [4,6] tiled 2 on dim 0 -> [24] tiled 2: local [2,6] -> [12], no collective.
+  auto p = partition_text(module("  x = f32[4,6] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+                                 "  ROOT r = f32[24] reshape(x), sharding={devices=[2]<=[2]}\n"),
+                          2);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.default_fallbacks + p.result.stats.all_gathers, 0);
+}
+
+TEST(SpmdOps, ReshapeSplitFromTargetOn2x2Mesh) {
+  // [8,6] -> [2,4,6]; result tiled [2,1,2]: the operand is resharded to
+  // [2,2] (here already so) and reshaped locally: [4,3] -> [1,4,3].
+  auto p = partition_text(module("  x = f32[8,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                                 "  ROOT r = f32[2,4,6] reshape(x), sharding={devices=[2,1,2]<=[4]}\n"),
+                          4);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.default_fallbacks + p.result.stats.all_gathers, 0);
+}
+
+TEST(SpmdOps, ReshapeUnevenFallsBackCorrectly) {
+  // 7 rows over 2 devices: padding would move under a local reshape, so the
+  // default action (replicate, reshape, slice) runs.
+  auto p = partition_text(module("  x = f32[7,2] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+                                 "  ROOT r = f32[14] reshape(x), sharding={devices=[2]<=[2]}\n"),
+                          2);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.default_fallbacks, 1);
+}
+
 TEST(SpmdOps, DefaultActionStaysCorrect) {
   // reverse has no handler yet: replicate, run whole, slice.
   auto p = partition_text(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
