@@ -78,20 +78,15 @@ TEST(SpmdOps, ReduceOverShardedDimEven) {
 }
 
 TEST(SpmdOps, ReduceOverShardedDimUneven) {
-  // 7 columns over 4 devices: shards of 2, the last device holds 1 column +
-  // 1 padding column (filled with 0 by the harness). y = -|x| - 2 <= -2 with
-  // equality only where x == 0, and padding becomes -|0| - 2 = -2, so an
-  // unmasked max would return -2 for every row whose true max is < -2.
+  // 7 columns over 4 devices: shards of ceil(7/4) = 2, the last device holds
+  // 1 column + 1 padding column, which the harness fills with 37. Inputs lie
+  // in [-1, 1], so an unmasked max would return 37 for every row; masked with
+  // the init value (-1000) the padding never wins.
   auto p = partition_text(std::string("HloModule m\nmax {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
                                       "  ROOT s = f32[] maximum(a, b)\n}\nENTRY e {\n"
                                       "  x = f32[3,7] parameter(0), sharding={devices=[1,4]<=[4]}\n"
-                                      "  two = f32[] constant(2)\n"
-                                      "  t = f32[3,7] broadcast(two), dimensions={}\n"
-                                      "  a = f32[3,7] abs(x)\n"
-                                      "  na = f32[3,7] negate(a)\n"
-                                      "  y = f32[3,7] subtract(na, t)\n"
                                       "  lo = f32[] constant(-1000)\n"
-                                      "  ROOT r = f32[3] reduce(y, lo), dimensions={1}, to_apply=max, sharding={replicated}\n}\n"),
+                                      "  ROOT r = f32[3] reduce(x, lo), dimensions={1}, to_apply=max, sharding={replicated}\n}\n"),
                           4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_reduces, 1);
@@ -109,7 +104,8 @@ TEST(SpmdOps, DotBatchPartitioned) {
 }
 
 TEST(SpmdOps, DotContractingPartitioned) {
-  // K tiled on both sides: partial sums + one all-reduce; also uneven K=7.
+  // K tiled on both sides: partial sums + one all-reduce. K = 7 is uneven for
+  // every n, so padding (37 from the harness) must be zeroed before the dot.
   for (int n : {2, 4, 8}) {
     const std::string ns = std::to_string(n);
     auto p = partition_text(module("  a = f32[3,7] parameter(0), sharding={devices=[1," + ns + "]<=[" + ns + "]}\n"

@@ -90,8 +90,8 @@ TEST(SpmdProgram, ReduceBothDimsOf2x2MeshUneven) {
                           "  ROOT r = f32[] reduce(y, z), dimensions={0,1}, to_apply=add\n}\n",
                           4);
   // Shards are ceil(5/2) x ceil(3/2) = 3x2, so 4 devices hold 24 cells for
-  // 15 elements. The harness pads x with 0, so y's 9 padding cells are 1 and
-  // an unmasked sum would be off by 9.
+  // 15 elements. The harness pads x with the sentinel 37, so y's 9 padding
+  // cells are 38 and an unmasked sum would be off by 9 * 38 = 342.
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_reduces, 1);
 }

@@ -24,7 +24,12 @@ inline Sharding sharding_of(const Instruction& instr) {
   return s.is_maximal() ? Sharding::replicated() : s;
 }
 
-// This device's tile of `full`, zero-padded to the shard shape.
+// Padding content is unspecified, so the harness fills it with a value no
+// random input takes (inputs lie in [-1, 1] or [-8, 15]): any padding that
+// leaks into a reduction or dot changes the result visibly.
+inline double padding_sentinel(DType dtype) { return dtype == DType::kPred ? 1.0 : 37.0; }
+
+// This device's tile of `full`, padded to the shard shape with the sentinel.
 inline Literal shard_of(const Literal& full, const Sharding& sharding, int64_t device) {
   const auto& dims = full.shape().dims();
   ShardRegion region = shard_region(sharding, dims, device);
@@ -33,7 +38,10 @@ inline Literal shard_of(const Literal& full, const Sharding& sharding, int64_t d
     std::vector<int64_t> source(index.size());
     for (size_t i = 0; i < index.size(); ++i) {
       source[i] = region.offsets[i] + index[i];
-      if (source[i] >= region.limits[i]) return;  // padding stays zero
+      if (source[i] >= region.limits[i]) {
+        out.set(index, padding_sentinel(full.shape().dtype()));
+        return;
+      }
     }
     out.set(index, full.at(source));
   });
