@@ -15,7 +15,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
-	$(BUILD_DIR)/cli/podsim partition $(DEMO_WORKLOAD) --propagate-only
+	$(BUILD_DIR)/cli/podsim partition $(DEMO_WORKLOAD) --verify
 	$(BUILD_DIR)/cli/podsim hardware show tpuv3
 
 test: build

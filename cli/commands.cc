@@ -12,6 +12,8 @@
 #include "compiler/hlo/hlo_printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/propagation/propagation.h"
+#include "compiler/spmd/partitioner.h"
+#include "compiler/spmd/verify.h"
 #include "hw_models/config.h"
 #include "hw_models/describe.h"
 
@@ -21,7 +23,7 @@ namespace {
 
 [[noreturn]] void not_implemented(const std::string& command) {
   throw UserError(fmt::format("'podsim {}' is not implemented yet", command),
-                  "available now: 'podsim partition FILE.hlo --propagate-only' and 'podsim hardware show PRESET'");
+                  "available now: 'podsim partition FILE.hlo [--propagate-only] [--verify]' and 'podsim hardware show PRESET'");
 }
 
 // Writes to a temporary file, then renames it: no partial output on failure.
@@ -78,12 +80,21 @@ int partition(const Options& o) {
     module.set_num_partitions(devices);
   }
   compiler::verify_module(module);
-  if (o.verify) not_implemented("partition --verify");
   compiler::propagate_shardings(module);
-  if (!o.propagate_only)
-    throw UserError("the SPMD partitioner is not implemented yet",
-                    "use --propagate-only to print the module with every instruction's sharding");
-  write_output(o.output, compiler::print_hlo(module));
+  if (o.propagate_only) {
+    write_output(o.output, compiler::print_hlo(module));
+    return 0;
+  }
+  compiler::SpmdResult result = compiler::partition_spmd_with_stats(module, compiler::SpmdOptions{});
+  if (o.verify) {
+    compiler::VerifyResult v = compiler::verify_partitioning(module, result.module);
+    if (!v.ok) {
+      fmt::print(stderr, "verify: MISMATCH ({} devices): {}\n", v.devices, v.first_mismatch);
+      return 1;
+    }
+    fmt::print(stderr, "verify: ok ({} devices, max abs error {:g})\n", v.devices, v.max_abs_error);
+  }
+  write_output(o.output, compiler::print_hlo(result.module));
   return 0;
 }
 

@@ -74,6 +74,15 @@ TEST(Cli, MeshMustMatchTheModule) {
   EXPECT_NE(r.output.find("num_partitions=8"), std::string::npos) << r.output;
 }
 
+TEST(Cli, PartitionVerifyRunsBothProgramsAndReportsOk) {
+  Result r = run("partition " + src("workloads/examples/transformer_layer_2d.hlo") + " --verify");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verify: ok (8 devices, max abs error"), std::string::npos) << r.output;
+  // The per-device program: the layer input shard is f32[4,16,8] (B/2, L, M/4).
+  EXPECT_NE(r.output.find("f32[4,16,8]"), std::string::npos);
+  EXPECT_NE(r.output.find("partition-id()"), std::string::npos);
+}
+
 TEST(Cli, HardwareShowPrintsDerivedPeak) {
   Result r = run("hardware show tpuv3");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -1,0 +1,44 @@
+// Numeric verification of a partitioned program (`podsim partition --verify`
+// and the partitioner tests): the reference interpreter runs the annotated
+// module on seeded random inputs and the per-device program on N simulated
+// devices with each device's shard of the same inputs; the devices' result
+// shards are reassembled and compared with the original result.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/literal.h"
+#include "compiler/ir/module.h"
+#include "compiler/sharding/sharding.h"
+
+namespace podsim::compiler {
+
+// The sharding an entry value carries (maximal is treated as replicated,
+// as the partitioner does); replicated when it has none.
+Sharding value_sharding(const Instruction& instr);
+
+// Padding content is unspecified; shards are filled with a value no random
+// input takes, so padding that leaks into a reduction or dot shows up.
+double padding_sentinel(DType dtype);
+
+// `device`'s tile of `full`, padded to the shard shape with the sentinel.
+Literal shard_of(const Literal& full, const Sharding& sharding, int64_t device);
+
+// The logical value from every device's shard (each device's valid region).
+Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding, const Shape& shape);
+
+struct VerifyResult {
+  bool ok = false;
+  int64_t devices = 0;
+  double max_abs_error = 0;
+  std::string first_mismatch;  // empty when ok
+};
+
+// Runs both programs on inputs seeded by `seed` and compares the entry
+// results within `tolerance` (relative for floats).
+VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, uint64_t seed = 1,
+                                 double tolerance = 1e-4);
+
+}  // namespace podsim::compiler
