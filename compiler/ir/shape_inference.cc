@@ -104,6 +104,7 @@ class Inferrer {
   Shape while_loop();
   Shape call();
   Shape all_gather();
+  int64_t divisible_collective_dim(const Shape& x) const;
   Shape reduce_scatter();
   Shape all_to_all();
 
@@ -471,25 +472,28 @@ Shape Inferrer::all_gather() {
   return Shape(x.dtype(), out);
 }
 
-Shape Inferrer::reduce_scatter() {
-  expect_operands(1);
-  const Shape& x = array_operand(0);
+// Reduce-scatter and all-to-all split their dimension into group-size parts.
+int64_t Inferrer::divisible_collective_dim(const Shape& x) const {
   int64_t d = collective_dim(x);
   int64_t g = group_size();
   if (x.dim(static_cast<int>(d)) % g != 0)
     fail(fmt::format("dim {} of size {} is not divisible by the group size {}", d, x.dim(static_cast<int>(d)), g));
+  return d;
+}
+
+Shape Inferrer::reduce_scatter() {
+  expect_operands(1);
+  const Shape& x = array_operand(0);
+  int64_t d = divisible_collective_dim(x);
   std::vector<int64_t> out = x.dims();
-  out[static_cast<size_t>(d)] /= g;
+  out[static_cast<size_t>(d)] /= group_size();
   return Shape(x.dtype(), out);
 }
 
 Shape Inferrer::all_to_all() {
   expect_operands(1);
   const Shape& x = array_operand(0);
-  int64_t d = collective_dim(x);
-  int64_t g = group_size();
-  if (x.dim(static_cast<int>(d)) % g != 0)
-    fail(fmt::format("dim {} of size {} is not divisible by the group size {}", d, x.dim(static_cast<int>(d)), g));
+  divisible_collective_dim(x);
   return x;
 }
 

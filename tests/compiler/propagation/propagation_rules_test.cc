@@ -541,17 +541,18 @@ const char* kGather = R"(
   ROOT %copy = f32[4,3,8] copy(%g)%s3
 )";
 
+// Fills the %s0..%s3 slots of a template with ", sharding=..." (or nothing).
+std::string with_shardings(std::string body, const std::vector<std::string>& shardings) {
+  for (size_t i = 0; i < shardings.size(); ++i) {
+    const std::string key = "%s" + std::to_string(i);
+    body.replace(body.find(key), key.size(), shardings[i].empty() ? "" : ", sharding=" + shardings[i]);
+  }
+  return body;
+}
+
 std::string gather_module(const std::string& s0, const std::string& s1, const std::string& s2,
                           const std::string& s3) {
-  std::string body = kGather;
-  auto put = [&](const std::string& key, const std::string& value) {
-    body.replace(body.find(key), key.size(), value.empty() ? "" : ", sharding=" + value);
-  };
-  put("%s0", s0);
-  put("%s1", s1);
-  put("%s2", s2);
-  put("%s3", s3);
-  return module(body);
+  return module(with_shardings(kGather, {s0, s1, s2, s3}));
 }
 
 TEST(Propagation, GatherFromIndex) {
@@ -585,15 +586,7 @@ const char* kScatter = R"(
 
 std::string scatter_module(const std::string& s0, const std::string& s1, const std::string& s2,
                            const std::string& s3) {
-  std::string body = kScatter;
-  auto put = [&](const std::string& key, const std::string& value) {
-    body.replace(body.find(key), key.size(), value.empty() ? "" : ", sharding=" + value);
-  };
-  put("%s0", s0);
-  put("%s1", s1);
-  put("%s2", s2);
-  put("%s3", s3);
-  return module(body);
+  return module(with_shardings(kScatter, {s0, s1, s2, s3}));
 }
 
 TEST(Propagation, DataOperandToScatter) {
