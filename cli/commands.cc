@@ -69,6 +69,7 @@ int64_t mesh_device_count(const std::string& mesh) {
 }
 
 int partition(const Options& o) {
+  if (o.input.ends_with(".yaml") || o.input.ends_with(".yml")) not_implemented("partition WORKLOAD.yaml (model builders)");
   compiler::Module module = compiler::parse_hlo_file(o.input);
   if (!o.mesh.empty()) {
     int64_t devices = mesh_device_count(o.mesh);
