@@ -89,7 +89,7 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
 Literal eval_iota(const Instruction& instr) {
   const Shape& shape = instr.shape;
   const int64_t dim = instr.attrs.iota_dimension;
-  if (dim < 0 || dim >= std::max(shape.rank(), 1)) fail(instr, "iota_dimension out of range");
+  if (dim < 0 || dim >= shape.rank()) fail(instr, "iota_dimension out of range");
   Literal result(shape);
   auto& values = result.mutable_values();
   int64_t k = 0;

@@ -155,6 +155,8 @@ Literal eval_gather(const Instruction& instr, const Literal& operand, const Lite
 Literal eval_scatter(const Instruction& instr, const Operands& operands, const OpContext& context) {
   if (operands.size() < 3 || operands.size() % 2 == 0) fail(instr, "needs N inputs, indices and N updates");
   const int n = static_cast<int>((operands.size() - 1) / 2);
+  for (const Literal* op : operands)
+    if (op->is_tuple()) fail(instr, "operands must be arrays");
   check_combiner(instr, context.module, instr.to_apply(), n);
   const ScalarFunction& combine = context.combiner(instr.to_apply());
   const ScatterDims& s = instr.attrs.scatter;

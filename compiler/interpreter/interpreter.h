@@ -8,7 +8,10 @@
 //
 // Semantics follow XLA's HLO operation semantics. All arithmetic is done in
 // double (integers in 64-bit integers) and rounded to the result dtype with
-// round_to_dtype. Choices where XLA leaves the result implementation-defined:
+// round_to_dtype. dot and convolution accumulate in double and round once;
+// reduce, reduce-window, scatter and all-reduce apply their body element by
+// element (rounding at every step) in row-major / group order.
+// Choices where XLA leaves the result implementation-defined:
 //   - integer x / 0 == -1 (all bits set), x % 0 == x, INT_MIN / -1 == INT_MIN,
 //     INT_MIN % -1 == 0 (what XLA's CPU/GPU backends produce);
 //   - integer power with a negative exponent: 1 for base 1, +-1 for base -1,

@@ -25,9 +25,20 @@ bool is_identity_custom_call(const std::string& target) {
   return target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape";
 }
 
+// Ops whose operands and result may be tuples; every other op works on arrays.
+bool handles_tuples(Opcode op) {
+  return op == Opcode::kTuple || op == Opcode::kGetTupleElement || op == Opcode::kCustomCall ||
+         op == Opcode::kConstant || op == Opcode::kReduce || op == Opcode::kReduceWindow || op == Opcode::kScatter;
+}
+
 }  // namespace
 
 Literal evaluate_local_op(const Instruction& instr, const Operands& operands, const OpContext& context) {
+  if (!handles_tuples(instr.opcode)) {
+    if (instr.shape.is_tuple()) fail(instr, "result must be an array");
+    for (const Literal* op : operands)
+      if (op->is_tuple()) fail(instr, "operands must be arrays");
+  }
   switch (instr.opcode) {
     case Opcode::kConstant:
       if (!instr.attrs.literal) fail(instr, "constant without a value");

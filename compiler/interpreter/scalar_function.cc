@@ -17,8 +17,9 @@ bool supported_in_scalar_program(const Instruction& in, bool is_root) {
   }
   if (!is_scalar_array(in.shape)) return false;
   switch (in.opcode) {
-    case Opcode::kParameter:
     case Opcode::kConstant:
+      return in.attrs.literal && !in.attrs.literal->is_tuple() && in.attrs.literal->values().size() == 1;
+    case Opcode::kParameter:
     case Opcode::kCompare:
     case Opcode::kSelect:
     case Opcode::kClamp:

@@ -149,3 +149,39 @@ ENTRY main {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+// Modules that skip the verifier: bad shapes must surface as UserErrors
+// naming the instruction, never as crashes.
+TEST(ControlFlow, MalformedUnverifiedModulesAreUserErrors) {
+  const char* bad_reshape = R"(HloModule m
+ENTRY main {
+  p = f32[4] parameter(0)
+  ROOT r = f32[3] reshape(p)
+})";
+  const char* bad_slice = R"(HloModule m
+ENTRY main {
+  p = f32[4] parameter(0)
+  ROOT r = f32[9] slice(p), slice={[0:9]}
+})";
+  const char* bad_gather = R"(HloModule m
+ENTRY main {
+  t = f32[4,2] parameter(0)
+  i = s32[2,2] parameter(1)
+  ROOT g = f32[2,2] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,2}
+})";
+  const Literal p = f32({4}, {1, 2, 3, 4});
+  EXPECT_THROW(evaluate(parse_hlo(bad_reshape), {p}), UserError);
+  EXPECT_THROW(evaluate(parse_hlo(bad_slice), {p}), UserError);
+  try {
+    evaluate(parse_hlo(bad_gather), {f32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7}), s32({2, 2}, {0, 1, 2, 3})});
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find("gather 'g'"), std::string::npos) << e.message();
+  }
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
