@@ -52,7 +52,6 @@ std::vector<std::vector<int64_t>> ReplicaGroups::expand(int64_t num_devices) con
     for (size_t i = 0; i < rank; ++i) v += idx[i] * src_stride[static_cast<size_t>(perm[i])];
     flat.push_back(v);
   });
-  if (rank == 0) flat.push_back(0);
   assert(static_cast<int64_t>(flat.size()) == iota->num_groups * iota->group_size);
   for (int64_t g = 0; g < iota->num_groups; ++g)
     groups.emplace_back(flat.begin() + g * iota->group_size, flat.begin() + (g + 1) * iota->group_size);

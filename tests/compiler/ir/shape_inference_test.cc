@@ -229,3 +229,18 @@ TEST(Literal, Bf16RoundsToNearestEven) {
 
 }  // namespace
 }  // namespace podsim::compiler
+
+namespace podsim::compiler {
+namespace {
+
+TEST(ReplicaGroups, IotaFormWithNoReshapeDimsIsOneDevice) {
+  // [1,1]<=[] : iota of an empty product is the single device 0.
+  ReplicaGroups g;
+  g.iota = IotaGroups{1, 1, {}, {}};
+  auto groups = g.expand(1);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0], (std::vector<int64_t>{0}));
+}
+
+}  // namespace
+}  // namespace podsim::compiler
