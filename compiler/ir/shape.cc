@@ -18,6 +18,29 @@ int64_t Shape::num_elements() const {
   return n;
 }
 
+namespace {
+void collect_leaves(const Shape& s, std::vector<const Shape*>& out) {
+  if (!s.is_tuple()) {
+    out.push_back(&s);
+    return;
+  }
+  for (const auto& e : s.tuple_shapes()) collect_leaves(e, out);
+}
+}  // namespace
+
+std::vector<const Shape*> Shape::leaves() const {
+  std::vector<const Shape*> out;
+  collect_leaves(*this, out);
+  return out;
+}
+
+int64_t Shape::leaf_count() const {
+  if (!is_tuple_) return 1;
+  int64_t n = 0;
+  for (const auto& e : tuple_shapes_) n += e.leaf_count();
+  return n;
+}
+
 int64_t Shape::byte_size() const {
   if (!is_tuple_) return num_elements() * dtype_bytes(dtype_);
   int64_t total = 0;

@@ -29,6 +29,10 @@ class Shape {
   int64_t byte_size() const;     // arrays: elements * dtype bytes; tuples: sum of leaves
   const std::vector<Shape>& tuple_shapes() const { return tuple_shapes_; }
   const Shape& tuple_shape(int i) const { return tuple_shapes_[static_cast<size_t>(i)]; }
+  // The array leaves of a (possibly nested) tuple in pre-order; an array is
+  // its own single leaf. Pointers into this shape.
+  std::vector<const Shape*> leaves() const;
+  int64_t leaf_count() const;
 
   const std::vector<int64_t>& layout() const { return layout_; }  // minor_to_major; may be empty
   void set_layout(std::vector<int64_t> minor_to_major) { layout_ = std::move(minor_to_major); }

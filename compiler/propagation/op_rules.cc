@@ -136,30 +136,29 @@ bool trivial_window(const WindowDim& w) {
          w.window_dilation == 1 && !w.reversal;
 }
 
-// Number of leaves of a (possibly nested) tuple shape.
-int64_t leaf_count(const Shape& s) {
-  if (!s.is_tuple()) return 1;
-  int64_t n = 0;
-  for (const auto& e : s.tuple_shapes()) n += leaf_count(e);
-  return n;
+// A convolution with no real window and no groups is an einsum (ConvAsDot).
+bool conv_is_dot_like(const Instruction& conv) {
+  return std::all_of(conv.attrs.window.begin(), conv.attrs.window.end(), trivial_window) &&
+         conv.attrs.feature_group_count == 1 && conv.attrs.batch_group_count == 1;
 }
+
 // Index of the first leaf of tuple element `index`.
 int64_t leaf_offset(const Shape& tuple, int64_t index) {
   int64_t n = 0;
-  for (int64_t i = 0; i < index; ++i) n += leaf_count(tuple.tuple_shape(static_cast<int>(i)));
+  for (int64_t i = 0; i < index; ++i) n += tuple.tuple_shape(static_cast<int>(i)).leaf_count();
   return n;
 }
 // The leaves of a tuple sharding (a leaf sharding applies to every leaf).
 std::vector<Sharding> leaves_of(const Sharding& s, const Shape& shape) {
   if (s.is_tuple()) return s.tuple_elements();
-  return std::vector<Sharding>(static_cast<size_t>(leaf_count(shape)), s);
+  return std::vector<Sharding>(static_cast<size_t>(shape.leaf_count()), s);
 }
 Sharding sub_sharding(const Sharding& s, const Shape& tuple, int64_t index) {
   std::vector<Sharding> leaves = leaves_of(s, tuple);
   int64_t first = leaf_offset(tuple, index);
   const Shape& elem = tuple.tuple_shape(static_cast<int>(index));
   if (!elem.is_tuple()) return leaves[static_cast<size_t>(first)];
-  std::vector<Sharding> part(leaves.begin() + first, leaves.begin() + first + leaf_count(elem));
+  std::vector<Sharding> part(leaves.begin() + first, leaves.begin() + first + elem.leaf_count());
   return Sharding::tuple(std::move(part));
 }
 
@@ -320,8 +319,7 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     }
     case Opcode::kConvolution: {
       const ConvDims& c = in.attrs.conv;
-      bool dot_like = std::all_of(in.attrs.window.begin(), in.attrs.window.end(), trivial_window) &&
-                      in.attrs.feature_group_count == 1 && in.attrs.batch_group_count == 1;
+      const bool dot_like = conv_is_dot_like(in);
       if (op_sharding(0)) {
         const Sharding& s = *op_sharding(0);
         // LHS drives the output: batch -> batch, spatial -> spatial, only if
@@ -371,7 +369,7 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
           any = true;
           for (auto& l : leaves_of(*op_sharding(i), s)) leaves.push_back(l);
         } else {
-          for (int64_t k = 0; k < leaf_count(s); ++k) leaves.push_back(Sharding::replicated());
+          for (int64_t k = 0; k < s.leaf_count(); ++k) leaves.push_back(Sharding::replicated());
         }
       }
       if (any) out.push_back(Sharding::tuple(std::move(leaves)));
@@ -473,8 +471,7 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     }
     case Opcode::kConvolution: {
       const ConvDims& c = user.attrs.conv;
-      bool dot_like = std::all_of(user.attrs.window.begin(), user.attrs.window.end(), trivial_window) &&
-                      user.attrs.feature_group_count == 1 && user.attrs.batch_group_count == 1;
+      const bool dot_like = conv_is_dot_like(user);
       if (!dot_like) {
         if (k != 0) return std::nullopt;
         // Input takes batch and spatial tiling from the output.
@@ -527,7 +524,7 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       const std::optional<Sharding>& cur = st.sharding({user_ref.comp, user.operand(0)});
       std::vector<Sharding> leaves =
           cur ? leaves_of(*cur, operand)
-              : std::vector<Sharding>(static_cast<size_t>(leaf_count(operand)), Sharding::replicated());
+              : std::vector<Sharding>(static_cast<size_t>(operand.leaf_count()), Sharding::replicated());
       int64_t first = leaf_offset(operand, user.attrs.tuple_index);
       std::vector<Sharding> mine = leaves_of(s, user.shape);
       for (size_t i = 0; i < mine.size(); ++i) leaves[static_cast<size_t>(first) + i] = mine[i];

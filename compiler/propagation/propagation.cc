@@ -20,10 +20,8 @@ using propagation::PropagationState;
 using propagation::ValueRef;
 
 std::vector<int64_t> leaf_ranks(const Shape& s) {
-  if (!s.is_tuple()) return {s.rank()};
   std::vector<int64_t> out;
-  for (const auto& e : s.tuple_shapes())
-    for (int64_t r : leaf_ranks(e)) out.push_back(r);
+  for (const Shape* leaf : s.leaves()) out.push_back(leaf->rank());
   return out;
 }
 
@@ -196,8 +194,7 @@ class Propagator {
 
   std::optional<Sharding> improve_tuple(const Shape& shape, const std::optional<Sharding>& current,
                                         const Sharding& candidate, bool may_combine, bool aggressive) {
-    std::vector<Shape> leaves;
-    flatten(shape, leaves);
+    const std::vector<const Shape*> leaves = shape.leaves();
     auto split = [&](const Sharding& s) {
       return s.is_tuple() ? s.tuple_elements() : std::vector<Sharding>(leaves.size(), s);
     };
@@ -207,21 +204,13 @@ class Propagator {
     std::vector<Sharding> cur = split(*current);
     bool any = false;
     for (size_t i = 0; i < leaves.size(); ++i) {
-      if (auto better = improve_leaf(cur[i], cand[i], leaves[i].dims(), may_combine, aggressive)) {
+      if (auto better = improve_leaf(cur[i], cand[i], leaves[i]->dims(), may_combine, aggressive)) {
         cur[i] = *better;
         any = true;
       }
     }
     if (!any) return std::nullopt;
     return Sharding::tuple(std::move(cur));
-  }
-
-  static void flatten(const Shape& s, std::vector<Shape>& out) {
-    if (!s.is_tuple()) {
-      out.push_back(s);
-      return;
-    }
-    for (const auto& e : s.tuple_shapes()) flatten(e, out);
   }
 
   bool sweep(CompId c, int level) {
