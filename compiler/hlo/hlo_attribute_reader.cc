@@ -23,9 +23,23 @@ NameRef read_computation_ref(HloCursor& c) {
 
 // Attributes whose values podsim neither models nor prints back.
 bool is_skipped(std::string_view key) {
-  return key == "metadata" || key == "frontend_attributes" || key == "operand_precision" ||
+  return key == "frontend_attributes" || key == "operand_precision" ||
          key == "precision_config" || key == "statistics" || key == "schedule" ||
          key == "result_accuracy";
+}
+
+// The op_name="..." entry of a metadata={...} value ("" when absent); the
+// other entries (source_file, source_line, ...) are not modelled.
+std::string op_name_of_metadata(std::string_view metadata) {
+  constexpr std::string_view kKey = "op_name=\"";
+  size_t at = metadata.find(kKey);
+  if (at == std::string_view::npos) return "";
+  std::string name;
+  for (size_t i = at + kKey.size(); i < metadata.size() && metadata[i] != '"'; ++i) {
+    if (metadata[i] == '\\' && i + 1 < metadata.size()) ++i;
+    name += metadata[i];
+  }
+  return name;
 }
 
 }  // namespace
@@ -37,6 +51,9 @@ void read_attribute(HloCursor& c, PendingInstruction& pending, std::string_view 
   if (key == "sharding") {
     if (c.peek() != '{') c.fail_expected("'{' starting a sharding");
     pending.instr.sharding = std::string(c.raw_value());
+  } else if (key == "metadata") {
+    if (c.peek() != '{') c.fail_expected("'{' starting metadata");
+    pending.instr.op_name = op_name_of_metadata(c.raw_value());
   } else if (is_skipped(key)) {
     c.raw_value();
   } else if (key == "dimensions") {

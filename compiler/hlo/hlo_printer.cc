@@ -381,6 +381,14 @@ class Printer {
       out_ += ", sharding=";
       out_ += *in.sharding;
     }
+    if (!in.op_name.empty()) {
+      out_ += ", metadata={op_name=\"";
+      for (char ch : in.op_name) {
+        if (ch == '"' || ch == '\\') out_ += '\\';
+        out_ += ch;
+      }
+      out_ += "\"}";
+    }
     for (const auto& [key, value] : a.extra) {
       out_ += ", ";
       out_ += key;

@@ -16,6 +16,7 @@ std::string ComputationBuilder::fresh_name(Opcode op) {
 
 InstrId ComputationBuilder::add(Instruction instr) {
   if (instr.name.empty()) instr.name = fresh_name(instr.opcode);
+  if (instr.op_name.empty()) instr.op_name = op_name_scope_;
   return computation_.append(std::move(instr));
 }
 
@@ -41,6 +42,10 @@ InstrId ComputationBuilder::make(Opcode op, std::vector<InstrId> operands, Attri
 
 void ComputationBuilder::set_sharding(InstrId id, std::string sharding_text) {
   computation_.mutable_instr(id).sharding = std::move(sharding_text);
+}
+
+void ComputationBuilder::set_op_name(InstrId id, std::string op_name) {
+  computation_.mutable_instr(id).op_name = std::move(op_name);
 }
 
 InstrId ComputationBuilder::parameter(int64_t number, Shape shape, std::string name) {

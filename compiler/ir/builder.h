@@ -36,6 +36,13 @@ class ComputationBuilder {
   Instruction& mutable_instr(InstrId id) { return computation_.mutable_instr(id); }
   // Sets the XLA text sharding of an instruction.
   void set_sharding(InstrId id, std::string sharding_text);
+  void set_op_name(InstrId id, std::string op_name);
+  // op_name given to every instruction added from now on that has none
+  // (a name scope, as jax.named_scope); "" turns it off.
+  void set_op_name_scope(std::string scope) { op_name_scope_ = std::move(scope); }
+  const std::string& op_name_scope() const { return op_name_scope_; }
+  // Instructions added so far (the next id).
+  InstrId size() const { return computation_.size(); }
 
   InstrId parameter(int64_t number, Shape shape, std::string name = "");
   InstrId constant(Literal literal);
@@ -98,6 +105,7 @@ class ComputationBuilder {
   Computation computation_;
   const Module* module_;
   int next_name_ = 0;
+  std::string op_name_scope_;
 };
 
 // A computation `name(a, b) = op(a, b)` over scalars of dtype: the usual

@@ -39,6 +39,10 @@ struct Instruction {
   std::optional<std::string> sharding;
   // Where the instruction came from (HLO text position), for error messages.
   SourceLocation location;
+  // XLA's metadata={op_name="..."}: the model-level name of what this
+  // instruction computes (e.g. "fwd/layer_3/ffn/wi"). Passes keep it on the
+  // instructions they derive, so reports and traces can name the model op.
+  std::string op_name;
 
   const InstrId& operand(int i) const { return operands[static_cast<size_t>(i)]; }
   int operand_count() const { return static_cast<int>(operands.size()); }

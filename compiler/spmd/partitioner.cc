@@ -83,6 +83,8 @@ SpmdResult partition_spmd_with_stats(const Module& annotated, const SpmdOptions&
   for (InstrId id = 0; id < entry.size(); ++id) {
     const Instruction& instr = entry.instr(id);
     const Sharding target = instruction_sharding(instr);
+    // Everything emitted for this instruction carries its model-level name.
+    context.builder().set_op_name_scope(instr.op_name.empty() ? instr.name : instr.op_name);
     if (instr.shape.is_array()) target.validate(instr.shape.rank(), devices, instr.location);
     if (instr.opcode == Opcode::kParameter) {
       values[static_cast<size_t>(id)] = handle_parameter(context, instr, target);
@@ -91,7 +93,7 @@ SpmdResult partition_spmd_with_stats(const Module& annotated, const SpmdOptions&
     std::vector<PartitionedValue> operands;
     for (InstrId operand : instr.operands) operands.push_back(values[static_cast<size_t>(operand)]);
     values[static_cast<size_t>(id)] = dispatch(context, HandlerInput{instr, operands, target});
-    const PartitionedValue& v = values[static_cast<size_t>(id)];
+    [[maybe_unused]] const PartitionedValue& v = values[static_cast<size_t>(id)];
     assert(v.sharding == target);
     assert(context.local_shape(v.id).dims() == shard_shape(target, instr.shape.dims()));
   }

@@ -400,5 +400,22 @@ TEST(ParseFields, OldStyleTupleOperandShapesAndComments) {
   EXPECT_EQ(g.location.column, 8);  // "  ROOT %g": the name's '%' is column 8
 }
 
+// metadata={op_name=...} is kept (other metadata entries are dropped) and
+// printed back, with quotes and backslashes escaped.
+TEST(ParseFields, MetadataOpNameRoundTrips) {
+  const std::string text = R"(HloModule m
+ENTRY e {
+  p = f32[4] parameter(0), metadata={op_name="fwd/layer_0/\"ffn\"" source_file="model.py" source_line=12}
+  ROOT n = f32[4] negate(p), metadata={source_line=3}
+}
+)";
+  Module m = parse_hlo(text, "meta.hlo");
+  EXPECT_EQ(m.entry().instr(0).op_name, "fwd/layer_0/\"ffn\"");
+  EXPECT_EQ(m.entry().instr(1).op_name, "");
+  std::string printed = print_hlo(m);
+  EXPECT_NE(printed.find(R"(metadata={op_name="fwd/layer_0/\"ffn\""})"), std::string::npos) << printed;
+  EXPECT_EQ(print_hlo(parse_hlo(printed, "again.hlo")), printed);
+}
+
 }  // namespace
 }  // namespace podsim::compiler

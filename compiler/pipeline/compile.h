@@ -1,0 +1,35 @@
+// compiler::compile (DESIGN.md data flow): annotated forward module ->
+// training step (autodiff + optimizer, optional) -> propagate shardings ->
+// partition (SPMD) -> fuse -> schedule -> memory plan -> SpmdProgram.
+// Knows nothing about hardware: the HBM budget for remat "auto" comes in as
+// a number.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "compiler/pipeline/program.h"
+#include "compiler/training/training_step.h"
+
+namespace podsim::compiler {
+
+struct CompileOptions {
+  int64_t num_devices = 1;
+  // nullopt: compile the module as it is (an inference step / an HLO file).
+  std::optional<TrainingStepOptions> training;
+  // remat "auto": the smallest recomputation whose memory plan fits this
+  // many bytes per device (XLA's rematerialization pass); 0 = no auto remat.
+  bool remat_auto = false;
+  int64_t hbm_budget_bytes = 0;
+};
+
+// UserError for user-caused problems (unsupported op in a training graph,
+// invalid sharding annotation, ...).
+SpmdProgram compile(const Module& annotated, const CompileOptions& options);
+
+// Trip count of a while instruction whose condition compares a counter
+// (tuple element) against a constant and whose body increments it by a
+// constant; nullopt when it cannot be derived.
+std::optional<int64_t> known_trip_count(const Module& module, const Instruction& while_instr);
+
+}  // namespace podsim::compiler

@@ -1,0 +1,78 @@
+// SpmdProgram: what the compiler hands to the simulator (DESIGN.md data
+// flow): one per-device program plus its schedule, fusion plan, memory plan
+// and compile statistics. A plain value type; sim/ and reports/ only read it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/module.h"
+#include "compiler/spmd/partitioner.h"
+
+namespace podsim::compiler {
+
+// What a live value is, for the memory breakdown (DESIGN.md "Memory").
+// Derived from op_name prefixes (compiler/training/training_step.h):
+// "param/" weights, "opt_state/" slots, "input/" inputs, "bwd/" results that
+// feed the optimizer are gradients, "fwd/" values live into the backward
+// pass are activations kept for backward; collective results are collective
+// buffers while their collective runs; everything else is a temporary.
+enum class ValueRole {
+  kParameter,
+  kOptimizerState,
+  kInput,
+  kGradient,
+  kActivation,
+  kTemporary,
+  kCollectiveBuffer
+};
+const char* value_role_name(ValueRole role);
+
+// Ops fused into one kernel: read their external inputs from HBM once, write
+// the root once, intermediates stay in vector memory (XLA loop/output
+// fusion). Per computation.
+struct FusionGroup {
+  std::vector<InstrId> members;  // in schedule order; the last is the root
+};
+struct FusionPlan {
+  std::vector<int32_t> group_of;  // per instruction: index into groups, -1 = unfused
+  std::vector<FusionGroup> groups;
+};
+
+struct MemoryBreakdown {
+  std::map<ValueRole, int64_t> bytes;  // per role, at the peak
+  int64_t total() const;
+};
+
+struct MemoryPlan {
+  int64_t peak_bytes = 0;  // per device
+  MemoryBreakdown at_peak;
+  InstrId peak_at = kNoId;  // entry instruction at which the peak occurs
+};
+
+struct CompileStats {
+  SpmdStats spmd;
+  int64_t instructions_annotated = 0;  // entry instructions before partitioning
+  int64_t instructions_partitioned = 0;
+  std::string remat_applied;           // "none", "full", "save_dots", ...
+  double recomputed_flops = 0;         // global, 2 per MAC
+  double propagate_wall_s = 0;
+  double partition_wall_s = 0;
+  double total_wall_s = 0;
+};
+
+struct SpmdProgram {
+  Module module;            // the per-device program; its entry is one step
+  int64_t num_devices = 1;  // module.num_partitions()
+  // Execution order per computation (indexed by CompId; a topological order
+  // chosen by the scheduler: collectives start as early as their operands
+  // allow, their users as late as possible, to hide communication).
+  std::vector<std::vector<InstrId>> schedule;
+  std::vector<FusionPlan> fusion;  // per computation, indexed by CompId
+  MemoryPlan memory;
+  CompileStats stats;
+};
+
+}  // namespace podsim::compiler

@@ -1,0 +1,71 @@
+// Training step from a forward graph (issue 5): reverse-mode autodiff, the
+// optimizer update as IR, rematerialization, gradient accumulation over
+// microbatches and GSPMD-style pipelining. The result is ONE module that the
+// propagation + SPMD partitioner consume like any other.
+//
+// Contract with the model builders (workloads/) — op_name conventions
+// (Instruction::op_name, XLA metadata) that every pass keeps:
+//   entry parameters   "param/<tensor>"   trainable weights
+//                      "input/<name>"     step inputs (tokens, targets, ...)
+//   forward ops        "fwd/<scope>"      e.g. "fwd/layer_3/ffn/wi"
+//   the forward root   a scalar f32 loss
+// build_training_step adds:
+//   "bwd/<scope>"              gradient ops (scope of the forward op they differentiate)
+//   "recompute/<scope>"        rematerialized forward ops
+//   "opt/<tensor>"             optimizer update ops
+//   "opt_state/<tensor>/<slot>" entry parameters holding optimizer slots
+// Repeated layers may be a while loop over stacked weights; the transforms
+// handle it (autodiff of the loop = a reverse loop).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/ir/module.h"
+
+namespace podsim::compiler {
+
+enum class OptimizerKind { kSgd, kAdam, kAdafactor };
+enum class RematKind {
+  kNone,      // keep every forward value the backward needs
+  kFull,      // recompute each layer's forward in the backward pass
+  kSelective  // named policy (remat_policy), e.g. "save_dots": keep matmul outputs only
+};
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::kAdafactor;
+  double learning_rate = 1e-3;
+  double beta1 = 0.0;  // Adafactor default 0 (no first moment); Adam uses 0.9
+  double beta2 = 0.99;
+  double epsilon = 1e-30;
+  // Adafactor: factor the second moment of rank >= 2 weights into row and
+  // column statistics over the last two dims (Shazeer & Stern 2018).
+  bool factored = true;
+};
+
+struct TrainingStepOptions {
+  OptimizerOptions optimizer;
+  // Shard optimizer state and the update like, or finer than, the weights
+  // (GSPMD section 3.3 / "weight-update sharding"): updates are annotated
+  // with the weight's sharding further split over the axes the weight is
+  // replicated on, so gradients become reduce-scatters.
+  bool weight_update_sharding = true;
+  RematKind remat = RematKind::kNone;
+  std::string remat_policy;  // kSelective only
+  int64_t microbatches = 1;  // gradient accumulation
+  int64_t pipeline_stages = 1;
+};
+
+struct TrainingStep {
+  // Entry parameters: the forward's (same numbers first), then optimizer
+  // slots. Root: tuple(loss, new weights in parameter order, new slots).
+  Module module;
+  // FLOPs of the recomputed forward ops (2 per MAC), for the report's HFU.
+  double recomputed_flops = 0;
+};
+
+// UserError when the forward module breaks the contract above (no scalar
+// loss root, no "param/" parameters, an op autodiff does not support).
+TrainingStep build_training_step(const Module& forward, const TrainingStepOptions& options);
+
+}  // namespace podsim::compiler

@@ -1,0 +1,80 @@
+// Timeline: what one simulated training step produced (DESIGN.md data flow:
+// sim::simulate -> Timeline -> reports). Plain values; reports only read.
+//
+// Time accounting of the representative device (fast) or of the slowest
+// device (full), which sums to the step time:
+//   step_time_s = compute_s + exposed_communication_s + idle_s
+//   compute_s   = time the compute stream is busy, split by what bounds each
+//                 op (MXU, VPU, HBM, fixed overhead)
+//   exposed_communication_s = time the compute stream waits for a collective
+//   idle_s      = any other wait (dependencies on other devices in full mode)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hw_models/core/core_model.h"
+
+namespace podsim::sim {
+
+enum class Fidelity { kFast, kFull };
+const char* fidelity_name(Fidelity fidelity);
+
+// One instruction (or fusion) of the per-device program, summed over its
+// executions (while-loop iterations) on the reported device.
+struct OpRecord {
+  std::string name;     // instruction name (fusion: its root)
+  std::string op_name;  // model-level name (metadata op_name)
+  std::string opcode;   // XLA opcode, "fusion" for a fused group
+  std::string shape;    // result shape text
+  int64_t executions = 0;
+  double seconds = 0;   // busy time on its stream, all executions
+  double flops = 0;     // executed FLOPs, all executions
+  double hbm_bytes = 0;
+  hw::Bound bound = hw::Bound::kOverhead;  // compute ops
+  bool collective = false;
+  double collective_bytes = 0;  // per device, as in hw::CollectiveQuery
+  double exposed_seconds = 0;   // collectives: compute-stream wait they caused
+};
+
+struct CollectiveSummary {
+  std::string kind;  // "all-reduce", "all-gather", ...
+  int64_t count = 0;  // executions
+  double bytes = 0;   // per device, summed
+  double seconds = 0; // stream busy time, summed
+};
+
+// Chrome trace-event material (reports/ writes the JSON).
+struct TraceEvent {
+  int64_t device = 0;
+  std::string track;  // "compute", "collectives", "ici <link>" (full mode)
+  std::string name;
+  double start_s = 0;
+  double duration_s = 0;
+  std::vector<std::pair<std::string, std::string>> args;  // shape, bytes, op_name...
+};
+
+struct Timeline {
+  Fidelity fidelity = Fidelity::kFast;
+  int64_t devices = 0;            // devices of the program
+  int64_t devices_simulated = 0;  // 1 in fast mode
+  std::string fallback_reason;    // why fast fell back to full, if it did
+  double step_time_s = 0;
+  double compute_s = 0;
+  double mxu_bound_s = 0;
+  double vpu_bound_s = 0;
+  double hbm_bound_s = 0;
+  double overhead_s = 0;
+  double exposed_communication_s = 0;
+  double idle_s = 0;
+  double executed_flops_per_device = 0;
+  std::vector<OpRecord> ops;  // sorted by seconds, descending
+  std::vector<CollectiveSummary> collectives;
+  std::vector<TraceEvent> events;  // only when SimOptions::record_trace
+  uint64_t kernel_events = 0;      // SystemC events processed (bench: events/s)
+  double simulate_wall_s = 0;
+};
+
+}  // namespace podsim::sim
