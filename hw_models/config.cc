@@ -188,6 +188,8 @@ const std::vector<Field>& fields() {
                         return fmt::format("[{}]", fmt::join(words, ", "));
                       }});
     t.push_back(number_field("ici.link_bandwidth", [](HardwareConfig& c) -> double& { return c.ici.link_bandwidth; }));
+    t.push_back(number_field("ici.link_efficiency",
+                             [](HardwareConfig& c) -> double& { return c.ici.link_efficiency; }));
     t.push_back(number_field("ici.hop_latency_s", [](HardwareConfig& c) -> double& { return c.ici.hop_latency_s; },
                              Check::kNonNegative));
     t.push_back(choice_field("ici.collective_algorithm",

@@ -58,7 +58,12 @@ struct ChipConfig {
 struct IciConfig {
   std::vector<int64_t> pod_dims;     // chips per torus dimension of a full pod
   std::vector<bool> pod_wraparound;  // wraparound links per dim of the full pod
-  double link_bandwidth = 0;         // bytes/s per link per direction
+  double link_bandwidth = 0;         // bytes/s per link per direction (raw signalling rate)
+  // Fraction of link_bandwidth that collective payload achieves (packet
+  // headers, flow control, DMA gaps): collectives and contention run on
+  // link_bandwidth x link_efficiency; datasheet figures of raw capacity
+  // (bisection) use link_bandwidth.
+  double link_efficiency = 1.0;
   double hop_latency_s = 0;          // per chip-to-chip hop
   std::string collective_algorithm;  // "auto" or a fixed algorithm name
 };

@@ -11,7 +11,10 @@ DerivedFigures derive_figures(const HardwareConfig& config) {
   DerivedFigures f;
   f.peak_flops_per_device = peak_matmul_flops_per_device(config.core);
   f.peak_flops_per_chip = f.peak_flops_per_device * static_cast<double>(config.chip.devices_per_chip);
+  // Achieved figures (all-reduce bandwidth) on effective links, datasheet
+  // capacity (bisection) on raw links.
   const Topology pod(full_pod(config), link_params(config));
+  const Topology raw_pod(full_pod(config), raw_link_params(config));
   f.pod_chips = pod.num_chips();
   f.pod_devices = pod.num_devices();
   f.peak_flops_per_pod = f.peak_flops_per_device * static_cast<double>(f.pod_devices);
@@ -23,7 +26,7 @@ DerivedFigures derive_figures(const HardwareConfig& config) {
   // Each chip sends on one directed link per physical link it terminates.
   f.ici_links_per_chip = f.pod_chips > 0 ? directed / f.pod_chips : 0;
   f.pod_all_reduce_bandwidth = aggregate_ici_bandwidth(pod);
-  f.bisection_bandwidth = bisection_bandwidth(pod);
+  f.bisection_bandwidth = bisection_bandwidth(raw_pod);
   return f;
 }
 
@@ -49,9 +52,10 @@ std::string describe_hardware(const HardwareConfig& config) {
                      f.hbm_bytes_per_device / (1024.0 * 1024 * 1024), f.hbm_bandwidth_per_device / 1e9);
   out += fmt::format("  pod                           {}: {} chips, {} devices\n", pod.slice().to_string(), f.pod_chips,
                      f.pod_devices);
-  out += fmt::format("  ICI links per chip            {} at {:g} GB/s per direction\n", f.ici_links_per_chip,
-                     config.ici.link_bandwidth / 1e9);
-  out += fmt::format("  pod all-reduce bandwidth      {:.1f} TB/s  (sum of one-way bandwidth of all {} directed links)\n",
+  out += fmt::format("  ICI links per chip            {} at {:g} GB/s per direction ({:g} GB/s achieved, efficiency {:g})\n",
+                     f.ici_links_per_chip, config.ici.link_bandwidth / 1e9,
+                     config.ici.link_bandwidth * config.ici.link_efficiency / 1e9, config.ici.link_efficiency);
+  out += fmt::format("  pod all-reduce bandwidth      {:.1f} TB/s  (achieved one-way bandwidth summed over all {} directed links)\n",
                      f.pod_all_reduce_bandwidth / 1e12, f.ici_links_per_chip * f.pod_chips);
   out += fmt::format("  bisection bandwidth           {:.2f} TB/s  (one way across the weakest halving cut)\n",
                      f.bisection_bandwidth / 1e12);

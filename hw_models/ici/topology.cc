@@ -102,6 +102,12 @@ Slice slice_from_physical(const HardwareConfig& config, const std::vector<int64_
 }
 
 LinkParams link_params(const HardwareConfig& config) {
+  LinkParams params = raw_link_params(config);
+  params.ici_bandwidth *= config.ici.link_efficiency;
+  return params;
+}
+
+LinkParams raw_link_params(const HardwareConfig& config) {
   return LinkParams{config.ici.link_bandwidth, config.ici.hop_latency_s, config.chip.on_chip_bandwidth,
                     config.chip.on_chip_latency_s};
 }

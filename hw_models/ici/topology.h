@@ -73,7 +73,10 @@ struct LinkParams {
   double on_chip_bandwidth = 0;
   double on_chip_latency_s = 0;
 };
+// What collectives see: ici_bandwidth = link_bandwidth x link_efficiency.
 LinkParams link_params(const HardwareConfig& config);
+// Raw link capacity (ici_bandwidth = link_bandwidth), for datasheet figures.
+LinkParams raw_link_params(const HardwareConfig& config);
 
 class Topology {
  public:

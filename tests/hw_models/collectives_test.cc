@@ -54,6 +54,20 @@ TEST(Collectives, RingAllGatherMatchesClosedForm) {
   EXPECT_NEAR(time_plan_fair_share(t, ar), ar.analytic_time_s, 1e-9 * ar.analytic_time_s);
 }
 
+TEST(Collectives, LinkEfficiencyScalesOnlyTheBandwidthTerm) {
+  // ici.link_efficiency = 0.5: collectives see 0.5 x 1e11 B/s; the ring
+  // all-gather of the test above becomes V (n-1)/n / (0.5 W) + (n-1) hops
+  // (latency unchanged). Raw parameters keep the full rate.
+  const HardwareConfig c = load_hardware("tpuv3", {{"ici.link_efficiency", "0.5"}});
+  EXPECT_DOUBLE_EQ(link_params(c).ici_bandwidth, 0.5e11);
+  EXPECT_DOUBLE_EQ(raw_link_params(c).ici_bandwidth, 1e11);
+  LinkParams params = link_params(c);
+  params.ici_hop_latency_s = kHop;
+  const Topology t(Slice{{8}, {true}, 1}, params);
+  const CollectivePlan ag = plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kRing);
+  EXPECT_NEAR(ag.analytic_time_s, kV * 7.0 / 8.0 / 0.5e11 + 7 * kHop, 1e-12);
+}
+
 TEST(Collectives, BidirectionalRingHalvesBandwidthTerm) {
   // anchors.md: all-gather on a bidirectional ring ~ V/(2W), latency ~ n/2 hops.
   // n = 8: 3 steps of V/8 each way + 1 half step of V/16 each way:
