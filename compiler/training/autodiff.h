@@ -1,0 +1,71 @@
+// Reverse-mode automatic differentiation on the IR.
+//
+// emit_gradients() appends, to a ComputationBuilder that already holds the
+// forward values, the backward pass of a source computation: adjoints are
+// propagated from the root to the parameters in reverse topological order
+// (one linear pass; an instruction's adjoint is the sum of its users'
+// contributions). Forward values the backward needs are read through a
+// ResidualProvider, which saves or recomputes them (remat.h).
+//
+// Differentiated ops: parameter, elementwise unary/binary (non-smooth points
+// documented in vjp_rules.cc), convert, copy, select, clamp, broadcast,
+// reshape, transpose, slice, pad, concatenate, reverse, dynamic-slice,
+// dynamic-update-slice, reduce (add / max / min bodies), dot, gather,
+// scatter (add or overwrite body), tuple, get-tuple-element, and while loops
+// of the counted form (see while_autodiff.cc). Constants, iota, compares and
+// integer values carry no gradient. Anything else on a path from a
+// parameter to the loss is a UserError.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/ir/builder.h"
+#include "compiler/ir/module.h"
+#include "compiler/training/ir_helpers.h"
+#include "compiler/training/remat.h"
+
+namespace podsim::compiler {
+
+struct GradientRequest {
+  // The computation to differentiate. Its called computations must exist at
+  // the same ids in the module the builder points into (the transforms work
+  // on a copy of the forward module, so this holds).
+  const Computation* source = nullptr;
+  // forward_map[i]: id in the builder of source instruction i (from
+  // copy_instructions).
+  const std::vector<InstrId>* forward_map = nullptr;
+  // Adjoint of the source root, an id in the builder (same shape as the root;
+  // array roots only).
+  InstrId root_adjoint = kNoId;
+  // For a tuple-shaped root (a while body): the adjoint of each element
+  // (kNoId = zero). Used instead of root_adjoint.
+  std::vector<InstrId> root_element_adjoints;
+  RematChoice remat;
+};
+
+struct GradientResult {
+  // Indexed by parameter_number: the adjoint of that parameter, or kNoId when
+  // no gradient reaches it (integer inputs, unused parameters).
+  std::vector<InstrId> parameter_adjoints;
+  // For tuple-shaped parameters: the adjoint of each element (kNoId = zero).
+  std::vector<std::vector<InstrId>> parameter_element_adjoints;
+  double recomputed_flops = 0;
+  int64_t recomputed_instructions = 0;
+};
+
+GradientResult emit_gradients(ComputationBuilder& builder, training::ReducerCache& reducers,
+                              const GradientRequest& request);
+
+// Copies `source`'s instructions into `builder` with parameter number p
+// replaced by parameter_values[p] (ids in the builder); returns the map
+// source id -> builder id. Names, op_names and shardings are kept.
+std::vector<InstrId> copy_instructions(ComputationBuilder& builder, const Computation& source,
+                                       const std::vector<InstrId>& parameter_values);
+
+// Convenience for tests and tools: a module with the forward's parameters
+// whose root is tuple(loss, d loss / d parameter_0, ...) for every
+// floating-point parameter in parameter order (zeros where nothing flows).
+Module build_gradient_module(const Module& forward, RematChoice remat = {});
+
+}  // namespace podsim::compiler
