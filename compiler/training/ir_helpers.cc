@@ -19,7 +19,8 @@ CompId ReducerCache::get(Opcode op, DType dtype) {
   return id;
 }
 
-InstrId filled(ComputationBuilder& b, const Shape& shape, double value) {
+InstrId filled(ComputationBuilder& b, const Shape& shape_ref, double value) {
+  const Shape shape = shape_ref;  // may point into b's instructions, which grow below
   InstrId scalar = b.scalar_constant(shape.dtype(), value);
   if (shape.rank() == 0) return scalar;
   return b.broadcast(scalar, shape.dims(), {});
@@ -27,7 +28,7 @@ InstrId filled(ComputationBuilder& b, const Shape& shape, double value) {
 
 InstrId reduce_sum(ComputationBuilder& b, ReducerCache& reducers, InstrId x, std::vector<int64_t> dims) {
   if (dims.empty()) return x;
-  DType dtype = b.shape(x).dtype();
+  const DType dtype = b.shape(x).dtype();
   InstrId zero = b.scalar_constant(dtype, 0.0);
   return b.reduce({x}, {zero}, std::move(dims), reducers.get(Opcode::kAdd, dtype));
 }
@@ -40,7 +41,7 @@ InstrId reduce_sum_all(ComputationBuilder& b, ReducerCache& reducers, InstrId x)
 
 InstrId annotate_sharding(ComputationBuilder& b, InstrId x, const std::string& sharding_text) {
   if (sharding_text.empty()) return x;
-  InstrId annotated = b.custom_call({x}, "Sharding", b.shape(x));
+  InstrId annotated = b.custom_call({x}, "Sharding", Shape(b.shape(x)));
   b.set_sharding(annotated, sharding_text);
   return annotated;
 }

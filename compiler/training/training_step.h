@@ -21,7 +21,10 @@
 #include <cstdint>
 #include <string>
 
+#include <optional>
+
 #include "compiler/ir/module.h"
+#include "compiler/sharding/mesh.h"
 
 namespace podsim::compiler {
 
@@ -41,6 +44,9 @@ struct OptimizerOptions {
   // Adafactor: factor the second moment of rank >= 2 weights into row and
   // column statistics over the last two dims (Shazeer & Stern 2018).
   bool factored = true;
+  // Adafactor update clipping (Shazeer & Stern section 6): the update u is
+  // divided by max(1, RMS(u) / clipping_threshold); 0 disables clipping.
+  double clipping_threshold = 1.0;
 };
 
 struct TrainingStepOptions {
@@ -54,6 +60,10 @@ struct TrainingStepOptions {
   std::string remat_policy;  // kSelective only
   int64_t microbatches = 1;  // gradient accumulation
   int64_t pipeline_stages = 1;
+  // The mesh the weights' shardings were written against (mesh_split).
+  // weight_update_sharding needs it to know which mesh axes a weight is
+  // replicated on; without it updates keep the weight's sharding.
+  std::optional<DeviceMesh> mesh;
 };
 
 struct TrainingStep {
@@ -62,6 +72,8 @@ struct TrainingStep {
   Module module;
   // FLOPs of the recomputed forward ops (2 per MAC), for the report's HFU.
   double recomputed_flops = 0;
+  // Number of recomputed ("recompute/") instructions.
+  int64_t recomputed_instructions = 0;
 };
 
 // UserError when the forward module breaks the contract above (no scalar
