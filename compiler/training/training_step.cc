@@ -2,14 +2,15 @@
 // gradient accumulation, weight-update sharding and the optimizer, as one
 // entry computation (see training_step.h for the op_name contract).
 //
-// Microbatch k of an "input/" tensor of batch B (dim 0) is the strided slice
-// rows k, k+M, k+2M, ...: with the batch dim sharded in contiguous blocks
-// over data-parallel devices, every device keeps B/(D M) of its own rows per
-// microbatch when M divides B/D (no data moves), and the mean loss is the
-// same as with contiguous microbatches. The loss is assumed to be a mean over
-// the batch: the step's loss is the mean of the microbatch losses and the
-// backward of microbatch k is seeded with 1/M, so the summed gradients equal
-// the full-batch gradient.
+// Microbatches (M > 1): the forward module is built for ONE microbatch (its
+// "input/" parameters have the microbatch size b on dim 0); the step's input
+// parameters keep their numbers but have batch B = M b, and microbatch k is
+// the strided slice of rows k, k+M, k+2M, ...: with the batch dim sharded in
+// contiguous blocks over D data-parallel devices, every device keeps B/(D M)
+// of its own rows per microbatch when M divides B/D (no data moves). The
+// loss is assumed to be a mean over the batch: the step's loss is the mean
+// of the microbatch losses and the backward of microbatch k is seeded with
+// 1/M, so the summed gradients equal the full-batch gradient.
 #include "compiler/training/training_step.h"
 
 #include <fmt/format.h>
@@ -76,12 +77,11 @@ void check_contract(const Computation& entry, const TrainingStepOptions& options
     } else if (starts_with(in.op_name, "input/")) {
       info.role = ParamRole::kInput;
       info.tensor = in.op_name.substr(6);
-      if (options.microbatches > 1 && options.pipeline_stages == 1 &&
-          (!in.shape.is_array() || in.shape.rank() == 0 || in.shape.dim(0) % options.microbatches != 0))
+      if (options.microbatches > 1 && options.pipeline_stages == 1 && (!in.shape.is_array() || in.shape.rank() == 0))
         throw UserError(in.location,
-                        fmt::format("training step: input '{}' {} has no batch dim 0 divisible by {} microbatches",
-                                    in.name, in.shape.to_string(false), options.microbatches),
-                        "choose microbatches dividing the global batch");
+                        fmt::format("training step: input '{}' {} has no batch dim 0 to split into microbatches",
+                                    in.name, in.shape.to_string(false)),
+                        "");
     }
     params.push_back(info);
   }
@@ -106,7 +106,15 @@ TrainingStep build_training_step(const Module& forward, const TrainingStepOption
   training::ReducerCache reducers(&module);
   ComputationBuilder b(source.name(), &module);
   std::vector<InstrId> param_ids;
-  for (const ParamInfo& p : params) param_ids.push_back(b.add(Instruction(source.instr(p.source_id))));
+  for (const ParamInfo& p : params) {
+    Instruction param = source.instr(p.source_id);
+    if (p.role == ParamRole::kInput && microbatches > 1) {  // the full batch: M microbatches
+      std::vector<int64_t> dims = param.shape.dims();
+      dims[0] *= microbatches;
+      param.shape.set_dims(std::move(dims));
+    }
+    param_ids.push_back(b.add(std::move(param)));
+  }
 
   // Optimizer slot parameters, numbered after the forward's.
   int64_t next_number = static_cast<int64_t>(params.size());
@@ -149,7 +157,8 @@ TrainingStep build_training_step(const Module& forward, const TrainingStepOption
         b.set_op_name_scope(in.op_name);
         std::vector<SliceDim> window;
         for (int d = 0; d < in.shape.rank(); ++d)
-          window.push_back(d == 0 ? SliceDim{k, in.shape.dim(0), microbatches} : SliceDim{0, in.shape.dim(d), 1});
+          window.push_back(d == 0 ? SliceDim{k, in.shape.dim(0) * microbatches, microbatches}
+                                  : SliceDim{0, in.shape.dim(d), 1});
         values[i] = b.slice(param_ids[i], window);
       }
     }

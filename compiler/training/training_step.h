@@ -58,7 +58,10 @@ struct TrainingStepOptions {
   bool weight_update_sharding = true;
   RematKind remat = RematKind::kNone;
   std::string remat_policy;  // kSelective only
-  int64_t microbatches = 1;  // gradient accumulation
+  // Gradient accumulation: the forward module is built for ONE microbatch;
+  // the step's "input/" parameters (same numbers) have microbatches x its
+  // batch on dim 0 (training_step.cc: strided split, mean of the losses).
+  int64_t microbatches = 1;
   int64_t pipeline_stages = 1;
   // The mesh the weights' shardings were written against (mesh_split).
   // weight_update_sharding needs it to know which mesh axes a weight is

@@ -8,8 +8,8 @@
 
 namespace podsim::compiler::testing {
 
-Module two_layer_mlp(DType t) {
-  const int64_t batch = 4, d = 8, hidden = 16;
+Module two_layer_mlp(DType t, int64_t batch) {
+  const int64_t d = 8, hidden = 16;
   Module m("mlp");
   training::ReducerCache reducers(&m);
   ComputationBuilder b("main", &m);
