@@ -3,7 +3,11 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 DEMO_WORKLOAD ?= workloads/examples/transformer_layer_2d.hlo
 
-.PHONY: demo test deps configure build
+FUZZ_SECONDS ?= 60
+FUZZ_DIR ?= build-fuzz
+ASAN_DIR ?= build-asan
+
+.PHONY: demo test deps configure build sanitize fuzz
 
 deps:
 	@bash scripts/install-deps.sh
@@ -20,3 +24,19 @@ demo: build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitize: deps
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPODSIM_SANITIZE=ON -DPODSIM_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(ASAN_DIR) -j $(JOBS)
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer targets (HLO parser, sharding parser, workload loader), each run
+# for FUZZ_SECONDS on a scratch corpus seeded from the repo's own files.
+fuzz:
+	@bash scripts/install-deps.sh clang libclang-rt-14-dev
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPODSIM_FUZZ=ON \
+	  -DPODSIM_BUILD_TESTS=OFF -DPODSIM_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target hlo_parser_fuzz sharding_fuzz workload_fuzz
+	@bash scripts/run-fuzzers.sh $(FUZZ_DIR) $(FUZZ_SECONDS)

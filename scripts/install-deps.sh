@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages podsim builds against, only when one is missing.
 # A fast no-op when everything is present; needs root (or sudo) otherwise.
+# Extra package names given as arguments are added (`make fuzz` passes clang).
 set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config make
   libsystemc-dev libboost-graph-dev libfmt-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  "$@"
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

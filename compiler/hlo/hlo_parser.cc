@@ -92,6 +92,20 @@ class Parser {
 
   // Shapes compare without layouts.
   void check_signature(const PendingComputation& pending, const Computation& comp) {
+    // Parameter numbers must be exactly 0..n-1, with or without a signature.
+    const std::vector<InstrId> numbered = comp.parameters();
+    for (size_t i = 0; i < numbered.size(); ++i) {
+      const Instruction& p = comp.instr(numbered[i]);
+      if (p.attrs.parameter_number != static_cast<int64_t>(i))
+        throw UserError(p.location,
+                        p.attrs.parameter_number < static_cast<int64_t>(i)
+                            ? fmt::format("computation '{}' has parameter({}) twice", comp.name(),
+                                          p.attrs.parameter_number)
+                            : fmt::format("computation '{}' has parameter({}) but no parameter({})", comp.name(),
+                                          p.attrs.parameter_number, i),
+                        fmt::format("number the {} parameters 0 to {}, each once", numbered.size(),
+                                    numbered.size() - 1));
+    }
     if (!pending.signature_parameters) return;
     const auto& expected = *pending.signature_parameters;
     std::vector<InstrId> params = comp.parameters();

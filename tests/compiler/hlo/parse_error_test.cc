@@ -151,5 +151,16 @@ TEST(ParseErrors, WhatIncludesFileLineColumnAndHint) {
   }
 }
 
+// Found by the HLO parser fuzzer (tests/fuzz): without a signature the
+// parameter numbers were not checked, so {0, 2} parsed but its printed form
+// (which has a signature) did not. The error points at the parameter.
+TEST(ParseErrors, ParameterNumbersMustBeDense) {
+  expect_error("HloModule m\nr {\n  a = f32[] parameter(0)\n  b = f32[] parameter(2)\n  ROOT c = f32[] add(a, b)\n}\n"
+               "ENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n",
+               {4, 3, "has parameter(2) but no parameter(1)"});
+  expect_error("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  ROOT b = f32[] parameter(0)\n}\n",
+               {4, 8, "has parameter(0) twice"});
+}
+
 }  // namespace
 }  // namespace podsim::compiler
