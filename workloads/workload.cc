@@ -195,7 +195,7 @@ void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
         ctx.fail(o, fmt::format("'mesh.order' lists {} devices, the mesh has {}", mesh.explicit_devices.size(),
                                 mesh.device_count()));
     } else {
-      mesh.order = as_choice(ctx, o, "mesh.order", {"row_major", "column_major", "ring"});
+      mesh.order = as_choice(ctx, o, "mesh.order", {"row_major", "column_major", "ring", "ring_preserving"});
     }
   }
   r.finish();
@@ -288,6 +288,7 @@ void read_sharding(const Context& ctx, const YAML::Node& node, const MeshSpec& m
       mapping.emplace_back(axis);
     }
     w.sharding.emplace_back(tensor, std::move(mapping));
+    w.sharding_locations.push_back(ctx.at(it->first));
   }
 }
 

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
+
 namespace podsim::workloads {
 
 struct MeshSpec {
@@ -18,7 +20,7 @@ struct MeshSpec {
   std::vector<std::pair<std::string, int64_t>> axes;
   // Chip grid and cores per chip the mesh is laid onto; empty = default slice.
   std::vector<int64_t> physical;
-  std::string order = "row_major";     // row_major | column_major | explicit
+  std::string order = "row_major";     // row_major | column_major | ring | ring_preserving | explicit
   std::vector<int64_t> explicit_devices;  // when order is an explicit list
   int64_t device_count() const;
 };
@@ -71,6 +73,9 @@ struct Workload {
   ModelSpec model;
   // Named tensor -> per-dim mesh axis (nullopt = unsharded), in YAML order.
   std::vector<std::pair<std::string, std::vector<std::optional<std::string>>>> sharding;
+  // Where each sharding entry's name is in the YAML (parallel to `sharding`),
+  // so the model builders can point errors at it.
+  std::vector<SourceLocation> sharding_locations;
   TrainingSpec training;
 };
 

@@ -1,0 +1,119 @@
+// build_model: dispatch on model.kind; the dense / MoE Transformer assembly
+// (decoder_only or encoder_decoder stacks of the blocks in
+// transformer_blocks.h). The HLO kind is in hlo_model.cc.
+#include "workloads/model_builder.h"
+
+#include <fmt/format.h>
+
+#include "compiler/ir/verifier.h"
+#include "workloads/model_info.h"
+#include "workloads/transformer_blocks.h"
+
+namespace podsim::workloads {
+
+using compiler::Opcode;
+using compiler::Shape;
+
+BuiltModel build_hlo_model(const Workload& workload, compiler::DeviceMesh mesh);  // hlo_model.cc
+
+namespace {
+
+compiler::DeviceMesh make_mesh(const Workload& workload) {
+  std::vector<compiler::MeshAxis> axes;
+  for (const auto& [name, size] : workload.mesh.axes) axes.push_back({name, size});
+  // Logical device ids are row-major over the axes; `mesh.order` is where they
+  // land on the physical cores (hw_models placement), not a relabelling here.
+  return compiler::DeviceMesh(std::move(axes), std::nullopt, SourceLocation{workload.source_file, 0, 0});
+}
+
+DType dtype_of(const std::string& name) { return name == "bf16" ? DType::kBF16 : DType::kF32; }
+
+// Runs one stack of layers over x. memory: the encoder output for decoder
+// layers of an encoder-decoder model.
+InstrId run_stack(TransformerContext& ctx, const std::vector<LayerPlan>& layers, InstrId x,
+                  const AttentionExtras& extras, std::optional<InstrId> memory) {
+  ModelGraph& g = ctx.graph;
+  const auto activations = ctx.shardings.sharding("activations");
+  for (const LayerPlan& plan : layers) {
+    const std::string layer = fmt::format("layer_{}", plan.index);
+    g.set_scope(layer + "/input");
+    x = g.annotate(x, activations);  // Lingvo annotates each layer's input/output
+    x = self_attention_block(ctx, layer, x, extras);
+    if (plan.cross_attention) x = cross_attention_block(ctx, layer, x, *memory);
+    x = plan.moe ? moe_ffn_block(ctx, layer, x) : dense_ffn_block(ctx, layer, x);
+  }
+  return x;
+}
+
+InstrId final_norm(TransformerContext& ctx, const std::string& name, InstrId x) {
+  ctx.graph.set_scope(name);
+  x = ctx.graph.annotate(x, ctx.shardings.sharding("activations"));
+  return ctx.graph.layer_norm(x, norm_scale(ctx, name + "/scale"));
+}
+
+compiler::Module build_transformer(const Workload& workload, const ShardingTable& table,
+                                   const std::vector<LayerPlan>& plan) {
+  const ModelSpec& m = workload.model;
+  compiler::Module module(workload.name);
+  ModelGraph g(module, dtype_of(m.dtypes.activations), dtype_of(m.dtypes.params));
+  TransformerContext ctx{g, m, table, m.global_batch, m.seq_len};
+
+  std::optional<std::string> token_sharding;
+  if (table.mapping("activations"))
+    token_sharding = table.sharding_of({table.axis_of("activations", 0), table.axis_of("activations", 1)});
+  const Shape token_shape(DType::kS32, {m.global_batch, m.seq_len});
+  InstrId tokens = g.input("tokens", token_shape, token_sharding);
+  InstrId targets = g.input("targets", token_shape, token_sharding);
+  g.set_scope("embedding");
+  InstrId embedding = g.weight("embedding/token", {m.vocab, m.model_dim}, table.sharding("embedding"));
+  std::optional<InstrId> positions;
+  if (m.position == "learned") {
+    std::optional<std::string> sharding;
+    if (table.mapping("activations"))
+      sharding = table.sharding_of({table.axis_of("activations", 1), table.axis_of("activations", 2)});
+    positions = g.weight("embedding/position", {m.seq_len, m.model_dim}, sharding);
+  }
+
+  std::vector<LayerPlan> encoder, decoder;
+  for (const LayerPlan& layer : plan) (layer.encoder ? encoder : decoder).push_back(layer);
+  std::optional<InstrId> memory;
+  InstrId decoder_tokens = tokens;
+  if (!encoder.empty()) {
+    AttentionExtras extras = attention_extras(ctx, "encoder", /*causal=*/false);
+    g.set_scope("encoder/embedding");
+    InstrId x = embed(ctx, tokens, embedding, positions);
+    memory = final_norm(ctx, "encoder/final_norm", run_stack(ctx, encoder, x, extras, std::nullopt));
+    // Teacher forcing: the decoder reads the targets shifted right by one,
+    // with token 0 as the start token.
+    g.set_scope("decoder/shift_targets");
+    InstrId head = g.builder().slice(targets, {{0, m.global_batch, 1}, {0, m.seq_len - 1, 1}});
+    InstrId start = g.full(0, {m.global_batch, 1}, DType::kS32);
+    decoder_tokens = g.builder().concatenate({start, head}, 1);
+  }
+  AttentionExtras extras = attention_extras(ctx, "decoder", /*causal=*/true);
+  g.set_scope("embedding");
+  InstrId x = embed(ctx, decoder_tokens, embedding, positions);
+  x = final_norm(ctx, "final_norm", run_stack(ctx, decoder, x, extras, memory));
+  InstrId loss = softmax_cross_entropy(ctx, x, embedding, targets);
+  g.finish(loss, workload.name);
+  module.set_num_partitions(workload.mesh.device_count());
+  return module;
+}
+
+}  // namespace
+
+BuiltModel build_model(const Workload& workload) {
+  const SourceLocation where{workload.source_file, 0, 0};
+  compiler::DeviceMesh mesh = make_mesh(workload);
+  if (workload.model.kind == "hlo") return build_hlo_model(workload, std::move(mesh));
+  if (workload.model.kind != "dense_transformer" && workload.model.kind != "moe_transformer")
+    throw UserError(where, fmt::format("unknown model kind '{}'", workload.model.kind),
+                    "model.kind is dense_transformer | moe_transformer | hlo");
+  ShardingTable table(workload, mesh);
+  std::vector<LayerPlan> plan = plan_layers(workload.model, where);
+  compiler::Module module = build_transformer(workload, table, plan);
+  compiler::verify_module(module);
+  return BuiltModel{std::move(module), std::move(mesh), transformer_model_info(workload.model, where)};
+}
+
+}  // namespace podsim::workloads

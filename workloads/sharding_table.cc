@@ -1,0 +1,69 @@
+// ShardingTable: validation of the `sharding:` names and mesh_split texts.
+#include "workloads/sharding_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace podsim::workloads {
+
+const std::vector<KnownShardingName>& known_sharding_names() {
+  static const std::vector<KnownShardingName> kNames = {
+      {"activations", "BLM"}, {"ffn_in", "MH"},     {"ffn_out", "HM"},      {"attn_qkv", "MND"},
+      {"attn_out", "NDM"},    {"embedding", "VM"},  {"qkv", "BLND"},        {"ffn_hidden", "BLH"},
+      {"logits", "BLV"},      {"experts", "E"},
+  };
+  return kNames;
+}
+
+ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMesh& mesh) : mesh_(mesh) {
+  const auto& known = known_sharding_names();
+  for (size_t i = 0; i < workload.sharding.size(); ++i) {
+    const auto& [name, mapping] = workload.sharding[i];
+    SourceLocation where = i < workload.sharding_locations.size() ? workload.sharding_locations[i]
+                                                                   : SourceLocation{workload.source_file, 0, 0};
+    auto it = std::find_if(known.begin(), known.end(), [&](const KnownShardingName& k) { return k.name == name; });
+    if (it == known.end()) {
+      std::vector<std::string> names;
+      for (const auto& k : known) names.push_back(fmt::format("{} ({})", k.name, k.dims));
+      throw UserError(where, fmt::format("unknown tensor name '{}' in 'sharding'", name),
+                      fmt::format("known names (dims): {}", fmt::join(names, ", ")));
+    }
+    if (mapping.size() != it->dims.size())
+      throw UserError(where,
+                      fmt::format("'sharding.{}' lists {} dims but the tensor has {} ({})", name, mapping.size(),
+                                  it->dims.size(), it->dims),
+                      "give one mesh axis or null per tensor dim");
+    mappings_[name] = mapping;
+  }
+}
+
+std::optional<std::vector<std::optional<std::string>>> ShardingTable::mapping(const std::string& name) const {
+  auto it = mappings_.find(name);
+  if (it == mappings_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string ShardingTable::sharding_of(const std::vector<std::optional<std::string>>& mapping) const {
+  return compiler::mesh_split(static_cast<int64_t>(mapping.size()), mesh_, mapping).to_string();
+}
+
+std::optional<std::string> ShardingTable::sharding(const std::string& name) const {
+  auto m = mapping(name);
+  if (!m) return std::nullopt;
+  return sharding_of(*m);
+}
+
+std::optional<std::string> ShardingTable::axis_of(const std::string& name, int64_t dim) const {
+  auto m = mapping(name);
+  if (!m || dim >= static_cast<int64_t>(m->size())) return std::nullopt;
+  return (*m)[static_cast<size_t>(dim)];
+}
+
+int64_t ShardingTable::axis_size(const std::optional<std::string>& axis) const {
+  if (!axis) return 1;
+  auto index = mesh_.axis_index(*axis);
+  return index ? mesh_.axes()[static_cast<size_t>(*index)].size : 1;
+}
+
+}  // namespace podsim::workloads

@@ -1,0 +1,55 @@
+// The workload's `sharding:` section checked against the tensor names the
+// model builders know, turned into mesh_split shardings (XLA text) per name.
+//
+// Known names and their dims (anchors.md, Lingvo DenseBuilder names):
+//   activations (B,L,M)  layer inputs/outputs        ffn_in   (M,H)
+//   ffn_out     (H,M)                                attn_qkv (M,N,D)
+//   attn_out    (N,D,M)                              embedding (V,M)
+//   qkv         (B,L,N,D) Q/K/V projections          ffn_hidden (B,L,H)
+//   logits      (B,L,V)                              experts  (E) the MoE expert dim
+// Derived (no YAML name): layer-norm scales (M) follow activations' M dim;
+// the learned position table (L,M) follows activations' (L, M) dims.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "compiler/sharding/mesh.h"
+#include "workloads/workload.h"
+
+namespace podsim::workloads {
+
+struct KnownShardingName {
+  std::string name;
+  std::string dims;  // one letter per tensor dim, e.g. "BLM"
+};
+
+// The names above, in documentation order.
+const std::vector<KnownShardingName>& known_sharding_names();
+
+class ShardingTable {
+ public:
+  // Checks every entry of workload.sharding: a known name (UserError with the
+  // known names as hint otherwise) whose list has the tensor's rank.
+  ShardingTable(const Workload& workload, const compiler::DeviceMesh& mesh);
+
+  // Per-dim mesh axis of a named tensor, nullopt when the YAML leaves it out.
+  std::optional<std::vector<std::optional<std::string>>> mapping(const std::string& name) const;
+  // The XLA sharding text of a named tensor, nullopt when not given.
+  std::optional<std::string> sharding(const std::string& name) const;
+  // The XLA sharding text of an arbitrary mapping over the mesh.
+  std::string sharding_of(const std::vector<std::optional<std::string>>& mapping) const;
+  // The mesh axis of one dim of a named tensor (nullopt: not given/unsharded).
+  std::optional<std::string> axis_of(const std::string& name, int64_t dim) const;
+  // Size of a mesh axis (1 for nullopt).
+  int64_t axis_size(const std::optional<std::string>& axis) const;
+
+ private:
+  const compiler::DeviceMesh& mesh_;
+  std::map<std::string, std::vector<std::optional<std::string>>> mappings_;
+};
+
+}  // namespace podsim::workloads

@@ -1,0 +1,187 @@
+// Dense Transformer blocks (see transformer_blocks.h). Dims: B batch, L query
+// positions, T key positions, M model, N heads, D head dim, H ffn, V vocab.
+#include "workloads/transformer_blocks.h"
+
+#include <cmath>
+
+namespace podsim::workloads {
+
+using compiler::ComparisonDirection;
+using compiler::Opcode;
+using compiler::Shape;
+
+namespace {
+
+constexpr int64_t kRelativeBuckets = 32;       // T5 / Lingvo relative attention buckets
+constexpr double kRelativeMaxDistance = 128;   // T5 max_distance
+constexpr double kMaskedScore = -1e9;          // added where the causal mask hides a key
+
+std::optional<std::string> activations_sharding(const TransformerContext& ctx) {
+  return ctx.shardings.sharding("activations");
+}
+
+// T5 relative position bucket (Raffel et al. 2020, relative_position_bucket):
+// causal: n = max(query - key, 0) over 32 buckets; bidirectional: 16 buckets
+// per direction, n = |key - query|, keys after the query offset by 16. With
+// `exact` = half the buckets, n < exact is its own bucket, larger n go to
+//   exact + trunc(log(n / exact) / log(128 / exact) * (buckets - exact)),
+// capped at buckets - 1.
+InstrId relative_bucket_ids(ModelGraph& g, int64_t length, bool causal) {
+  auto& b = g.builder();
+  const std::vector<int64_t> lt = {length, length};
+  InstrId query = b.iota(Shape(DType::kS32, lt), 0);
+  InstrId key = b.iota(Shape(DType::kS32, lt), 1);
+  const int64_t buckets = causal ? kRelativeBuckets : kRelativeBuckets / 2;
+  const int64_t exact = buckets / 2;
+  InstrId distance;  // n >= 0
+  std::optional<InstrId> offset;
+  if (causal) {
+    distance = g.binary(Opcode::kMaximum, g.binary(Opcode::kSubtract, query, key), g.full(0, lt, DType::kS32));
+  } else {
+    InstrId relative = g.binary(Opcode::kSubtract, key, query);
+    distance = g.unary(Opcode::kAbs, relative);
+    InstrId after = b.compare(relative, g.full(0, lt, DType::kS32), ComparisonDirection::kGt);
+    offset = b.select(after, g.full(static_cast<double>(buckets), lt, DType::kS32), g.full(0, lt, DType::kS32));
+  }
+  InstrId n = g.convert(g.binary(Opcode::kMaximum, distance, g.full(1, lt, DType::kS32)), DType::kF32);
+  const double log_scale = static_cast<double>(buckets - exact) /
+                           (std::log(kRelativeMaxDistance / static_cast<double>(exact)));
+  InstrId log_ratio = g.unary(Opcode::kLog, g.binary(Opcode::kMultiply, n, g.full(1.0 / exact, lt, DType::kF32)));
+  InstrId scaled = g.binary(Opcode::kMultiply, log_ratio, g.full(log_scale, lt, DType::kF32));
+  InstrId large = g.binary(Opcode::kAdd, g.convert(scaled, DType::kS32), g.full(static_cast<double>(exact), lt, DType::kS32));
+  large = g.binary(Opcode::kMinimum, large, g.full(static_cast<double>(buckets - 1), lt, DType::kS32));
+  InstrId small = b.compare(distance, g.full(static_cast<double>(exact), lt, DType::kS32), ComparisonDirection::kLt);
+  InstrId bucket = b.select(small, distance, large);
+  if (offset) bucket = g.binary(Opcode::kAdd, bucket, *offset);
+  return bucket;
+}
+
+// Multi-head attention of queries from h_query [B,L,M] over h_memory [B,T,M];
+// returns the output projection [B,L,M].
+InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_query, InstrId h_memory,
+               const AttentionExtras* extras) {
+  ModelGraph& g = ctx.graph;
+  const ModelSpec& m = ctx.spec;
+  const auto qkv_w = ctx.shardings.sharding("attn_qkv");
+  const auto qkv_act = ctx.shardings.sharding("qkv");
+  const std::vector<int64_t> mnd = {m.model_dim, m.heads, m.head_dim};
+  InstrId wq = g.weight(prefix + "/wq", mnd, qkv_w);
+  InstrId wk = g.weight(prefix + "/wk", mnd, qkv_w);
+  InstrId wv = g.weight(prefix + "/wv", mnd, qkv_w);
+  InstrId wo = g.weight(prefix + "/wo", {m.heads, m.head_dim, m.model_dim}, ctx.shardings.sharding("attn_out"));
+  InstrId q = g.annotate(g.einsum("BLM,MND->BLND", h_query, wq, "q"), qkv_act);
+  InstrId k = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wk, "k"), qkv_act);
+  InstrId v = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wv, "v"), qkv_act);
+  // Scaled dot-product scores (Vaswani et al. 2017): Q K^T / sqrt(D).
+  InstrId scores = g.einsum("BLND,BTND->BNLT", q, k, "scores");
+  scores = g.binary(Opcode::kMultiply, scores, g.full_like(1.0 / std::sqrt(static_cast<double>(m.head_dim)), scores));
+  const std::vector<int64_t> bnlt = g.dims(scores);
+  if (extras && extras->relative_buckets) {
+    InstrId bias_table = g.weight(prefix + "/relative_bias", {kRelativeBuckets, m.heads}, std::nullopt);
+    InstrId bias = g.einsum("LTK,KN->NLT", *extras->relative_buckets, bias_table, "relative_bias");
+    scores = g.binary(Opcode::kAdd, scores, g.broadcast(bias, bnlt, {1, 2, 3}));
+  }
+  if (extras && extras->causal_mask) {
+    InstrId visible = g.broadcast(*extras->causal_mask, bnlt, {2, 3});
+    scores = g.builder().select(visible, scores, g.full_like(kMaskedScore, scores));
+  }
+  InstrId probs = g.softmax(scores);
+  InstrId context = g.einsum("BNLT,BTND->BNLD", probs, v, "context");
+  return g.einsum("BNLD,NDM->BLM", context, wo, "output");
+}
+
+}  // namespace
+
+InstrId norm_scale(TransformerContext& ctx, const std::string& name) {
+  std::optional<std::string> sharding;
+  if (ctx.shardings.mapping("activations"))
+    sharding = ctx.shardings.sharding_of({ctx.shardings.axis_of("activations", 2)});
+  return ctx.graph.weight(name, {ctx.spec.model_dim}, sharding);
+}
+
+AttentionExtras attention_extras(TransformerContext& ctx, const std::string& stack, bool causal) {
+  ModelGraph& g = ctx.graph;
+  g.set_scope(stack + "/attention_setup");
+  AttentionExtras extras;
+  const std::vector<int64_t> lt = {ctx.seq, ctx.seq};
+  if (causal) {
+    InstrId query = g.builder().iota(Shape(DType::kS32, lt), 0);
+    InstrId key = g.builder().iota(Shape(DType::kS32, lt), 1);
+    extras.causal_mask = g.builder().compare(key, query, ComparisonDirection::kLe);
+  }
+  if (ctx.spec.position == "relative") {
+    InstrId ids = relative_bucket_ids(g, ctx.seq, causal);
+    extras.relative_buckets = g.one_hot(ids, kRelativeBuckets, g.activation_dtype());
+  }
+  return extras;
+}
+
+InstrId embed(TransformerContext& ctx, InstrId tokens, InstrId embedding, std::optional<InstrId> positions) {
+  ModelGraph& g = ctx.graph;
+  InstrId one_hot = g.one_hot(tokens, ctx.spec.vocab, g.activation_dtype());
+  InstrId x = g.einsum("BLV,VM->BLM", one_hot, embedding, "lookup");
+  if (positions) x = g.binary(Opcode::kAdd, x, g.broadcast(*positions, g.dims(x), {1, 2}));
+  return g.annotate(x, activations_sharding(ctx));
+}
+
+InstrId self_attention_block(TransformerContext& ctx, const std::string& layer, InstrId x,
+                             const AttentionExtras& extras) {
+  ModelGraph& g = ctx.graph;
+  const std::string prefix = layer + "/attention";
+  g.set_scope(prefix);
+  InstrId h = g.layer_norm(x, norm_scale(ctx, prefix + "/norm_scale"));
+  return g.binary(Opcode::kAdd, x, attend(ctx, prefix, h, h, &extras));
+}
+
+InstrId cross_attention_block(TransformerContext& ctx, const std::string& layer, InstrId x, InstrId memory) {
+  ModelGraph& g = ctx.graph;
+  const std::string prefix = layer + "/cross_attention";
+  g.set_scope(prefix);
+  InstrId h = g.layer_norm(x, norm_scale(ctx, prefix + "/norm_scale"));
+  return g.binary(Opcode::kAdd, x, attend(ctx, prefix, h, memory, nullptr));
+}
+
+InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId x) {
+  ModelGraph& g = ctx.graph;
+  const ModelSpec& m = ctx.spec;
+  const std::string prefix = layer + "/ffn";
+  g.set_scope(prefix);
+  InstrId h = g.layer_norm(x, norm_scale(ctx, prefix + "/norm_scale"));
+  const auto wi_sharding = ctx.shardings.sharding("ffn_in");
+  InstrId hidden;
+  if (m.ffn == "gated_gelu") {
+    // Gated GELU (Shazeer 2020, GLU variants): gelu(h wi_0) * (h wi_1).
+    InstrId wi0 = g.weight(prefix + "/wi_0", {m.model_dim, m.ffn_dim}, wi_sharding);
+    InstrId wi1 = g.weight(prefix + "/wi_1", {m.model_dim, m.ffn_dim}, wi_sharding);
+    hidden = g.binary(Opcode::kMultiply, g.gelu(g.einsum("BLM,MH->BLH", h, wi0, "wi_0")), g.einsum("BLM,MH->BLH", h, wi1, "wi_1"));
+  } else {
+    InstrId wi = g.weight(prefix + "/wi", {m.model_dim, m.ffn_dim}, wi_sharding);
+    InstrId pre = g.einsum("BLM,MH->BLH", h, wi, "wi");
+    hidden = m.ffn == "gelu" ? g.gelu(pre) : g.relu(pre);
+  }
+  hidden = g.annotate(hidden, ctx.shardings.sharding("ffn_hidden"));
+  InstrId wo = g.weight(prefix + "/wo", {m.ffn_dim, m.model_dim}, ctx.shardings.sharding("ffn_out"));
+  return g.binary(Opcode::kAdd, x, g.einsum("BLH,HM->BLM", hidden, wo, "wo"));
+}
+
+InstrId softmax_cross_entropy(TransformerContext& ctx, InstrId x, InstrId embedding, InstrId targets) {
+  ModelGraph& g = ctx.graph;
+  g.set_scope("loss");
+  InstrId logits = g.annotate(g.einsum("BLM,VM->BLV", x, embedding, "logits"), ctx.shardings.sharding("logits"));
+  InstrId z = g.convert(logits, DType::kF32);
+  const std::vector<int64_t> blv = g.dims(z);
+  // log-sum-exp with the max subtracted for stability; loss per token is
+  // logsumexp(z) - z[target]; the step loss is the mean over B x L tokens.
+  InstrId max = g.reduce(Opcode::kMaximum, z, {2});
+  InstrId shifted = g.binary(Opcode::kSubtract, z, g.expand_last(max, blv));
+  InstrId log_sum = g.unary(Opcode::kLog, g.reduce(Opcode::kAdd, g.unary(Opcode::kExp, shifted), {2}));
+  InstrId log_sum_exp = g.binary(Opcode::kAdd, log_sum, max);
+  InstrId target_mask = g.one_hot(targets, ctx.spec.vocab, DType::kF32);
+  InstrId target_logit = g.reduce(Opcode::kAdd, g.binary(Opcode::kMultiply, z, target_mask), {2});
+  InstrId per_token = g.binary(Opcode::kSubtract, log_sum_exp, target_logit);
+  InstrId total = g.reduce(Opcode::kAdd, per_token, {0, 1});
+  const double inv_tokens = 1.0 / static_cast<double>(ctx.batch * ctx.seq);
+  return g.binary(Opcode::kMultiply, total, g.full(inv_tokens, {}, DType::kF32));
+}
+
+}  // namespace podsim::workloads
