@@ -51,11 +51,12 @@ double matmul_flops(const Instruction& instr, const Computation& computation) {
 
 namespace {
 
-// "fwd/layer_3/ffn/wi" -> "layer_3"; "" when the op is in no layer.
+// "fwd/layer_3/ffn/wi" -> "layer_3" (pipeline iterations "fwd/pipeline_iter_<t>/.."
+// count as layers); "" when the op is in no layer.
 std::string_view layer_scope(std::string_view op_name) {
   if (!starts_with(op_name, "fwd/")) return {};
   std::string_view rest = op_name.substr(4);
-  if (!starts_with(rest, "layer")) return {};
+  if (!starts_with(rest, "layer") && !starts_with(rest, "pipeline_iter_")) return {};
   size_t slash = rest.find('/');
   return slash == std::string_view::npos ? rest : rest.substr(0, slash);
 }
