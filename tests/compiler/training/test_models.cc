@@ -8,7 +8,9 @@
 
 namespace podsim::compiler::testing {
 
-Module two_layer_mlp(DType t, int64_t batch) {
+Module two_layer_mlp(DType t, int64_t batch) { return mlp_stack(t, batch, 2); }
+
+Module mlp_stack(DType t, int64_t batch, int64_t layer_count) {
   const int64_t d = 8, hidden = 16;
   Module m("mlp");
   training::ReducerCache reducers(&m);
@@ -21,7 +23,7 @@ Module two_layer_mlp(DType t, int64_t batch) {
   };
   struct Layer { InstrId w_in, w_out, scale; };
   std::vector<Layer> layers;
-  for (int l = 0; l < 2; ++l) {
+  for (int l = 0; l < layer_count; ++l) {
     std::string prefix = fmt::format("layer_{}/", l);
     layers.push_back({param(Shape(t, {d, hidden}), prefix + "w_in", "param"),
                       param(Shape(t, {hidden, d}), prefix + "w_out", "param"),
@@ -32,7 +34,7 @@ Module two_layer_mlp(DType t, int64_t batch) {
   DotDims mm;
   mm.lhs_contracting = {1};
   mm.rhs_contracting = {0};
-  for (int l = 0; l < 2; ++l) {
+  for (int l = 0; l < layer_count; ++l) {
     b.set_op_name_scope(fmt::format("fwd/layer_{}/ffn", l));
     InstrId h = b.dot(x, layers[static_cast<size_t>(l)].w_in, mm);
     InstrId a = b.binary(Opcode::kMultiply, b.unary(Opcode::kTanh, h), h);

@@ -13,5 +13,7 @@ namespace podsim::compiler::testing {
 // Parameters: layer_{0,1}/{w_in, w_out, scale} ("param/"), then "input/x",
 // "input/target". Ops are scoped "fwd/layer_<l>/..." and "fwd/loss".
 Module two_layer_mlp(DType dtype, int64_t batch = 4);
+// The same block stacked `layers` times (two_layer_mlp = layers 2).
+Module mlp_stack(DType dtype, int64_t batch, int64_t layers);
 
 }  // namespace podsim::compiler::testing
