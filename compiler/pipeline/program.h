@@ -33,6 +33,9 @@ const char* value_role_name(ValueRole role);
 // Ops fused into one kernel: read their external inputs from HBM once, write
 // the root once, intermediates stay in vector memory (XLA loop/output
 // fusion). Per computation.
+// A broadcast/iota/constant may be duplicated into several groups (it is
+// recomputed in each kernel; compiler/pipeline/fusion.h): it is then listed in
+// each of those groups' members and group_of names one of them.
 struct FusionGroup {
   std::vector<InstrId> members;  // in schedule order; the last is the root
 };
@@ -61,6 +64,15 @@ struct CompileStats {
   double propagate_wall_s = 0;
   double partition_wall_s = 0;
   double total_wall_s = 0;
+  // Further phases (pipeline helper's extension): training-step build,
+  // fusion, scheduling, memory planning; remat_attempts = compiles run by
+  // remat "auto" (1 when it was not used).
+  double training_wall_s = 0;
+  double fusion_wall_s = 0;
+  double schedule_wall_s = 0;
+  double memory_wall_s = 0;
+  int64_t remat_attempts = 1;
+  int64_t fusion_groups = 0;  // over all computations
 };
 
 struct SpmdProgram {

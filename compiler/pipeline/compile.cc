@@ -1,0 +1,125 @@
+// compiler::compile (compile.h): training step -> propagate -> partition ->
+// fuse -> schedule -> memory plan, with wall times per phase.
+#include "compiler/pipeline/compile.h"
+
+#include <chrono>
+
+#include "compiler/pipeline/fusion.h"
+#include "compiler/pipeline/memory_plan.h"
+#include "compiler/pipeline/remat_auto.h"
+#include "compiler/pipeline/schedule.h"
+#include "compiler/propagation/propagation.h"
+#include "compiler/spmd/partitioner.h"
+
+namespace podsim::compiler {
+namespace {
+
+class Stopwatch {
+ public:
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// Computations that run as programs (entry, while bodies and conditions,
+// callees), as opposed to reducers applied per element.
+std::vector<bool> control_computations(const Module& module) {
+  std::vector<bool> control(static_cast<size_t>(module.computation_count()), false);
+  std::vector<CompId> work{module.entry_id()};
+  control[static_cast<size_t>(module.entry_id())] = true;
+  while (!work.empty()) {
+    CompId c = work.back();
+    work.pop_back();
+    for (const Instruction& instr : module.computation(c).instructions()) {
+      if (instr.opcode != Opcode::kWhile && instr.opcode != Opcode::kCall) continue;
+      for (CompId callee : instr.called) {
+        if (callee == kNoId || control[static_cast<size_t>(callee)]) continue;
+        control[static_cast<size_t>(callee)] = true;
+        work.push_back(callee);
+      }
+    }
+  }
+  return control;
+}
+
+// Fusion, schedule and memory plan of a partitioned module.
+void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options) {
+  const Module& module = program.module;
+  const auto count = static_cast<size_t>(module.computation_count());
+  const std::vector<bool> control = control_computations(module);
+  program.fusion.assign(count, FusionPlan{});
+  program.schedule.assign(count, {});
+
+  Stopwatch fusion_clock;
+  for (size_t c = 0; c < count; ++c) {
+    const Computation& comp = module.computation(static_cast<CompId>(c));
+    if (control[c]) {
+      program.fusion[c] = plan_fusion(comp);
+    } else {
+      program.fusion[c].group_of.assign(static_cast<size_t>(comp.size()), -1);
+    }
+    program.stats.fusion_groups += static_cast<int64_t>(program.fusion[c].groups.size());
+  }
+  program.stats.fusion_wall_s = fusion_clock.seconds();
+
+  Stopwatch schedule_clock;
+  for (size_t c = 0; c < count; ++c) {
+    program.schedule[c] = schedule_computation(module.computation(static_cast<CompId>(c)), program.fusion[c]);
+    order_members_by_schedule(program.fusion[c], program.schedule[c]);
+  }
+  program.stats.schedule_wall_s = schedule_clock.seconds();
+
+  Stopwatch memory_clock;
+  program.memory = plan_memory(MemoryPlanInput{module, program.schedule, program.fusion, memory_options});
+  program.stats.memory_wall_s = memory_clock.seconds();
+}
+
+SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
+                         const std::optional<TrainingStepOptions>& training) {
+  Stopwatch total;
+  SpmdProgram program;
+  Module module = annotated;
+  if (training) {
+    Stopwatch clock;
+    TrainingStep step = build_training_step(annotated, *training);
+    module = std::move(step.module);
+    program.stats.recomputed_flops = step.recomputed_flops;
+    program.stats.training_wall_s = clock.seconds();
+  }
+  program.stats.instructions_annotated = module.entry().size();
+
+  Stopwatch propagate_clock;
+  PropagationOptions propagation;
+  propagation.num_devices = options.num_devices;
+  propagate_shardings(module, propagation);
+  program.stats.propagate_wall_s = propagate_clock.seconds();
+
+  Stopwatch partition_clock;
+  SpmdResult partitioned = partition_spmd_with_stats(module, SpmdOptions{options.num_devices});
+  program.stats.partition_wall_s = partition_clock.seconds();
+  program.module = std::move(partitioned.module);
+  program.stats.spmd = partitioned.stats;
+  program.stats.instructions_partitioned = program.module.entry().size();
+  program.num_devices = options.num_devices;
+
+  plan_program(program, MemoryPlanOptions{.outputs_alias_parameters = training.has_value()});
+  program.stats.remat_applied = training ? RematChoice{training->remat, training->remat_policy}.name() : "none";
+  program.stats.total_wall_s = total.seconds();
+  return program;
+}
+
+}  // namespace
+
+SpmdProgram compile(const Module& annotated, const CompileOptions& options) {
+  const bool auto_remat = options.training && options.remat_auto && options.hbm_budget_bytes > 0;
+  if (!auto_remat) return compile_once(annotated, options, options.training);
+  return compile_with_auto_remat(remat_choices_by_recompute(), options.hbm_budget_bytes, [&](const RematChoice& choice) {
+    TrainingStepOptions training = *options.training;
+    training.remat = choice.kind;
+    training.remat_policy = choice.policy;
+    return compile_once(annotated, options, training);
+  });
+}
+
+}  // namespace podsim::compiler

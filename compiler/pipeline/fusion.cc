@@ -1,0 +1,186 @@
+// Fusion planning (fusion.h). Consumers are visited from the last
+// instruction to the first, as XLA's instruction fusion visits them in
+// reverse post order; each group grows through a max-heap of candidate
+// producers (highest id first), so every user of a candidate that can join
+// the group has joined before the candidate is examined. Each operand edge
+// is examined at most once per group: O(E log E) in all.
+#include "compiler/pipeline/fusion.h"
+
+#include <algorithm>
+#include <queue>
+
+namespace podsim::compiler {
+
+bool is_loop_fusible(Opcode op) {
+  if (is_elementwise(op)) return true;  // unary (incl. convert, copy), binary, select, clamp
+  switch (op) {
+    case Opcode::kBroadcast:
+    case Opcode::kReshape:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kPad:
+    case Opcode::kConcatenate:
+    case Opcode::kReverse:
+    case Opcode::kDynamicSlice:
+    case Opcode::kIota:
+    case Opcode::kConstant:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_cheap_to_duplicate(Opcode op) {
+  return op == Opcode::kBroadcast || op == Opcode::kIota || op == Opcode::kConstant;
+}
+
+namespace {
+
+bool is_dot_like(Opcode op) { return op == Opcode::kDot || op == Opcode::kConvolution; }
+
+// Can this instruction be a fusion member that reads other members?
+bool can_absorb_producers(const Instruction& instr) {
+  if (!instr.shape.is_array()) return false;
+  return is_loop_fusible(instr.opcode) || instr.opcode == Opcode::kReduce || is_dot_like(instr.opcode);
+}
+
+bool can_be_fused_producer(const Instruction& instr) {
+  return instr.shape.is_array() && is_loop_fusible(instr.opcode);
+}
+
+class FusionPlanner {
+ public:
+  explicit FusionPlanner(const Computation& c) : comp_(c), users_(c.compute_users()) {
+    plan_.group_of.assign(static_cast<size_t>(c.size()), -1);
+  }
+
+  FusionPlan run() {
+    form_output_fusions();
+    for (InstrId id = comp_.size() - 1; id >= 0; --id) {
+      int32_t g = group(id);
+      if (g >= 0) {
+        if (plan_.groups[static_cast<size_t>(g)].members.back() == id) grow(g);  // output fusion root
+        continue;
+      }
+      // A broadcast/iota/constant is not worth a kernel of its own: it is
+      // recomputed inside its users' kernels (duplicate_cheap_producers).
+      if (!can_absorb_producers(comp_.instr(id)) || is_cheap_to_duplicate(comp_.instr(id).opcode)) continue;
+      int32_t fresh = new_group({id});
+      grow(fresh);
+      if (plan_.groups[static_cast<size_t>(fresh)].members.size() == 1) drop_last_group(id);
+    }
+    duplicate_cheap_producers();
+    for (FusionGroup& g : plan_.groups) std::sort(g.members.begin(), g.members.end());
+    return std::move(plan_);
+  }
+
+ private:
+  int32_t group(InstrId id) const { return plan_.group_of[static_cast<size_t>(id)]; }
+  const std::vector<InstrId>& users(InstrId id) const { return users_[static_cast<size_t>(id)]; }
+
+  int32_t new_group(std::vector<InstrId> members) {
+    auto g = static_cast<int32_t>(plan_.groups.size());
+    for (InstrId m : members) plan_.group_of[static_cast<size_t>(m)] = g;
+    plan_.groups.push_back(FusionGroup{std::move(members)});
+    return g;
+  }
+  void drop_last_group(InstrId only_member) {
+    plan_.groups.pop_back();
+    plan_.group_of[static_cast<size_t>(only_member)] = -1;
+  }
+
+  // dot/convolution -> single-user elementwise consumers, in a chain.
+  void form_output_fusions() {
+    for (InstrId id = 0; id < comp_.size(); ++id) {
+      if (!is_dot_like(comp_.instr(id).opcode) || !comp_.instr(id).shape.is_array()) continue;
+      std::vector<InstrId> chain{id};
+      InstrId tail = id;
+      while (users(tail).size() == 1 && tail != comp_.root()) {
+        InstrId next = users(tail)[0];
+        const Instruction& consumer = comp_.instr(next);
+        if (!is_elementwise(consumer.opcode) || !consumer.shape.is_array()) break;
+        chain.push_back(next);
+        tail = next;
+      }
+      if (chain.size() > 1) new_group(std::move(chain));
+    }
+  }
+
+  // Absorbs producers of group g's members while every user of the producer
+  // is already in g. Candidates come out highest id first.
+  void grow(int32_t g) {
+    std::priority_queue<InstrId> candidates;
+    for (InstrId m : plan_.groups[static_cast<size_t>(g)].members) push_operands(m, candidates);
+    InstrId last_seen = kNoId;
+    while (!candidates.empty()) {
+      InstrId p = candidates.top();
+      candidates.pop();
+      if (p == last_seen) continue;  // an operand reached through several members
+      last_seen = p;
+      const Instruction& producer = comp_.instr(p);
+      if (group(p) >= 0 || !can_be_fused_producer(producer) || p == comp_.root()) continue;
+      bool all_users_inside = std::all_of(users(p).begin(), users(p).end(), [&](InstrId u) { return group(u) == g; });
+      if (!all_users_inside) continue;
+      plan_.group_of[static_cast<size_t>(p)] = g;
+      plan_.groups[static_cast<size_t>(g)].members.push_back(p);
+      push_operands(p, candidates);
+    }
+  }
+
+  void push_operands(InstrId member, std::priority_queue<InstrId>& candidates) const {
+    const Instruction& instr = comp_.instr(member);
+    if (!can_absorb_producers(instr)) return;
+    for (InstrId op : instr.operands) candidates.push(op);
+  }
+
+  // Broadcast/iota/constant whose users are all fused (in any groups) are
+  // recomputed inside each of those groups. Reverse id order, so a constant
+  // under a duplicated broadcast follows the broadcast into all its groups.
+  void duplicate_cheap_producers() {
+    std::vector<std::vector<int32_t>> groups_containing(static_cast<size_t>(comp_.size()));
+    for (InstrId id = 0; id < comp_.size(); ++id)
+      if (group(id) >= 0) groups_containing[static_cast<size_t>(id)] = {group(id)};
+    for (InstrId id = comp_.size() - 1; id >= 0; --id) {
+      const Instruction& instr = comp_.instr(id);
+      if (group(id) >= 0 || !is_cheap_to_duplicate(instr.opcode) || !can_be_fused_producer(instr)) continue;
+      if (users(id).empty() || id == comp_.root()) continue;
+      std::vector<int32_t> user_groups;
+      bool all_users_fused = true;
+      for (InstrId u : users(id)) {
+        const auto& ug = groups_containing[static_cast<size_t>(u)];
+        if (ug.empty() || !can_absorb_producers(comp_.instr(u))) {
+          all_users_fused = false;
+          break;
+        }
+        user_groups.insert(user_groups.end(), ug.begin(), ug.end());
+      }
+      if (!all_users_fused) continue;
+      std::sort(user_groups.begin(), user_groups.end());
+      user_groups.erase(std::unique(user_groups.begin(), user_groups.end()), user_groups.end());
+      // group_of names the group of the first (lowest-id) user.
+      InstrId first_user = *std::min_element(users(id).begin(), users(id).end());
+      plan_.group_of[static_cast<size_t>(id)] = groups_containing[static_cast<size_t>(first_user)].front();
+      for (int32_t ug : user_groups) plan_.groups[static_cast<size_t>(ug)].members.push_back(id);
+      groups_containing[static_cast<size_t>(id)] = std::move(user_groups);
+    }
+  }
+
+  const Computation& comp_;
+  std::vector<std::vector<InstrId>> users_;
+  FusionPlan plan_;
+};
+
+}  // namespace
+
+FusionPlan plan_fusion(const Computation& computation) { return FusionPlanner(computation).run(); }
+
+std::vector<bool> duplicated_members(const FusionPlan& plan, int instruction_count) {
+  std::vector<int32_t> memberships(static_cast<size_t>(instruction_count), 0);
+  for (const FusionGroup& g : plan.groups)
+    for (InstrId m : g.members) ++memberships[static_cast<size_t>(m)];
+  std::vector<bool> duplicated(static_cast<size_t>(instruction_count), false);
+  for (size_t i = 0; i < memberships.size(); ++i) duplicated[i] = memberships[i] > 1;
+  return duplicated;
+}
+
+}  // namespace podsim::compiler

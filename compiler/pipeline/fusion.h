@@ -1,0 +1,34 @@
+// Fusion planning (XLA instruction fusion, re-derived): which instructions
+// of a computation run as one kernel. Two kinds of groups:
+//  - output fusion: a dot/convolution with the chain of single-user
+//    elementwise consumers after it (bias add, activation) as the root;
+//  - loop/input fusion: a consumer (elementwise, layout op, reduce,
+//    dot/convolution) absorbs its loop-fusible producers (elementwise,
+//    convert, broadcast, reshape, transpose, slice, pad, concatenate,
+//    reverse, dynamic-slice, iota, constant) whose every user is already in
+//    the group.
+// Never fused: parameters, collectives, while/call, tuples, custom-calls.
+// A value with users outside the group is never fused into it, except
+// broadcast/iota/constant, which are cheap to recompute: when all their
+// users are fused they are duplicated into every group that uses them
+// (listed in each group's members; group_of names the group of the first
+// user) and take no HBM buffer of their own.
+#pragma once
+
+#include "compiler/ir/module.h"
+#include "compiler/pipeline/program.h"
+
+namespace podsim::compiler {
+
+// May this op be fused into a consumer (as a non-root member)?
+bool is_loop_fusible(Opcode op);
+// Broadcast, iota and constant: recomputed inside each consumer kernel.
+bool is_cheap_to_duplicate(Opcode op);
+
+// Groups in members-by-id order (a topological order; the last is the root).
+FusionPlan plan_fusion(const Computation& computation);
+
+// Instructions that appear in more than one group (duplicated cheap ops).
+std::vector<bool> duplicated_members(const FusionPlan& plan, int instruction_count);
+
+}  // namespace podsim::compiler

@@ -1,0 +1,292 @@
+// Liveness-based memory plan (memory_plan.h). Each computation is swept once:
+// buffers are created in id order, reads extend last uses, and a difference
+// array over schedule positions gives the live bytes at every position in
+// O(instructions + buffers). The breakdown by role is recomputed only at
+// the peak position. While bodies and callees are planned once each
+// (memoized) and their peaks added at the calling position.
+#include "compiler/pipeline/memory_plan.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace podsim::compiler {
+namespace {
+
+constexpr size_t kRoleCount = 7;
+using RoleBytes = std::array<int64_t, kRoleCount>;
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+struct Buffer {
+  int64_t bytes = 0;
+  int64_t def = 0;       // schedule position where it is written
+  int64_t last_use = 0;  // last schedule position that reads it
+  InstrId producer = kNoId;
+};
+
+struct ComputationPeak {
+  int64_t peak_bytes = 0;
+  RoleBytes by_role{};
+  InstrId peak_at = kNoId;
+};
+
+class MemoryPlanner {
+ public:
+  explicit MemoryPlanner(const MemoryPlanInput& in) : in_(in), memo_(static_cast<size_t>(in.module.computation_count())) {}
+
+  ComputationPeak plan(CompId comp_id, bool is_entry);
+
+  const MemoryPlanInput& input() const { return in_; }
+
+ private:
+  class ComputationSweep;
+  const MemoryPlanInput& in_;
+  std::vector<std::optional<ComputationPeak>> memo_;
+};
+
+class MemoryPlanner::ComputationSweep {
+ public:
+  ComputationSweep(MemoryPlanner& planner, CompId id, bool is_entry)
+      : planner_(planner), comp_id_(id), comp_(planner.input().module.computation(id)), is_entry_(is_entry) {}
+
+  ComputationPeak run() {
+    const int n = comp_.size();
+    if (n == 0) return {};
+    set_positions();
+    set_read_positions();
+    users_ = comp_.compute_users();
+    leaves_.resize(static_cast<size_t>(n));
+    for (InstrId id : order_) create_buffers(id);
+    for (InstrId id = 0; id < n; ++id) record_reads(id);
+    for (int32_t b : leaves_[static_cast<size_t>(comp_.root())]) extend(b, n - 1);
+    if (is_entry_ && planner_.input().options.outputs_alias_parameters) alias_outputs_to_parameters();
+    return sweep();
+  }
+
+ private:
+  // ---- positions ----
+  void set_positions() {
+    const auto n = static_cast<size_t>(comp_.size());
+    const auto& schedules = planner_.input().schedule;
+    if (static_cast<size_t>(comp_id_) < schedules.size() && schedules[static_cast<size_t>(comp_id_)].size() == n) {
+      order_ = schedules[static_cast<size_t>(comp_id_)];
+    } else {
+      order_.resize(n);
+      for (size_t i = 0; i < n; ++i) order_[i] = static_cast<InstrId>(i);
+    }
+    pos_.assign(n, 0);
+    for (size_t p = 0; p < n; ++p) pos_[static_cast<size_t>(order_[p])] = static_cast<int64_t>(p);
+    const auto& fusions = planner_.input().fusion;
+    if (static_cast<size_t>(comp_id_) < fusions.size() && fusions[static_cast<size_t>(comp_id_)].group_of.size() == n)
+      fusion_ = &fusions[static_cast<size_t>(comp_id_)];
+  }
+
+  // A fused instruction is read (and reads) when its group's root runs; a
+  // duplicated one at the last of its groups' roots.
+  void set_read_positions() {
+    read_pos_ = pos_;
+    materialized_.assign(static_cast<size_t>(comp_.size()), true);
+    if (!fusion_) return;
+    std::vector<bool> seen(static_cast<size_t>(comp_.size()), false);
+    for (const FusionGroup& g : fusion_->groups) {
+      if (g.members.empty()) continue;
+      const InstrId root = g.members.back();
+      for (InstrId m : g.members) {
+        const auto sm = static_cast<size_t>(m);
+        if (m == root) continue;
+        materialized_[sm] = false;
+        read_pos_[sm] = seen[sm] ? std::max(read_pos_[sm], pos_[static_cast<size_t>(root)]) : pos_[static_cast<size_t>(root)];
+        seen[sm] = true;
+      }
+    }
+  }
+
+  // ---- buffers ----
+  int32_t new_buffer(int64_t bytes, int64_t def, InstrId producer) {
+    buffers_.push_back(Buffer{bytes, def, def, producer});
+    return static_cast<int32_t>(buffers_.size() - 1);
+  }
+
+  void create_buffers(InstrId id) {
+    const Instruction& instr = comp_.instr(id);
+    auto& mine = leaves_[static_cast<size_t>(id)];
+    const int64_t def = pos_[static_cast<size_t>(id)];
+    switch (instr.opcode) {
+      case Opcode::kParameter:
+        // Entry parameters: live throughout. Inner parameters alias buffers
+        // of the caller (kNoId: not counted here).
+        for (const Shape* leaf : instr.shape.leaves())
+          mine.push_back(is_entry_ ? new_buffer(leaf->byte_size(), 0, id) : kNoId);
+        if (is_entry_)
+          for (int32_t b : mine) buffers_[static_cast<size_t>(b)].last_use = comp_.size() - 1;
+        return;
+      case Opcode::kTuple:
+        for (InstrId op : instr.operands) {
+          const auto& src = leaves_[static_cast<size_t>(op)];
+          mine.insert(mine.end(), src.begin(), src.end());
+        }
+        return;
+      case Opcode::kGetTupleElement: {
+        const auto [begin, count] = element_leaf_range(comp_.instr(instr.operand(0)).shape, instr.attrs.tuple_index);
+        const auto& src = leaves_[static_cast<size_t>(instr.operand(0))];
+        if (begin + count <= static_cast<int64_t>(src.size()))
+          mine.assign(src.begin() + begin, src.begin() + begin + count);
+        return;
+      }
+      case Opcode::kWhile:  // the loop state is updated in place
+        mine = leaves_[static_cast<size_t>(instr.operand(0))];
+        return;
+      default:
+        break;
+    }
+    if (!materialized_[static_cast<size_t>(id)]) return;
+    for (const Shape* leaf : instr.shape.leaves()) mine.push_back(new_buffer(leaf->byte_size(), def, id));
+  }
+
+  // Leaves [begin, begin + count) of tuple element `index` in pre-order.
+  static std::pair<int64_t, int64_t> element_leaf_range(const Shape& tuple, int64_t index) {
+    if (!tuple.is_tuple() || index < 0 || index >= static_cast<int64_t>(tuple.tuple_shapes().size())) return {0, 0};
+    int64_t begin = 0;
+    for (int64_t i = 0; i < index; ++i) begin += tuple.tuple_shape(static_cast<int>(i)).leaf_count();
+    return {begin, tuple.tuple_shape(static_cast<int>(index)).leaf_count()};
+  }
+
+  void extend(int32_t buffer, int64_t position) {
+    if (buffer == kNoId) return;
+    Buffer& b = buffers_[static_cast<size_t>(buffer)];
+    b.last_use = std::max(b.last_use, position);
+  }
+
+  void record_reads(InstrId id) {
+    const Instruction& instr = comp_.instr(id);
+    if (instr.opcode == Opcode::kTuple || instr.opcode == Opcode::kGetTupleElement) return;  // aliases, no read
+    const int64_t at = read_pos_[static_cast<size_t>(id)];
+    for (InstrId op : instr.operands)
+      for (int32_t b : leaves_[static_cast<size_t>(op)]) extend(b, at);
+  }
+
+  // Root tuple element i+1 is written into the i-th donated parameter.
+  void alias_outputs_to_parameters() {
+    const Instruction& root = comp_.root_instr();
+    if (root.opcode != Opcode::kTuple) return;
+    std::vector<InstrId> donated;
+    for (InstrId p : comp_.parameters()) {
+      ValueRole role = parameter_role(comp_.instr(p));
+      if (role == ValueRole::kParameter || role == ValueRole::kOptimizerState) donated.push_back(p);
+    }
+    for (size_t i = 0; i < donated.size() && i + 1 < root.operands.size(); ++i) {
+      const InstrId out = root.operands[i + 1];
+      if (comp_.instr(out).shape.byte_size() != comp_.instr(donated[i]).shape.byte_size()) continue;
+      for (int32_t b : leaves_[static_cast<size_t>(out)]) {
+        if (b == kNoId) continue;
+        Buffer& buf = buffers_[static_cast<size_t>(b)];
+        if (comp_.instr(buf.producer).opcode != Opcode::kParameter) buf.bytes = 0;
+      }
+    }
+  }
+
+  // ---- roles ----
+  ValueRole role_of(const Buffer& b, int64_t at, int64_t first_backward) const {
+    const Instruction& producer = comp_.instr(b.producer);
+    if (is_collective(producer.opcode) && b.def == at) return ValueRole::kCollectiveBuffer;
+    if (producer.opcode == Opcode::kParameter) {
+      return is_entry_ ? parameter_role(producer) : ValueRole::kTemporary;
+    }
+    const std::string& name = producer.op_name;
+    if (starts_with(name, "bwd/")) {
+      for (InstrId u : users_[static_cast<size_t>(b.producer)])
+        if (starts_with(comp_.instr(u).op_name, "opt/")) return ValueRole::kGradient;
+      return ValueRole::kTemporary;
+    }
+    if (starts_with(name, "fwd/") && b.last_use >= first_backward) return ValueRole::kActivation;
+    return ValueRole::kTemporary;
+  }
+
+  // ---- sweep ----
+  ComputationPeak sweep() {
+    const int64_t n = comp_.size();
+    std::vector<int64_t> delta(static_cast<size_t>(n + 1), 0);
+    for (const Buffer& b : buffers_) {
+      delta[static_cast<size_t>(b.def)] += b.bytes;
+      delta[static_cast<size_t>(b.last_use + 1)] -= b.bytes;
+    }
+    // Peaks of called control computations, added at the caller's position.
+    std::vector<ComputationPeak> inner(static_cast<size_t>(n));
+    for (InstrId id = 0; id < n; ++id) {
+      const Instruction& instr = comp_.instr(id);
+      if (instr.opcode == Opcode::kWhile) {
+        ComputationPeak body = planner_.plan(instr.while_body(), false);
+        ComputationPeak cond = planner_.plan(instr.while_condition(), false);
+        inner[static_cast<size_t>(id)] = body.peak_bytes >= cond.peak_bytes ? body : cond;
+      } else if (instr.opcode == Opcode::kCall && instr.to_apply() != kNoId) {
+        inner[static_cast<size_t>(id)] = planner_.plan(instr.to_apply(), false);
+      }
+    }
+    ComputationPeak result;
+    result.peak_bytes = -1;
+    int64_t live = 0, peak_pos = 0;
+    for (int64_t p = 0; p < n; ++p) {
+      live += delta[static_cast<size_t>(p)];
+      const int64_t total = live + inner[static_cast<size_t>(order_[static_cast<size_t>(p)])].peak_bytes;
+      if (total > result.peak_bytes) {
+        result.peak_bytes = total;
+        peak_pos = p;
+      }
+    }
+    result.peak_at = order_[static_cast<size_t>(peak_pos)];
+    int64_t first_backward = n;  // activations: forward values still live when the backward starts
+    for (InstrId id = 0; id < n; ++id)
+      if (starts_with(comp_.instr(id).op_name, "bwd/")) first_backward = std::min(first_backward, pos_[static_cast<size_t>(id)]);
+    for (const Buffer& b : buffers_)
+      if (b.def <= peak_pos && peak_pos <= b.last_use && b.bytes != 0)
+        result.by_role[static_cast<size_t>(role_of(b, peak_pos, first_backward))] += b.bytes;
+    const ComputationPeak& nested = inner[static_cast<size_t>(result.peak_at)];
+    for (size_t r = 0; r < kRoleCount; ++r) result.by_role[r] += nested.by_role[r];
+    return result;
+  }
+
+  MemoryPlanner& planner_;
+  CompId comp_id_;
+  const Computation& comp_;
+  bool is_entry_;
+  const FusionPlan* fusion_ = nullptr;
+  std::vector<InstrId> order_;
+  std::vector<int64_t> pos_;
+  std::vector<int64_t> read_pos_;
+  std::vector<bool> materialized_;
+  std::vector<std::vector<InstrId>> users_;
+  std::vector<std::vector<int32_t>> leaves_;  // buffer ids per instruction leaf (kNoId: caller's)
+  std::vector<Buffer> buffers_;
+};
+
+ComputationPeak MemoryPlanner::plan(CompId comp_id, bool is_entry) {
+  if (!is_entry && memo_[static_cast<size_t>(comp_id)]) return *memo_[static_cast<size_t>(comp_id)];
+  ComputationPeak result = ComputationSweep(*this, comp_id, is_entry).run();
+  if (!is_entry) memo_[static_cast<size_t>(comp_id)] = result;
+  return result;
+}
+
+}  // namespace
+
+ValueRole parameter_role(const Instruction& parameter) {
+  const std::string& name = parameter.op_name;
+  if (starts_with(name, "opt_state/")) return ValueRole::kOptimizerState;
+  if (starts_with(name, "input/")) return ValueRole::kInput;
+  return ValueRole::kParameter;
+}
+
+MemoryPlan plan_memory(const MemoryPlanInput& input) {
+  MemoryPlan plan;
+  if (input.module.entry_id() == kNoId) return plan;
+  MemoryPlanner planner(input);
+  ComputationPeak entry = planner.plan(input.module.entry_id(), true);
+  plan.peak_bytes = entry.peak_bytes;
+  plan.peak_at = entry.peak_at;
+  for (size_t r = 0; r < kRoleCount; ++r)
+    if (entry.by_role[r] != 0) plan.at_peak.bytes[static_cast<ValueRole>(r)] = entry.by_role[r];
+  return plan;
+}
+
+}  // namespace podsim::compiler
