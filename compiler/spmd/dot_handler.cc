@@ -1,0 +1,111 @@
+// Dot handler (gspmd-algorithms.md 3.4): choose a plan by cost
+// (dot_strategies.h), reshard the operands to it, run the local dot (or the
+// windowed loop of 3.5 in place of an all-gather), combine the partial sums
+// of a contracting-sharded plan with one reduce-scatter or all-reduce, and
+// reshard the result to the target.
+#include "compiler/spmd/dot_handler.h"
+
+#include <algorithm>
+
+#include "compiler/sharding/sharding_util.h"
+
+namespace podsim::compiler {
+namespace {
+
+EinsumSide side_of(int side) { return side == 0 ? EinsumSide::kLhs : EinsumSide::kRhs; }
+
+// The label whose dim on `side` is `dim` (every operand dim of a dot is a label).
+const EinsumLabel* label_at(const EinsumSpec& spec, EinsumSide side, int64_t dim) {
+  for (const EinsumLabel& label : spec.labels)
+    if (spec.dim_of(label, side) == dim) return &label;
+  return nullptr;
+}
+
+// The windowed form of 3.5 for operand `side`, if the plan would all-gather
+// exactly one of its dims (a contracting dim or its own free dim) and the
+// options allow it.
+std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const HandlerInput& in,
+                                              const EinsumSpec& spec, const DotPlan& plan, int side) {
+  const SpmdOptions& options = context.options();
+  const PartitionedValue& value = in.operands[static_cast<size_t>(side)];
+  const Sharding& needed = side == 0 ? plan.lhs : plan.rhs;
+  if (value.base_shape.byte_size() < options.windowed_einsum_threshold_bytes) return std::nullopt;
+  std::vector<int64_t> gathered;
+  for (int64_t d = 0; d < value.base_shape.rank(); ++d) {
+    const int64_t now = tile_count(value.sharding, d), then = tile_count(needed, d);
+    if (now != then && then != 1) return std::nullopt;
+    if (now > 1 && then == 1) gathered.push_back(d);
+  }
+  if (gathered.size() != 1 || partially_replicate_on_dims(value.sharding, gathered) != needed) return std::nullopt;
+  const int64_t p = tile_count(value.sharding, gathered[0]);
+  if (p > options.windowed_einsum_max_devices) return std::nullopt;
+  const EinsumLabel* label = label_at(spec, side_of(side), gathered[0]);
+  if (label == nullptr) return std::nullopt;
+  const LabelKind own_free = side == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree;
+  WindowedDot w;
+  w.original = &in.original;
+  w.windowed_side = side;
+  w.windowed = value;
+  w.windowed_dim = gathered[0];
+  if (label->kind == LabelKind::kContracting) {
+    w.other_dim = spec.dim_of(*label, side_of(1 - side));
+  } else if (label->kind == own_free) {
+    w.out_dim = label->out;
+  } else {
+    return std::nullopt;  // batch dims keep the all-gather
+  }
+  return w;
+}
+
+}  // namespace
+
+PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec) {
+  const DotPlan plan =
+      choose_dot_plan(spec, DotShardings{in.operands[0].sharding, in.operands[1].sharding, in.target}, context.num_devices());
+
+  // Windowed: the bigger of the eligible operands is rotated.
+  std::optional<WindowedDot> windowed;
+  for (int side : {1, 0}) {
+    auto w = windowed_candidate(context, in, spec, plan, side);
+    if (w && (!windowed || w->windowed.base_shape.byte_size() > windowed->windowed.base_shape.byte_size()))
+      windowed = std::move(w);
+  }
+
+  // Operands in the plan's layout; padding of tiled contracting dims zeroed
+  // on both sides (garbage * garbage could be NaN, 4.1).
+  std::vector<int64_t> masked_dims[2];
+  for (int64_t j : plan.partial_tile_dims)
+    for (int side = 0; side < 2; ++side)
+      masked_dims[side].push_back(spec.dim_of(spec.labels[static_cast<size_t>(j)], side_of(side)));
+  InstrId locals[2] = {kNoId, kNoId};
+  for (int side = 0; side < 2; ++side) {
+    const PartitionedValue& operand = in.operands[static_cast<size_t>(side)];
+    PartitionedValue v = windowed && windowed->windowed_side == side
+                             ? operand
+                             : reshard(context, operand, side == 0 ? plan.lhs : plan.rhs);
+    locals[side] = context.mask_padding(v, masked_dims[side], context.zero(operand.base_shape.dtype()));
+  }
+
+  InstrId local = kNoId;
+  if (windowed) {
+    windowed->windowed.id = locals[windowed->windowed_side];
+    windowed->other_local = locals[1 - windowed->windowed_side];
+    local = emit_windowed_dot(context, *windowed);
+  } else {
+    local = clone_with_operands(context, in.original, {locals[0], locals[1]});
+  }
+
+  if (plan.partial_tile_dims.empty())
+    return reshard(context, PartitionedValue{local, in.original.shape, plan.local_out}, in.target);
+  PartialValue partial{local, in.original.shape, plan.local_out,
+                       context.groups_along_tile_dims(plan.joint, plan.partial_tile_dims),
+                       context.scalar_reducer(Opcode::kAdd, in.original.shape.dtype())};
+  return reduce_scatter_partial(context, partial, in.target);
+}
+
+PartitionedValue handle_dot(SpmdContext& context, const HandlerInput& in) {
+  if (in.operands.size() != 2 || in.original.shape.is_tuple()) return handle_default(context, in);
+  return partition_einsum(context, in, einsum_of_dot(in.original, in.operands[0].base_shape, in.operands[1].base_shape));
+}
+
+}  // namespace podsim::compiler

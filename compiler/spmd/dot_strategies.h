@@ -1,0 +1,105 @@
+// Dot/einsum strategy choice (gspmd-algorithms.md 3.4), as a search over
+// "joint" shardings instead of XLA's recursive driver.
+//
+// An einsum has labels (joint dims): batch (in lhs, rhs and out),
+// contracting (lhs and rhs), lhs-only and rhs-only (free dims, also in out).
+// A joint sharding J tiles the label space; every device then holds
+//   lhs tile  = J's tiles of (batch, contracting, lhs-only) labels,
+//   rhs tile  = J's tiles of (batch, contracting, rhs-only) labels,
+// and its local dot is the out tile of (batch, lhs-only, rhs-only), a partial
+// sum over the devices that differ only in the contracting tiles. Choosing J
+// covers every strategy of 3.4 at once:
+//   J from lhs = rhs = out on batch           -> batch-parallel, no collective
+//   J with contracting tiles                  -> partial sums + all-reduce, or a
+//                                                reduce-scatter when the out is
+//                                                tiled on a free dim
+//   J = lhs's free tiling                     -> all-gather rhs (or windowed)
+//   J = merge of operand/out shardings on a   -> XLA's "grouping": 1-D strategies
+//       2-D/3-D mesh                             inside the device groups the
+//                                                matched dims define
+// Candidates are the shardings of lhs, rhs and out lifted to label space, their
+// compatible merges, and each of those with whole label classes replicated;
+// the cheapest by (full replications, bytes moved per device, local flops)
+// wins. Bytes per device, s = local shard bytes, g = group size (3.2 table,
+// ring estimates as XLA's CommunicationCostInBytes):
+//   all-gather (g-1)/g * gathered bytes; all-to-all s (g-1)/g; permute s;
+//   all-reduce 2 (g-1)/g * s; reduce-scatter (g-1)/g * s (s = input);
+//   full replication ||T|| (N-1)/N (and counted first: it is what 2-D
+//   sharding must avoid).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/module.h"
+#include "compiler/sharding/sharding.h"
+
+namespace podsim::compiler {
+
+enum class LabelKind : uint8_t { kBatch, kContracting, kLhsFree, kRhsFree };
+
+// One joint dim: its dim in each tensor (-1 when absent) and its extent.
+struct EinsumLabel {
+  LabelKind kind = LabelKind::kBatch;
+  int64_t lhs = -1, rhs = -1, out = -1;
+  int64_t size = 1;
+};
+
+enum class EinsumSide : uint8_t { kLhs, kRhs, kOut };
+
+struct EinsumSpec {
+  std::vector<EinsumLabel> labels;  // batch, contracting, lhs-only, rhs-only
+  Shape lhs, rhs, out;
+  const Shape& shape(EinsumSide side) const;
+  int64_t dim_of(const EinsumLabel& label, EinsumSide side) const;
+  int64_t rank() const { return static_cast<int64_t>(labels.size()); }
+  // Joint dims of labels of `kind`.
+  std::vector<int64_t> labels_of(LabelKind kind) const;
+};
+
+// Labels of a dot (DotDims), or of a convolution whose spatial dims stay
+// whole (input batch -> lhs-only, input feature -> contracting, output
+// feature -> rhs-only; spatial dims are not labels).
+EinsumSpec einsum_of_dot(const Instruction& dot, const Shape& lhs, const Shape& rhs);
+EinsumSpec einsum_of_convolution(const Instruction& conv, const Shape& lhs, const Shape& rhs);
+
+// Label-space sharding -> a tensor's (labels it lacks become replication).
+Sharding joint_to_tensor(const EinsumSpec& spec, const Sharding& joint, EinsumSide side);
+// A tensor's sharding -> label space (its non-label dims are replicated).
+Sharding tensor_to_joint(const EinsumSpec& spec, const Sharding& sharding, EinsumSide side);
+
+struct StrategyCost {
+  int64_t full_replications = 0;
+  double bytes = 0;   // moved per device
+  double flops = 0;   // local multiply-adds per device
+  bool operator<(const StrategyCost& o) const;
+};
+
+// Cost of reshard(value of `shape` in `from`) -> `to` following the ladder of
+// reshard.h (same, all-gather, local slice, all-to-all, permute, full).
+StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to, int64_t devices);
+
+// The dim a reduce-scatter over `groups` turns `from` into `to` with (device
+// k of every group holds tile k of that dim, nothing else changes), as
+// reduce_scatter_partial decides; -1 when it does not apply.
+int64_t reduce_scatter_dim(const Sharding& from, const Sharding& to, const ReplicaGroups& groups, int64_t rank,
+                           int64_t devices);
+
+struct DotPlan {
+  Sharding joint;
+  Sharding lhs, rhs;   // operand shardings the local dot needs
+  Sharding local_out;  // layout of the local result once partial sums are combined
+  std::vector<int64_t> partial_tile_dims;  // contracting joint dims tiled > 1
+  StrategyCost cost;
+  std::string describe() const;
+};
+
+struct DotShardings {
+  Sharding lhs, rhs, target;
+};
+DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int64_t devices);
+// The plan of one given joint sharding (tests, forced strategies).
+DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint, int64_t devices);
+
+}  // namespace podsim::compiler
