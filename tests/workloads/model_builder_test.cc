@@ -129,11 +129,11 @@ TEST(BuildModel, SmallNamedTensorsHaveDocumentedShapesAndShardings) {
   EXPECT_EQ(m.entry().instr(params[0]).op_name, "input/tokens");
   EXPECT_EQ(m.entry().instr(params[1]).op_name, "input/targets");
   // Activation annotations: the embedding output, each layer input, the
-  // input of the final norm.
+  // input of the final norm, the logits.
   int annotations = 0;
   for (const Instruction& in : m.entry().instructions())
     if (in.opcode == Opcode::kCustomCall) ++annotations;
-  EXPECT_EQ(annotations, 1 + 2 + 1);
+  EXPECT_EQ(annotations, 1 + 2 + 1 + 1);
 }
 
 const char* kSmall = R"(name: s
