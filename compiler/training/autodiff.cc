@@ -30,6 +30,29 @@ std::vector<InstrId> copy_instructions(ComputationBuilder& builder, const Comput
   return map;
 }
 
+ForwardCopy copy_forward(ComputationBuilder& builder, Module& module, const Computation& source,
+                         const std::vector<InstrId>& parameter_values) {
+  ForwardCopy copy;
+  copy.map.assign(static_cast<size_t>(source.size()), kNoId);
+  for (InstrId i = 0; i < source.size(); ++i) {
+    const Instruction& in = source.instr(i);
+    if (in.opcode == Opcode::kParameter) {
+      copy.map[static_cast<size_t>(i)] = parameter_values.at(static_cast<size_t>(in.attrs.parameter_number));
+      continue;
+    }
+    if (in.opcode == Opcode::kWhile) {
+      if (auto recorded = emit_recording_while(builder, module, source, i, copy.map, copy.loops)) {
+        copy.map[static_cast<size_t>(i)] = *recorded;
+        continue;
+      }
+    }
+    Instruction clone = in;
+    for (InstrId& op : clone.operands) op = copy.map[static_cast<size_t>(op)];
+    copy.map[static_cast<size_t>(i)] = builder.add(std::move(clone));
+  }
+  return copy;
+}
+
 namespace {
 
 bool has_floating_leaf(const Shape& shape) {
@@ -74,8 +97,8 @@ class ReverseSweep {
       auto it = element_adjoint_.find(p);
       if (it != element_adjoint_.end()) result.parameter_element_adjoints[number] = it->second;
     }
-    result.recomputed_flops = residuals_.recomputed_flops();
-    result.recomputed_instructions = residuals_.recomputed_instructions();
+    result.recomputed_flops = residuals_.recomputed_flops() + recomputed_flops_;
+    result.recomputed_instructions = residuals_.recomputed_instructions() + recomputed_instructions_;
     return result;
   }
 
@@ -137,8 +160,9 @@ class ReverseSweep {
         return;
       }
       if (in.opcode == Opcode::kWhile) {
-        WhileAdjoint w = emit_while_adjoint(
-            {b_, reducers_, src_, id, residuals_, *request_.forward_map, request_.remat}, elements);
+        WhileAdjoint w = emit_while_adjoint({b_, reducers_, src_, id, request_.loops, request_.remat}, elements);
+        recomputed_flops_ += w.recomputed_flops;
+        recomputed_instructions_ += w.recomputed_instructions;
         for (size_t k = 0; k < w.init_element_adjoints.size(); ++k)
           accumulate_element(in.operand(0), static_cast<int64_t>(k), w.init_element_adjoints[k]);
         return;
@@ -167,6 +191,8 @@ class ReverseSweep {
   std::vector<bool> active_;
   std::vector<InstrId> adjoint_;
   std::unordered_map<InstrId, std::vector<InstrId>> element_adjoint_;
+  double recomputed_flops_ = 0;
+  int64_t recomputed_instructions_ = 0;
 };
 
 }  // namespace
@@ -185,7 +211,8 @@ Module build_gradient_module(const Module& forward, RematChoice remat) {
     Instruction copy = source.instr(p);
     params.push_back(b.add(std::move(copy)));
   }
-  std::vector<InstrId> map = copy_instructions(b, source, params);
+  ForwardCopy forward_copy = copy_forward(b, module, source, params);
+  const std::vector<InstrId>& map = forward_copy.map;
   const Shape& loss_shape = source.root_instr().shape;
   if (!loss_shape.is_array())
     throw UserError(source.root_instr().location, "autodiff: the forward root must be an array (the loss)", "");
@@ -193,6 +220,7 @@ Module build_gradient_module(const Module& forward, RematChoice remat) {
   GradientRequest request;
   request.source = &source;
   request.forward_map = &map;
+  request.loops = &forward_copy.loops;
   request.root_adjoint = training::filled(b, loss_shape, 1.0);
   request.remat = remat;
   GradientResult grads = emit_gradients(b, reducers, request);

@@ -12,7 +12,8 @@
 // reshape, transpose, slice, pad, concatenate, reverse, dynamic-slice,
 // dynamic-update-slice, reduce (add / max / min bodies), dot, gather,
 // scatter (add or overwrite body), tuple, get-tuple-element, and while loops
-// of the counted form (see while_autodiff.cc). Constants, iota, compares and
+// of the counted form (see while_autodiff.h; the forward must be copied with
+// copy_forward so the loop records its carries). Constants, iota, compares and
 // integer values carry no gradient. Anything else on a path from a
 // parameter to the loss is a UserError.
 #pragma once
@@ -24,6 +25,7 @@
 #include "compiler/ir/module.h"
 #include "compiler/training/ir_helpers.h"
 #include "compiler/training/remat.h"
+#include "compiler/training/while_autodiff.h"
 
 namespace podsim::compiler {
 
@@ -35,6 +37,9 @@ struct GradientRequest {
   // forward_map[i]: id in the builder of source instruction i (from
   // copy_instructions).
   const std::vector<InstrId>* forward_map = nullptr;
+  // Recording copies of the source's while loops (from copy_forward); a
+  // while loop on a gradient path without one is a UserError.
+  const WhileRecordings* loops = nullptr;
   // Adjoint of the source root, an id in the builder (same shape as the root;
   // array roots only).
   InstrId root_adjoint = kNoId;
@@ -62,6 +67,16 @@ GradientResult emit_gradients(ComputationBuilder& builder, training::ReducerCach
 // source id -> builder id. Names, op_names and shardings are kept.
 std::vector<InstrId> copy_instructions(ComputationBuilder& builder, const Computation& source,
                                        const std::vector<InstrId>& parameter_values);
+
+// copy_instructions, but counted while loops become recording loops (see
+// while_autodiff.h) so that the backward pass can differentiate them.
+// `module` is the module the builder points into (bodies are added to it).
+struct ForwardCopy {
+  std::vector<InstrId> map;
+  WhileRecordings loops;
+};
+ForwardCopy copy_forward(ComputationBuilder& builder, Module& module, const Computation& source,
+                         const std::vector<InstrId>& parameter_values);
 
 // Convenience for tests and tools: a module with the forward's parameters
 // whose root is tuple(loss, d loss / d parameter_0, ...) for every

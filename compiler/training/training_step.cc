@@ -163,11 +163,13 @@ TrainingStep build_training_step(const Module& forward, const TrainingStepOption
       }
     }
     b.set_op_name_scope("");
-    std::vector<InstrId> map = copy_instructions(b, source, values);
+    ForwardCopy forward_copy = copy_forward(b, module, source, values);
+    const std::vector<InstrId>& map = forward_copy.map;
     b.set_op_name_scope("bwd/seed");
     GradientRequest request;
     request.source = &source;
     request.forward_map = &map;
+    request.loops = &forward_copy.loops;
     request.root_adjoint = training::filled(b, loss_shape, 1.0 / static_cast<double>(microbatches));
     request.remat = RematChoice{options.remat, options.remat_policy};
     GradientResult grads = emit_gradients(b, reducers, request);
