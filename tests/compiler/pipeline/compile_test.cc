@@ -1,0 +1,151 @@
+// compile() end to end on the 2-D sharded Transformer layer, and remat
+// "auto" choice selection with stand-in compiles.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/remat_auto.h"
+#include "tests/compiler/pipeline/test_util.h"
+
+namespace podsim::compiler {
+namespace {
+
+using pipeline_test::expect_topological_permutation;
+
+int64_t role_bytes(const MemoryPlan& plan, ValueRole role) {
+  auto it = plan.at_peak.bytes.find(role);
+  return it == plan.at_peak.bytes.end() ? 0 : it->second;
+}
+
+class TransformerLayerCompile : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    annotated_ = new Module(parse_hlo_file(std::string(PODSIM_SOURCE_DIR) + "/workloads/examples/transformer_layer_2d.hlo"));
+    program_ = new SpmdProgram(compile(*annotated_, CompileOptions{.num_devices = 8}));
+  }
+  static void TearDownTestSuite() {
+    delete program_;
+    delete annotated_;
+  }
+  static Module* annotated_;
+  static SpmdProgram* program_;
+};
+Module* TransformerLayerCompile::annotated_ = nullptr;
+SpmdProgram* TransformerLayerCompile::program_ = nullptr;
+
+TEST_F(TransformerLayerCompile, StatsDescribeThePartitionedProgram) {
+  const SpmdProgram& p = *program_;
+  EXPECT_EQ(p.num_devices, 8);
+  EXPECT_EQ(p.module.num_partitions(), 8);
+  EXPECT_EQ(p.stats.instructions_annotated, annotated_->entry().size());
+  EXPECT_EQ(p.stats.instructions_partitioned, p.module.entry().size());
+  // 2-D sharded matmuls contract over sharded dims: partial sums are reduced.
+  EXPECT_GT(p.stats.spmd.all_reduces + p.stats.spmd.reduce_scatters, 0);
+  EXPECT_EQ(p.stats.remat_applied, "none");
+  EXPECT_EQ(p.stats.remat_attempts, 1);
+  EXPECT_GT(p.stats.fusion_groups, 0);
+  EXPECT_GE(p.stats.total_wall_s, p.stats.propagate_wall_s + p.stats.partition_wall_s);
+}
+
+TEST_F(TransformerLayerCompile, ScheduleAndFusionAreConsistent) {
+  const SpmdProgram& p = *program_;
+  const auto count = static_cast<size_t>(p.module.computation_count());
+  ASSERT_EQ(p.schedule.size(), count);
+  ASSERT_EQ(p.fusion.size(), count);
+  for (size_t c = 0; c < count; ++c) {
+    const Computation& comp = p.module.computation(static_cast<CompId>(c));
+    expect_topological_permutation(comp, p.schedule[c]);
+    ASSERT_EQ(p.fusion[c].group_of.size(), static_cast<size_t>(comp.size()));
+    std::vector<int64_t> place(p.schedule[c].size());
+    for (size_t i = 0; i < place.size(); ++i) place[static_cast<size_t>(p.schedule[c][i])] = static_cast<int64_t>(i);
+    for (const FusionGroup& g : p.fusion[c].groups) {
+      ASSERT_FALSE(g.members.empty());
+      // Members in schedule order, the root (last) after all of them.
+      EXPECT_TRUE(std::is_sorted(g.members.begin(), g.members.end(),
+                                 [&](InstrId a, InstrId b) { return place[static_cast<size_t>(a)] < place[static_cast<size_t>(b)]; }));
+      for (InstrId m : g.members) {
+        EXPECT_FALSE(is_collective(comp.instr(m).opcode));
+        EXPECT_NE(comp.instr(m).opcode, Opcode::kParameter);
+      }
+    }
+  }
+}
+
+TEST_F(TransformerLayerCompile, MemoryPlanHoldsTheParameterShards) {
+  const MemoryPlan& mem = program_->memory;
+  // Per-device parameter shards (f32, 4 B), from the annotations:
+  //   x [8,16,32] / [2,1,4] -> [4,16,8] = 512 el = 2048 B
+  //   ln1/ln2 scale [32] / 4 (replicated over x) -> 8 el = 32 B each
+  //   wq, wk, wv [32,4,8] / [2,4,1] -> [16,1,8] = 128 el = 512 B each
+  //   wo_attn [4,8,32] / [4,1,2] -> [1,8,16] = 128 el = 512 B
+  //   wi_0, wi_1 [32,64] / [2,4] -> [16,16] = 256 el = 1024 B each
+  //   wo_ffn [64,32] / [4,2] -> [16,16] = 1024 B
+  // Sum: 2048 + 2*32 + 4*512 + 3*1024 = 7232 B, live throughout.
+  EXPECT_EQ(role_bytes(mem, ValueRole::kParameter), 7232);
+  EXPECT_EQ(mem.at_peak.total(), mem.peak_bytes);
+  EXPECT_GT(mem.peak_bytes, 7232);  // plus at least the value being computed
+  ASSERT_NE(mem.peak_at, kNoId);
+  EXPECT_LT(mem.peak_at, program_->module.entry().size());
+}
+
+TEST_F(TransformerLayerCompile, CollectivesMoveEarlier) {
+  // In the schedule, no collective starts later than in the partitioner's
+  // order relative to the instructions it does not depend on: measured as
+  // the number of non-collective instructions before it, which can only
+  // shrink when a collective is hoisted (users are delayed, never earlier).
+  const SpmdProgram& p = *program_;
+  const Computation& entry = p.module.entry();
+  const std::vector<InstrId>& order = p.schedule[static_cast<size_t>(p.module.entry_id())];
+  int64_t hoisted = 0, collectives = 0;
+  int64_t compute_before = 0;
+  for (InstrId id : order) {
+    if (is_collective(entry.instr(id).opcode)) {
+      ++collectives;
+      int64_t compute_before_originally = 0;
+      for (InstrId earlier = 0; earlier < id; ++earlier)
+        if (!is_collective(entry.instr(earlier).opcode)) ++compute_before_originally;
+      EXPECT_LE(compute_before, compute_before_originally) << entry.instr(id).name;
+      if (compute_before < compute_before_originally) ++hoisted;
+    } else {
+      ++compute_before;
+    }
+  }
+  EXPECT_GT(collectives, 0);
+  EXPECT_GT(hoisted, 0);
+}
+
+// Stand-in compile: peak bytes per remat choice name.
+CompileOneChoice fake_compile(std::map<std::string, int64_t> peak_by_choice, std::vector<std::string>* tried) {
+  return [peak_by_choice, tried](const RematChoice& choice) {
+    tried->push_back(choice.name());
+    SpmdProgram p;
+    p.memory.peak_bytes = peak_by_choice.at(choice.name());
+    p.stats.total_wall_s = 1.0;
+    return p;
+  };
+}
+
+TEST(RematAuto, PicksTheLeastRecomputationThatFits) {
+  const std::vector<RematChoice> choices{{RematKind::kNone, ""}, {RematKind::kSelective, "save_dots"}, {RematKind::kFull, ""}};
+  const std::map<std::string, int64_t> peaks{{"none", 300}, {"save_dots", 200}, {"full", 100}};
+  std::vector<std::string> tried;
+  SpmdProgram fits_all = compile_with_auto_remat(choices, 1000, fake_compile(peaks, &tried));
+  EXPECT_EQ(fits_all.stats.remat_applied, "none");
+  EXPECT_EQ(fits_all.stats.remat_attempts, 1);
+  tried.clear();
+  SpmdProgram middle = compile_with_auto_remat(choices, 250, fake_compile(peaks, &tried));
+  EXPECT_EQ(middle.stats.remat_applied, "save_dots");
+  EXPECT_EQ(middle.stats.remat_attempts, 2);
+  EXPECT_EQ(tried, (std::vector<std::string>{"none", "save_dots"}));
+  EXPECT_DOUBLE_EQ(middle.stats.total_wall_s, 2.0);  // both attempts are compile time
+  tried.clear();
+  // Nothing fits: the most recomputation is kept and its peak reported.
+  SpmdProgram none_fit = compile_with_auto_remat(choices, 50, fake_compile(peaks, &tried));
+  EXPECT_EQ(none_fit.stats.remat_applied, "full");
+  EXPECT_EQ(none_fit.stats.remat_attempts, 3);
+  EXPECT_EQ(none_fit.memory.peak_bytes, 100);
+}
+
+}  // namespace
+}  // namespace podsim::compiler
