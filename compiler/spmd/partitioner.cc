@@ -1,6 +1,8 @@
 // partition_spmd: visits the entry computation in topological order and
-// dispatches each instruction to its handler (gspmd-algorithms.md 3.1).
-// Non-entry computations (reduce bodies, ...) are copied unchanged.
+// dispatches each instruction to its handler (gspmd-algorithms.md 3.1);
+// while/call handlers partition their callees the same way
+// (partition_computation). Other non-entry computations (reduce bodies, ...)
+// are copied unchanged.
 #include "compiler/spmd/partitioner.h"
 
 #include <cassert>
@@ -13,24 +15,38 @@
 namespace podsim::compiler {
 namespace {
 
-// The instruction's sharding as a leaf the partitioner supports; maximal is
-// treated as replicated (every device computes the value).
-Sharding instruction_sharding(const Instruction& instr) {
-  Sharding s = instr.sharding ? parse_sharding(*instr.sharding, instr.location) : Sharding::replicated();
-  s = s.without_group_and_metadata();
+// A leaf sharding the partitioner supports; maximal is treated as
+// replicated (every device computes the value).
+Sharding supported_leaf(Sharding s, const Instruction& instr) {
   if (s.is_maximal()) return Sharding::replicated();
-  if (s.is_tuple() || instr.shape.is_tuple())
-    throw UserError(instr.location, fmt::format("SPMD partitioner: tuple-shaped '{}' is not supported yet", instr.name),
-                    "partition modules whose entry values are arrays");
   if (s.is_manual() || s.has_manual_subgroup() || s.is_unknown())
     throw UserError(instr.location, fmt::format("SPMD partitioner: sharding of '{}' is not supported yet", instr.name),
                     "use replicated or tiled shardings");
   return s;
 }
 
+// The instruction's sharding; tuple-shaped values get one leaf per array leaf.
+Sharding instruction_sharding(const Instruction& instr) {
+  Sharding s = instr.sharding ? parse_sharding(*instr.sharding, instr.location) : Sharding::replicated();
+  s = s.without_group_and_metadata();
+  if (!instr.shape.is_tuple()) {
+    if (s.is_tuple() && s.tuple_elements().size() == 1) s = s.tuple_elements()[0];
+    if (s.is_tuple())
+      throw UserError(instr.location, fmt::format("SPMD partitioner: tuple sharding on array '{}'", instr.name), "");
+    return supported_leaf(s, instr);
+  }
+  if (s.is_tuple() && static_cast<int64_t>(s.tuple_elements().size()) != instr.shape.leaf_count())
+    throw UserError(instr.location,
+                    fmt::format("SPMD partitioner: tuple sharding of '{}' has {} leaves, the shape {}", instr.name,
+                                s.tuple_elements().size(), instr.shape.leaf_count()),
+                    "");
+  std::vector<Sharding> leaves;
+  for (const Sharding& leaf : leaf_shardings(s, instr.shape)) leaves.push_back(supported_leaf(leaf, instr));
+  return Sharding::tuple(std::move(leaves));
+}
+
 PartitionedValue handle_parameter(SpmdContext& context, const Instruction& instr, const Sharding& target) {
-  Shape local(instr.shape.dtype(), shard_shape(target, instr.shape.dims()));
-  InstrId id = context.builder().parameter(instr.attrs.parameter_number, local, instr.name);
+  InstrId id = context.builder().parameter(instr.attrs.parameter_number, partitioned_shape(instr.shape, target), instr.name);
   context.builder().set_sharding(id, target.to_string());
   return PartitionedValue{id, instr.shape, target};
 }
@@ -51,12 +67,26 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
     case Opcode::kReshape: return handle_reshape(context, in);
     case Opcode::kReduce: return handle_reduce(context, in);
     case Opcode::kDot: return handle_dot(context, in);
+    case Opcode::kConvolution: return handle_convolution(context, in);
+    case Opcode::kReduceWindow: return handle_reduce_window(context, in);
+    case Opcode::kSlice: return handle_slice(context, in);
+    case Opcode::kPad: return handle_pad(context, in);
+    case Opcode::kReverse: return handle_reverse(context, in);
+    case Opcode::kConcatenate: return handle_concatenate(context, in);
+    case Opcode::kDynamicSlice: return handle_dynamic_slice(context, in);
+    case Opcode::kDynamicUpdateSlice: return handle_dynamic_update_slice(context, in);
+    case Opcode::kGather: return handle_gather(context, in);
+    case Opcode::kScatter: return handle_scatter(context, in);
+    case Opcode::kTuple: return handle_tuple(context, in);
+    case Opcode::kGetTupleElement: return handle_get_tuple_element(context, in);
+    case Opcode::kWhile: return handle_while(context, in);
+    case Opcode::kCall: return handle_call(context, in);
     default: return handle_default(context, in);
   }
 }
 
-void count_collectives(const Computation& entry, SpmdStats& stats) {
-  for (const Instruction& instr : entry.instructions()) {
+void count_collectives(const Computation& computation, SpmdStats& stats) {
+  for (const Instruction& instr : computation.instructions()) {
     switch (instr.opcode) {
       case Opcode::kAllReduce: ++stats.all_reduces; break;
       case Opcode::kAllGather: ++stats.all_gathers; break;
@@ -70,22 +100,25 @@ void count_collectives(const Computation& entry, SpmdStats& stats) {
 
 }  // namespace
 
-SpmdResult partition_spmd_with_stats(const Module& annotated, const SpmdOptions& options) {
-  const int64_t devices = options.num_partitions > 0 ? options.num_partitions : annotated.num_partitions();
-  SpmdResult out;
-  Module& result = out.module;
-  result = annotated;  // copies every computation (same ids); the entry is replaced below
-  result.set_num_partitions(devices);
-  const Computation& entry = annotated.entry();
-
-  SpmdContext context(&result, devices);
-  std::vector<PartitionedValue> values(static_cast<size_t>(entry.size()));
-  for (InstrId id = 0; id < entry.size(); ++id) {
-    const Instruction& instr = entry.instr(id);
-    const Sharding target = instruction_sharding(instr);
+PartitionedValue partition_computation(SpmdContext& context, const Computation& computation,
+                                       const ComputationSignature& signature) {
+  const int64_t devices = context.num_devices();
+  std::vector<PartitionedValue> values(static_cast<size_t>(computation.size()));
+  for (InstrId id = 0; id < computation.size(); ++id) {
+    const Instruction& instr = computation.instr(id);
+    Sharding target = instruction_sharding(instr);
+    const auto number = static_cast<size_t>(instr.attrs.parameter_number);
+    if (instr.opcode == Opcode::kParameter && number < signature.parameter_shardings.size())
+      target = signature.parameter_shardings[number];
     // Everything emitted for this instruction carries its model-level name.
     context.builder().set_op_name_scope(instr.op_name.empty() ? instr.name : instr.op_name);
-    if (instr.shape.is_array()) target.validate(instr.shape.rank(), devices, instr.location);
+    if (instr.shape.is_array()) {
+      target.validate(instr.shape.rank(), devices, instr.location);
+    } else {
+      std::vector<int64_t> ranks;
+      for (const Shape* leaf : instr.shape.leaves()) ranks.push_back(leaf->rank());
+      target.validate_leaves(ranks, devices, instr.location);
+    }
     if (instr.opcode == Opcode::kParameter) {
       values[static_cast<size_t>(id)] = handle_parameter(context, instr, target);
       continue;
@@ -95,16 +128,32 @@ SpmdResult partition_spmd_with_stats(const Module& annotated, const SpmdOptions&
     values[static_cast<size_t>(id)] = dispatch(context, HandlerInput{instr, operands, target});
     [[maybe_unused]] const PartitionedValue& v = values[static_cast<size_t>(id)];
     assert(v.sharding == target);
-    assert(context.local_shape(v.id).dims() == shard_shape(target, instr.shape.dims()));
+    assert(context.local_shape(v.id) == partitioned_shape(instr.shape, target));
   }
-  const PartitionedValue& root = values[static_cast<size_t>(entry.root())];
+  PartitionedValue root = values[static_cast<size_t>(computation.root())];
+  if (signature.root_sharding) root = reshard(context, root, *signature.root_sharding);
+  return root;
+}
+
+SpmdResult partition_spmd_with_stats(const Module& annotated, const SpmdOptions& options) {
+  const int64_t devices = options.num_partitions > 0 ? options.num_partitions : annotated.num_partitions();
+  SpmdResult out;
+  Module& result = out.module;
+  result = annotated;  // copies every computation (same ids); the entry is replaced below
+  result.set_num_partitions(devices);
+  const Computation& entry = annotated.entry();
+
+  SpmdContext context(&result, devices);
+  context.set_source_module(&annotated);
+  context.set_options(options);
+  const PartitionedValue root = partition_computation(context, entry, ComputationSignature{});
   const std::string entry_name = entry.name();
   context.builder().set_sharding(root.id, root.sharding.to_string());
   Computation built = std::move(context.builder()).build(root.id);
   built.set_name(entry_name);
   result.mutable_computation(result.entry_id()) = std::move(built);
   out.stats = context.stats();
-  count_collectives(result.entry(), out.stats);
+  for (const Computation& computation : result.computations()) count_collectives(computation, out.stats);
   return out;
 }
 

@@ -20,6 +20,14 @@ namespace podsim::compiler {
 struct SpmdOptions {
   // Devices to partition for; 0 = annotated.num_partitions().
   int64_t num_partitions = 0;
+  // Windowed einsum (gspmd-algorithms.md 3.5): an operand of at least this
+  // many bytes that a dot would all-gather along one dim is instead rotated
+  // round its device ring in a while loop (one collective-permute per step,
+  // overlapping the step's dot). XLA's threshold_for_windowed_einsum_mib
+  // defaults to 256 MiB; 0 forces the loop for every eligible dot (tests).
+  int64_t windowed_einsum_threshold_bytes = int64_t{256} << 20;
+  // Rings longer than this keep the all-gather (XLA's limit: p <= 32).
+  int64_t windowed_einsum_max_devices = 32;
 };
 
 struct SpmdStats {

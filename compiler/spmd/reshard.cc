@@ -153,6 +153,11 @@ PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value, co
   auto key = std::make_pair(value.id, target.to_string());
   auto cached = context.reshard_cache().find(key);
   if (cached != context.reshard_cache().end()) return cached->second;
+  if (value.base_shape.is_tuple()) {
+    PartitionedValue tuple = reshard_tuple(context, value, target);
+    context.reshard_cache()[key] = tuple;
+    return tuple;
+  }
 
   const int64_t rank = value.base_shape.rank();
   std::vector<int64_t> only_in_source, only_in_target;

@@ -34,5 +34,23 @@ std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& sourc
 PartitionedValue all_to_all_move(SpmdContext& context, const PartitionedValue& value, const Sharding& target,
                                  int64_t a, int64_t b);
 PartitionedValue permute_devices(SpmdContext& context, const PartitionedValue& value, const Sharding& target);
+// Per-device partial results: `id` holds this device's partial value, laid
+// out as `sharding` says, which `reducer` combines over `groups` (e.g. the
+// local dot of a contracting-sharded einsum, a masked local gather).
+struct PartialValue {
+  InstrId id = kNoId;
+  Shape base_shape;
+  Sharding sharding;
+  ReplicaGroups groups;
+  CompId reducer = kNoId;
+};
+// Completes a partial value in `target` (reduce_scatter.cc): one
+// reduce-scatter when the target adds the tiling of exactly one dim whose
+// tile index on every device is its position in its group (an all-reduce
+// followed by a local slice, fused); otherwise all-reduce, then reshard.
+PartitionedValue reduce_scatter_partial(SpmdContext& context, const PartialValue& partial, const Sharding& target);
+// Tuple values: leaf by leaf through get-tuple-element, then re-tupled
+// (control_flow_handlers.cc).
+PartitionedValue reshard_tuple(SpmdContext& context, const PartitionedValue& value, const Sharding& target);
 
 }  // namespace podsim::compiler

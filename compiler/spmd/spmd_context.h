@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <tuple>
@@ -54,6 +56,21 @@ class SpmdContext {
   // Reshard cache: (new instruction, target sharding text) -> value.
   std::map<std::pair<InstrId, std::string>, PartitionedValue>& reshard_cache() { return reshard_cache_; }
 
+  // Shared by the contexts of one partition_spmd run (the entry's and those
+  // of while/call callees): the module being partitioned, read-only, and the
+  // callees already replaced in module() by their partitioned form.
+  struct Session {
+    const Module* source = nullptr;
+    std::set<CompId> partitioned_callees;
+    SpmdOptions options;
+  };
+  void share_session_with(const SpmdContext& parent) { session_ = parent.session_; }
+  void set_source_module(const Module* source) { session_->source = source; }
+  const Module& source_module() const { return *session_->source; }
+  std::set<CompId>& partitioned_callees() { return session_->partitioned_callees; }
+  void set_options(const SpmdOptions& options) { session_->options = options; }
+  const SpmdOptions& options() const { return session_->options; }
+
  private:
   Module* module_;
   int64_t num_devices_;
@@ -64,6 +81,7 @@ class SpmdContext {
   std::map<DType, InstrId> zero_cache_;
   std::map<std::pair<Opcode, DType>, CompId> reducer_cache_;
   std::map<std::pair<InstrId, std::string>, PartitionedValue> reshard_cache_;
+  std::shared_ptr<Session> session_ = std::make_shared<Session>();
 };
 
 // Tile count of data dim `dim` (1 unless tiled).

@@ -3,6 +3,7 @@
 // the result as a PartitionedValue in `target` (the instruction's sharding).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "compiler/spmd/reshard.h"
@@ -24,6 +25,48 @@ PartitionedValue handle_transpose(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_reshape(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_reduce(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_dot(SpmdContext& context, const HandlerInput& in);
+// convolution_handler.cc, reduce_window_handler.cc: spatial halo exchange,
+// else (convolution) the dot strategies on batch/feature dims.
+PartitionedValue handle_convolution(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_reduce_window(SpmdContext& context, const HandlerInput& in);
+// slice_pad_concat_handlers.cc: windowed ops with halo exchange.
+PartitionedValue handle_slice(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_pad(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_reverse(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_concatenate(SpmdContext& context, const HandlerInput& in);
+// dynamic_slice_handlers.cc
+PartitionedValue handle_dynamic_slice(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_dynamic_update_slice(SpmdContext& context, const HandlerInput& in);
+// gather_scatter_handlers.cc
+PartitionedValue handle_gather(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_scatter(SpmdContext& context, const HandlerInput& in);
+// control_flow_handlers.cc: tuples, while, call.
+PartitionedValue handle_tuple(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_get_tuple_element(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_while(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_call(SpmdContext& context, const HandlerInput& in);
+// Leaf shardings of `sharding` over `shape` (pre-order; a non-tuple sharding
+// applies to every leaf).
+std::vector<Sharding> leaf_shardings(const Sharding& sharding, const Shape& shape);
+// Sharding of tuple element `index` (a leaf, or a tuple sharding).
+Sharding element_sharding(const Sharding& sharding, const Shape& shape, int64_t index);
+// Per-device shape of `base` under `sharding` (tuples leaf by leaf).
+Shape partitioned_shape(const Shape& base, const Sharding& sharding);
+
+// How a computation is entered: non-entry computations take their
+// parameters in the caller's shardings (empty: the annotations) and their
+// root is resharded to root_sharding when set.
+struct ComputationSignature {
+  std::vector<Sharding> parameter_shardings;
+  std::optional<Sharding> root_sharding;
+};
+// partitioner.cc: partitions `computation` (of context.source_module()) into
+// context's builder; returns the root.
+PartitionedValue partition_computation(SpmdContext& context, const Computation& computation,
+                                       const ComputationSignature& signature);
+// Partitions a while/call callee into the module (in place on first use, a
+// clone afterwards); returns its id.
+CompId partition_callee(SpmdContext& context, CompId callee, const ComputationSignature& signature);
 // Replicate every operand, run the whole op, reshard the result.
 PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in);
 

@@ -1,0 +1,131 @@
+// Tuples, get-tuple-element, while and call (gspmd-algorithms.md 3.1 step 4
+// and 3.3): a tuple value is one tuple-shaped instruction whose leaves are
+// the shards under the leaf shardings of a tuple Sharding (pre-order, as
+// Sharding::tuple flattens). Tuple reshards go leaf by leaf through
+// get-tuple-element and re-tuple. while: the init is resharded to the loop's
+// sharding, the body is partitioned with its parameter and root in that
+// sharding (so the loop state keeps shard shapes) and the condition with its
+// parameter in it. call: the callee is partitioned with the operands'
+// current shardings as its parameters and the call's sharding at its root.
+// A callee is replaced in place the first time; a further call site gets a
+// partitioned clone.
+#include <cassert>
+
+#include <fmt/format.h>
+
+#include "compiler/spmd/spmd_handlers.h"
+
+namespace podsim::compiler {
+namespace {
+
+// Leaf index range of tuple element `index` of `shape`.
+std::pair<int64_t, int64_t> element_leaf_range(const Shape& shape, int64_t index) {
+  int64_t first = 0;
+  for (int64_t i = 0; i < index; ++i) first += shape.tuple_shape(static_cast<int>(i)).leaf_count();
+  return {first, shape.tuple_shape(static_cast<int>(index)).leaf_count()};
+}
+
+Sharding sharding_of_leaves(const std::vector<Sharding>& leaves, const Shape& shape, int64_t first, int64_t count) {
+  if (shape.is_array()) return leaves[static_cast<size_t>(first)];
+  return Sharding::tuple(std::vector<Sharding>(leaves.begin() + first, leaves.begin() + first + count));
+}
+
+Shape partitioned_shape_of_leaves(const Shape& base, const std::vector<Sharding>& leaves, size_t& next) {
+  if (base.is_array()) return Shape(base.dtype(), shard_shape(leaves[next++], base.dims()));
+  std::vector<Shape> elements;
+  for (const Shape& element : base.tuple_shapes()) elements.push_back(partitioned_shape_of_leaves(element, leaves, next));
+  return Shape::tuple(std::move(elements));
+}
+
+}  // namespace
+
+std::vector<Sharding> leaf_shardings(const Sharding& sharding, const Shape& shape) {
+  const int64_t count = shape.leaf_count();
+  if (sharding.is_tuple() && static_cast<int64_t>(sharding.tuple_elements().size()) == count)
+    return sharding.tuple_elements();
+  if (sharding.is_tuple() && sharding.tuple_elements().size() == 1)
+    return std::vector<Sharding>(static_cast<size_t>(count), sharding.tuple_elements()[0]);
+  assert(!sharding.is_tuple());
+  return std::vector<Sharding>(static_cast<size_t>(count), sharding);
+}
+
+Sharding element_sharding(const Sharding& sharding, const Shape& shape, int64_t index) {
+  auto [first, count] = element_leaf_range(shape, index);
+  return sharding_of_leaves(leaf_shardings(sharding, shape), shape.tuple_shape(static_cast<int>(index)), first, count);
+}
+
+Shape partitioned_shape(const Shape& base, const Sharding& sharding) {
+  std::vector<Sharding> leaves = leaf_shardings(sharding, base);
+  size_t next = 0;
+  return partitioned_shape_of_leaves(base, leaves, next);
+}
+
+PartitionedValue reshard_tuple(SpmdContext& context, const PartitionedValue& value, const Sharding& target) {
+  const Shape& shape = value.base_shape;
+  std::vector<InstrId> elements;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.tuple_shapes().size()); ++i) {
+    const Shape& element = shape.tuple_shape(static_cast<int>(i));
+    PartitionedValue part{context.builder().get_tuple_element(value.id, i), element,
+                          element_sharding(value.sharding, shape, i)};
+    elements.push_back(reshard(context, part, element_sharding(target, shape, i)).id);
+  }
+  return PartitionedValue{context.builder().tuple(std::move(elements)), shape, target};
+}
+
+PartitionedValue handle_tuple(SpmdContext& context, const HandlerInput& in) {
+  std::vector<InstrId> elements;
+  for (size_t i = 0; i < in.operands.size(); ++i)
+    elements.push_back(
+        reshard(context, in.operands[i], element_sharding(in.target, in.original.shape, static_cast<int64_t>(i))).id);
+  return PartitionedValue{context.builder().tuple(std::move(elements)), in.original.shape, in.target};
+}
+
+PartitionedValue handle_get_tuple_element(SpmdContext& context, const HandlerInput& in) {
+  const PartitionedValue& operand = in.operands[0];
+  const int64_t index = in.original.attrs.tuple_index;
+  PartitionedValue element{context.builder().get_tuple_element(operand.id, index), in.original.shape,
+                           element_sharding(operand.sharding, operand.base_shape, index)};
+  return reshard(context, element, in.target);
+}
+
+CompId partition_callee(SpmdContext& context, CompId callee, const ComputationSignature& signature) {
+  const Module& source = context.source_module();
+  const Computation& original = source.computation(callee);
+  SpmdContext child(&context.module(), context.num_devices());
+  child.share_session_with(context);
+  PartitionedValue root = partition_computation(child, original, signature);
+  Computation built = std::move(child.builder()).build(root.id);
+  context.stats().full_replications += child.stats().full_replications;
+  context.stats().default_fallbacks += child.stats().default_fallbacks;
+  if (context.partitioned_callees().insert(callee).second) {
+    built.set_name(original.name());
+    context.module().mutable_computation(callee) = std::move(built);
+    return callee;
+  }
+  built.set_name(fmt::format("{}.spmd{}", original.name(), context.module().computation_count()));
+  return context.module().add_computation(std::move(built));
+}
+
+PartitionedValue handle_while(SpmdContext& context, const HandlerInput& in) {
+  const PartitionedValue init = reshard(context, in.operands[0], in.target);
+  const CompId condition =
+      partition_callee(context, in.original.while_condition(), ComputationSignature{{in.target}, Sharding::replicated()});
+  const CompId body = partition_callee(context, in.original.while_body(), ComputationSignature{{in.target}, in.target});
+  InstrId loop = context.builder().while_loop(init.id, condition, body);
+  return PartitionedValue{loop, in.original.shape, in.target};
+}
+
+PartitionedValue handle_call(SpmdContext& context, const HandlerInput& in) {
+  ComputationSignature signature;
+  std::vector<InstrId> operands;
+  for (const PartitionedValue& operand : in.operands) {
+    signature.parameter_shardings.push_back(operand.sharding);
+    operands.push_back(operand.id);
+  }
+  signature.root_sharding = in.target;
+  const CompId callee = partition_callee(context, in.original.to_apply(), signature);
+  InstrId call = context.builder().call(std::move(operands), callee);
+  return PartitionedValue{call, in.original.shape, in.target};
+}
+
+}  // namespace podsim::compiler
