@@ -61,6 +61,8 @@ struct Timeline {
   int64_t devices = 0;            // devices of the program
   int64_t devices_simulated = 0;  // 1 in fast mode
   std::string fallback_reason;    // why fast fell back to full, if it did
+  // Fast mode kept although not exact (too big to fall back to full): why.
+  std::string approximation_note;
   double step_time_s = 0;
   double compute_s = 0;
   double mxu_bound_s = 0;

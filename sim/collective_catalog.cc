@@ -1,0 +1,265 @@
+// Collective instructions -> placed groups and plans, deduplicated; fast
+// timing of all groups at once (see collective_catalog.h).
+#include "sim/collective_catalog.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <numeric>
+#include <set>
+
+#include "common/error.h"
+
+namespace podsim::sim {
+
+using compiler::Instruction;
+using compiler::Opcode;
+
+namespace {
+
+hw::CollectiveKind kind_of(Opcode op) {
+  switch (op) {
+    case Opcode::kAllReduce: return hw::CollectiveKind::kAllReduce;
+    case Opcode::kAllGather: return hw::CollectiveKind::kAllGather;
+    case Opcode::kReduceScatter: return hw::CollectiveKind::kReduceScatter;
+    case Opcode::kAllToAll: return hw::CollectiveKind::kAllToAll;
+    default: return hw::CollectiveKind::kCollectivePermute;
+  }
+}
+
+// Bytes per device as hw/ici/collectives.h defines them.
+double collective_bytes(const compiler::Computation& c, const Instruction& instr) {
+  double operand = 0;
+  for (compiler::InstrId id : instr.operands) operand += static_cast<double>(c.instr(id).shape.byte_size());
+  const auto result = static_cast<double>(instr.shape.byte_size());
+  switch (instr.opcode) {
+    case Opcode::kAllGather: return result;  // the full result
+    case Opcode::kAllReduce: return result;  // operand = result
+    default: return operand;                 // reduce-scatter: full operand; all-to-all, permute: operand
+  }
+}
+
+// Binary identity of the device groups of an instruction.
+std::string groups_key(const Instruction& instr) {
+  std::string key;
+  auto put = [&key](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  if (instr.opcode == Opcode::kCollectivePermute) {
+    put(-3);
+    for (const auto& [s, t] : instr.attrs.source_target_pairs) put(s), put(t);
+    return key;
+  }
+  const auto& g = instr.attrs.replica_groups;
+  if (g.iota) {
+    put(-1), put(g.iota->num_groups), put(g.iota->group_size);
+    for (int64_t d : g.iota->reshape_dims) put(d);
+    put(-4);
+    for (int64_t d : g.iota->transpose_perm) put(d);
+  } else {
+    put(-2);
+    for (const auto& group : g.explicit_groups) {
+      for (int64_t d : group) put(d);
+      put(-5);
+    }
+  }
+  return key;
+}
+
+std::vector<int64_t> physical_coords(hw::CoreId core, const std::vector<int64_t>& physical) {
+  std::vector<int64_t> coords(physical.size());
+  for (size_t d = physical.size(); d-- > 0;) {
+    coords[d] = core % physical[d];
+    core /= physical[d];
+  }
+  return coords;
+}
+
+}  // namespace
+
+std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group, const hw::Slice& slice) {
+  const std::vector<int64_t> physical = slice.physical_shape();
+  const size_t n = group.size();
+  if (n < 4) return {};
+  std::vector<std::vector<int64_t>> coords;
+  coords.reserve(n);
+  for (hw::CoreId core : group) coords.push_back(physical_coords(core, physical));
+  std::vector<int> varying;
+  std::vector<int64_t> extent;
+  for (size_t d = 0; d < physical.size(); ++d) {
+    std::set<int64_t> values;
+    for (const auto& c : coords) values.insert(c[d]);
+    if (values.size() > 1) {
+      varying.push_back(static_cast<int>(d));
+      extent.push_back(static_cast<int64_t>(values.size()));
+    }
+  }
+  if (varying.size() < 2) return {};
+  if (std::accumulate(extent.begin(), extent.end(), int64_t{1}, std::multiplies<>()) != static_cast<int64_t>(n))
+    return {};
+  // Try every order of the varying dims as the grid's row-major order.
+  std::vector<size_t> order(varying.size());
+  std::iota(order.begin(), order.end(), 0);
+  do {
+    std::vector<int64_t> shape, stride(order.size(), 1);
+    for (size_t j : order) shape.push_back(extent[j]);
+    for (size_t j = order.size() - 1; j-- > 0;) stride[j] = stride[j + 1] * shape[j + 1];
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; ++i) {
+      size_t rest = i;
+      std::vector<int64_t> expected = coords[0];
+      for (size_t j = 0; j < order.size(); ++j) {
+        const auto index = static_cast<int64_t>(rest) / stride[j];
+        rest %= static_cast<size_t>(stride[j]);
+        const int dim = varying[order[j]];
+        // The coordinate along the grid's axis j: that of the member at
+        // position index on the axis, the other axes at 0.
+        expected[static_cast<size_t>(dim)] = coords[static_cast<size_t>(index * stride[j])][static_cast<size_t>(dim)];
+      }
+      ok = expected == coords[i];
+    }
+    if (ok) return shape;
+  } while (std::next_permutation(order.begin(), order.end()));
+  return {};
+}
+
+bool merge_concurrent_plans(const hw::Topology& topology, const std::vector<hw::CollectivePlan>& plans,
+                            hw::CollectivePlan& merged) {
+  merged = hw::CollectivePlan{};
+  if (plans.empty()) return true;
+  merged.kind = plans.front().kind;
+  merged.algorithm = plans.front().algorithm;
+  const size_t phases = plans.front().phases.size();
+  for (const auto& p : plans) {
+    if (p.phases.size() != phases) return false;
+    for (size_t i = 0; i < phases; ++i)
+      if (p.phases[i].repeat != plans.front().phases[i].repeat) return false;
+  }
+  std::vector<double> load(static_cast<size_t>(topology.num_links()), 0.0);
+  std::vector<hw::LinkId> touched;
+  for (size_t i = 0; i < phases; ++i) {
+    hw::Phase phase;
+    phase.label = plans.front().phases[i].label;
+    phase.repeat = plans.front().phases[i].repeat;
+    for (const auto& p : plans) {
+      const hw::Phase& part = p.phases[i];
+      phase.latency_s = std::max(phase.latency_s, part.latency_s);
+      phase.flows.insert(phase.flows.end(), part.flows.begin(), part.flows.end());
+      for (const auto& t : part.link_loads) {
+        auto& slot = load[static_cast<size_t>(t.link)];
+        if (slot == 0) touched.push_back(t.link);
+        slot += t.bytes;
+      }
+    }
+    std::sort(touched.begin(), touched.end());
+    double slowest = 0;
+    for (hw::LinkId id : touched) {
+      auto& slot = load[static_cast<size_t>(id)];
+      phase.link_loads.push_back({id, slot});
+      slowest = std::max(slowest, slot / topology.link(id).bandwidth);
+      slot = 0;
+    }
+    touched.clear();
+    phase.step_time_s = slowest + phase.latency_s;
+    merged.analytic_time_s += static_cast<double>(phase.repeat) * phase.step_time_s;
+    merged.phases.push_back(std::move(phase));
+  }
+  for (const auto& p : plans) merged.bytes_sent_per_device = std::max(merged.bytes_sent_per_device, p.bytes_sent_per_device);
+  return true;
+}
+
+CollectiveCatalog::CollectiveCatalog(const hw::System& system, int64_t num_devices)
+    : system_(system), num_devices_(num_devices) {}
+
+int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, const Instruction& instr) {
+  const double bytes = collective_bytes(computation, instr);
+  std::string key = groups_key(instr);
+  key.append(reinterpret_cast<const char*>(&bytes), sizeof(bytes));
+  key.push_back(static_cast<char>(instr.opcode));
+  auto it = index_by_key_.find(key);
+  if (it != index_by_key_.end()) return it->second;
+
+  auto spec = std::make_unique<CollectiveSpec>();
+  spec->kind = kind_of(instr.opcode);
+  spec->bytes_per_device = bytes;
+  spec->group_of_device.assign(static_cast<size_t>(num_devices_), -1);
+  const hw::Placement& placement = system_.placement();
+  auto check_device = [&](int64_t device) {
+    if (device < 0 || device >= num_devices_)
+      throw UserError(instr.location,
+                      fmt::format("{} '{}' names device {} but the program has {} devices",
+                                  compiler::opcode_name(instr.opcode), instr.name, device, num_devices_),
+                      "device groups must use partition ids 0..num_partitions-1");
+  };
+  if (instr.opcode == Opcode::kCollectivePermute) {
+    std::vector<hw::CoreId> members;
+    for (const auto& [s, t] : instr.attrs.source_target_pairs) {
+      check_device(s), check_device(t);
+      spec->permute_pairs.emplace_back(placement.core(s), placement.core(t));
+      for (int64_t d : {s, t})
+        if (spec->group_of_device[static_cast<size_t>(d)] < 0) {
+          spec->group_of_device[static_cast<size_t>(d)] = 0;
+          members.push_back(placement.core(d));
+        }
+    }
+    spec->groups.push_back(std::move(members));
+    spec->group_shapes.emplace_back();
+  } else {
+    const auto groups = instr.attrs.replica_groups.expand(num_devices_);
+    for (const auto& group : groups) {
+      std::vector<hw::CoreId> cores;
+      for (int64_t d : group) {
+        check_device(d);
+        spec->group_of_device[static_cast<size_t>(d)] = static_cast<int32_t>(spec->groups.size());
+        cores.push_back(placement.core(d));
+      }
+      spec->group_shapes.push_back(physical_grid_shape(cores, system_.slice()));
+      spec->groups.push_back(std::move(cores));
+    }
+  }
+  for (size_t g = 0; g < spec->groups.size(); ++g) {
+    hw::CollectiveQuery q;
+    q.kind = spec->kind;
+    q.bytes_per_device = spec->bytes_per_device;
+    q.group = spec->groups[g];
+    q.group_shape = spec->group_shapes[g];
+    q.permute_pairs = spec->permute_pairs;
+    if (q.kind == hw::CollectiveKind::kCollectivePermute && q.permute_pairs.empty()) {
+      spec->plans.emplace_back();
+      continue;
+    }
+    spec->plans.push_back(system_.plan(std::move(q)));
+  }
+  const auto index = static_cast<int32_t>(specs_.size());
+  specs_.push_back(std::move(spec));
+  fast_.emplace_back();
+  index_by_key_.emplace(std::move(key), index);
+  return index;
+}
+
+const FastCollectiveTiming& CollectiveCatalog::fast_timing(int32_t index) {
+  auto& slot = fast_[static_cast<size_t>(index)];
+  if (slot) return *slot;
+  const CollectiveSpec& s = spec(index);
+  auto timing = std::make_unique<FastCollectiveTiming>();
+  timing->fastest_group_s = std::numeric_limits<double>::infinity();
+  for (const auto& plan : s.plans) {
+    timing->fastest_group_s = std::min(timing->fastest_group_s, plan.analytic_time_s);
+    timing->slowest_group_s = std::max(timing->slowest_group_s, plan.analytic_time_s);
+  }
+  if (s.plans.empty()) timing->fastest_group_s = 0;
+  hw::CollectivePlan merged;
+  const bool aligned = merge_concurrent_plans(system_.topology(), s.plans, merged);
+  timing->symmetric =
+      aligned && timing->slowest_group_s - timing->fastest_group_s <= 1e-9 * std::max(timing->slowest_group_s, 1e-30);
+  if (!aligned) {
+    timing->seconds = timing->slowest_group_s;  // no common phases: the slowest group alone
+  } else {
+    size_t flows = 0;
+    for (const auto& phase : merged.phases) flows += phase.flows.size();
+    timing->fair_share = flows <= kFairShareFlowLimit;
+    timing->seconds = timing->fair_share ? hw::time_plan_fair_share(system_.topology(), merged) : merged.analytic_time_s;
+  }
+  slot = std::move(timing);
+  return *slot;
+}
+
+}  // namespace podsim::sim

@@ -1,0 +1,87 @@
+// Collectives of a per-device program in hardware terms: each collective
+// instruction becomes a CollectiveSpec (kind, bytes per device as
+// hw/ici/collectives.h defines them, its device groups placed on physical
+// cores, one hw::CollectivePlan per group), deduplicated by (kind, bytes,
+// groups), and in fast mode timed once with all its groups running at once.
+//
+// Device groups: ReplicaGroups::expand gives logical device ids (partition
+// ids; the program's devices are the mesh's, row-major); System::placement()
+// maps them to cores. A group gets a group_shape (the torus algorithm's grid)
+// when its cores form a row-major grid over some physical dims of the slice
+// ([chip dims..., device in chip]) and two or more of those dims vary;
+// otherwise it is a ring in group order (e.g. a ring-preserving placement).
+//
+// Fast timing of a spec: the per-group plans are merged phase by phase (flows
+// concatenated, link loads summed: the contention of the sibling groups), and
+// the merged plan is timed by hw::time_plan_fair_share when it has at most
+// kFairShareFlowLimit flows (max-min fair sharing, ~quadratic in flows), else
+// by its analytic time (max link load / bandwidth + latency per phase; a
+// 2048-device all-to-all has ~1M chip-pair flows). The groups are symmetric
+// when every group's own (uncontended) plan takes the same time and has the
+// same phase structure; fast mode is exact only then.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "compiler/ir/module.h"
+#include "hw_models/system.h"
+
+namespace podsim::sim {
+
+inline constexpr size_t kFairShareFlowLimit = 4096;
+
+struct CollectiveSpec {
+  hw::CollectiveKind kind = hw::CollectiveKind::kAllReduce;
+  double bytes_per_device = 0;
+  std::vector<std::vector<hw::CoreId>> groups;     // cores per group, in group order
+  std::vector<std::vector<int64_t>> group_shapes;  // per group; empty = ring
+  std::vector<std::pair<hw::CoreId, hw::CoreId>> permute_pairs;  // collective-permute (cores)
+  std::vector<int32_t> group_of_device;  // logical device -> group, -1 = not taking part
+  std::vector<hw::CollectivePlan> plans;  // per group (a permute: one plan for all pairs)
+};
+
+struct FastCollectiveTiming {
+  double seconds = 0;          // of the merged plan (all groups at once)
+  bool symmetric = true;       // every group alone takes the same time
+  bool fair_share = false;     // timed by fair sharing (else analytic)
+  double fastest_group_s = 0;  // uncontended, alone
+  double slowest_group_s = 0;
+};
+
+// The row-major grid shape of `group` over the physical dims of `slice`, or
+// empty when it is not one (or varies along fewer than two dims).
+std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group, const hw::Slice& slice);
+
+// Merges per-group plans into one (phase i of every group runs together).
+// False when the plans' phase structures differ.
+bool merge_concurrent_plans(const hw::Topology& topology, const std::vector<hw::CollectivePlan>& plans,
+                            hw::CollectivePlan& merged);
+
+class CollectiveCatalog {
+ public:
+  CollectiveCatalog(const hw::System& system, int64_t num_devices);
+
+  // The spec index of a collective instruction (UserError for groups naming
+  // devices outside the program).
+  int32_t spec_of(const compiler::Computation& computation, const compiler::Instruction& instr);
+  const CollectiveSpec& spec(int32_t index) const { return *specs_[static_cast<size_t>(index)]; }
+  int32_t size() const { return static_cast<int32_t>(specs_.size()); }
+
+  // Cached per spec.
+  const FastCollectiveTiming& fast_timing(int32_t index);
+
+ private:
+  const hw::System& system_;
+  int64_t num_devices_;
+  std::vector<std::unique_ptr<CollectiveSpec>> specs_;
+  std::vector<std::unique_ptr<FastCollectiveTiming>> fast_;
+  std::unordered_map<std::string, int32_t> index_by_key_;
+};
+
+}  // namespace podsim::sim

@@ -1,0 +1,263 @@
+// Instruction / fusion group -> hw::OpQuery -> cached hw::OpTiming (see
+// op_cost.h for the mapping).
+#include "sim/op_cost.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace podsim::sim {
+
+using compiler::Computation;
+using compiler::DType;
+using compiler::Instruction;
+using compiler::Opcode;
+using compiler::Shape;
+
+namespace {
+
+double bytes_of(const Shape& shape) { return static_cast<double>(shape.byte_size()); }
+
+int64_t product_of(const std::vector<int64_t>& dims, const std::vector<int64_t>& which) {
+  int64_t p = 1;
+  for (int64_t d : which) p *= dims[static_cast<size_t>(d)];
+  return p;
+}
+
+// Product of the dims of `dims` not listed in `a` or `b`.
+int64_t product_except(const std::vector<int64_t>& dims, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  int64_t p = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const auto di = static_cast<int64_t>(d);
+    if (std::find(a.begin(), a.end(), di) != a.end() || std::find(b.begin(), b.end(), di) != b.end()) continue;
+    p *= dims[d];
+  }
+  return p;
+}
+
+hw::MatmulInputKind input_kind(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+    case DType::kF16:
+    case DType::kS8:
+    case DType::kU8: return hw::MatmulInputKind::kBf16;
+    default: return hw::MatmulInputKind::kF32;
+  }
+}
+
+const Shape& operand_shape(const Computation& c, const Instruction& instr, int i) {
+  return c.instr(instr.operand(i)).shape;
+}
+
+hw::MatmulWork dot_work(const Computation& c, const Instruction& instr) {
+  const auto& lhs = operand_shape(c, instr, 0);
+  const auto& rhs = operand_shape(c, instr, 1);
+  const auto& d = instr.attrs.dot;
+  hw::MatmulWork w;
+  w.batch = product_of(lhs.dims(), d.lhs_batch);
+  w.k = product_of(lhs.dims(), d.lhs_contracting);
+  w.m = product_except(lhs.dims(), d.lhs_batch, d.lhs_contracting);
+  w.n = product_except(rhs.dims(), d.rhs_batch, d.rhs_contracting);
+  w.input = input_kind(lhs.dtype());
+  return w;
+}
+
+// im2col: every output pixel of every batch element is one row of the
+// matmul; its k is the window's pixels times the input features it sees.
+hw::MatmulWork convolution_work(const Computation& c, const Instruction& instr) {
+  const auto& kernel = operand_shape(c, instr, 1);
+  const auto& out = instr.shape;
+  const auto& cd = instr.attrs.conv;
+  const int64_t groups = std::max<int64_t>(1, instr.attrs.feature_group_count) *
+                         std::max<int64_t>(1, instr.attrs.batch_group_count);
+  int64_t window = 1;
+  for (int64_t d : cd.kernel_spatial) window *= kernel.dims()[static_cast<size_t>(d)];
+  int64_t out_pixels = out.dims()[static_cast<size_t>(cd.output_batch)];
+  for (int64_t d : cd.output_spatial) out_pixels *= out.dims()[static_cast<size_t>(d)];
+  hw::MatmulWork w;
+  w.batch = groups;
+  w.m = out_pixels;
+  // The kernel's input-feature dim already holds input features / feature groups.
+  w.k = window * kernel.dims()[static_cast<size_t>(cd.kernel_input_feature)];
+  w.n = out.dims()[static_cast<size_t>(cd.output_feature)] / groups;
+  w.input = input_kind(operand_shape(c, instr, 0).dtype());
+  return w;
+}
+
+hw::VectorCostClass vector_class(Opcode op) {
+  switch (op) {
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kTanh:
+    case Opcode::kSqrt:
+    case Opcode::kRsqrt:
+    case Opcode::kLogistic:
+    case Opcode::kSin:
+    case Opcode::kCos:
+    case Opcode::kPower:
+    case Opcode::kDivide: return hw::VectorCostClass::kTranscendental;
+    case Opcode::kConvert: return hw::VectorCostClass::kConvert;
+    default: return hw::VectorCostClass::kSimple;
+  }
+}
+
+bool is_vector_elementwise(Opcode op) {
+  return compiler::is_elementwise(op) && op != Opcode::kCopy;
+}
+
+double result_bytes(const Instruction& instr) { return bytes_of(instr.shape); }
+
+// Input elements of a (possibly variadic) reduce: its first half of operands.
+int64_t reduce_input_elements(const Computation& c, const Instruction& instr) {
+  int64_t elements = 0;
+  const int inputs = std::max(1, instr.operand_count() / 2);
+  for (int i = 0; i < inputs; ++i) elements += operand_shape(c, instr, i).num_elements();
+  return elements;
+}
+
+int64_t result_elements(const Instruction& instr) {
+  int64_t e = 0;
+  for (const Shape* leaf : instr.shape.leaves()) e += leaf->num_elements();
+  return e;
+}
+
+// The MXU and VPU work of one instruction, without its HBM traffic.
+void add_work(const Computation& c, const Instruction& instr, hw::OpQuery& q) {
+  const Opcode op = instr.opcode;
+  if (op == Opcode::kDot) {
+    q.matmuls.push_back(dot_work(c, instr));
+  } else if (op == Opcode::kConvolution) {
+    q.matmuls.push_back(convolution_work(c, instr));
+  } else if (is_vector_elementwise(op)) {
+    q.vector_work.push_back({result_elements(instr), vector_class(op)});
+  } else if (op == Opcode::kReduce) {
+    q.vector_work.push_back({reduce_input_elements(c, instr), hw::VectorCostClass::kReduce});
+  } else if (op == Opcode::kReduceWindow) {
+    int64_t window = 1;
+    for (const auto& w : instr.attrs.window) window *= w.size;
+    q.vector_work.push_back({result_elements(instr) * window, hw::VectorCostClass::kReduce});
+  } else if (op == Opcode::kTranspose) {
+    q.vector_work.push_back({result_elements(instr), hw::VectorCostClass::kTranspose});
+  } else if (op == Opcode::kScatter) {
+    q.vector_work.push_back({operand_shape(c, instr, instr.operand_count() - 1).num_elements(),
+                             hw::VectorCostClass::kSimple});
+  }
+}
+
+// HBM bytes (read, written) of one unfused instruction.
+std::pair<double, double> hbm_traffic(const Computation& c, const Instruction& instr) {
+  double read = 0;
+  for (int i = 0; i < instr.operand_count(); ++i) read += bytes_of(operand_shape(c, instr, i));
+  const double written = result_bytes(instr);
+  switch (instr.opcode) {
+    case Opcode::kSlice:
+    case Opcode::kDynamicSlice:  // only the kept window is read (plus the indices)
+      return {written, written};
+    case Opcode::kGather:  // the gathered rows and the indices
+      return {written + bytes_of(operand_shape(c, instr, 1)), written};
+    case Opcode::kDynamicUpdateSlice: {  // in place: the update is read and written
+      const double update = bytes_of(operand_shape(c, instr, 1));
+      return {update, update};
+    }
+    case Opcode::kScatter: {  // in place: indices + updates read, updated rows read and written
+      const double updates = bytes_of(operand_shape(c, instr, instr.operand_count() - 1));
+      const double indices = bytes_of(operand_shape(c, instr, 1));
+      return {indices + 2 * updates, updates};
+    }
+    case Opcode::kBroadcast:
+    case Opcode::kIota:
+    case Opcode::kPad:
+    case Opcode::kConcatenate:
+    case Opcode::kReverse:
+    case Opcode::kCopy:
+    default: return {read, written};
+  }
+}
+
+// Compact binary key of a query: equal keys <=> equal queries.
+std::string query_key(const hw::OpQuery& q) {
+  std::string key;
+  auto put = [&key](const auto& value) {
+    const char* p = reinterpret_cast<const char*>(&value);
+    key.append(p, sizeof(value));
+  };
+  put(q.matmuls.size());
+  for (const auto& m : q.matmuls) {
+    put(m.batch), put(m.m), put(m.k), put(m.n), put(static_cast<int>(m.input));
+  }
+  put(q.vector_work.size());
+  for (const auto& v : q.vector_work) put(v.elements), put(static_cast<int>(v.cost_class));
+  put(q.hbm_bytes_read), put(q.hbm_bytes_written);
+  return key;
+}
+
+}  // namespace
+
+OpClass classify(const Instruction& instr) {
+  switch (instr.opcode) {
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kTuple:
+    case Opcode::kGetTupleElement:
+    case Opcode::kReshape:
+    case Opcode::kPartitionId:
+    case Opcode::kReplicaId:
+    case Opcode::kCustomCall: return OpClass::kFree;
+    case Opcode::kWhile:
+    case Opcode::kCall: return OpClass::kControl;
+    default: return compiler::is_collective(instr.opcode) ? OpClass::kCollective : OpClass::kCompute;
+  }
+}
+
+hw::OpQuery op_query(const Computation& computation, const Instruction& instr) {
+  hw::OpQuery q;
+  add_work(computation, instr, q);
+  std::tie(q.hbm_bytes_read, q.hbm_bytes_written) = hbm_traffic(computation, instr);
+  return q;
+}
+
+hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionGroup& group) {
+  hw::OpQuery q;
+  std::set<compiler::InstrId> members(group.members.begin(), group.members.end());
+  std::set<compiler::InstrId> external_inputs;
+  for (compiler::InstrId id : group.members) {
+    const Instruction& instr = computation.instr(id);
+    if (classify(instr) == OpClass::kCompute) add_work(computation, instr, q);
+    for (compiler::InstrId operand : instr.operands)
+      if (!members.count(operand)) external_inputs.insert(operand);
+  }
+  for (compiler::InstrId id : external_inputs) q.hbm_bytes_read += bytes_of(computation.instr(id).shape);
+  if (!group.members.empty()) q.hbm_bytes_written = bytes_of(computation.instr(group.members.back()).shape);
+  return q;
+}
+
+OpCost OpCostModel::time(const std::string& signature, const hw::OpQuery& query) {
+  auto it = cache_.find(signature);
+  if (it != cache_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  const hw::OpTiming t = core_.time_op(query);
+  OpCost cost;
+  cost.seconds = t.seconds;
+  cost.unit_seconds = std::min(t.seconds, std::max({t.mxu_seconds, t.vpu_seconds, t.hbm_seconds}));
+  cost.flops = t.flops;
+  cost.hbm_bytes = t.hbm_bytes;
+  cost.bound = t.bound;
+  cache_.emplace(signature, cost);
+  return cost;
+}
+
+OpCost OpCostModel::instruction(const Computation& computation, const Instruction& instr) {
+  const hw::OpQuery q = op_query(computation, instr);
+  return time(query_key(q), q);
+}
+
+OpCost OpCostModel::fusion(const Computation& computation, const compiler::FusionGroup& group) {
+  const hw::OpQuery q = fusion_query(computation, group);
+  return time(query_key(q), q);
+}
+
+}  // namespace podsim::sim

@@ -1,0 +1,81 @@
+// Op costs for the simulator: an IR instruction (or a fusion group) described
+// as an hw::OpQuery and timed by the device's hw::CoreModel.
+//
+// Mapping (instruction -> work):
+//   dot            MatmulWork: batch = product of batch dims, m = product of the
+//                  lhs non-batch non-contracting dims, k = product of the
+//                  contracting dims, n = product of the rhs non-batch
+//                  non-contracting dims; bf16/f16/int8 lhs -> bf16 MXU input,
+//                  else f32. HBM: both operands read, the result written.
+//   convolution    its im2col matmul: m = batch x output pixels, k = window
+//                  pixels x input features / feature groups, n = output
+//                  features / feature groups, batch = feature groups.
+//   elementwise, select, clamp, compare, convert
+//                  VectorWork over the result elements; cost class simple,
+//                  transcendental (exp, log, tanh, rsqrt, sqrt, logistic,
+//                  sin, cos, power, divide) or convert.
+//   reduce         kReduce over the input elements; reduce-window: output
+//                  elements x window size.
+//   transpose      kTranspose over the elements.
+//   copy, slice, pad, concatenate, reverse, broadcast, iota, dynamic-slice,
+//   dynamic-update-slice, gather, scatter
+//                  memory ops (HBM traffic only; a scatter also combines its
+//                  updates on the VPU). Slices read only what they keep;
+//                  dynamic-update-slice and scatter update in place.
+//   parameter, constant, tuple, get-tuple-element, reshape (row-major layouts
+//   make every reshape a bitcast), partition-id, replica-id, custom-call
+//                  free: no op is issued.
+// A fusion group is one OpQuery: every member's matmul and vector work, HBM
+// bytes = the group's distinct external inputs read once + the root written
+// once; memory ops inside a fusion are free (they are address arithmetic).
+//
+// Timings are cached by a signature of (opcode, shapes, dims) because a
+// model's layers repeat the same ops.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+#include "compiler/ir/module.h"
+#include "compiler/pipeline/program.h"
+#include "hw_models/core/core_model.h"
+
+namespace podsim::sim {
+
+// The cost of one execution of an op on its device.
+struct OpCost {
+  double seconds = 0;
+  double unit_seconds = 0;  // the bounding unit's time; seconds - unit_seconds is fixed overhead
+  double flops = 0;
+  double hbm_bytes = 0;
+  hw::Bound bound = hw::Bound::kOverhead;
+};
+
+enum class OpClass { kFree, kCompute, kCollective, kControl };  // control: while, call
+
+OpClass classify(const compiler::Instruction& instr);
+
+// The OpQuery of one unfused compute instruction (exposed for tests).
+hw::OpQuery op_query(const compiler::Computation& computation, const compiler::Instruction& instr);
+// The OpQuery of a fusion group of `computation`.
+hw::OpQuery fusion_query(const compiler::Computation& computation, const compiler::FusionGroup& group);
+
+class OpCostModel {
+ public:
+  explicit OpCostModel(const hw::CoreModel& core) : core_(core) {}
+
+  OpCost instruction(const compiler::Computation& computation, const compiler::Instruction& instr);
+  OpCost fusion(const compiler::Computation& computation, const compiler::FusionGroup& group);
+
+  int64_t cache_hits() const { return hits_; }
+  int64_t cache_misses() const { return static_cast<int64_t>(cache_.size()); }
+
+ private:
+  OpCost time(const std::string& signature, const hw::OpQuery& query);
+
+  const hw::CoreModel& core_;
+  std::unordered_map<std::string, OpCost> cache_;
+  int64_t hits_ = 0;
+};
+
+}  // namespace podsim::sim

@@ -1,0 +1,158 @@
+// sim::simulate: flatten the program, cost its ops and collectives, pick the
+// fidelity (fast falls back to full where it is not exact and full is
+// affordable), run the SystemC engine and turn the per-device accounts into
+// a Timeline.
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <map>
+
+#include "common/error.h"
+#include "sim/engine.h"
+#include "sim/step_program.h"
+
+namespace podsim::sim {
+
+namespace {
+
+// Full mode simulates devices x steps events (plus the fabric); beyond this
+// a fallback would take minutes, so fast mode is kept with a note instead.
+constexpr double kFullFallbackBudget = 2e7;
+
+struct FidelityChoice {
+  Fidelity fidelity = Fidelity::kFast;
+  std::string fallback_reason;
+  std::string approximation_note;
+};
+
+FidelityChoice choose_fidelity(const SimOptions& options, const StepProgram& steps, CollectiveCatalog& catalog,
+                               int64_t devices) {
+  FidelityChoice choice{options.fidelity, {}, {}};
+  if (options.fidelity == Fidelity::kFull) return choice;
+  for (int32_t spec = 0; spec < catalog.size(); ++spec) {
+    const FastCollectiveTiming& t = catalog.fast_timing(spec);
+    if (t.symmetric) continue;
+    // The name of the first op using this spec.
+    std::string name = "?";
+    for (const OpInfo& op : steps.ops)
+      if (op.collective == spec) {
+        name = op.name;
+        break;
+      }
+    const std::string reason = fmt::format(
+        "{} '{}': its device groups are not symmetric on the placement (alone, the fastest group takes {:.6g} s "
+        "and the slowest {:.6g} s), so one representative device does not see every group's time",
+        hw::collective_kind_name(catalog.spec(spec).kind), name, t.fastest_group_s, t.slowest_group_s);
+    const double work = static_cast<double>(devices) * static_cast<double>(steps.steps.size());
+    if (work <= kFullFallbackBudget) {
+      choice.fidelity = Fidelity::kFull;
+      choice.fallback_reason = reason;
+    } else {
+      choice.approximation_note =
+          reason + fmt::format("; full mode ({} devices x {} steps) is too large to fall back to, so every group is "
+                               "charged the time of all groups running at once (the slowest)",
+                               devices, steps.steps.size());
+    }
+    break;
+  }
+  return choice;
+}
+
+void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog, const DeviceAccount& account,
+              Timeline& timeline) {
+  std::vector<OpRecord> records(steps.ops.size());
+  for (size_t i = 0; i < steps.ops.size(); ++i) {
+    const OpInfo& op = steps.ops[i];
+    OpRecord& r = records[i];
+    r.name = op.name;
+    r.op_name = op.op_name;
+    r.opcode = op.opcode;
+    r.shape = op.shape;
+    r.collective = op.collective >= 0;
+    r.bound = op.cost.bound;
+  }
+  for (const Step& step : steps.steps) {
+    OpRecord& r = records[static_cast<size_t>(step.op)];
+    const OpInfo& op = steps.ops[static_cast<size_t>(step.op)];
+    ++r.executions;
+    if (step.collective) {
+      r.collective_bytes += catalog.spec(op.collective).bytes_per_device;
+    } else {
+      r.seconds += op.cost.seconds;
+      r.flops += op.cost.flops;
+      r.hbm_bytes += op.cost.hbm_bytes;
+      timeline.executed_flops_per_device += op.cost.flops;
+    }
+  }
+  std::map<std::string, CollectiveSummary> by_kind;
+  for (size_t i = 0; i < records.size(); ++i) {
+    OpRecord& r = records[i];
+    if (!r.collective || r.executions == 0) continue;
+    r.seconds = account.collective_busy_s[i];
+    r.exposed_seconds = account.collective_exposed_s[i];
+    auto& summary = by_kind[r.opcode];
+    summary.kind = r.opcode;
+    summary.count += r.executions;
+    summary.bytes += r.collective_bytes;
+    summary.seconds += r.seconds;
+  }
+  records.erase(std::remove_if(records.begin(), records.end(), [](const OpRecord& r) { return r.executions == 0; }),
+                records.end());
+  std::stable_sort(records.begin(), records.end(),
+                   [](const OpRecord& a, const OpRecord& b) { return a.seconds > b.seconds; });
+  timeline.ops = std::move(records);
+  for (auto& [kind, summary] : by_kind) timeline.collectives.push_back(std::move(summary));
+}
+
+}  // namespace
+
+Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system, const SimOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const auto placed = static_cast<int64_t>(system.placement().core_of_device.size());
+  if (program.num_devices != placed)
+    throw UserError(fmt::format("the program is partitioned for {} devices but the hardware mesh places {}",
+                                program.num_devices, placed),
+                    "compile for the mesh the hardware is given (mesh shape product = devices)");
+  OpCostModel costs(system.core());
+  CollectiveCatalog catalog(system, program.num_devices);
+  const StepProgram steps = flatten_program(FlattenInputs{program, costs, catalog});
+  const FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices);
+
+  EngineInputs inputs{steps,          catalog, system.topology(),    choice.fidelity,
+                      program.num_devices, {},   options.record_trace, options.progress};
+  if (choice.fidelity == Fidelity::kFast)
+    for (int32_t spec = 0; spec < catalog.size(); ++spec)
+      inputs.fast_collective_s.push_back(catalog.fast_timing(spec).seconds);
+  EngineResult result = run_engine(inputs);
+
+  // The reported device: the slowest (the first of equals).
+  size_t reported = 0;
+  for (size_t i = 1; i < result.devices.size(); ++i)
+    if (result.devices[i].finish_s > result.devices[reported].finish_s) reported = i;
+  const DeviceAccount& a = result.devices[reported];
+
+  Timeline timeline;
+  timeline.fidelity = choice.fidelity;
+  timeline.devices = program.num_devices;
+  timeline.devices_simulated = static_cast<int64_t>(result.devices.size());
+  timeline.fallback_reason = choice.fallback_reason;
+  timeline.approximation_note = choice.approximation_note;
+  timeline.step_time_s = a.finish_s;
+  timeline.compute_s = a.compute_s;
+  timeline.mxu_bound_s = a.mxu_s;
+  timeline.vpu_bound_s = a.vpu_s;
+  timeline.hbm_bound_s = a.hbm_s;
+  timeline.overhead_s = a.overhead_s;
+  timeline.exposed_communication_s = a.exposed_s;
+  timeline.idle_s = a.idle_s;
+  fill_ops(steps, catalog, a, timeline);
+  timeline.events = std::move(result.events);
+  timeline.kernel_events = result.kernel_events;
+  if (options.progress) options.progress(1.0);
+  timeline.simulate_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return timeline;
+}
+
+}  // namespace podsim::sim

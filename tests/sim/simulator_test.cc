@@ -1,0 +1,295 @@
+// simulate(): collectives against their closed forms, overlap of async
+// collectives with compute, time accounting, while loops, fast vs full.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "tests/sim/sim_test_util.h"
+
+namespace podsim::sim {
+namespace {
+
+using testing::make_system;
+using testing::program_from_hlo;
+using testing::ring_system;
+using testing::run;
+
+// tpuv3: collectives run on link_bandwidth x link_efficiency per direction,
+// one hop costs hop_latency_s.
+constexpr double kLinkBandwidth = 1.0e11 * 0.83;
+constexpr double kHopLatency = 1.0e-6;
+
+// Bidirectional ring all-reduce over n devices on a closed ring of links
+// (collectives.h): reduce-scatter then all-gather, each
+// (n-1)/n * V / (2W) plus n/2 one-hop latencies.
+double ring_all_reduce_s(double bytes, int n) {
+  const double pass = (n - 1.0) / n * bytes / (2 * kLinkBandwidth) + n / 2.0 * kHopLatency;
+  return 2 * pass;
+}
+
+std::string all_reduce_program(int devices, const std::string& shape) {
+  return fmt::format(R"(HloModule ar, num_partitions={0}
+%sum (x: bf16[], y: bf16[]) -> bf16[] {{
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+}}
+ENTRY %main (p: {1}) -> {1} {{
+  %p = {1} parameter(0)
+  ROOT %ar = {1} all-reduce(%p), channel_id=1, replica_groups=[1,{0}]<=[{0}], use_global_device_ids=true, to_apply=%sum
+}})",
+                     devices, shape);
+}
+
+TEST(Simulator, PureAllReduceEqualsRingClosedForm) {
+  const hw::System system = ring_system(8);
+  const auto program = program_from_hlo(all_reduce_program(8, "bf16[1024,1024]"));
+  const double bytes = 1024.0 * 1024 * 2;
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program, system, f);
+    EXPECT_NEAR(t.step_time_s, ring_all_reduce_s(bytes, 8), 1e-11) << fidelity_name(f);
+    // Nothing computes: the whole step is the exposed all-reduce.
+    EXPECT_EQ(t.compute_s, 0);
+    EXPECT_NEAR(t.exposed_communication_s, t.step_time_s, 1e-12);
+    ASSERT_EQ(t.collectives.size(), 1u);
+    EXPECT_EQ(t.collectives[0].kind, "all-reduce");
+    EXPECT_EQ(t.collectives[0].count, 1);
+    EXPECT_DOUBLE_EQ(t.collectives[0].bytes, bytes);
+    EXPECT_EQ(t.devices_simulated, f == Fidelity::kFast ? 1 : 8);
+  }
+}
+
+// A collective and a dot that does (independent) or does not (dependent)
+// overlap with it.
+std::string overlap_program(bool dependent) {
+  return fmt::format(R"(HloModule overlap, num_partitions=8
+%sum (x: bf16[], y: bf16[]) -> bf16[] {{
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+}}
+ENTRY %main (p: bf16[2048,2048], a: bf16[2048,2048]) -> (bf16[2048,2048], bf16[2048,2048]) {{
+  %p = bf16[2048,2048]{{1,0}} parameter(0)
+  %a = bf16[2048,2048]{{1,0}} parameter(1)
+  %ar = bf16[2048,2048]{{1,0}} all-reduce(%p), channel_id=1, replica_groups=[1,8]<=[8], use_global_device_ids=true, to_apply=%sum
+  %d = bf16[2048,2048]{{1,0}} dot({0}, %a), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  ROOT %t = (bf16[2048,2048]{{1,0}}, bf16[2048,2048]{{1,0}}) tuple(%ar, %d)
+}})",
+                     dependent ? "%ar" : "%p");
+}
+
+double dot_2048_s(const hw::System& system) {
+  hw::MatmulQuery q;
+  q.work = hw::MatmulWork{1, 2048, 2048, 2048, hw::MatmulInputKind::kBf16};
+  q.input_bytes_per_element = 2;
+  q.output_bytes_per_element = 2;
+  return system.core().time_matmul(q).seconds;
+}
+
+TEST(Simulator, IndependentCollectiveHidesUnderCompute) {
+  const hw::System system = ring_system(8);
+  const double dot = dot_2048_s(system);
+  const double ar = ring_all_reduce_s(2048.0 * 2048 * 2, 8);
+  ASSERT_LT(ar, dot);  // premise: the dot is longer than the all-reduce
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program_from_hlo(overlap_program(false)), system, f);
+    EXPECT_NEAR(t.step_time_s, dot, 1e-11) << fidelity_name(f);
+    EXPECT_EQ(t.exposed_communication_s, 0);
+    EXPECT_NEAR(t.collectives.at(0).seconds, ar, 1e-11);
+  }
+}
+
+TEST(Simulator, DependentCollectiveIsExposed) {
+  const hw::System system = ring_system(8);
+  const double dot = dot_2048_s(system);
+  const double ar = ring_all_reduce_s(2048.0 * 2048 * 2, 8);
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program_from_hlo(overlap_program(true)), system, f);
+    // The dot waits for the all-reduce: their times add.
+    EXPECT_NEAR(t.step_time_s, ar + dot, 2e-11) << fidelity_name(f);
+    EXPECT_NEAR(t.exposed_communication_s, ar, 1e-11);
+    EXPECT_NEAR(t.compute_s, dot, 1e-11);
+    const auto it = std::find_if(t.ops.begin(), t.ops.end(), [](const OpRecord& r) { return r.name == "ar"; });
+    ASSERT_NE(it, t.ops.end());
+    EXPECT_NEAR(it->exposed_seconds, ar, 1e-11);
+    EXPECT_TRUE(it->collective);
+  }
+}
+
+std::string while_program(int trips) {
+  return fmt::format(R"(HloModule loop, num_partitions=8
+%sum (x: bf16[], y: bf16[]) -> bf16[] {{
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+}}
+%cond (s: (s32[], bf16[512,512])) -> pred[] {{
+  %s = (s32[], bf16[512,512]{{1,0}}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant({0})
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}}
+%body (b: (s32[], bf16[512,512])) -> (s32[], bf16[512,512]) {{
+  %b = (s32[], bf16[512,512]{{1,0}}) parameter(0)
+  %i.1 = s32[] get-tuple-element(%b), index=0
+  %one = s32[] constant(1)
+  %next = s32[] add(%i.1, %one)
+  %h = bf16[512,512]{{1,0}} get-tuple-element(%b), index=1
+  %d = bf16[512,512]{{1,0}} dot(%h, %h), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %r = bf16[512,512]{{1,0}} all-reduce(%d), channel_id=1, replica_groups=[1,8]<=[8], use_global_device_ids=true, to_apply=%sum
+  ROOT %out = (s32[], bf16[512,512]{{1,0}}) tuple(%next, %r)
+}}
+ENTRY %main (x: bf16[512,512]) -> bf16[512,512] {{
+  %zero = s32[] constant(0)
+  %x = bf16[512,512]{{1,0}} parameter(0)
+  %init = (s32[], bf16[512,512]{{1,0}}) tuple(%zero, %x)
+  %loop = (s32[], bf16[512,512]{{1,0}}) while(%init), condition=%cond, body=%body
+  ROOT %res = bf16[512,512]{{1,0}} get-tuple-element(%loop), index=1
+}})",
+                     trips);
+}
+
+TEST(Simulator, WhileLoopMultipliesItsBody) {
+  const hw::System system = ring_system(8);
+  // Each iteration's dot needs the previous iteration's all-reduce (loop
+  // state); only the counter add (A) does not, so from the second iteration
+  // on it runs under the previous all-reduce. With D the dot and R the
+  // all-reduce: step(n) = A + n (D + R), so step(5) = step(1) + 4 (step(1) - A).
+  const Timeline one = run(program_from_hlo(while_program(1)), system);
+  const Timeline five = run(program_from_hlo(while_program(5)), system);
+  const auto add = std::find_if(one.ops.begin(), one.ops.end(), [](const OpRecord& r) { return r.name == "next"; });
+  ASSERT_NE(add, one.ops.end());
+  const double a = add->seconds;
+  EXPECT_GT(a, 0);
+  EXPECT_NEAR(five.step_time_s, one.step_time_s + 4 * (one.step_time_s - a), 1e-11);
+  // The all-reduce is exposed in every iteration, less the add it hides.
+  EXPECT_NEAR(five.exposed_communication_s, 5 * one.exposed_communication_s - 4 * a, 1e-11);
+  const auto dot = std::find_if(five.ops.begin(), five.ops.end(), [](const OpRecord& r) { return r.name == "d"; });
+  ASSERT_NE(dot, five.ops.end());
+  EXPECT_EQ(dot->executions, 5);
+  EXPECT_EQ(five.collectives.at(0).count, 5);
+  // The counter add is compute too: 2 ops x 5 iterations, the rest free.
+  double compute = 0;
+  for (const OpRecord& r : five.ops)
+    if (!r.collective) compute += r.seconds;
+  EXPECT_NEAR(five.compute_s, compute, 1e-11);
+}
+
+// Dots and collectives over a mesh: all-reduce over the inner axis,
+// all-gather over the outer axis, an all-reduce over every device.
+std::string mesh_program(int outer, int inner) {
+  const int n = outer * inner;
+  return fmt::format(R"(HloModule mesh, num_partitions={0}
+%sum (x: bf16[], y: bf16[]) -> bf16[] {{
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+}}
+ENTRY %main (a: bf16[512,1024], w: bf16[1024,1024]) -> bf16[{3},1024] {{
+  %a = bf16[512,1024]{{1,0}} parameter(0)
+  %w = bf16[1024,1024]{{1,0}} parameter(1)
+  %h = bf16[512,1024]{{1,0}} dot(%a, %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %r = bf16[512,1024]{{1,0}} all-reduce(%h), channel_id=1, replica_groups=[{1},{2}]<=[{0}], use_global_device_ids=true, to_apply=%sum
+  %h2 = bf16[512,1024]{{1,0}} dot(%r, %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %e = bf16[512,1024]{{1,0}} tanh(%h2)
+  %g = bf16[{3},1024]{{1,0}} all-gather(%e), channel_id=2, replica_groups=[{2},{1}]<=[{1},{2}]T(1,0), dimensions={{0}}, use_global_device_ids=true
+  %h3 = bf16[{3},1024]{{1,0}} dot(%g, %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  ROOT %r2 = bf16[{3},1024]{{1,0}} all-reduce(%h3), channel_id=3, replica_groups=[1,{0}]<=[{0}], use_global_device_ids=true, to_apply=%sum
+}})",
+                     n, outer, inner, 512 * outer);
+}
+
+struct MeshCase {
+  std::vector<int64_t> mesh;
+  int outer, inner;
+};
+
+TEST(Simulator, FastAgreesWithFullOnSymmetricMeshes) {
+  for (const MeshCase& c : {MeshCase{{8}, 1, 8}, MeshCase{{2, 4}, 2, 4}, MeshCase{{4, 4}, 4, 4}}) {
+    const hw::System system = make_system(c.mesh);
+    const auto program = program_from_hlo(mesh_program(c.outer, c.inner));
+    const Timeline fast = run(program, system, Fidelity::kFast);
+    const Timeline full = run(program, system, Fidelity::kFull);
+    SCOPED_TRACE(fmt::format("mesh {}x{}", c.outer, c.inner));
+    EXPECT_TRUE(fast.fallback_reason.empty()) << fast.fallback_reason;
+    EXPECT_EQ(fast.fidelity, Fidelity::kFast);
+    EXPECT_EQ(full.devices_simulated, c.outer * c.inner);
+    EXPECT_GT(fast.exposed_communication_s, 0);  // the program waits on its collectives
+    EXPECT_NEAR(fast.step_time_s, full.step_time_s, 0.02 * full.step_time_s);
+    EXPECT_NEAR(fast.compute_s, full.compute_s, 1e-11);  // same ops, same costs
+  }
+}
+
+TEST(Simulator, TimeAccountingSumsToStepTime) {
+  const hw::System system = make_system({2, 4});
+  const auto program = program_from_hlo(mesh_program(2, 4));
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program, system, f);
+    EXPECT_NEAR(t.compute_s + t.exposed_communication_s + t.idle_s, t.step_time_s, 1e-12 * 10);
+    EXPECT_NEAR(t.mxu_bound_s + t.vpu_bound_s + t.hbm_bound_s + t.overhead_s, t.compute_s, 1e-12 * 10);
+    EXPECT_GT(t.mxu_bound_s, 0);
+    EXPECT_GT(t.overhead_s, 0);  // every op pays the issue overhead
+  }
+}
+
+TEST(Simulator, AsymmetricGroupsFallBackToFull) {
+  // Default 8-device slice of a v3 pod: 2x2 chips, 2 devices each, no
+  // wraparound. Pairs {0,7} span the slice's diagonal, {1,2} are neighbours:
+  // alone they take different times, so fast cannot be exact.
+  const hw::System system = make_system({8});
+  const auto program = program_from_hlo(R"(HloModule asym, num_partitions=8
+%sum (x: bf16[], y: bf16[]) -> bf16[] {
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+}
+ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {
+  %p = bf16[1024,1024]{1,0} parameter(0)
+  ROOT %ar = bf16[1024,1024]{1,0} all-reduce(%p), channel_id=1, replica_groups={{0,7},{1,2},{3,4},{5,6}}, to_apply=%sum
+})");
+  const Timeline t = run(program, system, Fidelity::kFast);
+  EXPECT_EQ(t.fidelity, Fidelity::kFull);
+  EXPECT_EQ(t.devices_simulated, 8);
+  EXPECT_NE(t.fallback_reason.find("not symmetric"), std::string::npos) << t.fallback_reason;
+}
+
+TEST(Simulator, TraceHasComputeCollectiveAndLinkTracks) {
+  const hw::System system = ring_system(8);
+  const Timeline fast = run(program_from_hlo(overlap_program(true)), system, Fidelity::kFast, true);
+  // One device: the dot on "compute", the all-reduce on "collectives".
+  ASSERT_EQ(fast.events.size(), 2u);
+  const Timeline full = run(program_from_hlo(overlap_program(true)), system, Fidelity::kFull, true);
+  int64_t compute = 0, collectives = 0, links = 0;
+  for (const TraceEvent& e : full.events) {
+    if (e.track == "compute") ++compute;
+    else if (e.track == "collectives") ++collectives;
+    else if (e.track.rfind("ici ", 0) == 0) ++links;
+  }
+  EXPECT_EQ(compute, 8);
+  EXPECT_EQ(collectives, 8);
+  EXPECT_GT(links, 0);
+  EXPECT_GT(full.kernel_events, fast.kernel_events);
+}
+
+TEST(Simulator, ProgressReachesOne) {
+  const hw::System system = ring_system(8);
+  SimOptions options;
+  double last = -1;
+  int calls = 0;
+  options.progress = [&](double f) {
+    EXPECT_GE(f, last);
+    last = f;
+    ++calls;
+  };
+  simulate(program_from_hlo(while_program(3)), system, options);
+  EXPECT_GT(calls, 1);
+  EXPECT_EQ(last, 1.0);
+}
+
+TEST(Simulator, DeviceCountMismatchIsUserError) {
+  const hw::System system = ring_system(4);
+  EXPECT_THROW(run(program_from_hlo(all_reduce_program(8, "bf16[16]")), system), UserError);
+}
+
+}  // namespace
+}  // namespace podsim::sim
