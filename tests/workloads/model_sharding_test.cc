@@ -12,6 +12,7 @@
 #include "compiler/sharding/mesh.h"
 #include "compiler/sharding/sharding.h"
 #include "compiler/spmd/partitioner.h"
+#include "compiler/spmd/verify.h"
 #include "workloads/model_builder.h"
 
 namespace podsim::workloads {
@@ -84,6 +85,25 @@ TEST(ModelSharding, MoeDispatchAndCombineBecomeAllToAlls) {
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(model.module, {});
   // One MoE layer: groups -> experts before the expert FFN, experts -> groups after.
   EXPECT_GE(result.stats.all_to_alls, 2);
+}
+
+TEST(ModelSharding, PartitionedSmallModelMatchesTheOneDeviceForward) {
+  // f32 activations so the comparison tolerance is about summation order only.
+  BuiltModel model =
+      build_model(load_workload(source("workloads/small.yaml"), {"model.dtypes.activations=f32", "model.layers=1"}));
+  compiler::propagate_shardings(model.module);
+  compiler::SpmdResult result = compiler::partition_spmd_with_stats(model.module, {});
+  compiler::VerifyResult check = compiler::verify_partitioning(model.module, result.module, 1, 1e-3);
+  EXPECT_TRUE(check.ok) << check.first_mismatch;
+  EXPECT_EQ(check.devices, 8);
+}
+
+TEST(ModelSharding, PartitionedMoeMatchesTheOneDeviceForward) {
+  BuiltModel model = build_model(parse_workload(kMoe, "moe.yaml"));
+  compiler::propagate_shardings(model.module);
+  compiler::SpmdResult result = compiler::partition_spmd_with_stats(model.module, {});
+  compiler::VerifyResult check = compiler::verify_partitioning(model.module, result.module, 1, 1e-3);
+  EXPECT_TRUE(check.ok) << check.first_mismatch;
 }
 
 }  // namespace
