@@ -24,6 +24,7 @@
 
 #include <cmath>
 
+#include "workloads/moe_routing.h"
 #include "workloads/transformer_blocks.h"
 
 namespace podsim::workloads {
@@ -34,21 +35,22 @@ using compiler::Shape;
 
 namespace {
 
-struct MoeDims {
-  int64_t groups = 0, group_size = 0, capacity = 0;
-};
+// Sharding text with the experts axis on `dim` of a rank-`rank` tensor.
+std::optional<std::string> on_experts_axis(const TransformerContext& ctx, int64_t dim, int64_t rank) {
+  auto axis = ctx.shardings.axis_of("experts", 0);
+  if (!axis) return std::nullopt;
+  std::vector<std::optional<std::string>> mapping(static_cast<size_t>(rank));
+  mapping[static_cast<size_t>(dim)] = axis;
+  return ctx.shardings.sharding_of(mapping);
+}
 
-// G x S = B x L tokens. group_size from the YAML, else one group per device
-// of the experts axis (GShard: groups = cores).
-MoeDims moe_dims(const TransformerContext& ctx) {
-  const ModelSpec& m = ctx.spec;
-  const int64_t tokens = ctx.batch * ctx.seq;
-  const int64_t axis = ctx.shardings.axis_size(ctx.shardings.axis_of("experts", 0));
+}  // namespace
+
+MoeDims moe_dims(const ModelSpec& m, int64_t tokens, int64_t axis) {
   MoeDims d;
   if (m.group_size > 0) {
     if (tokens % m.group_size != 0)
-      throw UserError(fmt::format("model.group_size ({}) does not divide the {} tokens of a step (batch {} x seq {})",
-                                  m.group_size, tokens, ctx.batch, ctx.seq),
+      throw UserError(fmt::format("model.group_size ({}) does not divide the {} tokens of a step", m.group_size, tokens),
                       "pick a group size that divides global_batch x seq_len");
     d.group_size = m.group_size;
     d.groups = tokens / m.group_size;
@@ -65,24 +67,9 @@ MoeDims moe_dims(const TransformerContext& ctx) {
   return d;
 }
 
-// Sharding text with the experts axis on `dim` of a rank-`rank` tensor.
-std::optional<std::string> on_experts_axis(const TransformerContext& ctx, int64_t dim, int64_t rank) {
-  auto axis = ctx.shardings.axis_of("experts", 0);
-  if (!axis) return std::nullopt;
-  std::vector<std::optional<std::string>> mapping(static_cast<size_t>(rank));
-  mapping[static_cast<size_t>(dim)] = axis;
-  return ctx.shardings.sharding_of(mapping);
-}
-
-struct Routing {
-  InstrId combine;   // f32 [G,S,E,C]
-  InstrId dispatch;  // activation dtype [G,S,E,C], 0/1
-};
-
-Routing route(TransformerContext& ctx, InstrId gates, const MoeDims& d) {
-  ModelGraph& g = ctx.graph;
+MoeRouting top_k_routing(ModelGraph& g, InstrId gates, int64_t top_k, const MoeDims& d) {
   auto& b = g.builder();
-  const int64_t experts = ctx.spec.experts;
+  const int64_t experts = g.dims(gates).back();
   const std::vector<int64_t> gse = {d.groups, d.group_size, experts}, gs = {d.groups, d.group_size};
   const std::vector<int64_t> ss = {d.group_size, d.group_size};
   // before[s, t] = 1 when s < t: einsum(GSE, ST -> GTE) sums the tokens ahead of t.
@@ -97,7 +84,7 @@ Routing route(TransformerContext& ctx, InstrId gates, const MoeDims& d) {
   InstrId remaining = gates;
   std::optional<InstrId> routed_before;  // [G,E] tokens each expert took in earlier choices
   std::optional<InstrId> gate_sum;
-  for (int64_t i = 0; i < ctx.spec.top_k; ++i) {
+  for (int64_t i = 0; i < top_k; ++i) {
     InstrId best = g.reduce(Opcode::kMaximum, remaining, {2});
     InstrId is_best = b.compare(remaining, g.expand_last(best, gse), ComparisonDirection::kEq);
     // Lowest expert id among ties, so exactly one expert per token.
@@ -128,19 +115,17 @@ Routing route(TransformerContext& ctx, InstrId gates, const MoeDims& d) {
   return {*combine, g.convert(routed, g.activation_dtype())};
 }
 
-}  // namespace
-
 InstrId moe_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId x) {
   ModelGraph& g = ctx.graph;
   const ModelSpec& m = ctx.spec;
   const std::string prefix = layer + "/moe";
   g.set_scope(prefix);
-  const MoeDims d = moe_dims(ctx);
+  const MoeDims d = moe_dims(m, ctx.batch * ctx.seq, ctx.shardings.axis_size(ctx.shardings.axis_of("experts", 0)));
   InstrId h = g.layer_norm(x, norm_scale(ctx, prefix + "/norm_scale"));
   InstrId tokens = g.annotate(g.builder().reshape(h, {d.groups, d.group_size, m.model_dim}), on_experts_axis(ctx, 0, 3));
   InstrId gating = g.weight(prefix + "/gating", {m.model_dim, m.experts}, std::string("{replicated}"));
   InstrId gates = g.softmax(g.einsum("GSM,ME->GSE", tokens, gating, "gating", DType::kF32));
-  Routing routing = route(ctx, gates, d);
+  MoeRouting routing = top_k_routing(g, gates, m.top_k, d);
 
   InstrId grouped = g.annotate(g.einsum("GSEC,GSM->GECM", routing.dispatch, tokens, "dispatch"),
                                on_experts_axis(ctx, 0, 4));
