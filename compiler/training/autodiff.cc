@@ -109,7 +109,7 @@ class ReverseSweep {
     std::vector<bool> depends(n, false), useful(n, false);
     for (InstrId i = 0; i < src_.size(); ++i) {
       const Instruction& in = src_.instr(i);
-      bool d = in.opcode == Opcode::kParameter;
+      bool d = in.opcode == Opcode::kParameter && wrt(in.attrs.parameter_number);
       for (InstrId op : in.operands) d = d || depends[static_cast<size_t>(op)];
       depends[static_cast<size_t>(i)] = d;
     }
@@ -121,6 +121,11 @@ class ReverseSweep {
     active_.assign(n, false);
     for (size_t i = 0; i < n; ++i)
       active_[i] = depends[i] && useful[i] && has_floating_leaf(src_.instructions()[i].shape);
+  }
+
+  bool wrt(int64_t parameter_number) const {
+    const std::vector<bool>& w = request_.wrt_parameters;
+    return w.empty() || (static_cast<size_t>(parameter_number) < w.size() && w[static_cast<size_t>(parameter_number)]);
   }
 
   void accumulate(InstrId target, InstrId g) {

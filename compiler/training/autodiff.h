@@ -47,6 +47,10 @@ struct GradientRequest {
   // (kNoId = zero). Used instead of root_adjoint.
   std::vector<InstrId> root_element_adjoints;
   RematChoice remat;
+  // By parameter_number: which parameters to differentiate with respect to
+  // (empty = all). The training step differentiates only the weights, so no
+  // backward ops are spent on the inputs' adjoints.
+  std::vector<bool> wrt_parameters;
 };
 
 struct GradientResult {

@@ -172,6 +172,11 @@ TrainingStep build_training_step(const Module& forward, const TrainingStepOption
     request.loops = &forward_copy.loops;
     request.root_adjoint = training::filled(b, loss_shape, 1.0 / static_cast<double>(microbatches));
     request.remat = RematChoice{options.remat, options.remat_policy};
+    for (const ParamInfo& p : params) {
+      size_t number = static_cast<size_t>(source.instr(p.source_id).attrs.parameter_number);
+      if (request.wrt_parameters.size() <= number) request.wrt_parameters.resize(number + 1, false);
+      request.wrt_parameters[number] = p.role == ParamRole::kWeight;
+    }
     GradientResult grads = emit_gradients(b, reducers, request);
     step.recomputed_flops += grads.recomputed_flops;
     step.recomputed_instructions += grads.recomputed_instructions;
