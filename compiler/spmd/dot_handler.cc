@@ -39,6 +39,12 @@ std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const 
   if (gathered.size() != 1 || partially_replicate_on_dims(value.sharding, gathered) != needed) return std::nullopt;
   const int64_t p = tile_count(value.sharding, gathered[0]);
   if (p > options.windowed_einsum_max_devices) return std::nullopt;
+  // Per step: 2 * (local multiply-adds of the plan) / p flops against one
+  // permuted chunk (this device's shard of the operand).
+  double chunk_bytes = static_cast<double>(dtype_bytes(value.base_shape.dtype()));
+  for (int64_t e : shard_shape(value.sharding, value.base_shape.dims())) chunk_bytes *= static_cast<double>(e);
+  const double step_flops = 2 * plan.cost.flops / static_cast<double>(p);
+  if (step_flops < options.windowed_einsum_min_flops_per_byte * chunk_bytes) return std::nullopt;
   const EinsumLabel* label = label_at(spec, side_of(side), gathered[0]);
   if (label == nullptr) return std::nullopt;
   const LabelKind own_free = side == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree;

@@ -28,6 +28,11 @@ struct SpmdOptions {
   int64_t windowed_einsum_threshold_bytes = int64_t{256} << 20;
   // Rings longer than this keep the all-gather (XLA's limit: p <= 32).
   int64_t windowed_einsum_max_devices = 32;
+  // Overlap test: a step's dot must do at least this many flops (2 per
+  // multiply-add) per byte of the chunk it permutes, or the permute would
+  // not hide behind it (a TPUv3 core: ~61 TFLOP/s bf16 over ~70 GB/s of one
+  // ICI link -> ~900). 0 disables the test.
+  double windowed_einsum_min_flops_per_byte = 0;
 };
 
 struct SpmdStats {

@@ -21,6 +21,13 @@ SpmdOptions forced() {
   return o;
 }
 
+SpmdOptions forced_options(double min_flops_per_byte) {
+  SpmdOptions o;
+  o.windowed_einsum_threshold_bytes = 0;
+  o.windowed_einsum_min_flops_per_byte = min_flops_per_byte;
+  return o;
+}
+
 // Iterations of the counted loop the windowed einsum emits: init tuple
 // element k = constant(start), condition compare(element k, constant(limit))
 // LT, body element k = element k + constant(1) -> limit - start. (The
@@ -129,6 +136,21 @@ TEST(SpmdWindowedDot, ProgramSizeIndependentOfDeviceCount) {
   ASSERT_EQ(two.result.module.computations().size(), eight.result.module.computations().size());
   for (size_t c = 0; c < two.result.module.computations().size(); ++c)
     EXPECT_EQ(two.result.module.computations()[c].size(), eight.result.module.computations()[c].size()) << c;
+}
+
+TEST(SpmdWindowedDot, OverlapTestKeepsAllGatherWhenStepsAreTooSmall) {
+  // Windowed plan of non_contracting(4, 8): per device the plan's dot is
+  // 4 rows x 6 x 8 = 192 multiply-adds, 2*192/4 = 96 flops per step, and a
+  // chunk is 6x2 f32 = 48 B: 2 flops/B. Requiring 2 keeps the loop,
+  // requiring 3 falls back to the all-gather.
+  SpmdOptions enough = forced_options(2.0), too_much = forced_options(3.0);
+  auto kept = partition(non_contracting(4, 8), 4, enough);
+  auto gathered = partition(non_contracting(4, 8), 4, too_much);
+  expect_equivalent(kept);
+  expect_equivalent(gathered);
+  EXPECT_EQ(count_ops(kept.result.module, {Opcode::kWhile}), 1);
+  EXPECT_EQ(count_ops(gathered.result.module, {Opcode::kWhile}), 0);
+  EXPECT_EQ(gathered.result.stats.all_gathers, 1);
 }
 
 }  // namespace
