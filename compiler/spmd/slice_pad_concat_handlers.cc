@@ -214,16 +214,10 @@ PartitionedValue handle_pad(SpmdContext& context, const HandlerInput& in) {
 PartitionedValue handle_reverse(SpmdContext& context, const HandlerInput& in) {
   const PartitionedValue& operand = in.operands[0];
   const auto& reversed = in.original.attrs.dimensions;
-  std::vector<int64_t> gathered = dims_untiled_in(in.target, operand.sharding);
-  const Sharding layout = partially_replicate_on_dims(in.target, gathered);
-  const Sharding operand_sharding = reverse_sharding(layout, reversed);
-  PartitionedValue x = reshard(context, operand, operand_sharding);
-  std::vector<WindowRequest> windows;
-  for (int64_t d : reversed) {
-    const int64_t n = tile_count(operand_sharding, d);
+  // Window of tile j (in the reversed layout) along a reversed dim.
+  auto window_for = [&](int64_t d, int64_t n) {
     const int64_t dim_size = operand.base_shape.dim(static_cast<int>(d));
     const int64_t s = ceil_div(dim_size, n);
-    if (n == 1 || n * s == dim_size) continue;
     WindowRequest w;
     w.dim = d;
     w.width = s;
@@ -232,7 +226,25 @@ PartitionedValue handle_reverse(SpmdContext& context, const HandlerInput& in) {
       w.start.push_back(j * s - (n * s - dim_size));
       w.needed_limit.push_back(w.start.back() + s);
     }
-    windows.push_back(w);
+    return w;
+  };
+  // Dims the operand does not tile, and reversed dims whose padding exceeds
+  // the halo cap (e.g. a size-1 dim over 8 devices), are reversed whole.
+  std::vector<int64_t> gathered = dims_untiled_in(in.target, operand.sharding);
+  for (int64_t d : reversed) {
+    const int64_t n = tile_count(in.target, d);
+    if (n == 1 || contains(gathered, d)) continue;
+    if (!plan_halo(PartitionedValue{kNoId, operand.base_shape, in.target}, window_for(d, n))) gathered.push_back(d);
+  }
+  const Sharding layout = partially_replicate_on_dims(in.target, gathered);
+  const Sharding operand_sharding = reverse_sharding(layout, reversed);
+  PartitionedValue x = reshard(context, operand, operand_sharding);
+  std::vector<WindowRequest> windows;
+  for (int64_t d : reversed) {
+    const int64_t n = tile_count(operand_sharding, d);
+    const int64_t dim_size = operand.base_shape.dim(static_cast<int>(d));
+    if (n == 1 || n * ceil_div(dim_size, n) == dim_size) continue;
+    windows.push_back(window_for(d, n));
   }
   InstrId local = apply_windows(context, x, windows);
   InstrId result = context.builder().reverse(local, reversed);

@@ -252,5 +252,16 @@ TEST(SpmdReverse, TiledReverseHaloExchange) {
   }
 }
 
+TEST(SpmdReverse, ReverseOfSizeOneDimOverManyDevices) {
+  // f32[3,1] tiled 8 ways on the size-1 dim: s = 1, padding n*s - D = 7
+  // would need a 7-neighbour halo, beyond the cap: the dim is reversed whole
+  // (an all-gather of that dim), still exact (found by the property test).
+  auto p = partition_text(module("  x = f32[3,1] parameter(0), sharding={devices=[1,8]<=[8]}\n"
+                                 "  ROOT r = f32[3,1] reverse(x), dimensions={0,1}, sharding={devices=[1,8]<=[8]}\n"),
+                          8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.full_replications, 0);
+}
+
 }  // namespace
 }  // namespace podsim::compiler
