@@ -113,6 +113,64 @@ TEST(SpmdControlFlow, WhileLoopOn2x2MeshUneven) {
   EXPECT_EQ(p.result.stats.full_replications, 0);
 }
 
+TEST(SpmdControlFlow, WhileLoopInitResharded) {
+  // The init tuple is replicated but the loop carries row tiles: the init is
+  // resharded leaf by leaf (a local dynamic-slice of x, no collective) and
+  // the loop state keeps [2,6] shards on 4 devices.
+  std::string text = loop_with("{replicated}");
+  const std::string init = "  t = (s32[], f32[8,6]) tuple(z, x)\n";
+  text.replace(text.find(init), init.size(),
+               "  t = (s32[], f32[8,6]) tuple(z, x), sharding={{replicated}, {replicated}}\n");
+  const std::string loop = "  w = (s32[], f32[8,6]) while(t), condition=cond, body=body\n";
+  text.replace(text.find(loop), loop.size(),
+               "  w = (s32[], f32[8,6]) while(t), condition=cond, body=body, "
+               "sharding={{replicated}, {devices=[4,1]<=[4]}}\n");
+  auto p = partition_text(text, 4);
+  expect_equivalent(p);
+  const Instruction* w = find_instr(p.result.module.entry(), Opcode::kWhile);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->shape.tuple_shape(1).dims(), (std::vector<int64_t>{2, 6}));
+  EXPECT_EQ(p.result.stats.full_replications, 0);
+}
+
+TEST(SpmdControlFlow, CallInsideWhileBody) {
+  // The body calls g on the tiled state: the callee is partitioned inside
+  // the body's partitioning (nested contexts), no communication at all.
+  auto p = partition_text(R"(HloModule m
+g {
+  a = f32[8,4] parameter(0)
+  h = f32[] constant(0.5)
+  hb = f32[8,4] broadcast(h), dimensions={}
+  ROOT m = f32[8,4] multiply(a, hb)
+}
+cond {
+  p = (s32[], f32[8,4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(2)
+  ROOT c = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[8,4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  x = f32[8,4] get-tuple-element(p), index=1
+  y = f32[8,4] call(x), to_apply=g
+  ROOT t = (s32[], f32[8,4]) tuple(next, y)
+}
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,2,2]<=[8] last_tile_dim_replicate}
+  z = s32[] constant(0)
+  t = (s32[], f32[8,4]) tuple(z, x)
+  w = (s32[], f32[8,4]) while(t), condition=cond, body=body
+  ROOT r = f32[8,4] get-tuple-element(w), index=1, sharding={devices=[2,2,2]<=[8] last_tile_dim_replicate}
+}
+)",
+                          8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.all_reduces + p.result.stats.collective_permutes, 0);
+}
+
 TEST(SpmdControlFlow, TupleRoot) {
   // The entry returns (x + y, column sums of x): leaf 0 stays tiled, leaf 1
   // is replicated after one all-reduce.

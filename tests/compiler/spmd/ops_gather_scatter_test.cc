@@ -116,6 +116,37 @@ TEST(SpmdGather, TrivialSliceGatherTwoIndexComponentsOn2x2Mesh) {
   EXPECT_EQ(p.result.stats.full_replications, 0);
 }
 
+TEST(SpmdGather, EmbeddingLookupOn3DMesh) {
+  // [2,2,2] mesh: table [12,8] tiled on V (axis 0) and M (axis 1), indices
+  // [6,4] tiled on batch over axis 2 is ignored by the trivial-slice path
+  // (indices replicated); the masked partial lookups are summed over the V
+  // pairs: one all-reduce, no full replication.
+  auto p = partition_text(
+      module("  t = f32[12,8] parameter(0), sharding={devices=[2,2,2]<=[8] last_tile_dim_replicate}\n"
+             "  i = s32[6,4] parameter(1), sharding={devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}\n"
+             "  ROOT g = f32[6,4,8] gather(t, i), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, "
+             "index_vector_dim=2, slice_sizes={1,8}, sharding={devices=[1,1,2,4]<=[2,2,2]T(1,0,2) last_tile_dim_replicate}\n"),
+      8);
+  for (uint64_t seed : {1, 2}) expect_equivalent(p, seed);
+  EXPECT_EQ(p.result.stats.all_reduces, 1);
+  EXPECT_EQ(p.result.stats.full_replications, 0);
+}
+
+TEST(SpmdScatter, PassthroughAndTrivialScatterOn2x2Mesh) {
+  // Operand [10,6] tiled on rows (scattered into, window 1) and columns
+  // (window dim taken whole): indices replicated and shifted per row tile,
+  // updates tiled on columns: no communication.
+  auto p = partition_text(module("  o = f32[10,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                                 "  i = s32[5] parameter(1), sharding={replicated}\n"
+                                 "  u = f32[5,6] parameter(2), sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
+                                 "  ROOT s = f32[10,6] scatter(o, i, u), update_window_dims={1}, inserted_window_dims={0}, "
+                                 "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add, "
+                                 "sharding={devices=[2,2]<=[4]}\n"),
+                          4);
+  for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
+  EXPECT_EQ(collectives(p.result), 0);
+}
+
 const std::string kScatterDims =
     "update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1";
 
