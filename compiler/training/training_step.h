@@ -14,14 +14,20 @@
 //   "recompute/<scope>"        rematerialized forward ops
 //   "opt/<tensor>"             optimizer update ops
 //   "opt_state/<tensor>/<slot>" entry parameters holding optimizer slots
-// Repeated layers may be a while loop over stacked weights; the transforms
-// handle it (autodiff of the loop = a reverse loop).
+//                              (Adam's step count: "opt_state/global/step")
+// Remat finds layers by op_name: ops of layer k must be scoped
+// "fwd/layer_<k>/..." (any suffix after "layer"); other ops are never
+// recomputed.
+// Repeated layers may be a counted while loop over stacked weights
+// (while_autodiff.h gives the form); autodiff of the loop = a reverse loop.
+// Remat "auto" (compile pipeline): try remat_choices_by_recompute() (remat.h)
+// in order — none, save_dots, full — against the memory plan.
+// Gradients are taken w.r.t. "param/" parameters only.
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <optional>
+#include <string>
 
 #include "compiler/ir/module.h"
 #include "compiler/sharding/mesh.h"
@@ -62,6 +68,10 @@ struct TrainingStepOptions {
   // the step's "input/" parameters (same numbers) have microbatches x its
   // batch on dim 0 (training_step.cc: strided split, mean of the losses).
   int64_t microbatches = 1;
+  // > 1: the forward must contain a pipeline built by emit_pipeline
+  // (compiler/training/pipelined_forward.h: stage body + stage-stacked
+  // weights) for this many stages; it already splits its microbatches, so
+  // `microbatches` is not applied again.
   int64_t pipeline_stages = 1;
   // The mesh the weights' shardings were written against (mesh_split).
   // weight_update_sharding needs it to know which mesh axes a weight is
@@ -73,7 +83,9 @@ struct TrainingStep {
   // Entry parameters: the forward's (same numbers first), then optimizer
   // slots. Root: tuple(loss, new weights in parameter order, new slots).
   Module module;
-  // FLOPs of the recomputed forward ops (2 per MAC), for the report's HFU.
+  // FLOPs of the recomputed forward ops (2 per MAC; dot and convolution
+  // only, remat.h matmul_flops), for the report's HFU. Includes the while
+  // loop bodies recomputed by their reverse loops (x trip count).
   double recomputed_flops = 0;
   // Number of recomputed ("recompute/") instructions.
   int64_t recomputed_instructions = 0;
