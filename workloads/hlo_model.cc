@@ -57,6 +57,7 @@ BuiltModel build_hlo_model(const Workload& workload, compiler::DeviceMesh mesh) 
     }
   }
   info.parameters = named > 0 ? named : floating;
+  info.activated_parameters = info.parameters;
   double forward = 0;
   for (const compiler::Computation& comp : module.computations())
     for (const compiler::Instruction& in : comp.instructions())

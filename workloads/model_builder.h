@@ -22,6 +22,9 @@ struct ModelInfo {
   // with backward), no remat (the MFU numerator; PaLM appendix B).
   double model_flops_per_step = 0;
   int64_t layers = 0;
+  // Parameters one token meets: an MoE layer counts top_k experts, not all
+  // E (model_info.h); equals `parameters` for dense and HLO models.
+  int64_t activated_parameters = 0;
 };
 
 struct BuiltModel {

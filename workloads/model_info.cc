@@ -64,6 +64,7 @@ ModelInfo transformer_model_info(const ModelSpec& m, const SourceLocation& where
   ParameterCount count = count_parameters(m, where);
   ModelInfo info;
   info.parameters = count.total;
+  info.activated_parameters = count.activated;
   info.layers = m.layers;
   info.tokens_per_step = m.global_batch * m.seq_len;
   const double tokens = static_cast<double>(info.tokens_per_step);

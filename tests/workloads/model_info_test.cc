@@ -80,6 +80,7 @@ TEST(ModelFlops, DenseIsSixPTokensPlusAttention) {
   ModelInfo info = transformer_model_info(tiny_dense());
   EXPECT_EQ(info.tokens_per_step, 6);
   EXPECT_EQ(info.parameters, 508);
+  EXPECT_EQ(info.activated_parameters, 508);
   EXPECT_DOUBLE_EQ(info.model_flops_per_step, 18288.0 + 1728.0);
 }
 
@@ -114,6 +115,10 @@ TEST(LayerPlan, EncoderDecoderSplitsStacksAndPlacesMoeEveryOtherLayer) {
   EXPECT_TRUE(plan[3].moe);
   // Two self + two cross attentions.
   EXPECT_EQ(count_parameters(m).attention_blocks, 6);
+  // FLOPs use the activated count: layers 1, 3 are MoE (E = 4, k = 2, gated
+  // GELU g = 3, M = 4, H = 8: 96 per expert): each activates 2 x 96 of its 4 x 96.
+  ModelInfo info = transformer_model_info(m);
+  EXPECT_EQ(info.parameters - info.activated_parameters, 2 * (4 - 2) * 96);
   m.layers = 5;
   EXPECT_THROW(plan_layers(m), UserError);
 }
