@@ -33,8 +33,13 @@ std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& sourc
   if (n == 1 || s[static_cast<size_t>(b)] != 1 || t[static_cast<size_t>(a)] != 1 || t[static_cast<size_t>(b)] != n)
     return std::nullopt;
   // Same devices in the same order: device of source tile (.., i@a, ..) holds
-  // target tile (.., i@b, ..).
-  if (source.tile_assignment().reshape(t) != target.tile_assignment()) return std::nullopt;
+  // target tile (.., i@b, ..), other coordinates unchanged. Swapping tile
+  // dims a (n) and b (1) says exactly that; a reshape would not when tiled
+  // dims lie between a and b.
+  std::vector<int64_t> swap_ab(s.size());
+  for (size_t d = 0; d < s.size(); ++d) swap_ab[d] = static_cast<int64_t>(d);
+  std::swap(swap_ab[static_cast<size_t>(a)], swap_ab[static_cast<size_t>(b)]);
+  if (source.tile_assignment().transpose(swap_ab) != target.tile_assignment()) return std::nullopt;
   return std::make_pair(a, b);
 }
 
