@@ -54,6 +54,19 @@ TEST(ModelRun, SmallYamlForwardGivesFiniteLoss) {
   EXPECT_LT(loss, std::log(64.0) + 64.0);
 }
 
+TEST(ModelRun, LearnedPositionsAndTwoMatrixFfnsRun) {
+  for (const char* ffn : {"model.ffn=gelu", "model.ffn=relu"}) {
+    SCOPED_TRACE(ffn);
+    BuiltModel model = build_model(load_workload(source("workloads/small.yaml"), {"model.position=learned", ffn}));
+    // Learned table [L, M] = [16, 32] replaces the 2 relative-bias tables [32, 4].
+    bool has_positions = false;
+    for (const auto& in : model.module.entry().instructions())
+      if (in.op_name == "param/embedding/position") has_positions = in.shape.dims() == std::vector<int64_t>{16, 32};
+    EXPECT_TRUE(has_positions);
+    EXPECT_TRUE(std::isfinite(run_loss(model, 64)));
+  }
+}
+
 TEST(ModelRun, SmallYamlPrintsAndReparses) {
   BuiltModel model = build_model(load_workload(source("workloads/small.yaml")));
   const std::string text = compiler::print_hlo(model.module);
