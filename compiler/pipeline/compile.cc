@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "compiler/pipeline/cleanup.h"
 #include "compiler/pipeline/fusion.h"
 #include "compiler/pipeline/memory_plan.h"
 #include "compiler/pipeline/remat_auto.h"
@@ -21,27 +22,6 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
-
-// Computations that run as programs (entry, while bodies and conditions,
-// callees), as opposed to reducers applied per element.
-std::vector<bool> control_computations(const Module& module) {
-  std::vector<bool> control(static_cast<size_t>(module.computation_count()), false);
-  std::vector<CompId> work{module.entry_id()};
-  control[static_cast<size_t>(module.entry_id())] = true;
-  while (!work.empty()) {
-    CompId c = work.back();
-    work.pop_back();
-    for (const Instruction& instr : module.computation(c).instructions()) {
-      if (instr.opcode != Opcode::kWhile && instr.opcode != Opcode::kCall) continue;
-      for (CompId callee : instr.called) {
-        if (callee == kNoId || control[static_cast<size_t>(callee)]) continue;
-        control[static_cast<size_t>(callee)] = true;
-        work.push_back(callee);
-      }
-    }
-  }
-  return control;
-}
 
 // Fusion, schedule and memory plan of a partitioned module.
 void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options) {
@@ -101,6 +81,9 @@ SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
   program.module = std::move(partitioned.module);
   program.stats.spmd = partitioned.stats;
   program.stats.instructions_partitioned = program.module.entry().size();
+  CleanupStats cleanup = remove_markers_and_dead_code(program.module);
+  program.stats.sharding_markers_removed = cleanup.sharding_markers_removed;
+  program.stats.dead_instructions_removed = cleanup.dead_instructions_removed;
   program.num_devices = options.num_devices;
 
   plan_program(program, MemoryPlanOptions{.outputs_alias_parameters = training.has_value()});

@@ -24,6 +24,7 @@ struct Buffer {
   int64_t def = 0;       // schedule position where it is written
   int64_t last_use = 0;  // last schedule position that reads it
   InstrId producer = kNoId;
+  DType dtype = DType::kF32;  // of the leaf
 };
 
 struct ComputationPeak {
@@ -104,8 +105,8 @@ class MemoryPlanner::ComputationSweep {
   }
 
   // ---- buffers ----
-  int32_t new_buffer(int64_t bytes, int64_t def, InstrId producer) {
-    buffers_.push_back(Buffer{bytes, def, def, producer});
+  int32_t new_buffer(const Shape& leaf, int64_t def, InstrId producer) {
+    buffers_.push_back(Buffer{leaf.byte_size(), def, def, producer, leaf.dtype()});
     return static_cast<int32_t>(buffers_.size() - 1);
   }
 
@@ -118,7 +119,7 @@ class MemoryPlanner::ComputationSweep {
         // Entry parameters: live throughout. Inner parameters alias buffers
         // of the caller (kNoId: not counted here).
         for (const Shape* leaf : instr.shape.leaves())
-          mine.push_back(is_entry_ ? new_buffer(leaf->byte_size(), 0, id) : kNoId);
+          mine.push_back(is_entry_ ? new_buffer(*leaf, 0, id) : kNoId);
         if (is_entry_)
           for (int32_t b : mine) buffers_[static_cast<size_t>(b)].last_use = comp_.size() - 1;
         return;
@@ -142,7 +143,7 @@ class MemoryPlanner::ComputationSweep {
         break;
     }
     if (!materialized_[static_cast<size_t>(id)]) return;
-    for (const Shape* leaf : instr.shape.leaves()) mine.push_back(new_buffer(leaf->byte_size(), def, id));
+    for (const Shape* leaf : instr.shape.leaves()) mine.push_back(new_buffer(*leaf, def, id));
   }
 
   // Leaves [begin, begin + count) of tuple element `index` in pre-order.
@@ -195,7 +196,9 @@ class MemoryPlanner::ComputationSweep {
       return is_entry_ ? parameter_role(producer) : ValueRole::kTemporary;
     }
     const std::string& name = producer.op_name;
-    if (starts_with(name, "bwd/")) {
+    // Gradients: floating-point bwd/ values read by the optimizer (not the
+    // index arithmetic the partitioner tags with the same op_name).
+    if (starts_with(name, "bwd/") && is_floating(b.dtype)) {
       for (InstrId u : users_[static_cast<size_t>(b.producer)])
         if (starts_with(comp_.instr(u).op_name, "opt/")) return ValueRole::kGradient;
       return ValueRole::kTemporary;

@@ -58,7 +58,10 @@ struct MemoryPlan {
 struct CompileStats {
   SpmdStats spmd;
   int64_t instructions_annotated = 0;  // entry instructions before partitioning
-  int64_t instructions_partitioned = 0;
+  int64_t instructions_partitioned = 0;  // entry, as the partitioner emitted it
+  // Removed from the partitioned program before fusion (pipeline/cleanup.h).
+  int64_t sharding_markers_removed = 0;
+  int64_t dead_instructions_removed = 0;
   std::string remat_applied;           // "none", "full", "save_dots", ...
   double recomputed_flops = 0;         // global, 2 per MAC
   double propagate_wall_s = 0;

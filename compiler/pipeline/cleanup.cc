@@ -1,0 +1,90 @@
+// Marker forwarding + dead-code elimination (cleanup.h): one backward
+// marking pass from the root and one rebuild pass per computation, O(n).
+#include "compiler/pipeline/cleanup.h"
+
+#include <vector>
+
+namespace podsim::compiler {
+namespace {
+
+// A "Sharding" custom-call that only restates its operand's value.
+bool is_sharding_marker(const Computation& comp, const Instruction& instr) {
+  return instr.opcode == Opcode::kCustomCall && instr.attrs.custom_call_target == "Sharding" &&
+         instr.operand_count() == 1 && comp.instr(instr.operand(0)).shape == instr.shape;
+}
+
+CleanupStats clean_computation(Computation& comp) {
+  CleanupStats stats;
+  const int n = comp.size();
+  if (n == 0 || comp.root() == kNoId) return stats;
+  // resolved[i]: the instruction whose value i stands for (through markers).
+  std::vector<InstrId> resolved(static_cast<size_t>(n));
+  std::vector<bool> marker(static_cast<size_t>(n), false);
+  for (InstrId id = 0; id < n; ++id) {
+    const Instruction& instr = comp.instr(id);
+    marker[static_cast<size_t>(id)] = is_sharding_marker(comp, instr);
+    resolved[static_cast<size_t>(id)] = marker[static_cast<size_t>(id)] ? resolved[static_cast<size_t>(instr.operand(0))] : id;
+  }
+  std::vector<bool> live(static_cast<size_t>(n), false);
+  live[static_cast<size_t>(resolved[static_cast<size_t>(comp.root())])] = true;
+  for (InstrId id = n - 1; id >= 0; --id) {
+    const Instruction& instr = comp.instr(id);
+    if (instr.opcode == Opcode::kParameter) live[static_cast<size_t>(id)] = true;
+    if (!live[static_cast<size_t>(id)]) continue;
+    for (InstrId op : instr.operands) live[static_cast<size_t>(resolved[static_cast<size_t>(op)])] = true;
+  }
+  std::vector<InstrId> new_id(static_cast<size_t>(n), kNoId);
+  std::vector<Instruction> kept;
+  kept.reserve(static_cast<size_t>(n));
+  for (InstrId id = 0; id < n; ++id) {
+    Instruction& instr = comp.mutable_instr(id);
+    if (!live[static_cast<size_t>(id)]) {
+      if (marker[static_cast<size_t>(id)]) ++stats.sharding_markers_removed;
+      else ++stats.dead_instructions_removed;
+      continue;
+    }
+    for (InstrId& op : instr.operands) op = new_id[static_cast<size_t>(resolved[static_cast<size_t>(op)])];
+    new_id[static_cast<size_t>(id)] = static_cast<InstrId>(kept.size());
+    kept.push_back(std::move(instr));
+  }
+  const InstrId root = new_id[static_cast<size_t>(resolved[static_cast<size_t>(comp.root())])];
+  comp.mutable_instructions() = std::move(kept);
+  comp.set_root(root);
+  return stats;
+}
+
+}  // namespace
+
+std::vector<bool> control_computations(const Module& module) {
+  std::vector<bool> control(static_cast<size_t>(module.computation_count()), false);
+  if (module.entry_id() == kNoId) return control;
+  std::vector<CompId> work{module.entry_id()};
+  control[static_cast<size_t>(module.entry_id())] = true;
+  while (!work.empty()) {
+    CompId c = work.back();
+    work.pop_back();
+    for (const Instruction& instr : module.computation(c).instructions()) {
+      if (instr.opcode != Opcode::kWhile && instr.opcode != Opcode::kCall) continue;
+      for (CompId callee : instr.called)
+        if (callee != kNoId && !control[static_cast<size_t>(callee)]) {
+          control[static_cast<size_t>(callee)] = true;
+          work.push_back(callee);
+        }
+    }
+  }
+  return control;
+}
+
+CleanupStats remove_markers_and_dead_code(Module& module) {
+  CleanupStats total;
+  const std::vector<bool> control = control_computations(module);
+  for (CompId c = 0; c < module.computation_count(); ++c) {
+    if (!control[static_cast<size_t>(c)]) continue;
+    CleanupStats s = clean_computation(module.mutable_computation(c));
+    total.sharding_markers_removed += s.sharding_markers_removed;
+    total.dead_instructions_removed += s.dead_instructions_removed;
+  }
+  return total;
+}
+
+}  // namespace podsim::compiler
