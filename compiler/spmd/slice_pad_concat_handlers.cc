@@ -82,6 +82,28 @@ TileGeometry tiles_of(const Sharding& s, int64_t out_extent, int64_t dim) {
   return TileGeometry{n, ceil_div(out_extent, n), out_extent};
 }
 
+// Concatenate when the concat dim's halo is too wide (gspmd-algorithms.md
+// 3.3, the 2025 strategy): move the dim's n tiles to another dim e that the
+// layout leaves whole and n divides (one all-to-all per operand), concatenate
+// locally, move them back (one all-to-all) -- instead of all-gathering.
+std::optional<PartitionedValue> concatenate_by_moving_tiles(SpmdContext& context, const HandlerInput& in,
+                                                            const Sharding& layout) {
+  const int64_t dim = in.original.attrs.dimensions.at(0);
+  const Shape& out = in.original.shape;
+  const int64_t n = tile_count(layout, dim);
+  for (int64_t e = 0; e < out.rank(); ++e) {
+    if (e == dim || tile_count(layout, e) != 1 || out.dim(static_cast<int>(e)) % n != 0) continue;
+    const Sharding moved = move_and_merge_tiles(layout, dim, e);
+    if (!all_to_all_dims(layout, moved)) continue;
+    std::vector<InstrId> locals;
+    for (const PartitionedValue& operand : in.operands) locals.push_back(reshard(context, operand, moved).id);
+    InstrId result = context.builder().concatenate(std::move(locals), dim);
+    PartitionedValue back = reshard(context, PartitionedValue{result, out, moved}, layout);
+    return reshard(context, back, in.target);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 // slice: result tile j (t elements) reads input start + (j*t + q)*stride, so
@@ -278,6 +300,8 @@ PartitionedValue handle_concatenate(SpmdContext& context, const HandlerInput& in
       }
       PartitionedValue probe{kNoId, operand.base_shape, in.target};
       if (!plan_halo(probe, w)) {
+        if (auto moved = concatenate_by_moving_tiles(context, in, partially_replicate_on_dims(in.target, gathered)))
+          return *moved;
         gathered.push_back(dim);
         break;
       }

@@ -216,6 +216,20 @@ TEST(SpmdConcat, ConcatenateAlongPartitionedDimensionUnevenOn1DMeshes) {
   }
 }
 
+TEST(SpmdConcat, ConcatenateMovesTilesWhenHaloTooWide) {
+  // a [5,8] and b [3,8] -> [8,8] rows over 8 devices (s = 1): result tile 3
+  // needs a's rows 3.. from 3 neighbours away (> 2), so the rows' 8 tiles
+  // move to the 8 columns (one all-to-all per operand), the concat is local,
+  // and the tiles move back (one all-to-all): no all-gather.
+  auto p = partition_text(module("  a = f32[5,8] parameter(0), sharding=" + rows(8) + "\n"
+                                 "  b = f32[3,8] parameter(1), sharding=" + rows(8) + "\n"
+                                 "  ROOT c = f32[8,8] concatenate(a, b), dimensions={0}, sharding=" + rows(8) + "\n"),
+                          8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_to_alls, 3);
+  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.full_replications, 0);
+}
+
 TEST(SpmdConcat, ConcatenateAlongNonPartitionedDimension) {
   // Concat along dim 1 while dim 0 is tiled on [2,2]'s first axis: local.
   auto p = partition_text(
