@@ -35,6 +35,7 @@ ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMes
                                   it->dims.size(), it->dims),
                       "give one mesh axis or null per tensor dim");
     mappings_[name] = mapping;
+    texts_[name] = sharding_of(mapping);
   }
 }
 
@@ -49,9 +50,9 @@ std::string ShardingTable::sharding_of(const std::vector<std::optional<std::stri
 }
 
 std::optional<std::string> ShardingTable::sharding(const std::string& name) const {
-  auto m = mapping(name);
-  if (!m) return std::nullopt;
-  return sharding_of(*m);
+  auto it = texts_.find(name);
+  if (it == texts_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::optional<std::string> ShardingTable::axis_of(const std::string& name, int64_t dim) const {

@@ -50,6 +50,7 @@ class ShardingTable {
  private:
   const compiler::DeviceMesh& mesh_;
   std::map<std::string, std::vector<std::optional<std::string>>> mappings_;
+  std::map<std::string, std::string> texts_;  // mesh_split text per given name, computed once
 };
 
 }  // namespace podsim::workloads
