@@ -96,3 +96,40 @@ TEST(SpmdConv, ConvolutionInputFeatureContracting) {
 
 }  // namespace
 }  // namespace podsim::compiler
+
+namespace podsim::compiler {
+namespace {
+
+// Sweep of 1-D convolutions: kernel 1-3, stride 1-2, dilation 1-2, padding
+// 0-1 each side on an uneven spatial dim (11) over 2 and 4 devices, output
+// spatially tiled: halo exchange (or fallback) must match the whole conv.
+TEST(SpmdConv, SpatialWindowSweep) {
+  int handled = 0, total = 0;
+  for (int n : {2, 4})
+    for (int size = 1; size <= 3; ++size)
+      for (int stride = 1; stride <= 2; ++stride)
+        for (int dilation = 1; dilation <= 2; ++dilation)
+          for (int lo = 0; lo <= 1; ++lo)
+            for (int hi = 0; hi <= 1; ++hi) {
+              const int reach = (size - 1) * dilation + 1;
+              const int out = (11 + lo + hi - reach) / stride + 1;
+              const std::string ns = std::to_string(n);
+              auto p = partition(dot_module("  x = f32[2,11,3] parameter(0), sharding={devices=[1," + ns + ",1]<=[" + ns + "]}\n"
+                                            "  k = f32[" + std::to_string(size) + ",3,2] parameter(1), sharding={replicated}\n"
+                                            "  ROOT c = f32[2," + std::to_string(out) + ",2] convolution(x, k), window={size=" +
+                                            std::to_string(size) + " stride=" + std::to_string(stride) + " pad=" +
+                                            std::to_string(lo) + "_" + std::to_string(hi) + " rhs_dilate=" +
+                                            std::to_string(dilation) + "}, dim_labels=b0f_0io->b0f, sharding={devices=[1," +
+                                            ns + ",1]<=[" + ns + "]}\n"),
+                                 n);
+              VerifyResult v = verify_partitioning(p.annotated, p.result.module, 5, 1e-4);
+              ASSERT_TRUE(v.ok) << "n " << n << " size " << size << " stride " << stride << " dilation " << dilation
+                                << " pad " << lo << "_" << hi << ": " << v.first_mismatch;
+              handled += p.result.stats.default_fallbacks == 0;
+              ++total;
+            }
+  EXPECT_EQ(handled, total);
+}
+
+}  // namespace
+}  // namespace podsim::compiler

@@ -48,24 +48,38 @@ std::string batched_matmul(const std::string& lhs, const std::string& rhs, const
                     "lhs_contracting_dims={2}, rhs_contracting_dims={1}, sharding=" + out + "\n");
 }
 
-void sweep(int devices, size_t out_stride) {
+// Returns how many of the partitioned programs contain a windowed loop.
+int64_t sweep(int devices, size_t out_stride, SpmdOptions options = {}) {
   const auto shardings = rank3_shardings(devices);
   int checked = 0;
+  int64_t loops = 0;
   for (size_t l = 0; l < shardings.size(); ++l)
     for (size_t r = 0; r < shardings.size(); ++r)
       for (size_t o = (l + r) % out_stride; o < shardings.size(); o += out_stride) {
-        auto p = partition(batched_matmul(shardings[l], shardings[r], shardings[o]), devices);
+        auto p = partition(batched_matmul(shardings[l], shardings[r], shardings[o]), devices, options);
         VerifyResult v = verify_partitioning(p.annotated, p.result.module, 1 + l + 7 * r, 1e-4);
-        ASSERT_TRUE(v.ok) << "lhs " << shardings[l] << " rhs " << shardings[r] << " out " << shardings[o] << ": "
+        EXPECT_TRUE(v.ok) << "lhs " << shardings[l] << " rhs " << shardings[r] << " out " << shardings[o] << ": "
                           << v.first_mismatch;
         ++checked;
+        loops += spmd_dot_test::count_ops(p.result.module, {Opcode::kWhile});
       }
   EXPECT_GT(checked, 0);
+  return loops;
 }
 
-TEST(SpmdDotSweep, AllOperandShardingsOn4Devices) { sweep(4, 4); }
+TEST(SpmdDotSweep, AllOperandShardingsOn4Devices) { EXPECT_EQ(sweep(4, 4), 0); }
 
-TEST(SpmdDotSweep, AllOperandShardingsOn2x2x2Mesh) { sweep(8, 3); }
+TEST(SpmdDotSweep, AllOperandShardingsOn2x2x2Mesh) { EXPECT_EQ(sweep(8, 3), 0); }
+
+// The same with the windowed einsum forced wherever a plan all-gathers one
+// operand dim (threshold 0): loops on rings of 2, 4 and 8, inside groups.
+SpmdOptions windowed() {
+  SpmdOptions o;
+  o.windowed_einsum_threshold_bytes = 0;
+  return o;
+}
+TEST(SpmdDotSweep, WindowedOn4Devices) { EXPECT_GT(sweep(4, 4, windowed()), 10); }
+TEST(SpmdDotSweep, WindowedOn2x2x2Mesh) { EXPECT_GT(sweep(8, 3, windowed()), 5); }
 
 }  // namespace
 }  // namespace podsim::compiler
