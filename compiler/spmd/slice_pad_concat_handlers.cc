@@ -184,6 +184,14 @@ PartitionedValue handle_pad(SpmdContext& context, const HandlerInput& in) {
       if (needed.back()) w.width = std::max(w.width, hi - lo + 1);
     }
     w.width = std::max<int64_t>(w.width, 1);
+    // A tile whose results are all padding (e.g. the low padding of a dim with
+    // fewer elements than tiles) reads a window wholly before the input: the
+    // halo exchange fills it with the pad value.
+    for (int64_t j = 0; j < g.n; ++j) {
+      if (needed[static_cast<size_t>(j)] || j * g.t >= g.out) continue;
+      w.start[static_cast<size_t>(j)] = -w.width;
+      w.needed_limit[static_cast<size_t>(j)] = -w.width;
+    }
     di.low = *std::max_element(di.c.begin(), di.c.end());
     di.low = std::max<int64_t>(di.low, 0);
     const int64_t padded_core = (w.width - 1) * r + 1;

@@ -165,6 +165,22 @@ TEST(SpmdPad, PadAlongPartitionedDimensionWithInteriorPadding) {
   EXPECT_EQ(p.result.stats.collective_permutes, 1);
 }
 
+TEST(SpmdPad, PadInteriorOnDimSmallerThanTileCount) {
+  // f32[1] over 2 with padding 1_0_1 -> [c, x]: tile 0 (t = 1) holds only
+  // low padding, no input element, and must read the pad value (found by
+  // the property test); likewise f32[2] over 6 with 2_1_2 -> O = 7.
+  auto p = partition_text(module("  x = f32[1] parameter(0), sharding=" + tiled1d(2) + "\n"
+                                 "  z = f32[] constant(-0.5)\n"
+                                 "  ROOT p = f32[2] pad(x, z), padding=1_0_1, sharding=" + tiled1d(2) + "\n"),
+                          2);
+  expect_equivalent(p);
+  auto q = partition_text(module("  x = f32[2] parameter(0), sharding=" + tiled1d(6) + "\n"
+                                 "  z = f32[] constant(-0.5)\n"
+                                 "  ROOT p = f32[7] pad(x, z), padding=2_1_2, sharding=" + tiled1d(6) + "\n"),
+                          6);
+  expect_equivalent(q);
+}
+
 TEST(SpmdPad, PadUneven) {
   // [7,5] on [2,2] (shards 4x3 with a padding row and column that the
   // harness fills with 37): pad both dims; the padding must come out as
