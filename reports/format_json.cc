@@ -1,0 +1,160 @@
+// JSON and CSV forms of a Report. Key order is insertion order
+// (nlohmann::ordered_json) and numbers print as the shortest text that reads
+// back to the same double, so output is byte-for-byte deterministic.
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "reports/formats.h"
+
+namespace podsim::reports {
+
+namespace {
+
+nlohmann::ordered_json top_op_json(const TopOp& op, bool collective) {
+  nlohmann::ordered_json j;
+  j["name"] = op.name;
+  j["op_name"] = op.op_name;
+  j["opcode"] = op.opcode;
+  j["shape"] = op.shape;
+  j["executions"] = op.executions;
+  j["seconds"] = op.seconds;
+  j["step_fraction"] = op.step_fraction;
+  if (collective) {
+    j["bytes"] = op.bytes;
+    j["exposed_seconds"] = op.exposed_seconds;
+  } else {
+    j["bound"] = op.bound;
+    j["flops"] = op.flops;
+    j["hbm_bytes"] = op.bytes;
+  }
+  return j;
+}
+
+// CSV cell: quoted when it holds a separator, quote or line break (RFC 4180).
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+void flatten(const std::string& prefix, const nlohmann::ordered_json& value,
+             std::vector<std::pair<std::string, std::string>>& out) {
+  if (value.is_object()) {
+    for (const auto& [key, child] : value.items()) flatten(prefix.empty() ? key : prefix + "." + key, child, out);
+  } else if (value.is_string()) {
+    out.emplace_back(prefix, value.get<std::string>());
+  } else {
+    out.emplace_back(prefix, value.dump());
+  }
+}
+
+}  // namespace
+
+Format format_from_name(const std::string& name) {
+  if (name == "table") return Format::kTable;
+  if (name == "json") return Format::kJson;
+  if (name == "csv") return Format::kCsv;
+  if (name == "markdown") return Format::kMarkdown;
+  throw UserError(fmt::format("unknown report format '{}'", name), "use one of: table, json, csv, markdown");
+}
+
+std::string format_report(const Report& report, Format format) {
+  switch (format) {
+    case Format::kTable: return report_table(report);
+    case Format::kJson: return report_json(report);
+    case Format::kCsv: return report_csv(report);
+    case Format::kMarkdown: return report_markdown(report);
+  }
+  return report_table(report);
+}
+
+nlohmann::ordered_json report_to_json(const Report& r) {
+  nlohmann::ordered_json j;
+  j["workload"] = r.workload;
+  j["hardware"] = r.hardware;
+  j["fidelity"] = r.fidelity;
+  j["fallback_reason"] = r.fallback_reason;
+  j["devices"] = r.devices;
+  j["devices_simulated"] = r.devices_simulated;
+  j["parameters"] = r.parameters;
+  j["tokens_per_step"] = r.tokens_per_step;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_second"] = r.tokens_per_second;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["model_flops_per_step"] = r.model_flops_per_step;
+  j["executed_flops_per_step"] = r.executed_flops_per_step;
+  j["peak_flops_per_device"] = r.peak_flops_per_device;
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["hbm_capacity_bytes"] = r.hbm_capacity_bytes;
+  j["fits_in_memory"] = r.fits_in_memory;
+  nlohmann::ordered_json memory = nlohmann::ordered_json::object();
+  for (const MemoryPart& part : r.memory_breakdown) memory[part.name] = part.bytes;
+  j["memory_breakdown_bytes"] = memory;
+  nlohmann::ordered_json time;
+  time["compute"] = r.time.compute_s;
+  time["mxu_bound"] = r.time.mxu_bound_s;
+  time["vpu_bound"] = r.time.vpu_bound_s;
+  time["memory_bound"] = r.time.memory_bound_s;
+  time["overhead"] = r.time.overhead_s;
+  time["exposed_communication"] = r.time.exposed_communication_s;
+  time["idle"] = r.time.idle_s;
+  j["time_breakdown_s"] = time;
+  nlohmann::ordered_json collectives = nlohmann::ordered_json::object();
+  for (const CollectiveStats& c : r.collectives) {
+    nlohmann::ordered_json one;
+    one["count"] = c.count;
+    one["static_count"] = c.static_count;
+    one["bytes"] = c.bytes;
+    one["seconds"] = c.seconds;
+    collectives[c.kind] = one;
+  }
+  j["collectives"] = collectives;
+  nlohmann::ordered_json compile;
+  compile["instructions_annotated"] = r.compile.instructions_annotated;
+  compile["instructions_partitioned"] = r.compile.instructions_partitioned;
+  compile["full_replications"] = r.compile.full_replications;
+  compile["default_fallbacks"] = r.compile.default_fallbacks;
+  compile["remat_applied"] = r.compile.remat_applied;
+  compile["recomputed_flops"] = r.compile.recomputed_flops;
+  j["compile"] = compile;
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (const TopOp& op : r.top_ops) ops.push_back(top_op_json(op, false));
+  j["top_ops"] = ops;
+  nlohmann::ordered_json top_collectives = nlohmann::ordered_json::array();
+  for (const TopOp& op : r.top_collectives) top_collectives.push_back(top_op_json(op, true));
+  j["top_collectives"] = top_collectives;
+  j["compile_wall_s"] = r.compile_wall_s;
+  j["simulate_wall_s"] = r.simulate_wall_s;
+  return j;
+}
+
+std::string report_json(const Report& report) { return report_to_json(report).dump(2) + "\n"; }
+
+std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report& report) {
+  nlohmann::ordered_json j = report_to_json(report);
+  j.erase("top_ops");
+  j.erase("top_collectives");
+  std::vector<std::pair<std::string, std::string>> fields;
+  flatten("", j, fields);
+  return fields;
+}
+
+std::string report_csv(const Report& report) {
+  std::string header, row;
+  for (const auto& [key, value] : report_flat_fields(report)) {
+    if (!header.empty()) {
+      header += ',';
+      row += ',';
+    }
+    header += csv_cell(key);
+    row += csv_cell(value);
+  }
+  return header + "\n" + row + "\n";
+}
+
+}  // namespace podsim::reports

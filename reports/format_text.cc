@@ -1,0 +1,153 @@
+// Human-readable Report forms: an aligned plain-text table (the default
+// `podsim run` output) and markdown (for issues and docs). Units: ms (s above
+// 100 s), GiB (2^30 bytes), TFLOP/s (1e12), percent.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "reports/formats.h"
+
+namespace podsim::reports {
+
+std::string format_seconds(double seconds) {
+  if (std::abs(seconds) >= 100.0) return fmt::format("{:.2f} s", seconds);
+  return fmt::format("{:.3f} ms", seconds * 1e3);
+}
+
+std::string format_gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
+
+std::string format_tflops(double flops_per_second) { return fmt::format("{:.1f} TFLOP/s", flops_per_second / 1e12); }
+
+std::string format_percent(double fraction) { return fmt::format("{:.1f} %", fraction * 100.0); }
+
+std::string format_count(double value) {
+  double magnitude = std::abs(value);
+  if (magnitude >= 1e12) return fmt::format("{:.3f} T", value / 1e12);
+  if (magnitude >= 1e9) return fmt::format("{:.3f} G", value / 1e9);
+  if (magnitude >= 1e6) return fmt::format("{:.3f} M", value / 1e6);
+  if (magnitude >= 1e4) return fmt::format("{:.1f} k", value / 1e3);
+  return fmt::format("{:g}", value);
+}
+
+namespace {
+
+double fraction_of(double part, double whole) { return whole > 0 ? part / whole : 0; }
+
+std::string fits_text(const Report& r) {
+  return r.fits_in_memory ? "fits" : fmt::format("DOES NOT FIT: {} over", format_gib(r.peak_memory_bytes - r.hbm_capacity_bytes));
+}
+
+struct TimeRow {
+  const char* label;
+  double seconds;
+};
+
+std::vector<TimeRow> time_rows(const Report& r) {
+  return {{"compute", r.time.compute_s},
+          {"  mxu-bound", r.time.mxu_bound_s},
+          {"  vpu-bound", r.time.vpu_bound_s},
+          {"  memory-bound", r.time.memory_bound_s},
+          {"  op overhead", r.time.overhead_s},
+          {"exposed communication", r.time.exposed_communication_s},
+          {"idle", r.time.idle_s}};
+}
+
+std::string op_label(const TopOp& op) { return op.op_name.empty() ? op.name : op.op_name; }
+
+}  // namespace
+
+std::string report_table(const Report& r) {
+  std::string out;
+  auto line = [&out](const std::string& label, const std::string& value) {
+    out += fmt::format("  {:<24} {}\n", label, value);
+  };
+  out += fmt::format("{} on {}: {} devices, {} fidelity ({} simulated)\n", r.workload, r.hardware, r.devices,
+                     r.fidelity, r.devices_simulated);
+  if (!r.fallback_reason.empty()) out += fmt::format("  (fast fell back to full: {})\n", r.fallback_reason);
+  line("parameters", format_count(static_cast<double>(r.parameters)));
+  line("step time", format_seconds(r.step_time_s));
+  line("tokens/s", fmt::format("{:.0f}", r.tokens_per_second));
+  line("MFU", fmt::format("{}  ({} of {} per device)", format_percent(r.mfu),
+                          format_tflops(r.model_flops_per_second_per_device), format_tflops(r.peak_flops_per_device)));
+  line("HFU", format_percent(r.hfu));
+
+  out += fmt::format("memory per device: {} of {} ({})\n", format_gib(static_cast<double>(r.peak_memory_bytes)),
+                     format_gib(r.hbm_capacity_bytes), fits_text(r));
+  for (const MemoryPart& part : r.memory_breakdown)
+    line(part.name, fmt::format("{:>12}", format_gib(static_cast<double>(part.bytes))));
+
+  out += "time per step:\n";
+  for (const TimeRow& row : time_rows(r))
+    line(row.label, fmt::format("{:>14}  {:>7}", format_seconds(row.seconds),
+                                format_percent(fraction_of(row.seconds, r.step_time_s))));
+
+  out += fmt::format("collectives:\n  {:<24} {:>8} {:>8} {:>14} {:>14}\n", "kind", "count", "emitted", "bytes/device",
+                     "busy time");
+  for (const CollectiveStats& c : r.collectives)
+    out += fmt::format("  {:<24} {:>8} {:>8} {:>14} {:>14}\n", c.kind, c.count, c.static_count, format_gib(c.bytes),
+                       format_seconds(c.seconds));
+
+  if (!r.top_ops.empty()) {
+    out += fmt::format("top ops:\n  {:>14} {:>7} {:<9} {}\n", "time", "step", "bound", "op");
+    for (const TopOp& op : r.top_ops)
+      out += fmt::format("  {:>14} {:>7} {:<9} {} {}\n", format_seconds(op.seconds), format_percent(op.step_fraction),
+                         op.bound, op_label(op), op.shape);
+  }
+  if (!r.top_collectives.empty()) {
+    out += fmt::format("top collectives:\n  {:>14} {:>14} {:>12} {}\n", "time", "exposed", "bytes", "op");
+    for (const TopOp& op : r.top_collectives)
+      out += fmt::format("  {:>14} {:>14} {:>12} {} {} {}\n", format_seconds(op.seconds),
+                         format_seconds(op.exposed_seconds), format_gib(op.bytes), op.opcode, op_label(op), op.shape);
+  }
+  out += fmt::format("compile: {} -> {} instructions, {} full replications, {} default fallbacks, remat {}\n",
+                     r.compile.instructions_annotated, r.compile.instructions_partitioned, r.compile.full_replications,
+                     r.compile.default_fallbacks, r.compile.remat_applied.empty() ? "none" : r.compile.remat_applied);
+  out += fmt::format("wall time: compile {:.2f} s, simulate {:.2f} s\n", r.compile_wall_s, r.simulate_wall_s);
+  return out;
+}
+
+std::string report_markdown(const Report& r) {
+  std::string out;
+  out += fmt::format("## {} on {}\n\n", r.workload, r.hardware);
+  out += "| metric | value |\n|---|---:|\n";
+  auto row = [&out](const std::string& k, const std::string& v) { out += fmt::format("| {} | {} |\n", k, v); };
+  row("devices", fmt::format("{} ({} fidelity, {} simulated)", r.devices, r.fidelity, r.devices_simulated));
+  row("parameters", format_count(static_cast<double>(r.parameters)));
+  row("step time", format_seconds(r.step_time_s));
+  row("tokens/s", fmt::format("{:.0f}", r.tokens_per_second));
+  row("MFU", format_percent(r.mfu));
+  row("HFU", format_percent(r.hfu));
+  row("peak memory per device", fmt::format("{} of {} ({})", format_gib(static_cast<double>(r.peak_memory_bytes)),
+                                            format_gib(r.hbm_capacity_bytes), fits_text(r)));
+  row("compile / simulate wall", fmt::format("{:.2f} s / {:.2f} s", r.compile_wall_s, r.simulate_wall_s));
+
+  out += "\n### Memory at the peak\n\n| part | GiB |\n|---|---:|\n";
+  for (const MemoryPart& part : r.memory_breakdown)
+    out += fmt::format("| {} | {:.2f} |\n", part.name, static_cast<double>(part.bytes) / 1073741824.0);
+
+  out += "\n### Time per step\n\n| part | ms | % of step |\n|---|---:|---:|\n";
+  for (const TimeRow& t : time_rows(r))
+    out += fmt::format("| {} | {:.3f} | {:.1f} |\n", t.label[0] == ' ' ? fmt::format("- {}", t.label + 2) : t.label,
+                       t.seconds * 1e3, fraction_of(t.seconds, r.step_time_s) * 100.0);
+
+  out += "\n### Collectives\n\n| kind | count | emitted | GiB per device | busy ms |\n|---|---:|---:|---:|---:|\n";
+  for (const CollectiveStats& c : r.collectives)
+    out += fmt::format("| {} | {} | {} | {:.3f} | {:.3f} |\n", c.kind, c.count, c.static_count, c.bytes / 1073741824.0,
+                       c.seconds * 1e3);
+
+  if (!r.top_ops.empty()) {
+    out += "\n### Top ops\n\n| op | shape | bound | ms | % of step |\n|---|---|---|---:|---:|\n";
+    for (const TopOp& op : r.top_ops)
+      out += fmt::format("| `{}` | `{}` | {} | {:.3f} | {:.1f} |\n", op_label(op), op.shape, op.bound, op.seconds * 1e3,
+                         op.step_fraction * 100.0);
+  }
+  if (!r.top_collectives.empty()) {
+    out += "\n### Top collectives\n\n| op | kind | GiB | ms | exposed ms |\n|---|---|---:|---:|---:|\n";
+    for (const TopOp& op : r.top_collectives)
+      out += fmt::format("| `{}` | {} | {:.3f} | {:.3f} | {:.3f} |\n", op_label(op), op.opcode, op.bytes / 1073741824.0,
+                         op.seconds * 1e3, op.exposed_seconds * 1e3);
+  }
+  return out;
+}
+
+}  // namespace podsim::reports

@@ -1,0 +1,44 @@
+// Report formatters (DESIGN.md "Command line": run --format
+// table|json|csv|markdown). All are pure functions of a Report: the same
+// Report always gives the same bytes (fixed key order, shortest round-trip
+// number text).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "reports/report.h"
+
+namespace podsim::reports {
+
+enum class Format { kTable, kJson, kCsv, kMarkdown };
+
+// "table" | "json" | "csv" | "markdown"; UserError otherwise.
+Format format_from_name(const std::string& name);
+
+std::string format_report(const Report& report, Format format);
+
+// One JSON object, keys in a fixed order (DESIGN.md lists the required ones).
+nlohmann::ordered_json report_to_json(const Report& report);
+std::string report_json(const Report& report);  // pretty, ends with a newline
+
+// Flat "dotted.key" -> value text, fixed columns for every run (the csv row,
+// and the sweep tables later). Nested json objects become dotted keys; top-op
+// lists are left out.
+std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report& report);
+std::string report_csv(const Report& report);  // header line + one row
+
+std::string report_table(const Report& report);
+std::string report_markdown(const Report& report);
+
+// Unit helpers shared by table and markdown ("12.35 ms", "3.20 GiB", ...).
+std::string format_seconds(double seconds);   // ms below 100 s, else s
+std::string format_gib(double bytes);
+std::string format_tflops(double flops_per_second);
+std::string format_percent(double fraction);
+std::string format_count(double value);       // 1.10 T, 512 M, 4.2 k
+
+}  // namespace podsim::reports

@@ -1,0 +1,45 @@
+// write_file_atomically: temp file + rename (reports/output_file.h).
+#include "reports/output_file.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+
+namespace podsim::reports {
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    fmt::print("{}", text);
+    std::fflush(stdout);
+    return;
+  }
+  // Same directory as the target so the rename never crosses file systems;
+  // the pid keeps two concurrent runs from sharing a temp file.
+  std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(getpid()));
+  bool written = false;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (out) {
+      out << text;
+      out.flush();
+      written = static_cast<bool>(out);
+    }
+  }
+  std::error_code ignored;
+  if (!written) {
+    std::filesystem::remove(tmp, ignored);
+    throw UserError(SourceLocation{path, 0, 0}, "cannot write the output file",
+                    "check that the folder exists and is writable");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::filesystem::remove(tmp, ignored);
+    throw UserError(SourceLocation{path, 0, 0}, "cannot move the output file into place");
+  }
+}
+
+}  // namespace podsim::reports

@@ -1,0 +1,164 @@
+// summarize(): Timeline + SpmdProgram + ModelInfo -> Report (reports/report.h
+// gives the formulas). Every list in the Report has a fixed order so that the
+// same input always prints the same bytes.
+#include "reports/report.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace podsim::reports {
+
+namespace {
+
+constexpr compiler::ValueRole kRolesInOrder[] = {
+    compiler::ValueRole::kParameter,   compiler::ValueRole::kOptimizerState, compiler::ValueRole::kGradient,
+    compiler::ValueRole::kActivation,  compiler::ValueRole::kInput,          compiler::ValueRole::kTemporary,
+    compiler::ValueRole::kCollectiveBuffer};
+
+std::string bound_key(hw::Bound bound) {
+  switch (bound) {
+    case hw::Bound::kMxu: return "mxu";
+    case hw::Bound::kVpu: return "vpu";
+    case hw::Bound::kHbm: return "hbm";
+    case hw::Bound::kOverhead: return "overhead";
+  }
+  return "overhead";
+}
+
+int64_t static_count_of(const compiler::SpmdStats& stats, const std::string& kind) {
+  if (kind == "all-reduce") return stats.all_reduces;
+  if (kind == "all-gather") return stats.all_gathers;
+  if (kind == "reduce-scatter") return stats.reduce_scatters;
+  if (kind == "all-to-all") return stats.all_to_alls;
+  if (kind == "collective-permute") return stats.collective_permutes;
+  return 0;
+}
+
+TopOp top_op_of(const sim::OpRecord& op, double step_time_s) {
+  TopOp row;
+  row.name = op.name;
+  row.op_name = op.op_name;
+  row.opcode = op.opcode;
+  row.shape = op.shape;
+  row.executions = op.executions;
+  row.seconds = op.seconds;
+  row.step_fraction = step_time_s > 0 ? op.seconds / step_time_s : 0;
+  row.flops = op.flops;
+  row.bound = op.collective ? "collective" : bound_key(op.bound);
+  row.bytes = op.collective ? op.collective_bytes : op.hbm_bytes;
+  row.exposed_seconds = op.exposed_seconds;
+  return row;
+}
+
+// The n longest ops of one kind (collective or not); ties broken by name so
+// the order does not depend on the simulator's sort.
+std::vector<TopOp> top_ops(const std::vector<sim::OpRecord>& ops, bool collectives, int n, double step_time_s) {
+  std::vector<const sim::OpRecord*> picked;
+  for (const sim::OpRecord& op : ops)
+    if (op.collective == collectives) picked.push_back(&op);
+  std::stable_sort(picked.begin(), picked.end(), [](const sim::OpRecord* a, const sim::OpRecord* b) {
+    if (a->seconds != b->seconds) return a->seconds > b->seconds;
+    return a->name < b->name;
+  });
+  if (static_cast<int>(picked.size()) > n) picked.resize(std::max(n, 0));
+  std::vector<TopOp> rows;
+  for (const sim::OpRecord* op : picked) rows.push_back(top_op_of(*op, step_time_s));
+  return rows;
+}
+
+}  // namespace
+
+const std::vector<std::string>& collective_kinds() {
+  static const std::vector<std::string> kinds = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                                                 "collective-permute"};
+  return kinds;
+}
+
+std::string memory_role_key(compiler::ValueRole role) {
+  switch (role) {
+    case compiler::ValueRole::kParameter: return "parameters";
+    case compiler::ValueRole::kOptimizerState: return "optimizer_state";
+    case compiler::ValueRole::kInput: return "inputs";
+    case compiler::ValueRole::kGradient: return "gradients";
+    case compiler::ValueRole::kActivation: return "activations";
+    case compiler::ValueRole::kTemporary: return "temporaries";
+    case compiler::ValueRole::kCollectiveBuffer: return "collective_buffers";
+  }
+  return "temporaries";
+}
+
+Report summarize(const SummaryInput& input) {
+  assert(input.timeline && input.program);
+  const sim::Timeline& t = *input.timeline;
+  const compiler::SpmdProgram& program = *input.program;
+  Report r;
+  r.workload = input.workload_name;
+  r.hardware = input.hardware_name;
+  r.fidelity = t.fidelity == sim::Fidelity::kFull ? "full" : "fast";
+  r.fallback_reason = t.fallback_reason;
+  r.devices = t.devices;
+  r.devices_simulated = t.devices_simulated;
+  r.parameters = input.model.parameters;
+  r.tokens_per_step = input.model.tokens_per_step;
+
+  r.step_time_s = t.step_time_s;
+  r.model_flops_per_step = input.model.model_flops_per_step;
+  r.executed_flops_per_step = t.executed_flops_per_device * static_cast<double>(t.devices);
+  r.peak_flops_per_device = input.peak_flops_per_device;
+  if (t.step_time_s > 0) {
+    r.tokens_per_second = static_cast<double>(r.tokens_per_step) / t.step_time_s;
+    if (t.devices > 0) r.model_flops_per_second_per_device = r.model_flops_per_step / (t.step_time_s * t.devices);
+    // Peak FLOPs the devices could have done in the step (report.h formulas).
+    double peak_flops_in_step = t.step_time_s * static_cast<double>(t.devices) * input.peak_flops_per_device;
+    if (peak_flops_in_step > 0) {
+      r.mfu = r.model_flops_per_step / peak_flops_in_step;
+      r.hfu = r.executed_flops_per_step / peak_flops_in_step;
+    }
+  }
+
+  r.peak_memory_bytes = program.memory.peak_bytes;
+  r.hbm_capacity_bytes = input.hbm_capacity_bytes;
+  r.fits_in_memory = static_cast<double>(r.peak_memory_bytes) <= input.hbm_capacity_bytes;
+  for (compiler::ValueRole role : kRolesInOrder) {
+    auto it = program.memory.at_peak.bytes.find(role);
+    r.memory_breakdown.push_back({memory_role_key(role), it == program.memory.at_peak.bytes.end() ? 0 : it->second});
+  }
+
+  r.time.compute_s = t.compute_s;
+  r.time.mxu_bound_s = t.mxu_bound_s;
+  r.time.vpu_bound_s = t.vpu_bound_s;
+  r.time.memory_bound_s = t.hbm_bound_s;
+  r.time.overhead_s = t.overhead_s;
+  r.time.exposed_communication_s = t.exposed_communication_s;
+  r.time.idle_s = t.idle_s;
+
+  for (const std::string& kind : collective_kinds())
+    r.collectives.push_back({kind, 0, static_count_of(program.stats.spmd, kind), 0, 0});
+  for (const sim::CollectiveSummary& c : t.collectives) {
+    auto it = std::find_if(r.collectives.begin(), r.collectives.end(),
+                           [&](const CollectiveStats& s) { return s.kind == c.kind; });
+    if (it == r.collectives.end()) {
+      r.collectives.push_back({c.kind, 0, 0, 0, 0});
+      it = r.collectives.end() - 1;
+    }
+    it->count += c.count;
+    it->bytes += c.bytes;
+    it->seconds += c.seconds;
+  }
+
+  r.top_ops = top_ops(t.ops, false, input.top_n, t.step_time_s);
+  r.top_collectives = top_ops(t.ops, true, input.top_n, t.step_time_s);
+
+  r.compile.instructions_annotated = program.stats.instructions_annotated;
+  r.compile.instructions_partitioned = program.stats.instructions_partitioned;
+  r.compile.full_replications = program.stats.spmd.full_replications;
+  r.compile.default_fallbacks = program.stats.spmd.default_fallbacks;
+  r.compile.remat_applied = program.stats.remat_applied;
+  r.compile.recomputed_flops = program.stats.recomputed_flops;
+
+  r.compile_wall_s = input.compile_wall_s;
+  r.simulate_wall_s = input.simulate_wall_s > 0 ? input.simulate_wall_s : t.simulate_wall_s;
+  return r;
+}
+
+}  // namespace podsim::reports

@@ -1,0 +1,127 @@
+// Report: what `podsim run` tells the user about one simulated training step
+// (DESIGN.md "Command line", run --format json). A plain value built by
+// summarize() from the simulator's Timeline, the compiled program's memory
+// plan and statistics, and the model-level facts of the workload; the
+// formatters (reports/formats.h) only print it.
+//
+// Utilization (PaLM, Chowdhery et al. 2022, appendix B):
+//   MFU = model FLOPs per step / (step time x devices x peak FLOP/s per device)
+//   HFU = executed FLOPs per step (incl. remat and padding) / (same)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/pipeline/program.h"
+#include "sim/timeline.h"
+#include "workloads/model_builder.h"
+
+namespace podsim::reports {
+
+// Seconds of the step by what the reported device's compute stream did.
+// compute = mxu_bound + vpu_bound + memory_bound + overhead, and
+// step = compute + exposed_communication + idle (sim/timeline.h).
+struct TimeBreakdown {
+  double compute_s = 0;
+  double mxu_bound_s = 0;
+  double vpu_bound_s = 0;
+  double memory_bound_s = 0;  // HBM-bound ops
+  double overhead_s = 0;
+  double exposed_communication_s = 0;
+  double idle_s = 0;
+};
+
+// One row of the memory breakdown at the peak, in a fixed order.
+struct MemoryPart {
+  std::string name;  // json key: "parameters", "optimizer_state", ...
+  int64_t bytes = 0;
+};
+
+struct CollectiveStats {
+  std::string kind;          // "all-reduce", "all-gather", ...
+  int64_t count = 0;         // executions in the step (simulated)
+  int64_t static_count = 0;  // instructions the partitioner emitted
+  double bytes = 0;          // per device, summed over executions
+  double seconds = 0;        // collective-stream busy time
+};
+
+struct TopOp {
+  std::string name;
+  std::string op_name;
+  std::string opcode;
+  std::string shape;
+  int64_t executions = 0;
+  double seconds = 0;
+  double step_fraction = 0;  // seconds / step time
+  double flops = 0;
+  std::string bound;  // "mxu" | "vpu" | "hbm" | "overhead" | "collective"
+  double bytes = 0;   // collectives: per device; compute ops: HBM traffic
+  double exposed_seconds = 0;  // collectives only
+};
+
+struct CompileSummary {
+  int64_t instructions_annotated = 0;
+  int64_t instructions_partitioned = 0;
+  int64_t full_replications = 0;
+  int64_t default_fallbacks = 0;
+  std::string remat_applied;
+  double recomputed_flops = 0;
+};
+
+struct Report {
+  std::string workload;
+  std::string hardware;
+  std::string fidelity;  // "fast" | "full"
+  std::string fallback_reason;
+  int64_t devices = 0;
+  int64_t devices_simulated = 0;
+  int64_t parameters = 0;
+  int64_t tokens_per_step = 0;
+
+  double step_time_s = 0;
+  double tokens_per_second = 0;
+  double model_flops_per_step = 0;
+  double executed_flops_per_step = 0;  // all devices
+  double peak_flops_per_device = 0;
+  double model_flops_per_second_per_device = 0;  // achieved, MFU numerator rate
+  double mfu = 0;
+  double hfu = 0;
+
+  int64_t peak_memory_bytes = 0;  // per device
+  double hbm_capacity_bytes = 0;  // per device
+  bool fits_in_memory = true;
+  std::vector<MemoryPart> memory_breakdown;  // every role, fixed order
+
+  TimeBreakdown time;
+  std::vector<CollectiveStats> collectives;  // every kind, fixed order
+  std::vector<TopOp> top_ops;                // compute ops by time
+  std::vector<TopOp> top_collectives;        // collectives by time
+  CompileSummary compile;
+
+  double compile_wall_s = 0;
+  double simulate_wall_s = 0;
+};
+
+struct SummaryInput {
+  const sim::Timeline* timeline = nullptr;
+  const compiler::SpmdProgram* program = nullptr;
+  workloads::ModelInfo model;
+  std::string workload_name;
+  std::string hardware_name;
+  double peak_flops_per_device = 0;  // hw::peak_matmul_flops_per_device
+  double hbm_capacity_bytes = 0;     // per device
+  double compile_wall_s = 0;
+  double simulate_wall_s = 0;
+  int top_n = 10;  // rows of top_ops and top_collectives
+};
+
+Report summarize(const SummaryInput& input);
+
+// The collective kinds and memory roles every report lists (zeros included),
+// so csv columns are the same for every run.
+const std::vector<std::string>& collective_kinds();
+std::string memory_role_key(compiler::ValueRole role);
+
+}  // namespace podsim::reports

@@ -1,0 +1,142 @@
+// run_workload: the `podsim run` pipeline (reports/run_workload.h). Maps the
+// workload's `training:` and `mesh:` sections onto the compiler's and the
+// hardware model's option structs, runs the stages and times them.
+#include "reports/run_workload.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "common/error.h"
+#include "compiler/pipeline/compile.h"
+#include "hw_models/config.h"
+#include "hw_models/system.h"
+#include "sim/simulator.h"
+#include "workloads/model_builder.h"
+
+namespace podsim::reports {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+compiler::OptimizerOptions optimizer_options(const std::string& name) {
+  compiler::OptimizerOptions o;
+  if (name == "sgd") {
+    o.kind = compiler::OptimizerKind::kSgd;
+  } else if (name == "adam") {
+    o.kind = compiler::OptimizerKind::kAdam;
+    o.beta1 = 0.9;  // Adam's usual first-moment decay (Kingma & Ba 2015)
+    o.beta2 = 0.999;
+    o.epsilon = 1e-8;
+  } else if (name == "adafactor") {
+    o.kind = compiler::OptimizerKind::kAdafactor;
+  } else {
+    throw UserError(fmt::format("unknown optimizer '{}'", name), "use sgd, adam or adafactor");
+  }
+  return o;
+}
+
+// training: section -> CompileOptions. remat "auto" asks the compiler for the
+// smallest recomputation that fits the device's HBM.
+compiler::CompileOptions compile_options(const workloads::Workload& w, const workloads::BuiltModel& model,
+                                         const hw::HardwareConfig& hardware) {
+  compiler::CompileOptions options;
+  options.num_devices = w.mesh.device_count();
+  if (!w.training.enabled) return options;
+  compiler::TrainingStepOptions training;
+  training.optimizer = optimizer_options(w.training.optimizer);
+  training.weight_update_sharding = w.training.weight_update_sharding;
+  training.microbatches = w.training.microbatches;
+  training.pipeline_stages = w.training.pipeline_stages;
+  training.mesh = model.mesh;  // weight-update sharding splits over the axes a weight is replicated on
+  const std::string& remat = w.training.remat;
+  if (remat == "none" || remat.empty()) {
+    training.remat = compiler::RematKind::kNone;
+  } else if (remat == "full") {
+    training.remat = compiler::RematKind::kFull;
+  } else if (remat == "auto") {
+    training.remat = compiler::RematKind::kNone;
+    options.remat_auto = true;
+    options.hbm_budget_bytes = static_cast<int64_t>(hardware.hbm.capacity_bytes);
+  } else {
+    training.remat = compiler::RematKind::kSelective;
+    training.remat_policy = remat;
+  }
+  options.training = training;
+  return options;
+}
+
+hw::MeshLayout mesh_layout(const workloads::MeshSpec& mesh) {
+  hw::MeshLayout layout;
+  for (const auto& [axis, size] : mesh.axes) layout.mesh_shape.push_back(size);
+  layout.physical = mesh.physical;
+  // The workload file says "ring" for the hardware model's ring-preserving order.
+  layout.order = hw::placement_order_from_name(mesh.order == "ring" ? "ring_preserving" : mesh.order);
+  layout.explicit_devices = mesh.explicit_devices;
+  return layout;
+}
+
+// A hardware path in a workload file is relative to that file; preset names
+// and paths that exist as given are passed through.
+std::string resolve_hardware(const workloads::Workload& w) {
+  std::vector<std::string> presets = hw::preset_names();
+  if (std::find(presets.begin(), presets.end(), w.hardware) != presets.end()) return w.hardware;
+  std::filesystem::path given(w.hardware);
+  if (given.is_absolute() || std::filesystem::exists(given)) return w.hardware;
+  std::filesystem::path beside = std::filesystem::path(w.source_file).parent_path() / given;
+  return std::filesystem::exists(beside) ? beside.string() : w.hardware;
+}
+
+}  // namespace
+
+RunResult run_workload(const RunRequest& request) {
+  auto progress = [&](const char* stage, double fraction) {
+    if (request.progress) request.progress(stage, fraction);
+  };
+  progress("loading", 0);
+  RunResult result;
+  result.workload = workloads::load_workload(request.workload_path, request.overrides);
+  const workloads::Workload& w = result.workload;
+  hw::HardwareConfig hardware = hw::load_hardware(resolve_hardware(w), w.hardware_overrides);
+  hw::System system(hardware, mesh_layout(w.mesh));
+  workloads::BuiltModel model = workloads::build_model(w);
+
+  progress("compiling", 0);
+  Clock::time_point compile_start = Clock::now();
+  compiler::SpmdProgram program = compiler::compile(model.module, compile_options(w, model, hardware));
+  double compile_wall_s = seconds_since(compile_start);
+
+  progress("simulating", 0);
+  sim::SimOptions sim_options;
+  sim_options.fidelity = request.fidelity;
+  sim_options.record_trace = request.record_trace;
+  if (request.progress) sim_options.progress = [&](double fraction) { progress("simulating", fraction); };
+  Clock::time_point simulate_start = Clock::now();
+  result.timeline = sim::simulate(program, system, sim_options);
+  double simulate_wall_s = seconds_since(simulate_start);
+
+  progress("reporting", 0);
+  SummaryInput input;
+  input.timeline = &result.timeline;
+  input.program = &program;
+  input.model = model.info;
+  input.workload_name = w.name;
+  input.hardware_name = hardware.name;
+  input.peak_flops_per_device = hw::peak_matmul_flops_per_device(hardware.core);
+  input.hbm_capacity_bytes = hardware.hbm.capacity_bytes;
+  input.compile_wall_s = compile_wall_s;
+  input.simulate_wall_s = simulate_wall_s;
+  input.top_n = request.top_n;
+  result.report = summarize(input);
+  progress("reporting", 1);
+  return result;
+}
+
+}  // namespace podsim::reports

@@ -1,0 +1,168 @@
+// Report formats: json keys and types (DESIGN.md's required keys), byte-for-
+// byte determinism, csv and markdown shape, table units.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "common/error.h"
+#include "reports/formats.h"
+#include "tests/reports/report_fixture.h"
+
+namespace podsim::reports {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Splits one csv line, honouring double-quoted cells.
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cells.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      cells.emplace_back();
+    } else {
+      cells.back() += c;
+    }
+  }
+  return cells;
+}
+
+TEST(ReportJson, HasEveryDesignKeyWithItsType) {
+  ReportFixture f;
+  nlohmann::json j = nlohmann::json::parse(report_json(summarize(f.input())));
+  EXPECT_TRUE(j.at("workload").is_string());
+  EXPECT_TRUE(j.at("devices").is_number_integer());
+  EXPECT_TRUE(j.at("parameters").is_number_integer());
+  for (const char* key : {"step_time_s", "tokens_per_second", "mfu", "hfu", "compile_wall_s", "simulate_wall_s"})
+    EXPECT_TRUE(j.at(key).is_number()) << key;
+  EXPECT_TRUE(j.at("peak_memory_bytes").is_number_integer());
+  EXPECT_TRUE(j.at("fits_in_memory").is_boolean());
+  ASSERT_TRUE(j.at("memory_breakdown_bytes").is_object());
+  EXPECT_EQ(j["memory_breakdown_bytes"].size(), 7u);
+  EXPECT_EQ(j["memory_breakdown_bytes"]["activations"].get<int64_t>(), 6 * kGiB);
+  ASSERT_TRUE(j.at("time_breakdown_s").is_object());
+  for (const char* key : {"compute", "exposed_communication", "memory_bound", "idle"})
+    EXPECT_TRUE(j["time_breakdown_s"].at(key).is_number()) << key;
+  ASSERT_TRUE(j.at("collectives").is_object());
+  EXPECT_EQ(j["collectives"]["all-reduce"]["count"].get<int64_t>(), 3);
+  EXPECT_DOUBLE_EQ(j["collectives"]["all-reduce"]["bytes"].get<double>(), 3e6);
+  EXPECT_DOUBLE_EQ(j["mfu"].get<double>(), 0.5);
+  EXPECT_EQ(j["top_ops"].size(), 3u);
+  EXPECT_EQ(j["top_collectives"].size(), 2u);
+}
+
+TEST(ReportJson, SameInputGivesIdenticalBytesAndAFixedKeyOrder) {
+  ReportFixture a, b;
+  std::string first = report_json(summarize(a.input()));
+  EXPECT_EQ(first, report_json(summarize(b.input())));
+  // Keys come in the documented order, not alphabetically.
+  EXPECT_LT(first.find("\"workload\""), first.find("\"devices\""));
+  EXPECT_LT(first.find("\"step_time_s\""), first.find("\"mfu\""));
+  EXPECT_LT(first.find("\"memory_breakdown_bytes\""), first.find("\"collectives\""));
+  EXPECT_EQ(first.back(), '\n');
+}
+
+TEST(ReportCsv, HeaderAndOneRowWithTheSameColumnCount) {
+  ReportFixture f;
+  f.input();
+  SummaryInput in = f.input();
+  in.workload_name = "with, comma \"quoted\"";
+  std::vector<std::string> lines = lines_of(report_csv(summarize(in)));
+  ASSERT_EQ(lines.size(), 2u);
+  std::vector<std::string> header = csv_cells(lines[0]);
+  std::vector<std::string> row = csv_cells(lines[1]);
+  ASSERT_EQ(header.size(), row.size());
+  EXPECT_EQ(header[0], "workload");
+  EXPECT_EQ(row[0], "with, comma \"quoted\"");
+  auto column = [&](const std::string& key) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == key) return row[i];
+    ADD_FAILURE() << "no column " << key;
+    return std::string();
+  };
+  EXPECT_EQ(column("mfu"), "0.5");
+  EXPECT_EQ(column("memory_breakdown_bytes.parameters"), std::to_string(4 * kGiB));
+  EXPECT_EQ(column("collectives.reduce-scatter.count"), "2");
+  EXPECT_EQ(column("fits_in_memory"), "true");
+  for (const std::string& key : header) EXPECT_EQ(key.find("top_ops"), std::string::npos) << key;
+}
+
+TEST(ReportCsv, ColumnsDoNotDependOnWhichCollectivesRan) {
+  ReportFixture with, without;
+  without.timeline.collectives.clear();
+  without.timeline.ops.resize(3);
+  EXPECT_EQ(lines_of(report_csv(summarize(with.input())))[0],
+            lines_of(report_csv(summarize(without.input())))[0]);
+}
+
+TEST(ReportMarkdown, EveryTableRowHasItsHeadersCellCount) {
+  ReportFixture f;
+  std::string md = report_markdown(summarize(f.input()));
+  EXPECT_NE(md.find("| MFU | 50.0 % |"), std::string::npos) << md;
+  size_t header_bars = 0;
+  int tables = 0;
+  for (const std::string& line : lines_of(md)) {
+    if (line.empty() || line[0] != '|') {
+      header_bars = 0;
+      continue;
+    }
+    size_t bars = static_cast<size_t>(std::count(line.begin(), line.end(), '|'));
+    if (header_bars == 0) {
+      header_bars = bars;
+      ++tables;
+    }
+    EXPECT_EQ(bars, header_bars) << line;
+  }
+  EXPECT_EQ(tables, 6);  // summary, memory, time, collectives, top ops, top collectives
+}
+
+TEST(ReportTable, PrintsUnitsAndSaysWhenTheModelDoesNotFit) {
+  ReportFixture f;
+  std::string table = report_table(summarize(f.input()));
+  EXPECT_NE(table.find("2000.000 ms"), std::string::npos) << table;   // 2 s step
+  EXPECT_NE(table.find("50.0 %"), std::string::npos);                 // MFU
+  EXPECT_NE(table.find("50.0 TFLOP/s of 100.0 TFLOP/s"), std::string::npos);
+  EXPECT_NE(table.find("10.00 GiB of 16.00 GiB (fits)"), std::string::npos);
+  EXPECT_EQ(table.find("DOES NOT FIT"), std::string::npos);
+  f.program.memory.peak_bytes = 18 * kGiB;
+  table = report_table(summarize(f.input()));
+  EXPECT_NE(table.find("DOES NOT FIT: 2.00 GiB over"), std::string::npos) << table;
+}
+
+TEST(ReportFormats, NamesMapToFormatsAndUnknownIsAUserError) {
+  EXPECT_EQ(format_from_name("json"), Format::kJson);
+  EXPECT_EQ(format_from_name("markdown"), Format::kMarkdown);
+  EXPECT_THROW(format_from_name("yaml"), UserError);
+  ReportFixture f;
+  Report r = summarize(f.input());
+  EXPECT_EQ(format_report(r, Format::kCsv), report_csv(r));
+}
+
+TEST(ReportUnits, HelpersRoundAsDocumented) {
+  EXPECT_EQ(format_seconds(0.0125), "12.500 ms");
+  EXPECT_EQ(format_seconds(250.0), "250.00 s");
+  EXPECT_EQ(format_gib(1.5 * kGiB), "1.50 GiB");
+  EXPECT_EQ(format_tflops(123.4e12), "123.4 TFLOP/s");
+  EXPECT_EQ(format_percent(0.1234), "12.3 %");
+  EXPECT_EQ(format_count(1.100041175040e12), "1.100 T");
+}
+
+}  // namespace
+}  // namespace podsim::reports

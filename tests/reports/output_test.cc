@@ -1,0 +1,83 @@
+// write_file_atomically and the progress line.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "reports/output_file.h"
+#include "reports/progress.h"
+#include "reports/run_workload.h"
+
+namespace podsim::reports {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("podsim_reports_test_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(OutputFile, WritesTheWholeTextAndLeavesNoTempFile) {
+  fs::path dir = fresh_dir("write");
+  write_file_atomically((dir / "r.json").string(), "{\"a\": 1}\n");
+  EXPECT_EQ(read(dir / "r.json"), "{\"a\": 1}\n");
+  write_file_atomically((dir / "r.json").string(), "second\n");  // replaces
+  EXPECT_EQ(read(dir / "r.json"), "second\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+}
+
+TEST(OutputFile, MissingFolderIsAUserErrorAndWritesNothing) {
+  fs::path dir = fresh_dir("missing");
+  fs::path target = dir / "no_such_folder" / "r.json";
+  try {
+    write_file_atomically(target.string(), "x");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().file, target.string());
+  }
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 0);
+}
+
+std::string progress_output(double quiet_seconds) {
+  std::FILE* stream = std::tmpfile();
+  {
+    ProgressLine line(stream, quiet_seconds);
+    line.update("simulating", 0.5);
+  }
+  std::fflush(stream);
+  std::rewind(stream);
+  std::string text;
+  for (int c; (c = std::fgetc(stream)) != EOF;) text += static_cast<char>(c);
+  std::fclose(stream);
+  return text;
+}
+
+TEST(ProgressLine, QuietForShortRunsThenPrintsAndClearsTheLine) {
+  EXPECT_EQ(progress_output(3600.0), "");  // a run shorter than the quiet time prints nothing
+  std::string shown = progress_output(0.0);
+  EXPECT_NE(shown.find("podsim: simulating  50%"), std::string::npos) << shown;
+  EXPECT_EQ(shown.back(), '\r');  // finish() returns to the start of the erased line
+}
+
+TEST(RunOptions, FidelityNames) {
+  EXPECT_EQ(fidelity_from_name("fast"), sim::Fidelity::kFast);
+  EXPECT_EQ(fidelity_from_name("full"), sim::Fidelity::kFull);
+  EXPECT_THROW(fidelity_from_name("exact"), UserError);
+}
+
+}  // namespace
+}  // namespace podsim::reports

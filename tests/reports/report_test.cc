@@ -1,0 +1,102 @@
+// summarize() on a hand-made Timeline, SpmdProgram and ModelInfo: the
+// closed forms of reports/report.h checked with numbers derived by hand.
+#include <gtest/gtest.h>
+
+#include "reports/report.h"
+#include "tests/reports/report_fixture.h"
+
+namespace podsim::reports {
+namespace {
+
+TEST(Summarize, UtilizationAndThroughputFollowTheClosedForms) {
+  ReportFixture f;
+  Report r = summarize(f.input());
+  // tokens/s = tokens_per_step / step = 4096 / 2 s = 2048.
+  EXPECT_DOUBLE_EQ(r.tokens_per_second, 2048.0);
+  // MFU = model FLOPs / (step x devices x peak) = 8e14 / (2 x 8 x 1e14) = 0.5.
+  EXPECT_DOUBLE_EQ(r.mfu, 0.5);
+  // HFU = executed per device x devices / same = 1.2e14 x 8 / 1.6e15 = 0.6.
+  EXPECT_DOUBLE_EQ(r.executed_flops_per_step, 9.6e14);
+  EXPECT_DOUBLE_EQ(r.hfu, 0.6);
+  // Achieved model FLOP/s per device = 8e14 / (2 s x 8) = 5e13 (= MFU x peak).
+  EXPECT_DOUBLE_EQ(r.model_flops_per_second_per_device, 5e13);
+  EXPECT_EQ(r.devices, 8);
+  EXPECT_EQ(r.parameters, 123456789);
+  EXPECT_EQ(r.fidelity, "fast");
+}
+
+TEST(Summarize, ZeroStepTimeGivesZeroRatesNotInfinities) {
+  ReportFixture f;
+  f.timeline.step_time_s = 0;
+  Report r = summarize(f.input());
+  EXPECT_EQ(r.tokens_per_second, 0);
+  EXPECT_EQ(r.mfu, 0);
+  EXPECT_EQ(r.hfu, 0);
+}
+
+TEST(Summarize, MemoryListsEveryRoleInFixedOrderAndFitsAgainstCapacity) {
+  ReportFixture f;
+  Report r = summarize(f.input());
+  ASSERT_EQ(r.memory_breakdown.size(), 7u);
+  EXPECT_EQ(r.memory_breakdown[0].name, "parameters");
+  EXPECT_EQ(r.memory_breakdown[0].bytes, 4 * kGiB);
+  EXPECT_EQ(r.memory_breakdown[3].name, "activations");
+  EXPECT_EQ(r.memory_breakdown[3].bytes, 6 * kGiB);
+  EXPECT_EQ(r.memory_breakdown[1].bytes, 0);  // optimizer state: absent in the plan -> 0
+  EXPECT_EQ(r.peak_memory_bytes, 10 * kGiB);
+  EXPECT_TRUE(r.fits_in_memory);  // 10 GiB <= 16 GiB
+
+  f.program.memory.peak_bytes = 17 * kGiB;  // over 16 GiB: reported, not an error
+  EXPECT_FALSE(summarize(f.input()).fits_in_memory);
+  f.program.memory.peak_bytes = 16 * kGiB;  // exactly full still fits
+  EXPECT_TRUE(summarize(f.input()).fits_in_memory);
+}
+
+TEST(Summarize, TimeBreakdownCopiesTheTimelineSplit) {
+  ReportFixture f;
+  Report r = summarize(f.input());
+  EXPECT_DOUBLE_EQ(r.time.compute_s, 1.5);
+  EXPECT_DOUBLE_EQ(r.time.mxu_bound_s, 1.0);
+  EXPECT_DOUBLE_EQ(r.time.memory_bound_s, 0.3);
+  EXPECT_DOUBLE_EQ(r.time.exposed_communication_s, 0.4);
+  EXPECT_DOUBLE_EQ(r.time.idle_s, 0.1);
+  // The fixture's parts sum to the step: 1.5 + 0.4 + 0.1 = 2.0.
+  EXPECT_DOUBLE_EQ(r.time.compute_s + r.time.exposed_communication_s + r.time.idle_s, r.step_time_s);
+}
+
+TEST(Summarize, CollectivesCoverEveryKindWithSimulatedAndEmittedCounts) {
+  ReportFixture f;
+  Report r = summarize(f.input());
+  ASSERT_EQ(r.collectives.size(), 5u);
+  EXPECT_EQ(r.collectives[0].kind, "all-reduce");
+  EXPECT_EQ(r.collectives[0].count, 3);
+  EXPECT_EQ(r.collectives[0].static_count, 1);
+  EXPECT_DOUBLE_EQ(r.collectives[0].bytes, 3e6);
+  EXPECT_EQ(r.collectives[2].kind, "reduce-scatter");
+  EXPECT_EQ(r.collectives[2].count, 2);
+  EXPECT_EQ(r.collectives[2].static_count, 2);
+  EXPECT_EQ(r.collectives[3].kind, "all-to-all");
+  EXPECT_EQ(r.collectives[3].count, 0);
+  EXPECT_EQ(r.compile.full_replications, 1);
+  EXPECT_EQ(r.compile.remat_applied, "save_dots");
+}
+
+TEST(Summarize, TopOpsAreTheLongestComputeOpsAndCollectivesApart) {
+  ReportFixture f;
+  SummaryInput input = f.input();
+  input.top_n = 2;
+  Report r = summarize(input);
+  ASSERT_EQ(r.top_ops.size(), 2u);
+  EXPECT_EQ(r.top_ops[0].name, "dot.1");       // 0.8 s
+  EXPECT_EQ(r.top_ops[1].name, "fusion.2");    // 0.5 s (beats add.3's 0.2 s)
+  EXPECT_EQ(r.top_ops[0].bound, "mxu");
+  EXPECT_DOUBLE_EQ(r.top_ops[0].step_fraction, 0.4);  // 0.8 s of a 2 s step
+  ASSERT_EQ(r.top_collectives.size(), 2u);
+  EXPECT_EQ(r.top_collectives[0].name, "all-reduce.4");  // 0.3 s
+  EXPECT_EQ(r.top_collectives[0].bound, "collective");
+  EXPECT_DOUBLE_EQ(r.top_collectives[0].bytes, 1e6);
+  EXPECT_DOUBLE_EQ(r.top_collectives[0].exposed_seconds, 0.25);
+}
+
+}  // namespace
+}  // namespace podsim::reports
