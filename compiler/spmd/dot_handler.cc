@@ -63,6 +63,38 @@ std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const 
   return w;
 }
 
+// The reduce-scatter form of 3.5: the plan's partial sums would be
+// reduce-scattered onto a free dim of the result, the result is big enough
+// and each step's block dot can hide the permute of one block.
+std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const SpmdContext& context,
+                                                                       const HandlerInput& in, const EinsumSpec& spec,
+                                                                       const DotPlan& plan, const ReplicaGroups& groups) {
+  const SpmdOptions& options = context.options();
+  const Shape& out = in.original.shape;
+  if (out.byte_size() < options.windowed_einsum_threshold_bytes) return std::nullopt;
+  const int64_t devices = context.num_devices();
+  const int64_t p = groups.group_size(devices);
+  if (p > options.windowed_einsum_max_devices) return std::nullopt;
+  const int64_t e = reduce_scatter_dim(plan.local_out, in.target, groups, out.rank(), devices);
+  if (e < 0) return std::nullopt;
+  const EinsumLabel* label = label_at(spec, EinsumSide::kOut, e);
+  if (label == nullptr || label->kind == LabelKind::kBatch) return std::nullopt;
+  // Per step: 2 * multiply-adds / p flops against one block of the result.
+  double block_bytes = static_cast<double>(dtype_bytes(out.dtype())) / static_cast<double>(p);
+  for (int64_t x : shard_shape(plan.local_out, out.dims())) block_bytes *= static_cast<double>(x);
+  if (2 * plan.cost.flops / static_cast<double>(p) < options.windowed_einsum_min_flops_per_byte * block_bytes)
+    return std::nullopt;
+  WindowedReduceScatter w;
+  w.original = &in.original;
+  w.sliced_side = label->kind == LabelKind::kLhsFree ? 0 : 1;
+  w.sliced_dim = w.sliced_side == 0 ? label->lhs : label->rhs;
+  w.out_dim = e;
+  w.groups = groups;
+  w.target = in.target;
+  w.base_shape = out;
+  return w;
+}
+
 }  // namespace
 
 PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec) {
@@ -92,6 +124,15 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
     locals[side] = context.mask_padding(v, masked_dims[side], context.zero(operand.base_shape.dtype()));
   }
 
+  std::optional<ReplicaGroups> groups;
+  if (!plan.partial_tile_dims.empty()) groups = context.groups_along_tile_dims(plan.joint, plan.partial_tile_dims);
+  if (!windowed && groups) {
+    if (auto w = windowed_reduce_scatter_candidate(context, in, spec, plan, *groups)) {
+      w->lhs = locals[0];
+      w->rhs = locals[1];
+      return PartitionedValue{emit_windowed_reduce_scatter(context, *w), in.original.shape, in.target};
+    }
+  }
   InstrId local = kNoId;
   if (windowed) {
     windowed->windowed.id = locals[windowed->windowed_side];
@@ -100,11 +141,8 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
   } else {
     local = clone_with_operands(context, in.original, {locals[0], locals[1]});
   }
-
-  if (plan.partial_tile_dims.empty())
-    return reshard(context, PartitionedValue{local, in.original.shape, plan.local_out}, in.target);
-  PartialValue partial{local, in.original.shape, plan.local_out,
-                       context.groups_along_tile_dims(plan.joint, plan.partial_tile_dims),
+  if (!groups) return reshard(context, PartitionedValue{local, in.original.shape, plan.local_out}, in.target);
+  PartialValue partial{local, in.original.shape, plan.local_out, *groups,
                        context.scalar_reducer(Opcode::kAdd, in.original.shape.dtype())};
   return reduce_scatter_partial(context, partial, in.target);
 }

@@ -4,6 +4,10 @@
 // all-gather.
 #pragma once
 
+#include <functional>
+#include <utility>
+#include <vector>
+
 #include "compiler/spmd/dot_strategies.h"
 #include "compiler/spmd/spmd_handlers.h"
 
@@ -29,5 +33,34 @@ struct WindowedDot {
 // Returns the local result: as the plain local dot of the plan would be
 // (partial sums still to combine when the plan has them).
 InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w);
+
+// The reduce-scatter form of 3.5 (windowed_reduce_scatter.cc): the plan's
+// partial sums over `groups` (p devices) would be reduce-scattered onto
+// result dim `out_dim`; instead the partial result block rotates round the
+// ring, each device adding its contribution to the block it holds.
+struct WindowedReduceScatter {
+  const Instruction* original = nullptr;
+  InstrId lhs = kNoId, rhs = kNoId;  // operands as the plan needs them (masked)
+  int sliced_side = 0;               // operand carrying out_dim's label
+  int64_t sliced_dim = 0;            // its dim
+  int64_t out_dim = 0;
+  ReplicaGroups groups;
+  Sharding target;  // device k of each group holds tile k of out_dim
+  Shape base_shape;
+};
+InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceScatter& w);
+
+// Shared by both loops (windowed_einsum.cc).
+// Local result dims of `original` on operands of these shapes.
+std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& original, const Shape& lhs,
+                                      const Shape& rhs);
+// Pairs that move a value from group position j + 1 to j (mod p) in every group.
+std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context, const ReplicaGroups& groups);
+// Step of a counted loop: (body builder, state elements incl. the counter
+// last, counter + 1) -> new state elements without the counter.
+using LoopStep = std::function<std::vector<InstrId>(ComputationBuilder&, const std::vector<InstrId>&, InstrId)>;
+// while (i < trips) over (elements..., i = 0); returns the final elements.
+std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId> elements, int64_t trips,
+                                       const LoopStep& step);
 
 }  // namespace podsim::compiler

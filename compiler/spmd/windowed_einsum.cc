@@ -22,7 +22,7 @@ namespace podsim::compiler {
 namespace {
 
 // Loop state elements.
-enum : int64_t { kOther = 0, kChunk = 1, kAcc = 2, kPosition = 3, kCounter = 4, kStateSize = 5 };
+enum : size_t { kOther = 0, kChunk = 1, kAcc = 2, kPosition = 3 };
 
 struct StepParams {
   const WindowedDot& w;
@@ -77,6 +77,56 @@ InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, Ins
 
 }  // namespace
 
+std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& original, const Shape& lhs,
+                                      const Shape& rhs) {
+  ComputationBuilder scratch("shape_probe", &context.module());
+  Instruction copy = original;
+  copy.name.clear();
+  copy.sharding.reset();
+  copy.operands = {scratch.parameter(0, lhs), scratch.parameter(1, rhs)};
+  return scratch.shape(scratch.add_inferred(std::move(copy))).dims();
+}
+
+std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context, const ReplicaGroups& groups) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (const auto& group : groups.expand(context.num_devices()))
+    for (size_t j = 0; j < group.size(); ++j) pairs.emplace_back(group[(j + 1) % group.size()], group[j]);
+  return pairs;
+}
+
+// State = (elements..., counter i = 0); condition i < trips; body: i + 1
+// (the pattern known_trip_count derives) and the step's new elements.
+std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId> elements, int64_t trips,
+                                       const LoopStep& step) {
+  auto& b = context.builder();
+  const size_t counter = elements.size();
+  elements.push_back(b.scalar_constant(DType::kS32, 0));
+  InstrId init = b.tuple(elements);
+  const Shape state_shape = b.shape(init);
+
+  ComputationBuilder body("windowed_einsum_body", &context.module());
+  body.set_op_name_scope(b.op_name_scope());
+  InstrId state = body.parameter(0, state_shape, "state");
+  std::vector<InstrId> e;
+  for (size_t k = 0; k <= counter; ++k) e.push_back(body.get_tuple_element(state, static_cast<int64_t>(k)));
+  InstrId next = body.binary(Opcode::kAdd, e[counter], body.scalar_constant(DType::kS32, 1));
+  std::vector<InstrId> updated = step(body, e, next);
+  updated.push_back(next);
+  InstrId root = body.tuple(updated);
+  CompId body_id = context.module().add_computation(std::move(body).build(root));
+
+  ComputationBuilder cond("windowed_einsum_condition", &context.module());
+  cond.set_op_name_scope(b.op_name_scope());
+  InstrId i = cond.get_tuple_element(cond.parameter(0, state_shape, "state"), static_cast<int64_t>(counter));
+  InstrId go = cond.compare(i, cond.scalar_constant(DType::kS32, static_cast<double>(trips)), ComparisonDirection::kLt);
+  CompId cond_id = context.module().add_computation(std::move(cond).build(go));
+
+  InstrId loop = b.while_loop(init, cond_id, body_id);
+  std::vector<InstrId> out;
+  for (size_t k = 0; k < counter; ++k) out.push_back(b.get_tuple_element(loop, static_cast<int64_t>(k)));
+  return out;
+}
+
 InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
   auto& b = context.builder();
   const PartitionedValue& value = w.windowed;
@@ -98,67 +148,33 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
   }
   // Accumulator: the local result's shape (free case: p*t on out_dim).
   const InstrId position = per_tile_scalar(context, value.sharding, w.windowed_dim, [](int64_t j) { return j; });
-  std::vector<int64_t> acc_dims;
-  {
-    // Shape of one step's dot: infer it on the other operand and one chunk.
-    Instruction copy = *w.original;
-    copy.name.clear();
-    copy.sharding.reset();
-    InstrId other_piece = other;
-    if (w.other_dim >= 0) {
-      std::vector<SliceDim> slice;
-      const Shape shape = b.shape(other);
-      for (int d = 0; d < shape.rank(); ++d) slice.push_back(SliceDim{0, d == w.other_dim ? s.t : shape.dim(d), 1});
-      other_piece = b.slice(other, std::move(slice));
-    }
-    copy.operands = w.windowed_side == 0 ? std::vector<InstrId>{value.id, other_piece}
-                                         : std::vector<InstrId>{other_piece, value.id};
-    // Shape only: computed by inference on a throwaway instruction list.
-    ComputationBuilder scratch("shape_probe", &context.module());
-    std::vector<InstrId> params;
-    for (InstrId op : copy.operands) params.push_back(scratch.parameter(static_cast<int64_t>(params.size()), b.shape(op)));
-    copy.operands = params;
-    acc_dims = scratch.shape(scratch.add_inferred(std::move(copy))).dims();
-    if (w.out_dim >= 0) acc_dims[static_cast<size_t>(w.out_dim)] = p * s.t;
-  }
+  // Shape of one step's dot: the other operand (t on its contracting dim)
+  // against one chunk.
+  Shape other_piece = b.shape(other);
+  if (w.other_dim >= 0) other_piece = Shape(other_piece.dtype(), [&] {
+    auto dims = other_piece.dims();
+    dims[static_cast<size_t>(w.other_dim)] = s.t;
+    return dims;
+  }());
+  std::vector<int64_t> acc_dims = w.windowed_side == 0
+                                      ? infer_local_dims(context, *w.original, b.shape(value.id), other_piece)
+                                      : infer_local_dims(context, *w.original, other_piece, b.shape(value.id));
+  if (w.out_dim >= 0) acc_dims[static_cast<size_t>(w.out_dim)] = p * s.t;
   InstrId acc = b.broadcast(context.zero(out_type), acc_dims, {});
   acc = emit_step(b, s, other, value.id, acc, position);
 
-  // Loop state (other, chunk, acc, q, i = 0).
-  InstrId counter0 = b.scalar_constant(DType::kS32, 0);
-  InstrId init = b.tuple({other, value.id, acc, position, counter0});
-  const Shape state_shape = b.shape(init);
-
-  // Ring: position j receives from position j + 1 (mod p) in every group.
-  const int64_t axis[] = {w.windowed_dim};
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  for (const auto& group : context.groups_along_tile_dims(value.sharding, axis).expand(context.num_devices()))
-    for (size_t j = 0; j < group.size(); ++j) pairs.emplace_back(group[(j + 1) % group.size()], group[j]);
-
-  ComputationBuilder body("windowed_einsum_body", &context.module());
-  body.set_op_name_scope(b.op_name_scope());
-  {
-    InstrId state = body.parameter(0, state_shape, "state");
-    InstrId elements[kStateSize];
-    for (int64_t k = 0; k < kStateSize; ++k) elements[k] = body.get_tuple_element(state, k);
-    InstrId chunk = body.collective_permute(elements[kChunk], pairs);
-    InstrId next = body.binary(Opcode::kAdd, elements[kCounter], body.scalar_constant(DType::kS32, 1));
-    InstrId c = body.binary(Opcode::kRemainder, body.binary(Opcode::kAdd, elements[kPosition], next),
-                            body.scalar_constant(DType::kS32, static_cast<double>(p)));
-    InstrId new_acc = emit_step(body, s, elements[kOther], chunk, elements[kAcc], c);
-    InstrId root = body.tuple({elements[kOther], chunk, new_acc, elements[kPosition], next});
-    CompId body_id = context.module().add_computation(std::move(body).build(root));
-
-    ComputationBuilder cond("windowed_einsum_condition", &context.module());
-    cond.set_op_name_scope(b.op_name_scope());
-    InstrId cstate = cond.parameter(0, state_shape, "state");
-    InstrId i = cond.get_tuple_element(cstate, kCounter);
-    InstrId go = cond.compare(i, cond.scalar_constant(DType::kS32, static_cast<double>(p - 1)), ComparisonDirection::kLt);
-    CompId cond_id = context.module().add_computation(std::move(cond).build(go));
-
-    InstrId loop = b.while_loop(init, cond_id, body_id);
-    acc = b.get_tuple_element(loop, kAcc);
-  }
+  // Loop state (other, chunk, acc, q); per iteration the chunk moves one
+  // position round the ring, then the step consumes it.
+  const auto pairs = ring_pairs(context, context.groups_along_tile_dims(value.sharding, std::vector<int64_t>{w.windowed_dim}));
+  const std::vector<InstrId> out = emit_counted_loop(
+      context, {other, value.id, acc, position}, p - 1,
+      [&](ComputationBuilder& body, const std::vector<InstrId>& e, InstrId next) {
+        InstrId chunk = body.collective_permute(e[kChunk], pairs);
+        InstrId c = body.binary(Opcode::kRemainder, body.binary(Opcode::kAdd, e[kPosition], next),
+                                body.scalar_constant(DType::kS32, static_cast<double>(p)));
+        return std::vector<InstrId>{e[kOther], chunk, emit_step(body, s, e[kOther], chunk, e[kAcc], c), e[kPosition]};
+      });
+  acc = out[kAcc];
   if (w.out_dim >= 0 && p * s.t != extent) {
     const Shape shape = b.shape(acc);
     std::vector<SliceDim> slice;

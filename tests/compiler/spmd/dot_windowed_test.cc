@@ -125,6 +125,40 @@ TEST(SpmdWindowedDot, EinsumLHSWindowedNonContractingOnSubgroups) {
   EXPECT_EQ(trip_count(p.result.module, *loop), 1);
 }
 
+TEST(SpmdWindowedDot, EinsumWindowedReduceScatterUneven) {
+  // K (7, uneven) tiled 4 ways on both operands, out tiled on N (5, uneven)
+  // with device k of the K group holding column block k: the reduce-scatter
+  // form. Each step adds this device's partial of one column block (t = 2)
+  // to the running sum received from the next position: no reduce-scatter,
+  // one permute instruction, p - 1 = 3 iterations.
+  auto p = partition(dot_module("  a = f32[3,7] parameter(0), sharding={devices=[1,4]<=[4]}\n"
+                                "  b = f32[7,5] parameter(1), sharding={devices=[4,1]<=[4]}\n"
+                                "  ROOT d = f32[3,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                                "sharding={devices=[1,4]<=[4]}\n"),
+                     4, forced());
+  expect_equivalent(p, 5);
+  EXPECT_EQ(p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
+  EXPECT_EQ(count_ops(p.result.module, {Opcode::kCollectivePermute}), 1);
+  const Instruction* loop = find_while(p.result.module);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(trip_count(p.result.module, *loop), 3);
+}
+
+TEST(SpmdWindowedDot, ReduceScatterFormInside2DGroups) {
+  // [2,2] mesh as in SpmdDot.Dot2DPartitionedNonContractingAndContractingReduceScatter:
+  // the K sums run within y pairs, so the ring has 2 positions: 1 iteration.
+  auto p = partition(dot_module("  a = f32[6,8] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                                "  b = f32[8,5] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
+                                "  ROOT d = f32[6,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                                "sharding={devices=[2,2]<=[4]}\n"),
+                     4, forced());
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
+  const Instruction* loop = find_while(p.result.module);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(trip_count(p.result.module, *loop), 1);
+}
+
 TEST(SpmdWindowedDot, ProgramSizeIndependentOfDeviceCount) {
   auto two = partition(non_contracting(2, 8), 2, forced());
   auto eight = partition(non_contracting(8, 8), 8, forced());
