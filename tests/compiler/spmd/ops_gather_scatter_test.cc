@@ -23,6 +23,10 @@ min {
   b = f32[] parameter(1)
   ROOT s = f32[] minimum(a, b)
 }
+assign {
+  a = f32[] parameter(0)
+  ROOT b = f32[] parameter(1)
+}
 )";
 
 std::string module(const std::string& body) { return std::string("HloModule m\n") + kBodies + "ENTRY e {\n" + body + "}\n"; }
@@ -147,6 +151,20 @@ TEST(SpmdScatter, PassthroughAndTrivialScatterOn2x2Mesh) {
   EXPECT_EQ(collectives(p.result), 0);
 }
 
+TEST(SpmdGather, TrivialSliceGatherOnBothTiledDimsWithLeadingIndexVector) {
+  // Point lookups t[i0, i1] with the index vector in dim 0 of indices [2,5];
+  // t [6,7] tiled on both dims of a [2,2] mesh (7 uneven): both components
+  // are shifted and masked, partial sums all-reduced over all 4 devices.
+  auto p = partition_text(module("  t = f32[6,7] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                                 "  i = s32[2,5] parameter(1), sharding={replicated}\n"
+                                 "  ROOT g = f32[5] gather(t, i), offset_dims={}, collapsed_slice_dims={0,1}, "
+                                 "start_index_map={0,1}, index_vector_dim=0, slice_sizes={1,1}, sharding={replicated}\n"),
+                          4);
+  for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
+  EXPECT_EQ(p.result.stats.all_reduces, 1);
+  EXPECT_EQ(p.result.stats.all_gathers, 0);
+}
+
 const std::string kScatterDims =
     "update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1";
 
@@ -212,6 +230,36 @@ TEST(SpmdScatter, IndexPassthroughScatterMin) {
   for (uint64_t seed : {1, 2}) expect_equivalent(p, seed);
   EXPECT_EQ(p.result.stats.reduce_scatters, 1);
   EXPECT_EQ(p.result.stats.all_reduces, 0);
+}
+
+TEST(SpmdScatter, AssignScatterWithTiledIndicesStaysCorrect) {
+  // The combiner keeps the update (not reducible): indices and updates are
+  // all-gathered and the operand-owned strategy scatters into each row tile;
+  // duplicates resolve as in the unpartitioned program because every device
+  // applies all updates in the same order.
+  auto p = partition_text(module("  o = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+                                 "  i = s32[6] parameter(1), sharding={devices=[2]<=[2]}\n"
+                                 "  u = f32[6,4] parameter(2), sharding={devices=[2,1]<=[2]}\n"
+                                 "  ROOT s = f32[8,4] scatter(o, i, u), " + kScatterDims +
+                                 ", to_apply=assign, sharding={devices=[2,1]<=[2]}\n"),
+                          2);
+  for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
+  EXPECT_EQ(p.result.stats.all_reduces, 0);
+  EXPECT_EQ(p.result.stats.full_replications, 0);
+}
+
+TEST(SpmdScatter, TrivialScatterWithTwoIndexComponentsOn2x2Mesh) {
+  // Point updates o[i0, i1] += u with o [5,6] tiled on both dims: each
+  // device keeps the updates that land in its tile: no communication.
+  auto p = partition_text(module("  o = f32[5,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                                 "  i = s32[7,2] parameter(1), sharding={replicated}\n"
+                                 "  u = f32[7] parameter(2), sharding={replicated}\n"
+                                 "  ROOT s = f32[5,6] scatter(o, i, u), update_window_dims={}, inserted_window_dims={0,1}, "
+                                 "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add, "
+                                 "sharding={devices=[2,2]<=[4]}\n"),
+                          4);
+  for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
+  EXPECT_EQ(collectives(p.result), 0);
 }
 
 }  // namespace
