@@ -30,6 +30,10 @@ double dot_flops(const compiler::Computation& comp, const compiler::Instruction&
 
 BuiltModel build_hlo_model(const Workload& workload, compiler::DeviceMesh mesh) {
   const SourceLocation where{workload.source_file, 0, 0};
+  if (!workload.sharding.empty())
+    throw UserError(workload.sharding_locations.empty() ? where : workload.sharding_locations.front(),
+                    "a 'sharding' section does not apply to model.kind hlo",
+                    "an HLO module carries its own sharding annotations; remove the section");
   std::filesystem::path file(workload.model.file);
   if (file.is_relative()) file = std::filesystem::path(workload.source_file).parent_path() / file;
   if (!std::filesystem::exists(file))

@@ -180,6 +180,26 @@ TEST(BuildModel, ShardingWithWrongRankIsAUserError) {
   }
 }
 
+TEST(BuildModel, ShardingEntriesThatDoNotApplyAreUserErrors) {
+  std::string yaml = kSmall;
+  yaml.replace(yaml.find("ffn_inn: [x, y]"), 15, "experts: [x]");
+  try {
+    build_model(parse_workload(yaml, "w.yaml"));
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().line, 16);
+    EXPECT_NE(e.message().find("model.kind is dense_transformer"), std::string::npos);
+  }
+  try {
+    build_model(parse_workload("name: h\nmesh: {axes: {x: 2}}\nmodel: {kind: hlo, file: a.hlo}\nsharding:\n  ffn_in: [x, null]\n",
+                               "h.yaml"));
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().line, 5);
+    EXPECT_NE(e.message().find("does not apply"), std::string::npos);
+  }
+}
+
 TEST(BuildModel, HloKindReadsFileRelativeToYaml) {
   BuiltModel model = build_model(load_workload(source("workloads/examples/transformer_layer_2d.yaml")));
   // Every floating parameter counts (no "param/" names): x [8,16,32] = 4096,
