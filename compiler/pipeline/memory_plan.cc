@@ -10,6 +10,7 @@
 #include <array>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 namespace podsim::compiler {
 namespace {
@@ -130,7 +131,7 @@ class MemoryPlanner::ComputationSweep {
         }
         return;
       case Opcode::kGetTupleElement: {
-        const auto [begin, count] = element_leaf_range(comp_.instr(instr.operand(0)).shape, instr.attrs.tuple_index);
+        const auto [begin, count] = element_leaf_range(instr.operand(0), instr.attrs.tuple_index);
         const auto& src = leaves_[static_cast<size_t>(instr.operand(0))];
         if (begin + count <= static_cast<int64_t>(src.size()))
           mine.assign(src.begin() + begin, src.begin() + begin + count);
@@ -146,12 +147,22 @@ class MemoryPlanner::ComputationSweep {
     for (const Shape* leaf : instr.shape.leaves()) mine.push_back(new_buffer(*leaf, def, id));
   }
 
-  // Leaves [begin, begin + count) of tuple element `index` in pre-order.
-  static std::pair<int64_t, int64_t> element_leaf_range(const Shape& tuple, int64_t index) {
-    if (!tuple.is_tuple() || index < 0 || index >= static_cast<int64_t>(tuple.tuple_shapes().size())) return {0, 0};
-    int64_t begin = 0;
-    for (int64_t i = 0; i < index; ++i) begin += tuple.tuple_shape(static_cast<int>(i)).leaf_count();
-    return {begin, tuple.tuple_shape(static_cast<int>(index)).leaf_count()};
+  // Leaves [begin, begin + count) of element `index` of tuple-shaped
+  // instruction `tuple`, in pre-order. Leaf offsets are computed once per
+  // tuple (loop states with thousands of elements are read by as many
+  // get-tuple-elements).
+  std::pair<int64_t, int64_t> element_leaf_range(InstrId tuple, int64_t index) {
+    const Shape& shape = comp_.instr(tuple).shape;
+    if (!shape.is_tuple() || index < 0 || index >= static_cast<int64_t>(shape.tuple_shapes().size())) return {0, 0};
+    auto [it, inserted] = leaf_offsets_.try_emplace(tuple);
+    std::vector<int64_t>& offsets = it->second;
+    if (inserted) {
+      offsets.reserve(shape.tuple_shapes().size() + 1);
+      offsets.push_back(0);
+      for (const Shape& element : shape.tuple_shapes()) offsets.push_back(offsets.back() + element.leaf_count());
+    }
+    const auto i = static_cast<size_t>(index);
+    return {offsets[i], offsets[i + 1] - offsets[i]};
   }
 
   void extend(int32_t buffer, int64_t position) {
@@ -262,6 +273,7 @@ class MemoryPlanner::ComputationSweep {
   std::vector<std::vector<InstrId>> users_;
   std::vector<std::vector<int32_t>> leaves_;  // buffer ids per instruction leaf (kNoId: caller's)
   std::vector<Buffer> buffers_;
+  std::unordered_map<InstrId, std::vector<int64_t>> leaf_offsets_;
 };
 
 ComputationPeak MemoryPlanner::plan(CompId comp_id, bool is_entry) {
