@@ -3,7 +3,7 @@
 #include "compiler/spmd/dot_strategies.h"
 
 #include <algorithm>
-#include <cassert>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>

@@ -28,6 +28,21 @@ TEST(SpmdConv, ConvolutionLhsTiledRhsReplicated) {
   EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.all_reduces + p.result.stats.default_fallbacks, 0);
 }
 
+TEST(SpmdConv, ConvolutionLhsTiledRhsReplicatedNeedReshard) {
+  // The input arrives tiled on batch (4 over 4) but the output is tiled on
+  // the spatial dim: the input's tiling moves from batch to spatial (one
+  // all-to-all, same device order), then the 1-element halos each way.
+  auto p = partition(dot_module("  x = f32[4,16,3] parameter(0), sharding={devices=[4,1,1]<=[4]}\n"
+                                "  k = f32[3,3,5] parameter(1), sharding={replicated}\n"
+                                "  ROOT c = f32[4,16,5] convolution(x, k), window={size=3 pad=1_1}, "
+                                "dim_labels=b0f_0io->b0f, sharding={devices=[1,4,1]<=[4]}\n"),
+                     4);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_to_alls, 1);
+  EXPECT_EQ(p.result.stats.collective_permutes, 2);
+  EXPECT_EQ(p.result.stats.full_replications + p.result.stats.default_fallbacks, 0);
+}
+
 TEST(SpmdConv, ConvolutionLhsTiled2DSpatial) {
   // 8x8 image tiled [2,2] on its two spatial dims, 3x3 window pad 1: one
   // halo element each way on each dim -> 4 collective-permutes.

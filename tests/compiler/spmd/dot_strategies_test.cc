@@ -289,5 +289,36 @@ TEST(SpmdDot, DotPartialNonContracting) {
             0);
 }
 
+TEST(SpmdDot, DotPartialDeviceOrder) {
+  // Both operands K-tiled 2 ways but over opposite device orders in their
+  // replication groups: lhs K tile = d % 2 (device 2r + k), rhs K tile =
+  // d / 2 (device 2k + r). Per device (f32, K = 16): moving the rhs shard
+  // (8x3, one permute) = 96 B plus the all-reduce of the 6x3 out
+  // 2 * 1/2 * 72 = 72 B beats gathering both operands (192 + 96 B). So:
+  // one collective-permute, one all-reduce, nothing gathered.
+  auto p = partition(dot_module("  a = f32[6,16] parameter(0), sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
+                                "  b = f32[16,3] parameter(1), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
+                                "  ROOT d = f32[6,3] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                                "sharding={replicated}\n"),
+                     4);
+  EXPECT_EQ(p.result.stats.collective_permutes, 1);
+  EXPECT_EQ(p.result.stats.all_gathers, 0);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_reduces, 1);
+  EXPECT_EQ(p.result.stats.full_replications, 0);
+}
+
+TEST(SpmdDot, EinsumOutputLHSNonContractingDimPartitioned) {
+  // Operands replicated, out tiled on the lhs free dim M (uneven 7 over 4):
+  // the lhs is sliced locally, the rhs used whole: no collective.
+  auto p = partition(dot_module("  a = f32[7,5] parameter(0), sharding={replicated}\n"
+                                "  b = f32[5,3] parameter(1), sharding={replicated}\n"
+                                "  ROOT d = f32[7,3] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                                "sharding={devices=[4,1]<=[4]}\n"),
+                     4);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_reduces + p.result.stats.all_gathers + p.result.stats.collective_permutes, 0);
+}
+
 }  // namespace
 }  // namespace podsim::compiler

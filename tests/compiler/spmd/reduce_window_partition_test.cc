@@ -67,6 +67,21 @@ TEST(SpmdReduceWindow, ReduceWindowAlignedStrideNeedsNoHalo) {
   EXPECT_EQ(p.result.stats.collective_permutes + p.result.stats.all_gathers + p.result.stats.all_to_alls, 0);
 }
 
+TEST(SpmdReduceWindow, ReduceWindowTiledNegativeLeftHalo) {
+  // 16 over 4 (shards of 4), window 1 stride 3: O = 6, os = 2; tile j reads
+  // [6j, 6j+4): tile 1 starts inside its shard ([4,8)) and needs 2 from the
+  // right, tile 2 needs [12,16) = all of tile 3's shard, tile 3 has no
+  // outputs. Left halos are negative (trimmed): one right piece, 1 permute.
+  auto p = partition(dot_module("  x = f32[16] parameter(0), sharding={devices=[4]<=[4]}\n"
+                                "  lo = f32[] constant(-1000)\n"
+                                "  ROOT r = f32[6] reduce-window(x, lo), window={size=1 stride=3}, to_apply=max, "
+                                "sharding={devices=[4]<=[4]}\n"),
+                     4);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.collective_permutes, 1);
+  EXPECT_EQ(p.result.stats.default_fallbacks, 0);
+}
+
 TEST(SpmdReduceWindow, ReduceWindowTiled2D) {
   // [7,6] tiled [2,2] (uneven rows: shards of 4, the second holds 3), 3x3
   // sum window pad 1 on both dims: one halo element each way per dim ->
