@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "compiler/pipeline/cleanup.h"
 #include "compiler/pipeline/fusion.h"
 #include "compiler/pipeline/memory_plan.h"
@@ -95,6 +97,11 @@ SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
 }  // namespace
 
 SpmdProgram compile(const Module& annotated, const CompileOptions& options) {
+  if (options.num_devices < 1)
+    throw UserError(fmt::format("cannot compile for {} devices", options.num_devices),
+                    "the mesh must have at least one device");
+  if (options.remat_auto && options.hbm_budget_bytes < 0)
+    throw UserError(fmt::format("negative HBM budget {} B for remat auto", options.hbm_budget_bytes));
   const bool auto_remat = options.training && options.remat_auto && options.hbm_budget_bytes > 0;
   if (!auto_remat) return compile_once(annotated, options, options.training);
   return compile_with_auto_remat(remat_choices_by_recompute(), options.hbm_budget_bytes, [&](const RematChoice& choice) {

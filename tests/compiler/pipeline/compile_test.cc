@@ -117,6 +117,13 @@ TEST_F(TransformerLayerCompile, CollectivesMoveEarlier) {
   EXPECT_GT(hoisted, 0);
 }
 
+TEST(Compile, RejectsAnEmptyMesh) {
+  Module m = parse_hlo("HloModule m\nENTRY %e (p: f32[4]) -> f32[4] {\n  ROOT %p = f32[4] parameter(0)\n}\n");
+  EXPECT_THROW(compile(m, CompileOptions{.num_devices = 0}), UserError);
+  SpmdProgram one = compile(m, CompileOptions{.num_devices = 1});
+  EXPECT_EQ(one.memory.peak_bytes, 16);  // the parameter, 4 x f32, is the whole program
+}
+
 // Stand-in compile: peak bytes per remat choice name.
 CompileOneChoice fake_compile(std::map<std::string, int64_t> peak_by_choice, std::vector<std::string>* tried) {
   return [peak_by_choice, tried](const RematChoice& choice) {
