@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace podsim::compiler::hlo_detail {
 
@@ -59,6 +60,13 @@ Shape read_shape(HloCursor& c) {
     } while (c.consume(','));
     c.expect(']');
   }
+  // Sizes must stay far from int64 overflow everywhere downstream (bytes,
+  // FLOPs, sums over many values): one array is capped at 2^60 bytes (1 EiB).
+  int64_t bytes = dtype_bytes(*dtype);
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > (int64_t{1} << 60))
+      c.fail_at(dtype_pos, fmt::format("shape {}[{}] is larger than 2^60 bytes", dtype_text, fmt::join(dims, ",")),
+                "podsim models arrays up to 1 EiB; check the dimension sizes");
   Shape shape(*dtype, std::move(dims));
   // A layout follows the ']' directly; "f32[] {" is a scalar then a body.
   if (c.peek_raw() == '{') {
