@@ -83,6 +83,21 @@ TEST(SpmdConv, ConvolutionDilatedWindowBeyondNeighbour) {
   EXPECT_EQ(p.result.stats.collective_permutes, 2);
 }
 
+TEST(SpmdConv, ConvolutionOn3DMeshBatchSpatialFeature) {
+  // [2,2,2] mesh, device 4b + 2s + o: input [b/x, spatial/y] replicated over
+  // z, kernel tiled on the output feature by z (device 2r + o), output
+  // [b/x, spatial/y, feature/z]: every operand already has the layout the
+  // spatial rule needs; only the spatial halos move (1 each way, 2 permutes).
+  auto p = partition(dot_module("  x = f32[2,8,3] parameter(0), sharding={devices=[2,2,1,2]<=[8] last_tile_dim_replicate}\n"
+                                "  k = f32[3,3,4] parameter(1), sharding={devices=[1,1,2,4]<=[4,2]T(1,0) last_tile_dim_replicate}\n"
+                                "  ROOT c = f32[2,8,4] convolution(x, k), window={size=3 pad=1_1}, "
+                                "dim_labels=b0f_0io->b0f, sharding={devices=[2,2,2]<=[8]}\n"),
+                     8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.collective_permutes, 2);
+  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.all_to_alls + p.result.stats.full_replications, 0);
+}
+
 TEST(SpmdConv, ConvolutionBatchAndOutputFeatureAsDot) {
   // Spatial whole; batch tiled on lhs (device 2b + r), output feature tiled
   // on the kernel (device 2r + o), out [b/2, o/2] (device 2b + o): the two
