@@ -26,6 +26,8 @@ std::optional<std::string> activations_sharding(const TransformerContext& ctx) {
 // `exact` = half the buckets, n < exact is its own bucket, larger n go to
 //   exact + trunc(log(n / exact) / log(128 / exact) * (buckets - exact)),
 // capped at buckets - 1.
+}  // namespace
+
 InstrId relative_bucket_ids(ModelGraph& g, int64_t length, bool causal) {
   auto& b = g.builder();
   const std::vector<int64_t> lt = {length, length};
@@ -55,6 +57,8 @@ InstrId relative_bucket_ids(ModelGraph& g, int64_t length, bool causal) {
   if (offset) bucket = g.binary(Opcode::kAdd, bucket, *offset);
   return bucket;
 }
+
+namespace {
 
 // Multi-head attention of queries from h_query [B,L,M] over h_memory [B,T,M];
 // returns the output projection [B,L,M].

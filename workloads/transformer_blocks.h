@@ -31,6 +31,10 @@ struct AttentionExtras {
 // position buckets (position: relative), under scope "<stack>/attention_setup".
 AttentionExtras attention_extras(TransformerContext& ctx, const std::string& stack, bool causal);
 
+// T5 relative position bucket ids, s32 [length, length] indexed (query, key):
+// causal 32 buckets of max(query - key, 0); bidirectional 16 per direction.
+InstrId relative_bucket_ids(ModelGraph& graph, int64_t length, bool causal);
+
 // Tokens [B, L] (s32) -> one-hot matmul with the shared embedding [V, M]
 // (+ learned positions [L, M] when position is learned) -> [B, L, M].
 InstrId embed(TransformerContext& ctx, InstrId tokens, InstrId embedding, std::optional<InstrId> positions);
