@@ -7,6 +7,7 @@
 // collectives of the intended cases.
 #include <gtest/gtest.h>
 
+#include "compiler/ir/verifier.h"
 #include "tests/compiler/spmd/spmd_test_util.h"
 
 namespace podsim::compiler {
@@ -29,9 +30,11 @@ const std::vector<std::string> kVectorShardings = {
     "{devices=[2,2]<=[4] last_tile_dim_replicate}",
 };
 
-// Partitions and verifies; returns a description of the failure, "" if ok.
+// Partitions, checks the program is well formed, verifies numerically;
+// returns a description of the failure, "" if ok.
 std::string check(const std::string& text) {
   auto p = partition_text(text, 4);
+  verify_module(p.result.module);  // throws on a malformed program
   VerifyResult r = verify_partitioning(p.annotated, p.result.module, 3, 1e-4);
   return r.ok ? "" : r.first_mismatch + "\n" + text;
 }
@@ -108,6 +111,53 @@ TEST(SpmdShardingSweep, SlicePadConcatenate) {
                                  "  p = f32[13,9] pad(c, z), padding=2_1x0_-2_1, sharding=" + a + "\n" +
                                  "  ROOT s = f32[5,4] slice(p), slice={[1:11:2], [2:9:2]}, sharding=" + b + "\n}\n";
         const std::string failure = check(text);
+        if (!failure.empty() && ++failures <= 3) ADD_FAILURE() << failure;
+      }
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(SpmdShardingSweep, WhileLoopState) {
+  // Loop state (counter, x[7,6]); the body reverses x, adds its column sums
+  // and a reversed copy: reductions and halos inside the partitioned body.
+  // Entry value, loop and result shardings are swept independently.
+  int failures = 0;
+  for (const std::string& in : kMatrixShardings)
+    for (const std::string& loop : kMatrixShardings)
+      for (const std::string& out : kMatrixShardings) {
+        const std::string text = std::string(kAdd) +
+                                 "  x = f32[7,6] parameter(0), sharding=" + in + "\n"
+                                 "  z = s32[] constant(0)\n"
+                                 "  t = (s32[], f32[7,6]) tuple(z, x)\n"
+                                 "  w = (s32[], f32[7,6]) while(t), condition=cond, body=body, sharding={{replicated}, " +
+                                 loop + "}\n"
+                                 "  ROOT r = f32[7,6] get-tuple-element(w), index=1, sharding=" + out + "\n}\n";
+        const std::string bodies = R"(cond {
+  p = (s32[], f32[7,6]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(2)
+  ROOT c = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[7,6]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  x = f32[7,6] get-tuple-element(p), index=1
+  zero = f32[] constant(0)
+  colsum = f32[6] reduce(x, zero), dimensions={0}, to_apply=add
+  b = f32[7,6] broadcast(colsum), dimensions={1}
+  r = f32[7,6] reverse(x), dimensions={0,1}
+  eighth = f32[] constant(0.125)
+  e = f32[7,6] broadcast(eighth), dimensions={}
+  y = f32[7,6] add(r, b)
+  ye = f32[7,6] multiply(y, e)
+  x2 = f32[7,6] add(x, ye)
+  ROOT t = (s32[], f32[7,6]) tuple(next, x2)
+}
+)";
+        std::string full = text;
+        full.insert(full.find("ENTRY"), bodies);
+        const std::string failure = check(full);
         if (!failure.empty() && ++failures <= 3) ADD_FAILURE() << failure;
       }
   EXPECT_EQ(failures, 0);
