@@ -22,7 +22,8 @@ bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(
 
 struct Buffer {
   int64_t bytes = 0;
-  int64_t def = 0;       // schedule position where it is written
+  int64_t def = 0;       // first schedule position it occupies memory
+  int64_t written = 0;   // schedule position of its producer
   int64_t last_use = 0;  // last schedule position that reads it
   InstrId producer = kNoId;
   DType dtype = DType::kF32;  // of the leaf
@@ -62,7 +63,12 @@ class MemoryPlanner::ComputationSweep {
     leaves_.resize(static_cast<size_t>(n));
     for (InstrId id : order_) create_buffers(id);
     for (InstrId id = 0; id < n; ++id) record_reads(id);
-    for (int32_t b : leaves_[static_cast<size_t>(comp_.root())]) extend(b, n - 1);
+    for (int32_t b : leaves_[static_cast<size_t>(comp_.root())]) {
+      extend(b, n - 1);
+      // Entry outputs get their own allocation for the whole run (XLA's
+      // live-out buffers share no memory with temporaries).
+      if (is_entry_ && b != kNoId) buffers_[static_cast<size_t>(b)].def = 0;
+    }
     if (is_entry_ && planner_.input().options.outputs_alias_parameters) alias_outputs_to_parameters();
     return sweep();
   }
@@ -107,7 +113,7 @@ class MemoryPlanner::ComputationSweep {
 
   // ---- buffers ----
   int32_t new_buffer(const Shape& leaf, int64_t def, InstrId producer) {
-    buffers_.push_back(Buffer{leaf.byte_size(), def, def, producer, leaf.dtype()});
+    buffers_.push_back(Buffer{leaf.byte_size(), def, def, def, producer, leaf.dtype()});
     return static_cast<int32_t>(buffers_.size() - 1);
   }
 
@@ -202,7 +208,7 @@ class MemoryPlanner::ComputationSweep {
   // ---- roles ----
   ValueRole role_of(const Buffer& b, int64_t at, int64_t first_backward) const {
     const Instruction& producer = comp_.instr(b.producer);
-    if (is_collective(producer.opcode) && b.def == at) return ValueRole::kCollectiveBuffer;
+    if (is_collective(producer.opcode) && b.written == at) return ValueRole::kCollectiveBuffer;
     if (producer.opcode == Opcode::kParameter) {
       return is_entry_ ? parameter_role(producer) : ValueRole::kTemporary;
     }

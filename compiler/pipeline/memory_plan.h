@@ -6,8 +6,8 @@
 //    intermediates and duplicated cheap ops take no buffer.
 //  - tuple, get-tuple-element and while alias their operands' buffers (the
 //    loop state is updated in place), so reads through them extend those.
-//  - Entry parameters are live throughout; the root's outputs from their
-//    definition to the end. With outputs_alias_parameters (training steps,
+//  - Entry parameters and the root's outputs are live throughout (as XLA
+//    gives live-out buffers their own allocation). With outputs_alias_parameters (training steps,
 //    whose weight/slot parameters are donated), root element i+1 is written
 //    into the i-th "param/"/"opt_state/" parameter's buffer when the byte
 //    sizes match, so it adds nothing.
