@@ -12,7 +12,7 @@
 
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/ir/verifier.h"
-#include "workloads/model_builder.h"
+#include "workloads/hlo_model.h"
 
 namespace podsim::workloads {
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/ir/verifier.h"
+#include "workloads/hlo_model.h"
 #include "workloads/model_info.h"
 #include "workloads/transformer_blocks.h"
 
@@ -13,8 +14,6 @@ namespace podsim::workloads {
 
 using compiler::Opcode;
 using compiler::Shape;
-
-BuiltModel build_hlo_model(const Workload& workload, compiler::DeviceMesh mesh);  // hlo_model.cc
 
 namespace {
 
