@@ -37,6 +37,8 @@ PartitionedValue handle_concatenate(SpmdContext& context, const HandlerInput& in
 // dynamic_slice_handlers.cc
 PartitionedValue handle_dynamic_slice(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_dynamic_update_slice(SpmdContext& context, const HandlerInput& in);
+// iota_handlers.cc: shard-shaped iota plus the tile offset.
+PartitionedValue handle_iota(SpmdContext& context, const HandlerInput& in);
 // gather_scatter_handlers.cc
 PartitionedValue handle_gather(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_scatter(SpmdContext& context, const HandlerInput& in);

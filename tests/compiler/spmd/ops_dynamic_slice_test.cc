@@ -93,14 +93,38 @@ TEST(SpmdDynamicSlice, DynamicUpdateSliceBothDimsOn2x4Mesh) {
   EXPECT_EQ(p.result.stats.default_fallbacks, 0);
 }
 
+// The one iota of the partitioned entry (there must be exactly one).
+std::vector<int64_t> iota_dims(const SpmdResult& r) {
+  std::vector<int64_t> dims;
+  int count = 0;
+  for (const Instruction& instr : r.module.entry().instructions())
+    if (instr.opcode == Opcode::kIota) {
+      dims = instr.shape.dims();
+      ++count;
+    }
+  EXPECT_EQ(count, 1);
+  return dims;
+}
+
 TEST(SpmdIota, IotaAlongTileDimension) {
-  // iota along the tiled dim: each device's tile holds its global positions;
-  // no communication.
+  // iota along the tiled dim: each device builds an iota of its shard shape
+  // [ceil(13/n), 3] and adds its tile offset; no communication and no
+  // full-size iota anywhere.
   for (int n : {2, 4, 8}) {
     auto p = partition_text(module("  ROOT i = s32[13,3] iota(), iota_dimension=0, sharding=" + rows(n) + "\n"), n);
     expect_equivalent(p);
     EXPECT_EQ(collectives(p.result), 0);
+    EXPECT_EQ(iota_dims(p.result), (std::vector<int64_t>{(13 + n - 1) / n, 3})) << n;
   }
+}
+
+TEST(SpmdIota, FloatIotaAlongTileDimensionOn2x4Mesh) {
+  // f32 iota along dim 1 tiled 4 ways (offset converted to f32), dim 0
+  // tiled 2 ways (no offset needed): shard [3,3].
+  auto p = partition_text(module("  ROOT i = f32[5,10] iota(), iota_dimension=1, sharding={devices=[2,4]<=[8]}\n"), 8);
+  expect_equivalent(p);
+  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(iota_dims(p.result), (std::vector<int64_t>{3, 3}));
 }
 
 TEST(SpmdIota, IotaAlongNonTileDimensionOn3DMesh) {
@@ -109,6 +133,7 @@ TEST(SpmdIota, IotaAlongNonTileDimensionOn3DMesh) {
       8);
   expect_equivalent(p);
   EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(iota_dims(p.result), (std::vector<int64_t>{2, 3, 5}));
 }
 
 TEST(SpmdElementwise, SelectClampCompareConvertAlongShardedDims) {
