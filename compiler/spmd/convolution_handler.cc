@@ -7,8 +7,10 @@
 //  * otherwise the spatial dims stay whole and batch / input feature /
 //    output feature are dot dims (lhs-only / contracting / rhs-only), so the
 //    dot strategies (dot_strategies.h) choose.
-// Grouped convolutions (feature/batch group count > 1) and base dilation on a
-// tiled spatial dim take the default action.
+// Feature-grouped convolutions shard the group dim like a batch dim (tile
+// counts dividing the group count); batch-grouped ones, grouped ones with a
+// spatially tiled output and base dilation on a tiled spatial dim take the
+// default action.
 #include "compiler/sharding/sharding_util.h"
 #include "compiler/spmd/dot_handler.h"
 #include "compiler/spmd/windowed_input.h"
@@ -54,11 +56,11 @@ std::optional<PartitionedValue> spatially_tiled_convolution(SpmdContext& context
 
 PartitionedValue handle_convolution(SpmdContext& context, const HandlerInput& in) {
   const Instruction& conv = in.original;
-  if (in.operands.size() != 2 || conv.attrs.feature_group_count != 1 || conv.attrs.batch_group_count != 1)
-    return handle_default(context, in);
+  if (in.operands.size() != 2 || conv.attrs.batch_group_count != 1) return handle_default(context, in);
   bool spatial_output = false;
   for (int64_t d : conv.attrs.conv.output_spatial) spatial_output |= tile_count(in.target, d) > 1;
   if (spatial_output) {
+    if (conv.attrs.feature_group_count != 1) return handle_default(context, in);
     if (auto result = spatially_tiled_convolution(context, in)) return *result;
     return handle_default(context, in);
   }

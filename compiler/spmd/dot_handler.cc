@@ -139,7 +139,12 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
     windowed->other_local = locals[1 - windowed->windowed_side];
     local = emit_windowed_dot(context, *windowed);
   } else {
-    local = clone_with_operands(context, in.original, {locals[0], locals[1]});
+    // A grouped convolution keeps groups / tiles whole groups per device.
+    Instruction local_op = in.original;
+    for (int64_t j = 0; j < spec.rank(); ++j)
+      if (const int64_t g = spec.labels[static_cast<size_t>(j)].groups; g > 0)
+        local_op.attrs.feature_group_count = g / tile_count(plan.joint, j);
+    local = clone_with_operands(context, local_op, {locals[0], locals[1]});
   }
   if (!groups) return reshard(context, PartitionedValue{local, in.original.shape, plan.local_out}, in.target);
   PartialValue partial{local, in.original.shape, plan.local_out, *groups,

@@ -62,11 +62,17 @@ EinsumSpec einsum_of_dot(const Instruction& dot, const Shape& lhs, const Shape& 
 EinsumSpec einsum_of_convolution(const Instruction& conv, const Shape& lhs, const Shape& rhs) {
   EinsumSpec spec{{}, lhs, rhs, conv.shape};
   const ConvDims& c = conv.attrs.conv;
-  spec.labels.push_back({LabelKind::kContracting, c.input_feature, c.kernel_input_feature, -1,
-                         lhs.dim(static_cast<int>(c.input_feature))});
+  const int64_t groups = conv.attrs.feature_group_count;
+  if (groups > 1) {
+    spec.labels.push_back({LabelKind::kBatch, c.input_feature, c.kernel_output_feature, c.output_feature, groups, groups});
+  } else {
+    spec.labels.push_back({LabelKind::kContracting, c.input_feature, c.kernel_input_feature, -1,
+                           lhs.dim(static_cast<int>(c.input_feature))});
+  }
   spec.labels.push_back({LabelKind::kLhsFree, c.input_batch, -1, c.output_batch, lhs.dim(static_cast<int>(c.input_batch))});
-  spec.labels.push_back({LabelKind::kRhsFree, -1, c.kernel_output_feature, c.output_feature,
-                         rhs.dim(static_cast<int>(c.kernel_output_feature))});
+  if (groups == 1)  // grouped: the output feature is the group label's
+    spec.labels.push_back({LabelKind::kRhsFree, -1, c.kernel_output_feature, c.output_feature,
+                           rhs.dim(static_cast<int>(c.kernel_output_feature))});
   return spec;
 }
 
@@ -275,8 +281,15 @@ DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int
 
   std::optional<DotPlan> best;
   std::map<std::string, bool> seen;
+  auto splits_groups = [&](const Sharding& joint) {
+    for (int64_t j = 0; j < spec.rank(); ++j) {
+      const int64_t g = spec.labels[static_cast<size_t>(j)].groups;
+      if (g > 0 && g % tile_count(joint, j) != 0) return false;
+    }
+    return true;
+  };
   for (const Sharding& joint : candidates) {
-    if (!seen.emplace(joint.to_string(), true).second) continue;
+    if (!seen.emplace(joint.to_string(), true).second || !splits_groups(joint)) continue;
     DotPlan plan = plan_for_joint(spec, current, joint, devices);
     if (!best || plan.cost < best->cost) best = std::move(plan);
   }

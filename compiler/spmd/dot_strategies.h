@@ -44,6 +44,10 @@ struct EinsumLabel {
   LabelKind kind = LabelKind::kBatch;
   int64_t lhs = -1, rhs = -1, out = -1;
   int64_t size = 1;
+  // Grouped convolution: the label is the feature-group dim and carries this
+  // many groups; its tile count must divide it (each device then convolves
+  // groups / tiles whole groups).
+  int64_t groups = 0;
 };
 
 enum class EinsumSide : uint8_t { kLhs, kRhs, kOut };
@@ -60,7 +64,10 @@ struct EinsumSpec {
 
 // Labels of a dot (DotDims), or of a convolution whose spatial dims stay
 // whole (input batch -> lhs-only, input feature -> contracting, output
-// feature -> rhs-only; spatial dims are not labels).
+// feature -> rhs-only; spatial dims are not labels). A feature-grouped
+// convolution (G groups) has instead one batch-like group label over input
+// feature, kernel output feature and output feature (PartitionConvWith-
+// FeatureGroupCount); the kernel input feature (one group's) stays whole.
 EinsumSpec einsum_of_dot(const Instruction& dot, const Shape& lhs, const Shape& rhs);
 EinsumSpec einsum_of_convolution(const Instruction& conv, const Shape& lhs, const Shape& rhs);
 
