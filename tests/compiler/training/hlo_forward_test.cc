@@ -46,8 +46,8 @@ TEST(HloForward, StepFromHloTextVerifiesAndRoundTrips) {
   verify_module(reparsed);
   EXPECT_EQ(reparsed.entry().size(), step.module.entry().size());
   // The weight is split {-, y} (device x*4 + y holds column tile y) and
-  // replicated over x: x goes to dim 0 for
-  // the update (8 rows per device > 4/4 columns), the v_row slot [8] keeps x.
+  // replicated over x: x goes to dim 0 for the update (8 rows per device >
+  // 4/4 columns), and the v_row slot [8] keeps x, replicated over y.
   const Instruction& v_row = step.module.entry().instr(step.module.entry().parameters()[2]);
   EXPECT_EQ(v_row.op_name, "opt_state/w/v_row");
   EXPECT_EQ(parse_sharding(*v_row.sharding), parse_sharding("{devices=[2,4]<=[8] last_tile_dim_replicate}"));

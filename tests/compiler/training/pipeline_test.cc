@@ -119,6 +119,29 @@ TEST(Pipeline, IterationCountAndShiftStructure) {
   EXPECT_EQ(shifts, microbatches + stages - 1);
 }
 
+TEST(Pipeline, StateShardingAnnotatesTheShiftedAndComputedState) {
+  // Stage dim over 2 devices: every iteration annotates the shifted input
+  // and the computed state, 2 x (M + S - 1) = 2 x 3 annotations.
+  Built m;
+  add_params(m, 2, 4);
+  PipelineRequest r;
+  r.stages = 2;
+  r.microbatches = 2;
+  r.stage_body = add_stage_body(m.f.module, 2);
+  r.inputs = m.x;
+  r.stacked_weights = {m.w, m.s};
+  r.state_sharding = "{devices=[2,1,1]<=[2]}";
+  InstrId out = emit_pipeline(m.f.b, m.f.module, r);
+  Module p = finish_with_loss(m, out, 4);
+  int annotations = 0;
+  for (const Instruction& in : p.entry().instructions())
+    annotations += in.opcode == Opcode::kCustomCall && in.sharding == r.state_sharding;
+  EXPECT_EQ(annotations, 6);
+  // Annotations do not change values.
+  std::vector<Literal> args = default_args(p);
+  EXPECT_EQ(evaluate(p, args), evaluate(pipelined(2, 2, 2), args));
+}
+
 TEST(Pipeline, TrainingStepNeedsAPipelinedForward) {
   TrainingStepOptions options;
   options.pipeline_stages = 3;
