@@ -60,6 +60,8 @@ PartitionedValue handle_full_value(SpmdContext& context, const Instruction& inst
 PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
   const Opcode op = in.original.opcode;
   if (op == Opcode::kIota && in.original.shape.is_array() && in.original.shape.rank() > 0) return handle_iota(context, in);
+  if (op == Opcode::kConstant)
+    if (auto uniform = handle_uniform_constant(context, in)) return *uniform;
   if (op == Opcode::kConstant || op == Opcode::kIota) return handle_full_value(context, in.original, in.target);
   if (is_elementwise(op) || op == Opcode::kConvert) return handle_elementwise(context, in);
   switch (op) {

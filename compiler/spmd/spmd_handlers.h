@@ -39,6 +39,8 @@ PartitionedValue handle_dynamic_slice(SpmdContext& context, const HandlerInput& 
 PartitionedValue handle_dynamic_update_slice(SpmdContext& context, const HandlerInput& in);
 // iota_handlers.cc: shard-shaped iota plus the tile offset.
 PartitionedValue handle_iota(SpmdContext& context, const HandlerInput& in);
+// A constant whose elements are all equal, as a broadcast scalar; else nullopt.
+std::optional<PartitionedValue> handle_uniform_constant(SpmdContext& context, const HandlerInput& in);
 // gather_scatter_handlers.cc
 PartitionedValue handle_gather(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_scatter(SpmdContext& context, const HandlerInput& in);

@@ -162,5 +162,18 @@ TEST(SpmdConstant, ConstantSliceReshard) {
   EXPECT_EQ(collectives(p.result), 0);
 }
 
+TEST(SpmdConstant, UniformConstantIsBuiltAtShardSize) {
+  // f32[9,4] of zeros tiled [4,1]: a scalar broadcast to the shard [3,4];
+  // no constant of 36 elements appears in the program.
+  auto p = partition_text(module("  c = f32[9,4] constant({{0,0,0,0},{0,0,0,0},{0,0,0,0},{0,0,0,0},{0,0,0,0},"
+                                 "{0,0,0,0},{0,0,0,0},{0,0,0,0},{0,0,0,0}}), sharding=" + rows(4) + "\n"
+                                 "  x = f32[9,4] parameter(0), sharding=" + rows(4) + "\n"
+                                 "  ROOT a = f32[9,4] add(c, x), sharding=" + rows(4) + "\n"),
+                          4);
+  expect_equivalent(p);
+  for (const Instruction& instr : p.result.module.entry().instructions())
+    if (instr.opcode == Opcode::kConstant) EXPECT_LE(instr.shape.num_elements(), 4) << instr.name;
+}
+
 }  // namespace
 }  // namespace podsim::compiler
