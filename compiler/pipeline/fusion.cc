@@ -52,6 +52,10 @@ class FusionPlanner {
  public:
   explicit FusionPlanner(const Computation& c) : comp_(c), users_(c.compute_users()) {
     plan_.group_of.assign(static_cast<size_t>(c.size()), -1);
+    reads_collective_.assign(static_cast<size_t>(c.size()), false);
+    for (InstrId id = 0; id < c.size(); ++id)
+      for (InstrId op : c.instr(id).operands)
+        if (is_collective(c.instr(op).opcode)) reads_collective_[static_cast<size_t>(id)] = true;
   }
 
   FusionPlan run() {
@@ -98,7 +102,7 @@ class FusionPlanner {
       while (users(tail).size() == 1 && tail != comp_.root()) {
         InstrId next = users(tail)[0];
         const Instruction& consumer = comp_.instr(next);
-        if (!is_elementwise(consumer.opcode) || !consumer.shape.is_array()) break;
+        if (!is_elementwise(consumer.opcode) || !consumer.shape.is_array() || reads_collective(next)) break;
         chain.push_back(next);
         tail = next;
       }
@@ -118,7 +122,7 @@ class FusionPlanner {
       if (p == last_seen) continue;  // an operand reached through several members
       last_seen = p;
       const Instruction& producer = comp_.instr(p);
-      if (group(p) >= 0 || !can_be_fused_producer(producer) || p == comp_.root()) continue;
+      if (group(p) >= 0 || !can_be_fused_producer(producer) || p == comp_.root() || reads_collective(p)) continue;
       bool all_users_inside = std::all_of(users(p).begin(), users(p).end(), [&](InstrId u) { return group(u) == g; });
       if (!all_users_inside) continue;
       plan_.group_of[static_cast<size_t>(p)] = g;
@@ -130,8 +134,15 @@ class FusionPlanner {
   void push_operands(InstrId member, std::priority_queue<InstrId>& candidates) const {
     const Instruction& instr = comp_.instr(member);
     if (!can_absorb_producers(instr)) return;
-    for (InstrId op : instr.operands) candidates.push(op);
+    for (InstrId op : instr.operands)
+      if (!reads_collective(member) || is_cheap_to_duplicate(comp_.instr(op).opcode)) candidates.push(op);
   }
+
+  // A kernel reading a collective result waits for the collective: it is
+  // never fused as a producer and absorbs only cheap producers, so
+  // independent work stays in kernels of its own that can run while the
+  // collective is in flight (the scheduler places them there).
+  bool reads_collective(InstrId id) const { return reads_collective_[static_cast<size_t>(id)]; }
 
   // Broadcast/iota/constant whose users are all fused (in any groups) are
   // recomputed inside each of those groups. Reverse id order, so a constant
@@ -167,6 +178,7 @@ class FusionPlanner {
 
   const Computation& comp_;
   std::vector<std::vector<InstrId>> users_;
+  std::vector<bool> reads_collective_;
   FusionPlan plan_;
 };
 

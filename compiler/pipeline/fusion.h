@@ -8,6 +8,10 @@
 //    reverse, dynamic-slice, iota, constant) whose every user is already in
 //    the group.
 // Never fused: parameters, collectives, while/call, tuples, custom-calls.
+// An instruction that reads a collective result is never fused into a
+// consumer and absorbs only broadcast/iota/constant producers: fusing
+// independent work into its kernel would make that work wait for the
+// collective instead of overlapping it.
 // A value with users outside the group is never fused into it, except
 // broadcast/iota/constant, which are cheap to recompute: when all their
 // users are fused they are duplicated into every group that uses them

@@ -141,6 +141,36 @@ ENTRY %e (p: f32[8]) -> f32[8] {
   for (int32_t g : plan.group_of) EXPECT_EQ(g, -1);
 }
 
+TEST(Fusion, CollectiveReaderTakesNoIndependentWork) {
+  // v = add(ar, broadcast(1)) reads the all-reduce directly: it takes only
+  // the cheap broadcast (duplicated, with its constant) and is fused into
+  // nothing. u = add(v, t) reads v, not a collective, so the rule stops
+  // there: u absorbs the independent chain e -> t, and n absorbs u (a
+  // known limit: that kernel still waits for the collective through v).
+  Module m = parse_hlo(std::string("HloModule m\n") + kAddComputation + R"(
+ENTRY %e (p: f32[8], w: f32[8]) -> f32[8] {
+  %p = f32[8] parameter(0)
+  %w = f32[8] parameter(1)
+  %ar = f32[8] all-reduce(%w), replica_groups={}, to_apply=%sum
+  %e = f32[8] exponential(%p)
+  %t = f32[8] tanh(%e)
+  %c = f32[] constant(1)
+  %one = f32[8] broadcast(%c), dimensions={}
+  %v = f32[8] add(%ar, %one)
+  %u = f32[8] add(%v, %t)
+  ROOT %n = f32[8] negate(%u)
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan = plan_fusion(c);
+  const int32_t reader = plan.group_of[static_cast<size_t>(id_of(c, "v"))];
+  ASSERT_GE(reader, 0);
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(reader)]), (Names{"c", "one", "v"}));
+  const int32_t tail = plan.group_of[static_cast<size_t>(id_of(c, "n"))];
+  ASSERT_GE(tail, 0);
+  EXPECT_NE(tail, reader);
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(tail)]), (Names{"e", "t", "u", "n"}));
+}
+
 TEST(Fusion, CheapBroadcastIsDuplicatedIntoEveryUsingGroup) {
   // half is used by two separate chains (each with an outside-visible root
   // in the tuple): a broadcast is cheap to recompute, so it is a member of
