@@ -39,12 +39,6 @@ std::vector<int64_t> complement(int64_t rank, const std::vector<int64_t>& exclud
   return dims;
 }
 
-std::vector<int64_t> pick(const std::vector<int64_t>& from, const std::vector<int64_t>& positions) {
-  std::vector<int64_t> out;
-  for (int64_t p : positions) out.push_back(from[static_cast<size_t>(p)]);
-  return out;
-}
-
 // Index tensor split into its components along index_vector_dim (implicit
 // trailing dim when ivd == rank) and put back together.
 struct IndexComponents {
@@ -302,7 +296,6 @@ PartitionedValue scatter_operand_owned(SpmdContext& context, const HandlerInput&
   keep.insert(keep.end(), l.trivial.begin(), l.trivial.end());
   const Sharding layout = partially_replicate_on_all_dims_except(in.target, keep);
   PartitionedValue operand = reshard(context, in.operands[0], layout);
-  const Shape local = context.local_shape(operand.id);
   PartitionedValue update = reshard(
       context, in.operands[2],
       propagate_along_dims_and_replicate_others(layout, DimCorrespondence{l.passthrough, l.passthrough_upd, in.operands[2].base_shape.rank()}));
@@ -318,7 +311,6 @@ PartitionedValue scatter_operand_owned(SpmdContext& context, const HandlerInput&
     InstrId shifted = b.binary(Opcode::kSubtract, x, b.broadcast(context.partition_offset(layout, out.dims(), d), shape.dims(), {}));
     x = b.select(valid, shifted, splat(context, -1, x));
   }
-  (void)local;
   InstrId result = b.scatter(operand.id, join_indices(context, c), update.id, s, in.original.to_apply());
   return reshard(context, PartitionedValue{result, out, layout}, in.target);
 }

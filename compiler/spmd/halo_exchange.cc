@@ -6,8 +6,9 @@
 // from the right, where [lo_j, hi_j) is the needed part clipped to [0, D).
 // Left piece k (k = 1..ceil(L/s)) is the tail of tile j-k, right piece k the
 // head of tile j+k; the concatenation covers [j*s - L, (j+1)*s + R), which a
-// local pad with `fill` widens so every window fits, and a dynamic-slice at
-// start_j - (j*s - L - extra_low) cuts it out.
+// local pad widens so every window fits, and a dynamic-slice at
+// start_j - (j*s - L - extra_low) cuts it out. Window position k is logical
+// start_j + k; positions outside [0, D) are then replaced by `fill`.
 #include "compiler/spmd/halo_exchange.h"
 
 #include <algorithm>
@@ -122,7 +123,7 @@ InstrId exchange_halo(SpmdContext& context, const PartitionedValue& value, Instr
   const Extents e = extents(value, dim);
   const std::optional<HaloSize> halo = plan_halo(value, request);
   assert(halo.has_value());
-  const int64_t shard = b.shape(local).dim(static_cast<int>(dim));
+  [[maybe_unused]] const int64_t shard = b.shape(local).dim(static_cast<int>(dim));
   assert(shard == e.s);
 
   // [left pieces (farthest first), own shard, right pieces (nearest first)].

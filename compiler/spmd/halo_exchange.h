@@ -7,8 +7,8 @@
 // which logical window [start[j], start[j] + width) device j needs. The
 // exchange fetches the missing edges from neighbour tiles with
 // collective-permutes (one per neighbour distance), concatenates them around
-// the local shard, masks logical positions outside [0, D) with `fill`, and
-// dynamic-slices each device's window at a per-device offset.
+// the local shard, dynamic-slices each device's window at a per-device
+// offset and masks logical positions outside [0, D) with `fill`.
 #pragma once
 
 #include <cstdint>

@@ -105,6 +105,19 @@ TEST(SpmdGather, TrivialSliceGatherReduceScatters) {
   EXPECT_EQ(p.result.stats.all_reduces, 0);
 }
 
+TEST(SpmdGather, TrivialSliceGatherOtherDeviceOrderAllReduces) {
+  // As above but the output's M tiles run over the devices in reverse: the
+  // reduce-scatter would hand tile k to group member k, the wrong device, so
+  // the partial sums are all-reduced and sliced locally instead.
+  auto p = partition_text(module("  t = f32[16,8] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                                 "  i = s32[6] parameter(1), sharding={replicated}\n"
+                                 "  ROOT g = f32[6,8] gather(t, i), " + kLookup + ", sharding={devices=[1,4]3,2,1,0}\n"),
+                          4);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.reduce_scatters, 0);
+  EXPECT_EQ(p.result.stats.all_reduces, 1);
+}
+
 TEST(SpmdGather, TrivialSliceGatherTwoIndexComponentsOn2x2Mesh) {
   // Operand [6,5,4] tiled on dim 0 (slice 1) and dim 2 (taken whole); the
   // index vector (dim 1 of [7,2]) addresses dims 0 and 1: component 0 is
