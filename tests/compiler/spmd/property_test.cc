@@ -5,7 +5,7 @@
 // compute what the original computes (verify_partitioning).
 //
 // PODSIM_PROPERTY_SEED=<seed> replays one case (and prints its modules);
-// PODSIM_PROPERTY_CASES=<n> changes the number of cases (default 1000);
+// PODSIM_PROPERTY_CASES=<n> changes the number of cases (default 3000);
 // PODSIM_PROPERTY_FAMILIES=unary,dot,... restricts the op families drawn;
 // PODSIM_PROPERTY_HLO=<file> runs an HLO file (e.g. a hand-minimised
 // failing case; num_partitions from its HloModule line) through the same checks.
@@ -35,7 +35,7 @@ using spmd_test::RandomCase;
 using spmd_test::RandomGraphOptions;
 
 constexpr uint64_t kFirstSeed = 1;
-constexpr int64_t kDefaultCases = 1000;
+constexpr int64_t kDefaultCases = 3000;  // ~1 ms per case: a few seconds per run
 
 std::optional<uint64_t> env_number(const char* name) {
   const char* text = std::getenv(name);
@@ -96,10 +96,6 @@ CaseOutcome run_case(uint64_t seed, const RandomGraphOptions& options) {
 // The default families, or those named in PODSIM_PROPERTY_FAMILIES.
 RandomGraphOptions options_from_env() {
   RandomGraphOptions options;
-  // Steer around the known bug (DISABLED_ test below); set
-  // PODSIM_PROPERTY_KNOWN_BUGS=1 to draw them again.
-  const bool known_bugs = std::getenv("PODSIM_PROPERTY_KNOWN_BUGS") != nullptr;
-  if (!known_bugs) options.min_interior_pad_dim = 8;  // >= every device count drawn
   const char* text = std::getenv("PODSIM_PROPERTY_FAMILIES");
   if (text == nullptr || *text == '\0') return options;
   const std::vector<OpFamily> all = options.families;
@@ -199,9 +195,8 @@ TEST(SpmdProperty, RandomShardingsAreValidAndVaried) {
   EXPECT_TRUE(shuffled);
 }
 
-// ---- Minimal failing cases the property test found (routed to the owner
-// of the handler; the generator steers around them unless
-// PODSIM_PROPERTY_KNOWN_BUGS is set) ----
+// ---- Minimal cases of bugs the property test found (fixed since by the
+// handler owners; kept as regression tests) ----
 
 CaseOutcome run_text(const std::string& hlo) {
   RandomCase c;
@@ -222,12 +217,11 @@ TEST(SpmdPropertyFindings, ReverseOfDimSmallerThanTileCount) {
   }
 }
 
-// BUG (pad handler): interior padding on a sharded dim with fewer elements
-// than tiles gives wrong values: pad(f32[1] x, c), padding=1_0_1 over 2
-// devices should be [c, x] (interior padding goes only between elements, so
-// none here) but device 0 returns [x]; likewise f32[2] over 6 devices (seed
-// 1970 with PODSIM_PROPERTY_KNOWN_BUGS=1). Size 3 over 2 is right.
-TEST(SpmdPropertyFindings, DISABLED_PadInteriorOnSizeOneShardedDim) {
+// Interior padding on a sharded dim with fewer elements than tiles once gave
+// wrong values: pad(f32[1] x, c), padding=1_0_1 over 2 devices is [c, x]
+// (interior padding goes only between elements, so none here) but device 0
+// returned [x]; likewise f32[2] over 6 devices.
+TEST(SpmdPropertyFindings, PadInteriorOnSizeOneShardedDim) {
   CaseOutcome outcome = run_text(
       "HloModule m, num_partitions=2\nENTRY e {\n"
       "  p0 = f32[1] parameter(0), sharding={devices=[2]<=[2]}\n"

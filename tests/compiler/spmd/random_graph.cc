@@ -148,9 +148,7 @@ class GraphBuilder {
         if (rank < 1) return std::nullopt;
         const int64_t d = uniform(rng_, 0, rank - 1);
         std::vector<PadDim> padding(static_cast<size_t>(rank));
-        const bool interior_allowed = dims[static_cast<size_t>(d)] >= options_.min_interior_pad_dim;
-        padding[static_cast<size_t>(d)] =
-            PadDim{uniform(rng_, 0, 2), uniform(rng_, 0, 2), interior_allowed && chance(rng_, 0.3) ? 1 : 0};
+        padding[static_cast<size_t>(d)] = PadDim{uniform(rng_, 0, 2), uniform(rng_, 0, 2), chance(rng_, 0.3) ? 1 : 0};
         Dims out = dims;
         const PadDim& p = padding[static_cast<size_t>(d)];
         out[static_cast<size_t>(d)] += p.low + p.high + p.interior * std::max<int64_t>(0, dims[static_cast<size_t>(d)] - 1);
@@ -189,6 +187,12 @@ class GraphBuilder {
           starts.push_back(builder_->scalar_constant(DType::kS32, static_cast<double>(sliced ? uniform(rng_, 0, size) : 0)));
         }
         return builder_->dynamic_slice(v, std::move(starts), std::move(sizes));
+      }
+      case OpFamily::kCopy: {
+        if (rank < 1) return std::nullopt;
+        const InstrId id = builder_->unary(Opcode::kCopy, v);
+        if (chance(rng_, 0.5)) forced_annotations_.push_back(id);
+        return id;
       }
     }
     return std::nullopt;
@@ -279,8 +283,10 @@ class GraphBuilder {
     std::shuffle(candidates.begin(), candidates.end(), rng_);
     const int64_t count = std::min<int64_t>(uniform(rng_, 1, options_.max_annotations),
                                             static_cast<int64_t>(candidates.size()));
-    for (int64_t i = 0; i < count; ++i) {
-      Instruction& instr = entry.mutable_instr(candidates[static_cast<size_t>(i)]);
+    std::vector<InstrId> chosen(candidates.begin(), candidates.begin() + count);
+    chosen.insert(chosen.end(), forced_annotations_.begin(), forced_annotations_.end());
+    for (InstrId id : chosen) {
+      Instruction& instr = entry.mutable_instr(id);
       instr.sharding = random_sharding(rng_, instr.shape.dims(), devices).to_string();
     }
   }
@@ -291,6 +297,7 @@ class GraphBuilder {
   CompId add_ = kNoId, max_ = kNoId;
   std::optional<ComputationBuilder> builder_;
   std::vector<InstrId> pool_;
+  std::vector<InstrId> forced_annotations_;  // copies that must get a sharding
   int64_t next_parameter_ = 0;
 };
 
@@ -310,6 +317,7 @@ std::string_view to_string(OpFamily family) {
     case OpFamily::kConcatenate: return "concatenate";
     case OpFamily::kReverse: return "reverse";
     case OpFamily::kDynamicSlice: return "dynamic-slice";
+    case OpFamily::kCopy: return "copy";
   }
   return "?";
 }

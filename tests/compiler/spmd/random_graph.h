@@ -31,6 +31,7 @@ enum class OpFamily {
   kConcatenate,
   kReverse,
   kDynamicSlice, // constant start indices (possibly clamped)
+  kCopy,         // a copy annotated half the time: a reshard between two random shardings
 };
 std::string_view to_string(OpFamily family);
 
@@ -42,11 +43,7 @@ struct RandomGraphOptions {
   std::vector<OpFamily> families = {
       OpFamily::kUnary,   OpFamily::kBinary,      OpFamily::kBroadcast, OpFamily::kTranspose,
       OpFamily::kReshape, OpFamily::kReduce,      OpFamily::kDot,       OpFamily::kSlice,
-      OpFamily::kPad,     OpFamily::kConcatenate, OpFamily::kReverse,   OpFamily::kDynamicSlice};
-  // A known partitioner bug the generator can steer around (DISABLED_
-  // minimal test in property_test.cc): interior padding is only drawn for
-  // dims of at least min_interior_pad_dim elements.
-  int64_t min_interior_pad_dim = 1;
+      OpFamily::kPad,     OpFamily::kConcatenate, OpFamily::kReverse,   OpFamily::kDynamicSlice, OpFamily::kCopy};
   // Largest element count of any generated value (keeps the interpreter fast).
   int64_t max_elements = 512;
 };

