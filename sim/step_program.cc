@@ -37,13 +37,25 @@ class Flattener {
   }
 
  private:
-  std::vector<InstrId> order_of(CompId comp) const {
+  const std::vector<InstrId>& order_of(CompId comp) {
     const auto& schedule = in_.program.schedule;
     if (static_cast<size_t>(comp) < schedule.size() && !schedule[static_cast<size_t>(comp)].empty())
       return schedule[static_cast<size_t>(comp)];
-    std::vector<InstrId> order(static_cast<size_t>(module_.computation(comp).size()));
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<InstrId>(i);
+    auto& order = default_order_[comp];
+    if (order.empty()) {
+      order.resize(static_cast<size_t>(module_.computation(comp).size()));
+      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<InstrId>(i);
+    }
     return order;
+  }
+
+  std::optional<int64_t> trip_count(CompId comp, InstrId id) {
+    const auto key = (static_cast<int64_t>(comp) << 32) | static_cast<uint32_t>(id);
+    auto it = trips_.find(key);
+    if (it != trips_.end()) return it->second;
+    const auto trips = compiler::known_trip_count(module_, module_.computation(comp).instr(id));
+    trips_.emplace(key, trips);
+    return trips;
   }
 
   const compiler::FusionPlan* fusion_of(CompId comp) const {
@@ -123,7 +135,7 @@ class Flattener {
         }
         case Opcode::kWhile: {
           Pending state = pending[static_cast<size_t>(instr.operand(0))];
-          std::optional<int64_t> trips = compiler::known_trip_count(module_, instr);
+          const std::optional<int64_t> trips = trip_count(comp, id);
           if (!trips) ++out_.unknown_trip_counts;
           for (int64_t i = 0; i < trips.value_or(1); ++i) state = flatten(instr.while_body(), {state});
           mine = std::move(state);
@@ -153,6 +165,8 @@ class Flattener {
   const compiler::Module& module_;
   StepProgram out_;
   std::unordered_map<int64_t, int32_t> op_of_;
+  std::unordered_map<int64_t, std::optional<int64_t>> trips_;
+  std::unordered_map<CompId, std::vector<InstrId>> default_order_;
 };
 
 }  // namespace
