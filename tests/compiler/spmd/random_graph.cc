@@ -188,6 +188,31 @@ class GraphBuilder {
         }
         return builder_->dynamic_slice(v, std::move(starts), std::move(sizes));
       }
+      case OpFamily::kGather: {
+        // operand dim k is looked up at B indices (random s32 values in
+        // [-8, 8], clamped into range by gather semantics); the output is
+        // [B, other operand dims...].
+        if (rank < 1 || rank > 3) return std::nullopt;
+        const int64_t k = uniform(rng_, 0, rank - 1);
+        const int64_t lookups = random_dim(rng_);
+        Dims out = {lookups};
+        GatherDims gd;
+        gd.collapsed_slice_dims = {k};
+        gd.start_index_map = {k};
+        gd.index_vector_dim = 1;
+        Dims slice_sizes = dims;
+        slice_sizes[static_cast<size_t>(k)] = 1;
+        for (int64_t d = 0; d < rank; ++d) {
+          if (d == k) continue;
+          gd.offset_dims.push_back(static_cast<int64_t>(out.size()));
+          out.push_back(dims[static_cast<size_t>(d)]);
+        }
+        if (!fits(out)) return std::nullopt;
+        const int64_t number = next_parameter_++;
+        const InstrId indices =
+            builder_->parameter(number, Shape(DType::kS32, {lookups}), "p" + std::to_string(number));
+        return builder_->gather(v, indices, std::move(gd), std::move(slice_sizes));
+      }
       case OpFamily::kCopy: {
         if (rank < 1) return std::nullopt;
         const InstrId id = builder_->unary(Opcode::kCopy, v);
@@ -318,6 +343,7 @@ std::string_view to_string(OpFamily family) {
     case OpFamily::kReverse: return "reverse";
     case OpFamily::kDynamicSlice: return "dynamic-slice";
     case OpFamily::kCopy: return "copy";
+    case OpFamily::kGather: return "gather";
   }
   return "?";
 }

@@ -32,6 +32,7 @@ enum class OpFamily {
   kReverse,
   kDynamicSlice, // constant start indices (possibly clamped)
   kCopy,         // a copy annotated half the time: a reshard between two random shardings
+  kGather,       // embedding-lookup style: one operand dim indexed by an s32[B] parameter
 };
 std::string_view to_string(OpFamily family);
 
@@ -43,7 +44,7 @@ struct RandomGraphOptions {
   std::vector<OpFamily> families = {
       OpFamily::kUnary,   OpFamily::kBinary,      OpFamily::kBroadcast, OpFamily::kTranspose,
       OpFamily::kReshape, OpFamily::kReduce,      OpFamily::kDot,       OpFamily::kSlice,
-      OpFamily::kPad,     OpFamily::kConcatenate, OpFamily::kReverse,   OpFamily::kDynamicSlice, OpFamily::kCopy};
+      OpFamily::kPad,     OpFamily::kConcatenate, OpFamily::kReverse,   OpFamily::kDynamicSlice, OpFamily::kCopy,    OpFamily::kGather};
   // Largest element count of any generated value (keeps the interpreter fast).
   int64_t max_elements = 512;
 };
