@@ -64,6 +64,7 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
     if (auto uniform = handle_uniform_constant(context, in)) return *uniform;
   if (op == Opcode::kConstant || op == Opcode::kIota) return handle_full_value(context, in.original, in.target);
   if (is_elementwise(op) || op == Opcode::kConvert) return handle_elementwise(context, in);
+  if (is_sharding_annotation(in.original)) return handle_sharding_annotation(context, in);
   switch (op) {
     case Opcode::kBroadcast: return handle_broadcast(context, in);
     case Opcode::kTranspose: return handle_transpose(context, in);

@@ -71,6 +71,10 @@ PartitionedValue partition_computation(SpmdContext& context, const Computation& 
 // Partitions a while/call callee into the module (in place on first use, a
 // clone afterwards); returns its id.
 CompId partition_callee(SpmdContext& context, CompId callee, const ComputationSignature& signature);
+// custom-call "Sharding" (annotation_handler.cc): reshard the operand to the
+// annotation, pass it through.
+bool is_sharding_annotation(const Instruction& instr);
+PartitionedValue handle_sharding_annotation(SpmdContext& context, const HandlerInput& in);
 // Replicate every operand, run the whole op, reshard the result.
 PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in);
 

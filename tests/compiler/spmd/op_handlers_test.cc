@@ -171,9 +171,14 @@ TEST(SpmdOps, ReshapeUnevenFallsBackCorrectly) {
 }
 
 TEST(SpmdOps, DefaultActionStaysCorrect) {
-  // reverse has no handler yet: replicate, run whole, slice.
-  auto p = partition_text(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
-                                 "  ROOT r = f32[8,4] reverse(x), dimensions={0}, sharding={devices=[4,1]<=[4]}\n"),
+  // A gather with batching dims has no handler: replicate the operands, run
+  // the whole op, slice the result (one default fallback), still exact.
+  // p[b, j] gathered at column i[b] for each batch row b.
+  auto p = partition_text(module("  x = f32[4,6] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                                 "  i = s32[4,1] parameter(1), sharding={devices=[4,1]<=[4]}\n"
+                                 "  ROOT g = f32[4] gather(x, i), offset_dims={}, collapsed_slice_dims={1}, "
+                                 "start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, "
+                                 "index_vector_dim=1, slice_sizes={1,1}, sharding={devices=[4]<=[4]}\n"),
                           4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.default_fallbacks, 1);
