@@ -8,6 +8,30 @@
 //     and cached. Falls back to full where it cannot be exact.
 //   full: every device and every ICI link; link transfers of concurrent
 //     collectives contend on shared links.
+// Pieces: op_cost.h (op -> core model query), collective_catalog.h (groups,
+// placement, plans, fast timing), step_program.h (flattened schedule and its
+// dependency rule), engine.h (SystemC streams), fabric.h (full-mode links).
+//
+// When fast is not exact (and what it does):
+//   - device groups of one collective that alone take different times on the
+//     placement (e.g. explicit groups of unequal spread, a torus slice without
+//     wraparound whose groups sit differently): detected per collective; fast
+//     falls back to full (Timeline::fallback_reason) when devices x steps is
+//     at most 2e7, else stays fast charging every group the time of all
+//     groups at once, i.e. the slowest (Timeline::approximation_note);
+//   - groups whose siblings load some groups' links more than others: all
+//     groups are charged the merged plan's time (its most loaded link), so
+//     fast is pessimistic for the less loaded groups; not detected;
+//   - fast times a merged plan by max-min fair sharing between flows (small
+//     plans) or analytically (big ones), full by fluid sharing between phase
+//     jobs; on symmetric configs the two agree (tests: within 2%, exact on
+//     rings), with many competing flows of different routes fair sharing can
+//     be slower than the fluid phase model;
+//   - collectives of different instructions never overlap in fast mode (one
+//     collective stream, one device), so there is no cross-collective link
+//     contention to miss; in full mode the same holds per device, but
+//     different devices' collectives can overlap and contend.
+// Not thread-safe: the SystemC kernel is one per process.
 #pragma once
 
 #include <functional>
