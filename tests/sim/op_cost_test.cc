@@ -170,3 +170,38 @@ ENTRY %main (a: f32[64,128], b: f32[64,128]) -> f32[64,128] {
 
 }  // namespace
 }  // namespace podsim::sim
+
+namespace podsim::sim {
+namespace {
+
+TEST(OpCost, FusedGroupRunsAsOneStepAtItsRoot) {
+  auto program = testing::program_from_hlo(R"(HloModule fused, num_partitions=2
+ENTRY %main (a: f32[256,128], b: f32[256,128]) -> f32[256,128] {
+  %a = f32[256,128]{1,0} parameter(0)
+  %b = f32[256,128]{1,0} parameter(1)
+  %x = f32[256,128]{1,0} multiply(%a, %b)
+  %y = f32[256,128]{1,0} add(%x, %a)
+  ROOT %z = f32[256,128]{1,0} tanh(%y)
+})");
+  const auto& entry = program.module.entry();
+  compiler::FusionPlan plan;
+  plan.group_of.assign(static_cast<size_t>(entry.size()), -1);
+  compiler::FusionGroup group;
+  group.members = {entry.find("x"), entry.find("y"), entry.find("z")};
+  for (auto id : group.members) plan.group_of[static_cast<size_t>(id)] = 0;
+  plan.groups.push_back(group);
+  program.fusion.resize(static_cast<size_t>(program.module.computation_count()));
+  program.fusion[static_cast<size_t>(program.module.entry_id())] = plan;
+  const hw::System system = testing::ring_system(2);
+  const Timeline t = testing::run(program, system);
+  // One kernel: the core model's time for the group's merged query.
+  const double expected = system.core().time_op(fusion_query(entry, group)).seconds;
+  EXPECT_NEAR(t.step_time_s, expected, 1e-12);
+  ASSERT_EQ(t.ops.size(), 1u);
+  EXPECT_EQ(t.ops[0].opcode, "fusion");
+  EXPECT_EQ(t.ops[0].name, "z");
+  EXPECT_EQ(t.ops[0].executions, 1);
+}
+
+}  // namespace
+}  // namespace podsim::sim
