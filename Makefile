@@ -2,6 +2,7 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 DEMO_WORKLOAD ?= workloads/examples/transformer_layer_2d.hlo
+DEMO_RUN ?= workloads/dense_1t_2048.yaml
 
 FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= build-fuzz
@@ -19,6 +20,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
+	$(BUILD_DIR)/cli/podsim run $(DEMO_RUN)
 	$(BUILD_DIR)/cli/podsim partition $(DEMO_WORKLOAD) --verify
 	$(BUILD_DIR)/cli/podsim hardware show tpuv3
 

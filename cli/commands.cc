@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 
@@ -16,6 +18,11 @@
 #include "compiler/spmd/verify.h"
 #include "hw_models/config.h"
 #include "hw_models/describe.h"
+#include "reports/formats.h"
+#include "reports/output_file.h"
+#include "reports/progress.h"
+#include "reports/run_workload.h"
+#include "reports/trace.h"
 
 namespace podsim::cli {
 
@@ -99,6 +106,27 @@ int partition(const Options& o) {
   return 0;
 }
 
+// podsim run: the whole pipeline (reports/run_workload.h), then the report
+// and the optional trace, each written whole or not at all.
+int run_workload(const Options& o) {
+  reports::Format format = reports::format_from_name(o.format);
+  reports::RunRequest request;
+  request.workload_path = o.input;
+  request.overrides = o.sets;
+  request.fidelity = reports::fidelity_from_name(o.fidelity);
+  request.record_trace = !o.trace.empty();
+  reports::ProgressLine progress(stderr);
+  if (isatty(fileno(stderr)))
+    request.progress = [&progress](const std::string& stage, double fraction) { progress.update(stage, fraction); };
+  reports::RunResult result = reports::run_workload(request);
+  progress.finish();
+  std::string text = reports::format_report(result.report, format);
+  if (!o.trace.empty())
+    reports::write_file_atomically(o.trace, reports::trace_json(result.timeline, result.report.workload));
+  reports::write_file_atomically(o.output, text);
+  return 0;
+}
+
 int hardware_show(const Options& o) {
   fmt::print("{}", hw::describe_hardware(hw::load_hardware(o.preset)));
   return 0;
@@ -115,6 +143,7 @@ Commands::Commands(CLI::App& app) {
       ->check(CLI::IsMember({"table", "json", "csv", "markdown"}));
   run_->add_option("--fidelity", o.fidelity, "fast|full")->check(CLI::IsMember({"fast", "full"}));
   run_->add_option("--trace", o.trace, "write a Chrome/Perfetto trace JSON");
+  run_->add_option("-o,--output", o.output, "write the report here instead of stdout");
 
   partition_ = app.add_subcommand("partition", "propagate shardings and partition into one SPMD program");
   partition_->add_option("input", o.input, "workload YAML or XLA HLO text module")->required();
@@ -143,7 +172,7 @@ Commands::Commands(CLI::App& app) {
 
 int Commands::run() const {
   if (*partition_) return partition(options_);
-  if (*run_) not_implemented("run");
+  if (*run_) return run_workload(options_);
   if (*sweep_) not_implemented("sweep");
   if (*regress_) not_implemented("regress");
   if (*hardware_show_) return hardware_show(options_);

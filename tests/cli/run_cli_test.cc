@@ -1,0 +1,133 @@
+// `podsim run` end to end through the executable: error paths (exit 2,
+// file:line:column, no partial output files) and a real run of
+// workloads/small.yaml in every format, with a trace.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // stdout only
+  std::string err;  // stderr only
+};
+
+Result podsim(const std::string& args) {
+  fs::path err_file = fs::temp_directory_path() / "podsim_run_cli_test.stderr";
+  std::string cmd = std::string(PODSIM_BINARY) + " " + args + " 2>" + err_file.string();
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  std::stringstream s;
+  s << in.rdbuf();
+  r.err = s.str();
+  return r;
+}
+
+std::string src(const std::string& rel) { return std::string(PODSIM_SOURCE_DIR) + "/" + rel; }
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("podsim_run_cli_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+size_t files_in(const fs::path& dir) {
+  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+TEST(RunCli, BadYamlReportsFileLineColumnExits2AndWritesNoFiles) {
+  fs::path dir = fresh_dir("bad_yaml");
+  fs::path bad = dir / "bad.yaml";
+  // small.yaml with one bad value: "layers: two".
+  std::ifstream in(src("workloads/small.yaml"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  size_t at = yaml.find("  layers: 2\n");
+  ASSERT_NE(at, std::string::npos);
+  yaml.replace(at, 11, "  layers: two");
+  int line = 1 + static_cast<int>(std::count(yaml.begin(), yaml.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  std::ofstream(bad) << yaml;
+  Result r = podsim("run " + bad.string() + " -o " + (dir / "r.json").string() + " --trace " +
+                    (dir / "t.json").string() + " --format json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(bad.string() + ":" + std::to_string(line) + ":"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(files_in(dir), 1u);  // only bad.yaml: no report, no trace, no temp files
+}
+
+TEST(RunCli, MissingWorkloadFileExits2) {
+  Result r = podsim("run /no/such/workload.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/no/such/workload.yaml"), std::string::npos) << r.err;
+}
+
+TEST(RunCli, BadOverrideExits2) {
+  Result r = podsim("run " + src("workloads/small.yaml") + " --set model.no_such_key=3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no_such_key"), std::string::npos) << r.err;
+}
+
+TEST(RunCli, UnknownFormatIsRejectedByTheArgumentParser) {
+  Result r = podsim("run " + src("workloads/small.yaml") + " --format yaml");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(RunCli, SmallWorkloadJsonReportAndTrace) {
+  fs::path dir = fresh_dir("small");
+  fs::path trace = dir / "small.trace.json";
+  Result r = podsim("run " + src("workloads/small.yaml") + " --format json --trace " + trace.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["workload"], "small");
+  EXPECT_EQ(j["devices"].get<int64_t>(), 8);  // mesh {x: 2, y: 4}
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  // small.yaml: global_batch 8 x seq_len 16 = 128 tokens per step.
+  EXPECT_DOUBLE_EQ(j["tokens_per_second"].get<double>() * j["step_time_s"].get<double>(), 128.0);
+  EXPECT_GT(j["mfu"].get<double>(), 0);
+  EXPECT_LE(j["mfu"].get<double>(), j["hfu"].get<double>() * (1 + 1e-9));  // remat/padding only add FLOPs
+  EXPECT_TRUE(j["fits_in_memory"].get<bool>());
+  nlohmann::json t = nlohmann::json::parse(std::ifstream(trace));
+  int complete = 0;
+  for (const auto& e : t["traceEvents"]) complete += e["ph"] == "X";
+  EXPECT_GT(complete, 0);
+  EXPECT_EQ(files_in(dir), 1u);  // the trace, no temp file
+}
+
+TEST(RunCli, SmallWorkloadEveryFormatAndOutputFile) {
+  fs::path dir = fresh_dir("formats");
+  Result table = podsim("run " + src("workloads/small.yaml"));
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("MFU"), std::string::npos) << table.out;
+  Result csv = podsim("run " + src("workloads/small.yaml") + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 2);
+  Result md = podsim("run " + src("workloads/small.yaml") + " --format markdown -o " + (dir / "r.md").string());
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_TRUE(md.out.empty());
+  std::ifstream in(dir / "r.md");
+  std::string first;
+  std::getline(in, first);
+  EXPECT_EQ(first, "## small on tpuv3");
+}
+
+}  // namespace
