@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 namespace podsim::sim {
 
@@ -220,14 +219,18 @@ hw::OpQuery op_query(const Computation& computation, const Instruction& instr) {
 
 hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionGroup& group) {
   hw::OpQuery q;
-  std::set<compiler::InstrId> members(group.members.begin(), group.members.end());
-  std::set<compiler::InstrId> external_inputs;
+  // Groups are small: sorted vectors beat node-based sets.
+  std::vector<compiler::InstrId> members(group.members.begin(), group.members.end());
+  std::sort(members.begin(), members.end());
+  std::vector<compiler::InstrId> external_inputs;
   for (compiler::InstrId id : group.members) {
     const Instruction& instr = computation.instr(id);
     if (classify(instr) == OpClass::kCompute) add_work(computation, instr, q);
     for (compiler::InstrId operand : instr.operands)
-      if (!members.count(operand)) external_inputs.insert(operand);
+      if (!std::binary_search(members.begin(), members.end(), operand)) external_inputs.push_back(operand);
   }
+  std::sort(external_inputs.begin(), external_inputs.end());
+  external_inputs.erase(std::unique(external_inputs.begin(), external_inputs.end()), external_inputs.end());
   for (compiler::InstrId id : external_inputs) q.hbm_bytes_read += bytes_of(computation.instr(id).shape);
   if (!group.members.empty()) q.hbm_bytes_written = bytes_of(computation.instr(group.members.back()).shape);
   return q;
