@@ -50,17 +50,30 @@ InstrId final_norm(TransformerContext& ctx, const std::string& name, InstrId x) 
   return ctx.graph.layer_norm(x, norm_scale(ctx, name + "/scale"));
 }
 
+// Rows of the batch the built forward sees. With gradient accumulation
+// (training.microbatches = M > 1) build_training_step wants the forward of
+// ONE microbatch, global_batch / M rows, and gives the step's "input/"
+// parameters M times that batch itself (training_step.h). A pipelined
+// forward splits the full batch itself (pipelined_forward.h), and a forward
+// (inference) step is not split: both see global_batch.
+int64_t forward_batch(const Workload& workload) {
+  const TrainingSpec& t = workload.training;
+  if (!t.enabled || t.pipeline_stages > 1) return workload.model.global_batch;
+  return workload.model.global_batch / t.microbatches;  // divisibility checked by the YAML reader
+}
+
 compiler::Module build_transformer(const Workload& workload, const ShardingTable& table,
                                    const std::vector<LayerPlan>& plan) {
   const ModelSpec& m = workload.model;
   compiler::Module module(workload.name);
   ModelGraph g(module, dtype_of(m.dtypes.activations), dtype_of(m.dtypes.params));
-  TransformerContext ctx{g, m, table, m.global_batch, m.seq_len};
+  const int64_t batch = forward_batch(workload);
+  TransformerContext ctx{g, m, table, batch, m.seq_len};
 
   std::optional<std::string> token_sharding;
   if (table.mapping("activations"))
     token_sharding = table.sharding_of({table.axis_of("activations", 0), table.axis_of("activations", 1)});
-  const Shape token_shape(DType::kS32, {m.global_batch, m.seq_len});
+  const Shape token_shape(DType::kS32, {batch, m.seq_len});
   InstrId tokens = g.input("tokens", token_shape, token_sharding);
   InstrId targets = g.input("targets", token_shape, token_sharding);
   g.set_scope("embedding");
@@ -85,8 +98,8 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     // Teacher forcing: the decoder reads the targets shifted right by one,
     // with token 0 as the start token.
     g.set_scope("decoder/shift_targets");
-    InstrId head = g.builder().slice(targets, {{0, m.global_batch, 1}, {0, m.seq_len - 1, 1}});
-    InstrId start = g.full(0, {m.global_batch, 1}, DType::kS32);
+    InstrId head = g.builder().slice(targets, {{0, batch, 1}, {0, m.seq_len - 1, 1}});
+    InstrId start = g.full(0, {batch, 1}, DType::kS32);
     decoder_tokens = g.builder().concatenate({start, head}, 1);
   }
   AttentionExtras extras = attention_extras(ctx, "decoder", /*causal=*/true);

@@ -50,14 +50,14 @@ MoeDims moe_dims(const ModelSpec& m, int64_t tokens, int64_t axis) {
   MoeDims d;
   if (m.group_size > 0) {
     if (tokens % m.group_size != 0)
-      throw UserError(fmt::format("model.group_size ({}) does not divide the {} tokens of a step", m.group_size, tokens),
-                      "pick a group size that divides global_batch x seq_len");
+      throw UserError(fmt::format("model.group_size ({}) does not divide the {} tokens of a forward", m.group_size, tokens),
+                      "pick a group size that divides (global_batch / training.microbatches) x seq_len, the tokens one forward sees");
     d.group_size = m.group_size;
     d.groups = tokens / m.group_size;
   } else {
     if (tokens % axis != 0)
-      throw UserError(fmt::format("the {} tokens of a step do not split into {} groups (the experts axis)", tokens, axis),
-                      "set model.group_size or change global_batch / seq_len");
+      throw UserError(fmt::format("the {} tokens of a forward do not split into {} groups (the experts axis)", tokens, axis),
+                      "set model.group_size or change global_batch, seq_len or training.microbatches");
     d.groups = axis;
     d.group_size = tokens / axis;
   }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "hw_models/ici/placement.h"
 
 namespace podsim::workloads {
 
@@ -181,22 +182,54 @@ void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
                               mesh.device_count()),
                "the product of mesh.physical must equal the product of mesh.axes");
   }
-  if (YAML::Node o = r.get("order")) {
-    if (o.IsSequence()) {
-      mesh.order = "explicit";
-      std::set<int64_t> seen;
-      for (const auto& e : o) {
-        int64_t d = as_int(ctx, e, "mesh.order", 0);
-        if (d >= mesh.device_count()) ctx.fail(e, fmt::format("device id {} out of range [0, {})", d, mesh.device_count()));
-        if (!seen.insert(d).second) ctx.fail(e, fmt::format("device id {} listed twice", d));
-        mesh.explicit_devices.push_back(d);
-      }
-      if (static_cast<int64_t>(mesh.explicit_devices.size()) != mesh.device_count())
-        ctx.fail(o, fmt::format("'mesh.order' lists {} devices, the mesh has {}", mesh.explicit_devices.size(),
-                                mesh.device_count()));
-    } else {
-      mesh.order = as_choice(ctx, o, "mesh.order", {"row_major", "column_major", "ring", "ring_preserving"});
+  // mesh.order: a placement name exactly as hw::placement_order_from_name
+  // (hw_models/ici/placement.h) takes it; "explicit" reads the device list
+  // from mesh.devices. A list in mesh.order is shorthand for explicit + devices.
+  const std::vector<std::string> kOrders = {"row_major", "column_major", "explicit", "ring_preserving"};
+  YAML::Node devices = r.get("devices");
+  YAML::Node o = r.get("order");
+  if (o && o.IsSequence()) {
+    if (devices) ctx.fail(devices, "'mesh.devices' is given but 'mesh.order' already lists the devices",
+                          "give the list once: order: explicit with devices: [...], or order: [...]");
+    devices = o;
+  } else if (o) {
+    mesh.order = as_string(ctx, o, "mesh.order");
+    // The placement's own parser decides, so the two can never disagree.
+    bool known = true;
+    try {
+      hw::placement_order_from_name(mesh.order);
+    } catch (const UserError&) {
+      known = false;
     }
+    if (!known) {
+      const std::string guess = mesh.order == "ring" ? "ring_preserving" : closest(mesh.order, kOrders);
+      ctx.fail(o, fmt::format("'mesh.order' must be one of {}, got '{}'", fmt::join(kOrders, " | "), mesh.order),
+               guess.empty() ? "or a list of device ids (an explicit placement)"
+                             : fmt::format("did you mean '{}'?", guess));
+    }
+    if (mesh.order == "explicit" && !devices)
+      ctx.fail(o, "'mesh.order: explicit' needs the device list in 'mesh.devices'",
+               "add devices: [d0, d1, ...], one physical device id per logical device (row-major)");
+    if (mesh.order != "explicit" && devices)
+      ctx.fail(devices, fmt::format("'mesh.devices' is only read with 'mesh.order: explicit' (order is '{}')",
+                                    mesh.order),
+               "set order: explicit, or remove devices");
+  } else if (devices) {
+    ctx.fail(devices, "'mesh.devices' is only read with 'mesh.order: explicit'", "add order: explicit");
+  }
+  if (devices) {
+    mesh.order = "explicit";
+    if (!devices.IsSequence()) ctx.fail(devices, "the explicit device order must be a list of device ids");
+    std::set<int64_t> seen;
+    for (const auto& e : devices) {
+      int64_t d = as_int(ctx, e, "mesh.devices", 0);
+      if (d >= mesh.device_count()) ctx.fail(e, fmt::format("device id {} out of range [0, {})", d, mesh.device_count()));
+      if (!seen.insert(d).second) ctx.fail(e, fmt::format("device id {} listed twice", d));
+      mesh.explicit_devices.push_back(d);
+    }
+    if (static_cast<int64_t>(mesh.explicit_devices.size()) != mesh.device_count())
+      ctx.fail(devices, fmt::format("the explicit device order lists {} devices, the mesh has {}",
+                                    mesh.explicit_devices.size(), mesh.device_count()));
   }
   r.finish();
 }

@@ -20,8 +20,12 @@ struct MeshSpec {
   std::vector<std::pair<std::string, int64_t>> axes;
   // Chip grid and cores per chip the mesh is laid onto; empty = default slice.
   std::vector<int64_t> physical;
-  std::string order = "row_major";     // row_major | column_major | ring | ring_preserving | explicit
-  std::vector<int64_t> explicit_devices;  // when order is an explicit list
+  // Placement of the logical devices on the physical cores: exactly the names
+  // hw::placement_order_from_name accepts: row_major | column_major |
+  // ring_preserving | explicit (device list in `mesh.devices`, or a list
+  // given directly as `mesh.order`).
+  std::string order = "row_major";
+  std::vector<int64_t> explicit_devices;  // when order is explicit
   int64_t device_count() const;
 };
 

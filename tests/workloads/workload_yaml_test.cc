@@ -1,8 +1,10 @@
 // Workload YAML: the happy path and one test per error class, each checking
 // the message and the 1-based line:column of the offending node.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "hw_models/ici/placement.h"
 #include "workloads/workload.h"
 
 namespace podsim::workloads {
@@ -140,6 +142,53 @@ TEST(WorkloadYaml, MalformedOverride) {
   EXPECT_NE(e.message().find("key=value"), std::string::npos) << e.what();
   UserError e2 = expect_error(kValid, {"model.layerz=3"});
   EXPECT_NE(e2.message().find("unknown key 'layerz'"), std::string::npos) << e2.what();
+}
+
+// mesh.order takes exactly hw::placement_order_from_name's names; each one
+// that loads must also be accepted by the placement (the run maps it as is).
+TEST(WorkloadYaml, MeshOrderAcceptsThePlacementNames) {
+  for (const char* order : {"row_major", "column_major", "ring_preserving"}) {
+    SCOPED_TRACE(order);
+    Workload w = parse_workload(replace(kValid, "  axes: {x: 2, y: 4}\n", fmt::format("  axes: {{x: 2, y: 4}}\n  order: {}\n", order)), "w.yaml");
+    EXPECT_EQ(w.mesh.order, order);
+    EXPECT_NO_THROW(hw::placement_order_from_name(w.mesh.order));
+  }
+  // explicit: the named form with mesh.devices, and the list shorthand.
+  const std::string devices = "[7, 6, 5, 4, 3, 2, 1, 0]";
+  Workload named = parse_workload(
+      replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n  devices: " + devices + "\n"),
+      "w.yaml");
+  Workload listed =
+      parse_workload(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: " + devices + "\n"), "w.yaml");
+  for (const Workload* w : {&named, &listed}) {
+    EXPECT_EQ(w->mesh.order, "explicit");
+    EXPECT_EQ(hw::placement_order_from_name(w->mesh.order), hw::PlacementOrder::kExplicit);
+    EXPECT_EQ(w->mesh.explicit_devices, (std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1, 0}));
+  }
+}
+
+TEST(WorkloadYaml, MeshOrderRingIsAPositionedErrorWithTheRightName) {
+  // "  order: ring" is line 5; the value starts at column 10.
+  UserError e = expect_error(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: ring\n"));
+  EXPECT_NE(e.message().find("'mesh.order' must be one of row_major | column_major | explicit | ring_preserving, got 'ring'"),
+            std::string::npos)
+      << e.what();
+  EXPECT_NE(e.hint().find("did you mean 'ring_preserving'"), std::string::npos) << e.what();
+  EXPECT_EQ(e.location().line, 5);
+  EXPECT_EQ(e.location().column, 10);
+}
+
+TEST(WorkloadYaml, ExplicitOrderNeedsDevicesAndDevicesNeedExplicit) {
+  UserError missing = expect_error(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n"));
+  EXPECT_NE(missing.message().find("needs the device list in 'mesh.devices'"), std::string::npos) << missing.what();
+  EXPECT_EQ(missing.location().line, 5);
+  UserError stray = expect_error(
+      replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: row_major\n  devices: [0, 1]\n"));
+  EXPECT_NE(stray.message().find("only read with 'mesh.order: explicit'"), std::string::npos) << stray.what();
+  EXPECT_EQ(stray.location().line, 6);
+  UserError short_list = expect_error(
+      replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n  devices: [0, 1]\n"));
+  EXPECT_NE(short_list.message().find("lists 2 devices, the mesh has 8"), std::string::npos) << short_list.what();
 }
 
 TEST(WorkloadYaml, ShippedDefaultWorkloadLoads) {
