@@ -1,6 +1,8 @@
 // Numeric verification of partitioned programs with the reference interpreter.
 #include "compiler/spmd/verify.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/interpreter/interpreter.h"
@@ -48,6 +50,77 @@ Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding,
   return out;
 }
 
+namespace {
+
+// The leaf shardings of a value of `shape` carrying `sharding` (pre-order,
+// as Sharding::tuple flattens): a tuple sharding gives one per leaf, a leaf
+// sharding on a tuple value applies to every leaf (XLA's convention for a
+// tuple annotated with one sharding). Maximal leaves count as replicated.
+std::vector<Sharding> leaf_shardings(const Shape& shape, const Sharding& sharding, const SourceLocation& where) {
+  const int64_t leaves = shape.leaf_count();
+  std::vector<Sharding> out;
+  if (sharding.is_tuple()) {
+    if (static_cast<int64_t>(sharding.tuple_elements().size()) != leaves)
+      throw UserError(where, fmt::format("tuple sharding has {} leaves, the shape {}",
+                                         sharding.tuple_elements().size(), leaves));
+    for (const Sharding& leaf : sharding.tuple_elements())
+      out.push_back(leaf.is_maximal() ? Sharding::replicated() : leaf);
+  } else {
+    out.assign(static_cast<size_t>(leaves), sharding.is_maximal() ? Sharding::replicated() : sharding);
+  }
+  return out;
+}
+
+std::vector<Sharding> instr_leaf_shardings(const Instruction& instr) {
+  if (!instr.sharding) return leaf_shardings(instr.shape, Sharding::replicated(), instr.location);
+  return leaf_shardings(instr.shape, parse_sharding(*instr.sharding, instr.location), instr.location);
+}
+
+// `device`'s shard of a (possibly tuple) value, leaf `next_leaf` onwards.
+Literal shard_value(const Literal& full, const std::vector<Sharding>& leaves, size_t& next_leaf, int64_t device) {
+  if (!full.is_tuple()) return shard_of(full, leaves[next_leaf++], device);
+  std::vector<Literal> elements;
+  for (const Literal& element : full.elements()) elements.push_back(shard_value(element, leaves, next_leaf, device));
+  return Literal::tuple(std::move(elements));
+}
+
+// The logical value of `shape` from every device's (possibly tuple) shard.
+Literal reassemble_value(const std::vector<const Literal*>& shards, const std::vector<Sharding>& leaves,
+                         size_t& next_leaf, const Shape& shape) {
+  if (shape.is_array()) {
+    std::vector<Literal> leaf_shards;
+    for (const Literal* shard : shards) leaf_shards.push_back(*shard);
+    return reassemble(leaf_shards, leaves[next_leaf++], shape);
+  }
+  std::vector<Literal> elements;
+  for (int i = 0; i < static_cast<int>(shape.tuple_shapes().size()); ++i) {
+    std::vector<const Literal*> element_shards;
+    for (const Literal* shard : shards) element_shards.push_back(&shard->element(i));
+    elements.push_back(reassemble_value(element_shards, leaves, next_leaf, shape.tuple_shape(i)));
+  }
+  return Literal::tuple(std::move(elements));
+}
+
+// Compares leaf by leaf so a mismatch names the leaf (its index in the
+// root tuple, pre-order).
+void compare_leaves(const Literal& expected, const Literal& actual, double tolerance, const std::string& where,
+                    VerifyResult& result) {
+  if (expected.is_tuple() && actual.is_tuple() && expected.elements().size() == actual.elements().size()) {
+    for (size_t i = 0; i < expected.elements().size(); ++i)
+      compare_leaves(expected.elements()[i], actual.elements()[i], tolerance, fmt::format("{}{{{}}}", where, i),
+                     result);
+    return;
+  }
+  Comparison c = compare_literals(expected, actual, tolerance);
+  result.max_abs_error = std::max(result.max_abs_error, c.max_abs_error);
+  if (!c.ok && result.ok) {
+    result.ok = false;
+    result.first_mismatch = fmt::format("{}: {}", where, c.first_mismatch);
+  }
+}
+
+}  // namespace
+
 VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, uint64_t seed,
                                  double tolerance) {
   const Computation& entry = annotated.entry();
@@ -56,22 +129,24 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
   std::vector<std::vector<Literal>> per_device(static_cast<size_t>(devices));
   for (InstrId param : entry.parameters()) {
     const Instruction& instr = entry.instr(param);
-    if (instr.shape.is_tuple())
-      throw UserError(instr.location, "--verify supports array-shaped entry parameters only");
     args.push_back(random_literal(instr.shape, seed + static_cast<uint64_t>(args.size())));
-    Sharding s = value_sharding(instr);
-    for (int64_t d = 0; d < devices; ++d) per_device[static_cast<size_t>(d)].push_back(shard_of(args.back(), s, d));
+    const std::vector<Sharding> leaves = instr_leaf_shardings(instr);
+    for (int64_t d = 0; d < devices; ++d) {
+      size_t next_leaf = 0;
+      per_device[static_cast<size_t>(d)].push_back(shard_value(args.back(), leaves, next_leaf, d));
+    }
   }
   const Literal expected = evaluate(annotated, args);
   const std::vector<Literal> shards = evaluate_spmd(partitioned, per_device);
   const Instruction& root = entry.root_instr();
-  const Literal actual = reassemble(shards, value_sharding(root), root.shape);
-  Comparison c = compare_literals(expected, actual, tolerance);
+  std::vector<const Literal*> shard_pointers;
+  for (const Literal& shard : shards) shard_pointers.push_back(&shard);
+  size_t next_leaf = 0;
+  const Literal actual = reassemble_value(shard_pointers, instr_leaf_shardings(root), next_leaf, root.shape);
   VerifyResult r;
-  r.ok = c.ok;
+  r.ok = true;
   r.devices = devices;
-  r.max_abs_error = c.max_abs_error;
-  if (!c.ok) r.first_mismatch = fmt::format("entry result '{}': {}", root.name, c.first_mismatch);
+  compare_leaves(expected, actual, tolerance, fmt::format("entry result '{}'", root.name), r);
   return r;
 }
 

@@ -3,6 +3,10 @@
 // module on seeded random inputs and the per-device program on N simulated
 // devices with each device's shard of the same inputs; the devices' result
 // shards are reassembled and compared with the original result.
+// Tuple-shaped entry parameters and roots (a training step returns
+// tuple(loss, new weights..., new slots...)) are handled leaf by leaf: each
+// leaf is sharded / reassembled with its leaf of a tuple sharding (a single
+// leaf sharding on a tuple value applies to every leaf).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +41,8 @@ struct VerifyResult {
 };
 
 // Runs both programs on inputs seeded by `seed` and compares the entry
-// results within `tolerance` (relative for floats).
+// results within `tolerance` (relative for floats). first_mismatch names the
+// root leaf by its tuple indices ("entry result 'r'{2}: ...").
 VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, uint64_t seed = 1,
                                  double tolerance = 1e-4);
 
