@@ -8,6 +8,7 @@
 #include "compiler/ir/verifier.h"
 #include "workloads/hlo_model.h"
 #include "workloads/model_info.h"
+#include "workloads/pipelined_stack.h"
 #include "workloads/transformer_blocks.h"
 
 namespace podsim::workloads {
@@ -26,23 +27,6 @@ compiler::DeviceMesh make_mesh(const Workload& workload) {
 }
 
 DType dtype_of(const std::string& name) { return name == "bf16" ? DType::kBF16 : DType::kF32; }
-
-// Runs one stack of layers over x. memory: the encoder output for decoder
-// layers of an encoder-decoder model.
-InstrId run_stack(TransformerContext& ctx, const std::vector<LayerPlan>& layers, InstrId x,
-                  const AttentionExtras& extras, std::optional<InstrId> memory) {
-  ModelGraph& g = ctx.graph;
-  const auto activations = ctx.shardings.sharding("activations");
-  for (const LayerPlan& plan : layers) {
-    const std::string layer = fmt::format("layer_{}", plan.index);
-    g.set_scope(layer + "/input");
-    x = g.annotate(x, activations);  // Lingvo annotates each layer's input/output
-    x = self_attention_block(ctx, layer, x, extras);
-    if (plan.cross_attention) x = cross_attention_block(ctx, layer, x, *memory);
-    x = plan.moe ? moe_ffn_block(ctx, layer, x) : dense_ffn_block(ctx, layer, x);
-  }
-  return x;
-}
 
 InstrId final_norm(TransformerContext& ctx, const std::string& name, InstrId x) {
   ctx.graph.set_scope(name);
@@ -94,7 +78,7 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     AttentionExtras extras = attention_extras(ctx, "encoder", /*causal=*/false);
     g.set_scope("encoder/embedding");
     InstrId x = embed(ctx, tokens, embedding, positions);
-    memory = final_norm(ctx, "encoder/final_norm", run_stack(ctx, encoder, x, extras, std::nullopt));
+    memory = final_norm(ctx, "encoder/final_norm", run_layers(ctx, encoder, x, extras, std::nullopt));
     // Teacher forcing: the decoder reads the targets shifted right by one,
     // with token 0 as the start token.
     g.set_scope("decoder/shift_targets");
@@ -102,10 +86,22 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     InstrId start = g.full(0, {batch, 1}, DType::kS32);
     decoder_tokens = g.builder().concatenate({start, head}, 1);
   }
-  AttentionExtras extras = attention_extras(ctx, "decoder", /*causal=*/true);
-  g.set_scope("embedding");
-  InstrId x = embed(ctx, decoder_tokens, embedding, positions);
-  x = final_norm(ctx, "final_norm", run_stack(ctx, decoder, x, extras, memory));
+  const TrainingSpec& t = workload.training;
+  InstrId x;
+  if (t.pipeline_stages > 1) {
+    // GSPMD pipelining: the decoder layers run as S stage-stacked stages
+    // (pipelined_stack.h); embedding and loss stay outside the pipeline.
+    g.set_scope("embedding");
+    x = embed(ctx, decoder_tokens, embedding, positions);
+    const SourceLocation where{workload.source_file, 0, 0};
+    x = run_pipelined_stack(ctx, x, PipelinedStackRequest{t.pipeline_stages, t.microbatches, where});
+  } else {
+    AttentionExtras extras = attention_extras(ctx, "decoder", /*causal=*/true);
+    g.set_scope("embedding");
+    x = embed(ctx, decoder_tokens, embedding, positions);
+    x = run_layers(ctx, decoder, x, extras, memory);
+  }
+  x = final_norm(ctx, "final_norm", x);
   InstrId loss = softmax_cross_entropy(ctx, x, embedding, targets);
   g.finish(loss, workload.name);
   module.set_num_partitions(workload.mesh.device_count());

@@ -22,15 +22,29 @@ using compiler::DotDims;
 using compiler::Opcode;
 using compiler::Shape;
 
-ModelGraph::ModelGraph(compiler::Module& module, DType activation_dtype, DType param_dtype)
-    : module_(module), builder_("forward", &module), activation_(activation_dtype), param_(param_dtype) {}
+ModelGraph::ModelGraph(compiler::Module& module, DType activation_dtype, DType param_dtype,
+                       std::string computation_name)
+    : module_(module),
+      builder_(std::move(computation_name), &module),
+      activation_(activation_dtype),
+      param_(param_dtype) {}
 
-InstrId ModelGraph::weight(const std::string& name, std::vector<int64_t> dims,
-                           const std::optional<std::string>& sharding) {
+InstrId ModelGraph::weight_parameter(const std::string& name, std::vector<int64_t> dims,
+                                     const std::optional<std::string>& sharding) {
+  weights_.push_back(WeightRecord{name, dims, sharding});
   InstrId p = builder_.parameter(next_parameter_++, Shape(param_, std::move(dims)), instruction_name("param", name));
   builder_.set_op_name(p, "param/" + name);
   if (sharding) builder_.set_sharding(p, *sharding);
-  return convert(p, activation_);
+  return p;
+}
+
+InstrId ModelGraph::weight(const std::string& name, std::vector<int64_t> dims,
+                           const std::optional<std::string>& sharding) {
+  return convert(weight_parameter(name, std::move(dims), sharding), activation_);
+}
+
+InstrId ModelGraph::argument(const std::string& name, Shape shape) {
+  return builder_.parameter(next_parameter_++, std::move(shape), name);
 }
 
 InstrId ModelGraph::input(const std::string& name, Shape shape, const std::optional<std::string>& sharding) {
@@ -98,7 +112,9 @@ compiler::CompId ModelGraph::reducer(Opcode op, DType dtype) {
   auto it = reducers_.find(key);
   if (it != reducers_.end()) return it->second;
   const std::string name = fmt::format("{}_{}", compiler::opcode_name(op), compiler::dtype_name(dtype));
-  compiler::CompId id = module_.add_computation(compiler::scalar_binary_computation(name, op, dtype));
+  // Another graph of the same module (a stage body) may have added it already.
+  compiler::CompId id = module_.find_computation(name);
+  if (id == compiler::kNoId) id = module_.add_computation(compiler::scalar_binary_computation(name, op, dtype));
   reducers_[key] = id;
   return id;
 }
@@ -166,6 +182,10 @@ InstrId ModelGraph::one_hot(InstrId indices, int64_t depth, DType dtype) {
 void ModelGraph::finish(InstrId root, const std::string& name) {
   module_.set_name(name);
   module_.set_entry(module_.add_computation(std::move(builder_).build(root)));
+}
+
+compiler::CompId ModelGraph::build_computation(InstrId root) {
+  return module_.add_computation(std::move(builder_).build(root));
 }
 
 }  // namespace podsim::workloads

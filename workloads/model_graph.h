@@ -20,12 +20,26 @@ namespace podsim::workloads {
 using compiler::DType;
 using compiler::InstrId;
 
+// A weight as the blocks asked for it (name without "param/", dims, sharding
+// text), in creation order: pipelining stacks a stage body's weights.
+struct WeightRecord {
+  std::string name;
+  std::vector<int64_t> dims;
+  std::optional<std::string> sharding;
+};
+
 class ModelGraph {
  public:
-  ModelGraph(compiler::Module& module, DType activation_dtype, DType param_dtype);
+  // Builds one computation of `module` named `computation_name`: the entry
+  // ("forward", finish()) or a called computation such as a pipeline stage
+  // body (build_computation()).
+  ModelGraph(compiler::Module& module, DType activation_dtype, DType param_dtype,
+             std::string computation_name = "forward");
 
   compiler::ComputationBuilder& builder() { return builder_; }
   DType activation_dtype() const { return activation_; }
+  DType param_dtype() const { return param_; }
+  compiler::Module& module() { return module_; }
   const compiler::Shape& shape(InstrId id) const { return builder_.shape(id); }
   std::vector<int64_t> dims(InstrId id) const { return builder_.shape(id).dims(); }
 
@@ -35,6 +49,15 @@ class ModelGraph {
   // A trainable weight: entry parameter "param/<name>" of the param dtype with
   // `sharding` (XLA text, if any), returned converted to the activation dtype.
   InstrId weight(const std::string& name, std::vector<int64_t> dims, const std::optional<std::string>& sharding);
+  // The same parameter unconverted (param dtype): stage-stacked weights, whose
+  // conversion happens inside the stage body.
+  InstrId weight_parameter(const std::string& name, std::vector<int64_t> dims,
+                           const std::optional<std::string>& sharding);
+  // Every weight() so far, in parameter order.
+  const std::vector<WeightRecord>& weights() const { return weights_; }
+  // A computation parameter outside the op_name contract (a stage body's
+  // activation argument); numbered like the others.
+  InstrId argument(const std::string& name, compiler::Shape shape);
   // A step input: entry parameter "input/<name>".
   InstrId input(const std::string& name, compiler::Shape shape, const std::optional<std::string>& sharding);
   // custom-call "Sharding" (XLA with_sharding_constraint); identity if none.
@@ -79,6 +102,8 @@ class ModelGraph {
 
   // Finishes the entry computation with `root` and sets it as the entry.
   void finish(InstrId root, const std::string& name);
+  // Finishes a non-entry computation with `root`; returns its id in the module.
+  compiler::CompId build_computation(InstrId root);
 
  private:
   compiler::CompId reducer(compiler::Opcode op, DType dtype);
@@ -89,6 +114,7 @@ class ModelGraph {
   DType param_;
   int64_t next_parameter_ = 0;
   std::map<std::pair<compiler::Opcode, DType>, compiler::CompId> reducers_;
+  std::vector<WeightRecord> weights_;
 };
 
 }  // namespace podsim::workloads

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 
 namespace podsim::workloads {
 
@@ -11,7 +12,7 @@ const std::vector<KnownShardingName>& known_sharding_names() {
   static const std::vector<KnownShardingName> kNames = {
       {"activations", "BLM"}, {"ffn_in", "MH"},     {"ffn_out", "HM"},      {"attn_qkv", "MND"},
       {"attn_out", "NDM"},    {"embedding", "VM"},  {"qkv", "BLND"},        {"ffn_hidden", "BLH"},
-      {"logits", "BLV"},      {"experts", "E"},
+      {"logits", "BLV"},      {"experts", "E"},     {"stage", "S"},
   };
   return kNames;
 }
@@ -37,9 +38,40 @@ ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMes
                       fmt::format("'sharding.{}' lists {} dims but the tensor has {} ({})", name, mapping.size(),
                                   it->dims.size(), it->dims),
                       "give one mesh axis or null per tensor dim");
+    if (name == "stage" && workload.training.pipeline_stages == 1)
+      throw UserError(where, "'sharding.stage' is given but training.pipeline_stages is 1",
+                      "the stage dim exists with pipelining only: set training.pipeline_stages or remove the entry");
     mappings_[name] = mapping;
     texts_[name] = sharding_of(mapping);
   }
+  // The pipeline axis holds the stages; a tensor also split over it would
+  // need one axis for two dims of the stacked weights and state.
+  const std::optional<std::string> stage = axis_of("stage", 0);
+  if (!stage) return;
+  for (size_t i = 0; i < workload.sharding.size(); ++i) {
+    const auto& [name, mapping] = workload.sharding[i];
+    if (name == "stage" || std::find(mapping.begin(), mapping.end(), stage) == mapping.end()) continue;
+    SourceLocation where = i < workload.sharding_locations.size() ? workload.sharding_locations[i]
+                                                                   : SourceLocation{workload.source_file, 0, 0};
+    throw UserError(where, fmt::format("'sharding.{}' uses mesh axis '{}', the pipeline stage axis", name, *stage),
+                    "the stage axis (sharding.stage) may shard no other tensor: use another mesh axis here");
+  }
+}
+
+std::optional<std::string> ShardingTable::stacked_sharding(const std::optional<std::string>& inner,
+                                                           int64_t inner_rank) const {
+  const std::optional<std::string> stage = axis_of("stage", 0);
+  if (!stage && !inner) return std::nullopt;
+  compiler::DimsMapping mapping(static_cast<size_t>(inner_rank));
+  if (inner) {
+    // Every text of this table is a mesh_split over mesh_, so it inverts.
+    std::optional<compiler::DimsMapping> axes =
+        compiler::mesh_axes_of(compiler::parse_sharding(*inner), mesh_, inner_rank);
+    assert(axes && static_cast<int64_t>(axes->size()) == inner_rank);
+    mapping = *axes;
+  }
+  mapping.insert(mapping.begin(), stage ? std::vector<std::string>{*stage} : std::vector<std::string>{});
+  return compiler::mesh_split(inner_rank + 1, mesh_, mapping).to_string();
 }
 
 std::optional<std::vector<std::optional<std::string>>> ShardingTable::mapping(const std::string& name) const {

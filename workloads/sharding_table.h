@@ -7,6 +7,9 @@
 //   attn_out    (N,D,M)                              embedding (V,M)
 //   qkv         (B,L,N,D) Q/K/V projections          ffn_hidden (B,L,H)
 //   logits      (B,L,V)                              experts  (E) the MoE expert dim
+//   stage       (S) the pipeline stage dim of stage-stacked weights and the
+//               pipeline state (training.pipeline_stages > 1); its mesh axis
+//               may shard no other tensor
 // Derived (no YAML name): layer-norm scales (M) follow activations' M dim;
 // the learned position table (L,M) follows activations' (L, M) dims.
 #pragma once
@@ -44,6 +47,11 @@ class ShardingTable {
   std::string sharding_of(const std::vector<std::optional<std::string>>& mapping) const;
   // The mesh axis of one dim of a named tensor (nullopt: not given/unsharded).
   std::optional<std::string> axis_of(const std::string& name, int64_t dim) const;
+  // Sharding of a stage-stacked tensor [S, ...]: the stage dim over the
+  // `stage` axis, the other dims as `inner` (a text this table made for the
+  // unstacked rank-`inner_rank` tensor; nullopt = unsharded). nullopt when
+  // neither is given.
+  std::optional<std::string> stacked_sharding(const std::optional<std::string>& inner, int64_t inner_rank) const;
   // Size of a mesh axis (1 for nullopt).
   int64_t axis_size(const std::optional<std::string>& axis) const;
 

@@ -2,6 +2,8 @@
 // positions, T key positions, M model, N heads, D head dim, H ffn, V vocab.
 #include "workloads/transformer_blocks.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 namespace podsim::workloads {
@@ -166,6 +168,21 @@ InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, Instr
   hidden = g.annotate(hidden, ctx.shardings.sharding("ffn_hidden"));
   InstrId wo = g.weight(prefix + "/wo", {m.ffn_dim, m.model_dim}, ctx.shardings.sharding("ffn_out"));
   return g.binary(Opcode::kAdd, x, g.einsum("BLH,HM->BLM", hidden, wo, "wo"));
+}
+
+InstrId run_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers, InstrId x,
+                   const AttentionExtras& extras, std::optional<InstrId> memory) {
+  ModelGraph& g = ctx.graph;
+  const auto activations = ctx.shardings.sharding("activations");
+  for (const LayerPlan& plan : layers) {
+    const std::string layer = fmt::format("layer_{}", plan.index);
+    g.set_scope(layer + "/input");
+    x = g.annotate(x, activations);  // Lingvo annotates each layer's input/output
+    x = self_attention_block(ctx, layer, x, extras);
+    if (plan.cross_attention) x = cross_attention_block(ctx, layer, x, *memory);
+    x = plan.moe ? moe_ffn_block(ctx, layer, x) : dense_ffn_block(ctx, layer, x);
+  }
+  return x;
 }
 
 InstrId softmax_cross_entropy(TransformerContext& ctx, InstrId x, InstrId embedding, InstrId targets) {

@@ -6,8 +6,10 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "workloads/model_graph.h"
+#include "workloads/model_info.h"
 #include "workloads/sharding_table.h"
 #include "workloads/workload.h"
 
@@ -49,6 +51,12 @@ InstrId cross_attention_block(TransformerContext& ctx, const std::string& layer,
 InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId x);
 // Pre-layer-norm residual GShard MoE FFN (moe_layer.cc).
 InstrId moe_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId x);
+
+// Runs `layers` over x [B, L, M] (each: annotated input, self attention,
+// cross attention over `memory` when the plan says so, dense or MoE FFN),
+// scoped "fwd/layer_<index>/...".
+InstrId run_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers, InstrId x,
+                   const AttentionExtras& extras, std::optional<InstrId> memory);
 
 // Mean softmax cross-entropy (f32 scalar) of logits = x [B,L,M] . embedding^T
 // against targets [B, L] (s32).

@@ -379,6 +379,11 @@ Workload read_document(const Context& ctx, YAML::Node doc) {
       ctx.fail(doc["model"]["global_batch"],
                fmt::format("model.global_batch ({}) is not divisible by training.microbatches ({})", m.global_batch,
                            w.training.microbatches));
+    if (w.training.pipeline_stages > 1 && m.layers % w.training.pipeline_stages != 0)
+      ctx.fail(doc["training"]["pipeline_stages"],
+               fmt::format("model.layers ({}) does not divide into training.pipeline_stages ({})", m.layers,
+                           w.training.pipeline_stages),
+               "every pipeline stage runs the same number of layers: pick a stage count that divides model.layers");
     if (m.kind == "moe_transformer" && m.moe_every > m.layers)
       ctx.fail(doc["model"], "'model.moe_every' is larger than 'model.layers'");
   }
