@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/pipeline/compile.h"
 #include "compiler/training/training_step.h"
 #include "compiler/sharding/mesh.h"
 #include "compiler/training/pipelined_forward.h"
@@ -166,6 +167,28 @@ TEST(PipelinedModel, TrainingStepAcceptsThePipelinedForward) {
   bool has_update = false;
   for (const compiler::Shape& leaf : root.tuple_shapes()) has_update |= leaf == wq->shape;
   EXPECT_TRUE(has_update);
+}
+
+TEST(PipelinedModel, CompiledStepShiftsTheStateWithCollectivePermutes) {
+  // With the stage dim on the 2-device "stage" axis, the shift of the state
+  // (concatenate of the next microbatch with state[0:S-1]) moves stage s's
+  // output to the device holding stage s+1: the partitioner turns it into a
+  // collective-permute (GSPMD section 3.3).
+  Workload w = load_workload(source("workloads/small.yaml"), pipelined_overrides());
+  BuiltModel model = build_model(w);
+  compiler::CompileOptions options;
+  options.num_devices = w.mesh.device_count();
+  compiler::TrainingStepOptions training;
+  training.optimizer.kind = compiler::OptimizerKind::kSgd;
+  training.microbatches = w.training.microbatches;
+  training.pipeline_stages = w.training.pipeline_stages;
+  training.mesh = model.mesh;
+  options.training = training;
+  compiler::SpmdProgram program = compiler::compile(model.module, options);
+  int permutes = 0;
+  for (const Instruction& in : program.module.entry().instructions())
+    permutes += in.opcode == compiler::Opcode::kCollectivePermute;
+  EXPECT_GT(permutes, 0);
 }
 
 UserError expect_error(const std::vector<std::string>& overrides) {
