@@ -123,13 +123,28 @@ void compare_leaves(const Literal& expected, const Literal& actual, double toler
 
 VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, uint64_t seed,
                                  double tolerance) {
+  VerifyOptions options;
+  options.seed = seed;
+  options.tolerance = tolerance;
+  return verify_partitioning(annotated, partitioned, options);
+}
+
+VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, const VerifyOptions& options) {
   const Computation& entry = annotated.entry();
   const int64_t devices = partitioned.num_partitions();
+  const std::vector<InstrId> params = entry.parameters();
+  if (!options.arguments.empty() && options.arguments.size() != params.size())
+    throw UserError(fmt::format("verify: {} arguments for {} entry parameters", options.arguments.size(),
+                                    params.size()));
   std::vector<Literal> args;
   std::vector<std::vector<Literal>> per_device(static_cast<size_t>(devices));
-  for (InstrId param : entry.parameters()) {
+  for (InstrId param : params) {
     const Instruction& instr = entry.instr(param);
-    args.push_back(random_literal(instr.shape, seed + static_cast<uint64_t>(args.size())));
+    const size_t number = args.size();
+    args.push_back(options.arguments.empty() ? random_literal(instr.shape, options.seed + number)
+                                             : options.arguments[number]);
+    if (!(args.back().shape() == instr.shape))
+      throw UserError(instr.location, fmt::format("verify: argument {} does not have the parameter's shape", number));
     const std::vector<Sharding> leaves = instr_leaf_shardings(instr);
     for (int64_t d = 0; d < devices; ++d) {
       size_t next_leaf = 0;
@@ -146,7 +161,7 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
   VerifyResult r;
   r.ok = true;
   r.devices = devices;
-  compare_leaves(expected, actual, tolerance, fmt::format("entry result '{}'", root.name), r);
+  compare_leaves(expected, actual, options.tolerance, fmt::format("entry result '{}'", root.name), r);
   return r;
 }
 

@@ -46,4 +46,14 @@ struct VerifyResult {
 VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, uint64_t seed = 1,
                                  double tolerance = 1e-4);
 
+struct VerifyOptions {
+  uint64_t seed = 1;
+  double tolerance = 1e-4;
+  // The entry arguments (logical, unsharded values, one per parameter);
+  // empty = seeded random inputs. Tests whose programs need inputs in a
+  // domain (positive optimizer second moments, a step count >= 0) pass them.
+  std::vector<Literal> arguments;
+};
+VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, const VerifyOptions& options);
+
 }  // namespace podsim::compiler
