@@ -99,15 +99,18 @@ Literal tokens(const compiler::Shape& shape, int64_t vocab, size_t salt) {
   return l;
 }
 
-TEST(PipelinedModel, LossIsFiniteAndEqualsThePlainStack) {
+// The pipelined forward and the plain layer stack with the same weights give
+// the same loss (variant: extra overrides for both, e.g. the FFN kind).
+void expect_pipelined_loss_equals_plain(const std::vector<std::string>& variant) {
   std::vector<std::string> overrides = pipelined_overrides();
+  overrides.insert(overrides.end(), variant.begin(), variant.end());
   BuiltModel piped = build_model(load_workload(source("workloads/small.yaml"), overrides));
   // The same model without pipelining: training off so the plain forward sees
   // the whole batch too (microbatching would halve it).
-  BuiltModel plain = build_model(load_workload(
-      source("workloads/small.yaml"),
-      {"mesh.axes={stage: 2, x: 2, y: 2}", "model.layers=4", "model.dtypes={params: f32, activations: f32}",
-       "training.enabled=false"}));
+  std::vector<std::string> plain_overrides = {"mesh.axes={stage: 2, x: 2, y: 2}", "model.layers=4",
+                                              "model.dtypes={params: f32, activations: f32}", "training.enabled=false"};
+  plain_overrides.insert(plain_overrides.end(), variant.begin(), variant.end());
+  BuiltModel plain = build_model(load_workload(source("workloads/small.yaml"), plain_overrides));
 
   // Random weights for the pipelined entry; the plain model reads global
   // layer k = s * (4 / 2) + j from entry s of stacked "layer_j".
@@ -145,6 +148,30 @@ TEST(PipelinedModel, LossIsFiniteAndEqualsThePlainStack) {
   EXPECT_TRUE(std::isfinite(piped_loss));
   EXPECT_GT(piped_loss, 0.0);
   EXPECT_NEAR(piped_loss, plain_loss, 1e-5 * std::abs(plain_loss));
+}
+
+TEST(PipelinedModel, LossIsFiniteAndEqualsThePlainStack) {
+  expect_pipelined_loss_equals_plain({});
+  // Learned positions (added before the pipeline) and a two-matrix FFN.
+  SCOPED_TRACE("learned positions, relu");
+  expect_pipelined_loss_equals_plain({"model.position=learned", "model.ffn=relu"});
+}
+
+TEST(PipelinedModel, ShippedExampleBuildsAndRuns) {
+  // examples/pipelined_small.yaml: bf16 activations, loss finite and positive.
+  BuiltModel model = build_model(load_workload(source("workloads/examples/pipelined_small.yaml")));
+  EXPECT_NO_THROW(compiler::check_pipelined_forward(model.module, 2));
+  std::vector<Literal> args;
+  uint64_t seed = 1;
+  for (compiler::InstrId p : model.module.entry().parameters()) {
+    const Instruction& in = model.module.entry().instr(p);
+    args.push_back(in.op_name.rfind("input/", 0) == 0 ? tokens(in.shape, 64, seed)
+                                                      : compiler::random_literal(in.shape, seed));
+    ++seed;
+  }
+  const double loss = compiler::evaluate(model.module, args).scalar_value();
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_GT(loss, 0.0);
 }
 
 TEST(PipelinedModel, TrainingStepAcceptsThePipelinedForward) {

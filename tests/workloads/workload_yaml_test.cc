@@ -191,6 +191,16 @@ TEST(WorkloadYaml, ExplicitOrderNeedsDevicesAndDevicesNeedExplicit) {
   EXPECT_NE(short_list.message().find("lists 2 devices, the mesh has 8"), std::string::npos) << short_list.what();
 }
 
+TEST(WorkloadYaml, PipelineStagesNotDividingLayersIsAPositionedError) {
+  // kValid has 2 layers; 3 stages is line 21 ("  pipeline_stages: 3"), the
+  // value at column 20.
+  UserError e = expect_error(replace(kValid, "  microbatches: 2\n", "  microbatches: 2\n  pipeline_stages: 3\n"));
+  EXPECT_NE(e.message().find("model.layers (2) does not divide into training.pipeline_stages (3)"), std::string::npos)
+      << e.what();
+  EXPECT_EQ(e.location().line, 21);
+  EXPECT_EQ(e.location().column, 20);
+}
+
 TEST(WorkloadYaml, ShippedDefaultWorkloadLoads) {
   Workload w = load_workload(std::string(PODSIM_SOURCE_DIR) + "/workloads/dense_1t_2048.yaml");
   EXPECT_EQ(w.mesh.device_count(), 2048);
