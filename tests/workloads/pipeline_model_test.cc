@@ -218,6 +218,26 @@ TEST(PipelinedModel, CompiledStepShiftsTheStateWithCollectivePermutes) {
   EXPECT_GT(permutes, 0);
 }
 
+TEST(PipelinedModel, ShippedExampleCompilesWithAdafactorAndFullRemat) {
+  // The example's own training section (Adafactor, factored moments of the
+  // rank-3..5 stacked weights, weight-update sharding) plus full remat,
+  // which recomputes each pipeline iteration: the recomputed FLOPs are > 0.
+  Workload w = load_workload(source("workloads/examples/pipelined_small.yaml"));
+  BuiltModel model = build_model(w);
+  compiler::CompileOptions options;
+  options.num_devices = w.mesh.device_count();
+  compiler::TrainingStepOptions training;  // Adafactor by default, as the YAML
+  training.weight_update_sharding = w.training.weight_update_sharding;
+  training.microbatches = w.training.microbatches;
+  training.pipeline_stages = w.training.pipeline_stages;
+  training.remat = compiler::RematKind::kFull;
+  training.mesh = model.mesh;
+  options.training = training;
+  compiler::SpmdProgram program = compiler::compile(model.module, options);
+  EXPECT_EQ(program.num_devices, 8);
+  EXPECT_GT(program.stats.recomputed_flops, 0.0);
+}
+
 UserError expect_error(const std::vector<std::string>& overrides) {
   try {
     build_model(load_workload(source("workloads/small.yaml"), overrides));
