@@ -29,6 +29,7 @@
 #include "compiler/training/pipelined_forward.h"
 #include "compiler/training/training_step.h"
 #include "gradient_check.h"
+#include "test_models.h"
 
 namespace podsim::compiler::testing {
 namespace {
@@ -50,24 +51,36 @@ std::string split(const DeviceMesh& mesh, int64_t rank, const DimsMapping& dims)
 //            x' = x + (a w_out (8 x 4, {y, -})) * scale (4, replicated)
 //   loss = mean((x_final - target)^2), x and target {x, -}.
 // Ops are scoped "fwd/layer_<l>/ffn" (remat finds the layers) and "fwd/loss".
-Module sharded_mlp(const DeviceMesh& mesh, int64_t batch) {
+struct MlpSpec {
+  DeviceMesh mesh;
+  int64_t batch = 4;
+  int64_t hidden = kHidden;
+  DType dtype = F;
+  DimsMapping w_in{{}, {"y"}};
+  DimsMapping w_out{{"y"}, {}};
+  DimsMapping activations{{"x"}, {}};  // x and target
+};
+
+Module sharded_mlp(const MlpSpec& spec) {
+  const DType t = spec.dtype;
+  const int64_t batch = spec.batch;
   ForwardBuilder f;
   auto& b = f.b;
   struct Layer { InstrId w_in, w_out, scale; };
   std::vector<Layer> layers;
   for (int l = 0; l < 2; ++l) {
-    Layer layer{f.param(Shape(F, {kD, kHidden}), fmt::format("layer_{}/w_in", l)),
-                f.param(Shape(F, {kHidden, kD}), fmt::format("layer_{}/w_out", l)),
-                f.param(Shape(F, {kD}), fmt::format("layer_{}/scale", l))};
-    b.set_sharding(layer.w_in, split(mesh, 2, {{}, {"y"}}));
-    b.set_sharding(layer.w_out, split(mesh, 2, {{"y"}, {}}));
+    Layer layer{f.param(Shape(t, {kD, spec.hidden}), fmt::format("layer_{}/w_in", l)),
+                f.param(Shape(t, {spec.hidden, kD}), fmt::format("layer_{}/w_out", l)),
+                f.param(Shape(t, {kD}), fmt::format("layer_{}/scale", l))};
+    b.set_sharding(layer.w_in, split(spec.mesh, 2, spec.w_in));
+    b.set_sharding(layer.w_out, split(spec.mesh, 2, spec.w_out));
     b.set_sharding(layer.scale, "{replicated}");
     layers.push_back(layer);
   }
-  InstrId x = f.input(Shape(F, {batch, kD}), "x");
-  InstrId target = f.input(Shape(F, {batch, kD}), "target");
-  b.set_sharding(x, split(mesh, 2, {{"x"}, {}}));
-  b.set_sharding(target, split(mesh, 2, {{"x"}, {}}));
+  InstrId x = f.input(Shape(t, {batch, kD}), "x");
+  InstrId target = f.input(Shape(t, {batch, kD}), "target");
+  b.set_sharding(x, split(spec.mesh, 2, spec.activations));
+  b.set_sharding(target, split(spec.mesh, 2, spec.activations));
   DotDims mm;
   mm.lhs_contracting = {1};
   mm.rhs_contracting = {0};
@@ -82,10 +95,12 @@ Module sharded_mlp(const DeviceMesh& mesh, int64_t batch) {
   b.set_op_name_scope("fwd/loss");
   InstrId diff = b.binary(Opcode::kSubtract, x, target);
   InstrId sum = training::reduce_sum_all(b, f.reducers, b.binary(Opcode::kMultiply, diff, diff));
-  InstrId loss = b.binary(Opcode::kMultiply, sum, b.scalar_constant(F, 1.0 / static_cast<double>(batch * kD)));
+  InstrId loss = b.binary(Opcode::kMultiply, sum, b.scalar_constant(t, 1.0 / static_cast<double>(batch * kD)));
   f.module.set_entry(f.module.add_computation(std::move(b).build(loss)));
   return f.module;
 }
+
+Module sharded_mlp(const DeviceMesh& mesh, int64_t batch) { return sharded_mlp(MlpSpec{mesh, batch}); }
 
 // Random inputs (seed 1000 + number, as default_args), with optimizer state
 // made valid: slots |v| + 1/64, Adam's step count 3.
@@ -124,13 +139,14 @@ struct PartitionedStep {
 };
 
 // build_training_step -> propagate -> partition -> verify.
-PartitionedStep partition_step(const Module& forward, const TrainingStepOptions& options, int64_t devices) {
+PartitionedStep partition_step(const Module& forward, const TrainingStepOptions& options, int64_t devices,
+                               double tolerance = kTolerance) {
   PartitionedStep p{build_training_step(forward, options).module, {}, {}};
   p.annotated.set_num_partitions(devices);
   propagate_shardings(p.annotated);
   p.result = partition_spmd_with_stats(p.annotated, SpmdOptions{devices});
   VerifyOptions verify;
-  verify.tolerance = kTolerance;
+  verify.tolerance = tolerance;
   verify.arguments = step_arguments(p.annotated);
   EXPECT_TRUE(all_finite(evaluate(p.annotated, verify.arguments)));
   p.verify = verify_partitioning(p.annotated, p.result.module, verify);
@@ -283,11 +299,11 @@ CompId add_stage_body(Module& m, int64_t mb) {
 
 DeviceMesh pipeline_mesh() { return DeviceMesh({{"stage", 2}, {"data", 2}}); }
 
-// 2 stages, 2 microbatches of 2 rows; stage weights [2, ...] split over
+// 2 stages, 2 microbatches of mb rows; stage weights [2, ...] split over
 // "stage", the state [2, mb, 4] over (stage, data), inputs over data.
-Module pipelined_forward() {
+Module pipelined_forward(int64_t mb = 2) {
   const DeviceMesh mesh = pipeline_mesh();
-  const int64_t stages = 2, microbatches = 2, mb = 2, batch = mb * microbatches;
+  const int64_t stages = 2, microbatches = 2, batch = mb * microbatches;
   ForwardBuilder f;
   auto& b = f.b;
   InstrId w = f.param(Shape(F, {stages, kD, kD}), "w");
@@ -335,6 +351,113 @@ TEST(PartitionedStep, TwoPipelineStagesWithFullRemat) {
   options.remat = RematKind::kFull;
   PartitionedStep p = partition_step(pipelined_forward(), options, 4);
   EXPECT_TRUE(p.verify.ok) << describe(p);
+}
+
+// ---- Variants: padding, 2-D weight sharding, f32, combinations ----
+
+TEST(PartitionedStep, UnevenHiddenDimPadsShards) {
+  // hidden 6 over y = 4: ceil(6/4) = 2 rows per device, the last device
+  // holds 0 valid rows and 2 padding rows (filled with the verify sentinel
+  // 37, so padding leaking into a dot or a reduction shows up).
+  for (bool wus : {false, true}) {
+    MlpSpec spec{mesh24()};
+    spec.hidden = 6;
+    PartitionedStep p = partition_step(sharded_mlp(spec), options_for(OptimizerKind::kAdam, spec.mesh, wus), 8);
+    EXPECT_TRUE(p.verify.ok) << "wus " << wus << ": " << describe(p);
+  }
+}
+
+TEST(PartitionedStep, TwoDimensionalWeightSharding) {
+  // Weights split over both axes (w_in {x, y}, w_out {y, x}); activations
+  // batch over x. Nothing is left for weight-update sharding to add, so
+  // both settings give the same update shardings.
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdafactor}) {
+    MlpSpec spec{mesh24()};
+    spec.w_in = {{"x"}, {"y"}};
+    spec.w_out = {{"y"}, {"x"}};
+    PartitionedStep p = partition_step(sharded_mlp(spec), options_for(kind, spec.mesh, true), 8);
+    EXPECT_TRUE(p.verify.ok) << "optimizer " << static_cast<int>(kind) << ": " << describe(p);
+  }
+}
+
+TEST(PartitionedStep, Float32Step) {
+  // f32: summation-order roundings are ~6e-8 relative per term over < 100
+  // terms, amplified at most ~8x by Adam's 1/sqrt(v) with v >= 1/64; 1e-4
+  // relative is above that and below any wrong element (>= 1/64 * lr).
+  // A wrong update of lr 1e-3 is not always above 1e-4 relative, so the
+  // learning rate is 0.5 here.
+  MlpSpec spec{mesh24()};
+  spec.dtype = DType::kF32;
+  TrainingStepOptions options = options_for(OptimizerKind::kAdam, spec.mesh, true);
+  options.optimizer.learning_rate = 0.5;
+  PartitionedStep p = partition_step(sharded_mlp(spec), options, 8, 1e-4);
+  EXPECT_TRUE(p.verify.ok) << describe(p);
+}
+
+TEST(PartitionedStep, MicrobatchesWithFullRematAndAdamOnMesh22) {
+  const DeviceMesh mesh = mesh22();
+  TrainingStepOptions options = options_for(OptimizerKind::kAdam, mesh, true);
+  options.microbatches = 2;
+  options.remat = RematKind::kFull;
+  PartitionedStep p = partition_step(sharded_mlp(mesh, 4), options, 4);
+  EXPECT_TRUE(p.verify.ok) << describe(p);
+  EXPECT_GT(p.reduce_scatter_ops, 0) << describe(p);
+}
+
+TEST(PartitionedStep, AdafactorUnfactoredWithFirstMoment) {
+  // Slots v (like the weight) and m (beta1 > 0) instead of row/column stats.
+  const DeviceMesh mesh = mesh24();
+  TrainingStepOptions options = options_for(OptimizerKind::kAdafactor, mesh, true);
+  options.optimizer.factored = false;
+  options.optimizer.beta1 = 0.9;
+  PartitionedStep p = partition_step(sharded_mlp(mesh, 4), options, 8);
+  EXPECT_TRUE(p.verify.ok) << describe(p);
+}
+
+TEST(PartitionedStep, PipelineWeightUpdateShardingScattersStageGradients) {
+  // Stage weights w [2,4,4] {stage,-,-} are replicated over "data", whose
+  // rows every device sums partially: the update adds data to dim 1
+  // (per-device extents 1, 4, 4 -> the lower of the tied dims), so each
+  // iteration's stage-gradient dot can reduce-scatter its [1,4,4] partial
+  // sum into 8-element shards. With 16-row microbatches (8 per device) that is
+  // cheaper than the alternative the dot strategies also have, gathering
+  // both [1,16,4] operands' batch rows (with 2-row microbatches the
+  // operands are smaller than the result and the gather is chosen, which
+  // is right). Without weight-update sharding there is nothing to scatter.
+  auto step = [](bool wus) {
+    TrainingStepOptions options = options_for(OptimizerKind::kSgd, pipeline_mesh(), wus);
+    options.pipeline_stages = 2;
+    options.microbatches = 2;
+    return partition_step(pipelined_forward(16), options, 4);
+  };
+  PartitionedStep on = step(true);
+  PartitionedStep off = step(false);
+  EXPECT_TRUE(on.verify.ok) << describe(on);
+  EXPECT_TRUE(off.verify.ok) << describe(off);
+  std::vector<Shape> shapes = reduce_scatter_shapes(on.result.module);
+  // One per pipeline iteration (M + S - 1 = 3), each a [1,2,4] update
+  // shard of w (8 elements; the dot's result order may put d_in first).
+  EXPECT_EQ(shapes.size(), 3u) << describe(on);
+  for (const Shape& shape : shapes) EXPECT_EQ(shape.num_elements(), 8) << shape.to_string();
+  EXPECT_EQ(off.reduce_scatter_ops, 0) << describe(off);
+}
+
+TEST(PartitionedStep, RmsNormMlpWithOnlyInputsAnnotated) {
+  // test_models' two-layer MLP (RMS norm, rsqrt) with no weight
+  // annotations: propagation picks the weights' shardings from the
+  // batch-split inputs; weight-update sharding splits the (replicated)
+  // weights' updates over every mesh axis that divides a dim.
+  const DeviceMesh mesh = mesh22();
+  Module forward = two_layer_mlp(F, 4);
+  Computation& entry = forward.mutable_entry();
+  for (InstrId param : entry.parameters()) {
+    Instruction& in = entry.mutable_instr(param);
+    if (training::starts_with(in.op_name, "input/")) in.sharding = split(mesh, 2, {{"x"}, {}});
+  }
+  for (bool wus : {false, true}) {
+    PartitionedStep p = partition_step(forward, options_for(OptimizerKind::kAdafactor, mesh, wus), 4);
+    EXPECT_TRUE(p.verify.ok) << "wus " << wus << ": " << describe(p);
+  }
 }
 
 }  // namespace
