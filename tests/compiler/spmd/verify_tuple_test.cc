@@ -152,5 +152,53 @@ ENTRY e {
   expect_equivalent(p);
 }
 
+TEST(VerifyTuple, ExplicitArgumentsAreShardedLikeRandomOnes) {
+  // With arguments given, the devices get shards of exactly those values:
+  // the per-device program below adds 1 to its shard, so it matches the
+  // annotated program only where that adds 1 too.
+  const char* annotated = R"(HloModule m, num_partitions=4
+ENTRY e {
+  x = f32[8] parameter(0), sharding={devices=[4]<=[4]}
+  one = f32[] constant(1)
+  b = f32[8] broadcast(one), dimensions={}, sharding={devices=[4]<=[4]}
+  ROOT s = f32[8] add(x, b), sharding={devices=[4]<=[4]}
+}
+)";
+  const char* partitioned = R"(HloModule m, num_partitions=4
+ENTRY e {
+  x = f32[2] parameter(0)
+  one = f32[] constant(1)
+  b = f32[2] broadcast(one), dimensions={}
+  ROOT s = f32[2] add(x, b)
+}
+)";
+  VerifyOptions options;
+  options.arguments = {Literal(Shape(DType::kF32, {8}), {0, 1, 2, 3, 4, 5, 6, 7})};
+  EXPECT_TRUE(verify_partitioning(parse_hlo(annotated), parse_hlo(partitioned), options).ok);
+  // A program that ignores its input matches only for one particular input:
+  // with all-zero arguments "1" is right, with 0..7 it is not.
+  std::string constant_one = partitioned;
+  constant_one.replace(constant_one.find("add(x, b)"), 9, "copy(b)");
+  options.arguments = {Literal(Shape(DType::kF32, {8}))};
+  EXPECT_TRUE(verify_partitioning(parse_hlo(annotated), parse_hlo(constant_one), options).ok);
+  options.arguments = {Literal(Shape(DType::kF32, {8}), {0, 1, 2, 3, 4, 5, 6, 7})};
+  EXPECT_FALSE(verify_partitioning(parse_hlo(annotated), parse_hlo(constant_one), options).ok);
+}
+
+TEST(VerifyTuple, BadArgumentsAndShardingsAreUserErrors) {
+  VerifyOptions options;
+  options.arguments = {Literal(Shape(DType::kF32, {8})), Literal(Shape(DType::kF32, {8}))};  // one parameter
+  EXPECT_THROW(verify_partitioning(parse_hlo(kTupleRootAnnotated), parse_hlo(kTupleRootPartitioned), options),
+               UserError);
+  options.arguments = {Literal(Shape(DType::kF32, {6}))};  // f32[8] expected
+  EXPECT_THROW(verify_partitioning(parse_hlo(kTupleRootAnnotated), parse_hlo(kTupleRootPartitioned), options),
+               UserError);
+  // A 3-leaf tuple sharding on a 2-leaf root.
+  std::string three_leaves = kTupleRootAnnotated;
+  three_leaves.replace(three_leaves.find("sharding={{devices=[4]<=[4]}, {devices=[4]<=[4]}}"), 50,
+                       "sharding={{devices=[4]<=[4]}, {devices=[4]<=[4]}, {replicated}}");
+  EXPECT_THROW(verify_partitioning(parse_hlo(three_leaves), parse_hlo(kTupleRootPartitioned)), UserError);
+}
+
 }  // namespace
 }  // namespace podsim::compiler
