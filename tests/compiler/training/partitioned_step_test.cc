@@ -460,5 +460,65 @@ TEST(PartitionedStep, RmsNormMlpWithOnlyInputsAnnotated) {
   }
 }
 
+// ---- A counted while loop over stacked layers (a scan) ----
+
+// carry (i s32, a [4,4], ws [3,4,4]); body: a' = tanh(a ws[i]) + a, i < 3.
+// ws split {-, -, y} (each layer's output features over y), a batch over x;
+// loss = sum(a_final * probe) (ForwardBuilder::finish). The reverse loop
+// recomputes the body from the recorded carries (while_autodiff.h).
+Module scan_forward(const DeviceMesh& mesh) {
+  constexpr int64_t kLayers = 3, kB = 4;
+  ForwardBuilder f;
+  Module& mod = f.module;
+  InstrId ws_param = f.param(Shape(F, {kLayers, kD, kD}), "ws");
+  InstrId x = f.input(Shape(F, {kB, kD}), "x");
+  f.b.set_sharding(ws_param, split(mesh, 3, {{}, {}, {"y"}}));
+  f.b.set_sharding(x, split(mesh, 2, {{"x"}, {}}));
+  Shape carry = Shape::tuple({Shape::scalar(DType::kS32), Shape(F, {kB, kD}), Shape(F, {kLayers, kD, kD})});
+
+  ComputationBuilder body("layer_body", &mod);
+  body.set_op_name_scope("fwd/layers/body");
+  InstrId p = body.parameter(0, carry, "carry");
+  InstrId i = body.get_tuple_element(p, 0);
+  InstrId a = body.get_tuple_element(p, 1);
+  InstrId ws = body.get_tuple_element(p, 2);
+  InstrId zero = body.scalar_constant(DType::kS32, 0);
+  InstrId w = body.reshape(body.dynamic_slice(ws, {i, zero, zero}, {1, kD, kD}), {kD, kD});
+  DotDims mm;
+  mm.lhs_contracting = {1};
+  mm.rhs_contracting = {0};
+  InstrId next = body.binary(Opcode::kAdd, body.unary(Opcode::kTanh, body.dot(a, w, mm)), a);
+  InstrId inc = body.binary(Opcode::kAdd, i, body.scalar_constant(DType::kS32, 1));
+  CompId body_id = mod.add_computation(std::move(body).build(body.tuple({inc, next, ws})));
+
+  ComputationBuilder cond("layer_cond", &mod);
+  InstrId cp = cond.parameter(0, carry, "carry");
+  InstrId more = cond.compare(cond.get_tuple_element(cp, 0), cond.scalar_constant(DType::kS32, kLayers),
+                              ComparisonDirection::kLt);
+  CompId cond_id = mod.add_computation(std::move(cond).build(more));
+
+  auto& b = f.b;
+  b.set_op_name_scope("fwd/layers");
+  InstrId init = b.tuple({b.scalar_constant(DType::kS32, 0), x, ws_param});
+  InstrId loop = b.while_loop(init, cond_id, body_id);
+  b.set_op_name_scope("fwd/loss");
+  return f.finish(b.get_tuple_element(loop, 1));
+}
+
+TEST(PartitionedStep, ScanOverStackedLayers) {
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdam}) {
+    for (bool wus : {false, true}) {
+      const DeviceMesh mesh = mesh22();
+      PartitionedStep p = partition_step(scan_forward(mesh), options_for(kind, mesh, wus), 4);
+      EXPECT_TRUE(p.verify.ok) << "optimizer " << static_cast<int>(kind) << " wus " << wus << ": " << describe(p);
+      // Both loops survive partitioning: the recording forward loop and the
+      // reverse loop, each with per-device (shard-shaped) carries.
+      int loops = 0;
+      for (const Instruction& in : p.result.module.entry().instructions()) loops += in.opcode == Opcode::kWhile;
+      EXPECT_EQ(loops, 2);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace podsim::compiler::testing
