@@ -297,12 +297,11 @@ CompId add_stage_body(Module& m, int64_t mb) {
   return m.add_computation(std::move(b).build(out));
 }
 
-DeviceMesh pipeline_mesh() { return DeviceMesh({{"stage", 2}, {"data", 2}}); }
+DeviceMesh pipeline_mesh(int64_t data = 2) { return DeviceMesh({{"stage", 2}, {"data", data}}); }
 
 // 2 stages, 2 microbatches of mb rows; stage weights [2, ...] split over
 // "stage", the state [2, mb, 4] over (stage, data), inputs over data.
-Module pipelined_forward(int64_t mb = 2) {
-  const DeviceMesh mesh = pipeline_mesh();
+Module pipelined_forward(int64_t mb = 2, const DeviceMesh& mesh = pipeline_mesh()) {
   const int64_t stages = 2, microbatches = 2, batch = mb * microbatches;
   ForwardBuilder f;
   auto& b = f.b;
@@ -351,6 +350,19 @@ TEST(PartitionedStep, TwoPipelineStagesWithFullRemat) {
   options.remat = RematKind::kFull;
   PartitionedStep p = partition_step(pipelined_forward(), options, 4);
   EXPECT_TRUE(p.verify.ok) << describe(p);
+}
+
+TEST(PartitionedStep, TwoPipelineStagesOnMesh24WithSaveDots) {
+  // {stage: 2, data: 4}, 4-row microbatches (one row per data device).
+  const DeviceMesh mesh = pipeline_mesh(4);
+  TrainingStepOptions options = options_for(OptimizerKind::kAdafactor, mesh, true);
+  options.pipeline_stages = 2;
+  options.microbatches = 2;
+  options.remat = RematKind::kSelective;
+  options.remat_policy = "save_dots";
+  PartitionedStep p = partition_step(pipelined_forward(4, mesh), options, 8);
+  EXPECT_TRUE(p.verify.ok) << describe(p);
+  EXPECT_GT(p.result.stats.collective_permutes, 0) << describe(p);
 }
 
 // ---- Variants: padding, 2-D weight sharding, f32, combinations ----
