@@ -78,6 +78,7 @@ nlohmann::ordered_json report_to_json(const Report& r) {
   j["hardware"] = r.hardware;
   j["fidelity"] = r.fidelity;
   j["fallback_reason"] = r.fallback_reason;
+  j["approximation_note"] = r.approximation_note;
   j["devices"] = r.devices;
   j["devices_simulated"] = r.devices_simulated;
   j["parameters"] = r.parameters;

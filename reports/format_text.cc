@@ -64,6 +64,7 @@ std::string report_table(const Report& r) {
   out += fmt::format("{} on {}: {} devices, {} fidelity ({} simulated)\n", r.workload, r.hardware, r.devices,
                      r.fidelity, r.devices_simulated);
   if (!r.fallback_reason.empty()) out += fmt::format("  (fast fell back to full: {})\n", r.fallback_reason);
+  if (!r.approximation_note.empty()) out += fmt::format("  (approximate: {})\n", r.approximation_note);
   line("parameters", format_count(static_cast<double>(r.parameters)));
   line("step time", format_seconds(r.step_time_s));
   line("tokens/s", fmt::format("{:.0f}", r.tokens_per_second));

@@ -75,6 +75,7 @@ struct Report {
   std::string hardware;
   std::string fidelity;  // "fast" | "full"
   std::string fallback_reason;
+  std::string approximation_note;  // fast kept although not exact: why
   int64_t devices = 0;
   int64_t devices_simulated = 0;
   int64_t parameters = 0;

@@ -25,6 +25,15 @@ TEST(Summarize, UtilizationAndThroughputFollowTheClosedForms) {
   EXPECT_EQ(r.fidelity, "fast");
 }
 
+TEST(Summarize, FidelityNotesAreCarriedToTheReport) {
+  ReportFixture f;
+  f.timeline.approximation_note = "too many devices for full";
+  f.timeline.fallback_reason = "asymmetric placement";
+  Report r = summarize(f.input());
+  EXPECT_EQ(r.approximation_note, "too many devices for full");
+  EXPECT_EQ(r.fallback_reason, "asymmetric placement");
+}
+
 TEST(Summarize, ZeroStepTimeGivesZeroRatesNotInfinities) {
   ReportFixture f;
   f.timeline.step_time_s = 0;

@@ -1,0 +1,161 @@
+// Calibration against the measured numbers of anchors.md
+// (reports/calibration.h).
+#include "reports/calibration.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace podsim::reports {
+
+namespace {
+
+SourceLocation where(const std::string& file, const YAML::Node& node) {
+  YAML::Mark m = node.Mark();
+  if (m.line < 0) return SourceLocation{file, 0, 0};
+  return SourceLocation{file, m.line + 1, m.column + 1};
+}
+
+std::string required_string(const std::string& file, const YAML::Node& map, const std::string& key) {
+  YAML::Node n = map[key];
+  if (!n || !n.IsScalar()) throw UserError(where(file, map), fmt::format("a calibration point needs '{}'", key));
+  return n.as<std::string>();
+}
+
+double field_number(const JobOutcome& run, const std::string& name) {
+  for (const auto& [key, value] : run.metrics)
+    if (key == name) {
+      char* end = nullptr;
+      double v = std::strtod(value.c_str(), &end);
+      if (end != value.c_str() && *end == '\0') return v;
+    }
+  return NAN;
+}
+
+}  // namespace
+
+MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file_name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1}, e.msg);
+  }
+  if (!root.IsMap()) throw UserError(SourceLocation{file_name, 1, 1}, "the measured-numbers file must be a mapping");
+  MeasuredSet set;
+  set.file = file_name;
+  if (root["source"] && root["source"].IsScalar()) set.source = root["source"].as<std::string>();
+  YAML::Node points = root["points"];
+  if (!points || !points.IsSequence() || points.size() == 0)
+    throw UserError(where(file_name, root), "the measured-numbers file has no 'points' list");
+  std::filesystem::path base = std::filesystem::path(file_name).parent_path();
+  for (const YAML::Node& p : points) {
+    if (!p.IsMap()) throw UserError(where(file_name, p), "each calibration point must be a mapping");
+    MeasuredPoint m;
+    m.config = required_string(file_name, p, "config");
+    m.workload = required_string(file_name, p, "workload");
+    m.workload_path = std::filesystem::path(m.workload).is_absolute()
+                          ? m.workload
+                          : (base / m.workload).lexically_normal().string();
+    m.metric = required_string(file_name, p, "metric");
+    if (m.metric != "tokens_per_second" && m.metric != "steps_per_second")
+      throw UserError(where(file_name, p["metric"]), fmt::format("unknown metric '{}'", m.metric),
+                      "use tokens_per_second or steps_per_second");
+    std::string measured = required_string(file_name, p, "measured");
+    char* end = nullptr;
+    m.measured = std::strtod(measured.c_str(), &end);
+    if (end == measured.c_str() || *end != '\0' || !(m.measured > 0))
+      throw UserError(where(file_name, p["measured"]), fmt::format("'measured' must be a number > 0, not '{}'", measured));
+    if (p["source"] && p["source"].IsScalar()) m.source = p["source"].as<std::string>();
+    set.points.push_back(m);
+  }
+  return set;
+}
+
+MeasuredSet load_measured(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(SourceLocation{path, 0, 0}, "cannot read the measured-numbers file");
+  std::stringstream s;
+  s << in.rdbuf();
+  return parse_measured(s.str(), path);
+}
+
+CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run) {
+  CalibrationRow row;
+  row.point = point;
+  if (!run.ok) {
+    row.error = run.error;
+    return row;
+  }
+  row.step_time_s = field_number(run, "step_time_s");
+  row.mfu = field_number(run, "mfu");
+  row.predicted = point.metric == "steps_per_second" ? 1.0 / row.step_time_s : field_number(run, "tokens_per_second");
+  if (!std::isfinite(row.predicted) || row.predicted <= 0) {
+    row.error = "the report has no usable step time / throughput";
+    return row;
+  }
+  row.ok = true;
+  row.relative_error = row.predicted / point.measured - 1.0;
+  return row;
+}
+
+std::vector<CalibrationRow> run_calibration(const MeasuredSet& set, const ChildRunOptions& options) {
+  std::vector<RunJob> jobs;
+  for (const MeasuredPoint& p : set.points) jobs.push_back(RunJob{p.workload_path, {}, "fast"});
+  std::vector<JobOutcome> outcomes = run_jobs(jobs, options);
+  std::vector<CalibrationRow> rows;
+  for (size_t i = 0; i < set.points.size(); ++i) rows.push_back(calibration_row(set.points[i], outcomes[i]));
+  return rows;
+}
+
+namespace {
+std::string value_text(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
+}  // namespace
+
+std::string calibration_markdown(const MeasuredSet& set, const std::vector<CalibrationRow>& rows) {
+  std::string out = "# Calibration: podsim vs measured\n\n";
+  out += "Generated by `podsim calibrate -o docs/calibration.md` (fast fidelity) from\n";
+  out += fmt::format("`{}`{}. Error = predicted / measured - 1. No per-workload factor is tuned:\n",
+                     std::filesystem::path(set.file).filename().string(),
+                     set.source.empty() ? "" : " (" + set.source + ")");
+  out += "the table only reports what the models predict.\n\n";
+  out += "| config | workload | metric | measured | predicted | error | step time (s) | MFU |\n";
+  out += "|---|---|---|---|---|---|---|---|\n";
+  double abs_sum = 0;
+  int ran = 0;
+  for (const CalibrationRow& r : rows) {
+    std::string workload = std::filesystem::path(r.point.workload).filename().string();
+    if (r.ok) {
+      abs_sum += std::abs(r.relative_error);
+      ++ran;
+      out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% | {:.3f} | {:.1f}% |\n", r.point.config, workload,
+                         r.point.metric, value_text(r.point.measured), value_text(r.predicted),
+                         100 * r.relative_error, r.step_time_s, 100 * r.mfu);
+    } else {
+      out += fmt::format("| {} | {} | {} | {} | failed | - | - | - |\n", r.point.config, workload, r.point.metric,
+                         value_text(r.point.measured));
+    }
+  }
+  out += fmt::format("\n{} of {} configs ran", ran, rows.size());
+  if (ran > 0) out += fmt::format("; mean |error| over them {:.1f}%", 100 * abs_sum / ran);
+  out += ".\n";
+  bool header = false;
+  for (const CalibrationRow& r : rows) {
+    if (r.ok) continue;
+    if (!header) out += "\nFailed runs (reported, not hidden):\n\n";
+    header = true;
+    std::string error = r.error;
+    for (char& c : error)
+      if (c == '|') c = '/';
+    out += fmt::format("- {}: {}\n", r.point.config, error);
+  }
+  return out;
+}
+
+}  // namespace podsim::reports

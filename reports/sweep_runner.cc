@@ -1,0 +1,210 @@
+// Child-process runner for sweeps, regressions and calibration
+// (reports/sweep_runner.h). POSIX fork/exec; children's stdout and stderr go
+// to files in a private temporary folder, polled with waitpid(WNOHANG) so the
+// parent can redraw its progress line while children run.
+#include "reports/sweep_runner.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "reports/formats.h"
+
+namespace podsim::reports {
+
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The child's stderr as one line: non-empty lines joined, capped.
+std::string one_line(const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) continue;
+    if (!out.empty()) out += " | ";
+    out += line;
+  }
+  constexpr size_t kMaxChars = 400;
+  if (out.size() > kMaxChars) out = out.substr(0, kMaxChars) + "...";
+  return out;
+}
+
+struct Running {
+  pid_t pid = 0;
+  size_t job = 0;
+  std::filesystem::path out;
+  std::filesystem::path err;
+};
+
+pid_t spawn(const std::string& binary, const RunJob& job, const Running& files) {
+  std::vector<std::string> args = {binary, "run", job.workload_path, "--format", "csv", "--fidelity", job.fidelity};
+  for (const std::string& o : job.overrides) {
+    args.push_back("--set");
+    args.push_back(o);
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string out = files.out.string(), err = files.err.string();
+  pid_t pid = fork();
+  if (pid < 0) throw UserError(fmt::format("cannot start a child process: {}", std::strerror(errno)));
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) _exit(127);
+    execv(binary.c_str(), argv.data());
+    const char msg[] = "podsim sweep: cannot execute the podsim binary\n";
+    [[maybe_unused]] ssize_t n = write(2, msg, sizeof(msg) - 1);
+    _exit(127);
+  }
+  return pid;
+}
+
+JobOutcome outcome_of(int status, const Running& r) {
+  JobOutcome outcome;
+  std::string err = one_line(read_text(r.err));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    outcome.error = fmt::format("crashed with signal {} ({}){}", sig, strsignal(sig), err.empty() ? "" : ": " + err);
+    return outcome;
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code != 0) {
+    outcome.error = fmt::format("exit code {}{}", code, err.empty() ? "" : ": " + err);
+    return outcome;
+  }
+  outcome.metrics = parse_report_csv(read_text(r.out));
+  if (outcome.metrics.empty()) {
+    outcome.error = "the child printed no report table";
+    return outcome;
+  }
+  outcome.ok = true;
+  return outcome;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_report_csv(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::vector<std::vector<std::string>> rows;
+  try {
+    rows = parse_csv(text, "<podsim run output>");
+  } catch (const UserError&) {
+    return fields;
+  }
+  if (rows.size() != 2 || rows[0].size() != rows[1].size() || rows[0].empty()) return fields;
+  for (size_t i = 0; i < rows[0].size(); ++i) fields.emplace_back(rows[0][i], rows[1][i]);
+  return fields;
+}
+
+std::vector<JobOutcome> run_jobs(const std::vector<RunJob>& jobs, const ChildRunOptions& options) {
+  std::vector<JobOutcome> outcomes(jobs.size());
+  if (jobs.empty()) return outcomes;
+  if (options.podsim_binary.empty() || access(options.podsim_binary.c_str(), X_OK) != 0)
+    throw UserError(fmt::format("cannot run the podsim binary '{}'", options.podsim_binary));
+  std::string pattern = (std::filesystem::temp_directory_path() / "podsim-sweep-XXXXXX").string();
+  if (!mkdtemp(pattern.data())) throw UserError("cannot create a temporary folder for the sweep's children");
+  std::filesystem::path dir = pattern;
+  int parallel = std::max(1, options.jobs);
+  std::vector<Running> running;
+  size_t next = 0;
+  int done = 0;
+  while (next < jobs.size() || !running.empty()) {
+    while (next < jobs.size() && static_cast<int>(running.size()) < parallel) {
+      Running r;
+      r.job = next;
+      r.out = dir / fmt::format("{}.out", next);
+      r.err = dir / fmt::format("{}.err", next);
+      r.pid = spawn(options.podsim_binary, jobs[next], r);
+      running.push_back(r);
+      ++next;
+    }
+    bool reaped = false;
+    for (size_t i = 0; i < running.size();) {
+      int status = 0;
+      pid_t got = waitpid(running[i].pid, &status, WNOHANG);
+      if (got == running[i].pid) {
+        outcomes[running[i].job] = outcome_of(status, running[i]);
+        running.erase(running.begin() + static_cast<long>(i));
+        ++done;
+        reaped = true;
+        if (options.on_progress) options.on_progress(done, static_cast<int>(jobs.size()));
+      } else {
+        ++i;
+      }
+    }
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return outcomes;
+}
+
+std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                          const ChildRunOptions& options) {
+  std::vector<RunJob> jobs;
+  for (const SweepPoint& p : points) jobs.push_back(RunJob{spec.base_workload, p.overrides(spec), "fast"});
+  std::vector<JobOutcome> outcomes = run_jobs(jobs, options);
+  std::vector<PointResult> results;
+  for (size_t i = 0; i < points.size(); ++i) {
+    PointResult r;
+    r.point = points[i];
+    r.ok = outcomes[i].ok;
+    r.error = outcomes[i].error;
+    r.metrics = std::move(outcomes[i].metrics);
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+std::vector<std::string> report_columns() {
+  std::vector<std::string> columns;
+  for (const auto& [key, value] : report_flat_fields(Report{})) columns.push_back(key);
+  return columns;
+}
+
+namespace {
+std::string clock_text(double seconds) {
+  auto s = static_cast<long>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}h{:02d}m", s / 3600, (s / 60) % 60);
+  if (s >= 60) return fmt::format("{}m{:02d}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+}  // namespace
+
+std::string progress_bar_text(int done, int total, double elapsed_seconds, int width) {
+  double fraction = total > 0 ? static_cast<double>(done) / total : 1.0;
+  int filled = static_cast<int>(fraction * width);
+  std::string bar = "[" + std::string(static_cast<size_t>(filled), '#') +
+                    std::string(static_cast<size_t>(width - filled), '.') + "]";
+  std::string eta = "?";
+  // ETA = remaining points x mean seconds per finished point.
+  if (done > 0) eta = clock_text(elapsed_seconds / done * (total - done));
+  return fmt::format("{} {}/{} {:3d}%  elapsed {}  ETA {}", bar, done, total, static_cast<int>(fraction * 100),
+                     clock_text(elapsed_seconds), eta);
+}
+
+std::string current_executable() {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+}  // namespace podsim::reports

@@ -1,0 +1,60 @@
+// Running `podsim run` as child processes (issue 8): SystemC allows one
+// kernel per process, and a point that crashes (signal, abort, nonzero exit)
+// must become an error row, never take the sweep, regression run or
+// calibration down. Each child writes `--format csv` to a temporary file;
+// its header + row become the point's flat report fields.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "reports/sweep.h"
+
+namespace podsim::reports {
+
+// One `podsim run` invocation.
+struct RunJob {
+  std::string workload_path;
+  std::vector<std::string> overrides;  // --set key=value
+  std::string fidelity = "fast";
+};
+
+// What became of one child.
+struct JobOutcome {
+  bool ok = false;
+  std::string error;  // one line when !ok: exit status / signal + last stderr line
+  std::vector<std::pair<std::string, std::string>> metrics;  // flat report fields
+};
+
+struct ChildRunOptions {
+  std::string podsim_binary;  // path of the podsim executable
+  int jobs = 1;               // children at once (>= 1)
+  // Called after each child ends with (done, total); may be empty.
+  std::function<void(int done, int total)> on_progress;
+};
+
+// Runs every job (at most `jobs` at once); the outcomes are in job order.
+std::vector<JobOutcome> run_jobs(const std::vector<RunJob>& jobs, const ChildRunOptions& options);
+
+// A sweep's points as run jobs, then their results (sweep.h PointResult).
+std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                          const ChildRunOptions& options);
+
+// The fixed columns of every report (report_flat_fields of an empty
+// Report), for sweep_csv so every shard has the same header.
+std::vector<std::string> report_columns();
+
+// Parses `podsim run --format csv` output (header line + one row) into
+// fields; empty when the text is not such a table.
+std::vector<std::pair<std::string, std::string>> parse_report_csv(const std::string& text);
+
+// "[#####.....] 12/40  30%  elapsed 1m05s  ETA 2m31s": the ETA assumes the
+// remaining points take the mean time of the finished ones.
+std::string progress_bar_text(int done, int total, double elapsed_seconds, int width = 30);
+
+// The podsim executable running this process (/proc/self/exe), for the CLI.
+std::string current_executable();
+
+}  // namespace podsim::reports

@@ -1,0 +1,214 @@
+// Regression baselines (reports/regress.h) and the child-runner helpers that
+// need no child (reports/sweep_runner.h): parsing, tolerance arithmetic,
+// update, the change table, report CSV parsing, the progress bar text.
+#include "reports/regress.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/error.h"
+#include "reports/sweep.h"
+#include "reports/sweep_runner.h"
+
+namespace podsim::reports {
+namespace {
+
+const char* kBaseline = R"({
+  "workload": "../../workloads/small.yaml",
+  "overrides": ["training.remat=none"],
+  "fidelity": "fast",
+  "metrics": {
+    "step_time_s": {"value": 2.0, "rel_tol": 0.01},
+    "exposed": {"value": 0.0, "rel_tol": 0.05, "abs_tol": 1e-6},
+    "parameters": {"value": 100, "rel_tol": 0},
+    "fits_in_memory": {"value": true},
+    "remat": {"value": "none"}
+  }
+})";
+
+JobOutcome run_with(std::vector<std::pair<std::string, std::string>> fields) {
+  JobOutcome run;
+  run.ok = true;
+  run.metrics = std::move(fields);
+  return run;
+}
+
+JobOutcome matching_run() {
+  return run_with({{"step_time_s", "2.0"}, {"exposed", "0"}, {"parameters", "100"}, {"fits_in_memory", "true"},
+                   {"remat", "none"}});
+}
+
+TEST(RegressTest, ParsesBaselineAndResolvesWorkloadAgainstItsFolder) {
+  Baseline b = parse_baseline(kBaseline, "/repo/reports/baselines/small.json");
+  EXPECT_EQ(b.workload_path, "/repo/workloads/small.yaml");
+  ASSERT_EQ(b.overrides.size(), 1u);
+  EXPECT_EQ(b.overrides[0], "training.remat=none");
+  ASSERT_EQ(b.metrics.size(), 5u);
+  EXPECT_EQ(b.metrics[0].name, "step_time_s");
+  EXPECT_DOUBLE_EQ(*b.metrics[0].number, 2.0);
+  EXPECT_DOUBLE_EQ(b.metrics[0].rel_tol, 0.01);
+  EXPECT_DOUBLE_EQ(b.metrics[1].abs_tol, 1e-6);
+  EXPECT_FALSE(b.metrics[3].number.has_value());
+  EXPECT_EQ(b.metrics[3].text, "true");
+}
+
+TEST(RegressTest, MalformedBaselinesAreUserErrorsNamingTheFile) {
+  EXPECT_THROW(parse_baseline("{", "b.json"), UserError);
+  EXPECT_THROW(parse_baseline(R"({"metrics": {"a": {"value": 1}}})", "b.json"), UserError);  // no workload
+  EXPECT_THROW(parse_baseline(R"({"workload": "w.yaml"})", "b.json"), UserError);            // no metrics
+  EXPECT_THROW(parse_baseline(R"({"workload": "w.yaml", "metrics": {"a": {"value": 1, "rel_tol": -1}}})", "b.json"),
+               UserError);
+  EXPECT_THROW(parse_baseline(R"({"workload": "w.yaml", "overrides": ["noequals"], "metrics": {"a": {"value": 1}}})",
+                              "b.json"),
+               UserError);
+  try {
+    parse_baseline("[]", "dir/b.json");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("dir/b.json"), std::string::npos);
+  }
+}
+
+TEST(RegressTest, IdenticalRunPasses) {
+  Baseline b = parse_baseline(kBaseline, "b.json");
+  BaselineComparison c = compare_with_baseline(b, matching_run());
+  EXPECT_TRUE(c.passed());
+  ASSERT_EQ(c.metrics.size(), 5u);
+}
+
+TEST(RegressTest, ToleranceIsRelativeToTheBaselineValue) {
+  Baseline b = parse_baseline(kBaseline, "b.json");
+  JobOutcome run = matching_run();
+  // rel_tol 0.01 of 2.0 = 0.02: 2.019 is inside, 2.021 outside (+1.05%).
+  run.metrics[0].second = "2.019";
+  EXPECT_TRUE(compare_with_baseline(b, run).passed());
+  run.metrics[0].second = "2.021";
+  BaselineComparison c = compare_with_baseline(b, run);
+  EXPECT_FALSE(c.passed());
+  EXPECT_FALSE(c.metrics[0].within_tolerance);
+  EXPECT_NEAR(c.metrics[0].relative_change, 0.021 / 2.0, 1e-12);
+}
+
+TEST(RegressTest, AbsoluteToleranceCoversZeroBaselines) {
+  Baseline b = parse_baseline(kBaseline, "b.json");
+  JobOutcome run = matching_run();
+  run.metrics[1].second = "5e-7";  // |5e-7 - 0| <= abs_tol 1e-6
+  EXPECT_TRUE(compare_with_baseline(b, run).passed());
+  run.metrics[1].second = "2e-6";
+  EXPECT_FALSE(compare_with_baseline(b, run).passed());
+}
+
+TEST(RegressTest, ExactMetricsAndTextMetricsMustMatch) {
+  Baseline b = parse_baseline(kBaseline, "b.json");
+  JobOutcome run = matching_run();
+  run.metrics[2].second = "101";  // rel_tol 0
+  EXPECT_FALSE(compare_with_baseline(b, run).passed());
+  run = matching_run();
+  run.metrics[4].second = "full";
+  EXPECT_FALSE(compare_with_baseline(b, run).passed());
+  run = matching_run();
+  run.metrics.erase(run.metrics.begin() + 3);  // fits_in_memory missing
+  BaselineComparison c = compare_with_baseline(b, run);
+  EXPECT_FALSE(c.passed());
+  EXPECT_EQ(c.metrics[3].actual, "(missing)");
+}
+
+TEST(RegressTest, FailedRunFailsTheBaselineAndShowsTheError) {
+  Baseline b = parse_baseline(kBaseline, "dir/b.json");
+  JobOutcome run;
+  run.ok = false;
+  run.error = "crashed with signal 11";
+  BaselineComparison c = compare_with_baseline(b, run);
+  EXPECT_FALSE(c.passed());
+  std::string table = regress_table({c});
+  EXPECT_NE(table.find("b.json"), std::string::npos);
+  EXPECT_NE(table.find("crashed with signal 11"), std::string::npos);
+  EXPECT_NE(table.find("0 passed, 1 failed"), std::string::npos);
+  EXPECT_THROW(updated_baseline(b, run), UserError);
+}
+
+TEST(RegressTest, TableListsOnlyChangedMetricsUnlessAllRows) {
+  Baseline b = parse_baseline(kBaseline, "b.json");
+  JobOutcome run = matching_run();
+  run.metrics[0].second = "2.5";  // +25%
+  BaselineComparison c = compare_with_baseline(b, run);
+  std::string table = regress_table({c});
+  EXPECT_NE(table.find("step_time_s"), std::string::npos);
+  EXPECT_NE(table.find("+25.000%"), std::string::npos);
+  EXPECT_NE(table.find("REGRESSION"), std::string::npos);
+  EXPECT_EQ(table.find("parameters"), std::string::npos);
+  EXPECT_NE(regress_table({c}, true).find("parameters"), std::string::npos);
+}
+
+TEST(RegressTest, UpdateTakesTheRunsValuesKeepsTolerancesAndRoundTrips) {
+  Baseline b = parse_baseline(kBaseline, "b.json");
+  JobOutcome run = matching_run();
+  run.metrics[0].second = "2.5";
+  run.metrics[4].second = "full";
+  Baseline updated = updated_baseline(b, run);
+  EXPECT_TRUE(compare_with_baseline(updated, run).passed());
+  Baseline reread = parse_baseline(baseline_json(updated), "b.json");
+  ASSERT_EQ(reread.metrics.size(), b.metrics.size());
+  EXPECT_DOUBLE_EQ(*reread.metrics[0].number, 2.5);
+  EXPECT_DOUBLE_EQ(reread.metrics[0].rel_tol, 0.01);
+  EXPECT_DOUBLE_EQ(reread.metrics[1].abs_tol, 1e-6);
+  EXPECT_EQ(reread.metrics[3].text, "true");
+  EXPECT_EQ(reread.metrics[4].text, "full");
+  EXPECT_EQ(reread.overrides, b.overrides);
+  EXPECT_EQ(reread.workload, b.workload);
+}
+
+TEST(RegressTest, ShippedBaselinesParseAndNameExistingWorkloads) {
+  std::string dir = std::string(PODSIM_SOURCE_DIR) + "/reports/baselines";
+  std::vector<std::string> files = baseline_files(dir);
+  ASSERT_FALSE(files.empty());
+  for (const std::string& f : files) {
+    Baseline b = load_baseline(f);
+    EXPECT_TRUE(std::filesystem::exists(b.workload_path)) << f << " -> " << b.workload_path;
+  }
+}
+
+TEST(SweepRunnerTest, ParsesReportCsvHeaderAndRow) {
+  auto fields = parse_report_csv("a,b,c\n1,\"x,y\",3\n");
+  ASSERT_EQ(fields.size(), 3u);
+  EXPECT_EQ(fields[1].first, "b");
+  EXPECT_EQ(fields[1].second, "x,y");
+  EXPECT_TRUE(parse_report_csv("").empty());
+  EXPECT_TRUE(parse_report_csv("a,b\n1\n").empty());  // ragged
+}
+
+TEST(SweepRunnerTest, ReportColumnsAreTheFlatReportKeys) {
+  std::vector<std::string> columns = report_columns();
+  ASSERT_FALSE(columns.empty());
+  EXPECT_EQ(columns[0], "workload");
+  EXPECT_NE(std::find(columns.begin(), columns.end(), "step_time_s"), columns.end());
+}
+
+TEST(SweepRunnerTest, ProgressBarEtaIsMeanTimePerPointTimesRemaining) {
+  // 10 of 40 done in 60 s: 6 s per point, 30 left -> 180 s = 3m00s.
+  std::string text = progress_bar_text(10, 40, 60.0, 20);
+  EXPECT_NE(text.find("[#####...............]"), std::string::npos) << text;
+  EXPECT_NE(text.find("10/40"), std::string::npos);
+  EXPECT_NE(text.find(" 25%"), std::string::npos);
+  EXPECT_NE(text.find("elapsed 1m00s"), std::string::npos);
+  EXPECT_NE(text.find("ETA 3m00s"), std::string::npos);
+  EXPECT_NE(progress_bar_text(0, 5, 1.0).find("ETA ?"), std::string::npos);
+}
+
+TEST(SweepRunnerTest, ShippedSweepsParseAndNameExistingBases) {
+  // sweeps/: mesh shape (5 points), ICI bandwidth (5), MoE experts (5).
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PODSIM_SOURCE_DIR) + "/sweeps")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++files;
+    SweepSpec spec = load_sweep(entry.path().string());
+    EXPECT_TRUE(std::filesystem::exists(spec.base_workload)) << entry.path();
+    EXPECT_EQ(expand_sweep(spec).size(), 5u) << entry.path();
+  }
+  EXPECT_EQ(files, 3);
+}
+
+}  // namespace
+}  // namespace podsim::reports
