@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace podsim::sim {
 
@@ -175,6 +176,24 @@ std::pair<double, double> hbm_traffic(const Computation& c, const Instruction& i
   }
 }
 
+// Bytes a fused member reads from its operand `operand_index` when that is
+// an input of the kernel: a slice, dynamic-slice or gather (operand 0) loads
+// only the window it keeps, i.e. its result's bytes (the unfused mapping in
+// hbm_traffic does the same); nullopt = the whole operand is read. Without
+// this, a dynamic-slice of a windowed einsum's gathered operand would be
+// charged the whole gathered tensor in every loop iteration. A
+// dynamic-update-slice does not read the buffer it updates in place.
+std::optional<double> window_read_bytes(const Instruction& member, int operand_index) {
+  if (operand_index != 0) return std::nullopt;
+  switch (member.opcode) {
+    case Opcode::kDynamicUpdateSlice: return 0.0;  // the buffer updated in place is not read
+    case Opcode::kSlice:
+    case Opcode::kDynamicSlice:
+    case Opcode::kGather: return result_bytes(member);
+    default: return std::nullopt;
+  }
+}
+
 // Compact binary key of a query: equal keys <=> equal queries.
 std::string query_key(const hw::OpQuery& q) {
   std::string key;
@@ -222,17 +241,39 @@ hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionG
   // Groups are small: sorted vectors beat node-based sets.
   std::vector<compiler::InstrId> members(group.members.begin(), group.members.end());
   std::sort(members.begin(), members.end());
-  std::vector<compiler::InstrId> external_inputs;
+  // Per external input: the bytes its window-reading uses touch, or a whole read.
+  struct InputRead {
+    compiler::InstrId id;
+    double window_bytes = 0;
+    bool whole = false;
+  };
+  std::vector<InputRead> reads;
+  auto note_read = [&reads](compiler::InstrId id, std::optional<double> window) {
+    auto it = std::find_if(reads.begin(), reads.end(), [id](const InputRead& r) { return r.id == id; });
+    if (it == reads.end()) it = reads.insert(reads.end(), InputRead{id});
+    if (window) it->window_bytes += *window;
+    else it->whole = true;
+  };
   for (compiler::InstrId id : group.members) {
     const Instruction& instr = computation.instr(id);
     if (classify(instr) == OpClass::kCompute) add_work(computation, instr, q);
-    for (compiler::InstrId operand : instr.operands)
-      if (!std::binary_search(members.begin(), members.end(), operand)) external_inputs.push_back(operand);
+    for (int i = 0; i < instr.operand_count(); ++i) {
+      const compiler::InstrId operand = instr.operand(i);
+      if (std::binary_search(members.begin(), members.end(), operand)) continue;
+      note_read(operand, window_read_bytes(instr, i));
+    }
   }
-  std::sort(external_inputs.begin(), external_inputs.end());
-  external_inputs.erase(std::unique(external_inputs.begin(), external_inputs.end()), external_inputs.end());
-  for (compiler::InstrId id : external_inputs) q.hbm_bytes_read += bytes_of(computation.instr(id).shape);
-  if (!group.members.empty()) q.hbm_bytes_written = bytes_of(computation.instr(group.members.back()).shape);
+  // A window read never costs more than reading the whole input once.
+  for (const InputRead& r : reads) {
+    const double whole = bytes_of(computation.instr(r.id).shape);
+    q.hbm_bytes_read += r.whole ? whole : std::min(whole, r.window_bytes);
+  }
+  if (!group.members.empty()) {
+    // The root is written once; a dynamic-update-slice root writes only its update, in place.
+    const Instruction& root = computation.instr(group.members.back());
+    q.hbm_bytes_written = root.opcode == Opcode::kDynamicUpdateSlice ? bytes_of(operand_shape(computation, root, 1))
+                                                                     : bytes_of(root.shape);
+  }
   return q;
 }
 

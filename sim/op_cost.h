@@ -28,6 +28,11 @@
 // A fusion group is one OpQuery: every member's matmul and vector work, HBM
 // bytes = the group's distinct external inputs read once + the root written
 // once; memory ops inside a fusion are free (they are address arithmetic).
+// An external input that members only slice / dynamic-slice is charged the
+// windows they read (capped at the whole input), not the whole input: a
+// windowed einsum slices one shard of its gathered operand per iteration.
+// A dynamic-update-slice root (compiler/pipeline/fusion.h) neither reads
+// nor rewrites its buffer: it writes its update in place.
 //
 // Timings are cached by a signature of (opcode, shapes, dims) because a
 // model's layers repeat the same ops.

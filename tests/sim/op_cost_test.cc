@@ -151,6 +151,93 @@ ENTRY %main (a: f32[64,128], b: f32[64,128]) -> f32[64,128] {
   EXPECT_EQ(q.vector_work[2].cost_class, hw::VectorCostClass::kTranscendental);
 }
 
+// Regression (1T run 74% "memory-bound"): a fused dynamic-slice was charged
+// its whole input, so a windowed einsum's loop read the whole gathered
+// operand (32x its shard) in every iteration.
+TEST(OpCost, FusedDynamicSliceReadsOnlyItsWindow) {
+  const auto m = compiler::parse_hlo(R"(HloModule ds
+ENTRY %main (big: bf16[32,256,128], i: s32[], w: bf16[1,256,128]) -> bf16[1,256,128] {
+  %big = bf16[32,256,128]{2,1,0} parameter(0)
+  %i = s32[] parameter(1)
+  %w = bf16[1,256,128]{2,1,0} parameter(2)
+  %z = s32[] constant(0)
+  %ds = bf16[1,256,128]{2,1,0} dynamic-slice(%big, %i, %z, %z), dynamic_slice_sizes={1,256,128}
+  ROOT %m = bf16[1,256,128]{2,1,0} multiply(%ds, %w)
+})");
+  compiler::FusionGroup group;
+  group.members = {m.entry().find("z"), m.entry().find("ds"), m.entry().find("m")};
+  const hw::OpQuery q = fusion_query(m.entry(), group);
+  // Read: the window 1x256x128 bf16 = 65536 B (not big's 32x that), w 65536 B,
+  // the index i 4 B. Written: m, 65536 B.
+  EXPECT_DOUBLE_EQ(q.hbm_bytes_read, 65536.0 + 65536.0 + 4.0);
+  EXPECT_DOUBLE_EQ(q.hbm_bytes_written, 65536.0);
+  // tpuv3: HBM 196612 B / 450 GB/s = 0.437 us beats the VPU (32768
+  // elements = 32 vregs = 32 cycles at 940 MHz = 0.034 us); plus the HBM
+  // latency 0.5 us and the op overhead 0.5 us.
+  const hw::System system = make_system({2});
+  OpCostModel costs(system.core());
+  const OpCost cost = costs.fusion(m.entry(), group);
+  EXPECT_NEAR(cost.seconds, 196612.0 / 450e9 + 0.5e-6 + 0.5e-6, 1e-15);
+  EXPECT_EQ(cost.bound, hw::Bound::kHbm);
+}
+
+TEST(OpCost, SliceWindowsAreCappedAtTheWholeInputAndWholeReadsWin) {
+  const auto m = compiler::parse_hlo(R"(HloModule sl
+ENTRY %main (a: f32[4,256]) -> f32[4,256] {
+  %a = f32[4,256]{1,0} parameter(0)
+  %lo = f32[4,192]{1,0} slice(%a), slice={[0:4], [0:192]}
+  %hi = f32[4,192]{1,0} slice(%a), slice={[0:4], [64:256]}
+  %s = f32[4,192]{1,0} add(%lo, %hi)
+  %n = f32[4,256]{1,0} negate(%a)
+  ROOT %c = f32[4,256]{1,0} add(%n, %n)
+})");
+  const auto& e = m.entry();
+  compiler::FusionGroup overlapping;
+  overlapping.members = {e.find("lo"), e.find("hi"), e.find("s")};
+  // Two windows of 4x192 f32 = 3072 B each; together 6144 B > a's 4096 B,
+  // so the read is capped at the whole input once.
+  EXPECT_DOUBLE_EQ(fusion_query(e, overlapping).hbm_bytes_read, 4096.0);
+  compiler::FusionGroup one_window;
+  one_window.members = {e.find("lo"), e.find("s")};
+  // lo's window (3072 B) + hi read whole (an external input, 3072 B).
+  EXPECT_DOUBLE_EQ(fusion_query(e, one_window).hbm_bytes_read, 3072.0 + 3072.0);
+  compiler::FusionGroup whole;
+  whole.members = {e.find("n"), e.find("c")};
+  EXPECT_DOUBLE_EQ(fusion_query(e, whole).hbm_bytes_read, 4096.0);
+}
+
+TEST(OpCost, InPlaceDynamicUpdateSliceRootWritesOnlyItsUpdate) {
+  const auto m = compiler::parse_hlo(R"(HloModule dus
+ENTRY %main (buf: bf16[8,256,512], x: bf16[1,256,128], y: bf16[128,512], i: s32[]) -> bf16[8,256,512] {
+  %buf = bf16[8,256,512]{2,1,0} parameter(0)
+  %x = bf16[1,256,128]{2,1,0} parameter(1)
+  %y = bf16[128,512]{1,0} parameter(2)
+  %i = s32[] parameter(3)
+  %z = s32[] constant(0)
+  %d = bf16[1,256,512]{2,1,0} dot(%x, %y), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  ROOT %u = bf16[8,256,512]{2,1,0} dynamic-update-slice(%buf, %d, %i, %z, %z)
+})");
+  compiler::FusionGroup group;
+  group.members = {m.entry().find("z"), m.entry().find("d"), m.entry().find("u")};
+  const hw::OpQuery q = fusion_query(m.entry(), group);
+  // buf is updated in place: not read, and only the update d (1x256x512
+  // bf16 = 262144 B) is written. Read: x 65536 B + y 131072 B + i 4 B.
+  EXPECT_DOUBLE_EQ(q.hbm_bytes_read, 65536.0 + 131072.0 + 4.0);
+  EXPECT_DOUBLE_EQ(q.hbm_bytes_written, 262144.0);
+  // tpuv3 MXU (systolic_core.cc): m=256, k=128, n=512 on 2 MXUs of 128x128.
+  // rhs stationary: 1*1*4 = 4 tiles, 2 per MXU, each streams 256 rows:
+  // 2*256 + 128 (first weight load) + 256 (fill/drain) = 896 cycles (lhs
+  // stationary: 2 tiles, 1 per MXU, 512 rows: also 896) = 0.953 us at 940
+  // MHz. HBM: 458756 B / 450 GB/s = 1.019 us, the bound; + 0.5 us latency +
+  // 0.5 us overhead.
+  const hw::System system = make_system({2});
+  OpCostModel costs(system.core());
+  const OpCost cost = costs.fusion(m.entry(), group);
+  EXPECT_NEAR(cost.seconds, 458756.0 / 450e9 + 0.5e-6 + 0.5e-6, 1e-15);
+  EXPECT_EQ(cost.bound, hw::Bound::kHbm);
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 256 * 128 * 512);
+}
+
 TEST(OpCost, RepeatedOpsHitTheCache) {
   const hw::System system = make_system({8});
   const auto m = compiler::parse_hlo(R"(HloModule rep
