@@ -184,6 +184,9 @@ TEST(SweepRunnerTest, ReportColumnsAreTheFlatReportKeys) {
   ASSERT_FALSE(columns.empty());
   EXPECT_EQ(columns[0], "workload");
   EXPECT_NE(std::find(columns.begin(), columns.end(), "step_time_s"), columns.end());
+  // Every collective kind and memory role has its columns, zeros included.
+  EXPECT_NE(std::find(columns.begin(), columns.end(), "collectives.all-to-all.count"), columns.end());
+  EXPECT_NE(std::find(columns.begin(), columns.end(), "memory_breakdown_bytes.collective_buffers"), columns.end());
 }
 
 TEST(SweepRunnerTest, ProgressBarEtaIsMeanTimePerPointTimesRemaining) {

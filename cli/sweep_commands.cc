@@ -1,0 +1,153 @@
+// Sweep, merge, regress and calibrate commands (cli/sweep_commands.h): option
+// handling, the stderr progress bar, and gnuplot for --plot.
+#include "cli/sweep_commands.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "reports/calibration.h"
+#include "reports/output_file.h"
+#include "reports/regress.h"
+#include "reports/sweep.h"
+#include "reports/sweep_runner.h"
+
+namespace podsim::cli {
+
+namespace {
+
+std::string binary_or_self(const std::string& binary) {
+  return binary.empty() ? reports::current_executable() : binary;
+}
+
+// A progress bar with ETA on stderr, redrawn in place on a terminal, one
+// line per finished point otherwise (logs of batch jobs stay readable).
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string label) : label_(std::move(label)), start_(std::chrono::steady_clock::now()) {}
+  void operator()(int done, int total) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::string text = fmt::format("{} {}", label_, reports::progress_bar_text(done, total, elapsed));
+    if (tty_) fmt::print(stderr, "\r{}{}", text, done == total ? "\n" : "");
+    else fmt::print(stderr, "{}\n", text);
+    std::fflush(stderr);
+  }
+
+ private:
+  std::string label_;
+  std::chrono::steady_clock::time_point start_;
+  bool tty_ = isatty(fileno(stderr)) != 0;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(SourceLocation{path, 0, 0}, "cannot read the file");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool gnuplot_installed() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+// First swept key on x, step time on y, one line per value of a second key.
+void plot_sweep(const reports::SweepSpec& spec, const std::string& csv_path, const std::string& plot_path) {
+  if (!gnuplot_installed()) {
+    fmt::print(stderr,
+               "podsim sweep: --plot needs gnuplot, which is not installed; the results are in {} "
+               "(install it with: apt-get install gnuplot-nox)\n",
+               csv_path);
+    return;
+  }
+  std::vector<std::string> keys = spec.swept_keys();
+  if (keys.empty()) return;
+  std::vector<std::vector<std::string>> rows = reports::parse_csv(read_text(csv_path), csv_path);
+  if (rows.empty()) return;
+  auto column = [&](const std::string& name) {
+    for (size_t i = 0; i < rows[0].size(); ++i)
+      if (rows[0][i] == name) return static_cast<int>(i) + 1;  // gnuplot columns are 1-based
+    return 0;
+  };
+  int x = column(keys[0]), y = column("step_time_s");
+  std::string terminal = plot_path.ends_with(".png") ? "pngcairo size 900,600" : "svg size 900,600";
+  std::string script = fmt::format(
+      "set terminal {}\nset output '{}'\nset datafile separator ','\nset key autotitle columnhead\n"
+      "set title '{}'\nset xlabel '{}'\nset ylabel 'step time (s)'\nset grid\n"
+      "plot '{}' using {}:{} with linespoints title 'step_time_s'\n",
+      terminal, plot_path, spec.name, keys[0], csv_path, x, y);
+  std::string script_path = plot_path + ".gp";
+  reports::write_file_atomically(script_path, script);
+  int rc = std::system(fmt::format("gnuplot '{}'", script_path).c_str());
+  if (rc != 0) fmt::print(stderr, "podsim sweep: gnuplot failed (script kept in {})\n", script_path);
+  else std::filesystem::remove(script_path);
+}
+
+}  // namespace
+
+int sweep_command(const SweepCommandOptions& o) {
+  reports::SweepSpec spec = reports::load_sweep(o.sweep_file);
+  std::vector<reports::SweepPoint> points = reports::expand_sweep(spec);
+  if (!o.shard.empty()) points = reports::select_shard(points, reports::parse_shard(o.shard));
+  if (o.jobs < 1) throw UserError(fmt::format("-j must be at least 1, not {}", o.jobs));
+  ProgressBar bar("sweep " + spec.name);
+  reports::ChildRunOptions children;
+  children.podsim_binary = binary_or_self(o.podsim_binary);
+  children.jobs = o.jobs;
+  children.on_progress = [&bar](int done, int total) { bar(done, total); };
+  std::vector<reports::PointResult> results = reports::run_sweep_points(spec, points, children);
+  int failed = 0;
+  for (const auto& r : results) failed += r.ok ? 0 : 1;
+  reports::write_file_atomically(o.output, reports::sweep_csv(spec, results, reports::report_columns()));
+  if (!o.jsonl.empty()) reports::write_file_atomically(o.jsonl, reports::sweep_json_lines(spec, results));
+  if (!o.plot.empty()) {
+    if (o.output.empty() || o.output == "-")
+      fmt::print(stderr, "podsim sweep: --plot needs -o results.csv (the plot reads the table)\n");
+    else
+      plot_sweep(spec, o.output, o.plot);
+  }
+  fmt::print(stderr, "sweep {}: {} point(s), {} failed\n", spec.name, results.size(), failed);
+  return failed == 0 ? 0 : 1;
+}
+
+int sweep_merge_command(const std::vector<std::string>& inputs, const std::string& output) {
+  if (inputs.empty()) throw UserError("sweep merge needs at least one CSV", "podsim sweep merge A.csv B.csv -o out.csv");
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const std::string& path : inputs) files.emplace_back(path, read_text(path));
+  reports::write_file_atomically(output, reports::merge_sweep_csvs(files));
+  return 0;
+}
+
+int regress_command(const RegressCommandOptions& o) {
+  reports::RegressOptions options;
+  options.baselines_dir = o.baselines_dir.empty() ? "reports/baselines" : o.baselines_dir;
+  options.update = o.update;
+  options.children.podsim_binary = binary_or_self(o.podsim_binary);
+  options.children.jobs = std::max(1, o.jobs);
+  ProgressBar bar("regress");
+  options.children.on_progress = [&bar](int done, int total) { bar(done, total); };
+  reports::RegressResult result = reports::run_regress(options);
+  fmt::print("{}", o.all_rows ? reports::regress_table(result.comparisons, true) : result.table);
+  if (o.update) fmt::print("regress: baselines in {} rewritten from this run\n", options.baselines_dir);
+  return result.regressed ? 1 : 0;
+}
+
+int calibrate_command(const CalibrateCommandOptions& o) {
+  std::string file = o.measured_file.empty() ? "reports/baselines/measured.yaml" : o.measured_file;
+  reports::MeasuredSet set = reports::load_measured(file);
+  reports::ChildRunOptions children;
+  children.podsim_binary = binary_or_self(o.podsim_binary);
+  children.jobs = std::max(1, o.jobs);
+  ProgressBar bar("calibrate");
+  children.on_progress = [&bar](int done, int total) { bar(done, total); };
+  std::vector<reports::CalibrationRow> rows = reports::run_calibration(set, children);
+  reports::write_file_atomically(o.output, reports::calibration_markdown(set, rows));
+  return 0;
+}
+
+}  // namespace podsim::cli

@@ -1,0 +1,46 @@
+// `podsim sweep`, `podsim sweep merge`, `podsim regress` and `podsim
+// calibrate` (issue 8). Plain functions the CLI11 app in cli/commands.cc
+// dispatches to; each returns the process exit code and throws
+// podsim::UserError for bad input.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace podsim::cli {
+
+struct SweepCommandOptions {
+  std::string sweep_file;
+  int jobs = 1;             // -j N: children at once
+  std::string shard;        // --shard I/N, empty = all points
+  std::string output;       // -o results.csv, empty or "-" = stdout
+  std::string jsonl;        // --jsonl F: also write JSON lines
+  std::string plot;         // --plot out.svg|png (gnuplot)
+  std::string podsim_binary;  // empty = this executable
+};
+// Exit 0 when every point ran, 1 when some point failed (its row says why).
+int sweep_command(const SweepCommandOptions& options);
+
+// podsim sweep merge A.csv B.csv ... -o out.csv
+int sweep_merge_command(const std::vector<std::string>& inputs, const std::string& output);
+
+struct RegressCommandOptions {
+  std::string baselines_dir;  // empty = reports/baselines (relative to the cwd)
+  bool update = false;
+  int jobs = 1;
+  bool all_rows = false;      // print unchanged metrics too
+  std::string podsim_binary;
+};
+// Exit 0 when every baseline holds, 1 on a regression (also with --update,
+// which rewrites the baselines after reporting).
+int regress_command(const RegressCommandOptions& options);
+
+struct CalibrateCommandOptions {
+  std::string measured_file;  // empty = reports/baselines/measured.yaml
+  std::string output;         // markdown; empty or "-" = stdout
+  int jobs = 1;
+  std::string podsim_binary;
+};
+int calibrate_command(const CalibrateCommandOptions& options);
+
+}  // namespace podsim::cli
