@@ -34,6 +34,8 @@ bool is_cheap_to_duplicate(Opcode op) {
   return op == Opcode::kBroadcast || op == Opcode::kIota || op == Opcode::kConstant;
 }
 
+bool is_window_read(Opcode op) { return op == Opcode::kSlice || op == Opcode::kDynamicSlice; }
+
 namespace {
 
 bool is_dot_like(Opcode op) { return op == Opcode::kDot || op == Opcode::kConvolution; }
@@ -53,6 +55,7 @@ class FusionPlanner {
   explicit FusionPlanner(const Computation& c) : comp_(c), users_(c.compute_users()) {
     plan_.group_of.assign(static_cast<size_t>(c.size()), -1);
     reads_collective_.assign(static_cast<size_t>(c.size()), false);
+    restricted_.assign(static_cast<size_t>(c.size()), false);
     for (InstrId id = 0; id < c.size(); ++id)
       for (InstrId op : c.instr(id).operands)
         if (is_collective(c.instr(op).opcode)) reads_collective_[static_cast<size_t>(id)] = true;
@@ -102,12 +105,27 @@ class FusionPlanner {
       while (users(tail).size() == 1 && tail != comp_.root()) {
         InstrId next = users(tail)[0];
         const Instruction& consumer = comp_.instr(next);
-        if (!is_elementwise(consumer.opcode) || !consumer.shape.is_array() || reads_collective(next)) break;
+        if (!consumer.shape.is_array() || reads_collective(next)) break;
+        // The chain's result written in place into a buffer (a windowed
+        // einsum's output shard): the update is the chain, the DUS the root.
+        if (writes_update_in_place(consumer, tail)) {
+          chain.push_back(next);
+          break;
+        }
+        if (!is_elementwise(consumer.opcode)) break;
         chain.push_back(next);
         tail = next;
       }
       if (chain.size() > 1) new_group(std::move(chain));
     }
+  }
+
+  // A dynamic-update-slice whose update (operand 1, and only that operand) is `update`.
+  bool writes_update_in_place(const Instruction& consumer, InstrId update) const {
+    if (consumer.opcode != Opcode::kDynamicUpdateSlice || consumer.operand(1) != update) return false;
+    for (int i = 0; i < consumer.operand_count(); ++i)
+      if (i != 1 && consumer.operand(i) == update) return false;
+    return true;
   }
 
   // Absorbs producers of group g's members while every user of the producer
@@ -127,6 +145,9 @@ class FusionPlanner {
       if (!all_users_inside) continue;
       plan_.group_of[static_cast<size_t>(p)] = g;
       plan_.groups[static_cast<size_t>(g)].members.push_back(p);
+      if (is_window_read(producer.opcode))
+        restricted_[static_cast<size_t>(p)] =
+            std::any_of(users(p).begin(), users(p).end(), [&](InstrId u) { return waits_for_collective(u); });
       push_operands(p, candidates);
     }
   }
@@ -134,8 +155,15 @@ class FusionPlanner {
   void push_operands(InstrId member, std::priority_queue<InstrId>& candidates) const {
     const Instruction& instr = comp_.instr(member);
     if (!can_absorb_producers(instr)) return;
-    for (InstrId op : instr.operands)
-      if (!reads_collective(member) || is_cheap_to_duplicate(comp_.instr(op).opcode)) candidates.push(op);
+    const bool waits = waits_for_collective(member);
+    for (InstrId op : instr.operands) {
+      const Opcode producer = comp_.instr(op).opcode;
+      // A slice is its consumer's operand read at other addresses, with no
+      // work of its own to overlap with a collective: a collective reader
+      // may take it (as XLA fuses a windowed einsum's dynamic-slice into
+      // the dot); grow() then restricts what the slice itself absorbs.
+      if (!waits || is_cheap_to_duplicate(producer) || is_window_read(producer)) candidates.push(op);
+    }
   }
 
   // A kernel reading a collective result waits for the collective: it is
@@ -143,6 +171,10 @@ class FusionPlanner {
   // independent work stays in kernels of its own that can run while the
   // collective is in flight (the scheduler places them there).
   bool reads_collective(InstrId id) const { return reads_collective_[static_cast<size_t>(id)]; }
+  // Reads a collective, or is a slice absorbed into a kernel that does.
+  bool waits_for_collective(InstrId id) const {
+    return reads_collective(id) || restricted_[static_cast<size_t>(id)];
+  }
 
   // Broadcast/iota/constant whose users are all fused (in any groups) are
   // recomputed inside each of those groups. Reverse id order, so a constant
@@ -179,6 +211,7 @@ class FusionPlanner {
   const Computation& comp_;
   std::vector<std::vector<InstrId>> users_;
   std::vector<bool> reads_collective_;
+  std::vector<bool> restricted_;  // window reads pulled into a collective reader's kernel
   FusionPlan plan_;
 };
 

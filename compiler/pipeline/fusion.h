@@ -1,7 +1,10 @@
 // Fusion planning (XLA instruction fusion, re-derived): which instructions
 // of a computation run as one kernel. Two kinds of groups:
 //  - output fusion: a dot/convolution with the chain of single-user
-//    elementwise consumers after it (bias add, activation) as the root;
+//    elementwise consumers after it (bias add, activation) as the root; the
+//    chain may end in a dynamic-update-slice that writes it (as the update)
+//    in place into a buffer, as a windowed einsum's loop writes each output
+//    shard (XLA's in-place dynamic-update-slice fusion);
 //  - loop/input fusion: a consumer (elementwise, layout op, reduce,
 //    dot/convolution) absorbs its loop-fusible producers (elementwise,
 //    convert, broadcast, reshape, transpose, slice, pad, concatenate,
@@ -9,9 +12,12 @@
 //    the group.
 // Never fused: parameters, collectives, while/call, tuples, custom-calls.
 // An instruction that reads a collective result is never fused into a
-// consumer and absorbs only broadcast/iota/constant producers: fusing
-// independent work into its kernel would make that work wait for the
-// collective instead of overlapping it.
+// consumer and absorbs only broadcast/iota/constant producers and slices /
+// dynamic-slices (which then absorb only what it may): fusing independent
+// work into its kernel would make that work wait for the collective instead
+// of overlapping it, while a slice is only the kernel's operand read at
+// other addresses (a windowed einsum's dot reads its shard of the gathered
+// operand through a fused dynamic-slice).
 // A value with users outside the group is never fused into it, except
 // broadcast/iota/constant, which are cheap to recompute: when all their
 // users are fused they are duplicated into every group that uses them

@@ -171,6 +171,61 @@ ENTRY %e (p: f32[8], w: f32[8]) -> f32[8] {
   EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(tail)]), (Names{"e", "t", "u", "n"}));
 }
 
+TEST(Fusion, CollectiveReadingDotTakesItsDynamicSliceButNotTheSliceInput) {
+  // A windowed einsum's step: d reads the collective-permute, so it takes no
+  // independent work, but the dynamic-slice ds is only d's operand read at
+  // other addresses: it joins d's kernel (with its index constant z). ds
+  // then absorbs only what a collective reader may: nb (a negate, real
+  // work) stays out and, alone, is unfused.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (big: bf16[4,64,128], i: s32[], w: bf16[128,128]) -> bf16[1,64,128] {
+  %big = bf16[4,64,128] parameter(0)
+  %i = s32[] parameter(1)
+  %w = bf16[128,128] parameter(2)
+  %cp = bf16[128,128] collective-permute(%w), source_target_pairs={{0,1},{1,0}}
+  %nb = bf16[4,64,128] negate(%big)
+  %z = s32[] constant(0)
+  %ds = bf16[1,64,128] dynamic-slice(%nb, %i, %z, %z), dynamic_slice_sizes={1,64,128}
+  ROOT %d = bf16[1,64,128] dot(%ds, %cp), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan = plan_fusion(c);
+  const int32_t g = plan.group_of[static_cast<size_t>(id_of(c, "d"))];
+  ASSERT_GE(g, 0);
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g)]), (Names{"z", "ds", "d"}));
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "nb"))], -1);
+}
+
+TEST(Fusion, DotOutputFusionEndsInAnInPlaceDynamicUpdateSlice) {
+  // d -> a -> u: the chain's value is u's update (operand 1), written in
+  // place into buf, so u is the output fusion's root. The index constant z
+  // stays outside (a dynamic-update-slice absorbs no producers).
+  // d2 is u2's buffer (operand 0), not its update: no in-place root, and
+  // d2 with its single non-elementwise user forms no output fusion.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (buf: bf16[4,64,128], x: bf16[1,64,32], y: bf16[32,128], i: s32[], v: bf16[1,64,128]) -> (bf16[4,64,128], bf16[1,64,128]) {
+  %buf = bf16[4,64,128] parameter(0)
+  %x = bf16[1,64,32] parameter(1)
+  %y = bf16[32,128] parameter(2)
+  %i = s32[] parameter(3)
+  %v = bf16[1,64,128] parameter(4)
+  %z = s32[] constant(0)
+  %d = bf16[1,64,128] dot(%x, %y), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  %a = bf16[1,64,128] negate(%d)
+  %u = bf16[4,64,128] dynamic-update-slice(%buf, %a, %i, %z, %z)
+  %d2 = bf16[1,64,128] dot(%x, %y), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  %u2 = bf16[1,64,128] dynamic-update-slice(%d2, %v, %z, %z, %z)
+  ROOT %t = (bf16[4,64,128], bf16[1,64,128]) tuple(%u, %u2)
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan = plan_fusion(c);
+  const int32_t g = plan.group_of[static_cast<size_t>(id_of(c, "u"))];
+  ASSERT_GE(g, 0);
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g)]), (Names{"d", "a", "u"}));
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "d2"))], -1);
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "u2"))], -1);
+}
+
 TEST(Fusion, CheapBroadcastIsDuplicatedIntoEveryUsingGroup) {
   // half is used by two separate chains (each with an outside-visible root
   // in the tuple): a broadcast is cheap to recompute, so it is a member of
