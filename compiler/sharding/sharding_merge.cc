@@ -10,11 +10,102 @@
 // construction; groups are sorted by the canonical factory.
 #include <algorithm>
 #include <cassert>
-#include <map>
+#include <variant>
+#include <vector>
 
 #include "compiler/sharding/sharding_util.h"
 
 namespace podsim::compiler {
+
+namespace {
+
+// The per-device merge (file comment) done on digits instead of devices, for
+// two iota tile arrays. Every tile coordinate of an iota array is a
+// mixed-radix number of digits (device / stride) % size of the device id
+// (TileAssignment::factors_by_dim). Cutting the id at every stride boundary
+// of both arrays gives "elementary" digits (nullopt unless the boundaries
+// form a divisibility chain); a coordinate is then an ordered list of
+// elementary digits, and:
+//  * two coordinates agree on every device iff their lists are equal;
+//  * the cells fill evenly iff the chosen lists share no digit;
+//  * within a cell, ascending device order is the order of the remaining
+//    digits by decreasing stride.
+// The result is therefore the iota array whose positional factors are the
+// cell digits followed by the remaining digits. kIncompatible: no merge
+// exists; kUnknown: the digit form does not apply (use the device path).
+enum class DigitMerge { kIncompatible, kUnknown };
+using Digits = std::vector<size_t>;  // elementary digit ids, major -> minor
+
+struct MergeRequest {
+  const Sharding& lhs;
+  const Sharding& rhs;
+  std::span<const int64_t> ta, tb, merged;
+  int64_t manual_a, manual_b, manual_size, group;
+};
+
+std::variant<Sharding, DigitMerge> merge_by_digits(const MergeRequest& r) {
+  const auto pa = r.lhs.tile_assignment().factors_by_dim();
+  const auto pb = r.rhs.tile_assignment().factors_by_dim();
+  if (!pa || !pb) return DigitMerge::kUnknown;
+  const int64_t devices = r.lhs.total_num_tiles();
+  std::vector<int64_t> bounds{1, devices};
+  for (const auto* by_dim : {&*pa, &*pb})
+    for (const auto& pieces : *by_dim)
+      for (const auto& f : pieces) {
+        bounds.push_back(f.stride);
+        bounds.push_back(f.stride * f.size);
+      }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  if (bounds.back() != devices) return DigitMerge::kUnknown;
+  for (size_t j = 0; j + 1 < bounds.size(); ++j)
+    if (bounds[j + 1] % bounds[j] != 0) return DigitMerge::kUnknown;
+  // Elementary digit j: stride bounds[j], size bounds[j+1] / bounds[j].
+  const size_t digit_count = bounds.size() - 1;
+  auto digits_of = [&](const std::vector<TileAssignment::IotaFactor>& pieces) {
+    Digits out;
+    for (const auto& f : pieces)
+      for (size_t j = digit_count; j-- > 0;)
+        if (bounds[j] >= f.stride && bounds[j] < f.stride * f.size) out.push_back(j);
+    return out;
+  };
+  Digits cell;
+  for (size_t d = 0; d < r.merged.size(); ++d) {
+    const Digits da = digits_of((*pa)[d]), db = digits_of((*pb)[d]);
+    if (r.ta[d] > 1 && r.tb[d] > 1 && da != db) return DigitMerge::kIncompatible;
+    const Digits& chosen = r.ta[d] > 1 ? da : db;
+    cell.insert(cell.end(), chosen.begin(), chosen.end());
+  }
+  if (r.manual_a >= 0) {
+    const Digits ma = digits_of((*pa)[static_cast<size_t>(r.manual_a)]);
+    if (ma != digits_of((*pb)[static_cast<size_t>(r.manual_b)])) return DigitMerge::kIncompatible;
+    cell.insert(cell.end(), ma.begin(), ma.end());
+  }
+  std::vector<bool> used(digit_count, false);
+  for (size_t j : cell) {
+    if (used[j]) return DigitMerge::kIncompatible;  // a cell would get too many devices
+    used[j] = true;
+  }
+  Digits order = cell;
+  for (size_t j = digit_count; j-- > 0;)
+    if (!used[j]) order.push_back(j);
+  // iota(reshape) with reshape = digit sizes by decreasing stride; result
+  // position k reads reshape dim (digit_count - 1 - order[k]).
+  std::vector<int64_t> reshape, perm;
+  for (size_t j = digit_count; j-- > 0;) reshape.push_back(bounds[j + 1] / bounds[j]);
+  for (size_t j : order) perm.push_back(static_cast<int64_t>(digit_count - 1 - j));
+  std::vector<int64_t> dims(r.merged.begin(), r.merged.end());
+  std::vector<SubgroupType> types;
+  if (r.manual_a >= 0) {
+    dims.push_back(r.manual_size);
+    types.push_back(SubgroupType::kManual);
+  }
+  dims.push_back(r.group);
+  types.push_back(SubgroupType::kReplicated);
+  return Sharding::subgroup(TileAssignment::iota(dims, reshape, perm), types);
+}
+
+}  // namespace
 
 std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b,
                                             int64_t min_tiles) {
@@ -44,46 +135,58 @@ std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b
   const int64_t cells = product_of(merged) * manual_size;
   if (devices % cells != 0 || product_of(merged) < min_tiles) return std::nullopt;
   const int64_t group = devices / cells;
-  // cell (row-major over merged dims, then manual index) -> its devices.
-  std::vector<std::vector<int64_t>> members(static_cast<size_t>(cells));
-  // Full tile index of every device under each input, one pass per array
-  // (index_of on an explicit array would be a linear scan per device).
-  auto indices_by_device = [](const TileAssignment& tiles) {
-    std::map<int64_t, std::vector<int64_t>> out;
-    std::vector<int64_t> index(static_cast<size_t>(tiles.rank()), 0);
-    for (int64_t device : tiles.to_vector()) {
-      out.emplace(device, index);
-      for (int64_t d = tiles.rank(); d-- > 0;) {
-        if (++index[static_cast<size_t>(d)] < tiles.dim(d)) break;
-        index[static_cast<size_t>(d)] = 0;
-      }
+  const MergeRequest request{lhs, rhs, ta, tb, merged, manual_a, manual_b, manual_size, group};
+  auto by_digits = merge_by_digits(request);
+  if (auto* result = std::get_if<Sharding>(&by_digits)) return *result;
+  if (std::get<DigitMerge>(by_digits) == DigitMerge::kIncompatible) return std::nullopt;
+  // Tile position of every device under each input: pos[device] = flat
+  // position, -1 if absent. The inputs are checked to be permutations of
+  // [0, devices) (every validated sharding is); anything else has no merge.
+  auto positions_by_device = [devices](const TileAssignment& tiles) -> std::optional<std::vector<int64_t>> {
+    std::vector<int64_t> pos(static_cast<size_t>(devices), -1);
+    const std::vector<int64_t> values = tiles.to_vector();
+    for (size_t p = 0; p < values.size(); ++p) {
+      const int64_t device = values[p];
+      if (device < 0 || device >= devices || pos[static_cast<size_t>(device)] >= 0) return std::nullopt;
+      pos[static_cast<size_t>(device)] = static_cast<int64_t>(p);
     }
-    return out;
+    return pos;
   };
-  const auto a_index = indices_by_device(lhs.tile_assignment());
-  const auto b_index = indices_by_device(rhs.tile_assignment());
-  for (const auto& [device, index_a] : a_index) {
-    const auto found_b = b_index.find(device);
-    if (found_b == b_index.end()) return std::nullopt;
-    const auto* ia = &index_a;
-    const auto* ib = &found_b->second;
+  const auto a_pos = positions_by_device(lhs.tile_assignment());
+  const auto b_pos = positions_by_device(rhs.tile_assignment());
+  if (!a_pos || !b_pos) return std::nullopt;
+  const auto& a_dims = lhs.tile_assignment().dims();
+  const auto& b_dims = rhs.tile_assignment().dims();
+  auto unravel_into = [](int64_t flat, const std::vector<int64_t>& dims, std::vector<int64_t>& index) {
+    for (size_t i = dims.size(); i-- > 0;) {
+      index[i] = flat % dims[i];
+      flat /= dims[i];
+    }
+  };
+  std::vector<int64_t> ia(a_dims.size()), ib(b_dims.size());
+  // Cell c (row-major over merged dims, then manual index) owns the slots
+  // [c * group, (c + 1) * group) of `flat`; devices are visited ascending.
+  std::vector<int64_t> flat(static_cast<size_t>(devices));
+  std::vector<int64_t> filled(static_cast<size_t>(cells), 0);
+  for (int64_t device = 0; device < devices; ++device) {
+    unravel_into((*a_pos)[static_cast<size_t>(device)], a_dims, ia);
+    unravel_into((*b_pos)[static_cast<size_t>(device)], b_dims, ib);
     int64_t cell = 0;
     for (size_t d = 0; d < merged.size(); ++d) {
-      const int64_t xa = (*ia)[d], xb = (*ib)[d];
+      const int64_t xa = ia[d], xb = ib[d];
       if (ta[d] > 1 && tb[d] > 1 && xa != xb) return std::nullopt;
       cell = cell * merged[d] + (ta[d] > 1 ? xa : xb);
     }
     if (manual_a >= 0) {
-      const int64_t ma = (*ia)[static_cast<size_t>(manual_a)];
-      if (ma != (*ib)[static_cast<size_t>(manual_b)]) return std::nullopt;
+      const int64_t ma = ia[static_cast<size_t>(manual_a)];
+      if (ma != ib[static_cast<size_t>(manual_b)]) return std::nullopt;
       cell = cell * manual_size + ma;
     }
-    auto& cell_devices = members[static_cast<size_t>(cell)];
-    if (static_cast<int64_t>(cell_devices.size()) == group) return std::nullopt;
-    cell_devices.push_back(device);
+    int64_t& count = filled[static_cast<size_t>(cell)];
+    if (count == group) return std::nullopt;
+    flat[static_cast<size_t>(cell * group + count)] = device;
+    ++count;
   }
-  std::vector<int64_t> flat;
-  for (const auto& cell_devices : members) flat.insert(flat.end(), cell_devices.begin(), cell_devices.end());
   std::vector<int64_t> dims = merged;
   std::vector<SubgroupType> types;
   if (manual_a >= 0) {
@@ -142,13 +245,53 @@ bool is_subtiling_or_equal(std::span<const int64_t> dims, const Sharding& sub,
   if (sharding.is_tile_maximal()) return true;
   if (sub.is_tile_maximal() || !sub.is_tiled() || !sharding.is_tiled()) return false;
   if (sub.total_num_tiles() != sharding.total_num_tiles()) return false;
-  for (int64_t device : sharding.tile_assignment().to_vector()) {
-    if (!sub.tile_assignment().index_of(device)) return false;
-    const ShardRegion inner = shard_region(sub, dims, device);
-    if (inner.empty()) continue;  // padding only: holds no data
-    const ShardRegion outer = shard_region(sharding, dims, device);
+  // Per device, without allocation: the tile position under each sharding
+  // (first occurrence, as index_of) unravelled to data-tile indices.
+  const TileAssignment& sub_tiles = sub.tile_assignment();
+  const TileAssignment& outer_tiles = sharding.tile_assignment();
+  const std::vector<int64_t> outer_values = outer_tiles.to_vector();
+  const std::vector<int64_t> sub_values = sub_tiles.to_vector();
+  int64_t max_device = 0;
+  for (int64_t device : outer_values) max_device = std::max(max_device, device);
+  for (int64_t device : sub_values) max_device = std::max(max_device, device);
+  auto first_positions = [max_device](const std::vector<int64_t>& values) {
+    std::vector<int64_t> pos(static_cast<size_t>(max_device) + 1, -1);
+    for (size_t p = values.size(); p-- > 0;) {
+      if (values[p] >= 0) pos[static_cast<size_t>(values[p])] = static_cast<int64_t>(p);
+    }
+    return pos;
+  };
+  const std::vector<int64_t> sub_pos = first_positions(sub_values);
+  const std::vector<int64_t> outer_pos = first_positions(outer_values);
+  const auto sub_shape = shard_shape(sub, dims);
+  const auto outer_shape = shard_shape(sharding, dims);
+  std::vector<int64_t> inner_index(static_cast<size_t>(sub_tiles.rank()));
+  std::vector<int64_t> outer_index(static_cast<size_t>(outer_tiles.rank()));
+  auto unravel_into = [](int64_t flat, const std::vector<int64_t>& tile_dims, std::vector<int64_t>& index) {
+    for (size_t i = tile_dims.size(); i-- > 0;) {
+      index[i] = flat % tile_dims[i];
+      flat /= tile_dims[i];
+    }
+  };
+  for (const int64_t device : outer_values) {
+    if (device < 0) return false;
+    const int64_t sub_p = sub_pos[static_cast<size_t>(device)];
+    if (sub_p < 0) return false;
+    unravel_into(sub_p, sub_tiles.dims(), inner_index);
+    // The first position of `device` in the outer array (as index_of).
+    unravel_into(outer_pos[static_cast<size_t>(device)], outer_tiles.dims(), outer_index);
+    bool inner_empty = false;
     for (size_t d = 0; d < dims.size(); ++d) {
-      if (inner.offsets[d] < outer.offsets[d] || inner.limits[d] > outer.limits[d]) return false;
+      if (std::min(inner_index[d] * sub_shape[d], dims[d]) >= std::min((inner_index[d] + 1) * sub_shape[d], dims[d]))
+        inner_empty = true;
+    }
+    if (inner_empty) continue;  // padding only: holds no data
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const int64_t inner_offset = std::min(inner_index[d] * sub_shape[d], dims[d]);
+      const int64_t inner_limit = std::min((inner_index[d] + 1) * sub_shape[d], dims[d]);
+      const int64_t outer_offset = std::min(outer_index[d] * outer_shape[d], dims[d]);
+      const int64_t outer_limit = std::min((outer_index[d] + 1) * outer_shape[d], dims[d]);
+      if (inner_offset < outer_offset || inner_limit > outer_limit) return false;
     }
   }
   return true;

@@ -294,6 +294,15 @@ TileAssignment TileAssignment::sort_last_dim() const {
   return from_devices(dims_, std::move(values));
 }
 
+std::optional<std::vector<std::vector<TileAssignment::IotaFactor>>> TileAssignment::factors_by_dim() const {
+  if (!iota_) return std::nullopt;
+  auto pieces = refine(dims_, *iota_);
+  if (!pieces) return std::nullopt;
+  std::vector<std::vector<IotaFactor>> out(dims_.size());
+  for (const auto& piece : *pieces) out[static_cast<size_t>(piece.dim)].push_back(piece.factor);
+  return out;
+}
+
 std::optional<TileAssignment::IotaForm> TileAssignment::iota_form() const {
   if (!iota_) return std::nullopt;
   IotaForm form;

@@ -78,6 +78,14 @@ class TileAssignment {
   std::optional<IotaForm> iota_form() const;
   const std::optional<std::vector<IotaFactor>>& iota_factors() const { return iota_; }
 
+  // Iota arrays whose dims fall on factor boundaries (always true after a
+  // reshape/transpose of canonical shardings): for every dim the factor
+  // pieces that make up its coordinate, major -> minor, so that the device at
+  // index x has digit (device / stride) % size for each piece and x[i] is the
+  // mixed-radix number of dim i's digits. nullopt for explicit arrays or a
+  // dim boundary that cuts a factor unevenly. O(rank + factors).
+  std::optional<std::vector<std::vector<IotaFactor>>> factors_by_dim() const;
+
   // "[2,2]<=[4]", "[2,2]<=[2,2]T(1,0)" or "[2,2]0,2,3,1" (the devices= payload).
   std::string to_string() const;
 
