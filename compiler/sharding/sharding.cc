@@ -261,6 +261,8 @@ void Sharding::validate(int64_t rank, int64_t num_devices, const SourceLocation&
                                 tiles_.num_elements(), num_devices),
                     "the product of the tile dims must equal the device count");
   }
+  // An iota array of num_devices elements is a permutation of [0, num_devices).
+  if (tiles_.is_iota()) return;
   std::vector<bool> seen(static_cast<size_t>(num_devices), false);
   for (int64_t device : tiles_.to_vector()) {
     if (device < 0 || device >= num_devices) {

@@ -199,8 +199,24 @@ int64_t TileAssignment::at(std::span<const int64_t> index) const {
 
 std::vector<int64_t> TileAssignment::to_vector() const {
   if (devices_) return *devices_;
-  std::vector<int64_t> out(static_cast<size_t>(num_elements()));
-  for (int64_t p = 0; p < num_elements(); ++p) out[static_cast<size_t>(p)] = at_flat(p);
+  // Odometer over the factors (minor last): each step adds the stride of the
+  // digit that increments and takes back the digits that wrap to 0.
+  const auto& factors = *iota_;
+  const int64_t n = num_elements();
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  std::vector<int64_t> digit(factors.size(), 0);
+  int64_t value = 0;
+  for (int64_t p = 0; p < n; ++p) {
+    out[static_cast<size_t>(p)] = value;
+    for (size_t k = factors.size(); k-- > 0;) {
+      if (++digit[k] < factors[k].size) {
+        value += factors[k].stride;
+        break;
+      }
+      digit[k] = 0;
+      value -= (factors[k].size - 1) * factors[k].stride;
+    }
+  }
   return out;
 }
 

@@ -54,12 +54,23 @@ InstrId SpmdContext::partition_offset(const Sharding& sharding, std::span<const 
   auto it = offset_cache_.find(key);
   if (it != offset_cache_.end()) return it->second;
   const int64_t extent = (base_dims[static_cast<size_t>(dim)] + n - 1) / n;
+  // One pass over the tile array: the device at flat position p has tile
+  // coordinate (p / stride) % n along `dim` (stride = product of the minor
+  // tile dims). The first occurrence wins, as tile_index_for_device.
+  const TileAssignment& tiles = sharding.tile_assignment();
+  int64_t stride = 1;
+  for (int64_t d = tiles.rank() - 1; d > dim; --d) stride *= tiles.dim(d);
+  const std::vector<int64_t> devices = tiles.to_vector();
   std::vector<double> table(static_cast<size_t>(num_devices_), 0.0);
-  for (int64_t d = 0; d < num_devices_; ++d) {
-    auto index = sharding.tile_index_for_device(d);
-    assert(index.has_value());
-    table[static_cast<size_t>(d)] = static_cast<double>((*index)[static_cast<size_t>(dim)] * extent);
+  std::vector<bool> seen(static_cast<size_t>(num_devices_), false);
+  for (size_t p = 0; p < devices.size(); ++p) {
+    const int64_t device = devices[p];
+    if (device < 0 || device >= num_devices_ || seen[static_cast<size_t>(device)]) continue;
+    seen[static_cast<size_t>(device)] = true;
+    const int64_t coordinate = (static_cast<int64_t>(p) / stride) % n;
+    table[static_cast<size_t>(device)] = static_cast<double>(coordinate * extent);
   }
+  assert(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }));
   if (partition_id_ == kNoId) partition_id_ = builder_.partition_id();
   InstrId t = builder_.constant(Literal(Shape(DType::kS32, {num_devices_}), std::move(table)));
   InstrId one = builder_.dynamic_slice(t, {partition_id_}, {1});
