@@ -99,6 +99,7 @@ int sweep_command(const SweepCommandOptions& o) {
   reports::ChildRunOptions children;
   children.podsim_binary = binary_or_self(o.podsim_binary);
   children.jobs = o.jobs;
+  children.timeout_seconds = o.timeout_seconds;
   children.on_progress = [&bar](int done, int total) { bar(done, total); };
   std::vector<reports::PointResult> results = reports::run_sweep_points(spec, points, children);
   int failed = 0;

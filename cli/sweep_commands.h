@@ -17,6 +17,7 @@ struct SweepCommandOptions {
   std::string jsonl;        // --jsonl F: also write JSON lines
   std::string plot;         // --plot out.svg|png (gnuplot)
   std::string podsim_binary;  // empty = this executable
+  double timeout_seconds = 0;  // --timeout S: kill a point running longer (0 = never)
 };
 // Exit 0 when every point ran, 1 when some point failed (its row says why).
 int sweep_command(const SweepCommandOptions& options);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +53,8 @@ struct Running {
   size_t job = 0;
   std::filesystem::path out;
   std::filesystem::path err;
+  std::chrono::steady_clock::time_point start;
+  bool killed = false;  // by the timeout
 };
 
 pid_t spawn(const std::string& binary, const RunJob& job, const Running& files) {
@@ -133,6 +136,7 @@ std::vector<JobOutcome> run_jobs(const std::vector<RunJob>& jobs, const ChildRun
       r.out = dir / fmt::format("{}.out", next);
       r.err = dir / fmt::format("{}.err", next);
       r.pid = spawn(options.podsim_binary, jobs[next], r);
+      r.start = std::chrono::steady_clock::now();
       running.push_back(r);
       ++next;
     }
@@ -142,11 +146,18 @@ std::vector<JobOutcome> run_jobs(const std::vector<RunJob>& jobs, const ChildRun
       pid_t got = waitpid(running[i].pid, &status, WNOHANG);
       if (got == running[i].pid) {
         outcomes[running[i].job] = outcome_of(status, running[i]);
+        if (running[i].killed)
+          outcomes[running[i].job].error = fmt::format("timed out after {:g} s (killed)", options.timeout_seconds);
         running.erase(running.begin() + static_cast<long>(i));
         ++done;
         reaped = true;
         if (options.on_progress) options.on_progress(done, static_cast<int>(jobs.size()));
       } else {
+        double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - running[i].start).count();
+        if (options.timeout_seconds > 0 && age > options.timeout_seconds && !running[i].killed) {
+          kill(running[i].pid, SIGKILL);
+          running[i].killed = true;
+        }
         ++i;
       }
     }
@@ -201,8 +212,10 @@ std::string clock_text(double seconds) {
 std::string progress_bar_text(int done, int total, double elapsed_seconds, int width) {
   double fraction = total > 0 ? static_cast<double>(done) / total : 1.0;
   int filled = static_cast<int>(fraction * width);
-  std::string bar = "[" + std::string(static_cast<size_t>(filled), '#') +
-                    std::string(static_cast<size_t>(width - filled), '.') + "]";
+  std::string bar(static_cast<size_t>(width) + 2, '.');
+  bar.front() = '[';
+  bar.back() = ']';
+  std::fill_n(bar.begin() + 1, filled, '#');
   std::string eta = "?";
   // ETA = remaining points x mean seconds per finished point.
   if (done > 0) eta = clock_text(elapsed_seconds / done * (total - done));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -82,6 +83,24 @@ TEST(SweepCliTest, CrashingChildBecomesAnErrorRowNotACrash) {
   EXPECT_FALSE(out[0].ok);
   EXPECT_NE(out[0].error.find("signal 11"), std::string::npos) << out[0].error;
   EXPECT_NE(out[0].error.find("about to crash"), std::string::npos) << out[0].error;
+  fs::remove_all(dir);
+}
+
+TEST(SweepCliTest, HungChildIsKilledAfterTheTimeout) {
+  fs::path dir = fresh_dir("hang");
+  fs::path fake = dir / "podsim";
+  write_text(fake, "#!/bin/sh\nexec sleep 30\n");
+  ::chmod(fake.c_str(), 0755);
+  ChildRunOptions o = children();
+  o.podsim_binary = fake.string();
+  o.timeout_seconds = 0.3;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<JobOutcome> out = run_jobs({RunJob{kSmall, {}, "fast"}}, o);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].ok);
+  EXPECT_NE(out[0].error.find("timed out after 0.3 s"), std::string::npos) << out[0].error;
+  EXPECT_LT(waited, 20.0);  // killed, not waited for the 30 s sleep
   fs::remove_all(dir);
 }
 
