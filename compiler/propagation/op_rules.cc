@@ -153,10 +153,16 @@ std::vector<Sharding> leaves_of(const Sharding& s, const Shape& shape) {
   if (s.is_tuple()) return s.tuple_elements();
   return std::vector<Sharding>(static_cast<size_t>(shape.leaf_count()), s);
 }
+// Reads only the element's leaves (no copy of the whole tuple: a big tuple
+// has one get-tuple-element user per element).
 Sharding sub_sharding(const Sharding& s, const Shape& tuple, int64_t index) {
-  std::vector<Sharding> leaves = leaves_of(s, tuple);
-  int64_t first = leaf_offset(tuple, index);
   const Shape& elem = tuple.tuple_shape(static_cast<int>(index));
+  if (!s.is_tuple()) {
+    if (!elem.is_tuple()) return s;
+    return Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(elem.leaf_count()), s));
+  }
+  const std::vector<Sharding>& leaves = s.tuple_elements();
+  const int64_t first = leaf_offset(tuple, index);
   if (!elem.is_tuple()) return leaves[static_cast<size_t>(first)];
   std::vector<Sharding> part(leaves.begin() + first, leaves.begin() + first + elem.leaf_count());
   return Sharding::tuple(std::move(part));

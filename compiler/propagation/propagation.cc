@@ -213,6 +213,46 @@ class Propagator {
     return Sharding::tuple(std::move(cur));
   }
 
+  // improve(tuple, backward_candidate(gte)) without building the whole
+  // candidate tuple: that candidate is the tuple's current leaves with the
+  // element's leaves replaced by the get-tuple-element's sharding, and an
+  // unchanged leaf never improves (improve_leaf: equal -> keep), so only the
+  // element's leaves need the leaf rule. nullopt when this shortcut does not
+  // apply (no tuple sharding yet, provided value): use the general path.
+  std::optional<bool> improve_from_get_tuple_element(ValueRef tuple, ValueRef gte, int level) {
+    const Instruction& in = state_.instr(tuple);
+    const std::optional<Sharding>& current = state_.sharding(tuple);
+    if (state_.provided(tuple) || !in.shape.is_tuple() || !current || !current->is_tuple()) return std::nullopt;
+    const std::vector<const Shape*> leaves = in.shape.leaves();
+    if (current->tuple_elements().size() != leaves.size()) return std::nullopt;
+    const std::optional<Sharding>& gte_sharding = state_.sharding(gte);
+    if (!gte_sharding) return false;  // backward_candidate offers nothing
+    const Instruction& user = state_.instr(gte);
+    int64_t first = 0;
+    for (int64_t e = 0; e < user.attrs.tuple_index; ++e) first += in.shape.tuple_shape(static_cast<int>(e)).leaf_count();
+    const int64_t count = user.shape.leaf_count();
+    const std::vector<Sharding> mine =
+        gte_sharding->is_tuple() ? gte_sharding->tuple_elements()
+                                 : std::vector<Sharding>(static_cast<size_t>(count), *gte_sharding);
+    if (first + static_cast<int64_t>(mine.size()) > static_cast<int64_t>(leaves.size())) return std::nullopt;
+    const Computation& comp = module_.computation(tuple.comp);
+    const bool may_combine = level > 0;
+    const bool aggressive = state_.users(tuple).size() == 1 && comp.root() != tuple.instr;
+    std::optional<std::vector<Sharding>> next;
+    for (size_t j = 0; j < mine.size(); ++j) {
+      const size_t leaf = static_cast<size_t>(first) + j;
+      const Sharding& cur = next ? (*next)[leaf] : current->tuple_elements()[leaf];
+      if (auto better = improve_leaf(cur, mine[j], leaves[leaf]->dims(), may_combine, aggressive)) {
+        if (!next) next = current->tuple_elements();
+        (*next)[leaf] = *better;
+      }
+    }
+    if (!next) return false;
+    state_.set(tuple, Sharding::tuple(std::move(*next)));
+    ++stats_.changes;
+    return true;
+  }
+
   bool sweep(CompId c, int level) {
     const Computation& comp = module_.computation(c);
     bool changed = false;
@@ -224,6 +264,12 @@ class Propagator {
         const Instruction& user = comp.instr(u);
         for (int k = 0; k < user.operand_count(); ++k) {
           if (user.operand(k) != i) continue;
+          if (user.opcode == Opcode::kGetTupleElement) {
+            if (auto fast = improve_from_get_tuple_element({c, i}, {c, u}, level)) {
+              changed |= *fast;
+              continue;
+            }
+          }
           if (auto cand = propagation::backward_candidate(state_, {c, u}, k, level))
             changed |= improve({c, i}, *cand, level);
         }
