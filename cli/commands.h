@@ -20,6 +20,10 @@ struct Options {
   bool verify = false;
   bool propagate_only = false;
   int jobs = 1;
+  std::vector<std::string> inputs;  // sweep: SWEEP.yaml, or "merge" + CSV files
+  std::string jsonl;
+  std::string measured;
+  bool all_rows = false;
   std::string shard;
   std::string plot;
   std::string baselines;
@@ -29,7 +33,7 @@ struct Options {
 
 class Commands {
  public:
-  // Adds run, partition, sweep, regress and hardware show to the app.
+  // Adds run, partition, sweep, regress, calibrate and hardware show to the app.
   explicit Commands(CLI::App& app);
   // Runs the subcommand the user chose; returns the process exit code.
   // Throws podsim::UserError for bad input.
@@ -41,6 +45,7 @@ class Commands {
   CLI::App* partition_ = nullptr;
   CLI::App* sweep_ = nullptr;
   CLI::App* regress_ = nullptr;
+  CLI::App* calibrate_ = nullptr;
   CLI::App* hardware_show_ = nullptr;
 };
 

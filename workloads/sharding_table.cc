@@ -20,7 +20,10 @@ const std::vector<KnownShardingName>& known_sharding_names() {
 ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMesh& mesh) : mesh_(mesh) {
   const auto& known = known_sharding_names();
   for (size_t i = 0; i < workload.sharding.size(); ++i) {
-    const auto& [name, mapping] = workload.sharding[i];
+    // Plain references, not a structured binding: clang 14 (the fuzz build)
+    // cannot capture bindings in the lambda below.
+    const std::string& name = workload.sharding[i].first;
+    const auto& mapping = workload.sharding[i].second;
     SourceLocation where = i < workload.sharding_locations.size() ? workload.sharding_locations[i]
                                                                    : SourceLocation{workload.source_file, 0, 0};
     auto it = std::find_if(known.begin(), known.end(), [&](const KnownShardingName& k) { return k.name == name; });
@@ -49,7 +52,10 @@ ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMes
   const std::optional<std::string> stage = axis_of("stage", 0);
   if (!stage) return;
   for (size_t i = 0; i < workload.sharding.size(); ++i) {
-    const auto& [name, mapping] = workload.sharding[i];
+    // Plain references, not a structured binding: clang 14 (the fuzz build)
+    // cannot capture bindings in the lambda below.
+    const std::string& name = workload.sharding[i].first;
+    const auto& mapping = workload.sharding[i].second;
     if (name == "stage" || std::find(mapping.begin(), mapping.end(), stage) == mapping.end()) continue;
     SourceLocation where = i < workload.sharding_locations.size() ? workload.sharding_locations[i]
                                                                    : SourceLocation{workload.source_file, 0, 0};
