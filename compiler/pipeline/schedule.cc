@@ -152,7 +152,13 @@ std::vector<InstrId> schedule_computation(const Computation& computation, const 
 }
 
 void order_members_by_schedule(FusionPlan& fusion, const std::vector<InstrId>& schedule) {
-  std::vector<int64_t> place(schedule.size());
+  // Ids index the computation, not the schedule: size by the largest id seen
+  // (a schedule may leave instructions out, e.g. a loop body's unused ones).
+  InstrId max_id = -1;
+  for (InstrId id : schedule) max_id = std::max(max_id, id);
+  for (const FusionGroup& group : fusion.groups)
+    for (InstrId id : group.members) max_id = std::max(max_id, id);
+  std::vector<int64_t> place(static_cast<size_t>(max_id + 1), -1);
   for (size_t i = 0; i < schedule.size(); ++i) place[static_cast<size_t>(schedule[i])] = static_cast<int64_t>(i);
   for (FusionGroup& group : fusion.groups) {
     InstrId root = group.members.back();  // plan_fusion's root: largest id

@@ -111,5 +111,15 @@ ENTRY %e (x: f32[8], w: f32[8]) -> f32[8] {
   EXPECT_EQ(names_in(m.entry(), order), (Names{"x", "w", "ag1", "ag2", "c1", "c2", "z"}));
 }
 
+// Regression (the MoE workloads crashed with heap corruption): a schedule
+// that leaves instructions out has fewer entries than the largest id; the
+// member order must still follow the schedule, the root last.
+TEST(Schedule, MemberOrderWithASparseSchedule) {
+  FusionPlan fusion;
+  fusion.groups.push_back(FusionGroup{{3, 9, 7}});  // root 7 (last)
+  order_members_by_schedule(fusion, /*schedule=*/{9, 3, 7});
+  EXPECT_EQ(fusion.groups[0].members, (std::vector<InstrId>{9, 3, 7}));
+}
+
 }  // namespace
 }  // namespace podsim::compiler
