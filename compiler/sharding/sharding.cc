@@ -183,6 +183,21 @@ int64_t Sharding::subgroup_manual_dim() const {
 
 std::optional<std::vector<int64_t>> Sharding::tile_index_for_device(int64_t device) const {
   assert(is_tiled());
+  if (const auto& factors = tiles_.iota_factors()) {
+    // Iota array (hot path of the partitioner, called per device): the flat
+    // position from the device's digits (see TileAssignment::index_of), then
+    // only the data dims of its unravelled index; one allocation.
+    if (device < 0 || device >= tiles_.num_elements()) return std::nullopt;
+    int64_t flat = 0;
+    for (const auto& f : *factors) flat = flat * f.size + (device / f.stride) % f.size;
+    const int64_t data_rank = tiled_data_rank();
+    std::vector<int64_t> index(static_cast<size_t>(data_rank));
+    for (int64_t d = tiles_.rank(); d-- > 0;) {
+      if (d < data_rank) index[static_cast<size_t>(d)] = flat % tiles_.dim(d);
+      flat /= tiles_.dim(d);
+    }
+    return index;
+  }
   auto index = tiles_.index_of(device);
   if (!index) return std::nullopt;
   index->resize(static_cast<size_t>(tiled_data_rank()));
