@@ -17,7 +17,7 @@ seed() {  # seed TARGET FILES...
 }
 seed hlo_parser_fuzz "$root"/tests/fixtures/hlo/*.hlo "$root"/workloads/examples/*.hlo
 seed sharding_fuzz "$root"/tests/fuzz/corpus/sharding/*
-seed workload_fuzz $(find "$root/workloads" -name '*.yaml')
+seed workload_fuzz $(find "$root/workloads" -name '*.yaml') "$root"/tests/fuzz/corpus/workload/*
 status=0
 for target in hlo_parser_fuzz sharding_fuzz workload_fuzz; do
   echo "fuzz: $target for ${seconds}s" >&2

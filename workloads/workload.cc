@@ -298,7 +298,7 @@ void read_sharding(const Context& ctx, const YAML::Node& node, const MeshSpec& m
   if (!node.IsMap()) ctx.fail(node, "'sharding' must map tensor names to per-dim mesh axes, e.g. ffn_in: [x, y]");
   for (auto it = node.begin(); it != node.end(); ++it) {
     std::string tensor = it->first.as<std::string>();
-    const YAML::Node& dims = it->second;
+    const YAML::Node dims = it->second;  // a copy: yaml-cpp iterators hand out temporaries
     if (!dims.IsSequence()) ctx.fail(dims, fmt::format("'sharding.{}' must be a list of mesh axes or null", tensor));
     std::vector<std::optional<std::string>> mapping;
     std::set<std::string> used;

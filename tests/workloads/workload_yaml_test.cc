@@ -207,5 +207,18 @@ TEST(WorkloadYaml, ShippedDefaultWorkloadLoads) {
   EXPECT_EQ(w.model.layers, 128);
 }
 
+// Found by the workload fuzzer (tests/fuzz, ASan: stack-use-after-scope):
+// the sharding reader kept a reference to a yaml-cpp iterator temporary.
+// Replayed here so `make sanitize` catches a regression; the file is also
+// in the fuzz seed corpus.
+TEST(WorkloadYaml, FuzzFindingShardingReaderParses) {
+  const std::string path = PODSIM_SOURCE_DIR "/tests/fuzz/corpus/workload/sharding_use_after_scope.yaml";
+  try {
+    load_workload(path);
+  } catch (const UserError&) {
+    // a positioned error is fine; a crash or another exception is not
+  }
+}
+
 }  // namespace
 }  // namespace podsim::workloads
