@@ -172,6 +172,8 @@ Commands::Commands(CLI::App& app) {
   sweep_->add_option("-o,--output", o.output, "results CSV (default stdout)");
   sweep_->add_option("--jsonl", o.jsonl, "also write one JSON object per point here");
   sweep_->add_option("--plot", o.plot, "plot file (svg|png), drawn with gnuplot");
+  sweep_->add_option("--timeout", o.timeout_seconds, "kill a point running longer than S seconds (an error row)")
+      ->check(CLI::NonNegativeNumber);
 
   regress_ = app.add_subcommand("regress", "compare workloads with tracked baselines");
   regress_->add_option("--baselines", o.baselines, "baseline folder (default reports/baselines)");
@@ -207,6 +209,7 @@ int Commands::run() const {
     sweep.output = o.output;
     sweep.jsonl = o.jsonl;
     sweep.plot = o.plot;
+    sweep.timeout_seconds = o.timeout_seconds;
     return sweep_command(sweep);
   }
   if (*regress_) {

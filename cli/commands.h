@@ -22,6 +22,7 @@ struct Options {
   int jobs = 1;
   std::vector<std::string> inputs;  // sweep: SWEEP.yaml, or "merge" + CSV files
   std::string jsonl;
+  double timeout_seconds = 0;  // sweep: kill a point running longer (0 = never)
   std::string measured;
   bool all_rows = false;
   std::string shard;
