@@ -324,7 +324,21 @@ HardwareConfig load_file(const std::string& name_or_path, int depth) {
   return load_document(doc, path.string(), depth);
 }
 
+HardwareConfig load_document_body(const YAML::Node& doc, const std::string& origin, int depth);
+
+// yaml-cpp conversion errors (a list or map where a scalar key or value is
+// expected, e.g. "? [a]: 1") become positioned UserErrors.
 HardwareConfig load_document(const YAML::Node& doc, const std::string& origin, int depth) {
+  try {
+    return load_document_body(doc, origin, depth);
+  } catch (const YAML::Exception& e) {
+    throw UserError(SourceLocation{origin, e.mark.line + 1, e.mark.column + 1},
+                    fmt::format("unexpected YAML structure: {}", e.msg),
+                    "hardware keys are plain words with number, word or list values");
+  }
+}
+
+HardwareConfig load_document_body(const YAML::Node& doc, const std::string& origin, int depth) {
   if (!doc.IsMap())
     throw UserError(location_of(doc, origin), "a hardware document must be a map of keys",
                     fmt::format("valid keys: {}", fmt::join(keys_below(""), ", ")));

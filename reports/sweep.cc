@@ -92,7 +92,20 @@ std::vector<std::string> SweepPoint::overrides(const SweepSpec& spec) const {
   return out;
 }
 
+SweepSpec parse_sweep_document(const std::string& yaml_text, const std::string& file_name);
+
+// yaml-cpp conversion errors (a list or map used as a key) become positioned
+// UserErrors.
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name) {
+  try {
+    return parse_sweep_document(yaml_text, file_name);
+  } catch (const YAML::Exception& e) {
+    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1},
+                    fmt::format("unexpected YAML structure: {}", e.msg), "sweep keys are plain dotted words");
+  }
+}
+
+SweepSpec parse_sweep_document(const std::string& yaml_text, const std::string& file_name) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);

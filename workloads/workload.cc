@@ -403,8 +403,17 @@ Workload parse_workload(const std::string& yaml_text, const std::string& file_na
                     fmt::format("malformed YAML: {}", e.msg), "check indentation and quoting near this position");
   }
   std::vector<std::pair<std::string, std::string>> hw;
-  for (const auto& o : overrides) apply_override(doc, o, hw);
-  Workload w = read_document(ctx, doc);
+  Workload w;
+  try {
+    for (const auto& o : overrides) apply_override(doc, o, hw);
+    w = read_document(ctx, doc);
+  } catch (const YAML::Exception& e) {
+    // A node yaml-cpp cannot convert where the reader expects a plain
+    // scalar (e.g. a map or list used as a key: "? [a]: 1"). Fuzzer finding.
+    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1},
+                    fmt::format("unexpected YAML structure: {}", e.msg),
+                    "keys must be plain words and values the types DESIGN.md's workload schema lists");
+  }
   w.hardware_overrides = std::move(hw);
   return w;
 }

@@ -126,5 +126,11 @@ TEST(HardwareConfig, SourcesMustNameKnownKeysWithText) {
   EXPECT_EQ(c.sources.at("ici.link_bandwidth"), "mine");
 }
 
+// A list used as a key (as the workload fuzzer found for workloads): a
+// positioned UserError, not a yaml-cpp exception escaping the loader.
+TEST(Config, ComplexKeyIsAUserError) {
+  EXPECT_THROW(load_hardware_from_string("base: tpuv3\nici:\n  ? [a, b]\n  : 1\n", "k.yaml"), UserError);
+}
+
 }  // namespace
 }  // namespace podsim::hw

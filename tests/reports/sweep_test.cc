@@ -75,6 +75,7 @@ TEST(Sweep, BadSpecsNamePosition) {
     EXPECT_NE(e.message().find("unknown sweep key 'gird'"), std::string::npos);
   }
   EXPECT_THROW(parse_sweep("grid: {a: [1]}\n", "s.yaml"), UserError);               // no base
+  EXPECT_THROW(parse_sweep("base: w.yaml\ngrid:\n  ? [a, b]\n  : [1]\n", "s.yaml"), UserError);  // complex key
   EXPECT_THROW(parse_sweep("base: w.yaml\n", "s.yaml"), UserError);                 // nothing swept
   EXPECT_THROW(parse_sweep("base: w.yaml\ngrid: {a: []}\n", "s.yaml"), UserError);  // empty list
   EXPECT_THROW(parse_sweep("base: w.yaml\ngrid: {a: [1]}\nzip: {a: [2]}\n", "s.yaml"), UserError);  // twice

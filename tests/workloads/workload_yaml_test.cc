@@ -220,5 +220,20 @@ TEST(WorkloadYaml, FuzzFindingShardingReaderParses) {
   }
 }
 
+// Fuzzer finding: a complex (non-scalar) map key made yaml-cpp throw
+// TypedBadConversion through the reader (terminate). Now a positioned
+// UserError.
+TEST(WorkloadYaml, ComplexKeyIsAPositionedError) {
+  try {
+    parse_workload("name: a\n? [x, y]\n: 1\n", "k.yaml");
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().file, "k.yaml");
+    EXPECT_GT(e.location().line, 0);
+  }
+  const std::string path = PODSIM_SOURCE_DIR "/tests/fuzz/corpus/workload/complex_key_bad_conversion.yaml";
+  EXPECT_THROW(load_workload(path), UserError);
+}
+
 }  // namespace
 }  // namespace podsim::workloads
