@@ -3,6 +3,8 @@
 // workloads/small.yaml in every format, with a trace.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -24,7 +26,9 @@ struct Result {
 };
 
 Result podsim(const std::string& args) {
-  fs::path err_file = fs::temp_directory_path() / "podsim_run_cli_test.stderr";
+  // One file per process: ctest runs tests in parallel processes, and a
+  // shared name let one test read another's stderr (a flaky failure).
+  fs::path err_file = fs::temp_directory_path() / ("podsim_run_cli_test." + std::to_string(getpid()) + ".stderr");
   std::string cmd = std::string(PODSIM_BINARY) + " " + args + " 2>" + err_file.string();
   Result r;
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -38,6 +42,7 @@ Result podsim(const std::string& args) {
   std::stringstream s;
   s << in.rdbuf();
   r.err = s.str();
+  fs::remove(err_file);
   return r;
 }
 
