@@ -46,13 +46,6 @@ class ProgressBar {
   bool tty_ = isatty(fileno(stderr)) != 0;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(SourceLocation{path, 0, 0}, "cannot read the file");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 bool gnuplot_installed() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
@@ -67,7 +60,7 @@ void plot_sweep(const reports::SweepSpec& spec, const std::string& csv_path, con
   }
   std::vector<std::string> keys = spec.swept_keys();
   if (keys.empty()) return;
-  std::vector<std::vector<std::string>> rows = reports::parse_csv(read_text(csv_path), csv_path);
+  std::vector<std::vector<std::string>> rows = reports::parse_csv(reports::read_file_text(csv_path, "sweep table"), csv_path);
   if (rows.empty()) return;
   auto column = [&](const std::string& name) {
     for (size_t i = 0; i < rows[0].size(); ++i)
@@ -119,7 +112,7 @@ int sweep_command(const SweepCommandOptions& o) {
 int sweep_merge_command(const std::vector<std::string>& inputs, const std::string& output) {
   if (inputs.empty()) throw UserError("sweep merge needs at least one CSV", "podsim sweep merge A.csv B.csv -o out.csv");
   std::vector<std::pair<std::string, std::string>> files;
-  for (const std::string& path : inputs) files.emplace_back(path, read_text(path));
+  for (const std::string& path : inputs) files.emplace_back(path, reports::read_file_text(path, "sweep table"));
   reports::write_file_atomically(output, reports::merge_sweep_csvs(files));
   return 0;
 }

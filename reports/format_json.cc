@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "reports/formats.h"
+#include "reports/sweep.h"
 
 namespace podsim::reports {
 
@@ -30,16 +31,6 @@ nlohmann::ordered_json top_op_json(const TopOp& op, bool collective) {
   return j;
 }
 
-// CSV cell: quoted when it holds a separator, quote or line break (RFC 4180).
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
 
 void flatten(const std::string& prefix, const nlohmann::ordered_json& value,
              std::vector<std::pair<std::string, std::string>>& out) {
@@ -152,8 +143,8 @@ std::string report_csv(const Report& report) {
       header += ',';
       row += ',';
     }
-    header += csv_cell(key);
-    row += csv_cell(value);
+    header += csv_quote(key);
+    row += csv_quote(value);
   }
   return header + "\n" + row + "\n";
 }

@@ -1,6 +1,8 @@
 // write_file_atomically: temp file + rename (reports/output_file.h).
 #include "reports/output_file.h"
 
+#include <sstream>
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -40,6 +42,14 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     std::filesystem::remove(tmp, ignored);
     throw UserError(SourceLocation{path, 0, 0}, "cannot move the output file into place");
   }
+}
+
+std::string read_file_text(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(SourceLocation{path, 0, 0}, fmt::format("cannot read the {}", what), "check the path");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace podsim::reports

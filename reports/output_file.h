@@ -11,4 +11,7 @@ namespace podsim::reports {
 // left behind then. An empty path or "-" writes to stdout.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// The whole file; UserError "cannot read the <what>" naming the path.
+std::string read_file_text(const std::string& path, const std::string& what = "file");
+
 }  // namespace podsim::reports

@@ -23,13 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
-std::string read_file_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(SourceLocation{path, 0, 0}, "cannot read the baseline file");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Full-string number parse: "1e-3" yes, "12abc" and "" no.
 std::optional<double> parse_number(const std::string& text) {
@@ -110,7 +103,7 @@ Baseline parse_baseline(const std::string& json_text, const std::string& file_na
   return b;
 }
 
-Baseline load_baseline(const std::string& path) { return parse_baseline(read_file_text(path), path); }
+Baseline load_baseline(const std::string& path) { return parse_baseline(read_file_text(path, "baseline file"), path); }
 
 std::vector<std::string> baseline_files(const std::string& dir) {
   std::error_code ec;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "reports/output_file.h"
 
 namespace podsim::reports {
 namespace {
@@ -70,13 +71,6 @@ SweepAxis zip_group(const YAML::Node& group, const std::string& file, std::set<s
   return axis;
 }
 
-std::string read_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(SourceLocation{path, 0, 0}, fmt::format("cannot open the {}", what), "check the path");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 }  // namespace
 
@@ -167,7 +161,7 @@ SweepSpec parse_sweep_document(const std::string& yaml_text, const std::string& 
   return spec;
 }
 
-SweepSpec load_sweep(const std::string& path) { return parse_sweep(read_file(path, "sweep file"), path); }
+SweepSpec load_sweep(const std::string& path) { return parse_sweep(read_file_text(path, "sweep file"), path); }
 
 std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
   int64_t total = 1;
