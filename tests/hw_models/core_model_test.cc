@@ -58,11 +58,15 @@ TEST(SystolicCore, StationarySideIsTheCheaperOne) {
 }
 
 TEST(SystolicCore, F32CostsConfiguredPasses) {
-  const CoreConfig core = load_hardware("tpuv3").core;
+  CoreConfig core = load_hardware("tpuv3").core;
+  // The preset is XLA's DEFAULT precision (Cloud TPU docs): f32 runs as bf16.
+  EXPECT_EQ(core.f32_matmul_passes, 1);
   MatmulWork w{4, 1024, 1024, 1024};
   const double bf16 = systolic_matmul_cycles(core, w);
   w.input = MatmulInputKind::kF32;
-  EXPECT_DOUBLE_EQ(systolic_matmul_cycles(core, w), core.f32_matmul_passes * bf16);
+  EXPECT_DOUBLE_EQ(systolic_matmul_cycles(core, w), bf16);
+  core.f32_matmul_passes = 3;  // HIGH (bf16_3x): three bf16 products
+  EXPECT_DOUBLE_EQ(systolic_matmul_cycles(core, w), 3 * bf16);
 }
 
 TEST(SystolicCore, LargeMatmulIsMxuBoundNearPeak) {
