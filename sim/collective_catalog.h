@@ -10,6 +10,9 @@
 // when its cores form a row-major grid over some physical dims of the slice
 // ([chip dims..., device in chip]) and two or more of those dims vary;
 // otherwise it is a ring in group order (e.g. a ring-preserving placement).
+// All-reduce, reduce-scatter and all-gather may also run over the members in
+// physical (core id) order when that order is a grid: the faster of the two
+// plans is kept (the bytes moved do not depend on member order).
 //
 // Fast timing of a spec: the per-group plans are merged phase by phase (flows
 // concatenated, link loads summed: the contention of the sibling groups), and

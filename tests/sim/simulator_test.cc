@@ -253,6 +253,41 @@ ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {
   EXPECT_NE(t.fallback_reason.find("not symmetric"), std::string::npos) << t.fallback_reason;
 }
 
+TEST(Simulator, AllReduceTakesTheFasterOfMeshAndPhysicalOrder) {
+  // 16 devices on a 4x4-chip slice (one device per chip, no wraparound: a
+  // corner of the 32x32 pod), placed as a snake so that mesh order is a path
+  // of one-hop neighbours but not a row-major grid. A scalar all-reduce is
+  // latency-bound: one 16-member ring costs about n/2 steps per pass, the
+  // per-dimension torus passes over the physical [4,4] grid about 2 + 2, so
+  // the catalog must pick the physical order (the bytes moved are the same
+  // whatever the order: chunk ownership is a relabelling).
+  hw::MeshLayout layout;
+  layout.mesh_shape = {16};
+  layout.physical = {4, 4, 1};
+  layout.order = hw::PlacementOrder::kExplicit;
+  layout.explicit_devices = {0, 1, 2, 3, 7, 6, 5, 4, 8, 9, 10, 11, 15, 14, 13, 12};
+  const hw::System system(hw::load_hardware("tpuv3", {{"chip.devices_per_chip", "1"}}), layout);
+  hw::CollectiveQuery ring;
+  ring.kind = hw::CollectiveKind::kAllReduce;
+  ring.bytes_per_device = 2;
+  ring.group = layout.explicit_devices;
+  hw::CollectiveQuery torus = ring;
+  torus.group = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  torus.group_shape = {4, 4};
+  const double ring_s = system.plan(ring).analytic_time_s;
+  const double torus_s = system.plan(torus).analytic_time_s;
+  ASSERT_LT(torus_s, ring_s);
+  const Timeline t = run(program_from_hlo(all_reduce_program(16, "bf16[]")), system, Fidelity::kFast);
+  EXPECT_NEAR(t.step_time_s, torus_s, 1e-12);
+
+  // A bandwidth-bound all-reduce keeps whichever order is faster too: never
+  // slower than the mesh-order ring.
+  hw::CollectiveQuery big_ring = ring;
+  big_ring.bytes_per_device = 64.0 * 1024 * 1024 * 2;
+  const Timeline big = run(program_from_hlo(all_reduce_program(16, "bf16[64,1024,1024]")), system, Fidelity::kFast);
+  EXPECT_LE(big.step_time_s, system.plan(big_ring).analytic_time_s + 1e-12);
+}
+
 TEST(Simulator, TraceHasComputeCollectiveAndLinkTracks) {
   const hw::System system = ring_system(8);
   const Timeline fast = run(program_from_hlo(overlap_program(true)), system, Fidelity::kFast, true);
