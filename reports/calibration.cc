@@ -51,6 +51,7 @@ MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file
   MeasuredSet set;
   set.file = file_name;
   if (root["source"] && root["source"].IsScalar()) set.source = root["source"].as<std::string>();
+  if (root["notes"] && root["notes"].IsScalar()) set.notes = root["notes"].as<std::string>();
   YAML::Node points = root["points"];
   if (!points || !points.IsSequence() || points.size() == 0)
     throw UserError(where(file_name, root), "the measured-numbers file has no 'points' list");
@@ -128,12 +129,13 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
   out += "| config | workload | metric | measured | predicted | error | step time (s) | MFU |\n";
   out += "|---|---|---|---|---|---|---|---|\n";
   double abs_sum = 0;
-  int ran = 0;
+  int ran = 0, within = 0;
   for (const CalibrationRow& r : rows) {
     std::string workload = std::filesystem::path(r.point.workload).filename().string();
     if (r.ok) {
       abs_sum += std::abs(r.relative_error);
       ++ran;
+      if (std::abs(r.relative_error) <= kCalibrationTolerance) ++within;
       out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% | {:.3f} | {:.1f}% |\n", r.point.config, workload,
                          r.point.metric, value_text(r.point.measured), value_text(r.predicted),
                          100 * r.relative_error, r.step_time_s, 100 * r.mfu);
@@ -143,7 +145,9 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
     }
   }
   out += fmt::format("\n{} of {} configs ran", ran, rows.size());
-  if (ran > 0) out += fmt::format("; mean |error| over them {:.1f}%", 100 * abs_sum / ran);
+  if (ran > 0)
+    out += fmt::format("; mean |error| over them {:.1f}%; {} of {} within {:.0f}%", 100 * abs_sum / ran, within,
+                       rows.size(), 100 * kCalibrationTolerance);
   out += ".\n";
   bool header = false;
   for (const CalibrationRow& r : rows) {
@@ -155,6 +159,7 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
       if (c == '|') c = '/';
     out += fmt::format("- {}: {}\n", r.point.config, error);
   }
+  if (!set.notes.empty()) out += "\n## Notes\n\n" + set.notes + (set.notes.back() == '\n' ? "" : "\n");
   return out;
 }
 

@@ -19,6 +19,10 @@
 
 namespace podsim::reports {
 
+// Issue #8's bar: a calibration config is good when |predicted/measured - 1|
+// is at most this.
+inline constexpr double kCalibrationTolerance = 0.15;
+
 struct MeasuredPoint {
   std::string config;
   std::string workload;       // as written
@@ -31,6 +35,7 @@ struct MeasuredPoint {
 struct MeasuredSet {
   std::string file;
   std::string source;
+  std::string notes;  // markdown printed under the table (analysis of the misses)
   std::vector<MeasuredPoint> points;
 };
 

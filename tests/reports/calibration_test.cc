@@ -85,8 +85,21 @@ TEST(CalibrationTest, MarkdownShowsErrorsMeanAndFailures) {
   EXPECT_NE(md.find("| Dense | dense.yaml | tokens_per_second | 4000 | 5000 | +25.0% |"), std::string::npos) << md;
   EXPECT_NE(md.find("| Moe | moe.yaml | steps_per_second | 0.5 | failed |"), std::string::npos) << md;
   // Only the run that ran enters the mean: |+25%| / 1.
-  EXPECT_NE(md.find("1 of 2 configs ran; mean |error| over them 25.0%"), std::string::npos) << md;
+  // +25% is outside the 15% bar: 0 of the 2 rows within it.
+  EXPECT_NE(md.find("1 of 2 configs ran; mean |error| over them 25.0%; 0 of 2 within 15%"), std::string::npos) << md;
   EXPECT_NE(md.find("- Moe: crashed with signal 11"), std::string::npos) << md;
+  EXPECT_EQ(md.find("## Notes"), std::string::npos) << md;
+}
+
+TEST(CalibrationTest, WithinCountAndNotes) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + "notes: |\n  Why the MoE row misses.\n", "m.yaml");
+  EXPECT_EQ(set.notes, "Why the MoE row misses.\n");
+  // 4400 / 4000 - 1 = +10% (within 15%); 1 / 2 s = 0.5 steps/s = measured (0%).
+  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
+                                      calibration_row(set.points[1], run_with(2.0, 1, 0.1))};
+  std::string md = calibration_markdown(set, rows);
+  EXPECT_NE(md.find("2 of 2 configs ran; mean |error| over them 5.0%; 2 of 2 within 15%"), std::string::npos) << md;
+  EXPECT_NE(md.find("\n## Notes\n\nWhy the MoE row misses.\n"), std::string::npos) << md;
 }
 
 TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
