@@ -54,6 +54,7 @@ class Propagator {
   PropagationStats run() {
     read_annotations();
     for (int level = 0; level <= 3; ++level) {
+      reset_clean_marks();
       bool changed = true;
       while (changed) {
         changed = false;
@@ -253,27 +254,71 @@ class Propagator {
     return true;
   }
 
+  // A sweep re-runs a rule only when it may do something new. A rule is a
+  // pure function of the shardings it reads; if its last run (at this level)
+  // changed nothing and none of those shardings was written since, running it
+  // again changes nothing either, so skipping it leaves every result, the
+  // change count and the sweep count as they were.
+  //   forward step of i: reads i and its operands (a parameter of a called
+  //     computation reads its caller's operand: never skipped);
+  //   backward step of i from user u: reads u, u's operands (i among them)
+  //     (a call user reads its callee's parameter: never skipped).
+  // clean_*[c][i] = the clock when that step last ran without a change at
+  // this level, 0 = must run.
+  void reset_clean_marks() {
+    clean_forward_.assign(static_cast<size_t>(module_.computation_count()), {});
+    clean_backward_.assign(static_cast<size_t>(module_.computation_count()), {});
+    for (CompId c : state_.reachable()) {
+      const auto n = static_cast<size_t>(module_.computation(c).size());
+      clean_forward_[static_cast<size_t>(c)].assign(n, 0);
+      clean_backward_[static_cast<size_t>(c)].assign(n, 0);
+    }
+  }
+
+  // True when neither `in` (id i) nor any of its operands was written after tick t.
+  bool unchanged_since(CompId c, InstrId i, const Instruction& in, uint64_t t) const {
+    if (t == 0 || state_.changed_since({c, i}, t)) return false;
+    for (InstrId op : in.operands)
+      if (state_.changed_since({c, op}, t)) return false;
+    return true;
+  }
+
   bool sweep(CompId c, int level) {
     const Computation& comp = module_.computation(c);
+    std::vector<uint64_t>& clean_forward = clean_forward_[static_cast<size_t>(c)];
+    std::vector<uint64_t>& clean_backward = clean_backward_[static_cast<size_t>(c)];
     bool changed = false;
-    for (InstrId i = 0; i < comp.size(); ++i)
+    for (InstrId i = 0; i < comp.size(); ++i) {
+      const Instruction& in = comp.instr(i);
+      uint64_t& clean = clean_forward[static_cast<size_t>(i)];
+      if (in.opcode != Opcode::kParameter && unchanged_since(c, i, in, clean)) continue;
+      bool step_changed = false;
       for (const Sharding& cand : propagation::forward_candidates(state_, {c, i}, level))
-        changed |= improve({c, i}, cand, level);
+        step_changed |= improve({c, i}, cand, level);
+      clean = step_changed ? 0 : state_.clock();
+      changed |= step_changed;
+    }
     for (InstrId i = comp.size() - 1; i >= 0; --i) {
+      uint64_t& clean = clean_backward[static_cast<size_t>(i)];
+      const uint64_t clean_since = clean;
+      bool step_changed = false;
       for (InstrId u : state_.users({c, i})) {
         const Instruction& user = comp.instr(u);
+        if (user.opcode != Opcode::kCall && unchanged_since(c, u, user, clean_since)) continue;
         for (int k = 0; k < user.operand_count(); ++k) {
           if (user.operand(k) != i) continue;
           if (user.opcode == Opcode::kGetTupleElement) {
             if (auto fast = improve_from_get_tuple_element({c, i}, {c, u}, level)) {
-              changed |= *fast;
+              step_changed |= *fast;
               continue;
             }
           }
           if (auto cand = propagation::backward_candidate(state_, {c, u}, k, level))
-            changed |= improve({c, i}, *cand, level);
+            step_changed |= improve({c, i}, *cand, level);
         }
       }
+      clean = step_changed ? 0 : state_.clock();
+      changed |= step_changed;
     }
     return changed;
   }
@@ -300,6 +345,7 @@ class Propagator {
   PropagationStats stats_;
   std::map<std::pair<int64_t, ShardGroup::Kind>, std::vector<ValueRef>> groups_;
   std::map<ValueRef, std::vector<int64_t>> open_dims_;
+  std::vector<std::vector<uint64_t>> clean_forward_, clean_backward_;  // see sweep()
 };
 
 }  // namespace

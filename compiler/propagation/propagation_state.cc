@@ -9,6 +9,7 @@ PropagationState::PropagationState(const Module& module) : module_(module) {
   const size_t n = static_cast<size_t>(module.computation_count());
   shardings_.resize(n);
   provided_.resize(n);
+  changed_at_.resize(n);
   users_.resize(n);
   callers_.resize(n);
   // Computations reachable from the entry through while and call (reduce and
@@ -33,6 +34,7 @@ PropagationState::PropagationState(const Module& module) : module_(module) {
     const Computation& comp = module.computation(c);
     shardings_[idx(c)].resize(static_cast<size_t>(comp.size()));
     provided_[idx(c)].assign(static_cast<size_t>(comp.size()), false);
+    changed_at_[idx(c)].assign(static_cast<size_t>(comp.size()), 0);
     users_[idx(c)] = comp.compute_users();
   }
   for (CompId c : reachable_) {
@@ -73,16 +75,21 @@ void PropagationState::add_group(std::vector<ValueRef> members) {
 void PropagationState::set_provided(ValueRef r, Sharding s) {
   shardings_[idx(r.comp)][idx(r.instr)] = std::move(s);
   provided_[idx(r.comp)][idx(r.instr)] = true;
+  stamp(r);
 }
 
 void PropagationState::set(ValueRef r, const Sharding& s) {
   auto it = group_of_.find(r);
   if (it == group_of_.end()) {
     shardings_[idx(r.comp)][idx(r.instr)] = s;
+    stamp(r);
     return;
   }
-  for (const auto& m : groups_[static_cast<size_t>(it->second)])
-    if (!provided(m)) shardings_[idx(m.comp)][idx(m.instr)] = s;
+  for (const auto& m : groups_[static_cast<size_t>(it->second)]) {
+    if (provided(m)) continue;
+    shardings_[idx(m.comp)][idx(m.instr)] = s;
+    stamp(m);
+  }
 }
 
 void PropagationState::sync_provided_groups() {

@@ -3,8 +3,13 @@
 // users lists, and control-flow groups whose members must agree (a while, its
 // body parameter and root and its condition parameter; a call and its
 // callee's root). Not part of the public API.
+//
+// Every write of a sharding stamps the value with a tick of a change clock,
+// so the engine can skip re-running a rule whose inputs did not change since
+// it last ran and changed nothing (same inputs, same outcome).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <vector>
@@ -37,6 +42,10 @@ class PropagationState {
   bool provided(ValueRef r) const { return provided_[idx(r.comp)][idx(r.instr)]; }
   const std::vector<InstrId>& users(ValueRef r) const { return users_[idx(r.comp)][idx(r.instr)]; }
   const std::optional<CallSite>& caller(CompId c) const { return callers_[idx(c)]; }
+  // The change clock: ticks once per sharding write; starts at 1.
+  uint64_t clock() const { return clock_; }
+  // True when the value's sharding (or provided flag) was written after tick `t`.
+  bool changed_since(ValueRef r, uint64_t t) const { return changed_at_[idx(r.comp)][idx(r.instr)] > t; }
 
   // Sets a user annotation (provided; never overwritten).
   void set_provided(ValueRef r, Sharding s);
@@ -50,11 +59,14 @@ class PropagationState {
  private:
   static size_t idx(int32_t i) { return static_cast<size_t>(i); }
   void add_group(std::vector<ValueRef> members);
+  void stamp(ValueRef r) { changed_at_[idx(r.comp)][idx(r.instr)] = ++clock_; }
 
   const Module& module_;
   std::vector<CompId> reachable_;
   std::vector<std::vector<std::optional<Sharding>>> shardings_;
   std::vector<std::vector<bool>> provided_;
+  std::vector<std::vector<uint64_t>> changed_at_;  // tick of the last write, 0 = never
+  uint64_t clock_ = 1;
   std::vector<std::vector<std::vector<InstrId>>> users_;
   std::vector<std::optional<CallSite>> callers_;
   std::map<ValueRef, int> group_of_;
