@@ -7,18 +7,24 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "common/checked_math.h"
 #include "common/error.h"
 #include "hw_models/ici/placement.h"
 
 namespace podsim::workloads {
 
 int64_t MeshSpec::device_count() const {
+  // read_mesh caps the product at kMaxDevices, so a loaded mesh never
+  // overflows; a hand-built one that would is reported as -1.
   int64_t n = 1;
-  for (const auto& [name, size] : axes) n *= size;
+  for (const auto& [name, size] : axes)
+    if (std::optional<int64_t> next = checked_mul(n, size)) n = *next;
+    else return -1;
   return n;
 }
 
@@ -47,13 +53,44 @@ std::string closest(const std::string& key, const std::vector<std::string>& vali
   return best_d <= std::max<size_t>(2, key.size() / 3) ? best : "";
 }
 
+// Size limits (issue 9: absurd sizes are input errors, not overflows).
+// Bytes and element counts downstream (shapes, memory sums, peak memory) are
+// int64; these caps keep them exact with room to spare. One array holds at
+// most 2^50 elements (x 8 bytes = 2^53 B); all weights, and all activations
+// over all layers, at most 2^52 elements each (x 8 bytes = 2^55 B), leaving a
+// factor 2^8 below 2^63 for the sums of copies (gradients, optimizer state,
+// remat and pipeline buffers). The shipped dense_1t_2048 uses ~2^40 weight
+// and ~2^44 activation elements. Layers are unrolled into the program
+// (compile time grows faster than linearly: 1024 layers of small.yaml take
+// ~5 minutes), so more than kMaxLayers is rejected rather than left to hang.
+constexpr int64_t kMaxArrayElements = int64_t{1} << 50;
+constexpr int64_t kMaxTotalElements = int64_t{1} << 52;
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxDevices = int64_t{1} << 20;
+
 class Context {
  public:
   explicit Context(std::string file) : file_(std::move(file)) {}
   SourceLocation at(const YAML::Node& n) const {
+    // A value given with --set has marks into its own text: name the flag.
+    for (const auto& [node, assignment] : overrides_)
+      if (n.is(node)) return SourceLocation{"--set " + assignment, 0, 0};
     const YAML::Mark m = n.Mark();
     if (m.line < 0) return SourceLocation{file_, 0, 0};
     return SourceLocation{file_, m.line + 1, m.column + 1};
+  }
+  // Records a --set value and every node inside it.
+  void add_override(const YAML::Node& value, const std::string& assignment) {
+    overrides_.emplace_back(value, assignment);
+    if (value.IsMap() || value.IsSequence())
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (value.IsMap()) {
+          add_override(it->first, assignment);
+          add_override(it->second, assignment);
+        } else {
+          add_override(*it, assignment);
+        }
+      }
   }
   [[noreturn]] void fail(const YAML::Node& n, const std::string& msg, const std::string& hint = "") const {
     throw UserError(at(n), msg, hint);
@@ -62,6 +99,7 @@ class Context {
 
  private:
   std::string file_;
+  std::vector<std::pair<YAML::Node, std::string>> overrides_;  // --set values and their "key=value"
 };
 
 // Reads the keys of one mapping; finish() rejects the keys nobody asked for.
@@ -168,6 +206,10 @@ void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
     for (const auto& [n, s] : mesh.axes)
       if (n == name) ctx.fail(it->first, fmt::format("mesh axis '{}' appears twice", name));
     mesh.axes.emplace_back(name, as_int(ctx, it->second, "mesh.axes." + name));
+    const int64_t devices = mesh.device_count();  // -1 on int64 overflow
+    if (devices < 0 || devices > kMaxDevices)
+      ctx.fail(it->second, fmt::format("the mesh axes multiply to more than {} devices", kMaxDevices),
+               "podsim simulates up to 2^20 devices (a TPU v3 pod has 2048); check the axis sizes");
   }
   if (YAML::Node p = r.get("physical")) {
     if (!p.IsSequence() || p.size() < 2)
@@ -327,7 +369,8 @@ void read_sharding(const Context& ctx, const YAML::Node& node, const MeshSpec& m
 
 // Applies "a.b.c=value" to the document, creating maps as needed. The value
 // is parsed as YAML so numbers, lists and maps work ("mesh.axes={x: 8}").
-void apply_override(YAML::Node root, const std::string& assignment, std::vector<std::pair<std::string, std::string>>& hw) {
+void apply_override(Context& ctx, YAML::Node root, const std::string& assignment,
+                    std::vector<std::pair<std::string, std::string>>& hw) {
   SourceLocation where{"--set " + assignment, 0, 0};
   auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -359,6 +402,99 @@ void apply_override(YAML::Node root, const std::string& assignment, std::vector<
     chain.push_back(next);
   }
   chain.back()[parts.back()] = parsed;
+  ctx.add_override(parsed, assignment);
+}
+
+// One size the model implies (an array, or a sum over layers), the model
+// keys it multiplies, and its element count (nullopt: beyond int64).
+struct ImpliedSize {
+  std::string what;
+  std::vector<const char*> keys;
+  std::optional<int64_t> elements;
+  int64_t limit = kMaxArrayElements;
+};
+
+// Rejects models whose arrays or totals exceed the limits above, at the
+// largest of the keys that make the size (usually the absurd one).
+void check_model_sizes(const Context& ctx, const YAML::Node& model_node, const ModelSpec& m) {
+  if (m.layers > kMaxLayers)
+    ctx.fail(model_node["layers"], fmt::format("'model.layers' is {}, more than the {} podsim builds", m.layers, kMaxLayers),
+             "every layer is unrolled into the program; deeper stacks take hours to compile");
+  using std::optional;
+  auto mul = [](std::initializer_list<int64_t> f) { return checked_product(f); };
+  const int64_t ffn_matrices = m.ffn == "gated_gelu" ? 3 : 2;
+  const bool moe = m.kind == "moe_transformer";
+  const int64_t experts = moe ? m.experts : 1;
+  const int64_t tokens_factor_k = moe ? m.top_k : 1;
+  // Capacity factor rounded up: the dispatch tensor bound below is an upper bound.
+  const auto capacity_factor = static_cast<int64_t>(std::ceil(std::min(m.capacity_factor, 1e6)));
+  const int64_t group = moe && m.group_size > 0 ? m.group_size : 0;
+  const optional<int64_t> tokens = mul({m.global_batch, m.seq_len});
+  // GShard dispatch [groups, group_size, experts, capacity] ~ tokens x
+  // group_size x top_k x capacity_factor (capacity = cf x k x group / E); the
+  // group is at most all tokens.
+  const optional<int64_t> dispatch =
+      moe ? checked_mul(checked_mul(tokens, group > 0 ? optional<int64_t>(group) : tokens),
+                        mul({tokens_factor_k, capacity_factor}))
+          : optional<int64_t>(0);
+  const optional<int64_t> attention_weights = mul({4, m.model_dim, m.heads, m.head_dim});
+  const optional<int64_t> ffn_weights = mul({ffn_matrices, m.model_dim, m.ffn_dim, experts});
+  const optional<int64_t> layer_activations = checked_add(
+      checked_add(checked_mul(tokens, checked_add(checked_add(m.model_dim, m.ffn_dim), mul({m.heads, m.head_dim}))),
+                  mul({m.global_batch, m.heads, m.seq_len, m.seq_len})),
+      checked_add(checked_mul(tokens, optional<int64_t>(experts)), dispatch));
+  const std::vector<ImpliedSize> sizes = {
+      {"an activation [global_batch, seq_len, model_dim]", {"global_batch", "seq_len", "model_dim"},
+       mul({m.global_batch, m.seq_len, m.model_dim})},
+      {"an FFN activation [global_batch, seq_len, ffn_dim]", {"global_batch", "seq_len", "ffn_dim"},
+       mul({m.global_batch, m.seq_len, m.ffn_dim})},
+      {"the attention scores [global_batch, heads, seq_len, seq_len]", {"global_batch", "heads", "seq_len"},
+       mul({m.global_batch, m.heads, m.seq_len, m.seq_len})},
+      {"the logits [global_batch, seq_len, vocab]", {"global_batch", "seq_len", "vocab"},
+       mul({m.global_batch, m.seq_len, m.vocab})},
+      {"an FFN weight [model_dim, ffn_dim] (x experts)", {"model_dim", "ffn_dim", "experts"},
+       mul({m.model_dim, m.ffn_dim, experts})},
+      {"an attention weight [model_dim, heads, head_dim]", {"model_dim", "heads", "head_dim"},
+       mul({m.model_dim, m.heads, m.head_dim})},
+      {"the embedding [vocab, model_dim]", {"vocab", "model_dim"}, mul({m.vocab, m.model_dim})},
+      {"the MoE dispatch [groups, group_size, experts, capacity]",
+       {"global_batch", "seq_len", "group_size", "top_k", "experts"}, dispatch},
+      {"all weights (layers x (attention + FFN) + embedding)",
+       {"layers", "model_dim", "ffn_dim", "experts", "heads", "head_dim", "vocab"},
+       checked_add(checked_mul(optional<int64_t>(m.layers), checked_add(attention_weights, ffn_weights)),
+                   mul({m.vocab, m.model_dim})),
+       kMaxTotalElements},
+      {"all activations (layers x per-layer activations + logits)",
+       {"layers", "global_batch", "seq_len", "model_dim", "ffn_dim", "heads"},
+       checked_add(checked_mul(optional<int64_t>(m.layers), layer_activations), mul({m.global_batch, m.seq_len, m.vocab})),
+       kMaxTotalElements},
+  };
+  for (const ImpliedSize& size : sizes) {
+    if (size.elements && *size.elements <= size.limit) continue;
+    // Point at the largest key that makes this size: the absurd value.
+    const char* culprit = nullptr;
+    int64_t largest = -1;
+    for (const char* key : size.keys) {
+      const YAML::Node n = model_node[key];
+      if (!n || !n.IsScalar()) continue;
+      int64_t v = 0;
+      try {
+        v = std::stoll(n.Scalar());
+      } catch (...) {
+        continue;
+      }
+      if (v > largest) largest = v, culprit = key;
+    }
+    const std::string amount = size.elements ? fmt::format("{} elements", *size.elements) : "more than 2^63 elements";
+    const int limit_log2 = size.limit == kMaxTotalElements ? 52 : 50;
+    if (!culprit) ctx.fail(model_node, fmt::format("the model is too large: {} holds {}", size.what, amount));
+    ctx.fail(model_node[culprit],
+             fmt::format("the model is too large: {} holds {}, over podsim's limit of 2^{}", size.what, amount,
+                         limit_log2),
+             fmt::format("podsim counts bytes in 64-bit integers and keeps sizes far below overflow; "
+                         "check 'model.{}'",
+                         culprit));
+  }
 }
 
 Workload read_document(const Context& ctx, YAML::Node doc) {
@@ -375,6 +511,7 @@ Workload read_document(const Context& ctx, YAML::Node doc) {
   r.finish();
   const ModelSpec& m = w.model;
   if (m.kind != "hlo") {
+    check_model_sizes(ctx, doc["model"], m);
     if (m.global_batch % w.training.microbatches != 0)
       ctx.fail(doc["model"]["global_batch"],
                fmt::format("model.global_batch ({}) is not divisible by training.microbatches ({})", m.global_batch,
@@ -405,7 +542,7 @@ Workload parse_workload(const std::string& yaml_text, const std::string& file_na
   std::vector<std::pair<std::string, std::string>> hw;
   Workload w;
   try {
-    for (const auto& o : overrides) apply_override(doc, o, hw);
+    for (const auto& o : overrides) apply_override(ctx, doc, o, hw);
     w = read_document(ctx, doc);
   } catch (const YAML::Exception& e) {
     // A node yaml-cpp cannot convert where the reader expects a plain

@@ -237,3 +237,81 @@ TEST(WorkloadYaml, ComplexKeyIsAPositionedError) {
 
 }  // namespace
 }  // namespace podsim::workloads
+
+namespace podsim::workloads {
+namespace {
+
+// Absurd sizes (issue 9) are positioned input errors, never int64 overflows.
+// kValid's lines: 8 model_dim, 7 layers, 14 global_batch; a value starts at
+// column 3 + len("key: ").
+
+TEST(WorkloadYaml, AbsurdModelDimPointsAtTheKey) {
+  // [global_batch, seq_len, model_dim] = 8 x 32 x 10^15 = 2.56e17 elements,
+  // over 2^50 = 1.13e15.
+  UserError e = expect_error(replace(kValid, "model_dim: 64", "model_dim: 1000000000000000"));
+  EXPECT_EQ(e.location().line, 8);
+  EXPECT_EQ(e.location().column, 14);  // "  model_dim: " is 13 characters
+  EXPECT_NE(e.message().find("too large"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("256000000000000000 elements"), std::string::npos) << e.what();
+  EXPECT_NE(e.hint().find("model.model_dim"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, ProductBeyondInt64IsReportedNotWrapped) {
+  // 2^62 x 32 x 64 overflows int64: "more than 2^63", at global_batch.
+  UserError e = expect_error(replace(kValid, "global_batch: 8", "global_batch: 4611686018427387904"));
+  EXPECT_EQ(e.location().line, 14);
+  EXPECT_EQ(e.location().column, 17);  // "  global_batch: " is 16 characters
+  EXPECT_NE(e.message().find("more than 2^63 elements"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, TotalOverAllLayersIsCapped) {
+  // Every single array fits (d x f = 2^22 x 2^22 = 2^44 <= 2^50), but the
+  // weights of 1024 layers of 3 x 2^44 (gated FFN) = 3 x 2^54 exceed 2^52.
+  UserError e = expect_error(
+      replace(replace(replace(kValid, "model_dim: 64", "model_dim: 4194304"), "ffn_dim: 256", "ffn_dim: 4194304"),
+              "layers: 2", "layers: 1024"),
+      {"model.global_batch=1", "model.seq_len=1", "training.microbatches=1"});
+  EXPECT_NE(e.message().find("all weights"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("2^52"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, LayersBeyondTheUnrollLimit) {
+  UserError e = expect_error(replace(kValid, "layers: 2", "layers: 9223372036854775807"));
+  EXPECT_EQ(e.location().line, 7);
+  EXPECT_EQ(e.location().column, 11);  // "  layers: " is 10 characters
+  EXPECT_NE(e.message().find("more than the 1024"), std::string::npos) << e.what();
+  // One past int64 is not an integer podsim can read at all.
+  UserError past = expect_error(replace(kValid, "layers: 2", "layers: 9223372036854775808"));
+  EXPECT_NE(past.message().find("must be an integer"), std::string::npos) << past.what();
+  // The limit itself loads.
+  EXPECT_EQ(parse_workload(kValid, "w.yaml", {"model.layers=1024"}).model.layers, 1024);
+}
+
+TEST(WorkloadYaml, MeshDeviceCountOverflowIsAnError) {
+  // 2^32 x 2^32 = 2^64 wraps to 0 in unchecked int64; here it is caught at y.
+  UserError e = expect_error(replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 4294967296, y: 4294967296}"));
+  EXPECT_EQ(e.location().line, 4);
+  EXPECT_NE(e.message().find("more than 1048576 devices"), std::string::npos) << e.what();
+}
+
+TEST(WorkloadYaml, ErrorInAnOverrideNamesTheFlagNotLineOne) {
+  // A --set value has its own text; its marks are not positions in w.yaml.
+  UserError e = expect_error(kValid, {"model.heads=four"});
+  EXPECT_EQ(e.location().file, "--set model.heads=four");
+  EXPECT_EQ(e.location().line, 0);
+  EXPECT_NE(e.message().find("'model.heads' must be an integer"), std::string::npos) << e.what();
+  // Inside a mapping given whole: the key reader names the flag too.
+  UserError nested = expect_error(kValid, {"mesh.axes={x: 2, y: zero}"});
+  EXPECT_EQ(nested.location().file, "--set mesh.axes={x: 2, y: zero}");
+}
+
+TEST(WorkloadYaml, ShippedWorkloadsAreWithinTheSizeLimits) {
+  for (const char* name : {"small", "dense_128b_8x8", "dense_128b_16x16", "dense_1t_16x16", "dense_1t_2048",
+                           "moe_37b_128", "moe_600b_2048", "moe_1t_2048"}) {
+    const std::string path = fmt::format("{}/workloads/{}.yaml", PODSIM_SOURCE_DIR, name);
+    EXPECT_NO_THROW(load_workload(path)) << path;
+  }
+}
+
+}  // namespace
+}  // namespace podsim::workloads
