@@ -132,7 +132,9 @@ int run_workload(const Options& o) {
     request.progress = [&progress](const std::string& stage, double fraction) { progress.update(stage, fraction); };
   reports::RunResult result = reports::run_workload(request);
   progress.finish();
-  std::string text = reports::format_report(result.report, format);
+  reports::FormatOptions format_options;
+  format_options.wall_times = o.timings;
+  std::string text = reports::format_report(result.report, format, format_options);
   if (!o.trace.empty())
     reports::write_file_atomically(o.trace, reports::trace_json(result.timeline, result.report.workload));
   reports::write_file_atomically(o.output, text);
@@ -156,6 +158,8 @@ Commands::Commands(CLI::App& app) {
   run_->add_option("--fidelity", o.fidelity, "fast|full")->check(CLI::IsMember({"fast", "full"}));
   run_->add_option("--trace", o.trace, "write a Chrome/Perfetto trace JSON");
   run_->add_option("-o,--output", o.output, "write the report here instead of stdout");
+  run_->add_flag("--timings", o.timings,
+                 "json/csv: add compile_wall_s and simulate_wall_s (left out by default: same input, same bytes)");
 
   partition_ = app.add_subcommand("partition", "propagate shardings and partition into one SPMD program");
   partition_->add_option("input", o.input, "workload YAML or XLA HLO text module")->required();

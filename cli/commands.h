@@ -19,6 +19,7 @@ struct Options {
   std::string output;
   bool verify = false;
   bool propagate_only = false;
+  bool timings = false;  // run: wall times in json/csv (reports::FormatOptions)
   int jobs = 1;
   std::vector<std::string> inputs;  // sweep: SWEEP.yaml, or "merge" + CSV files
   std::string jsonl;

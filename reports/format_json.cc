@@ -1,6 +1,7 @@
 // JSON and CSV forms of a Report. Key order is insertion order
 // (nlohmann::ordered_json) and numbers print as the shortest text that reads
-// back to the same double, so output is byte-for-byte deterministic.
+// back to the same double, so output is byte-for-byte deterministic (the wall
+// times, which are not, only with FormatOptions::wall_times).
 #include <fmt/format.h>
 
 #include "common/error.h"
@@ -53,17 +54,17 @@ Format format_from_name(const std::string& name) {
   throw UserError(fmt::format("unknown report format '{}'", name), "use one of: table, json, csv, markdown");
 }
 
-std::string format_report(const Report& report, Format format) {
+std::string format_report(const Report& report, Format format, const FormatOptions& options) {
   switch (format) {
     case Format::kTable: return report_table(report);
-    case Format::kJson: return report_json(report);
-    case Format::kCsv: return report_csv(report);
+    case Format::kJson: return report_json(report, options);
+    case Format::kCsv: return report_csv(report, options);
     case Format::kMarkdown: return report_markdown(report);
   }
   return report_table(report);
 }
 
-nlohmann::ordered_json report_to_json(const Report& r) {
+nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& options) {
   nlohmann::ordered_json j;
   j["workload"] = r.workload;
   j["hardware"] = r.hardware;
@@ -120,15 +121,20 @@ nlohmann::ordered_json report_to_json(const Report& r) {
   nlohmann::ordered_json top_collectives = nlohmann::ordered_json::array();
   for (const TopOp& op : r.top_collectives) top_collectives.push_back(top_op_json(op, true));
   j["top_collectives"] = top_collectives;
-  j["compile_wall_s"] = r.compile_wall_s;
-  j["simulate_wall_s"] = r.simulate_wall_s;
+  if (options.wall_times) {
+    j["compile_wall_s"] = r.compile_wall_s;
+    j["simulate_wall_s"] = r.simulate_wall_s;
+  }
   return j;
 }
 
-std::string report_json(const Report& report) { return report_to_json(report).dump(2) + "\n"; }
+std::string report_json(const Report& report, const FormatOptions& options) {
+  return report_to_json(report, options).dump(2) + "\n";
+}
 
-std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report& report) {
-  nlohmann::ordered_json j = report_to_json(report);
+std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report& report,
+                                                                    const FormatOptions& options) {
+  nlohmann::ordered_json j = report_to_json(report, options);
   j.erase("top_ops");
   j.erase("top_collectives");
   std::vector<std::pair<std::string, std::string>> fields;
@@ -136,9 +142,9 @@ std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report
   return fields;
 }
 
-std::string report_csv(const Report& report) {
+std::string report_csv(const Report& report, const FormatOptions& options) {
   std::string header, row;
-  for (const auto& [key, value] : report_flat_fields(report)) {
+  for (const auto& [key, value] : report_flat_fields(report, options)) {
     if (!header.empty()) {
       header += ',';
       row += ',';

@@ -16,20 +16,31 @@ namespace podsim::reports {
 
 enum class Format { kTable, kJson, kCsv, kMarkdown };
 
+// What the machine formats (json, csv) carry besides the simulated results.
+struct FormatOptions {
+  // compile_wall_s and simulate_wall_s are wall-clock times of this process,
+  // different on every run. Left out by default so that json and csv are
+  // byte-identical for the same input, whatever -j (issue 9: determinism);
+  // `podsim run --timings` puts them back (last keys / columns). table and
+  // markdown, read by people, always show them.
+  bool wall_times = false;
+};
+
 // "table" | "json" | "csv" | "markdown"; UserError otherwise.
 Format format_from_name(const std::string& name);
 
-std::string format_report(const Report& report, Format format);
+std::string format_report(const Report& report, Format format, const FormatOptions& options = {});
 
 // One JSON object, keys in a fixed order (DESIGN.md lists the required ones).
-nlohmann::ordered_json report_to_json(const Report& report);
-std::string report_json(const Report& report);  // pretty, ends with a newline
+nlohmann::ordered_json report_to_json(const Report& report, const FormatOptions& options = {});
+std::string report_json(const Report& report, const FormatOptions& options = {});  // pretty, ends with a newline
 
 // Flat "dotted.key" -> value text, fixed columns for every run (the csv row,
 // and the sweep tables later). Nested json objects become dotted keys; top-op
 // lists are left out.
-std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report& report);
-std::string report_csv(const Report& report);  // header line + one row
+std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report& report,
+                                                                    const FormatOptions& options = {});
+std::string report_csv(const Report& report, const FormatOptions& options = {});  // header line + one row
 
 std::string report_table(const Report& report);
 std::string report_markdown(const Report& report);
