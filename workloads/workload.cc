@@ -403,6 +403,9 @@ void apply_override(Context& ctx, YAML::Node root, const std::string& assignment
   }
   chain.back()[parts.back()] = parsed;
   ctx.add_override(parsed, assignment);
+  // The key node operator[] created has no position either (an unknown key).
+  for (auto it = chain.back().begin(); it != chain.back().end(); ++it)
+    if (it->second.is(parsed)) ctx.add_override(it->first, assignment);
 }
 
 // One size the model implies (an array, or a sum over layers), the model

@@ -303,6 +303,10 @@ TEST(WorkloadYaml, ErrorInAnOverrideNamesTheFlagNotLineOne) {
   // Inside a mapping given whole: the key reader names the flag too.
   UserError nested = expect_error(kValid, {"mesh.axes={x: 2, y: zero}"});
   EXPECT_EQ(nested.location().file, "--set mesh.axes={x: 2, y: zero}");
+  // An unknown key brought in by --set.
+  UserError key = expect_error(kValid, {"model.top_k=2"});
+  EXPECT_EQ(key.location().file, "--set model.top_k=2");
+  EXPECT_NE(key.message().find("unknown key 'top_k'"), std::string::npos) << key.what();
 }
 
 TEST(WorkloadYaml, ShippedWorkloadsAreWithinTheSizeLimits) {
