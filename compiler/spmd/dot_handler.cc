@@ -21,6 +21,14 @@ const EinsumLabel* label_at(const EinsumSpec& spec, EinsumSide side, int64_t dim
   return nullptr;
 }
 
+// Does one loop step's dot (step_flops) last at least as long as its
+// permute of `permuted_bytes` (halved per link direction when
+// bidirectional)? partitioner.h derives the flops-per-byte threshold.
+bool step_hides_permute(const SpmdOptions& options, double step_flops, double permuted_bytes) {
+  const double directions = options.windowed_einsum_bidirectional ? 2.0 : 1.0;
+  return step_flops >= options.windowed_einsum_min_flops_per_byte * permuted_bytes / directions;
+}
+
 // The windowed form of 3.5 for operand `side`, if the plan would all-gather
 // exactly one of its dims (a contracting dim or its own free dim) and the
 // options allow it.
@@ -39,12 +47,12 @@ std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const 
   if (gathered.size() != 1 || partially_replicate_on_dims(value.sharding, gathered) != needed) return std::nullopt;
   const int64_t p = tile_count(value.sharding, gathered[0]);
   if (p > options.windowed_einsum_max_devices) return std::nullopt;
-  // Per step: 2 * (local multiply-adds of the plan) / p flops against one
-  // permuted chunk (this device's shard of the operand).
+  // Cost comparison (partitioner.h): per step 2 * (local multiply-adds of
+  // the plan) / p flops against one permuted chunk (this device's shard of
+  // the operand), split over the link directions used.
   double chunk_bytes = static_cast<double>(dtype_bytes(value.base_shape.dtype()));
   for (int64_t e : shard_shape(value.sharding, value.base_shape.dims())) chunk_bytes *= static_cast<double>(e);
-  const double step_flops = 2 * plan.cost.flops / static_cast<double>(p);
-  if (step_flops < options.windowed_einsum_min_flops_per_byte * chunk_bytes) return std::nullopt;
+  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), chunk_bytes)) return std::nullopt;
   const EinsumLabel* label = label_at(spec, side_of(side), gathered[0]);
   if (label == nullptr) return std::nullopt;
   const LabelKind own_free = side == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree;
@@ -53,6 +61,7 @@ std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const 
   w.windowed_side = side;
   w.windowed = value;
   w.windowed_dim = gathered[0];
+  w.bidirectional = options.windowed_einsum_bidirectional;
   if (label->kind == LabelKind::kContracting) {
     w.other_dim = spec.dim_of(*label, side_of(1 - side));
   } else if (label->kind == own_free) {
@@ -82,8 +91,7 @@ std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const Spm
   // Per step: 2 * multiply-adds / p flops against one block of the result.
   double block_bytes = static_cast<double>(dtype_bytes(out.dtype())) / static_cast<double>(p);
   for (int64_t x : shard_shape(plan.local_out, out.dims())) block_bytes *= static_cast<double>(x);
-  if (2 * plan.cost.flops / static_cast<double>(p) < options.windowed_einsum_min_flops_per_byte * block_bytes)
-    return std::nullopt;
+  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), block_bytes)) return std::nullopt;
   WindowedReduceScatter w;
   w.original = &in.original;
   w.sliced_side = label->kind == LabelKind::kLhsFree ? 0 : 1;
@@ -92,6 +100,7 @@ std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const Spm
   w.groups = groups;
   w.target = in.target;
   w.base_shape = out;
+  w.bidirectional = options.windowed_einsum_bidirectional;
   return w;
 }
 

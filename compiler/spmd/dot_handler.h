@@ -29,6 +29,7 @@ struct WindowedDot {
   InstrId other_local = kNoId;  // the other operand as the plan needs it
   int64_t other_dim = -1;       // contracting: the other operand's matching dim
   int64_t out_dim = -1;         // free dim: the result dim it becomes
+  bool bidirectional = false;   // halves of the shard travel both ways round the ring
 };
 // Returns the local result: as the plain local dot of the plan would be
 // (partial sums still to combine when the plan has them).
@@ -47,6 +48,7 @@ struct WindowedReduceScatter {
   ReplicaGroups groups;
   Sharding target;  // device k of each group holds tile k of out_dim
   Shape base_shape;
+  bool bidirectional = false;  // halves of each block travel both ways round the ring
 };
 InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceScatter& w);
 
@@ -54,8 +56,10 @@ InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceS
 // Local result dims of `original` on operands of these shapes.
 std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& original, const Shape& lhs,
                                       const Shape& rhs);
-// Pairs that move a value from group position j + 1 to j (mod p) in every group.
-std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context, const ReplicaGroups& groups);
+// Pairs that move a value from group position j + 1 to j (mod p) in every
+// group (direction +1), or from j to j + 1 (direction -1).
+std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context, const ReplicaGroups& groups,
+                                                    int64_t direction = 1);
 // Step of a counted loop: (body builder, state elements incl. the counter
 // last, counter + 1) -> new state elements without the counter.
 using LoopStep = std::function<std::vector<InstrId>(ComputationBuilder&, const std::vector<InstrId>&, InstrId)>;

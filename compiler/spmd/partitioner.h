@@ -28,11 +28,28 @@ struct SpmdOptions {
   int64_t windowed_einsum_threshold_bytes = int64_t{256} << 20;
   // Rings longer than this keep the all-gather (XLA's limit: p <= 32).
   int64_t windowed_einsum_max_devices = 32;
-  // Overlap test: a step's dot must do at least this many flops (2 per
-  // multiply-add) per byte of the chunk it permutes, or the permute would
-  // not hide behind it (a TPUv3 core: ~61 TFLOP/s bf16 over ~70 GB/s of one
-  // ICI link -> ~900). 0 disables the test.
-  double windowed_einsum_min_flops_per_byte = 0;
+  // Cost comparison with the plain all-gather (dot_handler.cc): the loop
+  // hides a step's permute only if the step's dot lasts at least as long;
+  // when it does not, the loop is communication-bound and an async
+  // all-gather, which the latency-hiding scheduler prefetches ahead of the
+  // layer (compiler/pipeline/schedule.h), is better. So the loop is used iff
+  //   step flops / peak >= bytes per link direction per step / link bandwidth
+  //   <=> step flops / (chunk bytes / directions) >= peak / bandwidth,
+  // directions = 2 when bidirectional, else 1. Default, TPUv3
+  // (/work/shared/reference/anchors.md): 61.5e12 flop/s per core over one
+  // ICI link direction at 1e11 B/s x 0.83 efficiency = 8.3e10 B/s
+  // -> 61.5e12 / 8.3e10 = 741 flops per byte. (A bf16 weight rotated against
+  // T local tokens does 2*T*K*N flops per 2*K*N bytes: T flops per byte, so
+  // one-way rings need T >= 741 tokens per device.) 0 disables the test.
+  double windowed_einsum_min_flops_per_byte = 741;
+  // Bidirectional windowed einsum: the shard (all-gather form) or the block
+  // of running sums (reduce-scatter form) is split in halves that travel
+  // both ways round the ring, one collective-permute per direction per step,
+  // halving the bytes per link direction per step. Off by default: it pays
+  // only where the two permutes of a step run at the same time on opposite
+  // link directions (the simulator's one collective stream per device runs
+  // them one after the other).
+  bool windowed_einsum_bidirectional = false;
 };
 
 struct SpmdStats {

@@ -1,17 +1,32 @@
-// Windowed einsum (gspmd-algorithms.md 3.5, "collective matmul"): instead of
-// all-gathering operand W along dim d (p tiles of t = ceil(D/p)), keep W's
+// Windowed einsum, all-gather form (gspmd-algorithms.md 3.5, "collective
+// matmul"; GSPMD paper 2105.04663 sec. 3.5; Wang et al. ASPLOS'23): instead
+// of all-gathering operand W along dim d (p tiles of t = ceil(D/p)), keep W's
 // shard and rotate it round the ring of its p-device group. Device at group
-// position q holds chunk c = (q + i) mod p at step i (every step it receives
-// from position q + 1), so after p - 1 collective-permutes it has seen every
-// chunk, exactly the bytes of the all-gather, each permute overlappable with
-// the previous step's dot. Per step, for chunk c at offset c*t:
-//   d contracting: acc += dot(dynamic-slice(other, c*t along its dim, t), chunk)
-//                  (other padded with zeros to p*t, chunk padding masked to 0)
-//   d free:        acc = dynamic-update-slice(acc, dot(other, chunk), c*t on
-//                  the result dim), acc padded to p*t and sliced to D after.
-// Step 0 runs before the loop; the loop is a counted while (i = 0 .. p-2,
-// the pattern known_trip_count recognises) so the program does not grow
-// with p.
+// position q HOLDS chunk c = (q + i) mod p at the start of step i (it
+// receives from position q + 1). Step i multiplies the held chunk while a
+// collective-permute sends that same chunk on; the permuted chunk is the
+// state of step i + 1. So the step's dot never waits for the step's permute
+// (only for the previous one), and the permute hides behind the dot.
+// Steps 0 .. p-2 run in a counted while loop (i = 0 .. p-2, the pattern
+// known_trip_count recognises; the program does not grow with p) and the
+// last step, chunk (q + p - 1) mod p, runs after it: p dots and only p - 1
+// permutes, exactly the bytes of the all-gather.
+//
+// Per step, for a piece of chunk c at offset c*t + o (o = 0 for the whole
+// chunk) of extent e along d:
+//   d contracting: acc += dot(dynamic-slice(other, c*t + o along its dim, e),
+//                  piece)  (other padded with zeros to p*t, piece positions
+//                  >= D masked to 0)
+//   d free:        acc = dynamic-update-slice(acc, dot(other, piece), c*t + o
+//                  on the result dim), acc padded to p*t and sliced to D after.
+//
+// Bidirectional (XLA's bidirectional windowed einsum, re-derived as half
+// chunks): the shard is split on d into halves [0, h) and [h, t),
+// h = ceil(t/2). The first half rotates as above (held chunk (q + i) mod p),
+// the second the other way round the ring (received from q - 1: held chunk
+// (q - i) mod p). Each step permutes both halves, one per link direction, so
+// every direction carries half a chunk per step: half the per-step
+// communication time of the one-way ring for the same dot work per step.
 #include <cassert>
 
 #include "compiler/sharding/sharding_util.h"
@@ -21,9 +36,6 @@
 namespace podsim::compiler {
 namespace {
 
-// Loop state elements.
-enum : size_t { kOther = 0, kChunk = 1, kAcc = 2, kPosition = 3 };
-
 struct StepParams {
   const WindowedDot& w;
   int64_t p = 1;       // ring length
@@ -31,15 +43,26 @@ struct StepParams {
   int64_t extent = 1;  // logical D of the windowed dim
 };
 
+// One part of the shard that travels round the ring.
+struct Stream {
+  InstrId init = kNoId;   // the piece this device holds at step 0
+  int64_t offset = 0;     // its start inside a chunk along the windowed dim
+  int64_t direction = 1;  // +1: held chunk (q + i) mod p; -1: (q - i) mod p
+};
+
 InstrId broadcast_scalar(ComputationBuilder& b, InstrId scalar, const std::vector<int64_t>& dims) {
   return b.broadcast(scalar, dims, {});
 }
 
-// acc after consuming `chunk` = chunk c of the windowed operand.
-InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, InstrId chunk, InstrId acc,
-                  InstrId c) {
+// acc after consuming `piece` = the part at `piece_offset` of chunk c of the
+// windowed operand.
+InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, InstrId piece, InstrId acc, InstrId c,
+                  int64_t piece_offset) {
   const WindowedDot& w = s.w;
-  const InstrId offset = b.binary(Opcode::kMultiply, c, b.scalar_constant(DType::kS32, static_cast<double>(s.t)));
+  InstrId offset = b.binary(Opcode::kMultiply, c, b.scalar_constant(DType::kS32, static_cast<double>(s.t)));
+  if (piece_offset != 0)
+    offset = b.binary(Opcode::kAdd, offset, b.scalar_constant(DType::kS32, static_cast<double>(piece_offset)));
+  const int64_t piece_extent = b.shape(piece).dim(static_cast<int>(w.windowed_dim));
   const InstrId zero_index = b.scalar_constant(DType::kS32, 0);
   auto starts_at = [&](const Shape& shape, int64_t dim) {
     std::vector<InstrId> starts(static_cast<size_t>(shape.rank()), zero_index);
@@ -55,24 +78,41 @@ InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, Ins
     return b.add_inferred(std::move(copy));
   };
   if (w.other_dim >= 0) {
-    InstrId piece = chunk;
-    if (s.extent % s.p != 0) {  // zero the chunk's padding: position c*t + k >= D
-      const Shape shape = b.shape(chunk);
+    InstrId masked = piece;
+    if (s.extent % s.p != 0) {  // zero the chunk's padding: position c*t + o + k >= D
+      const Shape shape = b.shape(piece);
       InstrId position = b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, shape.dims()), w.windowed_dim),
                                   broadcast_scalar(b, offset, shape.dims()));
       InstrId limit = broadcast_scalar(b, b.scalar_constant(DType::kS32, static_cast<double>(s.extent)), shape.dims());
       InstrId valid = b.compare(position, limit, ComparisonDirection::kLt);
       InstrId zero = broadcast_scalar(b, b.scalar_constant(shape.dtype(), 0), shape.dims());
-      piece = b.select(valid, chunk, zero);
+      masked = b.select(valid, piece, zero);
     }
     const Shape other_shape = b.shape(other);
     std::vector<int64_t> sizes = other_shape.dims();
-    sizes[static_cast<size_t>(w.other_dim)] = s.t;
+    sizes[static_cast<size_t>(w.other_dim)] = piece_extent;
     InstrId other_piece = b.dynamic_slice(other, starts_at(other_shape, w.other_dim), sizes);
-    return b.binary(Opcode::kAdd, acc, local_dot(piece, other_piece));
+    return b.binary(Opcode::kAdd, acc, local_dot(masked, other_piece));
   }
-  InstrId block = local_dot(chunk, other);
+  InstrId block = local_dot(piece, other);
   return b.dynamic_update_slice(acc, block, starts_at(b.shape(acc), w.out_dim));
+}
+
+// Chunk held at step i by position q: (q + direction * i) mod p, for
+// 0 <= i < p (so q - i + p > 0 needs no further wrap).
+InstrId held_chunk(ComputationBuilder& b, InstrId q, InstrId i, int64_t direction, int64_t p) {
+  const InstrId ring = b.scalar_constant(DType::kS32, static_cast<double>(p));
+  const InstrId moved = direction > 0 ? b.binary(Opcode::kAdd, q, i)
+                                      : b.binary(Opcode::kSubtract, b.binary(Opcode::kAdd, q, ring), i);
+  return b.binary(Opcode::kRemainder, moved, ring);
+}
+
+InstrId slice_dim(ComputationBuilder& b, InstrId value, int64_t dim, int64_t start, int64_t limit) {
+  const Shape shape = b.shape(value);
+  std::vector<SliceDim> slice;
+  for (int d = 0; d < shape.rank(); ++d)
+    slice.push_back(d == dim ? SliceDim{start, limit, 1} : SliceDim{0, shape.dim(d), 1});
+  return b.slice(value, std::move(slice));
 }
 
 }  // namespace
@@ -87,10 +127,15 @@ std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& o
   return scratch.shape(scratch.add_inferred(std::move(copy))).dims();
 }
 
-std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context, const ReplicaGroups& groups) {
+std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context, const ReplicaGroups& groups,
+                                                    int64_t direction) {
   std::vector<std::pair<int64_t, int64_t>> pairs;
   for (const auto& group : groups.expand(context.num_devices()))
-    for (size_t j = 0; j < group.size(); ++j) pairs.emplace_back(group[(j + 1) % group.size()], group[j]);
+    for (size_t j = 0; j < group.size(); ++j) {
+      const int64_t next = group[(j + 1) % group.size()];
+      if (direction > 0) pairs.emplace_back(next, group[j]);
+      else pairs.emplace_back(group[j], next);
+    }
   return pairs;
 }
 
@@ -131,6 +176,7 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
   auto& b = context.builder();
   const PartitionedValue& value = w.windowed;
   const int64_t p = tile_count(value.sharding, w.windowed_dim);
+  assert(p >= 2);
   const int64_t extent = value.base_shape.dim(static_cast<int>(w.windowed_dim));
   const StepParams s{w, p, ceil_div(extent, p), extent};
   const DType out_type = w.original->shape.dtype();
@@ -146,42 +192,67 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
       other = b.pad(other, context.zero(shape.dtype()), std::move(padding));
     }
   }
-  // Accumulator: the local result's shape (free case: p*t on out_dim).
-  const InstrId position = per_tile_scalar(context, value.sharding, w.windowed_dim, [](int64_t j) { return j; });
-  // Shape of one step's dot: the other operand (t on its contracting dim)
-  // against one chunk.
+  // Accumulator: the local result's shape (free case: p*t on out_dim), as
+  // one chunk's dot against the other operand cut to t on its contracting
+  // dim would give it.
   Shape other_piece = b.shape(other);
-  if (w.other_dim >= 0) other_piece = Shape(other_piece.dtype(), [&] {
-    auto dims = other_piece.dims();
+  if (w.other_dim >= 0) {
+    std::vector<int64_t> dims = other_piece.dims();
     dims[static_cast<size_t>(w.other_dim)] = s.t;
-    return dims;
-  }());
+    other_piece = Shape(other_piece.dtype(), dims);
+  }
   std::vector<int64_t> acc_dims = w.windowed_side == 0
                                       ? infer_local_dims(context, *w.original, b.shape(value.id), other_piece)
                                       : infer_local_dims(context, *w.original, other_piece, b.shape(value.id));
   if (w.out_dim >= 0) acc_dims[static_cast<size_t>(w.out_dim)] = p * s.t;
-  InstrId acc = b.broadcast(context.zero(out_type), acc_dims, {});
-  acc = emit_step(b, s, other, value.id, acc, position);
+  const InstrId acc = b.broadcast(context.zero(out_type), acc_dims, {});
 
-  // Loop state (other, chunk, acc, q); per iteration the chunk moves one
-  // position round the ring, then the step consumes it.
-  const auto pairs = ring_pairs(context, context.groups_along_tile_dims(value.sharding, std::vector<int64_t>{w.windowed_dim}));
-  const std::vector<InstrId> out = emit_counted_loop(
-      context, {other, value.id, acc, position}, p - 1,
-      [&](ComputationBuilder& body, const std::vector<InstrId>& e, InstrId next) {
-        InstrId chunk = body.collective_permute(e[kChunk], pairs);
-        InstrId c = body.binary(Opcode::kRemainder, body.binary(Opcode::kAdd, e[kPosition], next),
-                                body.scalar_constant(DType::kS32, static_cast<double>(p)));
-        return std::vector<InstrId>{e[kOther], chunk, emit_step(body, s, e[kOther], chunk, e[kAcc], c), e[kPosition]};
-      });
-  acc = out[kAcc];
-  if (w.out_dim >= 0 && p * s.t != extent) {
-    const Shape shape = b.shape(acc);
-    std::vector<SliceDim> slice;
-    for (int d = 0; d < shape.rank(); ++d) slice.push_back(SliceDim{0, d == w.out_dim ? extent : shape.dim(d), 1});
-    acc = b.slice(acc, std::move(slice));
+  // The streams: the whole shard one way, or its two halves both ways.
+  std::vector<Stream> streams;
+  if (w.bidirectional && s.t >= 2) {
+    const int64_t h = ceil_div(s.t, 2);
+    streams.push_back(Stream{slice_dim(b, value.id, w.windowed_dim, 0, h), 0, +1});
+    streams.push_back(Stream{slice_dim(b, value.id, w.windowed_dim, h, s.t), h, -1});
+  } else {
+    streams.push_back(Stream{value.id, 0, +1});
   }
-  return acc;
+  const size_t n = streams.size();
+  const ReplicaGroups groups = context.groups_along_tile_dims(value.sharding, std::vector<int64_t>{w.windowed_dim});
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> pairs;
+  for (const Stream& stream : streams) pairs.push_back(ring_pairs(context, groups, stream.direction));
+
+  // Loop state (other, pieces..., acc, q). Step i (i = 0 .. p-2): permute
+  // every held piece on and, meanwhile, multiply the held pieces.
+  const InstrId position = per_tile_scalar(context, value.sharding, w.windowed_dim, [](int64_t j) { return j; });
+  std::vector<InstrId> init{other};
+  for (const Stream& stream : streams) init.push_back(stream.init);
+  init.push_back(acc);
+  init.push_back(position);
+  const size_t acc_index = 1 + n, position_index = 2 + n;
+  const std::vector<InstrId> out = emit_counted_loop(
+      context, init, p - 1, [&](ComputationBuilder& body, const std::vector<InstrId>& e, InstrId /*next*/) {
+        const InstrId i = e.back();
+        std::vector<InstrId> updated{e[0]};
+        for (size_t k = 0; k < n; ++k) updated.push_back(body.collective_permute(e[1 + k], pairs[k]));
+        InstrId sum = e[acc_index];
+        for (size_t k = 0; k < n; ++k)
+          sum = emit_step(body, s, e[0], e[1 + k], sum,
+                          held_chunk(body, e[position_index], i, streams[k].direction, p), streams[k].offset);
+        updated.push_back(sum);
+        updated.push_back(e[position_index]);
+        return updated;
+      });
+
+  // Step p-1 after the loop: chunk (q + direction * (p-1)) mod p.
+  InstrId result = out[acc_index];
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t direction = streams[k].direction;
+    const InstrId c = per_tile_scalar(context, value.sharding, w.windowed_dim,
+                                      [&](int64_t j) { return ((j + direction * (p - 1)) % p + p) % p; });
+    result = emit_step(b, s, out[0], out[1 + k], result, c, streams[k].offset);
+  }
+  if (w.out_dim >= 0 && p * s.t != extent) result = slice_dim(b, result, w.out_dim, 0, extent);
+  return result;
 }
 
 }  // namespace podsim::compiler

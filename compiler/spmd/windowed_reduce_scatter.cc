@@ -9,10 +9,32 @@
 // summed, which is its tile of the target. A block is the local dot with
 // the operand carrying e's label dynamic-sliced to [c*t, c*t + t) (padded
 // to p*t with zeros first).
+//
+// Overlap: in each loop step the block's dot reads only the loop-invariant
+// operands, never the permute, so it runs while the running sum travels;
+// only the add waits for the permute (and the fusion planner keeps that add
+// out of the dot's kernel, fusion.h).
+//
+// Bidirectional: the block is split on e into halves [0, h) and [h, t),
+// h = ceil(t/2). The first half's running sums flow as above; the second's
+// flow the other way (received from position q - 1), so at step i position
+// q adds its partial of block d_i(q) = (q - i - 1) mod p, and finally holds
+// d_{p-1}(q) = q. Each link direction carries half a block per step. The
+// result is the two halves concatenated on e.
 #include "compiler/spmd/dot_handler.h"
 #include "compiler/spmd/halo_exchange.h"
 
 namespace podsim::compiler {
+namespace {
+
+// Running sums of one part of the blocks.
+struct SumStream {
+  int64_t offset = 0;     // start inside a block along e
+  int64_t extent = 0;     // its extent along e
+  int64_t direction = 1;  // +1: block (q + i + 1) mod p; -1: (q - i - 1) mod p
+};
+
+}  // namespace
 
 InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceScatter& w) {
   auto& b = context.builder();
@@ -31,15 +53,27 @@ InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceS
   // Group position q: the tile index of out_dim under the target.
   const InstrId position = per_tile_scalar(context, w.target, w.out_dim, [](int64_t j) { return j; });
 
-  // Partial of block c: local dot with the sliced operand cut at c*t.
-  auto block = [&](ComputationBuilder& builder, InstrId lhs, InstrId rhs, InstrId c) {
+  std::vector<SumStream> streams;
+  if (w.bidirectional && t >= 2) {
+    const int64_t h = ceil_div(t, 2);
+    streams = {SumStream{0, h, +1}, SumStream{h, t - h, -1}};
+  } else {
+    streams = {SumStream{0, t, +1}};
+  }
+  const size_t n = streams.size();
+
+  // Partial of a stream's part of block c: local dot with the sliced operand
+  // cut at c*t + offset.
+  auto block = [&](ComputationBuilder& builder, InstrId lhs, InstrId rhs, InstrId c, const SumStream& stream) {
     InstrId ops[2] = {lhs, rhs};
     const Shape shape = builder.shape(ops[w.sliced_side]);
     std::vector<InstrId> starts(static_cast<size_t>(shape.rank()), builder.scalar_constant(DType::kS32, 0));
-    starts[static_cast<size_t>(w.sliced_dim)] =
-        builder.binary(Opcode::kMultiply, c, builder.scalar_constant(DType::kS32, static_cast<double>(t)));
+    InstrId start = builder.binary(Opcode::kMultiply, c, builder.scalar_constant(DType::kS32, static_cast<double>(t)));
+    if (stream.offset != 0)
+      start = builder.binary(Opcode::kAdd, start, builder.scalar_constant(DType::kS32, static_cast<double>(stream.offset)));
+    starts[static_cast<size_t>(w.sliced_dim)] = start;
     std::vector<int64_t> sizes = shape.dims();
-    sizes[static_cast<size_t>(w.sliced_dim)] = t;
+    sizes[static_cast<size_t>(w.sliced_dim)] = stream.extent;
     ops[w.sliced_side] = builder.dynamic_slice(ops[w.sliced_side], std::move(starts), std::move(sizes));
     Instruction copy = *w.original;
     copy.name.clear();
@@ -47,23 +81,41 @@ InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceS
     copy.operands = {ops[0], ops[1]};
     return builder.add_inferred(std::move(copy));
   };
-  auto block_index = [&](ComputationBuilder& builder, InstrId q, InstrId i) {
-    InstrId shifted = builder.binary(Opcode::kAdd, builder.binary(Opcode::kAdd, q, i), builder.scalar_constant(DType::kS32, 1));
-    return builder.binary(Opcode::kRemainder, shifted, builder.scalar_constant(DType::kS32, static_cast<double>(p)));
+  // Block of step i: (q + i + 1) mod p, or (q - i - 1) mod p = (q + p - 1 - i)
+  // mod p (non-negative for 0 <= i < p).
+  auto block_index = [&](ComputationBuilder& builder, InstrId q, InstrId i, int64_t direction) {
+    const InstrId one = builder.scalar_constant(DType::kS32, 1);
+    const InstrId ring = builder.scalar_constant(DType::kS32, static_cast<double>(p));
+    InstrId moved = direction > 0
+                        ? builder.binary(Opcode::kAdd, builder.binary(Opcode::kAdd, q, i), one)
+                        : builder.binary(Opcode::kSubtract, builder.binary(Opcode::kSubtract, builder.binary(Opcode::kAdd, q, ring), one), i);
+    return builder.binary(Opcode::kRemainder, moved, ring);
   };
 
-  // Step 0 before the loop, steps 1 .. p-1 inside: permute the sum, add.
-  InstrId sum = block(b, operands[0], operands[1], block_index(b, position, b.scalar_constant(DType::kS32, 0)));
-  const auto pairs = ring_pairs(context, w.groups);
-  enum : size_t { kLhs = 0, kRhs = 1, kSum = 2, kPosition = 3 };
+  // Step 0 before the loop, steps 1 .. p-1 inside: permute the sums on and,
+  // meanwhile, compute this step's blocks; then add.
+  std::vector<InstrId> init{operands[0], operands[1]};
+  for (const SumStream& stream : streams)
+    init.push_back(block(b, operands[0], operands[1], block_index(b, position, b.scalar_constant(DType::kS32, 0), stream.direction), stream));
+  init.push_back(position);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> pairs;
+  for (const SumStream& stream : streams) pairs.push_back(ring_pairs(context, w.groups, stream.direction));
+  enum : size_t { kLhs = 0, kRhs = 1, kFirstSum = 2 };
+  const size_t position_index = kFirstSum + n;
   const std::vector<InstrId> out = emit_counted_loop(
-      context, {operands[0], operands[1], sum, position}, p - 1,
-      [&](ComputationBuilder& body, const std::vector<InstrId>& e, InstrId next) {
-        InstrId received = body.collective_permute(e[kSum], pairs);
-        InstrId added = body.binary(Opcode::kAdd, received, block(body, e[kLhs], e[kRhs], block_index(body, e[kPosition], next)));
-        return std::vector<InstrId>{e[kLhs], e[kRhs], added, e[kPosition]};
+      context, init, p - 1, [&](ComputationBuilder& body, const std::vector<InstrId>& e, InstrId next) {
+        std::vector<InstrId> received;
+        for (size_t k = 0; k < n; ++k) received.push_back(body.collective_permute(e[kFirstSum + k], pairs[k]));
+        std::vector<InstrId> updated{e[kLhs], e[kRhs]};
+        for (size_t k = 0; k < n; ++k) {
+          InstrId partial = block(body, e[kLhs], e[kRhs], block_index(body, e[position_index], next, streams[k].direction), streams[k]);
+          updated.push_back(body.binary(Opcode::kAdd, received[k], partial));
+        }
+        updated.push_back(e[position_index]);
+        return updated;
       });
-  return out[kSum];
+  if (n == 1) return out[kFirstSum];
+  return b.concatenate({out[kFirstSum], out[kFirstSum + 1]}, w.out_dim);
 }
 
 }  // namespace podsim::compiler

@@ -76,6 +76,7 @@ TEST(SpmdDotSweep, AllOperandShardingsOn2x2x2Mesh) { EXPECT_EQ(sweep(8, 3), 0); 
 SpmdOptions windowed() {
   SpmdOptions o;
   o.windowed_einsum_threshold_bytes = 0;
+  o.windowed_einsum_min_flops_per_byte = 0;
   return o;
 }
 TEST(SpmdDotSweep, WindowedOn4Devices) { EXPECT_GT(sweep(4, 4, windowed()), 10); }

@@ -15,9 +15,11 @@ using spmd_dot_test::dot_module;
 using spmd_dot_test::expect_equivalent;
 using spmd_dot_test::partition;
 
+// The loop wherever it applies: no size threshold, no overlap test.
 SpmdOptions forced() {
   SpmdOptions o;
   o.windowed_einsum_threshold_bytes = 0;
+  o.windowed_einsum_min_flops_per_byte = 0;
   return o;
 }
 
