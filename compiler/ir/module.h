@@ -99,6 +99,11 @@ class Module {
   CompId add_computation(Computation c);
   CompId find_computation(std::string_view name) const;  // kNoId if absent
 
+  // A copy in which computation `emptied` keeps its name but has no
+  // instructions (for a pass that rebuilds that one computation: it is not
+  // copied only to be replaced).
+  Module copy_emptying(CompId emptied) const;
+
   CompId entry_id() const { return entry_; }
   void set_entry(CompId id) { entry_ = id; }
   const Computation& entry() const { return computation(entry_); }

@@ -277,7 +277,7 @@ class Propagator {
 
   // True when neither `in` (id i) nor any of its operands was written after tick t.
   bool unchanged_since(CompId c, InstrId i, const Instruction& in, uint64_t t) const {
-    if (t == 0 || state_.changed_since({c, i}, t)) return false;
+    if (t == 0 || options_.rerun_every_rule || state_.changed_since({c, i}, t)) return false;
     for (InstrId op : in.operands)
       if (state_.changed_since({c, op}, t)) return false;
     return true;

@@ -22,6 +22,10 @@ struct PropagationOptions {
   // _to_output.) podsim defaults to yes: weights are parameters.
   bool propagate_to_parameters = true;
   bool propagate_to_output = true;
+  // Sweeps skip a rule whose inputs did not change since it last ran without
+  // a change (propagation.cc: same results, faster). true re-runs every rule
+  // in every sweep: only for tests that check the skip changes nothing.
+  bool rerun_every_rule = false;
 };
 
 struct PropagationStats {
