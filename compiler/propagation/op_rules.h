@@ -10,6 +10,11 @@
 
 namespace podsim::compiler::propagation {
 
+// Level dependence (propagation.cc keeps a rule's "ran without a change"
+// mark across levels 1 -> 2 -> 3 and relies on this list; keep it exact):
+// level 0 -> 1 changes most rules; 2 adds only backward_candidate through a
+// broadcast user; 3 adds only forward_candidates of a broadcast.
+//
 // Candidate shardings for the result of `r`, best first, at `level` (0..3).
 // The engine offers them in order (so partial shardings can merge).
 std::vector<Sharding> forward_candidates(const PropagationState& state, ValueRef r, int level);

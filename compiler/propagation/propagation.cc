@@ -43,18 +43,42 @@ std::optional<Sharding> improve_leaf(const std::optional<Sharding>& current, con
   return m.sharding;
 }
 
+// Opcodes and operand lists of one computation in flat arrays. The skip
+// checks of the sweeps (below) read only these: an Instruction is ~1.4 kB,
+// so reading the operand vector of every instruction of a 10^5-instruction
+// computation in every sweep is mostly cache misses.
+struct CompactGraph {
+  std::vector<Opcode> opcode;
+  std::vector<uint32_t> first_operand;  // operands of i: operand_ids[first_operand[i] .. first_operand[i + 1])
+  std::vector<InstrId> operand_ids;
+
+  explicit CompactGraph(const Computation& comp) {
+    opcode.reserve(static_cast<size_t>(comp.size()));
+    first_operand.reserve(static_cast<size_t>(comp.size()) + 1);
+    for (const Instruction& in : comp.instructions()) {
+      opcode.push_back(in.opcode);
+      first_operand.push_back(static_cast<uint32_t>(operand_ids.size()));
+      operand_ids.insert(operand_ids.end(), in.operands.begin(), in.operands.end());
+    }
+    first_operand.push_back(static_cast<uint32_t>(operand_ids.size()));
+  }
+};
+
 class Propagator {
  public:
   Propagator(Module& module, const PropagationOptions& options)
       : module_(module),
         state_(module),
         num_devices_(options.num_devices > 0 ? options.num_devices : module.num_partitions()),
-        options_(options) {}
+        options_(options) {
+    graphs_.resize(static_cast<size_t>(module.computation_count()));
+    for (CompId c : state_.reachable()) graphs_[static_cast<size_t>(c)].emplace(module.computation(c));
+  }
 
   PropagationStats run() {
     read_annotations();
     for (int level = 0; level <= 3; ++level) {
-      reset_clean_marks();
+      start_level(level);
       bool changed = true;
       while (changed) {
         changed = false;
@@ -113,6 +137,9 @@ class Propagator {
   static std::vector<int64_t> unspecified_dims(const Instruction& in) {
     std::vector<int64_t> dims;
     if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "Sharding") return dims;
+    // The regex needs this text; most annotations have none (and building
+    // the regex per annotation is costly).
+    if (in.attrs.backend_config.find("unspecified_dims=[") == std::string::npos) return dims;
     const std::regex kOpen(R"(unspecified_dims=\[([0-9,\s]*)\])");
     std::smatch match;
     if (!std::regex_search(in.attrs.backend_config, match, kOpen)) return dims;
@@ -255,43 +282,64 @@ class Propagator {
   }
 
   // A sweep re-runs a rule only when it may do something new. A rule is a
-  // pure function of the shardings it reads; if its last run (at this level)
-  // changed nothing and none of those shardings was written since, running it
+  // pure function of the shardings it reads (and of the level); if its last
+  // run (at this level, or at one where the rule was the same) changed nothing and none of those shardings was written since, running it
   // again changes nothing either, so skipping it leaves every result, the
   // change count and the sweep count as they were.
   //   forward step of i: reads i and its operands (a parameter of a called
   //     computation reads its caller's operand: never skipped);
   //   backward step of i from user u: reads u, u's operands (i among them)
   //     (a call user reads its callee's parameter: never skipped).
-  // clean_*[c][i] = the clock when that step last ran without a change at
-  // this level, 0 = must run.
-  void reset_clean_marks() {
-    clean_forward_.assign(static_cast<size_t>(module_.computation_count()), {});
-    clean_backward_.assign(static_cast<size_t>(module_.computation_count()), {});
+  // clean_*[c][i] = the clock when that step last ran without a change, 0 =
+  // must run.
+  //
+  // Marks that stay valid from one level to the next: a rule's outcome
+  // depends on the level only where op_rules.h lists it. Levels 0 -> 1
+  // change almost every rule (all ops, merging), so level 1 starts clean;
+  // level 2 only adds backward through broadcast (the backward step of a
+  // broadcast's operand), level 3 only forward through broadcast.
+  void start_level(int level) {
+    if (level <= 1) {
+      clean_forward_.assign(static_cast<size_t>(module_.computation_count()), {});
+      clean_backward_.assign(static_cast<size_t>(module_.computation_count()), {});
+      for (CompId c : state_.reachable()) {
+        const auto n = static_cast<size_t>(module_.computation(c).size());
+        clean_forward_[static_cast<size_t>(c)].assign(n, 0);
+        clean_backward_[static_cast<size_t>(c)].assign(n, 0);
+      }
+      return;
+    }
     for (CompId c : state_.reachable()) {
-      const auto n = static_cast<size_t>(module_.computation(c).size());
-      clean_forward_[static_cast<size_t>(c)].assign(n, 0);
-      clean_backward_[static_cast<size_t>(c)].assign(n, 0);
+      const CompactGraph& graph = *graphs_[static_cast<size_t>(c)];
+      for (size_t i = 0; i < graph.opcode.size(); ++i) {
+        if (graph.opcode[i] != Opcode::kBroadcast) continue;
+        const InstrId operand = graph.operand_ids[graph.first_operand[i]];
+        if (level == 2) clean_backward_[static_cast<size_t>(c)][static_cast<size_t>(operand)] = 0;
+        if (level == 3) clean_forward_[static_cast<size_t>(c)][i] = 0;
+      }
     }
   }
 
-  // True when neither `in` (id i) nor any of its operands was written after tick t.
-  bool unchanged_since(CompId c, InstrId i, const Instruction& in, uint64_t t) const {
-    if (t == 0 || options_.rerun_every_rule || state_.changed_since({c, i}, t)) return false;
-    for (InstrId op : in.operands)
-      if (state_.changed_since({c, op}, t)) return false;
+  // True when neither instruction i nor any of its operands was written after
+  // tick t (`ticks` = the computation's change ticks).
+  bool unchanged_since(const CompactGraph& graph, const std::vector<uint64_t>& ticks, InstrId i, uint64_t t) const {
+    if (t == 0 || options_.rerun_every_rule || ticks[static_cast<size_t>(i)] > t) return false;
+    const uint32_t end = graph.first_operand[static_cast<size_t>(i) + 1];
+    for (uint32_t k = graph.first_operand[static_cast<size_t>(i)]; k < end; ++k)
+      if (ticks[static_cast<size_t>(graph.operand_ids[k])] > t) return false;
     return true;
   }
 
   bool sweep(CompId c, int level) {
     const Computation& comp = module_.computation(c);
+    const CompactGraph& graph = *graphs_[static_cast<size_t>(c)];
+    const std::vector<uint64_t>& ticks = state_.change_ticks(c);
     std::vector<uint64_t>& clean_forward = clean_forward_[static_cast<size_t>(c)];
     std::vector<uint64_t>& clean_backward = clean_backward_[static_cast<size_t>(c)];
     bool changed = false;
     for (InstrId i = 0; i < comp.size(); ++i) {
-      const Instruction& in = comp.instr(i);
       uint64_t& clean = clean_forward[static_cast<size_t>(i)];
-      if (in.opcode != Opcode::kParameter && unchanged_since(c, i, in, clean)) continue;
+      if (graph.opcode[static_cast<size_t>(i)] != Opcode::kParameter && unchanged_since(graph, ticks, i, clean)) continue;
       bool step_changed = false;
       for (const Sharding& cand : propagation::forward_candidates(state_, {c, i}, level))
         step_changed |= improve({c, i}, cand, level);
@@ -303,8 +351,9 @@ class Propagator {
       const uint64_t clean_since = clean;
       bool step_changed = false;
       for (InstrId u : state_.users({c, i})) {
+        if (graph.opcode[static_cast<size_t>(u)] != Opcode::kCall && unchanged_since(graph, ticks, u, clean_since))
+          continue;
         const Instruction& user = comp.instr(u);
-        if (user.opcode != Opcode::kCall && unchanged_since(c, u, user, clean_since)) continue;
         for (int k = 0; k < user.operand_count(); ++k) {
           if (user.operand(k) != i) continue;
           if (user.opcode == Opcode::kGetTupleElement) {
@@ -346,6 +395,7 @@ class Propagator {
   std::map<std::pair<int64_t, ShardGroup::Kind>, std::vector<ValueRef>> groups_;
   std::map<ValueRef, std::vector<int64_t>> open_dims_;
   std::vector<std::vector<uint64_t>> clean_forward_, clean_backward_;  // see sweep()
+  std::vector<std::optional<CompactGraph>> graphs_;  // per reachable computation
 };
 
 }  // namespace

@@ -46,6 +46,8 @@ class PropagationState {
   uint64_t clock() const { return clock_; }
   // True when the value's sharding (or provided flag) was written after tick `t`.
   bool changed_since(ValueRef r, uint64_t t) const { return changed_at_[idx(r.comp)][idx(r.instr)] > t; }
+  // Per instruction of computation c: the tick of its last write (0 = never).
+  const std::vector<uint64_t>& change_ticks(CompId c) const { return changed_at_[idx(c)]; }
 
   // Sets a user annotation (provided; never overwritten).
   void set_provided(ValueRef r, Sharding s);
