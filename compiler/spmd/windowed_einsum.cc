@@ -243,14 +243,13 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
         return updated;
       });
 
-  // Step p-1 after the loop: chunk (q + direction * (p-1)) mod p.
+  // Step p-1 after the loop: chunk (q + direction * (p-1)) mod p, computed
+  // as in the loop (the same instructions for every p).
   InstrId result = out[acc_index];
-  for (size_t k = 0; k < n; ++k) {
-    const int64_t direction = streams[k].direction;
-    const InstrId c = per_tile_scalar(context, value.sharding, w.windowed_dim,
-                                      [&](int64_t j) { return ((j + direction * (p - 1)) % p + p) % p; });
-    result = emit_step(b, s, out[0], out[1 + k], result, c, streams[k].offset);
-  }
+  const InstrId last = b.scalar_constant(DType::kS32, static_cast<double>(p - 1));
+  for (size_t k = 0; k < n; ++k)
+    result = emit_step(b, s, out[0], out[1 + k], result,
+                       held_chunk(b, out[position_index], last, streams[k].direction, p), streams[k].offset);
   if (w.out_dim >= 0 && p * s.t != extent) result = slice_dim(b, result, w.out_dim, 0, extent);
   return result;
 }
