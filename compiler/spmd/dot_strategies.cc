@@ -127,30 +127,27 @@ bool same_tile_shape(const Sharding& a, const Sharding& b) {
          a.subgroup_types() == b.subgroup_types();
 }
 
-// Devices of each group along `tile_dims` (the groups an all-reduce over
-// those tile dims uses), as SpmdContext::groups_along_tile_dims orders them.
-ReplicaGroups explicit_groups(const Sharding& sharding, const std::vector<int64_t>& tile_dims) {
-  const TileAssignment& ta = sharding.tile_assignment();
-  std::vector<int64_t> perm;
-  for (int64_t d = 0; d < ta.rank(); ++d)
-    if (!contains(tile_dims, d)) perm.push_back(d);
-  int64_t group = 1;
-  for (int64_t d : tile_dims) {
-    perm.push_back(d);
-    group *= ta.dim(d);
-  }
-  const std::vector<int64_t> flat = ta.transpose(perm).to_vector();
-  ReplicaGroups groups;
-  for (size_t g = 0; g < flat.size(); g += static_cast<size_t>(group))
-    groups.explicit_groups.emplace_back(flat.begin() + static_cast<long>(g), flat.begin() + static_cast<long>(g) + group);
-  return groups;
-}
-
 std::vector<int64_t> tile_index_or_zero(const Sharding& s, int64_t device, int64_t rank) {
   if (!s.is_tiled()) return std::vector<int64_t>(static_cast<size_t>(rank), 0);
   auto index = *s.tile_index_for_device(device);
   index.resize(static_cast<size_t>(rank));
   return index;
+}
+
+// The per-device form of the test in reduce_scatter_dim, for explicit tile
+// arrays or groups (O(devices)).
+bool scatters_by_device(const Sharding& from, const Sharding& to, const ReplicaGroups& groups, int64_t rank,
+                        int64_t devices, int64_t e) {
+  for (const auto& group : groups.expand(devices)) {
+    for (int64_t k = 0; k < static_cast<int64_t>(group.size()); ++k) {
+      const int64_t device = group[static_cast<size_t>(k)];
+      std::vector<int64_t> a = tile_index_or_zero(from, device, rank), b = tile_index_or_zero(to, device, rank);
+      if (b[static_cast<size_t>(e)] != k) return false;
+      a[static_cast<size_t>(e)] = k;
+      if (a != b) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -175,6 +172,13 @@ StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sh
     c.bytes = shard_bytes(shape, from) * (n - 1) / n;
   } else if (same_tile_shape(from, to)) {
     c.bytes = shard_bytes(shape, from);  // collective-permute of the shard
+  } else if (auto steps = plan_digit_reshard(from, to, shape.dims(), devices)) {
+    // Refines are local; a coarsen all-gathers m sub-tiles and a move
+    // all-to-alls a shard of the same size: (m-1)/m of it each.
+    for (const DigitStep& step : *steps) {
+      const double m = static_cast<double>(step.factor);
+      if (step.kind != DigitStep::Kind::kRefine) c.bytes += shard_bytes(shape, step.after) * (m - 1) / m;
+    }
   } else {
     c.full_replications = 1;
     const double n = static_cast<double>(devices);
@@ -193,15 +197,19 @@ int64_t reduce_scatter_dim(const Sharding& from, const Sharding& to, const Repli
   const int64_t e = changed[0];
   const int64_t g = groups.group_size(devices);
   if (tile_count(from, e) != 1 || tile_count(to, e) != g) return -1;
-  for (const auto& group : groups.expand(devices)) {
-    for (int64_t k = 0; k < static_cast<int64_t>(group.size()); ++k) {
-      const int64_t device = group[static_cast<size_t>(k)];
-      std::vector<int64_t> a = tile_index_or_zero(from, device, rank), b = tile_index_or_zero(to, device, rank);
-      if (b[static_cast<size_t>(e)] != k) return -1;
-      a[static_cast<size_t>(e)] = k;
-      if (a != b) return -1;
-    }
+  // As functions of the device id (tile_coordinates.h): the position in
+  // the group must be the target coordinate along e, and every other
+  // coordinate must stay. Equal canonical digit lists are equal functions;
+  // unequal ones are taken as different (at worst a missed reduce-scatter).
+  const auto group_fn = group_digit_pieces(groups, devices);
+  const auto a = tile_coordinate_pieces(from, rank), b = tile_coordinate_pieces(to, rank);
+  if (group_fn && a && b) {
+    if ((*b)[static_cast<size_t>(e)] != group_fn->second) return -1;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != e && (*a)[static_cast<size_t>(d)] != (*b)[static_cast<size_t>(d)]) return -1;
+    return e;
   }
+  if (!scatters_by_device(from, to, groups, rank, devices, e)) return -1;
   return e;
 }
 
@@ -231,7 +239,7 @@ DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, cons
   } else {
     const double g = static_cast<double>(product_of_tiles(joint, plan.partial_tile_dims));
     const double partial = shard_bytes(spec.out, plan.local_out);
-    const ReplicaGroups groups = explicit_groups(joint, plan.partial_tile_dims);
+    const ReplicaGroups groups = groups_along_tile_dims(joint, plan.partial_tile_dims);
     if (reduce_scatter_dim(plan.local_out, current.target, groups, spec.out.rank(), devices) >= 0) {
       add(StrategyCost{0, partial * (g - 1) / g, 0});  // reduce-scatter
     } else {

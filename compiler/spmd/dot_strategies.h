@@ -23,6 +23,7 @@
 // wins. Bytes per device, s = local shard bytes, g = group size (3.2 table,
 // ring estimates as XLA's CommunicationCostInBytes):
 //   all-gather (g-1)/g * gathered bytes; all-to-all s (g-1)/g; permute s;
+//   digit refine 0, coarsen or move by m (m-1)/m * resulting shard;
 //   all-reduce 2 (g-1)/g * s; reduce-scatter (g-1)/g * s (s = input);
 //   full replication ||T|| (N-1)/N (and counted first: it is what 2-D
 //   sharding must avoid).
@@ -84,7 +85,8 @@ struct StrategyCost {
 };
 
 // Cost of reshard(value of `shape` in `from`) -> `to` following the ladder of
-// reshard.h (same, all-gather, local slice, all-to-all, permute, full).
+// reshard.h (same, all-gather, local slice, all-to-all, permute, digit
+// refine/coarsen, full).
 StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to, int64_t devices);
 
 // The dim a reduce-scatter over `groups` turns `from` into `to` with (device

@@ -79,26 +79,27 @@ InstrId slice_along(ComputationBuilder& b, InstrId x, int64_t dim, int64_t start
 
 }  // namespace
 
+// f over the n tile coordinates only (not per device): a constant when
+// uniform, f(0) + j * (f(1) - f(0)) on the device's tile coordinate j when
+// affine, else an n-entry table read at j.
 InstrId per_tile_scalar(SpmdContext& context, const Sharding& sharding, int64_t dim,
                         const std::function<int64_t(int64_t)>& f) {
   auto& b = context.builder();
-  const int64_t devices = context.num_devices();
-  std::vector<double> table(static_cast<size_t>(devices), 0.0);
-  bool uniform = true;
-  for (int64_t p = 0; p < devices; ++p) {
-    int64_t tile = 0;
-    if (sharding.is_tiled()) {
-      auto index = sharding.tile_index_for_device(p);
-      assert(index.has_value());
-      tile = (*index)[static_cast<size_t>(dim)];
-    }
-    table[static_cast<size_t>(p)] = static_cast<double>(f(tile));
-    uniform &= table[static_cast<size_t>(p)] == table[0];
+  const int64_t n = tile_count(sharding, dim);
+  std::vector<double> table(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) table[static_cast<size_t>(j)] = static_cast<double>(f(j));
+  const double step = n > 1 ? table[1] - table[0] : 0;
+  bool affine = true;
+  for (int64_t j = 0; j < n; ++j) affine &= table[static_cast<size_t>(j)] == table[0] + step * static_cast<double>(j);
+  if (affine && step == 0) return b.scalar_constant(DType::kS32, table[0]);
+  const InstrId j = context.tile_coordinate(sharding, dim);
+  if (affine) {
+    InstrId value = step == 1 ? j : b.binary(Opcode::kMultiply, j, b.scalar_constant(DType::kS32, step));
+    if (table[0] != 0) value = b.binary(Opcode::kAdd, value, b.scalar_constant(DType::kS32, table[0]));
+    return value;
   }
-  if (uniform) return b.scalar_constant(DType::kS32, table[0]);
-  InstrId id = b.partition_id();
-  InstrId t = b.constant(Literal(Shape(DType::kS32, {devices}), std::move(table)));
-  return b.reshape(b.dynamic_slice(t, {id}, {1}), {});
+  InstrId t = b.constant(Literal(Shape(DType::kS32, {n}), std::move(table)));
+  return b.reshape(b.dynamic_slice(t, {j}, {1}), {});
 }
 
 std::optional<HaloSize> plan_halo(const PartitionedValue& value, const WindowRequest& request) {

@@ -43,49 +43,16 @@ std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& sourc
   return std::make_pair(a, b);
 }
 
-// Split dim b into n chunks of ceil(Db/n) (padding it first), exchange chunk
-// j with member j of the group along tile dim a; the received chunks are
-// stacked on b, so split b into [n, tb], move the n axis in front of a and
-// merge it with a (now whole), then slice a's padding off.
+// The whole tile count n of a moves to b: groups along tile dim a, chunks
+// of ceil(Db/n), a ends at its logical extent.
 PartitionedValue all_to_all_move(SpmdContext& context, const PartitionedValue& value, const Sharding& target,
                                  int64_t a, int64_t b) {
-  auto& builder = context.builder();
   const int64_t n = tile_count(value.sharding, a);
-  const Shape local = context.local_shape(value.id);
   const int64_t full_b = value.base_shape.dim(static_cast<int>(b));
-  const int64_t tb = (full_b + n - 1) / n;
-  InstrId x = value.id;
-  if (tb * n != full_b) {
-    std::vector<PadDim> padding(static_cast<size_t>(local.rank()));
-    padding[static_cast<size_t>(b)].high = tb * n - full_b;
-    x = builder.pad(x, context.zero(local.dtype()), std::move(padding));
-  }
   const int64_t axis[] = {a};
-  x = builder.all_to_all(x, b, context.groups_along_tile_dims(value.sharding, axis));
-  std::vector<int64_t> split = local.dims();
-  split[static_cast<size_t>(b)] = tb;
-  split.insert(split.begin() + b, n);  // [.., n, tb, ..]
-  x = builder.reshape(x, split);
-  const int64_t a_split = a < b ? a : a + 1;
-  std::vector<int64_t> perm;
-  for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d) {
-    if (d == b) continue;
-    if (d == a_split) perm.push_back(b);
-    perm.push_back(d);
-  }
-  x = builder.transpose(x, perm);
-  std::vector<int64_t> merged = local.dims();
-  merged[static_cast<size_t>(a)] *= n;
-  merged[static_cast<size_t>(b)] = tb;
-  x = builder.reshape(x, merged);
-  const int64_t full_a = value.base_shape.dim(static_cast<int>(a));
-  if (merged[static_cast<size_t>(a)] != full_a) {
-    std::vector<SliceDim> slice;
-    for (size_t d = 0; d < merged.size(); ++d)
-      slice.push_back(SliceDim{0, static_cast<int64_t>(d) == a ? full_a : merged[d], 1});
-    x = builder.slice(x, std::move(slice));
-  }
-  return PartitionedValue{x, value.base_shape, target};
+  const TileExchange exchange{a, b, n, context.groups_along_tile_dims(value.sharding, axis), (full_b + n - 1) / n,
+                              value.base_shape.dim(static_cast<int>(a))};
+  return PartitionedValue{exchange_tiles(context, value.id, exchange), value.base_shape, target};
 }
 
 // One all-gather per dim along the devices that differ only in that tile
@@ -180,6 +147,8 @@ PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value, co
     result = all_to_all_move(context, value, target, moved->first, moved->second);
   } else if (same_tile_shape(value.sharding, target)) {
     result = permute_devices(context, value, target);
+  } else if (auto steps = plan_digit_reshard(value.sharding, target, value.base_shape.dims(), context.num_devices())) {
+    result = apply_digit_reshard(context, value, *steps);
   } else {
     ++context.stats().full_replications;
     PartitionedValue full = all_gather_dims(context, value, sharded_dims(value.sharding));

@@ -8,6 +8,10 @@
 //                                          offsets (pad uneven dims first)
 //   tiling of n moves from dim a to b  -> all-to-all within groups along a
 //   same tile dims, other device order -> collective-permute
+//   a dim's tile coordinate gains/loses  -> refine: local dynamic-slice inside
+//   minor digits (tiles split/merged          the shard; coarsen: all-gather
+//   with the replication digits)              within the groups those digits
+//                                             define (reshard_digits.cc)
 //   anything else                      -> replicate, then slice (counted in
 //                                          SpmdStats::full_replications)
 // Partial sums are not a sharding here: handlers all-reduce them themselves.
@@ -16,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "compiler/spmd/spmd_context.h"
 
@@ -34,6 +39,43 @@ std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& sourc
 PartitionedValue all_to_all_move(SpmdContext& context, const PartitionedValue& value, const Sharding& target,
                                  int64_t a, int64_t b);
 PartitionedValue permute_devices(SpmdContext& context, const PartitionedValue& value, const Sharding& target);
+
+// Refine/coarsen on the common digit grid of source and target
+// (tile_coordinates.h). Per data dim d, with C the longest common prefix of
+// the source's and target's coordinate digits:
+//   coarsen: source = C + P -> C, all-gather within the groups P defines;
+//   refine:  C -> C + P (P replicated in the source): local dynamic-slice;
+//   move:    a coarsen of dim a and a refine of dim b by the same digits P
+//            fuse into one all-to-all within the P groups.
+// Needs nested padded extents: ceil(D/c) == m * ceil(D/(c m)) unless c == 1.
+struct DigitStep {
+  enum class Kind { kCoarsen, kMove, kRefine };
+  Kind kind = Kind::kCoarsen;
+  int64_t dim = 0;       // coarsen/refine: the dim; move: the dim b that gains P
+  int64_t from_dim = 0;  // move: the dim a that loses P
+  int64_t factor = 1;    // m = product of P's digit sizes
+  Sharding after;        // sharding once this step is done
+  DigitPieces minor;     // refine: P's coordinate (0..m-1)
+  ReplicaGroups groups;  // coarsen/move: member k holds sub-tile k
+};
+// Steps in order coarsens, moves, refines; nullopt when the pair is not of
+// this form, nothing changes, or the coarsens alone would replicate the
+// value (that is the full-replication fallback, counted as such).
+std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source, const Sharding& target,
+                                                         std::span<const int64_t> base_dims, int64_t devices);
+// All-to-all that moves `factor` tiles from dim a (gaining extent) to dim b:
+// b is padded to factor * b_chunk, split into chunks exchanged within
+// `groups`, and the received chunks are merged into a (minor-most tiles
+// become major sub-blocks of a), then a is sliced to a_extent if longer.
+struct TileExchange {
+  int64_t a = 0, b = 0, factor = 1;
+  ReplicaGroups groups;
+  int64_t b_chunk = 1;
+  int64_t a_extent = 0;
+};
+InstrId exchange_tiles(SpmdContext& context, InstrId x, const TileExchange& exchange);
+PartitionedValue apply_digit_reshard(SpmdContext& context, const PartitionedValue& value,
+                                     const std::vector<DigitStep>& steps);
 // Per-device partial results: `id` holds this device's partial value, laid
 // out as `sharding` says, which `reducer` combines over `groups` (e.g. the
 // local dot of a contracting-sharded einsum, a masked local gather).

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -17,6 +18,7 @@
 #include "compiler/ir/builder.h"
 #include "compiler/ir/module.h"
 #include "compiler/sharding/sharding.h"
+#include "compiler/sharding/tile_coordinates.h"
 #include "compiler/spmd/partitioner.h"
 
 namespace podsim::compiler {
@@ -42,9 +44,16 @@ class SpmdContext {
   // s32 scalar: offset of this device's tile along `dim` (tile index times
   // the padded shard extent); a constant 0 when the dim is not sharded.
   InstrId partition_offset(const Sharding& sharding, std::span<const int64_t> base_dims, int64_t dim);
-  // Devices that share every tile coordinate except those of `tile_dims`,
-  // each group ordered by its (row-major) position along those dims: the
-  // groups of a collective over those tile dims. Iota form when one exists.
+  // s32 scalar: this device's tile coordinate along data dim `dim` of a
+  // tiled sharding (digit arithmetic on partition-id for iota arrays, a
+  // table indexed by partition-id otherwise).
+  InstrId tile_coordinate(const Sharding& sharding, int64_t dim);
+  // s32 scalar: coordinate(partition-id) of a digit function, as a few scalar
+  // divide/remainder/multiply/add ops (cached per function).
+  InstrId emit_digit_coordinate(const DigitPieces& pieces);
+  // partition-id converted to s32 (cached).
+  InstrId partition_id_s32();
+  // See the free function groups_along_tile_dims.
   ReplicaGroups groups_along_tile_dims(const Sharding& sharding, std::span<const int64_t> tile_dims) const;
   // Replaces the padding of `dims` (positions >= the logical extent) of the
   // local value by `fill` (a scalar instruction). Even dims are skipped.
@@ -76,13 +85,27 @@ class SpmdContext {
   int64_t num_devices_;
   ComputationBuilder builder_;
   InstrId partition_id_ = kNoId;
+  InstrId partition_id_s32_ = kNoId;
+  std::map<std::vector<std::pair<int64_t, int64_t>>, InstrId> coordinate_cache_;
   SpmdStats stats_;
-  std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, InstrId> offset_cache_;
+  std::map<std::pair<InstrId, int64_t>, InstrId> offset_cache_;           // (coordinate, extent)
+  std::map<std::pair<std::string, int64_t>, InstrId> coordinate_table_cache_;  // explicit arrays
   std::map<DType, InstrId> zero_cache_;
   std::map<std::pair<Opcode, DType>, CompId> reducer_cache_;
   std::map<std::pair<InstrId, std::string>, PartitionedValue> reshard_cache_;
   std::shared_ptr<Session> session_ = std::make_shared<Session>();
 };
+
+// Devices that share every tile coordinate except those of `tile_dims`,
+// each group ordered by its (row-major) position along those dims: the
+// groups of a collective over those tile dims. Iota form when one exists.
+ReplicaGroups groups_along_tile_dims(const Sharding& sharding, std::span<const int64_t> tile_dims);
+
+// Digit functions (tile_coordinates.h) of replica groups: .first gives a
+// device's group, .second its position within the group. nullopt for
+// explicit groups without an iota form.
+std::optional<std::pair<DigitPieces, DigitPieces>> group_digit_pieces(const ReplicaGroups& groups,
+                                                                      int64_t num_devices);
 
 // Tile count of data dim `dim` (1 unless tiled).
 int64_t tile_count(const Sharding& sharding, int64_t dim);

@@ -190,9 +190,11 @@ TEST(ReshardConformance, TileToPartialReplicateReshardUnevenPartition) {
   expect_equivalent(p);
 }
 
-// Gap: podsim's ladder has no "gather some dims, then all-to-all" step and
-// replicates the whole value (full_replications == 1, one all-gather per dim).
-TEST(ReshardConformance, DISABLED_TileToPartialReplicateReshardUnevenPartitionWithoutFullReplication) {
+// The digit rung (reshard.h DigitStep) does GSPMD's steps: on the grid
+// 1, 3, 6 (digit 0 = d % 3, digit 1 = d / 3) dim 1 coarsens by digit 0
+// (all-gather, 2 groups of 3), then digit 1 moves from dim 0 to dim 1
+// (all-to-all, 3 groups of 2).
+TEST(ReshardConformance, TileToPartialReplicateReshardUnevenPartitionWithoutFullReplication) {
   auto p = partition_text(copy_module("8,8", kUnevenPartitionFrom, kUnevenPartitionTo), 6);
   EXPECT_EQ(p.result.stats.full_replications, 0);
   EXPECT_EQ(groups_of(p, Opcode::kAllGather), (Groups{{3, 2}}));
@@ -245,7 +247,9 @@ TEST(ReshardConformance, ComplexReshardMoveMergeDimensionRight) {
 }
 
 // Gap: podsim replicates fully here (full_replications == 1) where GSPMD
-// needs one all-to-all and one collective-permute.
+// needs one all-to-all and one collective-permute (the digit rung moves
+// digits only when a dim's lost digits are exactly another's gained ones;
+// here dim 0 loses 2 digits that dims 1 and 2 split).
 TEST(ReshardConformance, DISABLED_ComplexReshardMoveMergeDimensionRightWithoutFullReplication) {
   auto p = partition_text(copy_module("11,12,24", kMoveMergeFrom, kMoveMergeTo), 8);
   EXPECT_EQ(p.result.stats.full_replications, 0);
@@ -285,9 +289,9 @@ TEST(ReshardConformance, ComplexReshardUnmerge) {
   expect_equivalent(p);
 }
 
-// Gap: podsim's all-to-all step only moves a whole tile count from one dim to
-// another; splitting a tile count (8 = 4 x 2) goes through full replication.
-TEST(ReshardConformance, DISABLED_ComplexReshardUnmergeWithoutFullReplication) {
+// The digit rung moves the minor digit of dim 0 (d % 2) to dim 1: one
+// all-to-all in the 4 groups {2i, 2i+1}.
+TEST(ReshardConformance, ComplexReshardUnmergeWithoutFullReplication) {
   auto p = partition_text(copy_module("16,8", kUnmergeFrom, kUnmergeTo), 8);
   EXPECT_EQ(p.result.stats.full_replications, 0);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 4}}));
@@ -306,8 +310,9 @@ TEST(ReshardConformance, ReshardNoFullRematCompatible) {
   expect_equivalent(p);
 }
 
-// Gap: as for ComplexReshardUnmerge, a partial move of a tile count between
-// dims is not an all-to-all step in podsim yet (full_replications == 1).
+// Gap: the moved digit lands in the MAJOR position of dim 1, which the digit
+// rung does not do: it gathers dim 0's minor digit and dim 1 (two
+// all-gathers of 2, no full replication) and slices locally.
 TEST(ReshardConformance, DISABLED_ReshardNoFullRematCompatibleWithoutFullReplication) {
   auto p = partition_text(copy_module("16,16", kCompatibleFrom, kCompatibleTo), 8);
   EXPECT_EQ(p.result.stats.full_replications, 0);
