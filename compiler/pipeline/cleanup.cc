@@ -33,22 +33,25 @@ CleanupStats clean_computation(Computation& comp) {
     if (!live[static_cast<size_t>(id)]) continue;
     for (InstrId op : instr.operands) live[static_cast<size_t>(resolved[static_cast<size_t>(op)])] = true;
   }
+  // Compaction in place: a kept instruction only moves down (its new id is
+  // at most its old one), so no second instruction vector is allocated.
   std::vector<InstrId> new_id(static_cast<size_t>(n), kNoId);
-  std::vector<Instruction> kept;
-  kept.reserve(static_cast<size_t>(n));
+  std::vector<Instruction>& instructions = comp.mutable_instructions();
+  InstrId kept = 0;
   for (InstrId id = 0; id < n; ++id) {
-    Instruction& instr = comp.mutable_instr(id);
+    Instruction& instr = instructions[static_cast<size_t>(id)];
     if (!live[static_cast<size_t>(id)]) {
       if (marker[static_cast<size_t>(id)]) ++stats.sharding_markers_removed;
       else ++stats.dead_instructions_removed;
       continue;
     }
     for (InstrId& op : instr.operands) op = new_id[static_cast<size_t>(resolved[static_cast<size_t>(op)])];
-    new_id[static_cast<size_t>(id)] = static_cast<InstrId>(kept.size());
-    kept.push_back(std::move(instr));
+    new_id[static_cast<size_t>(id)] = kept;
+    if (kept != id) instructions[static_cast<size_t>(kept)] = std::move(instr);
+    ++kept;
   }
   const InstrId root = new_id[static_cast<size_t>(resolved[static_cast<size_t>(comp.root())])];
-  comp.mutable_instructions() = std::move(kept);
+  instructions.erase(instructions.begin() + kept, instructions.end());
   comp.set_root(root);
   return stats;
 }

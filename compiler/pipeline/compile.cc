@@ -61,13 +61,15 @@ SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
                          const std::optional<TrainingStepOptions>& training) {
   Stopwatch total;
   SpmdProgram program;
-  Module module = annotated;
+  Module module;  // the annotated module is copied only when it is compiled as it is
   if (training) {
     Stopwatch clock;
     TrainingStep step = build_training_step(annotated, *training);
     module = std::move(step.module);
     program.stats.recomputed_flops = step.recomputed_flops;
     program.stats.training_wall_s = clock.seconds();
+  } else {
+    module = annotated;
   }
   program.stats.instructions_annotated = module.entry().size();
 

@@ -207,7 +207,7 @@ GradientResult emit_gradients(ComputationBuilder& builder, ReducerCache& reducer
 }
 
 Module build_gradient_module(const Module& forward, RematChoice remat) {
-  Module module = forward;
+  Module module = forward.copy_emptying(forward.entry_id());  // the entry is rebuilt below
   ReducerCache reducers(&module);
   const Computation& source = forward.entry();
   ComputationBuilder b(source.name(), &module);

@@ -102,7 +102,7 @@ TrainingStep build_training_step(const Module& forward, const TrainingStepOption
   // A pipelined forward already splits its inputs into microbatches.
   const int64_t microbatches = options.pipeline_stages > 1 ? 1 : options.microbatches;
 
-  Module module = forward;
+  Module module = forward.copy_emptying(forward.entry_id());  // the entry is rebuilt below
   training::ReducerCache reducers(&module);
   ComputationBuilder b(source.name(), &module);
   std::vector<InstrId> param_ids;
