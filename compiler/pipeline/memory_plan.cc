@@ -27,25 +27,30 @@ struct Buffer {
   int64_t last_use = 0;  // last schedule position that reads it
   InstrId producer = kNoId;
   DType dtype = DType::kF32;  // of the leaf
+  const Shape* leaf = nullptr;  // in the producer's shape
 };
 
 struct ComputationPeak {
   int64_t peak_bytes = 0;
   RoleBytes by_role{};
   InstrId peak_at = kNoId;
+  std::vector<LiveBufferAtPeak> live;  // only when the planner collects them
 };
 
 class MemoryPlanner {
  public:
-  explicit MemoryPlanner(const MemoryPlanInput& in) : in_(in), memo_(static_cast<size_t>(in.module.computation_count())) {}
+  MemoryPlanner(const MemoryPlanInput& in, bool collect_live)
+      : in_(in), collect_live_(collect_live), memo_(static_cast<size_t>(in.module.computation_count())) {}
 
   ComputationPeak plan(CompId comp_id, bool is_entry);
 
   const MemoryPlanInput& input() const { return in_; }
+  bool collect_live() const { return collect_live_; }
 
  private:
   class ComputationSweep;
   const MemoryPlanInput& in_;
+  bool collect_live_;
   std::vector<std::optional<ComputationPeak>> memo_;
 };
 
@@ -60,6 +65,7 @@ class MemoryPlanner::ComputationSweep {
     set_positions();
     set_read_positions();
     users_ = comp_.compute_users();
+    mark_expansions();
     leaves_.resize(static_cast<size_t>(n));
     for (InstrId id : order_) create_buffers(id);
     for (InstrId id = 0; id < n; ++id) record_reads(id);
@@ -111,9 +117,84 @@ class MemoryPlanner::ComputationSweep {
     }
   }
 
+  // ---- expansions ----
+  // Cheap ops a consumer kernel recomputes from their inputs.
+  static bool is_cheap_expansion_op(Opcode op) {
+    return is_elementwise_unary(op) || is_elementwise_binary(op) || op == Opcode::kSelect || op == Opcode::kClamp ||
+           op == Opcode::kBroadcast || op == Opcode::kIota || op == Opcode::kReshape || op == Opcode::kTranspose;
+  }
+  // Readers that need the value in a buffer of its own.
+  static bool needs_buffer(Opcode reader) {
+    switch (reader) {
+      case Opcode::kTuple:
+      case Opcode::kGetTupleElement:
+      case Opcode::kWhile:
+      case Opcode::kCall:
+      case Opcode::kCustomCall:
+      case Opcode::kDynamicUpdateSlice:
+      case Opcode::kScatter:
+        return true;
+      default:
+        return is_collective(reader);
+    }
+  }
+
+  // Marks the expanding values (memory_plan.h): a materialized cheap op
+  // whose inputs, read through other expansions and fused members, are at
+  // most 1/kExpansionRatio of its size (a one-hot mask or a broadcast:
+  // iota/broadcast + compare/convert/select/arithmetic). XLA fuses such a
+  // producer into every consumer (duplicating it) rather than writing it.
+  void mark_expansions() {
+    constexpr int64_t kExpansionRatio = 8;
+    constexpr int64_t kNotCheap = INT64_MAX / 4;
+    const auto n = static_cast<size_t>(comp_.size());
+    expansion_.assign(n, false);
+    std::vector<int64_t> input_bytes(n, 0);  // bytes a reader reads through this value
+    for (InstrId id = 0; id < comp_.size(); ++id) {
+      const auto sid = static_cast<size_t>(id);
+      const Instruction& instr = comp_.instr(id);
+      const int64_t own = instr.shape.byte_size();
+      if (!is_cheap_expansion_op(instr.opcode) || instr.shape.is_tuple()) {
+        input_bytes[sid] = materialized_[sid] ? own : kNotCheap;
+        continue;
+      }
+      int64_t inputs = 0;
+      for (InstrId op : instr.operands) inputs = std::min(kNotCheap, inputs + input_bytes[static_cast<size_t>(op)]);
+      if (!materialized_[sid]) {
+        input_bytes[sid] = inputs;
+        continue;
+      }
+      const bool expands = id != comp_.root() && inputs <= own / kExpansionRatio &&
+                           std::none_of(users_[sid].begin(), users_[sid].end(),
+                                        [&](InstrId u) { return needs_buffer(comp_.instr(u).opcode); });
+      expansion_[sid] = expands;
+      input_bytes[sid] = expands ? inputs : own;
+    }
+  }
+
+  // Buffers read when `id` is read: its own, or for a fused member or an
+  // expansion those of its inputs.
+  std::vector<int32_t> read_through(InstrId id) {
+    const auto sid = static_cast<size_t>(id);
+    if (materialized_[sid] && !expansion_[sid]) return leaves_[sid];
+    auto [it, inserted] = through_.try_emplace(id);
+    if (inserted) {
+      std::vector<int32_t> all;
+      for (InstrId op : comp_.instr(id).operands) {
+        std::vector<int32_t> part = read_through(op);
+        all.insert(all.end(), part.begin(), part.end());
+      }
+      std::sort(all.begin(), all.end());
+      all.erase(std::unique(all.begin(), all.end()), all.end());
+      through_[id] = std::move(all);
+      return through_[id];
+    }
+    return it->second;
+  }
+
   // ---- buffers ----
   int32_t new_buffer(const Shape& leaf, int64_t def, InstrId producer) {
-    buffers_.push_back(Buffer{leaf.byte_size(), def, def, def, producer, leaf.dtype()});
+    buffers_.push_back(Buffer{leaf.byte_size(), def, def, def, producer, leaf.dtype(), &leaf});
     return static_cast<int32_t>(buffers_.size() - 1);
   }
 
@@ -150,6 +231,10 @@ class MemoryPlanner::ComputationSweep {
         break;
     }
     if (!materialized_[static_cast<size_t>(id)]) return;
+    if (expansion_[static_cast<size_t>(id)]) {  // no buffer: readers read its inputs
+      mine = read_through(id);
+      return;
+    }
     for (const Shape* leaf : instr.shape.leaves()) mine.push_back(new_buffer(*leaf, def, id));
   }
 
@@ -259,12 +344,30 @@ class MemoryPlanner::ComputationSweep {
     int64_t first_backward = n;  // activations: forward values still live when the backward starts
     for (InstrId id = 0; id < n; ++id)
       if (starts_with(comp_.instr(id).op_name, "bwd/")) first_backward = std::min(first_backward, pos_[static_cast<size_t>(id)]);
-    for (const Buffer& b : buffers_)
-      if (b.def <= peak_pos && peak_pos <= b.last_use && b.bytes != 0)
-        result.by_role[static_cast<size_t>(role_of(b, peak_pos, first_backward))] += b.bytes;
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      const Buffer& b = buffers_[i];
+      if (b.def > peak_pos || peak_pos > b.last_use || b.bytes == 0) continue;
+      const ValueRole role = role_of(b, peak_pos, first_backward);
+      result.by_role[static_cast<size_t>(role)] += b.bytes;
+      if (planner_.collect_live()) result.live.push_back(describe(b, role));
+    }
     const ComputationPeak& nested = inner[static_cast<size_t>(result.peak_at)];
     for (size_t r = 0; r < kRoleCount; ++r) result.by_role[r] += nested.by_role[r];
+    result.live.insert(result.live.end(), nested.live.begin(), nested.live.end());
     return result;
+  }
+
+  LiveBufferAtPeak describe(const Buffer& b, ValueRole role) const {
+    const Instruction& producer = comp_.instr(b.producer);
+    LiveBufferAtPeak live;
+    live.computation = comp_id_;
+    live.producer = b.producer;
+    live.instruction = producer.name;
+    live.op_name = producer.op_name;
+    live.shape = b.leaf ? b.leaf->to_string(false) : producer.shape.to_string(false);
+    live.role = role;
+    live.bytes = b.bytes;
+    return live;
   }
 
   MemoryPlanner& planner_;
@@ -276,6 +379,8 @@ class MemoryPlanner::ComputationSweep {
   std::vector<int64_t> pos_;
   std::vector<int64_t> read_pos_;
   std::vector<bool> materialized_;
+  std::vector<bool> expansion_;  // mark_expansions
+  std::unordered_map<InstrId, std::vector<int32_t>> through_;  // read_through memo
   std::vector<std::vector<InstrId>> users_;
   std::vector<std::vector<int32_t>> leaves_;  // buffer ids per instruction leaf (kNoId: caller's)
   std::vector<Buffer> buffers_;
@@ -301,13 +406,25 @@ ValueRole parameter_role(const Instruction& parameter) {
 MemoryPlan plan_memory(const MemoryPlanInput& input) {
   MemoryPlan plan;
   if (input.module.entry_id() == kNoId) return plan;
-  MemoryPlanner planner(input);
+  MemoryPlanner planner(input, /*collect_live=*/false);
   ComputationPeak entry = planner.plan(input.module.entry_id(), true);
   plan.peak_bytes = entry.peak_bytes;
   plan.peak_at = entry.peak_at;
   for (size_t r = 0; r < kRoleCount; ++r)
     if (entry.by_role[r] != 0) plan.at_peak.bytes[static_cast<ValueRole>(r)] = entry.by_role[r];
   return plan;
+}
+
+std::vector<LiveBufferAtPeak> live_buffers_at_peak(const MemoryPlanInput& input) {
+  if (input.module.entry_id() == kNoId) return {};
+  MemoryPlanner planner(input, /*collect_live=*/true);
+  std::vector<LiveBufferAtPeak> live = planner.plan(input.module.entry_id(), true).live;
+  std::stable_sort(live.begin(), live.end(), [](const LiveBufferAtPeak& a, const LiveBufferAtPeak& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.computation != b.computation) return a.computation < b.computation;
+    return a.producer < b.producer;
+  });
+  return live;
 }
 
 }  // namespace podsim::compiler

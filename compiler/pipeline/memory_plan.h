@@ -4,6 +4,15 @@
 //    buffer per array leaf, live from its schedule position to the position
 //    of its last reader. A fused member reads at its group's root; fused
 //    intermediates and duplicated cheap ops take no buffer.
+//  - An expansion takes no buffer: a materialized cheap op (elementwise,
+//    select, clamp, broadcast, iota, reshape, transpose) whose inputs, read
+//    through fused members and other expansions, are at most 1/8 of its
+//    size, e.g. a one-hot mask compare(iota, broadcast(ids)) or a MoE
+//    dispatch mask. XLA duplicates such a producer into each consumer
+//    kernel (the forward and the backward dot of an embedding) instead of
+//    writing it to HBM; its readers read its inputs. Not when it is the
+//    root or read by a tuple, while, call, custom-call, collective,
+//    scatter or dynamic-update-slice (those need a real buffer).
 //  - tuple, get-tuple-element and while alias their operands' buffers (the
 //    loop state is updated in place), so reads through them extend those.
 //  - Entry parameters and the root's outputs are live throughout (as XLA
@@ -16,6 +25,7 @@
 // Roles (program.h) from op_name prefixes, see role_of_buffer in the .cc.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "compiler/ir/module.h"
@@ -38,6 +48,22 @@ struct MemoryPlanInput {
 };
 
 MemoryPlan plan_memory(const MemoryPlanInput& input);
+
+// One buffer live at the peak (the entry's, plus the nested peak of the
+// while/call running there), for finding what makes a peak.
+struct LiveBufferAtPeak {
+  CompId computation = kNoId;
+  InstrId producer = kNoId;
+  std::string instruction;  // the producer's name
+  std::string op_name;      // the producer's op_name (model-level name)
+  std::string shape;        // the buffer's leaf shape, XLA text
+  ValueRole role = ValueRole::kTemporary;
+  int64_t bytes = 0;
+};
+
+// Every non-empty buffer live at plan_memory's peak, largest first (ties by
+// computation, producer). Their bytes sum to plan_memory(input).peak_bytes.
+std::vector<LiveBufferAtPeak> live_buffers_at_peak(const MemoryPlanInput& input);
 
 // Role of an entry parameter from its op_name ("param/", "opt_state/",
 // "input/"; anything else counts as a parameter, e.g. HLO files).

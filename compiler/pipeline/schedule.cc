@@ -13,6 +13,9 @@
 //  - user of collective: just before its earliest user: (k.major, k.minor - 1)
 //                        with k = min user key, never earlier than its own key.
 // Kahn's algorithm then always emits the ready unit with the smallest key.
+// When a unit becomes ready its key may be refined from its operands' keys
+// as emitted (MemoryAwareQueue): collectives follow their operands, and
+// memory-reducing units (schedule.h) run right after theirs.
 #include "compiler/pipeline/schedule.h"
 
 #include <algorithm>
@@ -123,30 +126,283 @@ std::vector<Key> priority_keys(const UnitGraph& g, const ScheduleOptions& option
   return key;
 }
 
+// Bytes a unit writes to HBM: its root's array leaves; nothing for aliases
+// (parameter, tuple, get-tuple-element, while) and for duplicated cheap
+// members (recomputed inside the groups that list them).
+int64_t allocated_bytes(const Computation& comp, const UnitGraph& g, size_t unit, const std::vector<bool>& duplicated) {
+  const InstrId root = g.members[unit].back();
+  if (g.members[unit].size() == 1 && duplicated[static_cast<size_t>(root)]) return 0;
+  switch (comp.instr(root).opcode) {
+    case Opcode::kParameter:
+    case Opcode::kTuple:
+    case Opcode::kGetTupleElement:
+    case Opcode::kWhile:
+      return 0;
+    default:
+      return comp.instr(root).shape.byte_size();
+  }
+}
+
+std::vector<int32_t> distinct(std::vector<int32_t> units) {
+  std::sort(units.begin(), units.end());
+  units.erase(std::unique(units.begin(), units.end()), units.end());
+  return units;
+}
+
+// Kahn's algorithm over the units with a priority queue of keys. The static
+// key is refined when a unit becomes ready: a collective starts right after
+// its latest operand as emitted (within the hoist limit); a memory-reducing
+// unit (schedule.h) right after its operands, or collective_result_lag units
+// after a collective operand. Tracks, per unit output, the readers still to
+// run; when one reader is left, that reader frees the output.
+// Constant-only units run early only when an early unit needs them.
+// Caveat: a tail unit reading only parameters runs early (at the start);
+// the optimizers' IR has none that is large.
+class MemoryAwareQueue {
+ public:
+  static constexpr size_t kTailFractionOfUnits = 16;
+
+  MemoryAwareQueue(const Computation& comp, const FusionPlan& fusion, const UnitGraph& g, const std::vector<Key>& key,
+                   const ScheduleOptions& options)
+      : g_(g), key_(key), options_(options) {
+    const size_t units = g.members.size();
+    const int n = comp.size();
+    const bool has_plan = fusion.group_of.size() == static_cast<size_t>(n);
+    const std::vector<bool> duplicated =
+        has_plan ? duplicated_members(fusion, n) : std::vector<bool>(static_cast<size_t>(n), false);
+    operands_.resize(units);
+    readers_.resize(units);
+    alloc_.resize(units);
+    freed_.assign(units, 0);
+    pending_.resize(units);
+    remaining_readers_.resize(units);
+    emitted_key_.resize(units);
+    collective_key_.resize(units);
+    done_.assign(units, false);
+    tail_.assign(units, false);
+    eager_pushed_.assign(units, false);
+    ran_early_.assign(units, false);
+    pulled_.assign(units, false);
+    for (size_t u = 0; u < units; ++u) {
+      operands_[u] = distinct(g.operands[u]);
+      readers_[u] = distinct(g.users[u]);
+      alloc_[u] = allocated_bytes(comp, g, u, duplicated);
+      pending_[u] = static_cast<int32_t>(operands_[u].size());
+      remaining_readers_[u] = static_cast<int32_t>(readers_[u].size());
+    }
+    for (size_t u = 0; u < units; ++u)
+      if (readers_[u].size() == 1) freed_[static_cast<size_t>(readers_[u][0])] += alloc_[u];
+    // Static: computed from constants alone (no parameter; units by
+    // position are topological).
+    static_.assign(units, true);
+    for (size_t u = 0; u < units; ++u)
+      if (comp.instr(g.members[u].back()).opcode == Opcode::kParameter) static_[u] = false;
+    std::vector<size_t> by_position(units);
+    for (size_t u = 0; u < units; ++u) by_position[u] = u;
+    std::sort(by_position.begin(), by_position.end(), [&](size_t a, size_t b) { return g.position[a] < g.position[b]; });
+    for (size_t u : by_position)
+      for (int32_t op : operands_[u]) static_[u] = static_[u] && static_[static_cast<size_t>(op)];
+    pending_dynamic_.assign(units, 0);
+    for (size_t u = 0; u < units; ++u)
+      for (int32_t op : operands_[u]) pending_dynamic_[u] += static_[static_cast<size_t>(op)] ? 0 : 1;
+    if (options.memory_aware) mark_tails(g.unit_of[static_cast<size_t>(comp.root())]);
+    for (size_t u = 0; u < units; ++u)
+      if (pending_[u] == 0) push_ready(u);
+  }
+
+  bool empty() {
+    while (!ready_.empty() && done_[static_cast<size_t>(std::get<4>(ready_.top()))]) ready_.pop();
+    while (!ready_collectives_.empty() && done_[static_cast<size_t>(ready_collectives_.top().second)])
+      ready_collectives_.pop();
+    return ready_.empty();
+  }
+
+  // The next unit (call only when !empty()). A unit running early never
+  // passes a ready collective that came before it in the original order
+  // (that collective starts first), so no collective starts later than it
+  // would without memory awareness for that reason.
+  size_t pop() {
+    auto [major, minor, not_collective, position, unit] = ready_.top();
+    if (!ready_collectives_.empty() && ready_collectives_.top().first < position &&
+        !g_.is_collective[static_cast<size_t>(unit)]) {
+      unit = ready_collectives_.top().second;
+      const Key k = collective_key_[static_cast<size_t>(unit)];
+      major = k.major;
+      minor = k.minor;
+      ready_collectives_.pop();
+    } else {
+      ready_.pop();
+    }
+    const auto u = static_cast<size_t>(unit);
+    done_[u] = true;
+    emitted_key_[u] = Key{major, minor};
+    ran_early_[u] = memory_aware_early(u);
+    last_emitted_ = emitted_key_[u];
+    for (int32_t op : operands_[u]) {
+      const auto so = static_cast<size_t>(op);
+      if (--remaining_readers_[so] != 1) continue;
+      for (int32_t reader : readers_[so]) {
+        const auto sr = static_cast<size_t>(reader);
+        if (done_[sr]) continue;
+        freed_[sr] += alloc_[so];
+        if (pending_[sr] == 0) push_if_eager(sr);
+        break;
+      }
+    }
+    for (int32_t reader : readers_[u]) {
+      const auto sr = static_cast<size_t>(reader);
+      if (--pending_[sr] == 0) {
+        push_ready(sr);
+      } else if (!static_[u] && --pending_dynamic_[sr] == 0 && options_.memory_aware && !g_.is_collective[sr] &&
+                 reduces_memory(sr)) {
+        for (int32_t op : operands_[sr]) pull_constants(static_cast<size_t>(op));
+      }
+    }
+    return u;
+  }
+
+ private:
+  // Tail units (schedule.h): the units depending on each, the root aside,
+  // collected in reverse topological order until there are more than
+  // tail_size_limit, or 1/kTailFractionOfUnits of all units (in a small
+  // program, e.g. one layer or a loop body, almost everything would be a
+  // tail and run as early as possible, ahead of collectives' operands).
+  void mark_tails(int32_t root_unit) {
+    const size_t units = g_.members.size();
+    const auto limit = std::min(static_cast<size_t>(std::max<int64_t>(0, options_.tail_size_limit)),
+                                units / kTailFractionOfUnits);
+    tail_.assign(units, false);
+    std::vector<std::vector<int32_t>> dependents(units);
+    std::vector<size_t> by_position(units);
+    for (size_t u = 0; u < units; ++u) by_position[u] = u;
+    std::sort(by_position.begin(), by_position.end(), [&](size_t a, size_t b) { return g_.position[a] > g_.position[b]; });
+    for (size_t u : by_position) {
+      if (static_cast<int32_t>(u) == root_unit) continue;
+      bool small = true;
+      std::vector<int32_t>& mine = dependents[u];
+      for (int32_t reader : readers_[u]) {
+        if (reader == root_unit) continue;
+        const auto sr = static_cast<size_t>(reader);
+        if (!tail_[sr]) {
+          small = false;
+          break;
+        }
+        mine.push_back(reader);
+        mine.insert(mine.end(), dependents[sr].begin(), dependents[sr].end());
+        mine = distinct(std::move(mine));
+        if (mine.size() > limit) {
+          small = false;
+          break;
+        }
+      }
+      tail_[u] = small;
+      if (!small) mine = {};
+    }
+  }
+
+  // Runs early (schedule.h): a tail unit, or one that frees more than it
+  // allocates. Never a unit computed from constants alone (a constant, its
+  // broadcast, partition offsets, a loop's zero accumulator): it keeps its
+  // place unless a unit that runs early reads it (pull_constants).
+  bool reduces_memory(size_t u) const {
+    if (static_[u]) return false;
+    if (tail_[u]) return true;
+    return freed_[u] > alloc_[u];
+  }
+
+  // A unit that would run early waits only for constant-only operands:
+  // they run now (with their own constant-only operands), so that they do
+  // not hold it back to their place in the original order.
+  void pull_constants(size_t u) {
+    if (done_[u] || pulled_[u]) return;
+    pulled_[u] = true;
+    if (pending_[u] == 0) {
+      push(u, Key{last_emitted_.major, last_emitted_.minor + 1});
+      return;
+    }
+    for (int32_t op : operands_[u]) pull_constants(static_cast<size_t>(op));
+  }
+
+  // Emitted before its static key (ran early, see reduces_memory).
+  bool memory_aware_early(size_t u) const { return options_.memory_aware && emitted_key_[u] < key_[u]; }
+
+  // Right after the latest operand as emitted; collective operands add the lag.
+  Key after_operands(size_t u, int64_t collective_lag) const {
+    Key latest{INT64_MIN, 0};
+    for (int32_t op : operands_[u]) {
+      const Key& k = emitted_key_[static_cast<size_t>(op)];
+      latest = std::max(latest, g_.is_collective[static_cast<size_t>(op)] && collective_lag > 0
+                                    ? Key{k.major + collective_lag, 0}
+                                    : Key{k.major, k.minor + 1});
+    }
+    return latest;
+  }
+
+  // Memory-aware, ties go to collectives (they start as early as they may,
+  // before units that run early); then by position.
+  void push(size_t u, Key k) {
+    const int collective_first = options_.memory_aware && g_.is_collective[u] ? 0 : 1;
+    ready_.emplace(k.major, k.minor, collective_first, g_.position[u], static_cast<int32_t>(u));
+  }
+
+  void push_ready(size_t u) {
+    if (g_.is_collective[u] && !operands_[u].empty()) {
+      // The hoist limit keeps prefetches (e.g. weight all-gathers) near
+      // their use; a collective of work that ran early follows that work.
+      const bool follows_early_work = std::any_of(operands_[u].begin(), operands_[u].end(),
+                                                  [&](int32_t op) { return ran_early_[static_cast<size_t>(op)]; });
+      const Key earliest{options_.max_collective_hoist > 0 && !follows_early_work
+                             ? g_.position[u] - options_.max_collective_hoist
+                             : INT64_MIN,
+                         0};
+      const Key k = std::min(Key{g_.position[u], 0}, std::max(after_operands(u, 0), earliest));
+      push(u, k);
+      collective_key_[u] = k;
+      ready_collectives_.emplace(g_.position[u], static_cast<int32_t>(u));
+      return;
+    }
+    push(u, key_[u]);
+    if (pulled_[u]) push(u, Key{last_emitted_.major, last_emitted_.minor + 1});
+    push_if_eager(u);
+  }
+
+  void push_if_eager(size_t u) {
+    if (!options_.memory_aware || eager_pushed_[u] || g_.is_collective[u] || !reduces_memory(u)) return;
+    const Key eager = operands_[u].empty() ? Key{INT64_MIN / 2, 0} : after_operands(u, options_.collective_result_lag);
+    if (!(eager < key_[u])) return;
+    eager_pushed_[u] = true;
+    push(u, eager);
+  }
+
+  using Entry = std::tuple<int64_t, int64_t, int, InstrId, int32_t>;  // key, collectives first, position, unit
+  const UnitGraph& g_;
+  const std::vector<Key>& key_;
+  const ScheduleOptions& options_;
+  std::vector<std::vector<int32_t>> operands_, readers_;  // distinct
+  std::vector<int64_t> alloc_, freed_;
+  std::vector<bool> tail_, static_;
+  std::vector<int32_t> pending_, remaining_readers_;
+  std::vector<Key> emitted_key_, collective_key_;
+  std::vector<bool> done_, eager_pushed_, ran_early_, pulled_;
+  std::vector<int32_t> pending_dynamic_;  // operands not yet emitted that are not constant-only
+  Key last_emitted_{INT64_MIN / 2, 0};
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready_;
+  using ByPosition = std::pair<InstrId, int32_t>;  // position, unit
+  std::priority_queue<ByPosition, std::vector<ByPosition>, std::greater<>> ready_collectives_;
+};
+
 }  // namespace
 
 std::vector<InstrId> schedule_computation(const Computation& computation, const FusionPlan& fusion,
                                           const ScheduleOptions& options) {
   UnitGraph g = build_units(computation, fusion);
   std::vector<Key> key = priority_keys(g, options);
-  const size_t units = g.members.size();
-  std::vector<int32_t> pending_operands(units);
-  for (size_t u = 0; u < units; ++u) pending_operands[u] = static_cast<int32_t>(g.operands[u].size());
-
-  using Entry = std::tuple<int64_t, int64_t, InstrId, int32_t>;  // key, position, unit
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-  auto push = [&](size_t u) { ready.emplace(key[u].major, key[u].minor, g.position[u], static_cast<int32_t>(u)); };
-  for (size_t u = 0; u < units; ++u)
-    if (pending_operands[u] == 0) push(u);
-
+  MemoryAwareQueue queue(computation, fusion, g, key, options);
   std::vector<InstrId> schedule;
   schedule.reserve(static_cast<size_t>(computation.size()));
-  while (!ready.empty()) {
-    const auto u = static_cast<size_t>(std::get<3>(ready.top()));
-    ready.pop();
+  while (!queue.empty()) {
+    const size_t u = queue.pop();
     schedule.insert(schedule.end(), g.members[u].begin(), g.members[u].end());
-    for (int32_t user : g.users[u])
-      if (--pending_operands[static_cast<size_t>(user)] == 0) push(static_cast<size_t>(user));
   }
   return schedule;
 }

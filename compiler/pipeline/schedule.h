@@ -10,8 +10,25 @@
 //  - a direct user of a collective result runs as late as its own users
 //    allow (just before the first of them), leaving the work in between to
 //    overlap the collective;
+//  - memory_aware: a unit that reduces memory runs as soon as its operands
+//    are ready, where XLA's memory-aware scheduler would put it:
+//     * a tail unit: at most tail_size_limit units (the root aside), and
+//       at most 1/16 of all, depend on it, so it only feeds the program's outputs through a short chain:
+//       a weight's optimizer update (with the gradient's dot and
+//       reduce-scatter and the Adafactor statistics), which frees the
+//       gradient and writes the new weight in place of the old one;
+//     * a unit that frees more bytes than it allocates (it is the last
+//       reader of operand buffers bigger than its output, e.g. an add
+//       accumulating gradient contributions);
+//    after reading a collective's result it waits collective_result_lag
+//    units, so the collective still overlaps work (XLA schedules a weight's
+//    update, and the gradient reduce-scatter feeding it, right after its
+//    gradient is done);
 //  - everything else keeps its original relative order (memory-friendly).
-// List scheduling with a priority queue: O((V + E) log V).
+// List scheduling with a priority queue: O((V + E) log V), plus
+// O((V + E) tail_size_limit) for the tail sets; a unit that becomes
+// memory-reducing while it waits (another reader of its operand ran) is
+// pushed again, at most once.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +43,14 @@ struct ScheduleOptions {
   // Units (unfused instructions or fusion groups) a collective may move
   // ahead of its original position; <= 0 means no limit.
   int64_t max_collective_hoist = 256;
+  // Run memory-reducing units early (see above).
+  bool memory_aware = true;
+  // Units a memory-reducing reader of a collective result waits after the
+  // collective (its place in the original order + this many).
+  int64_t collective_result_lag = 64;
+  // Tail units (see above): at most this many units depend on them (and at
+  // most 1/16 of the computation's units).
+  int64_t tail_size_limit = 256;
 };
 
 std::vector<InstrId> schedule_computation(const Computation& computation, const FusionPlan& fusion,

@@ -114,17 +114,18 @@ ENTRY %e (p: f32[256]) -> f32[16] {
 
 TEST(MemoryPlan, WhileAddsTheBodyPeak) {
   // tests/fixtures/hlo/while_loop.hlo. Body (ids = positions):
-  //   one 4 B [2,3], next 4 B [3,8] (root), two 4 B [5,6], twos 32 B [6,7],
-  //   acc.next 32 B [7,8] (root); at 7: next 4 + twos 32 + acc.next 32 = 68.
-  // Condition: limit 4 B + lt 1 B = 5 < 68.
+  //   one 4 B [2,3], next 4 B [3,8] (root), two 4 B [5,7], acc.next 32 B
+  //   [7,8] (root); twos = broadcast(two) is an expansion (4 B of input for
+  //   32 B): no buffer, acc.next reads two. At 7: 4 + 4 + 32 = 40.
+  // Condition: limit 4 B + lt 1 B = 5 < 40.
   // Entry: zero 4 B [0,3] (read by the while), x 32 B throughout; the loop
-  // state aliases zero and x. At the while: 36 + 68 = 104 B.
+  // state aliases zero and x. At the while: 36 + 40 = 76 B.
   Module m = parse_hlo_file(std::string(PODSIM_SOURCE_DIR) + "/tests/fixtures/hlo/while_loop.hlo");
   MemoryPlan plan = plan_in_id_order(m);
-  EXPECT_EQ(plan.peak_bytes, 104);
+  EXPECT_EQ(plan.peak_bytes, 76);
   EXPECT_EQ(plan.peak_at, id_of(m.entry(), "loop"));
   EXPECT_EQ(role_bytes(plan, ValueRole::kParameter), 32);
-  EXPECT_EQ(role_bytes(plan, ValueRole::kTemporary), 72);
+  EXPECT_EQ(role_bytes(plan, ValueRole::kTemporary), 44);
 }
 
 TEST(MemoryPlan, GetTupleElementKeepsOnlyItsElementAlive) {
@@ -149,6 +150,85 @@ ENTRY %e (p: f32[256]) -> f32[256] {
   MemoryPlan plan = plan_in_id_order(m);
   EXPECT_EQ(plan.peak_bytes, 6144);
   EXPECT_EQ(plan.peak_at, id_of(m.entry(), "s"));
+}
+
+// An embedding as one-hot(tokens) . table, the one-hot read by two dots (the
+// forward lookup e and the table's gradient g), as a training step has it.
+// Sizes: tok s32[4,8] 128 B, table f32[64,16] 4096 B, y f32[4,8,16] 2048 B;
+// io/bt s32[4,8,64] 8192 B each, eq pred[4,8,64] 2048 B, oh f32[4,8,64]
+// 8192 B; outputs e 2048 B, g 4096 B.
+constexpr const char* kOneHotEmbedding = R"(HloModule m
+ENTRY %e (tok: s32[4,8], table: f32[64,16], y: f32[4,8,16]) -> (f32[4,8,16], f32[64,16]) {
+  %tok = s32[4,8] parameter(0), metadata={op_name="input/tok"}
+  %table = f32[64,16] parameter(1), metadata={op_name="param/table"}
+  %y = f32[4,8,16] parameter(2), metadata={op_name="input/y"}
+  %io = s32[4,8,64] iota(), iota_dimension=2
+  %bt = s32[4,8,64] broadcast(%tok), dimensions={0,1}
+  %eq = pred[4,8,64] compare(%io, %bt), direction=EQ
+  %oh = f32[4,8,64] convert(%eq)
+  %e = f32[4,8,16] dot(%oh, %table), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  %g = f32[64,16] dot(%oh, %y), lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}
+  ROOT %r = (f32[4,8,16], f32[64,16]) tuple(%e, %g)
+})";
+
+TEST(MemoryPlan, OneHotMaskIsRecomputedInItsConsumers) {
+  Module m = parse_hlo(kOneHotEmbedding);
+  // io, bt, eq, oh are expansions: their inputs (tok, 128 B, read through
+  // bt; io reads nothing) are far below 1/8 of each. No buffer for any of
+  // them; e and g read tok and table. Live throughout: params 128 + 4096 +
+  // 2048 and outputs 2048 + 4096 = 12416 B, and nothing else is ever live.
+  // (Were they written: at eq io + bt + eq = 18432 B more.)
+  MemoryPlan plan = plan_in_id_order(m);
+  EXPECT_EQ(plan.peak_bytes, 12416);
+  // Fused as plan_fusion groups them (oh has two readers, so it is a
+  // kernel of its own): the same.
+  std::vector<FusionPlan> fusion{plan_fusion(m.entry())};
+  EXPECT_EQ(plan_in_id_order(m, {}, fusion).peak_bytes, 12416);
+}
+
+TEST(MemoryPlan, MaskOfFullSizeInputsIsWritten) {
+  // The same mask from a full-size s32[4,8,64] index tensor (8192 B, not
+  // below 1/8 of oh): bt is gone (ix is compared directly), io still an
+  // expansion but eq (8192 B of inputs for 2048 B) and oh are written.
+  // Base: params ix 8192 + table 4096 + y 2048, outputs 6144 = 20480 B.
+  // Ids: ix0 table1 y2 io3 eq4 oh5 e6 g7. eq [4,5], oh [5,7]: at oh
+  // eq + oh = 10240 -> 30720 B.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (ix: s32[4,8,64], table: f32[64,16], y: f32[4,8,16]) -> (f32[4,8,16], f32[64,16]) {
+  %ix = s32[4,8,64] parameter(0), metadata={op_name="input/ix"}
+  %table = f32[64,16] parameter(1), metadata={op_name="param/table"}
+  %y = f32[4,8,16] parameter(2), metadata={op_name="input/y"}
+  %io = s32[4,8,64] iota(), iota_dimension=2
+  %eq = pred[4,8,64] compare(%io, %ix), direction=EQ
+  %oh = f32[4,8,64] convert(%eq)
+  %e = f32[4,8,16] dot(%oh, %table), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  %g = f32[64,16] dot(%oh, %y), lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}
+  ROOT %r = (f32[4,8,16], f32[64,16]) tuple(%e, %g)
+})");
+  MemoryPlan plan = plan_in_id_order(m);
+  EXPECT_EQ(plan.peak_bytes, 30720);
+  EXPECT_EQ(plan.peak_at, id_of(m.entry(), "oh"));
+}
+
+TEST(MemoryPlan, LiveBuffersAtPeakSumToThePeak) {
+  Module m = parse_hlo(kTrainingLike);
+  // At gw (HandComputedPeakAndBreakdown): w 64, x 32, t 32, gt 32, gw 64,
+  // nw 64: largest first, ties by producer id (w0 gw5 nw6, then x1 t3 gt4).
+  std::vector<std::vector<InstrId>> no_schedule;
+  std::vector<FusionPlan> no_fusion;
+  std::vector<LiveBufferAtPeak> live = live_buffers_at_peak(MemoryPlanInput{m, no_schedule, no_fusion, {}});
+  ASSERT_EQ(live.size(), 6u);
+  std::vector<std::string> names;
+  int64_t sum = 0;
+  for (const LiveBufferAtPeak& b : live) {
+    names.push_back(b.instruction);
+    sum += b.bytes;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"w", "gw", "nw", "x", "t", "gt"}));
+  EXPECT_EQ(sum, 288);
+  EXPECT_EQ(live[1].op_name, "bwd/gw");
+  EXPECT_EQ(live[1].role, ValueRole::kGradient);
+  EXPECT_EQ(live[1].shape, "f32[4,4]");
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 // schedule_computation: topological, collectives start early, their users
 // run late, everything else keeps its order; fusion groups stay contiguous.
+// These test the latency-hiding rules alone (memory_aware = false): in
+// graphs this small the memory-aware rules (memory_schedule_test.cc) would
+// move most units.
 #include <gtest/gtest.h>
 
 #include "compiler/pipeline/fusion.h"
@@ -37,7 +40,7 @@ ENTRY %e (x: f32[8], w: f32[8]) -> f32[8] {
 TEST(Schedule, CollectiveEarlyAndItsUserLate) {
   Module m = parse_hlo(kOverlapGraph);
   const Computation& c = m.entry();
-  std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, ScheduleOptions{.max_collective_hoist = 0});
+  std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, ScheduleOptions{.max_collective_hoist = 0, .memory_aware = false});
   expect_topological_permutation(c, order);
   // ar right after its operand w (it moves 3 places up); u moves past v to
   // just before its user z; the rest keeps the original order.
@@ -49,7 +52,7 @@ TEST(Schedule, HoistIsLimited) {
   const Computation& c = m.entry();
   // ar is unit 5; with a limit of 2 it may start at place 3 at the earliest:
   // key (3,0) ties with c2 (3,0) and loses on original position.
-  std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, ScheduleOptions{.max_collective_hoist = 2});
+  std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, ScheduleOptions{.max_collective_hoist = 2, .memory_aware = false});
   expect_topological_permutation(c, order);
   EXPECT_EQ(names_in(c, order), (Names{"x", "w", "c1", "c2", "ar", "c3", "v", "u", "z"}));
 }
@@ -73,7 +76,7 @@ TEST(Schedule, FusionGroupsStayContiguous) {
   Module m = parse_hlo(kOverlapGraph);
   const Computation& c = m.entry();
   FusionPlan plan = plan_fusion(c);
-  std::vector<InstrId> order = schedule_computation(c, plan, ScheduleOptions{.max_collective_hoist = 0});
+  std::vector<InstrId> order = schedule_computation(c, plan, ScheduleOptions{.max_collective_hoist = 0, .memory_aware = false});
   expect_topological_permutation(c, order);
   std::vector<int64_t> place(order.size());
   for (size_t p = 0; p < order.size(); ++p) place[static_cast<size_t>(order[p])] = static_cast<int64_t>(p);
@@ -107,7 +110,7 @@ ENTRY %e (x: f32[8], w: f32[8]) -> f32[8] {
   %ag2 = f32[8] all-reduce(%ag1), replica_groups={}, to_apply=%sum
   ROOT %z = f32[8] add(%ag2, %c2)
 })");
-  std::vector<InstrId> order = schedule_computation(m.entry(), FusionPlan{}, ScheduleOptions{.max_collective_hoist = 0});
+  std::vector<InstrId> order = schedule_computation(m.entry(), FusionPlan{}, ScheduleOptions{.max_collective_hoist = 0, .memory_aware = false});
   EXPECT_EQ(names_in(m.entry(), order), (Names{"x", "w", "ag1", "ag2", "c1", "c2", "z"}));
 }
 
