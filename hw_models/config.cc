@@ -192,6 +192,9 @@ const std::vector<Field>& fields() {
                              [](HardwareConfig& c) -> double& { return c.ici.link_efficiency; }));
     t.push_back(number_field("ici.hop_latency_s", [](HardwareConfig& c) -> double& { return c.ici.hop_latency_s; },
                              Check::kNonNegative));
+    t.push_back(number_field("ici.message_overhead_s",
+                             [](HardwareConfig& c) -> double& { return c.ici.message_overhead_s; },
+                             Check::kNonNegative));
     t.push_back(choice_field("ici.collective_algorithm",
                              [](HardwareConfig& c) -> std::string& { return c.ici.collective_algorithm; },
                              collective_algorithm_names()));

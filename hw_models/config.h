@@ -65,6 +65,9 @@ struct IciConfig {
   // (bisection) use link_bandwidth.
   double link_efficiency = 1.0;
   double hop_latency_s = 0;          // per chip-to-chip hop
+  // Issue cost of one message (DMA descriptor) at its source: a direct
+  // all-to-all sends n-1 messages per device, one after another.
+  double message_overhead_s = 0;
   std::string collective_algorithm;  // "auto" or a fixed algorithm name
 };
 

@@ -72,6 +72,7 @@ struct LinkParams {
   double ici_hop_latency_s = 0;
   double on_chip_bandwidth = 0;
   double on_chip_latency_s = 0;
+  double message_overhead_s = 0;  // per message issued (ici.message_overhead_s)
 };
 // What collectives see: ici_bandwidth = link_bandwidth x link_efficiency.
 LinkParams link_params(const HardwareConfig& config);

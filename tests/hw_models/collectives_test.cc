@@ -142,6 +142,24 @@ TEST(Collectives, AllToAllOnTorusByHand) {
   EXPECT_NEAR(per_dim.analytic_time_s, kV / kW + 4 * kHop, 1e-12);
 }
 
+TEST(Collectives, AllToAllPaysOneMessageIssuePerDestination) {
+  // The 4x4 torus above with a message overhead o: each device issues its 15
+  // messages one after another, so the direct all-to-all takes
+  // V/(2W) + 4 hops + 15 o. A ring all-gather sends one message per step and
+  // keeps its closed form (n-1)/n V/W + (n-1) hops on the 16-device ring.
+  LinkParams params = kParams;
+  params.message_overhead_s = 3e-6;
+  const Topology t(Slice{{4, 4}, {true, true}, 1}, params);
+  const CollectivePlan a2a = plan(t, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto);
+  EXPECT_NEAR(a2a.analytic_time_s, kV / (2 * kW) + 4 * kHop + 15 * 3e-6, 1e-12);
+  const Topology no_overhead(Slice{{4, 4}, {true, true}, 1}, kParams);
+  EXPECT_NEAR(plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s,
+              plan(no_overhead, CollectiveKind::kAllGather, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s,
+              1e-15);
+  // The presets carry it (ici.message_overhead_s).
+  EXPECT_DOUBLE_EQ(link_params(load_hardware("tpuv3")).message_overhead_s, 1e-6);
+}
+
 TEST(Collectives, AllToAllOnARingIsAQuarterOfAllGather) {
   // 1-D torus of n = 64, V per device, V/64 per pair (chunk c). Clockwise, a
   // link carries every flow of distance d = 1..31 crossing it: sum d = 496 c,
