@@ -6,6 +6,8 @@
 // (memoized) and their peaks added at the calling position.
 #include "compiler/pipeline/memory_plan.h"
 
+#include "compiler/pipeline/fusion.h"
+
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -104,12 +106,16 @@ class MemoryPlanner::ComputationSweep {
     materialized_.assign(static_cast<size_t>(comp_.size()), true);
     if (!fusion_) return;
     std::vector<bool> seen(static_cast<size_t>(comp_.size()), false);
-    for (const FusionGroup& g : fusion_->groups) {
+    for (size_t gi = 0; gi < fusion_->groups.size(); ++gi) {
+      const FusionGroup& g = fusion_->groups[gi];
       if (g.members.empty()) continue;
       const InstrId root = g.members.back();
       for (InstrId m : g.members) {
         const auto sm = static_cast<size_t>(m);
         if (m == root) continue;
+        // Listed in another group than its own and not a cheap op that each
+        // group recomputes: an inconsistent plan; it belongs to its own.
+        if (fusion_->group_of[sm] != static_cast<int32_t>(gi) && !is_cheap_to_duplicate(comp_.instr(m).opcode)) continue;
         materialized_[sm] = false;
         read_pos_[sm] = seen[sm] ? std::max(read_pos_[sm], pos_[static_cast<size_t>(root)]) : pos_[static_cast<size_t>(root)];
         seen[sm] = true;

@@ -43,10 +43,23 @@ struct UnitGraph {
   std::vector<bool> is_collective;
 };
 
+// Members listed in several groups that are recomputed in each (cheap ops,
+// fusion.h). Any other op listed in several groups (an inconsistent plan)
+// belongs to its group_of group only.
+std::vector<bool> recomputed_members(const Computation& comp, const FusionPlan& fusion) {
+  const int n = comp.size();
+  if (fusion.group_of.size() != static_cast<size_t>(n)) return std::vector<bool>(static_cast<size_t>(n), false);
+  std::vector<bool> duplicated = duplicated_members(fusion, n);
+  for (InstrId id = 0; id < n; ++id)
+    if (duplicated[static_cast<size_t>(id)] && !is_cheap_to_duplicate(comp.instr(id).opcode))
+      duplicated[static_cast<size_t>(id)] = false;
+  return duplicated;
+}
+
 UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
   const int n = comp.size();
   const bool has_plan = fusion.group_of.size() == static_cast<size_t>(n);
-  std::vector<bool> duplicated = has_plan ? duplicated_members(fusion, n) : std::vector<bool>(static_cast<size_t>(n));
+  std::vector<bool> duplicated = recomputed_members(comp, fusion);
   UnitGraph g;
   g.unit_of.assign(static_cast<size_t>(n), -1);
   std::vector<int32_t> unit_of_group(has_plan ? fusion.groups.size() : 0, -1);
@@ -167,9 +180,7 @@ class MemoryAwareQueue {
       : g_(g), key_(key), options_(options) {
     const size_t units = g.members.size();
     const int n = comp.size();
-    const bool has_plan = fusion.group_of.size() == static_cast<size_t>(n);
-    const std::vector<bool> duplicated =
-        has_plan ? duplicated_members(fusion, n) : std::vector<bool>(static_cast<size_t>(n), false);
+    const std::vector<bool> duplicated = recomputed_members(comp, fusion);
     operands_.resize(units);
     readers_.resize(units);
     alloc_.resize(units);
@@ -205,7 +216,8 @@ class MemoryAwareQueue {
     pending_dynamic_.assign(units, 0);
     for (size_t u = 0; u < units; ++u)
       for (int32_t op : operands_[u]) pending_dynamic_[u] += static_[static_cast<size_t>(op)] ? 0 : 1;
-    if (options.memory_aware) mark_tails(g.unit_of[static_cast<size_t>(comp.root())]);
+    root_unit_ = g.unit_of[static_cast<size_t>(comp.root())];
+    if (options.memory_aware) mark_tails(root_unit_);
     for (size_t u = 0; u < units; ++u)
       if (pending_[u] == 0) push_ready(u);
   }
@@ -306,8 +318,22 @@ class MemoryAwareQueue {
   // place unless a unit that runs early reads it (pull_constants).
   bool reduces_memory(size_t u) const {
     if (static_[u]) return false;
-    if (tail_[u]) return true;
+    if (tail_[u] && consumes_tail_only_value(u)) return true;
     return freed_[u] > alloc_[u];
+  }
+
+  // A tail runs early only when it reads a (computed) value that only tails
+  // read, e.g. a gradient: the chain then ends that value's life. A tail
+  // reading only values that other work reads as well (the saved input of
+  // a layer whose recomputation is a tail near the end of the backward
+  // pass) would only start its own values' lives early.
+  bool consumes_tail_only_value(size_t u) const {
+    return std::any_of(operands_[u].begin(), operands_[u].end(), [&](int32_t op) {
+      const auto so = static_cast<size_t>(op);
+      return !static_[so] && alloc_[so] > 0 &&
+             std::all_of(readers_[so].begin(), readers_[so].end(),
+                         [&](int32_t r) { return tail_[static_cast<size_t>(r)] || r == root_unit_; });
+    });
   }
 
   // A unit that would run early waits only for constant-only operands:
@@ -381,6 +407,7 @@ class MemoryAwareQueue {
   std::vector<std::vector<int32_t>> operands_, readers_;  // distinct
   std::vector<int64_t> alloc_, freed_;
   std::vector<bool> tail_, static_;
+  int32_t root_unit_ = -1;
   std::vector<int32_t> pending_, remaining_readers_;
   std::vector<Key> emitted_key_, collective_key_;
   std::vector<bool> done_, eager_pushed_, ran_early_, pulled_;
@@ -400,9 +427,20 @@ std::vector<InstrId> schedule_computation(const Computation& computation, const 
   MemoryAwareQueue queue(computation, fusion, g, key, options);
   std::vector<InstrId> schedule;
   schedule.reserve(static_cast<size_t>(computation.size()));
+  std::vector<bool> scheduled(g.members.size(), false);
   while (!queue.empty()) {
     const size_t u = queue.pop();
+    scheduled[u] = true;
     schedule.insert(schedule.end(), g.members[u].begin(), g.members[u].end());
+  }
+  // A cycle between units (only an inconsistent fusion plan makes one) must
+  // not drop instructions: the rest follows in position order.
+  if (schedule.size() < static_cast<size_t>(computation.size())) {
+    std::vector<size_t> rest;
+    for (size_t u = 0; u < g.members.size(); ++u)
+      if (!scheduled[u]) rest.push_back(u);
+    std::sort(rest.begin(), rest.end(), [&](size_t a, size_t b) { return g.position[a] < g.position[b]; });
+    for (size_t u : rest) schedule.insert(schedule.end(), g.members[u].begin(), g.members[u].end());
   }
   return schedule;
 }

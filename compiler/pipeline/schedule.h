@@ -12,10 +12,11 @@
 //    overlap the collective;
 //  - memory_aware: a unit that reduces memory runs as soon as its operands
 //    are ready, where XLA's memory-aware scheduler would put it:
-//     * a tail unit: at most tail_size_limit units (the root aside), and
-//       at most 1/16 of all, depend on it, so it only feeds the program's outputs through a short chain:
-//       a weight's optimizer update (with the gradient's dot and
-//       reduce-scatter and the Adafactor statistics), which frees the
+//     * a tail unit that reads a value only tails read: at most
+//       tail_size_limit units (the root aside), and at most 1/16 of all,
+//       depend on a tail, so it feeds the program's outputs through a short
+//       chain. E.g. a weight's optimizer update (with the gradient's dot
+//       and reduce-scatter and the Adafactor statistics): it frees the
 //       gradient and writes the new weight in place of the old one;
 //     * a unit that frees more bytes than it allocates (it is the last
 //       reader of operand buffers bigger than its output, e.g. an add
@@ -23,7 +24,9 @@
 //    after reading a collective's result it waits collective_result_lag
 //    units, so the collective still overlaps work (XLA schedules a weight's
 //    update, and the gradient reduce-scatter feeding it, right after its
-//    gradient is done);
+//    gradient is done); a collective reading work that ran early follows
+//    it (no hoist limit), and constant-only operands of such a unit run
+//    when it needs them;
 //  - everything else keeps its original relative order (memory-friendly).
 // List scheduling with a priority queue: O((V + E) log V), plus
 // O((V + E) tail_size_limit) for the tail sets; a unit that becomes

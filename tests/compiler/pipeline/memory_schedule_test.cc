@@ -60,9 +60,11 @@ TEST(MemorySchedule, OptimizerUpdateRunsRightAfterItsGradient) {
   const Computation& c = m.entry();
   std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, kOnlyRootReadersAreTails);
   expect_topological_permutation(c, order);
-  // Tails: n1, n2, b (only the root reads them). n1 runs right after g1
-  // (key (3,1)), b right after a ((4,1), ahead of g2 at (5,0)), n2 after g2.
-  EXPECT_EQ(names_in(c, order), (Names{"w1", "w2", "x", "g1", "n1", "a", "b", "g2", "n2", "r"}));
+  // Tails: n1, n2, b (only the root reads them). n1 reads g1, which only
+  // tails read: it runs right after g1 (key (3,1)); likewise n2 after g2.
+  // b reads only a, which g2 (not a tail) reads too: running b early would
+  // end no value's life, so it keeps its place.
+  EXPECT_EQ(names_in(c, order), (Names{"w1", "w2", "x", "g1", "n1", "a", "g2", "n2", "b", "r"}));
   std::vector<InstrId> original = schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
   EXPECT_EQ(original, id_order(c));
 }
@@ -80,8 +82,8 @@ TEST(MemorySchedule, GradientsNoLongerLiveTogether) {
   EXPECT_EQ(before.peak_bytes, 9216);
   EXPECT_EQ(before.peak_at, id_of(c, "g2"));
   EXPECT_EQ(role_bytes(before, ValueRole::kGradient), 2048);
-  // Memory-aware (w1 w2 x g1 n1 a b g2 n2 r): g1: 1024; n1: 1024 (g1's last
-  // read); a: 1024; b: 1024; g2: a + g2 = 2048 <- peak; n2: g2 = 1024.
+  // Memory-aware (w1 w2 x g1 n1 a g2 n2 b r): g1: 1024; n1: 1024 (g1's last
+  // read); a: 1024; g2: a + g2 = 2048 <- peak; n2: the same; b: a = 1024.
   //   Peak 8192 B at g2, one gradient (1024 B) live.
   MemoryPlan after = plan_with(m, schedule_computation(c, FusionPlan{}, kOnlyRootReadersAreTails));
   EXPECT_EQ(after.peak_bytes, 8192);

@@ -124,5 +124,31 @@ TEST(Schedule, MemberOrderWithASparseSchedule) {
   EXPECT_EQ(fusion.groups[0].members, (std::vector<InstrId>{9, 3, 7}));
 }
 
+// Regression (moe_37b_128's entry was scheduled only in part: 14777 of 43767
+// instructions): a plan whose groups overlap in a non-cheap op (a dot's
+// output chain claiming adds another group already holds) made the op a
+// unit of its own, read by and reading a group: a cycle, and Kahn's
+// algorithm stopped. The op now belongs to its group_of group only.
+TEST(Schedule, OverlappingGroupsStillScheduleEverything) {
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (x: f32[8]) -> f32[8] {
+  %x = f32[8] parameter(0)
+  %d1 = f32[8] exponential(%x)
+  %a1 = f32[8] add(%d1, %x)
+  %d2 = f32[8] tanh(%x)
+  %a2 = f32[8] add(%a1, %d2)
+  ROOT %r = f32[8] negate(%a2)
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan;
+  plan.group_of = {-1, 0, 0, 1, 1, -1};
+  plan.groups = {FusionGroup{{1, 2, 4}}, FusionGroup{{3, 4}}};  // a2 (4) in both
+  for (bool memory_aware : {false, true}) {
+    std::vector<InstrId> order = schedule_computation(c, plan, ScheduleOptions{.memory_aware = memory_aware});
+    expect_topological_permutation(c, order);
+    EXPECT_EQ(names_in(c, order), (Names{"x", "d1", "a1", "d2", "a2", "r"}));
+  }
+}
+
 }  // namespace
 }  // namespace podsim::compiler
