@@ -43,6 +43,33 @@ std::vector<std::vector<InstrId>> Computation::compute_users() const {
   return users;
 }
 
+UserLists::UserLists(const Computation& computation) {
+  const auto n = static_cast<size_t>(computation.size());
+  // Pass 1 counts, pass 2 fills; last_user[op] skips an operand read twice
+  // by the same instruction (as compute_users does).
+  std::vector<InstrId> last_user(n, kNoId);
+  std::vector<uint32_t> count(n + 1, 0);
+  for (InstrId i = 0; i < computation.size(); ++i)
+    for (InstrId op : computation.instr(i).operands) {
+      auto k = static_cast<size_t>(op);
+      if (last_user[k] == i) continue;
+      last_user[k] = i;
+      ++count[k];
+    }
+  first_.assign(n + 1, 0);
+  for (size_t k = 0; k < n; ++k) first_[k + 1] = first_[k] + count[k];
+  ids_.resize(first_[n]);
+  std::vector<uint32_t> next(first_.begin(), first_.end() - 1);
+  last_user.assign(n, kNoId);
+  for (InstrId i = 0; i < computation.size(); ++i)
+    for (InstrId op : computation.instr(i).operands) {
+      auto k = static_cast<size_t>(op);
+      if (last_user[k] == i) continue;
+      last_user[k] = i;
+      ids_[next[k]++] = i;
+    }
+}
+
 CompId Module::add_computation(Computation c) {
   computations_.push_back(std::move(c));
   return static_cast<CompId>(computations_.size() - 1);

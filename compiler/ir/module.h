@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,22 @@ class Computation {
   std::string name_;
   std::vector<Instruction> instructions_;
   InstrId root_ = kNoId;
+};
+
+// Users of every instruction of a computation in one flat array: the same
+// lists as Computation::compute_users (each user once, ascending) without a
+// heap vector per instruction.
+class UserLists {
+ public:
+  explicit UserLists(const Computation& computation);
+  std::span<const InstrId> operator[](InstrId id) const {
+    const auto i = static_cast<size_t>(id);
+    return {ids_.data() + first_[i], ids_.data() + first_[i + 1]};
+  }
+
+ private:
+  std::vector<uint32_t> first_;  // users of i: ids_[first_[i] .. first_[i + 1])
+  std::vector<InstrId> ids_;
 };
 
 class Module {

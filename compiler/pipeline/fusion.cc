@@ -52,7 +52,7 @@ bool can_be_fused_producer(const Instruction& instr) {
 
 class FusionPlanner {
  public:
-  explicit FusionPlanner(const Computation& c) : comp_(c), users_(c.compute_users()) {
+  explicit FusionPlanner(const Computation& c) : comp_(c), users_(c) {
     plan_.group_of.assign(static_cast<size_t>(c.size()), -1);
     reads_collective_.assign(static_cast<size_t>(c.size()), false);
     restricted_.assign(static_cast<size_t>(c.size()), false);
@@ -83,7 +83,7 @@ class FusionPlanner {
 
  private:
   int32_t group(InstrId id) const { return plan_.group_of[static_cast<size_t>(id)]; }
-  const std::vector<InstrId>& users(InstrId id) const { return users_[static_cast<size_t>(id)]; }
+  std::span<const InstrId> users(InstrId id) const { return users_[id]; }
 
   int32_t new_group(std::vector<InstrId> members) {
     auto g = static_cast<int32_t>(plan_.groups.size());
@@ -209,7 +209,7 @@ class FusionPlanner {
   }
 
   const Computation& comp_;
-  std::vector<std::vector<InstrId>> users_;
+  UserLists users_;
   std::vector<bool> reads_collective_;
   std::vector<bool> restricted_;  // window reads pulled into a collective reader's kernel
   FusionPlan plan_;

@@ -35,7 +35,7 @@ PropagationState::PropagationState(const Module& module) : module_(module) {
     shardings_[idx(c)].resize(static_cast<size_t>(comp.size()));
     provided_[idx(c)].assign(static_cast<size_t>(comp.size()), false);
     changed_at_[idx(c)].assign(static_cast<size_t>(comp.size()), 0);
-    users_[idx(c)] = comp.compute_users();
+    users_[idx(c)].emplace(comp);
   }
   for (CompId c : reachable_) {
     const Computation& comp = module.computation(c);

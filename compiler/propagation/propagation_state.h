@@ -40,7 +40,7 @@ class PropagationState {
   const Instruction& instr(ValueRef r) const { return module_.computation(r.comp).instr(r.instr); }
   const std::optional<Sharding>& sharding(ValueRef r) const { return shardings_[idx(r.comp)][idx(r.instr)]; }
   bool provided(ValueRef r) const { return provided_[idx(r.comp)][idx(r.instr)]; }
-  const std::vector<InstrId>& users(ValueRef r) const { return users_[idx(r.comp)][idx(r.instr)]; }
+  std::span<const InstrId> users(ValueRef r) const { return (*users_[idx(r.comp)])[r.instr]; }
   const std::optional<CallSite>& caller(CompId c) const { return callers_[idx(c)]; }
   // The change clock: ticks once per sharding write; starts at 1.
   uint64_t clock() const { return clock_; }
@@ -69,7 +69,7 @@ class PropagationState {
   std::vector<std::vector<bool>> provided_;
   std::vector<std::vector<uint64_t>> changed_at_;  // tick of the last write, 0 = never
   uint64_t clock_ = 1;
-  std::vector<std::vector<std::vector<InstrId>>> users_;
+  std::vector<std::optional<UserLists>> users_;  // per reachable computation
   std::vector<std::optional<CallSite>> callers_;
   std::map<ValueRef, int> group_of_;
   std::vector<std::vector<ValueRef>> groups_;
