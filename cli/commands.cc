@@ -149,6 +149,9 @@ int hardware_show(const Options& o) {
 }  // namespace
 
 Commands::Commands(CLI::App& app) {
+  // -j: CLI11's PositiveNumber prints its upper bound as a 300-digit number;
+  // a real range reads "Value 0 not in range 1 to 4096".
+  const CLI::Range jobs_range(1, 4096);
   Options& o = options_;
   run_ = app.add_subcommand("run", "simulate a workload and report utilization, memory and time");
   run_->add_option("workload", o.input, "workload YAML")->required();
@@ -171,24 +174,24 @@ Commands::Commands(CLI::App& app) {
 
   sweep_ = app.add_subcommand("sweep", "run a grid of workload variants (or: sweep merge A.csv B.csv ... -o out.csv)");
   sweep_->add_option("sweep", o.inputs, "SWEEP.yaml, or 'merge' and the shard CSV files")->required();
-  sweep_->add_option("-j", o.jobs, "points run at once (child processes)")->check(CLI::PositiveNumber);
+  sweep_->add_option("-j", o.jobs, "points run at once (child processes)")->check(jobs_range);
   sweep_->add_option("--shard", o.shard, "run slice I/N of the grid (e.g. $SLURM_ARRAY_TASK_ID/N)");
   sweep_->add_option("-o,--output", o.output, "results CSV (default stdout)");
   sweep_->add_option("--jsonl", o.jsonl, "also write one JSON object per point here");
   sweep_->add_option("--plot", o.plot, "plot file (svg|png), drawn with gnuplot");
   sweep_->add_option("--timeout", o.timeout_seconds, "kill a point running longer than S seconds (an error row)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 1e9));
 
   regress_ = app.add_subcommand("regress", "compare workloads with tracked baselines");
   regress_->add_option("--baselines", o.baselines, "baseline folder (default reports/baselines)");
   regress_->add_flag("--update", o.update, "rewrite the baselines");
-  regress_->add_option("-j", o.jobs, "workloads run at once")->check(CLI::PositiveNumber);
+  regress_->add_option("-j", o.jobs, "workloads run at once")->check(jobs_range);
   regress_->add_flag("--all", o.all_rows, "print unchanged metrics too");
 
   calibrate_ = app.add_subcommand("calibrate", "predicted vs measured throughput of the calibration configs");
   calibrate_->add_option("--measured", o.measured, "measured numbers (default reports/baselines/measured.yaml)");
   calibrate_->add_option("-o,--output", o.output, "markdown table (default stdout)");
-  calibrate_->add_option("-j", o.jobs, "workloads run at once")->check(CLI::PositiveNumber);
+  calibrate_->add_option("-j", o.jobs, "workloads run at once")->check(jobs_range);
 
   CLI::App* hardware = app.add_subcommand("hardware", "inspect hardware presets");
   hardware->require_subcommand(1);

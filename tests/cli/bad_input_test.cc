@@ -4,10 +4,14 @@
 // output file behind. Positions are counted by hand in the test texts.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -59,6 +63,34 @@ class BadInput : public ::testing::Test {
     EXPECT_FALSE(fs::exists(out_));
   }
 
+  // workloads/small.yaml with the line `from` (e.g. "  layers: 2") replaced
+  // by `to`, written as bad.yaml; `line` receives its 1-based line number.
+  std::string small_with(const std::string& from, const std::string& to, int& line) {
+    std::ifstream in(std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    const size_t at = yaml.find(from + "\n");
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at == std::string::npos) return write("bad.yaml", yaml);
+    yaml.replace(at, from.size(), to);
+    line = 1 + static_cast<int>(std::count(yaml.begin(), yaml.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    return write("bad.yaml", yaml);
+  }
+
+  // `podsim run FILE -o out --trace trace`: exit 2, the message names
+  // `where` and contains `what` and a hint, and neither file is written.
+  void expect_run_error(const std::string& file, const std::string& where, const std::string& what) {
+    const fs::path trace = dir_ / "trace.json";
+    const Result r = run("run " + file + " --format json -o " + out_.string() + " --trace " + trace.string());
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(where), std::string::npos) << "want " << where << " in:\n" << r.output;
+    EXPECT_NE(r.output.find(what), std::string::npos) << "want '" << what << "' in:\n" << r.output;
+    EXPECT_NE(r.output.find("hint:"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out_));
+    EXPECT_FALSE(fs::exists(trace));
+  }
+
   fs::path dir_;
   fs::path out_;
 };
@@ -101,10 +133,16 @@ TEST_F(BadInput, HloShardingDeviceOutOfRange) {
   const std::string f = write("bad.hlo",
                               "HloModule m, num_partitions=2\nENTRY e {\n"
                               "  p = f32[4] parameter(0), sharding={devices=[2]0,7}\n  ROOT n = f32[4] negate(p)\n}\n");
-  const Result r = run("partition " + f + " -o " + out_.string());
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("bad.hlo:3:"), std::string::npos) << r.output;
-  EXPECT_FALSE(fs::exists(out_));
+  expect_partition_error(f, "bad.hlo:3:", "device 7 is out of range");
+  // A negative id and a maximal sharding on a missing device, the same way.
+  expect_partition_error(write("neg.hlo", "HloModule m, num_partitions=2\nENTRY e {\n"
+                                          "  p = f32[4] parameter(0), sharding={devices=[2]0,-1}\n"
+                                          "  ROOT n = f32[4] negate(p)\n}\n"),
+                         "neg.hlo:3:", "device -1 is out of range");
+  expect_partition_error(write("max.hlo", "HloModule m, num_partitions=2\nENTRY e {\n"
+                                          "  p = f32[4] parameter(0), sharding={maximal device=5}\n"
+                                          "  ROOT n = f32[4] negate(p)\n}\n"),
+                         "max.hlo:3:", "device 5 is out of range");
 }
 
 TEST_F(BadInput, HloImpossibleSharding) {
@@ -157,6 +195,82 @@ TEST_F(BadInput, NegativeHardwareValue) {
   const Result r = run("hardware show " + f);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("hw.yaml:3:19"), std::string::npos) << r.output;
+}
+
+TEST_F(BadInput, SweepJobsOutOfRangeIsOneReadableLine) {
+  // CLI11's PositiveNumber used to print its bound as a 300-digit number.
+  const Result r = run("sweep " + write("s.yaml", "name: s\n") + " -j 0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("not in range 1 to 4096"), std::string::npos) << r.output;
+  EXPECT_LT(r.output.size(), 200u) << r.output;
+}
+
+// `podsim run` end to end (issue 9 catalogue gaps).
+
+TEST_F(BadInput, RunModelTooLargeForHbmIsAReportNotAnError) {
+  // small.yaml with d = 2^16, f = 2^18, 64 heads of 1024: weights per layer
+  // 4 d (h hd) + 3 d f = 4 x 2^32 + 3 x 2^34 = 2^34 x 4 = 68.7e9, two layers
+  // 137e9 f32 parameters = 550 GB. Even spread over all 8 devices that is
+  // 68.7 GB per device, over a v3 core's 16 GiB: a report saying so, exit 0.
+  const std::string sets =
+      " --set model.model_dim=65536 --set model.ffn_dim=262144 --set model.heads=64 --set model.head_dim=1024";
+  const std::string small = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
+  const Result json = run("run " + small + sets + " --format json -o " + out_.string());
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  std::ifstream in(out_);
+  nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_FALSE(j["fits_in_memory"].get<bool>());
+  const double params = j["parameters"].get<double>();
+  EXPECT_GE(params, 2 * 68.7e9);
+  EXPECT_GE(j["memory_breakdown_bytes"]["parameters"].get<double>(), params * 4 / 8 * (1 - 1e-9));
+  EXPECT_GT(j["peak_memory_bytes"].get<double>(), j["hbm_capacity_bytes"].get<double>());
+  EXPECT_DOUBLE_EQ(j["hbm_capacity_bytes"].get<double>(), 17179869184.0);  // 16 GiB
+  const Result table = run("run " + small + sets);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("DOES NOT FIT"), std::string::npos) << table.output;
+}
+
+TEST_F(BadInput, RunAbsurdModelDimExits2AtTheKey) {
+  // [global_batch, seq_len, model_dim] = 8 x 16 x 10^15 elements > 2^50.
+  int line = 0;
+  const std::string f = small_with("  model_dim: 32", "  model_dim: 1000000000000000", line);
+  expect_run_error(f, "bad.yaml:" + std::to_string(line) + ":14", "too large");  // value after "  model_dim: "
+}
+
+TEST_F(BadInput, RunAbsurdLayerCountExits2AtTheKeyWithoutHanging) {
+  int line = 0;
+  const std::string f = small_with("  layers: 2", "  layers: 9223372036854775807", line);
+  expect_run_error(f, "bad.yaml:" + std::to_string(line) + ":11", "more than the 1024");  // after "  layers: "
+}
+
+TEST_F(BadInput, RunHugeGlobalBatchExits2AtTheKey) {
+  // 2^62 x 16 x 32 overflows int64: reported, not wrapped into a small size.
+  int line = 0;
+  const std::string f = small_with("  global_batch: 8", "  global_batch: 4611686018427387904", line);
+  expect_run_error(f, "bad.yaml:" + std::to_string(line) + ":17", "more than 2^63");  // after "  global_batch: "
+}
+
+TEST_F(BadInput, RunHugeMeshExits2) {
+  // 2^32 x 2^32 devices: int64 wraps to 0 without a check.
+  int line = 0;
+  const std::string f = small_with("  axes: {x: 2, y: 4}", "  axes: {x: 4294967296, y: 4294967296}", line);
+  expect_run_error(f, "bad.yaml:" + std::to_string(line) + ":", "more than 1048576 devices");
+}
+
+TEST_F(BadInput, RunTokensNotDivisibleByTheExpertsAxisExits2) {
+  // An MoE layer splits the tokens into one group per device of the experts'
+  // mesh axis (y, 4 devices): 2 x 5 = 10 tokens do not split into 4 groups.
+  const std::string f = write("moe.yaml",
+                              "name: moe\nhardware: tpuv3\nmesh:\n  axes: {x: 2, y: 4}\n  physical: [2, 2, 2]\n"
+                              "model:\n  kind: moe_transformer\n  layers: 2\n  model_dim: 32\n  ffn_dim: 64\n"
+                              "  heads: 4\n  head_dim: 8\n  vocab: 64\n  seq_len: 5\n  global_batch: 2\n"
+                              "  experts: 4\nsharding:\n  activations: [x, null, y]\n  experts: [y]\n");
+  // No file position yet: the MoE builder (workloads/moe_layer.cc) throws
+  // without one. The numbers and the hint name what to change.
+  expect_run_error(f, "10 tokens", "do not split into 4 groups");
+  // The same model with 2 x 8 = 16 tokens runs.
+  const Result ok = run("run " + f + " --set model.seq_len=8 --format json");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
 }  // namespace
