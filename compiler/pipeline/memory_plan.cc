@@ -124,10 +124,25 @@ class MemoryPlanner::ComputationSweep {
   }
 
   // ---- expansions ----
-  // Cheap ops a consumer kernel recomputes from their inputs.
+  // Cheap ops a consumer kernel recomputes from their inputs (elementwise
+  // and data movement).
   static bool is_cheap_expansion_op(Opcode op) {
-    return is_elementwise_unary(op) || is_elementwise_binary(op) || op == Opcode::kSelect || op == Opcode::kClamp ||
-           op == Opcode::kBroadcast || op == Opcode::kIota || op == Opcode::kReshape || op == Opcode::kTranspose;
+    switch (op) {
+      case Opcode::kSelect:
+      case Opcode::kClamp:
+      case Opcode::kBroadcast:
+      case Opcode::kIota:
+      case Opcode::kReshape:
+      case Opcode::kTranspose:
+      case Opcode::kConcatenate:
+      case Opcode::kSlice:
+      case Opcode::kDynamicSlice:
+      case Opcode::kPad:
+      case Opcode::kReverse:
+        return true;
+      default:
+        return is_elementwise_unary(op) || is_elementwise_binary(op);
+    }
   }
   // Readers that need the value in a buffer of its own.
   static bool needs_buffer(Opcode reader) {
@@ -161,7 +176,9 @@ class MemoryPlanner::ComputationSweep {
       const Instruction& instr = comp_.instr(id);
       const int64_t own = instr.shape.byte_size();
       if (!is_cheap_expansion_op(instr.opcode) || instr.shape.is_tuple()) {
-        input_bytes[sid] = materialized_[sid] ? own : kNotCheap;
+        // A fused member that is not cheap (a reduce, a dot) cannot be
+        // recomputed in another kernel; a constant or partition-id is read.
+        input_bytes[sid] = materialized_[sid] || instr.operands.empty() ? own : kNotCheap;
         continue;
       }
       int64_t inputs = 0;

@@ -5,7 +5,8 @@
 //    of its last reader. A fused member reads at its group's root; fused
 //    intermediates and duplicated cheap ops take no buffer.
 //  - An expansion takes no buffer: a materialized cheap op (elementwise,
-//    select, clamp, broadcast, iota, reshape, transpose) whose inputs, read
+//    select, clamp, broadcast, iota, or data movement: reshape, transpose,
+//    concatenate, slice, dynamic-slice, pad, reverse) whose inputs, read
 //    through fused members and other expansions, are at most 1/8 of its
 //    size, e.g. a one-hot mask compare(iota, broadcast(ids)) or a MoE
 //    dispatch mask. XLA duplicates such a producer into each consumer
