@@ -231,5 +231,35 @@ TEST(MemoryPlan, LiveBuffersAtPeakSumToThePeak) {
   EXPECT_EQ(live[1].shape, "f32[4,4]");
 }
 
+// The decoder's one-hot is built from shifted tokens: concatenate(a padding
+// column broadcast from a constant, tok). Fused into oh's kernel (oh has
+// two readers, so it is a kernel of its own), the constant is a member that
+// the chain reads (4 B), not an uncheap op: oh is still an expansion, read
+// through to tok. Params tok 112 + table 4096 + y 2048 and outputs
+// 2048 + 4096 = 12400 B; nothing else is ever live.
+TEST(MemoryPlan, FusedShiftedTokenOneHotIsAnExpansion) {
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (tok: s32[4,7], table: f32[64,16], y: f32[4,8,16]) -> (f32[4,8,16], f32[64,16]) {
+  %tok = s32[4,7] parameter(0), metadata={op_name="input/tok"}
+  %table = f32[64,16] parameter(1), metadata={op_name="param/table"}
+  %y = f32[4,8,16] parameter(2), metadata={op_name="input/y"}
+  %zero = s32[] constant(0)
+  %pad = s32[4,1] broadcast(%zero), dimensions={}
+  %sh = s32[4,8] concatenate(%pad, %tok), dimensions={1}
+  %io = s32[4,8,64] iota(), iota_dimension=2
+  %bt = s32[4,8,64] broadcast(%sh), dimensions={0,1}
+  %eq = pred[4,8,64] compare(%io, %bt), direction=EQ
+  %oh = f32[4,8,64] convert(%eq)
+  %e = f32[4,8,16] dot(%oh, %table), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  %g = f32[64,16] dot(%oh, %y), lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}
+  ROOT %r = (f32[4,8,16], f32[64,16]) tuple(%e, %g)
+})");
+  std::vector<FusionPlan> fusion{plan_fusion(m.entry())};
+  const auto& group_of = fusion[0].group_of;
+  ASSERT_GE(group_of[static_cast<size_t>(id_of(m.entry(), "oh"))], 0);
+  ASSERT_EQ(group_of[static_cast<size_t>(id_of(m.entry(), "zero"))], group_of[static_cast<size_t>(id_of(m.entry(), "oh"))]);
+  EXPECT_EQ(plan_in_id_order(m, {}, fusion).peak_bytes, 12400);
+}
+
 }  // namespace
 }  // namespace podsim::compiler
