@@ -169,8 +169,6 @@ std::vector<int32_t> distinct(std::vector<int32_t> units) {
 // after a collective operand. Tracks, per unit output, the readers still to
 // run; when one reader is left, that reader frees the output.
 // Constant-only units run early only when an early unit needs them.
-// Caveat: a tail unit reading only parameters runs early (at the start);
-// the optimizers' IR has none that is large.
 class MemoryAwareQueue {
  public:
   static constexpr size_t kTailFractionOfUnits = 16;
@@ -179,7 +177,6 @@ class MemoryAwareQueue {
                    const ScheduleOptions& options)
       : g_(g), key_(key), options_(options) {
     const size_t units = g.members.size();
-    const int n = comp.size();
     const std::vector<bool> duplicated = recomputed_members(comp, fusion);
     operands_.resize(units);
     readers_.resize(units);

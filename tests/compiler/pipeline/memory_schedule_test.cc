@@ -225,5 +225,39 @@ TEST(MemorySchedule, SmallGraphsHaveOnlyRootReadersAsTails) {
   EXPECT_EQ(names_in(c, by_default), (Names{"w1", "x", "g1", "ar", "c1", "c2", "c3", "c4", "n1", "r"}));
 }
 
+// The update reads a learning rate built from constants (lr, broadcast as
+// lrb) that the training step emits late, at the optimizer: constant-only
+// units keep their place unless an early unit needs them, then they run
+// right away (pulled) instead of holding the update back.
+TEST(MemorySchedule, ConstantOperandsArePulledForwardWithTheUpdate) {
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (w1: f32[256], x: f32[256]) -> (f32[256], f32[256]) {
+  %w1 = f32[256] parameter(0), metadata={op_name="param/w1"}
+  %x = f32[256] parameter(1), metadata={op_name="input/x"}
+  %g1 = f32[256] multiply(%x, %w1), metadata={op_name="bwd/g1"}
+  %c1 = f32[256] exponential(%x), metadata={op_name="bwd/c1"}
+  %c2 = f32[256] negate(%c1), metadata={op_name="bwd/c2"}
+  %c3 = f32[256] tanh(%c2), metadata={op_name="bwd/c3"}
+  %c4 = f32[256] exponential(%c3), metadata={op_name="bwd/c4"}
+  %lr = f32[] constant(0.1), metadata={op_name="opt/w1"}
+  %lrb = f32[256] broadcast(%lr), dimensions={}, metadata={op_name="opt/w1"}
+  %n1 = f32[256] multiply(%g1, %lrb), metadata={op_name="opt/w1"}
+  ROOT %r = (f32[256], f32[256]) tuple(%c4, %n1)
+})");
+  const Computation& c = m.entry();
+  // n1 (a tail reading g1, which only it reads) waits only for lrb once g1
+  // has run: lr and lrb are pulled, then n1 follows.
+  std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, kOnlyRootReadersAreTails);
+  expect_topological_permutation(c, order);
+  EXPECT_EQ(names_in(c, order), (Names{"w1", "x", "g1", "lr", "lrb", "n1", "c1", "c2", "c3", "c4", "r"}));
+  // Peaks. Live throughout: w1, x, c4, n1 = 4096 B. lrb is an expansion of
+  // lr (memory_plan.h): n1 reads lr (4 B). Id order: g1 [2,9], c1 [3,4],
+  // c2 [4,5], c3 [5,6]: at c2 g1 + c1 + c2 = 3072 -> 7168 B. Memory-aware:
+  // g1 [2,5], lr [3,5], c1 [6,7], c2 [7,8], c3 [8,9]: at most 2048 (at c2)
+  // -> 6144 B.
+  EXPECT_EQ(plan_with(m, id_order(c)).peak_bytes, 7168);
+  EXPECT_EQ(plan_with(m, order).peak_bytes, 6144);
+}
+
 }  // namespace
 }  // namespace podsim::compiler
