@@ -258,7 +258,27 @@ class MemoryPlanner::ComputationSweep {
       mine = read_through(id);
       return;
     }
+    if (updates_in_place(instr)) {
+      mine = leaves_[static_cast<size_t>(instr.operand(0))];
+      return;
+    }
     for (const Shape* leaf : instr.shape.leaves()) mine.push_back(new_buffer(*leaf, def, id));
+  }
+
+  // A dynamic-update-slice writes into its operand's buffer (XLA's in-place
+  // dynamic-update-slice) when it is that operand's only reader: a
+  // materialized buffer of this computation that is not an entry parameter,
+  // or the caller's (a loop state element updated in the loop body).
+  bool updates_in_place(const Instruction& instr) const {
+    if (instr.opcode != Opcode::kDynamicUpdateSlice) return false;
+    const InstrId target = instr.operand(0);
+    const auto st = static_cast<size_t>(target);
+    if (users_[st].size() != 1 || !materialized_[st] || expansion_[st] || leaves_[st].size() != 1) return false;
+    const int32_t b = leaves_[st][0];
+    if (b == kNoId) return true;
+    const Buffer& buffer = buffers_[static_cast<size_t>(b)];
+    return !(is_entry_ && comp_.instr(buffer.producer).opcode == Opcode::kParameter) &&
+           buffer.bytes == instr.shape.byte_size();
   }
 
   // Leaves [begin, begin + count) of element `index` of tuple-shaped

@@ -14,6 +14,10 @@
 //    writing it to HBM; its readers read its inputs. Not when it is the
 //    root or read by a tuple, while, call, custom-call, collective,
 //    scatter or dynamic-update-slice (those need a real buffer).
+//  - A dynamic-update-slice that is the only reader of its operand writes
+//    in place (XLA): it takes the operand's buffer (none inside a loop body
+//    when the operand is the loop state's), unless that is an entry
+//    parameter.
 //  - tuple, get-tuple-element and while alias their operands' buffers (the
 //    loop state is updated in place), so reads through them extend those.
 //  - Entry parameters and the root's outputs are live throughout (as XLA

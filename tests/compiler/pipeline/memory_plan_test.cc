@@ -261,5 +261,45 @@ ENTRY %e (tok: s32[4,7], table: f32[64,16], y: f32[4,8,16]) -> (f32[4,8,16], f32
   EXPECT_EQ(plan_in_id_order(m, {}, fusion).peak_bytes, 12400);
 }
 
+// b is written by exponential and then updated by d in place: d takes b's
+// buffer. Live throughout: p 1024, u 64, i 4 and the output n 1024 = 2116 B.
+// Ids p0 u1 i2 b3 d4 n5. In place: b/d [3,5]: 1024 -> 3140 B; were d a
+// buffer of its own, at d b + d = 2048 -> 4164 B.
+TEST(MemoryPlan, DynamicUpdateSliceWritesInPlace) {
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (p: f32[256], u: f32[16], i: s32[]) -> f32[256] {
+  %p = f32[256] parameter(0)
+  %u = f32[16] parameter(1)
+  %i = s32[] parameter(2)
+  %b = f32[256] exponential(%p)
+  %d = f32[256] dynamic-update-slice(%b, %u, %i)
+  ROOT %n = f32[256] negate(%d)
+})");
+  EXPECT_EQ(plan_in_id_order(m).peak_bytes, 3140);
+  // b also read after d (n = add(d, b)): no in-place update. b [3,5],
+  // d [4,5]: at d 2048 -> 4164 B.
+  Module copy = parse_hlo(R"(HloModule m
+ENTRY %e (p: f32[256], u: f32[16], i: s32[]) -> f32[256] {
+  %p = f32[256] parameter(0)
+  %u = f32[16] parameter(1)
+  %i = s32[] parameter(2)
+  %b = f32[256] exponential(%p)
+  %d = f32[256] dynamic-update-slice(%b, %u, %i)
+  ROOT %n = f32[256] add(%d, %b)
+})");
+  EXPECT_EQ(plan_in_id_order(copy).peak_bytes, 4164);
+  // An entry parameter is never overwritten: d into p is a new buffer.
+  // Live throughout p, u, i, n = 2116; at d: d 1024 -> 3140 B.
+  Module param = parse_hlo(R"(HloModule m
+ENTRY %e (p: f32[256], u: f32[16], i: s32[]) -> f32[256] {
+  %p = f32[256] parameter(0)
+  %u = f32[16] parameter(1)
+  %i = s32[] parameter(2)
+  %d = f32[256] dynamic-update-slice(%p, %u, %i)
+  ROOT %n = f32[256] negate(%d)
+})");
+  EXPECT_EQ(plan_in_id_order(param).peak_bytes, 3140);
+}
+
 }  // namespace
 }  // namespace podsim::compiler
