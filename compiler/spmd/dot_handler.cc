@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "compiler/sharding/sharding_util.h"
+#include "compiler/spmd/halo_exchange.h"
 
 namespace podsim::compiler {
 namespace {
@@ -22,10 +23,11 @@ const EinsumLabel* label_at(const EinsumSpec& spec, EinsumSide side, int64_t dim
 }
 
 // Does one loop step's dot (step_flops) last at least as long as its
-// permute of `permuted_bytes` (halved per link direction when
-// bidirectional)? partitioner.h derives the flops-per-byte threshold.
-bool step_hides_permute(const SpmdOptions& options, double step_flops, double permuted_bytes) {
-  const double directions = options.windowed_einsum_bidirectional ? 2.0 : 1.0;
+// permute of `permuted_bytes` (halved per link direction when bidirectional
+// and the chunk extent t on the rotated dim can be halved, t >= 2)?
+// partitioner.h derives the flops-per-byte threshold.
+bool step_hides_permute(const SpmdOptions& options, double step_flops, double permuted_bytes, int64_t t) {
+  const double directions = options.windowed_einsum_bidirectional && t >= 2 ? 2.0 : 1.0;
   return step_flops >= options.windowed_einsum_min_flops_per_byte * permuted_bytes / directions;
 }
 
@@ -52,7 +54,8 @@ std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const 
   // the operand), split over the link directions used.
   double chunk_bytes = static_cast<double>(dtype_bytes(value.base_shape.dtype()));
   for (int64_t e : shard_shape(value.sharding, value.base_shape.dims())) chunk_bytes *= static_cast<double>(e);
-  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), chunk_bytes)) return std::nullopt;
+  const int64_t t = ceil_div(value.base_shape.dim(static_cast<int>(gathered[0])), p);
+  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), chunk_bytes, t)) return std::nullopt;
   const EinsumLabel* label = label_at(spec, side_of(side), gathered[0]);
   if (label == nullptr) return std::nullopt;
   const LabelKind own_free = side == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree;
@@ -91,7 +94,8 @@ std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const Spm
   // Per step: 2 * multiply-adds / p flops against one block of the result.
   double block_bytes = static_cast<double>(dtype_bytes(out.dtype())) / static_cast<double>(p);
   for (int64_t x : shard_shape(plan.local_out, out.dims())) block_bytes *= static_cast<double>(x);
-  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), block_bytes)) return std::nullopt;
+  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), block_bytes, ceil_div(out.dim(static_cast<int>(e)), p)))
+    return std::nullopt;
   WindowedReduceScatter w;
   w.original = &in.original;
   w.sliced_side = label->kind == LabelKind::kLhsFree ? 0 : 1;

@@ -222,11 +222,11 @@ TEST(WindowedOverlap, BidirectionalAllGatherOnSubgroups) {
 // dot is (M/2) x 2 x 4 multiply-adds; a step does 2 * (M/2) * 2 * 4 / 2 =
 // 8 * (M/2) flops against a chunk of 2 x 2 bf16 = 8 B: M/2 flops per byte,
 // the tokens per device of the weight-rotating case.
-std::string bf16_rows(int m) {
-  const std::string ms = std::to_string(m);
+std::string bf16_rows(int m, int n = 4) {
+  const std::string ms = std::to_string(m), ns = std::to_string(n);
   return dot_module("  a = bf16[" + ms + ",2] parameter(0), sharding={devices=[2,1]<=[2]}\n"
-                    "  b = bf16[2,4] parameter(1), sharding={devices=[1,2]<=[2]}\n"
-                    "  ROOT d = bf16[" + ms + ",4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                    "  b = bf16[2," + ns + "] parameter(1), sharding={devices=[1,2]<=[2]}\n"
+                    "  ROOT d = bf16[" + ms + "," + ns + "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
                     "sharding={devices=[2,1]<=[2]}\n");
 }
 
@@ -260,6 +260,17 @@ TEST(WindowedOverlap, BidirectionalHalvesTheRowsNeeded) {
   auto gather = partition(bf16_rows(512), 2, default_cost(true));
   EXPECT_EQ(count_ops(loop.result.module, {Opcode::kWhile}), 1);
   EXPECT_EQ(count_ops(gather.result.module, {Opcode::kWhile}), 0);
+}
+
+TEST(WindowedOverlap, BidirectionalCostCountsOneDirectionWhenChunksCannotBeHalved) {
+  // N = 2 over 2 devices: chunks of one column (t = 1) travel one way only.
+  // Per device (M/2) x 2 x 2 multiply-adds, a step 2 * 2M / 2 = 2M flops
+  // against a 2 x 1 bf16 chunk of 4 B: M/2 flops per byte again; 512 rows
+  // are below 741 (the two-direction 370.5 does not apply).
+  auto p = partition(bf16_rows(1024, 2), 2, default_cost(true));
+  EXPECT_EQ(count_ops(p.result.module, {Opcode::kWhile}), 0);
+  auto q = partition(bf16_rows(1536, 2), 2, default_cost(true));
+  EXPECT_EQ(count_ops(q.result.module, {Opcode::kWhile}), 1);
 }
 
 }  // namespace
