@@ -100,5 +100,28 @@ TEST(SpmdProgram, ReduceBothDimsOf2x2MeshUneven) {
   EXPECT_EQ(p.result.stats.all_reduces, 1);
 }
 
+// A replicated value sliced to {devices=[k,2]<=[2,k]T(1,0)} (n = 2k): tile
+// (i, j) is on device j*k + i, so the row offset is (pid % k) * rows and the
+// column offset (pid / k) * cols: scalar arithmetic on partition-id, never a
+// table with one entry per device. Same program for k = 4 and k = 256.
+TEST(SpmdProgram, PartitionOffsetsAreArithmeticNotTables) {
+  auto program = [](int64_t k) {
+    const std::string tiles = "{devices=[" + std::to_string(k) + ",2]<=[2," + std::to_string(k) + "]T(1,0)}";
+    return partition_text("HloModule m\nENTRY e {\n  x = f32[1024,8] parameter(0), sharding={replicated}\n"
+                          "  ROOT c = f32[1024,8] copy(x), sharding=" + tiles + "\n}\n",
+                          2 * k);
+  };
+  auto small = program(4);
+  auto large = program(256);
+  expect_equivalent(small);
+  for (const auto* p : {&small, &large}) {
+    EXPECT_EQ(p->result.stats.all_gathers + p->result.stats.all_reduces + p->result.stats.collective_permutes, 0);
+    for (const Instruction& instr : p->result.module.entry().instructions())
+      if (instr.opcode == Opcode::kConstant) EXPECT_LE(instr.shape.num_elements(), 1) << instr.name;
+  }
+  EXPECT_EQ(small.result.module.entry().size(), large.result.module.entry().size());
+  EXPECT_EQ(print_hlo(parse_hlo(print_hlo(large.result.module))), print_hlo(large.result.module));
+}
+
 }  // namespace
 }  // namespace podsim::compiler
