@@ -22,6 +22,7 @@ InstrId ComputationBuilder::add(Instruction instr) {
 
 InstrId ComputationBuilder::add_inferred(Instruction instr) {
   std::vector<const Shape*> shapes;
+  shapes.reserve(instr.operands.size());
   for (InstrId op : instr.operands) shapes.push_back(&shape(op));
   ShapeInferenceContext ctx;
   ctx.module = module_;
