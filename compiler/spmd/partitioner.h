@@ -2,10 +2,13 @@
 // entry instructions all carry shardings (run propagate_shardings first) into
 // ONE per-device program for num_partitions devices. Entry parameters and the
 // result take the padded shard shapes (ceil(D/n) per sharded dim); the only
-// device-dependent values come from partition-id (offset tables indexed by it,
-// as XLA's MakePartitionOffsets), and collectives use iota replica groups
-// whenever the device groups have an iota form, so program size does not grow
-// with the device count.
+// device-dependent values come from partition-id (tile coordinates as a few
+// scalar divide/remainder/multiply ops on it for iota tile arrays, see
+// sharding/tile_coordinates.h; a table indexed by it only for explicit
+// arrays, as XLA's MakePartitionOffsets), and collectives use iota replica
+// groups whenever the device groups have an iota form, so program size and
+// partitioning work do not grow with the device count (collective-permute
+// pair lists excepted: they are explicit, one pair per device).
 //
 // First slice: array-shaped entry values only (tuple-shaped ops are a
 // UserError), manual shardings unsupported, maximal treated as replicated.

@@ -2,7 +2,9 @@
 // builder of the new entry computation, the partition-id instruction, the
 // device count, caches (partition offsets, reshards, reduction bodies) and the
 // statistics. Also the small emitters every handler needs: per-dim partition
-// offsets, iota device groups along tile dims, and masking of uneven padding.
+// offsets and tile coordinates (digit arithmetic on partition-id, no
+// per-device tables for iota arrays), iota device groups along tile dims,
+// and masking of uneven padding.
 #pragma once
 
 #include <cstdint>
