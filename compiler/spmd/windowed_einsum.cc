@@ -29,6 +29,8 @@
 // communication time of the one-way ring for the same dot work per step.
 #include <cassert>
 
+#include <fmt/format.h>
+
 #include "compiler/sharding/sharding_util.h"
 #include "compiler/spmd/dot_handler.h"
 #include "compiler/spmd/halo_exchange.h"
@@ -149,7 +151,10 @@ std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId
   InstrId init = b.tuple(elements);
   const Shape state_shape = b.shape(init);
 
-  ComputationBuilder body("windowed_einsum_body", &context.module());
+  // Unique names (suffix = the body's computation id), so the printed module
+  // parses back.
+  const int suffix = context.module().computation_count();
+  ComputationBuilder body(fmt::format("windowed_einsum_body.{}", suffix), &context.module());
   body.set_op_name_scope(b.op_name_scope());
   InstrId state = body.parameter(0, state_shape, "state");
   std::vector<InstrId> e;
@@ -160,7 +165,7 @@ std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId
   InstrId root = body.tuple(updated);
   CompId body_id = context.module().add_computation(std::move(body).build(root));
 
-  ComputationBuilder cond("windowed_einsum_condition", &context.module());
+  ComputationBuilder cond(fmt::format("windowed_einsum_condition.{}", suffix), &context.module());
   cond.set_op_name_scope(b.op_name_scope());
   InstrId i = cond.get_tuple_element(cond.parameter(0, state_shape, "state"), static_cast<int64_t>(counter));
   InstrId go = cond.compare(i, cond.scalar_constant(DType::kS32, static_cast<double>(trips)), ComparisonDirection::kLt);
