@@ -27,6 +27,9 @@
 // (q - i) mod p). Each step permutes both halves, one per link direction, so
 // every direction carries half a chunk per step: half the per-step
 // communication time of the one-way ring for the same dot work per step.
+// Contracting case: the two held halves (and the other operand's two
+// matching slices) are concatenated on the contracted dims, so a step is
+// still one dot.
 #include <cassert>
 
 #include <fmt/format.h>
@@ -56,17 +59,29 @@ InstrId broadcast_scalar(ComputationBuilder& b, InstrId scalar, const std::vecto
   return b.broadcast(scalar, dims, {});
 }
 
-// acc after consuming `piece` = the part at `piece_offset` of chunk c of the
-// windowed operand.
-InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, InstrId piece, InstrId acc, InstrId c,
-                  int64_t piece_offset) {
+// One held piece of a step: the part at `offset` (inside a chunk) of
+// chunk c of the windowed operand.
+struct HeldPiece {
+  InstrId piece = kNoId;
+  InstrId c = kNoId;
+  int64_t offset = 0;
+};
+
+// acc after consuming the step's pieces. Contracting: the pieces (and the
+// other operand's matching slices) are concatenated on the contracted dims
+// and multiplied by ONE dot, so a bidirectional step is one kernel as a
+// one-way step is (and no two dots' output fusions meet in one add).
+InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, const std::vector<HeldPiece>& pieces,
+                  InstrId acc) {
   const WindowedDot& w = s.w;
-  InstrId offset = b.binary(Opcode::kMultiply, c, b.scalar_constant(DType::kS32, static_cast<double>(s.t)));
-  if (piece_offset != 0)
-    offset = b.binary(Opcode::kAdd, offset, b.scalar_constant(DType::kS32, static_cast<double>(piece_offset)));
-  const int64_t piece_extent = b.shape(piece).dim(static_cast<int>(w.windowed_dim));
   const InstrId zero_index = b.scalar_constant(DType::kS32, 0);
-  auto starts_at = [&](const Shape& shape, int64_t dim) {
+  auto start_of = [&](const HeldPiece& held) {
+    InstrId offset = b.binary(Opcode::kMultiply, held.c, b.scalar_constant(DType::kS32, static_cast<double>(s.t)));
+    if (held.offset != 0)
+      offset = b.binary(Opcode::kAdd, offset, b.scalar_constant(DType::kS32, static_cast<double>(held.offset)));
+    return offset;
+  };
+  auto starts_at = [&](const Shape& shape, int64_t dim, InstrId offset) {
     std::vector<InstrId> starts(static_cast<size_t>(shape.rank()), zero_index);
     starts[static_cast<size_t>(dim)] = offset;
     return starts;
@@ -80,24 +95,35 @@ InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, Ins
     return b.add_inferred(std::move(copy));
   };
   if (w.other_dim >= 0) {
-    InstrId masked = piece;
-    if (s.extent % s.p != 0) {  // zero the chunk's padding: position c*t + o + k >= D
-      const Shape shape = b.shape(piece);
-      InstrId position = b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, shape.dims()), w.windowed_dim),
-                                  broadcast_scalar(b, offset, shape.dims()));
-      InstrId limit = broadcast_scalar(b, b.scalar_constant(DType::kS32, static_cast<double>(s.extent)), shape.dims());
-      InstrId valid = b.compare(position, limit, ComparisonDirection::kLt);
-      InstrId zero = broadcast_scalar(b, b.scalar_constant(shape.dtype(), 0), shape.dims());
-      masked = b.select(valid, piece, zero);
+    std::vector<InstrId> masked_pieces, other_pieces;
+    for (const HeldPiece& held : pieces) {
+      const InstrId offset = start_of(held);
+      InstrId masked = held.piece;
+      const Shape shape = b.shape(held.piece);
+      if (s.extent % s.p != 0) {  // zero the chunk's padding: position c*t + o + k >= D
+        InstrId position = b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, shape.dims()), w.windowed_dim),
+                                    broadcast_scalar(b, offset, shape.dims()));
+        InstrId limit =
+            broadcast_scalar(b, b.scalar_constant(DType::kS32, static_cast<double>(s.extent)), shape.dims());
+        InstrId valid = b.compare(position, limit, ComparisonDirection::kLt);
+        InstrId zero = broadcast_scalar(b, b.scalar_constant(shape.dtype(), 0), shape.dims());
+        masked = b.select(valid, held.piece, zero);
+      }
+      const Shape other_shape = b.shape(other);
+      std::vector<int64_t> sizes = other_shape.dims();
+      sizes[static_cast<size_t>(w.other_dim)] = shape.dim(static_cast<int>(w.windowed_dim));
+      masked_pieces.push_back(masked);
+      other_pieces.push_back(b.dynamic_slice(other, starts_at(other_shape, w.other_dim, offset), sizes));
     }
-    const Shape other_shape = b.shape(other);
-    std::vector<int64_t> sizes = other_shape.dims();
-    sizes[static_cast<size_t>(w.other_dim)] = piece_extent;
-    InstrId other_piece = b.dynamic_slice(other, starts_at(other_shape, w.other_dim), sizes);
-    return b.binary(Opcode::kAdd, acc, local_dot(masked, other_piece));
+    const InstrId piece = masked_pieces.size() == 1 ? masked_pieces[0] : b.concatenate(masked_pieces, w.windowed_dim);
+    const InstrId other_piece = other_pieces.size() == 1 ? other_pieces[0] : b.concatenate(other_pieces, w.other_dim);
+    return b.binary(Opcode::kAdd, acc, local_dot(piece, other_piece));
   }
-  InstrId block = local_dot(piece, other);
-  return b.dynamic_update_slice(acc, block, starts_at(b.shape(acc), w.out_dim));
+  for (const HeldPiece& held : pieces) {
+    InstrId block = local_dot(held.piece, other);
+    acc = b.dynamic_update_slice(acc, block, starts_at(b.shape(acc), w.out_dim, start_of(held)));
+  }
+  return acc;
 }
 
 // Chunk held at step i by position q: (q + direction * i) mod p, for
@@ -239,22 +265,23 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
         const InstrId i = e.back();
         std::vector<InstrId> updated{e[0]};
         for (size_t k = 0; k < n; ++k) updated.push_back(body.collective_permute(e[1 + k], pairs[k]));
-        InstrId sum = e[acc_index];
+        std::vector<HeldPiece> held;
         for (size_t k = 0; k < n; ++k)
-          sum = emit_step(body, s, e[0], e[1 + k], sum,
-                          held_chunk(body, e[position_index], i, streams[k].direction, p), streams[k].offset);
-        updated.push_back(sum);
+          held.push_back(HeldPiece{e[1 + k], held_chunk(body, e[position_index], i, streams[k].direction, p),
+                                   streams[k].offset});
+        updated.push_back(emit_step(body, s, e[0], held, e[acc_index]));
         updated.push_back(e[position_index]);
         return updated;
       });
 
   // Step p-1 after the loop: chunk (q + direction * (p-1)) mod p, computed
   // as in the loop (the same instructions for every p).
-  InstrId result = out[acc_index];
   const InstrId last = b.scalar_constant(DType::kS32, static_cast<double>(p - 1));
+  std::vector<HeldPiece> held;
   for (size_t k = 0; k < n; ++k)
-    result = emit_step(b, s, out[0], out[1 + k], result,
-                       held_chunk(b, out[position_index], last, streams[k].direction, p), streams[k].offset);
+    held.push_back(HeldPiece{out[1 + k], held_chunk(b, out[position_index], last, streams[k].direction, p),
+                             streams[k].offset});
+  InstrId result = emit_step(b, s, out[0], held, out[acc_index]);
   if (w.out_dim >= 0 && p * s.t != extent) result = slice_dim(b, result, w.out_dim, 0, extent);
   return result;
 }

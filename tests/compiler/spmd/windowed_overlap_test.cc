@@ -61,7 +61,7 @@ void expect_body_overlaps(const Module& m, int64_t permutes_per_step) {
   ASSERT_NE(loop, nullptr);
   const Computation& body = m.computation(loop->while_body());
   EXPECT_EQ(count_in(body, Opcode::kCollectivePermute), permutes_per_step);
-  EXPECT_GE(count_in(body, Opcode::kDot), permutes_per_step);
+  EXPECT_GE(count_in(body, Opcode::kDot), 1);
   for (InstrId id = 0; id < body.size(); ++id) {
     const Instruction& instr = body.instr(id);
     if (instr.opcode == Opcode::kDot) EXPECT_FALSE(reads_opcode(body, id, Opcode::kCollectivePermute)) << instr.name;
@@ -170,10 +170,12 @@ TEST(WindowedOverlap, BidirectionalAllGatherFreeFormUneven) {
 TEST(WindowedOverlap, BidirectionalAllGatherContractingUneven) {
   // K = 13 over 4: t = 4, halves of 2 rows; chunk 3 covers rows 12..15 of
   // which 13..15 are padding, masked in both halves.
+  // Both halves go through ONE dot per step (concatenated on K).
   auto p = partition(contracting_form(13), 4, forced(true));
   expect_equivalent(p, 4);
   expect_body_overlaps(p.result.module, 2);
   expect_mirrored_permutes(p.result.module);
+  EXPECT_EQ(count_in(p.result.module.computation(find_while(p.result.module)->while_body()), Opcode::kDot), 1);
 }
 
 TEST(WindowedOverlap, BidirectionalFallsBackToOneWayForSingleRowChunks) {
