@@ -10,6 +10,10 @@
 //  - collective:         just after its latest operand: (k.major, k.minor + 1)
 //                        with k = max operand key, clamped to at least
 //                        (position - max_collective_hoist, 0)
+//  - collective feeder:  a format change read only by collectives, whose
+//                        operands have no operands (a weight shard's convert): just
+//                        before its first collective's earliest key,
+//                        (user position - max_collective_hoist, -1)
 //  - user of collective: just before its earliest user: (k.major, k.minor - 1)
 //                        with k = min user key, never earlier than its own key.
 // Kahn's algorithm then always emits the ready unit with the smallest key.
@@ -41,6 +45,7 @@ struct UnitGraph {
   std::vector<std::vector<int32_t>> operands;   // per unit: operand units (may repeat)
   std::vector<std::vector<int32_t>> users;      // per unit: user units (may repeat)
   std::vector<bool> is_collective;
+  std::vector<bool> is_format_change;  // convert / copy / reshape / transpose members only
 };
 
 // Members listed in several groups that are recomputed in each (cheap ops,
@@ -85,9 +90,14 @@ UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
   g.operands.resize(units);
   g.users.resize(units);
   g.is_collective.assign(units, false);
+  g.is_format_change.assign(units, false);
   for (size_t u = 0; u < units; ++u) {
     g.position[u] = g.members[u].back();
     g.is_collective[u] = g.members[u].size() == 1 && is_collective(comp.instr(g.members[u][0]).opcode);
+    g.is_format_change[u] = std::all_of(g.members[u].begin(), g.members[u].end(), [&](InstrId id) {
+      const Opcode op = comp.instr(id).opcode;
+      return op == Opcode::kConvert || op == Opcode::kCopy || op == Opcode::kReshape || op == Opcode::kTranspose;
+    });
   }
   // Duplicated members are read by every group that lists them.
   auto add_edge = [&](int32_t from, int32_t to) {
@@ -117,7 +127,28 @@ std::vector<Key> priority_keys(const UnitGraph& g, const ScheduleOptions& option
   for (int32_t u : order) {
     const auto su = static_cast<size_t>(u);
     key[su] = Key{g.position[su], 0};
-    if (!g.is_collective[su]) continue;
+    if (!g.is_collective[su]) {
+      // A collective's feeder: a format change (convert, copy, reshape,
+      // transpose) read only by collectives whose operands have no operands
+      // of their own (the f32 -> bf16 convert of a weight shard before its
+      // all-gather). It moves up with the earliest of those collectives, or
+      // the prefetch could never pass it.
+      const bool feeds_only_collectives =
+          g.is_format_change[su] && !g.users[su].empty() && !g.operands[su].empty() &&
+          std::all_of(g.users[su].begin(), g.users[su].end(),
+                      [&](int32_t user) { return g.is_collective[static_cast<size_t>(user)]; }) &&
+          std::all_of(g.operands[su].begin(), g.operands[su].end(),
+                      [&](int32_t op) { return g.operands[static_cast<size_t>(op)].empty(); });
+      if (!feeds_only_collectives || options.max_collective_hoist <= 0) continue;
+      int64_t first_user = INT64_MAX;
+      for (int32_t user : g.users[su])
+        first_user = std::min(first_user, static_cast<int64_t>(g.position[static_cast<size_t>(user)]));
+      Key latest_operand{INT64_MIN, 0};
+      for (int32_t op : g.operands[su]) latest_operand = std::max(latest_operand, key[static_cast<size_t>(op)]);
+      latest_operand.minor += 1;
+      key[su] = std::min(key[su], std::max(latest_operand, Key{first_user - options.max_collective_hoist, -1}));
+      continue;
+    }
     Key earliest{options.max_collective_hoist > 0 ? g.position[su] - options.max_collective_hoist : INT64_MIN, 0};
     Key latest_operand{INT64_MIN, 0};
     for (int32_t op : g.operands[su]) latest_operand = std::max(latest_operand, key[static_cast<size_t>(op)]);

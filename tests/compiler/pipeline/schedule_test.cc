@@ -114,6 +114,44 @@ ENTRY %e (x: f32[8], w: f32[8]) -> f32[8] {
   EXPECT_EQ(names_in(m.entry(), order), (Names{"x", "w", "ag1", "ag2", "c1", "c2", "z"}));
 }
 
+TEST(Schedule, WeightConvertMovesUpWithItsAllGather) {
+  // A bf16 weight all-gather reads the f32 -> bf16 convert of the shard
+  // (cw), which stands just before the layer in emission order. The convert
+  // is a collective feeder (a format change of a parameter read only by
+  // collectives), so it moves up with the all-gather, which then overlaps
+  // the c-chain: x, w, cw, ag, c1, c2, c3, d, z. Without the rule the
+  // all-gather could start only after cw, at its original place.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (x: f32[8], w: f32[2]) -> f32[8] {
+  %x = f32[8] parameter(0)
+  %w = f32[2] parameter(1)
+  %c1 = f32[8] exponential(%x)
+  %c2 = f32[8] negate(%c1)
+  %c3 = f32[8] tanh(%c2)
+  %cw = bf16[2] convert(%w)
+  %ag = bf16[8] all-gather(%cw), dimensions={0}, replica_groups=[1,4]<=[4], use_global_device_ids=true, channel_id=1
+  %d = f32[8] convert(%ag)
+  ROOT %z = f32[8] add(%d, %c3)
+})");
+  const Computation& c = m.entry();
+  std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
+  expect_topological_permutation(c, order);
+  EXPECT_EQ(names_in(c, order), (Names{"x", "w", "cw", "ag", "c1", "c2", "c3", "d", "z"}));
+  // A compute unit feeding a collective is not a format change: it stays.
+  Module n = parse_hlo(R"(HloModule m
+ENTRY %e (x: f32[8], w: f32[2]) -> f32[8] {
+  %x = f32[8] parameter(0)
+  %w = f32[2] parameter(1)
+  %c1 = f32[8] exponential(%x)
+  %c2 = f32[8] negate(%c1)
+  %cw = f32[2] exponential(%w)
+  %ag = f32[8] all-gather(%cw), dimensions={0}, replica_groups=[1,4]<=[4], use_global_device_ids=true, channel_id=1
+  ROOT %z = f32[8] add(%ag, %c2)
+})");
+  std::vector<InstrId> kept = schedule_computation(n.entry(), FusionPlan{}, ScheduleOptions{.memory_aware = false});
+  EXPECT_EQ(names_in(n.entry(), kept), (Names{"x", "w", "c1", "c2", "cw", "ag", "z"}));
+}
+
 // Regression (the MoE workloads crashed with heap corruption): a schedule
 // that leaves instructions out has fewer entries than the largest id; the
 // member order must still follow the schedule, the root last.
