@@ -1,8 +1,10 @@
 // Reduce handler (gspmd-algorithms.md 3.3 HandleReduce): local reduce of the
 // operand's shard (uneven reduced dims masked with the init value, assumed
-// the reducer's identity as XLA does), then an all-reduce over the devices
-// holding other tiles of the reduced dims.
+// the reducer's identity as XLA does), then an all-reduce (or, when the
+// target splits the result over the same devices, a reduce-scatter) over
+// the devices holding other tiles of the reduced dims.
 #include "compiler/sharding/sharding_util.h"
+#include "compiler/spmd/reshard.h"
 #include "compiler/spmd/spmd_handlers.h"
 
 namespace podsim::compiler {
@@ -19,11 +21,15 @@ PartitionedValue handle_reduce(SpmdContext& context, const HandlerInput& in) {
   masked.id = context.mask_padding(operand, reduced_tiled, init.id);
   InstrId local = clone_with_operands(context, in.original, {masked.id, init.id});
   Sharding local_sharding = partially_replicate_on_dims(operand.sharding, reduced_tiled);
-  if (!reduced_tiled.empty())
-    local = context.builder().all_reduce(local, context.groups_along_tile_dims(operand.sharding, reduced_tiled),
-                                         in.original.to_apply());
   if (local_sharding.is_tiled()) local_sharding = remove_shape_dims(local_sharding, reduced);
-  return reshard(context, PartitionedValue{local, in.original.shape, local_sharding}, in.target);
+  if (reduced_tiled.empty()) return reshard(context, PartitionedValue{local, in.original.shape, local_sharding}, in.target);
+  // Partial sums over the devices holding other tiles of the reduced dims:
+  // one reduce-scatter when the target splits a result dim over exactly
+  // those devices (a weight-update-sharded vector gradient), else an
+  // all-reduce and a reshard (reduce_scatter_partial decides).
+  const PartialValue partial{local, in.original.shape, local_sharding,
+                             context.groups_along_tile_dims(operand.sharding, reduced_tiled), in.original.to_apply()};
+  return reduce_scatter_partial(context, partial, in.target);
 }
 
 }  // namespace podsim::compiler
