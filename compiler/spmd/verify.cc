@@ -41,6 +41,14 @@ Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding,
     ShardRegion region = shard_region(sharding, shape.dims(), static_cast<int64_t>(device));
     std::vector<int64_t> extent;
     for (size_t i = 0; i < region.offsets.size(); ++i) extent.push_back(region.limits[i] - region.offsets[i]);
+    // A shard smaller than its region (or of another rank) is a wrong
+    // program, not something to read past: reported as a mismatch.
+    const Shape& got = shards[device].shape();
+    bool holds = got.is_array() && got.rank() == static_cast<int64_t>(extent.size());
+    for (size_t i = 0; holds && i < extent.size(); ++i) holds = got.dims()[i] >= extent[i];
+    if (!holds)
+      throw ShardShapeMismatch(fmt::format("device {}: the value is {}, its sharding {} needs at least [{}]", device,
+                                           got.to_string(), sharding.to_string(), fmt::join(extent, ",")));
     for_each_index(extent, [&](const std::vector<int64_t>& index) {
       std::vector<int64_t> target(index.size());
       for (size_t i = 0; i < index.size(); ++i) target[i] = region.offsets[i] + index[i];
@@ -157,10 +165,17 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
   std::vector<const Literal*> shard_pointers;
   for (const Literal& shard : shards) shard_pointers.push_back(&shard);
   size_t next_leaf = 0;
-  const Literal actual = reassemble_value(shard_pointers, instr_leaf_shardings(root), next_leaf, root.shape);
   VerifyResult r;
-  r.ok = true;
   r.devices = devices;
+  Literal actual;
+  try {
+    actual = reassemble_value(shard_pointers, instr_leaf_shardings(root), next_leaf, root.shape);
+  } catch (const ShardShapeMismatch& e) {
+    r.ok = false;
+    r.first_mismatch = fmt::format("entry result '{}': {}", root.name, e.what());
+    return r;
+  }
+  r.ok = true;
   compare_leaves(expected, actual, options.tolerance, fmt::format("entry result '{}'", root.name), r);
   return r;
 }

@@ -9,6 +9,8 @@
 // leaf sharding on a tuple value applies to every leaf).
 #pragma once
 
+#include <stdexcept>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +33,11 @@ double padding_sentinel(DType dtype);
 Literal shard_of(const Literal& full, const Sharding& sharding, int64_t device);
 
 // The logical value from every device's shard (each device's valid region).
+// Throws ShardShapeMismatch when a device's shard is smaller than (or of
+// another rank than) the region its sharding gives it.
+struct ShardShapeMismatch : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding, const Shape& shape);
 
 struct VerifyResult {
