@@ -236,7 +236,8 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, con
     // scalar all-reduce, against ~60 for the per-dimension torus passes),
     // while a 1-D group is best in its mesh order (ring-preserving placements
     // make that a ring of one-hop neighbours). The faster plan is kept.
-    if (q.kind != hw::CollectiveKind::kAllToAll && q.group_shape.empty()) {
+    if (q.kind != hw::CollectiveKind::kAllToAll && q.kind != hw::CollectiveKind::kCollectivePermute &&
+        q.group_shape.empty()) {
       std::vector<hw::CoreId> sorted = q.group;
       std::sort(sorted.begin(), sorted.end());
       if (auto grid = physical_grid_shape(sorted, system_.slice()); !grid.empty()) {
