@@ -7,34 +7,18 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/cli/cli_test_util.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run(const std::string& args) {
-  const std::string cmd = std::string(PODSIM_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;  // a signal (abort, segfault) is -1
-  return r;
-}
+using Result = podsim::cli_test::MergedRun;
+using podsim::cli_test::run_merged;
 
 class BadInput : public ::testing::Test {
  protected:
@@ -56,7 +40,7 @@ class BadInput : public ::testing::Test {
   // `podsim partition FILE -o out`: exit 2, the message names `where`
   // (e.g. "bad.hlo:4:17") and contains `what`, and out.txt is not written.
   void expect_partition_error(const std::string& file, const std::string& where, const std::string& what) {
-    const Result r = run("partition " + file + " -o " + out_.string());
+    const Result r = run_merged("partition " + file + " -o " + out_.string());
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(where), std::string::npos) << "want " << where << " in:\n" << r.output;
     EXPECT_NE(r.output.find(what), std::string::npos) << "want '" << what << "' in:\n" << r.output;
@@ -66,10 +50,7 @@ class BadInput : public ::testing::Test {
   // workloads/small.yaml with the line `from` (e.g. "  layers: 2") replaced
   // by `to`, written as bad.yaml; `line` receives its 1-based line number.
   std::string small_with(const std::string& from, const std::string& to, int& line) {
-    std::ifstream in(std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml");
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string yaml = text.str();
+    std::string yaml = podsim::cli_test::read_file(podsim::cli_test::source_path("workloads/small.yaml"));
     const size_t at = yaml.find(from + "\n");
     EXPECT_NE(at, std::string::npos) << from;
     if (at == std::string::npos) return write("bad.yaml", yaml);
@@ -82,7 +63,7 @@ class BadInput : public ::testing::Test {
   // `where` and contains `what` and a hint, and neither file is written.
   void expect_run_error(const std::string& file, const std::string& where, const std::string& what) {
     const fs::path trace = dir_ / "trace.json";
-    const Result r = run("run " + file + " --format json -o " + out_.string() + " --trace " + trace.string());
+    const Result r = run_merged("run " + file + " --format json -o " + out_.string() + " --trace " + trace.string());
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(where), std::string::npos) << "want " << where << " in:\n" << r.output;
     EXPECT_NE(r.output.find(what), std::string::npos) << "want '" << what << "' in:\n" << r.output;
@@ -150,7 +131,7 @@ TEST_F(BadInput, HloImpossibleSharding) {
   const std::string f = write("bad.hlo",
                               "HloModule m, num_partitions=4\nENTRY e {\n"
                               "  p = f32[4] parameter(0), sharding={devices=[2,2]<=[4]}\n  ROOT n = f32[4] negate(p)\n}\n");
-  const Result r = run("partition " + f + " -o " + out_.string());
+  const Result r = run_merged("partition " + f + " -o " + out_.string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("bad.hlo:3:"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(out_));
@@ -162,7 +143,7 @@ TEST_F(BadInput, HloAbsurdlyLargeShapeIsAnErrorNotAnOverflow) {
   const std::string f = write("bad.hlo",
                               "HloModule m\nENTRY e {\n  p = f32[1099511627776,1099511627776] parameter(0)\n"
                               "  ROOT n = f32[1099511627776,1099511627776] negate(p)\n}\n");
-  const Result r = run("partition " + f + " --propagate-only -o " + out_.string());
+  const Result r = run_merged("partition " + f + " --propagate-only -o " + out_.string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("bad.hlo:3:7"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("larger than 2^60 bytes"), std::string::npos) << r.output;
@@ -170,13 +151,13 @@ TEST_F(BadInput, HloAbsurdlyLargeShapeIsAnErrorNotAnOverflow) {
 }
 
 TEST_F(BadInput, MissingFile) {
-  const Result r = run("partition " + (dir_ / "nope.hlo").string());
+  const Result r = run_merged("partition " + (dir_ / "nope.hlo").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("nope.hlo"), std::string::npos) << r.output;
 }
 
 TEST_F(BadInput, UnknownHardwarePreset) {
-  const Result r = run("hardware show tpuv9");
+  const Result r = run_merged("hardware show tpuv9");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("tpuv9"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("tpuv3"), std::string::npos) << "the hint lists the presets:\n" << r.output;
@@ -184,7 +165,7 @@ TEST_F(BadInput, UnknownHardwarePreset) {
 
 TEST_F(BadInput, MalformedHardwareYaml) {
   const std::string f = write("hw.yaml", "base: tpuv3\nici:\n  link_bandwidth: [1, \n");
-  const Result r = run("hardware show " + f);
+  const Result r = run_merged("hardware show " + f);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("hw.yaml:"), std::string::npos) << r.output;
 }
@@ -192,14 +173,14 @@ TEST_F(BadInput, MalformedHardwareYaml) {
 TEST_F(BadInput, NegativeHardwareValue) {
   // "  link_bandwidth: -5" on line 3, the value at column 19.
   const std::string f = write("hw.yaml", "base: tpuv3\nici:\n  link_bandwidth: -5\n");
-  const Result r = run("hardware show " + f);
+  const Result r = run_merged("hardware show " + f);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("hw.yaml:3:19"), std::string::npos) << r.output;
 }
 
 TEST_F(BadInput, SweepJobsOutOfRangeIsOneReadableLine) {
   // CLI11's PositiveNumber used to print its bound as a 300-digit number.
-  const Result r = run("sweep " + write("s.yaml", "name: s\n") + " -j 0");
+  const Result r = run_merged("sweep " + write("s.yaml", "name: s\n") + " -j 0");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("not in range 1 to 4096"), std::string::npos) << r.output;
   EXPECT_LT(r.output.size(), 200u) << r.output;
@@ -215,7 +196,7 @@ TEST_F(BadInput, RunModelTooLargeForHbmIsAReportNotAnError) {
   const std::string sets =
       " --set model.model_dim=65536 --set model.ffn_dim=262144 --set model.heads=64 --set model.head_dim=1024";
   const std::string small = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
-  const Result json = run("run " + small + sets + " --format json -o " + out_.string());
+  const Result json = run_merged("run " + small + sets + " --format json -o " + out_.string());
   ASSERT_EQ(json.exit_code, 0) << json.output;
   std::ifstream in(out_);
   nlohmann::json j = nlohmann::json::parse(in);
@@ -225,7 +206,7 @@ TEST_F(BadInput, RunModelTooLargeForHbmIsAReportNotAnError) {
   EXPECT_GE(j["memory_breakdown_bytes"]["parameters"].get<double>(), params * 4 / 8 * (1 - 1e-9));
   EXPECT_GT(j["peak_memory_bytes"].get<double>(), j["hbm_capacity_bytes"].get<double>());
   EXPECT_DOUBLE_EQ(j["hbm_capacity_bytes"].get<double>(), 17179869184.0);  // 16 GiB
-  const Result table = run("run " + small + sets);
+  const Result table = run_merged("run " + small + sets);
   ASSERT_EQ(table.exit_code, 0) << table.output;
   EXPECT_NE(table.output.find("DOES NOT FIT"), std::string::npos) << table.output;
 }
@@ -269,7 +250,7 @@ TEST_F(BadInput, RunTokensNotDivisibleByTheExpertsAxisExits2) {
   // without one. The numbers and the hint name what to change.
   expect_run_error(f, "10 tokens", "do not split into 4 groups");
   // The same model with 2 x 8 = 16 tokens runs.
-  const Result ok = run("run " + f + " --set model.seq_len=8 --format json");
+  const Result ok = run_merged("run " + f + " --set model.seq_len=8 --format json");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 

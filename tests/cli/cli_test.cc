@@ -2,48 +2,33 @@
 // error format (file:line:column), no partial output files.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "tests/cli/cli_test_util.h"
+
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = podsim::cli_test::MergedRun;
+using podsim::cli_test::run_merged;
 
-Result run(const std::string& args) {
-  std::string cmd = std::string(PODSIM_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string src(const std::string& rel) { return std::string(PODSIM_SOURCE_DIR) + "/" + rel; }
+using podsim::cli_test::source_path;
 
 TEST(Cli, HelpListsEveryCommandOfTheDesign) {
-  Result r = run("--help");
+  Result r = run_merged("--help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* cmd : {"run", "partition", "sweep", "regress", "hardware"})
     EXPECT_NE(r.output.find(cmd), std::string::npos) << cmd;
 }
 
 TEST(Cli, UnknownOptionExits2) {
-  Result r = run("partition --no-such-flag x.hlo");
+  Result r = run_merged("partition --no-such-flag x.hlo");
   EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST(Cli, PropagateOnlyPrintsEveryInstructionWithASharding) {
-  Result r = run("partition " + src("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only");
+  Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("%q = f32[8,16,4,8]{3,2,1,0} dot(%h, %wq)"), std::string::npos);
   EXPECT_NE(r.output.find("sharding={devices=[2,1,4,1]<=[8]}"), std::string::npos);
@@ -56,20 +41,20 @@ TEST(Cli, BadHloReportsFileLineColumnAndExits2WithoutOutputFile) {
   std::ofstream(bad) << "HloModule m\n\nENTRY %e {\n  %p = f32[4] parameter(0)\n  ROOT %n = f32[4] frobnicate(%p)\n}\n";
   auto out = dir / "out.hlo";
   std::filesystem::remove(out);
-  Result r = run("partition " + bad.string() + " --propagate-only -o " + out.string());
+  Result r = run_merged("partition " + bad.string() + " --propagate-only -o " + out.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find(bad.string() + ":5:"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(Cli, MeshMustMatchTheModule) {
-  Result r = run("partition " + src("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only --mesh x=4,y=4");
+  Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only --mesh x=4,y=4");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("num_partitions=8"), std::string::npos) << r.output;
 }
 
 TEST(Cli, PartitionVerifyRunsBothProgramsAndReportsOk) {
-  Result r = run("partition " + src("workloads/examples/transformer_layer_2d.hlo") + " --verify");
+  Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") + " --verify");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("verify: ok (8 devices, max abs error"), std::string::npos) << r.output;
   // The per-device program: the layer input shard is f32[4,16,8] (B/2, L, M/4).
@@ -80,23 +65,23 @@ TEST(Cli, PartitionVerifyRunsBothProgramsAndReportsOk) {
 TEST(Cli, PartitionWorkloadYamlBuildsTheModelAndVerifies) {
   // small.yaml: a bf16 2-layer model on 8 devices; the forward (with loss)
   // is built from the YAML, partitioned and checked at bf16 tolerance.
-  Result r = run("partition " + src("workloads/small.yaml") + " --verify");
+  Result r = run_merged("partition " + source_path("workloads/small.yaml") + " --verify");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("verify: ok (8 devices"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("relative tolerance 0.02"), std::string::npos) << r.output;
   // --set reaches the workload; --mesh does not apply to it.
-  Result layers = run("partition " + src("workloads/small.yaml") + " --set model.layers=1 --propagate-only");
+  Result layers = run_merged("partition " + source_path("workloads/small.yaml") + " --set model.layers=1 --propagate-only");
   EXPECT_EQ(layers.exit_code, 0) << layers.output;
   EXPECT_EQ(layers.output.find("fwd/layer_1/"), std::string::npos);
-  Result mesh = run("partition " + src("workloads/small.yaml") + " --mesh x=2");
+  Result mesh = run_merged("partition " + source_path("workloads/small.yaml") + " --mesh x=2");
   EXPECT_EQ(mesh.exit_code, 2);
 }
 
 TEST(Cli, HardwareShowPrintsDerivedPeak) {
-  Result r = run("hardware show tpuv3");
+  Result r = run_merged("hardware show tpuv3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("61.6 TFLOP/s"), std::string::npos) << r.output;
-  Result bad = run("hardware show tpuv9");
+  Result bad = run_merged("hardware show tpuv9");
   EXPECT_EQ(bad.exit_code, 2);
 }
 

@@ -6,60 +6,25 @@
 // last test checks so the exclusion cannot hide a missing feature.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/cli/cli_test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout; stderr goes to a per-process file and is kept for messages
-  std::string err;
-};
-
-Result podsim(const std::string& args) {
-  fs::path err_file = fs::temp_directory_path() / ("podsim_determinism_test." + std::to_string(getpid()) + ".stderr");
-  std::string cmd = std::string(PODSIM_BINARY) + " " + args + " 2>" + err_file.string();
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_file);
-  std::stringstream s;
-  s << in.rdbuf();
-  r.err = s.str();
-  fs::remove(err_file);
-  return r;
-}
-
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("podsim_determinism_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using Result = podsim::cli_test::SplitRun;
+using podsim::cli_test::fresh_dir;
+using podsim::cli_test::read_file;
+using podsim::cli_test::run_split;
 
 const std::string kSmall = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
 
@@ -71,8 +36,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 TEST(Determinism, RunJsonIsByteIdenticalAcrossRuns) {
-  Result first = podsim("run " + kSmall + " --format json");
-  Result second = podsim("run " + kSmall + " --format json");
+  Result first = run_split("run " + kSmall + " --format json");
+  Result second = run_split("run " + kSmall + " --format json");
   ASSERT_EQ(first.exit_code, 0) << first.err;
   ASSERT_EQ(second.exit_code, 0) << second.err;
   ASSERT_FALSE(first.out.empty());
@@ -85,14 +50,14 @@ TEST(Determinism, RunJsonIsByteIdenticalAcrossRuns) {
 
 TEST(Determinism, RunCsvAndTraceAreByteIdenticalAcrossRuns) {
   fs::path dir = fresh_dir("csv_trace");
-  Result a = podsim("run " + kSmall + " --format csv --trace " + (dir / "a.trace.json").string());
-  Result b = podsim("run " + kSmall + " --format csv --trace " + (dir / "b.trace.json").string());
+  Result a = run_split("run " + kSmall + " --format csv --trace " + (dir / "a.trace.json").string());
+  Result b = run_split("run " + kSmall + " --format csv --trace " + (dir / "b.trace.json").string());
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(a.out, b.out);
-  std::string trace_a = read_bytes(dir / "a.trace.json");
+  std::string trace_a = read_file(dir / "a.trace.json");
   EXPECT_FALSE(trace_a.empty());
-  EXPECT_EQ(trace_a, read_bytes(dir / "b.trace.json"));
+  EXPECT_EQ(trace_a, read_file(dir / "b.trace.json"));
   fs::remove_all(dir);
 }
 
@@ -101,18 +66,18 @@ TEST(Determinism, SweepCsvAndJsonlAreTheSameBytesWithOneOrTwoJobs) {
   // (1, 8), (1, 16). The 4-layer points come first and take longer, so with
   // -j 2 the 1-layer points tend to finish before them: the rows must still
   // come out in grid order.
-  fs::path dir = fresh_dir("sweep");
+  fs::path dir = fresh_dir("determinism_sweep");
   std::ofstream(dir / "s.yaml") << "name: det\nbase: " << kSmall
                                 << "\ngrid:\n  model.layers: [4, 1]\n  model.global_batch: [8, 16]\n";
   const std::string sweep = "sweep " + (dir / "s.yaml").string();
-  Result one = podsim(sweep + " -j 1 -o " + (dir / "j1.csv").string() + " --jsonl " + (dir / "j1.jsonl").string());
-  Result two = podsim(sweep + " -j 2 -o " + (dir / "j2.csv").string() + " --jsonl " + (dir / "j2.jsonl").string());
+  Result one = run_split(sweep + " -j 1 -o " + (dir / "j1.csv").string() + " --jsonl " + (dir / "j1.jsonl").string());
+  Result two = run_split(sweep + " -j 2 -o " + (dir / "j2.csv").string() + " --jsonl " + (dir / "j2.jsonl").string());
   ASSERT_EQ(one.exit_code, 0) << one.err;
   ASSERT_EQ(two.exit_code, 0) << two.err;
-  const std::string csv = read_bytes(dir / "j1.csv");
-  const std::string jsonl = read_bytes(dir / "j1.jsonl");
-  EXPECT_EQ(csv, read_bytes(dir / "j2.csv"));
-  EXPECT_EQ(jsonl, read_bytes(dir / "j2.jsonl"));
+  const std::string csv = read_file(dir / "j1.csv");
+  const std::string jsonl = read_file(dir / "j1.jsonl");
+  EXPECT_EQ(csv, read_file(dir / "j2.csv"));
+  EXPECT_EQ(jsonl, read_file(dir / "j2.jsonl"));
 
   // Grid order, every point ok: header + 4 rows, jsonl "point" 0..3 with the
   // layer values 4, 4, 1, 1.
@@ -130,8 +95,8 @@ TEST(Determinism, SweepCsvAndJsonlAreTheSameBytesWithOneOrTwoJobs) {
 }
 
 TEST(Determinism, WallTimesAppearOnlyWithTimings) {
-  Result plain = podsim("run " + kSmall + " --format json");
-  Result timed = podsim("run " + kSmall + " --format json --timings");
+  Result plain = run_split("run " + kSmall + " --format json");
+  Result timed = run_split("run " + kSmall + " --format json --timings");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   ASSERT_EQ(timed.exit_code, 0) << timed.err;
   nlohmann::json p = nlohmann::json::parse(plain.out);

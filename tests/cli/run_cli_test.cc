@@ -3,57 +3,26 @@
 // workloads/small.yaml in every format, with a trace.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/cli/cli_test_util.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout only
-  std::string err;  // stderr only
-};
+using Result = podsim::cli_test::SplitRun;
+using podsim::cli_test::fresh_dir;
+using podsim::cli_test::read_file;
+using podsim::cli_test::run_split;
 
-Result podsim(const std::string& args) {
-  // One file per process: ctest runs tests in parallel processes, and a
-  // shared name let one test read another's stderr (a flaky failure).
-  fs::path err_file = fs::temp_directory_path() / ("podsim_run_cli_test." + std::to_string(getpid()) + ".stderr");
-  std::string cmd = std::string(PODSIM_BINARY) + " " + args + " 2>" + err_file.string();
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_file);
-  std::stringstream s;
-  s << in.rdbuf();
-  r.err = s.str();
-  fs::remove(err_file);
-  return r;
-}
-
-std::string src(const std::string& rel) { return std::string(PODSIM_SOURCE_DIR) + "/" + rel; }
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("podsim_run_cli_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using podsim::cli_test::source_path;
 
 size_t files_in(const fs::path& dir) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
@@ -63,16 +32,13 @@ TEST(RunCli, BadYamlReportsFileLineColumnExits2AndWritesNoFiles) {
   fs::path dir = fresh_dir("bad_yaml");
   fs::path bad = dir / "bad.yaml";
   // small.yaml with one bad value: "layers: two".
-  std::ifstream in(src("workloads/small.yaml"));
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string yaml = text.str();
+  std::string yaml = read_file(source_path("workloads/small.yaml"));
   size_t at = yaml.find("  layers: 2\n");
   ASSERT_NE(at, std::string::npos);
   yaml.replace(at, 11, "  layers: two");
   int line = 1 + static_cast<int>(std::count(yaml.begin(), yaml.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
   std::ofstream(bad) << yaml;
-  Result r = podsim("run " + bad.string() + " -o " + (dir / "r.json").string() + " --trace " +
+  Result r = run_split("run " + bad.string() + " -o " + (dir / "r.json").string() + " --trace " +
                     (dir / "t.json").string() + " --format json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(bad.string() + ":" + std::to_string(line) + ":"), std::string::npos) << r.err;
@@ -81,26 +47,26 @@ TEST(RunCli, BadYamlReportsFileLineColumnExits2AndWritesNoFiles) {
 }
 
 TEST(RunCli, MissingWorkloadFileExits2) {
-  Result r = podsim("run /no/such/workload.yaml");
+  Result r = run_split("run /no/such/workload.yaml");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("/no/such/workload.yaml"), std::string::npos) << r.err;
 }
 
 TEST(RunCli, BadOverrideExits2) {
-  Result r = podsim("run " + src("workloads/small.yaml") + " --set model.no_such_key=3");
+  Result r = run_split("run " + source_path("workloads/small.yaml") + " --set model.no_such_key=3");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no_such_key"), std::string::npos) << r.err;
 }
 
 TEST(RunCli, UnknownFormatIsRejectedByTheArgumentParser) {
-  Result r = podsim("run " + src("workloads/small.yaml") + " --format yaml");
+  Result r = run_split("run " + source_path("workloads/small.yaml") + " --format yaml");
   EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST(RunCli, SmallWorkloadJsonReportAndTrace) {
   fs::path dir = fresh_dir("small");
   fs::path trace = dir / "small.trace.json";
-  Result r = podsim("run " + src("workloads/small.yaml") + " --format json --trace " + trace.string());
+  Result r = run_split("run " + source_path("workloads/small.yaml") + " --format json --trace " + trace.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["workload"], "small");
@@ -120,13 +86,13 @@ TEST(RunCli, SmallWorkloadJsonReportAndTrace) {
 
 TEST(RunCli, SmallWorkloadEveryFormatAndOutputFile) {
   fs::path dir = fresh_dir("formats");
-  Result table = podsim("run " + src("workloads/small.yaml"));
+  Result table = run_split("run " + source_path("workloads/small.yaml"));
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("MFU"), std::string::npos) << table.out;
-  Result csv = podsim("run " + src("workloads/small.yaml") + " --format csv");
+  Result csv = run_split("run " + source_path("workloads/small.yaml") + " --format csv");
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 2);
-  Result md = podsim("run " + src("workloads/small.yaml") + " --format markdown -o " + (dir / "r.md").string());
+  Result md = run_split("run " + source_path("workloads/small.yaml") + " --format markdown -o " + (dir / "r.md").string());
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_TRUE(md.out.empty());
   std::ifstream in(dir / "r.md");

@@ -5,24 +5,24 @@
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "reports/calibration.h"
 #include "reports/output_file.h"
 #include "reports/regress.h"
 #include "reports/sweep.h"
 #include "reports/sweep_runner.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace podsim::reports {
 namespace {
 
 namespace fs = std::filesystem;
+using podsim::cli_test::fresh_dir;
 
 const std::string kSmall = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
 
@@ -31,20 +31,6 @@ ChildRunOptions children(int jobs = 1) {
   o.podsim_binary = PODSIM_BINARY;
   o.jobs = jobs;
   return o;
-}
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / fmt::format("podsim-{}-{}", name, ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 void write_text(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
@@ -170,7 +156,7 @@ TEST(SweepCliTest, RegressPassesOnShippedBaselinesAndCatchesADeliberateChange) {
   options.update = false;
   RegressResult accepted = run_regress(options);
   EXPECT_FALSE(accepted.regressed) << accepted.table;
-  EXPECT_NE(read_text(small).find("model.layers=3"), std::string::npos);
+  EXPECT_NE(podsim::cli_test::read_file(small).find("model.layers=3"), std::string::npos);
   fs::remove_all(dir);
 }
 
