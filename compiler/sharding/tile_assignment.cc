@@ -14,21 +14,6 @@ namespace {
 
 using Factors = std::vector<TileAssignment::IotaFactor>;
 
-// Drops size-1 factors and merges adjacent mergeable ones (canonical form).
-Factors canonicalize(const Factors& in) {
-  Factors out;
-  for (const auto& f : in) {
-    if (f.size == 1) continue;
-    if (!out.empty() && out.back().stride == f.stride * f.size) {
-      out.back().size *= f.size;
-      out.back().stride = f.stride;
-    } else {
-      out.push_back(f);
-    }
-  }
-  return out;
-}
-
 // Row-major strides of dims.
 std::vector<int64_t> row_major_strides(std::span<const int64_t> dims) {
   std::vector<int64_t> strides(dims.size(), 1);
@@ -90,7 +75,7 @@ std::optional<Factors> detect_iota(const std::vector<int64_t>& devices) {
   for (int64_t p = 0; p < n_total; ++p) {
     if (value_at(factors, p) != devices[static_cast<size_t>(p)]) return std::nullopt;
   }
-  return canonicalize(factors);
+  return canonical_iota_factors(factors);
 }
 
 // A factor piece owned by one dim of `dims` (see refine()).
@@ -148,7 +133,7 @@ TileAssignment TileAssignment::iota(std::vector<int64_t> dims) {
   TileAssignment t;
   const int64_t n = product_of(dims);
   t.dims_ = std::move(dims);
-  t.iota_ = canonicalize(Factors{{n, 1}});
+  t.iota_ = canonical_iota_factors(Factors{{n, 1}});
   return t;
 }
 
@@ -165,7 +150,7 @@ TileAssignment TileAssignment::iota(std::vector<int64_t> dims,
   }
   TileAssignment t;
   t.dims_ = std::move(dims);
-  t.iota_ = canonicalize(factors);
+  t.iota_ = canonical_iota_factors(factors);
   return t;
 }
 
@@ -256,7 +241,7 @@ TileAssignment TileAssignment::transpose(std::span<const int64_t> perm) const {
       }
       TileAssignment t;
       t.dims_ = std::move(new_dims);
-      t.iota_ = canonicalize(permuted);
+      t.iota_ = canonical_iota_factors(permuted);
       return t;
     }
   }
@@ -296,7 +281,7 @@ TileAssignment TileAssignment::sort_last_dim() const {
       factors.insert(factors.end(), last_pieces.begin(), last_pieces.end());
       TileAssignment t;
       t.dims_ = dims_;
-      t.iota_ = canonicalize(factors);
+      t.iota_ = canonical_iota_factors(factors);
       return t;
     }
   }
@@ -356,6 +341,20 @@ bool TileAssignment::operator==(const TileAssignment& other) const {
   if (iota_.has_value() != other.iota_.has_value()) return false;
   if (iota_) return *iota_ == *other.iota_;
   return *devices_ == *other.devices_;
+}
+
+std::vector<TileAssignment::IotaFactor> canonical_iota_factors(const std::vector<TileAssignment::IotaFactor>& factors) {
+  std::vector<TileAssignment::IotaFactor> out;
+  for (const auto& f : factors) {
+    if (f.size == 1) continue;
+    if (!out.empty() && out.back().stride == f.stride * f.size) {
+      out.back().size *= f.size;
+      out.back().stride = f.stride;
+    } else {
+      out.push_back(f);
+    }
+  }
+  return out;
 }
 
 }  // namespace podsim::compiler

@@ -6,19 +6,7 @@
 
 namespace podsim::compiler {
 
-DigitPieces canonical_pieces(const DigitPieces& pieces) {
-  DigitPieces out;
-  for (const auto& f : pieces) {
-    if (f.size == 1) continue;
-    if (!out.empty() && out.back().stride == f.stride * f.size) {
-      out.back().size *= f.size;
-      out.back().stride = f.stride;
-    } else {
-      out.push_back(f);
-    }
-  }
-  return out;
-}
+DigitPieces canonical_pieces(const DigitPieces& pieces) { return canonical_iota_factors(pieces); }
 
 int64_t evaluate_pieces(const DigitPieces& pieces, int64_t device) {
   int64_t value = 0;

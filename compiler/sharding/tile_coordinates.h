@@ -25,9 +25,8 @@ namespace podsim::compiler {
 
 using DigitPieces = std::vector<TileAssignment::IotaFactor>;
 
-// Canonical form of a coordinate function: size-1 pieces dropped, adjacent
-// pieces merged when they are one digit range (stride_k == stride_{k+1} *
-// size_{k+1}). Same function on every device id.
+// Canonical form of a coordinate function (canonical_iota_factors: the
+// same merge rule as the iota form of tile_assignment.h).
 DigitPieces canonical_pieces(const DigitPieces& pieces);
 
 // coordinate(device) of a piece list (tests and per-device fallbacks).
