@@ -69,6 +69,8 @@ std::vector<std::pair<int64_t, int64_t>> neighbour_pairs(const Sharding& shardin
   return pairs;
 }
 
+}  // namespace
+
 InstrId slice_along(ComputationBuilder& b, InstrId x, int64_t dim, int64_t start, int64_t limit) {
   const Shape shape = b.shape(x);
   std::vector<SliceDim> slice;
@@ -76,8 +78,6 @@ InstrId slice_along(ComputationBuilder& b, InstrId x, int64_t dim, int64_t start
     slice.push_back(d == dim ? SliceDim{start, limit, 1} : SliceDim{0, shape.dim(d), 1});
   return b.slice(x, std::move(slice));
 }
-
-}  // namespace
 
 // f over the n tile coordinates only (not per device): a constant when
 // uniform, f(0) + j * (f(1) - f(0)) on the device's tile coordinate j when

@@ -56,6 +56,9 @@ InstrId per_tile_scalar(SpmdContext& context, const Sharding& sharding, int64_t 
                         const std::function<int64_t(int64_t)>& f);
 
 // Integer division rounding toward -inf / +inf.
+// x[..., start:limit, ...] along `dim`, every other dim whole.
+InstrId slice_along(ComputationBuilder& b, InstrId x, int64_t dim, int64_t start, int64_t limit);
+
 int64_t floor_div(int64_t a, int64_t b);
 int64_t ceil_div(int64_t a, int64_t b);
 

@@ -135,14 +135,6 @@ InstrId held_chunk(ComputationBuilder& b, InstrId q, InstrId i, int64_t directio
   return b.binary(Opcode::kRemainder, moved, ring);
 }
 
-InstrId slice_dim(ComputationBuilder& b, InstrId value, int64_t dim, int64_t start, int64_t limit) {
-  const Shape shape = b.shape(value);
-  std::vector<SliceDim> slice;
-  for (int d = 0; d < shape.rank(); ++d)
-    slice.push_back(d == dim ? SliceDim{start, limit, 1} : SliceDim{0, shape.dim(d), 1});
-  return b.slice(value, std::move(slice));
-}
-
 }  // namespace
 
 std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& original, const Shape& lhs,
@@ -242,8 +234,8 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
   std::vector<Stream> streams;
   if (w.bidirectional && s.t >= 2) {
     const int64_t h = ceil_div(s.t, 2);
-    streams.push_back(Stream{slice_dim(b, value.id, w.windowed_dim, 0, h), 0, +1});
-    streams.push_back(Stream{slice_dim(b, value.id, w.windowed_dim, h, s.t), h, -1});
+    streams.push_back(Stream{slice_along(b, value.id, w.windowed_dim, 0, h), 0, +1});
+    streams.push_back(Stream{slice_along(b, value.id, w.windowed_dim, h, s.t), h, -1});
   } else {
     streams.push_back(Stream{value.id, 0, +1});
   }
@@ -282,7 +274,7 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
     held.push_back(HeldPiece{out[1 + k], held_chunk(b, out[position_index], last, streams[k].direction, p),
                              streams[k].offset});
   InstrId result = emit_step(b, s, out[0], held, out[acc_index]);
-  if (w.out_dim >= 0 && p * s.t != extent) result = slice_dim(b, result, w.out_dim, 0, extent);
+  if (w.out_dim >= 0 && p * s.t != extent) result = slice_along(b, result, w.out_dim, 0, extent);
   return result;
 }
 
