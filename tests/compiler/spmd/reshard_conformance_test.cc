@@ -23,13 +23,8 @@ namespace {
 
 using spmd_test::expect_equivalent;
 using spmd_test::Partitioned;
+using spmd_test::copy_module;
 using spmd_test::partition_text;
-
-// A copy whose operand and result shardings differ forces exactly one reshard.
-std::string copy_module(const std::string& dims, const std::string& from, const std::string& to) {
-  return "HloModule m\nENTRY e {\n  p = f32[" + dims + "] parameter(0), sharding=" + from + "\n  ROOT c = f32[" + dims +
-         "] copy(p), sharding=" + to + "\n}\n";
-}
 
 // (group size, number of groups) of every `op` in the partitioned entry.
 std::vector<std::pair<int64_t, int64_t>> groups_of(const Partitioned& p, Opcode op) {

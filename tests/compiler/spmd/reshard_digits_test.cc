@@ -19,12 +19,8 @@ namespace {
 
 using spmd_test::expect_equivalent;
 using spmd_test::Partitioned;
+using spmd_test::copy_module;
 using spmd_test::partition_text;
-
-std::string copy_module(const std::string& dims, const std::string& from, const std::string& to) {
-  return "HloModule m\nENTRY e {\n  p = f32[" + dims + "] parameter(0), sharding=" + from + "\n  ROOT c = f32[" + dims +
-         "] copy(p), sharding=" + to + "\n}\n";
-}
 
 int64_t total_collectives(const SpmdStats& s) {
   return s.all_reduces + s.all_gathers + s.all_to_alls + s.collective_permutes + s.reduce_scatters;

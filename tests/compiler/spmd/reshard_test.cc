@@ -9,13 +9,8 @@ namespace podsim::compiler {
 namespace {
 
 using spmd_test::expect_equivalent;
+using spmd_test::copy_module;
 using spmd_test::partition_text;
-
-// A copy whose operand and result shardings differ forces one reshard.
-std::string copy_module(const std::string& dims, const std::string& from, const std::string& to) {
-  return "HloModule m\nENTRY e {\n  p = f32[" + dims + "] parameter(0), sharding=" + from +
-         "\n  ROOT c = f32[" + dims + "] copy(p), sharding=" + to + "\n}\n";
-}
 
 TEST(Reshard, TiledToReplicated) {
   for (int n : {2, 4, 8}) {

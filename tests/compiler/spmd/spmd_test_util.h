@@ -40,4 +40,11 @@ inline void expect_equivalent(const Partitioned& p, uint64_t seed = 1) {
   EXPECT_TRUE(r.ok) << r.first_mismatch << "\n" << print_hlo(p.result.module);
 }
 
+// An f32 parameter of `dims` sharded `from`, copied to `to`: a copy whose
+// operand and result shardings differ forces exactly one reshard.
+inline std::string copy_module(const std::string& dims, const std::string& from, const std::string& to) {
+  return "HloModule m\nENTRY e {\n  p = f32[" + dims + "] parameter(0), sharding=" + from + "\n  ROOT c = f32[" + dims +
+         "] copy(p), sharding=" + to + "\n}\n";
+}
+
 }  // namespace podsim::compiler::spmd_test
