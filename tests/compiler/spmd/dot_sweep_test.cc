@@ -73,14 +73,8 @@ TEST(SpmdDotSweep, AllOperandShardingsOn2x2x2Mesh) { EXPECT_EQ(sweep(8, 3), 0); 
 
 // The same with the windowed einsum forced wherever a plan all-gathers one
 // operand dim (threshold 0): loops on rings of 2, 4 and 8, inside groups.
-SpmdOptions windowed() {
-  SpmdOptions o;
-  o.windowed_einsum_threshold_bytes = 0;
-  o.windowed_einsum_min_flops_per_byte = 0;
-  return o;
-}
-TEST(SpmdDotSweep, WindowedOn4Devices) { EXPECT_GT(sweep(4, 4, windowed()), 10); }
-TEST(SpmdDotSweep, WindowedOn2x2x2Mesh) { EXPECT_GT(sweep(8, 3, windowed()), 5); }
+TEST(SpmdDotSweep, WindowedOn4Devices) { EXPECT_GT(sweep(4, 4, spmd_dot_test::forced_windowed()), 10); }
+TEST(SpmdDotSweep, WindowedOn2x2x2Mesh) { EXPECT_GT(sweep(8, 3, spmd_dot_test::forced_windowed()), 5); }
 
 }  // namespace
 }  // namespace podsim::compiler

@@ -51,4 +51,14 @@ inline std::string dot_module(const std::string& body) {
          "ENTRY e {\n" + body + "}\n";
 }
 
+// The windowed einsum wherever a plan all-gathers one operand dim: no size
+// threshold, no overlap test (min_flops_per_byte 0).
+inline SpmdOptions forced_windowed(bool bidirectional = false) {
+  SpmdOptions o;
+  o.windowed_einsum_threshold_bytes = 0;
+  o.windowed_einsum_min_flops_per_byte = 0;
+  o.windowed_einsum_bidirectional = bidirectional;
+  return o;
+}
+
 }  // namespace podsim::compiler::spmd_dot_test

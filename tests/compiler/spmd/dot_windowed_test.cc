@@ -13,15 +13,8 @@ namespace {
 using spmd_dot_test::count_ops;
 using spmd_dot_test::dot_module;
 using spmd_dot_test::expect_equivalent;
+using spmd_dot_test::forced_windowed;
 using spmd_dot_test::partition;
-
-// The loop wherever it applies: no size threshold, no overlap test.
-SpmdOptions forced() {
-  SpmdOptions o;
-  o.windowed_einsum_threshold_bytes = 0;
-  o.windowed_einsum_min_flops_per_byte = 0;
-  return o;
-}
 
 SpmdOptions forced_options(double min_flops_per_byte) {
   SpmdOptions o;
@@ -73,7 +66,7 @@ std::string non_contracting(int p, int n) {
 
 TEST(SpmdWindowedDot, EinsumRHSWindowedNonContracting) {
   // N = 7 over 4 devices (uneven: chunks of 2, the last half padding).
-  auto p = partition(non_contracting(4, 7), 4, forced());
+  auto p = partition(non_contracting(4, 7), 4, forced_windowed());
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_gathers, 0);
   EXPECT_EQ(count_ops(p.result.module, {Opcode::kCollectivePermute}), 1);
@@ -99,7 +92,7 @@ TEST(SpmdWindowedDot, EinsumRHSWindowedContracting) {
                                 "  b = f32[7,4] parameter(1), sharding={devices=[4,1]<=[4]}\n"
                                 "  ROOT d = f32[16,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
                                 "sharding={devices=[4,1]<=[4]}\n"),
-                     4, forced());
+                     4, forced_windowed());
   expect_equivalent(p, 9);
   EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.all_reduces, 0);
   EXPECT_EQ(count_ops(p.result.module, {Opcode::kCollectivePermute}), 1);
@@ -118,7 +111,7 @@ TEST(SpmdWindowedDot, EinsumLHSWindowedNonContractingOnSubgroups) {
                                 "  b = f32[3,16] parameter(1), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
                                 "  ROOT d = f32[6,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
                                 "sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"),
-                     4, forced());
+                     4, forced_windowed());
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_gathers, 0);
   EXPECT_EQ(count_ops(p.result.module, {Opcode::kWhile}), 1);
@@ -137,7 +130,7 @@ TEST(SpmdWindowedDot, EinsumWindowedReduceScatterUneven) {
                                 "  b = f32[7,5] parameter(1), sharding={devices=[4,1]<=[4]}\n"
                                 "  ROOT d = f32[3,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
                                 "sharding={devices=[1,4]<=[4]}\n"),
-                     4, forced());
+                     4, forced_windowed());
   expect_equivalent(p, 5);
   EXPECT_EQ(p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
   EXPECT_EQ(count_ops(p.result.module, {Opcode::kCollectivePermute}), 1);
@@ -153,7 +146,7 @@ TEST(SpmdWindowedDot, ReduceScatterFormInside2DGroups) {
                                 "  b = f32[8,5] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
                                 "  ROOT d = f32[6,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
                                 "sharding={devices=[2,2]<=[4]}\n"),
-                     4, forced());
+                     4, forced_windowed());
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
   const Instruction* loop = find_while(p.result.module);
@@ -162,8 +155,8 @@ TEST(SpmdWindowedDot, ReduceScatterFormInside2DGroups) {
 }
 
 TEST(SpmdWindowedDot, ProgramSizeIndependentOfDeviceCount) {
-  auto two = partition(non_contracting(2, 8), 2, forced());
-  auto eight = partition(non_contracting(8, 8), 8, forced());
+  auto two = partition(non_contracting(2, 8), 2, forced_windowed());
+  auto eight = partition(non_contracting(8, 8), 8, forced_windowed());
   expect_equivalent(two);
   expect_equivalent(eight);
   ASSERT_NE(find_while(eight.result.module), nullptr);

@@ -19,15 +19,8 @@ namespace {
 using spmd_dot_test::count_ops;
 using spmd_dot_test::dot_module;
 using spmd_dot_test::expect_equivalent;
+using spmd_dot_test::forced_windowed;
 using spmd_dot_test::partition;
-
-SpmdOptions forced(bool bidirectional = false) {
-  SpmdOptions o;
-  o.windowed_einsum_threshold_bytes = 0;
-  o.windowed_einsum_min_flops_per_byte = 0;
-  o.windowed_einsum_bidirectional = bidirectional;
-  return o;
-}
 
 const Instruction* find_while(const Module& m) {
   for (const Instruction& instr : m.entry().instructions())
@@ -104,7 +97,7 @@ TEST(WindowedOverlap, AllGatherFreeFormDotReadsHeldChunk) {
   // N = 8 over 4 devices: 4 chunks, steps 0..2 in the loop (3 permutes),
   // step 3 after it: the body has one permute and one dot, the entry the
   // last step's dot and no permute.
-  auto p = partition(free_form(4, 8), 4, forced());
+  auto p = partition(free_form(4, 8), 4, forced_windowed());
   expect_equivalent(p);
   expect_body_overlaps(p.result.module, 1);
   EXPECT_EQ(count_in(p.result.module.entry(), Opcode::kCollectivePermute), 0);
@@ -114,14 +107,14 @@ TEST(WindowedOverlap, AllGatherFreeFormDotReadsHeldChunk) {
 
 TEST(WindowedOverlap, AllGatherContractingFormDotReadsHeldChunk) {
   // K = 7 (uneven: chunks of 2, the last one's second row padding).
-  auto p = partition(contracting_form(7), 4, forced());
+  auto p = partition(contracting_form(7), 4, forced_windowed());
   expect_equivalent(p, 3);
   expect_body_overlaps(p.result.module, 1);
   EXPECT_EQ(count_in(p.result.module.entry(), Opcode::kCollectivePermute), 0);
 }
 
 TEST(WindowedOverlap, ReduceScatterFormBlockDotIgnoresPermute) {
-  auto p = partition(reduce_scatter_form(7, 5), 4, forced());
+  auto p = partition(reduce_scatter_form(7, 5), 4, forced_windowed());
   expect_equivalent(p, 5);
   expect_body_overlaps(p.result.module, 1);
   EXPECT_EQ(p.result.stats.reduce_scatters + p.result.stats.all_reduces, 0);
@@ -129,7 +122,7 @@ TEST(WindowedOverlap, ReduceScatterFormBlockDotIgnoresPermute) {
 
 TEST(WindowedOverlap, OnRingOfTwoOnlyTheLastStepFollowsTheLoop) {
   // p = 2: one loop step (chunk q, permute it), then chunk q + 1 after the loop.
-  auto p = partition(free_form(2, 6), 2, forced());
+  auto p = partition(free_form(2, 6), 2, forced_windowed());
   expect_equivalent(p);
   expect_body_overlaps(p.result.module, 1);
 }
@@ -152,7 +145,7 @@ void expect_mirrored_permutes(const Module& m) {
 
 TEST(WindowedOverlap, BidirectionalAllGatherFreeForm) {
   // N = 16 over 4: chunks of t = 4, halves of 2 columns each way.
-  auto p = partition(free_form(4, 16), 4, forced(true));
+  auto p = partition(free_form(4, 16), 4, forced_windowed(true));
   expect_equivalent(p);
   expect_body_overlaps(p.result.module, 2);
   expect_mirrored_permutes(p.result.module);
@@ -162,7 +155,7 @@ TEST(WindowedOverlap, BidirectionalAllGatherFreeForm) {
 TEST(WindowedOverlap, BidirectionalAllGatherFreeFormUneven) {
   // N = 11 over 4: t = 3, halves of 2 and 1 columns; the last chunk holds
   // 2 real columns (9, 10) and one of padding, sliced off after the loop.
-  auto p = partition(free_form(4, 11), 4, forced(true));
+  auto p = partition(free_form(4, 11), 4, forced_windowed(true));
   expect_equivalent(p, 2);
   expect_body_overlaps(p.result.module, 2);
 }
@@ -171,7 +164,7 @@ TEST(WindowedOverlap, BidirectionalAllGatherContractingUneven) {
   // K = 13 over 4: t = 4, halves of 2 rows; chunk 3 covers rows 12..15 of
   // which 13..15 are padding, masked in both halves.
   // Both halves go through ONE dot per step (concatenated on K).
-  auto p = partition(contracting_form(13), 4, forced(true));
+  auto p = partition(contracting_form(13), 4, forced_windowed(true));
   expect_equivalent(p, 4);
   expect_body_overlaps(p.result.module, 2);
   expect_mirrored_permutes(p.result.module);
@@ -180,7 +173,7 @@ TEST(WindowedOverlap, BidirectionalAllGatherContractingUneven) {
 
 TEST(WindowedOverlap, BidirectionalFallsBackToOneWayForSingleRowChunks) {
   // K = 4 over 4: t = 1 cannot be halved: one stream, one permute.
-  auto p = partition(contracting_form(4), 4, forced(true));
+  auto p = partition(contracting_form(4), 4, forced_windowed(true));
   expect_equivalent(p);
   expect_body_overlaps(p.result.module, 1);
 }
@@ -188,7 +181,7 @@ TEST(WindowedOverlap, BidirectionalFallsBackToOneWayForSingleRowChunks) {
 TEST(WindowedOverlap, BidirectionalReduceScatterUneven) {
   // N = 11 over 4: blocks of t = 3, halves of 2 and 1 columns flowing
   // opposite ways; K = 7 uneven too.
-  auto p = partition(reduce_scatter_form(7, 11), 4, forced(true));
+  auto p = partition(reduce_scatter_form(7, 11), 4, forced_windowed(true));
   expect_equivalent(p, 6);
   expect_body_overlaps(p.result.module, 2);
   expect_mirrored_permutes(p.result.module);
@@ -202,7 +195,7 @@ TEST(WindowedOverlap, BidirectionalReduceScatterInside2DGroups) {
                                 "  b = f32[8,8] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
                                 "  ROOT d = f32[6,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
                                 "sharding={devices=[2,2]<=[4]}\n"),
-                     4, forced(true));
+                     4, forced_windowed(true));
   expect_equivalent(p);
   expect_body_overlaps(p.result.module, 2);
 }
@@ -214,7 +207,7 @@ TEST(WindowedOverlap, BidirectionalAllGatherOnSubgroups) {
                                 "  b = f32[3,16] parameter(1), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
                                 "  ROOT d = f32[8,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
                                 "sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"),
-                     4, forced(true));
+                     4, forced_windowed(true));
   expect_equivalent(p);
   expect_body_overlaps(p.result.module, 2);
 }
