@@ -105,7 +105,10 @@ class FusionPlanner {
       while (users(tail).size() == 1 && tail != comp_.root()) {
         InstrId next = users(tail)[0];
         const Instruction& consumer = comp_.instr(next);
-        if (!consumer.shape.is_array() || reads_collective(next)) break;
+        // A consumer already in another dot's chain (add(add(acc, dotA),
+        // dotB): the outer add joins dotA's chain, dotB's stops before it)
+        // stays there: an op belongs to one group.
+        if (!consumer.shape.is_array() || reads_collective(next) || group(next) >= 0) break;
         // The chain's result written in place into a buffer (a windowed
         // einsum's output shard): the update is the chain, the DUS the root.
         if (writes_update_in_place(consumer, tail)) {

@@ -2,6 +2,8 @@
 // fusion, cheap duplication) and which never do.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "compiler/pipeline/fusion.h"
 #include "tests/compiler/pipeline/test_util.h"
 
@@ -92,6 +94,31 @@ ENTRY %e (x: f32[2,4], w: f32[4,3], bias: f32[3]) -> f32[2,3] {
   FusionPlan plan = plan_fusion(c);
   ASSERT_EQ(plan.groups.size(), 1u);
   EXPECT_EQ(member_names(c, plan.groups[0]), (Names{"d", "b", "s", "t"}));
+}
+
+TEST(Fusion, TwoDotChainsMeetingInOneAddShareNoOp) {
+  // s2 = add(add(acc, d1), d2): d1's chain takes s1 and s2 (each has one
+  // user); d2's chain stops before s2, which is already in d1's group. Every
+  // op is in at most one group (an op in two groups made the schedule's unit
+  // graph cyclic), and d2 stays a kernel of its own.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (x: f32[2,4], w: f32[4,3], v: f32[4,3], acc: f32[2,3]) -> f32[2,3] {
+  %x = f32[2,4] parameter(0)
+  %w = f32[4,3] parameter(1)
+  %v = f32[4,3] parameter(2)
+  %acc = f32[2,3] parameter(3)
+  %d1 = f32[2,3] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %d2 = f32[2,3] dot(%x, %v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %s1 = f32[2,3] add(%acc, %d1)
+  ROOT %s2 = f32[2,3] add(%s1, %d2)
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan = plan_fusion(c);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(member_names(c, plan.groups[0]), (Names{"d1", "s1", "s2"}));
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "d2"))], -1);
+  const std::vector<bool> twice = duplicated_members(plan, c.size());
+  EXPECT_EQ(std::count(twice.begin(), twice.end(), true), 0);
 }
 
 TEST(Fusion, DotWithTwoUsersHasNoOutputFusion) {
