@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,7 +19,69 @@
 namespace podsim::hw {
 namespace {
 
-enum class Check { kPositive, kNonNegative };
+// The plausible range [min, max] of one numeric key, in the key's unit.
+// Lower bounds keep every division by the key finite; upper bounds reject
+// values no real or plausible future accelerator has (issue: `clock_hz: 1e300`
+// used to give a nonsense MFU). Each bound is at least ~15x beyond the
+// largest figure of any shipping chip, so only typos and absurd inputs fail.
+// NaN and infinities are rejected for every key.
+struct Range {
+  double min = 0;
+  double max = 0;
+  const char* unit = "";
+  const char* why = "";  // where the bounds come from, for the hint
+};
+
+// Integer bounds, kept as integers so their products can be checked at
+// compile time (peak_matmul_flops_per_device multiplies them in int64).
+constexpr int64_t kMaxTensorCoresPerDevice = 1024;  // TPUs have 1-2
+constexpr int64_t kMaxMxusPerTensorCore = int64_t{1} << 16;  // TPUs have 2-4
+constexpr int64_t kMaxArrayDim = int64_t{1} << 16;  // MXU rows/cols, VPU lanes/sublanes: TPUs 8-256
+constexpr int64_t kMaxDevicesPerChip = 16;          // TPUs have 1-2
+// A full pod: at most 2^16 chips (TPU v5p: 8960, v4: 4096) and 2^20 devices,
+// the workload loader's mesh limit. The pod topology holds one link per
+// directed chip pair on a chip, chips x d x (d-1) <= 2^20 x 15 of them.
+constexpr int64_t kMaxPodChips = int64_t{1} << 16;
+static_assert(kMaxPodChips * kMaxDevicesPerChip <= (int64_t{1} << 20), "a pod holds at most 2^20 devices");
+
+// MXU MACs per cycle of one device (mxus x rows x cols) stay far below 2^63,
+// so the int64 product in peak_matmul_flops_per_device cannot overflow.
+static_assert(kMaxTensorCoresPerDevice * kMaxMxusPerTensorCore <= (int64_t{1} << 26) &&
+                  (int64_t{1} << 26) * kMaxArrayDim * kMaxArrayDim <= (int64_t{1} << 58),
+              "hardware bounds must keep the MACs per cycle of a device below 2^58");
+// tensor cores x lanes x sublanes (vpu_elements_per_second) likewise.
+static_assert(kMaxTensorCoresPerDevice * kMaxArrayDim * kMaxArrayDim <= (int64_t{1} << 42));
+
+// Seconds: any fixed cost of a step of a TPU is microseconds; a second is a
+// million times that.
+constexpr Range kLatencyRange{0, 1, "s", "fixed costs of TPU ops, hops and transfers are ~1e-6 s"};
+// Bytes per second: HBM3e stacks give ~1.2e12 B/s, an ICI/NVLink link ~1e11;
+// 1e15 (1 PB/s per device or link) is ~300x the fastest memory system shipped.
+constexpr Range kBandwidthRange{1e6, 1e15, "B/s", "today's fastest HBM is ~5e12 B/s per device, links ~1e11 B/s"};
+// Cycles per vector register: 1-4 on TPUs, 0.01 would be a hundred per cycle.
+constexpr Range kVpuCyclesRange{0.01, 1e4, "cycles", "TPU VPUs take 1-4 cycles per vreg"};
+// Cycles of an MXU pipeline: ~rows + cols (256 on 128x128 arrays).
+constexpr Range kMxuCyclesRange{0, 1e6, "cycles", "a 128x128 MXU fills and drains in ~256 cycles"};
+
+std::string bound_text(double value) {
+  // Powers of two (sizes, counts) read best as 2^k, other numbers as %g.
+  int exponent = 0;
+  if (value >= 1024 && std::frexp(value, &exponent) == 0.5) return fmt::format("2^{}", exponent - 1);
+  return fmt::format("{:g}", value);
+}
+
+std::string range_text(const Range& range) {
+  return fmt::format("[{}, {}]{}{}", bound_text(range.min), bound_text(range.max), *range.unit ? " " : "",
+                     range.unit);
+}
+
+[[noreturn]] void out_of_range(const SourceLocation& loc, const std::string& key, const std::string& got,
+                               const Range& range) {
+  throw UserError(loc,
+                  fmt::format("bad value for hardware key '{}': {} is outside the plausible range {}", key, got,
+                              range_text(range)),
+                  fmt::format("{} must be a finite number in {} ({})", key, range_text(range), range.why));
+}
 
 struct Field {
   std::string key;
@@ -38,20 +101,28 @@ SourceLocation location_of(const YAML::Node& node, const std::string& file) {
   throw UserError(loc, fmt::format("bad value for hardware key '{}': expected {}, got {}", key, expected, got));
 }
 
-double parse_double(const YAML::Node& node, const SourceLocation& loc, const std::string& key, Check check) {
+double parse_double(const YAML::Node& node, const SourceLocation& loc, const std::string& key, const Range& range) {
   double value = 0;
-  if (!node.IsScalar() || !YAML::convert<double>::decode(node, value)) bad_value(loc, key, "a number", node);
-  if (check == Check::kPositive && !(value > 0)) bad_value(loc, key, "a number > 0", node);
-  if (check == Check::kNonNegative && !(value >= 0)) bad_value(loc, key, "a number >= 0", node);
+  if (!node.IsScalar() || !YAML::convert<double>::decode(node, value))
+    bad_value(loc, key, fmt::format("a number in {}", range_text(range)), node);
+  // The negated comparisons also catch NaN; isfinite catches +-inf.
+  if (!std::isfinite(value) || !(value >= range.min) || !(value <= range.max))
+    out_of_range(loc, key, fmt::format("'{}'", node.Scalar()), range);
   return value;
 }
 
-int64_t parse_int(const YAML::Node& node, const SourceLocation& loc, const std::string& key) {
+// `range` holds integers (all int bounds are below 2^53, exact in a double).
+int64_t parse_int(const YAML::Node& node, const SourceLocation& loc, const std::string& key, const Range& range) {
   int64_t value = 0;
-  if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value) || value <= 0)
-    bad_value(loc, key, "an integer > 0", node);
+  if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value))
+    bad_value(loc, key, fmt::format("an integer in {}", range_text(range)), node);
+  if (static_cast<double>(value) < range.min || static_cast<double>(value) > range.max)
+    out_of_range(loc, key, fmt::format("'{}'", node.Scalar()), range);
   return value;
 }
+
+// A count of units from 1 to `max`.
+constexpr Range count_range(int64_t max, const char* why) { return Range{1, static_cast<double>(max), "", why}; }
 
 const std::vector<std::string>& core_model_names() {
   static const std::vector<std::string> names = {"systolic", "roofline"};
@@ -75,10 +146,10 @@ std::string parse_choice(const YAML::Node& node, const SourceLocation& loc, cons
 
 // Accessor: a lambda returning a reference into the config.
 template <class Access>
-Field number_field(std::string key, Access access, Check check = Check::kPositive) {
+Field number_field(std::string key, Access access, Range range) {
   return Field{key,
                [=](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
-                 access(c) = parse_double(n, loc, key, check);
+                 access(c) = parse_double(n, loc, key, range);
                },
                [=](const HardwareConfig& c) {
                  return fmt::format("{:.12g}", access(const_cast<HardwareConfig&>(c)));
@@ -86,10 +157,10 @@ Field number_field(std::string key, Access access, Check check = Check::kPositiv
 }
 
 template <class Access>
-Field int_field(std::string key, Access access) {
+Field int_field(std::string key, Access access, Range range) {
   return Field{key,
                [=](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
-                 access(c) = parse_int(n, loc, key);
+                 access(c) = parse_int(n, loc, key, range);
                },
                [=](const HardwareConfig& c) { return fmt::format("{}", access(const_cast<HardwareConfig&>(c))); }};
 }
@@ -103,11 +174,23 @@ Field choice_field(std::string key, Access access, std::vector<std::string> choi
                [=](const HardwareConfig& c) { return access(const_cast<HardwareConfig&>(c)); }};
 }
 
+// Chips per torus dimension; each at most kMaxPodChips and so is their product.
 std::vector<int64_t> parse_dims(const YAML::Node& node, const SourceLocation& loc, const std::string& key) {
+  constexpr Range kDimRange = count_range(kMaxPodChips, "the largest TPU pods have under 10^4 chips");
   if (!node.IsSequence() || node.size() < 1 || node.size() > 3)
-    bad_value(loc, key, "a list of 1 to 3 integers > 0", node);
+    bad_value(loc, key, fmt::format("a list of 1 to 3 integers in {}", range_text(kDimRange)), node);
   std::vector<int64_t> dims;
-  for (const auto& element : node) dims.push_back(parse_int(element, loc, key));
+  int64_t chips = 1;
+  for (const auto& element : node) {
+    dims.push_back(parse_int(element, loc, key, kDimRange));
+    chips *= dims.back();  // <= 2^16 x 2^16 x 2^16 before the check below: no overflow
+    if (chips > kMaxPodChips)
+      throw UserError(loc,
+                      fmt::format("bad value for hardware key '{}': the pod dims multiply to {} chips, more than "
+                                  "the plausible {}",
+                                  key, chips, bound_text(static_cast<double>(kMaxPodChips))),
+                      "the largest TPU pods have under 10^4 chips (v5p: 8960); check the dims");
+  }
   return dims;
 }
 
@@ -133,46 +216,62 @@ const std::vector<Field>& fields() {
                       [](const HardwareConfig& c) { return c.name; }});
     t.push_back(choice_field("core.model", [](HardwareConfig& c) -> std::string& { return c.core.model; },
                              core_model_names()));
-    t.push_back(number_field("core.clock_hz", [](HardwareConfig& c) -> double& { return c.core.clock_hz; }));
+    // 1 MHz .. 100 GHz: TPUs run at ~1 GHz and no digital chip above ~6 GHz.
+    t.push_back(number_field("core.clock_hz", [](HardwareConfig& c) -> double& { return c.core.clock_hz; },
+                             Range{1e6, 1e11, "Hz", "TPUs clock at ~1 GHz; 100 GHz is over 15x any digital chip"}));
     t.push_back(int_field("core.tensor_cores_per_device",
-                          [](HardwareConfig& c) -> int64_t& { return c.core.tensor_cores_per_device; }));
+                          [](HardwareConfig& c) -> int64_t& { return c.core.tensor_cores_per_device; },
+                          count_range(kMaxTensorCoresPerDevice, "TPU devices have 1 or 2 TensorCores")));
     t.push_back(int_field("core.mxus_per_tensor_core",
-                          [](HardwareConfig& c) -> int64_t& { return c.core.mxus_per_tensor_core; }));
-    t.push_back(int_field("core.mxu_rows", [](HardwareConfig& c) -> int64_t& { return c.core.mxu_rows; }));
-    t.push_back(int_field("core.mxu_cols", [](HardwareConfig& c) -> int64_t& { return c.core.mxu_cols; }));
+                          [](HardwareConfig& c) -> int64_t& { return c.core.mxus_per_tensor_core; },
+                          count_range(kMaxMxusPerTensorCore, "TPU TensorCores have 1 to 4 MXUs")));
+    t.push_back(int_field("core.mxu_rows", [](HardwareConfig& c) -> int64_t& { return c.core.mxu_rows; },
+                          count_range(kMaxArrayDim, "TPU MXUs are 128x128 or 256x256")));
+    t.push_back(int_field("core.mxu_cols", [](HardwareConfig& c) -> int64_t& { return c.core.mxu_cols; },
+                          count_range(kMaxArrayDim, "TPU MXUs are 128x128 or 256x256")));
     t.push_back(number_field("core.mxu_weight_load_cycles",
                              [](HardwareConfig& c) -> double& { return c.core.mxu_weight_load_cycles; },
-                             Check::kNonNegative));
+                             kMxuCyclesRange));
     t.push_back(number_field("core.mxu_fill_drain_cycles",
                              [](HardwareConfig& c) -> double& { return c.core.mxu_fill_drain_cycles; },
-                             Check::kNonNegative));
+                             kMxuCyclesRange));
+    // XLA's f32 precisions cost 1 (DEFAULT), 3 (HIGH) or 6 (HIGHEST) bf16 passes.
     t.push_back(number_field("core.f32_matmul_passes",
-                             [](HardwareConfig& c) -> double& { return c.core.f32_matmul_passes; }));
-    t.push_back(int_field("core.vpu_lanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_lanes; }));
-    t.push_back(int_field("core.vpu_sublanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_sublanes; }));
+                             [](HardwareConfig& c) -> double& { return c.core.f32_matmul_passes; },
+                             Range{0.01, 64, "passes", "XLA's f32 matmul precisions take 1, 3 or 6 bf16 passes"}));
+    t.push_back(int_field("core.vpu_lanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_lanes; },
+                          count_range(kMaxArrayDim, "TPU vector registers are 8 x 128")));
+    t.push_back(int_field("core.vpu_sublanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_sublanes; },
+                          count_range(kMaxArrayDim, "TPU vector registers are 8 x 128")));
     t.push_back(number_field("core.vpu_cycles.simple",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.simple; }));
+                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.simple; }, kVpuCyclesRange));
     t.push_back(number_field("core.vpu_cycles.transcendental",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.transcendental; }));
+                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.transcendental; },
+                             kVpuCyclesRange));
     t.push_back(number_field("core.vpu_cycles.reduce",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.reduce; }));
+                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.reduce; }, kVpuCyclesRange));
     t.push_back(number_field("core.vpu_cycles.transpose",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.transpose; }));
+                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.transpose; },
+                             kVpuCyclesRange));
     t.push_back(number_field("core.vpu_cycles.convert",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.convert; }));
+                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.convert; }, kVpuCyclesRange));
     t.push_back(number_field("core.op_overhead_s", [](HardwareConfig& c) -> double& { return c.core.op_overhead_s; },
-                             Check::kNonNegative));
-    t.push_back(number_field("hbm.capacity_bytes", [](HardwareConfig& c) -> double& { return c.hbm.capacity_bytes; }));
-    t.push_back(number_field("hbm.bandwidth", [](HardwareConfig& c) -> double& { return c.hbm.bandwidth; }));
+                             kLatencyRange));
+    // 1 MiB .. 1 PiB per device: TPUs carry 16-192 GiB, so 1 PiB is >5000x.
+    t.push_back(number_field("hbm.capacity_bytes", [](HardwareConfig& c) -> double& { return c.hbm.capacity_bytes; },
+                             Range{1024.0 * 1024, 1024.0 * 1024 * 1024 * 1024 * 1024, "bytes",
+                                   "TPUs carry 16 to 192 GiB of HBM per device"}));
+    t.push_back(number_field("hbm.bandwidth", [](HardwareConfig& c) -> double& { return c.hbm.bandwidth; },
+                             kBandwidthRange));
     t.push_back(number_field("hbm.latency_s", [](HardwareConfig& c) -> double& { return c.hbm.latency_s; },
-                             Check::kNonNegative));
+                             kLatencyRange));
     t.push_back(int_field("chip.devices_per_chip",
-                          [](HardwareConfig& c) -> int64_t& { return c.chip.devices_per_chip; }));
+                          [](HardwareConfig& c) -> int64_t& { return c.chip.devices_per_chip; },
+                          count_range(kMaxDevicesPerChip, "TPU chips are 1 or 2 XLA devices")));
     t.push_back(number_field("chip.on_chip_bandwidth",
-                             [](HardwareConfig& c) -> double& { return c.chip.on_chip_bandwidth; }));
+                             [](HardwareConfig& c) -> double& { return c.chip.on_chip_bandwidth; }, kBandwidthRange));
     t.push_back(number_field("chip.on_chip_latency_s",
-                             [](HardwareConfig& c) -> double& { return c.chip.on_chip_latency_s; },
-                             Check::kNonNegative));
+                             [](HardwareConfig& c) -> double& { return c.chip.on_chip_latency_s; }, kLatencyRange));
     t.push_back(Field{"ici.pod_dims",
                       [](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
                         c.ici.pod_dims = parse_dims(n, loc, "ici.pod_dims");
@@ -187,14 +286,16 @@ const std::vector<Field>& fields() {
                         for (bool w : c.ici.pod_wraparound) words.push_back(w ? "true" : "false");
                         return fmt::format("[{}]", fmt::join(words, ", "));
                       }});
-    t.push_back(number_field("ici.link_bandwidth", [](HardwareConfig& c) -> double& { return c.ici.link_bandwidth; }));
+    t.push_back(number_field("ici.link_bandwidth", [](HardwareConfig& c) -> double& { return c.ici.link_bandwidth; },
+                             kBandwidthRange));
+    // A fraction of the raw rate: above 1 is impossible, below 1% no link.
     t.push_back(number_field("ici.link_efficiency",
-                             [](HardwareConfig& c) -> double& { return c.ici.link_efficiency; }));
+                             [](HardwareConfig& c) -> double& { return c.ici.link_efficiency; },
+                             Range{0.01, 1, "", "the achieved fraction of the raw link rate (TPU v3: 0.83)"}));
     t.push_back(number_field("ici.hop_latency_s", [](HardwareConfig& c) -> double& { return c.ici.hop_latency_s; },
-                             Check::kNonNegative));
+                             kLatencyRange));
     t.push_back(number_field("ici.message_overhead_s",
-                             [](HardwareConfig& c) -> double& { return c.ici.message_overhead_s; },
-                             Check::kNonNegative));
+                             [](HardwareConfig& c) -> double& { return c.ici.message_overhead_s; }, kLatencyRange));
     t.push_back(choice_field("ici.collective_algorithm",
                              [](HardwareConfig& c) -> std::string& { return c.ici.collective_algorithm; },
                              collective_algorithm_names()));
@@ -388,11 +489,12 @@ HardwareConfig load_hardware_from_string(const std::string& yaml_text, const std
 
 void apply_overrides(HardwareConfig& config, const Overrides& overrides) {
   for (const auto& [key, text] : overrides) {
+    // Overrides reach podsim as `--set hardware.<key>=<value>`: name that flag.
+    const std::string origin = fmt::format("--set hardware.{}={}", key, text);
     const Field* field = find_field(key);
     if (!field)
-      throw UserError(fmt::format("unknown hardware key '{}' in override", key),
+      throw UserError(SourceLocation{origin, 0, 0}, fmt::format("unknown hardware key '{}' in override", key),
                       fmt::format("valid keys: {}", fmt::join(hardware_keys(), ", ")));
-    const std::string origin = fmt::format("override {}={}", key, text);
     YAML::Node value;
     try {
       value = YAML::Load(text);
@@ -402,7 +504,10 @@ void apply_overrides(HardwareConfig& config, const Overrides& overrides) {
     field->set(config, value, SourceLocation{origin, 0, 0});
     config.sources[key] = "override (--set)";
   }
-  if (!overrides.empty()) check_consistency(config, SourceLocation{"overrides", 0, 0});
+  if (overrides.empty()) return;
+  std::vector<std::string> flags;
+  for (const auto& [key, text] : overrides) flags.push_back(fmt::format("--set hardware.{}={}", key, text));
+  check_consistency(config, SourceLocation{fmt::format("{}", fmt::join(flags, " ")), 0, 0});
 }
 
 std::vector<std::string> hardware_keys() {

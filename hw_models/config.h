@@ -2,7 +2,10 @@
 // (hw_models/presets/<name>.yaml) or a user file, plus dotted-key overrides
 // ("ici.link_bandwidth" = "2e11"). Every key is validated: an unknown key, a
 // missing key or a bad value is a UserError with file:line:column and a hint
-// listing the valid keys. Nothing is silently defaulted.
+// listing the valid keys. Nothing is silently defaulted. Every number must lie
+// in a plausible range (config.cc: e.g. clock_hz <= 100 GHz, HBM <= 1 PiB per
+// device, bandwidths <= 1e15 B/s, pods <= 2^16 chips); NaN and infinities are
+// rejected; the hint of an out-of-range value names the range.
 //
 // Units: seconds, bytes, bytes/second, hertz. A "device" is what XLA sees as
 // one device: one TensorCore on TPUv3 (2 per chip), one chip (megacore, two
@@ -95,7 +98,8 @@ HardwareConfig load_hardware_from_string(const std::string& yaml_text, const std
                                          const Overrides& overrides = {});
 
 // Applies "dotted.key" = "value" overrides (the value is parsed as YAML, so
-// "[16, 16]" sets a list). Unknown key or bad value: UserError naming the key.
+// "[16, 16]" sets a list). Unknown key or bad value: UserError naming the key,
+// located at the flag the user gave: "--set hardware.<key>=<value>".
 void apply_overrides(HardwareConfig& config, const Overrides& overrides);
 
 // All valid dotted keys, in document order.
