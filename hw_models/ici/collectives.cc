@@ -159,6 +159,38 @@ Rings lines_along(const std::vector<CoreId>& group, const std::vector<int64_t>& 
   return rings;
 }
 
+// A ring laid along a path without wraparound (each member one hop or one
+// on-chip link from the next, the closing edge back across the whole path)
+// is re-embedded as a folded ring: the even positions out, the odd ones back
+// (0, 2, 4, ..., 5, 3, 1). Every edge is then at most two hops instead of one
+// edge of n-1 hops, so a ring step's latency (the slowest route) drops from
+// (n-1) to 2 hop latencies, while each link direction still carries one ring
+// edge per direction: link loads, hence bandwidth time, are unchanged. (The
+// standard embedding of a ring in a linear array; e.g. Leighton,
+// "Introduction to Parallel Algorithms and Architectures", 1.2.) Rings that
+// are not such paths (a wrapped torus line, arbitrary groups) are kept.
+std::vector<CoreId> embedded_ring(const Topology& topology, const std::vector<CoreId>& ring) {
+  const size_t n = ring.size();
+  if (n < 4) return ring;
+  auto hops = [&](CoreId a, CoreId b) { return topology.hops(topology.chip_of(a), topology.chip_of(b)); };
+  for (size_t i = 0; i + 1 < n; ++i)
+    if (hops(ring[i], ring[i + 1]) > 1) return ring;
+  if (hops(ring[n - 1], ring[0]) <= 2) return ring;
+  std::vector<CoreId> folded;
+  folded.reserve(n);
+  for (size_t i = 0; i < n; i += 2) folded.push_back(ring[i]);
+  for (size_t i = (n % 2 == 0 ? n - 1 : n - 2);; i -= 2) {
+    folded.push_back(ring[i]);
+    if (i < 2) break;
+  }
+  return folded;
+}
+
+Rings embedded_rings(const Topology& topology, Rings rings) {
+  for (auto& ring : rings) ring = embedded_ring(topology, ring);
+  return rings;
+}
+
 void ring_step(PhaseBuilder& builder, const Rings& rings, double forward_bytes, double backward_bytes) {
   for (const auto& ring : rings) {
     const size_t n = ring.size();
@@ -347,7 +379,7 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
   if (plan.algorithm != CollectiveAlgorithm::kTorus) shape = {n};
   auto reduce_scatter = [&](double operand) {
     for (size_t d = 0; d < shape.size(); ++d) {
-      ring_pass(builder, lines_along(q.group, shape, d), operand, bidirectional,
+      ring_pass(builder, embedded_rings(topology, lines_along(q.group, shape, d)), operand, bidirectional,
                 fmt::format("reduce-scatter dim {}", d), plan.phases);
       operand /= static_cast<double>(shape[d]);
     }
@@ -359,8 +391,8 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
       result /= static_cast<double>(shape[d]);
     }
     for (size_t d = shape.size(); d-- > 0;)
-      ring_pass(builder, lines_along(q.group, shape, d), full[d], bidirectional, fmt::format("all-gather dim {}", d),
-                plan.phases);
+      ring_pass(builder, embedded_rings(topology, lines_along(q.group, shape, d)), full[d], bidirectional,
+                fmt::format("all-gather dim {}", d), plan.phases);
   };
 
   switch (q.kind) {

@@ -89,13 +89,22 @@ TEST(Collectives, BidirectionalRingHalvesBandwidthTerm) {
             CollectiveAlgorithm::kBidirectionalRing);
 }
 
-TEST(Collectives, RingOnAMeshPaysForTheClosingHops) {
-  // 8 chips in a line without wraparound: the ring's closing flow 7 -> 0 takes
-  // 7 hops over the -x links, each of which carries only that flow:
-  // per step max(V/8/W) + 7 hops latency.
+TEST(Collectives, RingOnALineIsFoldedToTwoHopSteps) {
+  // 8 chips in a line without wraparound. In member order the closing flow
+  // 7 -> 0 would take 7 hops; the folded embedding 0,2,4,6,7,5,3,1 has edges
+  // of at most 2 hops, and every link direction carries exactly one edge:
+  // 0->2 uses +x links 0-1 and 1-2, 2->4 uses 2-3 and 3-4, 4->6 4-5 and 5-6,
+  // 6->7 6-7; 7->5, 5->3, 3->1, 1->0 use each -x link once. So per step
+  // max load V/8 over W plus 2 hop latencies, 7 steps.
   const Topology t(Slice{{8}, {false}, 1}, kParams);
   const CollectivePlan ag = plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kRing);
-  EXPECT_NEAR(ag.analytic_time_s, 7 * (kV / 8 / kW + 7 * kHop), 1e-12);
+  EXPECT_NEAR(ag.analytic_time_s, 7 * (kV / 8 / kW + 2 * kHop), 1e-12);
+  for (const Phase& phase : ag.phases)
+    for (const LinkTransfer& load : phase.link_loads) EXPECT_NEAR(load.bytes, kV / 8, 1e-6);
+  // The same line with wraparound keeps the member order: 1-hop steps.
+  const Topology torus(Slice{{8}, {true}, 1}, kParams);
+  const CollectivePlan wrapped = plan(torus, CollectiveKind::kAllGather, CollectiveAlgorithm::kRing);
+  EXPECT_NEAR(wrapped.analytic_time_s, 7 * (kV / 8 / kW + 1 * kHop), 1e-12);
 }
 
 TEST(Collectives, TorusAllReduceByDims) {
