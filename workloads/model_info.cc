@@ -8,9 +8,13 @@ namespace podsim::workloads {
 std::vector<LayerPlan> plan_layers(const ModelSpec& model, const SourceLocation& where) {
   const bool moe = model.kind == "moe_transformer";
   const bool encoder_decoder = moe && model.structure == "encoder_decoder";
-  if (encoder_decoder && model.layers % 2 != 0)
-    throw UserError(where, fmt::format("an encoder_decoder model needs an even layer count, got {}", model.layers),
+  if (encoder_decoder && model.layers % 2 != 0) {
+    // The workload reader rejects this at model.layers first; a ModelSpec
+    // from code has no position but the caller's `where`.
+    const auto layers = model.key_locations.find("model.layers");
+    throw UserError(layers != model.key_locations.end() ? layers->second : where, fmt::format("an encoder_decoder model needs an even layer count, got {}", model.layers),
                     "model.layers counts both stacks (layers/2 encoder + layers/2 decoder)");
+  }
   const int64_t per_stack = encoder_decoder ? model.layers / 2 : model.layers;
   std::vector<LayerPlan> plan;
   for (int64_t i = 0; i < model.layers; ++i) {

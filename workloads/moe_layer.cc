@@ -44,19 +44,31 @@ std::optional<std::string> on_experts_axis(const TransformerContext& ctx, int64_
   return ctx.shardings.sharding_of(mapping);
 }
 
+// Where `key` was given in the workload file (ModelSpec::key_locations),
+// unknown for a ModelSpec built in code. The workload reader rejects bad
+// groupings first (workload.cc, check_moe_groups); these checks cover
+// ModelSpecs that did not come from a file.
+SourceLocation location_of(const ModelSpec& m, const std::string& key, const std::string& fallback_key = "") {
+  auto it = m.key_locations.find(key);
+  if (it == m.key_locations.end() && !fallback_key.empty()) it = m.key_locations.find(fallback_key);
+  return it == m.key_locations.end() ? SourceLocation{} : it->second;
+}
+
 }  // namespace
 
 MoeDims moe_dims(const ModelSpec& m, int64_t tokens, int64_t axis) {
   MoeDims d;
   if (m.group_size > 0) {
     if (tokens % m.group_size != 0)
-      throw UserError(fmt::format("model.group_size ({}) does not divide the {} tokens of a forward", m.group_size, tokens),
+      throw UserError(location_of(m, "model.group_size"),
+                      fmt::format("model.group_size ({}) does not divide the {} tokens of a forward", m.group_size, tokens),
                       "pick a group size that divides (global_batch / training.microbatches) x seq_len, the tokens one forward sees");
     d.group_size = m.group_size;
     d.groups = tokens / m.group_size;
   } else {
     if (tokens % axis != 0)
-      throw UserError(fmt::format("the {} tokens of a forward do not split into {} groups (the experts axis)", tokens, axis),
+      throw UserError(location_of(m, "sharding.experts", "model.global_batch"),
+                      fmt::format("the {} tokens of a forward do not split into {} groups (the experts axis)", tokens, axis),
                       "set model.group_size or change global_batch, seq_len or training.microbatches");
     d.groups = axis;
     d.group_size = tokens / axis;

@@ -217,7 +217,12 @@ void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
     int64_t product = 1;
     for (const auto& e : p) {
       mesh.physical.push_back(as_int(ctx, e, "mesh.physical"));
-      product *= mesh.physical.back();
+      // Each entry is >= 1, so once past kMaxDevices the product can only grow.
+      const std::optional<int64_t> next = checked_mul(product, mesh.physical.back());
+      if (!next || *next > kMaxDevices)
+        ctx.fail(e, fmt::format("'mesh.physical' multiplies to more than {} cores", kMaxDevices),
+                 "the product of mesh.physical must equal the product of mesh.axes");
+      product = *next;
     }
     if (product != mesh.device_count())
       ctx.fail(p, fmt::format("'mesh.physical' holds {} cores but the mesh has {} devices", product,
@@ -500,6 +505,117 @@ void check_model_sizes(const Context& ctx, const YAML::Node& model_node, const M
   }
 }
 
+// The node of `section.key` in the document, else of `section`, else the
+// document (a key left at its default has no position of its own).
+YAML::Node node_of(const YAML::Node& doc, const std::string& section, const std::string& key) {
+  const YAML::Node parent = doc[section];
+  if (!parent || !parent.IsMap()) return doc;
+  const YAML::Node node = parent[key];
+  return node ? node : parent;
+}
+
+// The first mesh axis of `sharding.<tensor>`, its size and the YAML node
+// naming it; nullopt when the tensor is not sharded on its first dim.
+struct FirstAxis {
+  std::string axis;
+  int64_t size = 1;
+  YAML::Node node;
+};
+
+std::optional<FirstAxis> first_axis(const YAML::Node& doc, const Workload& w, const std::string& tensor) {
+  for (const auto& [name, mapping] : w.sharding) {
+    if (name != tensor || mapping.empty() || !mapping.front()) continue;
+    FirstAxis first{*mapping.front(), 1, doc["sharding"][tensor][0]};
+    for (const auto& [axis, size] : w.mesh.axes)
+      if (axis == first.axis) first.size = size;
+    return first;
+  }
+  return std::nullopt;
+}
+
+void record_key_locations(const Context& ctx, const YAML::Node& doc, Workload& w) {
+  auto& where = w.model.key_locations;
+  const YAML::Node model = doc["model"];
+  for (auto it = model.begin(); it != model.end(); ++it)
+    where["model." + it->first.as<std::string>()] = ctx.at(it->second);
+  const YAML::Node training = doc["training"];
+  if (training && training["microbatches"]) where["training.microbatches"] = ctx.at(training["microbatches"]);
+  if (std::optional<FirstAxis> experts = first_axis(doc, w, "experts")) where["sharding.experts"] = ctx.at(experts->node);
+}
+
+// GShard groups (workloads/moe_layer.cc, moe_dims): the tokens one forward
+// sees split into groups of model.group_size, or else into one group per
+// device of the experts mesh axis. Checked here, where the positions of the
+// keys are known; moe_dims keeps the same check for ModelSpecs built in code.
+void check_moe_groups(const Context& ctx, const YAML::Node& doc, const Workload& w) {
+  const ModelSpec& m = w.model;
+  const TrainingSpec& t = w.training;
+  // Rows of one built forward, as model_builder.cc's forward_batch: one
+  // microbatch when training accumulates gradients, else the global batch.
+  const bool split = t.enabled && t.pipeline_stages == 1 && t.microbatches > 1;
+  const int64_t rows = split ? m.global_batch / t.microbatches : m.global_batch;
+  const int64_t tokens = rows * m.seq_len;  // <= 2^50: check_model_sizes ran first
+  const std::string made_of =
+      split ? fmt::format("model.global_batch {} / training.microbatches {} x model.seq_len {}", m.global_batch,
+                          t.microbatches, m.seq_len)
+            : fmt::format("model.global_batch {} x model.seq_len {}", m.global_batch, m.seq_len);
+  if (m.group_size > 0) {
+    if (tokens % m.group_size != 0)
+      ctx.fail(node_of(doc, "model", "group_size"),
+               fmt::format("'model.group_size' ({}) does not divide the {} tokens of a forward ({})", m.group_size,
+                           tokens, made_of),
+               fmt::format("pick a group size that divides {}, or change global_batch, seq_len or "
+                           "training.microbatches",
+                           tokens));
+    return;
+  }
+  const std::optional<FirstAxis> experts = first_axis(doc, w, "experts");
+  if (experts && tokens % experts->size != 0)
+    ctx.fail(experts->node,
+             fmt::format("the {} tokens of a forward ({}) do not split into {} groups (one per device of mesh axis "
+                         "'{}', the experts axis)",
+                         tokens, made_of, experts->size, experts->axis),
+             fmt::format("set model.group_size to a divisor of {}, or change global_batch, seq_len or "
+                         "training.microbatches so the tokens divide by {}",
+                         tokens, experts->size));
+}
+
+// What the model builders would reject for the structure of the model,
+// reported at the key at fault: the encoder-decoder split, MoE placement and
+// groups, and the pipeline's stage axis (workloads/pipelined_stack.cc).
+void check_model_structure(const Context& ctx, const YAML::Node& doc, const Workload& w) {
+  const ModelSpec& m = w.model;
+  const TrainingSpec& t = w.training;
+  const bool moe = m.kind == "moe_transformer";
+  if (moe && m.structure == "encoder_decoder" && m.layers % 2 != 0)
+    ctx.fail(node_of(doc, "model", "layers"),
+             fmt::format("an encoder_decoder model needs an even layer count, got {}", m.layers),
+             "model.layers counts both stacks (layers/2 encoder + layers/2 decoder)");
+  if (moe && m.moe_every > m.layers)
+    ctx.fail(node_of(doc, "model", doc["model"]["moe_every"] ? "moe_every" : "layers"),
+             fmt::format("'model.moe_every' ({}) is larger than 'model.layers' ({}): no layer would be an MoE layer",
+                         m.moe_every, m.layers),
+             "MoE layers are every moe_every-th layer (default 2); lower model.moe_every or add layers");
+  if (t.pipeline_stages > 1) {
+    const YAML::Node stages = node_of(doc, "training", "pipeline_stages");
+    if (m.kind != "dense_transformer")
+      ctx.fail(stages,
+               fmt::format("training.pipeline_stages = {} is built for dense_transformer models only, model.kind is {}",
+                           t.pipeline_stages, m.kind),
+               "set training.pipeline_stages: 1 (MoE layers are not pipelined)");
+    const std::optional<FirstAxis> stage = first_axis(doc, w, "stage");
+    if (!stage)
+      ctx.fail(stages, fmt::format("training.pipeline_stages = {} needs the mesh axis of the stages", t.pipeline_stages),
+               "add 'stage: [<mesh axis>]' to the sharding section (an axis of size dividing the stages)");
+    if (t.pipeline_stages % stage->size != 0)
+      ctx.fail(stage->node,
+               fmt::format("the stage axis '{}' has {} devices, which do not divide training.pipeline_stages ({})",
+                           stage->axis, stage->size, t.pipeline_stages),
+               "use a stage axis whose size divides the stage count (usually equal to it)");
+  }
+  if (moe) check_moe_groups(ctx, doc, w);
+}
+
 Workload read_document(const Context& ctx, YAML::Node doc) {
   Workload w;
   w.source_file = ctx.file();
@@ -524,9 +640,9 @@ Workload read_document(const Context& ctx, YAML::Node doc) {
                fmt::format("model.layers ({}) does not divide into training.pipeline_stages ({})", m.layers,
                            w.training.pipeline_stages),
                "every pipeline stage runs the same number of layers: pick a stage count that divides model.layers");
-    if (m.kind == "moe_transformer" && m.moe_every > m.layers)
-      ctx.fail(doc["model"], "'model.moe_every' is larger than 'model.layers'");
   }
+  record_key_locations(ctx, doc, w);
+  if (m.kind != "hlo") check_model_structure(ctx, doc, w);
   return w;
 }
 

@@ -56,6 +56,12 @@ struct ModelSpec {
   std::string structure = "decoder_only";  // decoder_only | encoder_decoder
   // hlo
   std::string file;
+  // Where the keys the model builders check were given, by dotted name
+  // ("model.group_size", "model.global_batch", "model.layers",
+  // "training.microbatches", "sharding.experts" = its first axis): a
+  // builder's UserError points there. Filled by the reader; empty for a
+  // ModelSpec built in code.
+  std::map<std::string, SourceLocation> key_locations;
 };
 
 struct TrainingSpec {
