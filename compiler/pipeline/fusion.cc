@@ -30,9 +30,35 @@ bool is_loop_fusible(Opcode op) {
   }
 }
 
-bool is_cheap_to_duplicate(Opcode op) {
+bool is_free_to_recompute(Opcode op) {
   return op == Opcode::kBroadcast || op == Opcode::kIota || op == Opcode::kConstant;
 }
+
+// XLA's "expensive" elementwise ops (transcendentals, divide, power,
+// remainder): recomputing them in every consumer costs real VPU work, so
+// XLA's instruction fusion never duplicates them.
+bool is_expensive_elementwise(Opcode op) {
+  switch (op) {
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kTanh:
+    case Opcode::kSqrt:
+    case Opcode::kRsqrt:
+    case Opcode::kLogistic:
+    case Opcode::kSin:
+    case Opcode::kCos:
+    case Opcode::kPower:
+    case Opcode::kDivide:
+    case Opcode::kRemainder:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_cheap_to_duplicate(Opcode op) { return is_loop_fusible(op) && !is_expensive_elementwise(op); }
 
 bool is_window_read(Opcode op) { return op == Opcode::kSlice || op == Opcode::kDynamicSlice; }
 
@@ -59,6 +85,7 @@ class FusionPlanner {
     for (InstrId id = 0; id < c.size(); ++id)
       for (InstrId op : c.instr(id).operands)
         if (is_collective(c.instr(op).opcode)) reads_collective_[static_cast<size_t>(id)] = true;
+    mark_duplicable();
   }
 
   FusionPlan run() {
@@ -69,12 +96,17 @@ class FusionPlanner {
         if (plan_.groups[static_cast<size_t>(g)].members.back() == id) grow(g);  // output fusion root
         continue;
       }
-      // A broadcast/iota/constant is not worth a kernel of its own: it is
-      // recomputed inside its users' kernels (duplicate_cheap_producers).
-      if (!can_absorb_producers(comp_.instr(id)) || is_cheap_to_duplicate(comp_.instr(id).opcode)) continue;
+      // A broadcast/iota/constant is not worth a kernel of its own, and a
+      // duplicable op is recomputed inside its users' kernels
+      // (duplicate_cheap_producers).
+      const Instruction& instr = comp_.instr(id);
+      if (!can_absorb_producers(instr) || is_free_to_recompute(instr.opcode) || duplicable(id)) continue;
       int32_t fresh = new_group({id});
       grow(fresh);
-      if (plan_.groups[static_cast<size_t>(fresh)].members.size() == 1) drop_last_group(id);
+      // A kernel of one op stays a group when a duplicated producer will
+      // join it; otherwise it is just the op.
+      if (plan_.groups[static_cast<size_t>(fresh)].members.size() == 1 && !has_deferred_operand(id))
+        drop_last_group(id);
     }
     duplicate_cheap_producers();
     for (FusionGroup& g : plan_.groups) std::sort(g.members.begin(), g.members.end());
@@ -165,8 +197,84 @@ class FusionPlanner {
       // work of its own to overlap with a collective: a collective reader
       // may take it (as XLA fuses a windowed einsum's dynamic-slice into
       // the dot); grow() then restricts what the slice itself absorbs.
-      if (!waits || is_cheap_to_duplicate(producer) || is_window_read(producer)) candidates.push(op);
+      if (!waits || is_free_to_recompute(producer) || is_window_read(producer)) candidates.push(op);
     }
+  }
+
+  // ---- duplication (XLA's instruction fusion duplicates a producer into
+  // every consumer kernel when it is not expensive and every user can fuse
+  // it) ----
+  // May `user` take `producer` into its kernel? (static: what push_operands
+  // allows a member to absorb)
+  bool absorbs(InstrId user, Opcode producer) const {
+    if (!can_absorb_producers(comp_.instr(user))) return false;
+    const bool waits = reads_collective(user) || restricted_if_fused_[static_cast<size_t>(user)];
+    return !waits || is_free_to_recompute(producer) || is_window_read(producer);
+  }
+
+  // duplicable_[p]: p is cheap (is_cheap_to_duplicate), not the root, reads
+  // no collective (broadcast/iota/constant may), every user can absorb it,
+  // and it expands its inputs (the memory plan's expansion, memory_plan.h):
+  // a kernel that recomputes it reads at most 1/kExpansionRatio of p's
+  // bytes (its inputs through duplicable operands; a slice's operand only
+  // the window; scalars are kernel arguments). A broadcast/iota/constant
+  // always qualifies. Duplicating p then removes its write and most of
+  // each reader's read, e.g. a one-hot mask, broadcast(reduce) or a
+  // dynamic-slice of a broadcast constant; a same-size op (negate, a
+  // transpose, g * g) stays one kernel whose result is read. Scalars are
+  // not duplicated (nothing to save).
+  void mark_duplicable() {
+    const auto n = static_cast<size_t>(comp_.size());
+    restricted_if_fused_.assign(n, false);
+    for (InstrId id = comp_.size() - 1; id >= 0; --id) {
+      if (!is_window_read(comp_.instr(id).opcode)) continue;
+      restricted_if_fused_[static_cast<size_t>(id)] = std::any_of(users(id).begin(), users(id).end(), [&](InstrId u) {
+        return reads_collective(u) || restricted_if_fused_[static_cast<size_t>(u)];
+      });
+    }
+    duplicable_.assign(n, false);
+    std::vector<double> reads_through(n, 0);
+    std::vector<bool> candidate(n, false);  // cheap, every user absorbs it, reads <= its bytes
+    for (InstrId id = 0; id < comp_.size(); ++id) {
+      const Instruction& instr = comp_.instr(id);
+      if (!can_be_fused_producer(instr) || !is_cheap_to_duplicate(instr.opcode) || id == comp_.root()) continue;
+      if ((reads_collective(id) && !is_free_to_recompute(instr.opcode)) || users(id).empty()) continue;
+      if (!std::all_of(users(id).begin(), users(id).end(), [&](InstrId u) { return absorbs(u, instr.opcode); }))
+        continue;
+      const auto own = static_cast<double>(instr.shape.byte_size());
+      double reads = 0;
+      for (int i = 0; i < instr.operand_count(); ++i) {
+        const InstrId q = instr.operand(i);
+        const Shape& qs = comp_.instr(q).shape;
+        if (qs.is_array() && qs.rank() == 0) continue;
+        if (std::find(instr.operands.begin(), instr.operands.begin() + i, q) != instr.operands.begin() + i) continue;
+        double r = duplicable_[static_cast<size_t>(q)] ? reads_through[static_cast<size_t>(q)]
+                                                        : static_cast<double>(qs.byte_size());
+        if (i == 0 && is_window_read(instr.opcode)) r = std::min(r, own);
+        reads += r;
+      }
+      reads_through[static_cast<size_t>(id)] = reads;
+      candidate[static_cast<size_t>(id)] = instr.shape.rank() > 0 && reads <= own;
+      duplicable_[static_cast<size_t>(id)] =
+          is_free_to_recompute(instr.opcode) ||
+          (instr.shape.rank() > 0 && reads <= static_cast<double>(instr.shape.byte_size() / kExpansionRatio));
+    }
+    // An op feeding only duplicated ops, reading no more than its own bytes
+    // (the concatenate of a padding column and the token ids under a
+    // one-hot), is recomputed with them: its readers' kernels then read its
+    // inputs, which only lowers what they read. Users first.
+    for (InstrId id = comp_.size() - 1; id >= 0; --id) {
+      const auto sid = static_cast<size_t>(id);
+      if (duplicable_[sid] || !candidate[sid]) continue;
+      duplicable_[sid] = std::all_of(users(id).begin(), users(id).end(), [&](InstrId u) { return duplicable(u); });
+    }
+  }
+  bool duplicable(InstrId id) const { return duplicable_[static_cast<size_t>(id)]; }
+  // Reads a duplicable op that no group has absorbed (yet): it will be
+  // recomputed inside this op's kernel.
+  bool has_deferred_operand(InstrId id) const {
+    const auto& ops = comp_.instr(id).operands;
+    return std::any_of(ops.begin(), ops.end(), [&](InstrId q) { return duplicable(q) && group(q) < 0; });
   }
 
   // A kernel reading a collective result waits for the collective: it is
@@ -179,33 +287,47 @@ class FusionPlanner {
     return reads_collective(id) || restricted_[static_cast<size_t>(id)];
   }
 
-  // Broadcast/iota/constant whose users are all fused (in any groups) are
-  // recomputed inside each of those groups. Reverse id order, so a constant
-  // under a duplicated broadcast follows the broadcast into all its groups.
+  // Duplicable ops no group absorbed whole (their users are in several
+  // groups) are recomputed inside each of their users' groups. Reverse id
+  // order, so a duplicable operand (a constant under a broadcast) follows
+  // its user into all its groups. A duplicable op with a user in no group
+  // (a broadcast kept for a tuple) cannot be recomputed there: a
+  // broadcast/iota/constant stays an unfused op, anything else becomes a
+  // kernel of its own.
   void duplicate_cheap_producers() {
     std::vector<std::vector<int32_t>> groups_containing(static_cast<size_t>(comp_.size()));
     for (InstrId id = 0; id < comp_.size(); ++id)
       if (group(id) >= 0) groups_containing[static_cast<size_t>(id)] = {group(id)};
     for (InstrId id = comp_.size() - 1; id >= 0; --id) {
       const Instruction& instr = comp_.instr(id);
-      if (group(id) >= 0 || !is_cheap_to_duplicate(instr.opcode) || !can_be_fused_producer(instr)) continue;
-      if (users(id).empty() || id == comp_.root()) continue;
+      if (group(id) >= 0 || !duplicable(id)) continue;
       std::vector<int32_t> user_groups;
       bool all_users_fused = true;
       for (InstrId u : users(id)) {
         const auto& ug = groups_containing[static_cast<size_t>(u)];
-        if (ug.empty() || !can_absorb_producers(comp_.instr(u))) {
+        if (ug.empty()) {
           all_users_fused = false;
           break;
         }
         user_groups.insert(user_groups.end(), ug.begin(), ug.end());
       }
-      if (!all_users_fused) continue;
+      if (!all_users_fused) {
+        if (is_free_to_recompute(instr.opcode)) continue;
+        int32_t own = new_group({id});
+        grow(own);
+        if (plan_.groups[static_cast<size_t>(own)].members.size() == 1) {
+          drop_last_group(id);
+          continue;
+        }
+        for (InstrId m : plan_.groups[static_cast<size_t>(own)].members) groups_containing[static_cast<size_t>(m)] = {own};
+        continue;
+      }
       std::sort(user_groups.begin(), user_groups.end());
       user_groups.erase(std::unique(user_groups.begin(), user_groups.end()), user_groups.end());
-      // group_of names the group of the first (lowest-id) user.
+      // group_of names the group of the first (lowest-id) user (its
+      // group_of when that user is duplicated too).
       InstrId first_user = *std::min_element(users(id).begin(), users(id).end());
-      plan_.group_of[static_cast<size_t>(id)] = groups_containing[static_cast<size_t>(first_user)].front();
+      plan_.group_of[static_cast<size_t>(id)] = group(first_user);
       for (int32_t ug : user_groups) plan_.groups[static_cast<size_t>(ug)].members.push_back(id);
       groups_containing[static_cast<size_t>(id)] = std::move(user_groups);
     }
@@ -215,6 +337,8 @@ class FusionPlanner {
   UserLists users_;
   std::vector<bool> reads_collective_;
   std::vector<bool> restricted_;  // window reads pulled into a collective reader's kernel
+  std::vector<bool> restricted_if_fused_;  // window reads with a user that waits for a collective
+  std::vector<bool> duplicable_;  // mark_duplicable
   FusionPlan plan_;
 };
 

@@ -18,11 +18,17 @@
 // of overlapping it, while a slice is only the kernel's operand read at
 // other addresses (a windowed einsum's dot reads its shard of the gathered
 // operand through a fused dynamic-slice).
-// A value with users outside the group is never fused into it, except
-// broadcast/iota/constant, which are cheap to recompute: when all their
-// users are fused they are duplicated into every group that uses them
-// (listed in each group's members; group_of names the group of the first
-// user) and take no HBM buffer of their own.
+// A value with users outside the group is never fused into it, except a
+// cheap op (XLA's instruction fusion: not "expensive", i.e. no
+// transcendental, divide, power or remainder) whose every user can fuse
+// it and that expands its inputs (its inputs, through other duplicated
+// ops, at most 1/kExpansionRatio of its own bytes, as the memory plan's
+// expansions: a broadcast, broadcast(reduce), a one-hot mask, a
+// dynamic-slice of a broadcast constant): it is duplicated into every
+// group that uses it (listed in each group's members; group_of names the
+// group of the first user) and takes no HBM buffer of its own. A
+// broadcast/iota/constant is never a kernel of its own; other duplicable
+// ops with a user that ends in no group become one.
 #pragma once
 
 #include "compiler/ir/module.h"
@@ -30,9 +36,19 @@
 
 namespace podsim::compiler {
 
+// A cheap op whose inputs are at most 1/kExpansionRatio of its bytes is
+// recomputed by its readers instead of written (fusion duplication here,
+// expansions in memory_plan.h).
+inline constexpr int64_t kExpansionRatio = 8;
+
 // May this op be fused into a consumer (as a non-root member)?
 bool is_loop_fusible(Opcode op);
-// Broadcast, iota and constant: recomputed inside each consumer kernel.
+// Broadcast, iota and constant: recomputed inside each consumer kernel,
+// never a kernel of their own.
+bool is_free_to_recompute(Opcode op);
+// Loop-fusible and not expensive: may be recomputed in several groups (the
+// schedule and memory plan treat such a member listed in several groups as
+// recomputed in each).
 bool is_cheap_to_duplicate(Opcode op);
 
 // Groups in members-by-id order (a topological order; the last is the root).

@@ -166,7 +166,6 @@ class MemoryPlanner::ComputationSweep {
   // iota/broadcast + compare/convert/select/arithmetic). XLA fuses such a
   // producer into every consumer (duplicating it) rather than writing it.
   void mark_expansions() {
-    constexpr int64_t kExpansionRatio = 8;
     constexpr int64_t kNotCheap = INT64_MAX / 4;
     const auto n = static_cast<size_t>(comp_.size());
     expansion_.assign(n, false);
