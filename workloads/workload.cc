@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -616,6 +617,22 @@ void check_model_structure(const Context& ctx, const YAML::Node& doc, const Work
   if (moe) check_moe_groups(ctx, doc, w);
 }
 
+// What workloads/hlo_model.cc would reject about an HLO model, at the key:
+// a sharding section (the module carries its own) and a missing file
+// (relative paths are relative to the workload YAML, as the builder reads it).
+void check_hlo_model(const Context& ctx, const YAML::Node& doc, const Workload& w) {
+  const YAML::Node sharding = doc["sharding"];
+  if (sharding && sharding.IsMap() && sharding.size() > 0)
+    ctx.fail(sharding.begin()->first, "a 'sharding' section does not apply to model.kind hlo",
+             "an HLO module carries its own sharding annotations; remove the section");
+  std::filesystem::path file(w.model.file);
+  if (file.is_relative()) file = std::filesystem::path(w.source_file).parent_path() / file;
+  if (!std::filesystem::exists(file))
+    ctx.fail(node_of(doc, "model", "file"),
+             fmt::format("model.file '{}' not found (looked at {})", w.model.file, file.string()),
+             "the path is relative to the workload YAML");
+}
+
 Workload read_document(const Context& ctx, YAML::Node doc) {
   Workload w;
   w.source_file = ctx.file();
@@ -643,6 +660,7 @@ Workload read_document(const Context& ctx, YAML::Node doc) {
   }
   record_key_locations(ctx, doc, w);
   if (m.kind != "hlo") check_model_structure(ctx, doc, w);
+  if (m.kind == "hlo") check_hlo_model(ctx, doc, w);
   return w;
 }
 

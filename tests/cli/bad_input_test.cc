@@ -255,3 +255,52 @@ TEST_F(BadInput, RunTokensNotDivisibleByTheExpertsAxisExits2) {
 }
 
 }  // namespace
+
+// Input-validation leftovers: hardware plausibility bounds and positioned
+// model-structure errors.
+
+namespace {
+
+TEST_F(BadInput, RunAbsurdHardwareOverrideExits2NamingTheFlag) {
+  // A 1e300 Hz clock used to pass (only > 0 was checked) and give a
+  // nonsense MFU; now it is out of the plausible [1e6, 1e11] Hz.
+  const std::string small = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
+  const fs::path trace = dir_ / "trace.json";
+  const Result r = run_merged("run " + small + " --set hardware.core.clock_hz=1e300 --format json -o " +
+                              out_.string() + " --trace " + trace.string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set hardware.core.clock_hz=1e300"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[1e+06, 1e+11] Hz"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hint:"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out_));
+  EXPECT_FALSE(fs::exists(trace));
+  // NaN and infinity too.
+  EXPECT_EQ(run_merged("run " + small + " --set hardware.ici.link_bandwidth=.nan").exit_code, 2);
+  EXPECT_EQ(run_merged("run " + small + " --set hardware.hbm.capacity_bytes=.inf").exit_code, 2);
+}
+
+TEST_F(BadInput, HardwareFileValueBeyondItsRangeHasLineColumn) {
+  // "  capacity_bytes: 1e30" on line 3: the value at column 19.
+  const std::string f = write("hw.yaml", "base: tpuv3\nhbm:\n  capacity_bytes: 1e30\n");
+  const Result r = run_merged("hardware show " + f);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("hw.yaml:3:19"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[2^20, 2^50] bytes"), std::string::npos) << r.output;
+}
+
+TEST_F(BadInput, RunTokensNotDivisibleByTheExpertsAxisExits2AtTheAxis) {
+  // As RunTokensNotDivisibleByTheExpertsAxisExits2, now with the position:
+  // "  experts: [y]" is line 19, the axis at column 13.
+  const std::string f = write("moe.yaml",
+                              "name: moe\nhardware: tpuv3\nmesh:\n  axes: {x: 2, y: 4}\n  physical: [2, 2, 2]\n"
+                              "model:\n  kind: moe_transformer\n  layers: 2\n  model_dim: 32\n  ffn_dim: 64\n"
+                              "  heads: 4\n  head_dim: 8\n  vocab: 64\n  seq_len: 5\n  global_batch: 2\n"
+                              "  experts: 4\nsharding:\n  activations: [x, null, y]\n  experts: [y]\n");
+  expect_run_error(f, "moe.yaml:19:13", "do not split into 4 groups");
+  // A group size that does not divide the 10 tokens: at the flag.
+  const Result r = run_merged("run " + f + " --set model.group_size=3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set model.group_size=3"), std::string::npos) << r.output;
+}
+
+}  // namespace

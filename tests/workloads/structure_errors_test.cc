@@ -173,6 +173,20 @@ TEST(StructureErrors, PipelineWithoutStageAxisOrOfAnMoePointsAtPipelineStages) {
   EXPECT_NE(moe.message().find("dense_transformer models only"), std::string::npos) << moe.message();
 }
 
+TEST(StructureErrors, HloModelFileAndShardingArePositioned) {
+  // "  file: nope.hlo" is line 5, the value at column 9; relative to w.yaml's folder.
+  const std::string hlo = "name: h\nmesh: {axes: {x: 2}}\nmodel:\n  kind: hlo\n  file: nope.hlo\n";
+  const UserError missing = expect_error(hlo);
+  EXPECT_EQ(missing.location().line, 5);
+  EXPECT_EQ(missing.location().column, 9);
+  EXPECT_NE(missing.message().find("model.file 'nope.hlo' not found"), std::string::npos) << missing.message();
+  // A sharding section: at its first name ("  ffn_in: ...", line 7, column 3).
+  const UserError sharded = expect_error(hlo + "sharding:\n  ffn_in: [x, null]\n");
+  EXPECT_EQ(sharded.location().line, 7);
+  EXPECT_EQ(sharded.location().column, 3);
+  EXPECT_NE(sharded.message().find("does not apply to model.kind hlo"), std::string::npos) << sharded.message();
+}
+
 TEST(StructureErrors, BuilderChecksUseTheRecordedKeyLocations) {
   // A spec read from a file carries the positions of its keys ...
   const Workload w = parse_workload(with_line(kMoe, "  experts: 4", "  group_size: 5"), "w.yaml");
