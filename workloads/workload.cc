@@ -68,6 +68,7 @@ constexpr int64_t kMaxArrayElements = int64_t{1} << 50;
 constexpr int64_t kMaxTotalElements = int64_t{1} << 52;
 constexpr int64_t kMaxLayers = 1024;
 constexpr int64_t kMaxDevices = int64_t{1} << 20;
+constexpr double kMaxCapacityFactor = 1e4;
 
 class Context {
  public:
@@ -321,7 +322,13 @@ void read_model(const Context& ctx, const YAML::Node& node, ModelSpec& m) {
     int_key("group_size", m.group_size, false);
     if (YAML::Node n = r.get("capacity_factor")) {
       m.capacity_factor = as_double(ctx, n, "model.capacity_factor");
-      if (m.capacity_factor <= 0) ctx.fail(n, "'model.capacity_factor' must be > 0");
+      // GShard uses 1 to 2. At E / top_k the capacity holds every token of a
+      // group, so larger factors only grow the dispatch tensors: 10^4 is far
+      // past any use. (stod reads "nan" and "inf": the negated test catches both.)
+      if (!(m.capacity_factor > 0 && m.capacity_factor <= kMaxCapacityFactor))
+        ctx.fail(n, fmt::format("'model.capacity_factor' must be a number in (0, {}], got '{}'", kMaxCapacityFactor,
+                                n.Scalar()),
+                 "GShard uses 1 to 2; a factor of experts / top_k already keeps every token");
     }
     if (YAML::Node n = r.get("structure"))
       m.structure = as_choice(ctx, n, "model.structure", {"decoder_only", "encoder_decoder"});
@@ -592,6 +599,13 @@ void check_model_structure(const Context& ctx, const YAML::Node& doc, const Work
     ctx.fail(node_of(doc, "model", "layers"),
              fmt::format("an encoder_decoder model needs an even layer count, got {}", m.layers),
              "model.layers counts both stacks (layers/2 encoder + layers/2 decoder)");
+  // Each of the top_k choices picks an expert not chosen yet (moe_layer.cc).
+  if (moe && m.top_k > m.experts)
+    ctx.fail(node_of(doc, "model", doc["model"]["top_k"] ? "top_k" : "experts"),
+             fmt::format("'model.top_k' ({}) is larger than 'model.experts' ({}): a token cannot pick that many "
+                         "different experts",
+                         m.top_k, m.experts),
+             "GShard routes each token to its top 2 experts (top_k default 2); use top_k <= experts");
   if (moe && m.moe_every > m.layers)
     ctx.fail(node_of(doc, "model", doc["model"]["moe_every"] ? "moe_every" : "layers"),
              fmt::format("'model.moe_every' ({}) is larger than 'model.layers' ({}): no layer would be an MoE layer",

@@ -129,6 +129,32 @@ TEST(StructureErrors, MoeEveryBeyondTheLayersPointsAtMoeEvery) {
   EXPECT_EQ(d.location().file, "--set model.layers=1");
 }
 
+TEST(StructureErrors, TopKBeyondTheExpertsPointsAtTopK) {
+  // "  top_k: 5" inserted as line 17 (4 experts), value at column 10.
+  const UserError e = expect_error(with_line(kMoe, "  experts: 4", "  top_k: 5"), {"model.seq_len=8"});
+  EXPECT_EQ(e.location().line, 17);
+  EXPECT_EQ(e.location().column, 10);
+  EXPECT_NE(e.message().find("'model.top_k' (5) is larger than 'model.experts' (4)"), std::string::npos)
+      << e.message();
+  // The default top_k of 2 with a single expert: the expert count is at fault (line 16).
+  EXPECT_EQ(expect_error(kMoe, {"model.seq_len=8", "model.experts=1"}).location().file, "--set model.experts=1");
+  EXPECT_NO_THROW(parse_workload(with_line(kMoe, "  experts: 4", "  top_k: 4"), "w.yaml", {"model.seq_len=8"}));
+}
+
+TEST(StructureErrors, CapacityFactorMustBeFiniteAndPlausible) {
+  // "  capacity_factor: X" inserted as line 17; the value at column 20.
+  // (YAML's ".inf" is not a number to the reader at all: rejected as such.)
+  EXPECT_EQ(expect_error(with_line(kMoe, "  experts: 4", "  capacity_factor: .inf")).location().line, 17);
+  for (const std::string bad : {"nan", "inf", "1e5", "0", "-1"}) {
+    const UserError e = expect_error(with_line(kMoe, "  experts: 4", "  capacity_factor: " + bad), {"model.seq_len=8"});
+    EXPECT_EQ(e.location().line, 17) << bad;
+    EXPECT_EQ(e.location().column, 20) << bad;
+    EXPECT_NE(e.message().find("in (0, 10000]"), std::string::npos) << e.message();
+  }
+  EXPECT_NO_THROW(
+      parse_workload(with_line(kMoe, "  experts: 4", "  capacity_factor: 10000"), "w.yaml", {"model.seq_len=8"}));
+}
+
 // small.yaml's dense model, 4 layers in 2 pipeline stages.
 const char* kDense = R"(name: dense
 mesh:
