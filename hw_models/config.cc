@@ -352,6 +352,7 @@ struct DocumentReader {
   std::string file;
   HardwareConfig& config;
   std::set<std::string> assigned;
+  std::map<std::string, SourceLocation> positions;  // where each assigned key's value is
   std::set<std::string> sourced;  // keys this document gives a source for
 
   void read_map(const YAML::Node& map, const std::string& prefix) {
@@ -370,6 +371,7 @@ struct DocumentReader {
       if (const Field* field = find_field(key)) {
         field->set(config, value, loc);
         assigned.insert(key);
+        positions[key] = loc;
       } else if (is_section(key)) {
         if (!value.IsMap()) bad_value(loc, key, "a map of keys", value);
         read_map(value, key + ".");
@@ -454,7 +456,7 @@ HardwareConfig load_document_body(const YAML::Node& doc, const std::string& orig
     if (!base.IsScalar()) bad_value(location_of(base, origin), "base", "a preset name or path", base);
     config = load_file(base.Scalar(), depth + 1);
   }
-  DocumentReader reader{origin, config, {}, {}};
+  DocumentReader reader{origin, config, {}, {}, {}};
   reader.read_map(doc, "");
   if (!has_base) {
     std::vector<std::string> missing;
@@ -468,7 +470,12 @@ HardwareConfig load_document_body(const YAML::Node& doc, const std::string& orig
   for (const std::string& key : reader.assigned)
     if (has_base && !reader.sourced.count(key)) config.sources[key] = "set in " + origin;
   config.origin = origin;
-  check_consistency(config, SourceLocation{origin, 0, 0});
+  // A list length mismatch: at the wraparound flags, else the dims, when
+  // this document gives them.
+  SourceLocation consistency_loc{origin, 0, 0};
+  for (const char* key : {"ici.pod_dims", "ici.pod_wraparound"})
+    if (reader.positions.count(key)) consistency_loc = reader.positions.at(key);
+  check_consistency(config, consistency_loc);
   return config;
 }
 

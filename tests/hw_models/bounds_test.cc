@@ -129,6 +129,19 @@ TEST(HardwareBounds, PodDimsAreBoundedEachAndInProduct) {
   EXPECT_NE(one.hint().find("[1, 2^16]"), std::string::npos) << one.hint();
 }
 
+TEST(HardwareBounds, PodListLengthMismatchPointsAtTheList) {
+  // tpuv3's pod is 2-D; "  pod_wraparound: [true]" is line 3, the list at column 19.
+  try {
+    load_hardware_from_string("base: tpuv3\nici:\n  pod_wraparound: [true]\n", "wrap.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().line, 3);
+    EXPECT_EQ(e.location().column, 19);
+    EXPECT_NE(e.message().find("ici.pod_wraparound has 1 entries but ici.pod_dims has 2"), std::string::npos)
+        << e.message();
+  }
+}
+
 TEST(HardwareBounds, DerivedPeaksAtTheBoundsDoNotOverflow) {
   // Every factor at its maximum: 2^10 tensor cores x 2^16 MXUs x 2^16 x 2^16
   // PEs = 2^58 MACs per cycle, x 2 FLOP x 1e11 Hz = 2^59 x 1e11 FLOP/s. An
