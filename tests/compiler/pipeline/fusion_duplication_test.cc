@@ -1,0 +1,181 @@
+// plan_fusion's duplication of cheap expanding producers (fusion.h): which
+// ops are recomputed inside every consumer kernel, and which stay one
+// kernel whose result is read.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "compiler/pipeline/fusion.h"
+#include "tests/compiler/pipeline/test_util.h"
+
+namespace podsim::compiler {
+namespace {
+
+using pipeline_test::id_of;
+using pipeline_test::member_names;
+using Names = std::vector<std::string>;
+
+constexpr const char* kReducers = R"(
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%max (c: f32[], d: f32[]) -> f32[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%c, %d)
+}
+)";
+
+// Softmax y = e / broadcast(sum(e)), e = exp(x - broadcast(max(x))), whose
+// denominator bz is also read by a second consumer t = dy / bz (as softmax's
+// gradient reads it). bz reads 1/256 of its bytes (z): it is recomputed in
+// both y's and t's kernels, which then stay kernels (of one op and bz)
+// instead of unfused divides reading a written bz. e is exp (expensive)
+// with two readers: a kernel of its own.
+constexpr const char* kSoftmaxWithSharedDenominator = R"(
+ENTRY %e (x: f32[64,256], dy: f32[64,256]) -> (f32[64,256], f32[64,256]) {
+  %x = f32[64,256] parameter(0)
+  %dy = f32[64,256] parameter(1)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[64] reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  %bm = f32[64,256] broadcast(%mx), dimensions={0}
+  %s = f32[64,256] subtract(%x, %bm)
+  %ex = f32[64,256] exponential(%s)
+  %zero = f32[] constant(0)
+  %z = f32[64] reduce(%ex, %zero), dimensions={1}, to_apply=%sum
+  %bz = f32[64,256] broadcast(%z), dimensions={0}
+  %y = f32[64,256] divide(%ex, %bz)
+  %t = f32[64,256] divide(%dy, %bz)
+  ROOT %r = (f32[64,256], f32[64,256]) tuple(%y, %t)
+})";
+
+TEST(FusionDuplication, SoftmaxDenominatorIsRecomputedInEachReader) {
+  Module m = parse_hlo(std::string("HloModule m\n") + kReducers + kSoftmaxWithSharedDenominator);
+  const Computation& c = m.entry();
+  FusionPlan plan = plan_fusion(c);
+  auto group_named = [&](const char* root) {
+    const int32_t g = plan.group_of[static_cast<size_t>(id_of(c, root))];
+    EXPECT_GE(g, 0) << root;
+    return g < 0 ? Names{} : member_names(c, plan.groups[static_cast<size_t>(g)]);
+  };
+  EXPECT_EQ(group_named("mx"), (Names{"ninf", "mx"}));
+  EXPECT_EQ(group_named("ex"), (Names{"bm", "s", "ex"}));
+  EXPECT_EQ(group_named("z"), (Names{"zero", "z"}));
+  EXPECT_EQ(group_named("y"), (Names{"bz", "y"}));
+  EXPECT_EQ(group_named("t"), (Names{"bz", "t"}));
+  EXPECT_EQ(plan.groups.size(), 5u);
+  const std::vector<bool> twice = duplicated_members(plan, c.size());
+  EXPECT_TRUE(twice[static_cast<size_t>(id_of(c, "bz"))]);
+  EXPECT_EQ(std::count(twice.begin(), twice.end(), true), 1);
+}
+
+TEST(FusionDuplication, DynamicSliceOfABroadcastConstantIsRecomputed) {
+  // The partitioner's per-device scale: ds = dynamic-slice(broadcast(0.5))
+  // reads nothing but a scalar, and both of its readers fuse: it is a
+  // member of both groups (with its broadcast and constant), not a kernel
+  // writing 32 KiB.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (p: f32[8,1024], q: f32[8,1024], i: s32[]) -> (f32[8,1024], f32[8,1024]) {
+  %p = f32[8,1024] parameter(0)
+  %q = f32[8,1024] parameter(1)
+  %i = s32[] parameter(2)
+  %c = f32[] constant(0.5)
+  %big = f32[64,1024] broadcast(%c), dimensions={}
+  %z = s32[] constant(0)
+  %ds = f32[8,1024] dynamic-slice(%big, %i, %z), dynamic_slice_sizes={8,1024}
+  %a = f32[8,1024] multiply(%p, %ds)
+  %ta = f32[8,1024] tanh(%a)
+  %b = f32[8,1024] multiply(%q, %ds)
+  %tb = f32[8,1024] tanh(%b)
+  ROOT %r = (f32[8,1024], f32[8,1024]) tuple(%ta, %tb)
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan = plan_fusion(c);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  const int32_t ga = plan.group_of[static_cast<size_t>(id_of(c, "ta"))];
+  const int32_t gb = plan.group_of[static_cast<size_t>(id_of(c, "tb"))];
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(ga)]), (Names{"c", "big", "z", "ds", "a", "ta"}));
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(gb)]), (Names{"c", "big", "z", "ds", "b", "tb"}));
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "ds"))], ga);  // its first user's group
+}
+
+TEST(FusionDuplication, SameSizeCheapOpIsReadNotRecomputed) {
+  // n = negate(p) has two readers in different kernels: recomputing it
+  // would make each read p (as many bytes as n), saving only n's write, so
+  // XLA-style duplication is limited to expanding ops and n stays one
+  // kernel's result. Nothing is listed twice.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (p: f32[8,1024], q: f32[8,1024]) -> (f32[8,1024], f32[8,1024]) {
+  %p = f32[8,1024] parameter(0)
+  %q = f32[8,1024] parameter(1)
+  %n = f32[8,1024] negate(%p)
+  %a = f32[8,1024] multiply(%n, %q)
+  %ta = f32[8,1024] tanh(%a)
+  %tb = f32[8,1024] exponential(%n)
+  ROOT %r = (f32[8,1024], f32[8,1024]) tuple(%ta, %tb)
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan = plan_fusion(c);
+  const std::vector<bool> twice = duplicated_members(plan, c.size());
+  EXPECT_EQ(std::count(twice.begin(), twice.end(), true), 0);
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "n"))], -1);
+  const int32_t ga = plan.group_of[static_cast<size_t>(id_of(c, "ta"))];
+  ASSERT_GE(ga, 0);
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(ga)]), (Names{"a", "ta"}));
+}
+
+TEST(FusionDuplication, ExpensiveExpandingOpIsNotDuplicated) {
+  // lg = log(broadcast(v)) expands v 1024x but is expensive (XLA never
+  // duplicates a transcendental): one kernel {bv, lg} writes it and both
+  // readers read it.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (v: f32[8], p: f32[8,1024], q: f32[8,1024]) -> (f32[8,1024], f32[8,1024]) {
+  %v = f32[8] parameter(0)
+  %p = f32[8,1024] parameter(1)
+  %q = f32[8,1024] parameter(2)
+  %bv = f32[8,1024] broadcast(%v), dimensions={0}
+  %lg = f32[8,1024] log(%bv)
+  %a = f32[8,1024] multiply(%p, %lg)
+  %b = f32[8,1024] multiply(%q, %lg)
+  ROOT %r = (f32[8,1024], f32[8,1024]) tuple(%a, %b)
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan = plan_fusion(c);
+  const int32_t g = plan.group_of[static_cast<size_t>(id_of(c, "lg"))];
+  ASSERT_GE(g, 0);
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g)]), (Names{"bv", "lg"}));
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "a"))], -1);
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "b"))], -1);
+}
+
+TEST(FusionDuplication, ExpandingOpWithAnUnfusedUserBecomesItsOwnKernel) {
+  // cv = convert(iota) expands (reads nothing) and its user bc can fuse
+  // it, but bc, a broadcast read by the tuple, is itself no kernel: cv
+  // cannot be recomputed there, so it is a kernel of its own {io, cv}
+  // whose result bc (unfused) and the multiply's group read.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (p: f32[1024]) -> (f32[4,1024], f32[1024]) {
+  %p = f32[1024] parameter(0)
+  %io = s32[1024] iota(), iota_dimension=0
+  %cv = f32[1024] convert(%io)
+  %bc = f32[4,1024] broadcast(%cv), dimensions={1}
+  %a = f32[1024] multiply(%p, %cv)
+  %ta = f32[1024] tanh(%a)
+  ROOT %r = (f32[4,1024], f32[1024]) tuple(%bc, %ta)
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan = plan_fusion(c);
+  const int32_t g = plan.group_of[static_cast<size_t>(id_of(c, "cv"))];
+  ASSERT_GE(g, 0);
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g)]), (Names{"io", "cv"}));
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "bc"))], -1);
+  const int32_t ga = plan.group_of[static_cast<size_t>(id_of(c, "ta"))];
+  ASSERT_GE(ga, 0);
+  EXPECT_NE(ga, g);
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(ga)]), (Names{"a", "ta"}));
+}
+
+}  // namespace
+}  // namespace podsim::compiler

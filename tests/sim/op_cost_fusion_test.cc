@@ -1,0 +1,113 @@
+// HBM bytes of whole fusion plans (compiler/pipeline/fusion.h grouping,
+// sim/op_cost.h charging) in closed form: duplicated cheap producers cost
+// their readers' inputs, never a write of their own.
+#include <gtest/gtest.h>
+
+#include "compiler/hlo/hlo_parser.h"
+#include "compiler/pipeline/fusion.h"
+#include "sim/op_cost.h"
+
+namespace podsim::sim {
+namespace {
+
+struct PlanBytes {
+  double read = 0;
+  double written = 0;
+};
+
+// Every kernel of the plan: each group once, each unfused compute op once.
+PlanBytes plan_bytes(const compiler::Computation& c, const compiler::FusionPlan& plan) {
+  PlanBytes total;
+  for (const compiler::FusionGroup& g : plan.groups) {
+    const hw::OpQuery q = fusion_query(c, g);
+    total.read += q.hbm_bytes_read;
+    total.written += q.hbm_bytes_written;
+  }
+  for (compiler::InstrId id = 0; id < c.size(); ++id) {
+    if (plan.group_of[static_cast<size_t>(id)] >= 0 || classify(c.instr(id)) != OpClass::kCompute) continue;
+    const hw::OpQuery q = op_query(c, c.instr(id));
+    total.read += q.hbm_bytes_read;
+    total.written += q.hbm_bytes_written;
+  }
+  return total;
+}
+
+// Softmax over x: f32[a, b] whose denominator broadcast bz is also read by
+// a second consumer t = dy / bz (as softmax's gradient reads it).
+// N = a*b*4 bytes (x, dy, exp, y, t), R = a*4 bytes (max, sum).
+// Kernels (fusion_duplication_test.cc has the grouping):
+//   {ninf, mx}   reads x            N   writes mx  R
+//   {bm, s, ex}  reads x, mx        N+R writes ex  N
+//   {zero, z}    reads ex           N   writes z   R
+//   {bz, y}      reads ex, z        N+R writes y   N
+//   {bz, t}      reads dy, z        N+R writes t   N
+// read 5N + 3R, written 3N + 2R. Without duplication bz would be a
+// broadcast kernel (reads R, writes N) and y, t unfused divides reading
+// ex/dy and bz (2N each): read 7N + 2R, written 4N + 2R.
+TEST(OpCostFusion, SoftmaxWithSharedDenominatorBytes) {
+  const auto m = compiler::parse_hlo(R"(HloModule m
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%max (c: f32[], d: f32[]) -> f32[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%c, %d)
+}
+ENTRY %e (x: f32[64,256], dy: f32[64,256]) -> (f32[64,256], f32[64,256]) {
+  %x = f32[64,256] parameter(0)
+  %dy = f32[64,256] parameter(1)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[64] reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  %bm = f32[64,256] broadcast(%mx), dimensions={0}
+  %s = f32[64,256] subtract(%x, %bm)
+  %ex = f32[64,256] exponential(%s)
+  %zero = f32[] constant(0)
+  %z = f32[64] reduce(%ex, %zero), dimensions={1}, to_apply=%sum
+  %bz = f32[64,256] broadcast(%z), dimensions={0}
+  %y = f32[64,256] divide(%ex, %bz)
+  %t = f32[64,256] divide(%dy, %bz)
+  ROOT %r = (f32[64,256], f32[64,256]) tuple(%y, %t)
+})");
+  const compiler::Computation& c = m.entry();
+  const double n = 64.0 * 256 * 4;
+  const double r = 64.0 * 4;
+  const PlanBytes fused = plan_bytes(c, compiler::plan_fusion(c));
+  EXPECT_DOUBLE_EQ(fused.read, 5 * n + 3 * r);
+  EXPECT_DOUBLE_EQ(fused.written, 3 * n + 2 * r);
+}
+
+// The partitioner's per-device constant: ds = dynamic-slice(broadcast(0.5))
+// scales p and q (N = 8*1024*4 bytes each) in two kernels. Duplicated, each
+// kernel reads its input (N) and the slice index i (4 B; the constants c
+// and z are members) and writes its result (N): read 2N + 8, written 2N.
+// A kernel writing ds would add a write of N and a read of N per reader.
+TEST(OpCostFusion, DuplicatedBroadcastSliceCostsNoBytes) {
+  const auto m = compiler::parse_hlo(R"(HloModule m
+ENTRY %e (p: f32[8,1024], q: f32[8,1024], i: s32[]) -> (f32[8,1024], f32[8,1024]) {
+  %p = f32[8,1024] parameter(0)
+  %q = f32[8,1024] parameter(1)
+  %i = s32[] parameter(2)
+  %c = f32[] constant(0.5)
+  %big = f32[64,1024] broadcast(%c), dimensions={}
+  %z = s32[] constant(0)
+  %ds = f32[8,1024] dynamic-slice(%big, %i, %z), dynamic_slice_sizes={8,1024}
+  %a = f32[8,1024] multiply(%p, %ds)
+  %ta = f32[8,1024] tanh(%a)
+  %b = f32[8,1024] multiply(%q, %ds)
+  %tb = f32[8,1024] tanh(%b)
+  ROOT %r = (f32[8,1024], f32[8,1024]) tuple(%ta, %tb)
+})");
+  const compiler::Computation& c = m.entry();
+  const double n = 8.0 * 1024 * 4;
+  const compiler::FusionPlan plan = compiler::plan_fusion(c);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  const PlanBytes fused = plan_bytes(c, plan);
+  EXPECT_DOUBLE_EQ(fused.read, 2 * n + 2 * 4);
+  EXPECT_DOUBLE_EQ(fused.written, 2 * n);
+}
+
+}  // namespace
+}  // namespace podsim::sim
