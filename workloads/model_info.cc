@@ -12,7 +12,8 @@ std::vector<LayerPlan> plan_layers(const ModelSpec& model, const SourceLocation&
     // The workload reader rejects this at model.layers first; a ModelSpec
     // from code has no position but the caller's `where`.
     const auto layers = model.key_locations.find("model.layers");
-    throw UserError(layers != model.key_locations.end() ? layers->second : where, fmt::format("an encoder_decoder model needs an even layer count, got {}", model.layers),
+    throw UserError(layers != model.key_locations.end() ? layers->second : where,
+                    fmt::format("an encoder_decoder model needs an even layer count, got {}", model.layers),
                     "model.layers counts both stacks (layers/2 encoder + layers/2 decoder)");
   }
   const int64_t per_stack = encoder_decoder ? model.layers / 2 : model.layers;

@@ -61,7 +61,8 @@ MoeDims moe_dims(const ModelSpec& m, int64_t tokens, int64_t axis) {
   if (m.group_size > 0) {
     if (tokens % m.group_size != 0)
       throw UserError(location_of(m, "model.group_size"),
-                      fmt::format("model.group_size ({}) does not divide the {} tokens of a forward", m.group_size, tokens),
+                      fmt::format("model.group_size ({}) does not divide the {} tokens of a forward", m.group_size,
+                                  tokens),
                       "pick a group size that divides (global_batch / training.microbatches) x seq_len, the tokens one forward sees");
     d.group_size = m.group_size;
     d.groups = tokens / m.group_size;

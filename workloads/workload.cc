@@ -548,7 +548,8 @@ void record_key_locations(const Context& ctx, const YAML::Node& doc, Workload& w
     where["model." + it->first.as<std::string>()] = ctx.at(it->second);
   const YAML::Node training = doc["training"];
   if (training && training["microbatches"]) where["training.microbatches"] = ctx.at(training["microbatches"]);
-  if (std::optional<FirstAxis> experts = first_axis(doc, w, "experts")) where["sharding.experts"] = ctx.at(experts->node);
+  if (std::optional<FirstAxis> experts = first_axis(doc, w, "experts"))
+    where["sharding.experts"] = ctx.at(experts->node);
 }
 
 // GShard groups (workloads/moe_layer.cc, moe_dims): the tokens one forward
@@ -620,7 +621,8 @@ void check_model_structure(const Context& ctx, const YAML::Node& doc, const Work
                "set training.pipeline_stages: 1 (MoE layers are not pipelined)");
     const std::optional<FirstAxis> stage = first_axis(doc, w, "stage");
     if (!stage)
-      ctx.fail(stages, fmt::format("training.pipeline_stages = {} needs the mesh axis of the stages", t.pipeline_stages),
+      ctx.fail(stages,
+               fmt::format("training.pipeline_stages = {} needs the mesh axis of the stages", t.pipeline_stages),
                "add 'stage: [<mesh axis>]' to the sharding section (an axis of size dividing the stages)");
     if (t.pipeline_stages % stage->size != 0)
       ctx.fail(stage->node,
