@@ -75,12 +75,13 @@ std::string range_text(const Range& range) {
                      range.unit);
 }
 
+// `kind`: "a finite number" or "an integer", for the hint.
 [[noreturn]] void out_of_range(const SourceLocation& loc, const std::string& key, const std::string& got,
-                               const Range& range) {
+                               const Range& range, const char* kind) {
   throw UserError(loc,
                   fmt::format("bad value for hardware key '{}': {} is outside the plausible range {}", key, got,
                               range_text(range)),
-                  fmt::format("{} must be a finite number in {} ({})", key, range_text(range), range.why));
+                  fmt::format("{} must be {} in {} ({})", key, kind, range_text(range), range.why));
 }
 
 struct Field {
@@ -107,7 +108,7 @@ double parse_double(const YAML::Node& node, const SourceLocation& loc, const std
     bad_value(loc, key, fmt::format("a number in {}", range_text(range)), node);
   // The negated comparisons also catch NaN; isfinite catches +-inf.
   if (!std::isfinite(value) || !(value >= range.min) || !(value <= range.max))
-    out_of_range(loc, key, fmt::format("'{}'", node.Scalar()), range);
+    out_of_range(loc, key, fmt::format("'{}'", node.Scalar()), range, "a finite number");
   return value;
 }
 
@@ -117,7 +118,7 @@ int64_t parse_int(const YAML::Node& node, const SourceLocation& loc, const std::
   if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value))
     bad_value(loc, key, fmt::format("an integer in {}", range_text(range)), node);
   if (static_cast<double>(value) < range.min || static_cast<double>(value) > range.max)
-    out_of_range(loc, key, fmt::format("'{}'", node.Scalar()), range);
+    out_of_range(loc, key, fmt::format("'{}'", node.Scalar()), range, "an integer");
   return value;
 }
 

@@ -63,6 +63,7 @@ TEST(HardwareBounds, EveryIntegerKeyRejectsAbsurdCounts) {
     EXPECT_NE(e.message().find("'" + key + "'"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("outside the plausible range [1, "), std::string::npos) << e.message();
     EXPECT_EQ(e.location().file, "--set hardware." + key + "=1000000000000");
+    EXPECT_NE(e.hint().find("must be an integer in [1, "), std::string::npos) << e.hint();
   }
 }
 
