@@ -246,8 +246,9 @@ TEST_F(BadInput, RunTokensNotDivisibleByTheExpertsAxisExits2) {
                               "model:\n  kind: moe_transformer\n  layers: 2\n  model_dim: 32\n  ffn_dim: 64\n"
                               "  heads: 4\n  head_dim: 8\n  vocab: 64\n  seq_len: 5\n  global_batch: 2\n"
                               "  experts: 4\nsharding:\n  activations: [x, null, y]\n  experts: [y]\n");
-  // No file position yet: the MoE builder (workloads/moe_layer.cc) throws
-  // without one. The numbers and the hint name what to change.
+  // The reader reports this at the key at fault (position asserted in
+  // RunTokensNotDivisibleByTheExpertsAxisExits2AtTheAxis); here the numbers
+  // and the hint name what to change.
   expect_run_error(f, "10 tokens", "do not split into 4 groups");
   // The same model with 2 x 8 = 16 tokens runs.
   const Result ok = run_merged("run " + f + " --set model.seq_len=8 --format json");
