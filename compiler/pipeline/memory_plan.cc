@@ -125,25 +125,10 @@ class MemoryPlanner::ComputationSweep {
 
   // ---- expansions ----
   // Cheap ops a consumer kernel recomputes from their inputs (elementwise
-  // and data movement).
-  static bool is_cheap_expansion_op(Opcode op) {
-    switch (op) {
-      case Opcode::kSelect:
-      case Opcode::kClamp:
-      case Opcode::kBroadcast:
-      case Opcode::kIota:
-      case Opcode::kReshape:
-      case Opcode::kTranspose:
-      case Opcode::kConcatenate:
-      case Opcode::kSlice:
-      case Opcode::kDynamicSlice:
-      case Opcode::kPad:
-      case Opcode::kReverse:
-        return true;
-      default:
-        return is_elementwise_unary(op) || is_elementwise_binary(op);
-    }
-  }
+  // and data movement): the ops fusion duplicates (fusion.h), so an
+  // expensive one (exp, log, divide, ...) is written, as XLA writes it, and
+  // the simulator charges that write.
+  static bool is_cheap_expansion_op(Opcode op) { return op != Opcode::kConstant && is_cheap_to_duplicate(op); }
   // Readers that need the value in a buffer of its own.
   static bool needs_buffer(Opcode reader) {
     switch (reader) {

@@ -4,16 +4,21 @@
 //    buffer per array leaf, live from its schedule position to the position
 //    of its last reader. A fused member reads at its group's root; fused
 //    intermediates and duplicated cheap ops take no buffer.
-//  - An expansion takes no buffer: a materialized cheap op (elementwise,
-//    select, clamp, broadcast, iota, or data movement: reshape, transpose,
-//    concatenate, slice, dynamic-slice, pad, reverse) whose inputs, read
-//    through fused members and other expansions, are at most 1/8 of its
-//    size, e.g. a one-hot mask compare(iota, broadcast(ids)) or a MoE
-//    dispatch mask. XLA duplicates such a producer into each consumer
-//    kernel (the forward and the backward dot of an embedding) instead of
-//    writing it to HBM; its readers read its inputs. Not when it is the
-//    root or read by a tuple, while, call, custom-call, collective,
-//    scatter or dynamic-update-slice (those need a real buffer).
+//  - An expansion takes no buffer: a materialized cheap op (fusion.h's
+//    is_cheap_to_duplicate: elementwise but not expensive (no exp, log,
+//    divide, ...), select, clamp, broadcast, iota, or data movement:
+//    reshape, transpose, concatenate, slice, dynamic-slice, pad, reverse)
+//    whose inputs, read through fused members and other expansions, are at
+//    most 1/kExpansionRatio (1/8) of its size, e.g. a one-hot mask
+//    compare(iota, broadcast(ids)) or a MoE dispatch mask. XLA duplicates
+//    such a producer into each consumer kernel (the forward and the
+//    backward dot of an embedding) instead of writing it to HBM; its
+//    readers read its inputs. Not when it is the root or read by a tuple,
+//    while, call, custom-call, collective, scatter or dynamic-update-slice
+//    (those need a real buffer). plan_fusion duplicates such ops into
+//    their readers' kernels, so with its plans an expansion is rare (a
+//    reader that fuses nothing, e.g. a gather), and the simulator then
+//    still charges its kernel's write.
 //  - A dynamic-update-slice that is the only reader of its operand writes
 //    in place (XLA): it takes the operand's buffer (none inside a loop body
 //    when the operand is the loop state's), unless that is an entry
