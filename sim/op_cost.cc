@@ -2,6 +2,8 @@
 // op_cost.h for the mapping).
 #include "sim/op_cost.h"
 
+#include "compiler/pipeline/fusion.h"
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -236,7 +238,8 @@ hw::OpQuery op_query(const Computation& computation, const Instruction& instr) {
   return q;
 }
 
-hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionGroup& group) {
+hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionGroup& group,
+                         const FusionContext& context) {
   hw::OpQuery q;
   // Groups are small: sorted vectors beat node-based sets.
   std::vector<compiler::InstrId> members(group.members.begin(), group.members.end());
@@ -270,11 +273,29 @@ hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionG
   }
   if (!group.members.empty()) {
     // The root is written once; a dynamic-update-slice root writes only its update, in place.
-    const Instruction& root = computation.instr(group.members.back());
+    const compiler::InstrId root_id = group.members.back();
+    const Instruction& root = computation.instr(root_id);
     q.hbm_bytes_written = root.opcode == Opcode::kDynamicUpdateSlice ? bytes_of(operand_shape(computation, root, 1))
                                                                      : bytes_of(root.shape);
+    // Extra outputs (multi-output fusion): members read outside the group
+    // that no reader recomputes.
+    for (compiler::InstrId id : group.members) {
+      if (id == root_id || context.duplicable[static_cast<size_t>(id)]) continue;
+      const auto readers = context.users[id];
+      const bool read_outside = std::any_of(readers.begin(), readers.end(), [&](compiler::InstrId u) {
+        return !std::binary_search(members.begin(), members.end(), u);
+      });
+      if (read_outside) q.hbm_bytes_written += bytes_of(computation.instr(id).shape);
+    }
   }
   return q;
+}
+
+FusionContext::FusionContext(const Computation& computation)
+    : users(computation), duplicable(compiler::duplicable_ops(computation)) {}
+
+hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionGroup& group) {
+  return fusion_query(computation, group, FusionContext(computation));
 }
 
 OpCost OpCostModel::time(const std::string& signature, const hw::OpQuery& query) {
@@ -300,7 +321,9 @@ OpCost OpCostModel::instruction(const Computation& computation, const Instructio
 }
 
 OpCost OpCostModel::fusion(const Computation& computation, const compiler::FusionGroup& group) {
-  const hw::OpQuery q = fusion_query(computation, group);
+  auto [it, inserted] = contexts_.try_emplace(&computation);
+  if (inserted) it->second = std::make_unique<FusionContext>(computation);
+  const hw::OpQuery q = fusion_query(computation, group, *it->second);
   return time(query_key(q), q);
 }
 

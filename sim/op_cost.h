@@ -26,8 +26,12 @@
 //   make every reshape a bitcast), partition-id, replica-id, custom-call
 //                  free: no op is issued.
 // A fusion group is one OpQuery: every member's matmul and vector work, HBM
-// bytes = the group's distinct external inputs read once + the root written
-// once; memory ops inside a fusion are free (they are address arithmetic).
+// bytes = the group's distinct external inputs read once + its outputs
+// written once: the root and, in a multi-output fusion
+// (compiler/pipeline/fusion.h), every member read outside the group that
+// is not an op fusion recomputes in each reader's kernel
+// (compiler::duplicable_ops); memory ops inside a fusion are free (they
+// are address arithmetic).
 // An external input that members only slice / dynamic-slice is charged the
 // windows they read (capped at the whole input), not the whole input: a
 // windowed einsum slices one shard of its gathered operand per iteration.
@@ -38,8 +42,10 @@
 // model's layers repeat the same ops.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "compiler/ir/module.h"
 #include "compiler/pipeline/program.h"
@@ -62,7 +68,18 @@ OpClass classify(const compiler::Instruction& instr);
 
 // The OpQuery of one unfused compute instruction (exposed for tests).
 hw::OpQuery op_query(const compiler::Computation& computation, const compiler::Instruction& instr);
-// The OpQuery of a fusion group of `computation`.
+// What a fusion group's outputs are decided from: the computation's users
+// and compiler::duplicable_ops(computation).
+struct FusionContext {
+  compiler::UserLists users;
+  std::vector<bool> duplicable;
+  explicit FusionContext(const compiler::Computation& computation);
+};
+// The OpQuery of a fusion group of `computation`: its root and extra
+// outputs are written.
+hw::OpQuery fusion_query(const compiler::Computation& computation, const compiler::FusionGroup& group,
+                         const FusionContext& context);
+// The same, building the context (tests and one-off queries).
 hw::OpQuery fusion_query(const compiler::Computation& computation, const compiler::FusionGroup& group);
 
 class OpCostModel {
@@ -80,6 +97,8 @@ class OpCostModel {
 
   const hw::CoreModel& core_;
   std::unordered_map<std::string, OpCost> cache_;
+  // Per computation (its module is not changed while a program is simulated).
+  std::unordered_map<const compiler::Computation*, std::unique_ptr<FusionContext>> contexts_;
   int64_t hits_ = 0;
 };
 

@@ -109,9 +109,12 @@ class FusionPlanner {
         drop_last_group(id);
     }
     duplicate_cheap_producers();
+    form_multi_output_fusions();
     for (FusionGroup& g : plan_.groups) std::sort(g.members.begin(), g.members.end());
     return std::move(plan_);
   }
+
+  const std::vector<bool>& duplicable_ops() const { return duplicable_; }
 
  private:
   int32_t group(InstrId id) const { return plan_.group_of[static_cast<size_t>(id)]; }
@@ -277,6 +280,128 @@ class FusionPlanner {
     return std::any_of(ops.begin(), ops.end(), [&](InstrId q) { return duplicable(q) && group(q) < 0; });
   }
 
+  // ---- multi-output fusion (XLA's producer-consumer multi-output fusion)
+  // A loop kernel whose result p is also reduced: the reduce's kernel
+  // computes p as well and writes both, so p is read from HBM once less.
+  // Taken when p is the root of a group of elementwise/layout ops only, of
+  // the reduce's input shape (one loop nest), no member of either kernel
+  // waits for a collective or is recomputed elsewhere, and every other
+  // reader of p comes after the reduce (ids are topological: the merged
+  // kernel then has no path back into itself and stays at its root's
+  // place).
+  void form_multi_output_fusions() {
+    const auto n = static_cast<size_t>(comp_.size());
+    std::vector<int32_t> memberships(n, 0);
+    for (const FusionGroup& g : plan_.groups)
+      for (InstrId m : g.members) ++memberships[static_cast<size_t>(m)];
+    auto recomputed = [&](InstrId m) { return memberships[static_cast<size_t>(m)] > 1; };
+    auto root_of = [](const FusionGroup& g) { return *std::max_element(g.members.begin(), g.members.end()); };
+    auto any_waits = [&](const FusionGroup& g) {
+      return std::any_of(g.members.begin(), g.members.end(), [&](InstrId m) { return waits_for_collective(m); });
+    };
+    bool merged_any = false;
+    for (size_t ri = 0; ri < plan_.groups.size(); ++ri) {
+      if (plan_.groups[ri].members.empty()) continue;
+      const InstrId root = root_of(plan_.groups[ri]);
+      const Instruction& reduce = comp_.instr(root);
+      if (reduce.opcode != Opcode::kReduce || !reduce.shape.is_array() || any_waits(plan_.groups[ri])) continue;
+      const std::vector<int64_t>& loop_dims = comp_.instr(reduce.operand(0)).shape.dims();
+      const auto consumer = static_cast<int32_t>(ri);
+      for (bool merged = true; merged;) {
+        merged = false;
+        for (InstrId m : plan_.groups[ri].members) {
+          for (InstrId p : comp_.instr(m).operands) {
+            const int32_t pg = group(p);
+            if (pg == consumer || recomputed(p) || duplicable(p) || p == comp_.root()) continue;
+            const Instruction& pi = comp_.instr(p);
+            if (!is_elementwise(pi.opcode) || !pi.shape.is_array() || pi.shape.dims() != loop_dims) continue;
+            // The loop kernel: p's group, or p alone when it is unfused.
+            if (pg >= 0) {
+              const FusionGroup& producer = plan_.groups[static_cast<size_t>(pg)];
+              if (root_of(producer) != p || any_waits(producer) ||
+                  std::any_of(producer.members.begin(), producer.members.end(),
+                              [&](InstrId x) { return !is_loop_fusible(comp_.instr(x).opcode); }))
+                continue;
+            } else if (waits_for_collective(p)) {
+              continue;
+            }
+            const bool readers_ok = std::all_of(users(p).begin(), users(p).end(), [&](InstrId u) {
+              return !recomputed(u) && (group(u) == consumer || u > root);
+            });
+            if (!readers_ok || !keeps_inputs_lifetimes(p, pg)) continue;
+            if (pg >= 0) {
+              absorb_group(plan_.groups[static_cast<size_t>(pg)], consumer, memberships);
+            } else {
+              plan_.groups[ri].members.push_back(p);
+              plan_.group_of[static_cast<size_t>(p)] = consumer;
+              memberships[static_cast<size_t>(p)] = 1;
+            }
+            merged = merged_any = true;
+            break;
+          }
+          if (merged) break;
+        }
+      }
+    }
+    if (merged_any) drop_empty_groups();
+  }
+
+  // The merged kernel runs at the reduce's place, not at p's. That is
+  // only harmless when p's kernel frees no more than it writes: the inputs
+  // it reads last (no reader after p; parameters live throughout) sum to
+  // at most p's bytes. Otherwise it is a kernel the schedule runs early to
+  // end bigger values' lives, e.g. compare(logits, max) of a backward pass
+  // that turns the f32 logits into a 4x smaller mask: merged into the
+  // backward reduce that reads the mask, it would keep the logits alive.
+  bool keeps_inputs_lifetimes(InstrId p, int32_t producer_group) const {
+    std::vector<InstrId> kernel = {p};
+    if (producer_group >= 0) kernel = plan_.groups[static_cast<size_t>(producer_group)].members;
+    std::vector<InstrId> freed;
+    for (InstrId m : kernel) {
+      for (InstrId input : comp_.instr(m).operands) {
+        if (std::find(kernel.begin(), kernel.end(), input) != kernel.end()) continue;
+        if (comp_.instr(input).opcode == Opcode::kParameter) continue;
+        const auto readers = users(input);
+        if (std::all_of(readers.begin(), readers.end(), [&](InstrId u) { return u <= p; })) freed.push_back(input);
+      }
+    }
+    std::sort(freed.begin(), freed.end());
+    freed.erase(std::unique(freed.begin(), freed.end()), freed.end());
+    int64_t freed_bytes = 0;
+    for (InstrId input : freed) freed_bytes += comp_.instr(input).shape.byte_size();
+    return freed_bytes <= comp_.instr(p).shape.byte_size();
+  }
+
+  // Moves every member of `from` into group `into` (a member recomputed in
+  // both is listed once).
+  void absorb_group(FusionGroup& from, int32_t into, std::vector<int32_t>& memberships) {
+    auto& target = plan_.groups[static_cast<size_t>(into)].members;
+    const auto from_index = static_cast<int32_t>(&from - plan_.groups.data());
+    for (InstrId m : from.members) {
+      const auto sm = static_cast<size_t>(m);
+      if (std::find(target.begin(), target.end(), m) != target.end()) {
+        --memberships[sm];
+      } else {
+        target.push_back(m);
+      }
+      if (plan_.group_of[sm] == from_index) plan_.group_of[sm] = into;
+    }
+    from.members.clear();
+  }
+
+  void drop_empty_groups() {
+    std::vector<int32_t> new_index(plan_.groups.size(), -1);
+    std::vector<FusionGroup> kept;
+    for (size_t g = 0; g < plan_.groups.size(); ++g) {
+      if (plan_.groups[g].members.empty()) continue;
+      new_index[g] = static_cast<int32_t>(kept.size());
+      kept.push_back(std::move(plan_.groups[g]));
+    }
+    plan_.groups = std::move(kept);
+    for (int32_t& g : plan_.group_of)
+      if (g >= 0) g = new_index[static_cast<size_t>(g)];
+  }
+
   // A kernel reading a collective result waits for the collective: it is
   // never fused as a producer and absorbs only cheap producers, so
   // independent work stays in kernels of its own that can run while the
@@ -345,6 +470,8 @@ class FusionPlanner {
 }  // namespace
 
 FusionPlan plan_fusion(const Computation& computation) { return FusionPlanner(computation).run(); }
+
+std::vector<bool> duplicable_ops(const Computation& computation) { return FusionPlanner(computation).duplicable_ops(); }
 
 std::vector<bool> duplicated_members(const FusionPlan& plan, int instruction_count) {
   std::vector<int32_t> memberships(static_cast<size_t>(instruction_count), 0);

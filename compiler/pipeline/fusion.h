@@ -10,6 +10,13 @@
 //    convert, broadcast, reshape, transpose, slice, pad, concatenate,
 //    reverse, dynamic-slice, iota, constant) whose every user is already in
 //    the group.
+// Multi-output fusion (XLA's producer-consumer multi-output fusion): a
+// reduce's kernel takes in a loop kernel whose result it reduces (the
+// loop's root of the reduce's input shape, e.g. exp(x - max) under
+// sum(exp(x - max))) and writes both results, when every other reader of
+// that result comes after the reduce (so the merged kernel has no path
+// back into itself) and neither waits for a collective. The loop's root is
+// then a non-root member read outside the group: an extra output.
 // Never fused: parameters, collectives, while/call, tuples, custom-calls.
 // An instruction that reads a collective result is never fused into a
 // consumer and absorbs only broadcast/iota/constant producers and slices /
@@ -53,6 +60,11 @@ bool is_cheap_to_duplicate(Opcode op);
 
 // Groups in members-by-id order (a topological order; the last is the root).
 FusionPlan plan_fusion(const Computation& computation);
+
+// Per instruction: may plan_fusion recompute it inside its readers' kernels
+// (the duplication rule above)? A group member read outside its group that
+// is not one of these is a multi-output fusion's extra output.
+std::vector<bool> duplicable_ops(const Computation& computation);
 
 // Instructions that appear in more than one group (duplicated cheap ops).
 std::vector<bool> duplicated_members(const FusionPlan& plan, int instruction_count);

@@ -65,8 +65,8 @@ class MemoryPlanner::ComputationSweep {
     const int n = comp_.size();
     if (n == 0) return {};
     set_positions();
-    set_read_positions();
     users_ = comp_.compute_users();
+    set_read_positions();
     mark_expansions();
     leaves_.resize(static_cast<size_t>(n));
     for (InstrId id : order_) create_buffers(id);
@@ -106,6 +106,7 @@ class MemoryPlanner::ComputationSweep {
     materialized_.assign(static_cast<size_t>(comp_.size()), true);
     if (!fusion_) return;
     std::vector<bool> seen(static_cast<size_t>(comp_.size()), false);
+    const std::vector<bool> recomputed = duplicated_members(*fusion_, comp_.size());
     for (size_t gi = 0; gi < fusion_->groups.size(); ++gi) {
       const FusionGroup& g = fusion_->groups[gi];
       if (g.members.empty()) continue;
@@ -116,6 +117,12 @@ class MemoryPlanner::ComputationSweep {
         // Listed in another group than its own and not a cheap op that each
         // group recomputes: an inconsistent plan; it belongs to its own.
         if (fusion_->group_of[sm] != static_cast<int32_t>(gi) && !is_cheap_to_duplicate(comp_.instr(m).opcode)) continue;
+        // A multi-output fusion's extra output (read outside its group) is
+        // written by the kernel: a buffer from its (contiguous) position.
+        if (!recomputed[sm] && std::any_of(users_[sm].begin(), users_[sm].end(), [&](InstrId u) {
+              return fusion_->group_of[static_cast<size_t>(u)] != static_cast<int32_t>(gi);
+            }))
+          continue;
         materialized_[sm] = false;
         read_pos_[sm] = seen[sm] ? std::max(read_pos_[sm], pos_[static_cast<size_t>(root)]) : pos_[static_cast<size_t>(root)];
         seen[sm] = true;

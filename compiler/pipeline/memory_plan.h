@@ -1,9 +1,10 @@
 // Memory planning: liveness of HBM buffers over a computation's schedule,
 // per device (the module is the per-device program).
-//  - A materialized value (an unfused instruction or a fusion root) gets one
-//    buffer per array leaf, live from its schedule position to the position
-//    of its last reader. A fused member reads at its group's root; fused
-//    intermediates and duplicated cheap ops take no buffer.
+//  - A materialized value (an unfused instruction, a fusion root or a
+//    multi-output fusion's extra output: a member read outside its group)
+//    gets one buffer per array leaf, live from its schedule position to the
+//    position of its last reader. A fused member reads at its group's root;
+//    fused intermediates and duplicated cheap ops take no buffer.
 //  - An expansion takes no buffer: a materialized cheap op (fusion.h's
 //    is_cheap_to_duplicate: elementwise but not expensive (no exp, log,
 //    divide, ...), select, clamp, broadcast, iota, or data movement:

@@ -36,14 +36,14 @@ PlanBytes plan_bytes(const compiler::Computation& c, const compiler::FusionPlan&
 // a second consumer t = dy / bz (as softmax's gradient reads it).
 // N = a*b*4 bytes (x, dy, exp, y, t), R = a*4 bytes (max, sum).
 // Kernels (fusion_duplication_test.cc has the grouping):
-//   {ninf, mx}   reads x            N   writes mx  R
-//   {bm, s, ex}  reads x, mx        N+R writes ex  N
-//   {zero, z}    reads ex           N   writes z   R
-//   {bz, y}      reads ex, z        N+R writes y   N
-//   {bz, t}      reads dy, z        N+R writes t   N
-// read 5N + 3R, written 3N + 2R. Without duplication bz would be a
-// broadcast kernel (reads R, writes N) and y, t unfused divides reading
-// ex/dy and bz (2N each): read 7N + 2R, written 4N + 2R.
+//   {ninf, mx}             reads x      N   writes mx      R
+//   {bm, s, ex, zero, z}   reads x, mx  N+R writes ex, z   N+R (multi-output)
+//   {bz, y}                reads ex, z  N+R writes y       N
+//   {bz, t}                reads dy, z  N+R writes t       N
+// read 4N + 3R, written 3N + 2R. Without multi-output fusion the sum would
+// read ex again (+N); without duplication bz would be a broadcast kernel
+// (reads R, writes N) and y, t unfused divides reading ex/dy and bz (2N
+// each): read 7N + 2R, written 4N + 2R with neither.
 TEST(OpCostFusion, SoftmaxWithSharedDenominatorBytes) {
   const auto m = compiler::parse_hlo(R"(HloModule m
 %sum (a: f32[], b: f32[]) -> f32[] {
@@ -75,7 +75,7 @@ ENTRY %e (x: f32[64,256], dy: f32[64,256]) -> (f32[64,256], f32[64,256]) {
   const double n = 64.0 * 256 * 4;
   const double r = 64.0 * 4;
   const PlanBytes fused = plan_bytes(c, compiler::plan_fusion(c));
-  EXPECT_DOUBLE_EQ(fused.read, 5 * n + 3 * r);
+  EXPECT_DOUBLE_EQ(fused.read, 4 * n + 3 * r);
   EXPECT_DOUBLE_EQ(fused.written, 3 * n + 2 * r);
 }
 
@@ -107,6 +107,39 @@ ENTRY %e (p: f32[8,1024], q: f32[8,1024], i: s32[]) -> (f32[8,1024], f32[8,1024]
   const PlanBytes fused = plan_bytes(c, plan);
   EXPECT_DOUBLE_EQ(fused.read, 2 * n + 2 * 4);
   EXPECT_DOUBLE_EQ(fused.written, 2 * n);
+}
+
+// Multi-output fusion: e = exp(a * b) (N = 64*256*4 bytes) is reduced by z
+// and read by y = e / broadcast(z) after it. Kernels:
+//   {m, e, zero, z}  reads a, b  2N   writes e, z  N+R (e is an extra output)
+//   {bz, y}          reads e, z  N+R  writes y     N
+// read 3N + R, written 2N + R (separate kernels: e's reads 2N writes N,
+// z's reads N writes R: one more read of N).
+TEST(OpCostFusion, MultiOutputKernelWritesItsExtraOutput) {
+  const auto m = compiler::parse_hlo(R"(HloModule m
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %e (a: f32[64,256], b: f32[64,256]) -> f32[64,256] {
+  %a = f32[64,256] parameter(0)
+  %b = f32[64,256] parameter(1)
+  %m = f32[64,256] multiply(%a, %b)
+  %e = f32[64,256] exponential(%m)
+  %zero = f32[] constant(0)
+  %z = f32[64] reduce(%e, %zero), dimensions={1}, to_apply=%sum
+  %bz = f32[64,256] broadcast(%z), dimensions={0}
+  ROOT %y = f32[64,256] divide(%e, %bz)
+})");
+  const compiler::Computation& c = m.entry();
+  const double n = 64.0 * 256 * 4;
+  const double r = 64.0 * 4;
+  const compiler::FusionPlan plan = compiler::plan_fusion(c);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  const PlanBytes fused = plan_bytes(c, plan);
+  EXPECT_DOUBLE_EQ(fused.read, 3 * n + r);
+  EXPECT_DOUBLE_EQ(fused.written, 2 * n + r);
 }
 
 }  // namespace
