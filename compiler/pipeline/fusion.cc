@@ -3,7 +3,11 @@
 // reverse post order; each group grows through a max-heap of candidate
 // producers (highest id first), so every user of a candidate that can join
 // the group has joined before the candidate is examined. Each operand edge
-// is examined at most once per group: O(E log E) in all.
+// is examined at most once per group: O(E log E) in all. Before: which ops
+// may be duplicated (mark_duplicable, one pass each way). After: the
+// duplicable ops no group took whole join each of their users' groups
+// (duplicate_cheap_producers), then reduce kernels take in the loop
+// kernels they reduce (form_multi_output_fusions).
 #include "compiler/pipeline/fusion.h"
 
 #include <algorithm>

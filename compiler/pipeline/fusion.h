@@ -15,8 +15,12 @@
 // loop's root of the reduce's input shape, e.g. exp(x - max) under
 // sum(exp(x - max))) and writes both results, when every other reader of
 // that result comes after the reduce (so the merged kernel has no path
-// back into itself) and neither waits for a collective. The loop's root is
-// then a non-root member read outside the group: an extra output.
+// back into itself and stays at its root's place), neither waits for a
+// collective, and the loop kernel frees no more than it writes (the inputs
+// it reads last, at most its result's bytes: moved to the reduce's place,
+// it must not keep a bigger value alive). The loop's root is then a
+// non-root member read outside the group: an extra output, written by the
+// kernel (sim/op_cost.h) with a buffer of its own (memory_plan.h).
 // Never fused: parameters, collectives, while/call, tuples, custom-calls.
 // An instruction that reads a collective result is never fused into a
 // consumer and absorbs only broadcast/iota/constant producers and slices /
@@ -33,9 +37,12 @@
 // expansions: a broadcast, broadcast(reduce), a one-hot mask, a
 // dynamic-slice of a broadcast constant): it is duplicated into every
 // group that uses it (listed in each group's members; group_of names the
-// group of the first user) and takes no HBM buffer of its own. A
-// broadcast/iota/constant is never a kernel of its own; other duplicable
-// ops with a user that ends in no group become one.
+// group of the first user) and takes no HBM buffer of its own. So is a
+// cheap op read only by such ops that reads at most its own bytes (the
+// concatenate of token ids under a one-hot). A broadcast/iota/constant is
+// never a kernel of its own; other duplicable ops with a user that ends in
+// no group become one. Other scalar ops are never duplicated (nothing to
+// save).
 #pragma once
 
 #include "compiler/ir/module.h"
