@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tests/workloads/workload_test_util.h"
 #include "workloads/model_info.h"
 #include "workloads/moe_routing.h"
 #include "workloads/workload.h"
@@ -41,15 +42,6 @@ sharding:
   experts: [y]
 )";
 
-UserError expect_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  try {
-    parse_workload(yaml, "w.yaml", overrides);
-  } catch (const UserError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a UserError";
-  return UserError("none");
-}
 
 std::string with_line(std::string yaml, const std::string& after, const std::string& line) {
   const size_t at = yaml.find(after + "\n");
@@ -59,7 +51,7 @@ std::string with_line(std::string yaml, const std::string& after, const std::str
 }
 
 TEST(StructureErrors, TokensNotSplittingIntoExpertsAxisGroupsPointAtTheAxis) {
-  const UserError e = expect_error(kMoe);
+  const UserError e = expect_parse_error(kMoe);
   EXPECT_EQ(e.location().file, "w.yaml");
   EXPECT_EQ(e.location().line, 19);
   EXPECT_EQ(e.location().column, 13);
@@ -78,7 +70,7 @@ TEST(StructureErrors, ExpertsAxisGivenWithSetNamesTheFlag) {
   std::string yaml = kMoe;
   yaml.replace(yaml.find("experts: [y]"), 12, "experts: [x]");
   EXPECT_NO_THROW(parse_workload(yaml, "w.yaml"));
-  const UserError e = expect_error(yaml, {"sharding.experts=[y]"});
+  const UserError e = expect_parse_error(yaml, {"sharding.experts=[y]"});
   EXPECT_EQ(e.location().file, "--set sharding.experts=[y]");
 }
 
@@ -88,7 +80,7 @@ TEST(StructureErrors, MicrobatchesShrinkTheTokensOfAForward) {
   std::string yaml = kMoe;
   yaml.replace(yaml.find("global_batch: 2"), 15, "global_batch: 4");
   EXPECT_NO_THROW(parse_workload(yaml, "w.yaml"));
-  const UserError e = expect_error(yaml + "training:\n  microbatches: 2\n");
+  const UserError e = expect_parse_error(yaml + "training:\n  microbatches: 2\n");
   EXPECT_NE(e.message().find("model.global_batch 4 / training.microbatches 2 x model.seq_len 5"), std::string::npos)
       << e.message();
   EXPECT_EQ(e.location().line, 19);
@@ -98,7 +90,7 @@ TEST(StructureErrors, MicrobatchesShrinkTheTokensOfAForward) {
 
 TEST(StructureErrors, GroupSizeNotDividingTheTokensPointsAtGroupSize) {
   // "  group_size: 3" inserted as line 17; the value at column 15. 10 % 3 = 1.
-  const UserError e = expect_error(with_line(kMoe, "  experts: 4", "  group_size: 3"));
+  const UserError e = expect_parse_error(with_line(kMoe, "  experts: 4", "  group_size: 3"));
   EXPECT_EQ(e.location().line, 17);
   EXPECT_EQ(e.location().column, 15);
   EXPECT_NE(e.message().find("'model.group_size' (3) does not divide the 10 tokens"), std::string::npos)
@@ -111,7 +103,7 @@ TEST(StructureErrors, OddEncoderDecoderLayersPointAtLayers) {
   // "  layers: 3" is line 8, the value at column 11.
   std::string yaml = with_line(kMoe, "  experts: 4", "  structure: encoder_decoder");
   yaml.replace(yaml.find("layers: 2"), 9, "layers: 3");
-  const UserError e = expect_error(yaml, {"model.seq_len=8"});
+  const UserError e = expect_parse_error(yaml, {"model.seq_len=8"});
   EXPECT_EQ(e.location().line, 8);
   EXPECT_EQ(e.location().column, 11);
   EXPECT_NE(e.message().find("even layer count, got 3"), std::string::npos) << e.message();
@@ -119,34 +111,34 @@ TEST(StructureErrors, OddEncoderDecoderLayersPointAtLayers) {
 
 TEST(StructureErrors, MoeEveryBeyondTheLayersPointsAtMoeEvery) {
   // "  moe_every: 4" inserted as line 17 (2 layers), value at column 14.
-  const UserError e = expect_error(with_line(kMoe, "  experts: 4", "  moe_every: 4"), {"model.seq_len=8"});
+  const UserError e = expect_parse_error(with_line(kMoe, "  experts: 4", "  moe_every: 4"), {"model.seq_len=8"});
   EXPECT_EQ(e.location().line, 17);
   EXPECT_EQ(e.location().column, 14);
   EXPECT_NE(e.message().find("'model.moe_every' (4) is larger than 'model.layers' (2)"), std::string::npos)
       << e.message();
   // Left at its default 2 with one layer: the layer count is at fault ("  layers: 1", line 8).
-  const UserError d = expect_error(kMoe, {"model.seq_len=8", "model.layers=1"});
+  const UserError d = expect_parse_error(kMoe, {"model.seq_len=8", "model.layers=1"});
   EXPECT_EQ(d.location().file, "--set model.layers=1");
 }
 
 TEST(StructureErrors, TopKBeyondTheExpertsPointsAtTopK) {
   // "  top_k: 5" inserted as line 17 (4 experts), value at column 10.
-  const UserError e = expect_error(with_line(kMoe, "  experts: 4", "  top_k: 5"), {"model.seq_len=8"});
+  const UserError e = expect_parse_error(with_line(kMoe, "  experts: 4", "  top_k: 5"), {"model.seq_len=8"});
   EXPECT_EQ(e.location().line, 17);
   EXPECT_EQ(e.location().column, 10);
   EXPECT_NE(e.message().find("'model.top_k' (5) is larger than 'model.experts' (4)"), std::string::npos)
       << e.message();
   // The default top_k of 2 with a single expert: the expert count is at fault (line 16).
-  EXPECT_EQ(expect_error(kMoe, {"model.seq_len=8", "model.experts=1"}).location().file, "--set model.experts=1");
+  EXPECT_EQ(expect_parse_error(kMoe, {"model.seq_len=8", "model.experts=1"}).location().file, "--set model.experts=1");
   EXPECT_NO_THROW(parse_workload(with_line(kMoe, "  experts: 4", "  top_k: 4"), "w.yaml", {"model.seq_len=8"}));
 }
 
 TEST(StructureErrors, CapacityFactorMustBeFiniteAndPlausible) {
   // "  capacity_factor: X" inserted as line 17; the value at column 20.
   // (YAML's ".inf" is not a number to the reader at all: rejected as such.)
-  EXPECT_EQ(expect_error(with_line(kMoe, "  experts: 4", "  capacity_factor: .inf")).location().line, 17);
+  EXPECT_EQ(expect_parse_error(with_line(kMoe, "  experts: 4", "  capacity_factor: .inf")).location().line, 17);
   for (const std::string bad : {"nan", "inf", "1e5", "0", "-1"}) {
-    const UserError e = expect_error(with_line(kMoe, "  experts: 4", "  capacity_factor: " + bad), {"model.seq_len=8"});
+    const UserError e = expect_parse_error(with_line(kMoe, "  experts: 4", "  capacity_factor: " + bad), {"model.seq_len=8"});
     EXPECT_EQ(e.location().line, 17) << bad;
     EXPECT_EQ(e.location().column, 20) << bad;
     EXPECT_NE(e.message().find("in (0, 10000]"), std::string::npos) << e.message();
@@ -178,7 +170,7 @@ training:
 
 TEST(StructureErrors, StageAxisNotDividingTheStagesPointsAtTheAxis) {
   // "  stage: [stage]" is line 15; the axis at column 11. 2 stages % 4 devices != 0.
-  const UserError e = expect_error(kDense);
+  const UserError e = expect_parse_error(kDense);
   EXPECT_EQ(e.location().line, 15);
   EXPECT_EQ(e.location().column, 11);
   EXPECT_NE(e.message().find("the stage axis 'stage' has 4 devices"), std::string::npos) << e.message();
@@ -190,11 +182,11 @@ TEST(StructureErrors, PipelineWithoutStageAxisOrOfAnMoePointsAtPipelineStages) {
   // sharding lines are gone; the value at column 20.
   std::string yaml = kDense;
   yaml.erase(yaml.find("sharding:\n"), std::string("sharding:\n  stage: [stage]\n").size());
-  const UserError e = expect_error(yaml, {"mesh.axes={stage: 2, x: 4}"});
+  const UserError e = expect_parse_error(yaml, {"mesh.axes={stage: 2, x: 4}"});
   EXPECT_EQ(e.location().line, 16);
   EXPECT_EQ(e.location().column, 20);
   EXPECT_NE(e.message().find("needs the mesh axis of the stages"), std::string::npos) << e.message();
-  const UserError moe = expect_error(kMoe, {"model.seq_len=8", "training.pipeline_stages=2"});
+  const UserError moe = expect_parse_error(kMoe, {"model.seq_len=8", "training.pipeline_stages=2"});
   EXPECT_EQ(moe.location().file, "--set training.pipeline_stages=2");
   EXPECT_NE(moe.message().find("dense_transformer models only"), std::string::npos) << moe.message();
 }
@@ -202,12 +194,12 @@ TEST(StructureErrors, PipelineWithoutStageAxisOrOfAnMoePointsAtPipelineStages) {
 TEST(StructureErrors, HloModelFileAndShardingArePositioned) {
   // "  file: nope.hlo" is line 5, the value at column 9; relative to w.yaml's folder.
   const std::string hlo = "name: h\nmesh: {axes: {x: 2}}\nmodel:\n  kind: hlo\n  file: nope.hlo\n";
-  const UserError missing = expect_error(hlo);
+  const UserError missing = expect_parse_error(hlo);
   EXPECT_EQ(missing.location().line, 5);
   EXPECT_EQ(missing.location().column, 9);
   EXPECT_NE(missing.message().find("model.file 'nope.hlo' not found"), std::string::npos) << missing.message();
   // A sharding section: at its first name ("  ffn_in: ...", line 7, column 3).
-  const UserError sharded = expect_error(hlo + "sharding:\n  ffn_in: [x, null]\n");
+  const UserError sharded = expect_parse_error(hlo + "sharding:\n  ffn_in: [x, null]\n");
   EXPECT_EQ(sharded.location().line, 7);
   EXPECT_EQ(sharded.location().column, 3);
   EXPECT_NE(sharded.message().find("does not apply to model.kind hlo"), std::string::npos) << sharded.message();

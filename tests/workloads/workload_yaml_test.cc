@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "hw_models/ici/placement.h"
+#include "tests/workloads/workload_test_util.h"
 #include "workloads/workload.h"
 
 namespace podsim::workloads {
@@ -32,16 +33,6 @@ training:
   microbatches: 2
 )";
 
-// Runs parse_workload expecting a UserError; returns it.
-UserError expect_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  try {
-    parse_workload(yaml, "w.yaml", overrides);
-  } catch (const UserError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a UserError";
-  return UserError("none");
-}
 
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   auto pos = s.find(from);
@@ -77,7 +68,7 @@ TEST(WorkloadYaml, OverridesChangeAnyKeyAndCollectHardwareKeys) {
 }
 
 TEST(WorkloadYaml, UnknownKeyNamesPositionAndSuggestion) {
-  UserError e = expect_error(replace(kValid, "  layers: 2", "  layer: 2"));
+  UserError e = expect_parse_error(replace(kValid, "  layers: 2", "  layer: 2"));
   EXPECT_EQ(e.location().line, 7);
   EXPECT_EQ(e.location().column, 3);
   EXPECT_NE(e.message().find("unknown key 'layer' in 'model'"), std::string::npos) << e.what();
@@ -85,26 +76,26 @@ TEST(WorkloadYaml, UnknownKeyNamesPositionAndSuggestion) {
 }
 
 TEST(WorkloadYaml, WrongTypeIsReported) {
-  UserError e = expect_error(replace(kValid, "heads: 4", "heads: four"));
+  UserError e = expect_parse_error(replace(kValid, "heads: 4", "heads: four"));
   EXPECT_EQ(e.location().line, 10);
   EXPECT_EQ(e.location().column, 10);
   EXPECT_NE(e.message().find("'model.heads' must be an integer, got 'four'"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, NonPositiveSizeIsReported) {
-  UserError e = expect_error(replace(kValid, "vocab: 128", "vocab: 0"));
+  UserError e = expect_parse_error(replace(kValid, "vocab: 128", "vocab: 0"));
   EXPECT_EQ(e.location().line, 12);
   EXPECT_NE(e.message().find("'model.vocab' must be >= 1"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, MalformedYamlHasPosition) {
-  UserError e = expect_error("name: x\nmesh: {axes: [1, 2\n");
+  UserError e = expect_parse_error("name: x\nmesh: {axes: [1, 2\n");
   EXPECT_GT(e.location().line, 0);
   EXPECT_NE(e.message().find("malformed YAML"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, UnknownMeshAxisInSharding) {
-  UserError e = expect_error(replace(kValid, "ffn_in: [x, y]", "ffn_in: [x, z]"));
+  UserError e = expect_parse_error(replace(kValid, "ffn_in: [x, y]", "ffn_in: [x, z]"));
   EXPECT_EQ(e.location().line, 17);
   EXPECT_EQ(e.location().column, 15);
   EXPECT_NE(e.message().find("unknown mesh axis 'z'"), std::string::npos) << e.what();
@@ -112,35 +103,35 @@ TEST(WorkloadYaml, UnknownMeshAxisInSharding) {
 }
 
 TEST(WorkloadYaml, AxisUsedTwiceInOneTensor) {
-  UserError e = expect_error(replace(kValid, "ffn_in: [x, y]", "ffn_in: [x, x]"));
+  UserError e = expect_parse_error(replace(kValid, "ffn_in: [x, y]", "ffn_in: [x, x]"));
   EXPECT_NE(e.message().find("shards two dims"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, PhysicalGridMustHoldTheMesh) {
-  UserError e = expect_error(replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 2, y: 4}\n  physical: [2, 2, 1]"));
+  UserError e = expect_parse_error(replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 2, y: 4}\n  physical: [2, 2, 1]"));
   EXPECT_EQ(e.location().line, 5);
   EXPECT_NE(e.message().find("holds 4 cores but the mesh has 8 devices"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, BadChoiceListsTheChoices) {
-  UserError e = expect_error(replace(kValid, "optimizer: adam", "optimizer: lamb"));
+  UserError e = expect_parse_error(replace(kValid, "optimizer: adam", "optimizer: lamb"));
   EXPECT_NE(e.message().find("sgd | adam | adafactor"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, MissingRequiredKey) {
-  UserError e = expect_error(replace(kValid, "  seq_len: 32\n", ""));
+  UserError e = expect_parse_error(replace(kValid, "  seq_len: 32\n", ""));
   EXPECT_NE(e.message().find("missing the required key 'seq_len'"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, BatchNotDivisibleByMicrobatches) {
-  UserError e = expect_error(replace(kValid, "microbatches: 2", "microbatches: 3"));
+  UserError e = expect_parse_error(replace(kValid, "microbatches: 2", "microbatches: 3"));
   EXPECT_NE(e.message().find("not divisible by training.microbatches (3)"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, MalformedOverride) {
-  UserError e = expect_error(kValid, {"model.layers"});
+  UserError e = expect_parse_error(kValid, {"model.layers"});
   EXPECT_NE(e.message().find("key=value"), std::string::npos) << e.what();
-  UserError e2 = expect_error(kValid, {"model.layerz=3"});
+  UserError e2 = expect_parse_error(kValid, {"model.layerz=3"});
   EXPECT_NE(e2.message().find("unknown key 'layerz'"), std::string::npos) << e2.what();
 }
 
@@ -169,7 +160,7 @@ TEST(WorkloadYaml, MeshOrderAcceptsThePlacementNames) {
 
 TEST(WorkloadYaml, MeshOrderRingIsAPositionedErrorWithTheRightName) {
   // "  order: ring" is line 5; the value starts at column 10.
-  UserError e = expect_error(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: ring\n"));
+  UserError e = expect_parse_error(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: ring\n"));
   EXPECT_NE(e.message().find("'mesh.order' must be one of row_major | column_major | explicit | ring_preserving, got 'ring'"),
             std::string::npos)
       << e.what();
@@ -179,14 +170,14 @@ TEST(WorkloadYaml, MeshOrderRingIsAPositionedErrorWithTheRightName) {
 }
 
 TEST(WorkloadYaml, ExplicitOrderNeedsDevicesAndDevicesNeedExplicit) {
-  UserError missing = expect_error(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n"));
+  UserError missing = expect_parse_error(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n"));
   EXPECT_NE(missing.message().find("needs the device list in 'mesh.devices'"), std::string::npos) << missing.what();
   EXPECT_EQ(missing.location().line, 5);
-  UserError stray = expect_error(
+  UserError stray = expect_parse_error(
       replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: row_major\n  devices: [0, 1]\n"));
   EXPECT_NE(stray.message().find("only read with 'mesh.order: explicit'"), std::string::npos) << stray.what();
   EXPECT_EQ(stray.location().line, 6);
-  UserError short_list = expect_error(
+  UserError short_list = expect_parse_error(
       replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n  devices: [0, 1]\n"));
   EXPECT_NE(short_list.message().find("lists 2 devices, the mesh has 8"), std::string::npos) << short_list.what();
 }
@@ -194,7 +185,7 @@ TEST(WorkloadYaml, ExplicitOrderNeedsDevicesAndDevicesNeedExplicit) {
 TEST(WorkloadYaml, PipelineStagesNotDividingLayersIsAPositionedError) {
   // kValid has 2 layers; 3 stages is line 21 ("  pipeline_stages: 3"), the
   // value at column 20.
-  UserError e = expect_error(replace(kValid, "  microbatches: 2\n", "  microbatches: 2\n  pipeline_stages: 3\n"));
+  UserError e = expect_parse_error(replace(kValid, "  microbatches: 2\n", "  microbatches: 2\n  pipeline_stages: 3\n"));
   EXPECT_NE(e.message().find("model.layers (2) does not divide into training.pipeline_stages (3)"), std::string::npos)
       << e.what();
   EXPECT_EQ(e.location().line, 21);
@@ -248,7 +239,7 @@ namespace {
 TEST(WorkloadYaml, AbsurdModelDimPointsAtTheKey) {
   // [global_batch, seq_len, model_dim] = 8 x 32 x 10^15 = 2.56e17 elements,
   // over 2^50 = 1.13e15.
-  UserError e = expect_error(replace(kValid, "model_dim: 64", "model_dim: 1000000000000000"));
+  UserError e = expect_parse_error(replace(kValid, "model_dim: 64", "model_dim: 1000000000000000"));
   EXPECT_EQ(e.location().line, 8);
   EXPECT_EQ(e.location().column, 14);  // "  model_dim: " is 13 characters
   EXPECT_NE(e.message().find("too large"), std::string::npos) << e.what();
@@ -258,7 +249,7 @@ TEST(WorkloadYaml, AbsurdModelDimPointsAtTheKey) {
 
 TEST(WorkloadYaml, ProductBeyondInt64IsReportedNotWrapped) {
   // 2^62 x 32 x 64 overflows int64: "more than 2^63", at global_batch.
-  UserError e = expect_error(replace(kValid, "global_batch: 8", "global_batch: 4611686018427387904"));
+  UserError e = expect_parse_error(replace(kValid, "global_batch: 8", "global_batch: 4611686018427387904"));
   EXPECT_EQ(e.location().line, 14);
   EXPECT_EQ(e.location().column, 17);  // "  global_batch: " is 16 characters
   EXPECT_NE(e.message().find("more than 2^63 elements"), std::string::npos) << e.what();
@@ -267,7 +258,7 @@ TEST(WorkloadYaml, ProductBeyondInt64IsReportedNotWrapped) {
 TEST(WorkloadYaml, TotalOverAllLayersIsCapped) {
   // Every single array fits (d x f = 2^22 x 2^22 = 2^44 <= 2^50), but the
   // weights of 1024 layers of 3 x 2^44 (gated FFN) = 3 x 2^54 exceed 2^52.
-  UserError e = expect_error(
+  UserError e = expect_parse_error(
       replace(replace(replace(kValid, "model_dim: 64", "model_dim: 4194304"), "ffn_dim: 256", "ffn_dim: 4194304"),
               "layers: 2", "layers: 1024"),
       {"model.global_batch=1", "model.seq_len=1", "training.microbatches=1"});
@@ -276,12 +267,12 @@ TEST(WorkloadYaml, TotalOverAllLayersIsCapped) {
 }
 
 TEST(WorkloadYaml, LayersBeyondTheUnrollLimit) {
-  UserError e = expect_error(replace(kValid, "layers: 2", "layers: 9223372036854775807"));
+  UserError e = expect_parse_error(replace(kValid, "layers: 2", "layers: 9223372036854775807"));
   EXPECT_EQ(e.location().line, 7);
   EXPECT_EQ(e.location().column, 11);  // "  layers: " is 10 characters
   EXPECT_NE(e.message().find("more than the 1024"), std::string::npos) << e.what();
   // One past int64 is not an integer podsim can read at all.
-  UserError past = expect_error(replace(kValid, "layers: 2", "layers: 9223372036854775808"));
+  UserError past = expect_parse_error(replace(kValid, "layers: 2", "layers: 9223372036854775808"));
   EXPECT_NE(past.message().find("must be an integer"), std::string::npos) << past.what();
   // The limit itself loads.
   EXPECT_EQ(parse_workload(kValid, "w.yaml", {"model.layers=1024"}).model.layers, 1024);
@@ -289,22 +280,22 @@ TEST(WorkloadYaml, LayersBeyondTheUnrollLimit) {
 
 TEST(WorkloadYaml, MeshDeviceCountOverflowIsAnError) {
   // 2^32 x 2^32 = 2^64 wraps to 0 in unchecked int64; here it is caught at y.
-  UserError e = expect_error(replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 4294967296, y: 4294967296}"));
+  UserError e = expect_parse_error(replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 4294967296, y: 4294967296}"));
   EXPECT_EQ(e.location().line, 4);
   EXPECT_NE(e.message().find("more than 1048576 devices"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, ErrorInAnOverrideNamesTheFlagNotLineOne) {
   // A --set value has its own text; its marks are not positions in w.yaml.
-  UserError e = expect_error(kValid, {"model.heads=four"});
+  UserError e = expect_parse_error(kValid, {"model.heads=four"});
   EXPECT_EQ(e.location().file, "--set model.heads=four");
   EXPECT_EQ(e.location().line, 0);
   EXPECT_NE(e.message().find("'model.heads' must be an integer"), std::string::npos) << e.what();
   // Inside a mapping given whole: the key reader names the flag too.
-  UserError nested = expect_error(kValid, {"mesh.axes={x: 2, y: zero}"});
+  UserError nested = expect_parse_error(kValid, {"mesh.axes={x: 2, y: zero}"});
   EXPECT_EQ(nested.location().file, "--set mesh.axes={x: 2, y: zero}");
   // An unknown key brought in by --set.
-  UserError key = expect_error(kValid, {"model.top_k=2"});
+  UserError key = expect_parse_error(kValid, {"model.top_k=2"});
   EXPECT_EQ(key.location().file, "--set model.top_k=2");
   EXPECT_NE(key.message().find("unknown key 'top_k'"), std::string::npos) << key.what();
 }
