@@ -221,15 +221,17 @@ class FusionPlanner {
 
   // duplicable_[p]: p is cheap (is_cheap_to_duplicate), not the root, reads
   // no collective (broadcast/iota/constant may), every user can absorb it,
-  // and it expands its inputs (the memory plan's expansion, memory_plan.h):
-  // a kernel that recomputes it reads at most 1/kExpansionRatio of p's
-  // bytes (its inputs through duplicable operands; a slice's operand only
-  // the window; scalars are kernel arguments). A broadcast/iota/constant
-  // always qualifies. Duplicating p then removes its write and most of
-  // each reader's read, e.g. a one-hot mask, broadcast(reduce) or a
-  // dynamic-slice of a broadcast constant; a same-size op (negate, a
-  // transpose, g * g) stays one kernel whose result is read. Scalars are
-  // not duplicated (nothing to save).
+  // and a kernel that recomputes it reads at most p's bytes (its inputs
+  // through duplicable operands; a slice's operand only the window; scalars
+  // are kernel arguments). A broadcast/iota/constant always qualifies.
+  // Duplicating p then removes its write and each reader's read of it for
+  // reads of its inputs that are no bigger: an expansion (a one-hot mask,
+  // broadcast(reduce), a dynamic-slice of a broadcast constant) and a
+  // same-size op (convert, a transpose, g * g under Adafactor's row and
+  // column statistics) alike, as XLA's instruction fusion duplicates them.
+  // Scalars are not duplicated (nothing to save). Operands first: a chain
+  // of such ops (the concatenate of token ids under a one-hot) is
+  // recomputed whole, each reading its inputs' inputs.
   void mark_duplicable() {
     const auto n = static_cast<size_t>(comp_.size());
     restricted_if_fused_.assign(n, false);
@@ -241,7 +243,6 @@ class FusionPlanner {
     }
     duplicable_.assign(n, false);
     std::vector<double> reads_through(n, 0);
-    std::vector<bool> candidate(n, false);  // cheap, every user absorbs it, reads <= its bytes
     for (InstrId id = 0; id < comp_.size(); ++id) {
       const Instruction& instr = comp_.instr(id);
       if (!can_be_fused_producer(instr) || !is_cheap_to_duplicate(instr.opcode) || id == comp_.root()) continue;
@@ -261,19 +262,7 @@ class FusionPlanner {
         reads += r;
       }
       reads_through[static_cast<size_t>(id)] = reads;
-      candidate[static_cast<size_t>(id)] = instr.shape.rank() > 0 && reads <= own;
-      duplicable_[static_cast<size_t>(id)] =
-          is_free_to_recompute(instr.opcode) ||
-          (instr.shape.rank() > 0 && reads <= static_cast<double>(instr.shape.byte_size() / kExpansionRatio));
-    }
-    // An op feeding only duplicated ops, reading no more than its own bytes
-    // (the concatenate of a padding column and the token ids under a
-    // one-hot), is recomputed with them: its readers' kernels then read its
-    // inputs, which only lowers what they read. Users first.
-    for (InstrId id = comp_.size() - 1; id >= 0; --id) {
-      const auto sid = static_cast<size_t>(id);
-      if (duplicable_[sid] || !candidate[sid]) continue;
-      duplicable_[sid] = std::all_of(users(id).begin(), users(id).end(), [&](InstrId u) { return duplicable(u); });
+      duplicable_[static_cast<size_t>(id)] = is_free_to_recompute(instr.opcode) || (instr.shape.rank() > 0 && reads <= own);
     }
   }
   bool duplicable(InstrId id) const { return duplicable_[static_cast<size_t>(id)]; }

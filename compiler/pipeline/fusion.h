@@ -32,14 +32,15 @@
 // A value with users outside the group is never fused into it, except a
 // cheap op (XLA's instruction fusion: not "expensive", i.e. no
 // transcendental, divide, power or remainder) whose every user can fuse
-// it and that expands its inputs (its inputs, through other duplicated
-// ops, at most 1/kExpansionRatio of its own bytes, as the memory plan's
-// expansions: a broadcast, broadcast(reduce), a one-hot mask, a
-// dynamic-slice of a broadcast constant): it is duplicated into every
-// group that uses it (listed in each group's members; group_of names the
-// group of the first user) and takes no HBM buffer of its own. So is a
-// cheap op read only by such ops that reads at most its own bytes (the
-// concatenate of token ids under a one-hot). A broadcast/iota/constant is
+// it and that reads no more than it writes (its inputs, through other
+// duplicated ops, at most its own bytes: an expansion such as a broadcast,
+// broadcast(reduce), a one-hot mask, a dynamic-slice of a broadcast
+// constant, and a same-size op such as a convert, a transpose or g * g): it
+// is duplicated into every group that uses it (listed in each group's
+// members; group_of names the group of the first user) and takes no HBM
+// buffer of its own (the schedule folds it into those groups' units,
+// schedule.h). A chain of such ops is recomputed whole (the concatenate
+// of token ids under a one-hot). A broadcast/iota/constant is
 // never a kernel of its own; other duplicable ops with a user that ends in
 // no group become one. Other scalar ops are never duplicated (nothing to
 // save).
@@ -50,9 +51,10 @@
 
 namespace podsim::compiler {
 
-// A cheap op whose inputs are at most 1/kExpansionRatio of its bytes is
-// recomputed by its readers instead of written (fusion duplication here,
-// expansions in memory_plan.h).
+// A cheap op whose inputs are at most 1/kExpansionRatio of its bytes is an
+// expansion the memory plan recomputes in its readers instead of writing it
+// (memory_plan.h); fusion duplicates any cheap op reading at most its own
+// bytes (above).
 inline constexpr int64_t kExpansionRatio = 8;
 
 // May this op be fused into a consumer (as a non-root member)?

@@ -1,9 +1,12 @@
 // Latency-hiding list scheduling (schedule.h).
 //
 // Units: one per fusion group (position = its root id, the largest member
-// id), one per other instruction (position = its id). Edges follow operands
-// between units, and always go from a lower to a higher position, so
-// position order is a topological order of units.
+// id), one per other instruction (position = its id). A duplicated cheap
+// member folded into its groups (fold_recomputed_members) is no unit: each
+// unit recomputing it reads its inputs. Edges follow operands between
+// units, and always go from a lower to a higher position (a folded member's
+// inputs come before it, and it before its readers), so position order is
+// a topological order of units.
 //
 // Priority key (major, minor), compared lexicographically, ties by position:
 //  - ordinary unit:      (position, 0)
@@ -39,13 +42,18 @@ struct Key {
 };
 
 struct UnitGraph {
-  std::vector<int32_t> unit_of;                 // per instruction
+  std::vector<int32_t> unit_of;                 // per instruction; -1: folded (recomputed by its readers' units)
   std::vector<std::vector<InstrId>> members;    // per unit, ascending ids
+  // Per unit: duplicated cheap members its kernel recomputes (folded, see
+  // fold_recomputed_members), ascending ids; emitted with the first of
+  // their units that runs.
+  std::vector<std::vector<InstrId>> recomputed;
   std::vector<InstrId> position;                // per unit: its largest member id
   std::vector<std::vector<int32_t>> operands;   // per unit: operand units (may repeat)
   std::vector<std::vector<int32_t>> users;      // per unit: user units (may repeat)
   std::vector<bool> is_collective;
   std::vector<bool> is_format_change;  // convert / copy / reshape / transpose members only
+  std::vector<int64_t> extra_output_bytes;  // per unit: members other than the root read by other units
 };
 
 // Members listed in several groups that are recomputed in each (cheap ops,
@@ -61,6 +69,40 @@ std::vector<bool> recomputed_members(const Computation& comp, const FusionPlan& 
   return duplicated;
 }
 
+// A recomputed member d is folded into the units of the groups that list
+// it: it is no unit of its own, each of those units reads d's inputs
+// instead (what the kernel really reads, so the memory-aware rules see the
+// gradient a duplicated g * g reads, not a zero-byte unit). Taken when
+// every reader of d is recomputed inside a unit that lists d: an unfused op
+// of d's group (group_of), or a folded op whose groups all list d (users
+// first: ids are topological). Otherwise (an inconsistent plan, an unfused
+// reader) d stays a unit of its own, read by the groups that list it.
+std::vector<bool> fold_recomputed_members(const Computation& comp, const FusionPlan& fusion,
+                                          const std::vector<bool>& duplicated,
+                                          const std::vector<bool>& group_has_unit) {
+  const auto n = static_cast<size_t>(comp.size());
+  std::vector<bool> folded(n, false);
+  std::vector<std::vector<int32_t>> listed_in(n);  // per instruction: groups listing it, ascending
+  for (size_t grp = 0; grp < fusion.groups.size(); ++grp)
+    for (InstrId m : fusion.groups[grp].members) listed_in[static_cast<size_t>(m)].push_back(static_cast<int32_t>(grp));
+  for (auto& groups : listed_in) groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  const UserLists users(comp);
+  for (InstrId d = comp.size() - 1; d >= 0; --d) {
+    const auto sd = static_cast<size_t>(d);
+    if (!duplicated[sd] || d == comp.root() || users[d].empty()) continue;
+    const auto& mine = listed_in[sd];
+    if (!std::all_of(mine.begin(), mine.end(), [&](int32_t grp) { return group_has_unit[static_cast<size_t>(grp)]; }))
+      continue;
+    folded[sd] = std::all_of(users[d].begin(), users[d].end(), [&](InstrId u) {
+      const auto su = static_cast<size_t>(u);
+      if (duplicated[su]) return folded[su] && std::includes(mine.begin(), mine.end(), listed_in[su].begin(), listed_in[su].end());
+      const int32_t grp = fusion.group_of[su];
+      return grp >= 0 && std::binary_search(mine.begin(), mine.end(), grp);
+    });
+  }
+  return folded;
+}
+
 UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
   const int n = comp.size();
   const bool has_plan = fusion.group_of.size() == static_cast<size_t>(n);
@@ -70,49 +112,89 @@ UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
   std::vector<int32_t> unit_of_group(has_plan ? fusion.groups.size() : 0, -1);
   for (InstrId id = 0; id < n; ++id) {
     int32_t grp = has_plan ? fusion.group_of[static_cast<size_t>(id)] : -1;
+    if (grp >= 0 && !duplicated[static_cast<size_t>(id)] && unit_of_group[static_cast<size_t>(grp)] < 0) {
+      unit_of_group[static_cast<size_t>(grp)] = static_cast<int32_t>(g.members.size());
+      g.members.emplace_back();
+    }
+  }
+  std::vector<bool> group_has_unit(unit_of_group.size());
+  for (size_t grp = 0; grp < unit_of_group.size(); ++grp) group_has_unit[grp] = unit_of_group[grp] >= 0;
+  const std::vector<bool> folded =
+      has_plan ? fold_recomputed_members(comp, fusion, duplicated, group_has_unit) : std::vector<bool>(static_cast<size_t>(n), false);
+  for (InstrId id = 0; id < n; ++id) {
+    const auto sid = static_cast<size_t>(id);
+    if (folded[sid]) continue;
+    int32_t grp = has_plan ? fusion.group_of[sid] : -1;
     int32_t unit;
-    if (grp >= 0 && !duplicated[static_cast<size_t>(id)]) {
-      int32_t& u = unit_of_group[static_cast<size_t>(grp)];
-      if (u < 0) {
-        u = static_cast<int32_t>(g.members.size());
-        g.members.emplace_back();
-      }
-      unit = u;
+    if (grp >= 0 && !duplicated[sid]) {
+      unit = unit_of_group[static_cast<size_t>(grp)];
     } else {
       unit = static_cast<int32_t>(g.members.size());
       g.members.emplace_back();
     }
-    g.unit_of[static_cast<size_t>(id)] = unit;
+    g.unit_of[sid] = unit;
     g.members[static_cast<size_t>(unit)].push_back(id);
   }
   const size_t units = g.members.size();
+  g.recomputed.resize(units);
+  if (has_plan) {
+    for (size_t grp = 0; grp < fusion.groups.size(); ++grp)
+      for (InstrId m : fusion.groups[grp].members)
+        if (folded[static_cast<size_t>(m)]) g.recomputed[static_cast<size_t>(unit_of_group[grp])].push_back(m);
+    for (auto& r : g.recomputed) {
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+    }
+  }
   g.position.resize(units);
   g.operands.resize(units);
   g.users.resize(units);
   g.is_collective.assign(units, false);
   g.is_format_change.assign(units, false);
+  g.extra_output_bytes.assign(units, 0);
+  auto is_format_op = [&](InstrId id) {
+    const Opcode op = comp.instr(id).opcode;
+    return op == Opcode::kConvert || op == Opcode::kCopy || op == Opcode::kReshape || op == Opcode::kTranspose;
+  };
   for (size_t u = 0; u < units; ++u) {
     g.position[u] = g.members[u].back();
     g.is_collective[u] = g.members[u].size() == 1 && is_collective(comp.instr(g.members[u][0]).opcode);
-    g.is_format_change[u] = std::all_of(g.members[u].begin(), g.members[u].end(), [&](InstrId id) {
-      const Opcode op = comp.instr(id).opcode;
-      return op == Opcode::kConvert || op == Opcode::kCopy || op == Opcode::kReshape || op == Opcode::kTranspose;
-    });
+    g.is_format_change[u] = std::all_of(g.members[u].begin(), g.members[u].end(), is_format_op) &&
+                            std::all_of(g.recomputed[u].begin(), g.recomputed[u].end(), is_format_op);
   }
-  // Duplicated members are read by every group that lists them.
-  auto add_edge = [&](int32_t from, int32_t to) {
+  // A member other than its unit's root read by another unit is an extra
+  // output of a multi-output kernel (fusion.h): the kernel writes it.
+  std::vector<bool> read_outside(static_cast<size_t>(n), false);
+  auto add_edge = [&](InstrId producer, int32_t to) {
+    const int32_t from = g.unit_of[static_cast<size_t>(producer)];
     if (from == to) return;
     g.operands[static_cast<size_t>(to)].push_back(from);
     g.users[static_cast<size_t>(from)].push_back(to);
+    read_outside[static_cast<size_t>(producer)] = true;
   };
-  for (InstrId id = 0; id < n; ++id)
-    for (InstrId op : comp.instr(id).operands) add_edge(g.unit_of[static_cast<size_t>(op)], g.unit_of[static_cast<size_t>(id)]);
+  // A folded operand is recomputed inside the reading unit (by construction).
+  for (InstrId id = 0; id < n; ++id) {
+    const int32_t unit = g.unit_of[static_cast<size_t>(id)];
+    if (unit < 0) continue;
+    for (InstrId op : comp.instr(id).operands)
+      if (!folded[static_cast<size_t>(op)]) add_edge(op, unit);
+  }
+  // A folded member reads its inputs in each unit that recomputes it.
+  for (size_t u = 0; u < units; ++u)
+    for (InstrId d : g.recomputed[u])
+      for (InstrId op : comp.instr(d).operands)
+        if (!folded[static_cast<size_t>(op)]) add_edge(op, static_cast<int32_t>(u));
+  // A duplicated member that is a unit of its own is read by every group
+  // that lists it.
   if (has_plan) {
     for (size_t grp = 0; grp < fusion.groups.size(); ++grp)
       for (InstrId m : fusion.groups[grp].members)
-        if (duplicated[static_cast<size_t>(m)] && unit_of_group[grp] >= 0)
-          add_edge(g.unit_of[static_cast<size_t>(m)], unit_of_group[grp]);
+        if (duplicated[static_cast<size_t>(m)] && !folded[static_cast<size_t>(m)] && unit_of_group[grp] >= 0)
+          add_edge(m, unit_of_group[grp]);
   }
+  for (size_t u = 0; u < units; ++u)
+    for (InstrId m : g.members[u])
+      if (m != g.position[u] && read_outside[static_cast<size_t>(m)]) g.extra_output_bytes[u] += comp.instr(m).shape.byte_size();
   return g;
 }
 
@@ -170,9 +252,11 @@ std::vector<Key> priority_keys(const UnitGraph& g, const ScheduleOptions& option
   return key;
 }
 
-// Bytes a unit writes to HBM: its root's array leaves; nothing for aliases
-// (parameter, tuple, get-tuple-element, while) and for duplicated cheap
-// members (recomputed inside the groups that list them).
+// Bytes a unit writes to HBM: its root's array leaves plus a multi-output
+// kernel's extra outputs; nothing for aliases (parameter, tuple,
+// get-tuple-element, while) and for a duplicated cheap member that stays a
+// unit of its own (recomputed inside the groups that list it; folded ones
+// are no unit at all).
 int64_t allocated_bytes(const Computation& comp, const UnitGraph& g, size_t unit, const std::vector<bool>& duplicated) {
   const InstrId root = g.members[unit].back();
   if (g.members[unit].size() == 1 && duplicated[static_cast<size_t>(root)]) return 0;
@@ -183,7 +267,7 @@ int64_t allocated_bytes(const Computation& comp, const UnitGraph& g, size_t unit
     case Opcode::kWhile:
       return 0;
     default:
-      return comp.instr(root).shape.byte_size();
+      return comp.instr(root).shape.byte_size() + g.extra_output_bytes[unit];
   }
 }
 
@@ -456,11 +540,19 @@ std::vector<InstrId> schedule_computation(const Computation& computation, const 
   std::vector<InstrId> schedule;
   schedule.reserve(static_cast<size_t>(computation.size()));
   std::vector<bool> scheduled(g.members.size(), false);
-  while (!queue.empty()) {
-    const size_t u = queue.pop();
+  // A folded recomputed member is emitted once, with the first unit that
+  // recomputes it (in id order with its members: ids are topological).
+  std::vector<bool> emitted(static_cast<size_t>(computation.size()), false);
+  auto emit = [&](size_t u) {
     scheduled[u] = true;
-    schedule.insert(schedule.end(), g.members[u].begin(), g.members[u].end());
-  }
+    std::vector<InstrId> ids = g.members[u];
+    for (InstrId d : g.recomputed[u])
+      if (!emitted[static_cast<size_t>(d)]) ids.push_back(d);
+    std::sort(ids.begin(), ids.end());
+    for (InstrId id : ids) emitted[static_cast<size_t>(id)] = true;
+    schedule.insert(schedule.end(), ids.begin(), ids.end());
+  };
+  while (!queue.empty()) emit(queue.pop());
   // A cycle between units (only an inconsistent fusion plan makes one) must
   // not drop instructions: the rest follows in position order.
   if (schedule.size() < static_cast<size_t>(computation.size())) {
@@ -468,7 +560,7 @@ std::vector<InstrId> schedule_computation(const Computation& computation, const 
     for (size_t u = 0; u < g.members.size(); ++u)
       if (!scheduled[u]) rest.push_back(u);
     std::sort(rest.begin(), rest.end(), [&](size_t a, size_t b) { return g.position[a] < g.position[b]; });
-    for (size_t u : rest) schedule.insert(schedule.end(), g.members[u].begin(), g.members[u].end());
+    for (size_t u : rest) emit(u);
   }
   return schedule;
 }

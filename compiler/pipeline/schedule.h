@@ -1,7 +1,12 @@
 // Scheduling (per computation): a topological order that hides collective
 // latency, after XLA's latency-hiding scheduler. Fusion groups are scheduled
-// as one unit (their members contiguous, in id order); duplicated cheap
-// members (fusion.h) are their own units placed before their first group.
+// as one unit (their members contiguous, in id order). A duplicated cheap
+// member (fusion.h) is part of every group unit that recomputes it: that
+// unit reads its inputs (so a duplicated g * g leaves its gradient a value
+// the optimizer update's units read, and the rules below see it), and it
+// is emitted once, with the first of them that runs. A unit writes its
+// root and, for a multi-output kernel, its extra outputs (the members read
+// by other units).
 // Priorities:
 //  - a collective starts as early as its operands allow (at most
 //    max_collective_hoist units before its original place, so e.g. weight

@@ -1,6 +1,6 @@
-// plan_fusion's duplication of cheap expanding producers (fusion.h): which
-// ops are recomputed inside every consumer kernel, and which stay one
-// kernel whose result is read.
+// plan_fusion's duplication of cheap producers that read at most their own
+// bytes (fusion.h): which ops are recomputed inside every consumer kernel,
+// and which stay one kernel whose result is read.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -102,29 +102,44 @@ ENTRY %e (p: f32[8,1024], q: f32[8,1024], i: s32[]) -> (f32[8,1024], f32[8,1024]
   EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "ds"))], ga);  // its first user's group
 }
 
-TEST(FusionDuplication, SameSizeCheapOpIsReadNotRecomputed) {
-  // n = negate(p) has two readers in different kernels: recomputing it
-  // would make each read p (as many bytes as n), saving only n's write, so
-  // XLA-style duplication is limited to expanding ops and n stays one
-  // kernel's result. Nothing is listed twice.
+TEST(FusionDuplication, SameSizeCheapOpIsRecomputedInEachReader) {
+  // n = negate(p) has two readers in different kernels. Recomputing it
+  // makes each read p (32 KiB, n's own bytes) instead of n, and saves n's
+  // write: XLA's instruction fusion duplicates it, so n is a member of both
+  // kernels {n, a, ta} and {n, tb}, group_of naming the first user's (a's).
+  // s = add(p, q) reads 64 KiB, twice its bytes: recomputing it in both of
+  // its readers would read more than reading s (32 KiB each), so it is
+  // written once, unfused (neither reader holds all of s's users), and
+  // read by u and v.
   Module m = parse_hlo(R"(HloModule m
-ENTRY %e (p: f32[8,1024], q: f32[8,1024]) -> (f32[8,1024], f32[8,1024]) {
+ENTRY %e (p: f32[8,1024], q: f32[8,1024]) -> (f32[8,1024], f32[8,1024], f32[8,1024], f32[8,1024]) {
   %p = f32[8,1024] parameter(0)
   %q = f32[8,1024] parameter(1)
   %n = f32[8,1024] negate(%p)
   %a = f32[8,1024] multiply(%n, %q)
   %ta = f32[8,1024] tanh(%a)
   %tb = f32[8,1024] exponential(%n)
-  ROOT %r = (f32[8,1024], f32[8,1024]) tuple(%ta, %tb)
+  %s = f32[8,1024] add(%p, %q)
+  %u = f32[8,1024] tanh(%s)
+  %v = f32[8,1024] exponential(%s)
+  ROOT %r = (f32[8,1024], f32[8,1024], f32[8,1024], f32[8,1024]) tuple(%ta, %tb, %u, %v)
 })");
   const Computation& c = m.entry();
   FusionPlan plan = plan_fusion(c);
   const std::vector<bool> twice = duplicated_members(plan, c.size());
-  EXPECT_EQ(std::count(twice.begin(), twice.end(), true), 0);
-  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "n"))], -1);
+  EXPECT_TRUE(twice[static_cast<size_t>(id_of(c, "n"))]);
+  EXPECT_EQ(std::count(twice.begin(), twice.end(), true), 1);
   const int32_t ga = plan.group_of[static_cast<size_t>(id_of(c, "ta"))];
+  const int32_t gb = plan.group_of[static_cast<size_t>(id_of(c, "tb"))];
   ASSERT_GE(ga, 0);
-  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(ga)]), (Names{"a", "ta"}));
+  ASSERT_GE(gb, 0);
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(ga)]), (Names{"n", "a", "ta"}));
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(gb)]), (Names{"n", "tb"}));
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "n"))], ga);
+  const std::vector<bool> may_duplicate = duplicable_ops(c);
+  EXPECT_TRUE(may_duplicate[static_cast<size_t>(id_of(c, "n"))]);
+  EXPECT_FALSE(may_duplicate[static_cast<size_t>(id_of(c, "s"))]);
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "s"))], -1);
 }
 
 TEST(FusionDuplication, ExpensiveExpandingOpIsNotDuplicated) {
