@@ -87,22 +87,9 @@ hw::MatmulWork convolution_work(const Computation& c, const Instruction& instr) 
 }
 
 hw::VectorCostClass vector_class(Opcode op) {
-  switch (op) {
-    case Opcode::kExp:
-    case Opcode::kExpm1:
-    case Opcode::kLog:
-    case Opcode::kLog1p:
-    case Opcode::kTanh:
-    case Opcode::kSqrt:
-    case Opcode::kRsqrt:
-    case Opcode::kLogistic:
-    case Opcode::kSin:
-    case Opcode::kCos:
-    case Opcode::kPower:
-    case Opcode::kDivide: return hw::VectorCostClass::kTranscendental;
-    case Opcode::kConvert: return hw::VectorCostClass::kConvert;
-    default: return hw::VectorCostClass::kSimple;
-  }
+  if (compiler::is_transcendental(op)) return hw::VectorCostClass::kTranscendental;
+  if (op == Opcode::kConvert) return hw::VectorCostClass::kConvert;
+  return hw::VectorCostClass::kSimple;
 }
 
 bool is_vector_elementwise(Opcode op) {

@@ -35,4 +35,24 @@ bool is_elementwise(Opcode op) {
 
 bool is_collective(Opcode op) { return opcode_category(op) == OpCategory::kCollective; }
 
+bool is_transcendental(Opcode op) {
+  switch (op) {
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kTanh:
+    case Opcode::kSqrt:
+    case Opcode::kRsqrt:
+    case Opcode::kLogistic:
+    case Opcode::kSin:
+    case Opcode::kCos:
+    case Opcode::kPower:
+    case Opcode::kDivide:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace podsim::compiler

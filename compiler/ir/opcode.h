@@ -89,6 +89,9 @@ inline bool is_elementwise_binary(Opcode op) { return opcode_category(op) == OpC
 // Unary, binary, select and clamp: output element i depends only on input element i.
 bool is_elementwise(Opcode op);
 bool is_collective(Opcode op);
+// Transcendentals, divide and power: the elementwise ops that take many VPU
+// cycles per element (XLA's "expensive" elementwise set, with remainder).
+bool is_transcendental(Opcode op);
 int opcode_count();
 
 }  // namespace podsim::compiler

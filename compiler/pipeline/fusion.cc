@@ -41,26 +41,7 @@ bool is_free_to_recompute(Opcode op) {
 // XLA's "expensive" elementwise ops (transcendentals, divide, power,
 // remainder): recomputing them in every consumer costs real VPU work, so
 // XLA's instruction fusion never duplicates them.
-bool is_expensive_elementwise(Opcode op) {
-  switch (op) {
-    case Opcode::kExp:
-    case Opcode::kExpm1:
-    case Opcode::kLog:
-    case Opcode::kLog1p:
-    case Opcode::kTanh:
-    case Opcode::kSqrt:
-    case Opcode::kRsqrt:
-    case Opcode::kLogistic:
-    case Opcode::kSin:
-    case Opcode::kCos:
-    case Opcode::kPower:
-    case Opcode::kDivide:
-    case Opcode::kRemainder:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_expensive_elementwise(Opcode op) { return is_transcendental(op) || op == Opcode::kRemainder; }
 
 bool is_cheap_to_duplicate(Opcode op) { return is_loop_fusible(op) && !is_expensive_elementwise(op); }
 
