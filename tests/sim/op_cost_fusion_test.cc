@@ -3,9 +3,12 @@
 // their readers' inputs, never a write of their own.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/pipeline/fusion.h"
 #include "sim/op_cost.h"
+#include "tests/compiler/pipeline/fusion_fixtures.h"
 
 namespace podsim::sim {
 namespace {
@@ -45,32 +48,8 @@ PlanBytes plan_bytes(const compiler::Computation& c, const compiler::FusionPlan&
 // (reads R, writes N) and y, t unfused divides reading ex/dy and bz (2N
 // each): read 7N + 2R, written 4N + 2R with neither.
 TEST(OpCostFusion, SoftmaxWithSharedDenominatorBytes) {
-  const auto m = compiler::parse_hlo(R"(HloModule m
-%sum (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-%max (c: f32[], d: f32[]) -> f32[] {
-  %c = f32[] parameter(0)
-  %d = f32[] parameter(1)
-  ROOT %m = f32[] maximum(%c, %d)
-}
-ENTRY %e (x: f32[64,256], dy: f32[64,256]) -> (f32[64,256], f32[64,256]) {
-  %x = f32[64,256] parameter(0)
-  %dy = f32[64,256] parameter(1)
-  %ninf = f32[] constant(-inf)
-  %mx = f32[64] reduce(%x, %ninf), dimensions={1}, to_apply=%max
-  %bm = f32[64,256] broadcast(%mx), dimensions={0}
-  %s = f32[64,256] subtract(%x, %bm)
-  %ex = f32[64,256] exponential(%s)
-  %zero = f32[] constant(0)
-  %z = f32[64] reduce(%ex, %zero), dimensions={1}, to_apply=%sum
-  %bz = f32[64,256] broadcast(%z), dimensions={0}
-  %y = f32[64,256] divide(%ex, %bz)
-  %t = f32[64,256] divide(%dy, %bz)
-  ROOT %r = (f32[64,256], f32[64,256]) tuple(%y, %t)
-})");
+  const auto m = compiler::parse_hlo(std::string("HloModule m\n") + compiler::fusion_fixtures::kReducers +
+                                     compiler::fusion_fixtures::kSoftmaxWithSharedDenominator);
   const compiler::Computation& c = m.entry();
   const double n = 64.0 * 256 * 4;
   const double r = 64.0 * 4;

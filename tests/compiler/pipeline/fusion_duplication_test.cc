@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "compiler/pipeline/fusion.h"
+#include "tests/compiler/pipeline/fusion_fixtures.h"
 #include "tests/compiler/pipeline/test_util.h"
 
 namespace podsim::compiler {
@@ -14,44 +15,10 @@ namespace {
 using pipeline_test::id_of;
 using pipeline_test::member_names;
 using Names = std::vector<std::string>;
+using fusion_fixtures::kReducers;
+using fusion_fixtures::kSoftmaxWithSharedDenominator;
 
-constexpr const char* kReducers = R"(
-%sum (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-%max (c: f32[], d: f32[]) -> f32[] {
-  %c = f32[] parameter(0)
-  %d = f32[] parameter(1)
-  ROOT %m = f32[] maximum(%c, %d)
-}
-)";
 
-// Softmax y = e / broadcast(sum(e)), e = exp(x - broadcast(max(x))), whose
-// denominator bz is also read by a second consumer t = dy / bz (as softmax's
-// gradient reads it). bz reads 1/256 of its bytes (z): it is recomputed in
-// both y's and t's kernels, which then stay kernels (of one op and bz)
-// instead of unfused divides reading a written bz. ex is exp (expensive)
-// with three readers: not duplicated; its loop kernel {bm, s, ex} is taken
-// into the sum's kernel (multi-output fusion: y and t come after z), which
-// writes ex and z.
-constexpr const char* kSoftmaxWithSharedDenominator = R"(
-ENTRY %e (x: f32[64,256], dy: f32[64,256]) -> (f32[64,256], f32[64,256]) {
-  %x = f32[64,256] parameter(0)
-  %dy = f32[64,256] parameter(1)
-  %ninf = f32[] constant(-inf)
-  %mx = f32[64] reduce(%x, %ninf), dimensions={1}, to_apply=%max
-  %bm = f32[64,256] broadcast(%mx), dimensions={0}
-  %s = f32[64,256] subtract(%x, %bm)
-  %ex = f32[64,256] exponential(%s)
-  %zero = f32[] constant(0)
-  %z = f32[64] reduce(%ex, %zero), dimensions={1}, to_apply=%sum
-  %bz = f32[64,256] broadcast(%z), dimensions={0}
-  %y = f32[64,256] divide(%ex, %bz)
-  %t = f32[64,256] divide(%dy, %bz)
-  ROOT %r = (f32[64,256], f32[64,256]) tuple(%y, %t)
-})";
 
 TEST(FusionDuplication, SoftmaxDenominatorIsRecomputedInEachReader) {
   Module m = parse_hlo(std::string("HloModule m\n") + kReducers + kSoftmaxWithSharedDenominator);
