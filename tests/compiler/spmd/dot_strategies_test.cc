@@ -239,7 +239,7 @@ TEST(SpmdDot, Dot2DPartitionedBatchAndContracting) {
   EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.full_replications, 0);
   // The all-reduce runs within groups of 4 (the K tiles), not over all 8.
   for (const Instruction& instr : p.result.module.entry().instructions())
-    if (instr.opcode == Opcode::kAllReduce) EXPECT_EQ(instr.attrs.replica_groups.group_size(8), 4);
+    if (instr.opcode == Opcode::kAllReduce) { EXPECT_EQ(instr.attrs.replica_groups.group_size(8), 4); }
 }
 
 TEST(SpmdDot, Dot3DMeshBatchNonContractingContracting) {
@@ -256,7 +256,7 @@ TEST(SpmdDot, Dot3DMeshBatchNonContractingContracting) {
   EXPECT_EQ(p.result.stats.all_reduces, 1);
   EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.full_replications + p.result.stats.all_to_alls, 0);
   for (const Instruction& instr : p.result.module.entry().instructions())
-    if (instr.opcode == Opcode::kAllReduce) EXPECT_EQ(instr.attrs.replica_groups.group_size(8), 2);
+    if (instr.opcode == Opcode::kAllReduce) { EXPECT_EQ(instr.attrs.replica_groups.group_size(8), 2); }
 }
 
 TEST(SpmdDot, DotPartialContracting) {
@@ -271,7 +271,7 @@ TEST(SpmdDot, DotPartialContracting) {
   EXPECT_EQ(p.result.stats.all_reduces, 1);
   EXPECT_EQ(p.result.stats.all_gathers, 0);
   for (const Instruction& instr : p.result.module.entry().instructions())
-    if (instr.opcode == Opcode::kAllReduce) EXPECT_EQ(instr.attrs.replica_groups.group_size(4), 2);
+    if (instr.opcode == Opcode::kAllReduce) { EXPECT_EQ(instr.attrs.replica_groups.group_size(4), 2); }
 }
 
 TEST(SpmdDot, DotPartialNonContracting) {

@@ -50,8 +50,9 @@ TEST(SpmdDotTransformer, Layer2DHasNoFullReplicationAndIsEquivalent) {
   EXPECT_EQ(s.all_reduces, 4);
   EXPECT_EQ(s.all_to_alls + s.collective_permutes, 0);
   for (const Instruction& instr : p.result.module.entry().instructions())
-    if (instr.opcode == Opcode::kAllReduce || instr.opcode == Opcode::kAllGather || instr.opcode == Opcode::kReduceScatter)
+    if (instr.opcode == Opcode::kAllReduce || instr.opcode == Opcode::kAllGather || instr.opcode == Opcode::kReduceScatter) {
       EXPECT_TRUE(instr.attrs.replica_groups.iota.has_value()) << instr.name;
+    }
 }
 
 }  // namespace

@@ -172,7 +172,7 @@ TEST(SpmdConstant, UniformConstantIsBuiltAtShardSize) {
                           4);
   expect_equivalent(p);
   for (const Instruction& instr : p.result.module.entry().instructions())
-    if (instr.opcode == Opcode::kConstant) EXPECT_LE(instr.shape.num_elements(), 4) << instr.name;
+    if (instr.opcode == Opcode::kConstant) { EXPECT_LE(instr.shape.num_elements(), 4) << instr.name; }
 }
 
 }  // namespace

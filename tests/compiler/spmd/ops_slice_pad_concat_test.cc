@@ -147,8 +147,8 @@ TEST(SpmdPad, PadAlongPartitionedDimensionOn1DMeshes) {
                             n);
     expect_equivalent(p, 2);
     expect_no_gather(p.result);
-    if (n == 2) EXPECT_EQ(p.result.stats.collective_permutes, 0);
-    if (n > 2) EXPECT_GE(p.result.stats.collective_permutes, 1) << n;
+    if (n == 2) { EXPECT_EQ(p.result.stats.collective_permutes, 0); }
+    if (n > 2) { EXPECT_GE(p.result.stats.collective_permutes, 1) << n; }
   }
 }
 
@@ -228,7 +228,7 @@ TEST(SpmdConcat, ConcatenateAlongPartitionedDimensionUnevenOn1DMeshes) {
                             n);
     expect_equivalent(p, 4);
     EXPECT_EQ(p.result.stats.full_replications, 0) << n;
-    if (n == 2) EXPECT_EQ(p.result.stats.all_gathers, 0);
+    if (n == 2) { EXPECT_EQ(p.result.stats.all_gathers, 0); }
   }
 }
 
