@@ -1,6 +1,7 @@
 // Module/Computation containers: UserLists equals compute_users, append
 // keeps ids and contents through growth, copy_emptying empties only the
 // named computation.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "compiler/ir/builder.h"
@@ -43,13 +44,13 @@ TEST(Computation, AppendKeepsIdsAndContentsThroughGrowth) {
   Computation comp("c");
   for (int i = 0; i < 1000; ++i) {
     Instruction in;
-    in.name = "i" + std::to_string(i);
+    in.name = fmt::format("i{}", i);
     in.opcode = Opcode::kParameter;
     in.attrs.parameter_number = i;
     EXPECT_EQ(comp.append(std::move(in)), i);
   }
   for (InstrId i = 0; i < comp.size(); ++i) {
-    EXPECT_EQ(comp.instr(i).name, "i" + std::to_string(i));
+    EXPECT_EQ(comp.instr(i).name, fmt::format("i{}", i));
     EXPECT_EQ(comp.instr(i).attrs.parameter_number, i);
   }
 }

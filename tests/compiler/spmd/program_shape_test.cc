@@ -117,7 +117,9 @@ TEST(SpmdProgram, PartitionOffsetsAreArithmeticNotTables) {
   for (const auto* p : {&small, &large}) {
     EXPECT_EQ(p->result.stats.all_gathers + p->result.stats.all_reduces + p->result.stats.collective_permutes, 0);
     for (const Instruction& instr : p->result.module.entry().instructions())
-      if (instr.opcode == Opcode::kConstant) EXPECT_LE(instr.shape.num_elements(), 1) << instr.name;
+      if (instr.opcode == Opcode::kConstant) {
+        EXPECT_LE(instr.shape.num_elements(), 1) << instr.name;
+      }
   }
   EXPECT_EQ(small.result.module.entry().size(), large.result.module.entry().size());
   EXPECT_EQ(print_hlo(parse_hlo(print_hlo(large.result.module))), print_hlo(large.result.module));

@@ -9,6 +9,7 @@
 // PODSIM_PROPERTY_FAMILIES=unary,dot,... restricts the op families drawn;
 // PODSIM_PROPERTY_HLO=<file> runs an HLO file (e.g. a hand-minimised
 // failing case; num_partitions from its HloModule line) through the same checks.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -141,7 +142,7 @@ TEST(SpmdProperty, RandomModulesPartitionToEquivalentPrograms) {
     if (!outcome.ok) {
       // Print the first few in full; count the rest.
       if (++failures <= 3) ADD_FAILURE() << outcome.report;
-      failing_seeds += " " + std::to_string(seed);
+      failing_seeds += fmt::format(" {}", seed);
       continue;
     }
     total.all_reduces += outcome.stats.all_reduces;
