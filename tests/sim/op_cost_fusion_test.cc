@@ -64,21 +64,8 @@ TEST(OpCostFusion, SoftmaxWithSharedDenominatorBytes) {
 // and z are members) and writes its result (N): read 2N + 8, written 2N.
 // A kernel writing ds would add a write of N and a read of N per reader.
 TEST(OpCostFusion, DuplicatedBroadcastSliceCostsNoBytes) {
-  const auto m = compiler::parse_hlo(R"(HloModule m
-ENTRY %e (p: f32[8,1024], q: f32[8,1024], i: s32[]) -> (f32[8,1024], f32[8,1024]) {
-  %p = f32[8,1024] parameter(0)
-  %q = f32[8,1024] parameter(1)
-  %i = s32[] parameter(2)
-  %c = f32[] constant(0.5)
-  %big = f32[64,1024] broadcast(%c), dimensions={}
-  %z = s32[] constant(0)
-  %ds = f32[8,1024] dynamic-slice(%big, %i, %z), dynamic_slice_sizes={8,1024}
-  %a = f32[8,1024] multiply(%p, %ds)
-  %ta = f32[8,1024] tanh(%a)
-  %b = f32[8,1024] multiply(%q, %ds)
-  %tb = f32[8,1024] tanh(%b)
-  ROOT %r = (f32[8,1024], f32[8,1024]) tuple(%ta, %tb)
-})");
+  const auto m =
+      compiler::parse_hlo(std::string("HloModule m\n") + compiler::fusion_fixtures::kScaledBySliceOfBroadcast);
   const compiler::Computation& c = m.entry();
   const double n = 8.0 * 1024 * 4;
   const compiler::FusionPlan plan = compiler::plan_fusion(c);
@@ -95,22 +82,8 @@ ENTRY %e (p: f32[8,1024], q: f32[8,1024], i: s32[]) -> (f32[8,1024], f32[8,1024]
 // read 3N + R, written 2N + R (separate kernels: e's reads 2N writes N,
 // z's reads N writes R: one more read of N).
 TEST(OpCostFusion, MultiOutputKernelWritesItsExtraOutput) {
-  const auto m = compiler::parse_hlo(R"(HloModule m
-%sum (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-ENTRY %e (a: f32[64,256], b: f32[64,256]) -> f32[64,256] {
-  %a = f32[64,256] parameter(0)
-  %b = f32[64,256] parameter(1)
-  %m = f32[64,256] multiply(%a, %b)
-  %e = f32[64,256] exponential(%m)
-  %zero = f32[] constant(0)
-  %z = f32[64] reduce(%e, %zero), dimensions={1}, to_apply=%sum
-  %bz = f32[64,256] broadcast(%z), dimensions={0}
-  ROOT %y = f32[64,256] divide(%e, %bz)
-})");
+  const auto m = compiler::parse_hlo(std::string("HloModule m\n") + compiler::fusion_fixtures::kReducers +
+                                     compiler::fusion_fixtures::kNormalize);
   const compiler::Computation& c = m.entry();
   const double n = 64.0 * 256 * 4;
   const double r = 64.0 * 4;

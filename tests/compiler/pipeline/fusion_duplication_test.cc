@@ -44,21 +44,7 @@ TEST(FusionDuplication, DynamicSliceOfABroadcastConstantIsRecomputed) {
   // reads nothing but a scalar, and both of its readers fuse: it is a
   // member of both groups (with its broadcast and constant), not a kernel
   // writing 32 KiB.
-  Module m = parse_hlo(R"(HloModule m
-ENTRY %e (p: f32[8,1024], q: f32[8,1024], i: s32[]) -> (f32[8,1024], f32[8,1024]) {
-  %p = f32[8,1024] parameter(0)
-  %q = f32[8,1024] parameter(1)
-  %i = s32[] parameter(2)
-  %c = f32[] constant(0.5)
-  %big = f32[64,1024] broadcast(%c), dimensions={}
-  %z = s32[] constant(0)
-  %ds = f32[8,1024] dynamic-slice(%big, %i, %z), dynamic_slice_sizes={8,1024}
-  %a = f32[8,1024] multiply(%p, %ds)
-  %ta = f32[8,1024] tanh(%a)
-  %b = f32[8,1024] multiply(%q, %ds)
-  %tb = f32[8,1024] tanh(%b)
-  ROOT %r = (f32[8,1024], f32[8,1024]) tuple(%ta, %tb)
-})");
+  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kScaledBySliceOfBroadcast);
   const Computation& c = m.entry();
   FusionPlan plan = plan_fusion(c);
   ASSERT_EQ(plan.groups.size(), 2u);

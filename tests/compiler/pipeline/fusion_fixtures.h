@@ -43,4 +43,37 @@ ENTRY %e (x: f32[64,256], dy: f32[64,256]) -> (f32[64,256], f32[64,256]) {
   ROOT %r = (f32[64,256], f32[64,256]) tuple(%y, %t)
 })";
 
+// The partitioner's per-device constant: ds = dynamic-slice(broadcast(0.5))
+// (a slice of a broadcast scalar at a device offset i) scales p and q in two
+// kernels, each followed by a tanh.
+constexpr const char* kScaledBySliceOfBroadcast = R"(
+ENTRY %e (p: f32[8,1024], q: f32[8,1024], i: s32[]) -> (f32[8,1024], f32[8,1024]) {
+  %p = f32[8,1024] parameter(0)
+  %q = f32[8,1024] parameter(1)
+  %i = s32[] parameter(2)
+  %c = f32[] constant(0.5)
+  %big = f32[64,1024] broadcast(%c), dimensions={}
+  %z = s32[] constant(0)
+  %ds = f32[8,1024] dynamic-slice(%big, %i, %z), dynamic_slice_sizes={8,1024}
+  %a = f32[8,1024] multiply(%p, %ds)
+  %ta = f32[8,1024] tanh(%a)
+  %b = f32[8,1024] multiply(%q, %ds)
+  %tb = f32[8,1024] tanh(%b)
+  ROOT %r = (f32[8,1024], f32[8,1024]) tuple(%ta, %tb)
+})";
+
+// e = exp(a * b) is reduced by z and read again by y = e / broadcast(z),
+// which comes after z (reads kReducers' %sum).
+constexpr const char* kNormalize = R"(
+ENTRY %e (a: f32[64,256], b: f32[64,256]) -> f32[64,256] {
+  %a = f32[64,256] parameter(0)
+  %b = f32[64,256] parameter(1)
+  %m = f32[64,256] multiply(%a, %b)
+  %e = f32[64,256] exponential(%m)
+  %zero = f32[] constant(0)
+  %z = f32[64] reduce(%e, %zero), dimensions={1}, to_apply=%sum
+  %bz = f32[64,256] broadcast(%z), dimensions={0}
+  ROOT %y = f32[64,256] divide(%e, %bz)
+})";
+
 }  // namespace podsim::compiler::fusion_fixtures

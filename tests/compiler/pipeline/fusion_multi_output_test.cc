@@ -5,6 +5,7 @@
 
 #include "compiler/pipeline/fusion.h"
 #include "compiler/pipeline/memory_plan.h"
+#include "tests/compiler/pipeline/fusion_fixtures.h"
 #include "tests/compiler/pipeline/test_util.h"
 
 namespace podsim::compiler {
@@ -14,30 +15,8 @@ using pipeline_test::id_of;
 using pipeline_test::member_names;
 using Names = std::vector<std::string>;
 
-constexpr const char* kSum = R"(
-%sum (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-)";
-
-// e = exp(a * b) is reduced by z and read again by y = e / broadcast(z),
-// which comes after z: z's kernel computes e too and writes e and z.
-constexpr const char* kNormalize = R"(
-ENTRY %e (a: f32[64,256], b: f32[64,256]) -> f32[64,256] {
-  %a = f32[64,256] parameter(0)
-  %b = f32[64,256] parameter(1)
-  %m = f32[64,256] multiply(%a, %b)
-  %e = f32[64,256] exponential(%m)
-  %zero = f32[] constant(0)
-  %z = f32[64] reduce(%e, %zero), dimensions={1}, to_apply=%sum
-  %bz = f32[64,256] broadcast(%z), dimensions={0}
-  ROOT %y = f32[64,256] divide(%e, %bz)
-})";
-
 TEST(FusionMultiOutput, ReduceTakesInTheLoopKernelItReduces) {
-  Module m = parse_hlo(std::string("HloModule m\n") + kSum + kNormalize);
+  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kReducers + fusion_fixtures::kNormalize);
   const Computation& c = m.entry();
   FusionPlan plan = plan_fusion(c);
   ASSERT_EQ(plan.groups.size(), 2u);
@@ -55,7 +34,7 @@ TEST(FusionMultiOutput, ExtraOutputHasABuffer) {
   // kernel and read by y's: live [3, 7]; z (R = 256 B) [5, 7]. Peak at y:
   // 4N + R = 262400 B. Were e a fused intermediate, y would read through
   // it to a and b: 3N + R.
-  Module m = parse_hlo(std::string("HloModule m\n") + kSum + kNormalize);
+  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kReducers + fusion_fixtures::kNormalize);
   std::vector<FusionPlan> fusion(static_cast<size_t>(m.computation_count()));
   fusion[static_cast<size_t>(m.entry_id())] = plan_fusion(m.entry());
   std::vector<std::vector<InstrId>> schedule;  // id order
@@ -69,7 +48,7 @@ TEST(FusionMultiOutput, NotWhenAnotherReaderComesBeforeTheReduce) {
   // stays at its root's place in id order (the schedule's topological
   // order of units), so the merge is refused and e stays its own kernel's
   // root.
-  Module m = parse_hlo(std::string("HloModule m\n") + kSum + R"(
+  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kReducers + R"(
 ENTRY %e (a: f32[64,256], b: f32[64,256]) -> (f32[64,256], f32[64]) {
   %a = f32[64,256] parameter(0)
   %b = f32[64,256] parameter(1)
@@ -95,7 +74,7 @@ TEST(FusionMultiOutput, NotForALoopOfAnotherShape) {
   // r reduces d = e[:, :128] (a slice, fused into r's kernel), not e
   // itself: e's loop ([64,256]) is not the reduce's input loop ([64,128]),
   // so the kernels stay apart.
-  Module m = parse_hlo(std::string("HloModule m\n") + kSum + R"(
+  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kReducers + R"(
 ENTRY %e (a: f32[64,256], b: f32[64,256]) -> (f32[64,256], f32[64]) {
   %a = f32[64,256] parameter(0)
   %b = f32[64,256] parameter(1)
@@ -121,12 +100,7 @@ TEST(FusionMultiOutput, NotForAKernelThatEndsABiggerValuesLife) {
   // frees more than it writes, which the schedule runs early. Merged into
   // cnt's kernel (which reduces select(eq, 1, 0)), it would run at cnt's
   // place and keep l alive that long, so it stays its own kernel {bm, eq}.
-  Module m = parse_hlo(std::string("HloModule m\n") + kSum + R"(
-%max (c: f32[], d: f32[]) -> f32[] {
-  %c = f32[] parameter(0)
-  %d = f32[] parameter(1)
-  ROOT %m = f32[] maximum(%c, %d)
-}
+  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kReducers + R"(
 ENTRY %e (x: f32[64,256], g: f32[64,256]) -> (f32[64,256], f32[64]) {
   %x = f32[64,256] parameter(0)
   %g = f32[64,256] parameter(1)
