@@ -16,7 +16,7 @@ namespace podsim::compiler {
 struct CompileOptions {
   int64_t num_devices = 1;
   // nullopt: compile the module as it is (an inference step / an HLO file).
-  std::optional<TrainingStepOptions> training;
+  std::optional<TrainingStepOptions> training = std::nullopt;
   // remat "auto": the smallest recomputation whose memory plan fits this
   // many bytes per device (XLA's rematerialization pass); 0 = no auto remat.
   bool remat_auto = false;

@@ -2,6 +2,8 @@
 // = instruction order, no fusion) and small tpuv3-based systems.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
 
@@ -32,7 +34,7 @@ inline hw::System make_system(std::vector<int64_t> mesh, const hw::Overrides& ov
 // A 1-D torus of `n` chips, one device per chip: the full pod, so its ring
 // closes over the wraparound link and collectives take their closed forms.
 inline hw::System ring_system(int64_t n) {
-  return make_system({n}, {{"ici.pod_dims", "[" + std::to_string(n) + "]"},
+  return make_system({n}, {{"ici.pod_dims", fmt::format("[{}]", n)},
                            {"ici.pod_wraparound", "[true]"},
                            {"chip.devices_per_chip", "1"}});
 }

@@ -53,8 +53,9 @@ TEST(TrainingCompile, SgdStepCompilesAndPlansMemory) {
   for (InstrId id = 0; id < entry.size(); ++id) {
     const Instruction& instr = entry.instr(id);
     EXPECT_FALSE(instr.opcode == Opcode::kCustomCall && instr.attrs.custom_call_target == "Sharding");
-    if (instr.opcode != Opcode::kParameter && id != entry.root())
+    if (instr.opcode != Opcode::kParameter && id != entry.root()) {
       EXPECT_FALSE(users[static_cast<size_t>(id)].empty()) << instr.name;
+    }
   }
   EXPECT_GT(p.stats.dead_instructions_removed, 0);
 }

@@ -1,6 +1,8 @@
 // Random module generator for the partitioner property test (see random_graph.h).
 #include "tests/compiler/spmd/random_graph.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <functional>
@@ -76,7 +78,7 @@ class GraphBuilder {
 
   InstrId parameter(const Dims& dims) {
     const int64_t number = next_parameter_++;
-    return builder_->parameter(number, Shape(DType::kF32, dims), "p" + std::to_string(number));
+    return builder_->parameter(number, Shape(DType::kF32, dims), fmt::format("p{}", number));
   }
   InstrId pick_value() { return pick(rng_, pool_); }
   // A pool value of the given dims other than `except` (or a new parameter).
@@ -210,7 +212,7 @@ class GraphBuilder {
         if (!fits(out)) return std::nullopt;
         const int64_t number = next_parameter_++;
         const InstrId indices =
-            builder_->parameter(number, Shape(DType::kS32, {lookups}), "p" + std::to_string(number));
+            builder_->parameter(number, Shape(DType::kS32, {lookups}), fmt::format("p{}", number));
         return builder_->gather(v, indices, std::move(gd), std::move(slice_sizes));
       }
       case OpFamily::kCopy: {

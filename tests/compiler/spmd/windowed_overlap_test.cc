@@ -57,9 +57,12 @@ void expect_body_overlaps(const Module& m, int64_t permutes_per_step) {
   EXPECT_GE(count_in(body, Opcode::kDot), 1);
   for (InstrId id = 0; id < body.size(); ++id) {
     const Instruction& instr = body.instr(id);
-    if (instr.opcode == Opcode::kDot) EXPECT_FALSE(reads_opcode(body, id, Opcode::kCollectivePermute)) << instr.name;
-    if (instr.opcode == Opcode::kCollectivePermute)
+    if (instr.opcode == Opcode::kDot) {
+      EXPECT_FALSE(reads_opcode(body, id, Opcode::kCollectivePermute)) << instr.name;
+    }
+    if (instr.opcode == Opcode::kCollectivePermute) {
       EXPECT_EQ(body.instr(instr.operand(0)).opcode, Opcode::kGetTupleElement) << instr.name;
+    }
   }
 }
 
