@@ -8,9 +8,9 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/test_files.h"
 
 namespace podsim::cli_test {
 
@@ -50,10 +50,7 @@ inline SplitRun run_split(const std::string& args) {
   const fs::path err_file = fs::temp_directory_path() / ("podsim_cli_test." + std::to_string(getpid()) + ".stderr");
   SplitRun r;
   r.out = detail::capture_stdout(std::string(PODSIM_BINARY) + " " + args + " 2>" + err_file.string(), r.exit_code);
-  std::ifstream in(err_file);
-  std::stringstream s;
-  s << in.rdbuf();
-  r.err = s.str();
+  r.err = test_files::read_file(err_file);
   fs::remove(err_file);
   return r;
 }
@@ -73,15 +70,8 @@ inline std::filesystem::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-// A file's bytes ("" when it cannot be read).
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A path in the source tree (fixtures, shipped workloads).
-inline std::string source_path(const std::string& rel) { return std::string(PODSIM_SOURCE_DIR) + "/" + rel; }
+// A file's bytes; a path in the source tree (tests/test_files.h).
+using test_files::read_file;
+using test_files::source_path;
 
 }  // namespace podsim::cli_test

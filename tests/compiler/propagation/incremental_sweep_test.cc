@@ -2,21 +2,13 @@
 // anything: every fixture propagated with and without it gets the same
 // sharding on every instruction and the same sweep and change counts. Also
 // the change clock of PropagationState that the skip relies on.
-#include <fstream>
-#include <sstream>
 
 #include "compiler/propagation/propagation_state.h"
 #include "tests/compiler/propagation/test_util.h"
+#include "tests/test_files.h"
 
 namespace podsim::compiler::testing {
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct Propagated {
   Module module;
@@ -24,7 +16,7 @@ struct Propagated {
 };
 
 Propagated propagate_file(const std::string& relative_path, bool rerun_every_rule) {
-  Propagated out{parse_hlo(read_file(std::string(PODSIM_SOURCE_DIR) + "/" + relative_path), relative_path), {}};
+  Propagated out{parse_hlo(test_files::read_source_file(relative_path), relative_path), {}};
   PropagationOptions options;
   options.rerun_every_rule = rerun_every_rule;
   out.stats = propagate_shardings(out.module, options);
@@ -63,7 +55,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, SkipChangesNothing,
 // condition parameter): setting one member stamps every member, and only
 // them, with ticks after the clock read before the write.
 TEST(ChangeClock, WriteStampsTheValueAndItsControlFlowGroup) {
-  Module m = parse_hlo(read_file(std::string(PODSIM_SOURCE_DIR) + "/tests/fixtures/hlo/while_loop.hlo"), "while");
+  Module m = parse_hlo(test_files::read_source_file("tests/fixtures/hlo/while_loop.hlo"), "while");
   propagation::PropagationState state(m);
   const CompId entry = m.entry_id();
   InstrId while_id = kNoId;

@@ -5,23 +5,15 @@
 //   Q/K/V (B,L,N,D)     = [x,-,y,-] -> {devices=[2,1,4,1]<=[8]}
 //   FFN hidden (B,L,H)  = [x,-,y]   -> {devices=[2,1,4]<=[8]}
 //   scores/probs (B,N,L,T) and context (B,N,L,D): heads on y -> [x,y,-,-]
-#include <fstream>
-#include <sstream>
 
 #include "tests/compiler/propagation/test_util.h"
+#include "tests/test_files.h"
 
 namespace podsim::compiler::testing {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(TransformerLayer2D, EveryForwardActivationGetsTheGspmd2DSharding) {
-  Module m = propagate_text(read_file(std::string(PODSIM_SOURCE_DIR) + "/workloads/examples/transformer_layer_2d.hlo"));
+  Module m = propagate_text(test_files::read_source_file("workloads/examples/transformer_layer_2d.hlo"));
   const std::string act = canon("{devices=[2,1,4]<=[8]}");
   for (const char* name : {"h", "ln1_centered", "ln1_normed", "attn_out", "residual_1", "h2", "ln2_normed",
                            "ffn_out", "residual_2"})

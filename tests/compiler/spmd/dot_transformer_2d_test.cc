@@ -6,23 +6,14 @@
 // and the program must compute the same layer.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "tests/compiler/spmd/dot_test_util.h"
+#include "tests/test_files.h"
 
 namespace podsim::compiler {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(SpmdDotTransformer, Layer2DHasNoFullReplicationAndIsEquivalent) {
-  auto p = spmd_dot_test::partition(read_file(std::string(PODSIM_SOURCE_DIR) + "/workloads/examples/transformer_layer_2d.hlo"), 8);
+  auto p = spmd_dot_test::partition(test_files::read_source_file("workloads/examples/transformer_layer_2d.hlo"), 8);
   spmd_dot_test::expect_equivalent(p, 11);
   const SpmdStats& s = p.result.stats;
   EXPECT_EQ(s.full_replications, 0);
