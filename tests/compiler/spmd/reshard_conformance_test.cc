@@ -21,21 +21,11 @@
 namespace podsim::compiler {
 namespace {
 
+using spmd_test::groups_of;
 using spmd_test::expect_equivalent;
 using spmd_test::Partitioned;
 using spmd_test::copy_module;
 using spmd_test::partition_text;
-
-// (group size, number of groups) of every `op` in the partitioned entry.
-std::vector<std::pair<int64_t, int64_t>> groups_of(const Partitioned& p, Opcode op) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  const int64_t n = p.result.module.num_partitions();
-  for (const Instruction& instr : p.result.module.entry().instructions())
-    if (instr.opcode == op)
-      out.emplace_back(instr.attrs.replica_groups.group_size(n),
-                       static_cast<int64_t>(instr.attrs.replica_groups.expand(n).size()));
-  return out;
-}
 
 using Groups = std::vector<std::pair<int64_t, int64_t>>;
 

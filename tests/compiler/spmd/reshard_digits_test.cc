@@ -17,6 +17,7 @@
 namespace podsim::compiler {
 namespace {
 
+using spmd_test::groups_of;
 using spmd_test::expect_equivalent;
 using spmd_test::Partitioned;
 using spmd_test::copy_module;
@@ -26,16 +27,6 @@ int64_t total_collectives(const SpmdStats& s) {
   return s.all_reduces + s.all_gathers + s.all_to_alls + s.collective_permutes + s.reduce_scatters;
 }
 
-// (group size, number of groups) of every `op` in the partitioned entry.
-std::vector<std::pair<int64_t, int64_t>> groups_of(const Partitioned& p, Opcode op) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  const int64_t n = p.result.module.num_partitions();
-  for (const Instruction& instr : p.result.module.entry().instructions())
-    if (instr.opcode == op)
-      out.emplace_back(instr.attrs.replica_groups.group_size(n),
-                       static_cast<int64_t>(instr.attrs.replica_groups.expand(n).size()));
-  return out;
-}
 using Groups = std::vector<std::pair<int64_t, int64_t>>;
 
 // The brief's case, scaled to a [4,2] mesh: [4,2]<=[2,4]T(1,0) with the last

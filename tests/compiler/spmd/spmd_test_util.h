@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/hlo/hlo_parser.h"
@@ -38,6 +39,17 @@ inline Partitioned partition_text(const std::string& hlo, int64_t devices) {
 inline void expect_equivalent(const Partitioned& p, uint64_t seed = 1) {
   VerifyResult r = verify_partitioning(p.annotated, p.result.module, seed, 1e-4);
   EXPECT_TRUE(r.ok) << r.first_mismatch << "\n" << print_hlo(p.result.module);
+}
+
+// (group size, number of groups) of every `op` in the partitioned entry.
+inline std::vector<std::pair<int64_t, int64_t>> groups_of(const Partitioned& p, Opcode op) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const int64_t n = p.result.module.num_partitions();
+  for (const Instruction& instr : p.result.module.entry().instructions())
+    if (instr.opcode == op)
+      out.emplace_back(instr.attrs.replica_groups.group_size(n),
+                       static_cast<int64_t>(instr.attrs.replica_groups.expand(n).size()));
+  return out;
 }
 
 // An f32 parameter of `dims` sharded `from`, copied to `to`: a copy whose
