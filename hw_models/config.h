@@ -72,6 +72,14 @@ struct IciConfig {
   // all-to-all sends n-1 messages per device, one after another.
   double message_overhead_s = 0;
   std::string collective_algorithm;  // "auto" or a fixed algorithm name
+  // Collectives of one kind (all-reduce, all-gather, reduce-scatter,
+  // all-to-all, collective-permute) a device runs at the same time; different
+  // kinds always run concurrently, sharing the links they both use. XLA's
+  // latency-hiding scheduler keeps at most this many in flight per kind
+  // (SchedulerConfig *_overlap_limit, default 1).
+  int64_t collectives_in_flight_per_kind = 1;
+  // Collectives of all kinds a device runs at the same time.
+  int64_t collectives_in_flight = 1;
 };
 
 struct HardwareConfig {

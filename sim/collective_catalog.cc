@@ -284,6 +284,29 @@ const FastCollectiveTiming& CollectiveCatalog::fast_timing(int32_t index) {
     timing->fair_share = flows <= kFairShareFlowLimit;
     timing->seconds = timing->fair_share ? hw::time_plan_fair_share(system_.topology(), merged) : merged.analytic_time_s;
   }
+  // Link busy times: of the merged plan, or (no common phases) of every
+  // group's own plan summed, the groups running at once either way.
+  std::map<hw::LinkId, double> busy;
+  auto add_plan = [&](const hw::CollectivePlan& plan) {
+    for (const auto& phase : plan.phases)
+      for (const auto& t : phase.link_loads)
+        busy[t.link] += static_cast<double>(phase.repeat) * t.bytes / system_.topology().link(t.link).bandwidth;
+  };
+  auto latency_of = [](const hw::CollectivePlan& plan) {
+    double latency = 0;
+    for (const auto& phase : plan.phases) latency += static_cast<double>(phase.repeat) * phase.latency_s;
+    return latency;
+  };
+  if (aligned) {
+    add_plan(merged);
+    timing->latency_s = latency_of(merged);
+  } else {
+    for (const auto& plan : s.plans) {
+      add_plan(plan);
+      if (plan.analytic_time_s >= timing->slowest_group_s) timing->latency_s = latency_of(plan);
+    }
+  }
+  timing->link_busy_s.assign(busy.begin(), busy.end());
   slot = std::move(timing);
   return *slot;
 }

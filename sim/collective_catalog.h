@@ -55,6 +55,14 @@ struct FastCollectiveTiming {
   bool fair_share = false;     // timed by fair sharing (else analytic)
   double fastest_group_s = 0;  // uncontended, alone
   double slowest_group_s = 0;
+  // Seconds each link spends carrying this collective's bytes (all groups,
+  // every phase x repeat, at the link's bandwidth), by link id; what
+  // collectives running at the same time share (collective_sharing.h).
+  std::vector<std::pair<hw::LinkId, double>> link_busy_s;
+  // The plan's latencies (every phase x repeat; of the slowest group's plan
+  // when the groups' phases differ): `seconds` minus this is the transfer
+  // that shares links.
+  double latency_s = 0;
 };
 
 // The row-major grid shape of `group` over the physical dims of `slice`, or

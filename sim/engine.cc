@@ -3,12 +3,15 @@
 
 #include <systemc>
 
+#include <array>
 #include <cstdlib>
+#include <deque>
 #include <fmt/format.h>
 #include <memory>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "sim/collective_sharing.h"
 #include "sim/fabric.h"
 
 // libsystemc's main() calls sc_main; podsim never enters through it (its own
@@ -24,7 +27,33 @@ using sc_core::SC_ZERO_TIME;
 
 namespace {
 
+// SystemC's default time resolution: a finish time within it of now is now.
+constexpr double kTimeResolution_s = 2e-12;
+
 enum class ComputeState { kStart, kBusy, kWaiting, kTail, kDone };
+
+constexpr size_t kCollectiveKinds = 5;  // hw::CollectiveKind
+
+// A collective this device is running.
+struct Running {
+  int32_t ordinal = -1;
+  int32_t op = -1;      // StepProgram op
+  int32_t spec = -1;    // catalog spec
+  size_t kind = 0;
+  double start_s = 0;
+  // Fast mode: a transfer part (the fraction left, its uncontended
+  // duration and its speed among the device's transferring collectives,
+  // collective_sharing.h), then the plan's latencies back to back (as the
+  // fabric runs a phase's transfer, then its latency), which use no link.
+  double remaining = 1;
+  double transfer_s = 0;
+  double speed = 1;
+  double latency_s = 0;
+  double finish_s = -1;  // set when the transfer is done
+  // Full mode: the group run on the fabric.
+  GroupRun* run = nullptr;
+  int32_t group = -1;
+};
 
 struct Device {
   int64_t id = 0;
@@ -34,15 +63,18 @@ struct Device {
   double wait_start_s = 0;
   double busy_start_s = 0;
   size_t next_progress = 0;
-  // Collective stream.
-  int32_t issued = 0, started = 0, done = 0;
-  bool collective_running = false;
-  int32_t running_ordinal = -1;
-  int32_t running_group = -1;
-  double collective_start_s = 0;
-  GroupRun* current = nullptr;
+  // Collective stream: issued ordinals wait per kind (in issue order) until
+  // fewer than the kind's in-flight limit run; kinds run concurrently.
+  int32_t issued = 0;
+  int32_t enqueued = 0;  // issued ordinals moved to `queued`
+  int32_t completed_count = 0;
+  std::vector<char> completed;  // per ordinal
+  std::array<std::deque<int32_t>, kCollectiveKinds> queued;
+  std::array<int64_t, kCollectiveKinds> running_of_kind{};
+  std::vector<Running> running;
+  double shares_updated_s = 0;   // fast mode: when `remaining` was last advanced
   std::vector<double> own_ready_s, group_start_s;  // per ordinal
-  sc_core::sc_event issued_event, done_event;
+  sc_core::sc_event collective_wake, done_event;
   DeviceAccount account;
 };
 
@@ -64,6 +96,7 @@ class EngineRun {
     for (int64_t i = 0; i < simulated; ++i) {
       auto d = std::make_unique<Device>();
       d->id = i;
+      d->completed.assign(collectives, 0);
       d->own_ready_s.assign(collectives, 0.0);
       d->group_start_s.assign(collectives, 0.0);
       d->account.collective_busy_s.assign(in_.program.ops.size(), 0.0);
@@ -118,14 +151,13 @@ class EngineRun {
       case ComputeState::kBusy: finish_op(d, t); break;
       case ComputeState::kWaiting:
       case ComputeState::kTail:
-        if (d.done <= d.waiting_for) {
+        if (!d.completed[static_cast<size_t>(d.waiting_for)]) {
           sc_core::next_trigger(d.done_event);
           return;
         }
         account_wait(d, t);
         if (d.compute == ComputeState::kTail) {
-          d.compute = ComputeState::kDone;
-          d.account.finish_s = t;
+          finish_tail(d, t);
           return;
         }
         break;
@@ -135,12 +167,7 @@ class EngineRun {
     d.compute = ComputeState::kStart;
     while (true) {
       if (d.cursor == steps_.size()) {
-        if (d.done < d.issued) {  // the step ends when its last collective does
-          wait_for_collective(d, d.issued - 1, ComputeState::kTail, t);
-          return;
-        }
-        d.compute = ComputeState::kDone;
-        d.account.finish_s = t;
+        finish_tail(d, t);
         return;
       }
       if (d.id == 0 && in_.progress && d.cursor >= d.next_progress) {
@@ -150,11 +177,11 @@ class EngineRun {
       const Step& step = steps_[d.cursor];
       if (step.collective) {
         ++d.issued;
-        d.issued_event.notify(SC_ZERO_TIME);
+        d.collective_wake.notify(SC_ZERO_TIME);
         ++d.cursor;
         continue;
       }
-      if (step.wait_for >= d.done) {
+      if (step.wait_for >= 0 && !d.completed[static_cast<size_t>(step.wait_for)]) {
         wait_for_collective(d, step.wait_for, ComputeState::kWaiting, t);
         return;
       }
@@ -168,6 +195,19 @@ class EngineRun {
       sc_core::next_trigger(sc_time(cost.seconds, SC_SEC));
       return;
     }
+  }
+
+  // The step ends when every collective it issued has: wait for the first
+  // one still running (collectives of different kinds finish out of order).
+  void finish_tail(Device& d, double t) {
+    if (d.completed_count < d.issued) {
+      int32_t first = 0;
+      while (d.completed[static_cast<size_t>(first)]) ++first;
+      wait_for_collective(d, first, ComputeState::kTail, t);
+      return;
+    }
+    d.compute = ComputeState::kDone;
+    d.account.finish_s = t;
   }
 
   void wait_for_collective(Device& d, int32_t ordinal, ComputeState state, double t) {
@@ -216,45 +256,134 @@ class EngineRun {
     d.account.collective_exposed_s[op] += wait - idle;
   }
 
+  // The collective stream: retire what finished, start what the per-kind
+  // limit lets start (in issue order), then sleep until the next finish or
+  // issue.
   void on_collective(Device& d) {
     ++activations_;
     const double t = now();
-    if (d.collective_running) {
-      if (d.current && !d.current->done) {
-        sc_core::next_trigger(d.current->done_event);
+    const bool fast = in_.fidelity == Fidelity::kFast;
+    if (fast) advance_shares(d, t);
+    for (size_t i = 0; i < d.running.size();) {
+      const Running& r = d.running[i];
+      const bool finished = fast ? r.finish_s >= 0 && r.finish_s <= t + kTimeResolution_s : r.run->done;
+      if (!finished) {
+        ++i;
+        continue;
+      }
+      --d.running_of_kind[r.kind];
+      complete(d, r, t);
+      d.running.erase(d.running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    for (; d.enqueued < d.issued; ++d.enqueued) enqueue(d, d.enqueued);
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      // Among the kinds that may start one, the lowest ordinal first.
+      size_t best = kCollectiveKinds;
+      if (static_cast<int64_t>(d.running.size()) >= in_.in_flight) break;
+      for (size_t k = 0; k < kCollectiveKinds; ++k)
+        if (!d.queued[k].empty() && d.running_of_kind[k] < in_.in_flight_per_kind &&
+            (best == kCollectiveKinds || d.queued[k].front() < d.queued[best].front()))
+          best = k;
+      if (best == kCollectiveKinds) break;
+      const int32_t ordinal = d.queued[best].front();
+      d.queued[best].pop_front();
+      start(d, ordinal, best, t);
+      changed = true;
+    }
+    if (fast) {
+      assign_shares(d);
+      double next = -1;
+      for (const Running& r : d.running) {
+        const double left = r.finish_s >= 0 ? r.finish_s - t : r.remaining * r.transfer_s / r.speed;
+        if (next < 0 || left < next) next = std::max(0.0, left);
+      }
+      if (next >= 0) {
+        sc_core::next_trigger(sc_time(next, SC_SEC), d.collective_wake);
         return;
       }
-      complete_collective(d, t);
     }
-    while (d.started < d.issued) {
-      const int32_t ordinal = d.started++;
-      const auto w = static_cast<size_t>(ordinal);
-      d.own_ready_s[w] = t;
-      d.group_start_s[w] = t;
-      d.running_ordinal = ordinal;
-      d.collective_start_s = t;
-      d.collective_running = true;
-      const int32_t op = steps_[static_cast<size_t>(in_.program.collective_steps[w])].op;
-      const int32_t spec_index = in_.program.ops[static_cast<size_t>(op)].collective;
-      if (in_.fidelity == Fidelity::kFast) {
-        const double duration = in_.fast_collective_s[static_cast<size_t>(spec_index)];
-        if (duration > 0) {
-          sc_core::next_trigger(sc_time(duration, SC_SEC));
-          return;
-        }
-      } else {
-        const CollectiveSpec& spec = in_.collectives.spec(spec_index);
-        const int32_t group = spec.group_of_device[static_cast<size_t>(d.id)];
-        if (group >= 0) {
-          d.running_group = group;
-          d.current = arrive(ordinal, group, op, spec);
-          sc_core::next_trigger(d.current->done_event);
-          return;
-        }
+    sc_core::next_trigger(d.collective_wake);
+  }
+
+  void enqueue(Device& d, int32_t ordinal) {
+    const int32_t spec = spec_of_ordinal(ordinal);
+    d.queued[static_cast<size_t>(in_.collectives.spec(spec).kind)].push_back(ordinal);
+  }
+
+  int32_t op_of_ordinal(int32_t ordinal) const {
+    return steps_[static_cast<size_t>(in_.program.collective_steps[static_cast<size_t>(ordinal)])].op;
+  }
+  int32_t spec_of_ordinal(int32_t ordinal) const {
+    return in_.program.ops[static_cast<size_t>(op_of_ordinal(ordinal))].collective;
+  }
+
+  void start(Device& d, int32_t ordinal, size_t kind, double t) {
+    const auto w = static_cast<size_t>(ordinal);
+    d.own_ready_s[w] = t;
+    d.group_start_s[w] = t;
+    Running r;
+    r.ordinal = ordinal;
+    r.op = op_of_ordinal(ordinal);
+    r.spec = spec_of_ordinal(ordinal);
+    r.kind = kind;
+    r.start_s = t;
+    if (in_.fidelity == Fidelity::kFast) {
+      const double alone = in_.fast_collective_s[static_cast<size_t>(r.spec)];
+      if (alone <= 0) {
+        complete(d, r, t);
+        return;
       }
-      complete_collective(d, t);
+      r.latency_s = std::min(alone, in_.collectives.fast_timing(r.spec).latency_s);
+      r.transfer_s = alone - r.latency_s;
+      if (r.transfer_s <= 0) r.finish_s = t + alone;
+    } else {
+      const CollectiveSpec& spec = in_.collectives.spec(r.spec);
+      r.group = spec.group_of_device[static_cast<size_t>(d.id)];
+      if (r.group < 0) {
+        complete(d, r, t);
+        return;
+      }
+      r.run = arrive(ordinal, r.group, r.op, spec);
+      r.run->member_wakes.push_back(&d.collective_wake);
     }
-    sc_core::next_trigger(d.issued_event);
+    ++d.running_of_kind[kind];
+    d.running.push_back(r);
+  }
+
+  // Fast mode: progress of every running collective since the last update
+  // at its speed; one whose finish time has come (within the kernel's 1 ps
+  // time resolution) is done.
+  void advance_shares(Device& d, double t) {
+    const double elapsed = t - d.shares_updated_s;
+    d.shares_updated_s = t;
+    for (Running& r : d.running) {
+      if (r.finish_s >= 0) continue;
+      const double left_s = r.remaining * r.transfer_s / r.speed - elapsed;
+      if (left_s <= kTimeResolution_s) {
+        r.remaining = 0;
+        r.finish_s = t + std::max(0.0, left_s) + r.latency_s;
+      } else {
+        r.remaining = left_s * r.speed / r.transfer_s;
+      }
+    }
+  }
+
+  void assign_shares(Device& d) {
+    std::vector<Running*> transferring;
+    for (Running& r : d.running)
+      if (r.finish_s < 0) transferring.push_back(&r);
+    if (transferring.size() == 1) transferring[0]->speed = 1;
+    if (transferring.size() < 2) return;
+    std::vector<int32_t> specs;
+    std::vector<SharedCollective> shared;
+    for (const Running* r : transferring) {
+      specs.push_back(r->spec);
+      shared.push_back({r->transfer_s, &in_.collectives.fast_timing(r->spec).link_busy_s});
+    }
+    const std::vector<double>& speeds = sharing_.speeds(specs, shared);
+    for (size_t i = 0; i < transferring.size(); ++i) transferring[i]->speed = speeds[i];
   }
 
   GroupRun* arrive(int32_t ordinal, int32_t group, int32_t op, const CollectiveSpec& spec) {
@@ -271,29 +400,29 @@ class EngineRun {
     return run;
   }
 
-  void complete_collective(Device& d, double t) {
-    const auto w = static_cast<size_t>(d.running_ordinal);
-    if (d.current) {
-      d.group_start_s[w] = d.current->start_s;
-      d.collective_start_s = d.current->start_s;
-      if (++d.current->released == d.current->expected)
-        runs_.erase((static_cast<int64_t>(d.running_ordinal) << 32) | static_cast<uint32_t>(d.running_group));
-      d.current = nullptr;
+  void complete(Device& d, const Running& r, double t) {
+    const auto w = static_cast<size_t>(r.ordinal);
+    double start_s = r.start_s;
+    if (r.run) {
+      d.group_start_s[w] = r.run->start_s;
+      start_s = r.run->start_s;
+      if (++r.run->released == r.run->expected)
+        runs_.erase((static_cast<int64_t>(r.ordinal) << 32) | static_cast<uint32_t>(r.group));
     }
-    const size_t step = static_cast<size_t>(in_.program.collective_steps[w]);
-    const OpInfo& op = op_of_step(step);
-    const double busy = t - d.collective_start_s;
-    d.account.collective_busy_s[static_cast<size_t>(steps_[step].op)] += busy;
+    const OpInfo& op = in_.program.ops[static_cast<size_t>(r.op)];
+    const double busy = t - start_s;
+    d.account.collective_busy_s[static_cast<size_t>(r.op)] += busy;
     if (in_.record_trace) {
       const auto& spec = in_.collectives.spec(op.collective);
-      result_.events.push_back(TraceEvent{d.id, "collectives", op.name, d.collective_start_s, busy,
+      result_.events.push_back(TraceEvent{d.id, fmt::format("collectives {}", hw::collective_kind_name(spec.kind)),
+                                          op.name, start_s, busy,
                                           {{"op_name", op.op_name},
                                            {"opcode", op.opcode},
                                            {"shape", op.shape},
                                            {"bytes", fmt::format("{}", spec.bytes_per_device)}}});
     }
-    ++d.done;
-    d.collective_running = false;
+    d.completed[w] = 1;
+    ++d.completed_count;
     d.done_event.notify(SC_ZERO_TIME);
   }
 
@@ -303,6 +432,7 @@ class EngineRun {
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<Fabric> fabric_;
   std::unordered_map<int64_t, std::unique_ptr<GroupRun>> runs_;
+  SharingCache sharing_;
   EngineResult result_;
   uint64_t activations_ = 0;
 };

@@ -5,10 +5,14 @@
 // steps in order (an op holds it for its cost; a collective step is issued
 // to the collective stream and the walk goes on; an op whose operands wait
 // for a collective blocks until the collective stream has finished it) and
-// the collective stream runs issued collectives one after another. Fast mode
-// gives each collective its cached duration; full mode makes the members of
-// each device group meet (the group starts when the last member is ready)
-// and runs the group's plan on the shared Fabric.
+// the collective stream runs the issued collectives: up to
+// in_flight_per_kind of each kind at once, in issue order within a kind,
+// different kinds concurrently (XLA's latency-hiding scheduler's per-kind
+// overlap limits). Fast mode gives each collective its cached duration,
+// stretched while others share its links (collective_sharing.h); full mode
+// makes the members of each device group meet (the group starts when the
+// last member is ready) and runs the group's plan on the shared Fabric,
+// whose link-level fair sharing slows concurrent collectives the same way.
 //
 // Accounting per device, from SystemC time: the compute stream is always
 // busy (compute), waiting for a collective (exposed communication) or, in
@@ -45,6 +49,8 @@ struct EngineInputs {
   Fidelity fidelity = Fidelity::kFast;
   int64_t devices = 1;                      // program devices
   std::vector<double> fast_collective_s;    // fast: per catalog spec
+  int64_t in_flight = 1;                    // ici.collectives_in_flight
+  int64_t in_flight_per_kind = 1;           // ici.collectives_in_flight_per_kind
   bool record_trace = false;
   std::function<void(double)> progress;
 };

@@ -38,6 +38,8 @@ struct GroupRun {
   bool started = false;
   bool done = false;
   sc_core::sc_event done_event;
+  // The members' collective streams, woken when the run is done.
+  std::vector<sc_core::sc_event*> member_wakes;
 };
 
 struct LinkTraceHook {

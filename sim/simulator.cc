@@ -120,8 +120,16 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   const StepProgram steps = flatten_program(FlattenInputs{program, costs, catalog});
   const FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices);
 
-  EngineInputs inputs{steps,          catalog, system.topology(),    choice.fidelity,
-                      program.num_devices, {},   options.record_trace, options.progress};
+  EngineInputs inputs{steps,
+                      catalog,
+                      system.topology(),
+                      choice.fidelity,
+                      program.num_devices,
+                      {},
+                      system.config().ici.collectives_in_flight,
+                      system.config().ici.collectives_in_flight_per_kind,
+                      options.record_trace,
+                      options.progress};
   if (choice.fidelity == Fidelity::kFast)
     for (int32_t spec = 0; spec < catalog.size(); ++spec)
       inputs.fast_collective_s.push_back(catalog.fast_timing(spec).seconds);

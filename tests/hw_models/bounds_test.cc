@@ -19,7 +19,8 @@ namespace {
 const std::vector<std::string> kIntKeys = {"core.tensor_cores_per_device", "core.mxus_per_tensor_core",
                                            "core.mxu_rows",               "core.mxu_cols",
                                            "core.vpu_lanes",              "core.vpu_sublanes",
-                                           "chip.devices_per_chip"};
+                                           "chip.devices_per_chip",       "ici.collectives_in_flight_per_kind",
+                                           "ici.collectives_in_flight"};
 
 std::vector<std::string> real_keys() {
   std::vector<std::string> keys;

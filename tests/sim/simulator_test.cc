@@ -291,13 +291,13 @@ TEST(Simulator, AllReduceTakesTheFasterOfMeshAndPhysicalOrder) {
 TEST(Simulator, TraceHasComputeCollectiveAndLinkTracks) {
   const hw::System system = ring_system(8);
   const Timeline fast = run(program_from_hlo(overlap_program(true)), system, Fidelity::kFast, true);
-  // One device: the dot on "compute", the all-reduce on "collectives".
+  // One device: the dot on "compute", the all-reduce on "collectives all-reduce".
   ASSERT_EQ(fast.events.size(), 2u);
   const Timeline full = run(program_from_hlo(overlap_program(true)), system, Fidelity::kFull, true);
   int64_t compute = 0, collectives = 0, links = 0;
   for (const TraceEvent& e : full.events) {
     if (e.track == "compute") ++compute;
-    else if (e.track == "collectives") ++collectives;
+    else if (e.track == "collectives all-reduce") ++collectives;
     else if (e.track.rfind("ici ", 0) == 0) ++links;
   }
   EXPECT_EQ(compute, 8);
