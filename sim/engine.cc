@@ -252,8 +252,7 @@ class EngineRun {
     const double idle = std::max(0.0, peer_to - peer_from);
     d.account.idle_s += idle;
     d.account.exposed_s += wait - idle;
-    const auto op = static_cast<size_t>(steps_[static_cast<size_t>(in_.program.collective_steps[w])].op);
-    d.account.collective_exposed_s[op] += wait - idle;
+    d.account.collective_exposed_s[static_cast<size_t>(op_of_ordinal(d.waiting_for))] += wait - idle;
   }
 
   // The collective stream: retire what finished, start what the per-kind
@@ -276,12 +275,9 @@ class EngineRun {
       d.running.erase(d.running.begin() + static_cast<std::ptrdiff_t>(i));
     }
     for (; d.enqueued < d.issued; ++d.enqueued) enqueue(d, d.enqueued);
-    bool changed = true;
-    while (changed) {
-      changed = false;
+    while (static_cast<int64_t>(d.running.size()) < in_.in_flight) {
       // Among the kinds that may start one, the lowest ordinal first.
       size_t best = kCollectiveKinds;
-      if (static_cast<int64_t>(d.running.size()) >= in_.in_flight) break;
       for (size_t k = 0; k < kCollectiveKinds; ++k)
         if (!d.queued[k].empty() && d.running_of_kind[k] < in_.in_flight_per_kind &&
             (best == kCollectiveKinds || d.queued[k].front() < d.queued[best].front()))
@@ -290,7 +286,6 @@ class EngineRun {
       const int32_t ordinal = d.queued[best].front();
       d.queued[best].pop_front();
       start(d, ordinal, best, t);
-      changed = true;
     }
     if (fast) {
       assign_shares(d);
