@@ -94,6 +94,18 @@ std::string resolve_hardware(const workloads::Workload& w) {
   return std::filesystem::exists(beside) ? beside.string() : w.hardware;
 }
 
+// The workload's mesh laid onto the hardware; a placement error without a
+// position of its own (the mesh does not fit the pod, the slice is not a
+// box, ...) points at the mesh in the workload file.
+hw::System place_mesh(const hw::HardwareConfig& hardware, const workloads::Workload& w) {
+  try {
+    return hw::System(hardware, mesh_layout(w.mesh));
+  } catch (const UserError& e) {
+    if (!e.location().file.empty()) throw;
+    throw UserError(w.mesh.location, e.message(), e.hint());
+  }
+}
+
 }  // namespace
 
 RunResult run_workload(const RunRequest& request) {
@@ -105,7 +117,7 @@ RunResult run_workload(const RunRequest& request) {
   result.workload = workloads::load_workload(request.workload_path, request.overrides);
   const workloads::Workload& w = result.workload;
   hw::HardwareConfig hardware = hw::load_hardware(resolve_hardware(w), w.hardware_overrides);
-  hw::System system(hardware, mesh_layout(w.mesh));
+  const hw::System system = place_mesh(hardware, w);
   workloads::BuiltModel model = workloads::build_model(w);
 
   progress("compiling", 0);

@@ -26,6 +26,10 @@ struct MeshSpec {
   // given directly as `mesh.order`).
   std::string order = "row_major";
   std::vector<int64_t> explicit_devices;  // when order is explicit
+  // Where the mesh was given (mesh.physical when present, else mesh.axes):
+  // errors of laying it onto the hardware (hw::System) point here. Empty
+  // for a MeshSpec built in code.
+  SourceLocation location;
   int64_t device_count() const;
 };
 

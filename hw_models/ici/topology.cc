@@ -88,16 +88,20 @@ Slice slice_from_physical(const HardwareConfig& config, const std::vector<int64_
   const auto& pod = config.ici.pod_dims;
   if (physical.size() != pod.size() + 1)
     throw UserError(fmt::format("physical shape [{}] must have {} entries: {} chip dims and devices per chip",
-                                fmt::join(physical, ", "), pod.size() + 1, pod.size()));
+                                fmt::join(physical, ", "), pod.size() + 1, pod.size()),
+                    fmt::format("give the chips along each of the {} pod dims, then the devices per chip",
+                                fmt::join(pod, "x")));
   std::vector<int64_t> chips(physical.begin(), physical.end() - 1);
   for (size_t d = 0; d < chips.size(); ++d)
     if (chips[d] < 1 || chips[d] > pod[d])
       throw UserError(fmt::format("physical shape [{}] does not fit the {} pod", fmt::join(physical, ", "),
-                                  fmt::join(pod, "x")));
+                                  fmt::join(pod, "x")),
+                      "each chip dim must be between 1 and the pod's size along it");
   const int64_t per_chip = physical.back();
   if (per_chip < 1 || per_chip > config.chip.devices_per_chip)
     throw UserError(fmt::format("physical shape [{}] uses {} devices per chip; {} has {}", fmt::join(physical, ", "),
-                                per_chip, config.name, config.chip.devices_per_chip));
+                                per_chip, config.name, config.chip.devices_per_chip),
+                    fmt::format("the last entry counts devices per chip: 1 to {}", config.chip.devices_per_chip));
   return Slice{chips, wraparound_for(config, chips), per_chip};
 }
 

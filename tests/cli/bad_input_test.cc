@@ -238,6 +238,15 @@ TEST_F(BadInput, RunHugeMeshExits2) {
   expect_run_error(f, "bad.yaml:" + std::to_string(line) + ":", "more than 1048576 devices");
 }
 
+TEST_F(BadInput, RunMeshThatTheHardwareCannotPlaceExits2AtTheMesh) {
+  // One chip with 8 devices holds the 8 devices, but a tpuv3 chip has two:
+  // the topology rejects the slice, and the error points at mesh.physical
+  // (its value starts after "  physical: ", column 13).
+  int line = 0;
+  const std::string f = small_with("  physical: [2, 2, 2]", "  physical: [1, 1, 8]", line);
+  expect_run_error(f, "bad.yaml:" + std::to_string(line) + ":13", "uses 8 devices per chip; tpuv3 has 2");
+}
+
 TEST_F(BadInput, RunTokensNotDivisibleByTheExpertsAxisExits2) {
   // An MoE layer splits the tokens into one group per device of the experts'
   // mesh axis (y, 4 devices): 2 x 5 = 10 tokens do not split into 4 groups.
