@@ -96,13 +96,15 @@ std::string resolve_hardware(const workloads::Workload& w) {
 
 // The workload's mesh laid onto the hardware; a placement error without a
 // position of its own (the mesh does not fit the pod, the slice is not a
-// box, ...) points at the mesh in the workload file.
+// box, ...) points at mesh.physical, or mesh.axes when the slice is chosen
+// by default.
 hw::System place_mesh(const hw::HardwareConfig& hardware, const workloads::Workload& w) {
   try {
     return hw::System(hardware, mesh_layout(w.mesh));
   } catch (const UserError& e) {
     if (!e.location().file.empty()) throw;
-    throw UserError(w.mesh.location, e.message(), e.hint());
+    const bool physical = !w.mesh.physical_location.file.empty();
+    throw UserError(physical ? w.mesh.physical_location : w.mesh.axes_location, e.message(), e.hint());
   }
 }
 

@@ -36,14 +36,18 @@ BuiltModel build_hlo_model(const Workload& workload, compiler::DeviceMesh mesh) 
                     "an HLO module carries its own sharding annotations; remove the section");
   std::filesystem::path file(workload.model.file);
   if (file.is_relative()) file = std::filesystem::path(workload.source_file).parent_path() / file;
+  auto key_at = [&](const std::string& key) {
+    auto it = workload.model.key_locations.find(key);
+    return it == workload.model.key_locations.end() ? where : it->second;
+  };
   if (!std::filesystem::exists(file))
-    throw UserError(where, fmt::format("model.file '{}' not found (looked at {})", workload.model.file, file.string()),
+    throw UserError(key_at("model.file"), fmt::format("model.file '{}' not found (looked at {})", workload.model.file, file.string()),
                     "the path is relative to the workload YAML");
   compiler::Module module = compiler::parse_hlo_file(file.string());
   compiler::verify_module(module);
   const int64_t devices = mesh.num_devices();
   if (module.num_partitions() > 1 && module.num_partitions() != devices)
-    throw UserError(where,
+    throw UserError(workload.mesh.axes_location.file.empty() ? where : workload.mesh.axes_location,
                     fmt::format("the HLO module is compiled for {} partitions but the mesh has {} devices",
                                 module.num_partitions(), devices),
                     "make mesh.axes multiply to the module's num_partitions");

@@ -202,7 +202,7 @@ std::string as_choice(const Context& ctx, const YAML::Node& n, const std::string
 void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
   KeyReader r(ctx, node, "mesh");
   YAML::Node axes = r.require("axes");
-  mesh.location = ctx.at(axes);
+  mesh.axes_location = ctx.at(axes);
   if (!axes.IsMap() || axes.size() == 0) ctx.fail(axes, "'mesh.axes' must be a mapping of axis name to size, e.g. {x: 4, y: 2}");
   for (auto it = axes.begin(); it != axes.end(); ++it) {
     std::string name = it->first.as<std::string>();
@@ -215,7 +215,7 @@ void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
                "podsim simulates up to 2^20 devices (a TPU v3 pod has 2048); check the axis sizes");
   }
   if (YAML::Node p = r.get("physical")) {
-    mesh.location = ctx.at(p);
+    mesh.physical_location = ctx.at(p);
     if (!p.IsSequence() || p.size() < 2)
       ctx.fail(p, "'mesh.physical' must be a list [chips_x, chips_y(, chips_z), cores_per_chip]");
     int64_t product = 1;

@@ -26,10 +26,10 @@ struct MeshSpec {
   // given directly as `mesh.order`).
   std::string order = "row_major";
   std::vector<int64_t> explicit_devices;  // when order is explicit
-  // Where the mesh was given (mesh.physical when present, else mesh.axes):
-  // errors of laying it onto the hardware (hw::System) point here. Empty
-  // for a MeshSpec built in code.
-  SourceLocation location;
+  // Where mesh.axes and mesh.physical were given (empty when absent or for
+  // a MeshSpec built in code): errors of laying the mesh onto the hardware
+  // (hw::System) or onto an HLO module's partitions point here.
+  SourceLocation axes_location, physical_location;
   int64_t device_count() const;
 };
 

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tests/test_files.h"
 #include "tests/workloads/workload_test_util.h"
+#include "workloads/model_builder.h"
 #include "workloads/model_info.h"
 #include "workloads/moe_routing.h"
 #include "workloads/workload.h"
@@ -203,6 +205,25 @@ TEST(StructureErrors, HloModelFileAndShardingArePositioned) {
   EXPECT_EQ(sharded.location().line, 7);
   EXPECT_EQ(sharded.location().column, 3);
   EXPECT_NE(sharded.message().find("does not apply to model.kind hlo"), std::string::npos) << sharded.message();
+}
+
+TEST(StructureErrors, HloModuleForAnotherDeviceCountPointsAtTheMeshAxes) {
+  // The example module is compiled for num_partitions=8; a 4-device mesh
+  // does not match. "mesh: {axes: {x: 4}}" is line 2, the axes map at
+  // column 14.
+  const std::string hlo = "name: h\nmesh: {axes: {x: 4}}\nmodel:\n  kind: hlo\n  file: " +
+                          test_files::source_path("workloads/examples/transformer_layer_2d.hlo") + "\n";
+  const Workload w = parse_workload(hlo, "w.yaml");
+  try {
+    build_model(w);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().file, "w.yaml");
+    EXPECT_EQ(e.location().line, 2);
+    EXPECT_EQ(e.location().column, 14);
+    EXPECT_NE(e.message().find("compiled for 8 partitions but the mesh has 4 devices"), std::string::npos)
+        << e.message();
+  }
 }
 
 TEST(StructureErrors, BuilderChecksUseTheRecordedKeyLocations) {
