@@ -33,6 +33,7 @@ constexpr double kTimeResolution_s = 2e-12;
 enum class ComputeState { kStart, kBusy, kWaiting, kTail, kDone };
 
 constexpr size_t kCollectiveKinds = 5;  // hw::CollectiveKind
+static_assert(static_cast<size_t>(hw::CollectiveKind::kCollectivePermute) + 1 == kCollectiveKinds);
 
 // A collective this device is running.
 struct Running {
@@ -66,7 +67,6 @@ struct Device {
   // Collective stream: issued ordinals wait per kind (in issue order) until
   // fewer than the kind's in-flight limit run; kinds run concurrently.
   int32_t issued = 0;
-  int32_t enqueued = 0;  // issued ordinals moved to `queued`
   int32_t completed_count = 0;
   std::vector<char> completed;  // per ordinal
   std::array<std::deque<int32_t>, kCollectiveKinds> queued;
@@ -176,7 +176,7 @@ class EngineRun {
       }
       const Step& step = steps_[d.cursor];
       if (step.collective) {
-        ++d.issued;
+        enqueue(d, d.issued++);
         d.collective_wake.notify(SC_ZERO_TIME);
         ++d.cursor;
         continue;
@@ -274,7 +274,6 @@ class EngineRun {
       complete(d, r, t);
       d.running.erase(d.running.begin() + static_cast<std::ptrdiff_t>(i));
     }
-    for (; d.enqueued < d.issued; ++d.enqueued) enqueue(d, d.enqueued);
     while (static_cast<int64_t>(d.running.size()) < in_.in_flight) {
       // Among the kinds that may start one, the lowest ordinal first.
       size_t best = kCollectiveKinds;

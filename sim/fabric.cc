@@ -62,7 +62,6 @@ void Fabric::on_wake() {
       if (job.phase >= job.run->plan->phases.size()) {  // finished (or a plan without phases)
         job.run->done = true;
         job.run->end_s = now;
-        job.run->done_event.notify(sc_core::SC_ZERO_TIME);
         for (sc_core::sc_event* wake : job.run->member_wakes) wake->notify(sc_core::SC_ZERO_TIME);
         jobs_[i] = jobs_.back();
         jobs_.pop_back();

@@ -37,7 +37,6 @@ struct GroupRun {
   double end_s = 0;
   bool started = false;
   bool done = false;
-  sc_core::sc_event done_event;
   // The members' collective streams, woken when the run is done.
   std::vector<sc_core::sc_event*> member_wakes;
 };
