@@ -20,8 +20,8 @@ using testing::make_system;
 using testing::program_from_hlo;
 using testing::run;
 
-constexpr double kLinkBandwidth = 1.0e11 * 0.83;  // tpuv3 link x efficiency
-constexpr double kHopLatency = 1.0e-6;
+using testing::kHopLatency;
+using testing::kLinkBandwidth;
 
 constexpr const char* kSum = R"(%sum (x: bf16[], y: bf16[]) -> bf16[] {
   %x = bf16[] parameter(0)

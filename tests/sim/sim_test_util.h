@@ -15,6 +15,11 @@
 
 namespace podsim::sim::testing {
 
+// tpuv3: collectives run on link_bandwidth x link_efficiency per direction,
+// one hop costs hop_latency_s.
+inline constexpr double kLinkBandwidth = 1.0e11 * 0.83;
+inline constexpr double kHopLatency = 1.0e-6;
+
 inline compiler::SpmdProgram program_from_hlo(const std::string& text) {
   compiler::SpmdProgram program;
   program.module = compiler::parse_hlo(text);

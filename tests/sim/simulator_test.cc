@@ -14,10 +14,8 @@ using testing::program_from_hlo;
 using testing::ring_system;
 using testing::run;
 
-// tpuv3: collectives run on link_bandwidth x link_efficiency per direction,
-// one hop costs hop_latency_s.
-constexpr double kLinkBandwidth = 1.0e11 * 0.83;
-constexpr double kHopLatency = 1.0e-6;
+using testing::kHopLatency;
+using testing::kLinkBandwidth;
 
 // Bidirectional ring all-reduce over n devices on a closed ring of links
 // (collectives.h): reduce-scatter then all-gather, each
