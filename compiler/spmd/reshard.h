@@ -8,10 +8,14 @@
 //                                          offsets (pad uneven dims first)
 //   tiling of n moves from dim a to b  -> all-to-all within groups along a
 //   same tile dims, other device order -> collective-permute
-//   a dim's tile coordinate gains/loses  -> refine: local dynamic-slice inside
-//   minor digits (tiles split/merged          the shard; coarsen: all-gather
-//   with the replication digits)              within the groups those digits
-//                                             define (reshard_digits.cc)
+//   digits of the tile coordinates     -> digit steps (reshard_digits.cc):
+//   (tile_coordinates.h) pass between     refine = local dynamic-slice,
+//   dims or to/from replication           coarsen = all-gather within the
+//                                         groups the digits define, move =
+//                                         all-to-all; up to a relabeling of
+//                                         equal-size digits, fixed by one
+//                                         collective-permute before or after
+//                                         (reshard_relabel.cc), cheapest plan
 //   anything else                      -> replicate, then slice (counted in
 //                                          SpmdStats::full_replications)
 // Partial sums are not a sharding here: handlers all-reduce them themselves.
@@ -40,14 +44,21 @@ PartitionedValue all_to_all_move(SpmdContext& context, const PartitionedValue& v
                                  int64_t a, int64_t b);
 PartitionedValue permute_devices(SpmdContext& context, const PartitionedValue& value, const Sharding& target);
 
-// Refine/coarsen on the common digit grid of source and target
+// Refine/coarsen/move on the common digit grid of source and target
 // (tile_coordinates.h). Per data dim d, with C the longest common prefix of
-// the source's and target's coordinate digits:
-//   coarsen: source = C + P -> C, all-gather within the groups P defines;
-//   refine:  C -> C + P (P replicated in the source): local dynamic-slice;
-//   move:    a coarsen of dim a and a refine of dim b by the same digits P
-//            fuse into one all-to-all within the P groups.
-// Needs nested padded extents: ceil(D/c) == m * ceil(D/(c m)) unless c == 1.
+// the source's and target's coordinate digits, the source's digits after C
+// are stripped from the minor end and the target's appended in order:
+//   coarsen: strip digits P that end replicated: all-gather within the
+//            groups P defines;
+//   refine:  append digits P replicated now: local dynamic-slice;
+//   move:    strip P from dim a and append it to dim b in one all-to-all
+//            within the P groups (a's trailing P = b's next P).
+// Greedy order, each step as soon as it applies: refines (free, shrink the
+// shard), moves, coarsens to replication, and when nothing applies (a digit
+// must reach a non-minor place, or moves form a cycle) a coarsen of one
+// blocked digit, which a later refine puts in place.
+// Every step needs nested padded extents: ceil(D/c) == m * ceil(D/(c m))
+// unless c == 1, c the product of the digits kept below the change.
 struct DigitStep {
   enum class Kind { kCoarsen, kMove, kRefine };
   Kind kind = Kind::kCoarsen;
@@ -58,11 +69,33 @@ struct DigitStep {
   DigitPieces minor;     // refine: P's coordinate (0..m-1)
   ReplicaGroups groups;  // coarsen/move: member k holds sub-tile k
 };
-// Steps in order coarsens, moves, refines; nullopt when the pair is not of
-// this form, nothing changes, or the coarsens alone would replicate the
-// value (that is the full-replication fallback, counted as such).
+// nullopt when the pair is not on a common grid, nothing changes, a step's
+// extents do not nest, or a coarsen would replicate the value (that is the
+// full-replication fallback, counted as such).
 std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source, const Sharding& target,
                                                          std::span<const int64_t> base_dims, int64_t devices);
+// The same on a given grid: `from` and `to` are the data dims' digit lists.
+std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, const std::vector<DigitIds>& from,
+                                                       const std::vector<DigitIds>& to,
+                                                       std::span<const int64_t> base_dims);
+// Digit steps up to a relabeling of equal-size digits (reshard_relabel.cc):
+// the cheapest (bytes received + a latency per collective) over
+// relabelings of plan_digit_steps plus, unless the
+// relabeling is the identity on the target's lists, one collective-permute
+// first (to `relabeled_source`) or last (to the target).
+struct RelabeledDigitPlan {
+  enum class Permute { kNone, kFirst, kLast };
+  Permute permute = Permute::kNone;
+  Sharding relabeled_source;  // kFirst: the sharding the permute produces
+  std::vector<DigitStep> steps;
+};
+// element_bytes: the dtype's size (costs are in bytes, plus a latency per
+// collective).
+std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& source, const Sharding& target,
+                                                               std::span<const int64_t> base_dims, int64_t devices,
+                                                               int64_t element_bytes = 4);
+PartitionedValue apply_relabeled_digit_reshard(SpmdContext& context, const PartitionedValue& value,
+                                               const RelabeledDigitPlan& plan, const Sharding& target);
 // All-to-all that moves `factor` tiles from dim a (gaining extent) to dim b:
 // b is padded to factor * b_chunk, split into chunks exchanged within
 // `groups`, and the received chunks are merged into a (minor-most tiles

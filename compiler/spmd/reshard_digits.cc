@@ -33,20 +33,178 @@ ReplicaGroups iota_groups(const TileAssignment& rows) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// One dim's change: coarse count c (of the common prefix), coarsen digits
-// and refine digits (either may be empty).
-struct DimChange {
-  int64_t dim = 0;
-  int64_t coarse = 1;
-  DigitIds coarsen, refine;
-};
-
 // Extents nest (see file comment).
 bool nests(int64_t dim_size, int64_t coarse, int64_t m) {
   return coarse == 1 || ceil_div(dim_size, coarse) == m * ceil_div(dim_size, coarse * m);
 }
 
+// One dim during planning: its current digit list, how many of its
+// trailing digits are still to strip (they follow the common prefix with the
+// target) and the target digits still to append, in order.
+struct DimState {
+  DigitIds current;
+  size_t strip_left = 0;
+  DigitIds append_left;
+};
+
+// Greedy planner state (see plan_digit_steps).
+class DigitPlanner {
+ public:
+  DigitPlanner(const DigitGrid& grid, const std::vector<DigitIds>& from, const std::vector<DigitIds>& to,
+               std::span<const int64_t> base_dims)
+      : grid_(grid), base_dims_(base_dims) {
+    for (size_t d = 0; d < from.size(); ++d) {
+      const size_t keep = common_prefix(from[d], to[d]).size();
+      dims_.push_back(DimState{from[d], from[d].size() - keep, DigitIds(to[d].begin() + static_cast<long>(keep), to[d].end())});
+    }
+  }
+
+  std::optional<std::vector<DigitStep>> run() {
+    while (!done()) {
+      if (try_refine() || try_move() || try_coarsen(/*forced=*/false) || try_coarsen(/*forced=*/true)) {
+        if (!feasible_) return std::nullopt;
+        continue;
+      }
+      return std::nullopt;  // unreachable: a forced coarsen always applies while not done
+    }
+    if (steps_.empty()) return std::nullopt;
+    return std::move(steps_);
+  }
+
+ private:
+  bool done() const {
+    return std::all_of(dims_.begin(), dims_.end(), [](const DimState& s) { return s.strip_left == 0 && s.append_left.empty(); });
+  }
+  bool in_some_list(size_t digit) const {
+    for (const DimState& s : dims_)
+      if (std::find(s.current.begin(), s.current.end(), digit) != s.current.end()) return true;
+    return false;
+  }
+  // A digit stripped from a dim ends replicated unless some dim appends it.
+  bool destined_to_replication(size_t digit) const {
+    for (const DimState& s : dims_)
+      if (std::find(s.append_left.begin(), s.append_left.end(), digit) != s.append_left.end()) return false;
+    return true;
+  }
+  void check_nests(size_t dim, const DigitIds& base, int64_t m) {
+    if (!nests(base_dims_[dim], grid_.product(base), m)) feasible_ = false;
+  }
+  void strip(size_t dim, size_t count) {
+    DimState& s = dims_[dim];
+    s.current.resize(s.current.size() - count);
+    s.strip_left -= count;
+  }
+  void append(size_t dim, const DigitIds& digits) {
+    DimState& s = dims_[dim];
+    s.current.insert(s.current.end(), digits.begin(), digits.end());
+    s.append_left.erase(s.append_left.begin(), s.append_left.begin() + static_cast<long>(digits.size()));
+  }
+  std::vector<DigitIds> layout() const {
+    std::vector<DigitIds> out;
+    for (const DimState& s : dims_) out.push_back(s.current);
+    return out;
+  }
+  void push(DigitStep step) {
+    step.after = sharding_from_digits(grid_, layout());
+    steps_.push_back(std::move(step));
+  }
+
+  // Free: a dim done stripping takes its next target digits that no dim
+  // holds (replicated now) by a local slice.
+  bool try_refine() {
+    for (size_t b = 0; b < dims_.size(); ++b) {
+      const DimState& s = dims_[b];
+      if (s.strip_left != 0) continue;
+      DigitIds run;
+      for (size_t digit : s.append_left) {
+        if (in_some_list(digit)) break;
+        run.push_back(digit);
+      }
+      if (run.empty()) continue;
+      check_nests(b, s.current, grid_.product(run));
+      append(b, run);
+      DigitStep step;
+      step.kind = DigitStep::Kind::kRefine;
+      step.dim = static_cast<int64_t>(b);
+      step.factor = grid_.product(run);
+      step.minor = grid_.pieces_of(run);
+      push(std::move(step));
+      return true;
+    }
+    return false;
+  }
+
+  // All-to-all: the last q digits a still strips are the next q digits b
+  // (done stripping) appends; the longest such run moves at once.
+  bool try_move() {
+    for (size_t a = 0; a < dims_.size(); ++a) {
+      const DimState& from = dims_[a];
+      for (size_t b = 0; b < dims_.size(); ++b) {
+        const DimState& to = dims_[b];
+        if (b == a || to.strip_left != 0 || from.strip_left == 0) continue;
+        for (size_t q = std::min(from.strip_left, to.append_left.size()); q > 0; --q) {
+          const DigitIds moved(from.current.end() - static_cast<long>(q), from.current.end());
+          if (!std::equal(moved.begin(), moved.end(), to.append_left.begin())) continue;
+          const int64_t m = grid_.product(moved);
+          check_nests(a, DigitIds(from.current.begin(), from.current.end() - static_cast<long>(q)), m);
+          check_nests(b, to.current, m);
+          strip(a, q);
+          append(b, moved);
+          DigitStep step;
+          step.kind = DigitStep::Kind::kMove;
+          step.dim = static_cast<int64_t>(b);
+          step.from_dim = static_cast<int64_t>(a);
+          step.factor = m;
+          step.groups = iota_groups(groups_from_digits(grid_, moved));
+          push(std::move(step));
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // All-gather of a dim's trailing digits that end replicated; when nothing
+  // else applies (forced), of one blocked trailing digit, which a later
+  // refine then takes locally. Coarsening to full replication is the
+  // fallback rung's job: the plan fails then.
+  bool try_coarsen(bool forced) {
+    for (size_t a = 0; a < dims_.size(); ++a) {
+      const DimState& s = dims_[a];
+      size_t q = 0;
+      while (q < s.strip_left && destined_to_replication(s.current[s.current.size() - 1 - q])) ++q;
+      if (q == 0 && forced && s.strip_left > 0) q = 1;
+      if (q == 0) continue;
+      const DigitIds gathered(s.current.end() - static_cast<long>(q), s.current.end());
+      const int64_t m = grid_.product(gathered);
+      check_nests(a, DigitIds(s.current.begin(), s.current.end() - static_cast<long>(q)), m);
+      strip(a, q);
+      DigitStep step;
+      step.kind = DigitStep::Kind::kCoarsen;
+      step.dim = static_cast<int64_t>(a);
+      step.factor = m;
+      step.groups = iota_groups(groups_from_digits(grid_, gathered));
+      push(std::move(step));
+      if (steps_.back().after.is_replicated()) feasible_ = false;
+      return true;
+    }
+    return false;
+  }
+
+  const DigitGrid& grid_;
+  std::span<const int64_t> base_dims_;
+  std::vector<DimState> dims_;
+  std::vector<DigitStep> steps_;
+  bool feasible_ = true;
+};
+
 }  // namespace
+
+std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, const std::vector<DigitIds>& from,
+                                                       const std::vector<DigitIds>& to,
+                                                       std::span<const int64_t> base_dims) {
+  return DigitPlanner(grid, from, to, base_dims).run();
+}
 
 std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source, const Sharding& target,
                                                          std::span<const int64_t> base_dims, int64_t devices) {
@@ -54,95 +212,7 @@ std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source,
   const Sharding pair[] = {source, target};
   const auto on_grid = layouts_on_common_grid(pair, rank, devices);
   if (!on_grid) return std::nullopt;
-  const DigitGrid& grid = on_grid->grid;
-  const std::vector<DigitIds>& from = on_grid->layouts[0].data;
-  const std::vector<DigitIds>& to = on_grid->layouts[1].data;
-  std::vector<DimChange> changes;
-  for (int64_t d = 0; d < rank; ++d) {
-    const auto i = static_cast<size_t>(d);
-    if (from[i] == to[i]) continue;
-    const DigitIds prefix = common_prefix(from[i], to[i]);
-    DimChange change{d, grid.product(prefix), DigitIds(from[i].begin() + static_cast<long>(prefix.size()), from[i].end()),
-                     DigitIds(to[i].begin() + static_cast<long>(prefix.size()), to[i].end())};
-    for (const DigitIds* p : {&change.coarsen, &change.refine})
-      if (!p->empty() && !nests(base_dims[i], change.coarse, grid.product(*p))) return std::nullopt;
-    changes.push_back(std::move(change));
-  }
-  if (changes.empty()) return std::nullopt;
-
-  std::vector<DigitIds> current = from;
-  std::vector<DigitStep> steps;
-  auto push = [&](DigitStep step) {
-    step.after = sharding_from_digits(grid, current);
-    steps.push_back(std::move(step));
-  };
-  // A refine of b by P pairs with a coarsen of another dim a by exactly P.
-  std::vector<int64_t> move_source(changes.size(), -1);  // per refine: index of its coarsen
-  std::vector<bool> coarsen_moved(changes.size(), false);
-  for (size_t r = 0; r < changes.size(); ++r) {
-    if (changes[r].refine.empty()) continue;
-    for (size_t c = 0; c < changes.size(); ++c)
-      if (c != r && !coarsen_moved[c] && changes[c].coarsen == changes[r].refine) {
-        move_source[r] = static_cast<int64_t>(c);
-        coarsen_moved[c] = true;
-        break;
-      }
-  }
-  for (size_t c = 0; c < changes.size(); ++c) {
-    const DimChange& change = changes[c];
-    if (change.coarsen.empty() || coarsen_moved[c]) continue;
-    current[static_cast<size_t>(change.dim)].resize(current[static_cast<size_t>(change.dim)].size() - change.coarsen.size());
-    DigitStep step;
-    step.kind = DigitStep::Kind::kCoarsen;
-    step.dim = change.dim;
-    step.factor = grid.product(change.coarsen);
-    step.groups = iota_groups(groups_from_digits(grid, change.coarsen));
-    push(std::move(step));
-  }
-  if (!steps.empty() && steps.back().after.is_replicated()) return std::nullopt;
-  // A move into b appends to b's common prefix, so b's own coarsen (a move
-  // out of b, if any) must come first; a cycle of moves is not planned.
-  std::vector<bool> coarsen_done(changes.size());
-  for (size_t c = 0; c < changes.size(); ++c) coarsen_done[c] = changes[c].coarsen.empty() || !coarsen_moved[c];
-  std::vector<bool> moved(changes.size(), false);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (size_t r = 0; r < changes.size(); ++r) {
-      if (move_source[r] < 0 || moved[r] || !coarsen_done[r]) continue;
-      const auto c = static_cast<size_t>(move_source[r]);
-      const DimChange& source_change = changes[c];
-      const DimChange& change = changes[r];
-      auto& a_digits = current[static_cast<size_t>(source_change.dim)];
-      a_digits.resize(a_digits.size() - source_change.coarsen.size());
-      auto& b_digits = current[static_cast<size_t>(change.dim)];
-      b_digits.insert(b_digits.end(), change.refine.begin(), change.refine.end());
-      DigitStep step;
-      step.kind = DigitStep::Kind::kMove;
-      step.dim = change.dim;
-      step.from_dim = source_change.dim;
-      step.factor = grid.product(change.refine);
-      step.groups = iota_groups(groups_from_digits(grid, change.refine));
-      push(std::move(step));
-      moved[r] = true;
-      coarsen_done[c] = true;
-      progress = true;
-    }
-  }
-  for (size_t r = 0; r < changes.size(); ++r)
-    if (move_source[r] >= 0 && !moved[r]) return std::nullopt;
-  for (size_t r = 0; r < changes.size(); ++r) {
-    const DimChange& change = changes[r];
-    if (change.refine.empty() || move_source[r] >= 0) continue;
-    auto& digits = current[static_cast<size_t>(change.dim)];
-    digits.insert(digits.end(), change.refine.begin(), change.refine.end());
-    DigitStep step;
-    step.kind = DigitStep::Kind::kRefine;
-    step.dim = change.dim;
-    step.factor = grid.product(change.refine);
-    step.minor = grid.pieces_of(change.refine);
-    push(std::move(step));
-  }
-  return steps;
+  return plan_digit_steps(on_grid->grid, on_grid->layouts[0].data, on_grid->layouts[1].data, base_dims);
 }
 
 InstrId exchange_tiles(SpmdContext& context, InstrId x, const TileExchange& e) {
