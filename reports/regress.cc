@@ -164,6 +164,8 @@ BaselineComparison compare_with_baseline(const Baseline& baseline, const JobOutc
     mc.actual = *actual;
     std::optional<double> value = parse_number(*actual);
     if (m.number && value) {
+      mc.numeric = true;
+      mc.actual = number_text(*value);  // as the baseline writes numbers: 19193856, not 19193856.0
       double diff = *value - *m.number;
       mc.relative_change = *m.number != 0 ? diff / std::abs(*m.number) : (diff == 0 ? 0 : INFINITY);
       mc.within_tolerance = std::abs(diff) <= std::max(m.rel_tol * std::abs(*m.number), m.abs_tol);
@@ -203,9 +205,10 @@ std::string regress_table(const std::vector<BaselineComparison>& comparisons, bo
     }
     for (const MetricComparison& m : c.metrics) {
       if (m.within_tolerance && !all_rows) continue;
-      std::string change = m.actual == m.expected ? "" : (std::isfinite(m.relative_change) && m.relative_change != 0
-                                                             ? fmt::format("{:+.3f}%", 100 * m.relative_change)
-                                                             : "changed");
+      std::string change;
+      if (m.numeric ? m.relative_change != 0 : m.actual != m.expected)
+        change = m.numeric && std::isfinite(m.relative_change) ? fmt::format("{:+.3f}%", 100 * m.relative_change)
+                                                               : "changed";
       rows.push_back({name, m.name, m.expected, m.actual, change, m.within_tolerance ? "ok" : "REGRESSION"});
     }
   }

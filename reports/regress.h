@@ -53,6 +53,7 @@ struct MetricComparison {
   std::string name;
   std::string expected;
   std::string actual;           // "(missing)" when the run has no such field
+  bool numeric = false;         // both sides numbers: compared by value
   double relative_change = 0;   // (actual - expected) / |expected|, numeric only
   bool within_tolerance = true;
 };

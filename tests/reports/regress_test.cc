@@ -115,6 +115,25 @@ TEST(RegressTest, ExactMetricsAndTextMetricsMustMatch) {
   EXPECT_EQ(c.metrics[3].actual, "(missing)");
 }
 
+TEST(RegressTest, TheSameNumberWrittenDifferentlyIsNoChange) {
+  // The report writes 100.0 where the baseline stored 100: equal values,
+  // shown as the baseline writes them and with an empty change column;
+  // a text metric that differs is "changed".
+  Baseline b = parse_baseline(kBaseline, "b.json");
+  JobOutcome run = matching_run();
+  run.metrics[2].second = "100.0";
+  run.metrics[4].second = "full";
+  const BaselineComparison c = compare_with_baseline(b, run);
+  EXPECT_TRUE(c.metrics[2].within_tolerance);
+  EXPECT_EQ(c.metrics[2].actual, "100");
+  const std::string table = regress_table({c}, /*all_rows=*/true);
+  const auto parameters_row = table.substr(table.find("parameters"), table.find('\n', table.find("parameters")) -
+                                                                          table.find("parameters"));
+  EXPECT_EQ(parameters_row.find("changed"), std::string::npos) << parameters_row;
+  const auto remat_row = table.substr(table.find("remat"));
+  EXPECT_NE(remat_row.find("changed"), std::string::npos) << remat_row;
+}
+
 TEST(RegressTest, FailedRunFailsTheBaselineAndShowsTheError) {
   Baseline b = parse_baseline(kBaseline, "dir/b.json");
   JobOutcome run;
