@@ -93,6 +93,7 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
   time["mxu_bound"] = r.time.mxu_bound_s;
   time["vpu_bound"] = r.time.vpu_bound_s;
   time["memory_bound"] = r.time.memory_bound_s;
+  time["hbm_shared_with_collectives"] = r.time.hbm_contention_s;
   time["overhead"] = r.time.overhead_s;
   time["exposed_communication"] = r.time.exposed_communication_s;
   time["idle"] = r.time.idle_s;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <string_view>
 
 #include "reports/formats.h"
 
@@ -47,6 +48,7 @@ std::vector<TimeRow> time_rows(const Report& r) {
           {"  mxu-bound", r.time.mxu_bound_s},
           {"  vpu-bound", r.time.vpu_bound_s},
           {"  memory-bound", r.time.memory_bound_s},
+          {"    HBM shared with DMA", r.time.hbm_contention_s},
           {"  op overhead", r.time.overhead_s},
           {"exposed communication", r.time.exposed_communication_s},
           {"idle", r.time.idle_s}};
@@ -128,8 +130,15 @@ std::string report_markdown(const Report& r) {
 
   out += "\n### Time per step\n\n| part | ms | % of step |\n|---|---:|---:|\n";
   for (const TimeRow& t : time_rows(r))
-    out += fmt::format("| {} | {:.3f} | {:.1f} |\n", t.label[0] == ' ' ? fmt::format("- {}", t.label + 2) : t.label,
-                       t.seconds * 1e3, fraction_of(t.seconds, r.step_time_s) * 100.0);
+  {
+    // Indented rows are parts of the row above: "- part", "- - part of part".
+    const std::string_view label(t.label);
+    const size_t depth = label.find_first_not_of(' ') / 2;
+    std::string cell;
+    for (size_t i = 0; i < depth; ++i) cell += "- ";
+    cell += label.substr(depth * 2);
+    out += fmt::format("| {} | {:.3f} | {:.1f} |\n", cell, t.seconds * 1e3, fraction_of(t.seconds, r.step_time_s) * 100.0);
+  }
 
   out += "\n### Collectives\n\n| kind | count | emitted | GiB per device | busy ms |\n|---|---:|---:|---:|---:|\n";
   for (const CollectiveStats& c : r.collectives)

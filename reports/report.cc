@@ -129,6 +129,7 @@ Report summarize(const SummaryInput& input) {
   r.time.mxu_bound_s = t.mxu_bound_s;
   r.time.vpu_bound_s = t.vpu_bound_s;
   r.time.memory_bound_s = t.hbm_bound_s;
+  r.time.hbm_contention_s = t.hbm_contention_s;
   r.time.overhead_s = t.overhead_s;
   r.time.exposed_communication_s = t.exposed_communication_s;
   r.time.idle_s = t.idle_s;

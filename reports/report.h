@@ -28,6 +28,9 @@ struct TimeBreakdown {
   double mxu_bound_s = 0;
   double vpu_bound_s = 0;
   double memory_bound_s = 0;  // HBM-bound ops
+  // Of memory_bound_s: kernels stretched while collective DMAs used the
+  // device's HBM (sim/engine.h).
+  double hbm_contention_s = 0;
   double overhead_s = 0;
   double exposed_communication_s = 0;
   double idle_s = 0;

@@ -254,6 +254,12 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, con
     }
     spec->plans.push_back(std::move(plan));
   }
+  double sent = 0;
+  for (const auto& plan : spec->plans) sent = std::max(sent, plan.bytes_sent_per_device);
+  const double reduced_fraction = spec->kind == hw::CollectiveKind::kReduceScatter ? 1.0
+                                  : spec->kind == hw::CollectiveKind::kAllReduce   ? 0.5
+                                                                                   : 0.0;
+  spec->dma_hbm_bytes = sent * (2.0 + 2.0 * reduced_fraction);
   const auto index = static_cast<int32_t>(specs_.size());
   specs_.push_back(std::move(spec));
   fast_.emplace_back();

@@ -47,6 +47,14 @@ struct CollectiveSpec {
   std::vector<std::pair<hw::CoreId, hw::CoreId>> permute_pairs;  // collective-permute (cores)
   std::vector<int32_t> group_of_device;  // logical device -> group, -1 = not taking part
   std::vector<hw::CollectivePlan> plans;  // per group (a permute: one plan for all pairs)
+  // HBM bytes the collective's DMAs move on its busiest member while it
+  // transfers (what that device's HBM serves besides its compute kernels):
+  // each byte sent is read and each byte received written, 2 x bytes sent
+  // (the algorithms are symmetric: a member receives what it sends), and a
+  // received byte that is reduced is also read back with the local partial
+  // (+2): all of a reduce-scatter's, half of an all-reduce's (its
+  // reduce-scatter half; the all-gather half only stores).
+  double dma_hbm_bytes = 0;
 };
 
 struct FastCollectiveTiming {

@@ -32,6 +32,10 @@ constexpr double kTimeResolution_s = 2e-12;
 
 enum class ComputeState { kStart, kBusy, kWaiting, kTail, kDone };
 
+// The least share of HBM bandwidth a compute kernel keeps while collective
+// DMAs use the rest (round-robin arbitration between core and DMA engines).
+constexpr double kMinComputeHbmShare = 0.5;
+
 constexpr size_t kCollectiveKinds = 5;  // hw::CollectiveKind
 static_assert(static_cast<size_t>(hw::CollectiveKind::kCollectivePermute) + 1 == kCollectiveKinds);
 
@@ -51,6 +55,8 @@ struct Running {
   double speed = 1;
   double latency_s = 0;
   double finish_s = -1;  // set when the transfer is done
+  // Uncontended duration: its DMAs move dma_hbm_bytes evenly over it.
+  double alone_s = 0;
   // Full mode: the group run on the fabric.
   GroupRun* run = nullptr;
   int32_t group = -1;
@@ -63,6 +69,11 @@ struct Device {
   int32_t waiting_for = -1;  // collective ordinal
   double wait_start_s = 0;
   double busy_start_s = 0;
+  // The op in progress: the fraction done by op_progress_s, at the HBM
+  // share the collectives leave it (re-timed on hbm_change).
+  double op_progress = 0;
+  double op_progress_s = 0;
+  double hbm_share = 1;
   size_t next_progress = 0;
   // Collective stream: issued ordinals wait per kind (in issue order) until
   // fewer than the kind's in-flight limit run; kinds run concurrently.
@@ -74,7 +85,7 @@ struct Device {
   std::vector<Running> running;
   double shares_updated_s = 0;   // fast mode: when `remaining` was last advanced
   std::vector<double> own_ready_s, group_start_s;  // per ordinal
-  sc_core::sc_event collective_wake, done_event;
+  sc_core::sc_event collective_wake, done_event, hbm_change;
   DeviceAccount account;
 };
 
@@ -99,7 +110,7 @@ class EngineRun {
       d->completed.assign(collectives, 0);
       d->own_ready_s.assign(collectives, 0.0);
       d->group_start_s.assign(collectives, 0.0);
-      d->account.collective_busy_s.assign(in_.program.ops.size(), 0.0);
+      d->account.op_busy_s.assign(in_.program.ops.size(), 0.0);
       d->account.collective_exposed_s.assign(in_.program.ops.size(), 0.0);
       devices_.push_back(std::move(d));
     }
@@ -148,7 +159,10 @@ class EngineRun {
     ++activations_;
     const double t = now();
     switch (d.compute) {
-      case ComputeState::kBusy: finish_op(d, t); break;
+      case ComputeState::kBusy:
+        if (!op_done(d, t)) return;
+        finish_op(d, t);
+        break;
       case ComputeState::kWaiting:
       case ComputeState::kTail:
         if (!d.completed[static_cast<size_t>(d.waiting_for)]) {
@@ -192,9 +206,50 @@ class EngineRun {
       }
       d.compute = ComputeState::kBusy;
       d.busy_start_s = t;
-      sc_core::next_trigger(sc_time(cost.seconds, SC_SEC));
+      d.op_progress = 0;
+      d.op_progress_s = t;
+      sc_core::next_trigger(sc_time(seconds_with_hbm_share(cost, d.hbm_share), SC_SEC), d.hbm_change);
       return;
     }
+  }
+
+  // The op at the cursor progressed at the current HBM share since the last
+  // update.
+  void advance_op(Device& d, double t) {
+    const double duration = seconds_with_hbm_share(op_of_step(d.cursor).cost, d.hbm_share);
+    d.op_progress += (t - d.op_progress_s) / duration;
+    d.op_progress_s = t;
+  }
+
+  // The compute stream woke while busy (its op's timer or a change of HBM
+  // share): true when the op is done, else it sleeps until the op's new end.
+  bool op_done(Device& d, double t) {
+    advance_op(d, t);
+    const double left_s = (1 - d.op_progress) * seconds_with_hbm_share(op_of_step(d.cursor).cost, d.hbm_share);
+    if (left_s <= kTimeResolution_s) return true;
+    sc_core::next_trigger(sc_time(left_s, SC_SEC), d.hbm_change);
+    return false;
+  }
+
+  // Called by the collective stream after its running set or speeds
+  // changed: the share of HBM the compute kernel gets from now on.
+  void update_hbm_share(Device& d, double t) {
+    if (in_.hbm_bandwidth <= 0) return;
+    double dma_rate = 0;
+    for (const Running& r : d.running) {
+      const double bytes = in_.collectives.spec(r.spec).dma_hbm_bytes;
+      if (bytes <= 0 || r.alone_s <= 0) continue;
+      if (r.run) {
+        if (r.run->started && !r.run->done) dma_rate += bytes / r.alone_s;
+      } else {
+        dma_rate += bytes / r.alone_s * (r.finish_s < 0 ? r.speed : 1.0);
+      }
+    }
+    const double share = std::max(kMinComputeHbmShare, 1 - dma_rate / in_.hbm_bandwidth);
+    if (share == d.hbm_share) return;
+    if (d.compute == ComputeState::kBusy) advance_op(d, t);
+    d.hbm_share = share;
+    if (d.compute == ComputeState::kBusy) d.hbm_change.notify(SC_ZERO_TIME);
   }
 
   // The step ends when every collective it issued has: wait for the first
@@ -222,10 +277,14 @@ class EngineRun {
   void finish_op(Device& d, double t) {
     const OpInfo& op = op_of_step(d.cursor);
     const double busy = t - d.busy_start_s;
-    const double unit = std::min(busy, op.cost.unit_seconds);
+    const double alone = std::min(busy, op.cost.seconds);
+    const double unit = std::min(alone, op.cost.unit_seconds);
     DeviceAccount& a = d.account;
     a.compute_s += busy;
-    a.overhead_s += busy - unit;
+    a.op_busy_s[static_cast<size_t>(steps_[d.cursor].op)] += busy;
+    a.overhead_s += alone - unit;
+    a.hbm_s += busy - alone;
+    a.hbm_contention_s += busy - alone;
     switch (op.cost.bound) {
       case hw::Bound::kMxu: a.mxu_s += unit; break;
       case hw::Bound::kVpu: a.vpu_s += unit; break;
@@ -237,7 +296,9 @@ class EngineRun {
                                           {{"op_name", op.op_name},
                                            {"opcode", op.opcode},
                                            {"shape", op.shape},
-                                           {"bound", hw::bound_name(op.cost.bound)}}});
+                                           {"bound", hw::bound_name(op.cost.bound)},
+                                           {"flops", fmt::format("{:.6g}", op.cost.flops)},
+                                           {"hbm_bytes", fmt::format("{:.6g}", op.cost.hbm_bytes)}}});
     ++d.cursor;
   }
 
@@ -286,8 +347,9 @@ class EngineRun {
       d.queued[best].pop_front();
       start(d, ordinal, best, t);
     }
+    if (fast) assign_shares(d);
+    update_hbm_share(d, t);
     if (fast) {
-      assign_shares(d);
       double next = -1;
       for (const Running& r : d.running) {
         const double left = r.finish_s >= 0 ? r.finish_s - t : r.remaining * r.transfer_s / r.speed;
@@ -329,6 +391,7 @@ class EngineRun {
         complete(d, r, t);
         return;
       }
+      r.alone_s = alone;
       r.latency_s = std::min(alone, in_.collectives.fast_timing(r.spec).latency_s);
       r.transfer_s = alone - r.latency_s;
       if (r.transfer_s <= 0) r.finish_s = t + alone;
@@ -339,6 +402,7 @@ class EngineRun {
         complete(d, r, t);
         return;
       }
+      r.alone_s = spec.plans[static_cast<size_t>(r.group)].analytic_time_s;
       r.run = arrive(ordinal, r.group, r.op, spec);
       r.run->member_wakes.push_back(&d.collective_wake);
     }
@@ -390,7 +454,12 @@ class EngineRun {
       slot->expected = static_cast<int64_t>(spec.groups[static_cast<size_t>(group)].size());
     }
     GroupRun* run = slot.get();
-    if (++run->arrived == run->expected) fabric_->start(run);
+    if (++run->arrived == run->expected) {
+      fabric_->start(run);
+      // The members that arrived earlier start transferring now: their
+      // collective streams re-share their HBM.
+      for (sc_core::sc_event* wake : run->member_wakes) wake->notify(SC_ZERO_TIME);
+    }
     return run;
   }
 
@@ -405,7 +474,7 @@ class EngineRun {
     }
     const OpInfo& op = in_.program.ops[static_cast<size_t>(r.op)];
     const double busy = t - start_s;
-    d.account.collective_busy_s[static_cast<size_t>(r.op)] += busy;
+    d.account.op_busy_s[static_cast<size_t>(r.op)] += busy;
     if (in_.record_trace) {
       const auto& spec = in_.collectives.spec(op.collective);
       result_.events.push_back(TraceEvent{d.id, fmt::format("collectives {}", hw::collective_kind_name(spec.kind)),

@@ -14,6 +14,17 @@
 // last member is ready) and runs the group's plan on the shared Fabric,
 // whose link-level fair sharing slows concurrent collectives the same way.
 //
+// HBM contention: a collective's DMAs read what it sends and write what it
+// receives in the device's HBM while it runs, dma_hbm_bytes evenly over its
+// uncontended duration (fast mode: at its current speed while links are
+// shared; full mode keeps the uncontended rate for the whole run, as the
+// fabric's per-phase rates stay inside the fabric). The compute kernel
+// gets the rest of the bandwidth, at least half (an HBM controller that
+// arbitrates round-robin between the core and the DMA engines), and its
+// HBM time stretches by 1 / share (seconds_with_hbm_share); an op in
+// progress is re-timed whenever the share changes. Collectives are not
+// slowed by compute (their rate is bounded by the links).
+//
 // Accounting per device, from SystemC time: the compute stream is always
 // busy (compute), waiting for a collective (exposed communication) or, in
 // full mode, waiting while that collective itself waited for the group's
@@ -35,10 +46,15 @@ struct DeviceAccount {
   double finish_s = 0;
   double compute_s = 0;
   double mxu_s = 0, vpu_s = 0, hbm_s = 0, overhead_s = 0;
+  // Part of hbm_s: kernels stretched because collective DMAs were using
+  // the device's HBM at the same time.
+  double hbm_contention_s = 0;
   double exposed_s = 0;
   double idle_s = 0;
-  // Per collective op (StepProgram op index; other entries stay 0).
-  std::vector<double> collective_busy_s;
+  // Per StepProgram op, summed over its executions: the time its stream
+  // was busy with it (compute ops: with any HBM contention).
+  std::vector<double> op_busy_s;
+  // Per collective op (other entries stay 0).
   std::vector<double> collective_exposed_s;
 };
 
@@ -53,6 +69,10 @@ struct EngineInputs {
   int64_t in_flight_per_kind = 1;           // ici.collectives_in_flight_per_kind
   bool record_trace = false;
   std::function<void(double)> progress;
+  // hbm.bandwidth of a device (B/s): the collectives transferring on a
+  // device take their DMA traffic (CollectiveSpec::dma_hbm_bytes) out of it
+  // and the compute kernel runs on the rest. 0: no contention.
+  double hbm_bandwidth = 0;
 };
 
 struct EngineResult {

@@ -285,6 +285,13 @@ hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionG
   return fusion_query(computation, group, FusionContext(computation));
 }
 
+double seconds_with_hbm_share(const OpCost& cost, double share) {
+  if (share >= 1 || cost.hbm_seconds <= 0) return cost.seconds;
+  const double slowest = std::max({cost.mxu_seconds, cost.vpu_seconds, cost.hbm_seconds});
+  const double overhead = std::max(0.0, cost.seconds - slowest);
+  return overhead + std::max({cost.mxu_seconds, cost.vpu_seconds, cost.hbm_seconds / share});
+}
+
 OpCost OpCostModel::time(const std::string& signature, const hw::OpQuery& query) {
   auto it = cache_.find(signature);
   if (it != cache_.end()) {
@@ -298,6 +305,9 @@ OpCost OpCostModel::time(const std::string& signature, const hw::OpQuery& query)
   cost.flops = t.flops;
   cost.hbm_bytes = t.hbm_bytes;
   cost.bound = t.bound;
+  cost.mxu_seconds = t.mxu_seconds;
+  cost.vpu_seconds = t.vpu_seconds;
+  cost.hbm_seconds = t.hbm_seconds;
   cache_.emplace(signature, cost);
   return cost;
 }

@@ -60,7 +60,15 @@ struct OpCost {
   double flops = 0;
   double hbm_bytes = 0;
   hw::Bound bound = hw::Bound::kOverhead;
+  // The three unit times the op overlaps (hw::OpTiming), at the full HBM
+  // bandwidth: what seconds_with_hbm_share rescales.
+  double mxu_seconds = 0, vpu_seconds = 0, hbm_seconds = 0;
 };
+
+// The op's duration when its kernel gets only `share` (0 < share <= 1) of
+// the device's HBM bandwidth (the rest serving collective DMAs): the fixed
+// overhead plus the slowest unit, the HBM time stretched by 1 / share.
+double seconds_with_hbm_share(const OpCost& cost, double share);
 
 enum class OpClass { kFree, kCompute, kCollective, kControl };  // control: while, call
 

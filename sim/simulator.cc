@@ -80,7 +80,6 @@ void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog, const 
     if (step.collective) {
       r.collective_bytes += catalog.spec(op.collective).bytes_per_device;
     } else {
-      r.seconds += op.cost.seconds;
       r.flops += op.cost.flops;
       r.hbm_bytes += op.cost.hbm_bytes;
       timeline.executed_flops_per_device += op.cost.flops;
@@ -89,8 +88,8 @@ void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog, const 
   std::map<std::string, CollectiveSummary> by_kind;
   for (size_t i = 0; i < records.size(); ++i) {
     OpRecord& r = records[i];
+    r.seconds = account.op_busy_s[i];
     if (!r.collective || r.executions == 0) continue;
-    r.seconds = account.collective_busy_s[i];
     r.exposed_seconds = account.collective_exposed_s[i];
     auto& summary = by_kind[r.opcode];
     summary.kind = r.opcode;
@@ -130,6 +129,7 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
                       system.config().ici.collectives_in_flight_per_kind,
                       options.record_trace,
                       options.progress};
+  inputs.hbm_bandwidth = system.config().hbm.bandwidth;
   if (choice.fidelity == Fidelity::kFast)
     for (int32_t spec = 0; spec < catalog.size(); ++spec)
       inputs.fast_collective_s.push_back(catalog.fast_timing(spec).seconds);
@@ -152,6 +152,7 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   timeline.mxu_bound_s = a.mxu_s;
   timeline.vpu_bound_s = a.vpu_s;
   timeline.hbm_bound_s = a.hbm_s;
+  timeline.hbm_contention_s = a.hbm_contention_s;
   timeline.overhead_s = a.overhead_s;
   timeline.exposed_communication_s = a.exposed_s;
   timeline.idle_s = a.idle_s;

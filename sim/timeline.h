@@ -68,6 +68,7 @@ struct Timeline {
   double mxu_bound_s = 0;
   double vpu_bound_s = 0;
   double hbm_bound_s = 0;
+  double hbm_contention_s = 0;  // of hbm_bound_s: kernels slowed by collective DMAs (engine.h)
   double overhead_s = 0;
   double exposed_communication_s = 0;
   double idle_s = 0;
