@@ -80,6 +80,7 @@ struct Device {
   int32_t issued = 0;
   int32_t completed_count = 0;
   std::vector<char> completed;  // per ordinal
+  int32_t first_unfinished = 0;  // the step's tail: no ordinal below it is running
   std::array<std::deque<int32_t>, kCollectiveKinds> queued;
   std::array<int64_t, kCollectiveKinds> running_of_kind{};
   std::vector<Running> running;
@@ -256,9 +257,10 @@ class EngineRun {
   // one still running (collectives of different kinds finish out of order).
   void finish_tail(Device& d, double t) {
     if (d.completed_count < d.issued) {
-      int32_t first = 0;
-      while (d.completed[static_cast<size_t>(first)]) ++first;
-      wait_for_collective(d, first, ComputeState::kTail, t);
+      // Completions only ever set flags, so the first unfinished ordinal
+      // only moves forward.
+      while (d.completed[static_cast<size_t>(d.first_unfinished)]) ++d.first_unfinished;
+      wait_for_collective(d, d.first_unfinished, ComputeState::kTail, t);
       return;
     }
     d.compute = ComputeState::kDone;
