@@ -47,12 +47,17 @@ struct DimState {
   DigitIds append_left;
 };
 
+// Which step a greedy pass prefers after the free refines (see
+// plan_digit_steps): moves, or gathering each dim's stripped digits whole
+// unless they are exactly another dim's next digits (one move).
+enum class Preference { kMoves, kWholeGathers };
+
 // Greedy planner state (see plan_digit_steps).
 class DigitPlanner {
  public:
   DigitPlanner(const DigitGrid& grid, const std::vector<DigitIds>& from, const std::vector<DigitIds>& to,
-               std::span<const int64_t> base_dims)
-      : grid_(grid), base_dims_(base_dims) {
+               std::span<const int64_t> base_dims, Preference preference)
+      : grid_(grid), base_dims_(base_dims), preference_(preference) {
     for (size_t d = 0; d < from.size(); ++d) {
       const size_t keep = common_prefix(from[d], to[d]).size();
       dims_.push_back(DimState{from[d], from[d].size() - keep, DigitIds(to[d].begin() + static_cast<long>(keep), to[d].end())});
@@ -61,11 +66,13 @@ class DigitPlanner {
 
   std::optional<std::vector<DigitStep>> run() {
     while (!done()) {
-      if (try_refine() || try_move() || try_coarsen(/*forced=*/false) || try_coarsen(/*forced=*/true)) {
+      const bool whole = preference_ == Preference::kWholeGathers;
+      if (try_refine() || (whole && try_whole_coarsen()) || try_move() || try_coarsen(/*forced=*/false) ||
+          try_coarsen(/*forced=*/true)) {
         if (!feasible_) return std::nullopt;
         continue;
       }
-      return std::nullopt;  // unreachable: a forced coarsen always applies while not done
+      return std::nullopt;  // no step nests
     }
     if (steps_.empty()) return std::nullopt;
     return std::move(steps_);
@@ -86,9 +93,14 @@ class DigitPlanner {
       if (std::find(s.append_left.begin(), s.append_left.end(), digit) != s.append_left.end()) return false;
     return true;
   }
-  void check_nests(size_t dim, const DigitIds& base, int64_t m) {
-    if (!nests(base_dims_[dim], grid_.product(base), m)) feasible_ = false;
+  // Nesting (file comment) of stripping a's last q digits / appending
+  // digits of product m to b.
+  bool strip_nests(size_t a, size_t q) const {
+    const DigitIds& digits = dims_[a].current;
+    const DigitIds kept(digits.begin(), digits.end() - static_cast<long>(q));
+    return nests(base_dims_[a], grid_.product(kept), grid_.product(DigitIds(digits.end() - static_cast<long>(q), digits.end())));
   }
+  bool append_nests(size_t b, int64_t m) const { return nests(base_dims_[b], grid_.product(dims_[b].current), m); }
   void strip(size_t dim, size_t count) {
     DimState& s = dims_[dim];
     s.current.resize(s.current.size() - count);
@@ -121,7 +133,14 @@ class DigitPlanner {
         run.push_back(digit);
       }
       if (run.empty()) continue;
-      check_nests(b, s.current, grid_.product(run));
+      // A part of the digits now only if the rest can still nest below it
+      // (else later, with the rest, where [c, c m) nests if the parts do not).
+      const DigitIds rest(s.append_left.begin() + static_cast<long>(run.size()), s.append_left.end());
+      if (!rest.empty() && !nests(base_dims_[b], grid_.product(s.current) * grid_.product(run), grid_.product(rest)))
+        continue;
+      // The digits kept below cannot change any more: a refine that does
+      // not nest now never will (nor will a part of it).
+      if (!append_nests(b, grid_.product(run))) feasible_ = false;
       append(b, run);
       DigitStep step;
       step.kind = DigitStep::Kind::kRefine;
@@ -135,7 +154,8 @@ class DigitPlanner {
   }
 
   // All-to-all: the last q digits a still strips are the next q digits b
-  // (done stripping) appends; the longest such run moves at once.
+  // (done stripping) appends; the longest such run whose extents nest
+  // moves at once.
   bool try_move() {
     for (size_t a = 0; a < dims_.size(); ++a) {
       const DimState& from = dims_[a];
@@ -146,8 +166,7 @@ class DigitPlanner {
           const DigitIds moved(from.current.end() - static_cast<long>(q), from.current.end());
           if (!std::equal(moved.begin(), moved.end(), to.append_left.begin())) continue;
           const int64_t m = grid_.product(moved);
-          check_nests(a, DigitIds(from.current.begin(), from.current.end() - static_cast<long>(q)), m);
-          check_nests(b, to.current, m);
+          if (!strip_nests(a, q) || !append_nests(b, m)) continue;
           strip(a, q);
           append(b, moved);
           DigitStep step;
@@ -166,53 +185,101 @@ class DigitPlanner {
 
   // All-gather of a dim's trailing digits that end replicated; when nothing
   // else applies (forced), of one blocked trailing digit, which a later
-  // refine then takes locally. Coarsening to full replication is the
-  // fallback rung's job: the plan fails then.
+  // refine then takes locally. If the extents do not nest, more trailing
+  // digits go with them (stripping a dim down to its common prefix with
+  // c == 1 always nests). Coarsening to full replication is the fallback
+  // rung's job: the plan fails then.
   bool try_coarsen(bool forced) {
     for (size_t a = 0; a < dims_.size(); ++a) {
       const DimState& s = dims_[a];
       size_t q = 0;
       while (q < s.strip_left && destined_to_replication(s.current[s.current.size() - 1 - q])) ++q;
-      if (q == 0 && forced && s.strip_left > 0) q = 1;
+      if (q == 0 && forced && s.strip_left > 0) q = preference_ == Preference::kWholeGathers ? s.strip_left : 1;
       if (q == 0) continue;
-      const DigitIds gathered(s.current.end() - static_cast<long>(q), s.current.end());
-      const int64_t m = grid_.product(gathered);
-      check_nests(a, DigitIds(s.current.begin(), s.current.end() - static_cast<long>(q)), m);
-      strip(a, q);
-      DigitStep step;
-      step.kind = DigitStep::Kind::kCoarsen;
-      step.dim = static_cast<int64_t>(a);
-      step.factor = m;
-      step.groups = iota_groups(groups_from_digits(grid_, gathered));
-      push(std::move(step));
-      if (steps_.back().after.is_replicated()) feasible_ = false;
+      while (q < s.strip_left && !strip_nests(a, q)) ++q;
+      if (!strip_nests(a, q)) continue;
+      push_coarsen(a, q);
       return true;
     }
     return false;
   }
 
+  // kWholeGathers: a dim's stripped digits in one all-gather, unless they
+  // are exactly another dim's remaining digits to append (a move).
+  bool try_whole_coarsen() {
+    for (size_t a = 0; a < dims_.size(); ++a) {
+      const DimState& s = dims_[a];
+      if (s.strip_left == 0) continue;
+      const DigitIds stripped(s.current.end() - static_cast<long>(s.strip_left), s.current.end());
+      bool moves = false;
+      for (size_t b = 0; b < dims_.size(); ++b) moves |= b != a && dims_[b].append_left == stripped;
+      if (moves || !strip_nests(a, s.strip_left)) continue;
+      push_coarsen(a, s.strip_left);
+      return true;
+    }
+    return false;
+  }
+
+  // All-gather of dim a's last q digits (a fails the plan if it replicates).
+  void push_coarsen(size_t a, size_t q) {
+    const DigitIds& digits = dims_[a].current;
+    const DigitIds gathered(digits.end() - static_cast<long>(q), digits.end());
+    strip(a, q);
+    DigitStep step;
+    step.kind = DigitStep::Kind::kCoarsen;
+    step.dim = static_cast<int64_t>(a);
+    step.factor = grid_.product(gathered);
+    step.groups = iota_groups(groups_from_digits(grid_, gathered));
+    push(std::move(step));
+    if (steps_.back().after.is_replicated()) feasible_ = false;
+  }
+
   const DigitGrid& grid_;
   std::span<const int64_t> base_dims_;
+  Preference preference_;
   std::vector<DimState> dims_;
   std::vector<DigitStep> steps_;
   bool feasible_ = true;
 };
 
+int64_t shard_elements(const Sharding& sharding, std::span<const int64_t> base_dims) {
+  int64_t n = 1;
+  for (int64_t e : shard_shape(sharding, base_dims)) n *= e;
+  return n;
+}
+
 }  // namespace
+
+double digit_steps_cost(const std::vector<DigitStep>& steps, std::span<const int64_t> base_dims,
+                        int64_t element_bytes) {
+  double cost = 0;
+  for (const DigitStep& step : steps)
+    if (step.kind != DigitStep::Kind::kRefine)
+      cost += kCollectiveLatencyBytes + static_cast<double>(shard_elements(step.after, base_dims) * element_bytes) *
+                                            static_cast<double>(step.factor - 1) / static_cast<double>(step.factor);
+  return cost;
+}
 
 std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, const std::vector<DigitIds>& from,
                                                        const std::vector<DigitIds>& to,
-                                                       std::span<const int64_t> base_dims) {
-  return DigitPlanner(grid, from, to, base_dims).run();
+                                                       std::span<const int64_t> base_dims, int64_t element_bytes) {
+  auto moves = DigitPlanner(grid, from, to, base_dims, Preference::kMoves).run();
+  auto gathers = DigitPlanner(grid, from, to, base_dims, Preference::kWholeGathers).run();
+  if (!moves || !gathers) return moves ? std::move(moves) : std::move(gathers);
+  // Ties go to the moves (all-to-alls move less than gathers' outputs grow).
+  return digit_steps_cost(*gathers, base_dims, element_bytes) < digit_steps_cost(*moves, base_dims, element_bytes)
+             ? std::move(gathers)
+             : std::move(moves);
 }
 
 std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source, const Sharding& target,
-                                                         std::span<const int64_t> base_dims, int64_t devices) {
+                                                         std::span<const int64_t> base_dims, int64_t devices,
+                                                         int64_t element_bytes) {
   const auto rank = static_cast<int64_t>(base_dims.size());
   const Sharding pair[] = {source, target};
   const auto on_grid = layouts_on_common_grid(pair, rank, devices);
   if (!on_grid) return std::nullopt;
-  return plan_digit_steps(on_grid->grid, on_grid->layouts[0].data, on_grid->layouts[1].data, base_dims);
+  return plan_digit_steps(on_grid->grid, on_grid->layouts[0].data, on_grid->layouts[1].data, base_dims, element_bytes);
 }
 
 InstrId exchange_tiles(SpmdContext& context, InstrId x, const TileExchange& e) {

@@ -12,18 +12,18 @@
 // shape, so T' -> T is one collective-permute (each device sends its whole
 // shard once). We plan source -> T' for every size-preserving sigma (digits
 // both layouts keep in a common prefix stay fixed) and keep the cheapest:
-//   cost = sum over collectives of (bytes a device receives + L):
-//          all-gather / all-to-all of group m: out * (m - 1) / m,
-//          collective-permute: its shard (XLA's CommunicationCostInBytes,
-//          gspmd-algorithms.md 3.2 message sizes); local slices are free;
-//          L = 1e5 bytes, the ~1 us ICI hop latency at 1e11 B/s per link
-//          (anchors.md, TPU hardware), so that on small shards fewer
-//          collectives win (e.g. [4,2,1] -> [1,2,4]: one all-to-all of 4 and
-//          a permute rather than three all-to-alls of 2, whose bytes are
-//          ~10% fewer) and on large ones fewer bytes.
+//   cost = digit_steps_cost (reshard.h: bytes received per collective plus
+//          a latency of kCollectiveLatencyBytes) + the permute's (its shard
+//          + the latency), so that on small shards fewer collectives win
+//          (e.g. [4,2,1] -> [1,2,4]: one all-to-all of 4 and a permute
+//          rather than three all-to-alls of 2, whose bytes are ~10% fewer)
+//          and on large ones fewer bytes.
 // The permute goes first (source relabeled by sigma^-1) when the source
 // shard is smaller than the target's, last otherwise. sigma = identity is
 // the plain digit plan and wins ties, so the rung never does worse than it.
+// Relabelings run on the grid cut into prime-sized digits
+// (split_into_prime_digits); the plain plan is tried on the common grid
+// first.
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -37,23 +37,10 @@ namespace {
 // free digits of one size, e.g. a 128-device mesh of factors 2).
 constexpr int64_t kMaxRelabelings = 5040;
 
-// Per-collective latency in bytes (file comment): 1e-6 s * 1e11 B/s.
-constexpr double kCollectiveLatencyBytes = 1e5;
-
 int64_t elements(const Sharding& sharding, std::span<const int64_t> base_dims) {
   int64_t n = 1;
   for (int64_t e : shard_shape(sharding, base_dims)) n *= e;
   return n;
-}
-
-// Bytes received plus latency of the steps' collectives (file comment).
-double steps_cost(const std::vector<DigitStep>& steps, std::span<const int64_t> base_dims, int64_t element_bytes) {
-  double cost = 0;
-  for (const DigitStep& step : steps)
-    if (step.kind != DigitStep::Kind::kRefine)
-      cost += kCollectiveLatencyBytes + static_cast<double>(elements(step.after, base_dims) * element_bytes) *
-                                            static_cast<double>(step.factor - 1) / static_cast<double>(step.factor);
-  return cost;
 }
 
 int64_t step_count(const RelabeledDigitPlan& plan, DigitStep::Kind kind) {
@@ -76,6 +63,43 @@ std::vector<DigitIds> relabel(const std::vector<DigitIds>& lists, const std::vec
   for (DigitIds& list : out)
     for (size_t& digit : list) digit = sigma[digit];
   return out;
+}
+
+// The same layouts with every digit cut into prime-sized digits (a digit
+// of size p q at stride s is the digit of size p at stride s q, major, and
+// the one of size q at stride s: the device's value in it is unchanged).
+// More digits of equal size means more relabelings: [2,4] -> [1,8] on 8
+// devices has digits of sizes 2 and 4 on the common grid, and needs the
+// 4 split to exchange its halves with the 2.
+GridLayouts split_into_prime_digits(const GridLayouts& coarse) {
+  const DigitGrid& grid = coarse.grid;
+  GridLayouts fine;
+  fine.grid.bounds = {1};
+  std::vector<std::pair<size_t, size_t>> range(grid.digit_count());  // old digit -> new ids [first, last)
+  for (size_t j = 0; j < grid.digit_count(); ++j) {
+    const size_t first = fine.grid.bounds.size() - 1;
+    int64_t rest = grid.size(j), stride = grid.bounds[j];
+    for (int64_t p = 2; rest > 1; ++p)
+      while (rest % p == 0) {
+        rest /= p;
+        stride *= p;
+        fine.grid.bounds.push_back(stride);
+      }
+    range[j] = {first, fine.grid.bounds.size() - 1};
+  }
+  auto split = [&](const DigitIds& digits) {
+    DigitIds out;
+    for (size_t j : digits)
+      for (size_t k = range[j].second; k-- > range[j].first;) out.push_back(k);  // major first
+    return out;
+  };
+  for (const ShardingDigits& layout : coarse.layouts) {
+    ShardingDigits refined;
+    for (const DigitIds& digits : layout.data) refined.data.push_back(split(digits));
+    refined.replicated = split(layout.replicated);
+    fine.layouts.push_back(std::move(refined));
+  }
+  return fine;
 }
 
 // Free digits (in no common prefix), grouped by size: sigma permutes within
@@ -127,26 +151,32 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
                                                                int64_t element_bytes) {
   const auto rank = static_cast<int64_t>(base_dims.size());
   const Sharding pair[] = {source, target};
-  const auto on_grid = layouts_on_common_grid(pair, rank, devices);
-  if (!on_grid) return std::nullopt;
-  const DigitGrid& grid = on_grid->grid;
-  const std::vector<DigitIds>& from = on_grid->layouts[0].data;
-  const std::vector<DigitIds>& to = on_grid->layouts[1].data;
-  auto classes = free_digit_classes(*on_grid);
+  const auto coarse = layouts_on_common_grid(pair, rank, devices);
+  if (!coarse) return std::nullopt;
+  std::optional<RelabeledDigitPlan> best;
+  double best_cost = 0;
+  // Candidate 0: the plain digit plan on the common grid.
+  if (auto steps = plan_digit_steps(coarse->grid, coarse->layouts[0].data, coarse->layouts[1].data, base_dims, element_bytes)) {
+    best = RelabeledDigitPlan{RelabeledDigitPlan::Permute::kNone, Sharding(), std::move(*steps)};
+    best_cost = digit_steps_cost(best->steps, base_dims, element_bytes);
+  }
+  const GridLayouts on_grid = split_into_prime_digits(*coarse);
+  const DigitGrid& grid = on_grid.grid;
+  const std::vector<DigitIds>& from = on_grid.layouts[0].data;
+  const std::vector<DigitIds>& to = on_grid.layouts[1].data;
+  auto classes = free_digit_classes(on_grid);
   if (relabeling_count(classes) > kMaxRelabelings) classes.clear();
 
   const double source_shard = static_cast<double>(elements(source, base_dims) * element_bytes);
   const double target_shard = static_cast<double>(elements(target, base_dims) * element_bytes);
-  std::optional<RelabeledDigitPlan> best;
   std::vector<size_t> best_sigma;
-  double best_cost = 0;
   for_each_relabeling(grid.digit_count(), std::move(classes), [&](const std::vector<size_t>& sigma) {
     const std::vector<DigitIds> relabeled = relabel(to, sigma);
-    auto steps = plan_digit_steps(grid, from, relabeled, base_dims);
+    auto steps = plan_digit_steps(grid, from, relabeled, base_dims, element_bytes);
     if (!steps) return;
     RelabeledDigitPlan plan;
     plan.steps = std::move(*steps);
-    double cost = steps_cost(plan.steps, base_dims, element_bytes);
+    double cost = digit_steps_cost(plan.steps, base_dims, element_bytes);
     if (relabeled != to) {
       plan.permute = source_shard < target_shard ? RelabeledDigitPlan::Permute::kFirst : RelabeledDigitPlan::Permute::kLast;
       cost += kCollectiveLatencyBytes + std::min(source_shard, target_shard);
@@ -164,7 +194,7 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
   for (size_t j = 0; j < best_sigma.size(); ++j) inverse[best_sigma[j]] = j;
   const std::vector<DigitIds> relabeled_source = relabel(from, inverse);
   best->relabeled_source = sharding_from_digits(grid, relabeled_source);
-  auto steps = plan_digit_steps(grid, relabeled_source, to, base_dims);
+  auto steps = plan_digit_steps(grid, relabeled_source, to, base_dims, element_bytes);
   if (!steps) return std::nullopt;  // relabeling commutes with planning: not expected
   best->steps = std::move(*steps);
   return best;

@@ -75,8 +75,15 @@ TEST(ReshardRelabel, MajorPositionMoveOnUnevenDims) {
 // holds as the MAJOR column digit (g1 g0). Exchanging g0 and g1 in the
 // target's lists gives rows (g2 g0), columns (g1): g0 is the minor column
 // digit, so one all-to-all in the g0 pairs {d, d ^ 1} and one permute.
+// Costs (reshard.h digit_steps_cost, L = 1e5 bytes per collective) on
+// f32[512,384], shard 256 x 96 = 98304 bytes: the all-to-all's output is
+// 128 x 192 (cost 98304 / 2 + L), the permute 98304 + L: 147456 + 2L. The
+// plain plan gathers the columns' (g1 g0) whole (out 256 x 384: 3/4 of
+// 393216 bytes + L = 294912 + L) and slices: 394912 in all, or gathers g0,
+// moves g1 and slices (98304 + L twice: 396608). The relabeling wins by
+// ~12%. (On a tiny shape the single gather would win on latency.)
 TEST(ReshardRelabel, MajorDigitLeavesADim) {
-  auto p = partition_text(copy_module("16,12", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), 8);
+  auto p = partition_text(copy_module("512,384", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), 8);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.full_replications, 0);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 4}}));
@@ -115,10 +122,11 @@ TEST(ReshardRelabel, DigitsOfOneDimSplitOverTwoDims) {
 // f32[8,8]: source (g2), (g1), replicas g0; target (), (g2 g1), replicas g0.
 // The plain planner must strip both g2 and g1 (g1 leaves its major place):
 // full replication. Relabelings with columns (g1 x) keep g1: x = g2 is an
-// all-to-all of the g2 pairs (out 8 x 2 = 16, cost 16/2 = 8), x = g0 a
-// local slice then a gather of g2 (out 16, cost 8); either way plus one
-// permute of 16 elements. Equal cost and collective count: the tie goes to
-// the plan with fewer gathers, the all-to-all (4 groups of 2).
+// all-to-all of the g2 pairs (out 8 x 2 = 16 elements, receives 8), x = g0
+// a local slice then a gather of g2 (out 16, receives 8); either way plus
+// one permute of 16 elements: equal cost (bytes and latencies) and
+// collective count. The tie goes to the plan with fewer gathers: the
+// all-to-all (4 groups of 2).
 TEST(ReshardRelabel, PartialReplicationBothSides) {
   auto p = partition_text(copy_module("8,8", "{devices=[2,2,2]<=[8] last_tile_dim_replicate}",
                                       "{devices=[1,4,2]<=[8] last_tile_dim_replicate}"),
@@ -130,14 +138,17 @@ TEST(ReshardRelabel, PartialReplicationBothSides) {
   EXPECT_EQ(p.result.stats.collective_permutes, 1);
 }
 
-// Permute first: [2,2,2] on f32[8,8,8] (shard 4x4x4 = 64) -> columns
-// (g2 g1), replicas g0 (shard 8x2x8 = 128). Plain: g0 gathers to the
-// replicas, then g2 and g1 must both be stripped: full replication.
-// Best relabeling: columns (g1 g0), replicas g2: move g0 from dim 2 to
-// dim 1 (all-to-all of the g0 pairs, out 4x2x8 = 64, cost 32), gather dim 0's
-// g2 (out 128, cost 64), one permute of min(64, 128) = 64: 160 elements,
-// vs 192 for columns (g1 g2). The source shard is the smaller, so the
-// permute goes first (the source relabeled g0 <-> g2, then the same steps).
+// Permute first: [2,2,2] on f32[8,8,8] (shard 4x4x4 = 64 elements) ->
+// columns (g2 g1), replicas g0 (shard 8x2x8 = 128). Plain: g0 gathers to
+// the replicas, then g2 and g1 must both be stripped: full replication.
+// Relabeled columns (g1 g0), replicas g2: move g0 from dim 2 to dim 1
+// (all-to-all of the g0 pairs, out 4x2x8 = 64, receives 32), gather dim
+// 0's g2 (out 128, receives 64), one permute of min(64, 128) = 64: 160
+// elements and 3 latencies; columns (g1 g2), replicas g0 costs the same
+// (move g2 from dim 0, out 64, then gather g0, out 128) and has the same
+// steps. Every other relabeling gathers more. The source shard is the
+// smaller, so the permute goes first (the source relabeled by sigma^-1,
+// then the same steps).
 TEST(ReshardRelabel, PermuteGoesFirstWhenTheSourceShardIsSmaller) {
   const Sharding from = parse_sharding("{devices=[2,2,2]<=[8]}");
   const Sharding to = parse_sharding("{devices=[1,4,1,2]<=[8] last_tile_dim_replicate}");
