@@ -11,6 +11,14 @@
 // differ only in the P digits, ordered by P's value, all-gather along d.
 // When c == 1 the coarse tile is the whole dim: padding to m t before the
 // slice, or slicing the gathered m t back to D, keeps the layouts aligned.
+// A move is both at once: the all-to-all within the P groups splits b into
+// m chunks (member k receives chunk k: b's list gains P at its minor end)
+// and hands a's sub-tiles over (a's list loses its minor P).
+//
+// Planning (plan_digit_steps) simulates the digit lists: per dim the
+// digits still to strip from the minor end and those still to append; two
+// greedy passes differ only in whether moves or whole gathers come first
+// (reshard.h), and the cheaper plan wins.
 #include <algorithm>
 #include <utility>
 
