@@ -171,6 +171,39 @@ TEST(ReshardRelabel, PermuteGoesFirstWhenTheSourceShardIsSmaller) {
   EXPECT_EQ(p.result.stats.collective_permutes, 1);
 }
 
+// Prime-sized digits: [2,4] -> [1,8] on f32[8,16]. On the common grid the
+// digits are d1 = d / 4 (size 2) and d0 = d % 4 (size 4): source (d1),
+// (d0), target (), (d1 d0), and no relabeling exchanges a 2 with a 4, so
+// every plan strips both dims: full replication (the old result). Cut into
+// g2 g1 g0, the source is (g2), (g1 g0) and the target (), (g2 g1 g0);
+// relabeled to (), (g1 g0 g2) it is one move of g2 to the minor end of
+// dim 1 (all-to-all in the pairs {d, d ^ 4}: 4 groups of 2) and a permute.
+TEST(ReshardRelabel, PrimeDigitsLetAFourExchangeWithTwos) {
+  auto p = partition_text(copy_module("8,16", "{devices=[2,4]<=[8]}", "{devices=[1,8]<=[8]}"), 8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.full_replications, 0);
+  EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 4}}));
+  EXPECT_EQ(p.result.stats.collective_permutes, 1);
+  EXPECT_EQ(total_collectives(p.result.stats), 2);
+}
+
+// A refine waits for digits it must nest with: f32[3,5,6], source
+// [2,1,2] x 2 in the order (g2, g0, g1) -- dim 0 (g2), dim 2 (g0),
+// replicas g1 -- to [1,4,2] in the order (g1, g2, g0): dim 1 (g1 g2),
+// dim 2 (g0). Taking g1 into dim 1 first (a local slice) would leave g2 to
+// join below c = 2: ceil(5/2) = 3 != 2 * ceil(5/4) = 4, no nesting. So
+// dim 0's g2 is gathered (c = 1 there: 4 groups of 2) and then dim 1 takes
+// (g1 g2) in one local slice of the whole dim: one all-gather, nothing else.
+TEST(ReshardRelabel, RefineWaitsForDigitsItMustNestWith) {
+  auto p = partition_text(copy_module("3,5,6", "{devices=[2,1,2,2]<=[2,2,2]T(0,2,1) last_tile_dim_replicate}",
+                                      "{devices=[1,4,2]<=[2,2,2]T(1,0,2)}"),
+                          8);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.full_replications, 0);
+  EXPECT_EQ(groups_of(p, Opcode::kAllGather), (Groups{{2, 4}}));
+  EXPECT_EQ(total_collectives(p.result.stats), 1);
+}
+
 // A relabeling that does not pay stays unused: [4,2] -> [2,2] x 2 replicas
 // (rows g2, columns g1, replicas g0) is a gather of g0 and a move of g1
 // (cost 32 + 32 on 16 x 16); exchanging g0 and g1 instead gathers g1 of
