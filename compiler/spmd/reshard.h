@@ -97,9 +97,9 @@ double digit_steps_cost(const std::vector<DigitStep>& steps, std::span<const int
                         int64_t element_bytes);
 // Digit steps up to a relabeling of equal-size digits (reshard_relabel.cc):
 // the cheapest (digit_steps_cost + the permute's) over relabelings of
-// plan_digit_steps plus, unless the
-// relabeling is the identity on the target's lists, one collective-permute
-// first (to `relabeled_source`) or last (to the target).
+// plan_digit_steps plus, unless the relabeling is the identity on the
+// target's lists, one collective-permute first (to `relabeled_source`) or
+// last (to the target).
 struct RelabeledDigitPlan {
   enum class Permute { kNone, kFirst, kLast };
   Permute permute = Permute::kNone;
