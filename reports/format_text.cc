@@ -129,8 +129,7 @@ std::string report_markdown(const Report& r) {
     out += fmt::format("| {} | {:.2f} |\n", part.name, static_cast<double>(part.bytes) / 1073741824.0);
 
   out += "\n### Time per step\n\n| part | ms | % of step |\n|---|---:|---:|\n";
-  for (const TimeRow& t : time_rows(r))
-  {
+  for (const TimeRow& t : time_rows(r)) {
     // Indented rows are parts of the row above: "- part", "- - part of part".
     const std::string_view label(t.label);
     const size_t depth = label.find_first_not_of(' ') / 2;
