@@ -16,11 +16,6 @@ using spmd_test::partition_text;
 std::string module(const std::string& body) { return "HloModule m\nENTRY e {\n" + body + "}\n"; }
 std::string rows(int n) { return "{devices=[" + std::to_string(n) + ",1]<=[" + std::to_string(n) + "]}"; }
 
-int64_t collectives(const SpmdResult& r) {
-  return r.stats.all_reduces + r.stats.all_gathers + r.stats.all_to_alls + r.stats.collective_permutes +
-         r.stats.reduce_scatters;
-}
-
 TEST(SpmdDynamicSlice, DynamicSliceAlongNonPartitionedDimension) {
   // Rows tiled, columns sliced: each device slices its own rows, no
   // communication (the start indices are replicated scalars).
@@ -32,7 +27,7 @@ TEST(SpmdDynamicSlice, DynamicSliceAlongNonPartitionedDimension) {
                                    rows(n) + "\n"),
                             n);
     for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
-    EXPECT_EQ(collectives(p.result), 0) << n;
+    EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0) << n;
   }
 }
 
@@ -60,7 +55,7 @@ TEST(SpmdDynamicSlice, DynamicUpdateSliceAlongNonPartitionedDimension) {
                                  "  ROOT d = f32[8,6] dynamic-update-slice(x, u, i, j), sharding=" + rows(4) + "\n"),
                           4);
   for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
-  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
 }
 
 TEST(SpmdDynamicSlice, DynamicUpdateSliceAlongPartitionedDimension) {
@@ -75,7 +70,7 @@ TEST(SpmdDynamicSlice, DynamicUpdateSliceAlongPartitionedDimension) {
                                    "  ROOT d = f32[13,4] dynamic-update-slice(x, u, i, j), sharding=" + rows(n) + "\n"),
                             n);
     for (uint64_t seed : {1, 5, 6, 7}) expect_equivalent(p, seed);
-    EXPECT_EQ(collectives(p.result), 0) << n;
+    EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0) << n;
   }
 }
 
@@ -113,7 +108,7 @@ TEST(SpmdIota, IotaAlongTileDimension) {
   for (int n : {2, 4, 8}) {
     auto p = partition_text(module("  ROOT i = s32[13,3] iota(), iota_dimension=0, sharding=" + rows(n) + "\n"), n);
     expect_equivalent(p);
-    EXPECT_EQ(collectives(p.result), 0);
+    EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
     EXPECT_EQ(iota_dims(p.result), (std::vector<int64_t>{(13 + n - 1) / n, 3})) << n;
   }
 }
@@ -123,7 +118,7 @@ TEST(SpmdIota, FloatIotaAlongTileDimensionOn2x4Mesh) {
   // tiled 2 ways (no offset needed): shard [3,3].
   auto p = partition_text(module("  ROOT i = f32[5,10] iota(), iota_dimension=1, sharding={devices=[2,4]<=[8]}\n"), 8);
   expect_equivalent(p);
-  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
   EXPECT_EQ(iota_dims(p.result), (std::vector<int64_t>{3, 3}));
 }
 
@@ -132,7 +127,7 @@ TEST(SpmdIota, IotaAlongNonTileDimensionOn3DMesh) {
       module("  ROOT i = f32[4,6,5] iota(), iota_dimension=2, sharding={devices=[2,2,1,2]<=[8] last_tile_dim_replicate}\n"),
       8);
   expect_equivalent(p);
-  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
   EXPECT_EQ(iota_dims(p.result), (std::vector<int64_t>{2, 3, 5}));
 }
 
@@ -149,7 +144,7 @@ TEST(SpmdElementwise, SelectClampCompareConvertAlongShardedDims) {
                                  "  ROOT r = s32[5,7] convert(s), sharding={devices=[2,2]<=[4]}\n"),
                           4);
   expect_equivalent(p);
-  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
 }
 
 TEST(SpmdConstant, ConstantSliceReshard) {
@@ -159,7 +154,7 @@ TEST(SpmdConstant, ConstantSliceReshard) {
                                  "  ROOT a = f32[6] add(c, x), sharding={devices=[4]<=[4]}\n"),
                           4);
   expect_equivalent(p);
-  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
 }
 
 TEST(SpmdConstant, UniformConstantIsBuiltAtShardSize) {

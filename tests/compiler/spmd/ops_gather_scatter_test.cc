@@ -31,11 +31,6 @@ assign {
 
 std::string module(const std::string& body) { return std::string("HloModule m\n") + kBodies + "ENTRY e {\n" + body + "}\n"; }
 
-int64_t collectives(const SpmdResult& r) {
-  return r.stats.all_reduces + r.stats.all_gathers + r.stats.all_to_alls + r.stats.collective_permutes +
-         r.stats.reduce_scatters;
-}
-
 const std::string kLookup =
     "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}";
 
@@ -49,7 +44,7 @@ TEST(SpmdGather, PassthroughGather) {
                                    "  ROOT g = f32[5,8] gather(t, i), " + kLookup + ", sharding=" + m + "\n"),
                             n);
     expect_equivalent(p);
-    EXPECT_EQ(collectives(p.result), 0) << n;
+    EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0) << n;
   }
 }
 
@@ -64,7 +59,7 @@ TEST(SpmdGather, IndexPassthroughGather) {
              "index_vector_dim=2, slice_sizes={1,8}, sharding={devices=[2,1,2]<=[4]}\n"),
       4);
   expect_equivalent(p);
-  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
 }
 
 TEST(SpmdGather, IndexPassthroughGatherUneven) {
@@ -74,7 +69,7 @@ TEST(SpmdGather, IndexPassthroughGatherUneven) {
                                  "  ROOT g = f32[7,8] gather(t, i), " + kLookup + ", sharding={devices=[4,1]<=[4]}\n"),
                           4);
   expect_equivalent(p);
-  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
 }
 
 TEST(SpmdGather, GatherPartitionedOnTrivialSliceDims) {
@@ -161,7 +156,7 @@ TEST(SpmdScatter, PassthroughAndTrivialScatterOn2x2Mesh) {
                                  "sharding={devices=[2,2]<=[4]}\n"),
                           4);
   for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
-  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
 }
 
 TEST(SpmdGather, TrivialSliceGatherOnBothTiledDimsWithLeadingIndexVector) {
@@ -192,7 +187,7 @@ TEST(SpmdScatter, PassthroughScatter) {
                                    m + "\n"),
                             n);
     expect_equivalent(p);
-    EXPECT_EQ(collectives(p.result), 0) << n;
+    EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0) << n;
   }
 }
 
@@ -208,7 +203,7 @@ TEST(SpmdScatter, ScatterPartitionedOnTrivialSliceDims) {
                                    v + "\n"),
                             n);
     for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
-    EXPECT_EQ(collectives(p.result), 0) << n;
+    EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0) << n;
   }
 }
 
@@ -272,7 +267,7 @@ TEST(SpmdScatter, TrivialScatterWithTwoIndexComponentsOn2x2Mesh) {
                                  "sharding={devices=[2,2]<=[4]}\n"),
                           4);
   for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
-  EXPECT_EQ(collectives(p.result), 0);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
 }
 
 }  // namespace

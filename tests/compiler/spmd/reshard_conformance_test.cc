@@ -24,6 +24,7 @@
 namespace podsim::compiler {
 namespace {
 
+using spmd_test::total_collectives;
 using spmd_test::groups_of;
 using spmd_test::expect_equivalent;
 using spmd_test::Partitioned;
@@ -31,10 +32,6 @@ using spmd_test::copy_module;
 using spmd_test::partition_text;
 
 using Groups = std::vector<std::pair<int64_t, int64_t>>;
-
-int64_t total_collectives(const SpmdStats& s) {
-  return s.all_reduces + s.all_gathers + s.all_to_alls + s.collective_permutes + s.reduce_scatters;
-}
 
 // ---- 1. SingleDeviceToReplicated ----
 // GSPMD: only the maximal device holds the value, so select + all-reduce.

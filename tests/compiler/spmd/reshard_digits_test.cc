@@ -17,15 +17,12 @@
 namespace podsim::compiler {
 namespace {
 
+using spmd_test::total_collectives;
 using spmd_test::groups_of;
 using spmd_test::expect_equivalent;
 using spmd_test::Partitioned;
 using spmd_test::copy_module;
 using spmd_test::partition_text;
-
-int64_t total_collectives(const SpmdStats& s) {
-  return s.all_reduces + s.all_gathers + s.all_to_alls + s.collective_permutes + s.reduce_scatters;
-}
 
 using Groups = std::vector<std::pair<int64_t, int64_t>>;
 

@@ -21,16 +21,13 @@
 namespace podsim::compiler {
 namespace {
 
+using spmd_test::total_collectives;
 using spmd_test::copy_module;
 using spmd_test::expect_equivalent;
 using spmd_test::groups_of;
 using spmd_test::partition_text;
 
 using Groups = std::vector<std::pair<int64_t, int64_t>>;
-
-int64_t total_collectives(const SpmdStats& s) {
-  return s.all_reduces + s.all_gathers + s.all_to_alls + s.collective_permutes + s.reduce_scatters;
-}
 
 // [4,2] -> [2,4]: source rows (g2 g1), columns (g0); target rows (g2),
 // columns (g1 g0). The all-to-all in the g1 pairs {d, d ^ 2} moves g1 to

@@ -22,6 +22,11 @@ namespace podsim::compiler::spmd_test {
 
 inline Sharding sharding_of(const Instruction& instr) { return value_sharding(instr); }
 
+// Every collective the partitioner emitted, of any kind.
+inline int64_t total_collectives(const SpmdStats& s) {
+  return s.all_reduces + s.all_gathers + s.all_to_alls + s.collective_permutes + s.reduce_scatters;
+}
+
 struct Partitioned {
   Module annotated;
   SpmdResult result;
