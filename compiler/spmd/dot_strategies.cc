@@ -172,13 +172,17 @@ StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sh
     c.bytes = shard_bytes(shape, from) * (n - 1) / n;
   } else if (same_tile_shape(from, to)) {
     c.bytes = shard_bytes(shape, from);  // collective-permute of the shard
-  } else if (auto steps = plan_digit_reshard(from, to, shape.dims(), devices)) {
-    // Refines are local; a coarsen all-gathers m sub-tiles and a move
-    // all-to-alls a shard of the same size: (m-1)/m of it each.
-    for (const DigitStep& step : *steps) {
+  } else if (auto plan = plan_relabeled_digit_reshard(from, to, shape.dims(), devices, dtype_bytes(shape.dtype()))) {
+    // The rung reshard() takes (reshard_relabel.cc). Refines are local; a
+    // coarsen all-gathers m sub-tiles and a move all-to-alls a shard of the
+    // same size: (m-1)/m of it each; a relabeling permute sends the whole
+    // shard it moves (the source's when first, the target's when last).
+    for (const DigitStep& step : plan->steps) {
       const double m = static_cast<double>(step.factor);
       if (step.kind != DigitStep::Kind::kRefine) c.bytes += shard_bytes(shape, step.after) * (m - 1) / m;
     }
+    if (plan->permute == RelabeledDigitPlan::Permute::kFirst) c.bytes += shard_bytes(shape, from);
+    if (plan->permute == RelabeledDigitPlan::Permute::kLast) c.bytes += shard_bytes(shape, to);
   } else {
     c.full_replications = 1;
     const double n = static_cast<double>(devices);
