@@ -112,7 +112,8 @@ std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const Spm
 
 PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec) {
   const DotPlan plan =
-      choose_dot_plan(spec, DotShardings{in.operands[0].sharding, in.operands[1].sharding, in.target}, context.num_devices());
+      choose_dot_plan(spec, DotShardings{in.operands[0].sharding, in.operands[1].sharding, in.target},
+                      context.num_devices(), &context.relabeled_plans());
 
   // Windowed: the bigger of the eligible operands is rotated.
   std::optional<WindowedDot> windowed;

@@ -152,7 +152,8 @@ bool scatters_by_device(const Sharding& from, const Sharding& to, const ReplicaG
 
 }  // namespace
 
-StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to, int64_t devices) {
+StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to, int64_t devices,
+                              RelabeledPlanCache* plans) {
   StrategyCost c;
   if (from == to || shape.is_scalar()) return c;
   const int64_t rank = shape.rank();
@@ -172,7 +173,9 @@ StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sh
     c.bytes = shard_bytes(shape, from) * (n - 1) / n;
   } else if (same_tile_shape(from, to)) {
     c.bytes = shard_bytes(shape, from);  // collective-permute of the shard
-  } else if (auto plan = plan_relabeled_digit_reshard(from, to, shape.dims(), devices, dtype_bytes(shape.dtype()))) {
+  } else if (const auto plan = plans ? plans->plan(from, to, shape.dims(), devices, dtype_bytes(shape.dtype()))
+                                     : plan_relabeled_digit_reshard(from, to, shape.dims(), devices,
+                                                                    dtype_bytes(shape.dtype()))) {
     // The rung reshard() takes (reshard_relabel.cc). Refines are local; a
     // coarsen all-gathers m sub-tiles and a move all-to-alls a shard of the
     // same size: (m-1)/m of it each; a relabeling permute sends the whole
@@ -223,7 +226,8 @@ std::string DotPlan::describe() const {
                      partial_tile_dims.size(), cost.full_replications, cost.bytes, cost.flops);
 }
 
-DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint, int64_t devices) {
+DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint, int64_t devices,
+                       RelabeledPlanCache* plans) {
   DotPlan plan;
   plan.joint = joint;
   plan.lhs = joint_to_tensor(spec, joint, EinsumSide::kLhs);
@@ -236,10 +240,10 @@ DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, cons
     plan.cost.full_replications += c.full_replications;
     plan.cost.bytes += c.bytes;
   };
-  add(estimate_reshard(spec.lhs, current.lhs, plan.lhs, devices));
-  add(estimate_reshard(spec.rhs, current.rhs, plan.rhs, devices));
+  add(estimate_reshard(spec.lhs, current.lhs, plan.lhs, devices, plans));
+  add(estimate_reshard(spec.rhs, current.rhs, plan.rhs, devices, plans));
   if (plan.partial_tile_dims.empty()) {
-    add(estimate_reshard(spec.out, plan.local_out, current.target, devices));
+    add(estimate_reshard(spec.out, plan.local_out, current.target, devices, plans));
   } else {
     const double g = static_cast<double>(product_of_tiles(joint, plan.partial_tile_dims));
     const double partial = shard_bytes(spec.out, plan.local_out);
@@ -248,7 +252,7 @@ DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, cons
       add(StrategyCost{0, partial * (g - 1) / g, 0});  // reduce-scatter
     } else {
       add(StrategyCost{0, 2 * partial * (g - 1) / g, 0});  // all-reduce
-      add(estimate_reshard(spec.out, plan.local_out, current.target, devices));
+      add(estimate_reshard(spec.out, plan.local_out, current.target, devices, plans));
     }
   }
   // Local multiply-adds: the label-space volume over this device's tile.
@@ -261,7 +265,8 @@ DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, cons
   return plan;
 }
 
-DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int64_t devices) {
+DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int64_t devices,
+                        RelabeledPlanCache* plans) {
   std::vector<Sharding> bases = {tensor_to_joint(spec, current.lhs, EinsumSide::kLhs),
                                  tensor_to_joint(spec, current.rhs, EinsumSide::kRhs),
                                  tensor_to_joint(spec, current.target, EinsumSide::kOut)};
@@ -302,7 +307,7 @@ DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int
   };
   for (const Sharding& joint : candidates) {
     if (!seen.emplace(joint.to_string(), true).second || !splits_groups(joint)) continue;
-    DotPlan plan = plan_for_joint(spec, current, joint, devices);
+    DotPlan plan = plan_for_joint(spec, current, joint, devices, plans);
     if (!best || plan.cost < best->cost) best = std::move(plan);
   }
   return *best;

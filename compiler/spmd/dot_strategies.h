@@ -35,6 +35,7 @@
 
 #include "compiler/ir/module.h"
 #include "compiler/sharding/sharding.h"
+#include "compiler/spmd/reshard_plan.h"
 
 namespace podsim::compiler {
 
@@ -86,8 +87,10 @@ struct StrategyCost {
 
 // Cost of reshard(value of `shape` in `from`) -> `to` following the ladder of
 // reshard.h (same, all-gather, local slice, all-to-all, permute, digit
-// refine/coarsen, full).
-StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to, int64_t devices);
+// refine/coarsen, full). `plans` (optional) remembers the digit rung's
+// plans across calls; the result is the same with or without it.
+StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to, int64_t devices,
+                              RelabeledPlanCache* plans = nullptr);
 
 // The dim a reduce-scatter over `groups` turns `from` into `to` with (device
 // k of every group holds tile k of that dim, nothing else changes), as
@@ -107,8 +110,10 @@ struct DotPlan {
 struct DotShardings {
   Sharding lhs, rhs, target;
 };
-DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int64_t devices);
+DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int64_t devices,
+                        RelabeledPlanCache* plans = nullptr);
 // The plan of one given joint sharding (tests, forced strategies).
-DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint, int64_t devices);
+DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint, int64_t devices,
+                       RelabeledPlanCache* plans = nullptr);
 
 }  // namespace podsim::compiler

@@ -147,8 +147,9 @@ PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value, co
     result = all_to_all_move(context, value, target, moved->first, moved->second);
   } else if (same_tile_shape(value.sharding, target)) {
     result = permute_devices(context, value, target);
-  } else if (auto plan = plan_relabeled_digit_reshard(value.sharding, target, value.base_shape.dims(),
-                                                       context.num_devices(), dtype_bytes(value.base_shape.dtype()))) {
+  } else if (const auto& plan = context.relabeled_plans().plan(value.sharding, target, value.base_shape.dims(),
+                                                                 context.num_devices(),
+                                                                 dtype_bytes(value.base_shape.dtype()))) {
     result = apply_relabeled_digit_reshard(context, value, *plan, target);
   } else {
     ++context.stats().full_replications;

@@ -26,7 +26,11 @@
 // first.
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/spmd/reshard.h"
 
@@ -169,9 +173,19 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
 
   const double source_shard = static_cast<double>(elements(source, base_dims) * element_bytes);
   const double target_shard = static_cast<double>(elements(target, base_dims) * element_bytes);
+  // Every relabeled plan pays the permute, kCollectiveLatencyBytes + the
+  // smaller shard, on top of digit steps that cost >= 0: a plain plan that
+  // is already cheaper cannot lose, so the enumeration is skipped (exact:
+  // equal cost would go to the tie rule, hence the strict <).
+  const double permute_floor = kCollectiveLatencyBytes + std::min(source_shard, target_shard);
+  if (best && best_cost < permute_floor) classes.clear();
+  // Sigmas that only permute digits the target does not shard on (its
+  // replicated ones) give the same relabeled target: plan each once.
+  std::set<std::vector<DigitIds>> planned;
   std::vector<size_t> best_sigma;
   for_each_relabeling(grid.digit_count(), std::move(classes), [&](const std::vector<size_t>& sigma) {
-    const std::vector<DigitIds> relabeled = relabel(to, sigma);
+    std::vector<DigitIds> relabeled = relabel(to, sigma);
+    if (!planned.insert(relabeled).second) return;
     auto steps = plan_digit_steps(grid, from, relabeled, base_dims, element_bytes);
     if (!steps) return;
     RelabeledDigitPlan plan;
@@ -198,6 +212,19 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
   if (!steps) return std::nullopt;  // relabeling commutes with planning: not expected
   best->steps = std::move(*steps);
   return best;
+}
+
+const std::optional<RelabeledDigitPlan>& RelabeledPlanCache::plan(const Sharding& source, const Sharding& target,
+                                                                   std::span<const int64_t> base_dims, int64_t devices,
+                                                                   int64_t element_bytes) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}", source.to_string(), target.to_string(), fmt::join(base_dims, ","),
+                                devices, element_bytes);
+  auto found = plans_.find(key);
+  if (found == plans_.end())
+    found =
+        plans_.emplace(std::move(key), plan_relabeled_digit_reshard(source, target, base_dims, devices, element_bytes))
+            .first;
+  return found->second;
 }
 
 PartitionedValue apply_relabeled_digit_reshard(SpmdContext& context, const PartitionedValue& value,

@@ -22,6 +22,7 @@
 #include "compiler/sharding/sharding.h"
 #include "compiler/sharding/tile_coordinates.h"
 #include "compiler/spmd/partitioner.h"
+#include "compiler/spmd/reshard_plan.h"
 
 namespace podsim::compiler {
 
@@ -74,6 +75,7 @@ class SpmdContext {
     const Module* source = nullptr;
     std::set<CompId> partitioned_callees;
     SpmdOptions options;
+    RelabeledPlanCache relabeled_plans;
   };
   void share_session_with(const SpmdContext& parent) { session_ = parent.session_; }
   void set_source_module(const Module* source) { session_->source = source; }
@@ -81,6 +83,7 @@ class SpmdContext {
   std::set<CompId>& partitioned_callees() { return session_->partitioned_callees; }
   void set_options(const SpmdOptions& options) { session_->options = options; }
   const SpmdOptions& options() const { return session_->options; }
+  RelabeledPlanCache& relabeled_plans() { return session_->relabeled_plans; }
 
  private:
   Module* module_;

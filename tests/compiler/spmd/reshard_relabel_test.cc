@@ -56,6 +56,26 @@ TEST(ReshardRelabel, PlanForTheMajorPositionMove) {
   EXPECT_EQ(gathers, 2);
 }
 
+// The cache answers what the planner answers, and a second request for the
+// same (source, target, dims, devices, element bytes) is the remembered plan
+// (the same object), while another element size is another entry.
+TEST(ReshardRelabel, PlanCacheRemembersThePlannersAnswer) {
+  const Sharding from = parse_sharding("{devices=[4,2]<=[8]}");
+  const Sharding to = parse_sharding("{devices=[2,4]<=[8]}");
+  const int64_t dims[] = {16, 16};
+  RelabeledPlanCache cache;
+  const auto& first = cache.plan(from, to, dims, 8, 4);
+  const auto direct = plan_relabeled_digit_reshard(from, to, dims, 8, 4);
+  ASSERT_TRUE(first.has_value() && direct.has_value());
+  EXPECT_EQ(first->permute, direct->permute);
+  ASSERT_EQ(first->steps.size(), direct->steps.size());
+  EXPECT_EQ(first->steps[0].after, direct->steps[0].after);
+  EXPECT_EQ(&cache.plan(from, to, dims, 8, 4), &first);
+  EXPECT_EQ(cache.size(), 1u);
+  (void)cache.plan(from, to, dims, 8, 2);
+  EXPECT_EQ(cache.size(), 2u);
+}
+
 // The same on uneven dims that still nest: 11 rows, g1 leaves below g2
 // (c = 2): ceil(11/2) = 6 = 2 * ceil(11/4); 11 columns, g1 joins below g0
 // (c = 2): same. One all-to-all in 4 groups of 2, one permute.
