@@ -31,7 +31,7 @@ DType dtype_of(const std::string& name) { return name == "bf16" ? DType::kBF16 :
 InstrId final_norm(TransformerContext& ctx, const std::string& name, InstrId x) {
   ctx.graph.set_scope(name);
   x = ctx.graph.annotate(x, ctx.shardings.sharding("activations"));
-  return ctx.graph.layer_norm(x, norm_scale(ctx, name + "/scale"));
+  return normalize(ctx, x, name + "/scale");
 }
 
 // Rows of the batch the built forward sees. With gradient accumulation

@@ -149,6 +149,18 @@ InstrId ModelGraph::layer_norm(InstrId x, InstrId scale) {
   return binary(Opcode::kMultiply, normed, broadcast(scale, d, {last}));
 }
 
+InstrId ModelGraph::rms_norm(InstrId x, InstrId scale) {
+  const std::vector<int64_t> d = dims(x);
+  const int64_t last = static_cast<int64_t>(d.size()) - 1;
+  const DType t = shape(x).dtype();
+  std::vector<int64_t> reduced_dims(d.begin(), d.end() - 1);
+  InstrId inv_width = full(1.0 / static_cast<double>(d.back()), reduced_dims, t);
+  InstrId mean_square = binary(Opcode::kMultiply, reduce(Opcode::kAdd, binary(Opcode::kMultiply, x, x), {last}), inv_width);
+  InstrId inv_rms = unary(Opcode::kRsqrt, binary(Opcode::kAdd, mean_square, full(1e-6, reduced_dims, t)));
+  InstrId normed = binary(Opcode::kMultiply, x, expand_last(inv_rms, d));
+  return binary(Opcode::kMultiply, normed, broadcast(scale, d, {last}));
+}
+
 InstrId ModelGraph::softmax(InstrId x) {
   const std::vector<int64_t> d = dims(x);
   const int64_t last = static_cast<int64_t>(d.size()) - 1;

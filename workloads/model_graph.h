@@ -90,6 +90,8 @@ class ModelGraph {
   // (x - mean) * rsqrt(var + 1e-6) * scale over the last dim (scale only,
   // no bias: the 2 M L + M term of the parameter count).
   InstrId layer_norm(InstrId x, InstrId scale);
+  // x * rsqrt(mean(x^2) + 1e-6) * scale over the last dim (no centering).
+  InstrId rms_norm(InstrId x, InstrId scale);
   // Softmax over the last dim: exp(x - max) / sum.
   InstrId softmax(InstrId x);
   // GELU, tanh form: 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))

@@ -134,7 +134,7 @@ InstrId moe_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId
   const std::string prefix = layer + "/moe";
   g.set_scope(prefix);
   const MoeDims d = moe_dims(m, ctx.batch * ctx.seq, ctx.shardings.axis_size(ctx.shardings.axis_of("experts", 0)));
-  InstrId h = g.layer_norm(x, norm_scale(ctx, prefix + "/norm_scale"));
+  InstrId h = normalize(ctx, x, prefix + "/norm_scale");
   InstrId tokens = g.annotate(g.builder().reshape(h, {d.groups, d.group_size, m.model_dim}), on_experts_axis(ctx, 0, 3));
   InstrId gating = g.weight(prefix + "/gating", {m.model_dim, m.experts}, std::string("{replicated}"));
   InstrId gates = g.softmax(g.einsum("GSM,ME->GSE", tokens, gating, "gating", DType::kF32));

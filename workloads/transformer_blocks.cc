@@ -78,20 +78,25 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
   InstrId q = g.annotate(g.einsum("BLM,MND->BLND", h_query, wq, "q"), qkv_act);
   InstrId k = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wk, "k"), qkv_act);
   InstrId v = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wv, "v"), qkv_act);
-  // Scaled dot-product scores (Vaswani et al. 2017): Q K^T / sqrt(D).
-  InstrId scores = g.einsum("BLND,BTND->BNLT", q, k, "scores");
+  // Scaled dot-product scores (Vaswani et al. 2017): Q K^T / sqrt(D), in
+  // the attention-logits dtype (the dot accumulates in f32 anyway; an f32
+  // result keeps scores, softmax and their gradients f32, Lingvo's
+  // attention_logits_dtype), the probabilities back in the activation dtype
+  // for the context dot.
+  const DType logits_dtype = m.dtypes.attention_logits == "bf16" ? DType::kBF16 : DType::kF32;
+  InstrId scores = g.einsum("BLND,BTND->BNLT", q, k, "scores", logits_dtype);
   scores = g.binary(Opcode::kMultiply, scores, g.full_like(1.0 / std::sqrt(static_cast<double>(m.head_dim)), scores));
   const std::vector<int64_t> bnlt = g.dims(scores);
   if (extras && extras->relative_buckets) {
     InstrId bias_table = g.weight(prefix + "/relative_bias", {kRelativeBuckets, m.heads}, std::nullopt);
     InstrId bias = g.einsum("LTK,KN->NLT", *extras->relative_buckets, bias_table, "relative_bias");
-    scores = g.binary(Opcode::kAdd, scores, g.broadcast(bias, bnlt, {1, 2, 3}));
+    scores = g.binary(Opcode::kAdd, scores, g.broadcast(g.convert(bias, logits_dtype), bnlt, {1, 2, 3}));
   }
   if (extras && extras->causal_mask) {
     InstrId visible = g.broadcast(*extras->causal_mask, bnlt, {2, 3});
     scores = g.builder().select(visible, scores, g.full_like(kMaskedScore, scores));
   }
-  InstrId probs = g.softmax(scores);
+  InstrId probs = g.convert(g.softmax(scores), g.activation_dtype());
   InstrId context = g.einsum("BNLT,BTND->BNLD", probs, v, "context");
   return g.einsum("BNLD,NDM->BLM", context, wo, "output");
 }
@@ -103,6 +108,11 @@ InstrId norm_scale(TransformerContext& ctx, const std::string& name) {
   if (ctx.shardings.mapping("activations"))
     sharding = ctx.shardings.sharding_of({ctx.shardings.axis_of("activations", 2)});
   return ctx.graph.weight(name, {ctx.spec.model_dim}, sharding);
+}
+
+InstrId normalize(TransformerContext& ctx, InstrId x, const std::string& scale_name) {
+  InstrId scale = norm_scale(ctx, scale_name);
+  return ctx.spec.norm == "layer" ? ctx.graph.layer_norm(x, scale) : ctx.graph.rms_norm(x, scale);
 }
 
 AttentionExtras attention_extras(TransformerContext& ctx, const std::string& stack, bool causal) {
@@ -135,7 +145,7 @@ InstrId self_attention_block(TransformerContext& ctx, const std::string& layer, 
   ModelGraph& g = ctx.graph;
   const std::string prefix = layer + "/attention";
   g.set_scope(prefix);
-  InstrId h = g.layer_norm(x, norm_scale(ctx, prefix + "/norm_scale"));
+  InstrId h = normalize(ctx, x, prefix + "/norm_scale");
   return g.binary(Opcode::kAdd, x, attend(ctx, prefix, h, h, &extras));
 }
 
@@ -143,7 +153,7 @@ InstrId cross_attention_block(TransformerContext& ctx, const std::string& layer,
   ModelGraph& g = ctx.graph;
   const std::string prefix = layer + "/cross_attention";
   g.set_scope(prefix);
-  InstrId h = g.layer_norm(x, norm_scale(ctx, prefix + "/norm_scale"));
+  InstrId h = normalize(ctx, x, prefix + "/norm_scale");
   return g.binary(Opcode::kAdd, x, attend(ctx, prefix, h, memory, nullptr));
 }
 
@@ -152,7 +162,7 @@ InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, Instr
   const ModelSpec& m = ctx.spec;
   const std::string prefix = layer + "/ffn";
   g.set_scope(prefix);
-  InstrId h = g.layer_norm(x, norm_scale(ctx, prefix + "/norm_scale"));
+  InstrId h = normalize(ctx, x, prefix + "/norm_scale");
   const auto wi_sharding = ctx.shardings.sharding("ffn_in");
   InstrId hidden;
   if (m.ffn == "gated_gelu") {

@@ -64,5 +64,8 @@ InstrId softmax_cross_entropy(TransformerContext& ctx, InstrId x, InstrId embedd
 
 // The layer-norm scale weight [M], sharded like the activations' M dim.
 InstrId norm_scale(TransformerContext& ctx, const std::string& name);
+// The model's norm (spec.norm: rms or layer) of x with a new scale weight
+// named `scale_name`.
+InstrId normalize(TransformerContext& ctx, InstrId x, const std::string& scale_name);
 
 }  // namespace podsim::workloads

@@ -310,11 +310,14 @@ void read_model(const Context& ctx, const YAML::Node& node, ModelSpec& m) {
   if (YAML::Node n = r.get("ffn")) m.ffn = as_choice(ctx, n, "model.ffn", {"gated_gelu", "gelu", "relu"});
   if (YAML::Node n = r.get("position"))
     m.position = as_choice(ctx, n, "model.position", {"relative", "learned"});
+  if (YAML::Node n = r.get("norm")) m.norm = as_choice(ctx, n, "model.norm", {"rms", "layer"});
   if (YAML::Node d = r.get("dtypes")) {
     KeyReader dr(ctx, d, "model.dtypes");
     if (YAML::Node p = dr.get("params")) m.dtypes.params = as_choice(ctx, p, "model.dtypes.params", {"f32", "bf16"});
     if (YAML::Node a = dr.get("activations"))
       m.dtypes.activations = as_choice(ctx, a, "model.dtypes.activations", {"f32", "bf16"});
+    if (YAML::Node a = dr.get("attention_logits"))
+      m.dtypes.attention_logits = as_choice(ctx, a, "model.dtypes.attention_logits", {"f32", "bf16"});
     dr.finish();
   }
   if (m.kind == "moe_transformer") {

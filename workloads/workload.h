@@ -36,6 +36,11 @@ struct MeshSpec {
 struct DTypes {
   std::string params = "f32";
   std::string activations = "bf16";
+  // Attention scores, softmax and their gradients: f32 by default, as
+  // Lingvo's builders set for bf16 activations (gshard_builder.py
+  // SetFPropDtype: attention_logits_dtype = f32 "for better training
+  // stability"; the Lingvo calibration configs set it explicitly).
+  std::string attention_logits = "f32";
 };
 
 struct ModelSpec {
@@ -48,6 +53,9 @@ struct ModelSpec {
   int64_t vocab = 0;
   std::string ffn = "gated_gelu";     // gated_gelu | gelu | relu
   std::string position = "relative";  // relative | learned
+  // rms: x / sqrt(mean(x^2) + eps) * scale, Lingvo's bias-less norm
+  // (gshard_builder.py _LNInternal, T5); layer: (x - mean) / std * scale.
+  std::string norm = "rms";  // rms | layer
   int64_t seq_len = 0;
   int64_t global_batch = 0;
   DTypes dtypes;

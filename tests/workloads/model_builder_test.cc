@@ -117,7 +117,12 @@ TEST(BuildModel, SmallNamedTensorsHaveDocumentedShapesAndShardings) {
   EXPECT_EQ(wi0->shape.to_string(false), "bf16[8,16,64]");
   const Instruction* scores = find_op(m, "fwd/layer_1/attention/scores", Opcode::kDot);
   ASSERT_NE(scores, nullptr);
-  EXPECT_EQ(scores->shape.to_string(false), "bf16[8,4,16,16]");
+  // Scores in f32 (model.dtypes.attention_logits default), the softmax
+  // probabilities back in bf16 for the context dot.
+  EXPECT_EQ(scores->shape.to_string(false), "f32[8,4,16,16]");
+  const Instruction* context = find_op(m, "fwd/layer_1/attention/context", Opcode::kDot);
+  ASSERT_NE(context, nullptr);
+  EXPECT_EQ(m.entry().instr(context->operands[0]).shape.dtype(), compiler::DType::kBF16);
   const Instruction* logits = find_op(m, "fwd/loss/logits", Opcode::kDot);
   ASSERT_NE(logits, nullptr);
   EXPECT_EQ(logits->shape.to_string(false), "bf16[8,16,64]");

@@ -49,6 +49,8 @@ TEST(WorkloadYaml, ReadsEveryKey) {
   EXPECT_EQ(w.mesh.device_count(), 8);
   EXPECT_EQ(w.model.layers, 2);
   EXPECT_EQ(w.model.ffn, "gated_gelu");  // default
+  EXPECT_EQ(w.model.norm, "rms");        // default
+  EXPECT_EQ(w.model.dtypes.attention_logits, "f32");  // default
   ASSERT_EQ(w.sharding.size(), 2u);
   EXPECT_EQ(w.sharding[0].first, "activations");
   EXPECT_EQ(w.sharding[0].second[0], std::optional<std::string>("x"));
@@ -116,6 +118,21 @@ TEST(WorkloadYaml, PhysicalGridMustHoldTheMesh) {
 TEST(WorkloadYaml, BadChoiceListsTheChoices) {
   UserError e = expect_parse_error(replace(kValid, "optimizer: adam", "optimizer: lamb"));
   EXPECT_NE(e.message().find("sgd | adam | adafactor"), std::string::npos) << e.what();
+}
+
+// model.norm and model.dtypes.attention_logits are read, and a value outside
+// their choices is an error that lists them.
+TEST(WorkloadYaml, NormAndAttentionLogitsDtype) {
+  Workload w = parse_workload(replace(kValid, "  global_batch: 8\n",
+                                      "  global_batch: 8\n  norm: layer\n  dtypes: {attention_logits: bf16}\n"),
+                              "w.yaml");
+  EXPECT_EQ(w.model.norm, "layer");
+  EXPECT_EQ(w.model.dtypes.attention_logits, "bf16");
+  EXPECT_EQ(w.model.dtypes.activations, "bf16");  // the other dtypes keep their defaults
+  UserError e = expect_parse_error(replace(kValid, "  global_batch: 8\n", "  global_batch: 8\n  norm: batch\n"));
+  EXPECT_NE(e.message().find("rms | layer"), std::string::npos) << e.what();
+  e = expect_parse_error(replace(kValid, "  global_batch: 8\n", "  global_batch: 8\n  dtypes: {attention_logits: f16}\n"));
+  EXPECT_NE(e.message().find("f32 | bf16"), std::string::npos) << e.what();
 }
 
 TEST(WorkloadYaml, MissingRequiredKey) {
