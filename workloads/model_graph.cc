@@ -134,31 +134,28 @@ InstrId ModelGraph::expand_last(InstrId reduced, const std::vector<int64_t>& ful
   return builder_.broadcast(reduced, full_dims, kept);
 }
 
-InstrId ModelGraph::layer_norm(InstrId x, InstrId scale) {
+InstrId ModelGraph::mean_last(InstrId x) {
   const std::vector<int64_t> d = dims(x);
-  const int64_t last = static_cast<int64_t>(d.size()) - 1;
-  const DType t = shape(x).dtype();
   std::vector<int64_t> reduced_dims(d.begin(), d.end() - 1);
-  InstrId inv_width = full(1.0 / static_cast<double>(d.back()), reduced_dims, t);
-  InstrId mean = binary(Opcode::kMultiply, reduce(Opcode::kAdd, x, {last}), inv_width);
-  InstrId centered = binary(Opcode::kSubtract, x, expand_last(mean, d));
-  InstrId squares = binary(Opcode::kMultiply, centered, centered);
-  InstrId variance = binary(Opcode::kMultiply, reduce(Opcode::kAdd, squares, {last}), inv_width);
-  InstrId inv_std = unary(Opcode::kRsqrt, binary(Opcode::kAdd, variance, full(1e-6, reduced_dims, t)));
-  InstrId normed = binary(Opcode::kMultiply, centered, expand_last(inv_std, d));
-  return binary(Opcode::kMultiply, normed, broadcast(scale, d, {last}));
+  InstrId inv_width = full(1.0 / static_cast<double>(d.back()), reduced_dims, shape(x).dtype());
+  return binary(Opcode::kMultiply, reduce(Opcode::kAdd, x, {static_cast<int64_t>(d.size()) - 1}), inv_width);
+}
+
+// x * rsqrt(mean_square + 1e-6) * scale, mean_square reduced over x's last dim.
+InstrId ModelGraph::divide_by_root(InstrId x, InstrId mean_square, InstrId scale) {
+  const std::vector<int64_t> d = dims(x);
+  InstrId inv_root = unary(Opcode::kRsqrt, binary(Opcode::kAdd, mean_square, full_like(1e-6, mean_square)));
+  InstrId normed = binary(Opcode::kMultiply, x, expand_last(inv_root, d));
+  return binary(Opcode::kMultiply, normed, broadcast(scale, d, {static_cast<int64_t>(d.size()) - 1}));
+}
+
+InstrId ModelGraph::layer_norm(InstrId x, InstrId scale) {
+  InstrId centered = binary(Opcode::kSubtract, x, expand_last(mean_last(x), dims(x)));
+  return divide_by_root(centered, mean_last(binary(Opcode::kMultiply, centered, centered)), scale);
 }
 
 InstrId ModelGraph::rms_norm(InstrId x, InstrId scale) {
-  const std::vector<int64_t> d = dims(x);
-  const int64_t last = static_cast<int64_t>(d.size()) - 1;
-  const DType t = shape(x).dtype();
-  std::vector<int64_t> reduced_dims(d.begin(), d.end() - 1);
-  InstrId inv_width = full(1.0 / static_cast<double>(d.back()), reduced_dims, t);
-  InstrId mean_square = binary(Opcode::kMultiply, reduce(Opcode::kAdd, binary(Opcode::kMultiply, x, x), {last}), inv_width);
-  InstrId inv_rms = unary(Opcode::kRsqrt, binary(Opcode::kAdd, mean_square, full(1e-6, reduced_dims, t)));
-  InstrId normed = binary(Opcode::kMultiply, x, expand_last(inv_rms, d));
-  return binary(Opcode::kMultiply, normed, broadcast(scale, d, {last}));
+  return divide_by_root(x, mean_last(binary(Opcode::kMultiply, x, x)), scale);
 }
 
 InstrId ModelGraph::softmax(InstrId x) {

@@ -109,6 +109,9 @@ class ModelGraph {
 
  private:
   compiler::CompId reducer(compiler::Opcode op, DType dtype);
+  // Mean over the last dim (the norms' reductions).
+  InstrId mean_last(InstrId x);
+  InstrId divide_by_root(InstrId x, InstrId mean_square, InstrId scale);
 
   compiler::Module& module_;
   compiler::ComputationBuilder builder_;
