@@ -158,12 +158,23 @@ InstrId ModelGraph::rms_norm(InstrId x, InstrId scale) {
   return divide_by_root(x, mean_last(binary(Opcode::kMultiply, x, x)), scale);
 }
 
+// Lingvo's formulation (gshard_builder.py Attention _Softmax): exp(x - lse),
+// lse = log(sum(exp(x - m))) + m with m = max(stop_gradient(x)). The
+// exponentials of the sum are consumed by the reduction alone (one read of x,
+// nothing written) and the probabilities are recomputed where they are used,
+// so no normalised copy is materialised for a single consumer; m carries no
+// gradient (softmax is shift-invariant), so the backward skips the max's.
 InstrId ModelGraph::softmax(InstrId x) {
   const std::vector<int64_t> d = dims(x);
   const int64_t last = static_cast<int64_t>(d.size()) - 1;
-  InstrId shifted = binary(Opcode::kSubtract, x, expand_last(reduce(Opcode::kMaximum, x, {last}), d));
-  InstrId e = unary(Opcode::kExp, shifted);
-  return binary(Opcode::kDivide, e, expand_last(reduce(Opcode::kAdd, e, {last}), d));
+  InstrId m = stop_gradient(reduce(Opcode::kMaximum, x, {last}));
+  InstrId sum = reduce(Opcode::kAdd, unary(Opcode::kExp, binary(Opcode::kSubtract, x, expand_last(m, d))), {last});
+  InstrId log_sum_exp = binary(Opcode::kAdd, unary(Opcode::kLog, sum), m);
+  return unary(Opcode::kExp, binary(Opcode::kSubtract, x, expand_last(log_sum_exp, d)));
+}
+
+InstrId ModelGraph::stop_gradient(InstrId x) {
+  return builder_.custom_call({x}, compiler::kStopGradientTarget, shape(x));
 }
 
 InstrId ModelGraph::gelu(InstrId a) {

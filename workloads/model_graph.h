@@ -90,9 +90,12 @@ class ModelGraph {
   // (x - mean) * rsqrt(var + 1e-6) * scale over the last dim (scale only,
   // no bias: the 2 M L + M term of the parameter count).
   InstrId layer_norm(InstrId x, InstrId scale);
+  // The value of x with no gradient flowing back (custom-call
+  // kStopGradientTarget; tf.stop_gradient).
+  InstrId stop_gradient(InstrId x);
   // x * rsqrt(mean(x^2) + 1e-6) * scale over the last dim (no centering).
   InstrId rms_norm(InstrId x, InstrId scale);
-  // Softmax over the last dim: exp(x - max) / sum.
+  // Softmax over the last dim, as exp(x - logsumexp(x)) (see the .cc).
   InstrId softmax(InstrId x);
   // GELU, tanh form: 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))
   // (Hendrycks & Gimpel 2016, as Lingvo/T5).

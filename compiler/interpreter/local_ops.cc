@@ -22,7 +22,8 @@ void expect_operands(const Instruction& instr, const Operands& operands, size_t 
 
 // Sharding annotations and the manual-sharding markers do not change values.
 bool is_identity_custom_call(const std::string& target) {
-  return target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape";
+  return target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||
+         target == kStopGradientTarget;
 }
 
 // Ops whose operands and result may be tuples; every other op works on arrays.

@@ -13,6 +13,12 @@
 
 namespace podsim::compiler {
 
+// custom-call target of an identity whose result autodiff treats as constant
+// (tf.stop_gradient / jax.lax.stop_gradient): the value passes through, no
+// adjoint flows back (compiler/training/autodiff.h). compile() removes it
+// after differentiation (pipeline/cleanup.h remove_stop_gradients).
+inline constexpr char kStopGradientTarget[] = "StopGradient";
+
 struct SliceDim {
   int64_t start = 0;
   int64_t limit = 0;
@@ -132,7 +138,7 @@ struct Attributes {
   std::vector<std::pair<int64_t, int64_t>> source_target_pairs;  // collective-permute
   std::optional<int64_t> channel_id;        // collectives
   bool use_global_device_ids = false;       // collectives
-  std::string custom_call_target;           // custom-call
+  std::string custom_call_target;           // custom-call (kStopGradientTarget, "Sharding", ...)
   std::string backend_config;               // custom-call (verbatim)
   // Attributes podsim does not interpret but keeps for printing, as
   // (key, verbatim value text) in source order.

@@ -7,13 +7,15 @@
 namespace podsim::compiler {
 namespace {
 
-// A "Sharding" custom-call that only restates its operand's value.
-bool is_sharding_marker(const Computation& comp, const Instruction& instr) {
-  return instr.opcode == Opcode::kCustomCall && instr.attrs.custom_call_target == "Sharding" &&
+// A custom-call of `target` that only restates its operand's value.
+bool is_marker(const Computation& comp, const Instruction& instr, const char* target) {
+  return instr.opcode == Opcode::kCustomCall && instr.attrs.custom_call_target == target &&
          instr.operand_count() == 1 && comp.instr(instr.operand(0)).shape == instr.shape;
 }
 
-CleanupStats clean_computation(Computation& comp) {
+// Forwards the markers of `target` to their operands; with remove_dead also
+// drops every instruction whose value reaches no root.
+CleanupStats clean_computation(Computation& comp, const char* target, bool remove_dead) {
   CleanupStats stats;
   const int n = comp.size();
   if (n == 0 || comp.root() == kNoId) return stats;
@@ -22,12 +24,14 @@ CleanupStats clean_computation(Computation& comp) {
   std::vector<bool> marker(static_cast<size_t>(n), false);
   for (InstrId id = 0; id < n; ++id) {
     const Instruction& instr = comp.instr(id);
-    marker[static_cast<size_t>(id)] = is_sharding_marker(comp, instr);
+    marker[static_cast<size_t>(id)] = is_marker(comp, instr, target);
     resolved[static_cast<size_t>(id)] = marker[static_cast<size_t>(id)] ? resolved[static_cast<size_t>(instr.operand(0))] : id;
   }
   std::vector<bool> live(static_cast<size_t>(n), false);
   live[static_cast<size_t>(resolved[static_cast<size_t>(comp.root())])] = true;
-  for (InstrId id = n - 1; id >= 0; --id) {
+  if (!remove_dead)
+    for (InstrId id = 0; id < n; ++id) live[static_cast<size_t>(id)] = !marker[static_cast<size_t>(id)];
+  for (InstrId id = n - 1; id >= 0 && remove_dead; --id) {
     const Instruction& instr = comp.instr(id);
     if (instr.opcode == Opcode::kParameter) live[static_cast<size_t>(id)] = true;
     if (!live[static_cast<size_t>(id)]) continue;
@@ -83,11 +87,22 @@ CleanupStats remove_markers_and_dead_code(Module& module) {
   const std::vector<bool> control = control_computations(module);
   for (CompId c = 0; c < module.computation_count(); ++c) {
     if (!control[static_cast<size_t>(c)]) continue;
-    CleanupStats s = clean_computation(module.mutable_computation(c));
+    CleanupStats s = clean_computation(module.mutable_computation(c), "Sharding", /*remove_dead=*/true);
     total.sharding_markers_removed += s.sharding_markers_removed;
     total.dead_instructions_removed += s.dead_instructions_removed;
   }
   return total;
+}
+
+int64_t remove_stop_gradients(Module& module) {
+  int64_t removed = 0;
+  const std::vector<bool> control = control_computations(module);
+  for (CompId c = 0; c < module.computation_count(); ++c)
+    if (control[static_cast<size_t>(c)])
+      removed +=
+          clean_computation(module.mutable_computation(c), kStopGradientTarget, /*remove_dead=*/false)
+              .sharding_markers_removed;
+  return removed;
 }
 
 }  // namespace podsim::compiler

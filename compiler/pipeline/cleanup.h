@@ -20,6 +20,11 @@ struct CleanupStats {
 
 CleanupStats remove_markers_and_dead_code(Module& module);
 
+// Replaces every custom-call kStopGradientTarget (a gradient barrier that
+// autodiff has already honoured) by its operand, before propagation; other
+// instructions stay, dead or not. Returns how many were removed.
+int64_t remove_stop_gradients(Module& module);
+
 // Computations that run as programs: the entry and, transitively, while
 // bodies/conditions and call targets (not reducers applied per element).
 std::vector<bool> control_computations(const Module& module);

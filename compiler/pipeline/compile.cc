@@ -71,6 +71,7 @@ SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
   } else {
     module = annotated;
   }
+  remove_stop_gradients(module);
   program.stats.instructions_annotated = module.entry().size();
 
   Stopwatch propagate_clock;

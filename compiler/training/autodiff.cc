@@ -111,6 +111,7 @@ class ReverseSweep {
       const Instruction& in = src_.instr(i);
       bool d = in.opcode == Opcode::kParameter && wrt(in.attrs.parameter_number);
       for (InstrId op : in.operands) d = d || depends[static_cast<size_t>(op)];
+      if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == kStopGradientTarget) d = false;
       depends[static_cast<size_t>(i)] = d;
     }
     useful[static_cast<size_t>(src_.root())] = true;

@@ -13,8 +13,9 @@
 // dynamic-update-slice, reduce (add / max / min bodies), dot, gather,
 // scatter (add or overwrite body), tuple, get-tuple-element, and while loops
 // of the counted form (see while_autodiff.h; the forward must be copied with
-// copy_forward so the loop records its carries). Constants, iota, compares and
-// integer values carry no gradient. Anything else on a path from a
+// copy_forward so the loop records its carries). Constants, iota, compares,
+// integer values and custom-call kStopGradientTarget results carry no
+// gradient. Anything else on a path from a
 // parameter to the loss is a UserError.
 #pragma once
 

@@ -138,6 +138,10 @@ InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const st
           value[k] = op(0);
           break;
         }
+        if (in.attrs.custom_call_target == kStopGradientTarget) {  // stays a gradient barrier
+          value[k] = b.custom_call({op(0)}, kStopGradientTarget, b.shape(op(0)));
+          break;
+        }
         [[fallthrough]];
       default:
         throw UserError(in.location,

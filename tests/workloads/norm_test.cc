@@ -1,4 +1,4 @@
-// The two norms of ModelGraph evaluated in the interpreter on
+// The two norms and the softmax of ModelGraph evaluated in the interpreter on
 // x = [[1, 2], [3, 4]] with scale 2, against hand-computed values:
 //   rms:   x / sqrt(mean(x^2) + 1e-6) * 2   row means of squares 2.5, 12.5
 //   layer: (x - mean) / sqrt(var + 1e-6) * 2  row means 1.5, 3.5, variances 0.25
@@ -44,6 +44,19 @@ TEST(Norms, LayerNormCentersThenDividesByTheStandardDeviation) {
   EXPECT_NEAR(y.at({0, 1}), 2, 1e-4);
   EXPECT_NEAR(y.at({1, 0}), -2, 1e-4);
   EXPECT_NEAR(y.at({1, 1}), 2, 1e-4);
+}
+
+// softmax([1, 2, 3]) = e^k / (e + e^2 + e^3): 0.0900306, 0.2447285, 0.6652410
+// (Lingvo's exp(x - logsumexp(x)) form gives the same values).
+TEST(Norms, SoftmaxIsNormalisedExponentials) {
+  compiler::Module module("softmax");
+  ModelGraph g(module, DType::kF32, DType::kF32);
+  InstrId x = g.binary(Opcode::kAdd, g.builder().iota(Shape(DType::kF32, {3}), 0), g.full(1, {3}, DType::kF32));
+  g.finish(g.softmax(x), "probs");
+  const compiler::Literal y = compiler::evaluate(module, {});
+  EXPECT_NEAR(y.at({0}), 0.0900306, 1e-6);
+  EXPECT_NEAR(y.at({1}), 0.2447285, 1e-6);
+  EXPECT_NEAR(y.at({2}), 0.6652410, 1e-6);
 }
 
 }  // namespace

@@ -42,5 +42,27 @@ ENTRY %e (p: f32[8], q: f32[8]) -> f32[8] {
   EXPECT_EQ(m.computation(m.find_computation("sum")).size(), 3);
 }
 
+// remove_stop_gradients forwards the barrier to its operand and leaves every
+// other instruction, dead ones and "Sharding" markers included (it runs
+// before propagation, which needs the markers).
+TEST(Cleanup, StopGradientsAreForwardedBeforePropagation) {
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (p: f32[8]) -> f32[8] {
+  %p = f32[8] parameter(0)
+  %s = f32[8] custom-call(%p), custom_call_target="StopGradient"
+  %m1 = f32[8] custom-call(%s), custom_call_target="Sharding", sharding={replicated}
+  %d = f32[8] negate(%p)
+  ROOT %n = f32[8] add(%m1, %s)
+})");
+  EXPECT_EQ(remove_stop_gradients(m), 1);
+  const Computation& c = m.entry();
+  EXPECT_EQ(c.find("s"), kNoId);
+  ASSERT_NE(c.find("m1"), kNoId);
+  ASSERT_NE(c.find("d"), kNoId);
+  EXPECT_EQ(c.instr(id_of(c, "m1")).operand(0), id_of(c, "p"));
+  EXPECT_EQ(c.root_instr().operand(1), id_of(c, "p"));
+  verify_module(m);
+}
+
 }  // namespace
 }  // namespace podsim::compiler

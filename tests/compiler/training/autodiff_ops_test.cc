@@ -93,6 +93,21 @@ TEST(AutodiffOps, ReduceAddAndMax) {
   check_gradients(m, args);
 }
 
+TEST(AutodiffOps, StopGradientPassesTheValueButNoAdjoint) {
+  // f(x) = sum(x * stop_gradient(x)) = sum(x^2) in value, but the barrier
+  // makes the second factor a constant: df/dx = x (not 2x). The root
+  // element 0 is the value, element 1 the gradient.
+  ForwardBuilder f;
+  InstrId x = f.param(Shape(F, {3}), "x");
+  InstrId frozen = f.b.custom_call({x}, kStopGradientTarget, Shape(F, {3}));
+  InstrId product = f.b.binary(Opcode::kMultiply, x, frozen);
+  InstrId total = training::reduce_sum(f.b, f.reducers, product, {0});
+  f.module.set_entry(f.module.add_computation(std::move(f.b).build(total)));
+  Literal r = evaluate(build_gradient_module(f.module), {Literal(Shape(F, {3}), {0.5, -1, 2})});
+  EXPECT_EQ(r.element(0).values(), (std::vector<double>{0.25 + 1 + 4}));
+  EXPECT_EQ(r.element(1).values(), (std::vector<double>{0.5, -1, 2}));
+}
+
 TEST(AutodiffOps, MaxReduceSplitsTiesEvenly) {
   // max(a, a) over two equal elements: each gets half of the adjoint 1.
   ForwardBuilder f;
