@@ -13,6 +13,7 @@
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/hlo/hlo_printer.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/pipeline/cleanup.h"
 #include "compiler/propagation/propagation.h"
 #include "compiler/spmd/partitioner.h"
 #include "compiler/spmd/verify.h"
@@ -98,6 +99,7 @@ int partition(const Options& o) {
     module.set_num_partitions(devices);
   }
   compiler::verify_module(module);
+  compiler::remove_stop_gradients(module);  // as compile() does: no gradient is taken here
   compiler::propagate_shardings(module);
   if (o.propagate_only) {
     reports::write_file_atomically(o.output, compiler::print_hlo(module));

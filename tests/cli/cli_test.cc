@@ -69,6 +69,9 @@ TEST(Cli, PartitionWorkloadYamlBuildsTheModelAndVerifies) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("verify: ok (8 devices"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("relative tolerance 0.02"), std::string::npos) << r.output;
+  // The softmax's stop-gradient barrier is gone from the per-device program
+  // (no gradient is taken here, as compile() removes it after autodiff).
+  EXPECT_EQ(r.output.find("StopGradient"), std::string::npos);
   // --set reaches the workload; --mesh does not apply to it.
   Result layers = run_merged("partition " + source_path("workloads/small.yaml") + " --set model.layers=1 --propagate-only");
   EXPECT_EQ(layers.exit_code, 0) << layers.output;
