@@ -26,8 +26,6 @@ compiler::DeviceMesh make_mesh(const Workload& workload) {
   return compiler::DeviceMesh(std::move(axes), std::nullopt, SourceLocation{workload.source_file, 0, 0});
 }
 
-DType dtype_of(const std::string& name) { return name == "bf16" ? DType::kBF16 : DType::kF32; }
-
 InstrId final_norm(TransformerContext& ctx, const std::string& name, InstrId x) {
   ctx.graph.set_scope(name);
   x = ctx.graph.annotate(x, ctx.shardings.sharding("activations"));
@@ -50,7 +48,7 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
                                    const std::vector<LayerPlan>& plan) {
   const ModelSpec& m = workload.model;
   compiler::Module module(workload.name);
-  ModelGraph g(module, dtype_of(m.dtypes.activations), dtype_of(m.dtypes.params));
+  ModelGraph g(module, dtype_named(m.dtypes.activations), dtype_named(m.dtypes.params));
   const int64_t batch = forward_batch(workload);
   TransformerContext ctx{g, m, table, batch, m.seq_len};
 

@@ -6,6 +6,7 @@
 // building the 128-layer 1T model stays cheap.
 #pragma once
 
+#include <cassert>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "compiler/ir/builder.h"
+#include "compiler/ir/dtype.h"
 #include "compiler/ir/module.h"
 
 namespace podsim::workloads {
@@ -27,6 +29,14 @@ struct WeightRecord {
   std::vector<int64_t> dims;
   std::optional<std::string> sharding;
 };
+
+// The dtype of a workload YAML dtype name ("f32", "bf16": the reader admits
+// only names parse_dtype knows).
+inline DType dtype_named(const std::string& name) {
+  const std::optional<DType> dtype = compiler::parse_dtype(name);
+  assert(dtype.has_value());
+  return *dtype;
+}
 
 class ModelGraph {
  public:

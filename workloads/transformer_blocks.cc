@@ -83,7 +83,7 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
   // result keeps scores, softmax and their gradients f32, Lingvo's
   // attention_logits_dtype), the probabilities back in the activation dtype
   // for the context dot.
-  const DType logits_dtype = m.dtypes.attention_logits == "bf16" ? DType::kBF16 : DType::kF32;
+  const DType logits_dtype = dtype_named(m.dtypes.attention_logits);
   InstrId scores = g.einsum("BLND,BTND->BNLT", q, k, "scores", logits_dtype);
   scores = g.binary(Opcode::kMultiply, scores, g.full_like(1.0 / std::sqrt(static_cast<double>(m.head_dim)), scores));
   const std::vector<int64_t> bnlt = g.dims(scores);

@@ -45,7 +45,7 @@ CleanupStats clean_computation(Computation& comp, const char* target, bool remov
   for (InstrId id = 0; id < n; ++id) {
     Instruction& instr = instructions[static_cast<size_t>(id)];
     if (!live[static_cast<size_t>(id)]) {
-      if (marker[static_cast<size_t>(id)]) ++stats.sharding_markers_removed;
+      if (marker[static_cast<size_t>(id)]) ++stats.markers_removed;
       else ++stats.dead_instructions_removed;
       continue;
     }
@@ -88,7 +88,7 @@ CleanupStats remove_markers_and_dead_code(Module& module) {
   for (CompId c = 0; c < module.computation_count(); ++c) {
     if (!control[static_cast<size_t>(c)]) continue;
     CleanupStats s = clean_computation(module.mutable_computation(c), "Sharding", /*remove_dead=*/true);
-    total.sharding_markers_removed += s.sharding_markers_removed;
+    total.markers_removed += s.markers_removed;
     total.dead_instructions_removed += s.dead_instructions_removed;
   }
   return total;
@@ -101,7 +101,7 @@ int64_t remove_stop_gradients(Module& module) {
     if (control[static_cast<size_t>(c)])
       removed +=
           clean_computation(module.mutable_computation(c), kStopGradientTarget, /*remove_dead=*/false)
-              .sharding_markers_removed;
+              .markers_removed;
   return removed;
 }
 

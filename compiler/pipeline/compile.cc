@@ -87,7 +87,7 @@ SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
   program.stats.spmd = partitioned.stats;
   program.stats.instructions_partitioned = program.module.entry().size();
   CleanupStats cleanup = remove_markers_and_dead_code(program.module);
-  program.stats.sharding_markers_removed = cleanup.sharding_markers_removed;
+  program.stats.sharding_markers_removed = cleanup.markers_removed;
   program.stats.dead_instructions_removed = cleanup.dead_instructions_removed;
   program.num_devices = options.num_devices;
 

@@ -173,9 +173,8 @@ StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sh
     c.bytes = shard_bytes(shape, from) * (n - 1) / n;
   } else if (same_tile_shape(from, to)) {
     c.bytes = shard_bytes(shape, from);  // collective-permute of the shard
-  } else if (const auto plan = plans ? plans->plan(from, to, shape.dims(), devices, dtype_bytes(shape.dtype()))
-                                     : plan_relabeled_digit_reshard(from, to, shape.dims(), devices,
-                                                                    dtype_bytes(shape.dtype()))) {
+  } else if (RelabeledPlanCache local; const auto& plan = (plans ? *plans : local).plan(
+                                           from, to, shape.dims(), devices, dtype_bytes(shape.dtype()))) {
     // The rung reshard() takes (reshard_relabel.cc). Refines are local; a
     // coarsen all-gathers m sub-tiles and a move all-to-alls a shard of the
     // same size: (m-1)/m of it each; a relabeling permute sends the whole

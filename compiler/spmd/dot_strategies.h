@@ -88,7 +88,7 @@ struct StrategyCost {
 // Cost of reshard(value of `shape` in `from`) -> `to` following the ladder of
 // reshard.h (same, all-gather, local slice, all-to-all, permute, digit
 // refine/coarsen, full). `plans` (optional) remembers the digit rung's
-// plans across calls; the result is the same with or without it.
+// plans across calls (a throwaway cache without it); the result is the same.
 StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to, int64_t devices,
                               RelabeledPlanCache* plans = nullptr);
 

@@ -29,7 +29,7 @@ ENTRY %e (p: f32[8], q: f32[8]) -> f32[8] {
   ROOT %n = f32[8] negate(%m1)
 })");
   CleanupStats stats = remove_markers_and_dead_code(m);
-  EXPECT_EQ(stats.sharding_markers_removed, 1);
+  EXPECT_EQ(stats.markers_removed, 1);
   EXPECT_EQ(stats.dead_instructions_removed, 2);
   const Computation& c = m.entry();
   ASSERT_EQ(c.size(), 4);  // p, q, e, n
