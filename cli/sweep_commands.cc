@@ -139,8 +139,8 @@ int calibrate_command(const CalibrateCommandOptions& o) {
   children.jobs = std::max(1, o.jobs);
   ProgressBar bar("calibrate");
   children.on_progress = [&bar](int done, int total) { bar(done, total); };
-  std::vector<reports::CalibrationRow> rows = reports::run_calibration(set, children);
-  reports::write_file_atomically(o.output, reports::calibration_markdown(set, rows));
+  reports::CalibrationResult result = reports::run_calibration(set, children);
+  reports::write_file_atomically(o.output, reports::calibration_markdown(set, result.rows, result.checks));
   return 0;
 }
 

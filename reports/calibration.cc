@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,71 @@ std::string required_string(const std::string& file, const YAML::Node& map, cons
   YAML::Node n = map[key];
   if (!n || !n.IsScalar()) throw UserError(where(file, map), fmt::format("a calibration point needs '{}'", key));
   return n.as<std::string>();
+}
+
+double number_at(const std::string& file, const YAML::Node& node, const std::string& what) {
+  std::string text = node.IsScalar() ? node.as<std::string>() : "";
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == text.c_str() || *end != '\0' || !std::isfinite(v))
+    throw UserError(where(file, node), fmt::format("'{}' must be a number, not '{}'", what, text));
+  return v;
+}
+
+// A measured value: the divisor of the relative error, so > 0.
+double measured_value(const std::string& file, const YAML::Node& node) {
+  const double v = number_at(file, node, "measured");
+  if (!(v > 0)) throw UserError(where(file, node), fmt::format("'measured' must be > 0, not {}", v));
+  return v;
+}
+
+// config, workload and the workload's path resolved against `base`, common
+// to points and checks.
+template <class Measured>
+void read_config_and_workload(const std::string& file, const YAML::Node& node, const std::filesystem::path& base,
+                              Measured& m) {
+  m.config = required_string(file, node, "config");
+  m.workload = required_string(file, node, "workload");
+  m.workload_path = std::filesystem::path(m.workload).is_absolute()
+                        ? m.workload
+                        : (base / m.workload).lexically_normal().string();
+  if (node["source"] && node["source"].IsScalar()) m.source = node["source"].as<std::string>();
+}
+
+MeasuredCheck parse_check(const std::string& file, const YAML::Node& c, const std::filesystem::path& base) {
+  if (!c.IsMap()) throw UserError(where(file, c), "each check must be a mapping");
+  MeasuredCheck m;
+  read_config_and_workload(file, c, base, m);
+  m.quantity = required_string(file, c, "quantity");
+  m.field = required_string(file, c, "field");
+  const std::vector<std::string> columns = report_columns();
+  if (std::find(columns.begin(), columns.end(), m.field) == columns.end())
+    throw UserError(where(file, c["field"]), fmt::format("'{}' is not a report field", m.field),
+                    "use a column of `podsim run --format csv`, e.g. time_by_pass_s.recompute or mfu");
+  if (c["per_step"]) {
+    if (!c["per_step"].IsScalar() || (c["per_step"].as<std::string>() != "true" && c["per_step"].as<std::string>() != "false"))
+      throw UserError(where(file, c["per_step"]), "'per_step' must be true or false");
+    m.per_step = c["per_step"].as<std::string>() == "true";
+  }
+  const int given = (c["measured"] ? 1 : 0) + (c["at_least"] ? 1 : 0) + (c["range"] ? 1 : 0);
+  if (given != 1)
+    throw UserError(where(file, c), fmt::format("check '{}' needs exactly one of measured, at_least, range", m.config),
+                    "measured: 0.28 | at_least: 0.85 | range: [0.50, 0.62]");
+  if (c["measured"]) {
+    m.kind = MeasuredCheck::Kind::kValue;
+    m.measured = measured_value(file, c["measured"]);
+  } else if (c["at_least"]) {
+    m.kind = MeasuredCheck::Kind::kAtLeast;
+    m.measured = number_at(file, c["at_least"], "at_least");
+  } else {
+    YAML::Node r = c["range"];
+    if (!r.IsSequence() || r.size() != 2) throw UserError(where(file, r), "'range' must be [low, high]");
+    m.kind = MeasuredCheck::Kind::kRange;
+    m.low = number_at(file, r[0], "range");
+    m.high = number_at(file, r[1], "range");
+    if (!(m.low <= m.high)) throw UserError(where(file, r), "'range' must have low <= high");
+  }
+  return m;
 }
 
 double field_number(const JobOutcome& run, const std::string& name) {
@@ -59,22 +125,18 @@ MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file
   for (const YAML::Node& p : points) {
     if (!p.IsMap()) throw UserError(where(file_name, p), "each calibration point must be a mapping");
     MeasuredPoint m;
-    m.config = required_string(file_name, p, "config");
-    m.workload = required_string(file_name, p, "workload");
-    m.workload_path = std::filesystem::path(m.workload).is_absolute()
-                          ? m.workload
-                          : (base / m.workload).lexically_normal().string();
+    read_config_and_workload(file_name, p, base, m);
     m.metric = required_string(file_name, p, "metric");
     if (m.metric != "tokens_per_second" && m.metric != "steps_per_second")
       throw UserError(where(file_name, p["metric"]), fmt::format("unknown metric '{}'", m.metric),
                       "use tokens_per_second or steps_per_second");
-    std::string measured = required_string(file_name, p, "measured");
-    char* end = nullptr;
-    m.measured = std::strtod(measured.c_str(), &end);
-    if (end == measured.c_str() || *end != '\0' || !(m.measured > 0))
-      throw UserError(where(file_name, p["measured"]), fmt::format("'measured' must be a number > 0, not '{}'", measured));
-    if (p["source"] && p["source"].IsScalar()) m.source = p["source"].as<std::string>();
+    required_string(file_name, p, "measured");
+    m.measured = measured_value(file_name, p["measured"]);
     set.points.push_back(m);
+  }
+  if (YAML::Node checks = root["checks"]) {
+    if (!checks.IsSequence()) throw UserError(where(file_name, checks), "'checks' must be a list");
+    for (const YAML::Node& c : checks) set.checks.push_back(parse_check(file_name, c, base));
   }
   return set;
 }
@@ -106,20 +168,102 @@ CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run
   return row;
 }
 
-std::vector<CalibrationRow> run_calibration(const MeasuredSet& set, const ChildRunOptions& options) {
+CheckRow check_row(const MeasuredCheck& check, const JobOutcome& run) {
+  CheckRow row;
+  row.check = check;
+  if (!run.ok) {
+    row.error = run.error;
+    return row;
+  }
+  double value = field_number(run, check.field);
+  if (check.per_step) value /= field_number(run, "step_time_s");
+  if (!std::isfinite(value)) {
+    row.error = fmt::format("the report has no usable '{}'", check.field);
+    return row;
+  }
+  row.ok = true;
+  row.predicted = value;
+  switch (check.kind) {
+    case MeasuredCheck::Kind::kValue:
+      row.relative_error = value / check.measured - 1.0;
+      row.holds = std::abs(row.relative_error) <= kCalibrationTolerance;
+      break;
+    case MeasuredCheck::Kind::kAtLeast: row.holds = value >= check.measured; break;
+    case MeasuredCheck::Kind::kRange: row.holds = value >= check.low && value <= check.high; break;
+  }
+  return row;
+}
+
+CalibrationResult run_calibration(const MeasuredSet& set, const ChildRunOptions& options) {
+  // Each workload runs once, however many points and checks read it.
+  std::vector<std::string> workloads;
+  auto job_of = [&workloads](const std::string& path) {
+    auto it = std::find(workloads.begin(), workloads.end(), path);
+    if (it != workloads.end()) return static_cast<size_t>(it - workloads.begin());
+    workloads.push_back(path);
+    return workloads.size() - 1;
+  };
+  std::vector<size_t> point_jobs, check_jobs;
+  for (const MeasuredPoint& p : set.points) point_jobs.push_back(job_of(p.workload_path));
+  for (const MeasuredCheck& c : set.checks) check_jobs.push_back(job_of(c.workload_path));
   std::vector<RunJob> jobs;
-  for (const MeasuredPoint& p : set.points) jobs.push_back(RunJob{p.workload_path, {}, "fast"});
+  for (const std::string& w : workloads) jobs.push_back(RunJob{w, {}, "fast"});
   std::vector<JobOutcome> outcomes = run_jobs(jobs, options);
-  std::vector<CalibrationRow> rows;
-  for (size_t i = 0; i < set.points.size(); ++i) rows.push_back(calibration_row(set.points[i], outcomes[i]));
-  return rows;
+  CalibrationResult result;
+  for (size_t i = 0; i < set.points.size(); ++i)
+    result.rows.push_back(calibration_row(set.points[i], outcomes[point_jobs[i]]));
+  for (size_t i = 0; i < set.checks.size(); ++i)
+    result.checks.push_back(check_row(set.checks[i], outcomes[check_jobs[i]]));
+  return result;
 }
 
 namespace {
 std::string value_text(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
+
+std::string without_pipes(std::string text) {
+  for (char& c : text)
+    if (c == '|') c = '/';
+  return text;
+}
+
+std::string measured_text(const MeasuredCheck& c) {
+  switch (c.kind) {
+    case MeasuredCheck::Kind::kValue: return value_text(c.measured);
+    case MeasuredCheck::Kind::kAtLeast: return ">= " + value_text(c.measured);
+    case MeasuredCheck::Kind::kRange: return fmt::format("{} to {}", value_text(c.low), value_text(c.high));
+  }
+  return "";
+}
+
+std::string checks_markdown(const std::vector<CheckRow>& checks) {
+  std::string out = "\n## Other measured numbers\n\n";
+  out += "The other numbers anchors.md gives, each a field of the run's report (`podsim run --format csv`;\n";
+  out += "\"/ step\" divides it by the step time). A value holds within the same 15%, a bound or range when met.\n\n";
+  out += "| config | quantity | report field | measured | predicted | verdict |\n|---|---|---|---|---|---|\n";
+  int held = 0, ran = 0;
+  for (const CheckRow& r : checks) {
+    const MeasuredCheck& c = r.check;
+    std::string field = fmt::format("`{}`{}", c.field, c.per_step ? " / step" : "");
+    if (!r.ok) {
+      out += fmt::format("| {} | {} | {} | {} | failed | {} |\n", c.config, without_pipes(c.quantity), field,
+                         measured_text(c), without_pipes(r.error));
+      continue;
+    }
+    ++ran;
+    if (r.holds) ++held;
+    std::string verdict = c.kind == MeasuredCheck::Kind::kValue
+                              ? fmt::format("{:+.1f}%{}", 100 * r.relative_error, r.holds ? "" : " (outside 15%)")
+                              : (r.holds ? "holds" : "does not hold");
+    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.config, without_pipes(c.quantity), field,
+                       measured_text(c), value_text(r.predicted), verdict);
+  }
+  out += fmt::format("\n{} of {} checks ran; {} hold.\n", ran, checks.size(), held);
+  return out;
+}
 }  // namespace
 
-std::string calibration_markdown(const MeasuredSet& set, const std::vector<CalibrationRow>& rows) {
+std::string calibration_markdown(const MeasuredSet& set, const std::vector<CalibrationRow>& rows,
+                                 const std::vector<CheckRow>& checks) {
   std::string out = "# Calibration: podsim vs measured\n\n";
   out += "Generated by `podsim calibrate -o docs/calibration.md` (fast fidelity) from\n";
   out += fmt::format("`{}`{}. Error = predicted / measured - 1. No per-workload factor is tuned:\n",
@@ -154,11 +298,9 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
     if (r.ok) continue;
     if (!header) out += "\nFailed runs (reported, not hidden):\n\n";
     header = true;
-    std::string error = r.error;
-    for (char& c : error)
-      if (c == '|') c = '/';
-    out += fmt::format("- {}: {}\n", r.point.config, error);
+    out += fmt::format("- {}: {}\n", r.point.config, without_pipes(r.error));
   }
+  if (!checks.empty()) out += checks_markdown(checks);
   if (!set.notes.empty()) out += "\n## Notes\n\n" + set.notes + (set.notes.back() == '\n' ? "" : "\n");
   return out;
 }

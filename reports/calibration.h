@@ -10,6 +10,20 @@
 //       source: "anchors.md Calibration set: ~3.7k tokens/s"
 // The error is predicted / measured - 1. Nothing is tuned per workload: the
 // table only reports.
+//
+// Besides throughput, anchors.md states other measured numbers (GShard's
+// rematerialization share and kernel utilizations, the all-to-all share,
+// GSPMD's utilization range). They are `checks:`, each a flat report field
+// (report_flat_fields, optionally divided by the step time) against a value,
+// a lower bound or a range:
+//   checks:
+//     - config: MoE(2048E,36L)
+//       workload: ../../workloads/moe_600b_2048.yaml
+//       quantity: rematerialization share of the step
+//       field: time_by_pass_s.recompute
+//       per_step: true                  # field / step_time_s
+//       measured: 0.28                  # or at_least: 0.85, or range: [0.50, 0.62]
+//       source: "anchors.md MoE: remat spends 28% (36L) of cycles"
 #pragma once
 
 #include <string>
@@ -32,11 +46,28 @@ struct MeasuredPoint {
   std::string source;
 };
 
+// One other measured number (see above); exactly one of measured / at_least
+// / range is given.
+struct MeasuredCheck {
+  enum class Kind { kValue, kAtLeast, kRange };
+  std::string config;
+  std::string workload;       // as written
+  std::string workload_path;  // resolved against the data file's folder
+  std::string quantity;       // what the number is, for the table
+  std::string field;          // flat report field
+  bool per_step = false;      // divide the field by step_time_s
+  Kind kind = Kind::kValue;
+  double measured = 0;        // kValue, kAtLeast
+  double low = 0, high = 0;   // kRange
+  std::string source;
+};
+
 struct MeasuredSet {
   std::string file;
   std::string source;
   std::string notes;  // markdown printed under the table (analysis of the misses)
   std::vector<MeasuredPoint> points;
+  std::vector<MeasuredCheck> checks;
 };
 
 // Positioned UserError on malformed input.
@@ -56,11 +87,29 @@ struct CalibrationRow {
 // steps_per_second = 1 / step_time_s; tokens_per_second is the report field.
 CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run);
 
-// Runs every point (fast fidelity) as a child `podsim run`.
-std::vector<CalibrationRow> run_calibration(const MeasuredSet& set, const ChildRunOptions& options);
+struct CheckRow {
+  MeasuredCheck check;
+  bool ok = false;  // the run gave the field
+  std::string error;
+  double predicted = 0;
+  bool holds = false;  // kValue: within kCalibrationTolerance; else bound / range met
+  double relative_error = 0;  // kValue: predicted / measured - 1
+};
+
+CheckRow check_row(const MeasuredCheck& check, const JobOutcome& run);
+
+struct CalibrationResult {
+  std::vector<CalibrationRow> rows;
+  std::vector<CheckRow> checks;
+};
+
+// Runs every workload of the points and checks once (fast fidelity) as a
+// child `podsim run`.
+CalibrationResult run_calibration(const MeasuredSet& set, const ChildRunOptions& options);
 
 // Markdown page: how it was made, the table, the mean |error| over the points
-// that ran, and the failures.
-std::string calibration_markdown(const MeasuredSet& set, const std::vector<CalibrationRow>& rows);
+// that ran, the failures, then the table of checks.
+std::string calibration_markdown(const MeasuredSet& set, const std::vector<CalibrationRow>& rows,
+                                 const std::vector<CheckRow>& checks = {});
 
 }  // namespace podsim::reports

@@ -108,6 +108,16 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
     collectives[c.kind] = one;
   }
   j["collectives"] = collectives;
+  nlohmann::ordered_json by_pass = nlohmann::ordered_json::object();
+  for (const NamedSeconds& p : r.parts.by_pass) by_pass[p.name] = p.seconds;
+  j["time_by_pass_s"] = by_pass;
+  nlohmann::ordered_json by_component = nlohmann::ordered_json::object();
+  for (const NamedSeconds& c : r.parts.by_component) by_component[c.name] = c.seconds;
+  j["time_by_component_s"] = by_component;
+  nlohmann::ordered_json utilization;
+  utilization["layer_matmuls"] = r.parts.layer_matmul_utilization;
+  utilization["attention_core"] = r.parts.attention_core_utilization;
+  j["flops_utilization"] = utilization;
   nlohmann::ordered_json compile;
   compile["instructions_annotated"] = r.compile.instructions_annotated;
   compile["instructions_partitioned"] = r.compile.instructions_partitioned;
@@ -122,6 +132,18 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
   nlohmann::ordered_json top_collectives = nlohmann::ordered_json::array();
   for (const TopOp& op : r.top_collectives) top_collectives.push_back(top_op_json(op, true));
   j["top_collectives"] = top_collectives;
+  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+  for (const PartTime& part : r.parts.parts) {
+    nlohmann::ordered_json one;
+    one["pass"] = part.pass;
+    one["component"] = part.component;
+    one["seconds"] = part.seconds();
+    one["compute_s"] = part.compute_s;
+    one["exposed_communication_s"] = part.exposed_s;
+    one["flops"] = part.flops;
+    parts.push_back(one);
+  }
+  j["time_by_part"] = parts;
   if (options.wall_times) {
     j["compile_wall_s"] = r.compile_wall_s;
     j["simulate_wall_s"] = r.simulate_wall_s;
@@ -138,6 +160,7 @@ std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report
   nlohmann::ordered_json j = report_to_json(report, options);
   j.erase("top_ops");
   j.erase("top_collectives");
+  j.erase("time_by_part");
   std::vector<std::pair<std::string, std::string>> fields;
   flatten("", j, fields);
   return fields;

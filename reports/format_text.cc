@@ -90,6 +90,16 @@ std::string report_table(const Report& r) {
     out += fmt::format("  {:<24} {:>8} {:>8} {:>14} {:>14}\n", c.kind, c.count, c.static_count, format_gib(c.bytes),
                        format_seconds(c.seconds));
 
+  if (!r.parts.parts.empty()) {
+    out += fmt::format("time by part (compute + exposed communication):\n  {:<10} {:<19} {:>14} {:>7} {:>14} {:>9}\n",
+                       "pass", "component", "time", "step", "exposed", "TFLOP/s");
+    for (const PartTime& part : r.parts.parts)
+      out += fmt::format("  {:<10} {:<19} {:>14} {:>7} {:>14} {:>9.1f}\n", part.pass, part.component,
+                         format_seconds(part.seconds()), format_percent(fraction_of(part.seconds(), r.step_time_s)),
+                         format_seconds(part.exposed_s), part.compute_s > 0 ? part.flops / part.compute_s / 1e12 : 0.0);
+    line("layer matmuls", fmt::format("{} of peak while running", format_percent(r.parts.layer_matmul_utilization)));
+    line("attention core", fmt::format("{} of peak while running", format_percent(r.parts.attention_core_utilization)));
+  }
   if (!r.top_ops.empty()) {
     out += fmt::format("top ops:\n  {:>14} {:>7} {:<9} {}\n", "time", "step", "bound", "op");
     for (const TopOp& op : r.top_ops)
@@ -144,6 +154,16 @@ std::string report_markdown(const Report& r) {
     out += fmt::format("| {} | {} | {} | {:.3f} | {:.3f} |\n", c.kind, c.count, c.static_count, c.bytes / 1073741824.0,
                        c.seconds * 1e3);
 
+  if (!r.parts.parts.empty()) {
+    out += "\n### Time by part\n\n| pass | component | ms | % of step | exposed ms | TFLOP/s |\n|---|---|---:|---:|---:|---:|\n";
+    for (const PartTime& part : r.parts.parts)
+      out += fmt::format("| {} | {} | {:.3f} | {:.1f} | {:.3f} | {:.1f} |\n", part.pass, part.component,
+                         part.seconds() * 1e3, fraction_of(part.seconds(), r.step_time_s) * 100.0, part.exposed_s * 1e3,
+                         part.compute_s > 0 ? part.flops / part.compute_s / 1e12 : 0.0);
+    out += fmt::format("\nLayer matmuls run at {} of peak, the attention core at {}.\n",
+                       format_percent(r.parts.layer_matmul_utilization),
+                       format_percent(r.parts.attention_core_utilization));
+  }
   if (!r.top_ops.empty()) {
     out += "\n### Top ops\n\n| op | shape | bound | ms | % of step |\n|---|---|---|---:|---:|\n";
     for (const TopOp& op : r.top_ops)

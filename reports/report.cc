@@ -150,6 +150,7 @@ Report summarize(const SummaryInput& input) {
 
   r.top_ops = top_ops(t.ops, false, input.top_n, t.step_time_s);
   r.top_collectives = top_ops(t.ops, true, input.top_n, t.step_time_s);
+  r.parts = summarize_parts(t.ops, input.peak_flops_per_device);
 
   r.compile.instructions_annotated = program.stats.instructions_annotated;
   r.compile.instructions_partitioned = program.stats.instructions_partitioned;

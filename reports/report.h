@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compiler/pipeline/program.h"
+#include "reports/parts.h"
 #include "sim/timeline.h"
 #include "workloads/model_builder.h"
 
@@ -102,6 +103,7 @@ struct Report {
   std::vector<CollectiveStats> collectives;  // every kind, fixed order
   std::vector<TopOp> top_ops;                // compute ops by time
   std::vector<TopOp> top_collectives;        // collectives by time
+  PartsSummary parts;                        // time by pass and component (parts.h)
   CompileSummary compile;
 
   double compile_wall_s = 0;

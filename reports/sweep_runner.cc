@@ -195,6 +195,7 @@ std::vector<std::string> report_columns() {
         compiler::ValueRole::kActivation, compiler::ValueRole::kInput, compiler::ValueRole::kTemporary,
         compiler::ValueRole::kCollectiveBuffer})
     shape.memory_breakdown.push_back(MemoryPart{memory_role_key(role), 0});
+  shape.parts = summarize_parts({}, 0);  // every pass and component key
   std::vector<std::string> columns;
   for (const auto& [key, value] : report_flat_fields(shape)) columns.push_back(key);
   return columns;

@@ -179,14 +179,92 @@ TEST(SweepCliTest, RegressCatchesAnEditedBaselineValue) {
   fs::remove_all(dir);
 }
 
-// Regenerates docs/calibration.md (minutes: it simulates every calibration
-// config) until `podsim calibrate` is wired into the CLI:
-//   test_cli --gtest_also_run_disabled_tests --gtest_filter='*GenerateCalibrationDoc'
-TEST(SweepCliTest, DISABLED_GenerateCalibrationDoc) {
-  MeasuredSet set = load_measured(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines/measured.yaml");
-  std::vector<CalibrationRow> rows = run_calibration(set, children(2));
-  ASSERT_EQ(rows.size(), set.points.size());
-  write_file_atomically(std::string(PODSIM_SOURCE_DIR) + "/docs/calibration.md", calibration_markdown(set, rows));
+// The time-by-part fields of a real run add up: every compute op and every
+// collective wait belongs to exactly one pass and one component, so each
+// split sums to compute + exposed communication (reports/parts.h).
+TEST(SweepCliTest, TimeByPassAndByComponentAddUpToComputePlusExposed) {
+  std::vector<JobOutcome> out = run_jobs({RunJob{kSmall, {}, "fast"}}, children());
+  ASSERT_TRUE(out[0].ok) << out[0].error;
+  auto number = [&out](const std::string& name) {
+    const std::string* v = field(out[0], name);
+    EXPECT_NE(v, nullptr) << name;
+    return v ? std::stod(*v) : 0.0;
+  };
+  const double busy = number("time_breakdown_s.compute") + number("time_breakdown_s.exposed_communication");
+  double by_pass = 0, by_component = 0;
+  for (const char* key : {"forward", "recompute", "backward", "optimizer", "other"})
+    by_pass += number(std::string("time_by_pass_s.") + key);
+  for (const char* key : {"attention", "ffn", "moe", "embedding_and_loss", "other"})
+    by_component += number(std::string("time_by_component_s.") + key);
+  EXPECT_NEAR(by_pass, busy, 1e-9 * busy);
+  EXPECT_NEAR(by_component, busy, 1e-9 * busy);
+  // small.yaml is a dense transformer: its builder names every layer op, so
+  // nothing but the backward's seed lands in "other", and it has no MoE.
+  EXPECT_GT(number("time_by_pass_s.forward"), 0);
+  EXPECT_GT(number("time_by_pass_s.backward"), number("time_by_pass_s.forward"));
+  EXPECT_EQ(number("time_by_component_s.moe"), 0);
+  EXPECT_LT(number("time_by_component_s.other"), 0.01 * busy);
+}
+
+// `podsim calibrate` end to end: one point and two checks on the same
+// workload run it once, and the page has both tables with the run's values.
+TEST(SweepCliTest, CalibrateRunsEachWorkloadOnceForPointsAndChecks) {
+  const fs::path dir = fresh_dir("calibrate");
+  write_text(dir / "measured.yaml", fmt::format(R"(source: test
+points:
+  - config: Small
+    workload: {0}
+    metric: steps_per_second
+    measured: 1000
+checks:
+  - config: Small
+    workload: {0}
+    quantity: forward share
+    field: time_by_pass_s.forward
+    per_step: true
+    measured: 0.3
+  - config: Small
+    workload: {0}
+    quantity: MFU
+    field: mfu
+    range: [0.5, 0.62]
+)", kSmall));
+  int progress_calls = 0;
+  ChildRunOptions o = children(2);
+  o.on_progress = [&progress_calls](int, int total) {
+    EXPECT_EQ(total, 1);  // one workload, one child
+    ++progress_calls;
+  };
+  MeasuredSet set = load_measured((dir / "measured.yaml").string());
+  CalibrationResult result = run_calibration(set, o);
+  EXPECT_EQ(progress_calls, 1);
+  ASSERT_EQ(result.rows.size(), 1u);
+  ASSERT_EQ(result.checks.size(), 2u);
+  ASSERT_TRUE(result.rows[0].ok) << result.rows[0].error;
+  ASSERT_TRUE(result.checks[0].ok) << result.checks[0].error;
+  // The forward share is the run's forward time over its step time.
+  std::vector<JobOutcome> run = run_jobs({RunJob{kSmall, {}, "fast"}}, children());
+  const double forward = std::stod(*field(run[0], "time_by_pass_s.forward"));
+  const double step = std::stod(*field(run[0], "step_time_s"));
+  EXPECT_DOUBLE_EQ(result.checks[0].predicted, forward / step);
+  // The small workload is far below GSPMD's utilization: the range fails.
+  EXPECT_FALSE(result.checks[1].holds);
+
+  const fs::path page = dir / "calibration.md";
+  auto r = podsim::cli_test::run_merged(
+      fmt::format("calibrate --measured {} -o {}", (dir / "measured.yaml").string(), page.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string md;
+  {
+    std::ifstream in(page);
+    md.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(md.find("| Small | small.yaml | steps_per_second | 1000 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Other measured numbers"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Small | MFU | `mfu` | 0.5 to 0.62 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("does not hold"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 of 2 checks ran"), std::string::npos) << md;
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -102,6 +102,109 @@ TEST(CalibrationTest, WithinCountAndNotes) {
   EXPECT_NE(md.find("\n## Notes\n\nWhy the MoE row misses.\n"), std::string::npos) << md;
 }
 
+const char* kChecks = R"(
+checks:
+  - config: Moe
+    workload: ../w/moe.yaml
+    quantity: remat share
+    field: time_by_pass_s.recompute
+    per_step: true
+    measured: 0.28
+  - config: Moe
+    workload: ../w/moe.yaml
+    quantity: layer matmuls | of peak
+    field: flops_utilization.layer_matmuls
+    at_least: 0.85
+  - config: Dense
+    workload: ../w/dense.yaml
+    quantity: GSPMD utilization
+    field: mfu
+    range: [0.50, 0.62]
+)";
+
+JobOutcome run_with_field(const std::string& key, double value, double step_time_s = 2.0) {
+  JobOutcome run = run_with(step_time_s, 1, 0.55);
+  run.metrics.emplace_back(key, fmt::format("{}", value));
+  return run;
+}
+
+TEST(CalibrationChecks, ParsedWithKindsAndPaths) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + kChecks, "/repo/reports/baselines/measured.yaml");
+  ASSERT_EQ(set.checks.size(), 3u);
+  EXPECT_EQ(set.checks[0].kind, MeasuredCheck::Kind::kValue);
+  EXPECT_TRUE(set.checks[0].per_step);
+  EXPECT_DOUBLE_EQ(set.checks[0].measured, 0.28);
+  EXPECT_EQ(set.checks[0].workload_path, "/repo/reports/w/moe.yaml");
+  EXPECT_EQ(set.checks[1].kind, MeasuredCheck::Kind::kAtLeast);
+  EXPECT_FALSE(set.checks[1].per_step);
+  EXPECT_EQ(set.checks[2].kind, MeasuredCheck::Kind::kRange);
+  EXPECT_DOUBLE_EQ(set.checks[2].low, 0.50);
+  EXPECT_DOUBLE_EQ(set.checks[2].high, 0.62);
+}
+
+TEST(CalibrationChecks, BadChecksArePositionedUserErrors) {
+  const std::string head = std::string(kMeasured) +
+                           "checks:\n  - config: a\n    workload: w\n    quantity: q\n";
+  auto message = [&head](const std::string& rest) {
+    try {
+      parse_measured(head + rest, "m.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  // Lines: kMeasured has 11, "checks:" is 12, the check starts on 13.
+  EXPECT_NE(message("    field: not_a_field\n    measured: 1\n").find("m.yaml:16"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    measured: 1\n    at_least: 2\n").find("exactly one of"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n").find("exactly one of"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    range: [0.6, 0.5]\n").find("low <= high"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    range: 0.5\n").find("[low, high]"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    at_least: most\n").find("m.yaml:17"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    per_step: maybe\n    measured: 1\n").find("true or false"),
+            std::string::npos);
+}
+
+TEST(CalibrationChecks, VerdictsFollowTheKind) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + kChecks, "m.yaml");
+  // recompute 0.6 s of a 2 s step = 0.30 vs 0.28: 0.30/0.28 - 1 = +7.1%, within 15%.
+  CheckRow remat = check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 0.6));
+  ASSERT_TRUE(remat.ok);
+  EXPECT_DOUBLE_EQ(remat.predicted, 0.3);
+  EXPECT_NEAR(remat.relative_error, 0.30 / 0.28 - 1, 1e-12);
+  EXPECT_TRUE(remat.holds);
+  // 1.0 s of 2 s = 0.5: +78.6%, outside.
+  EXPECT_FALSE(check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 1.0)).holds);
+  // Lower bound: 0.9 >= 0.85 holds, 0.8 does not.
+  EXPECT_TRUE(check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.9)).holds);
+  EXPECT_FALSE(check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.8)).holds);
+  // Range: run_with's mfu 0.55 is inside [0.50, 0.62].
+  EXPECT_TRUE(check_row(set.checks[2], run_with(1.0, 1, 0.55)).holds);
+  EXPECT_FALSE(check_row(set.checks[2], run_with(1.0, 1, 0.63)).holds);
+  // A run without the field is an error row, not a verdict.
+  CheckRow missing = check_row(set.checks[1], run_with(1.0, 1, 0.5));
+  EXPECT_FALSE(missing.ok);
+  EXPECT_NE(missing.error.find("flops_utilization.layer_matmuls"), std::string::npos);
+}
+
+TEST(CalibrationChecks, MarkdownTableWithVerdicts) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + kChecks, "m.yaml");
+  JobOutcome crashed;
+  crashed.error = "exit 2 | bad";
+  std::vector<CheckRow> checks = {check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 0.6)),
+                                  check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.8)),
+                                  check_row(set.checks[2], crashed)};
+  std::string md = calibration_markdown(set, {}, checks);
+  EXPECT_NE(md.find("## Other measured numbers"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Moe | remat share | `time_by_pass_s.recompute` / step | 0.28 | 0.3 | +7.1% |"),
+            std::string::npos) << md;
+  // Pipes in text would split the markdown cell.
+  EXPECT_NE(md.find("| Moe | layer matmuls / of peak | `flops_utilization.layer_matmuls` | >= 0.85 | 0.8 | does not hold |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| Dense | GSPMD utilization | `mfu` | 0.5 to 0.62 | failed | exit 2 / bad |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("2 of 3 checks ran; 1 hold."), std::string::npos) << md;
+}
+
 TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
   // anchors.md: three Lingvo dense configs (tokens/s) and two GShard MoE
   // configs (steps/s).
@@ -114,6 +217,11 @@ TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
   }
   EXPECT_EQ(tokens, 3);
   EXPECT_EQ(steps, 2);
+  // The other numbers: GShard's remat shares (36L, 60L), all-to-all shares
+  // (128E, 2048E), kernel utilizations (matmuls, attention) and GSPMD's
+  // utilization range.
+  EXPECT_EQ(set.checks.size(), 7u);
+  for (const MeasuredCheck& c : set.checks) EXPECT_TRUE(std::filesystem::exists(c.workload_path)) << c.workload_path;
 }
 
 }  // namespace

@@ -149,7 +149,7 @@ TEST(ReportMarkdown, EveryTableRowHasItsHeadersCellCount) {
     }
     EXPECT_EQ(bars, header_bars) << line;
   }
-  EXPECT_EQ(tables, 6);  // summary, memory, time, collectives, top ops, top collectives
+  EXPECT_EQ(tables, 7);  // summary, memory, time, collectives, time by part, top ops, top collectives
 }
 
 TEST(ReportTable, PrintsUnitsAndSaysWhenTheModelDoesNotFit) {

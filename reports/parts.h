@@ -1,0 +1,72 @@
+// Where the step's time goes by model part (`podsim run`: "time by part").
+//
+// The workload builders and the training transforms name every op
+// (metadata op_name) as
+//   <pass>/[encoder|decoder/][layer_<i>/]<component>/.../<leaf>
+// pass: fwd | recompute (rematerialized forward) | bwd | opt (optimizer);
+// component: attention, cross_attention, ffn, moe, embedding, loss, ...
+// (workloads/model_graph.h, compiler/training/autodiff.cc, remat.cc).
+// summarize_parts() groups the reported device's ops by (pass, component),
+// with layers, encoder/decoder and pipeline iterations folded together, and
+// adds each collective's exposed wait to the part that issued it, so a
+// part's time is its compute-stream busy time plus the waits it caused.
+// Ops from HLO text without such names land in pass "other".
+//
+// Two utilizations compare with what GShard (arXiv 2006.16668) measured
+// for its kernels ("FFN and projection matmuls > 85% of peak, attention >
+// 30%", anchors.md "MoE: GShard"): FLOPs / (compute seconds x peak) over
+//   layer matmuls: the ops of the forward, recompute and backward passes
+//     whose leaf is a layer weight's matmul (q, k, v, output, wi, wi_<j>, wo);
+//   attention core: the other ops of attention and cross_attention in those
+//     passes (scores, softmax, context, relative bias, masks).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/timeline.h"
+
+namespace podsim::reports {
+
+// What an op_name says about the op; empty fields when it says nothing.
+struct OpNameParts {
+  std::string pass;       // "forward" | "recompute" | "backward" | "optimizer" | "other"
+  std::string component;  // "attention" | "ffn" | "moe" | "embedding_and_loss" | "other"
+  std::string leaf;       // last segment ("wi_0", "scores", ...), "" if none
+  bool layer_matmul = false;  // leaf names a layer weight's matmul (see above)
+};
+
+OpNameParts classify_op_name(std::string_view op_name);
+
+// The fixed keys, in report order (json/csv columns are the same for every run).
+const std::vector<std::string>& pass_keys();
+const std::vector<std::string>& component_keys();
+
+struct PartTime {
+  std::string pass;
+  std::string component;
+  double compute_s = 0;  // compute-stream busy time of its ops
+  double exposed_s = 0;  // compute-stream waits on its collectives
+  double flops = 0;      // executed FLOPs of its compute ops
+  double seconds() const { return compute_s + exposed_s; }
+};
+
+struct NamedSeconds {
+  std::string name;
+  double seconds = 0;
+};
+
+struct PartsSummary {
+  std::vector<PartTime> parts;             // present parts, pass then component order
+  std::vector<NamedSeconds> by_pass;       // every pass_keys() entry
+  std::vector<NamedSeconds> by_component;  // every component_keys() entry
+  // FLOPs / (compute seconds x peak); 0 when the group has no compute time.
+  double layer_matmul_utilization = 0;
+  double attention_core_utilization = 0;
+};
+
+PartsSummary summarize_parts(const std::vector<sim::OpRecord>& ops, double peak_flops_per_device);
+
+}  // namespace podsim::reports
