@@ -32,6 +32,12 @@ nlohmann::ordered_json top_op_json(const TopOp& op, bool collective) {
   return j;
 }
 
+// {"forward": 1.2, ...} in the list's order.
+nlohmann::ordered_json seconds_by_name(const std::vector<NamedSeconds>& list) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const NamedSeconds& item : list) j[item.name] = item.seconds;
+  return j;
+}
 
 void flatten(const std::string& prefix, const nlohmann::ordered_json& value,
              std::vector<std::pair<std::string, std::string>>& out) {
@@ -108,12 +114,8 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
     collectives[c.kind] = one;
   }
   j["collectives"] = collectives;
-  nlohmann::ordered_json by_pass = nlohmann::ordered_json::object();
-  for (const NamedSeconds& p : r.parts.by_pass) by_pass[p.name] = p.seconds;
-  j["time_by_pass_s"] = by_pass;
-  nlohmann::ordered_json by_component = nlohmann::ordered_json::object();
-  for (const NamedSeconds& c : r.parts.by_component) by_component[c.name] = c.seconds;
-  j["time_by_component_s"] = by_component;
+  j["time_by_pass_s"] = seconds_by_name(r.parts.by_pass);
+  j["time_by_component_s"] = seconds_by_name(r.parts.by_component);
   nlohmann::ordered_json utilization;
   utilization["layer_matmuls"] = r.parts.layer_matmul_utilization;
   utilization["attention_core"] = r.parts.attention_core_utilization;

@@ -96,7 +96,7 @@ std::string report_table(const Report& r) {
     for (const PartTime& part : r.parts.parts)
       out += fmt::format("  {:<10} {:<19} {:>14} {:>7} {:>14} {:>9.1f}\n", part.pass, part.component,
                          format_seconds(part.seconds()), format_percent(fraction_of(part.seconds(), r.step_time_s)),
-                         format_seconds(part.exposed_s), part.compute_s > 0 ? part.flops / part.compute_s / 1e12 : 0.0);
+                         format_seconds(part.exposed_s), part.flops_per_second() / 1e12);
     line("layer matmuls", fmt::format("{} of peak while running", format_percent(r.parts.layer_matmul_utilization)));
     line("attention core", fmt::format("{} of peak while running", format_percent(r.parts.attention_core_utilization)));
   }
@@ -159,7 +159,7 @@ std::string report_markdown(const Report& r) {
     for (const PartTime& part : r.parts.parts)
       out += fmt::format("| {} | {} | {:.3f} | {:.1f} | {:.3f} | {:.1f} |\n", part.pass, part.component,
                          part.seconds() * 1e3, fraction_of(part.seconds(), r.step_time_s) * 100.0, part.exposed_s * 1e3,
-                         part.compute_s > 0 ? part.flops / part.compute_s / 1e12 : 0.0);
+                         part.flops_per_second() / 1e12);
     out += fmt::format("\nLayer matmuls run at {} of peak, the attention core at {}.\n",
                        format_percent(r.parts.layer_matmul_utilization),
                        format_percent(r.parts.attention_core_utilization));

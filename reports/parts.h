@@ -51,6 +51,8 @@ struct PartTime {
   double exposed_s = 0;  // compute-stream waits on its collectives
   double flops = 0;      // executed FLOPs of its compute ops
   double seconds() const { return compute_s + exposed_s; }
+  // Achieved FLOP/s while its ops run; 0 without compute time.
+  double flops_per_second() const { return compute_s > 0 ? flops / compute_s : 0.0; }
 };
 
 struct NamedSeconds {
