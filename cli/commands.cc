@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <iostream>
+#include <sstream>
 
 #include "common/error.h"
 #include "compiler/hlo/hlo_parser.h"
@@ -143,6 +145,50 @@ int run_workload(const Options& o) {
   return 0;
 }
 
+// podsim run --serve: compile once, then one report per stdin line. A line
+// holds hardware overrides ("hardware.core.op_overhead_s=2e-6 ...", blank =
+// the workload's own hardware); the answer is the report's header line and
+// data line (--format csv, the one format that is two lines), or one line
+// "error: <message>" when the variant is rejected, then a flush. The
+// protocol behind `podsim calibrate --fit` (reports/calibration_fit.h), and
+// a fast way to script hardware what-ifs of a big workload.
+int serve_workload(const Options& o) {
+  if (o.format != "csv")
+    throw UserError(SourceLocation{"--serve", 0, 0}, "--serve answers in CSV", "add --format csv");
+  if (!o.trace.empty() || !o.output.empty())
+    throw UserError(SourceLocation{"--serve", 0, 0}, "--serve writes its reports to stdout",
+                    "drop --trace and --output");
+  reports::RunRequest request;
+  request.workload_path = o.input;
+  request.overrides = o.sets;
+  request.fidelity = reports::fidelity_from_name(o.fidelity);
+  const reports::CompiledWorkload compiled = reports::compile_workload(request);
+  reports::FormatOptions format_options;
+  format_options.wall_times = o.timings;
+  for (std::string line; std::getline(std::cin, line);) {
+    try {
+      std::vector<std::pair<std::string, std::string>> overrides;
+      std::istringstream words(line);
+      for (std::string word; words >> word;) {
+        const size_t eq = word.find('=');
+        if (!word.starts_with("hardware.") || eq == std::string::npos)
+          throw UserError(SourceLocation{word, 0, 0}, "a --serve line holds hardware.<key>=<value> words",
+                          "e.g. hardware.core.op_overhead_s=2e-6 hardware.ici.link_efficiency=0.8");
+        overrides.emplace_back(word.substr(9, eq - 9), word.substr(eq + 1));
+      }
+      reports::RunResult result = reports::simulate_compiled(compiled, request, overrides);
+      fmt::print("{}", reports::format_report(result.report, reports::Format::kCsv, format_options));
+    } catch (const UserError& e) {
+      std::string message = e.what();
+      for (char& c : message)
+        if (c == '\n') c = ' ';
+      fmt::print("error: {}\n", message);
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int hardware_show(const Options& o) {
   fmt::print("{}", hw::describe_hardware(hw::load_hardware(o.preset)));
   return 0;
@@ -163,6 +209,9 @@ Commands::Commands(CLI::App& app) {
   run_->add_option("--fidelity", o.fidelity, "fast|full")->check(CLI::IsMember({"fast", "full"}));
   run_->add_option("--trace", o.trace, "write a Chrome/Perfetto trace JSON");
   run_->add_option("-o,--output", o.output, "write the report here instead of stdout");
+  run_->add_flag("--serve", o.serve,
+                 "compile once, then read lines of hardware.<key>=<value> overrides on stdin and print one CSV "
+                 "report (header and row) per line");
   run_->add_flag("--timings", o.timings,
                  "json/csv: add compile_wall_s and simulate_wall_s (left out by default: same input, same bytes)");
 
@@ -193,7 +242,13 @@ Commands::Commands(CLI::App& app) {
   calibrate_ = app.add_subcommand("calibrate", "predicted vs measured throughput of the calibration configs");
   calibrate_->add_option("--measured", o.measured, "measured numbers (default reports/baselines/measured.yaml)");
   calibrate_->add_option("-o,--output", o.output, "markdown table (default stdout)");
-  calibrate_->add_option("-j", o.jobs, "workloads run at once")->check(jobs_range);
+  calibrate_->add_option("-j", o.jobs, "workloads run at once (--fit: every workload's server works at once)")
+      ->check(jobs_range);
+  calibrate_->add_flag("--fit", o.fit,
+                       "fit the hardware parameters listed under 'fit:' (one set for all configs) and predict "
+                       "each config from a fit to the others");
+  calibrate_->add_option("--max-evaluations", o.max_evaluations, "--fit: parameter sets per search at most")
+      ->check(CLI::Range(1, 100000));
 
   CLI::App* hardware = app.add_subcommand("hardware", "inspect hardware presets");
   hardware->require_subcommand(1);
@@ -203,7 +258,7 @@ Commands::Commands(CLI::App& app) {
 
 int Commands::run() const {
   if (*partition_) return partition(options_);
-  if (*run_) return run_workload(options_);
+  if (*run_) return options_.serve ? serve_workload(options_) : run_workload(options_);
   if (*sweep_) {
     const Options& o = options_;
     if (o.inputs.front() == "merge")
@@ -234,6 +289,8 @@ int Commands::run() const {
     calibrate.measured_file = options_.measured;
     calibrate.output = options_.output;
     calibrate.jobs = options_.jobs;
+    calibrate.fit = options_.fit;
+    calibrate.max_evaluations = options_.max_evaluations;
     return calibrate_command(calibrate);
   }
   if (*hardware_show_) return hardware_show(options_);

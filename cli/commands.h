@@ -19,12 +19,15 @@ struct Options {
   std::string output;
   bool verify = false;
   bool propagate_only = false;
+  bool serve = false;    // run: compile once, simulate one hardware variant per stdin line
   bool timings = false;  // run: wall times in json/csv (reports::FormatOptions)
   int jobs = 1;
   std::vector<std::string> inputs;  // sweep: SWEEP.yaml, or "merge" + CSV files
   std::string jsonl;
   double timeout_seconds = 0;  // sweep: kill a point running longer (0 = never)
   std::string measured;
+  bool fit = false;           // calibrate --fit
+  int max_evaluations = 400;  // calibrate --fit
   bool all_rows = false;
   std::string shard;
   std::string plot;

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "reports/calibration.h"
+#include "reports/calibration_fit.h"
 #include "reports/output_file.h"
 #include "reports/regress.h"
 #include "reports/sweep.h"
@@ -137,6 +138,18 @@ int calibrate_command(const CalibrateCommandOptions& o) {
   reports::ChildRunOptions children;
   children.podsim_binary = binary_or_self(o.podsim_binary);
   children.jobs = std::max(1, o.jobs);
+  if (o.fit) {
+    reports::FitOptions fit;
+    fit.podsim_binary = children.podsim_binary;
+    fit.max_evaluations = o.max_evaluations;
+    fit.on_progress = [](const std::string& news) {
+      fmt::print(stderr, "{}\n", news);
+      std::fflush(stderr);
+    };
+    reports::FitResult result = reports::fit_calibration(set, fit);
+    reports::write_file_atomically(o.output, reports::fit_markdown(set, result));
+    return 0;
+  }
   ProgressBar bar("calibrate");
   children.on_progress = [&bar](int done, int total) { bar(done, total); };
   reports::CalibrationResult result = reports::run_calibration(set, children);

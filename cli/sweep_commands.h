@@ -41,6 +41,8 @@ struct CalibrateCommandOptions {
   std::string output;         // markdown; empty or "-" = stdout
   int jobs = 1;
   std::string podsim_binary;
+  bool fit = false;            // --fit: fit the `fit:` parameters, with leave-one-out
+  int max_evaluations = 400;   // --fit: variants per search at most
 };
 int calibrate_command(const CalibrateCommandOptions& options);
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "hw_models/config.h"
 
 namespace podsim::reports {
 
@@ -25,7 +26,7 @@ SourceLocation where(const std::string& file, const YAML::Node& node) {
 
 std::string required_string(const std::string& file, const YAML::Node& map, const std::string& key) {
   YAML::Node n = map[key];
-  if (!n || !n.IsScalar()) throw UserError(where(file, map), fmt::format("a calibration point needs '{}'", key));
+  if (!n || !n.IsScalar()) throw UserError(where(file, map), fmt::format("this entry needs '{}'", key));
   return n.as<std::string>();
 }
 
@@ -94,6 +95,26 @@ MeasuredCheck parse_check(const std::string& file, const YAML::Node& c, const st
   return m;
 }
 
+FitParameter parse_fit_parameter(const std::string& file, const YAML::Node& f) {
+  if (!f.IsMap()) throw UserError(where(file, f), "each fit entry must be a mapping");
+  FitParameter p;
+  p.key = required_string(file, f, "key");
+  const std::vector<std::string> keys = hw::hardware_keys();
+  if (std::find(keys.begin(), keys.end(), p.key) == keys.end())
+    throw UserError(where(file, f["key"]), fmt::format("'{}' is not a hardware key", p.key),
+                    "use a key `podsim hardware show tpuv3` prints, e.g. core.op_overhead_s");
+  YAML::Node r = f["range"];
+  if (!r || !r.IsSequence() || r.size() != 2)
+    throw UserError(where(file, r ? r : f), fmt::format("fit parameter '{}' needs 'range: [low, high]'", p.key));
+  p.low = number_at(file, r[0], "range");
+  p.high = number_at(file, r[1], "range");
+  // The search steps in ratios (calibration_fit.h), so both ends are > 0.
+  if (!(p.low > 0 && p.low < p.high))
+    throw UserError(where(file, r), fmt::format("fit range of '{}' must have 0 < low < high", p.key));
+  p.why = required_string(file, f, "why");
+  return p;
+}
+
 double field_number(const JobOutcome& run, const std::string& name) {
   for (const auto& [key, value] : run.metrics)
     if (key == name) {
@@ -137,6 +158,16 @@ MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file
   if (YAML::Node checks = root["checks"]) {
     if (!checks.IsSequence()) throw UserError(where(file_name, checks), "'checks' must be a list");
     for (const YAML::Node& c : checks) set.checks.push_back(parse_check(file_name, c, base));
+  }
+  if (YAML::Node fit = root["fit"]) {
+    if (!fit.IsSequence()) throw UserError(where(file_name, fit), "'fit' must be a list");
+    for (const YAML::Node& f : fit) {
+      FitParameter p = parse_fit_parameter(file_name, f);
+      for (const FitParameter& q : set.fit)
+        if (q.key == p.key)
+          throw UserError(where(file_name, f), fmt::format("fit parameter '{}' is listed twice", p.key));
+      set.fit.push_back(p);
+    }
   }
   return set;
 }
@@ -218,7 +249,6 @@ CalibrationResult run_calibration(const MeasuredSet& set, const ChildRunOptions&
 }
 
 namespace {
-std::string value_text(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
 
 std::string without_pipes(std::string text) {
   for (char& c : text)
@@ -226,14 +256,6 @@ std::string without_pipes(std::string text) {
   return text;
 }
 
-std::string measured_text(const MeasuredCheck& c) {
-  switch (c.kind) {
-    case MeasuredCheck::Kind::kValue: return value_text(c.measured);
-    case MeasuredCheck::Kind::kAtLeast: return ">= " + value_text(c.measured);
-    case MeasuredCheck::Kind::kRange: return fmt::format("{} to {}", value_text(c.low), value_text(c.high));
-  }
-  return "";
-}
 
 std::string checks_markdown(const std::vector<CheckRow>& checks) {
   std::string out = "\n## Other measured numbers\n\n";
@@ -251,16 +273,31 @@ std::string checks_markdown(const std::vector<CheckRow>& checks) {
     }
     ++ran;
     if (r.holds) ++held;
-    std::string verdict = c.kind == MeasuredCheck::Kind::kValue
-                              ? fmt::format("{:+.1f}%{}", 100 * r.relative_error, r.holds ? "" : " (outside 15%)")
-                              : (r.holds ? "holds" : "does not hold");
     out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.config, without_pipes(c.quantity), field,
-                       measured_text(c), value_text(r.predicted), verdict);
+                       measured_text(c), value_text(r.predicted), check_verdict(r));
   }
   out += fmt::format("\n{} of {} checks ran; {} hold.\n", ran, checks.size(), held);
   return out;
 }
 }  // namespace
+
+std::string measured_text(const MeasuredCheck& c) {
+  switch (c.kind) {
+    case MeasuredCheck::Kind::kValue: return value_text(c.measured);
+    case MeasuredCheck::Kind::kAtLeast: return ">= " + value_text(c.measured);
+    case MeasuredCheck::Kind::kRange: return fmt::format("{} to {}", value_text(c.low), value_text(c.high));
+  }
+  return "";
+}
+
+std::string check_verdict(const CheckRow& r) {
+  if (!r.ok) return "failed";
+  if (r.check.kind == MeasuredCheck::Kind::kValue)
+    return fmt::format("{:+.1f}%{}", 100 * r.relative_error, r.holds ? "" : " (outside 15%)");
+  return r.holds ? "holds" : "does not hold";
+}
+
+std::string value_text(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
 
 std::string calibration_markdown(const MeasuredSet& set, const std::vector<CalibrationRow>& rows,
                                  const std::vector<CheckRow>& checks) {

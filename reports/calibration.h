@@ -62,12 +62,21 @@ struct MeasuredCheck {
   std::string source;
 };
 
+// A hardware parameter `podsim calibrate --fit` may move, within the range
+// physics allows (reports/calibration_fit.h). 0 < low < high.
+struct FitParameter {
+  std::string key;  // hardware key, without "hardware."
+  double low = 0, high = 0;
+  std::string why;  // where the range comes from
+};
+
 struct MeasuredSet {
   std::string file;
   std::string source;
   std::string notes;  // markdown printed under the table (analysis of the misses)
   std::vector<MeasuredPoint> points;
   std::vector<MeasuredCheck> checks;
+  std::vector<FitParameter> fit;
 };
 
 // Positioned UserError on malformed input.
@@ -97,6 +106,13 @@ struct CheckRow {
 };
 
 CheckRow check_row(const MeasuredCheck& check, const JobOutcome& run);
+
+// Table cells: "0.28", ">= 0.85", "0.5 to 0.62"; "-5.6% (outside 15%)",
+// "holds", "does not hold", "failed"; a number as the tables print it
+// (whole above 100, else 3 significant digits).
+std::string measured_text(const MeasuredCheck& check);
+std::string check_verdict(const CheckRow& row);
+std::string value_text(double value);
 
 struct CalibrationResult {
   std::vector<CalibrationRow> rows;

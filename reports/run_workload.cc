@@ -110,22 +110,40 @@ hw::System place_mesh(const hw::HardwareConfig& hardware, const workloads::Workl
 
 }  // namespace
 
-RunResult run_workload(const RunRequest& request) {
+CompiledWorkload compile_workload(const RunRequest& request) {
   auto progress = [&](const char* stage, double fraction) {
     if (request.progress) request.progress(stage, fraction);
   };
   progress("loading", 0);
-  RunResult result;
-  result.workload = workloads::load_workload(request.workload_path, request.overrides);
-  const workloads::Workload& w = result.workload;
-  hw::HardwareConfig hardware = hw::load_hardware(resolve_hardware(w), w.hardware_overrides);
-  const hw::System system = place_mesh(hardware, w);
+  workloads::Workload w = workloads::load_workload(request.workload_path, request.overrides);
+  std::string hardware_path = resolve_hardware(w);
+  hw::HardwareConfig hardware = hw::load_hardware(hardware_path, w.hardware_overrides);
+  place_mesh(hardware, w);  // placement errors before the compile
   workloads::BuiltModel model = workloads::build_model(w);
 
   progress("compiling", 0);
   Clock::time_point compile_start = Clock::now();
   compiler::SpmdProgram program = compiler::compile(model.module, compile_options(w, model, hardware));
-  double compile_wall_s = seconds_since(compile_start);
+  const double compile_wall_s = seconds_since(compile_start);
+  return CompiledWorkload{std::move(w), std::move(hardware_path), std::move(model), std::move(program),
+                          compile_wall_s};
+}
+
+RunResult simulate_compiled(const CompiledWorkload& compiled, const RunRequest& request,
+                            const std::vector<std::pair<std::string, std::string>>& hardware_overrides) {
+  auto progress = [&](const char* stage, double fraction) {
+    if (request.progress) request.progress(stage, fraction);
+  };
+  const workloads::Workload& w = compiled.workload;
+  for (const auto& [key, value] : hardware_overrides)
+    if (key == "hbm.capacity_bytes" && w.training.enabled && w.training.remat == "auto")
+      throw UserError(SourceLocation{fmt::format("hardware.{}={}", key, value), 0, 0},
+                      "remat: auto compiled the program for the workload's HBM capacity",
+                      "vary hbm.capacity_bytes with --set on separate runs, or fix training.remat");
+  hw::Overrides all = w.hardware_overrides;
+  all.insert(all.end(), hardware_overrides.begin(), hardware_overrides.end());
+  hw::HardwareConfig hardware = hw::load_hardware(compiled.hardware_path, all);
+  const hw::System system = place_mesh(hardware, w);
 
   progress("simulating", 0);
   sim::SimOptions sim_options;
@@ -133,24 +151,34 @@ RunResult run_workload(const RunRequest& request) {
   sim_options.record_trace = request.record_trace;
   if (request.progress) sim_options.progress = [&](double fraction) { progress("simulating", fraction); };
   Clock::time_point simulate_start = Clock::now();
-  result.timeline = sim::simulate(program, system, sim_options);
+  RunResult result;
+  result.workload = w;
+  result.timeline = sim::simulate(compiled.program, system, sim_options);
   double simulate_wall_s = seconds_since(simulate_start);
 
   progress("reporting", 0);
   SummaryInput input;
   input.timeline = &result.timeline;
-  input.program = &program;
-  input.model = model.info;
+  input.program = &compiled.program;
+  input.model = compiled.model.info;
   input.workload_name = w.name;
   input.hardware_name = hardware.name;
   input.peak_flops_per_device = hw::peak_matmul_flops_per_device(hardware.core);
   input.hbm_capacity_bytes = hardware.hbm.capacity_bytes;
-  input.compile_wall_s = compile_wall_s;
+  input.compile_wall_s = compiled.compile_wall_s;
   input.simulate_wall_s = simulate_wall_s;
   input.top_n = request.top_n;
   result.report = summarize(input);
   progress("reporting", 1);
   return result;
+}
+
+hw::HardwareConfig workload_hardware(const workloads::Workload& workload) {
+  return hw::load_hardware(resolve_hardware(workload), workload.hardware_overrides);
+}
+
+RunResult run_workload(const RunRequest& request) {
+  return simulate_compiled(compile_workload(request), request);
 }
 
 }  // namespace podsim::reports

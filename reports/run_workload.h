@@ -7,8 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "compiler/pipeline/program.h"
+#include "hw_models/config.h"
 #include "reports/report.h"
 #include "sim/timeline.h"
+#include "workloads/model_builder.h"
 #include "workloads/workload.h"
 
 namespace podsim::reports {
@@ -31,6 +34,32 @@ struct RunResult {
 };
 
 RunResult run_workload(const RunRequest& request);
+
+// The two halves of run_workload, for callers that simulate one compiled
+// program on several hardware variants (`podsim run --serve`, calibrate
+// --fit): the per-device program depends on the hardware only through the
+// HBM capacity that `remat: auto` fits into, so a variant that keeps the
+// capacity needs no new compile.
+struct CompiledWorkload {
+  workloads::Workload workload;
+  std::string hardware_path;  // preset name or resolved file
+  workloads::BuiltModel model;
+  compiler::SpmdProgram program;
+  double compile_wall_s = 0;
+};
+
+CompiledWorkload compile_workload(const RunRequest& request);
+
+// The hardware a workload runs on: its `hardware:` preset or file (a path
+// relative to the workload file) with its `--set hardware.*` overrides.
+hw::HardwareConfig workload_hardware(const workloads::Workload& workload);
+
+// Simulates `compiled` on its hardware with `hardware_overrides` applied
+// after the workload's own (keys without the "hardware." prefix). UserError
+// when an override would change the compiled program (hbm.capacity_bytes
+// under remat: auto) or is not a hardware key.
+RunResult simulate_compiled(const CompiledWorkload& compiled, const RunRequest& request,
+                            const std::vector<std::pair<std::string, std::string>>& hardware_overrides = {});
 
 // "fast" | "full"; UserError otherwise.
 sim::Fidelity fidelity_from_name(const std::string& name);

@@ -82,17 +82,8 @@ pid_t spawn(const std::string& binary, const RunJob& job, const Running& files) 
 
 JobOutcome outcome_of(int status, const Running& r) {
   JobOutcome outcome;
-  std::string err = one_line(read_text(r.err));
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    outcome.error = fmt::format("crashed with signal {} ({}){}", sig, strsignal(sig), err.empty() ? "" : ": " + err);
-    return outcome;
-  }
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code != 0) {
-    outcome.error = fmt::format("exit code {}{}", code, err.empty() ? "" : ": " + err);
-    return outcome;
-  }
+  outcome.error = child_failure_text(status, read_text(r.err));
+  if (!outcome.error.empty()) return outcome;
   outcome.metrics = parse_report_csv(read_text(r.out));
   if (outcome.metrics.empty()) {
     outcome.error = "the child printed no report table";
@@ -103,6 +94,19 @@ JobOutcome outcome_of(int status, const Running& r) {
 }
 
 }  // namespace
+
+std::string child_failure_text(int status, const std::string& stderr_text) {
+  std::string err = one_line(stderr_text);
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    return fmt::format("crashed with signal {} ({}){}", sig, strsignal(sig), err.empty() ? "" : ": " + err);
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code != 0) return fmt::format("exit code {}{}", code, err.empty() ? "" : ": " + err);
+  return "";
+}
+
+std::string read_text_file(const std::filesystem::path& path) { return read_text(path); }
 
 std::vector<std::pair<std::string, std::string>> parse_report_csv(const std::string& text) {
   std::vector<std::pair<std::string, std::string>> fields;

@@ -5,6 +5,7 @@
 // its header + row become the point's flat report fields.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
@@ -50,6 +51,14 @@ std::vector<std::string> report_columns();
 // Parses `podsim run --format csv` output (header line + one row) into
 // fields; empty when the text is not such a table.
 std::vector<std::pair<std::string, std::string>> parse_report_csv(const std::string& text);
+
+// Why a child that ended with waitpid `status` failed ("exit code 2: <its
+// stderr as one line>", "crashed with signal 11 (...)"); empty when it
+// exited with 0.
+std::string child_failure_text(int status, const std::string& stderr_text);
+
+// A file's bytes ("" when it cannot be read).
+std::string read_text_file(const std::filesystem::path& path);
 
 // "[#####.....] 12/40  30%  elapsed 1m05s  ETA 2m31s": the ETA assumes the
 // remaining points take the mean time of the finished ones.

@@ -1,0 +1,144 @@
+// A compiled workload in a child process answering hardware variants
+// (reports/workload_server.h).
+#include "reports/workload_server.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "common/error.h"
+
+namespace podsim::reports {
+
+WorkloadServer::WorkloadServer(const std::string& podsim_binary, const std::string& workload_path)
+    : workload_path_(workload_path) {
+  if (podsim_binary.empty() || access(podsim_binary.c_str(), X_OK) != 0)
+    throw UserError(fmt::format("cannot run the podsim binary '{}'", podsim_binary));
+  std::string pattern = (std::filesystem::temp_directory_path() / "podsim-serve-XXXXXX").string();
+  if (!mkdtemp(pattern.data())) throw UserError("cannot create a temporary folder for a workload server");
+  stderr_dir_ = pattern;
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+    throw UserError(fmt::format("cannot create a socket pair: {}", std::strerror(errno)));
+  std::vector<std::string> args = {podsim_binary, "run", workload_path, "--format", "csv", "--serve"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string err = (stderr_dir_ / "stderr").string();
+  pid_ = fork();
+  if (pid_ < 0) {
+    close(pair[0]);
+    close(pair[1]);
+    throw UserError(fmt::format("cannot start a child process: {}", std::strerror(errno)));
+  }
+  if (pid_ == 0) {
+    // Child: only async-signal-safe calls until exec (dup2 clears CLOEXEC
+    // on the copies, the originals close at exec).
+    if (dup2(pair[1], 0) < 0 || dup2(pair[1], 1) < 0 || !std::freopen(err.c_str(), "w", stderr)) _exit(127);
+    execv(podsim_binary.c_str(), argv.data());
+    const char msg[] = "podsim: cannot execute the podsim binary\n";
+    [[maybe_unused]] ssize_t n = write(2, msg, sizeof(msg) - 1);
+    _exit(127);
+  }
+  close(pair[1]);
+  socket_ = pair[0];
+}
+
+WorkloadServer::~WorkloadServer() {
+  if (socket_ >= 0) {
+    shutdown(socket_, SHUT_WR);  // the child's stdin ends: it exits
+    close(socket_);
+  }
+  if (pid_ > 0 && !dead_) {
+    // An idle child exits at once; one still compiling (the caller gave up
+    // early) is killed after a grace period.
+    int status = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(stderr_dir_, ignored);
+}
+
+void WorkloadServer::send(const HardwareVariant& variant) {
+  std::string line;
+  for (const auto& [key, value] : variant) line += fmt::format("{}hardware.{}={}", line.empty() ? "" : " ", key, value);
+  line += '\n';
+  size_t sent = 0;
+  while (sent < line.size() && !dead_) {
+    ssize_t n = ::send(socket_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the child is gone; receive() says why
+    sent += static_cast<size_t>(n);
+  }
+}
+
+bool WorkloadServer::read_line(std::string& line) {
+  for (;;) {
+    size_t end = buffer_.find('\n');
+    if (end != std::string::npos) {
+      line = buffer_.substr(0, end);
+      buffer_.erase(0, end + 1);
+      return true;
+    }
+    if (dead_) return false;
+    char chunk[65536];
+    ssize_t n = read(socket_, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+std::string WorkloadServer::ended_text() {
+  if (!dead_) {
+    dead_ = true;
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    death_ = child_failure_text(status, read_text_file(stderr_dir_ / "stderr"));
+    if (death_.empty()) death_ = "the workload server ended before answering";
+  }
+  return death_;
+}
+
+JobOutcome WorkloadServer::receive() {
+  JobOutcome outcome;
+  std::string header;
+  if (!read_line(header)) {
+    outcome.error = ended_text();
+    return outcome;
+  }
+  constexpr std::string_view kError = "error: ";
+  if (header.starts_with(kError)) {
+    outcome.error = header.substr(kError.size());
+    return outcome;
+  }
+  std::string row;
+  if (!read_line(row)) {
+    outcome.error = ended_text();
+    return outcome;
+  }
+  outcome.metrics = parse_report_csv(header + "\n" + row + "\n");
+  if (outcome.metrics.empty()) {
+    outcome.error = "the workload server answered with no report table";
+    return outcome;
+  }
+  outcome.ok = true;
+  return outcome;
+}
+
+}  // namespace podsim::reports
