@@ -161,7 +161,7 @@ std::string row_cells(const CalibrationRow& r) {
 }
 
 std::string check_cell(const CheckRow& r) {
-  return r.ok ? fmt::format("{} ({})", value_text(r.predicted), check_verdict(r)) : "failed";
+  return r.ok ? fmt::format("{}, {}", value_text(r.predicted), check_verdict(r)) : "failed";
 }
 
 struct Summary {
