@@ -108,16 +108,23 @@ class FitEvaluator {
     return key;
   }
 
-  // Every server gets all the variants at once (they queue in its socket)
-  // and all servers work at the same time: they are alive anyway, and a
-  // fast workload's server does not wait for a slow one's.
+  // All servers work at the same time (they are alive anyway, and a fast
+  // workload's server does not wait for a slow one's): each gets a chunk of
+  // variants queued in its socket, then the answers are read. A chunk's
+  // requests (a few kB) always fit the socket buffer, so a server blocked on
+  // writing answers the caller has not read yet never blocks the caller's
+  // sends.
   void simulate(const std::vector<HardwareVariant>& variants) {
     if (variants.empty()) return;
+    constexpr size_t kChunk = 16;
     std::vector<std::vector<JobOutcome>> outcomes(servers_.size());
-    for (auto& server : servers_)
-      for (const HardwareVariant& v : variants) server->send(v);
-    for (size_t s = 0; s < servers_.size(); ++s)
-      for (size_t i = 0; i < variants.size(); ++i) outcomes[s].push_back(servers_[s]->receive());
+    for (size_t first = 0; first < variants.size(); first += kChunk) {
+      const size_t last = std::min(variants.size(), first + kChunk);
+      for (auto& server : servers_)
+        for (size_t i = first; i < last; ++i) server->send(variants[i]);
+      for (size_t s = 0; s < servers_.size(); ++s)
+        for (size_t i = first; i < last; ++i) outcomes[s].push_back(servers_[s]->receive());
+    }
     for (size_t i = 0; i < variants.size(); ++i) {
       std::vector<JobOutcome> per_server;
       for (auto& o : outcomes) per_server.push_back(std::move(o[i]));
