@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -146,7 +147,12 @@ double preset_value(const MeasuredSet& set, const FitParameter& p) {
   std::string first_workload;
   for (const MeasuredPoint& point : set.points) {
     const hw::HardwareConfig hardware = workload_hardware(workloads::load_workload(point.workload_path));
-    const double v = std::stod(hw::hardware_value_text(hardware, p.key));
+    const std::string text = hw::hardware_value_text(hardware, p.key);
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !std::isfinite(v))
+      throw UserError(SourceLocation{set.file, 0, 0}, fmt::format("'{}' is '{}', not a number to fit", p.key, text),
+                      "fit numeric hardware keys (rates, latencies, efficiencies, cycle counts)");
     if (std::isnan(value)) {
       value = v;
       first_workload = point.workload;

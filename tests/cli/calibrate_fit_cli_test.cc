@@ -157,6 +157,17 @@ fit:
   EXPECT_NE(page.find("## Values fitted without each config"), std::string::npos);
 }
 
+TEST(CalibrateFitCliTest, ANonNumericKeyIsAUserError) {
+  const fs::path dir = fresh_dir("calibrate_fit_model");
+  std::ofstream(dir / "measured.yaml") << fmt::format(
+      "points:\n  - config: A\n    workload: {}\n    metric: steps_per_second\n    measured: 1\n"
+      "fit:\n  - key: core.model\n    range: [1, 2]\n    why: x\n",
+      kSmall);
+  auto r = cli_test::run_split("calibrate --fit --measured " + (dir / "measured.yaml").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'core.model' is 'systolic', not a number to fit"), std::string::npos) << r.err;
+}
+
 TEST(CalibrateFitCliTest, AFileWithoutAFitListIsAUserError) {
   const fs::path dir = fresh_dir("calibrate_fit_none");
   std::ofstream(dir / "measured.yaml") << fmt::format(
