@@ -25,13 +25,6 @@ namespace podsim::reports {
 
 namespace {
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The child's stderr as one line: non-empty lines joined, capped.
 std::string one_line(const std::string& text) {
   std::string out;
@@ -82,9 +75,9 @@ pid_t spawn(const std::string& binary, const RunJob& job, const Running& files) 
 
 JobOutcome outcome_of(int status, const Running& r) {
   JobOutcome outcome;
-  outcome.error = child_failure_text(status, read_text(r.err));
+  outcome.error = child_failure_text(status, read_text_file(r.err));
   if (!outcome.error.empty()) return outcome;
-  outcome.metrics = parse_report_csv(read_text(r.out));
+  outcome.metrics = parse_report_csv(read_text_file(r.out));
   if (outcome.metrics.empty()) {
     outcome.error = "the child printed no report table";
     return outcome;
@@ -106,7 +99,12 @@ std::string child_failure_text(int status, const std::string& stderr_text) {
   return "";
 }
 
-std::string read_text_file(const std::filesystem::path& path) { return read_text(path); }
+std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 std::vector<std::pair<std::string, std::string>> parse_report_csv(const std::string& text) {
   std::vector<std::pair<std::string, std::string>> fields;
