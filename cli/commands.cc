@@ -122,14 +122,21 @@ int partition(const Options& o) {
   return 0;
 }
 
-// podsim run: the whole pipeline (reports/run_workload.h), then the report
-// and the optional trace, each written whole or not at all.
-int run_workload(const Options& o) {
-  reports::Format format = reports::format_from_name(o.format);
+// The workload, its --set overrides and the fidelity, as `run` and
+// `run --serve` take them.
+reports::RunRequest run_request(const Options& o) {
   reports::RunRequest request;
   request.workload_path = o.input;
   request.overrides = o.sets;
   request.fidelity = reports::fidelity_from_name(o.fidelity);
+  return request;
+}
+
+// podsim run: the whole pipeline (reports/run_workload.h), then the report
+// and the optional trace, each written whole or not at all.
+int run_workload(const Options& o) {
+  reports::Format format = reports::format_from_name(o.format);
+  reports::RunRequest request = run_request(o);
   request.record_trace = !o.trace.empty();
   reports::ProgressLine progress(stderr);
   if (isatty(fileno(stderr)))
@@ -158,10 +165,7 @@ int serve_workload(const Options& o) {
   if (!o.trace.empty() || !o.output.empty())
     throw UserError(SourceLocation{"--serve", 0, 0}, "--serve writes its reports to stdout",
                     "drop --trace and --output");
-  reports::RunRequest request;
-  request.workload_path = o.input;
-  request.overrides = o.sets;
-  request.fidelity = reports::fidelity_from_name(o.fidelity);
+  const reports::RunRequest request = run_request(o);
   const reports::CompiledWorkload compiled = reports::compile_workload(request);
   reports::FormatOptions format_options;
   format_options.wall_times = o.timings;

@@ -225,18 +225,19 @@ CheckRow check_row(const MeasuredCheck& check, const JobOutcome& run) {
   return row;
 }
 
+size_t workload_index(std::vector<std::string>& workloads, const std::string& path) {
+  auto it = std::find(workloads.begin(), workloads.end(), path);
+  if (it != workloads.end()) return static_cast<size_t>(it - workloads.begin());
+  workloads.push_back(path);
+  return workloads.size() - 1;
+}
+
 CalibrationResult run_calibration(const MeasuredSet& set, const ChildRunOptions& options) {
   // Each workload runs once, however many points and checks read it.
   std::vector<std::string> workloads;
-  auto job_of = [&workloads](const std::string& path) {
-    auto it = std::find(workloads.begin(), workloads.end(), path);
-    if (it != workloads.end()) return static_cast<size_t>(it - workloads.begin());
-    workloads.push_back(path);
-    return workloads.size() - 1;
-  };
   std::vector<size_t> point_jobs, check_jobs;
-  for (const MeasuredPoint& p : set.points) point_jobs.push_back(job_of(p.workload_path));
-  for (const MeasuredCheck& c : set.checks) check_jobs.push_back(job_of(c.workload_path));
+  for (const MeasuredPoint& p : set.points) point_jobs.push_back(workload_index(workloads, p.workload_path));
+  for (const MeasuredCheck& c : set.checks) check_jobs.push_back(workload_index(workloads, c.workload_path));
   std::vector<RunJob> jobs;
   for (const std::string& w : workloads) jobs.push_back(RunJob{w, {}, "fast"});
   std::vector<JobOutcome> outcomes = run_jobs(jobs, options);

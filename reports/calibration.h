@@ -119,6 +119,10 @@ struct CalibrationResult {
   std::vector<CheckRow> checks;
 };
 
+// The index of `path` in `workloads`, appended when it is not there yet:
+// each workload is run (or served) once, however many points read it.
+size_t workload_index(std::vector<std::string>& workloads, const std::string& path);
+
 // Runs every workload of the points and checks once (fast fidelity) as a
 // child `podsim run`.
 CalibrationResult run_calibration(const MeasuredSet& set, const ChildRunOptions& options);

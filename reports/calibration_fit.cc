@@ -45,11 +45,7 @@ double objective(const std::vector<CalibrationRow>& rows, const std::vector<bool
 class FitEvaluator {
  public:
   FitEvaluator(const MeasuredSet& set, const FitOptions& options) : set_(set) {
-    for (const MeasuredPoint& p : set.points) {
-      auto it = std::find(workloads_.begin(), workloads_.end(), p.workload_path);
-      point_server_.push_back(static_cast<size_t>(it - workloads_.begin()));
-      if (it == workloads_.end()) workloads_.push_back(p.workload_path);
-    }
+    for (const MeasuredPoint& p : set.points) point_server_.push_back(workload_index(workloads_, p.workload_path));
     for (const std::string& w : workloads_)
       servers_.push_back(std::make_unique<WorkloadServer>(options.podsim_binary, w));
   }

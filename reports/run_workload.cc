@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 
 #include "common/error.h"
 #include "compiler/pipeline/compile.h"
@@ -98,9 +99,10 @@ std::string resolve_hardware(const workloads::Workload& w) {
 // position of its own (the mesh does not fit the pod, the slice is not a
 // box, ...) points at mesh.physical, or mesh.axes when the slice is chosen
 // by default.
-hw::System place_mesh(const hw::HardwareConfig& hardware, const workloads::Workload& w) {
+// On the heap: a System is not moved (its Boost chip graph would be copied).
+std::unique_ptr<hw::System> place_mesh(const hw::HardwareConfig& hardware, const workloads::Workload& w) {
   try {
-    return hw::System(hardware, mesh_layout(w.mesh));
+    return std::make_unique<hw::System>(hardware, mesh_layout(w.mesh));
   } catch (const UserError& e) {
     if (!e.location().file.empty()) throw;
     const bool physical = !w.mesh.physical_location.file.empty();
@@ -108,42 +110,48 @@ hw::System place_mesh(const hw::HardwareConfig& hardware, const workloads::Workl
   }
 }
 
+// Calls the request's progress callback, when it has one.
+void report_progress(const RunRequest& request, const char* stage, double fraction) {
+  if (request.progress) request.progress(stage, fraction);
+}
+
 }  // namespace
 
+hw::HardwareConfig workload_hardware(const workloads::Workload& workload) {
+  return hw::load_hardware(resolve_hardware(workload), workload.hardware_overrides);
+}
+
 CompiledWorkload compile_workload(const RunRequest& request) {
-  auto progress = [&](const char* stage, double fraction) {
-    if (request.progress) request.progress(stage, fraction);
-  };
-  progress("loading", 0);
+  report_progress(request, "loading", 0);
   workloads::Workload w = workloads::load_workload(request.workload_path, request.overrides);
-  std::string hardware_path = resolve_hardware(w);
-  hw::HardwareConfig hardware = hw::load_hardware(hardware_path, w.hardware_overrides);
-  place_mesh(hardware, w);  // placement errors before the compile
+  std::unique_ptr<hw::System> system = place_mesh(workload_hardware(w), w);  // placement errors before the compile
   workloads::BuiltModel model = workloads::build_model(w);
 
-  progress("compiling", 0);
+  report_progress(request, "compiling", 0);
   Clock::time_point compile_start = Clock::now();
-  compiler::SpmdProgram program = compiler::compile(model.module, compile_options(w, model, hardware));
+  compiler::SpmdProgram program = compiler::compile(model.module, compile_options(w, model, system->config()));
   const double compile_wall_s = seconds_since(compile_start);
-  return CompiledWorkload{std::move(w), std::move(hardware_path), std::move(model), std::move(program),
-                          compile_wall_s};
+  return CompiledWorkload{std::move(w), std::move(system), std::move(model), std::move(program), compile_wall_s};
 }
 
 RunResult simulate_compiled(const CompiledWorkload& compiled, const RunRequest& request,
                             const std::vector<std::pair<std::string, std::string>>& hardware_overrides) {
-  auto progress = [&](const char* stage, double fraction) {
-    if (request.progress) request.progress(stage, fraction);
-  };
+  auto progress = [&](const char* stage, double fraction) { report_progress(request, stage, fraction); };
   const workloads::Workload& w = compiled.workload;
-  for (const auto& [key, value] : hardware_overrides)
-    if (key == "hbm.capacity_bytes" && w.training.enabled && w.training.remat == "auto")
-      throw UserError(SourceLocation{fmt::format("hardware.{}={}", key, value), 0, 0},
-                      "remat: auto compiled the program for the workload's HBM capacity",
+  std::unique_ptr<hw::System> variant;
+  if (!hardware_overrides.empty()) {
+    hw::HardwareConfig config = compiled.system->config();
+    hw::apply_overrides(config, hardware_overrides);
+    // compile_options gave remat: auto the compiled hardware's capacity.
+    const double compiled_capacity = compiled.system->config().hbm.capacity_bytes;
+    if (w.training.enabled && w.training.remat == "auto" && config.hbm.capacity_bytes != compiled_capacity)
+      throw UserError(SourceLocation{fmt::format("hardware.hbm.capacity_bytes={:g}", config.hbm.capacity_bytes), 0, 0},
+                      fmt::format("remat: auto compiled the program for {:g} bytes of HBM", compiled_capacity),
                       "vary hbm.capacity_bytes with --set on separate runs, or fix training.remat");
-  hw::Overrides all = w.hardware_overrides;
-  all.insert(all.end(), hardware_overrides.begin(), hardware_overrides.end());
-  hw::HardwareConfig hardware = hw::load_hardware(compiled.hardware_path, all);
-  const hw::System system = place_mesh(hardware, w);
+    variant = place_mesh(config, w);
+  }
+  const hw::System& system = variant ? *variant : *compiled.system;
+  const hw::HardwareConfig& hardware = system.config();
 
   progress("simulating", 0);
   sim::SimOptions sim_options;
@@ -171,10 +179,6 @@ RunResult simulate_compiled(const CompiledWorkload& compiled, const RunRequest& 
   result.report = summarize(input);
   progress("reporting", 1);
   return result;
-}
-
-hw::HardwareConfig workload_hardware(const workloads::Workload& workload) {
-  return hw::load_hardware(resolve_hardware(workload), workload.hardware_overrides);
 }
 
 RunResult run_workload(const RunRequest& request) {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "compiler/pipeline/program.h"
 #include "hw_models/config.h"
+#include "hw_models/system.h"
 #include "reports/report.h"
 #include "sim/timeline.h"
 #include "workloads/model_builder.h"
@@ -42,7 +44,9 @@ RunResult run_workload(const RunRequest& request);
 // capacity needs no new compile.
 struct CompiledWorkload {
   workloads::Workload workload;
-  std::string hardware_path;  // preset name or resolved file
+  // The hardware compiled for, with the mesh placed: a run without variant
+  // reuses it (on the heap: a System is not moved, see run_workload.cc).
+  std::unique_ptr<hw::System> system;
   workloads::BuiltModel model;
   compiler::SpmdProgram program;
   double compile_wall_s = 0;
@@ -56,8 +60,8 @@ hw::HardwareConfig workload_hardware(const workloads::Workload& workload);
 
 // Simulates `compiled` on its hardware with `hardware_overrides` applied
 // after the workload's own (keys without the "hardware." prefix). UserError
-// when an override would change the compiled program (hbm.capacity_bytes
-// under remat: auto) or is not a hardware key.
+// when the variant's hardware would change the compiled program (another
+// HBM capacity under remat: auto) or an override is not a hardware key.
 RunResult simulate_compiled(const CompiledWorkload& compiled, const RunRequest& request,
                             const std::vector<std::pair<std::string, std::string>>& hardware_overrides = {});
 
