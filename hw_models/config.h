@@ -40,6 +40,8 @@ struct CoreConfig {
   double mxu_weight_load_cycles = 0; // cycles to shift one weight tile into an MXU
   double mxu_fill_drain_cycles = 0;  // pipeline fill + drain of one MXU pass
   double f32_matmul_passes = 0;      // bf16 passes an f32 x f32 matmul costs
+  double mxu_sustained_fraction = 0; // fraction of a tile loop's cycles that stream a row (1 = ideal;
+                                     // below: operand pushes, result pops and DMA waits the loop does not hide)
   int64_t vpu_lanes = 0;
   int64_t vpu_sublanes = 0;
   VpuCycles vpu_cycles;

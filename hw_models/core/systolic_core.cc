@@ -17,7 +17,9 @@
 //   the tile, so K = N = 130 costs as K = N = 256. f32 inputs cost
 //   core.f32_matmul_passes bf16 passes.
 //   Efficiency at large M with K, N multiples of 128 and tiles divisible by
-//   the MXU count: B*M*K*N / (mxus*R*C*cycles) -> 1.
+//   the MXU count: B*M*K*N / (mxus*R*C*cycles) -> 1. A real kernel feeds the
+//   arrays on core.mxu_sustained_fraction of its cycles (operand pushes,
+//   result pops and DMA waits it does not hide): cycles / that fraction.
 //
 // VPU: elements are processed one vreg (lanes x sublanes) at a time; a vreg
 //   costs vpu_cycles.<class> cycles; a device with several TensorCores splits
@@ -72,7 +74,7 @@ double systolic_matmul_cycles(const CoreConfig& core, const MatmulWork& w) {
   const double rhs_stationary = tile_loop_cycles(core, w.batch, w.k, w.n, w.m);
   const double lhs_stationary = tile_loop_cycles(core, w.batch, w.k, w.m, w.n);
   const double passes = w.input == MatmulInputKind::kF32 ? core.f32_matmul_passes : 1.0;
-  return passes * std::min(rhs_stationary, lhs_stationary);
+  return passes * std::min(rhs_stationary, lhs_stationary) / core.mxu_sustained_fraction;
 }
 
 std::unique_ptr<CoreModel> make_systolic_core(const HardwareConfig& config) {

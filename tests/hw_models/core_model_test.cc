@@ -69,6 +69,22 @@ TEST(SystolicCore, F32CostsConfiguredPasses) {
   EXPECT_DOUBLE_EQ(systolic_matmul_cycles(core, w), 3 * bf16);
 }
 
+TEST(SystolicCore, SustainedFractionStretchesTheTileLoop) {
+  CoreConfig core = load_hardware("tpuv3").core;
+  EXPECT_EQ(core.mxu_sustained_fraction, 1.0);  // the preset is the ideal loop
+  // [1,8192,1024,1024] takes 262528 ideal cycles (derivation in
+  // FullEfficiencyForMultiplesOf128AtLargeM); fed on 80% of the cycles the
+  // loop takes 1/0.8 as long.
+  const MatmulWork w{1, 8192, 1024, 1024};
+  core.mxu_sustained_fraction = 0.8;
+  EXPECT_DOUBLE_EQ(systolic_matmul_cycles(core, w), 262528.0 / 0.8);
+  HardwareConfig config = load_hardware("tpuv3");
+  config.core.mxu_sustained_fraction = 0.5;
+  MatmulQuery q;
+  q.work = MatmulWork{1, 8192, 8192, 8192};
+  EXPECT_NEAR(make_core_model(config)->time_matmul(q).mxu_utilization, 0.5, 0.005);
+}
+
 TEST(SystolicCore, LargeMatmulIsMxuBoundNearPeak) {
   const HardwareConfig config = load_hardware("tpuv3");
   const auto model = make_core_model(config);
