@@ -1,6 +1,7 @@
 // "roofline" core model: time = max(matmul FLOPs / MXU peak, vector elements x
 // cost / VPU rate, bytes / HBM bandwidth). No tiling, padding, fill/drain,
-// latency or issue overhead: the upper bound the systolic model approaches.
+// latency, issue overhead or sustained-rate loss (core.mxu_sustained_fraction):
+// the upper bound the systolic model approaches.
 #include "hw_models/core/core_impl.h"
 
 namespace podsim::hw {
