@@ -243,7 +243,7 @@ const std::vector<Field>& fields() {
                              Range{0.01, 64, "passes", "XLA's f32 matmul precisions take 1, 3 or 6 bf16 passes"}));
     t.push_back(number_field("core.mxu_sustained_fraction",
                              [](HardwareConfig& c) -> double& { return c.core.mxu_sustained_fraction; },
-                             Range{0.05, 1, "", "a fraction of the MXUs' cycles: above 0, at most 1"}));
+                             Range{0.01, 1, "", "the fraction of a matmul loop's cycles that stream a row (1 = ideal)"}));
     t.push_back(int_field("core.vpu_lanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_lanes; },
                           count_range(kMaxArrayDim, "TPU vector registers are 8 x 128")));
     t.push_back(int_field("core.vpu_sublanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_sublanes; },
