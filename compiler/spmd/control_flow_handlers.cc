@@ -49,9 +49,37 @@ std::vector<Sharding> leaf_shardings(const Sharding& sharding, const Shape& shap
   return std::vector<Sharding>(static_cast<size_t>(count), sharding);
 }
 
+// Without copying the other leaves: a training step's root tuple has
+// thousands of elements, and copying every leaf sharding per element made
+// tuples quadratic in their size.
 Sharding element_sharding(const Sharding& sharding, const Shape& shape, int64_t index) {
+  const Shape& element = shape.tuple_shape(static_cast<int>(index));
   auto [first, count] = element_leaf_range(shape, index);
-  return sharding_of_leaves(leaf_shardings(sharding, shape), shape.tuple_shape(static_cast<int>(index)), first, count);
+  if (sharding.is_tuple() && static_cast<int64_t>(sharding.tuple_elements().size()) == shape.leaf_count())
+    return sharding_of_leaves(sharding.tuple_elements(), element, first, count);
+  assert(!sharding.is_tuple() || sharding.tuple_elements().size() == 1);
+  const Sharding& uniform = sharding.is_tuple() ? sharding.tuple_elements()[0] : sharding;
+  if (element.is_array()) return uniform;
+  return Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(count), uniform));
+}
+
+std::vector<Sharding> element_shardings(const Sharding& sharding, const Shape& shape) {
+  std::vector<Sharding> out;
+  out.reserve(shape.tuple_shapes().size());
+  const bool per_leaf =
+      sharding.is_tuple() && static_cast<int64_t>(sharding.tuple_elements().size()) == shape.leaf_count();
+  int64_t first = 0;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.tuple_shapes().size()); ++i) {
+    if (!per_leaf) {
+      out.push_back(element_sharding(sharding, shape, i));
+      continue;
+    }
+    const Shape& element = shape.tuple_shape(static_cast<int>(i));
+    const int64_t count = element.leaf_count();
+    out.push_back(sharding_of_leaves(sharding.tuple_elements(), element, first, count));
+    first += count;
+  }
+  return out;
 }
 
 Shape partitioned_shape(const Shape& base, const Sharding& sharding) {
@@ -62,21 +90,21 @@ Shape partitioned_shape(const Shape& base, const Sharding& sharding) {
 
 PartitionedValue reshard_tuple(SpmdContext& context, const PartitionedValue& value, const Sharding& target) {
   const Shape& shape = value.base_shape;
+  const std::vector<Sharding> from = element_shardings(value.sharding, shape);
+  const std::vector<Sharding> to = element_shardings(target, shape);
   std::vector<InstrId> elements;
   for (int64_t i = 0; i < static_cast<int64_t>(shape.tuple_shapes().size()); ++i) {
     const Shape& element = shape.tuple_shape(static_cast<int>(i));
-    PartitionedValue part{context.builder().get_tuple_element(value.id, i), element,
-                          element_sharding(value.sharding, shape, i)};
-    elements.push_back(reshard(context, part, element_sharding(target, shape, i)).id);
+    PartitionedValue part{context.builder().get_tuple_element(value.id, i), element, from[static_cast<size_t>(i)]};
+    elements.push_back(reshard(context, part, to[static_cast<size_t>(i)]).id);
   }
   return PartitionedValue{context.builder().tuple(std::move(elements)), shape, target};
 }
 
 PartitionedValue handle_tuple(SpmdContext& context, const HandlerInput& in) {
+  const std::vector<Sharding> targets = element_shardings(in.target, in.original.shape);
   std::vector<InstrId> elements;
-  for (size_t i = 0; i < in.operands.size(); ++i)
-    elements.push_back(
-        reshard(context, in.operands[i], element_sharding(in.target, in.original.shape, static_cast<int64_t>(i))).id);
+  for (size_t i = 0; i < in.operands.size(); ++i) elements.push_back(reshard(context, in.operands[i], targets[i]).id);
   return PartitionedValue{context.builder().tuple(std::move(elements)), in.original.shape, in.target};
 }
 

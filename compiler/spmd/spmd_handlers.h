@@ -54,6 +54,8 @@ PartitionedValue handle_call(SpmdContext& context, const HandlerInput& in);
 std::vector<Sharding> leaf_shardings(const Sharding& sharding, const Shape& shape);
 // Sharding of tuple element `index` (a leaf, or a tuple sharding).
 Sharding element_sharding(const Sharding& sharding, const Shape& shape, int64_t index);
+// element_sharding of every tuple element, in one pass over the leaves.
+std::vector<Sharding> element_shardings(const Sharding& sharding, const Shape& shape);
 // Per-device shape of `base` under `sharding` (tuples leaf by leaf).
 Shape partitioned_shape(const Shape& base, const Sharding& sharding);
 
