@@ -12,12 +12,13 @@ namespace podsim::reports {
 
 namespace {
 
-nlohmann::ordered_json top_op_json(const TopOp& op, bool collective) {
+nlohmann::ordered_json top_op_json(const TopOp& op, bool collective, bool group = false) {
   nlohmann::ordered_json j;
   j["name"] = op.name;
   j["op_name"] = op.op_name;
   j["opcode"] = op.opcode;
   j["shape"] = op.shape;
+  if (group) j["instances"] = op.instances;
   j["executions"] = op.executions;
   j["seconds"] = op.seconds;
   j["step_fraction"] = op.step_fraction;
@@ -134,6 +135,12 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
   nlohmann::ordered_json top_collectives = nlohmann::ordered_json::array();
   for (const TopOp& op : r.top_collectives) top_collectives.push_back(top_op_json(op, true));
   j["top_collectives"] = top_collectives;
+  nlohmann::ordered_json op_groups = nlohmann::ordered_json::array();
+  for (const TopOp& op : r.top_op_groups) op_groups.push_back(top_op_json(op, false, true));
+  j["top_op_groups"] = op_groups;
+  nlohmann::ordered_json collective_groups = nlohmann::ordered_json::array();
+  for (const TopOp& op : r.top_collective_groups) collective_groups.push_back(top_op_json(op, true, true));
+  j["top_collective_groups"] = collective_groups;
   nlohmann::ordered_json parts = nlohmann::ordered_json::array();
   for (const PartTime& part : r.parts.parts) {
     nlohmann::ordered_json one;
@@ -162,6 +169,8 @@ std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report
   nlohmann::ordered_json j = report_to_json(report, options);
   j.erase("top_ops");
   j.erase("top_collectives");
+  j.erase("top_op_groups");
+  j.erase("top_collective_groups");
   j.erase("time_by_part");
   std::vector<std::pair<std::string, std::string>> fields;
   flatten("", j, fields);

@@ -56,6 +56,12 @@ std::vector<TimeRow> time_rows(const Report& r) {
 
 std::string op_label(const TopOp& op) { return op.op_name.empty() ? op.name : op.op_name; }
 
+// "fusion(add)" for a fusion whose root is add.16, "dot" for dot.3.
+std::string kernel_of(const TopOp& op) {
+  const std::string root = op.name.substr(0, op.name.rfind('.'));
+  return op.opcode == "fusion" ? fmt::format("fusion({})", root) : op.opcode;
+}
+
 }  // namespace
 
 std::string report_table(const Report& r) {
@@ -100,17 +106,23 @@ std::string report_table(const Report& r) {
     line("layer matmuls", fmt::format("{} of peak while running", format_percent(r.parts.layer_matmul_utilization)));
     line("attention core", fmt::format("{} of peak while running", format_percent(r.parts.attention_core_utilization)));
   }
-  if (!r.top_ops.empty()) {
-    out += fmt::format("top ops:\n  {:>14} {:>7} {:<9} {}\n", "time", "step", "bound", "op");
-    for (const TopOp& op : r.top_ops)
-      out += fmt::format("  {:>14} {:>7} {:<9} {} {}\n", format_seconds(op.seconds), format_percent(op.step_fraction),
-                         op.bound, op_label(op), op.shape);
+  // The groups (the same op in every layer, summed): a single op of a model
+  // of many layers is a small share of its step; json also has the ops.
+  if (!r.top_op_groups.empty()) {
+    out += fmt::format("top ops (summed over layers; layer_* = every layer):\n  {:>14} {:>7} {:>6} {:<9} {}\n",
+                       "time", "step", "count", "bound", "op");
+    for (const TopOp& op : r.top_op_groups)
+      out += fmt::format("  {:>14} {:>7} {:>6} {:<9} {} {} {}\n", format_seconds(op.seconds),
+                         format_percent(op.step_fraction), op.instances, op.bound, op_label(op), op.shape,
+                         kernel_of(op));
   }
-  if (!r.top_collectives.empty()) {
-    out += fmt::format("top collectives:\n  {:>14} {:>14} {:>12} {}\n", "time", "exposed", "bytes", "op");
-    for (const TopOp& op : r.top_collectives)
-      out += fmt::format("  {:>14} {:>14} {:>12} {} {} {}\n", format_seconds(op.seconds),
-                         format_seconds(op.exposed_seconds), format_gib(op.bytes), op.opcode, op_label(op), op.shape);
+  if (!r.top_collective_groups.empty()) {
+    out += fmt::format("top collectives (summed over layers):\n  {:>14} {:>14} {:>6} {:>12} {}\n", "time", "exposed",
+                       "count", "bytes", "op");
+    for (const TopOp& op : r.top_collective_groups)
+      out += fmt::format("  {:>14} {:>14} {:>6} {:>12} {} {} {}\n", format_seconds(op.seconds),
+                         format_seconds(op.exposed_seconds), op.instances, format_gib(op.bytes), op.opcode,
+                         op_label(op), op.shape);
   }
   out += fmt::format("compile: {} -> {} instructions, {} full replications, {} default fallbacks, remat {}\n",
                      r.compile.instructions_annotated, r.compile.instructions_partitioned, r.compile.full_replications,
@@ -164,17 +176,19 @@ std::string report_markdown(const Report& r) {
                        format_percent(r.parts.layer_matmul_utilization),
                        format_percent(r.parts.attention_core_utilization));
   }
-  if (!r.top_ops.empty()) {
-    out += "\n### Top ops\n\n| op | shape | bound | ms | % of step |\n|---|---|---|---:|---:|\n";
-    for (const TopOp& op : r.top_ops)
-      out += fmt::format("| `{}` | `{}` | {} | {:.3f} | {:.1f} |\n", op_label(op), op.shape, op.bound, op.seconds * 1e3,
-                         op.step_fraction * 100.0);
+  if (!r.top_op_groups.empty()) {
+    out += "\n### Top ops (summed over layers)\n\n| op | shape | count | bound | ms | % of step |\n"
+           "|---|---|---:|---|---:|---:|\n";
+    for (const TopOp& op : r.top_op_groups)
+      out += fmt::format("| `{}` | `{}` | {} | {} | {:.3f} | {:.1f} |\n", op_label(op), op.shape, op.instances, op.bound,
+                         op.seconds * 1e3, op.step_fraction * 100.0);
   }
-  if (!r.top_collectives.empty()) {
-    out += "\n### Top collectives\n\n| op | kind | GiB | ms | exposed ms |\n|---|---|---:|---:|---:|\n";
-    for (const TopOp& op : r.top_collectives)
-      out += fmt::format("| `{}` | {} | {:.3f} | {:.3f} | {:.3f} |\n", op_label(op), op.opcode, op.bytes / 1073741824.0,
-                         op.seconds * 1e3, op.exposed_seconds * 1e3);
+  if (!r.top_collective_groups.empty()) {
+    out += "\n### Top collectives (summed over layers)\n\n| op | kind | count | GiB | ms | exposed ms |\n"
+           "|---|---|---:|---:|---:|---:|\n";
+    for (const TopOp& op : r.top_collective_groups)
+      out += fmt::format("| `{}` | {} | {} | {:.3f} | {:.3f} | {:.3f} |\n", op_label(op), op.opcode, op.instances,
+                         op.bytes / 1073741824.0, op.seconds * 1e3, op.exposed_seconds * 1e3);
   }
   return out;
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <map>
+#include <tuple>
 
 namespace podsim::reports {
 
@@ -66,7 +68,79 @@ std::vector<TopOp> top_ops(const std::vector<sim::OpRecord>& ops, bool collectiv
   return rows;
 }
 
+// The n longest op groups of one kind: ops with equal op_name_pattern,
+// opcode, instruction name without its number, shape and bound summed (seconds, executions, FLOPs, bytes, exposed
+// time); a group is named by its longest member. Ties broken by pattern and
+// shape.
+std::vector<TopOp> top_op_groups(const std::vector<sim::OpRecord>& ops, bool collectives, int n,
+                                 double step_time_s) {
+  struct Group {
+    TopOp sum;
+    double longest_s = 0;  // of one member: the group is named by it
+  };
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, Group> groups;
+  for (const sim::OpRecord& op : ops) {
+    if (op.collective != collectives) continue;
+    TopOp row = top_op_of(op, step_time_s);
+    row.op_name = op_name_pattern(op.op_name);
+    // The kernel: a fusion by its root's name without the number ("add.16"
+    // -> "add"), so two kernels of one layer with equal shapes stay apart.
+    std::string kernel = op.opcode + ":" + op.name.substr(0, op.name.rfind('.'));
+    auto [it, inserted] = groups.try_emplace(std::make_tuple(row.op_name, std::move(kernel), row.shape, row.bound),
+                                             Group{row, op.seconds});
+    if (inserted) continue;
+    Group& group = it->second;
+    if (op.seconds > group.longest_s || (op.seconds == group.longest_s && op.name < group.sum.name)) {
+      group.longest_s = op.seconds;
+      group.sum.name = op.name;
+    }
+    group.sum.executions += row.executions;
+    group.sum.seconds += row.seconds;
+    group.sum.step_fraction += row.step_fraction;
+    group.sum.flops += row.flops;
+    group.sum.bytes += row.bytes;
+    group.sum.exposed_seconds += row.exposed_seconds;
+    ++group.sum.instances;
+  }
+  std::vector<TopOp> rows;
+  rows.reserve(groups.size());
+  for (auto& [key, group] : groups) rows.push_back(std::move(group.sum));
+  std::stable_sort(rows.begin(), rows.end(), [](const TopOp& a, const TopOp& b) {
+    if (a.seconds != b.seconds) return a.seconds > b.seconds;
+    if (a.op_name != b.op_name) return a.op_name < b.op_name;
+    return a.shape < b.shape;
+  });
+  if (static_cast<int>(rows.size()) > n) rows.resize(static_cast<size_t>(std::max(n, 0)));
+  return rows;
+}
+
 }  // namespace
+
+std::string op_name_pattern(std::string_view op_name) {
+  std::string out;
+  out.reserve(op_name.size());
+  size_t i = 0;
+  while (i < op_name.size()) {
+    // At the start of a path segment: "layer_<digits>" or "pipeline_iter_<digits>".
+    const bool segment_start = i == 0 || op_name[i - 1] == '/';
+    bool replaced = false;
+    if (segment_start) {
+      for (std::string_view prefix : {std::string_view("layer_"), std::string_view("pipeline_iter_")}) {
+        if (op_name.substr(i, prefix.size()) != prefix) continue;
+        size_t end = i + prefix.size();
+        while (end < op_name.size() && op_name[end] >= '0' && op_name[end] <= '9') ++end;
+        if (end == i + prefix.size() || (end < op_name.size() && op_name[end] != '/')) continue;
+        out.append(prefix);
+        out.push_back('*');
+        i = end;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out.push_back(op_name[i++]);
+  }
+  return out;
+}
 
 const std::vector<std::string>& collective_kinds() {
   static const std::vector<std::string> kinds = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
@@ -150,6 +224,8 @@ Report summarize(const SummaryInput& input) {
 
   r.top_ops = top_ops(t.ops, false, input.top_n, t.step_time_s);
   r.top_collectives = top_ops(t.ops, true, input.top_n, t.step_time_s);
+  r.top_op_groups = top_op_groups(t.ops, false, input.top_n, t.step_time_s);
+  r.top_collective_groups = top_op_groups(t.ops, true, input.top_n, t.step_time_s);
   r.parts = summarize_parts(t.ops, input.peak_flops_per_device);
 
   r.compile.instructions_annotated = program.stats.instructions_annotated;

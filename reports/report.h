@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/pipeline/program.h"
@@ -63,7 +64,13 @@ struct TopOp {
   std::string bound;  // "mxu" | "vpu" | "hbm" | "overhead" | "collective"
   double bytes = 0;   // collectives: per device; compute ops: HBM traffic
   double exposed_seconds = 0;  // collectives only
+  int64_t instances = 1;       // op groups: ops merged (the same op in that many layers)
 };
+
+// "fwd/layer_12/attention" -> "fwd/layer_*/attention": the op_name of an op
+// with its layer (and pipeline iteration) numbers replaced by '*', so the
+// same op of every layer gets one name.
+std::string op_name_pattern(std::string_view op_name);
 
 struct CompileSummary {
   int64_t instructions_annotated = 0;
@@ -103,6 +110,12 @@ struct Report {
   std::vector<CollectiveStats> collectives;  // every kind, fixed order
   std::vector<TopOp> top_ops;                // compute ops by time
   std::vector<TopOp> top_collectives;        // collectives by time
+  // The same, with the ops that differ only in their layer summed
+  // (op_name_pattern, opcode, name without its number, shape and bound
+  // equal; the group's name is its longest member's): where the time goes in
+  // a model of many identical layers, each of whose ops is a small share.
+  std::vector<TopOp> top_op_groups;
+  std::vector<TopOp> top_collective_groups;
   PartsSummary parts;                        // time by pass and component (parts.h)
   CompileSummary compile;
 
@@ -120,7 +133,7 @@ struct SummaryInput {
   double hbm_capacity_bytes = 0;     // per device
   double compile_wall_s = 0;
   double simulate_wall_s = 0;
-  int top_n = 10;  // rows of top_ops and top_collectives
+  int top_n = 10;  // rows of top_ops, top_collectives and their groups
 };
 
 Report summarize(const SummaryInput& input);

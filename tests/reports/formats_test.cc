@@ -66,6 +66,13 @@ TEST(ReportJson, HasEveryDesignKeyWithItsType) {
   EXPECT_DOUBLE_EQ(j["mfu"].get<double>(), 0.5);
   EXPECT_EQ(j["top_ops"].size(), 3u);
   EXPECT_EQ(j["top_collectives"].size(), 2u);
+  // The fixture's three compute ops are in layer 0 with distinct op_names:
+  // three groups of one op each.
+  ASSERT_EQ(j["top_op_groups"].size(), 3u);
+  EXPECT_EQ(j["top_op_groups"][0]["op_name"], "fwd/layer_*/ffn/wi");
+  EXPECT_EQ(j["top_op_groups"][0]["instances"].get<int64_t>(), 1);
+  EXPECT_EQ(j["top_collective_groups"].size(), 2u);
+  EXPECT_FALSE(j["top_ops"][0].contains("instances"));
 }
 
 TEST(ReportJson, WallTimesOnlyOnRequestSoTheSameInputGivesTheSameBytes) {
@@ -120,7 +127,11 @@ TEST(ReportCsv, HeaderAndOneRowWithTheSameColumnCount) {
   EXPECT_EQ(column("memory_breakdown_bytes.parameters"), std::to_string(4 * kGiB));
   EXPECT_EQ(column("collectives.reduce-scatter.count"), "2");
   EXPECT_EQ(column("fits_in_memory"), "true");
-  for (const std::string& key : header) EXPECT_EQ(key.find("top_ops"), std::string::npos) << key;
+  for (const std::string& key : header) {
+    EXPECT_EQ(key.find("top_ops"), std::string::npos) << key;
+    EXPECT_EQ(key.find("top_op_groups"), std::string::npos) << key;
+    EXPECT_EQ(key.find("top_collective"), std::string::npos) << key;
+  }
 }
 
 TEST(ReportCsv, ColumnsDoNotDependOnWhichCollectivesRan) {

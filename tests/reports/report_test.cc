@@ -107,5 +107,57 @@ TEST(Summarize, TopOpsAreTheLongestComputeOpsAndCollectivesApart) {
   EXPECT_DOUBLE_EQ(r.top_collectives[0].exposed_seconds, 0.25);
 }
 
+TEST(Summarize, OpNamePatternStarsLayerAndPipelineIterationNumbers) {
+  EXPECT_EQ(op_name_pattern("fwd/layer_12/attention"), "fwd/layer_*/attention");
+  EXPECT_EQ(op_name_pattern("layer_3"), "layer_*");
+  EXPECT_EQ(op_name_pattern("fwd/pipeline_iter_7/layer_0/ffn/wi"), "fwd/pipeline_iter_*/layer_*/ffn/wi");
+  EXPECT_EQ(op_name_pattern("bwd/encoder/layer_5/moe"), "bwd/encoder/layer_*/moe");
+  // Only whole segments "layer_<digits>": other names keep their digits.
+  EXPECT_EQ(op_name_pattern("fwd/layer_/x"), "fwd/layer_/x");
+  EXPECT_EQ(op_name_pattern("fwd/layer_2b/x"), "fwd/layer_2b/x");
+  EXPECT_EQ(op_name_pattern("fwd/sublayer_2/x"), "fwd/sublayer_2/x");
+  EXPECT_EQ(op_name_pattern("opt/wi_0"), "opt/wi_0");
+  EXPECT_EQ(op_name_pattern(""), "");
+}
+
+TEST(Summarize, TopOpGroupsSumTheSameOpOverLayers) {
+  ReportFixture f;
+  // Layer 1 repeats layer 0's wi dot (0.3 s) and activation fusion (0.4 s);
+  // a second dot kernel of layer 1 with the same op_name is kept apart by
+  // its name ("transpose", not "dot").
+  f.timeline.ops.push_back(ReportFixture::op("dot.11", "fwd/layer_1/ffn/wi", 0.3, hw::Bound::kMxu));
+  f.timeline.ops.push_back(ReportFixture::op("fusion.12", "fwd/layer_1/ffn/act", 0.4, hw::Bound::kHbm));
+  f.timeline.ops.push_back(ReportFixture::op("transpose.13", "fwd/layer_1/ffn/wi", 0.05, hw::Bound::kHbm));
+  f.timeline.ops.push_back(ReportFixture::collective("all-reduce.14", 0.2, 1e6, 0.1));
+  f.timeline.ops.back().op_name = "bwd/layer_1/ffn/wi";
+  Report r = summarize(f.input());
+  ASSERT_GE(r.top_op_groups.size(), 3u);
+  // dot: 0.8 + 0.3 = 1.1 s; act fusion: 0.5 + 0.4 = 0.9 s; then add.3 0.2 s.
+  EXPECT_EQ(r.top_op_groups[0].op_name, "fwd/layer_*/ffn/wi");
+  EXPECT_EQ(r.top_op_groups[0].instances, 2);
+  EXPECT_DOUBLE_EQ(r.top_op_groups[0].seconds, 1.1);
+  EXPECT_DOUBLE_EQ(r.top_op_groups[0].step_fraction, 0.55);  // 1.1 s of a 2 s step
+  EXPECT_DOUBLE_EQ(r.top_op_groups[0].flops, 2e12);          // 1e12 per op
+  EXPECT_EQ(r.top_op_groups[0].executions, 2);
+  EXPECT_EQ(r.top_op_groups[0].name, "dot.1");  // the longest member (0.8 s)
+  EXPECT_EQ(r.top_op_groups[1].op_name, "fwd/layer_*/ffn/act");
+  EXPECT_DOUBLE_EQ(r.top_op_groups[1].seconds, 0.9);
+  EXPECT_EQ(r.top_op_groups[2].name, "add.3");
+  EXPECT_EQ(r.top_op_groups[2].instances, 1);
+  // transpose.13 is its own group: 0.05 s, last of the five.
+  ASSERT_EQ(r.top_op_groups.size(), 4u);
+  EXPECT_EQ(r.top_op_groups[3].name, "transpose.13");
+  // Collectives: all-reduce 0.3 + 0.2 s, exposed 0.25 + 0.1, bytes 2e6.
+  ASSERT_EQ(r.top_collective_groups.size(), 2u);
+  EXPECT_EQ(r.top_collective_groups[0].op_name, "bwd/layer_*/ffn/wi");
+  EXPECT_EQ(r.top_collective_groups[0].instances, 2);
+  EXPECT_DOUBLE_EQ(r.top_collective_groups[0].seconds, 0.5);
+  EXPECT_DOUBLE_EQ(r.top_collective_groups[0].exposed_seconds, 0.35);
+  EXPECT_DOUBLE_EQ(r.top_collective_groups[0].bytes, 2e6);
+  // The ungrouped lists are unchanged: dot.1 still first on its own.
+  EXPECT_EQ(r.top_ops[0].name, "dot.1");
+  EXPECT_DOUBLE_EQ(r.top_ops[0].seconds, 0.8);
+}
+
 }  // namespace
 }  // namespace podsim::reports
