@@ -69,9 +69,9 @@ std::vector<TopOp> top_ops(const std::vector<sim::OpRecord>& ops, bool collectiv
 }
 
 // The n longest op groups of one kind: ops with equal op_name_pattern,
-// opcode, instruction name without its number, shape and bound summed (seconds, executions, FLOPs, bytes, exposed
-// time); a group is named by its longest member. Ties broken by pattern and
-// shape.
+// opcode, instruction name without its number, shape and bound, summed
+// (seconds, executions, FLOPs, bytes, exposed time); a group is named by its
+// longest member. Ties broken by pattern and shape.
 std::vector<TopOp> top_op_groups(const std::vector<sim::OpRecord>& ops, bool collectives, int n,
                                  double step_time_s) {
   struct Group {
