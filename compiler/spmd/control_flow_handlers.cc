@@ -30,6 +30,25 @@ Sharding sharding_of_leaves(const std::vector<Sharding>& leaves, const Shape& sh
   return Sharding::tuple(std::vector<Sharding>(leaves.begin() + first, leaves.begin() + first + count));
 }
 
+// Whether `sharding` gives each leaf of `shape` its own sharding (else one
+// sharding, or a one-element tuple of it, applies to every leaf).
+bool per_leaf(const Sharding& sharding, const Shape& shape) {
+  return sharding.is_tuple() && static_cast<int64_t>(sharding.tuple_elements().size()) == shape.leaf_count();
+}
+
+// Sharding of a tuple element `element` whose leaves are [first,
+// first + count), as leaf_shardings reads `sharding`, copying no other leaf:
+// a training step's root tuple has thousands of elements, and copying every
+// leaf sharding per element made tuples quadratic in their size.
+Sharding sharding_of_element(const Sharding& sharding, bool leaves_apart, const Shape& element, int64_t first,
+                             int64_t count) {
+  if (leaves_apart) return sharding_of_leaves(sharding.tuple_elements(), element, first, count);
+  assert(!sharding.is_tuple() || sharding.tuple_elements().size() == 1);
+  const Sharding& uniform = sharding.is_tuple() ? sharding.tuple_elements()[0] : sharding;
+  if (element.is_array()) return uniform;
+  return Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(count), uniform));
+}
+
 Shape partitioned_shape_of_leaves(const Shape& base, const std::vector<Sharding>& leaves, size_t& next) {
   if (base.is_array()) return Shape(base.dtype(), shard_shape(leaves[next++], base.dims()));
   std::vector<Shape> elements;
@@ -40,43 +59,28 @@ Shape partitioned_shape_of_leaves(const Shape& base, const std::vector<Sharding>
 }  // namespace
 
 std::vector<Sharding> leaf_shardings(const Sharding& sharding, const Shape& shape) {
+  if (per_leaf(sharding, shape)) return sharding.tuple_elements();
   const int64_t count = shape.leaf_count();
-  if (sharding.is_tuple() && static_cast<int64_t>(sharding.tuple_elements().size()) == count)
-    return sharding.tuple_elements();
   if (sharding.is_tuple() && sharding.tuple_elements().size() == 1)
     return std::vector<Sharding>(static_cast<size_t>(count), sharding.tuple_elements()[0]);
   assert(!sharding.is_tuple());
   return std::vector<Sharding>(static_cast<size_t>(count), sharding);
 }
 
-// Without copying the other leaves: a training step's root tuple has
-// thousands of elements, and copying every leaf sharding per element made
-// tuples quadratic in their size.
 Sharding element_sharding(const Sharding& sharding, const Shape& shape, int64_t index) {
-  const Shape& element = shape.tuple_shape(static_cast<int>(index));
   auto [first, count] = element_leaf_range(shape, index);
-  if (sharding.is_tuple() && static_cast<int64_t>(sharding.tuple_elements().size()) == shape.leaf_count())
-    return sharding_of_leaves(sharding.tuple_elements(), element, first, count);
-  assert(!sharding.is_tuple() || sharding.tuple_elements().size() == 1);
-  const Sharding& uniform = sharding.is_tuple() ? sharding.tuple_elements()[0] : sharding;
-  if (element.is_array()) return uniform;
-  return Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(count), uniform));
+  return sharding_of_element(sharding, per_leaf(sharding, shape), shape.tuple_shape(static_cast<int>(index)), first,
+                             count);
 }
 
 std::vector<Sharding> element_shardings(const Sharding& sharding, const Shape& shape) {
   std::vector<Sharding> out;
   out.reserve(shape.tuple_shapes().size());
-  const bool per_leaf =
-      sharding.is_tuple() && static_cast<int64_t>(sharding.tuple_elements().size()) == shape.leaf_count();
+  const bool leaves_apart = per_leaf(sharding, shape);
   int64_t first = 0;
-  for (int64_t i = 0; i < static_cast<int64_t>(shape.tuple_shapes().size()); ++i) {
-    if (!per_leaf) {
-      out.push_back(element_sharding(sharding, shape, i));
-      continue;
-    }
-    const Shape& element = shape.tuple_shape(static_cast<int>(i));
+  for (const Shape& element : shape.tuple_shapes()) {
     const int64_t count = element.leaf_count();
-    out.push_back(sharding_of_leaves(sharding.tuple_elements(), element, first, count));
+    out.push_back(sharding_of_element(sharding, leaves_apart, element, first, count));
     first += count;
   }
   return out;
