@@ -56,12 +56,6 @@ std::vector<TimeRow> time_rows(const Report& r) {
 
 std::string op_label(const TopOp& op) { return op.op_name.empty() ? op.name : op.op_name; }
 
-// "fusion(add)" for a fusion whose root is add.16, "dot" for dot.3.
-std::string kernel_of(const TopOp& op) {
-  const std::string root = op.name.substr(0, op.name.rfind('.'));
-  return op.opcode == "fusion" ? fmt::format("fusion({})", root) : op.opcode;
-}
-
 }  // namespace
 
 std::string report_table(const Report& r) {
@@ -114,7 +108,7 @@ std::string report_table(const Report& r) {
     for (const TopOp& op : r.top_op_groups)
       out += fmt::format("  {:>14} {:>7} {:>6} {:<9} {} {} {}\n", format_seconds(op.seconds),
                          format_percent(op.step_fraction), op.instances, op.bound, op_label(op), op.shape,
-                         kernel_of(op));
+                         kernel_label(op.opcode, op.name));
   }
   if (!r.top_collective_groups.empty()) {
     out += fmt::format("top collectives (summed over layers):\n  {:>14} {:>14} {:>6} {:>12} {}\n", "time", "exposed",

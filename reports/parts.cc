@@ -95,6 +95,24 @@ OpNameParts classify_op_name(std::string_view op_name) {
   return parts;
 }
 
+std::string op_name_pattern(std::string_view op_name) {
+  std::string out;
+  out.reserve(op_name.size());
+  for (size_t start = 0;;) {
+    const size_t slash = op_name.find('/', start);
+    const std::string_view segment = op_name.substr(start, slash == std::string_view::npos ? slash : slash - start);
+    if (numbered(segment, "layer_"))
+      out += "layer_*";
+    else if (numbered(segment, "pipeline_iter_"))
+      out += "pipeline_iter_*";
+    else
+      out += segment;
+    if (slash == std::string_view::npos) return out;
+    out += '/';
+    start = slash + 1;
+  }
+}
+
 PartsSummary summarize_parts(const std::vector<sim::OpRecord>& ops, double peak_flops_per_device) {
   const std::vector<std::string>& passes = pass_keys();
   const std::vector<std::string>& components = component_keys();

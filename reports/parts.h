@@ -40,6 +40,11 @@ struct OpNameParts {
 
 OpNameParts classify_op_name(std::string_view op_name);
 
+// "fwd/layer_12/attention" -> "fwd/layer_*/attention": the op_name with the
+// number of each layer_<n> and pipeline_iter_<n> segment replaced by '*', so
+// the same op of every layer gets one name (the report's op groups).
+std::string op_name_pattern(std::string_view op_name);
+
 // The fixed keys, in report order (json/csv columns are the same for every run).
 const std::vector<std::string>& pass_keys();
 const std::vector<std::string>& component_keys();

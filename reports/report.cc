@@ -68,6 +68,9 @@ std::vector<TopOp> top_ops(const std::vector<sim::OpRecord>& ops, bool collectiv
   return rows;
 }
 
+// "add.16" -> "add": an instruction's name without its number.
+std::string name_stem(const std::string& name) { return name.substr(0, name.rfind('.')); }
+
 // The n longest op groups of one kind: ops with equal op_name_pattern,
 // opcode, instruction name without its number, shape and bound, summed
 // (seconds, executions, FLOPs, bytes, exposed time); a group is named by its
@@ -83,9 +86,9 @@ std::vector<TopOp> top_op_groups(const std::vector<sim::OpRecord>& ops, bool col
     if (op.collective != collectives) continue;
     TopOp row = top_op_of(op, step_time_s);
     row.op_name = op_name_pattern(op.op_name);
-    // The kernel: a fusion by its root's name without the number ("add.16"
-    // -> "add"), so two kernels of one layer with equal shapes stay apart.
-    std::string kernel = op.opcode + ":" + op.name.substr(0, op.name.rfind('.'));
+    // The name without its number too ("add.16" -> "add"), so two kernels
+    // of one layer with equal shapes stay apart.
+    std::string kernel = op.opcode + ":" + name_stem(op.name);
     auto [it, inserted] = groups.try_emplace(std::make_tuple(row.op_name, std::move(kernel), row.shape, row.bound),
                                              Group{row, op.seconds});
     if (inserted) continue;
@@ -116,30 +119,8 @@ std::vector<TopOp> top_op_groups(const std::vector<sim::OpRecord>& ops, bool col
 
 }  // namespace
 
-std::string op_name_pattern(std::string_view op_name) {
-  std::string out;
-  out.reserve(op_name.size());
-  size_t i = 0;
-  while (i < op_name.size()) {
-    // At the start of a path segment: "layer_<digits>" or "pipeline_iter_<digits>".
-    const bool segment_start = i == 0 || op_name[i - 1] == '/';
-    bool replaced = false;
-    if (segment_start) {
-      for (std::string_view prefix : {std::string_view("layer_"), std::string_view("pipeline_iter_")}) {
-        if (op_name.substr(i, prefix.size()) != prefix) continue;
-        size_t end = i + prefix.size();
-        while (end < op_name.size() && op_name[end] >= '0' && op_name[end] <= '9') ++end;
-        if (end == i + prefix.size() || (end < op_name.size() && op_name[end] != '/')) continue;
-        out.append(prefix);
-        out.push_back('*');
-        i = end;
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) out.push_back(op_name[i++]);
-  }
-  return out;
+std::string kernel_label(const std::string& opcode, const std::string& name) {
+  return opcode == "fusion" ? "fusion(" + name_stem(name) + ")" : opcode;
 }
 
 const std::vector<std::string>& collective_kinds() {

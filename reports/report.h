@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "compiler/pipeline/program.h"
@@ -67,10 +66,11 @@ struct TopOp {
   int64_t instances = 1;       // op groups: ops merged (the same op in that many layers)
 };
 
-// "fwd/layer_12/attention" -> "fwd/layer_*/attention": the op_name of an op
-// with its layer (and pipeline iteration) numbers replaced by '*', so the
-// same op of every layer gets one name.
-std::string op_name_pattern(std::string_view op_name);
+// The kernel an op runs: "fusion(add)" for a fusion whose root is add.16
+// (the root's name without its number), else the opcode ("dot"). Op groups
+// keep ops with different kernels apart.
+std::string kernel_label(const std::string& opcode, const std::string& name);
+
 
 struct CompileSummary {
   int64_t instructions_annotated = 0;
