@@ -280,7 +280,7 @@ std::vector<int32_t> distinct(std::vector<int32_t> units) {
 // Kahn's algorithm over the units with a priority queue of keys. The static
 // key is refined when a unit becomes ready: a collective starts right after
 // its latest operand as emitted (within the hoist limit); a memory-reducing
-// unit (schedule.h) right after its operands, or collective_result_lag units
+// unit (schedule.h) right after its operands, or collective_result_lag positions
 // after a collective operand. Tracks, per unit output, the readers still to
 // run; when one reader is left, that reader frees the output.
 // Constant-only units run early only when an early unit needs them.

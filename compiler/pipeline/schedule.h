@@ -9,9 +9,10 @@
 // by other units).
 // Priorities:
 //  - a collective starts as early as its operands allow (at most
-//    max_collective_hoist units before its original place, so e.g. weight
-//    all-gathers are prefetched about a layer ahead instead of all at the
-//    start, which would keep every gathered weight live at once);
+//    max_collective_hoist positions, i.e. instruction ids, before its
+//    original place, so e.g. weight all-gathers are prefetched a little
+//    ahead instead of all at the start, which would keep every gathered
+//    weight live at once);
 //  - a direct user of a collective result runs as late as its own users
 //    allow (just before the first of them), leaving the work in between to
 //    overlap the collective;
@@ -27,7 +28,9 @@
 //       reader of operand buffers bigger than its output, e.g. an add
 //       accumulating gradient contributions);
 //    after reading a collective's result it waits collective_result_lag
-//    units, so the collective still overlaps work (XLA schedules a weight's
+//    positions (instruction ids, not units: a fusion group spans many ids,
+//    so in a fused program this is a few units), so the collective still
+//    overlaps some work (XLA schedules a weight's
 //    update, and the gradient reduce-scatter feeding it, right after its
 //    gradient is done); a collective reading work that ran early follows
 //    it (no hoist limit), and constant-only operands of such a unit run
@@ -48,13 +51,14 @@
 namespace podsim::compiler {
 
 struct ScheduleOptions {
-  // Units (unfused instructions or fusion groups) a collective may move
-  // ahead of its original position; <= 0 means no limit.
+  // Positions (instruction ids; a fusion group's position is its root's
+  // id) a collective may move ahead of its original position; <= 0 means
+  // no limit.
   int64_t max_collective_hoist = 256;
   // Run memory-reducing units early (see above).
   bool memory_aware = true;
-  // Units a memory-reducing reader of a collective result waits after the
-  // collective (its place in the original order + this many).
+  // Positions (instruction ids) a memory-reducing reader of a collective
+  // result waits after the collective (the collective's key + this many).
   int64_t collective_result_lag = 64;
   // Tail units (see above): at most this many units depend on them (and at
   // most 1/16 of the computation's units).

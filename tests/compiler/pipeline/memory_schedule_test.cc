@@ -1,7 +1,7 @@
 // Memory-aware scheduling (schedule.h): tail units (only a short chain to
 // the outputs depends on them) and units that free more than they allocate
 // run as soon as their operands are ready (after a collective operand:
-// collective_result_lag units later); peaks of the resulting schedules by
+// collective_result_lag positions later); peaks of the resulting schedules by
 // plan_memory, derived by hand. The graphs are tiny, so most tests set
 // tail_size_limit = 0: tails are then the units only the root reads.
 #include <gtest/gtest.h>
