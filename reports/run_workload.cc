@@ -60,6 +60,11 @@ compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec, const hw
       we.overlap_test ? hw::peak_matmul_flops_per_device(hardware.core) /
                             (hardware.ici.link_bandwidth * hardware.ici.link_efficiency)
                       : 0.0;
+  // Reshard plans weigh one collective's latency against bytes
+  // (compiler/spmd/reshard_plan.h): the bytes a link delivers in one hop
+  // latency. TPUv3: 1e-6 s x 1e11 B/s = 1e5 (the raw link rate, as the
+  // compiler's default, so the shipped workloads' programs stay the same).
+  options.collective_latency_bytes = hardware.ici.hop_latency_s * hardware.ici.link_bandwidth;
   return options;
 }
 
@@ -100,7 +105,8 @@ compiler::CompileOptions compile_options(const workloads::Workload& w, const wor
 // compile_options derives from the hardware.
 bool same_program_options(const compiler::CompileOptions& a, const compiler::CompileOptions& b) {
   return a.remat_auto == b.remat_auto && a.hbm_budget_bytes == b.hbm_budget_bytes &&
-         a.spmd.windowed_einsum_min_flops_per_byte == b.spmd.windowed_einsum_min_flops_per_byte;
+         a.spmd.windowed_einsum_min_flops_per_byte == b.spmd.windowed_einsum_min_flops_per_byte &&
+         a.spmd.collective_latency_bytes == b.spmd.collective_latency_bytes;
 }
 
 hw::MeshLayout mesh_layout(const workloads::MeshSpec& mesh) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "compiler/ir/module.h"
+#include "compiler/spmd/reshard_plan.h"
 
 namespace podsim::compiler {
 
@@ -53,6 +54,10 @@ struct SpmdOptions {
   // link directions (the simulator's one collective stream per device runs
   // them one after the other).
   bool windowed_einsum_bidirectional = false;
+  // Bytes a link moves in one collective's fixed latency, which the reshard
+  // plans add per collective (compiler/spmd/reshard_plan.h): hop latency x
+  // achieved link rate. Default TPUv3 (anchors.md): ~1 us x 1e11 B/s.
+  double collective_latency_bytes = kCollectiveLatencyBytes;
 };
 
 struct SpmdStats {

@@ -259,35 +259,38 @@ int64_t shard_elements(const Sharding& sharding, std::span<const int64_t> base_d
 }  // namespace
 
 double digit_steps_cost(const std::vector<DigitStep>& steps, std::span<const int64_t> base_dims,
-                        int64_t element_bytes) {
+                        int64_t element_bytes, double collective_latency_bytes) {
   double cost = 0;
   for (const DigitStep& step : steps)
     if (step.kind != DigitStep::Kind::kRefine)
-      cost += kCollectiveLatencyBytes + static_cast<double>(shard_elements(step.after, base_dims) * element_bytes) *
+      cost += collective_latency_bytes + static_cast<double>(shard_elements(step.after, base_dims) * element_bytes) *
                                             static_cast<double>(step.factor - 1) / static_cast<double>(step.factor);
   return cost;
 }
 
 std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, const std::vector<DigitIds>& from,
                                                        const std::vector<DigitIds>& to,
-                                                       std::span<const int64_t> base_dims, int64_t element_bytes) {
+                                                       std::span<const int64_t> base_dims, int64_t element_bytes,
+                                                       double collective_latency_bytes) {
   auto moves = DigitPlanner(grid, from, to, base_dims, Preference::kMoves).run();
   auto gathers = DigitPlanner(grid, from, to, base_dims, Preference::kWholeGathers).run();
   if (!moves || !gathers) return moves ? std::move(moves) : std::move(gathers);
   // Ties go to the moves (all-to-alls move less than gathers' outputs grow).
-  return digit_steps_cost(*gathers, base_dims, element_bytes) < digit_steps_cost(*moves, base_dims, element_bytes)
+  return digit_steps_cost(*gathers, base_dims, element_bytes, collective_latency_bytes) <
+                 digit_steps_cost(*moves, base_dims, element_bytes, collective_latency_bytes)
              ? std::move(gathers)
              : std::move(moves);
 }
 
 std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source, const Sharding& target,
                                                          std::span<const int64_t> base_dims, int64_t devices,
-                                                         int64_t element_bytes) {
+                                                         int64_t element_bytes, double collective_latency_bytes) {
   const auto rank = static_cast<int64_t>(base_dims.size());
   const Sharding pair[] = {source, target};
   const auto on_grid = layouts_on_common_grid(pair, rank, devices);
   if (!on_grid) return std::nullopt;
-  return plan_digit_steps(on_grid->grid, on_grid->layouts[0].data, on_grid->layouts[1].data, base_dims, element_bytes);
+  return plan_digit_steps(on_grid->grid, on_grid->layouts[0].data, on_grid->layouts[1].data, base_dims, element_bytes,
+                          collective_latency_bytes);
 }
 
 InstrId exchange_tiles(SpmdContext& context, InstrId x, const TileExchange& e) {

@@ -19,6 +19,11 @@
 
 namespace podsim::compiler {
 
+// Bytes a link moves in one collective's fixed latency, the reshard plans'
+// default (digit_steps_cost below): TPUv3's ~1 us ICI hop latency at
+// 1e11 B/s per link (anchors.md, TPU hardware).
+constexpr double kCollectiveLatencyBytes = 1e5;
+
 // Refine/coarsen/move on the common digit grid of source and target
 // (tile_coordinates.h). Per data dim d, with C the longest common prefix of
 // the source's and target's coordinate digits, the source's digits after C
@@ -54,22 +59,25 @@ struct DigitStep {
 // size, for the cost.
 std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source, const Sharding& target,
                                                          std::span<const int64_t> base_dims, int64_t devices,
-                                                         int64_t element_bytes = 4);
+                                                         int64_t element_bytes = 4,
+                                                         double collective_latency_bytes = kCollectiveLatencyBytes);
 // The same on a given grid: `from` and `to` are the data dims' digit lists.
 std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, const std::vector<DigitIds>& from,
                                                        const std::vector<DigitIds>& to,
-                                                       std::span<const int64_t> base_dims, int64_t element_bytes = 4);
+                                                       std::span<const int64_t> base_dims, int64_t element_bytes = 4,
+                                                       double collective_latency_bytes = kCollectiveLatencyBytes);
 // Cost of a plan, in bytes: per collective, the bytes a device receives
 // (all-gather / all-to-all of group m: out * (m - 1) / m; a
 // collective-permute: its shard -- XLA's CommunicationCostInBytes,
-// gspmd-algorithms.md 3.2 message sizes) plus kCollectiveLatencyBytes;
-// local slices are free.
-// kCollectiveLatencyBytes = 1e5: the ~1 us ICI hop latency at 1e11 B/s per
-// link (anchors.md, TPU hardware), so that on small shards fewer
-// collectives win and on large ones fewer bytes.
-constexpr double kCollectiveLatencyBytes = 1e5;
+// gspmd-algorithms.md 3.2 message sizes) plus collective_latency_bytes,
+// the bytes a link moves in one collective's fixed latency; local slices
+// are free. So on small shards fewer collectives win and on large ones
+// fewer bytes. The compiler's callers pass the workload's hardware
+// (SpmdOptions::collective_latency_bytes); kCollectiveLatencyBytes is the
+// TPUv3 value: the ~1 us ICI hop latency at 1e11 B/s per link (anchors.md,
+// TPU hardware).
 double digit_steps_cost(const std::vector<DigitStep>& steps, std::span<const int64_t> base_dims,
-                        int64_t element_bytes);
+                        int64_t element_bytes, double collective_latency_bytes = kCollectiveLatencyBytes);
 // Digit steps up to a relabeling of equal-size digits (reshard_relabel.cc):
 // the cheapest (digit_steps_cost + the permute's) over relabelings of
 // plan_digit_steps plus, unless the relabeling is the identity on the
@@ -81,21 +89,25 @@ struct RelabeledDigitPlan {
   Sharding relabeled_source;  // kFirst: the sharding the permute produces
   std::vector<DigitStep> steps;
 };
-std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& source, const Sharding& target,
-                                                               std::span<const int64_t> base_dims, int64_t devices,
-                                                               int64_t element_bytes = 4);
+std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(
+    const Sharding& source, const Sharding& target, std::span<const int64_t> base_dims, int64_t devices,
+    int64_t element_bytes = 4, double collective_latency_bytes = kCollectiveLatencyBytes);
 // plan_relabeled_digit_reshard remembered per (source, target, base dims,
-// devices, element bytes): the plan is a pure function of them, and a
-// model's layers ask for the same reshards over and over (the dot-plan
-// search estimates every candidate; a 64-layer step asks each ~64 times).
+// devices, element bytes) for one collective latency: the plan is a pure
+// function of them, and a model's layers ask for the same reshards over and
+// over (the dot-plan search estimates every candidate; a 64-layer step asks
+// each ~64 times).
 class RelabeledPlanCache {
  public:
+  explicit RelabeledPlanCache(double collective_latency_bytes = kCollectiveLatencyBytes)
+      : collective_latency_bytes_(collective_latency_bytes) {}
   const std::optional<RelabeledDigitPlan>& plan(const Sharding& source, const Sharding& target,
                                                 std::span<const int64_t> base_dims, int64_t devices,
                                                 int64_t element_bytes);
   size_t size() const { return plans_.size(); }
 
  private:
+  double collective_latency_bytes_;
   std::map<std::string, std::optional<RelabeledDigitPlan>> plans_;
 };
 

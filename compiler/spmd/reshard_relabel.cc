@@ -152,7 +152,7 @@ void for_each_relabeling(size_t digit_count, std::vector<std::vector<size_t>> cl
 
 std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& source, const Sharding& target,
                                                                std::span<const int64_t> base_dims, int64_t devices,
-                                                               int64_t element_bytes) {
+                                                               int64_t element_bytes, double collective_latency_bytes) {
   const auto rank = static_cast<int64_t>(base_dims.size());
   const Sharding pair[] = {source, target};
   const auto coarse = layouts_on_common_grid(pair, rank, devices);
@@ -160,9 +160,10 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
   std::optional<RelabeledDigitPlan> best;
   double best_cost = 0;
   // Candidate 0: the plain digit plan on the common grid.
-  if (auto steps = plan_digit_steps(coarse->grid, coarse->layouts[0].data, coarse->layouts[1].data, base_dims, element_bytes)) {
+  if (auto steps = plan_digit_steps(coarse->grid, coarse->layouts[0].data, coarse->layouts[1].data, base_dims,
+                                    element_bytes, collective_latency_bytes)) {
     best = RelabeledDigitPlan{RelabeledDigitPlan::Permute::kNone, Sharding(), std::move(*steps)};
-    best_cost = digit_steps_cost(best->steps, base_dims, element_bytes);
+    best_cost = digit_steps_cost(best->steps, base_dims, element_bytes, collective_latency_bytes);
   }
   const GridLayouts on_grid = split_into_prime_digits(*coarse);
   const DigitGrid& grid = on_grid.grid;
@@ -173,11 +174,11 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
 
   const double source_shard = static_cast<double>(elements(source, base_dims) * element_bytes);
   const double target_shard = static_cast<double>(elements(target, base_dims) * element_bytes);
-  // Every relabeled plan pays the permute, kCollectiveLatencyBytes + the
+  // Every relabeled plan pays the permute, collective_latency_bytes + the
   // smaller shard, on top of digit steps that cost >= 0: a plain plan that
   // is already cheaper cannot lose, so the enumeration is skipped (exact:
   // equal cost would go to the tie rule, hence the strict <).
-  const double permute_floor = kCollectiveLatencyBytes + std::min(source_shard, target_shard);
+  const double permute_floor = collective_latency_bytes + std::min(source_shard, target_shard);
   if (best && best_cost < permute_floor) classes.clear();
   // Sigmas that only permute digits the target does not shard on (its
   // replicated ones) give the same relabeled target: plan each once.
@@ -186,14 +187,14 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
   for_each_relabeling(grid.digit_count(), std::move(classes), [&](const std::vector<size_t>& sigma) {
     std::vector<DigitIds> relabeled = relabel(to, sigma);
     if (!planned.insert(relabeled).second) return;
-    auto steps = plan_digit_steps(grid, from, relabeled, base_dims, element_bytes);
+    auto steps = plan_digit_steps(grid, from, relabeled, base_dims, element_bytes, collective_latency_bytes);
     if (!steps) return;
     RelabeledDigitPlan plan;
     plan.steps = std::move(*steps);
-    double cost = digit_steps_cost(plan.steps, base_dims, element_bytes);
+    double cost = digit_steps_cost(plan.steps, base_dims, element_bytes, collective_latency_bytes);
     if (relabeled != to) {
       plan.permute = source_shard < target_shard ? RelabeledDigitPlan::Permute::kFirst : RelabeledDigitPlan::Permute::kLast;
-      cost += kCollectiveLatencyBytes + std::min(source_shard, target_shard);
+      cost += collective_latency_bytes + std::min(source_shard, target_shard);
     }
     if (!best || cost < best_cost || (cost == best_cost && better_tie(plan, *best))) {
       best = std::move(plan);
@@ -208,7 +209,7 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
   for (size_t j = 0; j < best_sigma.size(); ++j) inverse[best_sigma[j]] = j;
   const std::vector<DigitIds> relabeled_source = relabel(from, inverse);
   best->relabeled_source = sharding_from_digits(grid, relabeled_source);
-  auto steps = plan_digit_steps(grid, relabeled_source, to, base_dims, element_bytes);
+  auto steps = plan_digit_steps(grid, relabeled_source, to, base_dims, element_bytes, collective_latency_bytes);
   if (!steps) return std::nullopt;  // relabeling commutes with planning: not expected
   best->steps = std::move(*steps);
   return best;
@@ -222,7 +223,9 @@ const std::optional<RelabeledDigitPlan>& RelabeledPlanCache::plan(const Sharding
   auto found = plans_.find(key);
   if (found == plans_.end())
     found =
-        plans_.emplace(std::move(key), plan_relabeled_digit_reshard(source, target, base_dims, devices, element_bytes))
+        plans_
+            .emplace(std::move(key), plan_relabeled_digit_reshard(source, target, base_dims, devices, element_bytes,
+                                                                 collective_latency_bytes_))
             .first;
   return found->second;
 }

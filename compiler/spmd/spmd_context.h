@@ -81,7 +81,12 @@ class SpmdContext {
   void set_source_module(const Module* source) { session_->source = source; }
   const Module& source_module() const { return *session_->source; }
   std::set<CompId>& partitioned_callees() { return session_->partitioned_callees; }
-  void set_options(const SpmdOptions& options) { session_->options = options; }
+  // The reshard plans cost collectives with the options' latency, so new
+  // options start a new plan cache.
+  void set_options(const SpmdOptions& options) {
+    session_->options = options;
+    session_->relabeled_plans = RelabeledPlanCache(options.collective_latency_bytes);
+  }
   const SpmdOptions& options() const { return session_->options; }
   RelabeledPlanCache& relabeled_plans() { return session_->relabeled_plans; }
 

@@ -126,5 +126,23 @@ TEST(SpmdOptionsFromWorkload, OverlapTestWeighsPeakAgainstOneLinkDirection) {
   EXPECT_TRUE(set.windowed_einsum_bidirectional);
 }
 
+// The reshard plans' per-collective latency in bytes is the hardware's hop
+// latency x link rate: TPUv3 1e-6 s x 1e11 B/s = 1e5, the compiler's
+// default (so the shipped workloads' programs are the ones compiled without
+// the hardware); slower hops make each collective dearer in bytes, slower
+// links cheaper.
+TEST(SpmdOptionsFromWorkload, CollectiveLatencyIsHopLatencyTimesLinkRate) {
+  const hw::HardwareConfig tpuv3 = hw::load_hardware("tpuv3");
+  const workloads::CompilerSpec spec;
+  EXPECT_DOUBLE_EQ(spmd_options(spec, tpuv3).collective_latency_bytes, 1e-6 * 1e11);
+  EXPECT_DOUBLE_EQ(spmd_options(spec, tpuv3).collective_latency_bytes, compiler::kCollectiveLatencyBytes);
+  hw::HardwareConfig slow_hops = tpuv3;
+  slow_hops.ici.hop_latency_s = 3e-6;
+  EXPECT_DOUBLE_EQ(spmd_options(spec, slow_hops).collective_latency_bytes, 3e-6 * 1e11);
+  hw::HardwareConfig slower_links = tpuv3;
+  slower_links.ici.link_bandwidth = 4.5e10;
+  EXPECT_DOUBLE_EQ(spmd_options(spec, slower_links).collective_latency_bytes, 1e-6 * 4.5e10);
+}
+
 }  // namespace
 }  // namespace podsim::reports

@@ -76,6 +76,49 @@ TEST(ReshardRelabel, PlanCacheRemembersThePlannersAnswer) {
   EXPECT_EQ(cache.size(), 2u);
 }
 
+// The reshard plans weigh one collective's latency (L bytes) against the
+// bytes it moves. [2,4] -> [4,2] on f32[8,8] (shard 4 x 2 = 8 elements,
+// 32 bytes): the relabeled plan is the all-to-all of the test
+// above (output 8 elements, cost 32 / 2 + L) and a permute (32 + L):
+// 48 + 2L; the single-collective plan gathers the columns' (g1 g0) whole
+// (output 4 x 8 = 32 elements, 128 bytes: 3/4 of it + L = 96 + L) and
+// slices locally. So the gather wins iff 96 + L < 48 + 2L <=> L > 48:
+// TPUv3's L = 1e5 (kCollectiveLatencyBytes) picks it, a fabric without
+// latency (L = 0) the two collectives.
+TEST(ReshardRelabel, CollectiveLatencyDecidesBetweenOneGatherAndTwoCollectives) {
+  const Sharding from = parse_sharding("{devices=[2,4]<=[8]}");
+  const Sharding to = parse_sharding("{devices=[4,2]<=[8]}");
+  const int64_t dims[] = {8, 8};
+  const auto with_latency = plan_relabeled_digit_reshard(from, to, dims, 8, 4, kCollectiveLatencyBytes);
+  ASSERT_TRUE(with_latency.has_value());
+  EXPECT_EQ(with_latency->permute, RelabeledDigitPlan::Permute::kNone);
+  EXPECT_DOUBLE_EQ(digit_steps_cost(with_latency->steps, dims, 4, kCollectiveLatencyBytes), 96 + kCollectiveLatencyBytes);
+  const auto without = plan_relabeled_digit_reshard(from, to, dims, 8, 4, 0.0);
+  ASSERT_TRUE(without.has_value());
+  EXPECT_EQ(without->permute, RelabeledDigitPlan::Permute::kLast);
+  EXPECT_DOUBLE_EQ(digit_steps_cost(without->steps, dims, 4, 0.0), 16);  // + the permute's 32
+  // The boundary: at L = 47 the two collectives still win, at L = 49 the gather.
+  EXPECT_EQ(plan_relabeled_digit_reshard(from, to, dims, 8, 4, 47)->permute, RelabeledDigitPlan::Permute::kLast);
+  EXPECT_EQ(plan_relabeled_digit_reshard(from, to, dims, 8, 4, 49)->permute, RelabeledDigitPlan::Permute::kNone);
+  // A cache plans with its own latency.
+  RelabeledPlanCache no_latency(0.0);
+  EXPECT_EQ(no_latency.plan(from, to, dims, 8, 4)->permute, RelabeledDigitPlan::Permute::kLast);
+
+  // The partitioner takes the latency from its options
+  // (SpmdOptions::collective_latency_bytes); both programs compute the copy.
+  SpmdOptions options{8};
+  auto gathered = partition_text(copy_module("8,8", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), options);
+  expect_equivalent(gathered);
+  EXPECT_EQ(gathered.result.stats.all_gathers, 1);
+  EXPECT_EQ(total_collectives(gathered.result.stats), 1);
+  options.collective_latency_bytes = 0;
+  auto moved = partition_text(copy_module("8,8", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), options);
+  expect_equivalent(moved);
+  EXPECT_EQ(moved.result.stats.all_to_alls, 1);
+  EXPECT_EQ(moved.result.stats.collective_permutes, 1);
+  EXPECT_EQ(total_collectives(moved.result.stats), 2);
+}
+
 // The same on uneven dims that still nest: 11 rows, g1 leaves below g2
 // (c = 2): ceil(11/2) = 6 = 2 * ceil(11/4); 11 columns, g1 joins below g0
 // (c = 2): same. One all-to-all in 4 groups of 2, one permute.

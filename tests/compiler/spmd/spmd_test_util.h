@@ -32,12 +32,16 @@ struct Partitioned {
   SpmdResult result;
 };
 
-inline Partitioned partition_text(const std::string& hlo, int64_t devices) {
+inline Partitioned partition_text(const std::string& hlo, const SpmdOptions& options) {
   Partitioned p{parse_hlo(hlo), {}};
-  p.annotated.set_num_partitions(devices);
+  p.annotated.set_num_partitions(options.num_partitions);
   propagate_shardings(p.annotated);
-  p.result = partition_spmd_with_stats(p.annotated, SpmdOptions{devices});
+  p.result = partition_spmd_with_stats(p.annotated, options);
   return p;
+}
+
+inline Partitioned partition_text(const std::string& hlo, int64_t devices) {
+  return partition_text(hlo, SpmdOptions{devices});
 }
 
 // Runs both programs on seeded inputs; expects the same result.
