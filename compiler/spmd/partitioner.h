@@ -56,7 +56,8 @@ struct SpmdOptions {
   bool windowed_einsum_bidirectional = false;
   // Bytes a link moves in one collective's fixed latency, which the reshard
   // plans add per collective (compiler/spmd/reshard_plan.h): hop latency x
-  // achieved link rate. Default TPUv3 (anchors.md): ~1 us x 1e11 B/s.
+  // link rate (reports/run_workload.cc spmd_options). Default TPUv3
+  // (anchors.md): ~1 us x 1e11 B/s.
   double collective_latency_bytes = kCollectiveLatencyBytes;
 };
 
