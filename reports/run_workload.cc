@@ -102,11 +102,11 @@ compiler::CompileOptions compile_options(const workloads::Workload& w, const wor
 }
 
 // Do two option sets give the same program? They differ only in what
-// compile_options derives from the hardware.
+// compile_options derives from the hardware: the HBM budget and the
+// partitioner's options (spmd_options), compared whole so that a new
+// hardware-derived option cannot be left out.
 bool same_program_options(const compiler::CompileOptions& a, const compiler::CompileOptions& b) {
-  return a.remat_auto == b.remat_auto && a.hbm_budget_bytes == b.hbm_budget_bytes &&
-         a.spmd.windowed_einsum_min_flops_per_byte == b.spmd.windowed_einsum_min_flops_per_byte &&
-         a.spmd.collective_latency_bytes == b.spmd.collective_latency_bytes;
+  return a.remat_auto == b.remat_auto && a.hbm_budget_bytes == b.hbm_budget_bytes && a.spmd == b.spmd;
 }
 
 hw::MeshLayout mesh_layout(const workloads::MeshSpec& mesh) {

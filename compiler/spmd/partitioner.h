@@ -59,6 +59,8 @@ struct SpmdOptions {
   // link rate (reports/run_workload.cc spmd_options). Default TPUv3
   // (anchors.md): ~1 us x 1e11 B/s.
   double collective_latency_bytes = kCollectiveLatencyBytes;
+
+  bool operator==(const SpmdOptions&) const = default;
 };
 
 struct SpmdStats {
