@@ -64,8 +64,10 @@ class Parser {
         if (n < 1) c_.fail_at(value_pos, fmt::format("{} must be at least 1, got {}", key, n));
         if (key == "num_partitions") module.set_num_partitions(n);
         else module.set_replica_count(n);
+      } else if (key == "is_scheduled") {
+        module.set_is_scheduled(c_.raw_value() == "true");
       } else {
-        c_.raw_value();  // entry_computation_layout, is_scheduled, ...: not modelled
+        c_.raw_value();  // entry_computation_layout, frontend_attributes, ...: not modelled
       }
     }
     return module;

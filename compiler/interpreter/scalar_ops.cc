@@ -200,7 +200,15 @@ double convert_value(DType from, DType to, double x) {
     case DType::kS64: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
     case DType::kU8: lo = 0.0; hi = 255.0; break;
     case DType::kU32: lo = 0.0; hi = 4294967295.0; break;
-    default: assert(false); break;
+    case DType::kU64: lo = 0.0; hi = 18446744073709551615.0; break;
+    default: {
+      const int bits = integral_bits(to);
+      if (bits == 0) return round_to_dtype(to, x);
+      const double span = std::ldexp(1.0, bits);
+      lo = is_signed_integral(to) ? -span / 2 : 0.0;
+      hi = is_signed_integral(to) ? span / 2 - 1 : span - 1;
+      break;
+    }
   }
   double t = std::trunc(x);
   if (t < lo) return lo;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/ir/literal.h"
+#include "compiler/ir/opcode.h"
 
 namespace podsim::compiler {
 
@@ -139,7 +140,30 @@ struct Attributes {
   std::optional<int64_t> channel_id;        // collectives
   bool use_global_device_ids = false;       // collectives
   std::string custom_call_target;           // custom-call (kStopGradientTarget, "Sharding", ...)
-  std::string backend_config;               // custom-call (verbatim)
+  std::string backend_config;               // custom-call, fusion, async ops (verbatim)
+  bool is_stable = false;                   // sort
+  std::string fft_type;                     // fft: FFT | IFFT | RFFT | IRFFT
+  std::vector<int64_t> fft_length;          // fft
+  std::string rng_distribution;             // rng: rng_uniform | rng_normal
+  std::string rng_algorithm;                // rng-bit-generator: rng_default | rng_three_fry | rng_philox
+  int64_t exponent_bits = 0;                // reduce-precision
+  int64_t mantissa_bits = 0;                // reduce-precision
+  int64_t k = 0;                            // topk
+  bool largest = true;                      // topk
+  std::string fusion_kind;                  // fusion: kLoop | kInput | kOutput | kCustom
+  // async-start / async-update / async-done written in XLA's short form
+  // ("all-to-all-start", "call-done"): the op they run, whose attributes
+  // are the instruction's own. Unset for the long form (calls= a computation).
+  std::optional<Opcode> async_wrapped;
+  bool left_side = false;                   // triangular-solve
+  bool lower = false;                       // triangular-solve, cholesky
+  bool unit_diagonal = false;               // triangular-solve
+  std::string transpose_a;                  // triangular-solve: NO_TRANSPOSE | TRANSPOSE | ADJOINT
+  double epsilon = 0;                       // batch-norm-*
+  int64_t feature_index = 0;                // batch-norm-*
+  bool is_host_transfer = false;            // send, recv, send-done, recv-done
+  // frontend_attributes={...} verbatim (Shardy's xla.sdy.sharding lives here).
+  std::string frontend_attributes;
   // Attributes podsim does not interpret but keeps for printing, as
   // (key, verbatim value text) in source order.
   std::vector<std::pair<std::string, std::string>> extra;

@@ -14,13 +14,16 @@ Literal::Literal(Shape shape) : shape_(std::move(shape)) {
   if (shape_.is_tuple()) {
     for (const auto& s : shape_.tuple_shapes()) elements_.emplace_back(s);
   } else {
-    values_.assign(static_cast<size_t>(shape_.num_elements()), 0.0);
+    values_.assign(static_cast<size_t>(shape_.num_elements() * values_per_element(shape_.dtype())), 0.0);
   }
 }
 
+int64_t Literal::values_per_element(DType dtype) { return is_complex(dtype) ? 2 : 1; }
+
 Literal::Literal(Shape shape, std::vector<double> values)
     : shape_(std::move(shape)), values_(std::move(values)) {
-  assert(shape_.is_array() && static_cast<int64_t>(values_.size()) == shape_.num_elements());
+  assert(shape_.is_array() &&
+         static_cast<int64_t>(values_.size()) == shape_.num_elements() * values_per_element(shape_.dtype()));
 }
 
 Literal Literal::scalar(DType dtype, double value) {
@@ -43,7 +46,7 @@ int64_t Literal::linear_index(const std::vector<int64_t>& index) const {
     assert(index[static_cast<size_t>(i)] >= 0 && index[static_cast<size_t>(i)] < shape_.dim(i));
     linear = linear * shape_.dim(i) + index[static_cast<size_t>(i)];
   }
-  return linear;
+  return linear * values_per_element(shape_.dtype());
 }
 
 namespace {
@@ -68,6 +71,20 @@ double round_f16(double v) {
   int e = std::max(exp - 1, -14);
   double quantum = std::ldexp(1.0, e - 10);
   return std::copysign(std::nearbyint(a / quantum) * quantum, v);
+}
+// A binary float with `mantissa` stored bits and smallest normal exponent
+// `min_exponent`, rounded to nearest even; past `max_finite` it overflows to
+// infinity, or to NaN for the formats without one (XLA's f8 "fn"/"fnuz").
+double round_small_float(double v, int mantissa, int min_exponent, double max_finite, bool has_inf) {
+  if (!std::isfinite(v) || v == 0.0) return v;
+  double a = std::fabs(v);
+  int exp;
+  std::frexp(a, &exp);  // a = m * 2^exp, m in [0.5, 1)
+  int e = std::max(exp - 1, min_exponent);
+  double quantum = std::ldexp(1.0, e - mantissa);
+  double r = std::nearbyint(a / quantum) * quantum;
+  if (r > max_finite) return has_inf ? std::copysign(INFINITY, v) : NAN;
+  return std::copysign(r, v);
 }
 double wrap_signed(double v, int bits) {
   double t = std::trunc(v);
@@ -100,6 +117,24 @@ double round_to_dtype(DType dtype, double value) {
     case DType::kF16: return round_f16(value);
     case DType::kF32: return static_cast<double>(static_cast<float>(value));
     case DType::kF64: return value;
+    case DType::kS16: return wrap_signed(value, 16);
+    case DType::kS4: return wrap_signed(value, 4);
+    case DType::kS2: return wrap_signed(value, 2);
+    case DType::kU16: return wrap_unsigned(value, 16);
+    case DType::kU64: return std::trunc(value) < 0 ? 0.0 : std::trunc(value);  // doubles hold 53 bits
+    case DType::kU4: return wrap_unsigned(value, 4);
+    case DType::kU2: return wrap_unsigned(value, 2);
+    // f8 formats (OCP FP8 and the fnuz variants; ml_dtypes' parameters).
+    case DType::kF8E4M3FN: return round_small_float(value, 3, -6, 448.0, false);
+    case DType::kF8E5M2: return round_small_float(value, 2, -14, 57344.0, true);
+    case DType::kF8E4M3FNUZ: return round_small_float(value, 3, -7, 240.0, false);
+    case DType::kF8E5M2FNUZ: return round_small_float(value, 2, -15, 57344.0, false);
+    case DType::kF8E4M3B11FNUZ: return round_small_float(value, 3, -10, 30.0, false);
+    case DType::kF8E4M3: return round_small_float(value, 3, -6, 240.0, true);
+    case DType::kF8E3M4: return round_small_float(value, 4, -2, 15.5, true);
+    case DType::kC64: return static_cast<double>(static_cast<float>(value));  // one component
+    case DType::kC128: return value;
+    case DType::kToken: return 0.0;
   }
   return value;
 }

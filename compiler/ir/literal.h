@@ -12,11 +12,15 @@
 
 namespace podsim::compiler {
 
+// Complex arrays (c64, c128) hold two doubles per element, (real, imag)
+// interleaved: values()[2i] and values()[2i + 1]; at/set/linear_index then
+// address the real part of the element (the imaginary part follows it).
 class Literal {
  public:
+  static int64_t values_per_element(DType dtype);
   Literal() = default;  // empty tuple
   explicit Literal(Shape shape);  // zero-filled array, or tuple of zero leaves
-  Literal(Shape shape, std::vector<double> values);  // array; values.size() == elements
+  Literal(Shape shape, std::vector<double> values);  // array; values.size() == elements (x2 complex)
   static Literal scalar(DType dtype, double value);
   static Literal tuple(std::vector<Literal> elements);
 

@@ -34,6 +34,9 @@ struct Instruction {
   // Called computations, in the order XLA prints them:
   //   reduce, reduce-window, scatter, all-reduce, reduce-scatter, call: {to_apply}
   //   while: {condition, body}
+  //   conditional: {branch 0, branch 1, ...} (the pred form: {true, false})
+  //   select-and-scatter: {select, scatter}
+  //   sort, map, topk (comparator), fusion, async-start (long form): {to_apply}
   std::vector<CompId> called;
   Attributes attrs;
   // The sharding attribute in XLA text form ("{devices=[2,1]0,1}"), if any.
@@ -132,6 +135,10 @@ class Module {
   void set_num_partitions(int64_t n) { num_partitions_ = n; }
   int64_t replica_count() const { return replica_count_; }
   void set_replica_count(int64_t n) { replica_count_ = n; }
+  // "is_scheduled=true" in the HloModule line: each computation's
+  // instructions are in XLA's execution order.
+  bool is_scheduled() const { return is_scheduled_; }
+  void set_is_scheduled(bool s) { is_scheduled_ = s; }
 
  private:
   std::string name_;
@@ -139,6 +146,7 @@ class Module {
   CompId entry_ = kNoId;
   int64_t num_partitions_ = 1;
   int64_t replica_count_ = 1;
+  bool is_scheduled_ = false;
 };
 
 }  // namespace podsim::compiler

@@ -49,9 +49,57 @@ bool is_transcendental(Opcode op) {
     case Opcode::kCos:
     case Opcode::kPower:
     case Opcode::kDivide:
+    case Opcode::kTan:
+    case Opcode::kCbrt:
+    case Opcode::kErf:
+    case Opcode::kAtan2:
       return true;
     default:
       return false;
+  }
+}
+
+bool is_async_start(Opcode op) {
+  switch (op) {
+    case Opcode::kAllGatherStart:
+    case Opcode::kAllReduceStart:
+    case Opcode::kCollectivePermuteStart:
+    case Opcode::kCopyStart:
+    case Opcode::kAsyncStart:
+    case Opcode::kSend:
+    case Opcode::kRecv:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_async_done(Opcode op) {
+  switch (op) {
+    case Opcode::kAllGatherDone:
+    case Opcode::kAllReduceDone:
+    case Opcode::kCollectivePermuteDone:
+    case Opcode::kCopyDone:
+    case Opcode::kAsyncDone:
+    case Opcode::kSendDone:
+    case Opcode::kRecvDone:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::optional<Opcode> async_wrapped_opcode(Opcode op) {
+  switch (op) {
+    case Opcode::kAllGatherStart:
+    case Opcode::kAllGatherDone: return Opcode::kAllGather;
+    case Opcode::kAllReduceStart:
+    case Opcode::kAllReduceDone: return Opcode::kAllReduce;
+    case Opcode::kCollectivePermuteStart:
+    case Opcode::kCollectivePermuteDone: return Opcode::kCollectivePermute;
+    case Opcode::kCopyStart:
+    case Opcode::kCopyDone: return Opcode::kCopy;
+    default: return std::nullopt;
   }
 }
 
