@@ -16,6 +16,7 @@
 #include "compiler/hlo/hlo_printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/pipeline/cleanup.h"
+#include "compiler/pipeline/module_mode.h"
 #include "compiler/propagation/propagation.h"
 #include "compiler/spmd/partitioner.h"
 #include "compiler/spmd/verify.h"
@@ -37,24 +38,7 @@ namespace {
 // readability until the partitioner takes a named mesh.
 int64_t mesh_device_count(const std::string& mesh) {
   int64_t devices = 1;
-  size_t pos = 0;
-  while (pos < mesh.size()) {
-    size_t comma = mesh.find(',', pos);
-    std::string item = mesh.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    size_t eq = item.find('=');
-    int64_t size = 0;
-    try {
-      size = eq == std::string::npos ? 0 : std::stoll(item.substr(eq + 1));
-    } catch (...) {
-      size = 0;
-    }
-    if (eq == std::string::npos || eq == 0 || size < 1)
-      throw UserError(SourceLocation{"--mesh " + mesh, 0, 0}, fmt::format("bad mesh axis '{}'", item),
-                      "write the mesh as name=size pairs, e.g. --mesh x=4,y=2");
-    devices *= size;
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
+  for (const auto& [name, size] : reports::parse_mesh_flag(mesh)) devices *= size;
   return devices;
 }
 
@@ -99,6 +83,23 @@ double verify_tolerance(const compiler::Module& module) {
 
 int partition(const Options& o) {
   auto [module, options] = partition_input(o);
+  const bool from_hlo = reports::is_hlo_module_path(o.input);
+  if (from_hlo) {
+    // A module XLA already partitioned must not be partitioned again.
+    const std::optional<compiler::ModuleMode> forced = compiler::parse_module_mode(o.mode);
+    if (forced == compiler::ModuleMode::kAsIs)
+      throw UserError(SourceLocation{"--mode as-is", 0, 0}, "partition has nothing to do for an as-is module",
+                      "run it: podsim run " + o.input + " --mode as-is");
+    const compiler::ModeEvidence evidence = compiler::collect_mode_evidence(module);
+    if (!forced && !evidence.per_device.empty())
+      throw UserError(evidence.per_device.front().where.known() ? evidence.per_device.front().where
+                                                                 : SourceLocation{o.input, 1, 1},
+                      fmt::format("the module is already one per-device program: {}", evidence.per_device.front().what),
+                      fmt::format("simulate it as it is with 'podsim run {}'; pass --mode partition to partition it "
+                                  "anyway",
+                                  o.input));
+    if (o.mesh.empty() && module.num_partitions() <= 1) module.set_num_partitions(compiler::infer_device_count(module));
+  }
   if (!o.mesh.empty()) {
     int64_t devices = mesh_device_count(o.mesh);
     if (module.num_partitions() > 1 && module.num_partitions() != devices)
@@ -137,6 +138,20 @@ reports::RunRequest run_request(const Options& o) {
   request.workload_path = o.input;
   request.overrides = o.sets;
   request.fidelity = reports::fidelity_from_name(o.fidelity);
+  const bool hlo = reports::is_hlo_module_path(o.input);
+  auto only_for_hlo = [&](bool given, const std::string& flag) {
+    if (given && !hlo)
+      throw UserError(SourceLocation{flag, 0, 0}, fmt::format("{} applies to an HLO module, not a workload YAML", flag),
+                      "a workload sets these in its file: hardware:, mesh.axes, model.global_batch; or --set them");
+  };
+  only_for_hlo(!o.hardware.empty(), "--hardware");
+  only_for_hlo(!o.mesh.empty(), "--mesh");
+  only_for_hlo(o.tokens > 0, "--tokens");
+  only_for_hlo(!o.mode.empty() && o.mode != "auto", "--mode");
+  if (!o.hardware.empty()) request.hlo.hardware = o.hardware;
+  request.hlo.mesh = o.mesh;
+  request.hlo.tokens = o.tokens;
+  request.hlo.mode = compiler::parse_module_mode(o.mode);
   return request;
 }
 
@@ -216,7 +231,15 @@ Commands::Commands(CLI::App& app) {
   const CLI::Range jobs_range(1, 4096);
   Options& o = options_;
   run_ = app.add_subcommand("run", "simulate a workload and report utilization, memory and time");
-  run_->add_option("workload", o.input, "workload YAML")->required();
+  run_->add_option("workload", o.input, "workload YAML, or an XLA HLO text module (run without a workload)")
+      ->required();
+  run_->add_option("--hardware", o.hardware, "HLO module: hardware preset (tpuv3, tpuv4) or YAML (default tpuv3)");
+  run_->add_option("--mesh", o.mesh, "HLO module: devices as a mesh, e.g. x=8 (default: the module's own count)");
+  run_->add_option("--tokens", o.tokens, "HLO module: tokens per step, for tokens/s")->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  run_->add_option("--mode", o.mode,
+                   "HLO module: auto | partition (a global program: propagate and partition) | as-is (one "
+                   "per-device program, simulated as written)")
+      ->check(CLI::IsMember({"auto", "partition", "as-is"}));
   run_->add_option("--set", o.sets, "override a key: --set model.layers=64");
   run_->add_option("--format", o.format, "table|json|csv|markdown")
       ->check(CLI::IsMember({"table", "json", "csv", "markdown"}));
@@ -236,6 +259,8 @@ Commands::Commands(CLI::App& app) {
   partition_->add_option("-o,--output", o.output, "write the per-device program here");
   partition_->add_flag("--verify", o.verify, "check numeric equivalence with the reference interpreter");
   partition_->add_flag("--propagate-only", o.propagate_only, "print the module with all shardings, unpartitioned");
+  partition_->add_option("--mode", o.mode, "auto (refuse a module XLA already partitioned) | partition (partition it anyway)")
+      ->check(CLI::IsMember({"auto", "partition", "as-is"}));
 
   sweep_ = app.add_subcommand("sweep", "run a grid of workload variants (or: sweep merge A.csv B.csv ... -o out.csv)");
   sweep_->add_option("sweep", o.inputs, "SWEEP.yaml, or 'merge' and the shard CSV files")->required();

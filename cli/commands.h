@@ -34,6 +34,9 @@ struct Options {
   std::string baselines;
   bool update = false;
   std::string preset;
+  std::string hardware;  // run MODULE.hlo: preset or YAML
+  int64_t tokens = 0;    // run MODULE.hlo: tokens per step
+  std::string mode;      // run / partition MODULE.hlo: auto | partition | as-is
 };
 
 class Commands {

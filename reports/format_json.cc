@@ -3,6 +3,7 @@
 // back to the same double, so output is byte-for-byte deterministic (the wall
 // times, which are not, only with FormatOptions::wall_times).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/error.h"
 #include "reports/formats.h"
@@ -74,6 +75,14 @@ std::string format_report(const Report& report, Format format, const FormatOptio
 nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& options) {
   nlohmann::ordered_json j;
   j["workload"] = r.workload;
+  // Only for an HLO module run directly, so workload reports keep their keys.
+  if (!r.mode.empty()) {
+    j["mode"] = r.mode;
+    j["notes"] = r.notes;
+    j["unknown_custom_calls"] = {{"count", r.unknown_custom_calls.count},
+                                 {"seconds", r.unknown_custom_calls.seconds},
+                                 {"targets", r.unknown_custom_calls.targets}};
+  }
   j["hardware"] = r.hardware;
   j["fidelity"] = r.fidelity;
   j["fallback_reason"] = r.fallback_reason;
@@ -172,6 +181,9 @@ std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report
   j.erase("top_op_groups");
   j.erase("top_collective_groups");
   j.erase("time_by_part");
+  j.erase("notes");
+  if (j.contains("unknown_custom_calls"))
+    j["unknown_custom_calls"]["targets"] = fmt::format("{}", fmt::join(report.unknown_custom_calls.targets, " "));
   std::vector<std::pair<std::string, std::string>> fields;
   flatten("", j, fields);
   return fields;

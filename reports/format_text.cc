@@ -2,7 +2,9 @@
 // `podsim run` output) and markdown (for issues and docs). Units: ms (s above
 // 100 s), GiB (2^30 bytes), TFLOP/s (1e12), percent.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
@@ -63,13 +65,22 @@ std::string report_table(const Report& r) {
   auto line = [&out](const std::string& label, const std::string& value) {
     out += fmt::format("  {:<24} {}\n", label, value);
   };
-  out += fmt::format("{} on {}: {} devices, {} fidelity ({} simulated)\n", r.workload, r.hardware, r.devices,
+  const std::string mode = r.mode.empty() ? ""
+                           : r.mode == "as-is" ? "run as-is (XLA's per-device program), "
+                                               : "partitioned by podsim, ";
+  out += fmt::format("{} on {}: {} devices, {}{} fidelity ({} simulated)\n", r.workload, r.hardware, r.devices, mode,
                      r.fidelity, r.devices_simulated);
+  for (const std::string& note : r.notes) out += fmt::format("  note: {}\n", note);
+  if (r.unknown_custom_calls.count > 0)
+    out += fmt::format("  {} unknown custom-call{}, {} ({}): costed by the bytes they move\n",
+                       r.unknown_custom_calls.count, r.unknown_custom_calls.count == 1 ? "" : "s",
+                       format_seconds(r.unknown_custom_calls.seconds), fmt::join(r.unknown_custom_calls.targets, ", "));
   if (!r.fallback_reason.empty()) out += fmt::format("  (fast fell back to full: {})\n", r.fallback_reason);
   if (!r.approximation_note.empty()) out += fmt::format("  (approximate: {})\n", r.approximation_note);
   line("parameters", format_count(static_cast<double>(r.parameters)));
   line("step time", format_seconds(r.step_time_s));
-  line("tokens/s", fmt::format("{:.0f}", r.tokens_per_second));
+  line("tokens/s", r.tokens_per_step > 0 || r.mode.empty() ? fmt::format("{:.0f}", r.tokens_per_second)
+                                                           : std::string("n/a (give the tokens per step: --tokens N)"));
   line("MFU", fmt::format("{}  ({} of {} per device)", format_percent(r.mfu),
                           format_tflops(r.model_flops_per_second_per_device), format_tflops(r.peak_flops_per_device)));
   line("HFU", format_percent(r.hfu));
@@ -90,7 +101,11 @@ std::string report_table(const Report& r) {
     out += fmt::format("  {:<24} {:>8} {:>8} {:>14} {:>14}\n", c.kind, c.count, c.static_count, format_gib(c.bytes),
                        format_seconds(c.seconds));
 
-  if (!r.parts.parts.empty()) {
+  // Parts come from the op names podsim's model builders write; a module
+  // from elsewhere is all "other".
+  const bool parts_known = std::any_of(r.parts.parts.begin(), r.parts.parts.end(),
+                                       [](const PartTime& p) { return p.pass != "other" || p.component != "other"; });
+  if (parts_known) {
     out += fmt::format("time by part (compute + exposed communication):\n  {:<10} {:<19} {:>14} {:>7} {:>14} {:>9}\n",
                        "pass", "component", "time", "step", "exposed", "TFLOP/s");
     for (const PartTime& part : r.parts.parts)

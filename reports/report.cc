@@ -6,7 +6,12 @@
 #include <algorithm>
 #include <cassert>
 #include <map>
+#include <set>
 #include <tuple>
+
+#include <fmt/format.h>
+
+#include "sim/custom_call_cost.h"
 
 namespace podsim::reports {
 
@@ -148,6 +153,30 @@ Report summarize(const SummaryInput& input) {
   const compiler::SpmdProgram& program = *input.program;
   Report r;
   r.workload = input.workload_name;
+  r.mode = input.mode;
+  if (r.mode == "as-is")
+    r.notes.push_back("MFU counts every matmul FLOP the program executes (an XLA module does not mark "
+                      "recomputation), so MFU = HFU's matmul part");
+  if (t.unknown_trip_counts > 0)
+    r.notes.push_back(fmt::format("{} while loop(s) with a trip count podsim could not derive ran once",
+                                  t.unknown_trip_counts));
+  if (t.conditionals_first_branch > 0)
+    r.notes.push_back(fmt::format("{} conditional(s) ran their first branch (the branch taken is a run-time value)",
+                                  t.conditionals_first_branch));
+  {
+    std::set<std::string> unknown_names, targets;
+    for (const compiler::Computation& comp : program.module.computations())
+      for (const compiler::Instruction& instr : comp.instructions())
+        if (instr.opcode == compiler::Opcode::kCustomCall &&
+            sim::classify_custom_call(instr.attrs.custom_call_target) == sim::CustomCallKind::kUnknown) {
+          ++r.unknown_custom_calls.count;
+          unknown_names.insert(instr.name);
+          targets.insert(instr.attrs.custom_call_target);
+        }
+    for (const sim::OpRecord& op : t.ops)
+      if (op.opcode == "custom-call" && unknown_names.count(op.name)) r.unknown_custom_calls.seconds += op.seconds;
+    r.unknown_custom_calls.targets.assign(targets.begin(), targets.end());
+  }
   r.hardware = input.hardware_name;
   r.fidelity = t.fidelity == sim::Fidelity::kFull ? "full" : "fast";
   r.fallback_reason = t.fallback_reason;

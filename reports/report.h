@@ -81,8 +81,23 @@ struct CompileSummary {
   double recomputed_flops = 0;
 };
 
+// Custom-calls whose target podsim does not know (sim/custom_call_cost.h):
+// costed by the bytes they read and write.
+struct UnknownCustomCalls {
+  int64_t count = 0;            // instructions
+  double seconds = 0;           // their time in the step
+  std::vector<std::string> targets;  // distinct, sorted
+};
+
 struct Report {
   std::string workload;
+  // An HLO module run directly: "partition" or "as-is" (module_mode.h);
+  // empty for a workload file.
+  std::string mode;
+  // What the numbers rest on that the input did not say (a loop's unknown
+  // trip count, a conditional's branch, the MFU numerator of an as-is run).
+  std::vector<std::string> notes;
+  UnknownCustomCalls unknown_custom_calls;
   std::string hardware;
   std::string fidelity;  // "fast" | "full"
   std::string fallback_reason;
@@ -129,6 +144,7 @@ struct SummaryInput {
   workloads::ModelInfo model;
   std::string workload_name;
   std::string hardware_name;
+  std::string mode;  // Report::mode
   double peak_flops_per_device = 0;  // hw::peak_matmul_flops_per_device
   double hbm_capacity_bytes = 0;     // per device
   double compile_wall_s = 0;

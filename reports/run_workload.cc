@@ -14,7 +14,10 @@
 #include "compiler/pipeline/compile.h"
 #include "hw_models/config.h"
 #include "hw_models/system.h"
+#include "compiler/hlo/hlo_parser.h"
+#include "compiler/ir/verifier.h"
 #include "sim/simulator.h"
+#include "workloads/hlo_model.h"
 #include "workloads/model_builder.h"
 
 namespace podsim::reports {
@@ -152,11 +155,108 @@ void report_progress(const RunRequest& request, const char* stage, double fracti
 
 }  // namespace
 
+bool is_hlo_module_path(const std::string& path) { return !path.ends_with(".yaml") && !path.ends_with(".yml"); }
+
+std::vector<std::pair<std::string, int64_t>> parse_mesh_flag(const std::string& mesh) {
+  std::vector<std::pair<std::string, int64_t>> axes;
+  size_t pos = 0;
+  while (pos <= mesh.size()) {
+    const size_t comma = mesh.find(',', pos);
+    const std::string item = mesh.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const size_t eq = item.find('=');
+    int64_t size = 0;
+    try {
+      size_t used = 0;
+      size = eq == std::string::npos ? 0 : std::stoll(item.substr(eq + 1), &used);
+      if (eq != std::string::npos && used != item.size() - eq - 1) size = 0;
+    } catch (...) {
+      size = 0;
+    }
+    if (eq == std::string::npos || eq == 0 || size < 1)
+      throw UserError(SourceLocation{"--mesh " + mesh, 0, 0}, fmt::format("bad mesh axis '{}'", item),
+                      "write the mesh as name=size pairs, e.g. --mesh x=4,y=2");
+    axes.emplace_back(item.substr(0, eq), size);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return axes;
+}
+
+namespace {
+
+// `podsim run MODULE.hlo`: the module's device count (or --mesh), its mode
+// (module_mode.h, or --mode), a workload made in code around it (no
+// training step: the module is the step), compiled by partitioning it or
+// taken as the per-device program it is.
+CompiledWorkload compile_hlo_module(const RunRequest& request) {
+  const HloRunOptions& o = request.hlo;
+  report_progress(request, "loading", 0);
+  compiler::Module module = compiler::parse_hlo_file(request.workload_path);
+  compiler::verify_module(module);
+  const compiler::ModuleMode mode = o.mode ? *o.mode : compiler::decide_module_mode(module);
+
+  workloads::Workload w;
+  w.name = std::filesystem::path(request.workload_path).stem().string();
+  w.source_file = request.workload_path;
+  w.hardware = o.hardware;
+  for (const std::string& set : request.overrides) {
+    const size_t eq = set.find('=');
+    if (!set.starts_with("hardware.") || eq == std::string::npos)
+      throw UserError(SourceLocation{"--set " + set, 0, 0}, "--set on an HLO module takes hardware keys only",
+                      "e.g. --set hardware.ici.link_bandwidth=2e11; the device count is --mesh, the hardware --hardware");
+    w.hardware_overrides.emplace_back(set.substr(9, eq - 9), set.substr(eq + 1));
+  }
+  if (!o.mesh.empty()) {
+    w.mesh.axes = parse_mesh_flag(o.mesh);
+    const int64_t devices = w.mesh.device_count();
+    if (module.num_partitions() > 1 && module.num_partitions() != devices)
+      throw UserError(SourceLocation{request.workload_path, 1, 1},
+                      fmt::format("the module says num_partitions={} but --mesh {} has {} devices",
+                                  module.num_partitions(), o.mesh, devices),
+                      "drop --mesh or make its product match");
+  } else {
+    w.mesh.axes = {{"x", compiler::infer_device_count(module)}};
+  }
+  w.model.kind = "hlo";
+  w.model.file = request.workload_path;
+  w.model.global_batch = o.tokens;
+  w.model.seq_len = 1;
+  w.training.enabled = false;
+  std::unique_ptr<hw::System> system = place_mesh(workload_hardware(w), w);
+  const int64_t devices = w.mesh.device_count();
+
+  std::vector<compiler::MeshAxis> axes;
+  for (const auto& [name, size] : w.mesh.axes) axes.push_back({name, size});
+  workloads::BuiltModel model{compiler::Module{}, compiler::DeviceMesh(axes), {}};
+  report_progress(request, "compiling", 0);
+  Clock::time_point compile_start = Clock::now();
+  compiler::SpmdProgram program;
+  if (mode == compiler::ModuleMode::kAsIs) {
+    model.info.parameters = workloads::per_device_module_parameters(module);
+    model.info.activated_parameters = model.info.parameters;
+    model.info.tokens_per_step = o.tokens;
+    program = compiler::compile_as_is(module, devices);
+  } else {
+    module.set_num_partitions(devices);
+    model.info = workloads::hlo_model_info(module, /*training=*/false, o.tokens);
+    program = compiler::compile(module, compile_options(w, model, system->config()));
+  }
+  const double compile_wall_s = seconds_since(compile_start);
+  model.module = std::move(module);
+  CompiledWorkload compiled{std::move(w), std::move(system), std::move(model), std::move(program), compile_wall_s};
+  compiled.hlo_mode = mode;
+  compiled.model_flops_executed = mode == compiler::ModuleMode::kAsIs;
+  return compiled;
+}
+
+}  // namespace
+
 hw::HardwareConfig workload_hardware(const workloads::Workload& workload) {
   return hw::load_hardware(resolve_hardware(workload), workload.hardware_overrides);
 }
 
 CompiledWorkload compile_workload(const RunRequest& request) {
+  if (is_hlo_module_path(request.workload_path)) return compile_hlo_module(request);
   report_progress(request, "loading", 0);
   workloads::Workload w = workloads::load_workload(request.workload_path, request.overrides);
   std::unique_ptr<hw::System> system = place_mesh(workload_hardware(w), w);  // placement errors before the compile
@@ -184,7 +284,9 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
     hw::apply_overrides(config, hardware_overrides);
     variant = place_mesh(config, w);
     const compiler::CompileOptions options = compile_options(w, compiled.model, config);
-    if (!same_program_options(options, compile_options(w, compiled.model, compiled.system->config()))) {
+    // A module run as it is has no compile options: it is the program.
+    const bool as_is = compiled.hlo_mode == compiler::ModuleMode::kAsIs;
+    if (!as_is && !same_program_options(options, compile_options(w, compiled.model, compiled.system->config()))) {
       auto& kept = compiled.variant_programs;
       auto hit = std::find_if(kept.begin(), kept.end(), [&](const CompiledWorkload::VariantProgram& v) {
         return same_program_options(v.options, options);
@@ -220,6 +322,10 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
   input.timeline = &result.timeline;
   input.program = program;
   input.model = compiled.model.info;
+  if (compiled.model_flops_executed)
+    input.model.model_flops_per_step =
+        result.timeline.executed_matmul_flops_per_device * static_cast<double>(result.timeline.devices);
+  if (compiled.hlo_mode) input.mode = compiler::module_mode_name(*compiled.hlo_mode);
   input.workload_name = w.name;
   input.hardware_name = hardware.name;
   input.peak_flops_per_device = hw::peak_matmul_flops_per_device(hardware.core);

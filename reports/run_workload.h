@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/module_mode.h"
 #include "compiler/pipeline/program.h"
 #include "hw_models/config.h"
 #include "hw_models/system.h"
@@ -20,9 +21,24 @@
 
 namespace podsim::reports {
 
+// `podsim run MODULE.hlo`: an XLA HLO module run without a workload file.
+struct HloRunOptions {
+  std::string hardware = "tpuv3";  // preset name or hardware YAML
+  std::string mesh;                // "x=4,y=2"; empty: the module's own device count
+  int64_t tokens = 0;              // tokens per step (for tokens/s); 0 = unknown
+  std::optional<compiler::ModuleMode> mode;  // nullopt: decided from the module
+};
+
+// True for a path that names an HLO module rather than a workload YAML.
+bool is_hlo_module_path(const std::string& path);
+
+// "x=4,y=2" -> {{"x",4},{"y",2}}; UserError naming --mesh otherwise.
+std::vector<std::pair<std::string, int64_t>> parse_mesh_flag(const std::string& mesh);
+
 struct RunRequest {
   std::string workload_path;
   std::vector<std::string> overrides;  // --set key=value
+  HloRunOptions hlo;                    // when workload_path is an HLO module
   sim::Fidelity fidelity = sim::Fidelity::kFast;
   bool record_trace = false;
   int top_n = 10;
@@ -64,6 +80,12 @@ struct CompiledWorkload {
   };
   static constexpr size_t kVariantProgramsKept = 3;
   std::deque<VariantProgram> variant_programs = {};
+  // An HLO module run directly: how it was compiled (partitioned, or run as
+  // the per-device program it is), and whether the MFU numerator is the
+  // matmul FLOPs the program executes (as-is: a module does not say which
+  // of its matmuls are recomputation).
+  std::optional<compiler::ModuleMode> hlo_mode = std::nullopt;
+  bool model_flops_executed = false;
 };
 
 CompiledWorkload compile_workload(const RunRequest& request);

@@ -17,22 +17,41 @@ using compiler::Opcode;
 
 namespace {
 
+// A collective-broadcast (one member's buffer to every member of its group)
+// is costed as an all-gather of the result: each member receives the whole
+// buffer, as in a pipelined ring broadcast. A ragged all-to-all as an
+// all-to-all of its input buffer.
 hw::CollectiveKind kind_of(Opcode op) {
   switch (op) {
     case Opcode::kAllReduce: return hw::CollectiveKind::kAllReduce;
-    case Opcode::kAllGather: return hw::CollectiveKind::kAllGather;
+    case Opcode::kAllGather:
+    case Opcode::kCollectiveBroadcast: return hw::CollectiveKind::kAllGather;
     case Opcode::kReduceScatter: return hw::CollectiveKind::kReduceScatter;
-    case Opcode::kAllToAll: return hw::CollectiveKind::kAllToAll;
+    case Opcode::kAllToAll:
+    case Opcode::kRaggedAllToAll: return hw::CollectiveKind::kAllToAll;
     default: return hw::CollectiveKind::kCollectivePermute;
   }
 }
 
-// Bytes per device as hw/ici/collectives.h defines them.
+// Bytes per device as hw/ici/collectives.h defines them. An async start's
+// result is a tuple (operands, result, contexts...): its result is element 1;
+// all-reduce-start's result is the all-reduce's own.
 double collective_bytes(const compiler::Computation& c, const Instruction& instr) {
+  const Opcode op = collective_opcode(instr);
   double operand = 0;
-  for (compiler::InstrId id : instr.operands) operand += static_cast<double>(c.instr(id).shape.byte_size());
-  const auto result = static_cast<double>(instr.shape.byte_size());
-  switch (instr.opcode) {
+  if (op == Opcode::kRaggedAllToAll && instr.operand_count() > 0) {
+    operand = static_cast<double>(c.instr(instr.operand(0)).shape.byte_size());
+  } else {
+    for (compiler::InstrId id : instr.operands) operand += static_cast<double>(c.instr(id).shape.byte_size());
+  }
+  const compiler::Shape& result_shape =
+      op != instr.opcode && instr.opcode != Opcode::kAllReduceStart && instr.shape.is_tuple() &&
+              instr.shape.tuple_shapes().size() >= 2
+          ? instr.shape.tuple_shape(1)
+          : instr.shape;
+  const auto result = static_cast<double>(result_shape.byte_size());
+  switch (op) {
+    case Opcode::kCollectiveBroadcast:
     case Opcode::kAllGather: return result;  // the full result
     case Opcode::kAllReduce: return result;  // operand = result
     default: return operand;                 // reduce-scatter: full operand; all-to-all, permute: operand
@@ -43,7 +62,7 @@ double collective_bytes(const compiler::Computation& c, const Instruction& instr
 std::string groups_key(const Instruction& instr) {
   std::string key;
   auto put = [&key](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
-  if (instr.opcode == Opcode::kCollectivePermute) {
+  if (collective_opcode(instr) == Opcode::kCollectivePermute) {
     put(-3);
     for (const auto& [s, t] : instr.attrs.source_target_pairs) put(s), put(t);
     return key;
@@ -63,6 +82,16 @@ std::string groups_key(const Instruction& instr) {
   }
   return key;
 }
+
+}  // namespace
+
+Opcode collective_opcode(const Instruction& instr) {
+  if (const auto wrapped = compiler::async_wrapped_opcode(instr.opcode)) return *wrapped;
+  if (instr.opcode == Opcode::kAsyncStart && instr.attrs.async_wrapped) return *instr.attrs.async_wrapped;
+  return instr.opcode;
+}
+
+namespace {
 
 std::vector<int64_t> physical_coords(hw::CoreId core, const std::vector<int64_t>& physical) {
   std::vector<int64_t> coords(physical.size());
@@ -173,12 +202,13 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, con
   const double bytes = collective_bytes(computation, instr);
   std::string key = groups_key(instr);
   key.append(reinterpret_cast<const char*>(&bytes), sizeof(bytes));
-  key.push_back(static_cast<char>(instr.opcode));
+  const Opcode op = collective_opcode(instr);
+  key.push_back(static_cast<char>(op));
   auto it = index_by_key_.find(key);
   if (it != index_by_key_.end()) return it->second;
 
   auto spec = std::make_unique<CollectiveSpec>();
-  spec->kind = kind_of(instr.opcode);
+  spec->kind = kind_of(op);
   spec->bytes_per_device = bytes;
   spec->group_of_device.assign(static_cast<size_t>(num_devices_), -1);
   const hw::Placement& placement = system_.placement();
@@ -189,7 +219,7 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, con
                                   compiler::opcode_name(instr.opcode), instr.name, device, num_devices_),
                       "device groups must use partition ids 0..num_partitions-1");
   };
-  if (instr.opcode == Opcode::kCollectivePermute) {
+  if (op == Opcode::kCollectivePermute) {
     std::vector<hw::CoreId> members;
     for (const auto& [s, t] : instr.attrs.source_target_pairs) {
       check_device(s), check_device(t);

@@ -73,6 +73,10 @@ struct FastCollectiveTiming {
   double latency_s = 0;
 };
 
+// The synchronous collective an instruction performs: itself, or what an
+// asynchronous start (all-gather-start, all-to-all-start, ...) runs.
+compiler::Opcode collective_opcode(const compiler::Instruction& instr);
+
 // The row-major grid shape of `group` over the physical dims of `slice`, or
 // empty when it is not one (or varies along fewer than two dims).
 std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group, const hw::Slice& slice);

@@ -3,6 +3,7 @@
 #include "sim/op_cost.h"
 
 #include "compiler/pipeline/fusion.h"
+#include "sim/custom_call_cost.h"
 
 #include <algorithm>
 #include <cstring>
@@ -35,6 +36,12 @@ int64_t product_except(const std::vector<int64_t>& dims, const std::vector<int64
     p *= dims[d];
   }
   return p;
+}
+
+int64_t ceil_log2(int64_t n) {
+  int64_t bits = 0;
+  while ((int64_t{1} << bits) < n && bits < 62) ++bits;
+  return std::max<int64_t>(1, bits);
 }
 
 hw::MatmulInputKind input_kind(DType dtype) {
@@ -132,6 +139,47 @@ void add_work(const Computation& c, const Instruction& instr, hw::OpQuery& q) {
   } else if (op == Opcode::kScatter) {
     q.vector_work.push_back({operand_shape(c, instr, instr.operand_count() - 1).num_elements(),
                              hw::VectorCostClass::kSimple});
+  } else if (op == Opcode::kSort || op == Opcode::kTopK) {
+    // A sorting network along the sorted dim: n log2 n compare-exchanges per row, per operand.
+    const Shape& keys = operand_shape(c, instr, 0);
+    const int64_t dim = op == Opcode::kSort && !instr.attrs.dimensions.empty() ? instr.attrs.dimensions[0]
+                                                                                 : keys.rank() - 1;
+    const int64_t n = keys.rank() > 0 && dim >= 0 && dim < keys.rank() ? keys.dim(static_cast<int>(dim)) : 1;
+    const int64_t passes = ceil_log2(n);
+    const int64_t sorted = op == Opcode::kSort ? instr.operand_count() : 1;
+    q.vector_work.push_back({keys.num_elements() * passes * sorted, hw::VectorCostClass::kSimple});
+  } else if (op == Opcode::kFft) {
+    // Radix-2 FFT: 5 N log2 N real flops over the transformed length (the usual count), one VPU op each.
+    int64_t length = 1;
+    for (int64_t l : instr.attrs.fft_length) length *= l;
+    q.vector_work.push_back({5 * operand_shape(c, instr, 0).num_elements() * ceil_log2(length),
+                             hw::VectorCostClass::kSimple});
+  } else if (op == Opcode::kSelectAndScatter) {
+    int64_t window = 1;
+    for (const auto& w : instr.attrs.window) window *= w.size;
+    q.vector_work.push_back({operand_shape(c, instr, 0).num_elements() * window, hw::VectorCostClass::kReduce});
+  } else if (op == Opcode::kCholesky || op == Opcode::kTriangularSolve) {
+    // Blocked factorizations run on the MXU: cholesky n^3/3 MACs, triangular solve m^2 k / 2.
+    const Shape& a = operand_shape(c, instr, 0);
+    if (a.rank() >= 2) {
+      hw::MatmulWork w;
+      const int64_t n = a.dim(a.rank() - 1);
+      w.batch = a.num_elements() / std::max<int64_t>(1, n * n);
+      w.m = n;
+      w.k = n;
+      w.n = op == Opcode::kCholesky ? std::max<int64_t>(1, n / 3)
+                                    : std::max<int64_t>(1, result_elements(instr) / std::max<int64_t>(1, w.batch * n) / 2);
+      w.input = input_kind(a.dtype());
+      q.matmuls.push_back(w);
+    }
+  } else if (op == Opcode::kBatchNormTraining || op == Opcode::kBatchNormInference || op == Opcode::kBatchNormGrad) {
+    // Mean, variance and the normalization: a few passes over the input.
+    q.vector_work.push_back({4 * operand_shape(c, instr, 0).num_elements(), hw::VectorCostClass::kSimple});
+  } else if (op == Opcode::kRng || op == Opcode::kRngBitGenerator || op == Opcode::kMap ||
+             op == Opcode::kStochasticConvert || op == Opcode::kBitcastConvert) {
+    q.vector_work.push_back({result_elements(instr), hw::VectorCostClass::kSimple});
+  } else if (op == Opcode::kCustomCall) {
+    add_custom_call_work(c, instr, classify_custom_call(instr.attrs.custom_call_target), q);
   }
 }
 
@@ -154,6 +202,10 @@ std::pair<double, double> hbm_traffic(const Computation& c, const Instruction& i
       const double updates = bytes_of(operand_shape(c, instr, instr.operand_count() - 1));
       const double indices = bytes_of(operand_shape(c, instr, 1));
       return {indices + 2 * updates, updates};
+    }
+    case Opcode::kCopyStart: {  // (destination, source, context): one copy of the operand
+      const double copied = bytes_of(operand_shape(c, instr, 0));
+      return {copied, copied};
     }
     case Opcode::kBroadcast:
     case Opcode::kIota:
@@ -200,6 +252,62 @@ std::string query_key(const hw::OpQuery& q) {
   return key;
 }
 
+// The compute work of every instruction of a called computation (nested
+// fusions and calls included), without HBM traffic: fused intermediates
+// stay on chip.
+void add_computation_work(const compiler::Module& module, compiler::CompId comp_id, hw::OpQuery& q, int depth = 0) {
+  if (comp_id == compiler::kNoId || depth > 16) return;
+  const Computation& comp = module.computation(comp_id);
+  for (const Instruction& member : comp.instructions()) {
+    if (member.opcode == Opcode::kFusion || member.opcode == Opcode::kCall) {
+      add_computation_work(module, member.to_apply(), q, depth + 1);
+    } else if (classify(member) == OpClass::kCompute) {
+      add_work(comp, member, q);
+    }
+  }
+}
+
+// The HBM bytes a fused computation reads from its parameter `p`: the
+// windows its slices, dynamic-slices and gathers keep when those are its
+// only readers (capped at the whole operand), nothing when its one reader
+// is a dynamic-update-slice updating it in place, else all of it.
+double parameter_read_bytes(const Computation& fused, compiler::InstrId p, const compiler::UserLists& users,
+                            double whole) {
+  double window = 0;
+  for (compiler::InstrId u : users[p]) {
+    const Instruction& reader = fused.instr(u);
+    const bool first_operand = reader.operand_count() > 0 && reader.operand(0) == p;
+    if (!first_operand) return whole;
+    const std::optional<double> read = window_read_bytes(reader, 0);
+    if (!read) return whole;
+    window += *read;
+  }
+  return std::min(whole, window);
+}
+
+// A fusion (or long-form async op) instruction as one kernel: the work of
+// its called computation, its operands read (windowed where the fused
+// computation only slices them) and its result written (a
+// dynamic-update-slice root writes only its update, in place).
+hw::OpQuery fused_computation_query(const compiler::Module& module, const Computation& computation,
+                                    const Instruction& instr) {
+  hw::OpQuery q;
+  add_computation_work(module, instr.to_apply(), q);
+  const Computation& fused = module.computation(instr.to_apply());
+  const compiler::UserLists users(fused);
+  const std::vector<compiler::InstrId> params = fused.parameters();
+  for (int i = 0; i < instr.operand_count(); ++i) {
+    const double whole = bytes_of(operand_shape(computation, instr, i));
+    const bool known = static_cast<size_t>(i) < params.size() && params[static_cast<size_t>(i)] != compiler::kNoId;
+    q.hbm_bytes_read += known ? parameter_read_bytes(fused, params[static_cast<size_t>(i)], users, whole) : whole;
+  }
+  const Instruction& root = fused.root_instr();
+  q.hbm_bytes_written = root.opcode == Opcode::kDynamicUpdateSlice && root.operand_count() > 1
+                            ? bytes_of(fused.instr(root.operand(1)).shape)
+                            : bytes_of(instr.shape);
+  return q;
+}
+
 }  // namespace
 
 OpClass classify(const Instruction& instr) {
@@ -209,16 +317,70 @@ OpClass classify(const Instruction& instr) {
     case Opcode::kTuple:
     case Opcode::kGetTupleElement:
     case Opcode::kReshape:
+    case Opcode::kBitcast:  // a new view of the same buffer
     case Opcode::kPartitionId:
     case Opcode::kReplicaId:
-    case Opcode::kCustomCall: return OpClass::kFree;
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kAfterAll:
+    case Opcode::kAddDependency:
+    case Opcode::kDomain:
+    case Opcode::kGetDimensionSize:
+    case Opcode::kSetDimensionSize:
+    case Opcode::kRngGetAndUpdateState:
+    // The done half of an asynchronous pair only waits: its start carries the work.
+    case Opcode::kAllGatherDone:
+    case Opcode::kAllReduceDone:
+    case Opcode::kCollectivePermuteDone:
+    case Opcode::kCopyDone:
+    case Opcode::kAsyncUpdate:
+    case Opcode::kAsyncDone:
+    // Host and point-to-point transfers outside the ICI collectives: not modelled.
+    case Opcode::kSend:
+    case Opcode::kSendDone:
+    case Opcode::kRecv:
+    case Opcode::kRecvDone:
+    case Opcode::kInfeed:
+    case Opcode::kOutfeed: return OpClass::kFree;
+    case Opcode::kCustomCall:
+      return classify_custom_call(instr.attrs.custom_call_target) == CustomCallKind::kMarker ? OpClass::kFree
+                                                                                            : OpClass::kCompute;
     case Opcode::kWhile:
-    case Opcode::kCall: return OpClass::kControl;
+    case Opcode::kCall:
+    case Opcode::kConditional: return OpClass::kControl;
+    case Opcode::kAllGatherStart:
+    case Opcode::kAllReduceStart:
+    case Opcode::kCollectivePermuteStart: return OpClass::kCollective;
+    case Opcode::kAsyncStart:
+      return instr.attrs.async_wrapped && compiler::is_collective(*instr.attrs.async_wrapped) ? OpClass::kCollective
+                                                                                              : OpClass::kCompute;
     default: return compiler::is_collective(instr.opcode) ? OpClass::kCollective : OpClass::kCompute;
   }
 }
 
 hw::OpQuery op_query(const Computation& computation, const Instruction& instr) {
+  return op_query(nullptr, computation, instr);
+}
+
+hw::OpQuery op_query(const compiler::Module* module, const Computation& computation, const Instruction& instr) {
+  if (module && instr.opcode == Opcode::kFusion && instr.to_apply() != compiler::kNoId)
+    return fused_computation_query(*module, computation, instr);
+  if (instr.opcode == Opcode::kAsyncStart) {
+    // A non-collective async op: the work of what it runs, the wrapped op
+    // (short form) or its called computation (long form).
+    if (module && !instr.attrs.async_wrapped && instr.to_apply() != compiler::kNoId)
+      return fused_computation_query(*module, computation, instr);
+    if (instr.attrs.async_wrapped) {
+      Instruction wrapped = instr;
+      wrapped.opcode = *instr.attrs.async_wrapped;
+      if (instr.shape.is_tuple() && instr.shape.tuple_shapes().size() >= 2) wrapped.shape = instr.shape.tuple_shape(1);
+      if (wrapped.opcode == Opcode::kCall && module && instr.to_apply() != compiler::kNoId)
+        return fused_computation_query(*module, computation, wrapped);
+      hw::OpQuery q;
+      add_work(computation, wrapped, q);
+      std::tie(q.hbm_bytes_read, q.hbm_bytes_written) = hbm_traffic(computation, wrapped);
+      return q;
+    }
+  }
   hw::OpQuery q;
   add_work(computation, instr, q);
   std::tie(q.hbm_bytes_read, q.hbm_bytes_written) = hbm_traffic(computation, instr);
@@ -303,6 +465,7 @@ OpCost OpCostModel::time(const std::string& signature, const hw::OpQuery& query)
   cost.seconds = t.seconds;
   cost.unit_seconds = std::min(t.seconds, std::max({t.mxu_seconds, t.vpu_seconds, t.hbm_seconds}));
   cost.flops = t.flops;
+  for (const auto& m : query.matmuls) cost.matmul_flops += hw::matmul_flops(m);
   cost.hbm_bytes = t.hbm_bytes;
   cost.bound = t.bound;
   cost.mxu_seconds = t.mxu_seconds;
@@ -313,7 +476,7 @@ OpCost OpCostModel::time(const std::string& signature, const hw::OpQuery& query)
 }
 
 OpCost OpCostModel::instruction(const Computation& computation, const Instruction& instr) {
-  const hw::OpQuery q = op_query(computation, instr);
+  const hw::OpQuery q = op_query(module_, computation, instr);
   return time(query_key(q), q);
 }
 

@@ -58,6 +58,7 @@ struct OpCost {
   double seconds = 0;
   double unit_seconds = 0;  // the bounding unit's time; seconds - unit_seconds is fixed overhead
   double flops = 0;
+  double matmul_flops = 0;  // of flops: the MXU's (2 per MAC)
   double hbm_bytes = 0;
   hw::Bound bound = hw::Bound::kOverhead;
   // The three unit times the op overlaps (hw::OpTiming), at the full HBM
@@ -76,6 +77,12 @@ OpClass classify(const compiler::Instruction& instr);
 
 // The OpQuery of one unfused compute instruction (exposed for tests).
 hw::OpQuery op_query(const compiler::Computation& computation, const compiler::Instruction& instr);
+// The same, with the module the instruction's called computations are in: a
+// fusion instruction (an optimized XLA module's, run as-is) is one kernel
+// doing its fused computation's work, reading its operands and writing its
+// result; a non-collective async-start does what it wraps.
+hw::OpQuery op_query(const compiler::Module* module, const compiler::Computation& computation,
+                     const compiler::Instruction& instr);
 // What a fusion group's outputs are decided from: the computation's users
 // and compiler::duplicable_ops(computation).
 struct FusionContext {
@@ -92,7 +99,9 @@ hw::OpQuery fusion_query(const compiler::Computation& computation, const compile
 
 class OpCostModel {
  public:
-  explicit OpCostModel(const hw::CoreModel& core) : core_(core) {}
+  // `module`: where fusion instructions' computations are (may be null).
+  explicit OpCostModel(const hw::CoreModel& core, const compiler::Module* module = nullptr)
+      : core_(core), module_(module) {}
 
   OpCost instruction(const compiler::Computation& computation, const compiler::Instruction& instr);
   OpCost fusion(const compiler::Computation& computation, const compiler::FusionGroup& group);
@@ -104,6 +113,7 @@ class OpCostModel {
   OpCost time(const std::string& signature, const hw::OpQuery& query);
 
   const hw::CoreModel& core_;
+  const compiler::Module* module_ = nullptr;
   std::unordered_map<std::string, OpCost> cache_;
   // Per computation (its module is not changed while a program is simulated).
   std::unordered_map<const compiler::Computation*, std::unique_ptr<FusionContext>> contexts_;

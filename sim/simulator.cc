@@ -83,6 +83,7 @@ void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog, const 
       r.flops += op.cost.flops;
       r.hbm_bytes += op.cost.hbm_bytes;
       timeline.executed_flops_per_device += op.cost.flops;
+      timeline.executed_matmul_flops_per_device += op.cost.matmul_flops;
     }
   }
   std::map<std::string, CollectiveSummary> by_kind;
@@ -91,8 +92,9 @@ void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog, const 
     r.seconds = account.op_busy_s[i];
     if (!r.collective || r.executions == 0) continue;
     r.exposed_seconds = account.collective_exposed_s[i];
-    auto& summary = by_kind[r.opcode];
-    summary.kind = r.opcode;
+    const std::string& kind = steps.ops[i].collective_kind;
+    auto& summary = by_kind[kind];
+    summary.kind = kind;
     summary.count += r.executions;
     summary.bytes += r.collective_bytes;
     summary.seconds += r.seconds;
@@ -114,7 +116,7 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
     throw UserError(fmt::format("the program is partitioned for {} devices but the hardware mesh places {}",
                                 program.num_devices, placed),
                     "compile for the mesh the hardware is given (mesh shape product = devices)");
-  OpCostModel costs(system.core());
+  OpCostModel costs(system.core(), &program.module);
   CollectiveCatalog catalog(system, program.num_devices);
   const StepProgram steps = flatten_program(FlattenInputs{program, costs, catalog});
   const FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices);
@@ -144,6 +146,8 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   Timeline timeline;
   timeline.fidelity = choice.fidelity;
   timeline.devices = program.num_devices;
+  timeline.unknown_trip_counts = steps.unknown_trip_counts;
+  timeline.conditionals_first_branch = steps.conditionals_first_branch;
   timeline.devices_simulated = static_cast<int64_t>(result.devices.size());
   timeline.fallback_reason = choice.fallback_reason;
   timeline.approximation_note = choice.approximation_note;

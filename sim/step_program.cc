@@ -78,7 +78,10 @@ class Flattener {
     info.opcode = group ? "fusion" : std::string(compiler::opcode_name(instr.opcode));
     info.shape = instr.shape.to_string(false);
     if (group) info.cost = in_.costs.fusion(c, *group);
-    else if (compiler::is_collective(instr.opcode)) info.collective = in_.collectives.spec_of(c, instr);
+    else if (classify(instr) == OpClass::kCollective) {
+      info.collective = in_.collectives.spec_of(c, instr);
+      info.collective_kind = std::string(compiler::opcode_name(collective_opcode(instr)));
+    }
     else info.cost = in_.costs.instruction(c, instr);
     const auto index = static_cast<int32_t>(out_.ops.size());
     out_.ops.push_back(std::move(info));
@@ -145,6 +148,15 @@ class Flattener {
           std::vector<Pending> args;
           for (InstrId op : instr.operands) args.push_back(pending[static_cast<size_t>(op)]);
           mine = flatten(instr.to_apply(), args);
+          break;
+        }
+        case Opcode::kConditional: {
+          // The branch taken is a run-time value: the first one runs (the
+          // pred form's true branch), counted in conditionals_first_branch.
+          ++out_.conditionals_first_branch;
+          if (instr.called.empty() || instr.operand_count() < 2) break;
+          mine = flatten(instr.called.front(), {pending[static_cast<size_t>(instr.operand(1))]});
+          mine.newest = std::max(mine.newest, newest_of(instr.operand(0)));
           break;
         }
         default:

@@ -14,7 +14,9 @@
 //
 // Not modelled: while conditions (a scalar compare on the scalar unit, free),
 // a while whose trip count cannot be derived runs its body once (counted in
-// StepProgram::unknown_trip_counts).
+// StepProgram::unknown_trip_counts), a conditional runs its first branch.
+// An asynchronous start (all-gather-start, ...) is the collective, issued
+// where the start is; its done is free and passes the wait on to readers.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,8 @@ struct OpInfo {
   std::string shape;
   OpCost cost;               // compute ops
   int32_t collective = -1;   // CollectiveCatalog spec, collectives only
+  // The synchronous collective it runs ("all-gather" for all-gather-start).
+  std::string collective_kind;
 };
 
 struct Step {
@@ -48,6 +52,7 @@ struct StepProgram {
   std::vector<Step> steps;
   std::vector<int32_t> collective_steps;  // ordinal -> step index
   int64_t unknown_trip_counts = 0;
+  int64_t conditionals_first_branch = 0;  // conditionals run as their first branch
   double total_compute_s = 0;  // sum of compute step times (one device)
 };
 

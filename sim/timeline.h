@@ -73,6 +73,9 @@ struct Timeline {
   double exposed_communication_s = 0;
   double idle_s = 0;
   double executed_flops_per_device = 0;
+  double executed_matmul_flops_per_device = 0;  // of it, the MXU's
+  int64_t unknown_trip_counts = 0;        // while loops run once: trip count not derived
+  int64_t conditionals_first_branch = 0;  // conditionals run as their first branch
   std::vector<OpRecord> ops;  // sorted by seconds, descending
   std::vector<CollectiveSummary> collectives;
   std::vector<TraceEvent> events;  // only when SimOptions::record_trace

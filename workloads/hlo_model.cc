@@ -12,6 +12,7 @@
 
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/sharding/sharding.h"
 #include "workloads/hlo_model.h"
 
 namespace podsim::workloads {
@@ -52,7 +53,12 @@ BuiltModel build_hlo_model(const Workload& workload, compiler::DeviceMesh mesh) 
                                 module.num_partitions(), devices),
                     "make mesh.axes multiply to the module's num_partitions");
   module.set_num_partitions(devices);
+  ModelInfo info =
+      hlo_model_info(module, workload.training.enabled, workload.model.global_batch * workload.model.seq_len);
+  return BuiltModel{std::move(module), std::move(mesh), info};
+}
 
+ModelInfo hlo_model_info(const compiler::Module& module, bool training, int64_t tokens_per_step) {
   ModelInfo info;
   const compiler::Computation& entry = module.entry();
   int64_t named = 0, floating = 0;
@@ -70,9 +76,31 @@ BuiltModel build_hlo_model(const Workload& workload, compiler::DeviceMesh mesh) 
   for (const compiler::Computation& comp : module.computations())
     for (const compiler::Instruction& in : comp.instructions())
       if (in.opcode == compiler::Opcode::kDot) forward += dot_flops(comp, in);
-  info.model_flops_per_step = (workload.training.enabled ? 3.0 : 1.0) * forward;
-  info.tokens_per_step = workload.model.global_batch * workload.model.seq_len;
-  return BuiltModel{std::move(module), std::move(mesh), info};
+  info.model_flops_per_step = (training ? 3.0 : 1.0) * forward;
+  info.tokens_per_step = tokens_per_step;
+  return info;
+}
+
+int64_t per_device_module_parameters(const compiler::Module& module) {
+  const compiler::Computation& entry = module.entry();
+  int64_t total = 0;
+  for (compiler::InstrId p : entry.parameters()) {
+    const compiler::Instruction& in = entry.instr(p);
+    const std::vector<const compiler::Shape*> leaves = in.shape.leaves();
+    std::optional<compiler::Sharding> sharding;
+    if (in.sharding) sharding = compiler::parse_sharding(*in.sharding, in.location);
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (!compiler::is_floating(leaves[i]->dtype())) continue;
+      int64_t tiles = 1;
+      if (sharding) {
+        const compiler::Sharding& leaf =
+            sharding->is_tuple() && i < sharding->tuple_elements().size() ? sharding->tuple_elements()[i] : *sharding;
+        tiles = leaf.is_tiled() ? leaf.num_tiles() : 1;
+      }
+      total += leaves[i]->num_elements() * tiles;
+    }
+  }
+  return total;
 }
 
 }  // namespace podsim::workloads

@@ -25,8 +25,14 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// What plan_program decides itself and what it takes from the module.
+struct PlanChoices {
+  bool fuse = true;           // false: every instruction is its own kernel (XLA fused already)
+  bool keep_order = false;    // true: the module's instruction order is the schedule
+};
+
 // Fusion, schedule and memory plan of a partitioned module.
-void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options) {
+void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options, PlanChoices choices = {}) {
   const Module& module = program.module;
   const auto count = static_cast<size_t>(module.computation_count());
   const std::vector<bool> control = control_computations(module);
@@ -36,7 +42,7 @@ void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options)
   Stopwatch fusion_clock;
   for (size_t c = 0; c < count; ++c) {
     const Computation& comp = module.computation(static_cast<CompId>(c));
-    if (control[c]) {
+    if (control[c] && choices.fuse) {
       program.fusion[c] = plan_fusion(comp);
     } else {
       program.fusion[c].group_of.assign(static_cast<size_t>(comp.size()), -1);
@@ -47,7 +53,13 @@ void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options)
 
   Stopwatch schedule_clock;
   for (size_t c = 0; c < count; ++c) {
-    program.schedule[c] = schedule_computation(module.computation(static_cast<CompId>(c)), program.fusion[c]);
+    const Computation& comp = module.computation(static_cast<CompId>(c));
+    if (choices.keep_order) {
+      program.schedule[c].resize(static_cast<size_t>(comp.size()));
+      for (InstrId id = 0; id < comp.size(); ++id) program.schedule[c][static_cast<size_t>(id)] = id;
+    } else {
+      program.schedule[c] = schedule_computation(comp, program.fusion[c]);
+    }
     order_members_by_schedule(program.fusion[c], program.schedule[c]);
   }
   program.stats.schedule_wall_s = schedule_clock.seconds();
@@ -99,7 +111,51 @@ SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
   return program;
 }
 
+// The collectives a per-device module has, by kind: synchronous ones and
+// asynchronous starts (a start/done pair is one collective).
+void count_module_collectives(const Module& module, SpmdStats& stats) {
+  for (const Computation& comp : module.computations()) {
+    for (const Instruction& instr : comp.instructions()) {
+      std::optional<Opcode> op = async_wrapped_opcode(instr.opcode);
+      if (op && !is_async_start(instr.opcode)) continue;  // a done
+      if (instr.opcode == Opcode::kAsyncStart) op = instr.attrs.async_wrapped;
+      if (!op) op = instr.opcode;
+      switch (*op) {
+        case Opcode::kAllReduce: ++stats.all_reduces; break;
+        case Opcode::kAllGather: ++stats.all_gathers; break;
+        case Opcode::kReduceScatter: ++stats.reduce_scatters; break;
+        case Opcode::kAllToAll: ++stats.all_to_alls; break;
+        case Opcode::kCollectivePermute: ++stats.collective_permutes; break;
+        default: break;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+SpmdProgram compile_as_is(const Module& per_device, int64_t num_devices) {
+  if (num_devices < 1)
+    throw UserError(fmt::format("cannot run a module on {} devices", num_devices), "give --mesh, e.g. --mesh x=8");
+  Stopwatch total;
+  SpmdProgram program;
+  program.module = per_device;
+  program.module.set_num_partitions(num_devices);
+  program.num_devices = num_devices;
+  remove_stop_gradients(program.module);
+  program.stats.instructions_annotated = program.module.entry().size();
+  program.stats.instructions_partitioned = program.module.entry().size();
+  bool has_fusions = false;
+  for (const Computation& comp : program.module.computations())
+    for (const Instruction& instr : comp.instructions()) has_fusions = has_fusions || instr.opcode == Opcode::kFusion;
+  // The parser orders each computation operands-first, keeping source order
+  // otherwise, so a scheduled module's ids are XLA's order.
+  plan_program(program, MemoryPlanOptions{}, PlanChoices{.fuse = !has_fusions, .keep_order = per_device.is_scheduled()});
+  program.stats.remat_applied = "none";
+  count_module_collectives(program.module, program.stats.spmd);
+  program.stats.total_wall_s = total.seconds();
+  return program;
+}
 
 SpmdProgram compile(const Module& annotated, const CompileOptions& options) {
   if (options.num_devices < 1)

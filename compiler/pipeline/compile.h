@@ -31,6 +31,13 @@ struct CompileOptions {
 // invalid sharding annotation, ...).
 SpmdProgram compile(const Module& annotated, const CompileOptions& options);
 
+// A module that already is one per-device program (module_mode.h), made an
+// SpmdProgram without partitioning: XLA's fusions are kept as one kernel
+// each (podsim fuses only a module that has none), an is_scheduled module
+// keeps XLA's instruction order (else podsim schedules it), and the memory
+// plan runs over that order. UserError when num_devices < 1.
+SpmdProgram compile_as_is(const Module& per_device, int64_t num_devices);
+
 // Trip count of a while instruction whose condition compares a counter
 // (tuple element) against a constant and whose body increments it by a
 // constant; nullopt when it cannot be derived.

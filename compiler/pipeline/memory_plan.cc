@@ -239,8 +239,31 @@ class MemoryPlanner::ComputationSweep {
         return;
       }
       case Opcode::kWhile:  // the loop state is updated in place
+      case Opcode::kBitcast:  // views of their operand's buffers
+      case Opcode::kOptimizationBarrier:
+      case Opcode::kAddDependency:
+      case Opcode::kDomain:
+      case Opcode::kAllReduceDone:  // all-reduce-start's result is the all-reduce's
         mine = leaves_[static_cast<size_t>(instr.operand(0))];
         return;
+      case Opcode::kAllGatherDone:  // element 1 of the start: its result
+      case Opcode::kCollectivePermuteDone:
+      case Opcode::kAsyncDone:
+      case Opcode::kCopyDone:  // element 0 of copy-start: the destination
+      case Opcode::kRecvDone: {
+        const bool first = instr.opcode == Opcode::kCopyDone || instr.opcode == Opcode::kRecvDone;
+        const auto [begin, count] = element_leaf_range(instr.operand(0), first ? 0 : 1);
+        const auto& src = leaves_[static_cast<size_t>(instr.operand(0))];
+        if (count > 0 && begin + count <= static_cast<int64_t>(src.size()))
+          mine.assign(src.begin() + begin, src.begin() + begin + count);
+        return;
+      }
+      case Opcode::kAllGatherStart:
+      case Opcode::kCollectivePermuteStart:
+      case Opcode::kAsyncStart:
+      case Opcode::kCopyStart:
+        if (instr.shape.is_tuple() && create_start_buffers(id)) return;
+        break;
       default:
         break;
     }
@@ -276,6 +299,34 @@ class MemoryPlanner::ComputationSweep {
   // instruction `tuple`, in pre-order. Leaf offsets are computed once per
   // tuple (loop states with thousands of elements are read by as many
   // get-tuple-elements).
+  // An async start's tuple: the element that holds its operands (element 0;
+  // copy-start's source, element 1) aliases their buffers, the others (its
+  // result, contexts) are new. False when the operands do not match that
+  // element leaf for leaf (then every leaf is new).
+  bool create_start_buffers(InstrId id) {
+    const Instruction& instr = comp_.instr(id);
+    const size_t alias_element = instr.opcode == Opcode::kCopyStart ? 1 : 0;
+    std::vector<int32_t> operand_leaves;
+    for (InstrId op : instr.operands) {
+      const auto& src = leaves_[static_cast<size_t>(op)];
+      operand_leaves.insert(operand_leaves.end(), src.begin(), src.end());
+    }
+    const auto& elements = instr.shape.tuple_shapes();
+    if (elements.size() <= alias_element ||
+        elements[alias_element].leaf_count() != static_cast<int64_t>(operand_leaves.size()))
+      return false;
+    auto& mine = leaves_[static_cast<size_t>(id)];
+    const int64_t def = pos_[static_cast<size_t>(id)];
+    for (size_t e = 0; e < elements.size(); ++e) {
+      if (e == alias_element) {
+        mine.insert(mine.end(), operand_leaves.begin(), operand_leaves.end());
+        continue;
+      }
+      for (const Shape* leaf : elements[e].leaves()) mine.push_back(new_buffer(*leaf, def, id));
+    }
+    return true;
+  }
+
   std::pair<int64_t, int64_t> element_leaf_range(InstrId tuple, int64_t index) {
     const Shape& shape = comp_.instr(tuple).shape;
     if (!shape.is_tuple() || index < 0 || index >= static_cast<int64_t>(shape.tuple_shapes().size())) return {0, 0};

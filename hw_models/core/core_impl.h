@@ -16,7 +16,6 @@ struct UnitTimes {
   double vpu_s = 0;
 };
 
-double matmul_flops(const MatmulWork& work);
 double vpu_cycles_per_vreg(const CoreConfig& core, VectorCostClass cost_class);
 // Overlaps the unit times with the HBM time of `query` into an OpTiming;
 // `add_fixed_costs` adds HBM first-access latency and the op issue overhead.

@@ -31,6 +31,8 @@ struct MatmulWork {
   int64_t n = 0;
   MatmulInputKind input = MatmulInputKind::kBf16;
 };
+// 2 x batch x m x k x n: one multiply and one add per MAC.
+double matmul_flops(const MatmulWork& work);
 
 enum class VectorCostClass { kSimple, kTranscendental, kReduce, kTranspose, kConvert };
 

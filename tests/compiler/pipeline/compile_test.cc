@@ -158,3 +158,59 @@ TEST(RematAuto, PicksTheLeastRecomputationThatFits) {
 
 }  // namespace
 }  // namespace podsim::compiler
+
+namespace podsim::compiler {
+namespace {
+
+// A per-device program: two all-reduces and a multiply chain. podsim's own
+// scheduler would issue the second all-reduce before the multiplies (to
+// hide it); XLA's order puts it last.
+constexpr const char* kPerDevice = R"(HloModule per_device, num_partitions=4
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %add = f32[] add(%a, %b)
+}
+ENTRY %main.9_spmd (p: f32[64], q: f32[64]) -> (f32[64], f32[64]) {
+  %p = f32[64]{0} parameter(0)
+  %q = f32[64]{0} parameter(1)
+  %r1 = f32[64]{0} all-reduce(%p), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=%sum
+  %m1 = f32[64]{0} multiply(%r1, %r1)
+  %m2 = f32[64]{0} multiply(%m1, %m1)
+  %r2 = f32[64]{0} all-reduce(%q), channel_id=2, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=%sum
+  ROOT %t = (f32[64]{0}, f32[64]{0}) tuple(%m2, %r2)
+})";
+
+TEST(CompileAsIs, KeepsTheModuleAndCountsItsCollectives) {
+  const Module m = parse_hlo(kPerDevice);
+  const SpmdProgram p = compile_as_is(m, 4);
+  EXPECT_EQ(p.num_devices, 4);
+  EXPECT_EQ(p.module.entry().size(), m.entry().size());  // nothing partitioned, nothing added
+  EXPECT_EQ(p.stats.spmd.all_reduces, 2);
+  EXPECT_EQ(p.stats.spmd.all_gathers, 0);
+  // Entry parameters (2 x 64 x 4 B) and the two outputs are live at the end
+  // at the least: the plan counts at least the parameters.
+  EXPECT_GE(p.memory.peak_bytes, 2 * 64 * 4);
+}
+
+TEST(CompileAsIs, ScheduledModuleKeepsXlaOrder) {
+  Module m = parse_hlo(kPerDevice);
+  m.set_is_scheduled(true);
+  const SpmdProgram scheduled = compile_as_is(m, 4);
+  const auto& order = scheduled.schedule[static_cast<size_t>(scheduled.module.entry_id())];
+  ASSERT_EQ(order.size(), static_cast<size_t>(m.entry().size()));
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], static_cast<InstrId>(i));
+  // Unscheduled, podsim's scheduler hoists r2 above the multiplies.
+  m.set_is_scheduled(false);
+  const SpmdProgram own = compile_as_is(m, 4);
+  const auto& own_order = own.schedule[static_cast<size_t>(own.module.entry_id())];
+  const InstrId r2 = own.module.entry().find("r2");
+  const InstrId m2 = own.module.entry().find("m2");
+  const auto pos = [&](InstrId id) { return std::find(own_order.begin(), own_order.end(), id) - own_order.begin(); };
+  EXPECT_LT(pos(r2), pos(m2));
+}
+
+TEST(CompileAsIs, RejectsNoDevices) { EXPECT_THROW(compile_as_is(parse_hlo(kPerDevice), 0), UserError); }
+
+}  // namespace
+}  // namespace podsim::compiler

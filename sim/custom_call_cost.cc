@@ -1,0 +1,127 @@
+// Custom-call costs by target (custom_call_cost.h).
+#include "sim/custom_call_cost.h"
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace podsim::sim {
+
+using compiler::Computation;
+using compiler::Instruction;
+using compiler::Shape;
+
+namespace {
+
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+hw::MatmulInputKind input_of(compiler::DType t) {
+  return compiler::dtype_bytes(t) <= 2 ? hw::MatmulInputKind::kBf16 : hw::MatmulInputKind::kF32;
+}
+
+const Shape& operand(const Computation& c, const Instruction& call, int i) { return c.instr(call.operand(i)).shape; }
+
+// Fused attention over q [B, S, H, D] and k [B, T, Hkv, D] (Transformer
+// Engine's and cuDNN's BSHD layout): logits QK^T are B*H x S x T x D MACs,
+// the weighted values PV the same; the backward pass recomputes the logits
+// and takes dP, dV, dQ and dK: five such matmuls to the forward's two.
+void add_attention(const Computation& c, const Instruction& call, bool backward, hw::OpQuery& q) {
+  if (call.operand_count() < 2) return;
+  const Shape& query = operand(c, call, 0);
+  const Shape& key = operand(c, call, 1);
+  if (!query.is_array() || !key.is_array() || query.rank() != 4 || key.rank() != 4) return;
+  hw::MatmulWork w;
+  w.batch = query.dim(0) * query.dim(2);
+  w.m = query.dim(1);
+  w.k = query.dim(3);
+  w.n = key.dim(1);
+  w.input = input_of(query.dtype());
+  const int matmuls = backward ? 5 : 2;
+  for (int i = 0; i < matmuls; ++i) q.matmuls.push_back(w);
+  // Softmax: exp per logit, plus the max and sum reductions.
+  const int64_t logits = w.batch * w.m * w.n;
+  q.vector_work.push_back({logits, hw::VectorCostClass::kTranscendental});
+  q.vector_work.push_back({2 * logits, hw::VectorCostClass::kReduce});
+}
+
+// A GEMM's dims from its backend_config's dot_dimension_numbers (cuBLAS
+// targets print them as JSON); without them, the last dims of lhs [.., M, K]
+// and rhs [.., K, N].
+void add_gemm(const Computation& c, const Instruction& call, hw::OpQuery& q) {
+  if (call.operand_count() < 2) return;
+  const Shape& lhs = operand(c, call, 0);
+  const Shape& rhs = operand(c, call, 1);
+  if (!lhs.is_array() || !rhs.is_array() || lhs.rank() < 2 || rhs.rank() < 2) return;
+  std::vector<int64_t> lhs_contracting{lhs.rank() - 1}, lhs_batch, rhs_contracting{rhs.rank() - 2}, rhs_batch;
+  const nlohmann::json config = nlohmann::json::parse(call.attrs.backend_config, nullptr, /*allow_exceptions=*/false);
+  auto dims = [](const nlohmann::json& j, const char* key, std::vector<int64_t>& out) {
+    if (!j.contains(key) || !j[key].is_array()) return;
+    out.clear();
+    for (const auto& v : j[key]) out.push_back(v.is_string() ? std::stoll(v.get<std::string>()) : v.get<int64_t>());
+  };
+  if (config.is_object()) {
+    const nlohmann::json& gemm = config.contains("gemm_backend_config") ? config["gemm_backend_config"] : config;
+    if (gemm.contains("dot_dimension_numbers")) {
+      const nlohmann::json& d = gemm["dot_dimension_numbers"];
+      dims(d, "lhs_contracting_dimensions", lhs_contracting);
+      dims(d, "rhs_contracting_dimensions", rhs_contracting);
+      dims(d, "lhs_batch_dimensions", lhs_batch);
+      dims(d, "rhs_batch_dimensions", rhs_batch);
+    }
+  }
+  auto product = [](const Shape& s, const std::vector<int64_t>& which) {
+    int64_t p = 1;
+    for (int64_t d : which)
+      if (d >= 0 && d < s.rank()) p *= s.dim(static_cast<int>(d));
+    return p;
+  };
+  hw::MatmulWork w;
+  w.batch = product(lhs, lhs_batch);
+  w.k = product(lhs, lhs_contracting);
+  w.m = lhs.num_elements() / std::max<int64_t>(1, w.batch * w.k);
+  w.n = rhs.num_elements() / std::max<int64_t>(1, product(rhs, rhs_batch) * product(rhs, rhs_contracting));
+  w.input = input_of(lhs.dtype());
+  q.matmuls.push_back(w);
+}
+
+}  // namespace
+
+CustomCallKind classify_custom_call(std::string_view target) {
+  if (target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||
+      target == compiler::kStopGradientTarget || target == "annotate_device_placement" ||
+      target == "LayoutConstraint" || target.starts_with("xla.sdy.") || target == "ShardBarrierFrom" ||
+      target == "ShardBarrierTo" || target == "X64Combine" || target == "X64SplitLow" || target == "X64SplitHigh")
+    return CustomCallKind::kMarker;
+  if (target == "MoveToHost" || target == "MoveToDevice") return CustomCallKind::kHostTransfer;
+  if (contains(target, "fused_attn") || contains(target, "fmha") || contains(target, "flash_attention")) {
+    return contains(target, "backward") || contains(target, "Backward") || contains(target, "bwd")
+               ? CustomCallKind::kAttentionBackward
+               : CustomCallKind::kAttentionForward;
+  }
+  if (target == "__cublas$gemm" || target == "__cublas$lt$matmul" || target.starts_with("__cublas$lt$matmul$"))
+    return CustomCallKind::kGemm;
+  if (target == "TopK") return CustomCallKind::kTopK;
+  return CustomCallKind::kUnknown;
+}
+
+void add_custom_call_work(const Computation& computation, const Instruction& call, CustomCallKind kind,
+                          hw::OpQuery& query) {
+  switch (kind) {
+    case CustomCallKind::kAttentionForward: add_attention(computation, call, false, query); break;
+    case CustomCallKind::kAttentionBackward: add_attention(computation, call, true, query); break;
+    case CustomCallKind::kGemm: add_gemm(computation, call, query); break;
+    case CustomCallKind::kTopK: {
+      // A sorting network over the last dim: n log2 n compare-exchanges per row.
+      if (call.operand_count() < 1 || !computation.instr(call.operand(0)).shape.is_array()) break;
+      const Shape& in = computation.instr(call.operand(0)).shape;
+      const int64_t n = in.rank() > 0 ? in.dim(in.rank() - 1) : 1;
+      const auto log_n = static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(2, n)))));
+      query.vector_work.push_back({in.num_elements() * log_n, hw::VectorCostClass::kSimple});
+      break;
+    }
+    default: break;
+  }
+}
+
+}  // namespace podsim::sim
