@@ -102,3 +102,91 @@ TEST(RunCli, SmallWorkloadEveryFormatAndOutputFile) {
 }
 
 }  // namespace
+
+namespace {
+
+// A per-device program as XLA's SPMD partitioner writes it: the entry named
+// "*_spmd", an all-gather over 4 devices (no num_partitions in the header).
+constexpr const char* kPerDeviceModule = R"(HloModule per_device
+ENTRY %main.7_spmd (p: f32[256,128], w: f32[128,512]) -> f32[1024,512] {
+  %p = f32[256,128]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  %w = f32[128,512]{1,0} parameter(1), sharding={replicated}
+  %g = f32[1024,128]{1,0} all-gather(%p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, use_global_device_ids=true
+  ROOT %d = f32[1024,512]{1,0} dot(%g, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+
+// The same computation before partitioning: shardings only.
+constexpr const char* kGlobalModule = R"(HloModule global
+ENTRY %main (p: f32[1024,128], w: f32[128,512]) -> f32[1024,512] {
+  %p = f32[1024,128]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  %w = f32[128,512]{1,0} parameter(1), sharding={replicated}
+  ROOT %d = f32[1024,512]{1,0} dot(%p, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={replicated}
+})";
+
+fs::path write_module(const fs::path& dir, const std::string& name, const char* text) {
+  const fs::path file = dir / name;
+  std::ofstream(file) << text;
+  return file;
+}
+
+TEST(RunHloCli, PerDeviceModuleRunsAsIsWithItsOwnCollectives) {
+  const fs::path dir = fresh_dir("run_hlo_as_is");
+  const fs::path file = write_module(dir, "m.hlo", kPerDeviceModule);
+  const Result r = run_split("run " + file.string() + " --format json --tokens 1024");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "as-is");
+  EXPECT_EQ(j["devices"], 4);  // from the replica groups
+  // The per-device dot is 1024 x 128 x 512 MACs on each of 4 devices.
+  EXPECT_DOUBLE_EQ(j["model_flops_per_step"].get<double>(), 4 * 2.0 * 1024 * 128 * 512);
+  EXPECT_EQ(j["tokens_per_step"], 1024);
+  // The module's one all-gather, run once and counted once.
+  EXPECT_EQ(j["collectives"]["all-gather"]["count"], 1);
+  EXPECT_EQ(j["collectives"]["all-gather"]["static_count"], 1);
+  // 1024 x 128 f32 gathered: 512 KiB per device.
+  EXPECT_DOUBLE_EQ(j["collectives"]["all-gather"]["bytes"].get<double>(), 1024.0 * 128 * 4);
+  // The table says how it ran on its first line.
+  const Result table = run_split("run " + file.string());
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.substr(0, table.out.find('\n')).find("run as-is"), std::string::npos) << table.out;
+}
+
+TEST(RunHloCli, GlobalModuleIsPartitionedOverTheDevicesItsShardingsName) {
+  const fs::path dir = fresh_dir("run_hlo_partition");
+  const fs::path file = write_module(dir, "g.hlo", kGlobalModule);
+  const Result r = run_split("run " + file.string() + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "partition");
+  EXPECT_EQ(j["devices"], 4);
+  // --mode as-is on the global module runs it on one device's view: 4
+  // devices each doing the whole dot.
+  const Result forced = run_split("run " + file.string() + " --format json --mode as-is --mesh x=4");
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_EQ(nlohmann::json::parse(forced.out)["mode"], "as-is");
+}
+
+TEST(RunHloCli, PartitionRefusesAModuleXlaAlreadyPartitioned) {
+  const fs::path dir = fresh_dir("partition_refuses");
+  const fs::path file = write_module(dir, "m.hlo", kPerDeviceModule);
+  const Result r = run_split("partition " + file.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("already one per-device program"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("main.7_spmd"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--mode partition"), std::string::npos) << r.err;
+}
+
+TEST(RunHloCli, WorkloadKeysAndMismatchedMeshAreUserErrors) {
+  const fs::path dir = fresh_dir("run_hlo_errors");
+  const fs::path file = write_module(dir, "m.hlo", kPerDeviceModule);
+  Result r = run_split("run " + file.string() + " --set model.layers=2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("hardware keys only"), std::string::npos) << r.err;
+  r = run_split("run " + file.string() + " --mesh x=3");
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // 3 devices cannot hold replica group {0,1,2,3}
+  r = run_split("run " + source_path("workloads/small.yaml") + " --mesh x=4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("applies to an HLO module"), std::string::npos) << r.err;
+}
+
+}  // namespace

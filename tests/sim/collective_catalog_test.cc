@@ -54,3 +54,34 @@ TEST(CollectiveCatalog, DmaHbmBytesPerKind) {
 
 }  // namespace
 }  // namespace podsim::sim
+
+namespace podsim::sim {
+namespace {
+
+// An asynchronous all-gather-start ((operand), result) is the all-gather of
+// its result element: the same spec, the same bytes, as the synchronous one.
+// (Built from the synchronous module with the opcode and shape changed, so
+// the test does not depend on the reader's async syntax.)
+TEST(CollectiveCatalog, AsyncStartIsTheCollectiveItWraps) {
+  compiler::SpmdProgram program = program_from_hlo(kThreeCollectives);
+  const hw::System system = ring_system(4);
+  CollectiveCatalog catalog(system, 4);
+  compiler::Computation& entry = program.module.mutable_entry();
+  const compiler::Instruction sync = entry.instr(entry.find("ag"));
+  compiler::Instruction start = sync;
+  start.opcode = compiler::Opcode::kAllGatherStart;
+  start.shape = compiler::Shape::tuple({compiler::Shape::tuple({entry.instr(sync.operand(0)).shape}), sync.shape});
+  EXPECT_EQ(collective_opcode(start), compiler::Opcode::kAllGather);
+  const int32_t sync_spec = catalog.spec_of(entry, sync);
+  EXPECT_EQ(catalog.spec_of(entry, start), sync_spec);  // same kind, bytes and groups: one spec
+  EXPECT_DOUBLE_EQ(catalog.spec(sync_spec).bytes_per_device, 4096.0 * 256 * 4);  // the gathered result
+  // The short async form of an all-to-all wraps it the same way.
+  compiler::Instruction a2a = sync;
+  a2a.opcode = compiler::Opcode::kAsyncStart;
+  a2a.attrs.async_wrapped = compiler::Opcode::kAllToAll;
+  EXPECT_EQ(collective_opcode(a2a), compiler::Opcode::kAllToAll);
+  EXPECT_EQ(catalog.spec(catalog.spec_of(entry, a2a)).kind, hw::CollectiveKind::kAllToAll);
+}
+
+}  // namespace
+}  // namespace podsim::sim

@@ -292,3 +292,65 @@ ENTRY %main (a: f32[256,128], b: f32[256,128]) -> f32[256,128] {
 
 }  // namespace
 }  // namespace podsim::sim
+
+namespace podsim::sim {
+namespace {
+
+// An XLA fusion instruction is one kernel: its fused computation's work,
+// its operands read (a fused dynamic-slice reads only its window) and its
+// result written. Built as a call, then made a fusion, so the test does not
+// depend on the reader's fusion syntax.
+TEST(OpCost, FusionInstructionIsOneKernelOfItsComputation) {
+  compiler::Module m = compiler::parse_hlo(R"(HloModule fused
+%fused (p0: f32[64,128], p1: f32[4096,128], i: s32[]) -> f32[64,128] {
+  %p0 = f32[64,128]{1,0} parameter(0)
+  %p1 = f32[4096,128]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  %zero = s32[] constant(0)
+  %ds = f32[64,128]{1,0} dynamic-slice(%p1, %i, %zero), dynamic_slice_sizes={64,128}
+  %e = f32[64,128]{1,0} exponential(%p0)
+  ROOT %m = f32[64,128]{1,0} multiply(%e, %ds)
+}
+ENTRY %main (a: f32[64,128], b: f32[4096,128], i: s32[]) -> f32[64,128] {
+  %a = f32[64,128]{1,0} parameter(0)
+  %b = f32[4096,128]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  ROOT %f = f32[64,128]{1,0} call(%a, %b, %i), to_apply=%fused
+})");
+  compiler::Instruction& f = m.mutable_entry().mutable_instr(m.entry().find("f"));
+  f.opcode = compiler::Opcode::kFusion;
+  f.attrs.fusion_kind = "kLoop";
+  EXPECT_EQ(classify(f), OpClass::kCompute);
+  const hw::OpQuery q = op_query(&m, m.entry(), f);
+  // Work: exp and multiply over 64 x 128 elements; the dynamic-slice is a window read.
+  ASSERT_EQ(q.vector_work.size(), 2u);
+  EXPECT_EQ(q.vector_work[0].elements, 64 * 128);
+  EXPECT_EQ(q.vector_work[0].cost_class, hw::VectorCostClass::kTranscendental);
+  // Read: a whole (32 KiB), the 64-row window of b (32 KiB, not 2 MiB), i (4 B); written: 32 KiB.
+  EXPECT_DOUBLE_EQ(q.hbm_bytes_read, 64 * 128 * 4 + 64 * 128 * 4 + 4);
+  EXPECT_DOUBLE_EQ(q.hbm_bytes_written, 64 * 128 * 4);
+  // Without the module the fusion's computation is unknown: bytes only.
+  EXPECT_TRUE(op_query(m.entry(), f).vector_work.empty());
+}
+
+// The done half of an async pair and a bitcast are free; a start of a
+// collective is the collective.
+TEST(OpCost, AsyncPairsAndBitcastsClassify) {
+  compiler::Instruction i;
+  i.opcode = compiler::Opcode::kAllGatherStart;
+  EXPECT_EQ(classify(i), OpClass::kCollective);
+  i.opcode = compiler::Opcode::kAllGatherDone;
+  EXPECT_EQ(classify(i), OpClass::kFree);
+  i.opcode = compiler::Opcode::kBitcast;
+  EXPECT_EQ(classify(i), OpClass::kFree);
+  i.opcode = compiler::Opcode::kAsyncStart;
+  i.attrs.async_wrapped = compiler::Opcode::kReduceScatter;
+  EXPECT_EQ(classify(i), OpClass::kCollective);
+  i.attrs.async_wrapped = compiler::Opcode::kCall;
+  EXPECT_EQ(classify(i), OpClass::kCompute);
+  i.opcode = compiler::Opcode::kConditional;
+  EXPECT_EQ(classify(i), OpClass::kControl);
+}
+
+}  // namespace
+}  // namespace podsim::sim

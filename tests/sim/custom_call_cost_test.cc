@@ -1,0 +1,93 @@
+// Custom-call costs by target (sim/custom_call_cost.h).
+#include "sim/custom_call_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/hlo/hlo_parser.h"
+#include "sim/op_cost.h"
+
+namespace podsim::sim {
+namespace {
+
+TEST(CustomCallCost, TargetsByKind) {
+  EXPECT_EQ(classify_custom_call("Sharding"), CustomCallKind::kMarker);
+  EXPECT_EQ(classify_custom_call("SPMDFullToShardShape"), CustomCallKind::kMarker);
+  EXPECT_EQ(classify_custom_call("annotate_device_placement"), CustomCallKind::kMarker);
+  EXPECT_EQ(classify_custom_call("xla.sdy.FuncResultSharding"), CustomCallKind::kMarker);
+  EXPECT_EQ(classify_custom_call("MoveToHost"), CustomCallKind::kHostTransfer);
+  EXPECT_EQ(classify_custom_call("te_fused_attn_forward_ffi"), CustomCallKind::kAttentionForward);
+  EXPECT_EQ(classify_custom_call("te_fused_attn_backward_ffi"), CustomCallKind::kAttentionBackward);
+  EXPECT_EQ(classify_custom_call("__cudnn$fmhaSoftmax"), CustomCallKind::kAttentionForward);
+  EXPECT_EQ(classify_custom_call("__cublas$gemm"), CustomCallKind::kGemm);
+  EXPECT_EQ(classify_custom_call("TopK"), CustomCallKind::kTopK);
+  EXPECT_EQ(classify_custom_call("my_kernel"), CustomCallKind::kUnknown);
+}
+
+constexpr const char* kCalls = R"(HloModule calls
+ENTRY %main (q: bf16[2,128,4,64], k: bf16[2,256,4,64], v: bf16[2,256,4,64], a: f32[32,64], b: f32[64,16], x: f32[8,1024]) -> f32[8,1024] {
+  %q = bf16[2,128,4,64]{3,2,1,0} parameter(0)
+  %k = bf16[2,256,4,64]{3,2,1,0} parameter(1)
+  %v = bf16[2,256,4,64]{3,2,1,0} parameter(2)
+  %a = f32[32,64]{1,0} parameter(3)
+  %b = f32[64,16]{1,0} parameter(4)
+  %x = f32[8,1024]{1,0} parameter(5)
+  %fwd = bf16[2,128,4,64]{3,2,1,0} custom-call(%q, %k, %v), custom_call_target="te_fused_attn_forward_ffi"
+  %bwd = bf16[2,128,4,64]{3,2,1,0} custom-call(%q, %k, %v), custom_call_target="te_fused_attn_backward_ffi"
+  %g = f32[32,16]{1,0} custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]}}}
+  %t = f32[8,1024]{1,0} custom-call(%x), custom_call_target="TopK"
+  ROOT %u = f32[8,1024]{1,0} custom-call(%x), custom_call_target="my_kernel"
+})";
+
+const compiler::Instruction& find(const compiler::Module& m, const std::string& name) {
+  return m.entry().instr(m.entry().find(name));
+}
+
+// q [B=2, S=128, H=4, D=64], k [B, T=256, H, D]: QK^T and PV are each a
+// batch of B*H = 8 matmuls of m=S, k=D, n=T; the backward does five.
+TEST(CustomCallCost, FusedAttentionIsItsMatmuls) {
+  const compiler::Module m = compiler::parse_hlo(kCalls);
+  const hw::OpQuery fwd = op_query(m.entry(), find(m, "fwd"));
+  ASSERT_EQ(fwd.matmuls.size(), 2u);
+  EXPECT_EQ(fwd.matmuls[0].batch, 8);
+  EXPECT_EQ(fwd.matmuls[0].m, 128);
+  EXPECT_EQ(fwd.matmuls[0].k, 64);
+  EXPECT_EQ(fwd.matmuls[0].n, 256);
+  EXPECT_EQ(fwd.matmuls[0].input, hw::MatmulInputKind::kBf16);
+  // 2 matmuls x 2 x 8 x 128 x 64 x 256 = 67,108,864 FLOPs.
+  EXPECT_DOUBLE_EQ(hw::matmul_flops(fwd.matmuls[0]) * 2, 67108864.0);
+  EXPECT_EQ(op_query(m.entry(), find(m, "bwd")).matmuls.size(), 5u);
+}
+
+TEST(CustomCallCost, GemmDimsFromBackendConfig) {
+  const compiler::Module m = compiler::parse_hlo(kCalls);
+  const hw::OpQuery q = op_query(m.entry(), find(m, "g"));
+  ASSERT_EQ(q.matmuls.size(), 1u);
+  EXPECT_EQ(q.matmuls[0].m, 32);
+  EXPECT_EQ(q.matmuls[0].k, 64);
+  EXPECT_EQ(q.matmuls[0].n, 16);
+  EXPECT_EQ(q.matmuls[0].input, hw::MatmulInputKind::kF32);
+}
+
+// TopK over rows of 1024: log2(1024) = 10 compare-exchange passes per element.
+TEST(CustomCallCost, TopKIsASortOfTheLastDim) {
+  const compiler::Module m = compiler::parse_hlo(kCalls);
+  const hw::OpQuery q = op_query(m.entry(), find(m, "t"));
+  ASSERT_EQ(q.vector_work.size(), 1u);
+  EXPECT_EQ(q.vector_work[0].elements, 8 * 1024 * 10);
+}
+
+// An unknown target: no work, its operand read and its result written.
+TEST(CustomCallCost, UnknownTargetCostsItsBytes) {
+  const compiler::Module m = compiler::parse_hlo(kCalls);
+  const compiler::Instruction& u = find(m, "u");
+  EXPECT_EQ(classify(u), OpClass::kCompute);
+  const hw::OpQuery q = op_query(m.entry(), u);
+  EXPECT_TRUE(q.matmuls.empty());
+  EXPECT_TRUE(q.vector_work.empty());
+  EXPECT_DOUBLE_EQ(q.hbm_bytes_read, 8 * 1024 * 4);
+  EXPECT_DOUBLE_EQ(q.hbm_bytes_written, 8 * 1024 * 4);
+  EXPECT_EQ(classify(find(m, "q")), OpClass::kFree);
+}
+
+}  // namespace
+}  // namespace podsim::sim
