@@ -277,6 +277,8 @@ const std::vector<Field>& fields() {
                              [](HardwareConfig& c) -> double& { return c.chip.on_chip_bandwidth; }, kBandwidthRange));
     t.push_back(number_field("chip.on_chip_latency_s",
                              [](HardwareConfig& c) -> double& { return c.chip.on_chip_latency_s; }, kLatencyRange));
+    t.push_back(number_field("chip.host_bandwidth",
+                             [](HardwareConfig& c) -> double& { return c.chip.host_bandwidth; }, kBandwidthRange));
     t.push_back(Field{"ici.pod_dims",
                       [](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
                         c.ici.pod_dims = parse_dims(n, loc, "ici.pod_dims");

@@ -58,6 +58,10 @@ struct ChipConfig {
   int64_t devices_per_chip = 0;  // devices sharing one chip's ICI links
   double on_chip_bandwidth = 0;  // bytes/s per direction between two devices of a chip
   double on_chip_latency_s = 0;
+  // bytes/s per direction between the chip and its host (PCIe), shared by
+  // the chip's devices: host offload (MoveToHost / MoveToDevice) moves
+  // buffers over it.
+  double host_bandwidth = 0;
 };
 
 struct IciConfig {

@@ -477,7 +477,20 @@ OpCost OpCostModel::time(const std::string& signature, const hw::OpQuery& query)
 
 OpCost OpCostModel::instruction(const Computation& computation, const Instruction& instr) {
   const hw::OpQuery q = op_query(module_, computation, instr);
-  return time(query_key(q), q);
+  OpCost cost = time(query_key(q), q);
+  // Host offload: the buffer crosses the host link (PCIe), far slower than
+  // HBM; the op lasts the slower of the two, as a DMA-bound copy.
+  if (instr.opcode == Opcode::kCustomCall && host_bandwidth_ > 0 &&
+      classify_custom_call(instr.attrs.custom_call_target) == CustomCallKind::kHostTransfer) {
+    const double host_s = bytes_of(instr.shape) / host_bandwidth_;
+    if (host_s > cost.unit_seconds) {
+      cost.seconds += host_s - cost.unit_seconds;
+      cost.unit_seconds = host_s;
+      cost.hbm_seconds = host_s;
+      cost.bound = hw::Bound::kHbm;
+    }
+  }
+  return cost;
 }
 
 OpCost OpCostModel::fusion(const Computation& computation, const compiler::FusionGroup& group) {

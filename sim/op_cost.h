@@ -99,9 +99,11 @@ hw::OpQuery fusion_query(const compiler::Computation& computation, const compile
 
 class OpCostModel {
  public:
-  // `module`: where fusion instructions' computations are (may be null).
-  explicit OpCostModel(const hw::CoreModel& core, const compiler::Module* module = nullptr)
-      : core_(core), module_(module) {}
+  // `module`: where fusion instructions' computations are (may be null);
+  // `host_bandwidth`: bytes/s one device moves to or from its host (0: host
+  // transfers cost only their HBM traffic).
+  explicit OpCostModel(const hw::CoreModel& core, const compiler::Module* module = nullptr, double host_bandwidth = 0)
+      : core_(core), module_(module), host_bandwidth_(host_bandwidth) {}
 
   OpCost instruction(const compiler::Computation& computation, const compiler::Instruction& instr);
   OpCost fusion(const compiler::Computation& computation, const compiler::FusionGroup& group);
@@ -114,6 +116,7 @@ class OpCostModel {
 
   const hw::CoreModel& core_;
   const compiler::Module* module_ = nullptr;
+  double host_bandwidth_ = 0;
   std::unordered_map<std::string, OpCost> cache_;
   // Per computation (its module is not changed while a program is simulated).
   std::unordered_map<const compiler::Computation*, std::unique_ptr<FusionContext>> contexts_;

@@ -116,7 +116,9 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
     throw UserError(fmt::format("the program is partitioned for {} devices but the hardware mesh places {}",
                                 program.num_devices, placed),
                     "compile for the mesh the hardware is given (mesh shape product = devices)");
-  OpCostModel costs(system.core(), &program.module);
+  const hw::HardwareConfig& hardware = system.config();
+  OpCostModel costs(system.core(), &program.module,
+                    hardware.chip.host_bandwidth / static_cast<double>(std::max<int64_t>(1, hardware.chip.devices_per_chip)));
   CollectiveCatalog catalog(system, program.num_devices);
   const StepProgram steps = flatten_program(FlattenInputs{program, costs, catalog});
   const FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices);

@@ -47,8 +47,9 @@ TEST(HardwareBounds, EveryRealKeyRejectsAbsurdNanAndInfiniteValues) {
   const std::vector<std::string> keys = real_keys();
   // clock, 2 MXU cycle counts, f32 passes, MXU sustained fraction, 5 VPU
   // cycle counts, op overhead,
-  // 3 HBM, 2 on-chip and 4 ICI numbers: a new real key must land here too.
-  ASSERT_EQ(keys.size(), 20u);
+  // 3 HBM, 3 chip (on-chip bandwidth and latency, host bandwidth) and 4
+  // ICI numbers: a new real key must land here too.
+  ASSERT_EQ(keys.size(), 21u);
   for (const std::string& key : keys)
     for (const std::string value : {"1e300", ".nan", ".inf", "-.inf", "-1e300"}) {
       const UserError e = override_error(key, value);

@@ -5,6 +5,7 @@
 
 #include "compiler/hlo/hlo_parser.h"
 #include "sim/op_cost.h"
+#include "tests/sim/sim_test_util.h"
 
 namespace podsim::sim {
 namespace {
@@ -87,6 +88,24 @@ TEST(CustomCallCost, UnknownTargetCostsItsBytes) {
   EXPECT_DOUBLE_EQ(q.hbm_bytes_read, 8 * 1024 * 4);
   EXPECT_DOUBLE_EQ(q.hbm_bytes_written, 8 * 1024 * 4);
   EXPECT_EQ(classify(find(m, "q")), OpClass::kFree);
+}
+
+// MoveToHost of 4 MiB over a 1e9 B/s host link: 4194304 / 1e9 s, far
+// longer than its HBM copy; without a host link only the HBM copy counts.
+TEST(CustomCallCost, HostTransferCrossesTheHostLink) {
+  const compiler::Module m = compiler::parse_hlo(R"(HloModule offload
+ENTRY %main (x: f32[1024,1024]) -> f32[1024,1024] {
+  %x = f32[1024,1024]{1,0} parameter(0)
+  ROOT %h = f32[1024,1024]{1,0} custom-call(%x), custom_call_target="MoveToHost"
+})");
+  const hw::System system = testing::make_system({1});
+  OpCostModel with_host(system.core(), &m, 1e9);
+  const OpCost cost = with_host.instruction(m.entry(), find(m, "h"));
+  EXPECT_GE(cost.seconds, 4194304.0 / 1e9);
+  EXPECT_LT(cost.seconds, 4194304.0 / 1e9 + 1e-5);  // plus at most the op's fixed costs
+  EXPECT_EQ(cost.bound, hw::Bound::kHbm);
+  OpCostModel without(system.core(), &m);
+  EXPECT_LT(without.instruction(m.entry(), find(m, "h")).seconds, 1e-3);
 }
 
 }  // namespace
