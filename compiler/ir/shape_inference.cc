@@ -121,6 +121,7 @@ class Inferrer {
   Shape triangular_solve();
   Shape cholesky();
   const Shape& tuple_operand_element(size_t operand, int64_t index) const;
+  Shape async_start();
 
   const Instruction& instr_;
   const std::vector<const Shape*>& ops_;
@@ -839,6 +840,49 @@ const Shape& Inferrer::tuple_operand_element(size_t operand, int64_t index) cons
   return t.tuple_shape(static_cast<int>(index));
 }
 
+// A start op's written tuple begins (operands, result, ...): the operands
+// (one operand alone for all-gather-start, copy-start and
+// collective-permute-start; a tuple of them for async-start) and the
+// result the wrapped op gives them. Context elements after these are not
+// checked. copy-start is (destination, source, context).
+Shape Inferrer::async_start() {
+  const Shape& written = instr_.shape;
+  if (!written.is_tuple() || written.tuple_shapes().size() < 2)
+    fail(fmt::format("result must be a tuple (operands, result, ...), got {}", written.to_string(false)));
+  const Opcode op = instr_.opcode;
+  Shape operands;
+  if (op == Opcode::kAsyncStart) {
+    std::vector<Shape> elems;
+    for (const Shape* s : ops_) elems.push_back(*s);
+    operands = Shape::tuple(std::move(elems));
+  } else {
+    expect_operands(1);
+    operands = *ops_[0];
+  }
+  const size_t operands_at = op == Opcode::kCopyStart ? 1 : 0;
+  if (!(written.tuple_shape(static_cast<int>(operands_at)) == operands))
+    fail(fmt::format("tuple element {} must be the operands {}, got {}", operands_at, operands.to_string(false),
+                     written.tuple_shape(static_cast<int>(operands_at)).to_string(false)));
+  // The result: what the wrapped op gives, inferred as if it ran alone.
+  std::optional<Shape> result;
+  if (op == Opcode::kCopyStart || op == Opcode::kCollectivePermuteStart) {
+    result = *ops_[0];
+  } else if (op == Opcode::kAllGatherStart || instr_.attrs.async_wrapped) {
+    Instruction wrapped = instr_;
+    wrapped.opcode = op == Opcode::kAllGatherStart ? Opcode::kAllGather : *instr_.attrs.async_wrapped;
+    wrapped.attrs.async_wrapped.reset();
+    wrapped.shape = written.tuple_shape(op == Opcode::kCopyStart ? 0 : 1);
+    result = Inferrer(wrapped, ops_, ctx_).run();
+  } else if (const Computation* body = callee(0)) {
+    result = body->root_instr().shape;
+  }
+  const int result_at = op == Opcode::kCopyStart ? 0 : 1;
+  if (result && !(written.tuple_shape(result_at) == *result))
+    fail(fmt::format("tuple element {} must be the result {}, got {}", result_at, result->to_string(false),
+                     written.tuple_shape(result_at).to_string(false)));
+  return written;
+}
+
 Shape Inferrer::run() {
   const Opcode op = instr_.opcode;
   if (is_elementwise_unary(op)) return elementwise_unary();
@@ -958,18 +1002,36 @@ Shape Inferrer::run() {
       if (instr_.attrs.rng_distribution.empty()) fail("needs distribution=rng_uniform or rng_normal");
       return instr_.shape;
     }
-    case Opcode::kRngBitGenerator:
     case Opcode::kRngGetAndUpdateState:
-    case Opcode::kInfeed:
-    case Opcode::kRecv:
     case Opcode::kDynamicReshape:
+      return instr_.shape;
+    // The tuples of these hold state, context and buffer elements that vary
+    // with the XLA version: the written shape is taken, and only its stable
+    // elements are checked.
+    case Opcode::kRngBitGenerator:
+      // (new state, bits): the state keeps the operand's shape. An array
+      // (the bits alone) is accepted too, as XLA's own tests write it.
+      expect_operands(1);
+      if (instr_.shape.is_tuple() &&
+          (instr_.shape.tuple_shapes().size() != 2 || !(instr_.shape.tuple_shape(0) == *ops_[0])))
+        fail(fmt::format("result must be (state {}, bits), got {}", ops_[0]->to_string(false),
+                         instr_.shape.to_string(false)));
+      return instr_.shape;
+    case Opcode::kInfeed:
+    case Opcode::kRecv: {
+      // infeed: (data, token[]); recv: (data, u32[] context, token[]).
+      expect_operands(1);
+      if (!(*ops_[0] == Shape::scalar(DType::kToken))) fail("the operand must be a token");
+      const size_t n = instr_.opcode == Opcode::kInfeed ? 2 : 3;
+      if (!instr_.shape.is_tuple() || instr_.shape.tuple_shapes().size() != n ||
+          !(instr_.shape.tuple_shapes().back() == Shape::scalar(DType::kToken)))
+        fail(fmt::format("result must be a {}-tuple ending in token[], got {}", n, instr_.shape.to_string(false)));
+      return instr_.shape;
+    }
     case Opcode::kCopyStart:
     case Opcode::kAllGatherStart:
     case Opcode::kCollectivePermuteStart:
-    case Opcode::kAsyncStart:
-      // Result layouts of these (state, context and buffer tuples) vary
-      // with the XLA version: the written shape is taken.
-      return instr_.shape;
+    case Opcode::kAsyncStart: return async_start();
     case Opcode::kConditional: return conditional();
     case Opcode::kSelectAndScatter: return select_and_scatter();
     case Opcode::kMap: return map();

@@ -453,5 +453,38 @@ TEST(NewOpShapes, ErrorsNameTheInstructionAtItsLocation) {
   }
 }
 
+TEST(NewOpShapes, StartOpsCheckTheirOperandsAndResultButNotContexts) {
+  // all-gather-start (operand, result): dim 0 gathered over a group of 4, 2 -> 8.
+  Attributes a;
+  a.dimensions = {0};
+  a.replica_groups.explicit_groups = {{0, 1, 2, 3}};
+  const Shape x = f32({2, 8});
+  const Shape good = Shape::tuple({x, f32({8, 8})});
+  EXPECT_EQ(infer(Opcode::kAllGatherStart, {x}, a, good), good);
+  EXPECT_THROW(infer(Opcode::kAllGatherStart, {x}, a, Shape::tuple({x, f32({4, 8})})), UserError);
+  // Short form all-to-all-start ((operands), result, any contexts).
+  Attributes s = a;
+  s.async_wrapped = Opcode::kAllToAll;
+  const Shape u32 = Shape::scalar(DType::kU32);
+  const Shape a2a = Shape::tuple({Shape::tuple({f32({4, 2})}), f32({4, 2}), u32, u32});
+  EXPECT_EQ(infer(Opcode::kAsyncStart, {f32({4, 2})}, s, a2a), a2a);
+  EXPECT_THROW(infer(Opcode::kAsyncStart, {f32({4, 2})}, s, Shape::tuple({f32({4, 2}), f32({4, 2})})), UserError);
+  // copy-start (destination, source, context).
+  EXPECT_EQ(infer(Opcode::kCopyStart, {x}, {}, Shape::tuple({x, x, u32})), Shape::tuple({x, x, u32}));
+  EXPECT_THROW(infer(Opcode::kCopyStart, {x}, {}, Shape::tuple({f32({2, 9}), x, u32})), UserError);
+}
+
+TEST(NewOpShapes, RngBitGeneratorInfeedAndRecvKeepTheirWrittenTuples) {
+  const Shape state = Shape(DType::kU64, {2}), token = Shape::scalar(DType::kToken);
+  const Shape bits = Shape::tuple({state, Shape(DType::kU32, {8})});
+  EXPECT_EQ(infer(Opcode::kRngBitGenerator, {state}, {}, bits), bits);
+  EXPECT_THROW(infer(Opcode::kRngBitGenerator, {Shape(DType::kU64, {3})}, {}, bits), UserError);
+  EXPECT_EQ(infer(Opcode::kRngBitGenerator, {state}, {}, Shape(DType::kU32, {8})), Shape(DType::kU32, {8}));
+  const Shape feed = Shape::tuple({f32({2, 3}), token});
+  EXPECT_EQ(infer(Opcode::kInfeed, {token}, {}, feed), feed);
+  EXPECT_THROW(infer(Opcode::kInfeed, {token}, {}, f32({2, 3})), UserError);
+  EXPECT_THROW(infer(Opcode::kRecv, {token}, {}, feed), UserError);  // recv adds a u32[] context
+}
+
 }  // namespace
 }  // namespace podsim::compiler
