@@ -42,6 +42,23 @@ std::string op_name_of_metadata(std::string_view metadata) {
   return name;
 }
 
+// A tuple sharding as XLA prints it carries "/*index=5*/" comments between
+// its elements: they are dropped from the kept text.
+std::string without_comments(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      size_t end = text.find("*/", i + 2);
+      if (end == std::string_view::npos) break;  // the cursor has checked termination
+      i = end + 1;
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 void read_attribute(HloCursor& c, PendingInstruction& pending, std::string_view key) {
@@ -50,7 +67,7 @@ void read_attribute(HloCursor& c, PendingInstruction& pending, std::string_view 
   size_t value_pos = c.pos();
   if (key == "sharding") {
     if (c.peek() != '{') c.fail_expected("'{' starting a sharding");
-    pending.instr.sharding = std::string(c.raw_value());
+    pending.instr.sharding = without_comments(c.raw_value());
   } else if (key == "metadata") {
     if (c.peek() != '{') c.fail_expected("'{' starting metadata");
     pending.instr.op_name = op_name_of_metadata(c.raw_value());

@@ -584,6 +584,13 @@ TEST(ParseForms, ModuleHeaderKeepsIsScheduledAndSkipsTheRest) {
   EXPECT_FALSE(load_form("fusion").is_scheduled());
 }
 
+TEST(ParseForms, IndexCommentsInTupleShardingsAreDropped) {
+  Module m = load_form("index_comments");
+  EXPECT_EQ(m.entry().root_instr().sharding,
+            "{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, {devices=[2]0,1}}");
+  EXPECT_EQ(m.entry().root_instr().shape.tuple_shapes().size(), 6u);
+}
+
 TEST(ParseForms, ExecutionThreadAfterAComputationIsRead) {
   Module m = load_form("execution_thread");
   EXPECT_EQ(m.computation_count(), 2);
