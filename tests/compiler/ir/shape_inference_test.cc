@@ -486,5 +486,11 @@ TEST(NewOpShapes, RngBitGeneratorInfeedAndRecvKeepTheirWrittenTuples) {
   EXPECT_THROW(infer(Opcode::kRecv, {token}, {}, feed), UserError);  // recv adds a u32[] context
 }
 
+TEST(Literal, ComplexValuesPrintAsRealImagPairs) {
+  Literal z(Shape(DType::kC64, {2}), {1, 0, 0.5, -2});
+  EXPECT_EQ(z.values_to_string(), "{ (1, 0), (0.5, -2) }");
+  EXPECT_EQ(Literal(Shape::scalar(DType::kC128), {3, 4}).values_to_string(), "(3, 4)");
+}
+
 }  // namespace
 }  // namespace podsim::compiler
