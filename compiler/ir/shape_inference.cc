@@ -105,9 +105,11 @@ class Inferrer {
   Shape scatter();
   Shape while_loop();
   Shape call();
-  Shape all_gather();
+  Shape per_operand(Shape (Inferrer::*one)(const Shape&) const) const;
+  Shape all_reduce_one(const Shape& x) const;
+  Shape all_gather_one(const Shape& x) const;
   int64_t divisible_collective_dim(const Shape& x) const;
-  Shape reduce_scatter();
+  Shape reduce_scatter_one(const Shape& x) const;
   Shape all_to_all();
   Shape bitcast_convert();
   Shape sort();
@@ -577,9 +579,20 @@ Shape Inferrer::call() {
   return c->root_instr().shape;
 }
 
-Shape Inferrer::all_gather() {
-  expect_operands(1);
-  const Shape& x = array_operand(0);
+// Collectives combined by XLA (all-reduce, all-gather, reduce-scatter
+// combiners; tuple all-to-all) take several operands and return a tuple of
+// the per-operand results.
+Shape Inferrer::per_operand(Shape (Inferrer::*one)(const Shape&) const) const {
+  if (ops_.empty()) fail("needs at least one operand");
+  if (ops_.size() == 1) return (this->*one)(array_operand(0));
+  std::vector<Shape> results;
+  for (size_t i = 0; i < ops_.size(); ++i) results.push_back((this->*one)(array_operand(i)));
+  return Shape::tuple(std::move(results));
+}
+
+Shape Inferrer::all_reduce_one(const Shape& x) const { return x; }
+
+Shape Inferrer::all_gather_one(const Shape& x) const {
   int64_t d = collective_dim(x);
   std::vector<int64_t> out = x.dims();
   out[static_cast<size_t>(d)] *= group_size();
@@ -595,9 +608,7 @@ int64_t Inferrer::divisible_collective_dim(const Shape& x) const {
   return d;
 }
 
-Shape Inferrer::reduce_scatter() {
-  expect_operands(1);
-  const Shape& x = array_operand(0);
+Shape Inferrer::reduce_scatter_one(const Shape& x) const {
   int64_t d = divisible_collective_dim(x);
   std::vector<int64_t> out = x.dims();
   out[static_cast<size_t>(d)] /= group_size();
@@ -605,10 +616,23 @@ Shape Inferrer::reduce_scatter() {
 }
 
 Shape Inferrer::all_to_all() {
-  expect_operands(1);
-  const Shape& x = array_operand(0);
-  divisible_collective_dim(x);
-  return x;
+  if (ops_.size() == 1) {
+    const Shape& x = array_operand(0);
+    divisible_collective_dim(x);
+    return x;
+  }
+  // Tuple all-to-all: operand i is the chunk sent to group member i; no
+  // split dimension, every chunk the same shape.
+  if (ops_.empty()) fail("needs at least one operand");
+  if (!instr_.attrs.dimensions.empty()) fail("an all-to-all of several operands takes no dimensions={}");
+  if (static_cast<int64_t>(ops_.size()) != group_size())
+    fail(fmt::format("{} operands for a group of {}", ops_.size(), group_size()));
+  std::vector<Shape> results;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (!(array_operand(i) == array_operand(0))) fail("tuple all-to-all chunks must have equal shapes");
+    results.push_back(*ops_[i]);
+  }
+  return Shape::tuple(std::move(results));
 }
 
 // bitcast-convert to a type of another width: wider -> narrower appends a
@@ -851,7 +875,7 @@ Shape Inferrer::async_start() {
     fail(fmt::format("result must be a tuple (operands, result, ...), got {}", written.to_string(false)));
   const Opcode op = instr_.opcode;
   Shape operands;
-  if (op == Opcode::kAsyncStart) {
+  if (op == Opcode::kAsyncStart || (op == Opcode::kAllGatherStart && ops_.size() > 1)) {
     std::vector<Shape> elems;
     for (const Shape* s : ops_) elems.push_back(*s);
     operands = Shape::tuple(std::move(elems));
@@ -961,11 +985,10 @@ Shape Inferrer::run() {
       expect_operands(0);
       return Shape::scalar(DType::kU32);
     case Opcode::kAllReduce:
-      expect_operands(1);
       callee(0);
-      return array_operand(0);
-    case Opcode::kAllGather: return all_gather();
-    case Opcode::kReduceScatter: callee(0); return reduce_scatter();
+      return per_operand(&Inferrer::all_reduce_one);
+    case Opcode::kAllGather: return per_operand(&Inferrer::all_gather_one);
+    case Opcode::kReduceScatter: callee(0); return per_operand(&Inferrer::reduce_scatter_one);
     case Opcode::kAllToAll: return all_to_all();
     case Opcode::kCollectivePermute:
       expect_operands(1);
@@ -1085,9 +1108,8 @@ Shape Inferrer::run() {
       expect_operands(1);
       return tuple_operand_element(0, 0);
     case Opcode::kAllReduceStart:
-      expect_operands(1);
       callee(0);
-      return array_operand(0);
+      return per_operand(&Inferrer::all_reduce_one);
     case Opcode::kAllReduceDone:
     case Opcode::kAsyncUpdate:
       expect_operands(1);

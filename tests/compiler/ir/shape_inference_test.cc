@@ -492,5 +492,25 @@ TEST(Literal, ComplexValuesPrintAsRealImagPairs) {
   EXPECT_EQ(Literal(Shape::scalar(DType::kC128), {3, 4}).values_to_string(), "(3, 4)");
 }
 
+TEST(NewOpShapes, CombinedCollectivesReturnATupleOfPerOperandResults) {
+  // Groups of 2: all-gather doubles dim 0, reduce-scatter halves it.
+  Attributes a;
+  a.dimensions = {0};
+  a.replica_groups.explicit_groups = {{0, 1}, {2, 3}};
+  const Shape x = f32({4, 3}), y = Shape(DType::kS32, {6});
+  EXPECT_EQ(infer(Opcode::kAllReduce, {x, y}, a, {}, {0}), Shape::tuple({x, y}));
+  EXPECT_EQ(infer(Opcode::kAllGather, {x, y}, a), Shape::tuple({f32({8, 3}), Shape(DType::kS32, {12})}));
+  EXPECT_EQ(infer(Opcode::kReduceScatter, {x, y}, a, {}, {0}), Shape::tuple({f32({2, 3}), Shape(DType::kS32, {3})}));
+  EXPECT_THROW(infer(Opcode::kReduceScatter, {x, f32({3})}, a, {}, {0}), UserError);  // 3 is odd
+  // Tuple all-to-all: one equal chunk per group member, no dimensions.
+  Attributes t;
+  t.replica_groups.explicit_groups = {{0, 1}, {2, 3}};
+  EXPECT_EQ(infer(Opcode::kAllToAll, {x, x}, t), Shape::tuple({x, x}));
+  EXPECT_THROW(infer(Opcode::kAllToAll, {x, x, x}, t), UserError);
+  // all-gather-start of two operands: ((operands), (results)).
+  const Shape start = Shape::tuple({Shape::tuple({x, y}), Shape::tuple({f32({8, 3}), Shape(DType::kS32, {12})})});
+  EXPECT_EQ(infer(Opcode::kAllGatherStart, {x, y}, a, start), start);
+}
+
 }  // namespace
 }  // namespace podsim::compiler
