@@ -289,7 +289,7 @@ class Printer {
     return in.opcode;
   }
 
-  void append_quoted_free(std::string_view key, const std::string& value) {
+  void append_verbatim(std::string_view key, const std::string& value) {
     if (value.empty()) return;
     out_ += ", ";
     out_ += key;
@@ -436,11 +436,11 @@ class Printer {
         break;
       case Opcode::kSort: append_true("is_stable", a.is_stable); break;
       case Opcode::kFft:
-        append_quoted_free("fft_type", a.fft_type);
+        append_verbatim("fft_type", a.fft_type);
         append_int_list("fft_length", a.fft_length);
         break;
-      case Opcode::kRng: append_quoted_free("distribution", a.rng_distribution); break;
-      case Opcode::kRngBitGenerator: append_quoted_free("algorithm", a.rng_algorithm); break;
+      case Opcode::kRng: append_verbatim("distribution", a.rng_distribution); break;
+      case Opcode::kRngBitGenerator: append_verbatim("algorithm", a.rng_algorithm); break;
       case Opcode::kReducePrecision:
         append_int("exponent_bits", a.exponent_bits);
         append_int("mantissa_bits", a.mantissa_bits);
@@ -449,13 +449,13 @@ class Printer {
         append_int("k", a.k);
         out_ += a.largest ? ", largest=true" : ", largest=false";
         break;
-      case Opcode::kFusion: append_quoted_free("kind", a.fusion_kind); break;
+      case Opcode::kFusion: append_verbatim("kind", a.fusion_kind); break;
       case Opcode::kCholesky: append_true("lower", a.lower); break;
       case Opcode::kTriangularSolve:
         append_true("left_side", a.left_side);
         append_true("lower", a.lower);
         append_true("unit_diagonal", a.unit_diagonal);
-        append_quoted_free("transpose_a", a.transpose_a);
+        append_verbatim("transpose_a", a.transpose_a);
         break;
       case Opcode::kBatchNormTraining:
       case Opcode::kBatchNormInference:
@@ -478,7 +478,7 @@ class Printer {
       out_ += ", sharding=";
       out_ += *in.sharding;
     }
-    append_quoted_free("frontend_attributes", a.frontend_attributes);
+    append_verbatim("frontend_attributes", a.frontend_attributes);
     if (!in.op_name.empty()) {
       out_ += ", metadata={op_name=\"";
       for (char ch : in.op_name) {
