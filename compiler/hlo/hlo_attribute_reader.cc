@@ -23,7 +23,7 @@ NameRef read_computation_ref(HloCursor& c) {
 
 // Attributes whose values podsim neither models nor prints back.
 bool is_skipped(std::string_view key) {
-  return key == "frontend_attributes" || key == "operand_precision" ||
+  return key == "operand_precision" ||
          key == "precision_config" || key == "statistics" || key == "schedule" ||
          key == "result_accuracy";
 }
@@ -42,6 +42,23 @@ std::string op_name_of_metadata(std::string_view metadata) {
   return name;
 }
 
+// A tuple sharding as XLA prints it carries "/*index=5*/" comments between
+// its elements: they are dropped from the kept text.
+std::string without_comments(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      size_t end = text.find("*/", i + 2);
+      if (end == std::string_view::npos) break;  // the cursor has checked termination
+      i = end + 1;
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 void read_attribute(HloCursor& c, PendingInstruction& pending, std::string_view key) {
@@ -50,7 +67,7 @@ void read_attribute(HloCursor& c, PendingInstruction& pending, std::string_view 
   size_t value_pos = c.pos();
   if (key == "sharding") {
     if (c.peek() != '{') c.fail_expected("'{' starting a sharding");
-    pending.instr.sharding = std::string(c.raw_value());
+    pending.instr.sharding = without_comments(c.raw_value());
   } else if (key == "metadata") {
     if (c.peek() != '{') c.fail_expected("'{' starting metadata");
     pending.instr.op_name = op_name_of_metadata(c.raw_value());
@@ -122,6 +139,64 @@ void read_attribute(HloCursor& c, PendingInstruction& pending, std::string_view 
     a.unique_indices = read_bool(c);
   } else if (key == "to_apply" || key == "calls") {
     pending.to_apply = read_computation_ref(c);
+  } else if (key == "true_computation") {
+    pending.true_computation = read_computation_ref(c);
+  } else if (key == "false_computation") {
+    pending.false_computation = read_computation_ref(c);
+  } else if (key == "branch_computations") {
+    c.expect('{');
+    if (!c.consume('}')) {
+      do {
+        pending.branch_computations.push_back(read_computation_ref(c));
+      } while (c.consume(','));
+      c.expect('}');
+    }
+  } else if (key == "select") {
+    pending.select = read_computation_ref(c);
+  } else if (key == "scatter") {
+    pending.scatter = read_computation_ref(c);
+  } else if (key == "frontend_attributes") {
+    if (c.peek() != '{') c.fail_expected("'{' starting frontend_attributes");
+    a.frontend_attributes = std::string(c.raw_value());
+  } else if (key == "is_stable") {
+    a.is_stable = read_bool(c);
+  } else if (key == "fft_type") {
+    a.fft_type = std::string(c.name("an FFT type (FFT, IFFT, RFFT, IRFFT)"));
+    if (a.fft_type != "FFT" && a.fft_type != "IFFT" && a.fft_type != "RFFT" && a.fft_type != "IRFFT")
+      c.fail_at(value_pos, fmt::format("unknown fft_type '{}'", a.fft_type), "fft types: FFT, IFFT, RFFT, IRFFT");
+  } else if (key == "fft_length") {
+    a.fft_length = read_int_list(c);
+  } else if (key == "distribution") {
+    a.rng_distribution = std::string(c.name("an rng distribution (rng_uniform, rng_normal)"));
+    if (a.rng_distribution != "rng_uniform" && a.rng_distribution != "rng_normal")
+      c.fail_at(value_pos, fmt::format("unknown rng distribution '{}'", a.rng_distribution),
+                "distributions: rng_uniform, rng_normal");
+  } else if (key == "algorithm") {
+    a.rng_algorithm = std::string(c.name("an rng algorithm (rng_default, rng_three_fry, rng_philox)"));
+  } else if (key == "exponent_bits") {
+    a.exponent_bits = c.integer("an integer exponent bit count");
+  } else if (key == "mantissa_bits") {
+    a.mantissa_bits = c.integer("an integer mantissa bit count");
+  } else if (key == "k") {
+    a.k = c.integer("an integer k");
+  } else if (key == "largest") {
+    a.largest = read_bool(c);
+  } else if (key == "kind") {
+    a.fusion_kind = std::string(c.name("a fusion kind (kLoop, kInput, kOutput, kCustom)"));
+  } else if (key == "left_side") {
+    a.left_side = read_bool(c);
+  } else if (key == "lower") {
+    a.lower = read_bool(c);
+  } else if (key == "unit_diagonal") {
+    a.unit_diagonal = read_bool(c);
+  } else if (key == "transpose_a") {
+    a.transpose_a = std::string(c.name("a transpose_a value (NO_TRANSPOSE, TRANSPOSE, ADJOINT)"));
+  } else if (key == "epsilon") {
+    a.epsilon = c.number("a number epsilon");
+  } else if (key == "feature_index") {
+    a.feature_index = c.integer("an integer feature index");
+  } else if (key == "is_host_transfer") {
+    a.is_host_transfer = read_bool(c);
   } else if (key == "condition") {
     pending.condition = read_computation_ref(c);
   } else if (key == "body") {

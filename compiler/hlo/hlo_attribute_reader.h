@@ -28,6 +28,14 @@ struct PendingInstruction {
   std::optional<NameRef> to_apply;   // to_apply= / calls=
   std::optional<NameRef> condition;  // while condition=
   std::optional<NameRef> body;       // while body=
+  // conditional: true_computation=/false_computation= (pred form) or
+  // branch_computations={...} (index form), in branch order.
+  std::optional<NameRef> true_computation, false_computation;
+  std::vector<NameRef> branch_computations;
+  std::optional<NameRef> select, scatter;  // select-and-scatter
+  // False when the text gives no result shape ("ROOT t = tuple(a, b)"): the
+  // parser infers it once operands and called computations are resolved.
+  bool has_shape = true;
 };
 
 // Reads the value of attribute `key` (the cursor is just after '=').

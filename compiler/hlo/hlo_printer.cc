@@ -23,6 +23,7 @@ class Printer {
     if (module_.replica_count() != 1) fmt::format_to(std::back_inserter(out_), ", replica_count={}", module_.replica_count());
     if (module_.num_partitions() != 1)
       fmt::format_to(std::back_inserter(out_), ", num_partitions={}", module_.num_partitions());
+    if (module_.is_scheduled()) out_ += ", is_scheduled=true";
     out_ += "\n";
     for (CompId id : computation_order()) {
       out_ += "\n";
@@ -145,6 +146,15 @@ class Printer {
   void append_array_values(const Literal& lit, int dim, size_t& offset) {
     const Shape& s = lit.shape();
     if (dim == s.rank()) {
+      if (is_complex(s.dtype())) {  // XLA: "(re, im)"
+        const DType part = s.dtype() == DType::kC64 ? DType::kF32 : DType::kF64;
+        out_ += '(';
+        append_element(part, lit.values()[offset++]);
+        out_ += ", ";
+        append_element(part, lit.values()[offset++]);
+        out_ += ')';
+        return;
+      }
       append_element(s.dtype(), lit.values()[offset++]);
       return;
     }
@@ -256,19 +266,77 @@ class Printer {
     out_ += '}';
   }
 
+  std::string_view computation_name(CompId id) const {
+    return id >= 0 && id < module_.computation_count() ? std::string_view(module_.computation(id).name())
+                                                       : std::string_view("<invalid>");
+  }
+
   void append_called(std::string_view key, CompId id) {
     out_ += ", ";
     out_ += key;
     out_ += "=%";
-    out_ += id >= 0 && id < module_.computation_count() ? module_.computation(id).name() : std::string("<invalid>");
+    out_ += computation_name(id);
   }
 
-  void append_attributes(const Instruction& in) {
-    const Attributes& a = in.attrs;
+  // The op whose attributes a start op carries: all-gather-start prints as
+  // an all-gather, XLA's short form "all-to-all-start" as an all-to-all.
+  // Done and update ops carry none of the wrapped op's attributes.
+  static Opcode attribute_opcode(const Instruction& in) {
+    if (in.opcode == Opcode::kAsyncStart && in.attrs.async_wrapped) return *in.attrs.async_wrapped;
+    if (in.opcode == Opcode::kAllGatherStart || in.opcode == Opcode::kAllReduceStart ||
+        in.opcode == Opcode::kCollectivePermuteStart)
+      return *async_wrapped_opcode(in.opcode);
+    return in.opcode;
+  }
+
+  void append_verbatim(std::string_view key, const std::string& value) {
+    if (value.empty()) return;
+    out_ += ", ";
+    out_ += key;
+    out_ += '=';
+    out_ += value;
+  }
+
+  void append_called_computations(const Instruction& in, const Computation& comp) {
     const Opcode op = in.opcode;
+    if (op == Opcode::kWhile && in.called.size() == 2) {
+      append_called("condition", in.called[0]);
+      append_called("body", in.called[1]);
+    } else if (op == Opcode::kConditional) {
+      // The pred form (two branches selected by a pred) or the index form.
+      const bool pred_form = in.called.size() == 2 && !in.operands.empty() && in.operands[0] >= 0 &&
+                             in.operands[0] < comp.size() && comp.instr(in.operands[0]).shape.is_array() &&
+                             comp.instr(in.operands[0]).shape.dtype() == DType::kPred;
+      if (pred_form) {
+        append_called("true_computation", in.called[0]);
+        append_called("false_computation", in.called[1]);
+      } else {
+        out_ += ", branch_computations={";
+        for (size_t i = 0; i < in.called.size(); ++i) {
+          if (i) out_ += ", ";
+          out_ += '%';
+          out_ += computation_name(in.called[i]);
+        }
+        out_ += '}';
+      }
+    } else if (op == Opcode::kSelectAndScatter && in.called.size() == 2) {
+      append_called("select", in.called[0]);
+      append_called("scatter", in.called[1]);
+    } else if (!in.called.empty()) {
+      const bool calls = op == Opcode::kFusion ||
+                         ((op == Opcode::kAsyncStart || op == Opcode::kAsyncUpdate || op == Opcode::kAsyncDone) &&
+                          !in.attrs.async_wrapped);
+      append_called(calls ? "calls" : "to_apply", in.called[0]);
+    }
+  }
+
+  void append_attributes(const Instruction& in, const Computation& comp) {
+    const Attributes& a = in.attrs;
+    const Opcode op = attribute_opcode(in);
     const bool always_dimensions = op == Opcode::kBroadcast || op == Opcode::kTranspose || op == Opcode::kReduce ||
                                    op == Opcode::kReverse || op == Opcode::kConcatenate ||
                                    op == Opcode::kAllGather || op == Opcode::kReduceScatter;
+    if (a.channel_id && !is_collective(op)) append_int("channel_id", *a.channel_id);  // send/recv, ...
     if (is_collective(op)) {
       if (a.channel_id) append_int("channel_id", *a.channel_id);
       if (op == Opcode::kCollectivePermute) {
@@ -324,6 +392,7 @@ class Printer {
         append_int_list("rhs_contracting_dims", a.dot.rhs_contracting);
         break;
       case Opcode::kReduceWindow:
+      case Opcode::kSelectAndScatter:
         if (!a.window.empty()) append_window(a.window);
         break;
       case Opcode::kConvolution:
@@ -365,14 +434,42 @@ class Printer {
         }
         out_ += '"';
         break;
+      case Opcode::kSort: append_true("is_stable", a.is_stable); break;
+      case Opcode::kFft:
+        append_verbatim("fft_type", a.fft_type);
+        append_int_list("fft_length", a.fft_length);
+        break;
+      case Opcode::kRng: append_verbatim("distribution", a.rng_distribution); break;
+      case Opcode::kRngBitGenerator: append_verbatim("algorithm", a.rng_algorithm); break;
+      case Opcode::kReducePrecision:
+        append_int("exponent_bits", a.exponent_bits);
+        append_int("mantissa_bits", a.mantissa_bits);
+        break;
+      case Opcode::kTopK:
+        append_int("k", a.k);
+        out_ += a.largest ? ", largest=true" : ", largest=false";
+        break;
+      case Opcode::kFusion: append_verbatim("kind", a.fusion_kind); break;
+      case Opcode::kCholesky: append_true("lower", a.lower); break;
+      case Opcode::kTriangularSolve:
+        append_true("left_side", a.left_side);
+        append_true("lower", a.lower);
+        append_true("unit_diagonal", a.unit_diagonal);
+        append_verbatim("transpose_a", a.transpose_a);
+        break;
+      case Opcode::kBatchNormTraining:
+      case Opcode::kBatchNormInference:
+      case Opcode::kBatchNormGrad:
+        fmt::format_to(std::back_inserter(out_), ", epsilon={}", a.epsilon);
+        append_int("feature_index", a.feature_index);
+        break;
+      case Opcode::kSend:
+      case Opcode::kSendDone:
+      case Opcode::kRecv:
+      case Opcode::kRecvDone: append_true("is_host_transfer", a.is_host_transfer); break;
       default: break;
     }
-    if (op == Opcode::kWhile && in.called.size() == 2) {
-      append_called("condition", in.called[0]);
-      append_called("body", in.called[1]);
-    } else if (!in.called.empty()) {
-      append_called("to_apply", in.called[0]);
-    }
+    append_called_computations(in, comp);
     if (!a.backend_config.empty()) {
       out_ += ", backend_config=";
       out_ += a.backend_config;
@@ -381,6 +478,7 @@ class Printer {
       out_ += ", sharding=";
       out_ += *in.sharding;
     }
+    append_verbatim("frontend_attributes", a.frontend_attributes);
     if (!in.op_name.empty()) {
       out_ += ", metadata={op_name=\"";
       for (char ch : in.op_name) {
@@ -404,7 +502,14 @@ class Printer {
     out_ += " = ";
     out_ += in.shape.to_string();
     out_ += ' ';
-    out_ += opcode_name(in.opcode);
+    if (in.attrs.async_wrapped &&
+        (in.opcode == Opcode::kAsyncStart || in.opcode == Opcode::kAsyncUpdate || in.opcode == Opcode::kAsyncDone)) {
+      // XLA's short async form: "all-to-all-start", "call-update", "call-done".
+      out_ += opcode_name(*in.attrs.async_wrapped);
+      out_ += in.opcode == Opcode::kAsyncStart ? "-start" : in.opcode == Opcode::kAsyncUpdate ? "-update" : "-done";
+    } else {
+      out_ += opcode_name(in.opcode);
+    }
     out_ += '(';
     if (in.opcode == Opcode::kParameter) {
       fmt::format_to(std::back_inserter(out_), "{}", in.attrs.parameter_number);
@@ -419,7 +524,7 @@ class Printer {
       }
     }
     out_ += ')';
-    append_attributes(in);
+    append_attributes(in, comp);
   }
 
   const Module& module_;

@@ -9,7 +9,9 @@
 namespace podsim::compiler::hlo_detail {
 
 namespace {
-constexpr const char* kDtypeHint = "known element types: pred s8 s32 s64 u8 u32 bf16 f16 f32 f64";
+constexpr const char* kDtypeHint =
+    "known element types: pred s2 s4 s8 s16 s32 s64 u2 u4 u8 u16 u32 u64 bf16 f16 f32 f64 f8e4m3fn f8e5m2 "
+    "f8e4m3fnuz f8e5m2fnuz f8e4m3b11fnuz f8e4m3 f8e3m4 c64 c128 token";
 
 // Reads 'x'-separated integers ("3x3"); the first integer is required.
 std::vector<int64_t> read_x_separated(HloCursor& c, std::string_view what) {
@@ -53,6 +55,8 @@ Shape read_shape(HloCursor& c) {
   std::vector<int64_t> dims;
   if (!c.consume(']')) {
     do {
+      // A bounded dynamic dim "<=8" is read as its bound (XLA's static upper size).
+      c.consume_text("<=");
       size_t p = c.pos();
       int64_t d = c.integer("a dimension size");
       if (d < 0) c.fail_at(p, fmt::format("negative dimension size {}", d));
@@ -323,6 +327,18 @@ void read_array_values(HloCursor& c, DType dtype, std::vector<double>& out) {
     c.expect('}');
     return;
   }
+  if (is_complex(dtype)) {  // "(re, im)"; a plain number is (re, 0)
+    if (c.consume('(')) {
+      out.push_back(round_to_dtype(dtype, c.number("the real part of a complex value")));
+      c.expect(',');
+      out.push_back(round_to_dtype(dtype, c.number("the imaginary part of a complex value")));
+      c.expect(')');
+    } else {
+      out.push_back(round_to_dtype(dtype, c.number("a complex literal value '(re, im)'")));
+      out.push_back(0.0);
+    }
+    return;
+  }
   out.push_back(round_to_dtype(dtype, c.number("a literal value")));
 }
 }  // namespace
@@ -345,9 +361,10 @@ Literal read_literal(HloCursor& c, const Shape& shape) {
               "dump the HLO with large constants printed (XLA's print_large_constants)");
   std::vector<double> values;
   read_array_values(c, shape.dtype(), values);
-  if (static_cast<int64_t>(values.size()) != shape.num_elements())
+  const int64_t per_element = Literal::values_per_element(shape.dtype());
+  if (static_cast<int64_t>(values.size()) != shape.num_elements() * per_element)
     c.fail_at(start,
-              fmt::format("constant has {} values but shape {} needs {}", values.size(),
+              fmt::format("constant has {} values but shape {} needs {}", static_cast<int64_t>(values.size()) / per_element,
                           shape.to_string(false), shape.num_elements()),
               "list one value per element, nested in braces per dimension");
   return Literal(shape, std::move(values));

@@ -14,8 +14,9 @@
 
 namespace podsim::compiler::hlo_detail {
 
-// "f32[8,16]{1,0}", "pred[]", "(f32[2], s32[])"; the layout is kept only as
-// minor_to_major (tiling and memory-space suffixes after ':' are dropped).
+// "f32[8,16]{1,0}", "pred[]", "(f32[2], s32[])", "f32[<=8]" (a bounded
+// dynamic dim, read as its bound); the layout is kept only as minor_to_major
+// (tiling, memory-space and element-size suffixes after ':' are dropped).
 Shape read_shape(HloCursor& c);
 // True if the next token starts a shape (a known or unknown dtype name
 // followed directly by '[', or a '(' tuple).
@@ -38,7 +39,8 @@ ReplicaGroups read_replica_groups(HloCursor& c);
 // "{{0,1},{1,0}}".
 std::vector<std::pair<int64_t, int64_t>> read_source_target_pairs(HloCursor& c);
 // The value part of constant(...) for the given shape: "1", "-inf",
-// "{ {1, 2}, {3, 4} }", "(1, {2, 3})" for tuples. Values are rounded to the
+// "{ {1, 2}, {3, 4} }", "(1, {2, 3})" for tuples, "{(1, 0), (0.5, -2)}" for
+// complex arrays (a plain number is (number, 0)). Values are rounded to the
 // dtype; a count mismatch is a UserError.
 Literal read_literal(HloCursor& c, const Shape& shape);
 

@@ -151,6 +151,14 @@ std::string format_element(DType dtype, double v) {
 void append_values(const Literal& lit, int dim, int64_t& offset, std::string& out) {
   const Shape& s = lit.shape();
   if (dim == s.rank()) {
+    if (is_complex(s.dtype())) {  // XLA: "(re, im)"
+      out += '(';
+      out += format_element(s.dtype(), lit.values()[static_cast<size_t>(offset++)]);
+      out += ", ";
+      out += format_element(s.dtype(), lit.values()[static_cast<size_t>(offset++)]);
+      out += ')';
+      return;
+    }
     out += format_element(s.dtype(), lit.values()[static_cast<size_t>(offset++)]);
     return;
   }

@@ -5,6 +5,8 @@
 #include "compiler/ir/shape_inference.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -103,23 +105,79 @@ class Inferrer {
   Shape scatter();
   Shape while_loop();
   Shape call();
-  Shape all_gather();
+  Shape per_operand(Shape (Inferrer::*one)(const Shape&) const) const;
+  Shape all_reduce_one(const Shape& x) const;
+  Shape all_gather_one(const Shape& x) const;
   int64_t divisible_collective_dim(const Shape& x) const;
-  Shape reduce_scatter();
+  Shape reduce_scatter_one(const Shape& x) const;
   Shape all_to_all();
+  Shape bitcast_convert();
+  Shape sort();
+  Shape topk();
+  Shape fft();
+  Shape conditional();
+  Shape select_and_scatter();
+  Shape map();
+  Shape fusion();
+  Shape batch_norm();
+  Shape triangular_solve();
+  Shape cholesky();
+  const Shape& tuple_operand_element(size_t operand, int64_t index) const;
+  Shape async_start();
 
   const Instruction& instr_;
   const std::vector<const Shape*>& ops_;
   const ShapeInferenceContext& ctx_;
 };
 
+// The real type of a complex one (c64 -> f32, c128 -> f64); others unchanged.
+DType real_part_type(DType t) {
+  if (t == DType::kC64) return DType::kF32;
+  if (t == DType::kC128) return DType::kF64;
+  return t;
+}
+
 Shape Inferrer::elementwise_unary() {
   expect_operands(1);
+  const Opcode op = instr_.opcode;
+  if (op == Opcode::kCopy && ops_[0]->is_tuple()) return *ops_[0];  // XLA copies tuples too
   const Shape& x = array_operand(0);
-  if (instr_.opcode == Opcode::kConvert) return Shape(instr_.shape.dtype(), x.dims());
-  if (instr_.opcode == Opcode::kNot && !(x.dtype() == DType::kPred || is_integral(x.dtype())))
-    fail("not needs pred or integer operands");
-  return Shape(x.dtype(), x.dims());
+  const DType t = x.dtype();
+  switch (op) {
+    case Opcode::kConvert: return Shape(instr_.shape.dtype(), x.dims());
+    case Opcode::kNot:
+      if (!(t == DType::kPred || is_integral(t))) fail("not needs pred or integer operands");
+      break;
+    case Opcode::kIsFinite:
+      if (!is_floating(t)) fail(fmt::format("is-finite needs a floating-point operand, got {}", dtype_name(t)));
+      return Shape(DType::kPred, x.dims());
+    case Opcode::kReal:
+    case Opcode::kImag:
+    case Opcode::kAbs:  // XLA: abs of a complex value is its (real) magnitude
+      if (op != Opcode::kAbs && !is_floating(t) && !is_complex(t))
+        fail(fmt::format("{} needs a floating-point or complex operand", opcode_name(op)));
+      return Shape(real_part_type(t), x.dims());
+    case Opcode::kPopcnt:
+    case Opcode::kClz:
+      if (!is_integral(t)) fail(fmt::format("{} needs an integer operand, got {}", opcode_name(op), dtype_name(t)));
+      break;
+    case Opcode::kReducePrecision:
+      if (!is_floating(t)) fail("reduce-precision needs a floating-point operand");
+      if (instr_.attrs.exponent_bits < 1 || instr_.attrs.mantissa_bits < 0)
+        fail(fmt::format("exponent_bits={} mantissa_bits={}: need exponent_bits >= 1 and mantissa_bits >= 0",
+                         instr_.attrs.exponent_bits, instr_.attrs.mantissa_bits));
+      break;
+    case Opcode::kRoundNearestAfz:
+    case Opcode::kRoundNearestEven:
+    case Opcode::kCbrt:
+    case Opcode::kTan:
+    case Opcode::kErf:
+      if (!is_floating(t) && !is_complex(t))
+        fail(fmt::format("{} needs a floating-point operand, got {}", opcode_name(op), dtype_name(t)));
+      break;
+    default: break;
+  }
+  return Shape(t, x.dims());
 }
 
 Shape Inferrer::elementwise_binary() {
@@ -135,6 +193,14 @@ Shape Inferrer::elementwise_binary() {
       !(a.dtype() == DType::kPred || is_integral(a.dtype())))
     fail("logical ops need pred or integer operands");
   if (op == Opcode::kCompare) return Shape(DType::kPred, a.dims());
+  if ((op == Opcode::kShiftLeft || op == Opcode::kShiftRightLogical || op == Opcode::kShiftRightArithmetic) &&
+      !is_integral(a.dtype()))
+    fail("shifts need integer operands");
+  if (op == Opcode::kComplex) {  // complex(re, im): f32 -> c64, f64 -> c128
+    if (a.dtype() != DType::kF32 && a.dtype() != DType::kF64)
+      fail(fmt::format("complex needs f32 or f64 parts, got {}", dtype_name(a.dtype())));
+    return Shape(a.dtype() == DType::kF32 ? DType::kC64 : DType::kC128, a.dims());
+  }
   return Shape(a.dtype(), a.dims());
 }
 
@@ -282,24 +348,64 @@ Shape Inferrer::reduce() {
   return n == 1 ? results[0] : Shape::tuple(std::move(results));
 }
 
+// reduce-window(x_0..x_{n-1}, init_0..init_{n-1}): one windowed result per
+// operand, a tuple when variadic.
 Shape Inferrer::reduce_window() {
-  expect_operands(2);
-  const Shape& x = array_operand(0);
-  const Shape& init = array_operand(1);
-  if (!init.is_scalar()) fail("init value must be a scalar");
-  check_same_dtype(x, init);
+  if (ops_.empty() || ops_.size() % 2 != 0) fail("needs N operands and N init values");
+  const size_t n = ops_.size() / 2;
+  const Shape& first = array_operand(0);
   const auto& w = instr_.attrs.window;
-  if (static_cast<int>(w.size()) != x.rank()) fail("window needs one entry per operand dim");
+  if (static_cast<int>(w.size()) != first.rank()) fail("window needs one entry per operand dim");
   std::vector<int64_t> out;
-  for (int i = 0; i < x.rank(); ++i) out.push_back(window_output(x.dim(i), w[static_cast<size_t>(i)]));
+  for (int i = 0; i < first.rank(); ++i) out.push_back(window_output(first.dim(i), w[static_cast<size_t>(i)]));
+  std::vector<Shape> results;
+  for (size_t i = 0; i < n; ++i) {
+    const Shape& x = array_operand(i);
+    const Shape& init = array_operand(n + i);
+    if (x.dims() != first.dims()) fail("reduce-window operands must have equal dims");
+    if (!init.is_scalar()) fail("init values must be scalars");
+    check_same_dtype(x, init);
+    results.emplace_back(x.dtype(), out);
+  }
   callee(0);
-  return Shape(x.dtype(), out);
+  return n == 1 ? results[0] : Shape::tuple(std::move(results));
+}
+
+// A sparse dot's "sparsity=L.2@2:4" (an extra attribute): operand L (or R)
+// stores n of every m elements along dim; its logical size is stored * m / n.
+struct DotSparsity {
+  size_t operand = 0;
+  int64_t dim = 0, n = 1, m = 1;
+};
+
+std::optional<DotSparsity> dot_sparsity(const Attributes& a) {
+  for (const auto& [key, value] : a.extra) {
+    if (key != "sparsity") continue;
+    long long dim = 0, n = 0, m = 0;
+    char side = 0;
+    if (std::sscanf(value.c_str(), "%c.%lld@%lld:%lld", &side, &dim, &n, &m) != 4 || n < 1 || m < n ||
+        (side != 'L' && side != 'R'))
+      return std::nullopt;
+    return DotSparsity{side == 'R' ? size_t{1} : size_t{0}, dim, n, m};
+  }
+  return std::nullopt;
 }
 
 Shape Inferrer::dot() {
-  expect_operands(2);
-  const Shape& l = array_operand(0);
-  const Shape& r = array_operand(1);
+  std::optional<Shape> sparse_logical[2];
+  const auto sparsity = dot_sparsity(instr_.attrs);
+  if (sparsity) {
+    expect_operands(3);  // lhs, rhs, sparsity metadata
+    const Shape& stored = array_operand(sparsity->operand);
+    check_dim_index(sparsity->dim, stored.rank(), "sparse dimension");
+    std::vector<int64_t> dims = stored.dims();
+    dims[static_cast<size_t>(sparsity->dim)] = dims[static_cast<size_t>(sparsity->dim)] * sparsity->m / sparsity->n;
+    sparse_logical[sparsity->operand] = Shape(stored.dtype(), dims);
+  } else {
+    expect_operands(2);
+  }
+  const Shape& l = sparse_logical[0] ? *sparse_logical[0] : array_operand(0);
+  const Shape& r = sparse_logical[1] ? *sparse_logical[1] : array_operand(1);
   const DotDims& d = instr_.attrs.dot;
   if (d.lhs_batch.size() != d.rhs_batch.size()) fail("lhs and rhs batch dims differ in count");
   if (d.lhs_contracting.size() != d.rhs_contracting.size()) fail("lhs and rhs contracting dims differ in count");
@@ -409,13 +515,23 @@ Shape Inferrer::gather() {
   return Shape(x.dtype(), out);
 }
 
+// scatter(x_0..x_{n-1}, indices, u_0..u_{n-1}): one result per operand, a
+// tuple when variadic; every operand (and update) has the first one's dims.
 Shape Inferrer::scatter() {
-  expect_operands(3);
+  if (ops_.size() < 3 || ops_.size() % 2 == 0) fail(fmt::format("expected 2N+1 operands, got {}", ops_.size()));
+  const size_t n = (ops_.size() - 1) / 2;
   const Shape& x = array_operand(0);
-  const Shape& idx = array_operand(1);
-  const Shape& upd = array_operand(2);
+  const Shape& idx = array_operand(n);
+  const Shape& upd = array_operand(n + 1);
   if (!is_integral(idx.dtype())) fail("scatter indices must be integers");
-  check_same_dtype(x, upd);
+  std::vector<Shape> results;
+  for (size_t i = 0; i < n; ++i) {
+    const Shape& xi = array_operand(i);
+    const Shape& ui = array_operand(n + 1 + i);
+    if (xi.dims() != x.dims() || ui.dims() != upd.dims()) fail("variadic scatter operands must have equal dims");
+    check_same_dtype(xi, ui);
+    results.emplace_back(xi.dtype(), xi.dims());
+  }
   const ScatterDims& s = instr_.attrs.scatter;
   if (s.index_vector_dim < 0 || s.index_vector_dim > idx.rank()) fail("index_vector_dim out of range");
   int64_t scatter_rank = idx.rank() - (s.index_vector_dim < idx.rank() ? 1 : 0);
@@ -426,7 +542,7 @@ Shape Inferrer::scatter() {
                                    s.input_batching_dims.size()))
     fail("operand rank must equal update window dims + inserted window dims + batching dims");
   callee(0);
-  return Shape(x.dtype(), x.dims());
+  return n == 1 ? results[0] : Shape::tuple(std::move(results));
 }
 
 Shape Inferrer::while_loop() {
@@ -463,9 +579,20 @@ Shape Inferrer::call() {
   return c->root_instr().shape;
 }
 
-Shape Inferrer::all_gather() {
-  expect_operands(1);
-  const Shape& x = array_operand(0);
+// Collectives combined by XLA (all-reduce, all-gather, reduce-scatter
+// combiners; tuple all-to-all) take several operands and return a tuple of
+// the per-operand results.
+Shape Inferrer::per_operand(Shape (Inferrer::*one)(const Shape&) const) const {
+  if (ops_.empty()) fail("needs at least one operand");
+  if (ops_.size() == 1) return (this->*one)(array_operand(0));
+  std::vector<Shape> results;
+  for (size_t i = 0; i < ops_.size(); ++i) results.push_back((this->*one)(array_operand(i)));
+  return Shape::tuple(std::move(results));
+}
+
+Shape Inferrer::all_reduce_one(const Shape& x) const { return x; }
+
+Shape Inferrer::all_gather_one(const Shape& x) const {
   int64_t d = collective_dim(x);
   std::vector<int64_t> out = x.dims();
   out[static_cast<size_t>(d)] *= group_size();
@@ -481,9 +608,7 @@ int64_t Inferrer::divisible_collective_dim(const Shape& x) const {
   return d;
 }
 
-Shape Inferrer::reduce_scatter() {
-  expect_operands(1);
-  const Shape& x = array_operand(0);
+Shape Inferrer::reduce_scatter_one(const Shape& x) const {
   int64_t d = divisible_collective_dim(x);
   std::vector<int64_t> out = x.dims();
   out[static_cast<size_t>(d)] /= group_size();
@@ -491,10 +616,295 @@ Shape Inferrer::reduce_scatter() {
 }
 
 Shape Inferrer::all_to_all() {
+  if (ops_.size() == 1) {
+    const Shape& x = array_operand(0);
+    divisible_collective_dim(x);
+    return x;
+  }
+  // Tuple all-to-all: operand i is the chunk sent to group member i; no
+  // split dimension, every chunk the same shape.
+  if (ops_.empty()) fail("needs at least one operand");
+  if (!instr_.attrs.dimensions.empty()) fail("an all-to-all of several operands takes no dimensions={}");
+  if (static_cast<int64_t>(ops_.size()) != group_size())
+    fail(fmt::format("{} operands for a group of {}", ops_.size(), group_size()));
+  std::vector<Shape> results;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (!(array_operand(i) == array_operand(0))) fail("tuple all-to-all chunks must have equal shapes");
+    results.push_back(*ops_[i]);
+  }
+  return Shape::tuple(std::move(results));
+}
+
+// bitcast-convert to a type of another width: wider -> narrower appends a
+// minor dim of in/out bytes; narrower -> wider needs that minor dim and
+// removes it (XLA ShapeInference::InferBitcastConvertShape).
+Shape Inferrer::bitcast_convert() {
   expect_operands(1);
   const Shape& x = array_operand(0);
-  divisible_collective_dim(x);
-  return x;
+  const DType to = instr_.shape.is_array() ? instr_.shape.dtype() : x.dtype();
+  const int64_t in_bytes = dtype_bytes(x.dtype()), out_bytes = dtype_bytes(to);
+  if (in_bytes == 0 || out_bytes == 0 || is_complex(x.dtype()) != is_complex(to))
+    fail(fmt::format("cannot bitcast-convert {} to {}", dtype_name(x.dtype()), dtype_name(to)));
+  std::vector<int64_t> dims = x.dims();
+  if (in_bytes > out_bytes) {
+    dims.push_back(in_bytes / out_bytes);
+  } else if (in_bytes < out_bytes) {
+    if (dims.empty() || dims.back() != out_bytes / in_bytes)
+      fail(fmt::format("bitcast-convert {} to {} needs a minor dim of {}, got {}", dtype_name(x.dtype()),
+                       dtype_name(to), out_bytes / in_bytes, x.to_string(false)),
+           "the narrower operand's last dim holds the pieces of one wider element");
+    dims.pop_back();
+  }
+  return Shape(to, dims);
+}
+
+// sort: every operand has the same dims; one result per operand (a tuple
+// when variadic); the comparator takes two scalars per operand.
+Shape Inferrer::sort() {
+  if (ops_.empty()) fail("needs at least one operand");
+  const Shape& first = array_operand(0);
+  if (instr_.attrs.dimensions.size() != 1) fail("expected dimensions={d} naming the sort dimension");
+  check_dim_index(instr_.attrs.dimensions[0], first.rank(), "sort dimension");
+  std::vector<Shape> results;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const Shape& s = array_operand(i);
+    if (s.dims() != first.dims())
+      fail(fmt::format("operand {} is {} but operand 0 is {}", i, s.to_string(false), first.to_string(false)));
+    results.push_back(s);
+  }
+  if (const Computation* cmp = callee(0)) {
+    if (cmp->parameters().size() != 2 * ops_.size())
+      fail(fmt::format("comparator '{}' must take {} parameters (two per operand)", cmp->name(), 2 * ops_.size()));
+    if (!(cmp->root_instr().shape == Shape::scalar(DType::kPred)))
+      fail(fmt::format("comparator '{}' must return pred[]", cmp->name()));
+  }
+  return ops_.size() == 1 ? results[0] : Shape::tuple(std::move(results));
+}
+
+// topk(x[..., n]), k -> (values[..., k], s32 indices[..., k]).
+Shape Inferrer::topk() {
+  expect_operands(1);
+  const Shape& x = array_operand(0);
+  if (x.rank() < 1) fail("operand must have rank >= 1");
+  const int64_t k = instr_.attrs.k;
+  if (k < 0 || k > x.dims().back())
+    fail(fmt::format("k={} out of range for a last dim of {}", k, x.dims().back()));
+  std::vector<int64_t> dims = x.dims();
+  dims.back() = k;
+  return Shape::tuple({Shape(x.dtype(), dims), Shape(DType::kS32, dims)});
+}
+
+// fft over the last fft_length.size() dims: FFT/IFFT complex -> complex;
+// RFFT real -> complex, last dim n -> n/2+1; IRFFT complex -> real, last dim
+// n/2+1 -> n (XLA ShapeInference::InferFftShape).
+Shape Inferrer::fft() {
+  expect_operands(1);
+  const Shape& x = array_operand(0);
+  const auto& len = instr_.attrs.fft_length;
+  if (len.empty() || len.size() > 3) fail("fft_length needs 1 to 3 entries");
+  if (static_cast<int>(len.size()) > x.rank()) fail("fft_length has more entries than the operand has dims");
+  const std::string& type = instr_.attrs.fft_type;
+  const size_t first = static_cast<size_t>(x.rank()) - len.size();
+  std::vector<int64_t> dims = x.dims();
+  auto check_dims = [&](size_t upto, const char* what) {
+    for (size_t i = 0; i < upto; ++i)
+      if (dims[first + i] != len[i])
+        fail(fmt::format("{} dim {} is {} but fft_length says {}", what, first + i, dims[first + i], len[i]));
+  };
+  if (type == "FFT" || type == "IFFT") {
+    if (!is_complex(x.dtype())) fail(fmt::format("{} needs a complex operand", type));
+    check_dims(len.size(), "operand");
+    return x;
+  }
+  if (type == "RFFT") {
+    if (x.dtype() != DType::kF32 && x.dtype() != DType::kF64) fail("RFFT needs an f32 or f64 operand");
+    check_dims(len.size(), "operand");
+    dims.back() = len.back() / 2 + 1;
+    return Shape(x.dtype() == DType::kF32 ? DType::kC64 : DType::kC128, dims);
+  }
+  if (type == "IRFFT") {
+    if (!is_complex(x.dtype())) fail("IRFFT needs a complex operand");
+    check_dims(len.size() - 1, "operand");
+    if (dims.back() != len.back() / 2 + 1)
+      fail(fmt::format("IRFFT operand's last dim is {} but fft_length {} needs {}", dims.back(), len.back(),
+                       len.back() / 2 + 1));
+    dims.back() = len.back();
+    return Shape(real_part_type(x.dtype()), dims);
+  }
+  fail(fmt::format("unknown fft_type '{}'", type), "fft types: FFT, IFFT, RFFT, IRFFT");
+}
+
+// conditional(selector, arg_0, ..., arg_{n-1}): a pred selector picks
+// between two branches, an s32 one among n; branch i takes arg i; every
+// branch returns the same shape, the conditional's.
+Shape Inferrer::conditional() {
+  if (ops_.empty()) fail("needs a selector operand");
+  const Shape& selector = array_operand(0);
+  if (!selector.is_scalar() || (selector.dtype() != DType::kPred && selector.dtype() != DType::kS32))
+    fail(fmt::format("the selector must be pred[] or s32[], got {}", selector.to_string(false)));
+  const size_t branches = instr_.called.size();
+  if (branches == 0) fail("needs at least one branch computation");
+  if (selector.dtype() == DType::kPred && branches != 2) fail("a pred selector needs exactly two branches");
+  expect_operands(branches + 1);
+  if (!ctx_.module) return instr_.shape;
+  std::optional<Shape> result;
+  for (size_t b = 0; b < branches; ++b) {
+    const Computation* branch = callee(b);
+    auto params = branch->parameters();
+    if (params.size() != 1 || !(branch->instr(params[0]).shape == *ops_[b + 1]))
+      fail(fmt::format("branch '{}' must take one parameter of shape {}", branch->name(),
+                       ops_[b + 1]->to_string(false)));
+    const Shape& root = branch->root_instr().shape;
+    if (result && !(root == *result))
+      fail(fmt::format("branch '{}' returns {} but branch 0 returns {}", branch->name(), root.to_string(false),
+                       result->to_string(false)));
+    result = root;
+  }
+  return *result;
+}
+
+// select-and-scatter(operand, source, init): source has the window's output
+// dims over operand; the result is the operand's shape.
+Shape Inferrer::select_and_scatter() {
+  expect_operands(3);
+  const Shape& x = array_operand(0);
+  const Shape& src = array_operand(1);
+  const Shape& init = array_operand(2);
+  if (!init.is_scalar()) fail("init value must be a scalar");
+  check_same_dtype(src, init);
+  const auto& w = instr_.attrs.window;
+  if (static_cast<int>(w.size()) != x.rank()) fail("window needs one entry per operand dim");
+  std::vector<int64_t> windows;
+  for (int i = 0; i < x.rank(); ++i) windows.push_back(window_output(x.dim(i), w[static_cast<size_t>(i)]));
+  if (src.dims() != windows)
+    fail(fmt::format("source is {} but the window over the operand gives [{}]", src.to_string(false),
+                     fmt::join(windows, ",")));
+  callee(0);
+  callee(1);
+  return Shape(x.dtype(), x.dims());
+}
+
+// map(x_0, ..., x_{n-1}), to_apply=f: same dims, f's scalar result type.
+Shape Inferrer::map() {
+  if (ops_.empty()) fail("needs at least one operand");
+  const Shape& first = array_operand(0);
+  for (size_t i = 1; i < ops_.size(); ++i)
+    if (array_operand(i).dims() != first.dims()) fail("map operands must have equal dims");
+  const Computation* f = callee(0);
+  if (!f) return Shape(instr_.shape.is_array() ? instr_.shape.dtype() : first.dtype(), first.dims());
+  if (f->parameters().size() != ops_.size())
+    fail(fmt::format("'{}' takes {} parameters, map has {} operands", f->name(), f->parameters().size(), ops_.size()));
+  const Shape& root = f->root_instr().shape;
+  if (!root.is_scalar()) fail(fmt::format("'{}' must return a scalar", f->name()));
+  return Shape(root.dtype(), first.dims());
+}
+
+// fusion: the fused computation's root shape, its parameters the operands.
+Shape Inferrer::fusion() {
+  const Computation* f = callee(0);
+  if (!f) return instr_.shape;
+  if (f->parameters().size() != ops_.size())
+    fail(fmt::format("fused computation '{}' takes {} parameters, fusion has {} operands", f->name(),
+                     f->parameters().size(), ops_.size()));
+  return f->root_instr().shape;
+}
+
+// batch-norm-training(x, scale, offset) -> (x, mean[f], var[f]);
+// batch-norm-inference(x, scale, offset, mean, var) -> x;
+// batch-norm-grad(x, scale, mean, var, grad_y) -> (grad_x, grad_scale[f], grad_offset[f]).
+Shape Inferrer::batch_norm() {
+  const Opcode op = instr_.opcode;
+  expect_operands(op == Opcode::kBatchNormTraining ? 3 : 5);
+  const Shape& x = array_operand(0);
+  if (!is_floating(x.dtype())) fail("batch norm needs a floating-point operand");
+  check_dim_index(instr_.attrs.feature_index, x.rank(), "feature_index");
+  const Shape feature(x.dtype(), {x.dim(static_cast<int>(instr_.attrs.feature_index))});
+  for (size_t i = 1; i < ops_.size(); ++i) {
+    const bool full = op == Opcode::kBatchNormGrad && i == 4;
+    const Shape& expected = full ? x : feature;
+    if (!(array_operand(i) == expected))
+      fail(fmt::format("operand {} is {}, expected {}", i, ops_[i]->to_string(false), expected.to_string(false)));
+  }
+  if (op == Opcode::kBatchNormInference) return x;
+  return Shape::tuple({x, feature, feature});
+}
+
+// triangular-solve(a[..., m, m], b[..., m, n] or [..., n, m] when !left_side) -> b.
+Shape Inferrer::triangular_solve() {
+  expect_operands(2);
+  const Shape& a = array_operand(0);
+  const Shape& b = array_operand(1);
+  check_same_dtype(a, b);
+  if (a.rank() < 2 || a.rank() != b.rank()) fail("a and b need equal rank >= 2");
+  const int r = a.rank();
+  if (a.dim(r - 1) != a.dim(r - 2)) fail(fmt::format("a must be square in its minor dims, got {}", a.to_string(false)));
+  const int64_t solved = instr_.attrs.left_side ? b.dim(r - 2) : b.dim(r - 1);
+  if (solved != a.dim(r - 1))
+    fail(fmt::format("b's {} dim is {} but a is {}x{}", instr_.attrs.left_side ? "second-minor" : "minor", solved,
+                     a.dim(r - 1), a.dim(r - 1)));
+  for (int i = 0; i < r - 2; ++i)
+    if (a.dim(i) != b.dim(i)) fail("a and b batch dims differ");
+  return b;
+}
+
+Shape Inferrer::cholesky() {
+  expect_operands(1);
+  const Shape& a = array_operand(0);
+  if (a.rank() < 2 || a.dim(a.rank() - 1) != a.dim(a.rank() - 2))
+    fail(fmt::format("operand must be square in its minor dims, got {}", a.to_string(false)));
+  return a;
+}
+
+// Element `index` of tuple operand `operand` (async done ops read their result there).
+const Shape& Inferrer::tuple_operand_element(size_t operand, int64_t index) const {
+  const Shape& t = *ops_[operand];
+  if (!t.is_tuple() || index >= static_cast<int64_t>(t.tuple_shapes().size()))
+    fail(fmt::format("operand {} must be a tuple of at least {} elements, got {}", operand, index + 1,
+                     t.to_string(false)));
+  return t.tuple_shape(static_cast<int>(index));
+}
+
+// A start op's written tuple begins (operands, result, ...): the operands
+// (one operand alone for all-gather-start, copy-start and
+// collective-permute-start; a tuple of them for async-start) and the
+// result the wrapped op gives them. Context elements after these are not
+// checked. copy-start is (destination, source, context).
+Shape Inferrer::async_start() {
+  const Shape& written = instr_.shape;
+  if (!written.is_tuple() || written.tuple_shapes().size() < 2)
+    fail(fmt::format("result must be a tuple (operands, result, ...), got {}", written.to_string(false)));
+  const Opcode op = instr_.opcode;
+  Shape operands;
+  if (op == Opcode::kAsyncStart || (op == Opcode::kAllGatherStart && ops_.size() > 1)) {
+    std::vector<Shape> elems;
+    for (const Shape* s : ops_) elems.push_back(*s);
+    operands = Shape::tuple(std::move(elems));
+  } else {
+    expect_operands(1);
+    operands = *ops_[0];
+  }
+  const size_t operands_at = op == Opcode::kCopyStart ? 1 : 0;
+  if (!(written.tuple_shape(static_cast<int>(operands_at)) == operands))
+    fail(fmt::format("tuple element {} must be the operands {}, got {}", operands_at, operands.to_string(false),
+                     written.tuple_shape(static_cast<int>(operands_at)).to_string(false)));
+  // The result: what the wrapped op gives, inferred as if it ran alone.
+  std::optional<Shape> result;
+  if (op == Opcode::kCopyStart || op == Opcode::kCollectivePermuteStart) {
+    result = *ops_[0];
+  } else if (op == Opcode::kAllGatherStart || instr_.attrs.async_wrapped) {
+    Instruction wrapped = instr_;
+    wrapped.opcode = op == Opcode::kAllGatherStart ? Opcode::kAllGather : *instr_.attrs.async_wrapped;
+    wrapped.attrs.async_wrapped.reset();
+    wrapped.shape = written.tuple_shape(op == Opcode::kCopyStart ? 0 : 1);
+    result = Inferrer(wrapped, ops_, ctx_).run();
+  } else if (const Computation* body = callee(0)) {
+    result = body->root_instr().shape;
+  }
+  const int result_at = op == Opcode::kCopyStart ? 0 : 1;
+  if (result && !(written.tuple_shape(result_at) == *result))
+    fail(fmt::format("tuple element {} must be the result {}, got {}", result_at, result->to_string(false),
+                     written.tuple_shape(result_at).to_string(false)));
+  return written;
 }
 
 Shape Inferrer::run() {
@@ -575,16 +985,148 @@ Shape Inferrer::run() {
       expect_operands(0);
       return Shape::scalar(DType::kU32);
     case Opcode::kAllReduce:
-      expect_operands(1);
       callee(0);
-      return array_operand(0);
-    case Opcode::kAllGather: return all_gather();
-    case Opcode::kReduceScatter: callee(0); return reduce_scatter();
+      return per_operand(&Inferrer::all_reduce_one);
+    case Opcode::kAllGather: return per_operand(&Inferrer::all_gather_one);
+    case Opcode::kReduceScatter: callee(0); return per_operand(&Inferrer::reduce_scatter_one);
     case Opcode::kAllToAll: return all_to_all();
     case Opcode::kCollectivePermute:
       expect_operands(1);
       return array_operand(0);
     case Opcode::kCustomCall: return instr_.shape;
+    case Opcode::kBitcast:
+      // A layout-changing reinterpretation: the written shape, same bytes.
+      expect_operands(1);
+      if (!instr_.shape.is_array() || instr_.shape.byte_size() != array_operand(0).byte_size())
+        fail(fmt::format("bitcast from {} to {} changes the byte size", ops_[0]->to_string(false),
+                         instr_.shape.to_string(false)));
+      return instr_.shape;
+    case Opcode::kBitcastConvert: return bitcast_convert();
+    case Opcode::kStochasticConvert: {
+      expect_operands(2);
+      const Shape& x = array_operand(0);
+      const Shape& bits = array_operand(1);
+      if (bits.dims() != x.dims() || !is_integral(bits.dtype()) || is_signed_integral(bits.dtype()))
+        fail("random bits must be unsigned integers with the operand's dims");
+      return Shape(instr_.shape.is_array() ? instr_.shape.dtype() : x.dtype(), x.dims());
+    }
+    case Opcode::kOptimizationBarrier:
+      expect_operands(1);
+      return *ops_[0];
+    case Opcode::kSort: return sort();
+    case Opcode::kTopK: return topk();
+    case Opcode::kFft: return fft();
+    case Opcode::kRng: {
+      // rng(a, b): scalar parameters of the result's element type.
+      expect_operands(2);
+      for (size_t i = 0; i < 2; ++i)
+        if (!array_operand(i).is_scalar() || (instr_.shape.is_array() && ops_[i]->dtype() != instr_.shape.dtype()))
+          fail(fmt::format("operand {} must be a scalar of the result's element type", i));
+      if (instr_.attrs.rng_distribution.empty()) fail("needs distribution=rng_uniform or rng_normal");
+      return instr_.shape;
+    }
+    case Opcode::kRngGetAndUpdateState:
+    case Opcode::kDynamicReshape:
+      return instr_.shape;
+    // The tuples of these hold state, context and buffer elements that vary
+    // with the XLA version: the written shape is taken, and only its stable
+    // elements are checked.
+    case Opcode::kRngBitGenerator:
+      // (new state, bits): the state keeps the operand's shape. An array
+      // (the bits alone) is accepted too, as XLA's own tests write it.
+      expect_operands(1);
+      if (instr_.shape.is_tuple() &&
+          (instr_.shape.tuple_shapes().size() != 2 || !(instr_.shape.tuple_shape(0) == *ops_[0])))
+        fail(fmt::format("result must be (state {}, bits), got {}", ops_[0]->to_string(false),
+                         instr_.shape.to_string(false)));
+      return instr_.shape;
+    case Opcode::kInfeed:
+    case Opcode::kRecv: {
+      // infeed: (data, token[]); recv: (data, u32[] context, token[]).
+      expect_operands(1);
+      if (!(*ops_[0] == Shape::scalar(DType::kToken))) fail("the operand must be a token");
+      const size_t n = instr_.opcode == Opcode::kInfeed ? 2 : 3;
+      if (!instr_.shape.is_tuple() || instr_.shape.tuple_shapes().size() != n ||
+          !(instr_.shape.tuple_shapes().back() == Shape::scalar(DType::kToken)))
+        fail(fmt::format("result must be a {}-tuple ending in token[], got {}", n, instr_.shape.to_string(false)));
+      return instr_.shape;
+    }
+    case Opcode::kCopyStart:
+    case Opcode::kAllGatherStart:
+    case Opcode::kCollectivePermuteStart:
+    case Opcode::kAsyncStart: return async_start();
+    case Opcode::kConditional: return conditional();
+    case Opcode::kSelectAndScatter: return select_and_scatter();
+    case Opcode::kMap: return map();
+    case Opcode::kFusion: return fusion();
+    case Opcode::kAfterAll:
+      for (size_t i = 0; i < ops_.size(); ++i)
+        if (!(*ops_[i] == Shape::scalar(DType::kToken))) fail(fmt::format("operand {} must be a token", i));
+      return Shape::scalar(DType::kToken);
+    case Opcode::kAddDependency:
+      expect_operands(2);
+      return *ops_[0];
+    case Opcode::kDomain:
+      expect_operands(1);
+      return *ops_[0];
+    case Opcode::kGetDimensionSize: {
+      expect_operands(1);
+      const Shape& x = array_operand(0);
+      if (instr_.attrs.dimensions.size() != 1) fail("expected dimensions={d}");
+      check_dim_index(instr_.attrs.dimensions[0], x.rank(), "dimension");
+      return Shape::scalar(DType::kS32);
+    }
+    case Opcode::kSetDimensionSize: {
+      expect_operands(2);
+      const Shape& x = array_operand(0);
+      if (instr_.attrs.dimensions.size() != 1) fail("expected dimensions={d}");
+      check_dim_index(instr_.attrs.dimensions[0], x.rank(), "dimension");
+      check_scalar_int(1);
+      return x;
+    }
+    case Opcode::kCholesky: return cholesky();
+    case Opcode::kTriangularSolve: return triangular_solve();
+    case Opcode::kBatchNormTraining:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormGrad: return batch_norm();
+    case Opcode::kOutfeed:
+      expect_operands(2);
+      return Shape::scalar(DType::kToken);
+    case Opcode::kSend: {
+      // send(data, token) -> (data, u32[] context, token[]).
+      expect_operands(2);
+      return Shape::tuple({*ops_[0], Shape::scalar(DType::kU32), Shape::scalar(DType::kToken)});
+    }
+    case Opcode::kSendDone:
+      expect_operands(1);
+      return Shape::scalar(DType::kToken);
+    case Opcode::kRecvDone:
+      // recv-done((data, u32[], token[])) -> (data, token[]).
+      expect_operands(1);
+      return Shape::tuple({tuple_operand_element(0, 0), Shape::scalar(DType::kToken)});
+    case Opcode::kCopyDone:
+      expect_operands(1);
+      return tuple_operand_element(0, 0);
+    case Opcode::kAllReduceStart:
+      callee(0);
+      return per_operand(&Inferrer::all_reduce_one);
+    case Opcode::kAllReduceDone:
+    case Opcode::kAsyncUpdate:
+      expect_operands(1);
+      return *ops_[0];
+    case Opcode::kAllGatherDone:
+    case Opcode::kCollectivePermuteDone:
+    case Opcode::kAsyncDone:
+      // The start's tuple holds (operands, result, contexts...).
+      expect_operands(1);
+      return tuple_operand_element(0, 1);
+    case Opcode::kRaggedAllToAll:
+      // (input, output, input_offsets, send_sizes, output_offsets, recv_sizes) -> output.
+      expect_operands(6);
+      return array_operand(1);
+    case Opcode::kCollectiveBroadcast:
+      expect_operands(1);
+      return *ops_[0];
     default: break;
   }
   fail("no shape rule for this opcode");

@@ -123,11 +123,18 @@ TEST(ParseErrors, HeaderAndStructure) {
                {3, 22, "layout has 2 entries but the shape has rank 1"});
 }
 
-TEST(ParseErrors, SignatureMustMatchParametersAndRoot) {
-  expect_error("HloModule m\nENTRY e (p: f32[3]) -> f32[2] {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n",
-               {2, 9, "declares parameter 0 as f32[3] but 'p' is f32[2]"});
+TEST(ParseErrors, SignatureMustMatchParameterCountAndRoot) {
+  expect_error("HloModule m\nENTRY e (p: f32[2], q: f32[2]) -> f32[2] {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n",
+               {2, 9, "declares 2 parameters but has 1"});
   expect_error("HloModule m\nENTRY e (p: f32[2]) -> s32[2] {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n",
                {2, 9, "declares result s32[2] but its root 'n' is f32[2]"});
+}
+
+// XLA's parser takes the parameter instruction's shape over the declared one
+// (XLA's own tests declare "(arg_tuple.1: ())" over an array parameter).
+TEST(ParseErrors, DeclaredParameterShapeMayDifferAsInXla) {
+  Module m = parse_hlo("HloModule m\nENTRY e (p: ()) -> f32[2] {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n");
+  EXPECT_EQ(m.entry().instr(m.entry().parameters()[0]).shape, Shape(DType::kF32, {2}));
 }
 
 TEST(ParseErrors, UnreadableFileNamesThePath) {

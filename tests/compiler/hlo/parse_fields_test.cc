@@ -417,5 +417,213 @@ ENTRY e {
   EXPECT_EQ(print_hlo(parse_hlo(printed, "again.hlo")), printed);
 }
 
+// ---- XLA's other forms (fixtures under forms/; values read off the text).
+
+Module load_form(const std::string& stem) { return load("forms/" + stem); }
+
+TEST(ParseForms, ShortAsyncFormKeepsTheWrappedOpAndItsAttributes) {
+  Module m = load_form("async_short");
+  const Instruction& start = find(m, "a2a");
+  EXPECT_EQ(start.opcode, Opcode::kAsyncStart);
+  ASSERT_TRUE(start.attrs.async_wrapped.has_value());
+  EXPECT_EQ(*start.attrs.async_wrapped, Opcode::kAllToAll);
+  EXPECT_EQ(start.attrs.dimensions, (Dims{0}));
+  EXPECT_EQ(start.attrs.replica_groups.explicit_groups, (std::vector<Dims>{{0, 1}}));
+  EXPECT_EQ(start.attrs.channel_id, 1);
+  EXPECT_EQ(find(m, "a2a_done").opcode, Opcode::kAsyncDone);
+  EXPECT_EQ(*find(m, "a2a_done").attrs.async_wrapped, Opcode::kAllToAll);
+  const Instruction& rs = find(m, "rs");
+  EXPECT_EQ(*rs.attrs.async_wrapped, Opcode::kReduceScatter);
+  EXPECT_EQ(called_name(m, rs, 0), "add");
+  EXPECT_EQ(find(m, "cu").opcode, Opcode::kAsyncUpdate);
+  EXPECT_EQ(called_name(m, find(m, "cs"), 0), "callee");
+  // Printed back in the short form.
+  const std::string printed = print_hlo(m);
+  EXPECT_NE(printed.find("all-to-all-start(%x), channel_id=1, replica_groups={{0,1}}, dimensions={0}"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("call-update(%cs)"), std::string::npos);
+  EXPECT_NE(printed.find("reduce-scatter-done(%rs)"), std::string::npos);
+}
+
+TEST(ParseForms, LongAsyncFormCallsItsComputation) {
+  Module m = load_form("async_long");
+  const Instruction& start = find(m, "start");
+  EXPECT_EQ(start.opcode, Opcode::kAsyncStart);
+  EXPECT_FALSE(start.attrs.async_wrapped.has_value());
+  EXPECT_EQ(called_name(m, start, 0), "async_body");
+  EXPECT_EQ(m.entry().root_instr().shape, Shape(DType::kF32, {4}));
+  EXPECT_NE(print_hlo(m).find("async-start(%a, %b), calls=%async_body"), std::string::npos) << print_hlo(m);
+}
+
+TEST(ParseForms, DedicatedAsyncPairsPrintTheirCollectiveAttributes) {
+  Module m = load_form("async_collectives");
+  EXPECT_EQ(find(m, "ags").opcode, Opcode::kAllGatherStart);
+  EXPECT_EQ(find(m, "ags").attrs.dimensions, (Dims{0}));
+  EXPECT_EQ(find(m, "agd").shape, Shape(DType::kF32, {8, 8}));
+  const std::string printed = print_hlo(m);
+  EXPECT_NE(printed.find("all-gather-start(%x), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, "
+                         "use_global_device_ids=true"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("all-reduce-start(%x), channel_id=2, replica_groups=[1,4]<=[4], to_apply=%add"),
+            std::string::npos);
+  EXPECT_NE(printed.find("source_target_pairs={{0,1},{1,2},{2,3},{3,0}}"), std::string::npos);
+}
+
+TEST(ParseForms, ConditionalBothFormsListBranchesInOrder) {
+  Module pred = load_form("conditional_pred");
+  const Instruction& c = pred.entry().root_instr();
+  ASSERT_EQ(c.called.size(), 2u);
+  EXPECT_EQ(called_name(pred, c, 0), "on_true");
+  EXPECT_EQ(called_name(pred, c, 1), "on_false");
+  EXPECT_NE(print_hlo(pred).find("true_computation=%on_true, false_computation=%on_false"), std::string::npos);
+  Module index = load_form("conditional_index");
+  const Instruction& ci = index.entry().root_instr();
+  ASSERT_EQ(ci.called.size(), 3u);
+  EXPECT_EQ(called_name(index, ci, 2), "b2");
+  EXPECT_NE(print_hlo(index).find("branch_computations={%b0, %b1, %b2}"), std::string::npos);
+}
+
+TEST(ParseForms, SelectAndScatterCallsSelectThenScatter) {
+  Module m = load_form("select_and_scatter");
+  const Instruction& g = find(m, "g");
+  EXPECT_EQ(called_name(m, g, 0), "ge");
+  EXPECT_EQ(called_name(m, g, 1), "sum");
+  ASSERT_EQ(find(m, "h").attrs.window.size(), 2u);
+  EXPECT_EQ(find(m, "h").attrs.window[0].pad_low, 1);
+  EXPECT_EQ(find(m, "h").attrs.window[1].stride, 2);
+}
+
+TEST(ParseForms, OpAttributesLandInTheirFields) {
+  Module sort = load_form("sort");
+  EXPECT_TRUE(find(sort, "pairs").attrs.is_stable);
+  EXPECT_FALSE(find(sort, "sorted").attrs.is_stable);
+  Module fft = load_form("fft");
+  EXPECT_EQ(find(fft, "r").attrs.fft_type, "RFFT");
+  EXPECT_EQ(find(fft, "f").attrs.fft_length, (Dims{4, 8}));
+  Module rng = load_form("rng");
+  EXPECT_EQ(find(rng, "n").attrs.rng_distribution, "rng_normal");
+  EXPECT_EQ(find(rng, "bits").attrs.rng_algorithm, "rng_three_fry");
+  Module rp = load_form("reduce_precision");
+  EXPECT_EQ(rp.entry().root_instr().attrs.exponent_bits, 8);
+  EXPECT_EQ(rp.entry().root_instr().attrs.mantissa_bits, 7);
+  Module topk = load_form("topk");
+  EXPECT_EQ(find(topk, "top").attrs.k, 5);
+  EXPECT_TRUE(find(topk, "top").attrs.largest);
+  EXPECT_FALSE(find(topk, "bottom").attrs.largest);
+  Module fusion = load_form("fusion");
+  EXPECT_EQ(fusion.entry().root_instr().attrs.fusion_kind, "kLoop");
+  EXPECT_EQ(called_name(fusion, fusion.entry().root_instr(), 0), "fused_mul_add");
+  Module linalg = load_form("linalg");
+  EXPECT_TRUE(find(linalg, "l").attrs.lower);
+  EXPECT_TRUE(find(linalg, "x").attrs.left_side);
+  EXPECT_TRUE(find(linalg, "y").attrs.unit_diagonal);
+  EXPECT_EQ(find(linalg, "y").attrs.transpose_a, "TRANSPOSE");
+  Module bn = load_form("batch_norm");
+  EXPECT_DOUBLE_EQ(find(bn, "train").attrs.epsilon, 0.001);
+  EXPECT_EQ(find(bn, "grad").attrs.feature_index, 3);
+  Module sr = load_form("send_recv");
+  EXPECT_EQ(find(sr, "send").attrs.channel_id, 5);
+  EXPECT_FALSE(find(sr, "send").attrs.is_host_transfer);
+  EXPECT_TRUE(find(sr, "recv").attrs.is_host_transfer);
+  EXPECT_NE(print_hlo(sr).find("recv(%send_done), channel_id=6, is_host_transfer=true"), std::string::npos);
+}
+
+TEST(ParseForms, ShapelessInstructionsAreInferredAfterResolution) {
+  Module m = load_form("shapeless");
+  EXPECT_EQ(find(m, "sum").shape, Shape(DType::kF32, {4}));
+  EXPECT_EQ(find(m, "lt").shape, Shape::scalar(DType::kPred));
+  // while: its state shape; reduce over dim 0 of f32[4]: f32[]; copy of a tuple: the tuple.
+  const Shape state = Shape::tuple({Shape::scalar(DType::kS32), Shape(DType::kF32, {4})});
+  EXPECT_EQ(find(m, "loop").shape, state);
+  EXPECT_EQ(find(m, "total").shape, Shape::scalar(DType::kF32));
+  EXPECT_EQ(find(m, "pair_copy").shape, Shape::tuple({Shape(DType::kF32, {4}), Shape(DType::kF32, {4})}));
+  EXPECT_NE(print_hlo(m).find("%sum = f32[4] add(%x, %y)"), std::string::npos);
+}
+
+TEST(ParseForms, ComplexLiteralsAreRealImagPairs) {
+  Module m = load_form("complex");
+  const Literal& k = *find(m, "k").attrs.literal;
+  EXPECT_EQ(k.values(), (std::vector<double>{1, 0, 0.5, -2}));
+  EXPECT_EQ(find(m, "one").attrs.literal->values(), (std::vector<double>{1, 1}));
+  EXPECT_NE(print_hlo(m).find("constant({(1, 0), (0.5, -2)})"), std::string::npos) << print_hlo(m);
+  // A plain number is (number, 0).
+  Module plain = parse_hlo("HloModule m\nENTRY e {\n  ROOT c = c64[2] constant({3, (1, 2)})\n}\n");
+  EXPECT_EQ(plain.entry().root_instr().attrs.literal->values(), (std::vector<double>{3, 0, 1, 2}));
+}
+
+TEST(ParseForms, ElementTypesAndBoundedDims) {
+  Module m = load_form("element_types");
+  EXPECT_EQ(find(m, "d").shape.dtype(), DType::kS4);
+  EXPECT_EQ(find(m, "l").shape.dtype(), DType::kF8E4M3B11FNUZ);
+  EXPECT_EQ(find(m, "t").shape, Shape::scalar(DType::kToken));
+  EXPECT_EQ(find(m, "k4").attrs.literal->values(), (std::vector<double>{-8, 7}));
+  Module dyn = load_form("dynamic_dims");
+  EXPECT_EQ(find(dyn, "x").shape, Shape(DType::kF32, {8, 4}));  // "<=8" reads as its bound
+}
+
+TEST(ParseForms, FrontendAttributesAndUnknownAttributesAreKept) {
+  Module m = load_form("kept_attributes");
+  EXPECT_EQ(find(m, "e").attrs.frontend_attributes, "{_xla_stream_annotation=\"1\",_scheduling_group_id=\"0\"}");
+  EXPECT_EQ(find(m, "x").attrs.frontend_attributes, "{xla.sdy.sharding=\"#sdy.sharding<@mesh, [{}]>\"}");
+  const Instruction& n = find(m, "n");
+  ASSERT_EQ(n.attrs.extra.size(), 1u);  // statistics and schedule are read, not kept
+  EXPECT_EQ(n.attrs.extra[0], (std::pair<std::string, std::string>{"my_new_attribute", "{a={b}}"}));
+  const std::string printed = print_hlo(m);
+  EXPECT_NE(printed.find("frontend_attributes={_xla_stream_annotation=\"1\",_scheduling_group_id=\"0\"}, origin={{\"e\"}}"),
+            std::string::npos)
+      << printed;
+}
+
+TEST(ParseForms, ModuleHeaderKeepsIsScheduledAndSkipsTheRest) {
+  Module m = load_form("module_header");
+  EXPECT_TRUE(m.is_scheduled());
+  EXPECT_EQ(m.num_partitions(), 2);
+  EXPECT_EQ(print_hlo(m).substr(0, print_hlo(m).find('\n')), "HloModule module_header_form, num_partitions=2, is_scheduled=true");
+  EXPECT_FALSE(load_form("fusion").is_scheduled());
+}
+
+TEST(ParseForms, IndexCommentsInTupleShardingsAreDropped) {
+  Module m = load_form("index_comments");
+  EXPECT_EQ(m.entry().root_instr().sharding,
+            "{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, {devices=[2]0,1}}");
+  EXPECT_EQ(m.entry().root_instr().shape.tuple_shapes().size(), 6u);
+}
+
+TEST(ParseForms, ExecutionThreadAfterAComputationIsRead) {
+  Module m = load_form("execution_thread");
+  EXPECT_EQ(m.computation_count(), 2);
+  EXPECT_EQ(m.entry().name(), "main");
+}
+
+TEST(ParseForms, ErrorsOfTheNewFormsArePositioned) {
+  auto error_at = [](const std::string& text, int line, int column, const std::string& part) {
+    try {
+      parse_hlo(text, "bad.hlo");
+      ADD_FAILURE() << "no error for:\n" << text;
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.location().line, line) << e.what();
+      EXPECT_EQ(e.location().column, column) << e.what();
+      EXPECT_NE(e.message().find(part), std::string::npos) << e.what();
+    }
+  };
+  // "<op>-start" where <op> is no opcode stays an unknown opcode.
+  error_at("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] frobnicate-start(p)\n}\n", 4, 19,
+           "unknown opcode 'frobnicate-start'");
+  // An op whose shape is an input must write it.
+  error_at("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT b = broadcast(p), dimensions={}\n}\n", 4, 12,
+           "'broadcast' needs its result shape written");
+  // A left-out shape that cannot be inferred fails at the instruction.
+  error_at("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  q = f32[3] parameter(1)\n  ROOT s = add(p, q)\n}\n", 5,
+           8, "operand dims differ");
+  error_at("HloModule m\nb {\n  x = f32[] parameter(0)\n}\nENTRY e {\n  p = pred[] parameter(0)\n"
+           "  ROOT c = f32[] conditional(p, p, p), true_computation=b\n}\n",
+           7, 8, "needs both true_computation= and false_computation=");
+  error_at("HloModule m\nENTRY e {\n  p = c64[4] parameter(0)\n  ROOT f = c64[4] fft(p), fft_type=DFT, fft_length={4}\n}\n",
+           4, 36, "unknown fft_type 'DFT'");
+  error_at("HloModule m\nENTRY e {\n  ROOT c = c64[] constant((1 2))\n}\n", 3, 30, "expected ','");
+}
+
 }  // namespace
 }  // namespace podsim::compiler

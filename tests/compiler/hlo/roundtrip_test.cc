@@ -19,7 +19,9 @@ namespace {
 
 std::vector<std::string> fixture_paths() {
   std::vector<std::string> paths;
-  for (const auto& entry : std::filesystem::directory_iterator(PODSIM_SOURCE_DIR "/tests/fixtures/hlo"))
+  // tests/fixtures/hlo and its forms/ folder (one small module per XLA
+  // opcode, element type or syntax form).
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(PODSIM_SOURCE_DIR "/tests/fixtures/hlo"))
     if (entry.path().extension() == ".hlo") paths.push_back(entry.path().string());
   std::sort(paths.begin(), paths.end());
   return paths;
@@ -43,7 +45,9 @@ TEST_P(FixtureRoundTrip, PrintParseIsAFixedPointAndVerifies) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureRoundTrip, ::testing::ValuesIn(fixture_paths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string stem = std::filesystem::path(info.param).stem().string();
+                           const std::filesystem::path path(info.param);
+                           std::string stem = path.stem().string();
+                           if (path.parent_path().filename() == "forms") stem = "forms_" + stem;
                            std::replace(stem.begin(), stem.end(), '-', '_');
                            return stem;
                          });
