@@ -98,6 +98,8 @@ double verify_tolerance(const compiler::Module& module) {
 }
 
 int partition(const Options& o) {
+  const double verify_limit =
+      o.verify_limit.empty() ? compiler::kDefaultVerifyLimitBytes : compiler::parse_byte_size(o.verify_limit);
   auto [module, options] = partition_input(o);
   if (!o.mesh.empty()) {
     int64_t devices = mesh_device_count(o.mesh);
@@ -117,6 +119,7 @@ int partition(const Options& o) {
   }
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(module, options);
   if (o.verify) {
+    compiler::check_verify_estimate(module, result.module, verify_limit);  // refuses before running
     compiler::VerifyResult v = compiler::verify_partitioning(module, result.module, /*seed=*/1,
                                                              verify_tolerance(module));
     if (!v.ok) {
@@ -235,6 +238,7 @@ Commands::Commands(CLI::App& app) {
   partition_->add_option("--mesh", o.mesh, "logical mesh, e.g. x=4,y=2");
   partition_->add_option("-o,--output", o.output, "write the per-device program here");
   partition_->add_flag("--verify", o.verify, "check numeric equivalence with the reference interpreter");
+  partition_->add_option("--verify-limit", o.verify_limit, "--verify's interpreter memory limit (default 2GiB)");
   partition_->add_flag("--propagate-only", o.propagate_only, "print the module with all shardings, unpartitioned");
 
   sweep_ = app.add_subcommand("sweep", "run a grid of workload variants (or: sweep merge A.csv B.csv ... -o out.csv)");

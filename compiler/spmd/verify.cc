@@ -2,9 +2,14 @@
 #include "compiler/spmd/verify.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "compiler/interpreter/cost_estimate.h"
 #include "compiler/interpreter/interpreter.h"
 
 namespace podsim::compiler {
@@ -178,6 +183,81 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
   r.ok = true;
   compare_leaves(expected, actual, options.tolerance, fmt::format("entry result '{}'", root.name), r);
   return r;
+}
+
+VerifyEstimate estimate_verify(const Module& annotated, const Module& partitioned) {
+  VerifyEstimate e;
+  e.devices = std::max<int64_t>(1, partitioned.num_partitions());
+  const auto n = static_cast<double>(e.devices);
+  const InterpreterEstimate original = estimate_interpreter(annotated, 1);
+  const InterpreterEstimate per_device = estimate_interpreter(partitioned, 1);
+  const double inputs = original.parameter_bytes + n * per_device.parameter_bytes;
+  e.peak_bytes = inputs + std::max(original.peak_bytes, original.root_bytes + n * per_device.peak_bytes) +
+                 original.root_bytes;
+  e.element_ops = original.element_ops + n * per_device.element_ops;
+  e.unknown_trip_loops = original.unknown_trip_loops + per_device.unknown_trip_loops;
+  return e;
+}
+
+namespace {
+
+std::string bytes_text(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.3g} {}", bytes, units[u]);
+}
+
+}  // namespace
+
+void check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes) {
+  check_interpretable(annotated);
+  check_interpretable(partitioned);
+  const VerifyEstimate e = estimate_verify(annotated, partitioned);
+  const std::string loops =
+      e.unknown_trip_loops ? fmt::format(" (counting {} while loop{} of unknown trip count once)",
+                                         e.unknown_trip_loops, e.unknown_trip_loops == 1 ? "" : "s")
+                           : "";
+  if (e.peak_bytes > limit_bytes)
+    throw UserError(fmt::format("--verify would need about {} of interpreter memory ({} devices){}, over the "
+                                "limit of {}",
+                                bytes_text(e.peak_bytes), e.devices, loops, bytes_text(limit_bytes)),
+                    "raise it with --verify-limit (e.g. --verify-limit 8GiB) if the machine has the memory, or "
+                    "verify a smaller configuration (fewer layers, smaller batch or sequence)");
+  if (e.element_ops > kMaxVerifyElementOps)
+    throw UserError(fmt::format("--verify would take about {:.3g} element operations ({} devices){}, over the "
+                                "limit of {:.3g} (about a minute of interpreter time)",
+                                e.element_ops, e.devices, loops, kMaxVerifyElementOps),
+                    "verify a smaller configuration (fewer layers, smaller batch or sequence)");
+}
+
+double parse_byte_size(const std::string& text, const std::string& option) {
+  auto bad = [&]() -> UserError {
+    return UserError(SourceLocation{option + " " + text, 0, 0}, fmt::format("'{}' is not a byte size", text),
+                     fmt::format("write {} as a number of bytes or with a unit: 4GiB, 512MiB, 2G, 3GB", option));
+  };
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    throw bad();
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  double scale = 0;
+  const std::pair<const char*, double> units[] = {
+      {"", 1},          {"B", 1},          {"K", 0x1p10},     {"KIB", 0x1p10},   {"KB", 1e3},
+      {"M", 0x1p20},    {"MIB", 0x1p20},   {"MB", 1e6},       {"G", 0x1p30},     {"GIB", 0x1p30},
+      {"GB", 1e9},      {"T", 0x1p40},     {"TIB", 0x1p40},   {"TB", 1e12}};
+  for (const auto& [name, factor] : units)
+    if (unit == name) scale = factor;
+  if (scale == 0 || !(value > 0) || !std::isfinite(value)) throw bad();
+  return value * scale;
 }
 
 }  // namespace podsim::compiler

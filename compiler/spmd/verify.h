@@ -63,4 +63,35 @@ struct VerifyOptions {
 };
 VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, const VerifyOptions& options);
 
+// What verify_partitioning will cost, estimated before it runs (interpreter
+// values are doubles: 8 bytes an element, 16 complex):
+//   peak_bytes = inputs (logical + every device's shards)
+//              + max(original's interpreter peak,
+//                    its result + N x the per-device program's peak)
+//              + the reassembled result;
+//   element_ops = the original's work + N x the per-device program's work
+//                 (elements read/written, dot/conv multiply-accumulates).
+struct VerifyEstimate {
+  int64_t devices = 0;
+  double peak_bytes = 0;
+  double element_ops = 0;
+  int64_t unknown_trip_loops = 0;  // while loops counted once (trip count unknown)
+};
+VerifyEstimate estimate_verify(const Module& annotated, const Module& partitioned);
+
+inline constexpr double kDefaultVerifyLimitBytes = 2.0 * 1024 * 1024 * 1024;  // 2 GiB
+// The interpreter runs roughly 5e7 to 2e8 element-ops a second (measured on
+// the tests' modules), so 5e9 is a run of about a minute or more: refused.
+inline constexpr double kMaxVerifyElementOps = 5e9;
+
+// Throws a UserError (exit 2) naming the estimate, the limit and
+// --verify-limit when peak_bytes > limit_bytes, or naming the work and the
+// rule when element_ops > kMaxVerifyElementOps. Also refuses modules with
+// instructions the interpreter cannot run (one message naming them all).
+void check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes);
+
+// "4GiB", "512MiB", "2G" (binary K/M/G/T), "3GB" (decimal), "1e9" or a
+// number of bytes; UserError naming `option` otherwise.
+double parse_byte_size(const std::string& text, const std::string& option = "--verify-limit");
+
 }  // namespace podsim::compiler
