@@ -241,6 +241,7 @@ bool has_no_defined_value(const Instruction& in) {
     case Opcode::kSendDone:
     case Opcode::kRecv:
     case Opcode::kRecvDone:
+    case Opcode::kRaggedAllToAll:  // has a value, not implemented here
       return true;
     case Opcode::kCustomCall: return !is_identity_custom_call(in.attrs.custom_call_target);
     case Opcode::kAsyncStart:

@@ -2,7 +2,8 @@
 // device depends only on that device's operand values. Grouped by family in
 // data_movement_ops.cc, elementwise_ops.cc, reduction_ops.cc,
 // dot_conv_ops.cc and gather_scatter_ops.cc; evaluate_local_op dispatches.
-// Collectives, while, call and parameters are handled by the Evaluator.
+// Collectives, while, call, fusion, conditional, the async pairs and
+// parameters are handled by the Evaluator.
 // Internal to the interpreter.
 #pragma once
 
@@ -63,5 +64,17 @@ Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Lit
 
 Literal eval_gather(const Instruction& instr, const Literal& operand, const Literal& indices);
 Literal eval_scatter(const Instruction& instr, const Operands& operands, const OpContext& context);
+
+// extra_ops.cc: XLA's less common ops.
+Literal eval_bitcast(const Instruction& instr, const Literal& operand);
+Literal eval_bitcast_convert(const Instruction& instr, const Literal& operand);
+Literal eval_sort(const Instruction& instr, const Operands& operands, const OpContext& context);
+Literal eval_topk(const Instruction& instr, const Literal& operand);
+Literal eval_fft(const Instruction& instr, const Literal& operand);
+Literal eval_map(const Instruction& instr, const Operands& operands, const OpContext& context);
+Literal eval_select_and_scatter(const Instruction& instr, const Operands& operands, const OpContext& context);
+Literal eval_cholesky(const Instruction& instr, const Literal& a);
+Literal eval_triangular_solve(const Instruction& instr, const Literal& a, const Literal& b);
+Literal eval_batch_norm(const Instruction& instr, const Operands& operands);
 
 }  // namespace podsim::compiler::interp

@@ -229,7 +229,7 @@ void check_verify_estimate(const Module& annotated, const Module& partitioned, d
                     "verify a smaller configuration (fewer layers, smaller batch or sequence)");
   if (e.element_ops > kMaxVerifyElementOps)
     throw UserError(fmt::format("--verify would take about {:.3g} element operations ({} devices){}, over the "
-                                "limit of {:.3g} (about a minute of interpreter time)",
+                                "limit of {:.3g} (half a minute to minutes of interpreter time)",
                                 e.element_ops, e.devices, loops, kMaxVerifyElementOps),
                     "verify a smaller configuration (fewer layers, smaller batch or sequence)");
 }
