@@ -105,6 +105,7 @@ class Estimator {
         if (const Shape* lhs = operand_shape(comp, in, 0); lhs && lhs->is_array())
           for (int64_t d : in.attrs.dot.lhs_contracting)
             if (d >= 0 && d < lhs->rank()) k *= static_cast<double>(lhs->dim(static_cast<int>(d)));
+        temp = operand_bytes(comp, in);  // float dots pack both operands
         return touched + out * k;
       }
       case Opcode::kConvolution: {

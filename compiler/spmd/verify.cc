@@ -26,8 +26,8 @@ Literal shard_of(const Literal& full, const Sharding& sharding, int64_t device) 
   const auto& dims = full.shape().dims();
   ShardRegion region = shard_region(sharding, dims, device);
   Literal out(Shape(full.shape().dtype(), shard_shape(sharding, dims)));
+  std::vector<int64_t> source(dims.size());  // reused: no allocation per element
   for_each_index(out.shape().dims(), [&](const std::vector<int64_t>& index) {
-    std::vector<int64_t> source(index.size());
     for (size_t i = 0; i < index.size(); ++i) {
       source[i] = region.offsets[i] + index[i];
       if (source[i] >= region.limits[i]) {
@@ -54,8 +54,8 @@ Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding,
     if (!holds)
       throw ShardShapeMismatch(fmt::format("device {}: the value is {}, its sharding {} needs at least [{}]", device,
                                            got.to_string(), sharding.to_string(), fmt::join(extent, ",")));
+    std::vector<int64_t> target(extent.size());  // reused: no allocation per element
     for_each_index(extent, [&](const std::vector<int64_t>& index) {
-      std::vector<int64_t> target(index.size());
       for (size_t i = 0; i < index.size(); ++i) target[i] = region.offsets[i] + index[i];
       out.set(target, shards[device].at(index));
     });
