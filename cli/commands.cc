@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -84,19 +85,6 @@ PartitionInput partition_input(const Options& o) {
   return {compiler::parse_hlo_file(o.input), compiler::SpmdOptions{}};
 }
 
-// Relative tolerance of --verify: partitioning reorders sums (partial dots,
-// reduce-scatters), which changes rounding. f32 keeps ~1e-7 per operation
-// (1e-4 leaves room for long sums); bf16 has an 8-bit significand, one
-// rounding is up to 2^-9 = 2e-3 relative, so a reordered sum of bf16 values
-// is compared at 2e-2.
-double verify_tolerance(const compiler::Module& module) {
-  for (const compiler::Computation& computation : module.computations())
-    for (const compiler::Instruction& instr : computation.instructions())
-      for (const compiler::Shape* leaf : instr.shape.leaves())
-        if (leaf->dtype() == compiler::DType::kBF16 || leaf->dtype() == compiler::DType::kF16) return 2e-2;
-  return 1e-4;
-}
-
 int partition(const Options& o) {
   const double verify_limit =
       o.verify_limit.empty() ? compiler::kDefaultVerifyLimitBytes : compiler::parse_byte_size(o.verify_limit);
@@ -120,14 +108,21 @@ int partition(const Options& o) {
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(module, options);
   if (o.verify) {
     compiler::check_verify_estimate(module, result.module, verify_limit);  // refuses before running
-    compiler::VerifyResult v = compiler::verify_partitioning(module, result.module, /*seed=*/1,
-                                                             verify_tolerance(module));
+    const compiler::VerifyTolerance tolerance = compiler::verify_tolerance(module, result.module);
+    compiler::VerifyOptions verify_options;
+    verify_options.tolerance = tolerance.tolerance;
+    verify_options.scale = tolerance.scale;
+    compiler::VerifyResult v = compiler::verify_partitioning(module, result.module, verify_options);
     if (!v.ok) {
       fmt::print(stderr, "verify: MISMATCH ({} devices): {}\n", v.devices, v.first_mismatch);
       return 1;
     }
-    fmt::print(stderr, "verify: ok ({} devices, max abs error {:g}, relative tolerance {:g})\n", v.devices,
-               v.max_abs_error, verify_tolerance(module));
+    const std::string scale = tolerance.scale == compiler::CompareScale::kLeafRms
+                                  ? fmt::format(" of the RMS, for sums of {} at u = 2^{}", tolerance.longest_sum,
+                                                std::ilogb(tolerance.unit_roundoff))
+                                  : "";
+    fmt::print(stderr, "verify: ok ({} devices, max abs error {:g}, relative tolerance {:g}{})\n", v.devices,
+               v.max_abs_error, tolerance.tolerance, scale);
   }
   reports::write_file_atomically(o.output, compiler::print_hlo(result.module));
   return 0;

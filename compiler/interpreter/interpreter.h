@@ -57,10 +57,18 @@ struct Comparison {
   std::string first_mismatch;  // empty when ok
 };
 
-// Compares leaf by leaf. Floating elements match when
-// |expected - actual| <= tolerance * (1 + |expected|) (NaN matches NaN, an
-// infinity only the same infinity); integer and pred elements must be equal.
-// Shape differences are mismatches too.
-Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance);
+// What a floating element's error is relative to: its own magnitude, or
+// the larger of that and its leaf's RMS value (for sums rounded at every
+// step, whose error follows the partial sums' size even where the result
+// cancels to near zero).
+enum class CompareScale : uint8_t { kElement, kLeafRms };
+
+// Compares leaf by leaf. Floating (and complex) elements match when
+// |expected - actual| <= tolerance * (1 + |expected|) (kLeafRms: 1 +
+// max(|expected|, RMS of the expected leaf)); NaN matches NaN, an infinity
+// only the same infinity; integer and pred elements must be equal. Shape
+// differences are mismatches too.
+Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance,
+                            CompareScale scale = CompareScale::kElement);
 
 }  // namespace podsim::compiler

@@ -1,5 +1,6 @@
 // Test-value helpers of the interpreter: seeded random literals and
 // tolerance-based comparison (used by the partitioner's verify mode).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -56,8 +57,8 @@ std::string index_text(const Shape& shape, size_t linear) {
   return fmt::format("[{}]", fmt::join(index, ","));
 }
 
-void compare_into(const Literal& expected, const Literal& actual, double tolerance, const std::string& path,
-                  Comparison& result) {
+void compare_into(const Literal& expected, const Literal& actual, double tolerance, CompareScale scale,
+                  const std::string& path, Comparison& result) {
   auto mismatch = [&](std::string text) {
     if (result.ok) result.first_mismatch = std::move(text);
     result.ok = false;
@@ -69,10 +70,23 @@ void compare_into(const Literal& expected, const Literal& actual, double toleran
   }
   if (expected.is_tuple()) {
     for (size_t i = 0; i < expected.elements().size(); ++i)
-      compare_into(expected.elements()[i], actual.elements()[i], tolerance, fmt::format("{}{{{}}}", path, i), result);
+      compare_into(expected.elements()[i], actual.elements()[i], tolerance, scale, fmt::format("{}{{{}}}", path, i),
+                   result);
     return;
   }
-  const bool floating = is_floating(expected.shape().dtype());
+  const bool floating = is_floating(expected.shape().dtype()) || is_complex(expected.shape().dtype());
+  // The leaf's RMS over its finite values (kLeafRms).
+  double rms = 0;
+  if (scale == CompareScale::kLeafRms && floating) {
+    double sum = 0;
+    size_t count = 0;
+    for (double e : expected.values())
+      if (std::isfinite(e)) {
+        sum += e * e;
+        ++count;
+      }
+    rms = count ? std::sqrt(sum / static_cast<double>(count)) : 0.0;
+  }
   for (size_t i = 0; i < expected.values().size(); ++i) {
     const double e = expected.values()[i];
     const double a = actual.values()[i];
@@ -85,7 +99,7 @@ void compare_into(const Literal& expected, const Literal& actual, double toleran
     } else {
       const double error = std::fabs(e - a);
       result.max_abs_error = std::max(result.max_abs_error, error);
-      equal = error <= tolerance * (1.0 + std::fabs(e));
+      equal = error <= tolerance * (1.0 + std::max(std::fabs(e), rms));
     }
     if (!equal)
       mismatch(fmt::format("{}{}: expected {}, got {}", path, index_text(expected.shape(), i), e, a));
@@ -99,9 +113,9 @@ Literal random_literal(const Shape& shape, uint64_t seed) {
   return random_value(shape, state);
 }
 
-Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance) {
+Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance, CompareScale scale) {
   Comparison result;
-  compare_into(expected, actual, tolerance, "", result);
+  compare_into(expected, actual, tolerance, scale, "", result);
   return result;
 }
 

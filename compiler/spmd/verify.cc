@@ -116,15 +116,15 @@ Literal reassemble_value(const std::vector<const Literal*>& shards, const std::v
 
 // Compares leaf by leaf so a mismatch names the leaf (its index in the
 // root tuple, pre-order).
-void compare_leaves(const Literal& expected, const Literal& actual, double tolerance, const std::string& where,
-                    VerifyResult& result) {
+void compare_leaves(const Literal& expected, const Literal& actual, double tolerance, CompareScale scale,
+                    const std::string& where, VerifyResult& result) {
   if (expected.is_tuple() && actual.is_tuple() && expected.elements().size() == actual.elements().size()) {
     for (size_t i = 0; i < expected.elements().size(); ++i)
-      compare_leaves(expected.elements()[i], actual.elements()[i], tolerance, fmt::format("{}{{{}}}", where, i),
-                     result);
+      compare_leaves(expected.elements()[i], actual.elements()[i], tolerance, scale,
+                     fmt::format("{}{{{}}}", where, i), result);
     return;
   }
-  Comparison c = compare_literals(expected, actual, tolerance);
+  Comparison c = compare_literals(expected, actual, tolerance, scale);
   result.max_abs_error = std::max(result.max_abs_error, c.max_abs_error);
   if (!c.ok && result.ok) {
     result.ok = false;
@@ -181,8 +181,86 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
     return r;
   }
   r.ok = true;
-  compare_leaves(expected, actual, options.tolerance, fmt::format("entry result '{}'", root.name), r);
+  compare_leaves(expected, actual, options.tolerance, options.scale, fmt::format("entry result '{}'", root.name), r);
   return r;
+}
+
+namespace {
+
+// Significant bits of a floating type (0 for the others).
+int significand_bits(DType t) {
+  switch (t) {
+    case DType::kBF16: return 8;
+    case DType::kF16: return 11;
+    case DType::kF32:
+    case DType::kC64: return 24;
+    case DType::kF64:
+    case DType::kC128: return 53;
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E4M3B11FNUZ:
+    case DType::kF8E4M3: return 4;
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ: return 3;
+    case DType::kF8E3M4: return 5;
+    default: return 0;
+  }
+}
+
+// The largest 4 u sqrt(n) over the module's rounded sums (see
+// verify_tolerance), each in its own result type's precision; records the
+// longest sum and whether any value is bf16/f16/f8.
+void sum_growth(const Module& module, int64_t devices, VerifyTolerance& t, double& growth, bool& low_precision) {
+  for (const Computation& c : module.computations())
+    for (const Instruction& in : c.instructions()) {
+      int bits = 0;  // coarsest floating leaf of the result
+      for (const Shape* leaf : in.shape.leaves()) {
+        const int b = significand_bits(leaf->dtype());
+        if (b > 0) bits = bits == 0 ? b : std::min(bits, b);
+        low_precision |= leaf->dtype() == DType::kBF16 || leaf->dtype() == DType::kF16 || (b > 0 && b < 8);
+      }
+      if (bits == 0) continue;
+      int64_t n = 0;
+      if (in.opcode == Opcode::kReduce && !in.operands.empty()) {
+        const Shape& operand = c.instr(in.operand(0)).shape;
+        n = 1;
+        if (operand.is_array())
+          for (int64_t d : in.attrs.dimensions)
+            if (d >= 0 && d < operand.rank()) n *= operand.dim(static_cast<int>(d));
+      } else if (in.opcode == Opcode::kReduceWindow) {
+        n = 1;
+        for (const WindowDim& w : in.attrs.window) n *= w.size;
+      } else if (in.opcode == Opcode::kAllReduce || in.opcode == Opcode::kReduceScatter ||
+                 in.opcode == Opcode::kAllReduceStart ||
+                 (in.opcode == Opcode::kAsyncStart && in.attrs.async_wrapped &&
+                  (*in.attrs.async_wrapped == Opcode::kAllReduce || *in.attrs.async_wrapped == Opcode::kReduceScatter))) {
+        n = in.attrs.replica_groups.group_size(devices);
+      } else if (in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution) {
+        n = devices;  // at most one partial result per device
+      }
+      if (n <= 1) continue;
+      const double g = 4 * std::ldexp(1.0, -bits) * std::sqrt(static_cast<double>(n));
+      if (g > growth) {
+        growth = g;
+        t.longest_sum = n;
+        t.unit_roundoff = std::ldexp(1.0, -bits);
+      }
+    }
+}
+
+}  // namespace
+
+VerifyTolerance verify_tolerance(const Module& annotated, const Module& partitioned) {
+  VerifyTolerance t;
+  const int64_t devices = std::max<int64_t>(1, partitioned.num_partitions());
+  double growth = 0;
+  bool low = false;
+  sum_growth(annotated, devices, t, growth, low);
+  sum_growth(partitioned, devices, t, growth, low);
+  const double floor = low ? 2e-2 : 1e-4;
+  t.tolerance = std::max(floor, growth);
+  t.scale = growth > floor ? CompareScale::kLeafRms : CompareScale::kElement;
+  return t;
 }
 
 VerifyEstimate estimate_verify(const Module& annotated, const Module& partitioned) {

@@ -83,3 +83,27 @@ TEST(CompareLiterals, TupleLeavesAreNamed) {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(CompareScaleTest, LeafRmsAllowsTheSumsAbsoluteErrorNearZero) {
+  // expected {0, 10, -10}, actual off by 0.5 at the zero; tolerance 0.1:
+  // per element 0.5 > 0.1 x (1 + 0); with the RMS sqrt(200/3) = 8.16 the
+  // allowance is 0.1 x 9.16 = 0.92.
+  const Literal e = f32({3}, {0, 10, -10});
+  const Literal a = f32({3}, {0.5, 10, -10});
+  EXPECT_FALSE(compare_literals(e, a, 0.1).ok);
+  EXPECT_TRUE(compare_literals(e, a, 0.1, CompareScale::kLeafRms).ok);
+  // Off by 1 is beyond 0.92 either way.
+  EXPECT_FALSE(compare_literals(e, f32({3}, {1, 10, -10}), 0.1, CompareScale::kLeafRms).ok);
+}
+
+TEST(CompareScaleTest, ComplexValuesCompareWithinTheTolerance) {
+  const Literal e(Shape(DType::kC64, {1}), {1, 2});
+  EXPECT_TRUE(compare_literals(e, Literal(Shape(DType::kC64, {1}), {1, 2.00001}), 1e-4).ok);
+  EXPECT_FALSE(compare_literals(e, Literal(Shape(DType::kC64, {1}), {1, 2.1}), 1e-4).ok);
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing

@@ -1,5 +1,9 @@
 // The --verify guard: the estimate of verify_partitioning's memory and work
 // (closed forms on hand-written programs), its refusals, and byte sizes.
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "compiler/hlo/hlo_parser.h"
@@ -92,6 +96,81 @@ TEST(VerifyGuard, ByteSizes) {
   EXPECT_THROW(parse_byte_size("-1GiB"), UserError);
   EXPECT_THROW(parse_byte_size("4XB"), UserError);
   EXPECT_THROW(parse_byte_size(""), UserError);
+}
+
+}  // namespace
+}  // namespace podsim::compiler
+
+namespace podsim::compiler {
+namespace {
+
+// A one-instruction module "ROOT r = <type> <op>" for the tolerance rule.
+Module tolerance_module(const std::string& body, int64_t partitions = 1) {
+  return parse_hlo(fmt::format(R"(HloModule m, num_partitions={}
+add {{
+  x = {} parameter(0)
+  y = {} parameter(1)
+  ROOT s = {} add(x, y)
+}}
+ENTRY e {{
+{}
+}}
+)",
+                               partitions, "f32[]", "f32[]", "f32[]", body));
+}
+
+TEST(VerifyTolerance, F32StaysAtTheFloor) {
+  // 4 x 2^-24 x sqrt(1024) = 7.6e-6 < 1e-4.
+  const Module m = tolerance_module(R"(  p = f32[4,1024] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[4] reduce(p, z), dimensions={1}, to_apply=add)");
+  const VerifyTolerance t = verify_tolerance(m, m);
+  EXPECT_EQ(t.tolerance, 1e-4);
+  EXPECT_EQ(t.scale, CompareScale::kElement);
+}
+
+TEST(VerifyTolerance, LongBf16SumGrowsAsSqrtN) {
+  // bf16 reduce of 1024: 4 x 2^-8 x 32 = 0.5, relative to the RMS.
+  const Module m = tolerance_module(R"(  p = bf16[4,1024] parameter(0)
+  z = bf16[] constant(0)
+  ROOT r = bf16[4] reduce(p, z), dimensions={1}, to_apply=add)");
+  const VerifyTolerance t = verify_tolerance(m, m);
+  EXPECT_EQ(t.tolerance, 0.5);
+  EXPECT_EQ(t.longest_sum, 1024);
+  EXPECT_EQ(t.unit_roundoff, std::ldexp(1.0, -8));
+  EXPECT_EQ(t.scale, CompareScale::kLeafRms);
+}
+
+TEST(VerifyTolerance, Bf16WithoutLongSumsKeepsTheFloor) {
+  // Elementwise bf16 on 1 device: no sum longer than 1 -> 2e-2 per element.
+  const Module m = tolerance_module(R"(  p = bf16[64] parameter(0)
+  ROOT r = bf16[64] negate(p))");
+  const VerifyTolerance t = verify_tolerance(m, m);
+  EXPECT_EQ(t.tolerance, 2e-2);
+  EXPECT_EQ(t.scale, CompareScale::kElement);
+}
+
+TEST(VerifyTolerance, SplitBf16DotCountsOnePartialPerDevice) {
+  // 8 partial sums: 4 x 2^-8 x sqrt(8) = 0.0442; the 4096-long contraction
+  // itself is accumulated in double and does not count.
+  const Module m = tolerance_module(R"(  a = bf16[8,4096] parameter(0)
+  b = bf16[4096,8] parameter(1)
+  ROOT d = bf16[8,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})",
+                                    8);
+  const VerifyTolerance t = verify_tolerance(m, m);
+  EXPECT_DOUBLE_EQ(t.tolerance, 4 * std::ldexp(1.0, -8) * std::sqrt(8.0));
+  EXPECT_EQ(t.longest_sum, 8);
+}
+
+TEST(VerifyTolerance, AnF32SumInABf16ModuleUsesF32Precision) {
+  // The reduce is f32 (2^-24): its growth is below the bf16 floor.
+  const Module m = tolerance_module(R"(  p = bf16[4,1024] parameter(0)
+  c = f32[4,1024] convert(p)
+  z = f32[] constant(0)
+  ROOT r = f32[4] reduce(c, z), dimensions={1}, to_apply=add)");
+  const VerifyTolerance t = verify_tolerance(m, m);
+  EXPECT_EQ(t.tolerance, 2e-2);
+  EXPECT_EQ(t.scale, CompareScale::kElement);
 }
 
 }  // namespace
