@@ -107,7 +107,8 @@ int partition(const Options& o) {
   }
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(module, options);
   if (o.verify) {
-    compiler::check_verify_estimate(module, result.module, verify_limit);  // refuses before running
+    const compiler::VerifyEstimate estimate =
+        compiler::check_verify_estimate(module, result.module, verify_limit);  // refuses before running
     const compiler::VerifyTolerance tolerance = compiler::verify_tolerance(module, result.module);
     compiler::VerifyOptions verify_options;
     verify_options.tolerance = tolerance.tolerance;
@@ -121,8 +122,9 @@ int partition(const Options& o) {
                                   ? fmt::format(" of the RMS, for sums of {} at u = 2^{}", tolerance.longest_sum,
                                                 std::ilogb(tolerance.unit_roundoff))
                                   : "";
-    fmt::print(stderr, "verify: ok ({} devices, max abs error {:g}, relative tolerance {:g}{})\n", v.devices,
-               v.max_abs_error, tolerance.tolerance, scale);
+    fmt::print(stderr, "verify: ok ({} devices, max abs error {:g}, relative tolerance {:g}{}; estimated {}, {:.3g} element-ops)\n",
+               v.devices, v.max_abs_error, tolerance.tolerance, scale, compiler::bytes_text(estimate.peak_bytes),
+               estimate.element_ops);
   }
   reports::write_file_atomically(o.output, compiler::print_hlo(result.module));
   return 0;

@@ -270,14 +270,13 @@ VerifyEstimate estimate_verify(const Module& annotated, const Module& partitione
   const InterpreterEstimate original = estimate_interpreter(annotated, 1);
   const InterpreterEstimate per_device = estimate_interpreter(partitioned, 1);
   const double inputs = original.parameter_bytes + n * per_device.parameter_bytes;
-  e.peak_bytes = inputs + std::max(original.peak_bytes, original.root_bytes + n * per_device.peak_bytes) +
-                 original.root_bytes;
+  e.peak_bytes = kVerifyMemoryMargin * (inputs +
+                                        std::max(original.peak_bytes, original.root_bytes + n * per_device.peak_bytes) +
+                                        original.root_bytes);
   e.element_ops = original.element_ops + n * per_device.element_ops;
   e.unknown_trip_loops = original.unknown_trip_loops + per_device.unknown_trip_loops;
   return e;
 }
-
-namespace {
 
 std::string bytes_text(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -289,9 +288,7 @@ std::string bytes_text(double bytes) {
   return fmt::format("{:.3g} {}", bytes, units[u]);
 }
 
-}  // namespace
-
-void check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes) {
+VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes) {
   check_interpretable(annotated);
   check_interpretable(partitioned);
   const VerifyEstimate e = estimate_verify(annotated, partitioned);
@@ -310,6 +307,7 @@ void check_verify_estimate(const Module& annotated, const Module& partitioned, d
                                 "limit of {:.3g} (half a minute to minutes of interpreter time)",
                                 e.element_ops, e.devices, loops, kMaxVerifyElementOps),
                     "verify a smaller configuration (fewer layers, smaller batch or sequence)");
+  return e;
 }
 
 double parse_byte_size(const std::string& text, const std::string& option) {
