@@ -269,13 +269,14 @@ Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Lit
   Literal result(os);
   Accumulator acc(os.dtype());
   size_t k = 0;
+  std::vector<int64_t> tap_index;  // reused across output elements
   for_each_index(os.dims(), [&](const std::vector<int64_t>& out_idx) {
     const int64_t ob = out_idx[static_cast<size_t>(cd.output_batch)];
     const int64_t of = out_idx[static_cast<size_t>(cd.output_feature)];
     const int64_t feature_group = of / out_features_per_group;
     const int64_t in_batch = (of / out_features_per_batch_group) * batch_per_group + ob;
     acc.reset();
-    for_each_index(kernel_sizes, [&](const std::vector<int64_t>& tap) {
+    for_each_index_in(kernel_sizes, tap_index, [&](const std::vector<int64_t>& tap) {
       int64_t l_off = in_batch * l_strides[static_cast<size_t>(cd.input_batch)];
       int64_t k_off = of * k_strides[static_cast<size_t>(cd.kernel_output_feature)];
       for (size_t i = 0; i < spatial; ++i) {

@@ -397,11 +397,11 @@ Literal eval_select_and_scatter(const Instruction& instr, const Operands& operan
   std::fill(result.mutable_values().begin(), result.mutable_values().end(), init.values()[0]);
   std::vector<int64_t> wdims;
   for (const WindowDim& w : window) wdims.push_back(w.size);
-  std::vector<int64_t> pos(static_cast<size_t>(rank)), best(static_cast<size_t>(rank));
+  std::vector<int64_t> pos(static_cast<size_t>(rank)), best(static_cast<size_t>(rank)), tap;
   for_each_index(source.shape().dims(), [&](const std::vector<int64_t>& s) {
     bool have = false;
     double best_value = 0;
-    for_each_index(wdims, [&](const std::vector<int64_t>& w) {
+    for_each_index_in(wdims, tap, [&](const std::vector<int64_t>& w) {
       for (int d = 0; d < rank; ++d) {
         const WindowDim& wd = window[static_cast<size_t>(d)];
         const auto u = static_cast<size_t>(d);

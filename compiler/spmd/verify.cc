@@ -304,7 +304,7 @@ VerifyEstimate check_verify_estimate(const Module& annotated, const Module& part
                     "verify a smaller configuration (fewer layers, smaller batch or sequence)");
   if (e.element_ops > kMaxVerifyElementOps)
     throw UserError(fmt::format("--verify would take about {:.3g} element operations ({} devices){}, over the "
-                                "limit of {:.3g} (half a minute to minutes of interpreter time)",
+                                "limit of {:.3g} (over a minute or two of interpreter time)",
                                 e.element_ops, e.devices, loops, kMaxVerifyElementOps),
                     "verify a smaller configuration (fewer layers, smaller batch or sequence)");
   return e;

@@ -61,7 +61,7 @@ TEST(VerifyGuard, RefusesOverTheMemoryLimitNamingEstimateLimitAndOption) {
 }
 
 TEST(VerifyGuard, RefusesTooMuchWork) {
-  // A 4096^3 dot is 6.9e10 multiply-accumulates, over 5e9, while its values
+  // A 4096^3 dot is 6.9e10 multiply-accumulates, over 2e10, while its values
   // (five 128 MiB values at the dot: inputs, their packed copies, result;
   // with verify's own copies and the margin about 1.7 GiB) fit in 2 GiB.
   const char* big = R"(HloModule m, num_partitions=1
