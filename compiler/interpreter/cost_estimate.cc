@@ -99,7 +99,8 @@ class Estimator {
   double instruction_ops(const Computation& comp, const Instruction& in, double& temp, int64_t& unknown_loops) {
     const double out = elements(in.shape);
     const double touched = out + operand_elements(comp, in);
-    switch (in.opcode) {
+    const bool topk_call = in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "TopK";
+    switch (topk_call ? Opcode::kTopK : in.opcode) {
       case Opcode::kDot: {
         double k = 1;
         if (const Shape* lhs = operand_shape(comp, in, 0); lhs && lhs->is_array())
@@ -142,7 +143,7 @@ class Estimator {
         double n = first && first->is_array() && first->rank() > 0
                        ? static_cast<double>(first->dim(first->rank() - 1))
                        : 1;
-        if (in.opcode == Opcode::kSort && first && first->is_array() && !in.attrs.dimensions.empty()) {
+        if (in.opcode == Opcode::kSort && first && first->is_array() && !in.attrs.dimensions.empty()) {  // else last dim
           const int64_t d = in.attrs.dimensions[0];
           if (d >= 0 && d < first->rank()) n = static_cast<double>(first->dim(static_cast<int>(d)));
         }
@@ -244,7 +245,8 @@ bool has_no_defined_value(const Instruction& in) {
     case Opcode::kRecvDone:
     case Opcode::kRaggedAllToAll:  // has a value, not implemented here
       return true;
-    case Opcode::kCustomCall: return !is_identity_custom_call(in.attrs.custom_call_target);
+    case Opcode::kCustomCall:
+      return !is_identity_custom_call(in.attrs.custom_call_target) && in.attrs.custom_call_target != "TopK";
     case Opcode::kAsyncStart:
     case Opcode::kAsyncUpdate:
     case Opcode::kAsyncDone:

@@ -243,22 +243,42 @@ Literal eval_sort(const Instruction& instr, const Operands& operands, const OpCo
 
 // topk(x), k: the k largest (or smallest, largest=false) of the last dim in
 // order, ties by lower index, and their s32 indices: tuple(values, indices).
-Literal eval_topk(const Instruction& instr, const Literal& operand) {
+// XLA's custom-call "TopK" is the same with k = the result's last dim and
+// the order given by its comparator (value a, value b, index a, index b).
+Literal eval_topk(const Instruction& instr, const Literal& operand, const OpContext& context) {
   const Shape& shape = operand.shape();
   if (operand.is_tuple() || shape.rank() < 1) fail(instr, "operand must be an array of rank >= 1");
-  const int64_t k = instr.attrs.k;
+  if (!instr.shape.is_tuple() || instr.shape.tuple_shapes().size() != 2 || instr.shape.tuple_shape(0).rank() < 1)
+    fail(instr, "result must be (values, indices)");
+  const bool custom = instr.opcode == Opcode::kCustomCall;
+  const Shape& values_shape = instr.shape.tuple_shape(0);
+  const int64_t k = custom ? values_shape.dim(values_shape.rank() - 1) : instr.attrs.k;
   const int64_t n = shape.dim(shape.rank() - 1);
   if (k < 0 || k > n) fail(instr, fmt::format("k = {} is outside [0, {}]", k, n));
-  if (!instr.shape.is_tuple() || instr.shape.tuple_shapes().size() != 2) fail(instr, "result must be (values, indices)");
-  Literal values(instr.shape.tuple_shape(0)), indices(instr.shape.tuple_shape(1));
+  const ScalarFunction* comparator = nullptr;
+  if (!instr.called.empty()) {
+    comparator = &context.combiner(instr.to_apply());
+    if (comparator->num_parameters() != 2 && comparator->num_parameters() != 4)
+      fail(instr, "comparator must take (a, b) or (a, b, index a, index b)");
+  }
+  Literal values(values_shape), indices(instr.shape.tuple_shape(1));
   const int64_t rows = n == 0 ? 0 : shape.num_elements() / n;
   std::vector<int64_t> perm(static_cast<size_t>(n));
   const bool largest = instr.attrs.largest;
+  double args[4] = {0, 0, 0, 0};
   for (int64_t r = 0; r < rows; ++r) {
     const double* row = operand.values().data() + r * n;
     for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
-    std::stable_sort(perm.begin(), perm.end(),
-                     [&](int64_t a, int64_t b) { return largest ? row[a] > row[b] : row[a] < row[b]; });
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+      if (!comparator) return largest ? row[a] > row[b] : row[a] < row[b];
+      args[0] = row[a];
+      args[1] = row[b];
+      args[2] = static_cast<double>(a);
+      args[3] = static_cast<double>(b);
+      double less = 0;
+      comparator->apply(args, &less);
+      return less != 0.0;
+    });
     for (int64_t i = 0; i < k; ++i) {
       values.mutable_values()[static_cast<size_t>(r * k + i)] = row[perm[static_cast<size_t>(i)]];
       indices.mutable_values()[static_cast<size_t>(r * k + i)] = static_cast<double>(perm[static_cast<size_t>(i)]);

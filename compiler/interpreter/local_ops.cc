@@ -126,7 +126,7 @@ Literal evaluate_local_op(const Instruction& instr, const Operands& operands, co
     case Opcode::kBitcast: expect_operands(instr, operands, 1); return eval_bitcast(instr, *operands[0]);
     case Opcode::kBitcastConvert: expect_operands(instr, operands, 1); return eval_bitcast_convert(instr, *operands[0]);
     case Opcode::kSort: return eval_sort(instr, operands, context);
-    case Opcode::kTopK: expect_operands(instr, operands, 1); return eval_topk(instr, *operands[0]);
+    case Opcode::kTopK: expect_operands(instr, operands, 1); return eval_topk(instr, *operands[0], context);
     case Opcode::kFft: expect_operands(instr, operands, 1); return eval_fft(instr, *operands[0]);
     case Opcode::kMap: return eval_map(instr, operands, context);
     case Opcode::kSelectAndScatter: return eval_select_and_scatter(instr, operands, context);
@@ -138,6 +138,10 @@ Literal evaluate_local_op(const Instruction& instr, const Operands& operands, co
     case Opcode::kBatchNormInference:
     case Opcode::kBatchNormGrad: return eval_batch_norm(instr, operands);
     case Opcode::kCustomCall: {
+      if (instr.attrs.custom_call_target == "TopK") {
+        expect_operands(instr, operands, 1);
+        return eval_topk(instr, *operands[0], context);
+      }
       if (!is_identity_custom_call(instr.attrs.custom_call_target))
         fail(instr, fmt::format("custom-call target '{}' is not supported by the interpreter",
                                 instr.attrs.custom_call_target));

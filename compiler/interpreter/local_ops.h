@@ -88,7 +88,7 @@ Literal eval_scatter(const Instruction& instr, const Operands& operands, const O
 Literal eval_bitcast(const Instruction& instr, const Literal& operand);
 Literal eval_bitcast_convert(const Instruction& instr, const Literal& operand);
 Literal eval_sort(const Instruction& instr, const Operands& operands, const OpContext& context);
-Literal eval_topk(const Instruction& instr, const Literal& operand);
+Literal eval_topk(const Instruction& instr, const Literal& operand, const OpContext& context);
 Literal eval_fft(const Instruction& instr, const Literal& operand);
 Literal eval_map(const Instruction& instr, const Operands& operands, const OpContext& context);
 Literal eval_select_and_scatter(const Instruction& instr, const Operands& operands, const OpContext& context);

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/interpreter/cost_estimate.h"
 #include "tests/compiler/interpreter/hand_built.h"
 #include "tests/compiler/interpreter/interp_test_util.h"
 
@@ -268,6 +269,38 @@ TEST(ExtraOps, ValuePreservingOps) {
   const Literal token = run_op(Opcode::kAfterAll, Shape::scalar(DType::kToken), {});
   EXPECT_EQ(token.shape().dtype(), DType::kToken);
   EXPECT_EQ(run_op(Opcode::kAddDependency, x.shape(), {x, token}), x);
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(ExtraOps, TopKCustomCallOrdersByItsComparator) {
+  // XLA's custom-call "TopK": k from the result (2), order from the
+  // comparator (a, b, index a, index b) -> a > b: the two largest per row.
+  Module m("m");
+  const CompId greater = [&] {
+    HandBuilt c(m, "gt");
+    const InstrId a = c.param(0, Shape::scalar(DType::kF32));
+    const InstrId b = c.param(1, Shape::scalar(DType::kF32));
+    c.param(2, Shape::scalar(DType::kS32));
+    c.param(3, Shape::scalar(DType::kS32));
+    return c.finish(c.op(Opcode::kCompare, Shape::scalar(DType::kPred), {a, b},
+                         [](Instruction& i) { i.attrs.comparison = ComparisonDirection::kGt; }));
+  }();
+  const Shape out = Shape::tuple({Shape(DType::kF32, {2, 2}), Shape(DType::kS32, {2, 2})});
+  HandBuilt b(m, "main");
+  const InstrId x = b.param(0, Shape(DType::kF32, {2, 4}));
+  b.finish_entry(b.op(Opcode::kCustomCall, out, {x}, [&](Instruction& i) {
+    i.attrs.custom_call_target = "TopK";
+    i.called = {greater};
+  }));
+  EXPECT_NO_THROW(check_interpretable(m));
+  Literal r = evaluate(m, {f32({2, 4}, {1, 4, 2, 3, 8, 5, 7, 6})});
+  EXPECT_EQ(r.element(0).values(), (std::vector<double>{4, 3, 8, 7}));
+  EXPECT_EQ(r.element(1).values(), (std::vector<double>{1, 3, 0, 2}));
 }
 
 }  // namespace
