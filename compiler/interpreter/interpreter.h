@@ -47,8 +47,10 @@ std::vector<Literal> evaluate_spmd(const Module& module,
 
 // A seeded pseudo-random value of `shape` (tuples leaf by leaf). Floats are
 // multiples of 1/64 in [-1, 1] (exact in bf16 and above, so sums and products
-// of few terms are exact in f32 whatever the order), signed integers in
-// [-8, 8], unsigned in [0, 15], preds 0/1. Same seed, same value everywhere.
+// of few terms are exact in f32 whatever the order; f8 rounds them to its
+// nearest value), complex numbers have such real and imaginary parts, signed
+// integers are in [-8, 8] (s4, s2: their whole range), unsigned in [0, 15]
+// (u2: [0, 3]), preds 0/1, tokens 0. Same seed, same value everywhere.
 Literal random_literal(const Shape& shape, uint64_t seed);
 
 struct Comparison {
