@@ -231,6 +231,42 @@ bool is_identity_custom_call(const std::string& target) {
          target == kStopGradientTarget;
 }
 
+bool has_complex_leaf(const Shape& shape) {
+  for (const Shape* leaf : shape.leaves())
+    if (is_complex(leaf->dtype())) return true;
+  return false;
+}
+
+// Ops the interpreter runs on complex (c64, c128) values; the others index
+// elements as single doubles and refuse complex operands or results.
+bool runs_on_complex(const Instruction& in) {
+  if (is_elementwise_unary(in.opcode) || is_elementwise_binary(in.opcode)) return true;
+  switch (in.opcode) {
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kTuple:
+    case Opcode::kGetTupleElement:
+    case Opcode::kReshape:
+    case Opcode::kDynamicReshape:
+    case Opcode::kBitcast:
+    case Opcode::kBitcastConvert:
+    case Opcode::kFft:
+    case Opcode::kDot:
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kDomain:
+    case Opcode::kAddDependency:
+    case Opcode::kSetDimensionSize:
+    case Opcode::kGetDimensionSize:
+    case Opcode::kCustomCall:  // the identity annotations
+    case Opcode::kWhile:
+    case Opcode::kCall:
+    case Opcode::kFusion:
+    case Opcode::kConditional:
+      return true;
+    default: return false;
+  }
+}
+
 bool has_no_defined_value(const Instruction& in) {
   switch (in.opcode) {
     case Opcode::kRng:
@@ -258,6 +294,15 @@ bool has_no_defined_value(const Instruction& in) {
       return false;
     default: return false;
   }
+}
+
+// An op the interpreter does not run on complex values with such a value.
+bool complex_unsupported(const Computation& comp, const Instruction& in) {
+  if (runs_on_complex(in)) return false;
+  if (has_complex_leaf(in.shape)) return true;
+  for (InstrId op : in.operands)
+    if (op >= 0 && op < comp.size() && has_complex_leaf(comp.instr(op).shape)) return true;
+  return false;
 }
 
 std::string kind_of(const Instruction& in) {
@@ -369,7 +414,7 @@ std::vector<const Instruction*> uninterpretable_instructions(const Module& modul
   std::vector<const Instruction*> out;
   for (CompId c : reachable(module))
     for (const Instruction& in : module.computation(c).instructions())
-      if (has_no_defined_value(in)) out.push_back(&in);
+      if (has_no_defined_value(in) || complex_unsupported(module.computation(c), in)) out.push_back(&in);
   return out;
 }
 
@@ -378,7 +423,7 @@ void check_interpretable(const Module& module) {
   if (bad.empty()) return;
   std::vector<std::pair<std::string, int64_t>> kinds;  // first-appearance order
   for (const Instruction* in : bad) {
-    const std::string kind = kind_of(*in);
+    const std::string kind = has_no_defined_value(*in) ? kind_of(*in) : kind_of(*in) + " on complex values";
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
     if (it == kinds.end()) kinds.emplace_back(kind, 1);
     else ++it->second;
@@ -389,8 +434,9 @@ void check_interpretable(const Module& module) {
                   fmt::format("the interpreter cannot run {} instruction{}: {}", bad.size(),
                               bad.size() == 1 ? "" : "s", list),
                   "these ops have no value the reference interpreter can compute (random numbers, host "
-                  "transfers, unknown custom-calls); verify a module without them, e.g. with their results "
-                  "passed in as parameters");
+                  "transfers, unknown custom-calls) or are not implemented there (ragged-all-to-all, data "
+                  "movement and reductions of complex values); verify a module without them, e.g. with their "
+                  "results passed in as parameters");
 }
 
 }  // namespace podsim::compiler

@@ -46,12 +46,15 @@ std::optional<int64_t> while_trip_count(const Module& module, const Computation&
 // Instructions reachable from the entry that the interpreter cannot run:
 // ops without a defined value (rng, rng-bit-generator, stochastic-convert,
 // infeed/outfeed, send/recv, custom-calls other than the identity
-// annotations). Empty when the module is runnable.
+// annotations and TopK), ragged-all-to-all, and ops other than elementwise,
+// dot, fft, reshape/bitcast and control flow on complex values. Empty when
+// the module is runnable.
 std::vector<const Instruction*> uninterpretable_instructions(const Module& module);
 
 // Throws one UserError naming every instruction the interpreter cannot run
 // grouped by kind, e.g. "the interpreter cannot run 3 instructions:
-// custom-call 'foo' (x2), rng (x1)"; returns when there is none.
+// custom-call 'foo' (x2), rng (x1), transpose on complex values (x1)";
+// returns when there is none.
 void check_interpretable(const Module& module);
 
 }  // namespace podsim::compiler

@@ -2,6 +2,7 @@
 // window strides, padding, lhs/rhs dilation, reversal, feature and batch
 // groups). Float results accumulate in double and are rounded once; integer
 // results accumulate in wrapping 64-bit integers.
+#include <complex>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -124,6 +125,30 @@ Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rh
   Literal result(instr.shape);
   const auto& a = lhs.values();
   const auto& b = rhs.values();
+  if (is_complex(instr.shape.dtype())) {
+    // Complex: (re, im) pairs, so element offsets are doubled; accumulate in
+    // complex<double>, round each part once.
+    if (!is_complex(ls.dtype()) || !is_complex(rs.dtype())) fail(instr, "complex dot needs complex operands");
+    const DType dt = instr.shape.dtype();
+    size_t k = 0;
+    for_each_index(out_dims, [&](const std::vector<int64_t>& idx) {
+      int64_t lhs_base = 0, rhs_base = 0;
+      for (size_t i = 0; i < idx.size(); ++i) {
+        lhs_base += idx[i] * out_lhs_stride[i];
+        rhs_base += idx[i] * out_rhs_stride[i];
+      }
+      std::complex<double> sum(0, 0);
+      for (size_t c = 0; c < lhs_offsets.size(); ++c) {
+        const auto li = static_cast<size_t>(2 * (lhs_base + lhs_offsets[c]));
+        const auto ri = static_cast<size_t>(2 * (rhs_base + rhs_offsets[c]));
+        sum += std::complex<double>(a[li], a[li + 1]) * std::complex<double>(b[ri], b[ri + 1]);
+      }
+      result.mutable_values()[2 * k] = round_to_dtype(dt, sum.real());
+      result.mutable_values()[2 * k + 1] = round_to_dtype(dt, sum.imag());
+      ++k;
+    });
+    return result;
+  }
   if (!is_floating(instr.shape.dtype())) {
     Accumulator acc(instr.shape.dtype());
     size_t k = 0;

@@ -305,3 +305,35 @@ TEST(ExtraOps, TopKCustomCallOrdersByItsComparator) {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(ExtraOps, ComplexDot) {
+  // [1+2i, i] . [3, i] = 3 + 6i + i^2 = 2 + 6i.
+  Literal r = run_op(Opcode::kDot, Shape(DType::kC64, {}),
+                     {Literal(Shape(DType::kC64, {2}), {1, 2, 0, 1}), Literal(Shape(DType::kC64, {2}), {3, 0, 0, 1})},
+                     [](Instruction& i) {
+                       i.attrs.dot.lhs_contracting = {0};
+                       i.attrs.dot.rhs_contracting = {0};
+                     });
+  EXPECT_EQ(r.values(), (std::vector<double>{2, 6}));
+}
+
+TEST(ExtraOps, ComplexDataMovementIsRefusedByName) {
+  Module m("m");
+  HandBuilt b(m, "main");
+  const InstrId x = b.param(0, Shape(DType::kC64, {2, 3}));
+  b.finish_entry(b.op(Opcode::kTranspose, Shape(DType::kC64, {3, 2}), {x}, [](Instruction& i) {
+    i.attrs.dimensions = {1, 0};
+  }));
+  try {
+    check_interpretable(m);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.message(), "the interpreter cannot run 1 instruction: transpose on complex values (x1)");
+  }
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
