@@ -106,11 +106,13 @@ TEST(CostEstimate, CountedLoopTripCount) {
   EXPECT_EQ(while_trip_count(m, m.entry(), find(m.entry(), "w")), 10);
   Module m3 = counted_loop(3);
   EXPECT_EQ(while_trip_count(m3, m3.entry(), find(m3.entry(), "w")), 4);
-  // The loop's work scales with the trips: 10 trips cost more than 4 by
-  // 6 bodies and 6 conditions exactly.
+  // The loop's work scales with the trips: 10 trips cost more than 4 by 6
+  // bodies and 6 conditions. Elements read + written per instruction:
+  //   body: s 101, i 1+101, x 100+101, one 1, j 1+1+1, y 100+100,
+  //         t 101+101 -> 810;  cond: s 101, i 102, n 1, lt 1+2 -> 207.
   const double ten = estimate_interpreter(m).element_ops;
   const double four = estimate_interpreter(m3).element_ops;
-  EXPECT_GT(ten, four);
+  EXPECT_DOUBLE_EQ(ten - four, 6 * (810 + 207));
   EXPECT_EQ(estimate_interpreter(m).unknown_trip_loops, 0);
 }
 
