@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -68,20 +69,9 @@ PartitionInput partition_input(const Options& o) {
   return {compiler::parse_hlo_file(o.input), compiler::SpmdOptions{}};
 }
 
-// Relative tolerance of --verify: partitioning reorders sums (partial dots,
-// reduce-scatters), which changes rounding. f32 keeps ~1e-7 per operation
-// (1e-4 leaves room for long sums); bf16 has an 8-bit significand, one
-// rounding is up to 2^-9 = 2e-3 relative, so a reordered sum of bf16 values
-// is compared at 2e-2.
-double verify_tolerance(const compiler::Module& module) {
-  for (const compiler::Computation& computation : module.computations())
-    for (const compiler::Instruction& instr : computation.instructions())
-      for (const compiler::Shape* leaf : instr.shape.leaves())
-        if (leaf->dtype() == compiler::DType::kBF16 || leaf->dtype() == compiler::DType::kF16) return 2e-2;
-  return 1e-4;
-}
-
 int partition(const Options& o) {
+  const double verify_limit =
+      o.verify_limit.empty() ? compiler::kDefaultVerifyLimitBytes : compiler::parse_byte_size(o.verify_limit);
   auto [module, options] = partition_input(o);
   const bool from_hlo = reports::is_hlo_module_path(o.input);
   if (from_hlo) {
@@ -118,14 +108,24 @@ int partition(const Options& o) {
   }
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(module, options);
   if (o.verify) {
-    compiler::VerifyResult v = compiler::verify_partitioning(module, result.module, /*seed=*/1,
-                                                             verify_tolerance(module));
+    const compiler::VerifyEstimate estimate =
+        compiler::check_verify_estimate(module, result.module, verify_limit);  // refuses before running
+    const compiler::VerifyTolerance tolerance = compiler::verify_tolerance(module, result.module);
+    compiler::VerifyOptions verify_options;
+    verify_options.tolerance = tolerance.tolerance;
+    verify_options.scale = tolerance.scale;
+    compiler::VerifyResult v = compiler::verify_partitioning(module, result.module, verify_options);
     if (!v.ok) {
       fmt::print(stderr, "verify: MISMATCH ({} devices): {}\n", v.devices, v.first_mismatch);
       return 1;
     }
-    fmt::print(stderr, "verify: ok ({} devices, max abs error {:g}, relative tolerance {:g})\n", v.devices,
-               v.max_abs_error, verify_tolerance(module));
+    const std::string scale = tolerance.scale == compiler::CompareScale::kLeafRms
+                                  ? fmt::format(" of the RMS, for sums of {} at u = 2^{}", tolerance.longest_sum,
+                                                std::ilogb(tolerance.unit_roundoff))
+                                  : "";
+    fmt::print(stderr, "verify: ok ({} devices, max abs error {:g}, relative tolerance {:g}{}; estimated {}, {:.3g} element-ops)\n",
+               v.devices, v.max_abs_error, tolerance.tolerance, scale, compiler::bytes_text(estimate.peak_bytes),
+               estimate.element_ops);
   }
   reports::write_file_atomically(o.output, compiler::print_hlo(result.module));
   return 0;
@@ -258,6 +258,7 @@ Commands::Commands(CLI::App& app) {
   partition_->add_option("--mesh", o.mesh, "logical mesh, e.g. x=4,y=2");
   partition_->add_option("-o,--output", o.output, "write the per-device program here");
   partition_->add_flag("--verify", o.verify, "check numeric equivalence with the reference interpreter");
+  partition_->add_option("--verify-limit", o.verify_limit, "--verify's interpreter memory limit (default 2GiB)");
   partition_->add_flag("--propagate-only", o.propagate_only, "print the module with all shardings, unpartitioned");
   partition_->add_option("--mode", o.mode, "auto (refuse a module XLA already partitioned) | partition (partition it anyway)")
       ->check(CLI::IsMember({"auto", "partition", "as-is"}));

@@ -18,6 +18,7 @@ struct Options {
   std::string mesh;
   std::string output;
   bool verify = false;
+  std::string verify_limit;  // partition --verify: interpreter memory limit ("4GiB"; default 2 GiB)
   bool propagate_only = false;
   bool serve = false;    // run: compile once, simulate one hardware variant per stdin line
   bool timings = false;  // run: wall times in json/csv (reports::FormatOptions)

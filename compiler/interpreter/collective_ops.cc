@@ -8,7 +8,8 @@
 //   all-to-all:       array form splits dimensions[0] into group_size chunks,
 //                     chunk i goes to member i, received chunks concatenated in
 //                     sender order; tuple form sends operand i to member i;
-//   collective-permute: target gets the source's value, non-targets zeros.
+//   collective-permute: target gets the source's value, non-targets zeros;
+//   collective-broadcast: every member gets the group's first member's value.
 #include "compiler/interpreter/collective_ops.h"
 
 #include <algorithm>
@@ -225,6 +226,16 @@ std::vector<Literal> collective_permute(const Instruction& instr, const std::vec
   return results;
 }
 
+// collective-broadcast: every member gets the group's first member's value.
+std::vector<Literal> collective_broadcast(const Instruction& instr, const std::vector<Operands>& ops,
+                                          const CollectiveContext& ctx) {
+  const Groups groups = device_groups(instr, ctx.num_devices);
+  std::vector<Literal> results(static_cast<size_t>(ctx.num_devices));
+  for (const auto& group : groups)
+    for (int64_t d : group) results[static_cast<size_t>(d)] = array_operand(instr, ops, group[0], 0);
+  return results;
+}
+
 }  // namespace
 
 std::vector<Literal> evaluate_collective(const Instruction& instr, const std::vector<Operands>& operands_per_lane,
@@ -238,6 +249,7 @@ std::vector<Literal> evaluate_collective(const Instruction& instr, const std::ve
     case Opcode::kReduceScatter: return reduce_scatter(instr, operands_per_lane, context);
     case Opcode::kAllToAll: return all_to_all(instr, operands_per_lane, context);
     case Opcode::kCollectivePermute: return collective_permute(instr, operands_per_lane, context);
+    case Opcode::kCollectiveBroadcast: return collective_broadcast(instr, operands_per_lane, context);
     default: fail(instr, "not a collective");
   }
 }

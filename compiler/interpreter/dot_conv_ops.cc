@@ -2,6 +2,7 @@
 // window strides, padding, lhs/rhs dilation, reversal, feature and batch
 // groups). Float results accumulate in double and are rounded once; integer
 // results accumulate in wrapping 64-bit integers.
+#include <complex>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -122,21 +123,115 @@ Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rh
   });
 
   Literal result(instr.shape);
-  Accumulator acc(instr.shape.dtype());
   const auto& a = lhs.values();
   const auto& b = rhs.values();
-  size_t k = 0;
-  for_each_index(out_dims, [&](const std::vector<int64_t>& idx) {
-    int64_t lhs_base = 0, rhs_base = 0;
-    for (size_t i = 0; i < idx.size(); ++i) {
-      lhs_base += idx[i] * out_lhs_stride[i];
-      rhs_base += idx[i] * out_rhs_stride[i];
+  if (is_complex(instr.shape.dtype())) {
+    // Complex: (re, im) pairs, so element offsets are doubled; accumulate in
+    // complex<double>, round each part once.
+    if (!is_complex(ls.dtype()) || !is_complex(rs.dtype())) fail(instr, "complex dot needs complex operands");
+    const DType dt = instr.shape.dtype();
+    size_t k = 0;
+    for_each_index(out_dims, [&](const std::vector<int64_t>& idx) {
+      int64_t lhs_base = 0, rhs_base = 0;
+      for (size_t i = 0; i < idx.size(); ++i) {
+        lhs_base += idx[i] * out_lhs_stride[i];
+        rhs_base += idx[i] * out_rhs_stride[i];
+      }
+      std::complex<double> sum(0, 0);
+      for (size_t c = 0; c < lhs_offsets.size(); ++c) {
+        const auto li = static_cast<size_t>(2 * (lhs_base + lhs_offsets[c]));
+        const auto ri = static_cast<size_t>(2 * (rhs_base + rhs_offsets[c]));
+        sum += std::complex<double>(a[li], a[li + 1]) * std::complex<double>(b[ri], b[ri + 1]);
+      }
+      result.mutable_values()[2 * k] = round_to_dtype(dt, sum.real());
+      result.mutable_values()[2 * k + 1] = round_to_dtype(dt, sum.imag());
+      ++k;
+    });
+    return result;
+  }
+  if (!is_floating(instr.shape.dtype())) {
+    Accumulator acc(instr.shape.dtype());
+    size_t k = 0;
+    for_each_index(out_dims, [&](const std::vector<int64_t>& idx) {
+      int64_t lhs_base = 0, rhs_base = 0;
+      for (size_t i = 0; i < idx.size(); ++i) {
+        lhs_base += idx[i] * out_lhs_stride[i];
+        rhs_base += idx[i] * out_rhs_stride[i];
+      }
+      acc.reset();
+      for (size_t c = 0; c < lhs_offsets.size(); ++c)
+        acc.add(a[static_cast<size_t>(lhs_base + lhs_offsets[c])], b[static_cast<size_t>(rhs_base + rhs_offsets[c])]);
+      result.mutable_values()[k++] = acc.result();
+    });
+    return result;
+  }
+  // Floats: pack lhs as [batch, lhs_free, contraction] and rhs as [batch,
+  // rhs_free, contraction] so every output is a contiguous dot product; the
+  // sum runs over the contraction in the same order as the unpacked loop,
+  // so the result is the same to the bit.
+  const size_t batch_rank = dd.lhs_batch.size();
+  auto bases = [&](const std::vector<int64_t>& strides, size_t free_begin, size_t free_end) {
+    std::vector<int64_t> dims, dim_strides, out;
+    for (size_t i = 0; i < batch_rank; ++i) {
+      dims.push_back(out_dims[i]);
+      dim_strides.push_back(strides[i]);
     }
-    acc.reset();
-    for (size_t c = 0; c < lhs_offsets.size(); ++c)
-      acc.add(a[static_cast<size_t>(lhs_base + lhs_offsets[c])], b[static_cast<size_t>(rhs_base + rhs_offsets[c])]);
-    result.mutable_values()[k++] = acc.result();
-  });
+    for (size_t i = free_begin; i < free_end; ++i) {
+      dims.push_back(out_dims[i]);
+      dim_strides.push_back(strides[i]);
+    }
+    for_each_index(dims, [&](const std::vector<int64_t>& idx) {
+      int64_t base = 0;
+      for (size_t i = 0; i < idx.size(); ++i) base += idx[i] * dim_strides[i];
+      out.push_back(base);
+    });
+    return out;
+  };
+  const size_t lhs_free_end = batch_rank + lhs_free.size();
+  const std::vector<int64_t> row_bases = bases(out_lhs_stride, batch_rank, lhs_free_end);
+  const std::vector<int64_t> col_bases = bases(out_rhs_stride, lhs_free_end, out_dims.size());
+  int64_t batches = 1;
+  for (size_t i = 0; i < batch_rank; ++i) batches *= out_dims[i];
+  const size_t K = lhs_offsets.size();
+  const size_t M = batches == 0 ? 0 : row_bases.size() / static_cast<size_t>(batches);
+  const size_t N = batches == 0 ? 0 : col_bases.size() / static_cast<size_t>(batches);
+  std::vector<double> L(row_bases.size() * K), R(col_bases.size() * K);
+  for (size_t r = 0; r < row_bases.size(); ++r)
+    for (size_t c = 0; c < K; ++c) L[r * K + c] = a[static_cast<size_t>(row_bases[r] + lhs_offsets[c])];
+  for (size_t r = 0; r < col_bases.size(); ++r)
+    for (size_t c = 0; c < K; ++c) R[r * K + c] = b[static_cast<size_t>(col_bases[r] + rhs_offsets[c])];
+  const DType dt = instr.shape.dtype();
+  double* out = result.mutable_values().data();
+  for (size_t bt = 0; bt < static_cast<size_t>(batches); ++bt)
+    for (size_t m = 0; m < M; ++m) {
+      const double* lrow = L.data() + (bt * M + m) * K;
+      double* orow = out + (bt * M + m) * N;
+      size_t n = 0;
+      for (; n + 4 <= N; n += 4) {  // four independent sums share the lhs row
+        const double* r0 = R.data() + (bt * N + n) * K;
+        const double* r1 = r0 + K;
+        const double* r2 = r1 + K;
+        const double* r3 = r2 + K;
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (size_t c = 0; c < K; ++c) {
+          const double x = lrow[c];
+          s0 += x * r0[c];
+          s1 += x * r1[c];
+          s2 += x * r2[c];
+          s3 += x * r3[c];
+        }
+        orow[n] = round_to_dtype(dt, s0);
+        orow[n + 1] = round_to_dtype(dt, s1);
+        orow[n + 2] = round_to_dtype(dt, s2);
+        orow[n + 3] = round_to_dtype(dt, s3);
+      }
+      for (; n < N; ++n) {
+        const double* r0 = R.data() + (bt * N + n) * K;
+        double s0 = 0;
+        for (size_t c = 0; c < K; ++c) s0 += lrow[c] * r0[c];
+        orow[n] = round_to_dtype(dt, s0);
+      }
+    }
   return result;
 }
 
@@ -199,13 +294,14 @@ Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Lit
   Literal result(os);
   Accumulator acc(os.dtype());
   size_t k = 0;
+  std::vector<int64_t> tap_index;  // reused across output elements
   for_each_index(os.dims(), [&](const std::vector<int64_t>& out_idx) {
     const int64_t ob = out_idx[static_cast<size_t>(cd.output_batch)];
     const int64_t of = out_idx[static_cast<size_t>(cd.output_feature)];
     const int64_t feature_group = of / out_features_per_group;
     const int64_t in_batch = (of / out_features_per_batch_group) * batch_per_group + ob;
     acc.reset();
-    for_each_index(kernel_sizes, [&](const std::vector<int64_t>& tap) {
+    for_each_index_in(kernel_sizes, tap_index, [&](const std::vector<int64_t>& tap) {
       int64_t l_off = in_batch * l_strides[static_cast<size_t>(cd.input_batch)];
       int64_t k_off = of * k_strides[static_cast<size_t>(cd.kernel_output_feature)];
       for (size_t i = 0; i < spatial; ++i) {

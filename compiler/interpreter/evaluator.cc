@@ -1,6 +1,9 @@
 // Lock-step evaluator (see evaluator.h).
 #include "compiler/interpreter/evaluator.h"
 
+#include <algorithm>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "compiler/interpreter/collective_ops.h"
@@ -67,6 +70,127 @@ std::vector<Literal> Evaluator::evaluate_while(const Instruction& instr, std::ve
   }
 }
 
+std::vector<Literal> Evaluator::evaluate_plain(const Instruction& in, const std::vector<Operands>& per_lane,
+                                               const std::vector<int64_t>& partition_ids) {
+  std::vector<Literal> results;
+  if (is_collective(in.opcode)) {
+    const CollectiveContext context{module_, num_devices_, partition_ids,
+                                    [this](CompId c, int64_t pid) -> const ScalarFunction& { return combiner(c, pid); }};
+    return evaluate_collective(in, per_lane, context);
+  }
+  for (size_t l = 0; l < partition_ids.size(); ++l) {
+    const int64_t pid = partition_ids[l];
+    const OpContext context{module_, pid, [this, pid](CompId c) -> const ScalarFunction& { return combiner(c, pid); }};
+    results.push_back(evaluate_local_op(in, per_lane[l], context));
+  }
+  return results;
+}
+
+// conditional(pred, true_operand, false_operand) runs called[0] when true;
+// conditional(index, operands...) runs branch index, an index outside
+// [0, N) runs the last branch. Lanes that agree run in lock-step (so the
+// branch may hold collectives); lanes that disagree run one by one.
+std::vector<Literal> Evaluator::evaluate_conditional(const Instruction& in, const std::vector<Operands>& per_lane,
+                                                     const std::vector<int64_t>& partition_ids) {
+  const auto branches = static_cast<int64_t>(in.called.size());
+  if (branches < 1 || in.operand_count() != branches + 1)
+    fail(in, fmt::format("has {} branches and {} operands, expected one operand per branch after the selector",
+                         branches, in.operand_count()));
+  const size_t lanes = partition_ids.size();
+  std::vector<int64_t> choice(lanes);
+  for (size_t l = 0; l < lanes; ++l) {
+    const Literal& selector = *per_lane[l][0];
+    if (selector.is_tuple() || !selector.shape().is_scalar()) fail(in, "the branch selector must be a scalar");
+    const double v = selector.values()[0];
+    if (selector.shape().dtype() == DType::kPred) {
+      if (branches != 2) fail(in, "a pred selector needs two branches");
+      choice[l] = v != 0.0 ? 0 : 1;
+    } else {
+      choice[l] = v < 0 || v >= static_cast<double>(branches) ? branches - 1 : static_cast<int64_t>(v);
+    }
+  }
+  auto branch_args = [&](size_t l) {
+    const auto b = static_cast<size_t>(choice[l]);
+    return std::vector<Literal>{*per_lane[l][b + 1]};
+  };
+  if (std::all_of(choice.begin(), choice.end(), [&](int64_t c) { return c == choice[0]; })) {
+    std::vector<std::vector<Literal>> args;
+    for (size_t l = 0; l < lanes; ++l) args.push_back(branch_args(l));
+    return run(in.called[static_cast<size_t>(choice[0])], std::move(args), partition_ids);
+  }
+  std::vector<Literal> results;
+  for (size_t l = 0; l < lanes; ++l)
+    results.push_back(run_single(in.called[static_cast<size_t>(choice[l])], branch_args(l), partition_ids[l]));
+  return results;
+}
+
+// XLA's asynchronous pairs. A start computes what its wrapped op computes
+// and returns it in XLA's start shape: an array (all-reduce-start), or a
+// tuple whose element 1 is the result and element 0 the operand(s)
+// (all-gather-, collective-permute-, async-start), or (result, operand,
+// context) for copy-start; context elements are zero. update passes its
+// operand through; done extracts the result.
+std::vector<Literal> Evaluator::evaluate_async(const Instruction& in, const std::vector<Operands>& per_lane,
+                                               const std::vector<int64_t>& partition_ids) {
+  const size_t lanes = partition_ids.size();
+  const bool is_copy = in.opcode == Opcode::kCopyStart || in.opcode == Opcode::kCopyDone;
+  const size_t result_index = is_copy ? 0 : 1;
+  std::vector<Literal> results;
+  if (!is_async_start(in.opcode)) {  // update / done
+    for (size_t l = 0; l < lanes; ++l) {
+      if (per_lane[l].size() != 1) fail(in, "takes one operand");
+      const Literal& v = *per_lane[l][0];
+      if (in.opcode == Opcode::kAsyncUpdate || !v.is_tuple()) {
+        results.push_back(v);
+      } else {
+        if (v.elements().size() <= result_index) fail(in, "operand is not a start's tuple");
+        results.push_back(v.element(static_cast<int>(result_index)));
+      }
+    }
+    return results;
+  }
+  // The wrapped op's result shape inside the start's shape.
+  const bool tuple_form = in.shape.is_tuple();
+  if (tuple_form && in.shape.tuple_shapes().size() <= result_index) fail(in, "start tuple has no result element");
+  const Shape result_shape = tuple_form ? in.shape.tuple_shape(static_cast<int>(result_index)) : in.shape;
+  std::vector<Literal> wrapped_results;
+  const std::optional<Opcode> wrapped_op =
+      in.opcode == Opcode::kAsyncStart ? in.attrs.async_wrapped : async_wrapped_opcode(in.opcode);
+  if (wrapped_op) {
+    Instruction wrapped = in;
+    wrapped.opcode = *wrapped_op;
+    wrapped.shape = result_shape;
+    wrapped_results = evaluate_plain(wrapped, per_lane, partition_ids);
+  } else {
+    if (in.called.empty()) fail(in, "names no wrapped op or computation");
+    std::vector<std::vector<Literal>> args(lanes);
+    for (size_t l = 0; l < lanes; ++l)
+      for (const Literal* op : per_lane[l]) args[l].push_back(*op);
+    wrapped_results = run(in.to_apply(), std::move(args), partition_ids);
+  }
+  for (size_t l = 0; l < lanes; ++l) {
+    if (!tuple_form) {
+      results.push_back(std::move(wrapped_results[l]));
+      continue;
+    }
+    Literal start(in.shape);
+    auto& elements = start.mutable_elements();
+    elements[result_index] = std::move(wrapped_results[l]);
+    const size_t operand_index = is_copy ? 1 : 0;
+    if (elements.size() > operand_index) {
+      if (per_lane[l].size() == 1) {
+        elements[operand_index] = *per_lane[l][0];
+      } else {
+        std::vector<Literal> ops;
+        for (const Literal* op : per_lane[l]) ops.push_back(*op);
+        elements[operand_index] = Literal::tuple(std::move(ops));
+      }
+    }
+    results.push_back(std::move(start));
+  }
+  return results;
+}
+
 std::vector<Literal> Evaluator::run(CompId computation, std::vector<std::vector<Literal>> args,
                                     const std::vector<int64_t>& partition_ids) {
   if (computation < 0 || computation >= module_.computation_count())
@@ -112,26 +236,27 @@ std::vector<Literal> Evaluator::run(CompId computation, std::vector<std::vector<
       for (size_t l = 0; l < lanes; ++l) init.push_back(values[l][static_cast<size_t>(in.operand(0))]);
       auto results = evaluate_while(in, std::move(init), partition_ids);
       for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
-    } else if (in.opcode == Opcode::kCall) {
+    } else if (in.opcode == Opcode::kCall || in.opcode == Opcode::kFusion) {
       std::vector<std::vector<Literal>> call_args(lanes);
       for (size_t l = 0; l < lanes; ++l)
         for (InstrId op : in.operands) call_args[l].push_back(values[l][static_cast<size_t>(op)]);
       auto results = run(in.to_apply(), std::move(call_args), partition_ids);
       for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
-    } else if (is_collective(in.opcode)) {
+    } else if (in.opcode == Opcode::kConditional) {
       std::vector<Operands> per_lane;
       for (size_t l = 0; l < lanes; ++l) per_lane.push_back(lane_operands(l));
-      const CollectiveContext context{module_, num_devices_, partition_ids,
-                                      [this](CompId c, int64_t pid) -> const ScalarFunction& { return combiner(c, pid); }};
-      auto results = evaluate_collective(in, per_lane, context);
+      auto results = evaluate_conditional(in, per_lane, partition_ids);
+      for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
+    } else if (is_async_start(in.opcode) || is_async_done(in.opcode) || in.opcode == Opcode::kAsyncUpdate) {
+      std::vector<Operands> per_lane;
+      for (size_t l = 0; l < lanes; ++l) per_lane.push_back(lane_operands(l));
+      auto results = evaluate_async(in, per_lane, partition_ids);
       for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
     } else {
-      for (size_t l = 0; l < lanes; ++l) {
-        const int64_t pid = partition_ids[l];
-        const OpContext context{module_, pid,
-                                [this, pid](CompId c) -> const ScalarFunction& { return combiner(c, pid); }};
-        values[l][ui] = evaluate_local_op(in, lane_operands(l), context);
-      }
+      std::vector<Operands> per_lane;
+      for (size_t l = 0; l < lanes; ++l) per_lane.push_back(lane_operands(l));
+      auto results = evaluate_plain(in, per_lane, partition_ids);
+      for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
     }
     for (size_t l = 0; l < lanes; ++l)
       if (!(values[l][ui].shape() == in.shape))

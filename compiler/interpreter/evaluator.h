@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/interpreter/local_ops.h"
 #include "compiler/interpreter/scalar_function.h"
 #include "compiler/ir/module.h"
 
@@ -33,6 +34,13 @@ class Evaluator : public ComputationRunner {
 
  private:
   const ScalarFunction& combiner(CompId computation, int64_t partition_id);
+  // One instruction on every lane: collectives across lanes, others per lane.
+  std::vector<Literal> evaluate_plain(const Instruction& instr, const std::vector<Operands>& per_lane,
+                                      const std::vector<int64_t>& partition_ids);
+  std::vector<Literal> evaluate_conditional(const Instruction& instr, const std::vector<Operands>& per_lane,
+                                            const std::vector<int64_t>& partition_ids);
+  std::vector<Literal> evaluate_async(const Instruction& instr, const std::vector<Operands>& per_lane,
+                                      const std::vector<int64_t>& partition_ids);
   std::vector<Literal> evaluate_while(const Instruction& instr, std::vector<Literal> init,
                                       const std::vector<int64_t>& partition_ids);
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/interpreter/cost_estimate.h"
 #include "compiler/interpreter/evaluator.h"
 
 namespace podsim::compiler {
@@ -12,6 +13,7 @@ namespace {
 void check_entry(const Module& module) {
   if (module.entry_id() < 0 || module.entry_id() >= module.computation_count())
     throw UserError(fmt::format("module '{}' has no entry computation", module.name()));
+  check_interpretable(module);
 }
 
 }  // namespace

@@ -47,8 +47,10 @@ std::vector<Literal> evaluate_spmd(const Module& module,
 
 // A seeded pseudo-random value of `shape` (tuples leaf by leaf). Floats are
 // multiples of 1/64 in [-1, 1] (exact in bf16 and above, so sums and products
-// of few terms are exact in f32 whatever the order), signed integers in
-// [-8, 8], unsigned in [0, 15], preds 0/1. Same seed, same value everywhere.
+// of few terms are exact in f32 whatever the order; f8 rounds them to its
+// nearest value), complex numbers have such real and imaginary parts, signed
+// integers are in [-8, 8] (s4, s2: their whole range), unsigned in [0, 15]
+// (u2: [0, 3]), preds 0/1, tokens 0. Same seed, same value everywhere.
 Literal random_literal(const Shape& shape, uint64_t seed);
 
 struct Comparison {
@@ -57,10 +59,18 @@ struct Comparison {
   std::string first_mismatch;  // empty when ok
 };
 
-// Compares leaf by leaf. Floating elements match when
-// |expected - actual| <= tolerance * (1 + |expected|) (NaN matches NaN, an
-// infinity only the same infinity); integer and pred elements must be equal.
-// Shape differences are mismatches too.
-Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance);
+// What a floating element's error is relative to: its own magnitude, or
+// the larger of that and its leaf's RMS value (for sums rounded at every
+// step, whose error follows the partial sums' size even where the result
+// cancels to near zero).
+enum class CompareScale : uint8_t { kElement, kLeafRms };
+
+// Compares leaf by leaf. Floating (and complex) elements match when
+// |expected - actual| <= tolerance * (1 + |expected|) (kLeafRms: 1 +
+// max(|expected|, RMS of the expected leaf)); NaN matches NaN, an infinity
+// only the same infinity; integer and pred elements must be equal. Shape
+// differences are mismatches too.
+Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance,
+                            CompareScale scale = CompareScale::kElement);
 
 }  // namespace podsim::compiler

@@ -1,5 +1,6 @@
 // Test-value helpers of the interpreter: seeded random literals and
 // tolerance-based comparison (used by the partitioner's verify mode).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -21,17 +22,37 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+// The f8 types: multiples of 1/64 need rounding to be representable.
+bool significand_bits_below_8(DType t) {
+  switch (t) {
+    case DType::kF8E4M3FN:
+    case DType::kF8E5M2:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E4M3B11FNUZ:
+    case DType::kF8E4M3:
+    case DType::kF8E3M4: return true;
+    default: return false;
+  }
+}
+
 Literal random_leaf(const Shape& shape, uint64_t& state) {
   Literal result(shape);
   const DType dt = shape.dtype();
+  const int bits = integral_bits(dt);
   for (double& v : result.mutable_values()) {
     const uint64_t r = splitmix64(state);
-    if (is_floating(dt)) {
+    if (dt == DType::kToken) {
+      v = 0;
+    } else if (is_floating(dt) || is_complex(dt)) {
       v = static_cast<double>(static_cast<int64_t>(r % 129) - 64) / 64.0;  // k/64, k in [-64, 64]
+      if (significand_bits_below_8(dt)) v = round_to_dtype(dt, v);        // f8: the nearest value it holds
     } else if (is_signed_integral(dt)) {
-      v = static_cast<double>(static_cast<int64_t>(r % 17) - 8);
+      // [-8, 8], or the whole range of s4 / s2.
+      v = bits >= 5 ? static_cast<double>(static_cast<int64_t>(r % 17) - 8)
+                    : static_cast<double>(static_cast<int64_t>(r % (uint64_t{1} << bits)) - (int64_t{1} << (bits - 1)));
     } else if (is_integral(dt)) {
-      v = static_cast<double>(r % 16);
+      v = static_cast<double>(r % (bits >= 4 ? 16 : uint64_t{1} << bits));  // [0, 15], or u2's [0, 3]
     } else {
       v = static_cast<double>(r & 1u);
     }
@@ -56,8 +77,8 @@ std::string index_text(const Shape& shape, size_t linear) {
   return fmt::format("[{}]", fmt::join(index, ","));
 }
 
-void compare_into(const Literal& expected, const Literal& actual, double tolerance, const std::string& path,
-                  Comparison& result) {
+void compare_into(const Literal& expected, const Literal& actual, double tolerance, CompareScale scale,
+                  const std::string& path, Comparison& result) {
   auto mismatch = [&](std::string text) {
     if (result.ok) result.first_mismatch = std::move(text);
     result.ok = false;
@@ -69,10 +90,23 @@ void compare_into(const Literal& expected, const Literal& actual, double toleran
   }
   if (expected.is_tuple()) {
     for (size_t i = 0; i < expected.elements().size(); ++i)
-      compare_into(expected.elements()[i], actual.elements()[i], tolerance, fmt::format("{}{{{}}}", path, i), result);
+      compare_into(expected.elements()[i], actual.elements()[i], tolerance, scale, fmt::format("{}{{{}}}", path, i),
+                   result);
     return;
   }
-  const bool floating = is_floating(expected.shape().dtype());
+  const bool floating = is_floating(expected.shape().dtype()) || is_complex(expected.shape().dtype());
+  // The leaf's RMS over its finite values (kLeafRms).
+  double rms = 0;
+  if (scale == CompareScale::kLeafRms && floating) {
+    double sum = 0;
+    size_t count = 0;
+    for (double e : expected.values())
+      if (std::isfinite(e)) {
+        sum += e * e;
+        ++count;
+      }
+    rms = count ? std::sqrt(sum / static_cast<double>(count)) : 0.0;
+  }
   for (size_t i = 0; i < expected.values().size(); ++i) {
     const double e = expected.values()[i];
     const double a = actual.values()[i];
@@ -85,7 +119,7 @@ void compare_into(const Literal& expected, const Literal& actual, double toleran
     } else {
       const double error = std::fabs(e - a);
       result.max_abs_error = std::max(result.max_abs_error, error);
-      equal = error <= tolerance * (1.0 + std::fabs(e));
+      equal = error <= tolerance * (1.0 + std::max(std::fabs(e), rms));
     }
     if (!equal)
       mismatch(fmt::format("{}{}: expected {}, got {}", path, index_text(expected.shape(), i), e, a));
@@ -99,9 +133,9 @@ Literal random_literal(const Shape& shape, uint64_t seed) {
   return random_value(shape, state);
 }
 
-Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance) {
+Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance, CompareScale scale) {
   Comparison result;
-  compare_into(expected, actual, tolerance, "", result);
+  compare_into(expected, actual, tolerance, scale, "", result);
   return result;
 }
 

@@ -28,8 +28,25 @@ bool is_identity_custom_call(const std::string& target) {
 
 // Ops whose operands and result may be tuples; every other op works on arrays.
 bool handles_tuples(Opcode op) {
-  return op == Opcode::kTuple || op == Opcode::kGetTupleElement || op == Opcode::kCustomCall ||
-         op == Opcode::kConstant || op == Opcode::kReduce || op == Opcode::kReduceWindow || op == Opcode::kScatter;
+  switch (op) {
+    case Opcode::kTuple:
+    case Opcode::kGetTupleElement:
+    case Opcode::kCustomCall:
+    case Opcode::kConstant:
+    case Opcode::kReduce:
+    case Opcode::kReduceWindow:
+    case Opcode::kScatter:
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kDomain:
+    case Opcode::kAddDependency:
+    case Opcode::kAfterAll:
+    case Opcode::kSort:
+    case Opcode::kTopK:
+    case Opcode::kBatchNormTraining:
+    case Opcode::kBatchNormGrad:
+      return true;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -86,7 +103,45 @@ Literal evaluate_local_op(const Instruction& instr, const Operands& operands, co
     case Opcode::kReplicaId:
       if (!instr.shape.is_scalar()) fail(instr, "result must be a scalar");
       return Literal(instr.shape, {instr.opcode == Opcode::kPartitionId ? static_cast<double>(context.partition_id) : 0.0});
+    // Value-preserving ops: barriers, domains, dependencies, static dynamic sizes.
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kDomain:
+      expect_operands(instr, operands, 1);
+      return *operands[0];
+    case Opcode::kAddDependency:
+    case Opcode::kSetDimensionSize:
+      if (operands.empty()) fail(instr, "needs an operand");
+      return *operands[0];
+    case Opcode::kAfterAll: return Literal(instr.shape);  // a token: no value
+    case Opcode::kGetDimensionSize: {
+      expect_operands(instr, operands, 1);
+      const auto& dims = instr.attrs.dimensions;
+      if (dims.size() != 1 || dims[0] < 0 || dims[0] >= operands[0]->shape().rank())
+        fail(instr, "needs one dimension within the operand's rank");
+      return Literal(instr.shape, {static_cast<double>(operands[0]->shape().dim(static_cast<int>(dims[0])))});
+    }
+    case Opcode::kDynamicReshape:
+      if (operands.empty()) fail(instr, "needs an operand");
+      return eval_reshape(instr, *operands[0]);  // static sizes: a row-major reshape
+    case Opcode::kBitcast: expect_operands(instr, operands, 1); return eval_bitcast(instr, *operands[0]);
+    case Opcode::kBitcastConvert: expect_operands(instr, operands, 1); return eval_bitcast_convert(instr, *operands[0]);
+    case Opcode::kSort: return eval_sort(instr, operands, context);
+    case Opcode::kTopK: expect_operands(instr, operands, 1); return eval_topk(instr, *operands[0], context);
+    case Opcode::kFft: expect_operands(instr, operands, 1); return eval_fft(instr, *operands[0]);
+    case Opcode::kMap: return eval_map(instr, operands, context);
+    case Opcode::kSelectAndScatter: return eval_select_and_scatter(instr, operands, context);
+    case Opcode::kCholesky: expect_operands(instr, operands, 1); return eval_cholesky(instr, *operands[0]);
+    case Opcode::kTriangularSolve:
+      expect_operands(instr, operands, 2);
+      return eval_triangular_solve(instr, *operands[0], *operands[1]);
+    case Opcode::kBatchNormTraining:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormGrad: return eval_batch_norm(instr, operands);
     case Opcode::kCustomCall: {
+      if (instr.attrs.custom_call_target == "TopK") {
+        expect_operands(instr, operands, 1);
+        return eval_topk(instr, *operands[0], context);
+      }
       if (!is_identity_custom_call(instr.attrs.custom_call_target))
         fail(instr, fmt::format("custom-call target '{}' is not supported by the interpreter",
                                 instr.attrs.custom_call_target));
@@ -106,7 +161,7 @@ Literal evaluate_local_op(const Instruction& instr, const Operands& operands, co
     expect_operands(instr, operands, 2);
     return eval_binary(instr, *operands[0], *operands[1]);
   }
-  fail(instr, "not a per-device op (internal dispatch error)");
+  fail(instr, "is not supported by the interpreter");
 }
 
 }  // namespace podsim::compiler::interp

@@ -2,7 +2,8 @@
 // device depends only on that device's operand values. Grouped by family in
 // data_movement_ops.cc, elementwise_ops.cc, reduction_ops.cc,
 // dot_conv_ops.cc and gather_scatter_ops.cc; evaluate_local_op dispatches.
-// Collectives, while, call and parameters are handled by the Evaluator.
+// Collectives, while, call, fusion, conditional, the async pairs and
+// parameters are handled by the Evaluator.
 // Internal to the interpreter.
 #pragma once
 
@@ -32,6 +33,25 @@ Literal evaluate_local_op(const Instruction& instr, const Operands& operands, co
 
 // Row-major strides of dims (stride of the last dim is 1).
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims);
+
+// for_each_index with a caller-owned index vector, for inner loops (window
+// taps per output element) that must not allocate once per call.
+template <typename Fn>
+void for_each_index_in(const std::vector<int64_t>& dims, std::vector<int64_t>& index, Fn&& fn) {
+  for (int64_t d : dims)
+    if (d == 0) return;
+  index.assign(dims.size(), 0);
+  while (true) {
+    fn(static_cast<const std::vector<int64_t>&>(index));
+    int k = static_cast<int>(dims.size()) - 1;
+    while (k >= 0) {
+      if (++index[static_cast<size_t>(k)] < dims[static_cast<size_t>(k)]) break;
+      index[static_cast<size_t>(k)] = 0;
+      --k;
+    }
+    if (k < 0) return;
+  }
+}
 
 // Checks that `body` takes 2 * num_values scalars and returns num_values of them.
 void check_combiner(const Instruction& instr, const Module& module, CompId body, int num_values);
@@ -63,5 +83,17 @@ Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Lit
 
 Literal eval_gather(const Instruction& instr, const Literal& operand, const Literal& indices);
 Literal eval_scatter(const Instruction& instr, const Operands& operands, const OpContext& context);
+
+// extra_ops.cc: XLA's less common ops.
+Literal eval_bitcast(const Instruction& instr, const Literal& operand);
+Literal eval_bitcast_convert(const Instruction& instr, const Literal& operand);
+Literal eval_sort(const Instruction& instr, const Operands& operands, const OpContext& context);
+Literal eval_topk(const Instruction& instr, const Literal& operand, const OpContext& context);
+Literal eval_fft(const Instruction& instr, const Literal& operand);
+Literal eval_map(const Instruction& instr, const Operands& operands, const OpContext& context);
+Literal eval_select_and_scatter(const Instruction& instr, const Operands& operands, const OpContext& context);
+Literal eval_cholesky(const Instruction& instr, const Literal& a);
+Literal eval_triangular_solve(const Instruction& instr, const Literal& a, const Literal& b);
+Literal eval_batch_norm(const Instruction& instr, const Operands& operands);
 
 }  // namespace podsim::compiler::interp

@@ -132,9 +132,10 @@ Literal eval_reduce_window(const Instruction& instr, const Operands& operands, c
   for (int r = 0; r < n; ++r) acc.emplace_back(result_leaf_shape(instr, r));
   std::vector<double> args(static_cast<size_t>(2 * n)), state(static_cast<size_t>(n));
   size_t k = 0;
+  std::vector<int64_t> tap;  // reused across output elements
   for_each_index(out_dims, [&](const std::vector<int64_t>& out_idx) {
     for (int r = 0; r < n; ++r) state[static_cast<size_t>(r)] = operands[static_cast<size_t>(n + r)]->values()[0];
-    for_each_index(window_sizes, [&](const std::vector<int64_t>& w_idx) {
+    for_each_index_in(window_sizes, tap, [&](const std::vector<int64_t>& w_idx) {
       int64_t offset = 0;
       for (int i = 0; i < rank; ++i) {
         const auto ui = static_cast<size_t>(i);

@@ -15,8 +15,13 @@ bool supported_in_scalar_program(const Instruction& in, bool is_root) {
   if (in.opcode == Opcode::kTuple) {
     return is_root;  // operands are checked by their own instructions
   }
-  if (!is_scalar_array(in.shape)) return false;
+  if (!is_scalar_array(in.shape) || is_complex(in.shape.dtype())) return false;
   switch (in.opcode) {
+    case Opcode::kIsFinite:
+    case Opcode::kReducePrecision:
+    case Opcode::kReal:
+    case Opcode::kImag:
+    case Opcode::kComplex: return false;  // not one-dtype element functions
     case Opcode::kConstant:
       return in.attrs.literal && !in.attrs.literal->is_tuple() && in.attrs.literal->values().size() == 1;
     case Opcode::kParameter:

@@ -4,6 +4,7 @@
 // round_to_dtype. Implementation-defined cases are listed in interpreter.h.
 #include "compiler/interpreter/scalar_ops.h"
 
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +17,13 @@ namespace podsim::compiler::interp {
 namespace {
 
 bool is_int_like(DType t) { return is_integral(t) || t == DType::kPred; }
+
+// The dtype's two's complement bit pattern of an integer value (low bits).
+uint64_t bit_pattern(DType dtype, int64_t v) {
+  const int bits = dtype == DType::kPred ? 1 : integral_bits(dtype);
+  const auto u = static_cast<uint64_t>(v);
+  return bits >= 64 ? u : u & ((uint64_t{1} << bits) - 1);
+}
 
 // Exact int64 value of an element stored as double (integers < 2^63).
 int64_t to_int(double v) {
@@ -63,10 +71,28 @@ int64_t int_power(int64_t base, int64_t exponent) {
   return result;
 }
 
+// XLA's shifts: a shift amount (read as unsigned) of at least the bit width
+// gives 0, or the sign fill for shift-right-arithmetic.
+int64_t int_shift(Opcode op, DType dtype, int64_t a, int64_t b) {
+  const int bits = dtype == DType::kPred ? 1 : integral_bits(dtype);
+  const uint64_t amount = bit_pattern(dtype, b);
+  switch (op) {
+    case Opcode::kShiftLeft: return amount >= static_cast<uint64_t>(bits) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << amount);
+    case Opcode::kShiftRightLogical:
+      return amount >= static_cast<uint64_t>(bits) ? 0 : static_cast<int64_t>(bit_pattern(dtype, a) >> amount);
+    default:  // arithmetic: a is sign-extended already (stored as its value)
+      if (amount >= static_cast<uint64_t>(bits)) return a < 0 ? -1 : 0;
+      return a >> amount;
+  }
+}
+
 double int_binary(Opcode op, DType dtype, double x, double y) {
   const int64_t a = to_int(x), b = to_int(y);
   int64_t r = 0;
   switch (op) {
+    case Opcode::kShiftLeft:
+    case Opcode::kShiftRightLogical:
+    case Opcode::kShiftRightArithmetic: r = int_shift(op, dtype, a, b); break;
     case Opcode::kAdd: r = wrap_add(a, b); break;
     case Opcode::kSubtract: r = wrap_sub(a, b); break;
     case Opcode::kMultiply: r = wrap_mul(a, b); break;
@@ -108,6 +134,7 @@ double float_binary(Opcode op, DType dtype, double a, double b) {
     case Opcode::kMaximum: r = float_max(a, b); break;
     case Opcode::kMinimum: r = float_min(a, b); break;
     case Opcode::kPower: r = std::pow(a, b); break;
+    case Opcode::kAtan2: r = std::atan2(a, b); break;
     default: assert(false && "not a float binary op"); break;
   }
   return round_to_dtype(dtype, r);
@@ -125,7 +152,18 @@ bool op_supports_dtype(Opcode op, DType dtype) {
     case Opcode::kAnd:
     case Opcode::kOr:
     case Opcode::kXor:
-    case Opcode::kNot: return is_int_like(dtype);
+    case Opcode::kNot:
+    case Opcode::kPopcnt:
+    case Opcode::kClz:
+    case Opcode::kShiftLeft:
+    case Opcode::kShiftRightLogical:
+    case Opcode::kShiftRightArithmetic: return is_int_like(dtype);
+    case Opcode::kAtan2:
+    case Opcode::kCbrt:
+    case Opcode::kTan:
+    case Opcode::kErf:
+    case Opcode::kRoundNearestAfz:
+    case Opcode::kRoundNearestEven: return is_floating(dtype) || is_complex(dtype);
     default: return true;
   }
 }
@@ -142,7 +180,14 @@ double unary_value(Opcode op, DType dtype, double x) {
         return round_to_dtype(dtype, static_cast<double>(~a));
       case Opcode::kCopy:
       case Opcode::kFloor:
-      case Opcode::kCeil: return x;
+      case Opcode::kCeil:
+      case Opcode::kRoundNearestAfz:
+      case Opcode::kRoundNearestEven: return x;
+      case Opcode::kPopcnt: return static_cast<double>(std::popcount(bit_pattern(dtype, a)));
+      case Opcode::kClz: {
+        const int bits = dtype == DType::kPred ? 1 : integral_bits(dtype);
+        return static_cast<double>(bits - std::bit_width(bit_pattern(dtype, a)));
+      }
       default: break;  // transcendental ops on integers: computed as floats below
     }
   }
@@ -164,6 +209,11 @@ double unary_value(Opcode op, DType dtype, double x) {
     case Opcode::kSin: r = std::sin(x); break;
     case Opcode::kLogistic: r = 1.0 / (1.0 + std::exp(-x)); break;
     case Opcode::kCopy: r = x; break;
+    case Opcode::kRoundNearestAfz: r = std::round(x); break;       // halves away from zero
+    case Opcode::kRoundNearestEven: r = std::nearbyint(x); break;  // default mode: halves to even
+    case Opcode::kCbrt: r = std::cbrt(x); break;
+    case Opcode::kTan: r = std::tan(x); break;
+    case Opcode::kErf: r = std::erf(x); break;
     default: assert(false && "not a unary op"); break;
   }
   return round_to_dtype(dtype, r);

@@ -2,9 +2,14 @@
 #include "compiler/spmd/verify.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "compiler/interpreter/cost_estimate.h"
 #include "compiler/interpreter/interpreter.h"
 
 namespace podsim::compiler {
@@ -21,8 +26,8 @@ Literal shard_of(const Literal& full, const Sharding& sharding, int64_t device) 
   const auto& dims = full.shape().dims();
   ShardRegion region = shard_region(sharding, dims, device);
   Literal out(Shape(full.shape().dtype(), shard_shape(sharding, dims)));
+  std::vector<int64_t> source(dims.size());  // reused: no allocation per element
   for_each_index(out.shape().dims(), [&](const std::vector<int64_t>& index) {
-    std::vector<int64_t> source(index.size());
     for (size_t i = 0; i < index.size(); ++i) {
       source[i] = region.offsets[i] + index[i];
       if (source[i] >= region.limits[i]) {
@@ -49,8 +54,8 @@ Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding,
     if (!holds)
       throw ShardShapeMismatch(fmt::format("device {}: the value is {}, its sharding {} needs at least [{}]", device,
                                            got.to_string(), sharding.to_string(), fmt::join(extent, ",")));
+    std::vector<int64_t> target(extent.size());  // reused: no allocation per element
     for_each_index(extent, [&](const std::vector<int64_t>& index) {
-      std::vector<int64_t> target(index.size());
       for (size_t i = 0; i < index.size(); ++i) target[i] = region.offsets[i] + index[i];
       out.set(target, shards[device].at(index));
     });
@@ -111,15 +116,15 @@ Literal reassemble_value(const std::vector<const Literal*>& shards, const std::v
 
 // Compares leaf by leaf so a mismatch names the leaf (its index in the
 // root tuple, pre-order).
-void compare_leaves(const Literal& expected, const Literal& actual, double tolerance, const std::string& where,
-                    VerifyResult& result) {
+void compare_leaves(const Literal& expected, const Literal& actual, double tolerance, CompareScale scale,
+                    const std::string& where, VerifyResult& result) {
   if (expected.is_tuple() && actual.is_tuple() && expected.elements().size() == actual.elements().size()) {
     for (size_t i = 0; i < expected.elements().size(); ++i)
-      compare_leaves(expected.elements()[i], actual.elements()[i], tolerance, fmt::format("{}{{{}}}", where, i),
-                     result);
+      compare_leaves(expected.elements()[i], actual.elements()[i], tolerance, scale,
+                     fmt::format("{}{{{}}}", where, i), result);
     return;
   }
-  Comparison c = compare_literals(expected, actual, tolerance);
+  Comparison c = compare_literals(expected, actual, tolerance, scale);
   result.max_abs_error = std::max(result.max_abs_error, c.max_abs_error);
   if (!c.ok && result.ok) {
     result.ok = false;
@@ -176,8 +181,159 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
     return r;
   }
   r.ok = true;
-  compare_leaves(expected, actual, options.tolerance, fmt::format("entry result '{}'", root.name), r);
+  compare_leaves(expected, actual, options.tolerance, options.scale, fmt::format("entry result '{}'", root.name), r);
   return r;
+}
+
+namespace {
+
+// Significant bits of a floating type (0 for the others).
+int significand_bits(DType t) {
+  switch (t) {
+    case DType::kBF16: return 8;
+    case DType::kF16: return 11;
+    case DType::kF32:
+    case DType::kC64: return 24;
+    case DType::kF64:
+    case DType::kC128: return 53;
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E4M3B11FNUZ:
+    case DType::kF8E4M3: return 4;
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ: return 3;
+    case DType::kF8E3M4: return 5;
+    default: return 0;
+  }
+}
+
+// The largest 4 u sqrt(n) over the module's rounded sums (see
+// verify_tolerance), each in its own result type's precision; records the
+// longest sum and whether any value is bf16/f16/f8.
+void sum_growth(const Module& module, int64_t devices, VerifyTolerance& t, double& growth, bool& low_precision) {
+  for (const Computation& c : module.computations())
+    for (const Instruction& in : c.instructions()) {
+      int bits = 0;  // coarsest floating leaf of the result
+      for (const Shape* leaf : in.shape.leaves()) {
+        const int b = significand_bits(leaf->dtype());
+        if (b > 0) bits = bits == 0 ? b : std::min(bits, b);
+        low_precision |= leaf->dtype() == DType::kBF16 || leaf->dtype() == DType::kF16 || (b > 0 && b < 8);
+      }
+      if (bits == 0) continue;
+      int64_t n = 0;
+      if (in.opcode == Opcode::kReduce && !in.operands.empty()) {
+        const Shape& operand = c.instr(in.operand(0)).shape;
+        n = 1;
+        if (operand.is_array())
+          for (int64_t d : in.attrs.dimensions)
+            if (d >= 0 && d < operand.rank()) n *= operand.dim(static_cast<int>(d));
+      } else if (in.opcode == Opcode::kReduceWindow) {
+        n = 1;
+        for (const WindowDim& w : in.attrs.window) n *= w.size;
+      } else if (in.opcode == Opcode::kAllReduce || in.opcode == Opcode::kReduceScatter ||
+                 in.opcode == Opcode::kAllReduceStart ||
+                 (in.opcode == Opcode::kAsyncStart && in.attrs.async_wrapped &&
+                  (*in.attrs.async_wrapped == Opcode::kAllReduce || *in.attrs.async_wrapped == Opcode::kReduceScatter))) {
+        n = in.attrs.replica_groups.group_size(devices);
+      } else if (in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution) {
+        n = devices;  // at most one partial result per device
+      }
+      if (n <= 1) continue;
+      const double g = 4 * std::ldexp(1.0, -bits) * std::sqrt(static_cast<double>(n));
+      if (g > growth) {
+        growth = g;
+        t.longest_sum = n;
+        t.unit_roundoff = std::ldexp(1.0, -bits);
+      }
+    }
+}
+
+}  // namespace
+
+VerifyTolerance verify_tolerance(const Module& annotated, const Module& partitioned) {
+  VerifyTolerance t;
+  const int64_t devices = std::max<int64_t>(1, partitioned.num_partitions());
+  double growth = 0;
+  bool low = false;
+  sum_growth(annotated, devices, t, growth, low);
+  sum_growth(partitioned, devices, t, growth, low);
+  const double floor = low ? 2e-2 : 1e-4;
+  t.tolerance = std::max(floor, growth);
+  t.scale = growth > floor ? CompareScale::kLeafRms : CompareScale::kElement;
+  return t;
+}
+
+VerifyEstimate estimate_verify(const Module& annotated, const Module& partitioned) {
+  VerifyEstimate e;
+  e.devices = std::max<int64_t>(1, partitioned.num_partitions());
+  const auto n = static_cast<double>(e.devices);
+  const InterpreterEstimate original = estimate_interpreter(annotated, 1);
+  const InterpreterEstimate per_device = estimate_interpreter(partitioned, 1);
+  const double inputs = original.parameter_bytes + n * per_device.parameter_bytes;
+  e.peak_bytes = kVerifyMemoryMargin * (inputs +
+                                        std::max(original.peak_bytes, original.root_bytes + n * per_device.peak_bytes) +
+                                        original.root_bytes);
+  e.element_ops = original.element_ops + n * per_device.element_ops;
+  e.unknown_trip_loops = original.unknown_trip_loops + per_device.unknown_trip_loops;
+  return e;
+}
+
+std::string bytes_text(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.3g} {}", bytes, units[u]);
+}
+
+VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes) {
+  check_interpretable(annotated);
+  check_interpretable(partitioned);
+  const VerifyEstimate e = estimate_verify(annotated, partitioned);
+  const std::string loops =
+      e.unknown_trip_loops ? fmt::format(" (counting {} while loop{} of unknown trip count once)",
+                                         e.unknown_trip_loops, e.unknown_trip_loops == 1 ? "" : "s")
+                           : "";
+  if (e.peak_bytes > limit_bytes)
+    throw UserError(fmt::format("--verify would need about {} of interpreter memory ({} devices){}, over the "
+                                "limit of {}",
+                                bytes_text(e.peak_bytes), e.devices, loops, bytes_text(limit_bytes)),
+                    "raise it with --verify-limit (e.g. --verify-limit 8GiB) if the machine has the memory, or "
+                    "verify a smaller configuration (fewer layers, smaller batch or sequence)");
+  if (e.element_ops > kMaxVerifyElementOps)
+    throw UserError(fmt::format("--verify would take about {:.3g} element operations ({} devices){}, over the "
+                                "limit of {:.3g} (over a minute or two of interpreter time)",
+                                e.element_ops, e.devices, loops, kMaxVerifyElementOps),
+                    "verify a smaller configuration (fewer layers, smaller batch or sequence)");
+  return e;
+}
+
+double parse_byte_size(const std::string& text, const std::string& option) {
+  auto bad = [&]() -> UserError {
+    return UserError(SourceLocation{option + " " + text, 0, 0}, fmt::format("'{}' is not a byte size", text),
+                     fmt::format("write {} as a number of bytes or with a unit: 4GiB, 512MiB, 2G, 3GB", option));
+  };
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    throw bad();
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  double scale = 0;
+  const std::pair<const char*, double> units[] = {
+      {"", 1},          {"B", 1},          {"K", 0x1p10},     {"KIB", 0x1p10},   {"KB", 1e3},
+      {"M", 0x1p20},    {"MIB", 0x1p20},   {"MB", 1e6},       {"G", 0x1p30},     {"GIB", 0x1p30},
+      {"GB", 1e9},      {"T", 0x1p40},     {"TIB", 0x1p40},   {"TB", 1e12}};
+  for (const auto& [name, factor] : units)
+    if (unit == name) scale = factor;
+  if (scale == 0 || !(value > 0) || !std::isfinite(value)) throw bad();
+  return value * scale;
 }
 
 }  // namespace podsim::compiler

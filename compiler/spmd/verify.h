@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/interpreter/interpreter.h"
 #include "compiler/ir/literal.h"
 #include "compiler/ir/module.h"
 #include "compiler/sharding/sharding.h"
@@ -60,7 +61,78 @@ struct VerifyOptions {
   // empty = seeded random inputs. Tests whose programs need inputs in a
   // domain (positive optimizer second moments, a step count >= 0) pass them.
   std::vector<Literal> arguments;
+  // Floating errors relative to each element, or to its leaf's RMS too
+  // (see compare_literals; verify_tolerance says which).
+  CompareScale scale = CompareScale::kElement;
 };
+
+// The comparison --verify uses for a module and its partitioned program.
+// Partitioning reorders sums (split contractions summed by all-reduce,
+// reduce-scatter, windowed loops; reduces), and a sum rounded at every step
+// in precision u (unit roundoff 2^-p, p significant bits: bf16 2^-8, f16
+// 2^-11, f32 2^-24) over n random-sign terms has error ~ u sqrt(n/3) times
+// the sum's RMS: each step adds an independent error of up to u |S_k|, and
+// the partial sums grow as sqrt(k) (sum of k u^2 over k = u^2 n^2 / 2, over
+// the result's n). Two orders differ by sqrt(2) times that; the largest of
+// many elements sits ~3 standard deviations out: 3 sqrt(2/3) u sqrt(n) =
+// 2.4 u sqrt(n), so
+//   tolerance = max(floor, max over rounded sums of 4 u sqrt(n)), each sum
+//   in its result type's u: reduce length, reduce-window size, all-reduce /
+//   reduce-scatter group, and for dot / convolution the device count (a
+//   contraction split into one partial per device; the interpreter
+//   accumulates a dot itself in double and rounds once);
+// floor = 2e-2 with bf16/f16 values (about 5 roundings), 1e-4 otherwise.
+// Elements whose sum cancels to near zero keep the partial sums' absolute
+// error, so when the sqrt term exceeds the floor the comparison is relative
+// to the leaf's RMS (CompareScale::kLeafRms). E.g. a bf16 reduce of 1024
+// terms: 4 * 2^-8 * 32 = 0.5 of the RMS.
+struct VerifyTolerance {
+  double tolerance = 1e-4;
+  CompareScale scale = CompareScale::kElement;
+  int64_t longest_sum = 1;    // n of the sum that sets the tolerance (1: the floor does)
+  double unit_roundoff = 0;   // u of that sum's type
+};
+VerifyTolerance verify_tolerance(const Module& annotated, const Module& partitioned);
 VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, const VerifyOptions& options);
+
+// What verify_partitioning will cost, estimated before it runs (interpreter
+// values are doubles: 8 bytes an element, 16 complex):
+//   peak_bytes = margin x (inputs (logical + every device's shards)
+//              + max(original's interpreter peak,
+//                    its result + N x the per-device program's peak)
+//              + the reassembled result),
+//   margin = 1.25 for temporaries inside ops and the allocator (measured:
+//   small.yaml at seq_len 512 peaks at 1.53 GiB resident against 1.52 GiB
+//   before the margin);
+//   element_ops = the original's work + N x the per-device program's work
+//                 (elements read/written, dot/conv multiply-accumulates).
+inline constexpr double kVerifyMemoryMargin = 1.25;
+struct VerifyEstimate {
+  int64_t devices = 0;
+  double peak_bytes = 0;
+  double element_ops = 0;
+  int64_t unknown_trip_loops = 0;  // while loops counted once (trip count unknown)
+};
+VerifyEstimate estimate_verify(const Module& annotated, const Module& partitioned);
+
+inline constexpr double kDefaultVerifyLimitBytes = 2.0 * 1024 * 1024 * 1024;  // 2 GiB
+// Measured interpreter rates (one core, estimate / user time of `podsim
+// partition --verify`): 2e8 element-ops/s for elementwise + reduce modules,
+// 6.5e8 for small.yaml at seq_len 512, 1.6e9 for dot-heavy ones. 2e10 is
+// then about 12 s to 100 s: anything beyond is refused as far too long.
+inline constexpr double kMaxVerifyElementOps = 2e10;
+
+// Throws a UserError (exit 2) naming the estimate, the limit and
+// --verify-limit when peak_bytes > limit_bytes, or naming the work and the
+// rule when element_ops > kMaxVerifyElementOps. Also refuses modules with
+// instructions the interpreter cannot run (one message naming them all).
+// Returns the estimate when it passes.
+VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes);
+// "1.52 GiB"
+std::string bytes_text(double bytes);
+
+// "4GiB", "512MiB", "2G" (binary K/M/G/T), "3GB" (decimal), "1e9" or a
+// number of bytes; UserError naming `option` otherwise.
+double parse_byte_size(const std::string& text, const std::string& option = "--verify-limit");
 
 }  // namespace podsim::compiler

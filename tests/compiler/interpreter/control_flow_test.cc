@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/compiler/interpreter/hand_built.h"
 #include "tests/compiler/interpreter/interp_test_util.h"
 
 namespace podsim::compiler::testing {
@@ -181,6 +182,154 @@ ENTRY main {
   } catch (const UserError& e) {
     EXPECT_NE(e.message().find("gather 'g'"), std::string::npos) << e.message();
   }
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+// ---- conditional, fusion and XLA's async pairs (hand-built modules).
+
+namespace podsim::compiler::testing {
+namespace {
+
+const Shape kF4(DType::kF32, {4});
+
+// A computation x -> op(x) on f32[4] (op = kCopy for the identity).
+CompId unary_computation(Module& m, Opcode op) {
+  HandBuilt b(m, fmt::format("u{}", m.computation_count()));
+  return b.finish(b.op(op, kF4, {b.param(0, kF4)}));
+}
+
+// conditional(selector, x, x) over the given branches.
+Literal conditional(const Literal& selector, std::vector<Opcode> branch_ops) {
+  Module m("m");
+  std::vector<CompId> branches;
+  for (Opcode op : branch_ops) branches.push_back(unary_computation(m, op));
+  HandBuilt b(m, "main");
+  const InstrId s = b.param(0, selector.shape());
+  const InstrId x = b.param(1, kF4);
+  std::vector<InstrId> operands{s};
+  for (size_t i = 0; i < branches.size(); ++i) operands.push_back(x);
+  b.finish_entry(b.op(Opcode::kConditional, kF4, operands, [&](Instruction& i) { i.called = branches; }));
+  return evaluate(m, {selector, f32({4}, {1, -2, 3, -4})});
+}
+
+TEST(NewControlFlow, ConditionalPredAndIndexForms) {
+  const Literal yes = lit(DType::kPred, {}, {1}), no = lit(DType::kPred, {}, {0});
+  EXPECT_EQ(conditional(yes, {Opcode::kNegate, Opcode::kAbs}).values(), (V{-1, 2, -3, 4}));
+  EXPECT_EQ(conditional(no, {Opcode::kNegate, Opcode::kAbs}).values(), (V{1, 2, 3, 4}));
+  const std::vector<Opcode> three{Opcode::kNegate, Opcode::kAbs, Opcode::kCopy};
+  EXPECT_EQ(conditional(s32({}, {1}), three).values(), (V{1, 2, 3, 4}));
+  // Out of range (5, or -1) runs the last branch.
+  EXPECT_EQ(conditional(s32({}, {5}), three).values(), (V{1, -2, 3, -4}));
+  EXPECT_EQ(conditional(s32({}, {-1}), three).values(), (V{1, -2, 3, -4}));
+}
+
+TEST(NewControlFlow, ConditionalWhoseDevicesDisagreeRunsEachOnItsOwn) {
+  // selector = partition-id: device 0 negates, device 1 takes abs.
+  Module m("m");
+  const CompId neg = unary_computation(m, Opcode::kNegate);
+  const CompId abs = unary_computation(m, Opcode::kAbs);
+  HandBuilt b(m, "main");
+  const InstrId x = b.param(0, kF4);
+  const InstrId pid = b.op(Opcode::kPartitionId, Shape::scalar(DType::kU32), {});
+  const InstrId idx = b.op(Opcode::kConvert, Shape::scalar(DType::kS32), {pid});
+  b.finish_entry(b.op(Opcode::kConditional, kF4, {idx, x, x}, [&](Instruction& i) { i.called = {neg, abs}; }));
+  const Literal arg = f32({4}, {1, -2, 3, -4});
+  std::vector<Literal> r = evaluate_spmd(m, {{arg}, {arg}});
+  EXPECT_EQ(r[0].values(), (V{-1, 2, -3, 4}));
+  EXPECT_EQ(r[1].values(), (V{1, 2, 3, 4}));
+}
+
+TEST(NewControlFlow, FusionRunsItsComputation) {
+  Module m("m");
+  const CompId body = unary_computation(m, Opcode::kNegate);
+  HandBuilt b(m, "main");
+  b.finish_entry(b.op(Opcode::kFusion, kF4, {b.param(0, kF4)}, [&](Instruction& i) {
+    i.called = {body};
+    i.attrs.fusion_kind = "kLoop";
+  }));
+  EXPECT_EQ(evaluate(m, {f32({4}, {1, 2, 3, 4})}).values(), (V{-1, -2, -3, -4}));
+}
+
+TEST(NewControlFlow, AllGatherStartDoneAndAllReduceStartDone) {
+  // Two devices each hold f32[2]; all-gather-start's tuple is (operand,
+  // gathered), all-gather-done the gathered f32[4]; all-reduce-start (array
+  // form) then done sums them.
+  Module m("m");
+  const CompId add = scalar_fn(m, Opcode::kAdd, DType::kF32, DType::kF32);
+  HandBuilt b(m, "main");
+  const Shape f2(DType::kF32, {2});
+  const InstrId x = b.param(0, f2);
+  const InstrId ags = b.op(Opcode::kAllGatherStart, Shape::tuple({f2, kF4}), {x}, [](Instruction& i) {
+    i.attrs.dimensions = {0};
+  });
+  const InstrId agd = b.op(Opcode::kAllGatherDone, kF4, {ags});
+  const InstrId ars = b.op(Opcode::kAllReduceStart, kF4, {agd}, [&](Instruction& i) { i.called = {add}; });
+  const InstrId ard = b.op(Opcode::kAllReduceDone, kF4, {ars});
+  b.finish_entry(b.op(Opcode::kTuple, Shape::tuple({Shape::tuple({f2, kF4}), kF4}), {ags, ard}));
+  std::vector<Literal> r = evaluate_spmd(m, {{f32({2}, {1, 2})}, {f32({2}, {3, 4})}});
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(r[static_cast<size_t>(d)].element(0).element(1).values(), (V{1, 2, 3, 4}));
+    // gathered on both devices, summed over 2: doubled.
+    EXPECT_EQ(r[static_cast<size_t>(d)].element(1).values(), (V{2, 4, 6, 8}));
+  }
+  EXPECT_EQ(r[1].element(0).element(0).values(), (V{3, 4}));  // the start keeps its operand
+}
+
+TEST(NewControlFlow, CopyStartDoneAndCollectivePermuteStartDone) {
+  Module m("m");
+  HandBuilt b(m, "main");
+  const InstrId x = b.param(0, kF4);
+  const Shape u32 = Shape::scalar(DType::kU32);
+  const InstrId cs = b.op(Opcode::kCopyStart, Shape::tuple({kF4, kF4, u32}), {x});
+  const InstrId cd = b.op(Opcode::kCopyDone, kF4, {cs});
+  const InstrId ps = b.op(Opcode::kCollectivePermuteStart, Shape::tuple({kF4, kF4}), {cd}, [](Instruction& i) {
+    i.attrs.source_target_pairs = {{0, 1}, {1, 0}};
+  });
+  b.finish_entry(b.op(Opcode::kCollectivePermuteDone, kF4, {ps}));
+  std::vector<Literal> r = evaluate_spmd(m, {{f32({4}, {1, 2, 3, 4})}, {f32({4}, {5, 6, 7, 8})}});
+  EXPECT_EQ(r[0].values(), (V{5, 6, 7, 8}));
+  EXPECT_EQ(r[1].values(), (V{1, 2, 3, 4}));
+}
+
+TEST(NewControlFlow, AsyncStartUpdateDoneShortAndLongForm) {
+  // Short form: an all-to-all-start ("async_wrapped") over 2 devices.
+  // Long form: async-start calling a computation that negates.
+  Module m("m");
+  const CompId neg = unary_computation(m, Opcode::kNegate);
+  HandBuilt b(m, "main");
+  const InstrId x = b.param(0, kF4);
+  const Shape ctx = Shape::scalar(DType::kS32);
+  const Shape start_shape = Shape::tuple({Shape::tuple({kF4}), kF4, ctx});
+  const InstrId a2a = b.op(Opcode::kAsyncStart, start_shape, {x}, [](Instruction& i) {
+    i.attrs.async_wrapped = Opcode::kAllToAll;
+    i.attrs.dimensions = {0};
+  });
+  const InstrId upd = b.op(Opcode::kAsyncUpdate, start_shape, {a2a});
+  const InstrId a2a_done = b.op(Opcode::kAsyncDone, kF4, {upd});
+  const InstrId call = b.op(Opcode::kAsyncStart, start_shape, {a2a_done}, [&](Instruction& i) { i.called = {neg}; });
+  b.finish_entry(b.op(Opcode::kAsyncDone, kF4, {call}));
+  // all-to-all: device d receives chunk d of each device: d0 = (1,2,5,6), d1 = (3,4,7,8); then negated.
+  std::vector<Literal> r = evaluate_spmd(m, {{f32({4}, {1, 2, 3, 4})}, {f32({4}, {5, 6, 7, 8})}});
+  EXPECT_EQ(r[0].values(), (V{-1, -2, -5, -6}));
+  EXPECT_EQ(r[1].values(), (V{-3, -4, -7, -8}));
+}
+
+TEST(NewControlFlow, CollectiveBroadcastSendsTheFirstMembersValue) {
+  // Groups {1,0} and {2,3}: devices 0, 1 get device 1's value; 2, 3 device 2's.
+  Module m("m");
+  HandBuilt b(m, "main");
+  const Shape f1(DType::kF32, {1});
+  b.finish_entry(b.op(Opcode::kCollectiveBroadcast, f1, {b.param(0, f1)}, [](Instruction& i) {
+    i.attrs.replica_groups.explicit_groups = {{1, 0}, {2, 3}};
+  }));
+  std::vector<Literal> r =
+      evaluate_spmd(m, {{f32({1}, {10})}, {f32({1}, {11})}, {f32({1}, {12})}, {f32({1}, {13})}});
+  EXPECT_EQ(r[0].values(), (V{11}));
+  EXPECT_EQ(r[1].values(), (V{11}));
+  EXPECT_EQ(r[2].values(), (V{12}));
+  EXPECT_EQ(r[3].values(), (V{12}));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "tests/compiler/interpreter/hand_built.h"
 #include "tests/compiler/interpreter/interp_test_util.h"
 
 namespace podsim::compiler::testing {
@@ -207,6 +208,115 @@ ENTRY main {
   Literal r = evaluate(m, {lit(DType::kPred, {3}, {1, 0, 1}), f32({3}, {-1, 1, 5}), f32({3}, {10, 20, 30})});
   EXPECT_EQ(r.element(0).values(), (V{-1, 20, 5}));
   EXPECT_EQ(r.element(1).values(), (V{0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+// ---- XLA's newer elementwise ops (hand-built: the reader does not read them yet).
+
+namespace podsim::compiler::testing {
+namespace {
+
+Literal op1(Opcode op, DType in, DType out, const std::vector<double>& a,
+            const std::function<void(Instruction&)>& set = {}) {
+  Module m("m");
+  HandBuilt b(m, "main");
+  const auto n = static_cast<int64_t>(is_complex(in) ? a.size() / 2 : a.size());
+  const InstrId x = b.param(0, Shape(in, {n}));
+  b.finish_entry(b.op(op, Shape(out, {n}), {x}, set));
+  return evaluate(m, {lit(in, {n}, a)});
+}
+
+Literal op2(Opcode op, DType in, DType out, const std::vector<double>& a, const std::vector<double>& c) {
+  Module m("m");
+  HandBuilt b(m, "main");
+  const auto n = static_cast<int64_t>(is_complex(in) ? a.size() / 2 : a.size());
+  const InstrId x = b.param(0, Shape(in, {n}));
+  const InstrId y = b.param(1, Shape(in, {n}));
+  b.finish_entry(b.op(op, Shape(out, {n}), {x, y}));
+  return evaluate(m, {lit(in, {n}, a), lit(in, {n}, c)});
+}
+
+using W = std::vector<double>;
+
+TEST(NewElementwise, PopcntAndClzCountTheDtypesBits) {
+  // 7 = 0b111 -> 3; -1 in s32 is 32 ones; 255 in u8 is 8 ones.
+  EXPECT_EQ(op1(Opcode::kPopcnt, DType::kS32, DType::kS32, {7, -1, 0}).values(), (W{3, 32, 0}));
+  EXPECT_EQ(op1(Opcode::kPopcnt, DType::kU8, DType::kU8, {255}).values(), (W{8}));
+  // clz: 1 has 31 leading zeros in 32 bits, 0 has 32, a negative none; u8 1 -> 7.
+  EXPECT_EQ(op1(Opcode::kClz, DType::kS32, DType::kS32, {1, 0, -1}).values(), (W{31, 32, 0}));
+  EXPECT_EQ(op1(Opcode::kClz, DType::kU8, DType::kU8, {1}).values(), (W{7}));
+}
+
+TEST(NewElementwise, ShiftsPastTheWidthGiveZeroOrTheSign) {
+  // 1 << 31 wraps to INT32_MIN; a shift of 32 (or a negative amount, read as
+  // unsigned) gives 0.
+  EXPECT_EQ(op2(Opcode::kShiftLeft, DType::kS32, DType::kS32, {1, 1, 1}, {31, 32, -1}).values(),
+            (W{-2147483648.0, 0, 0}));
+  // Arithmetic: -8 >> 1 = -4; past the width the sign fills: -1 or 0.
+  EXPECT_EQ(op2(Opcode::kShiftRightArithmetic, DType::kS32, DType::kS32, {-8, -8, 8}, {1, 40, 40}).values(),
+            (W{-4, -1, 0}));
+  // Logical: -8 = 0xFFFFFFF8 >> 28 = 0xF = 15; u8 200 >> 3 = 25; past the width 0.
+  EXPECT_EQ(op2(Opcode::kShiftRightLogical, DType::kS32, DType::kS32, {-8, -1}, {28, 32}).values(), (W{15, 0}));
+  EXPECT_EQ(op2(Opcode::kShiftRightLogical, DType::kU8, DType::kU8, {200}, {3}).values(), (W{25}));
+}
+
+TEST(NewElementwise, RoundingTranscendentalsAndIsFinite) {
+  EXPECT_EQ(op1(Opcode::kRoundNearestAfz, DType::kF32, DType::kF32, {2.5, -2.5, 0.5, 1.4}).values(), (W{3, -3, 1, 1}));
+  EXPECT_EQ(op1(Opcode::kRoundNearestEven, DType::kF32, DType::kF32, {2.5, -2.5, 0.5, 1.6}).values(), (W{2, -2, 0, 2}));
+  EXPECT_EQ(op1(Opcode::kCbrt, DType::kF32, DType::kF32, {27, -8}).values(), (W{3, -2}));
+  EXPECT_EQ(op1(Opcode::kTan, DType::kF32, DType::kF32, {0}).values(), (W{0}));
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(op1(Opcode::kErf, DType::kF32, DType::kF32, {0, inf, -inf}).values(), (W{0, 1, -1}));
+  // atan2(1, 1) = pi/4, atan2(0, -1) = pi, rounded to f32.
+  EXPECT_EQ(op2(Opcode::kAtan2, DType::kF32, DType::kF32, {1, 0}, {1, -1}).values(),
+            (W{static_cast<float>(std::atan(1.0)), static_cast<float>(std::acos(-1.0))}));
+  EXPECT_EQ(op1(Opcode::kIsFinite, DType::kF32, DType::kPred, {1, inf, kNaN, -inf}).values(), (W{1, 0, 0, 0}));
+}
+
+TEST(NewElementwise, ReducePrecisionRoundsTheSignificandAndClampsTheExponent) {
+  auto bf16_like = [](Instruction& i) {
+    i.attrs.exponent_bits = 8;
+    i.attrs.mantissa_bits = 7;
+  };
+  // 7 mantissa bits: 1 + 2^-8 is a tie -> 1 (even); 1 + 3 * 2^-8 -> 1 + 2^-6.
+  EXPECT_EQ(op1(Opcode::kReducePrecision, DType::kF32, DType::kF32, {1 + std::ldexp(1, -8), 1 + 3 * std::ldexp(1, -8)},
+                bf16_like)
+                .values(),
+            (W{1, 1 + std::ldexp(1, -6)}));
+  auto f16_like = [](Instruction& i) {
+    i.attrs.exponent_bits = 5;
+    i.attrs.mantissa_bits = 10;
+  };
+  // f16's range: 70000 overflows to inf, 2^-15 is below the smallest normal 2^-14 -> 0; 2^-14 stays.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(op1(Opcode::kReducePrecision, DType::kF32, DType::kF32, {70000, std::ldexp(1, -15), std::ldexp(1, -14)},
+                f16_like)
+                .values(),
+            (W{inf, 0, std::ldexp(1, -14)}));
+}
+
+TEST(NewElementwise, ComplexArithmetic) {
+  // complex(1, 2) and complex(3, 4) from real arrays.
+  EXPECT_EQ(op2(Opcode::kComplex, DType::kF32, DType::kC64, {1, 3}, {2, 4}).values(), (W{1, 2, 3, 4}));
+  // (1 + 2i)(3 + 4i) = -5 + 10i; (-5 + 10i) / (3 + 4i) = 1 + 2i; sum 4 + 6i.
+  EXPECT_EQ(op2(Opcode::kMultiply, DType::kC64, DType::kC64, {1, 2}, {3, 4}).values(), (W{-5, 10}));
+  EXPECT_EQ(op2(Opcode::kDivide, DType::kC64, DType::kC64, {-5, 10}, {3, 4}).values(), (W{1, 2}));
+  EXPECT_EQ(op2(Opcode::kAdd, DType::kC64, DType::kC64, {1, 2}, {3, 4}).values(), (W{4, 6}));
+  EXPECT_EQ(op2(Opcode::kCompare, DType::kC64, DType::kPred, {1, 2, 1, 2}, {1, 2, 1, 3}).values(), (W{1, 0}));
+  // real, imag, abs(3 + 4i) = 5, negate.
+  EXPECT_EQ(op1(Opcode::kReal, DType::kC64, DType::kF32, {3, 4}).values(), (W{3}));
+  EXPECT_EQ(op1(Opcode::kImag, DType::kC64, DType::kF32, {3, 4}).values(), (W{4}));
+  EXPECT_EQ(op1(Opcode::kAbs, DType::kC64, DType::kF32, {3, 4}).values(), (W{5}));
+  EXPECT_EQ(op1(Opcode::kNegate, DType::kC64, DType::kC64, {3, 4}).values(), (W{-3, -4}));
+  // exp(i pi) = -1 (+ ~1e-16 i, rounded in f32 to ~1.2e-16).
+  Literal e = op1(Opcode::kExp, DType::kC128, DType::kC128, {0, std::acos(-1.0)});
+  EXPECT_NEAR(e.values()[0], -1, 1e-15);
+  EXPECT_NEAR(e.values()[1], 0, 1e-15);
+  // convert f32 -> c64 puts the value in the real part; real of a real is itself, imag 0.
+  EXPECT_EQ(op1(Opcode::kConvert, DType::kF32, DType::kC64, {2.5}).values(), (W{2.5, 0}));
+  EXPECT_EQ(op1(Opcode::kImag, DType::kF32, DType::kF32, {2.5}).values(), (W{0}));
 }
 
 }  // namespace

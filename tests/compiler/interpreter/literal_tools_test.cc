@@ -1,5 +1,6 @@
 // Interpreter helpers: random_literal (seeded, ranges) and compare_literals
 // (tolerance, exact integers, NaN, shapes, tuple leaves).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -79,6 +80,54 @@ TEST(CompareLiterals, TupleLeavesAreNamed) {
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.first_mismatch.find("{1}[1]"), std::string::npos) << c.first_mismatch;
   EXPECT_TRUE(compare_literals(e, e, 0).ok);
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(CompareScaleTest, LeafRmsAllowsTheSumsAbsoluteErrorNearZero) {
+  // expected {0, 10, -10}, actual off by 0.5 at the zero; tolerance 0.1:
+  // per element 0.5 > 0.1 x (1 + 0); with the RMS sqrt(200/3) = 8.16 the
+  // allowance is 0.1 x 9.16 = 0.92.
+  const Literal e = f32({3}, {0, 10, -10});
+  const Literal a = f32({3}, {0.5, 10, -10});
+  EXPECT_FALSE(compare_literals(e, a, 0.1).ok);
+  EXPECT_TRUE(compare_literals(e, a, 0.1, CompareScale::kLeafRms).ok);
+  // Off by 1 is beyond 0.92 either way.
+  EXPECT_FALSE(compare_literals(e, f32({3}, {1, 10, -10}), 0.1, CompareScale::kLeafRms).ok);
+}
+
+TEST(CompareScaleTest, ComplexValuesCompareWithinTheTolerance) {
+  const Literal e(Shape(DType::kC64, {1}), {1, 2});
+  EXPECT_TRUE(compare_literals(e, Literal(Shape(DType::kC64, {1}), {1, 2.00001}), 1e-4).ok);
+  EXPECT_FALSE(compare_literals(e, Literal(Shape(DType::kC64, {1}), {1, 2.1}), 1e-4).ok);
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(RandomLiteralDtypes, NewerTypesStayInTheirRange) {
+  // Every value must be what the type holds: round_to_dtype leaves it unchanged.
+  for (DType t : {DType::kS4, DType::kS2, DType::kU2, DType::kU4, DType::kS16, DType::kU16, DType::kU64,
+                  DType::kF8E4M3FN, DType::kF8E5M2, DType::kF8E3M4, DType::kC64, DType::kC128}) {
+    const Literal l = random_literal(Shape(t, {64}), 7);
+    ASSERT_EQ(l.values().size(), 64u * (is_complex(t) ? 2 : 1)) << dtype_name(t);
+    for (double v : l.values()) EXPECT_EQ(round_to_dtype(t, v), v) << dtype_name(t) << " " << v;
+  }
+  // s2 reaches both ends of [-2, 1] in 64 draws (each missed with (3/4)^64).
+  const Literal s2 = random_literal(Shape(DType::kS2, {64}), 7);
+  EXPECT_EQ(*std::min_element(s2.values().begin(), s2.values().end()), -2);
+  EXPECT_EQ(*std::max_element(s2.values().begin(), s2.values().end()), 1);
+  // Complex parts are multiples of 1/64, not 0/1 only.
+  const Literal c = random_literal(Shape(DType::kC64, {64}), 7);
+  EXPECT_TRUE(std::any_of(c.values().begin(), c.values().end(), [](double v) { return v != 0 && v != 1; }));
+  EXPECT_EQ(random_literal(Shape::scalar(DType::kToken), 7).values(), (std::vector<double>{0}));
 }
 
 }  // namespace
