@@ -16,12 +16,10 @@ namespace podsim::compiler {
 namespace {
 
 // A leaf sharding the partitioner supports; maximal is treated as
-// replicated (every device computes the value).
-Sharding supported_leaf(Sharding s, const Instruction& instr) {
-  if (s.is_maximal()) return Sharding::replicated();
-  if (s.is_manual() || s.has_manual_subgroup() || s.is_unknown())
-    throw UserError(instr.location, fmt::format("SPMD partitioner: sharding of '{}' is not supported yet", instr.name),
-                    "use replicated or tiled shardings");
+// replicated (every device computes the value), unknown (a shard group
+// marker nothing resolved) too. Manual and subgroup-manual leaves are kept.
+Sharding supported_leaf(Sharding s, const Instruction&) {
+  if (s.is_maximal() || s.is_unknown()) return Sharding::replicated();
   return s;
 }
 
@@ -63,9 +61,26 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
   if (op == Opcode::kConstant)
     if (auto uniform = handle_uniform_constant(context, in)) return *uniform;
   if (op == Opcode::kConstant || op == Opcode::kIota) return handle_full_value(context, in.original, in.target);
+  if (is_manual_region_entry(in.original)) return handle_manual_region_entry(context, in);
+  if (is_manual_region_exit(in.original)) return handle_manual_region_exit(context, in);
+  if (is_fully_manual(in.target) && op != Opcode::kWhile && op != Opcode::kCall && op != Opcode::kTuple &&
+      op != Opcode::kGetTupleElement)
+    return handle_manual_op(context, in);
   if (is_elementwise(op) || op == Opcode::kConvert) return handle_elementwise(context, in);
   if (is_sharding_annotation(in.original)) return handle_sharding_annotation(context, in);
   switch (op) {
+    case Opcode::kCustomCall: return handle_custom_call(context, in);
+    case Opcode::kBitcast: return handle_reshape(context, in);
+    case Opcode::kSort:
+      return handle_sort_like(context, in, in.original.attrs.dimensions.empty() ? 0 : in.original.attrs.dimensions[0]);
+    case Opcode::kTopK:
+      return handle_sort_like(context, in, in.operands.at(0).base_shape.rank() - 1);
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kAddDependency:
+    case Opcode::kAfterAll:
+    case Opcode::kRng:
+    case Opcode::kRngGetAndUpdateState:
+      return handle_local_op(context, in);
     case Opcode::kBroadcast: return handle_broadcast(context, in);
     case Opcode::kTranspose: return handle_transpose(context, in);
     case Opcode::kReshape: return handle_reshape(context, in);

@@ -101,12 +101,20 @@ PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in) {
   ++context.stats().default_fallbacks;
   std::vector<InstrId> operands;
   for (const PartitionedValue& operand : in.operands) {
-    if (operand.base_shape.is_tuple())
-      throw UserError(in.original.location, "SPMD partitioner: tuple operands are not supported yet", "");
-    operands.push_back(reshard(context, operand, Sharding::replicated()).id);
+    const Sharding replicated = operand.base_shape.is_tuple()
+                                    ? Sharding::tuple(std::vector<Sharding>(
+                                          static_cast<size_t>(operand.base_shape.leaf_count()), Sharding::replicated()))
+                                    : Sharding::replicated();
+    operands.push_back(reshard(context, operand, replicated).id);
   }
-  InstrId whole = clone_with_operands(context, in.original, std::move(operands));
-  return reshard(context, PartitionedValue{whole, in.original.shape, Sharding::replicated()}, in.target);
+  // Every operand whole: the result has the op's own (full) shape, so no
+  // shape rule is needed (ops without one, e.g. fft or cholesky, work too).
+  InstrId whole = clone_with_shape(context, in.original, std::move(operands), in.original.shape);
+  const Sharding replicated = in.original.shape.is_tuple()
+                                  ? Sharding::tuple(std::vector<Sharding>(
+                                        static_cast<size_t>(in.original.shape.leaf_count()), Sharding::replicated()))
+                                  : Sharding::replicated();
+  return reshard(context, PartitionedValue{whole, in.original.shape, replicated}, in.target);
 }
 
 }  // namespace podsim::compiler

@@ -80,4 +80,24 @@ PartitionedValue handle_sharding_annotation(SpmdContext& context, const HandlerI
 // Replicate every operand, run the whole op, reshard the result.
 PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in);
 
+// custom_call_handler.cc: custom-calls, manual regions, local ops.
+// Clones `original` with new operands and the given (per-device) shape.
+InstrId clone_with_shape(SpmdContext& context, const Instruction& original, std::vector<InstrId> operands,
+                         Shape shape);
+// SPMDFullToShardShape / xla.sdy.GlobalToLocalShape, and the way back.
+bool is_manual_region_entry(const Instruction& instr);
+bool is_manual_region_exit(const Instruction& instr);
+// {manual}, or a tuple whose leaves are all {manual}.
+bool is_fully_manual(const Sharding& sharding);
+PartitionedValue handle_manual_region_entry(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_manual_region_exit(SpmdContext& context, const HandlerInput& in);
+// A manual instruction: cloned on the operands' local values, unpartitioned.
+PartitionedValue handle_manual_op(SpmdContext& context, const HandlerInput& in);
+// Any custom-call target other than the above and "Sharding".
+PartitionedValue handle_custom_call(SpmdContext& context, const HandlerInput& in);
+// Sort along `dim` (and TopK along the last dim): other dims keep their tiling.
+PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, int64_t dim);
+// opt-barrier, add-dependency, after-all, rng...: local at the per-device shape.
+PartitionedValue handle_local_op(SpmdContext& context, const HandlerInput& in);
+
 }  // namespace podsim::compiler

@@ -1,0 +1,183 @@
+// Custom-calls other than "Sharding", manual regions and the ops whose
+// partitioning is "run the op on the local shard" (gspmd-algorithms.md 3.3,
+// XLA's SpmdPartitioningVisitor::HandleCustomCall and its manual-sharding
+// paths):
+//  * SPMDFullToShardShape (and Shardy's xla.sdy.GlobalToLocalShape): enters a
+//    manual region. The operand's local shard IS the manual value (XLA: a copy
+//    of the partitioned operand); uneven padding is zeroed as XLA does.
+//  * SPMDShardToFullShape (xla.sdy.LocalToGlobalShape): leaves it; the manual
+//    value is the local shard of the result's sharding (a copy).
+//  * An instruction whose sharding is {manual} is not partitioned: it is
+//    cloned on its operands' local values (ops inside shard_map).
+//  * Placement calls (annotate_device_placement, MoveToHost, MoveToDevice)
+//    and every other target: a local op on the per-device shapes. Operands of
+//    the result's shape take the result's sharding, other operands stay as
+//    they are; nothing is all-gathered to full size.
+//  * TopK (custom-call or topk), sort: the sorted dim is replicated, every
+//    other dim keeps its tiling (sort along the last / given dim is local).
+//  * opt-barrier, add-dependency, after-all, rng and the other shape-only ops:
+//    local, at the per-device shape.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/sharding/sharding_util.h"
+#include "compiler/spmd/spmd_handlers.h"
+
+namespace podsim::compiler {
+
+bool is_manual_region_entry(const Instruction& instr) {
+  return instr.opcode == Opcode::kCustomCall && (instr.attrs.custom_call_target == "SPMDFullToShardShape" ||
+                                                 instr.attrs.custom_call_target == "xla.sdy.GlobalToLocalShape");
+}
+
+bool is_manual_region_exit(const Instruction& instr) {
+  return instr.opcode == Opcode::kCustomCall && (instr.attrs.custom_call_target == "SPMDShardToFullShape" ||
+                                                 instr.attrs.custom_call_target == "xla.sdy.LocalToGlobalShape");
+}
+
+bool is_fully_manual(const Sharding& sharding) {
+  if (sharding.is_manual()) return true;
+  if (!sharding.is_tuple() || sharding.tuple_elements().empty()) return false;
+  return std::all_of(sharding.tuple_elements().begin(), sharding.tuple_elements().end(),
+                     [](const Sharding& leaf) { return leaf.is_manual(); });
+}
+
+InstrId clone_with_shape(SpmdContext& context, const Instruction& original, std::vector<InstrId> operands,
+                         Shape shape) {
+  Instruction copy = original;
+  copy.name.clear();
+  copy.sharding.reset();
+  copy.operands = std::move(operands);
+  copy.shape = std::move(shape);
+  return context.builder().add(std::move(copy));
+}
+
+namespace {
+
+bool all_leaves(const Sharding& s, bool (*pred)(const Sharding&)) {
+  if (!s.is_tuple()) return pred(s);
+  return std::all_of(s.tuple_elements().begin(), s.tuple_elements().end(), pred);
+}
+
+void expect_local_shape(SpmdContext& context, const Instruction& instr, InstrId local, const Shape& expected,
+                        const char* what) {
+  if (context.local_shape(local) == expected) return;
+  throw UserError(instr.location,
+                  fmt::format("SPMD partitioner: {} '{}': the per-device shape is {}, the op says {}", what,
+                              instr.name, context.local_shape(local).to_string(false), expected.to_string(false)),
+                  "the sharding of the full-shape side must cut it into exactly the manual shape");
+}
+
+// Operands of a local op: array operands with the result's dims take the
+// result's (array) sharding; the rest stay as they are.
+std::vector<InstrId> local_operands(SpmdContext& context, const HandlerInput& in) {
+  std::vector<InstrId> ids;
+  for (const PartitionedValue& operand : in.operands) {
+    const bool same_dims = in.original.shape.is_array() && operand.base_shape.is_array() &&
+                           operand.base_shape.dims() == in.original.shape.dims() && !in.target.is_tuple();
+    ids.push_back(same_dims ? reshard(context, operand, in.target).id : operand.id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+PartitionedValue handle_manual_op(SpmdContext& context, const HandlerInput& in) {
+  std::vector<InstrId> operands;
+  for (const PartitionedValue& operand : in.operands) {
+    const bool fits = all_leaves(operand.sharding, [](const Sharding& s) { return s.is_manual() || s.is_tile_maximal(); });
+    if (!fits)
+      throw UserError(in.original.location,
+                      fmt::format("SPMD partitioner: '{}' is manual but its operand has the automatic sharding {}",
+                                  in.original.name, operand.sharding.to_string()),
+                      "enter the manual region through custom-call SPMDFullToShardShape");
+    operands.push_back(operand.id);
+  }
+  // Inside a manual region every value has its declared (per-device) shape.
+  return PartitionedValue{clone_with_shape(context, in.original, std::move(operands), in.original.shape),
+                          in.original.shape, in.target};
+}
+
+PartitionedValue handle_manual_region_entry(SpmdContext& context, const HandlerInput& in) {
+  const PartitionedValue& operand = in.operands.at(0);
+  InstrId local = operand.id;
+  if (operand.sharding.is_tiled() && !evenly_partitions(operand.sharding, operand.base_shape.dims())) {
+    // Uneven tiles: XLA pads the partitioned operand with zeros.
+    const Shape& local_shape = context.local_shape(local);
+    InstrId zero = context.builder().scalar_constant(local_shape.dtype(), 0);
+    local = context.mask_padding(operand, sharded_dims(operand.sharding), zero);
+  }
+  const Shape expected = partitioned_shape(in.original.shape, in.target);
+  expect_local_shape(context, in.original, local, expected, "manual region entry");
+  InstrId copy = context.builder().unary(Opcode::kCopy, local);
+  return PartitionedValue{copy, in.original.shape, in.target};
+}
+
+PartitionedValue handle_manual_region_exit(SpmdContext& context, const HandlerInput& in) {
+  const PartitionedValue& operand = in.operands.at(0);
+  const Shape expected = partitioned_shape(in.original.shape, in.target);
+  expect_local_shape(context, in.original, operand.id, expected, "manual region exit");
+  InstrId copy = context.builder().unary(Opcode::kCopy, operand.id);
+  return PartitionedValue{copy, in.original.shape, in.target};
+}
+
+// Sort / TopK: the operands with `dim` replicated and every other dim as the
+// first operand has it (else as the target's first leaf has it); local op;
+// then the target.
+PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, int64_t dim) {
+  const int64_t dims[] = {dim};
+  auto unsorted = [&](const Sharding& s) {
+    return s.is_tiled() ? partially_replicate_on_dims(s, dims) : Sharding::replicated();
+  };
+  const Sharding& lead = in.target.is_tuple() ? in.target.tuple_elements().at(0) : in.target;
+  Sharding local = unsorted(lead);
+  if (const Sharding& first = in.operands.at(0).sharding; first.is_tiled() && unsorted(first).num_tiles() > 1)
+    local = unsorted(first);
+  std::vector<InstrId> operands;
+  for (const PartitionedValue& operand : in.operands) operands.push_back(reshard(context, operand, local).id);
+  const Sharding result = in.original.shape.is_tuple()
+                              ? Sharding::tuple(std::vector<Sharding>(
+                                    static_cast<size_t>(in.original.shape.leaf_count()), local))
+                              : local;
+  InstrId id = clone_with_shape(context, in.original, std::move(operands), partitioned_shape(in.original.shape, result));
+  return reshard(context, PartitionedValue{id, in.original.shape, result}, in.target);
+}
+
+PartitionedValue handle_custom_call(SpmdContext& context, const HandlerInput& in) {
+  const Instruction& instr = in.original;
+  if (instr.attrs.custom_call_target == "TopK" && in.operands.size() == 1 && in.operands[0].base_shape.is_array() &&
+      in.operands[0].base_shape.rank() >= 1)
+    return handle_sort_like(context, in, in.operands[0].base_shape.rank() - 1);
+  if (instr.shape.is_tuple() && !in.target.is_tuple() && !in.target.is_tile_maximal())
+    return handle_default(context, in);
+  InstrId id = clone_with_shape(context, instr, local_operands(context, in), partitioned_shape(instr.shape, in.target));
+  return PartitionedValue{id, instr.shape, in.target};
+}
+
+PartitionedValue handle_local_op(SpmdContext& context, const HandlerInput& in) {
+  std::vector<InstrId> operands;
+  const std::vector<Sharding> leaves = leaf_shardings(in.target, in.original.shape);
+  switch (in.original.opcode) {
+    case Opcode::kOptimizationBarrier:
+      // Tuple in, same tuple out.
+      operands.push_back(reshard(context, in.operands.at(0), in.target).id);
+      break;
+    case Opcode::kAddDependency:
+      operands.push_back(reshard(context, in.operands.at(0), in.target).id);
+      for (size_t i = 1; i < in.operands.size(); ++i) operands.push_back(in.operands[i].id);
+      break;
+    default:
+      // after-all (tokens), rng (scalar parameters): operands as they are.
+      for (const PartitionedValue& operand : in.operands)
+        operands.push_back(operand.base_shape.is_scalar() || operand.base_shape.leaf_count() == 0
+                               ? operand.id
+                               : reshard(context, operand, Sharding::replicated()).id);
+      break;
+  }
+  InstrId id = clone_with_shape(context, in.original, std::move(operands),
+                                partitioned_shape(in.original.shape, in.target));
+  return PartitionedValue{id, in.original.shape, in.target};
+}
+
+}  // namespace podsim::compiler
