@@ -1,0 +1,215 @@
+// Custom-calls and manual regions in the partitioner (custom_call_handler.cc).
+// Manual regions are checked numerically against a module without them that
+// computes the same global function (the interpreter cannot run the original:
+// its manual ops have per-device semantics); targets the interpreter does not
+// know are checked on the program's shapes and collectives.
+#include <gtest/gtest.h>
+
+#include "tests/compiler/spmd/spmd_test_util.h"
+
+namespace podsim::compiler {
+namespace {
+
+using spmd_test::partition_text;
+using spmd_test::total_collectives;
+
+const Instruction* find_target(const Module& m, const std::string& target) {
+  for (const Instruction& instr : m.entry().instructions())
+    if (instr.opcode == Opcode::kCustomCall && instr.attrs.custom_call_target == target) return &instr;
+  return nullptr;
+}
+
+// The partitioned `manual` module computes what `reference` computes.
+void expect_same_function(const std::string& manual, const std::string& reference, int64_t devices) {
+  Module ref = parse_hlo(reference);
+  ref.set_num_partitions(devices);
+  propagate_shardings(ref);
+  auto p = partition_text(manual, devices);
+  VerifyResult r = verify_partitioning(ref, p.result.module, 3, 1e-5);
+  EXPECT_TRUE(r.ok) << r.first_mismatch << "\n" << print_hlo(p.result.module);
+}
+
+TEST(SpmdCustomCalls, UnknownTargetKeepsOperandShardingAndRunsOnTheShard) {
+  // An opaque same-shape custom-call between sharded values: no collective,
+  // the call runs on the [2,8] shard (XLA's default would all-gather to [8,8]).
+  auto p = partition_text(R"(HloModule m
+ENTRY e {
+  x = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  c = f32[8,8] custom-call(x), custom_call_target="my_kernel"
+  ROOT n = f32[8,8] negate(c)
+}
+)",
+                          4);
+  EXPECT_EQ(total_collectives(p.result.stats), 0);
+  const Instruction* call = find_target(p.result.module, "my_kernel");
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->shape.dims(), (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(p.annotated.entry().instr(p.annotated.entry().root()).sharding, "{devices=[4,1]<=[4]}");
+}
+
+TEST(SpmdCustomCalls, UnknownTargetOfAnotherShapeIsNotGatheredToFullSize) {
+  // Result shape differs from the operand's: the result is replicated, the
+  // operand stays a [2,8] shard (no all-gather of it).
+  auto p = partition_text(R"(HloModule m
+ENTRY e {
+  x = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT c = f32[3] custom-call(x), custom_call_target="summary"
+}
+)",
+                          4);
+  EXPECT_EQ(p.result.stats.all_gathers, 0);
+  const Instruction* call = find_target(p.result.module, "summary");
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(), (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(call->shape.dims(), (std::vector<int64_t>{3}));
+}
+
+TEST(SpmdCustomCalls, PlacementCallsAreIdentityForSharding) {
+  // MoveToHost / MoveToDevice / annotate_device_placement keep the operand's
+  // tiling on both sides: no collective, every call on the [8,2] shard.
+  auto p = partition_text(R"(HloModule m
+ENTRY e {
+  x = f32[8,8] parameter(0), sharding={devices=[1,4]<=[4]}
+  h = f32[8,8] custom-call(x), custom_call_target="MoveToHost"
+  d = f32[8,8] custom-call(h), custom_call_target="MoveToDevice"
+  ROOT a = f32[8,8] custom-call(d), custom_call_target="annotate_device_placement"
+}
+)",
+                          4);
+  EXPECT_EQ(total_collectives(p.result.stats), 0);
+  for (const char* target : {"MoveToHost", "MoveToDevice", "annotate_device_placement"}) {
+    const Instruction* call = find_target(p.result.module, target);
+    ASSERT_NE(call, nullptr) << target;
+    EXPECT_EQ(call->shape.dims(), (std::vector<int64_t>{8, 2})) << target;
+  }
+}
+
+TEST(SpmdCustomCalls, TopKKeepsTheBatchTilingLocal) {
+  // TopK along the last dim of a batch-sharded [8,32]: local TopK on [2,32],
+  // both results [2,3], no collective.
+  auto p = partition_text(R"(HloModule m
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT gt = pred[] compare(a, b), direction=GT
+}
+ENTRY e {
+  x = f32[8,32] parameter(0), sharding={devices=[4,1]<=[4]}
+  t = (f32[8,3], s32[8,3]) custom-call(x), custom_call_target="TopK", to_apply=cmp
+  v = f32[8,3] get-tuple-element(t), index=0
+  i = s32[8,3] get-tuple-element(t), index=1
+  ROOT r = (f32[8,3], s32[8,3]) tuple(v, i)
+}
+)",
+                          4);
+  EXPECT_EQ(total_collectives(p.result.stats), 0);
+  const Instruction* call = find_target(p.result.module, "TopK");
+  ASSERT_NE(call, nullptr);
+  ASSERT_TRUE(call->shape.is_tuple());
+  EXPECT_EQ(call->shape.tuple_shape(0).dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(call->shape.tuple_shape(1).dims(), (std::vector<int64_t>{2, 3}));
+}
+
+TEST(SpmdManualRegions, FullToShardRegionComputesOnTheLocalShard) {
+  // shard_map of exp over rows on 2 devices, plus the input outside: the same
+  // function as exp(x) + x. Inside, the manual ops keep their [4,4] shape.
+  expect_same_function(R"(HloModule m
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  s = f32[4,4] custom-call(x), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  m = f32[4,4] exponential(s), sharding={manual}
+  f = f32[8,4] custom-call(m), custom_call_target="SPMDShardToFullShape", sharding={devices=[2,1]<=[2]}
+  ROOT r = f32[8,4] add(f, x)
+}
+)",
+                       R"(HloModule m
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  m = f32[8,4] exponential(x)
+  ROOT r = f32[8,4] add(m, x), sharding={devices=[2,1]<=[2]}
+}
+)",
+                       2);
+  auto p = partition_text(R"(HloModule m
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  s = f32[4,4] custom-call(x), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  m = f32[4,4] exponential(s), sharding={manual}
+  ROOT f = f32[8,4] custom-call(m), custom_call_target="SPMDShardToFullShape", sharding={devices=[2,1]<=[2]}
+}
+)",
+                          2);
+  EXPECT_EQ(total_collectives(p.result.stats), 0);
+  EXPECT_EQ(p.result.stats.default_fallbacks, 0);
+}
+
+TEST(SpmdManualRegions, UnevenFullToShardPadsWithZeros) {
+  // 7 rows over 2 devices: device 1's manual [4] holds rows 4..6 and a zero
+  // (XLA pads the shard with zeros). Back to full f32[8] that is pad(x, 0).
+  expect_same_function(R"(HloModule m
+ENTRY e {
+  x = f32[7] parameter(0), sharding={devices=[2]<=[2]}
+  s = f32[4] custom-call(x), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  ROOT f = f32[8] custom-call(s), custom_call_target="SPMDShardToFullShape", sharding={devices=[2]<=[2]}
+}
+)",
+                       R"(HloModule m
+ENTRY e {
+  x = f32[7] parameter(0), sharding={devices=[2]<=[2]}
+  z = f32[] constant(0)
+  ROOT f = f32[8] pad(x, z), padding=0_1, sharding={devices=[2]<=[2]}
+}
+)",
+                       2);
+}
+
+TEST(SpmdManualRegions, ManualRegionIsNotPartitionedAgain) {
+  // A reduce inside the region sums each device's own rows (no all-reduce):
+  // row sums of 4x4 blocks, back to f32[8] over 2 devices = reduce over dim 1
+  // of the whole [8,4].
+  expect_same_function(R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  s = f32[4,4] custom-call(x), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  z = f32[] constant(0), sharding={manual}
+  r = f32[4] reduce(s, z), dimensions={1}, to_apply=add, sharding={manual}
+  ROOT f = f32[8] custom-call(r), custom_call_target="SPMDShardToFullShape", sharding={devices=[2]<=[2]}
+}
+)",
+                       R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  z = f32[] constant(0)
+  ROOT r = f32[8] reduce(x, z), dimensions={1}, to_apply=add, sharding={devices=[2]<=[2]}
+}
+)",
+                       2);
+}
+
+TEST(SpmdManualRegions, AutoValueEnteringAManualOpIsAUserError) {
+  auto run = [] {
+    partition_text(R"(HloModule m
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  ROOT m = f32[8,4] exponential(x), sharding={manual}
+}
+)",
+                   2);
+  };
+  EXPECT_THROW(run(), UserError);
+}
+
+}  // namespace
+}  // namespace podsim::compiler
