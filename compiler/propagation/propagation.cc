@@ -10,6 +10,7 @@
 
 #include "compiler/propagation/op_rules.h"
 #include "compiler/propagation/propagation_state.h"
+#include "compiler/sharding/shardy.h"
 #include "compiler/sharding/sharding_util.h"
 
 namespace podsim::compiler {
@@ -70,7 +71,8 @@ class Propagator {
       : module_(module),
         state_(module),
         num_devices_(options.num_devices > 0 ? options.num_devices : module.num_partitions()),
-        options_(options) {
+        options_(options),
+        meshes_(options.sdy_meshes.empty() ? SdyMeshes{} : parse_sdy_meshes(options.sdy_meshes)) {
     graphs_.resize(static_cast<size_t>(module.computation_count()));
     for (CompId c : state_.reachable()) graphs_[static_cast<size_t>(c)].emplace(module.computation(c));
   }
@@ -93,13 +95,57 @@ class Propagator {
   }
 
  private:
+  // The annotation of `in`: its sharding={...}, else a Shardy or mhlo
+  // sharding in its frontend attributes (open dims recorded), else for
+  // Shardy's manual-region custom-calls what the region says.
+  std::optional<Sharding> annotation(ValueRef r, const Instruction& in) {
+    if (in.sharding) return parse_sharding(*in.sharding, in.location);
+    const std::string& fa = in.attrs.frontend_attributes;
+    if (fa.empty()) return std::nullopt;
+    if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "xla.sdy.GlobalToLocalShape")
+      return in.shape.is_tuple() ? Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()),
+                                                                         Sharding::manual()))
+                                 : Sharding::manual();
+    std::optional<SdySharding> sdy;
+    if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "xla.sdy.LocalToGlobalShape") {
+      if (auto out = frontend_attribute(fa, "xla.sdy.out_shardings")) sdy = parse_sdy_sharding(*out, meshes_, in.location);
+    } else {
+      sdy = sharding_from_frontend_attributes(fa, meshes_, in.location);
+    }
+    if (!sdy || sdy->fully_open) return std::nullopt;
+    if (!in.shape.is_tuple() && sdy->open_dims.size() == 1 && !sdy->open_dims[0].empty())
+      open_dims_[r] = sdy->open_dims[0];
+    if (in.shape.is_tuple() && !sdy->sharding.is_tuple())
+      return Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), sdy->sharding));
+    return sdy->sharding;
+  }
+
+  // Shardy's xla.sdy.GlobalToLocalShape carries its operands' shardings
+  // (xla.sdy.in_shardings, one per operand) for operands that have none.
+  void read_manual_region_operands(CompId c, const Instruction& in) {
+    if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "xla.sdy.GlobalToLocalShape") return;
+    auto text = frontend_attribute(in.attrs.frontend_attributes, "xla.sdy.in_shardings");
+    if (!text) return;
+    SdySharding sdy = parse_sdy_sharding(*text, meshes_, in.location);
+    std::vector<Sharding> leaves =
+        sdy.sharding.is_tuple() ? sdy.sharding.tuple_elements() : std::vector<Sharding>{sdy.sharding};
+    for (int k = 0; k < in.operand_count() && k < static_cast<int>(leaves.size()); ++k) {
+      ValueRef operand{c, in.operand(k)};
+      if (!state_.sharding(operand) && state_.instr(operand).shape.is_array()) {
+        leaves[static_cast<size_t>(k)].validate(state_.instr(operand).shape.rank(), num_devices_, in.location);
+        state_.set(operand, leaves[static_cast<size_t>(k)]);
+      }
+    }
+  }
+
   void read_annotations() {
     for (CompId c : state_.reachable()) {
       const Computation& comp = module_.computation(c);
       for (InstrId i = 0; i < comp.size(); ++i) {
         const Instruction& in = comp.instr(i);
-        if (!in.sharding) continue;
-        Sharding s = parse_sharding(*in.sharding, in.location);
+        std::optional<Sharding> annotated = annotation({c, i}, in);
+        if (!annotated) continue;
+        Sharding s = *annotated;
         if (s.group()) groups_[{s.group()->id, s.group()->kind}].push_back({c, i});
         ++stats_.annotated;
         if (s.is_unknown()) continue;  // "{unknown shard_as 1}": group membership only
@@ -117,7 +163,10 @@ class Propagator {
       const Computation& comp = module_.computation(c);
       for (InstrId i = 0; i < comp.size(); ++i) {
         const Instruction& in = comp.instr(i);
-        if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "Sharding" || !in.sharding) continue;
+        read_manual_region_operands(c, in);
+        if (in.opcode != Opcode::kCustomCall || !is_sharding_custom_call_target(in.attrs.custom_call_target) ||
+            !state_.provided({c, i}) || in.operand_count() != 1)
+          continue;
         ValueRef operand{c, in.operand(0)};
         if (!state_.sharding(operand) && !open_dims_.count({c, i}) && state_.sharding({c, i}))
           state_.set(operand, *state_.sharding({c, i}));
@@ -136,7 +185,7 @@ class Propagator {
   // "unspecified_dims=[1,2]"); those dims can be refined by neighbours.
   static std::vector<int64_t> unspecified_dims(const Instruction& in) {
     std::vector<int64_t> dims;
-    if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "Sharding") return dims;
+    if (in.opcode != Opcode::kCustomCall || !is_sharding_custom_call_target(in.attrs.custom_call_target)) return dims;
     // The regex needs this text; most annotations have none (and building
     // the regex per annotation is costly).
     if (in.attrs.backend_config.find("unspecified_dims=[") == std::string::npos) return dims;
@@ -391,6 +440,7 @@ class Propagator {
   PropagationState state_;
   int64_t num_devices_;
   PropagationOptions options_;
+  SdyMeshes meshes_;
   PropagationStats stats_;
   std::map<std::pair<int64_t, ShardGroup::Kind>, std::vector<ValueRef>> groups_;
   std::map<ValueRef, std::vector<int64_t>> open_dims_;

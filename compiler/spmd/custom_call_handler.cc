@@ -99,27 +99,43 @@ PartitionedValue handle_manual_op(SpmdContext& context, const HandlerInput& in) 
                           in.original.shape, in.target};
 }
 
-PartitionedValue handle_manual_region_entry(SpmdContext& context, const HandlerInput& in) {
-  const PartitionedValue& operand = in.operands.at(0);
-  InstrId local = operand.id;
-  if (operand.sharding.is_tiled() && !evenly_partitions(operand.sharding, operand.base_shape.dims())) {
-    // Uneven tiles: XLA pads the partitioned operand with zeros.
-    const Shape& local_shape = context.local_shape(local);
-    InstrId zero = context.builder().scalar_constant(local_shape.dtype(), 0);
-    local = context.mask_padding(operand, sharded_dims(operand.sharding), zero);
+// Operand k of a region boundary is result leaf k (Shardy's boundaries take
+// several operands and return a tuple; XLA's take one).
+namespace {
+
+PartitionedValue region_boundary(SpmdContext& context, const HandlerInput& in, bool entry) {
+  const std::vector<Sharding> leaves = leaf_shardings(in.target, in.original.shape);
+  if (leaves.size() != in.operands.size())
+    throw UserError(in.original.location,
+                    fmt::format("SPMD partitioner: '{}' has {} operands for {} results", in.original.name,
+                                in.operands.size(), leaves.size()),
+                    "a manual-region boundary maps operand k to result k");
+  const std::vector<const Shape*> shapes = in.original.shape.leaves();
+  std::vector<InstrId> copies;
+  for (size_t k = 0; k < in.operands.size(); ++k) {
+    const PartitionedValue& operand = in.operands[k];
+    InstrId local = operand.id;
+    if (entry && operand.sharding.is_tiled() && !evenly_partitions(operand.sharding, operand.base_shape.dims())) {
+      // Uneven tiles: XLA pads the partitioned operand with zeros.
+      InstrId zero = context.builder().scalar_constant(context.local_shape(local).dtype(), 0);
+      local = context.mask_padding(operand, sharded_dims(operand.sharding), zero);
+    }
+    expect_local_shape(context, in.original, local, partitioned_shape(*shapes[k], leaves[k]),
+                       entry ? "manual region entry" : "manual region exit");
+    copies.push_back(context.builder().unary(Opcode::kCopy, local));
   }
-  const Shape expected = partitioned_shape(in.original.shape, in.target);
-  expect_local_shape(context, in.original, local, expected, "manual region entry");
-  InstrId copy = context.builder().unary(Opcode::kCopy, local);
-  return PartitionedValue{copy, in.original.shape, in.target};
+  const InstrId id = in.original.shape.is_tuple() ? context.builder().tuple(std::move(copies)) : copies[0];
+  return PartitionedValue{id, in.original.shape, in.target};
+}
+
+}  // namespace
+
+PartitionedValue handle_manual_region_entry(SpmdContext& context, const HandlerInput& in) {
+  return region_boundary(context, in, true);
 }
 
 PartitionedValue handle_manual_region_exit(SpmdContext& context, const HandlerInput& in) {
-  const PartitionedValue& operand = in.operands.at(0);
-  const Shape expected = partitioned_shape(in.original.shape, in.target);
-  expect_local_shape(context, in.original, operand.id, expected, "manual region exit");
-  InstrId copy = context.builder().unary(Opcode::kCopy, operand.id);
-  return PartitionedValue{copy, in.original.shape, in.target};
+  return region_boundary(context, in, false);
 }
 
 // Sort / TopK: the operands with `dim` replicated and every other dim as the
