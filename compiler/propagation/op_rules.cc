@@ -234,6 +234,10 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
   };
   if (level == 0 && !is_pass_through(in.opcode)) return out;
   if (is_manual_boundary(in)) return out;
+  if (in.opcode == Opcode::kCopy && in.shape.is_tuple()) {  // copy of a whole tuple
+    offer(op_sharding(0));
+    return out;
+  }
 
   if (const int64_t dim = in.operand_count() > 0 ? sorted_dim(in, op_shape(0)) : -1; dim >= 0) {
     // Sort / TopK: each operand's tiling of the unsorted dims, to every leaf.
@@ -457,6 +461,7 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
   const Shape& operand = comp.instr(user.operand(k)).shape;
   if (level == 0 && !is_pass_through(user.opcode)) return std::nullopt;
   if (is_manual_boundary(user)) return std::nullopt;
+  if (user.opcode == Opcode::kCopy && user.shape.is_tuple()) return *us;
 
   if (const int64_t dim = operand.is_array() ? sorted_dim(user, operand) : -1; dim >= 0) {
     // Sort / TopK: the leaf of the same position (or the only one), sorted

@@ -70,6 +70,15 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
   if (is_sharding_annotation(in.original)) return handle_sharding_annotation(context, in);
   switch (op) {
     case Opcode::kCustomCall: return handle_custom_call(context, in);
+    case Opcode::kAllReduce:
+      // replica_groups={} without channel_id / use_global_device_ids is a
+      // cross-replica all-reduce: each partition's values are reduced with
+      // the same partition of the other replicas, so it is local to the
+      // partition (XLA leaves it alone); any other all-reduce is whole.
+      if (in.original.attrs.replica_groups.is_all_devices() && !in.original.attrs.channel_id &&
+          !in.original.attrs.use_global_device_ids && in.original.shape.is_array())
+        return handle_elementwise(context, in);
+      return handle_default(context, in);
     case Opcode::kBitcast: return handle_reshape(context, in);
     case Opcode::kSort:
       return handle_sort_like(context, in, in.original.attrs.dimensions.empty() ? 0 : in.original.attrs.dimensions[0]);

@@ -30,9 +30,10 @@ PartitionedValue handle_elementwise(SpmdContext& context, const HandlerInput& in
   return PartitionedValue{clone_with_operands(context, in.original, std::move(operands)), in.original.shape, in.target};
 }
 
-// The operand takes the result's tiling of the dims it maps to; the local
-// broadcast yields the result replicated on the new dims, which a local
-// slice turns into the target.
+// The operand takes the result's tiling of the dims it maps to (replicated
+// over the tiles of the new dims); the local broadcast is built directly at
+// the result's shard shape, as XLA does: along a new dim every tile holds
+// the same copies, so no full-size temporary and no slice are needed.
 PartitionedValue handle_broadcast(SpmdContext& context, const HandlerInput& in) {
   const auto& mapped = in.original.attrs.dimensions;
   if (!std::is_sorted(mapped.begin(), mapped.end())) return handle_default(context, in);
@@ -43,8 +44,8 @@ PartitionedValue handle_broadcast(SpmdContext& context, const HandlerInput& in) 
   const Sharding intermediate = partially_replicate_on_dims(in.target, new_dims);
   const Sharding operand_sharding = intermediate.is_tiled() ? remove_shape_dims(intermediate, new_dims) : intermediate;
   PartitionedValue operand = reshard(context, in.operands[0], operand_sharding);
-  InstrId local = context.builder().broadcast(operand.id, shard_shape(intermediate, out_dims), mapped);
-  return reshard(context, PartitionedValue{local, in.original.shape, intermediate}, in.target);
+  InstrId local = context.builder().broadcast(operand.id, shard_shape(in.target, out_dims), mapped);
+  return PartitionedValue{local, in.original.shape, in.target};
 }
 
 // Result dim i is operand dim perm[i], so the operand needs the target

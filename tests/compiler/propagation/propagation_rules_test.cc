@@ -936,5 +936,18 @@ TEST(Propagation, NothingCrossesAManualRegionBoundary) {
   EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[4,1]<=[4]}"));
 }
 
+TEST(Propagation, CopyOfATupleKeepsItsLeafShardings) {
+  // XLA copies whole tuples: each leaf keeps its own sharding through it.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  %p1 = f32[4] parameter(1), sharding={devices=[4]<=[4]}
+  %t = (f32[8,4], f32[4]) tuple(%p0, %p1)
+  %c = (f32[8,4], f32[4]) copy(%t)
+  ROOT %g = f32[4] get-tuple-element(%c), index=1
+)"));
+  EXPECT_EQ(sharding_of(m, "c"), canon("{{devices=[4,1]<=[4]}, {devices=[4]<=[4]}}"));
+  EXPECT_EQ(sharding_of(m, "g"), canon("{devices=[4]<=[4]}"));
+}
+
 }  // namespace
 }  // namespace podsim::compiler::testing
