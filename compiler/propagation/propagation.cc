@@ -26,6 +26,33 @@ std::vector<int64_t> leaf_ranks(const Shape& s) {
   return out;
 }
 
+// Annotations may tile over a subset of the devices ({devices=[2,2]0,1,4,5}
+// on 8): XLA's propagation accepts them (ids in range, each once), so a
+// leaf whose tile array is smaller than the device count is checked that
+// way; everything else by Sharding::validate.
+void validate_annotation_leaf(const Sharding& s, int64_t rank, int64_t num_devices, const SourceLocation& where) {
+  if (!s.is_tiled() || s.tile_assignment().num_elements() >= num_devices || s.tiled_data_rank() != rank)
+    return s.validate(rank, num_devices, where);
+  std::vector<bool> seen(static_cast<size_t>(num_devices), false);
+  for (int64_t device : s.tile_assignment().to_vector()) {
+    if (device < 0 || device >= num_devices || seen[static_cast<size_t>(device)])
+      throw UserError(where, fmt::format("{}: device {} is out of range or appears twice", s.to_string(), device),
+                      fmt::format("device ids must be in [0, {}), each once", num_devices));
+    seen[static_cast<size_t>(device)] = true;
+  }
+}
+
+void validate_annotation(const Sharding& s, const std::vector<int64_t>& ranks, int64_t num_devices,
+                         const SourceLocation& where) {
+  if (!s.is_tuple()) {
+    if (ranks.size() == 1) return validate_annotation_leaf(s, ranks[0], num_devices, where);
+    return s.validate_leaves(ranks, num_devices, where);
+  }
+  if (s.tuple_elements().size() != ranks.size()) return s.validate_leaves(ranks, num_devices, where);
+  for (size_t i = 0; i < ranks.size(); ++i)
+    validate_annotation_leaf(s.tuple_elements()[i], ranks[i], num_devices, where);
+}
+
 // One leaf of the "better sharding" decision (section 2.3). Returns the
 // sharding to store, or nullopt to keep the current one.
 std::optional<Sharding> improve_leaf(const std::optional<Sharding>& current, const Sharding& candidate,
@@ -151,7 +178,7 @@ class Propagator {
         if (s.is_unknown()) continue;  // "{unknown shard_as 1}": group membership only
         s = s.with_group(std::nullopt);
         std::vector<int64_t> ranks = leaf_ranks(in.shape);
-        s.validate_leaves(ranks, num_devices_, in.location);
+        validate_annotation(s, ranks, num_devices_, in.location);
         state_.set_provided({c, i}, s);
         if (auto open = unspecified_dims(in); !open.empty()) open_dims_[{c, i}] = std::move(open);
       }

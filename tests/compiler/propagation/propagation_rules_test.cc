@@ -949,5 +949,23 @@ TEST(Propagation, CopyOfATupleKeepsItsLeafShardings) {
   EXPECT_EQ(sharding_of(m, "g"), canon("{devices=[4]<=[4]}"));
 }
 
+TEST(Propagation, TileAssignmentOverASubsetOfTheDevicesIsAccepted) {
+  // 8 devices, the annotation tiles over 4 of them ({0,1,4,5}): XLA accepts
+  // it and so does propagation; the negate takes it unchanged. A device id
+  // out of range is still an error.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[4,4] parameter(0), sharding={devices=[2,2]0,1,4,5}
+  ROOT %n = f32[4,4] negate(%p0)
+)",
+                                   8));
+  EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[2,2]0,1,4,5}"));
+  EXPECT_THROW(propagate_text(module(R"(
+  %p0 = f32[4,4] parameter(0), sharding={devices=[2,2]0,1,4,9}
+  ROOT %n = f32[4,4] negate(%p0)
+)",
+                                     8)),
+               UserError);
+}
+
 }  // namespace
 }  // namespace podsim::compiler::testing
