@@ -248,6 +248,12 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       if (in.shape.is_tuple()) s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *s));
       out.push_back(*s);
     }
+    // The results (values and indices) share one shape: a tiled leaf (from
+    // a user) is offered to its siblings.
+    if (const std::optional<Sharding>& own = st.sharding(r); own && own->is_tuple())
+      for (const Sharding& leaf : own->tuple_elements())
+        if (leaf.is_tiled())
+          out.push_back(Sharding::tuple(std::vector<Sharding>(own->tuple_elements().size(), leaf)));
     return out;
   }
 

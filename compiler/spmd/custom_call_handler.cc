@@ -138,9 +138,10 @@ PartitionedValue handle_manual_region_exit(SpmdContext& context, const HandlerIn
   return region_boundary(context, in, false);
 }
 
-// Sort / TopK: the operands with `dim` replicated and every other dim as the
+// Sort / TopK: the operands with `dim` unsharded and every other dim as the
 // first operand has it (else as the target's first leaf has it); local op;
-// then the target.
+// then the target. Tiles of the sorted dim move to a free dim they divide
+// (one all-to-all, as XLA's HandleSort) rather than being gathered.
 PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, int64_t dim) {
   const int64_t dims[] = {dim};
   auto unsorted = [&](const Sharding& s) {
@@ -148,8 +149,22 @@ PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, 
   };
   const Sharding& lead = in.target.is_tuple() ? in.target.tuple_elements().at(0) : in.target;
   Sharding local = unsorted(lead);
-  if (const Sharding& first = in.operands.at(0).sharding; first.is_tiled() && unsorted(first).num_tiles() > 1)
-    local = unsorted(first);
+  const PartitionedValue& first = in.operands.at(0);
+  if (first.sharding.is_tiled() && first.base_shape.is_array()) {
+    local = unsorted(first.sharding);
+    const int64_t n = tile_count(first.sharding, dim);
+    const auto& extents = first.base_shape.dims();
+    const auto& out = in.original.shape.is_tuple() ? in.original.shape.tuple_shape(0).dims() : in.original.shape.dims();
+    for (int64_t d = 0; n > 1 && d < static_cast<int64_t>(extents.size()); ++d) {
+      if (d == dim || d >= static_cast<int64_t>(out.size())) continue;
+      const int64_t tiles = tile_count(first.sharding, d) * n;
+      if (extents[static_cast<size_t>(d)] % tiles == 0 && out[static_cast<size_t>(d)] % tiles == 0) {
+        local = move_and_merge_tiles(first.sharding, dim, d);
+        break;
+      }
+    }
+    if (local.num_tiles() <= 1 && unsorted(lead).num_tiles() > 1) local = unsorted(lead);
+  }
   std::vector<InstrId> operands;
   for (const PartitionedValue& operand : in.operands) operands.push_back(reshard(context, operand, local).id);
   const Sharding result = in.original.shape.is_tuple()

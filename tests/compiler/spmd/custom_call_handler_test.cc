@@ -112,6 +112,33 @@ ENTRY e {
   EXPECT_EQ(call->shape.tuple_shape(1).dims(), (std::vector<int64_t>{2, 3}));
 }
 
+TEST(SpmdCustomCalls, TopKShardedOnTheSortedDimMovesItsTilesToTheBatchDim) {
+  // [8,32] tiled 4 ways on the sorted dim: the tiles move to dim 0 (8 % 4 = 0)
+  // with one all-to-all instead of an all-gather of the whole row; the TopK
+  // runs on [2,32].
+  auto p = partition_text(R"(HloModule m
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT gt = pred[] compare(a, b), direction=GT
+}
+ENTRY e {
+  x = f32[8,32] parameter(0), sharding={devices=[1,4]<=[4]}
+  t = (f32[8,3], s32[8,3]) custom-call(x), custom_call_target="TopK", to_apply=cmp
+  ROOT v = f32[8,3] get-tuple-element(t), index=0, sharding={devices=[4,1]<=[4]}
+}
+)",
+                          4);
+  EXPECT_EQ(p.result.stats.all_gathers, 0);
+  EXPECT_EQ(p.result.stats.full_replications, 0);
+  const Instruction* call = find_target(p.result.module, "TopK");
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->shape.tuple_shape(0).dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(), (std::vector<int64_t>{2, 32}));
+}
+
 TEST(SpmdManualRegions, FullToShardRegionComputesOnTheLocalShard) {
   // shard_map of exp over rows on 2 devices, plus the input outside: the same
   // function as exp(x) + x. Inside, the manual ops keep their [4,4] shape.
