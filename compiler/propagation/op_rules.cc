@@ -209,6 +209,7 @@ bool is_pass_through(Opcode op) {
     case Opcode::kGetTupleElement:
     case Opcode::kWhile:
     case Opcode::kCall:
+    case Opcode::kConditional:
     case Opcode::kDynamicSlice:
     case Opcode::kCustomCall:
     case Opcode::kParameter:
@@ -281,6 +282,14 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       const auto& site = st.caller(r.comp);
       if (!site) return out;
       const Instruction& call = st.module().computation(site->comp).instr(site->instr);
+      if (call.opcode == Opcode::kConditional) {
+        // Branch b's only parameter is the conditional's operand b + 1.
+        const auto branch = std::find(call.called.begin(), call.called.end(), r.comp);
+        const int operand = static_cast<int>(branch - call.called.begin()) + 1;
+        if (branch != call.called.end() && operand < call.operand_count())
+          offer(st.sharding({site->comp, call.operand(operand)}));
+        return out;
+      }
       if (call.opcode != Opcode::kCall) return out;
       offer(st.sharding({site->comp, call.operand(static_cast<int>(in.attrs.parameter_number))}));
       return out;
@@ -448,7 +457,8 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       offer(op_sharding(0));
       return out;
     case Opcode::kCall:
-      return out;  // result is synchronised with the callee root
+    case Opcode::kConditional:
+      return out;  // result is synchronised with the callee / branch roots
     case Opcode::kCustomCall:
     default:
       return out;
@@ -460,6 +470,16 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
   if (user.opcode == Opcode::kCall) {
     const Computation& callee = st.module().computation(user.to_apply());
     return st.sharding({user.to_apply(), callee.parameters().at(static_cast<size_t>(k))});
+  }
+  if (user.opcode == Opcode::kConditional) {
+    // Operand k >= 1 feeds branch k - 1's parameter; the branch index /
+    // predicate stays replicated (every device takes the same branch).
+    if (k == 0) return Sharding::replicated();
+    if (static_cast<size_t>(k - 1) >= user.called.size()) return std::nullopt;
+    const CompId branch = user.called[static_cast<size_t>(k - 1)];
+    const Computation& callee = st.module().computation(branch);
+    if (callee.parameters().empty()) return std::nullopt;
+    return st.sharding({branch, callee.parameters().at(0)});
   }
   const std::optional<Sharding>& us = st.sharding(user_ref);
   if (!us) return std::nullopt;

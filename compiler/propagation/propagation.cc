@@ -365,7 +365,7 @@ class Propagator {
   //   forward step of i: reads i and its operands (a parameter of a called
   //     computation reads its caller's operand: never skipped);
   //   backward step of i from user u: reads u, u's operands (i among them)
-  //     (a call user reads its callee's parameter: never skipped).
+  //     (a call or conditional user reads a callee's parameter: never skipped).
   // clean_*[c][i] = the clock when that step last ran without a change, 0 =
   // must run.
   //
@@ -427,7 +427,8 @@ class Propagator {
       const uint64_t clean_since = clean;
       bool step_changed = false;
       for (InstrId u : state_.users({c, i})) {
-        if (graph.opcode[static_cast<size_t>(u)] != Opcode::kCall && unchanged_since(graph, ticks, u, clean_since))
+        if (graph.opcode[static_cast<size_t>(u)] != Opcode::kCall &&
+            graph.opcode[static_cast<size_t>(u)] != Opcode::kConditional && unchanged_since(graph, ticks, u, clean_since))
           continue;
         const Instruction& user = comp.instr(u);
         for (int k = 0; k < user.operand_count(); ++k) {

@@ -63,7 +63,8 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
   if (op == Opcode::kConstant || op == Opcode::kIota) return handle_full_value(context, in.original, in.target);
   if (is_manual_region_entry(in.original)) return handle_manual_region_entry(context, in);
   if (is_manual_region_exit(in.original)) return handle_manual_region_exit(context, in);
-  if (is_fully_manual(in.target) && op != Opcode::kWhile && op != Opcode::kCall && op != Opcode::kTuple &&
+  if (is_fully_manual(in.target) && op != Opcode::kWhile && op != Opcode::kCall && op != Opcode::kConditional &&
+      op != Opcode::kTuple &&
       op != Opcode::kGetTupleElement)
     return handle_manual_op(context, in);
   if (is_elementwise(op) || op == Opcode::kConvert) return handle_elementwise(context, in);
@@ -109,6 +110,7 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
     case Opcode::kGetTupleElement: return handle_get_tuple_element(context, in);
     case Opcode::kWhile: return handle_while(context, in);
     case Opcode::kCall: return handle_call(context, in);
+    case Opcode::kConditional: return handle_conditional(context, in);
     default: return handle_default(context, in);
   }
 }

@@ -49,6 +49,7 @@ PartitionedValue handle_tuple(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_get_tuple_element(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_while(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_call(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_conditional(SpmdContext& context, const HandlerInput& in);
 // Leaf shardings of `sharding` over `shape` (pre-order; a non-tuple sharding
 // applies to every leaf).
 std::vector<Sharding> leaf_shardings(const Sharding& sharding, const Shape& shape);
