@@ -355,26 +355,22 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     }
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice: {
+      // Unsliced dims pass their tiling through; sliced (updated) dims
+      // become replicated (the slice position is dynamic).
+      auto sliced_dims = [&](const Shape& part) {
+        Dims d;
+        for (int64_t i = 0; i < in.shape.rank(); ++i)
+          if (part.dim(static_cast<int>(i)) != (in.opcode == Opcode::kDynamicSlice ? op_shape(0) : in.shape).dim(static_cast<int>(i)))
+            d.push_back(i);
+        return d;
+      };
       if (op_sharding(0)) {
         const Sharding& s = *op_sharding(0);
-        bool sliced_dim_sharded = false;
-        if (in.opcode == Opcode::kDynamicSlice && s.is_tiled()) {
-          // Only when no sharded dim is actually sliced.
-          for (int64_t d = 0; d < in.shape.rank(); ++d)
-            if (s.tile_assignment().dim(d) > 1 &&
-                in.shape.dim(static_cast<int>(d)) != op_shape(0).dim(static_cast<int>(d)))
-              sliced_dim_sharded = true;
-        }
-        if (!sliced_dim_sharded) offer(s);
+        offer(s.is_tiled() && in.opcode == Opcode::kDynamicSlice ? partially_replicate_on_dims(s, sliced_dims(in.shape)) : s);
       }
       if (in.opcode == Opcode::kDynamicUpdateSlice && op_sharding(1)) {
         const Sharding& u = *op_sharding(1);
-        bool ok = true;
-        if (u.is_tiled())
-          for (int64_t d = 0; d < in.shape.rank(); ++d)
-            if (u.tile_assignment().dim(d) > 1 && op_shape(1).dim(static_cast<int>(d)) != in.shape.dim(static_cast<int>(d)))
-              ok = false;
-        if (ok) out.push_back(u);
+        offer(u.is_tiled() ? partially_replicate_on_dims(u, sliced_dims(op_shape(1))) : u);
       }
       return out;
     }

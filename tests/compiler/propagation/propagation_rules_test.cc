@@ -967,5 +967,17 @@ TEST(Propagation, TileAssignmentOverASubsetOfTheDevicesIsAccepted) {
                UserError);
 }
 
+TEST(Propagation, DynamicSlicePassesUnslicedDimsThrough) {
+  // [2,2] over devices 2*i0 + i1, dim 0 sliced to 1 row: dim 1 keeps its two
+  // tiles, dim 0's become replication: tile j on devices {j, 2 + j}.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}
+  %i = s32[] parameter(1)
+  %z = s32[] constant(0)
+  ROOT %ds = f32[1,16] dynamic-slice(%p0, %i, %z), dynamic_slice_sizes={1,16}
+)"));
+  EXPECT_EQ(sharding_of(m, "ds"), canon("{devices=[1,2,2]0,2,1,3 last_tile_dim_replicate}"));
+}
+
 }  // namespace
 }  // namespace podsim::compiler::testing
