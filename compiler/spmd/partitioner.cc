@@ -55,6 +55,20 @@ PartitionedValue handle_full_value(SpmdContext& context, const Instruction& inst
   return reshard(context, PartitionedValue{id, instr.shape, Sharding::replicated()}, target);
 }
 
+// Every group's devices hold the same data tile of `sharding` (a tiled
+// sharding with a manual subgroup; explicit groups).
+bool groups_within_data_tiles(const Sharding& sharding, const ReplicaGroups& groups, int64_t devices) {
+  if (!sharding.is_tiled() || !sharding.has_manual_subgroup() || groups.is_all_devices()) return false;
+  for (const std::vector<int64_t>& group : groups.expand(devices)) {
+    if (group.empty()) return false;
+    const auto first = sharding.tile_index_for_device(group[0]);
+    if (!first) return false;
+    for (int64_t device : group)
+      if (sharding.tile_index_for_device(device) != first) return false;
+  }
+  return true;
+}
+
 PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
   const Opcode op = in.original.opcode;
   if (op == Opcode::kIota && in.original.shape.is_array() && in.original.shape.rank() > 0) return handle_iota(context, in);
@@ -78,6 +92,10 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
       // partition (XLA leaves it alone); any other all-reduce is whole.
       if (in.original.attrs.replica_groups.is_all_devices() && !in.original.attrs.channel_id &&
           !in.original.attrs.use_global_device_ids && in.original.shape.is_array())
+        return handle_elementwise(context, in);
+      // In a partially manual region, groups that join only devices holding
+      // the same data tile reduce over the manual dims: local on the shard.
+      if (groups_within_data_tiles(in.target, in.original.attrs.replica_groups, context.num_devices()))
         return handle_elementwise(context, in);
       return handle_default(context, in);
     case Opcode::kBitcast: return handle_reshape(context, in);

@@ -225,6 +225,34 @@ ENTRY e {
                        2);
 }
 
+TEST(SpmdManualRegions, AllReduceAcrossManualSubgroupsStaysOnTheShard) {
+  // Tile array 0,2,1,3 over [2 data tiles, 2 manual]: device 0 = (tile 0,
+  // manual 0), 2 = (0, 1), 1 = (1, 0), 3 = (1, 1). Groups {2,0},{1,3} join
+  // the two manual copies of one data tile, so the all-reduce runs on the
+  // [1,2] shard with its groups unchanged (before: all-gather to [2,2],
+  // all-reduce, slice).
+  auto p = partition_text(R"(HloModule m
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[2,2] parameter(0), sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
+  ROOT r = f32[2,2] all-reduce(x), to_apply=sum, replica_groups={{2,0},{1,3}}, use_global_device_ids=true,
+    channel_id=1, sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
+}
+)",
+                          4);
+  EXPECT_EQ(p.result.stats.all_gathers, 0);
+  EXPECT_EQ(p.result.stats.default_fallbacks, 0);
+  const Computation& entry = p.result.module.entry();
+  const Instruction& root = entry.instr(entry.root());
+  ASSERT_EQ(root.opcode, Opcode::kAllReduce);
+  EXPECT_EQ(root.shape.dims(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(root.attrs.replica_groups.expand(4), (std::vector<std::vector<int64_t>>{{2, 0}, {1, 3}}));
+}
+
 TEST(SpmdManualRegions, AutoValueEnteringAManualOpIsAUserError) {
   auto run = [] {
     partition_text(R"(HloModule m
