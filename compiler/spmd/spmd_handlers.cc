@@ -27,7 +27,11 @@ PartitionedValue handle_elementwise(SpmdContext& context, const HandlerInput& in
     else
       operands.push_back(reshard(context, operand, in.target).id);
   }
-  return PartitionedValue{clone_with_operands(context, in.original, std::move(operands)), in.original.shape, in.target};
+  // The result is the target's shard of the op's own shape (its element type
+  // included: is-finite gives pred, real/imag the component type).
+  return PartitionedValue{clone_with_shape(context, in.original, std::move(operands),
+                                           partitioned_shape(in.original.shape, in.target)),
+                          in.original.shape, in.target};
 }
 
 // The operand takes the result's tiling of the dims it maps to (replicated

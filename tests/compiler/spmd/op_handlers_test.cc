@@ -95,6 +95,24 @@ TEST(SpmdOps, CrossReplicaAllReduceIsLeftLocal) {
   EXPECT_EQ(all_reduces, 1);
 }
 
+TEST(SpmdOps, ElementwiseResultKeepsItsOwnElementType) {
+  // is-finite of a tiled f32 value is a pred shard (built as a negate, then
+  // turned into is-finite: the reader may not type it yet); no collective.
+  Module m = parse_hlo(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                              "  ROOT f = f32[8,4] negate(x)\n"));
+  m.set_num_partitions(4);
+  Computation& entry = m.mutable_computation(m.entry_id());
+  Instruction& root = entry.mutable_instr(entry.root());
+  root.opcode = Opcode::kIsFinite;
+  root.shape = Shape(DType::kPred, {8, 4});
+  propagate_shardings(m);
+  SpmdResult r = partition_spmd_with_stats(m, SpmdOptions{4});
+  EXPECT_EQ(spmd_test::total_collectives(r.stats), 0);
+  const Instruction& out = r.module.entry().instr(r.module.entry().root());
+  EXPECT_EQ(out.opcode, Opcode::kIsFinite);
+  EXPECT_EQ(out.shape, Shape(DType::kPred, {2, 4}));
+}
+
 TEST(SpmdOps, Transpose) {
   auto p = partition_text(module("  x = f32[4,6] parameter(0), sharding={devices=[2,4]<=[8]}\n"
                                  "  ROOT t = f32[6,4] transpose(x), dimensions={1,0}, sharding={devices=[4,2]<=[2,4]T(1,0)}\n"),
