@@ -214,6 +214,8 @@ bool is_pass_through(Opcode op) {
     case Opcode::kCustomCall:
     case Opcode::kParameter:
     case Opcode::kBitcast:
+    case Opcode::kBitcastConvert:
+    case Opcode::kStochasticConvert:
     case Opcode::kOptimizationBarrier:
     case Opcode::kAddDependency:
       return true;
@@ -258,8 +260,8 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     return out;
   }
 
-  if (is_elementwise(in.opcode) || in.opcode == Opcode::kAllReduce ||
-      (in.opcode == Opcode::kCustomCall && in.shape.is_array())) {
+  if (is_elementwise(in.opcode) || in.opcode == Opcode::kAllReduce || in.opcode == Opcode::kStochasticConvert ||
+      in.opcode == Opcode::kBitcastConvert || (in.opcode == Opcode::kCustomCall && in.shape.is_array())) {
     // Operands of the result's dims (scalar select predicates / clamp bounds
     // carry nothing). Level 0: only the most specific; later: each, to merge.
     std::vector<Sharding> cands;
@@ -498,7 +500,8 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     return without_sorted_dim(leaf, dim);
   }
 
-  if (is_elementwise(user.opcode) || user.opcode == Opcode::kAllReduce || user.opcode == Opcode::kCustomCall) {
+  if (is_elementwise(user.opcode) || user.opcode == Opcode::kAllReduce || user.opcode == Opcode::kCustomCall ||
+      user.opcode == Opcode::kStochasticConvert || user.opcode == Opcode::kBitcastConvert) {
     if (operand.is_array() && user.shape.is_array() && operand.dims() == user.shape.dims() && !us->is_tuple())
       return *us;
     return std::nullopt;

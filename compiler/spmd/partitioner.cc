@@ -99,6 +99,12 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
         return handle_elementwise(context, in);
       return handle_default(context, in);
     case Opcode::kBitcast: return handle_reshape(context, in);
+    case Opcode::kStochasticConvert: return handle_elementwise(context, in);
+    case Opcode::kBitcastConvert:
+      // Same element width: elementwise; otherwise a dim appears or goes.
+      if (in.original.shape.is_array() && in.operands.at(0).base_shape.dims() == in.original.shape.dims())
+        return handle_elementwise(context, in);
+      return handle_default(context, in);
     case Opcode::kSort:
       return handle_sort_like(context, in, in.original.attrs.dimensions.empty() ? 0 : in.original.attrs.dimensions[0]);
     case Opcode::kTopK:

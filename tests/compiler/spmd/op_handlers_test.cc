@@ -113,6 +113,22 @@ TEST(SpmdOps, ElementwiseResultKeepsItsOwnElementType) {
   EXPECT_EQ(out.shape, Shape(DType::kPred, {2, 4}));
 }
 
+TEST(SpmdOps, SameWidthBitcastConvertIsElementwise) {
+  // f32 -> s32 keeps the dims: the result takes x's tiling (propagation) and
+  // the op runs on the [2,4] shard (built as a convert, then retagged).
+  Module m = parse_hlo(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                              "  ROOT b = s32[8,4] convert(x)\n"));
+  m.set_num_partitions(4);
+  Computation& entry = m.mutable_computation(m.entry_id());
+  entry.mutable_instr(entry.root()).opcode = Opcode::kBitcastConvert;
+  propagate_shardings(m);
+  EXPECT_EQ(*entry.instr(entry.root()).sharding, "{devices=[4,1]<=[4]}");
+  SpmdResult r = partition_spmd_with_stats(m, SpmdOptions{4});
+  EXPECT_EQ(spmd_test::total_collectives(r.stats), 0);
+  EXPECT_EQ(r.stats.default_fallbacks, 0);
+  EXPECT_EQ(r.module.entry().instr(r.module.entry().root()).shape, Shape(DType::kS32, {2, 4}));
+}
+
 TEST(SpmdOps, Transpose) {
   auto p = partition_text(module("  x = f32[4,6] parameter(0), sharding={devices=[2,4]<=[8]}\n"
                                  "  ROOT t = f32[6,4] transpose(x), dimensions={1,0}, sharding={devices=[4,2]<=[2,4]T(1,0)}\n"),
