@@ -126,6 +126,7 @@ class Propagator {
   // sharding in its frontend attributes (open dims recorded), else for
   // Shardy's manual-region custom-calls what the region says.
   std::optional<Sharding> annotation(ValueRef r, const Instruction& in) {
+    if (in.opcode == Opcode::kOutfeed) return std::nullopt;  // describes its operand: read_outfeed_operand
     if (in.sharding) return parse_sharding(*in.sharding, in.location);
     const std::string& fa = in.attrs.frontend_attributes;
     if (fa.empty()) return std::nullopt;
@@ -165,6 +166,26 @@ class Propagator {
     }
   }
 
+  // An outfeed's sharding is that of the data it sends (XLA: the operand's
+  // leaves, optionally followed by the token's); the operand takes it when it
+  // has none. The outfeed's own value is a token.
+  void read_outfeed_operand(CompId c, const Instruction& in) {
+    if (in.opcode != Opcode::kOutfeed || !in.sharding || in.operand_count() < 1) return;
+    ValueRef operand{c, in.operand(0)};
+    if (state_.sharding(operand)) return;
+    const Shape& data = state_.instr(operand).shape;
+    Sharding s = parse_sharding(*in.sharding, in.location).without_group_and_metadata();
+    const int64_t leaves = data.leaf_count();
+    if (s.is_tuple()) {
+      const auto& all = s.tuple_elements();
+      if (static_cast<int64_t>(all.size()) < leaves) return;
+      std::vector<Sharding> mine(all.begin(), all.begin() + leaves);
+      s = data.is_tuple() ? Sharding::tuple(std::move(mine)) : mine[0];
+    }
+    validate_annotation(s, leaf_ranks(data), num_devices_, in.location);
+    state_.set(operand, s);
+  }
+
   void read_annotations() {
     for (CompId c : state_.reachable()) {
       const Computation& comp = module_.computation(c);
@@ -191,6 +212,7 @@ class Propagator {
       for (InstrId i = 0; i < comp.size(); ++i) {
         const Instruction& in = comp.instr(i);
         read_manual_region_operands(c, in);
+        read_outfeed_operand(c, in);
         if (in.opcode != Opcode::kCustomCall || !is_sharding_custom_call_target(in.attrs.custom_call_target) ||
             !state_.provided({c, i}) || in.operand_count() != 1)
           continue;
@@ -454,6 +476,7 @@ class Propagator {
       Computation& comp = module_.mutable_computation(c);
       for (InstrId i = 0; i < comp.size(); ++i) {
         const std::optional<Sharding>& s = state_.sharding({c, i});
+        if (comp.instr(i).opcode == Opcode::kOutfeed && comp.instr(i).sharding) continue;  // keeps the data's
         if (s) {
           comp.mutable_instr(i).sharding = s->to_string();
         } else {

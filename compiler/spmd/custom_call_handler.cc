@@ -16,7 +16,8 @@
 //  * TopK (custom-call or topk), sort: the sorted dim is replicated, every
 //    other dim keeps its tiling (sort along the last / given dim is local).
 //  * opt-barrier, add-dependency, after-all, rng and the other shape-only ops:
-//    local, at the per-device shape.
+//    local, at the per-device shape; outfeed sends the local shard of its data
+//    in the layout its annotation gives.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -184,6 +185,38 @@ PartitionedValue handle_custom_call(SpmdContext& context, const HandlerInput& in
     return handle_default(context, in);
   InstrId id = clone_with_shape(context, instr, local_operands(context, in), partitioned_shape(instr.shape, in.target));
   return PartitionedValue{id, instr.shape, in.target};
+}
+
+PartitionedValue handle_outfeed(SpmdContext& context, const HandlerInput& in) {
+  std::vector<InstrId> operands;
+  for (const PartitionedValue& operand : in.operands) operands.push_back(operand.id);
+  if (!in.operands.empty() && in.original.sharding) {
+    const PartitionedValue& data = in.operands[0];
+    Sharding s = parse_sharding(*in.original.sharding, in.original.location).without_group_and_metadata();
+    const int64_t leaves = data.base_shape.leaf_count();
+    bool fits = true;
+    if (s.is_tuple()) {
+      const auto& all = s.tuple_elements();
+      fits = static_cast<int64_t>(all.size()) >= leaves;
+      if (fits) {
+        std::vector<Sharding> mine(all.begin(), all.begin() + leaves);
+        s = data.base_shape.is_tuple() ? Sharding::tuple(std::move(mine)) : mine[0];
+      }
+    } else if (data.base_shape.is_tuple()) {
+      s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(leaves), s));
+    }
+    auto placed = [](const Sharding& leaf) { return leaf.is_maximal() ? Sharding::replicated() : leaf; };
+    if (s.is_tuple()) {
+      std::vector<Sharding> mine;
+      for (const Sharding& leaf : s.tuple_elements()) mine.push_back(placed(leaf));
+      s = Sharding::tuple(std::move(mine));
+    } else {
+      s = placed(s);
+    }
+    if (fits) operands[0] = reshard(context, data, s).id;
+  }
+  InstrId id = clone_with_shape(context, in.original, std::move(operands), in.original.shape);
+  return PartitionedValue{id, in.original.shape, in.target};
 }
 
 PartitionedValue handle_local_op(SpmdContext& context, const HandlerInput& in) {

@@ -24,7 +24,10 @@ Sharding supported_leaf(Sharding s, const Instruction&) {
 }
 
 // The instruction's sharding; tuple-shaped values get one leaf per array leaf.
+// An outfeed's annotation describes its data (custom_call_handler.cc), its
+// own token value is replicated.
 Sharding instruction_sharding(const Instruction& instr) {
+  if (instr.opcode == Opcode::kOutfeed) return Sharding::replicated();
   Sharding s = instr.sharding ? parse_sharding(*instr.sharding, instr.location) : Sharding::replicated();
   s = s.without_group_and_metadata();
   if (!instr.shape.is_tuple()) {
@@ -135,6 +138,7 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
     case Opcode::kWhile: return handle_while(context, in);
     case Opcode::kCall: return handle_call(context, in);
     case Opcode::kConditional: return handle_conditional(context, in);
+    case Opcode::kOutfeed: return handle_outfeed(context, in);
     default: return handle_default(context, in);
   }
 }

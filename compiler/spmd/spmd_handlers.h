@@ -98,6 +98,9 @@ PartitionedValue handle_manual_op(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_custom_call(SpmdContext& context, const HandlerInput& in);
 // Sort along `dim` (and TopK along the last dim): other dims keep their tiling.
 PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, int64_t dim);
+// outfeed: each device sends its shard of the data, laid out as the
+// outfeed's annotation says (the data's leaves, then the token's).
+PartitionedValue handle_outfeed(SpmdContext& context, const HandlerInput& in);
 // opt-barrier, add-dependency, after-all, rng...: local at the per-device shape.
 PartitionedValue handle_local_op(SpmdContext& context, const HandlerInput& in);
 
