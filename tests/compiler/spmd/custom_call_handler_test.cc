@@ -139,6 +139,38 @@ ENTRY e {
   EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(), (std::vector<int64_t>{2, 32}));
 }
 
+TEST(SpmdCustomCalls, OutfeedSendsTheLocalShardOfItsData) {
+  // outfeed(x, token) annotated {devices=[4,1]}: XLA reads that as the data's
+  // layout. x (unannotated) takes it, each device sends its [2,4] rows, and
+  // the outfeed's token is replicated. Built from a parsed add/constant pair
+  // retagged as outfeed/after-all (the reader may not type tokens yet).
+  Module m = parse_hlo(R"(HloModule m
+ENTRY e {
+  x = f32[8,4] parameter(0)
+  t = f32[] constant(0)
+  ROOT o = f32[] add(t, t)
+}
+)");
+  m.set_num_partitions(4);
+  Computation& entry = m.mutable_computation(m.entry_id());
+  Instruction& token = entry.mutable_instr(entry.find("t"));
+  token.opcode = Opcode::kAfterAll;
+  token.shape = Shape::scalar(DType::kToken);
+  Instruction& outfeed = entry.mutable_instr(entry.root());
+  outfeed.opcode = Opcode::kOutfeed;
+  outfeed.operands = {entry.find("x"), entry.find("t")};
+  outfeed.shape = Shape::scalar(DType::kToken);
+  outfeed.sharding = "{devices=[4,1]<=[4]}";
+  propagate_shardings(m);
+  EXPECT_EQ(*entry.instr(entry.find("x")).sharding, "{devices=[4,1]<=[4]}");
+  SpmdResult r = partition_spmd_with_stats(m, SpmdOptions{4});
+  EXPECT_EQ(total_collectives(r.stats), 0);
+  const Computation& out = r.module.entry();
+  const Instruction& sent = out.instr(out.root());
+  ASSERT_EQ(sent.opcode, Opcode::kOutfeed);
+  EXPECT_EQ(out.instr(sent.operand(0)).shape.dims(), (std::vector<int64_t>{2, 4}));
+}
+
 TEST(SpmdManualRegions, FullToShardRegionComputesOnTheLocalShard) {
   // shard_map of exp over rows on 2 devices, plus the input outside: the same
   // function as exp(x) + x. Inside, the manual ops keep their [4,4] shape.
