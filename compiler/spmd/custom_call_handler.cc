@@ -19,6 +19,7 @@
 //    local, at the per-device shape; outfeed sends the local shard of its data
 //    in the layout its annotation gives.
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -139,6 +140,65 @@ PartitionedValue handle_manual_region_exit(SpmdContext& context, const HandlerIn
   return region_boundary(context, in, false);
 }
 
+namespace {
+
+// TopK (custom-call with a (value, index) comparator) whose sorted dim stays
+// tiled n ways: each device takes the top k of its shard (indices made
+// global with its offset), the n candidate sets are all-gathered along the
+// dim (k*n instead of the whole dim), sorted with the same comparator and
+// the first k kept, as XLA's PartitionSortInTopK. nullopt when it does not
+// apply (no comparator, uneven tiles, k above the shard).
+std::optional<PartitionedValue> topk_from_candidates(SpmdContext& context, const HandlerInput& in, int64_t dim) {
+  const Instruction& topk = in.original;
+  const PartitionedValue& operand = in.operands.at(0);
+  if (topk.opcode != Opcode::kCustomCall || topk.called.size() != 1 || !topk.shape.is_tuple() ||
+      topk.shape.tuple_shapes().size() != 2 || !operand.sharding.is_tiled())
+    return std::nullopt;
+  const int64_t n = tile_count(operand.sharding, dim);
+  const int64_t extent = operand.base_shape.dim(static_cast<int>(dim));
+  const int64_t k = topk.shape.tuple_shape(0).dim(static_cast<int>(dim));
+  if (n <= 1 || extent % n != 0 || k > extent / n) return std::nullopt;
+  auto& b = context.builder();
+  const Shape local_in = context.local_shape(operand.id);
+  std::vector<int64_t> candidate_dims = local_in.dims();
+  candidate_dims[static_cast<size_t>(dim)] = k;
+  const Shape values_shape(topk.shape.tuple_shape(0).dtype(), candidate_dims);
+  const Shape index_shape(topk.shape.tuple_shape(1).dtype(), candidate_dims);
+  InstrId local = clone_with_shape(context, topk, {operand.id}, Shape::tuple({values_shape, index_shape}));
+  InstrId values = b.get_tuple_element(local, 0);
+  InstrId indices = b.get_tuple_element(local, 1);
+  InstrId offset = context.partition_offset(operand.sharding, operand.base_shape.dims(), dim);
+  if (index_shape.dtype() != DType::kS32) offset = b.convert(offset, index_shape.dtype());
+  indices = b.binary(Opcode::kAdd, indices, b.broadcast(offset, candidate_dims, {}));
+  const int64_t axis[] = {dim};
+  const ReplicaGroups groups = context.groups_along_tile_dims(operand.sharding, axis);
+  values = b.all_gather(values, dim, groups);
+  indices = b.all_gather(indices, dim, groups);
+  const Shape gathered_values = context.local_shape(values);
+  const Shape gathered_indices = context.local_shape(indices);
+  Instruction sort;
+  sort.opcode = Opcode::kSort;
+  sort.operands = {values, indices};
+  sort.attrs.dimensions = {dim};
+  sort.called = topk.called;
+  sort.shape = Shape::tuple({gathered_values, gathered_indices});
+  sort.location = topk.location;
+  InstrId sorted = b.add(std::move(sort));
+  std::vector<InstrId> leaves;
+  for (int64_t leaf = 0; leaf < 2; ++leaf) {
+    InstrId all = b.get_tuple_element(sorted, leaf);
+    std::vector<SliceDim> first_k;
+    for (int64_t d = 0; d < gathered_values.rank(); ++d)
+      first_k.push_back(SliceDim{0, d == dim ? k : gathered_values.dim(static_cast<int>(d)), 1});
+    leaves.push_back(b.slice(all, std::move(first_k)));
+  }
+  const Sharding result_leaf = partially_replicate_on_dims(operand.sharding, axis);
+  PartitionedValue result{b.tuple(std::move(leaves)), topk.shape, Sharding::tuple({result_leaf, result_leaf})};
+  return reshard(context, result, in.target);
+}
+
+}  // namespace
+
 // Sort / TopK: the operands with `dim` unsharded and every other dim as the
 // first operand has it (else as the target's first leaf has it); local op;
 // then the target. Tiles of the sorted dim move to a free dim they divide
@@ -165,6 +225,8 @@ PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, 
       }
     }
     if (local.num_tiles() <= 1 && unsorted(lead).num_tiles() > 1) local = unsorted(lead);
+    if (tile_count(local, dim) == 1 && n > 1 && unsorted(first.sharding) == local)
+      if (auto candidates = topk_from_candidates(context, in, dim)) return *candidates;
   }
   std::vector<InstrId> operands;
   for (const PartitionedValue& operand : in.operands) operands.push_back(reshard(context, operand, local).id);

@@ -171,6 +171,40 @@ ENTRY e {
   EXPECT_EQ(out.instr(sent.operand(0)).shape.dims(), (std::vector<int64_t>{2, 4}));
 }
 
+TEST(SpmdCustomCalls, TopKWithNoFreeDimGathersOnlyTheCandidates) {
+  // [1,32] tiled 4 ways on the sorted dim, no other dim to move the tiles
+  // to: each device takes its top 3 of 8, the 4 x 3 candidates (values and
+  // global indices) are all-gathered ([1,12], not the [1,32] row), sorted
+  // with the TopK's comparator and cut to 3.
+  auto p = partition_text(R"(HloModule m
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT gt = pred[] compare(a, b), direction=GT
+}
+ENTRY e {
+  x = f32[1,32] parameter(0), sharding={devices=[1,4]<=[4]}
+  t = (f32[1,3], s32[1,3]) custom-call(x), custom_call_target="TopK", to_apply=cmp
+  v = f32[1,3] get-tuple-element(t), index=0
+  i = s32[1,3] get-tuple-element(t), index=1
+  ROOT r = (f32[1,3], s32[1,3]) tuple(v, i), sharding={{replicated}, {replicated}}
+}
+)",
+                          4);
+  const Instruction* call = find_target(p.result.module, "TopK");
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(), (std::vector<int64_t>{1, 8}));
+  int gathers = 0;
+  for (const Instruction& instr : p.result.module.entry().instructions())
+    if (instr.opcode == Opcode::kAllGather) {
+      ++gathers;
+      EXPECT_EQ(instr.shape.dims(), (std::vector<int64_t>{1, 12}));
+    }
+  EXPECT_EQ(gathers, 2);
+}
+
 TEST(SpmdManualRegions, FullToShardRegionComputesOnTheLocalShard) {
   // shard_map of exp over rows on 2 devices, plus the input outside: the same
   // function as exp(x) + x. Inside, the manual ops keep their [4,4] shape.
