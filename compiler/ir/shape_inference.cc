@@ -909,6 +909,8 @@ Shape Inferrer::async_start() {
 
 Shape Inferrer::run() {
   const Opcode op = instr_.opcode;
+  // XLA copies whole tuples too (the copy of a tuple is the same tuple).
+  if (op == Opcode::kCopy && ops_.size() == 1 && ops_[0]->is_tuple()) return *ops_[0];
   if (is_elementwise_unary(op)) return elementwise_unary();
   if (is_elementwise_binary(op)) return elementwise_binary();
   switch (op) {

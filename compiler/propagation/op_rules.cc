@@ -168,6 +168,36 @@ Sharding sub_sharding(const Sharding& s, const Shape& tuple, int64_t index) {
   return Sharding::tuple(std::move(part));
 }
 
+// ---- custom-calls, sort ---------------------------------------------------
+
+bool is_target(const Instruction& in, std::string_view target) {
+  return in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == target;
+}
+
+// Manual-region boundaries: the two sides have different shapes and kinds of
+// sharding (automatic vs manual); nothing is inferred across them.
+bool is_manual_boundary(const Instruction& in) {
+  return is_target(in, "SPMDFullToShardShape") || is_target(in, "SPMDShardToFullShape") ||
+         is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
+}
+
+// Sorted dim of a sort-like op: TopK along the last dim, sort along its
+// dimensions={d}; -1 for other ops.
+int64_t sorted_dim(const Instruction& in, const Shape& operand) {
+  if (in.opcode == Opcode::kTopK || is_target(in, "TopK")) return operand.rank() - 1;
+  if (in.opcode == Opcode::kSort) return in.attrs.dimensions.empty() ? 0 : in.attrs.dimensions[0];
+  return -1;
+}
+
+// A leaf sharding with the sorted dim replicated (sort is local along the
+// other dims only); nullopt for maximal.
+std::optional<Sharding> without_sorted_dim(const Sharding& s, int64_t dim) {
+  if (!s.is_tiled()) return s.is_maximal() ? std::nullopt : std::optional<Sharding>(s);
+  if (dim < 0 || dim >= s.tiled_data_rank()) return std::nullopt;
+  const int64_t dims[] = {dim};
+  return partially_replicate_on_dims(s, dims);
+}
+
 }  // namespace
 
 bool is_pass_through(Opcode op) {
@@ -179,9 +209,15 @@ bool is_pass_through(Opcode op) {
     case Opcode::kGetTupleElement:
     case Opcode::kWhile:
     case Opcode::kCall:
+    case Opcode::kConditional:
     case Opcode::kDynamicSlice:
     case Opcode::kCustomCall:
     case Opcode::kParameter:
+    case Opcode::kBitcast:
+    case Opcode::kBitcastConvert:
+    case Opcode::kStochasticConvert:
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kAddDependency:
       return true;
     default:
       return false;
@@ -200,10 +236,32 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     if (s) out.push_back(*s);
   };
   if (level == 0 && !is_pass_through(in.opcode)) return out;
+  if (is_manual_boundary(in)) return out;
+  if (in.opcode == Opcode::kCopy && in.shape.is_tuple()) {  // copy of a whole tuple
+    offer(op_sharding(0));
+    return out;
+  }
 
-  if (is_elementwise(in.opcode) || in.opcode == Opcode::kAllReduce ||
-      (in.opcode == Opcode::kCustomCall && in.operand_count() == 1 &&
-       op_shape(0).dims() == in.shape.dims())) {
+  if (const int64_t dim = in.operand_count() > 0 ? sorted_dim(in, op_shape(0)) : -1; dim >= 0) {
+    // Sort / TopK: each operand's tiling of the unsorted dims, to every leaf.
+    for (int i = 0; i < in.operand_count(); ++i) {
+      if (!op_sharding(i) || op_sharding(i)->is_tuple()) continue;
+      std::optional<Sharding> s = without_sorted_dim(*op_sharding(i), dim);
+      if (!s) continue;
+      if (in.shape.is_tuple()) s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *s));
+      out.push_back(*s);
+    }
+    // The results (values and indices) share one shape: a tiled leaf (from
+    // a user) is offered to its siblings.
+    if (const std::optional<Sharding>& own = st.sharding(r); own && own->is_tuple())
+      for (const Sharding& leaf : own->tuple_elements())
+        if (leaf.is_tiled())
+          out.push_back(Sharding::tuple(std::vector<Sharding>(own->tuple_elements().size(), leaf)));
+    return out;
+  }
+
+  if (is_elementwise(in.opcode) || in.opcode == Opcode::kAllReduce || in.opcode == Opcode::kStochasticConvert ||
+      in.opcode == Opcode::kBitcastConvert || (in.opcode == Opcode::kCustomCall && in.shape.is_array())) {
     // Operands of the result's dims (scalar select predicates / clamp bounds
     // carry nothing). Level 0: only the most specific; later: each, to merge.
     std::vector<Sharding> cands;
@@ -226,6 +284,14 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       const auto& site = st.caller(r.comp);
       if (!site) return out;
       const Instruction& call = st.module().computation(site->comp).instr(site->instr);
+      if (call.opcode == Opcode::kConditional) {
+        // Branch b's only parameter is the conditional's operand b + 1.
+        const auto branch = std::find(call.called.begin(), call.called.end(), r.comp);
+        const int operand = static_cast<int>(branch - call.called.begin()) + 1;
+        if (branch != call.called.end() && operand < call.operand_count())
+          offer(st.sharding({site->comp, call.operand(operand)}));
+        return out;
+      }
       if (call.opcode != Opcode::kCall) return out;
       offer(st.sharding({site->comp, call.operand(static_cast<int>(in.attrs.parameter_number))}));
       return out;
@@ -252,13 +318,18 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       if (op_sharding(0)) offer(op_sharding(0)->is_tiled() ? transpose_sharding(*op_sharding(0), in.attrs.dimensions)
                                                            : *op_sharding(0));
       return out;
-    case Opcode::kReshape: {
-      if (!op_sharding(0)) return out;
+    case Opcode::kReshape:
+    case Opcode::kBitcast: {
+      if (!op_sharding(0) || !op_shape(0).is_array() || !in.shape.is_array()) return out;
       const Sharding& s = *op_sharding(0);
       if (!s.is_tiled()) return {s};
       out.push_back(propagate_through_reshape(op_shape(0).dims(), in.shape.dims(), s));
       return out;
     }
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kAddDependency:
+      offer(op_sharding(0));
+      return out;
     case Opcode::kSlice:
     case Opcode::kPad:
     case Opcode::kReduceWindow:
@@ -286,26 +357,22 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     }
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice: {
+      // Unsliced dims pass their tiling through; sliced (updated) dims
+      // become replicated (the slice position is dynamic).
+      auto sliced_dims = [&](const Shape& part) {
+        Dims d;
+        for (int64_t i = 0; i < in.shape.rank(); ++i)
+          if (part.dim(static_cast<int>(i)) != (in.opcode == Opcode::kDynamicSlice ? op_shape(0) : in.shape).dim(static_cast<int>(i)))
+            d.push_back(i);
+        return d;
+      };
       if (op_sharding(0)) {
         const Sharding& s = *op_sharding(0);
-        bool sliced_dim_sharded = false;
-        if (in.opcode == Opcode::kDynamicSlice && s.is_tiled()) {
-          // Only when no sharded dim is actually sliced.
-          for (int64_t d = 0; d < in.shape.rank(); ++d)
-            if (s.tile_assignment().dim(d) > 1 &&
-                in.shape.dim(static_cast<int>(d)) != op_shape(0).dim(static_cast<int>(d)))
-              sliced_dim_sharded = true;
-        }
-        if (!sliced_dim_sharded) offer(s);
+        offer(s.is_tiled() && in.opcode == Opcode::kDynamicSlice ? partially_replicate_on_dims(s, sliced_dims(in.shape)) : s);
       }
       if (in.opcode == Opcode::kDynamicUpdateSlice && op_sharding(1)) {
         const Sharding& u = *op_sharding(1);
-        bool ok = true;
-        if (u.is_tiled())
-          for (int64_t d = 0; d < in.shape.rank(); ++d)
-            if (u.tile_assignment().dim(d) > 1 && op_shape(1).dim(static_cast<int>(d)) != in.shape.dim(static_cast<int>(d)))
-              ok = false;
-        if (ok) out.push_back(u);
+        offer(u.is_tiled() ? partially_replicate_on_dims(u, sliced_dims(op_shape(1))) : u);
       }
       return out;
     }
@@ -388,7 +455,8 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       offer(op_sharding(0));
       return out;
     case Opcode::kCall:
-      return out;  // result is synchronised with the callee root
+    case Opcode::kConditional:
+      return out;  // result is synchronised with the callee / branch roots
     case Opcode::kCustomCall:
     default:
       return out;
@@ -401,18 +469,53 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     const Computation& callee = st.module().computation(user.to_apply());
     return st.sharding({user.to_apply(), callee.parameters().at(static_cast<size_t>(k))});
   }
+  if (user.opcode == Opcode::kConditional) {
+    // Operand k >= 1 feeds branch k - 1's parameter; the branch index /
+    // predicate stays replicated (every device takes the same branch).
+    if (k == 0) return Sharding::replicated();
+    if (static_cast<size_t>(k - 1) >= user.called.size()) return std::nullopt;
+    const CompId branch = user.called[static_cast<size_t>(k - 1)];
+    const Computation& callee = st.module().computation(branch);
+    if (callee.parameters().empty()) return std::nullopt;
+    return st.sharding({branch, callee.parameters().at(0)});
+  }
   const std::optional<Sharding>& us = st.sharding(user_ref);
   if (!us) return std::nullopt;
   const Computation& comp = st.module().computation(user_ref.comp);
   const Shape& operand = comp.instr(user.operand(k)).shape;
   if (level == 0 && !is_pass_through(user.opcode)) return std::nullopt;
+  if (is_manual_boundary(user)) return std::nullopt;
+  if (user.opcode == Opcode::kCopy && user.shape.is_tuple()) return *us;
 
-  if (is_elementwise(user.opcode) || user.opcode == Opcode::kAllReduce || user.opcode == Opcode::kCustomCall) {
-    if (operand.is_array() && operand.dims() == user.shape.dims()) return *us;
+  if (const int64_t dim = operand.is_array() ? sorted_dim(user, operand) : -1; dim >= 0) {
+    // Sort / TopK: the leaf of the same position (or the only one), sorted
+    // dim replicated.
+    const Sharding& s = *us;
+    Sharding leaf = s;
+    if (s.is_tuple()) {
+      if (s.tuple_elements().empty()) return std::nullopt;
+      const size_t index = user.opcode == Opcode::kSort ? static_cast<size_t>(k) : 0;
+      leaf = s.tuple_elements().at(std::min(index, s.tuple_elements().size() - 1));
+    }
+    return without_sorted_dim(leaf, dim);
+  }
+
+  if (is_elementwise(user.opcode) || user.opcode == Opcode::kAllReduce || user.opcode == Opcode::kCustomCall ||
+      user.opcode == Opcode::kStochasticConvert || user.opcode == Opcode::kBitcastConvert) {
+    if (operand.is_array() && user.shape.is_array() && operand.dims() == user.shape.dims() && !us->is_tuple())
+      return *us;
     return std::nullopt;
   }
   const Sharding& s = *us;
   switch (user.opcode) {
+    case Opcode::kBitcast:
+      if (!s.is_tiled()) return s;
+      if (!operand.is_array() || !user.shape.is_array()) return std::nullopt;
+      return propagate_through_reshape(user.shape.dims(), operand.dims(), s);
+    case Opcode::kOptimizationBarrier:
+      return s;
+    case Opcode::kAddDependency:
+      return k == 0 ? std::optional<Sharding>(s) : std::nullopt;
     case Opcode::kBroadcast:
       if (level < 2) return std::nullopt;
       return along(s, user.attrs.dimensions, iota_dims(operand.rank()), operand.rank());

@@ -10,6 +10,7 @@
 
 #include "compiler/propagation/op_rules.h"
 #include "compiler/propagation/propagation_state.h"
+#include "compiler/sharding/shardy.h"
 #include "compiler/sharding/sharding_util.h"
 
 namespace podsim::compiler {
@@ -23,6 +24,33 @@ std::vector<int64_t> leaf_ranks(const Shape& s) {
   std::vector<int64_t> out;
   for (const Shape* leaf : s.leaves()) out.push_back(leaf->rank());
   return out;
+}
+
+// Annotations may tile over a subset of the devices ({devices=[2,2]0,1,4,5}
+// on 8): XLA's propagation accepts them (ids in range, each once), so a
+// leaf whose tile array is smaller than the device count is checked that
+// way; everything else by Sharding::validate.
+void validate_annotation_leaf(const Sharding& s, int64_t rank, int64_t num_devices, const SourceLocation& where) {
+  if (!s.is_tiled() || s.tile_assignment().num_elements() >= num_devices || s.tiled_data_rank() != rank)
+    return s.validate(rank, num_devices, where);
+  std::vector<bool> seen(static_cast<size_t>(num_devices), false);
+  for (int64_t device : s.tile_assignment().to_vector()) {
+    if (device < 0 || device >= num_devices || seen[static_cast<size_t>(device)])
+      throw UserError(where, fmt::format("{}: device {} is out of range or appears twice", s.to_string(), device),
+                      fmt::format("device ids must be in [0, {}), each once", num_devices));
+    seen[static_cast<size_t>(device)] = true;
+  }
+}
+
+void validate_annotation(const Sharding& s, const std::vector<int64_t>& ranks, int64_t num_devices,
+                         const SourceLocation& where) {
+  if (!s.is_tuple()) {
+    if (ranks.size() == 1) return validate_annotation_leaf(s, ranks[0], num_devices, where);
+    return s.validate_leaves(ranks, num_devices, where);
+  }
+  if (s.tuple_elements().size() != ranks.size()) return s.validate_leaves(ranks, num_devices, where);
+  for (size_t i = 0; i < ranks.size(); ++i)
+    validate_annotation_leaf(s.tuple_elements()[i], ranks[i], num_devices, where);
 }
 
 // One leaf of the "better sharding" decision (section 2.3). Returns the
@@ -70,7 +98,8 @@ class Propagator {
       : module_(module),
         state_(module),
         num_devices_(options.num_devices > 0 ? options.num_devices : module.num_partitions()),
-        options_(options) {
+        options_(options),
+        meshes_(options.sdy_meshes.empty() ? SdyMeshes{} : parse_sdy_meshes(options.sdy_meshes)) {
     graphs_.resize(static_cast<size_t>(module.computation_count()));
     for (CompId c : state_.reachable()) graphs_[static_cast<size_t>(c)].emplace(module.computation(c));
   }
@@ -93,19 +122,84 @@ class Propagator {
   }
 
  private:
+  // The annotation of `in`: its sharding={...}, else a Shardy or mhlo
+  // sharding in its frontend attributes (open dims recorded), else for
+  // Shardy's manual-region custom-calls what the region says.
+  std::optional<Sharding> annotation(ValueRef r, const Instruction& in) {
+    if (in.opcode == Opcode::kOutfeed) return std::nullopt;  // describes its operand: read_outfeed_operand
+    if (in.sharding) return parse_sharding(*in.sharding, in.location);
+    const std::string& fa = in.attrs.frontend_attributes;
+    if (fa.empty()) return std::nullopt;
+    if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "xla.sdy.GlobalToLocalShape")
+      return in.shape.is_tuple() ? Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()),
+                                                                         Sharding::manual()))
+                                 : Sharding::manual();
+    std::optional<SdySharding> sdy;
+    if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "xla.sdy.LocalToGlobalShape") {
+      if (auto out = frontend_attribute(fa, "xla.sdy.out_shardings")) sdy = parse_sdy_sharding(*out, meshes_, in.location);
+    } else {
+      sdy = sharding_from_frontend_attributes(fa, meshes_, in.location);
+    }
+    if (!sdy || sdy->fully_open) return std::nullopt;
+    if (!in.shape.is_tuple() && sdy->open_dims.size() == 1 && !sdy->open_dims[0].empty())
+      open_dims_[r] = sdy->open_dims[0];
+    if (in.shape.is_tuple() && !sdy->sharding.is_tuple())
+      return Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), sdy->sharding));
+    return sdy->sharding;
+  }
+
+  // Shardy's xla.sdy.GlobalToLocalShape carries its operands' shardings
+  // (xla.sdy.in_shardings, one per operand) for operands that have none.
+  void read_manual_region_operands(CompId c, const Instruction& in) {
+    if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "xla.sdy.GlobalToLocalShape") return;
+    auto text = frontend_attribute(in.attrs.frontend_attributes, "xla.sdy.in_shardings");
+    if (!text) return;
+    SdySharding sdy = parse_sdy_sharding(*text, meshes_, in.location);
+    std::vector<Sharding> leaves =
+        sdy.sharding.is_tuple() ? sdy.sharding.tuple_elements() : std::vector<Sharding>{sdy.sharding};
+    for (int k = 0; k < in.operand_count() && k < static_cast<int>(leaves.size()); ++k) {
+      ValueRef operand{c, in.operand(k)};
+      if (!state_.sharding(operand) && state_.instr(operand).shape.is_array()) {
+        leaves[static_cast<size_t>(k)].validate(state_.instr(operand).shape.rank(), num_devices_, in.location);
+        state_.set(operand, leaves[static_cast<size_t>(k)]);
+      }
+    }
+  }
+
+  // An outfeed's sharding is that of the data it sends (XLA: the operand's
+  // leaves, optionally followed by the token's); the operand takes it when it
+  // has none. The outfeed's own value is a token.
+  void read_outfeed_operand(CompId c, const Instruction& in) {
+    if (in.opcode != Opcode::kOutfeed || !in.sharding || in.operand_count() < 1) return;
+    ValueRef operand{c, in.operand(0)};
+    if (state_.sharding(operand)) return;
+    const Shape& data = state_.instr(operand).shape;
+    Sharding s = parse_sharding(*in.sharding, in.location).without_group_and_metadata();
+    const int64_t leaves = data.leaf_count();
+    if (s.is_tuple()) {
+      const auto& all = s.tuple_elements();
+      if (static_cast<int64_t>(all.size()) < leaves) return;
+      std::vector<Sharding> mine(all.begin(), all.begin() + leaves);
+      s = data.is_tuple() ? Sharding::tuple(std::move(mine)) : mine[0];
+    }
+    validate_annotation(s, leaf_ranks(data), num_devices_, in.location);
+    state_.set(operand, s);
+  }
+
   void read_annotations() {
     for (CompId c : state_.reachable()) {
       const Computation& comp = module_.computation(c);
       for (InstrId i = 0; i < comp.size(); ++i) {
         const Instruction& in = comp.instr(i);
-        if (!in.sharding) continue;
-        Sharding s = parse_sharding(*in.sharding, in.location);
+        std::optional<Sharding> annotated = annotation({c, i}, in);
+        if (!annotated) continue;
+        Sharding s = *annotated;
         if (s.group()) groups_[{s.group()->id, s.group()->kind}].push_back({c, i});
         ++stats_.annotated;
         if (s.is_unknown()) continue;  // "{unknown shard_as 1}": group membership only
         s = s.with_group(std::nullopt);
         std::vector<int64_t> ranks = leaf_ranks(in.shape);
-        s.validate_leaves(ranks, num_devices_, in.location);
+        validate_annotation(s, ranks, num_devices_, in.location);
         state_.set_provided({c, i}, s);
         if (auto open = unspecified_dims(in); !open.empty()) open_dims_[{c, i}] = std::move(open);
       }
@@ -117,7 +211,11 @@ class Propagator {
       const Computation& comp = module_.computation(c);
       for (InstrId i = 0; i < comp.size(); ++i) {
         const Instruction& in = comp.instr(i);
-        if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "Sharding" || !in.sharding) continue;
+        read_manual_region_operands(c, in);
+        read_outfeed_operand(c, in);
+        if (in.opcode != Opcode::kCustomCall || !is_sharding_custom_call_target(in.attrs.custom_call_target) ||
+            !state_.provided({c, i}) || in.operand_count() != 1)
+          continue;
         ValueRef operand{c, in.operand(0)};
         if (!state_.sharding(operand) && !open_dims_.count({c, i}) && state_.sharding({c, i}))
           state_.set(operand, *state_.sharding({c, i}));
@@ -136,7 +234,7 @@ class Propagator {
   // "unspecified_dims=[1,2]"); those dims can be refined by neighbours.
   static std::vector<int64_t> unspecified_dims(const Instruction& in) {
     std::vector<int64_t> dims;
-    if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "Sharding") return dims;
+    if (in.opcode != Opcode::kCustomCall || !is_sharding_custom_call_target(in.attrs.custom_call_target)) return dims;
     // The regex needs this text; most annotations have none (and building
     // the regex per annotation is costly).
     if (in.attrs.backend_config.find("unspecified_dims=[") == std::string::npos) return dims;
@@ -289,7 +387,7 @@ class Propagator {
   //   forward step of i: reads i and its operands (a parameter of a called
   //     computation reads its caller's operand: never skipped);
   //   backward step of i from user u: reads u, u's operands (i among them)
-  //     (a call user reads its callee's parameter: never skipped).
+  //     (a call or conditional user reads a callee's parameter: never skipped).
   // clean_*[c][i] = the clock when that step last ran without a change, 0 =
   // must run.
   //
@@ -351,7 +449,8 @@ class Propagator {
       const uint64_t clean_since = clean;
       bool step_changed = false;
       for (InstrId u : state_.users({c, i})) {
-        if (graph.opcode[static_cast<size_t>(u)] != Opcode::kCall && unchanged_since(graph, ticks, u, clean_since))
+        if (graph.opcode[static_cast<size_t>(u)] != Opcode::kCall &&
+            graph.opcode[static_cast<size_t>(u)] != Opcode::kConditional && unchanged_since(graph, ticks, u, clean_since))
           continue;
         const Instruction& user = comp.instr(u);
         for (int k = 0; k < user.operand_count(); ++k) {
@@ -377,6 +476,7 @@ class Propagator {
       Computation& comp = module_.mutable_computation(c);
       for (InstrId i = 0; i < comp.size(); ++i) {
         const std::optional<Sharding>& s = state_.sharding({c, i});
+        if (comp.instr(i).opcode == Opcode::kOutfeed && comp.instr(i).sharding) continue;  // keeps the data's
         if (s) {
           comp.mutable_instr(i).sharding = s->to_string();
         } else {
@@ -391,6 +491,7 @@ class Propagator {
   PropagationState state_;
   int64_t num_devices_;
   PropagationOptions options_;
+  SdyMeshes meshes_;
   PropagationStats stats_;
   std::map<std::pair<int64_t, ShardGroup::Kind>, std::vector<ValueRef>> groups_;
   std::map<ValueRef, std::vector<int64_t>> open_dims_;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "compiler/ir/module.h"
 
@@ -26,6 +27,10 @@ struct PropagationOptions {
   // a change (propagation.cc: same results, faster). true re-runs every rule
   // in every sweep: only for tests that check the skip changes nothing.
   bool rerun_every_rule = false;
+  // Shardy meshes, the module's xla.sdy.meshes frontend attribute
+  // ("{mesh = #sdy.mesh<[\"x\"=8]>}"), for xla.sdy.sharding annotations that
+  // name a mesh (compiler/sharding/shardy.h). Empty: none.
+  std::string sdy_meshes;
 };
 
 struct PropagationStats {

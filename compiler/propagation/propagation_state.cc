@@ -12,8 +12,9 @@ PropagationState::PropagationState(const Module& module) : module_(module) {
   changed_at_.resize(n);
   users_.resize(n);
   callers_.resize(n);
-  // Computations reachable from the entry through while and call (reduce and
-  // collective bodies are scalar functions and are never partitioned).
+  // Computations reachable from the entry through while, call and
+  // conditional (reduce and collective bodies are scalar functions and are
+  // never partitioned).
   std::vector<CompId> stack{module.entry_id()};
   std::set<CompId> seen{module.entry_id()};
   while (!stack.empty()) {
@@ -23,7 +24,7 @@ PropagationState::PropagationState(const Module& module) : module_(module) {
     const Computation& comp = module.computation(c);
     for (InstrId i = 0; i < comp.size(); ++i) {
       const Instruction& in = comp.instr(i);
-      if (in.opcode != Opcode::kWhile && in.opcode != Opcode::kCall) continue;
+      if (in.opcode != Opcode::kWhile && in.opcode != Opcode::kCall && in.opcode != Opcode::kConditional) continue;
       for (CompId callee : in.called) {
         if (!callers_[idx(callee)]) callers_[idx(callee)] = CallSite{c, i};
         if (seen.insert(callee).second) stack.push_back(callee);
@@ -50,6 +51,11 @@ PropagationState::PropagationState(const Module& module) : module_(module) {
                    {in.while_condition(), cond.parameters().at(0)}});
       } else if (in.opcode == Opcode::kCall) {
         add_group({{c, i}, {in.to_apply(), module.computation(in.to_apply()).root()}});
+      } else if (in.opcode == Opcode::kConditional) {
+        // The result and every branch root agree.
+        std::vector<ValueRef> members{{c, i}};
+        for (CompId branch : in.called) members.push_back({branch, module.computation(branch).root()});
+        add_group(std::move(members));
       }
     }
   }

@@ -66,8 +66,15 @@ class Parser {
     throw UserError(loc, fmt::format("bad sharding \"{}\": {}", text_, message), hint);
   }
 
+  // Whitespace and XLA's /*index=5*/ comments (printed inside long tuples).
   void skip_space() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    for (;;) {
+      while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+      if (text_.substr(pos_, 2) != "/*") return;
+      const size_t end = text_.find("*/", pos_ + 2);
+      if (end == std::string_view::npos) return;
+      pos_ = end + 2;
+    }
   }
   bool peek(std::string_view token) {
     skip_space();

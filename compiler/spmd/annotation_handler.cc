@@ -1,13 +1,15 @@
-// custom-call "Sharding" (gspmd-algorithms.md 2.1 / 3.3): a user annotation
+// custom-call "Sharding" (and Shardy's xla.sdy.ShardingConstraint /
+// xla.sdy.FuncResultSharding) (gspmd-algorithms.md 2.1 / 3.3): a user annotation
 // in the middle of the graph. Partitioned as XLA does: the operand is
 // resharded to the annotation's sharding and passed through locally — no op
 // is emitted beyond the reshard steps themselves.
+#include "compiler/sharding/shardy.h"
 #include "compiler/spmd/spmd_handlers.h"
 
 namespace podsim::compiler {
 
 bool is_sharding_annotation(const Instruction& instr) {
-  return instr.opcode == Opcode::kCustomCall && instr.attrs.custom_call_target == "Sharding" &&
+  return instr.opcode == Opcode::kCustomCall && is_sharding_custom_call_target(instr.attrs.custom_call_target) &&
          instr.operand_count() == 1;
 }
 

@@ -160,4 +160,25 @@ PartitionedValue handle_call(SpmdContext& context, const HandlerInput& in) {
   return PartitionedValue{call, in.original.shape, in.target};
 }
 
+// conditional: the branch index (or predicate) is replicated so every
+// device takes the same branch; branch b is partitioned like a callee with
+// operand b + 1's sharding as its parameter and the result's at its root.
+PartitionedValue handle_conditional(SpmdContext& context, const HandlerInput& in) {
+  std::vector<InstrId> operands{reshard(context, in.operands.at(0), Sharding::replicated()).id};
+  std::vector<CompId> branches;
+  for (size_t b = 0; b < in.original.called.size(); ++b) {
+    ComputationSignature signature;
+    if (b + 1 < in.operands.size()) {
+      signature.parameter_shardings.push_back(in.operands[b + 1].sharding);
+      operands.push_back(in.operands[b + 1].id);
+    }
+    signature.root_sharding = in.target;
+    branches.push_back(partition_callee(context, in.original.called[b], signature));
+  }
+  Instruction conditional = in.original;
+  conditional.called = std::move(branches);
+  InstrId id = clone_with_shape(context, conditional, std::move(operands), partitioned_shape(in.original.shape, in.target));
+  return PartitionedValue{id, in.original.shape, in.target};
+}
+
 }  // namespace podsim::compiler

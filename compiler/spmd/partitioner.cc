@@ -16,17 +16,18 @@ namespace podsim::compiler {
 namespace {
 
 // A leaf sharding the partitioner supports; maximal is treated as
-// replicated (every device computes the value).
-Sharding supported_leaf(Sharding s, const Instruction& instr) {
-  if (s.is_maximal()) return Sharding::replicated();
-  if (s.is_manual() || s.has_manual_subgroup() || s.is_unknown())
-    throw UserError(instr.location, fmt::format("SPMD partitioner: sharding of '{}' is not supported yet", instr.name),
-                    "use replicated or tiled shardings");
+// replicated (every device computes the value), unknown (a shard group
+// marker nothing resolved) too. Manual and subgroup-manual leaves are kept.
+Sharding supported_leaf(Sharding s, const Instruction&) {
+  if (s.is_maximal() || s.is_unknown()) return Sharding::replicated();
   return s;
 }
 
 // The instruction's sharding; tuple-shaped values get one leaf per array leaf.
+// An outfeed's annotation describes its data (custom_call_handler.cc), its
+// own token value is replicated.
 Sharding instruction_sharding(const Instruction& instr) {
+  if (instr.opcode == Opcode::kOutfeed) return Sharding::replicated();
   Sharding s = instr.sharding ? parse_sharding(*instr.sharding, instr.location) : Sharding::replicated();
   s = s.without_group_and_metadata();
   if (!instr.shape.is_tuple()) {
@@ -57,15 +58,66 @@ PartitionedValue handle_full_value(SpmdContext& context, const Instruction& inst
   return reshard(context, PartitionedValue{id, instr.shape, Sharding::replicated()}, target);
 }
 
+// Every group's devices hold the same data tile of `sharding` (a tiled
+// sharding with a manual subgroup; explicit groups).
+bool groups_within_data_tiles(const Sharding& sharding, const ReplicaGroups& groups, int64_t devices) {
+  if (!sharding.is_tiled() || !sharding.has_manual_subgroup() || groups.is_all_devices()) return false;
+  for (const std::vector<int64_t>& group : groups.expand(devices)) {
+    if (group.empty()) return false;
+    const auto first = sharding.tile_index_for_device(group[0]);
+    if (!first) return false;
+    for (int64_t device : group)
+      if (sharding.tile_index_for_device(device) != first) return false;
+  }
+  return true;
+}
+
 PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
   const Opcode op = in.original.opcode;
   if (op == Opcode::kIota && in.original.shape.is_array() && in.original.shape.rank() > 0) return handle_iota(context, in);
   if (op == Opcode::kConstant)
     if (auto uniform = handle_uniform_constant(context, in)) return *uniform;
   if (op == Opcode::kConstant || op == Opcode::kIota) return handle_full_value(context, in.original, in.target);
+  if (is_manual_region_entry(in.original)) return handle_manual_region_entry(context, in);
+  if (is_manual_region_exit(in.original)) return handle_manual_region_exit(context, in);
+  if (is_fully_manual(in.target) && op != Opcode::kWhile && op != Opcode::kCall && op != Opcode::kConditional &&
+      op != Opcode::kTuple &&
+      op != Opcode::kGetTupleElement)
+    return handle_manual_op(context, in);
   if (is_elementwise(op) || op == Opcode::kConvert) return handle_elementwise(context, in);
   if (is_sharding_annotation(in.original)) return handle_sharding_annotation(context, in);
   switch (op) {
+    case Opcode::kCustomCall: return handle_custom_call(context, in);
+    case Opcode::kAllReduce:
+      // replica_groups={} without channel_id / use_global_device_ids is a
+      // cross-replica all-reduce: each partition's values are reduced with
+      // the same partition of the other replicas, so it is local to the
+      // partition (XLA leaves it alone); any other all-reduce is whole.
+      if (in.original.attrs.replica_groups.is_all_devices() && !in.original.attrs.channel_id &&
+          !in.original.attrs.use_global_device_ids && in.original.shape.is_array())
+        return handle_elementwise(context, in);
+      // In a partially manual region, groups that join only devices holding
+      // the same data tile reduce over the manual dims: local on the shard.
+      if (groups_within_data_tiles(in.target, in.original.attrs.replica_groups, context.num_devices()))
+        return handle_elementwise(context, in);
+      return handle_default(context, in);
+    case Opcode::kBitcast: return handle_reshape(context, in);
+    case Opcode::kStochasticConvert: return handle_elementwise(context, in);
+    case Opcode::kBitcastConvert:
+      // Same element width: elementwise; otherwise a dim appears or goes.
+      if (in.original.shape.is_array() && in.operands.at(0).base_shape.dims() == in.original.shape.dims())
+        return handle_elementwise(context, in);
+      return handle_default(context, in);
+    case Opcode::kSort:
+      return handle_sort_like(context, in, in.original.attrs.dimensions.empty() ? 0 : in.original.attrs.dimensions[0]);
+    case Opcode::kTopK:
+      return handle_sort_like(context, in, in.operands.at(0).base_shape.rank() - 1);
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kAddDependency:
+    case Opcode::kAfterAll:
+    case Opcode::kRng:
+    case Opcode::kRngGetAndUpdateState:
+      return handle_local_op(context, in);
     case Opcode::kBroadcast: return handle_broadcast(context, in);
     case Opcode::kTranspose: return handle_transpose(context, in);
     case Opcode::kReshape: return handle_reshape(context, in);
@@ -85,6 +137,8 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
     case Opcode::kGetTupleElement: return handle_get_tuple_element(context, in);
     case Opcode::kWhile: return handle_while(context, in);
     case Opcode::kCall: return handle_call(context, in);
+    case Opcode::kConditional: return handle_conditional(context, in);
+    case Opcode::kOutfeed: return handle_outfeed(context, in);
     default: return handle_default(context, in);
   }
 }

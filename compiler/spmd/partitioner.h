@@ -10,8 +10,10 @@
 // partitioning work do not grow with the device count (collective-permute
 // pair lists excepted: they are explicit, one pair per device).
 //
-// First slice: array-shaped entry values only (tuple-shaped ops are a
-// UserError), manual shardings unsupported, maximal treated as replicated.
+// Maximal is treated as replicated. Manual regions (SPMDFullToShardShape /
+// SPMDShardToFullShape, Shardy's GlobalToLocalShape / LocalToGlobalShape)
+// are copied through on the local shard and {manual} instructions are not
+// partitioned (custom_call_handler.cc); custom-calls run on the shard.
 #pragma once
 
 #include <cstdint>

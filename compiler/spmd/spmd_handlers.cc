@@ -27,12 +27,17 @@ PartitionedValue handle_elementwise(SpmdContext& context, const HandlerInput& in
     else
       operands.push_back(reshard(context, operand, in.target).id);
   }
-  return PartitionedValue{clone_with_operands(context, in.original, std::move(operands)), in.original.shape, in.target};
+  // The result is the target's shard of the op's own shape (its element type
+  // included: is-finite gives pred, real/imag the component type).
+  return PartitionedValue{clone_with_shape(context, in.original, std::move(operands),
+                                           partitioned_shape(in.original.shape, in.target)),
+                          in.original.shape, in.target};
 }
 
-// The operand takes the result's tiling of the dims it maps to; the local
-// broadcast yields the result replicated on the new dims, which a local
-// slice turns into the target.
+// The operand takes the result's tiling of the dims it maps to (replicated
+// over the tiles of the new dims); the local broadcast is built directly at
+// the result's shard shape, as XLA does: along a new dim every tile holds
+// the same copies, so no full-size temporary and no slice are needed.
 PartitionedValue handle_broadcast(SpmdContext& context, const HandlerInput& in) {
   const auto& mapped = in.original.attrs.dimensions;
   if (!std::is_sorted(mapped.begin(), mapped.end())) return handle_default(context, in);
@@ -43,8 +48,8 @@ PartitionedValue handle_broadcast(SpmdContext& context, const HandlerInput& in) 
   const Sharding intermediate = partially_replicate_on_dims(in.target, new_dims);
   const Sharding operand_sharding = intermediate.is_tiled() ? remove_shape_dims(intermediate, new_dims) : intermediate;
   PartitionedValue operand = reshard(context, in.operands[0], operand_sharding);
-  InstrId local = context.builder().broadcast(operand.id, shard_shape(intermediate, out_dims), mapped);
-  return reshard(context, PartitionedValue{local, in.original.shape, intermediate}, in.target);
+  InstrId local = context.builder().broadcast(operand.id, shard_shape(in.target, out_dims), mapped);
+  return PartitionedValue{local, in.original.shape, in.target};
 }
 
 // Result dim i is operand dim perm[i], so the operand needs the target
@@ -101,12 +106,20 @@ PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in) {
   ++context.stats().default_fallbacks;
   std::vector<InstrId> operands;
   for (const PartitionedValue& operand : in.operands) {
-    if (operand.base_shape.is_tuple())
-      throw UserError(in.original.location, "SPMD partitioner: tuple operands are not supported yet", "");
-    operands.push_back(reshard(context, operand, Sharding::replicated()).id);
+    const Sharding replicated = operand.base_shape.is_tuple()
+                                    ? Sharding::tuple(std::vector<Sharding>(
+                                          static_cast<size_t>(operand.base_shape.leaf_count()), Sharding::replicated()))
+                                    : Sharding::replicated();
+    operands.push_back(reshard(context, operand, replicated).id);
   }
-  InstrId whole = clone_with_operands(context, in.original, std::move(operands));
-  return reshard(context, PartitionedValue{whole, in.original.shape, Sharding::replicated()}, in.target);
+  // Every operand whole: the result has the op's own (full) shape, so no
+  // shape rule is needed (ops without one, e.g. fft or cholesky, work too).
+  InstrId whole = clone_with_shape(context, in.original, std::move(operands), in.original.shape);
+  const Sharding replicated = in.original.shape.is_tuple()
+                                  ? Sharding::tuple(std::vector<Sharding>(
+                                        static_cast<size_t>(in.original.shape.leaf_count()), Sharding::replicated()))
+                                  : Sharding::replicated();
+  return reshard(context, PartitionedValue{whole, in.original.shape, replicated}, in.target);
 }
 
 }  // namespace podsim::compiler

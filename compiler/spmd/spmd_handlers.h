@@ -49,6 +49,7 @@ PartitionedValue handle_tuple(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_get_tuple_element(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_while(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_call(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_conditional(SpmdContext& context, const HandlerInput& in);
 // Leaf shardings of `sharding` over `shape` (pre-order; a non-tuple sharding
 // applies to every leaf).
 std::vector<Sharding> leaf_shardings(const Sharding& sharding, const Shape& shape);
@@ -79,5 +80,28 @@ bool is_sharding_annotation(const Instruction& instr);
 PartitionedValue handle_sharding_annotation(SpmdContext& context, const HandlerInput& in);
 // Replicate every operand, run the whole op, reshard the result.
 PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in);
+
+// custom_call_handler.cc: custom-calls, manual regions, local ops.
+// Clones `original` with new operands and the given (per-device) shape.
+InstrId clone_with_shape(SpmdContext& context, const Instruction& original, std::vector<InstrId> operands,
+                         Shape shape);
+// SPMDFullToShardShape / xla.sdy.GlobalToLocalShape, and the way back.
+bool is_manual_region_entry(const Instruction& instr);
+bool is_manual_region_exit(const Instruction& instr);
+// {manual}, or a tuple whose leaves are all {manual}.
+bool is_fully_manual(const Sharding& sharding);
+PartitionedValue handle_manual_region_entry(SpmdContext& context, const HandlerInput& in);
+PartitionedValue handle_manual_region_exit(SpmdContext& context, const HandlerInput& in);
+// A manual instruction: cloned on the operands' local values, unpartitioned.
+PartitionedValue handle_manual_op(SpmdContext& context, const HandlerInput& in);
+// Any custom-call target other than the above and "Sharding".
+PartitionedValue handle_custom_call(SpmdContext& context, const HandlerInput& in);
+// Sort along `dim` (and TopK along the last dim): other dims keep their tiling.
+PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, int64_t dim);
+// outfeed: each device sends its shard of the data, laid out as the
+// outfeed's annotation says (the data's leaves, then the token's).
+PartitionedValue handle_outfeed(SpmdContext& context, const HandlerInput& in);
+// opt-barrier, add-dependency, after-all, rng...: local at the per-device shape.
+PartitionedValue handle_local_op(SpmdContext& context, const HandlerInput& in);
 
 }  // namespace podsim::compiler

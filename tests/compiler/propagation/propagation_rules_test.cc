@@ -860,5 +860,124 @@ TEST(Propagation, ReshapeBackwardPassPartialMatch) {
   EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[1,4]<=[4]}"));
 }
 
+// ---- Shardy annotations, custom-calls, sort, manual boundaries ------------
+
+Instruction& named(Module& m, const std::string& name) {
+  Computation& c = m.mutable_computation(m.entry_id());
+  return c.mutable_instr(c.find(name));
+}
+
+TEST(Propagation, ShardyShardingInFrontendAttributesIsAnAnnotation) {
+  // The parameter's xla.sdy.sharding [{"y"}, {"x"}] on mesh x=2, y=2 is
+  // tile (i, j) = (y, x) -> device 2j + i = {devices=[2,2]0,2,1,3}; the
+  // negate takes it. (frontend_attributes set directly: the reader may not
+  // keep them yet.)
+  Module m = parse_hlo(module(R"(
+  %p0 = f32[4,4] parameter(0)
+  ROOT %n = f32[4,4] negate(%p0)
+)"),
+                       "test.hlo");
+  named(m, "p0").attrs.frontend_attributes = R"({xla.sdy.sharding="#sdy.sharding<@mesh, [{\"y\"}, {\"x\"}]>"})";
+  PropagationOptions options;
+  options.sdy_meshes = R"({mesh = #sdy.mesh<["x"=2, "y"=2]>})";
+  propagate_shardings(m, options);
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[2,2]0,2,1,3}"));
+  EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[2,2]0,2,1,3}"));
+}
+
+TEST(Propagation, ShardyShardingConstraintActsLikeSharding) {
+  // xla.sdy.ShardingConstraint with mhlo.sharding: its operand and users
+  // take it, as with custom-call "Sharding".
+  Module m = parse_hlo(module(R"(
+  %p0 = f32[8,4] parameter(0)
+  %c = f32[8,4] custom-call(%p0), custom_call_target="xla.sdy.ShardingConstraint"
+  ROOT %n = f32[8,4] negate(%c)
+)"),
+                       "test.hlo");
+  named(m, "c").attrs.frontend_attributes = R"({mhlo.sharding="{devices=[4,1]<=[4]}"})";
+  propagate_shardings(m);
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, UnknownCustomCallPassesItsOperandsSharding) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  %p1 = f32[8,4] parameter(1)
+  %c = f32[8,4] custom-call(%p0, %p1), custom_call_target="my_kernel"
+  ROOT %n = f32[8,4] negate(%c)
+)"));
+  EXPECT_EQ(sharding_of(m, "c"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, TopKCustomCallKeepsTheBatchTilingAndReplicatesTheSortedDim) {
+  // Operand [2,2] tiled: TopK along dim 1 keeps the 2 batch tiles and makes
+  // dim 1 replicated: {devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}
+  %t = (f32[8,2], s32[8,2]) custom-call(%p0), custom_call_target="TopK"
+  ROOT %v = f32[8,2] get-tuple-element(%t), index=0
+)"));
+  EXPECT_EQ(sharding_of(m, "v"), canon("{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}"));
+}
+
+TEST(Propagation, NothingCrossesAManualRegionBoundary) {
+  // The manual result does not reach the full-shape side and the full-shape
+  // operand's tiling does not reach the manual side.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  %s = f32[2,4] custom-call(%p0), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  %e = f32[2,4] exponential(%s)
+  %f = f32[8,4] custom-call(%e), custom_call_target="SPMDShardToFullShape", sharding={devices=[4,1]<=[4]}
+  ROOT %n = f32[8,4] negate(%f)
+)"));
+  EXPECT_EQ(sharding_of(m, "e"), "{manual}");
+  EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[4,1]<=[4]}"));
+}
+
+TEST(Propagation, CopyOfATupleKeepsItsLeafShardings) {
+  // XLA copies whole tuples: each leaf keeps its own sharding through it.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  %p1 = f32[4] parameter(1), sharding={devices=[4]<=[4]}
+  %t = (f32[8,4], f32[4]) tuple(%p0, %p1)
+  %c = (f32[8,4], f32[4]) copy(%t)
+  ROOT %g = f32[4] get-tuple-element(%c), index=1
+)"));
+  EXPECT_EQ(sharding_of(m, "c"), canon("{{devices=[4,1]<=[4]}, {devices=[4]<=[4]}}"));
+  EXPECT_EQ(sharding_of(m, "g"), canon("{devices=[4]<=[4]}"));
+}
+
+TEST(Propagation, TileAssignmentOverASubsetOfTheDevicesIsAccepted) {
+  // 8 devices, the annotation tiles over 4 of them ({0,1,4,5}): XLA accepts
+  // it and so does propagation; the negate takes it unchanged. A device id
+  // out of range is still an error.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[4,4] parameter(0), sharding={devices=[2,2]0,1,4,5}
+  ROOT %n = f32[4,4] negate(%p0)
+)",
+                                   8));
+  EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[2,2]0,1,4,5}"));
+  EXPECT_THROW(propagate_text(module(R"(
+  %p0 = f32[4,4] parameter(0), sharding={devices=[2,2]0,1,4,9}
+  ROOT %n = f32[4,4] negate(%p0)
+)",
+                                     8)),
+               UserError);
+}
+
+TEST(Propagation, DynamicSlicePassesUnslicedDimsThrough) {
+  // [2,2] over devices 2*i0 + i1, dim 0 sliced to 1 row: dim 1 keeps its two
+  // tiles, dim 0's become replication: tile j on devices {j, 2 + j}.
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}
+  %i = s32[] parameter(1)
+  %z = s32[] constant(0)
+  ROOT %ds = f32[1,16] dynamic-slice(%p0, %i, %z), dynamic_slice_sizes={1,16}
+)"));
+  EXPECT_EQ(sharding_of(m, "ds"), canon("{devices=[1,2,2]0,2,1,3 last_tile_dim_replicate}"));
+}
+
 }  // namespace
 }  // namespace podsim::compiler::testing

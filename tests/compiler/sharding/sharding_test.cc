@@ -47,6 +47,14 @@ TEST(ShardingText, MetadataIsKeptButIgnoredByEquality) {
   EXPECT_EQ(s.to_string(), "{devices=[2]<=[2]}");
 }
 
+TEST(ShardingText, IndexCommentsInLongTuplesAreSkipped) {
+  // XLA prints /*index=5*/ before every fifth element of a long tuple.
+  auto s = parse("{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, /*index=5*/{devices=[2]0,1}}");
+  ASSERT_TRUE(s.is_tuple());
+  ASSERT_EQ(s.tuple_elements().size(), 6u);
+  EXPECT_EQ(s.tuple_elements()[5], parse("{devices=[2]0,1}"));
+}
+
 TEST(ShardingText, ShardGroupTakesPartInEquality) {
   EXPECT_NE(parse("{replicated shard_as 1}"), parse("{replicated}"));
   EXPECT_NE(parse("{replicated shard_as 1}"), parse("{replicated shard_like 1}"));

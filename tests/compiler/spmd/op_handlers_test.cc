@@ -58,6 +58,77 @@ TEST(SpmdOps, Broadcast) {
   EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.collective_permutes, 0);
 }
 
+TEST(SpmdOps, BroadcastOfAReplicatedOperandIsBuiltAtTheShardShape) {
+  // x replicated, result [8,6] tiled [1,4] on the new dim (uneven: 6 over 4,
+  // shard 2): every device broadcasts straight into its [8,2] shard. The
+  // largest value built is the shard (16 elements), never the full [8,6]
+  // (48); no collective.
+  auto p = partition_text(module("  x = f32[8] parameter(0), sharding={replicated}\n"
+                                 "  ROOT b = f32[8,6] broadcast(x), dimensions={0}, sharding={devices=[1,4]<=[4]}\n"),
+                          4);
+  expect_equivalent(p);
+  EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
+  for (const Instruction& instr : p.result.module.entry().instructions()) {
+    if (instr.shape.is_array()) {
+      EXPECT_LE(instr.shape.num_elements(), 16) << instr.name;
+    }
+  }
+}
+
+TEST(SpmdOps, CrossReplicaAllReduceIsLeftLocal) {
+  // replica_groups={} without channel_id or use_global_device_ids reduces
+  // across replicas, not partitions: the [2,4] shard goes into the same
+  // all-reduce unchanged (no all-gather, no second collective). The
+  // interpreter cannot check it numerically (it reads {} as all partitions).
+  auto p = partition_text(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                                 "  ROOT r = f32[8,4] all-reduce(x), replica_groups={}, to_apply=add\n"),
+                          4);
+  EXPECT_EQ(p.result.stats.all_gathers, 0);
+  EXPECT_EQ(p.result.stats.default_fallbacks, 0);
+  int all_reduces = 0;
+  for (const Instruction& instr : p.result.module.entry().instructions())
+    if (instr.opcode == Opcode::kAllReduce) {
+      ++all_reduces;
+      EXPECT_EQ(instr.shape.dims(), (std::vector<int64_t>{2, 4}));
+      EXPECT_TRUE(instr.attrs.replica_groups.is_all_devices());
+    }
+  EXPECT_EQ(all_reduces, 1);
+}
+
+TEST(SpmdOps, ElementwiseResultKeepsItsOwnElementType) {
+  // is-finite of a tiled f32 value is a pred shard (built as a negate, then
+  // turned into is-finite: the reader may not type it yet); no collective.
+  Module m = parse_hlo(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                              "  ROOT f = f32[8,4] negate(x)\n"));
+  m.set_num_partitions(4);
+  Computation& entry = m.mutable_computation(m.entry_id());
+  Instruction& root = entry.mutable_instr(entry.root());
+  root.opcode = Opcode::kIsFinite;
+  root.shape = Shape(DType::kPred, {8, 4});
+  propagate_shardings(m);
+  SpmdResult r = partition_spmd_with_stats(m, SpmdOptions{4});
+  EXPECT_EQ(spmd_test::total_collectives(r.stats), 0);
+  const Instruction& out = r.module.entry().instr(r.module.entry().root());
+  EXPECT_EQ(out.opcode, Opcode::kIsFinite);
+  EXPECT_EQ(out.shape, Shape(DType::kPred, {2, 4}));
+}
+
+TEST(SpmdOps, SameWidthBitcastConvertIsElementwise) {
+  // f32 -> s32 keeps the dims: the result takes x's tiling (propagation) and
+  // the op runs on the [2,4] shard (built as a convert, then retagged).
+  Module m = parse_hlo(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                              "  ROOT b = s32[8,4] convert(x)\n"));
+  m.set_num_partitions(4);
+  Computation& entry = m.mutable_computation(m.entry_id());
+  entry.mutable_instr(entry.root()).opcode = Opcode::kBitcastConvert;
+  propagate_shardings(m);
+  EXPECT_EQ(*entry.instr(entry.root()).sharding, "{devices=[4,1]<=[4]}");
+  SpmdResult r = partition_spmd_with_stats(m, SpmdOptions{4});
+  EXPECT_EQ(spmd_test::total_collectives(r.stats), 0);
+  EXPECT_EQ(r.stats.default_fallbacks, 0);
+  EXPECT_EQ(r.module.entry().instr(r.module.entry().root()).shape, Shape(DType::kS32, {2, 4}));
+}
+
 TEST(SpmdOps, Transpose) {
   auto p = partition_text(module("  x = f32[4,6] parameter(0), sharding={devices=[2,4]<=[8]}\n"
                                  "  ROOT t = f32[6,4] transpose(x), dimensions={1,0}, sharding={devices=[4,2]<=[2,4]T(1,0)}\n"),

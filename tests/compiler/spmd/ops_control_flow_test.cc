@@ -261,5 +261,50 @@ ENTRY e {
   EXPECT_NE(callees[0], callees[1]);
 }
 
+TEST(SpmdControlFlow, ConditionalBranchesArePartitionedLikeCalls) {
+  // Built as a call and turned into conditional(c, x, y) with branches
+  // {negate, exponential}: the reader may not infer a conditional's shape
+  // yet. Branch 0 takes x's [4,1] tiling; the roots and the result agree, so
+  // branch 1's parameter and y take it too; the predicate is replicated.
+  // Every device runs the branches on [2,4] shards: no collective at all.
+  Module m = parse_hlo(R"(HloModule m
+b0 {
+  p = f32[8,4] parameter(0)
+  ROOT n = f32[8,4] negate(p)
+}
+b1 {
+  p = f32[8,4] parameter(0)
+  ROOT e = f32[8,4] exponential(p)
+}
+ENTRY e {
+  c = pred[] parameter(0)
+  x = f32[8,4] parameter(1), sharding={devices=[4,1]<=[4]}
+  y = f32[8,4] parameter(2)
+  ROOT r = f32[8,4] call(x), to_apply=b0
+}
+)");
+  m.set_num_partitions(4);
+  Computation& entry = m.mutable_computation(m.entry_id());
+  Instruction& r = entry.mutable_instr(entry.root());
+  r.opcode = Opcode::kConditional;
+  r.operands = {entry.find("c"), entry.find("x"), entry.find("y")};
+  r.called = {m.find_computation("b0"), m.find_computation("b1")};
+  propagate_shardings(m);
+  EXPECT_EQ(*entry.instr(entry.find("y")).sharding, "{devices=[4,1]<=[4]}");
+  EXPECT_EQ(*entry.instr(entry.root()).sharding, "{devices=[4,1]<=[4]}");
+  SpmdResult result = partition_spmd_with_stats(m, SpmdOptions{4});
+  EXPECT_EQ(spmd_test::total_collectives(result.stats), 0);
+  const Computation& out = result.module.entry();
+  const Instruction& cond = out.instr(out.root());
+  ASSERT_EQ(cond.opcode, Opcode::kConditional);
+  EXPECT_EQ(cond.shape.dims(), (std::vector<int64_t>{2, 4}));
+  ASSERT_EQ(cond.called.size(), 2u);
+  for (CompId branch : cond.called) {
+    const Computation& b = result.module.computation(branch);
+    EXPECT_EQ(b.instr(b.parameters().at(0)).shape.dims(), (std::vector<int64_t>{2, 4}));
+    EXPECT_EQ(b.instr(b.root()).shape.dims(), (std::vector<int64_t>{2, 4}));
+  }
+}
+
 }  // namespace
 }  // namespace podsim::compiler
