@@ -59,7 +59,10 @@ TEST(Cli, PartitionVerifyRunsBothProgramsAndReportsOk) {
   EXPECT_NE(r.output.find("verify: ok (8 devices, max abs error"), std::string::npos) << r.output;
   // The per-device program: the layer input shard is f32[4,16,8] (B/2, L, M/4).
   EXPECT_NE(r.output.find("f32[4,16,8]"), std::string::npos);
-  EXPECT_NE(r.output.find("partition-id()"), std::string::npos);
+  // The layer norm's sum over M (split 4 ways on y) is all-reduced within
+  // each row of the 2x4 mesh: 2 groups of 4, in iota form.
+  EXPECT_NE(r.output.find("all-reduce(%reduce"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("replica_groups=[2,4]<=[8]"), std::string::npos) << r.output;
 }
 
 TEST(Cli, PartitionWorkloadYamlBuildsTheModelAndVerifies) {
