@@ -119,6 +119,9 @@ class Parser {
         else module.set_replica_count(n);
       } else if (key == "is_scheduled") {
         module.set_is_scheduled(c_.raw_value() == "true");
+      } else if (key == "frontend_attributes") {
+        if (c_.peek() != '{') c_.fail_expected("'{' starting frontend_attributes");
+        module.set_frontend_attributes(std::string(c_.raw_value()));
       } else {
         c_.raw_value();  // entry_computation_layout, frontend_attributes, ...: not modelled
       }

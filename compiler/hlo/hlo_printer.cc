@@ -24,6 +24,7 @@ class Printer {
     if (module_.num_partitions() != 1)
       fmt::format_to(std::back_inserter(out_), ", num_partitions={}", module_.num_partitions());
     if (module_.is_scheduled()) out_ += ", is_scheduled=true";
+    if (!module_.frontend_attributes().empty()) out_ += ", frontend_attributes=" + module_.frontend_attributes();
     out_ += "\n";
     for (CompId id : computation_order()) {
       out_ += "\n";

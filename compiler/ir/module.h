@@ -139,6 +139,10 @@ class Module {
   // instructions are in XLA's execution order.
   bool is_scheduled() const { return is_scheduled_; }
   void set_is_scheduled(bool s) { is_scheduled_ = s; }
+  // The HloModule line's frontend_attributes={...}, verbatim (Shardy's
+  // xla.sdy.meshes lives here); empty when the line has none.
+  const std::string& frontend_attributes() const { return frontend_attributes_; }
+  void set_frontend_attributes(std::string text) { frontend_attributes_ = std::move(text); }
 
  private:
   std::string name_;
@@ -147,6 +151,7 @@ class Module {
   int64_t num_partitions_ = 1;
   int64_t replica_count_ = 1;
   bool is_scheduled_ = false;
+  std::string frontend_attributes_;
 };
 
 }  // namespace podsim::compiler

@@ -92,6 +92,13 @@ struct CompactGraph {
   }
 };
 
+// Shardy meshes: the options' text, else the module's xla.sdy.meshes.
+SdyMeshes read_meshes(const Module& module, const PropagationOptions& options) {
+  if (!options.sdy_meshes.empty()) return parse_sdy_meshes(options.sdy_meshes);
+  if (auto text = frontend_attribute(module.frontend_attributes(), "xla.sdy.meshes")) return parse_sdy_meshes(*text);
+  return {};
+}
+
 class Propagator {
  public:
   Propagator(Module& module, const PropagationOptions& options)
@@ -99,7 +106,7 @@ class Propagator {
         state_(module),
         num_devices_(options.num_devices > 0 ? options.num_devices : module.num_partitions()),
         options_(options),
-        meshes_(options.sdy_meshes.empty() ? SdyMeshes{} : parse_sdy_meshes(options.sdy_meshes)) {
+        meshes_(read_meshes(module, options)) {
     graphs_.resize(static_cast<size_t>(module.computation_count()));
     for (CompId c : state_.reachable()) graphs_[static_cast<size_t>(c)].emplace(module.computation(c));
   }

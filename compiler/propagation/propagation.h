@@ -29,7 +29,8 @@ struct PropagationOptions {
   bool rerun_every_rule = false;
   // Shardy meshes, the module's xla.sdy.meshes frontend attribute
   // ("{mesh = #sdy.mesh<[\"x\"=8]>}"), for xla.sdy.sharding annotations that
-  // name a mesh (compiler/sharding/shardy.h). Empty: none.
+  // name a mesh (compiler/sharding/shardy.h). Empty: the module's own
+  // xla.sdy.meshes (Module::frontend_attributes), if any.
   std::string sdy_meshes;
 };
 

@@ -576,11 +576,13 @@ TEST(ParseForms, FrontendAttributesAndUnknownAttributesAreKept) {
       << printed;
 }
 
-TEST(ParseForms, ModuleHeaderKeepsIsScheduledAndSkipsTheRest) {
+TEST(ParseForms, ModuleHeaderKeepsIsScheduledAndFrontendAttributesAndSkipsTheRest) {
   Module m = load_form("module_header");
   EXPECT_TRUE(m.is_scheduled());
   EXPECT_EQ(m.num_partitions(), 2);
-  EXPECT_EQ(print_hlo(m).substr(0, print_hlo(m).find('\n')), "HloModule module_header_form, num_partitions=2, is_scheduled=true");
+  EXPECT_EQ(m.frontend_attributes(), "{fingerprint=\"x\"}");
+  EXPECT_EQ(print_hlo(m).substr(0, print_hlo(m).find('\n')),
+            "HloModule module_header_form, num_partitions=2, is_scheduled=true, frontend_attributes={fingerprint=\"x\"}");
   EXPECT_FALSE(load_form("fusion").is_scheduled());
 }
 

@@ -885,6 +885,22 @@ TEST(Propagation, ShardyShardingInFrontendAttributesIsAnAnnotation) {
   EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[2,2]0,2,1,3}"));
 }
 
+TEST(Propagation, ShardyMeshesComeFromTheModulesFrontendAttributes) {
+  // A current JAX export, all in text: the mesh in the HloModule line, the
+  // sharding on the parameter. [{"x"}, {}] on mesh x=4 tiles dim 0 four ways.
+  Module m = parse_hlo(R"(HloModule m, num_partitions=4, frontend_attributes={xla.sdy.meshes="{mesh = #sdy.mesh<[\"x\"=4]>}"}
+
+ENTRY %e {
+  %p0 = f32[8,4] parameter(0), frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\"x\"}, {}]>"}
+  ROOT %n = f32[8,4] negate(%p0)
+}
+)",
+                       "test.hlo");
+  propagate_shardings(m);
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[4,1]<=[4]}"));
+}
+
 TEST(Propagation, ShardyShardingConstraintActsLikeSharding) {
   // xla.sdy.ShardingConstraint with mhlo.sharding: its operand and users
   // take it, as with custom-call "Sharding".
