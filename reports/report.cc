@@ -164,11 +164,26 @@ Report summarize(const SummaryInput& input) {
     r.notes.push_back(fmt::format("{} conditional(s) ran their first branch (the branch taken is a run-time value)",
                                   t.conditionals_first_branch));
   {
+    int64_t offloaded = 0, offloaded_bytes = 0;
+    for (const compiler::Computation& comp : program.module.computations())
+      for (const compiler::Instruction& instr : comp.instructions())
+        if (sim::moves_to_host(instr)) {
+          ++offloaded;
+          offloaded_bytes += instr.shape.byte_size();
+        }
+    if (offloaded > 0)
+      r.notes.push_back(fmt::format(
+          "{} value(s) offloaded to host memory ({} bytes per device, one of each): podsim does not model host "
+          "memory, so they stay in the HBM plan too (peak memory is an upper bound); each transfer is timed over "
+          "the host link (chip.host_bandwidth)",
+          offloaded, offloaded_bytes));
+  }
+  {
     std::set<std::string> unknown_names, targets;
     for (const compiler::Computation& comp : program.module.computations())
       for (const compiler::Instruction& instr : comp.instructions())
         if (instr.opcode == compiler::Opcode::kCustomCall &&
-            sim::classify_custom_call(instr.attrs.custom_call_target) == sim::CustomCallKind::kUnknown) {
+            sim::classify_custom_call(instr) == sim::CustomCallKind::kUnknown) {
           ++r.unknown_custom_calls.count;
           unknown_names.insert(instr.name);
           targets.insert(instr.attrs.custom_call_target);

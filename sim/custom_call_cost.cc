@@ -2,9 +2,12 @@
 #include "sim/custom_call_cost.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "compiler/sharding/shardy.h"
 
 namespace podsim::sim {
 
@@ -86,6 +89,26 @@ void add_gemm(const Computation& c, const Instruction& call, hw::OpQuery& q) {
 }
 
 }  // namespace
+
+namespace {
+std::optional<std::string> buffer_placement(const compiler::Instruction& call) {
+  if (call.attrs.custom_call_target != "annotate_device_placement") return std::nullopt;
+  return compiler::frontend_attribute(call.attrs.frontend_attributes, "_xla_buffer_placement");
+}
+}  // namespace
+
+CustomCallKind classify_custom_call(const compiler::Instruction& call) {
+  if (auto placement = buffer_placement(call); placement && (*placement == "pinned_host" || *placement == "device"))
+    return CustomCallKind::kHostTransfer;
+  return classify_custom_call(call.attrs.custom_call_target);
+}
+
+bool moves_to_host(const compiler::Instruction& call) {
+  if (call.opcode != compiler::Opcode::kCustomCall) return false;
+  if (call.attrs.custom_call_target == "MoveToHost") return true;
+  auto placement = buffer_placement(call);
+  return placement && *placement == "pinned_host";
+}
 
 CustomCallKind classify_custom_call(std::string_view target) {
   if (target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||

@@ -23,6 +23,13 @@ enum class CustomCallKind {
 };
 
 CustomCallKind classify_custom_call(std::string_view target);
+// The call's kind, its frontend attributes included: JAX's host offload
+// (annotate_device_placement with _xla_buffer_placement "pinned_host" or
+// "device", which XLA lowers to MoveToHost / MoveToDevice) is a transfer.
+CustomCallKind classify_custom_call(const compiler::Instruction& call);
+// A transfer that leaves its result in host memory (MoveToHost, or a
+// placement annotation to "pinned_host").
+bool moves_to_host(const compiler::Instruction& call);
 
 // Adds the MXU / VPU work of a custom-call of kind kAttention*, kGemm or
 // kTopK to `query` (others add none). Shapes are read from the operands.

@@ -179,7 +179,7 @@ void add_work(const Computation& c, const Instruction& instr, hw::OpQuery& q) {
              op == Opcode::kStochasticConvert || op == Opcode::kBitcastConvert) {
     q.vector_work.push_back({result_elements(instr), hw::VectorCostClass::kSimple});
   } else if (op == Opcode::kCustomCall) {
-    add_custom_call_work(c, instr, classify_custom_call(instr.attrs.custom_call_target), q);
+    add_custom_call_work(c, instr, classify_custom_call(instr), q);
   }
 }
 
@@ -342,7 +342,7 @@ OpClass classify(const Instruction& instr) {
     case Opcode::kInfeed:
     case Opcode::kOutfeed: return OpClass::kFree;
     case Opcode::kCustomCall:
-      return classify_custom_call(instr.attrs.custom_call_target) == CustomCallKind::kMarker ? OpClass::kFree
+      return classify_custom_call(instr) == CustomCallKind::kMarker ? OpClass::kFree
                                                                                             : OpClass::kCompute;
     case Opcode::kWhile:
     case Opcode::kCall:
@@ -481,7 +481,7 @@ OpCost OpCostModel::instruction(const Computation& computation, const Instructio
   // Host offload: the buffer crosses the host link (PCIe), far slower than
   // HBM; the op lasts the slower of the two, as a DMA-bound copy.
   if (instr.opcode == Opcode::kCustomCall && host_bandwidth_ > 0 &&
-      classify_custom_call(instr.attrs.custom_call_target) == CustomCallKind::kHostTransfer) {
+      classify_custom_call(instr) == CustomCallKind::kHostTransfer) {
     const double host_s = bytes_of(instr.shape) / host_bandwidth_;
     if (host_s > cost.unit_seconds) {
       cost.seconds += host_s - cost.unit_seconds;

@@ -108,5 +108,33 @@ ENTRY %main (x: f32[1024,1024]) -> f32[1024,1024] {
   EXPECT_LT(without.instruction(m.entry(), find(m, "h")).seconds, 1e-3);
 }
 
+TEST(CustomCallCost, JaxPlacementAnnotationsAreHostTransfers) {
+  // jax's host offload writes annotate_device_placement with a placement;
+  // XLA turns "pinned_host" into MoveToHost and "device" into MoveToDevice.
+  // Without a placement the call is a marker.
+  const compiler::Module m = compiler::parse_hlo(R"(HloModule placement
+ENTRY %main (x: f32[256]) -> f32[256] {
+  %x = f32[256]{0} parameter(0)
+  %out = f32[256]{0} custom-call(%x), custom_call_target="annotate_device_placement", frontend_attributes={_xla_buffer_placement="pinned_host"}
+  %back = f32[256]{0} custom-call(%out), custom_call_target="annotate_device_placement", frontend_attributes={_xla_buffer_placement="device"}
+  %plain = f32[256]{0} custom-call(%back), custom_call_target="annotate_device_placement"
+  ROOT %m = f32[256]{0} custom-call(%plain), custom_call_target="MoveToHost"
+})");
+  EXPECT_EQ(classify_custom_call(find(m, "out")), CustomCallKind::kHostTransfer);
+  EXPECT_EQ(classify_custom_call(find(m, "back")), CustomCallKind::kHostTransfer);
+  EXPECT_EQ(classify_custom_call(find(m, "plain")), CustomCallKind::kMarker);
+  EXPECT_EQ(classify_custom_call(find(m, "m")), CustomCallKind::kHostTransfer);
+  EXPECT_TRUE(moves_to_host(find(m, "out")));
+  EXPECT_FALSE(moves_to_host(find(m, "back")));
+  EXPECT_FALSE(moves_to_host(find(m, "plain")));
+  EXPECT_TRUE(moves_to_host(find(m, "m")));
+  EXPECT_FALSE(moves_to_host(find(m, "x")));
+  // 1 KiB at 1e6 B/s: 1.024 ms, far above the op's fixed costs.
+  const hw::System system = testing::make_system({1});
+  OpCostModel costs(system.core(), &m, 1e6);
+  EXPECT_GE(costs.instruction(m.entry(), find(m, "out")).seconds, 1024.0 / 1e6);
+  EXPECT_LT(costs.instruction(m.entry(), find(m, "plain")).seconds, 1024.0 / 1e6);
+}
+
 }  // namespace
 }  // namespace podsim::sim
