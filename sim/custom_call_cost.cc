@@ -1,6 +1,7 @@
 // Custom-call costs by target (custom_call_cost.h).
 #include "sim/custom_call_cost.h"
 
+#include <charconv>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -61,7 +62,15 @@ void add_gemm(const Computation& c, const Instruction& call, hw::OpQuery& q) {
   auto dims = [](const nlohmann::json& j, const char* key, std::vector<int64_t>& out) {
     if (!j.contains(key) || !j[key].is_array()) return;
     out.clear();
-    for (const auto& v : j[key]) out.push_back(v.is_string() ? std::stoll(v.get<std::string>()) : v.get<int64_t>());
+    for (const auto& v : j[key]) {
+      int64_t d = -1;  // anything but a number or a numeric string is ignored
+      if (v.is_number_integer()) d = v.get<int64_t>();
+      else if (v.is_string()) {
+        const std::string& text = v.get_ref<const std::string&>();
+        std::from_chars(text.data(), text.data() + text.size(), d);
+      }
+      out.push_back(d);
+    }
   };
   if (config.is_object()) {
     const nlohmann::json& gemm = config.contains("gemm_backend_config") ? config["gemm_backend_config"] : config;

@@ -69,6 +69,25 @@ TEST(CustomCallCost, GemmDimsFromBackendConfig) {
   EXPECT_EQ(q.matmuls[0].input, hw::MatmulInputKind::kF32);
 }
 
+// A backend_config whose dimension lists hold words or objects (a user's
+// file can say anything): those entries are ignored, never thrown on; the
+// remaining lists still give the 32 x 64 x 16 GEMM.
+TEST(CustomCallCost, GemmIgnoresDimensionEntriesThatAreNotNumbers) {
+  const compiler::Module m = compiler::parse_hlo(R"(HloModule odd
+ENTRY %main (a: f32[32,64], b: f32[64,16]) -> f32[32,16] {
+  %a = f32[32,64]{1,0} parameter(0)
+  %b = f32[64,16]{1,0} parameter(1)
+  ROOT %g = f32[32,16]{1,0} custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":["x"],"rhs_batch_dimensions":[{}]}}}
+})");
+  hw::OpQuery q;
+  ASSERT_NO_THROW(q = op_query(m.entry(), find(m, "g")));
+  ASSERT_EQ(q.matmuls.size(), 1u);
+  EXPECT_EQ(q.matmuls[0].batch, 1);
+  EXPECT_EQ(q.matmuls[0].m, 32);
+  EXPECT_EQ(q.matmuls[0].k, 64);
+  EXPECT_EQ(q.matmuls[0].n, 16);
+}
+
 // TopK over rows of 1024: log2(1024) = 10 compare-exchange passes per element.
 TEST(CustomCallCost, TopKIsASortOfTheLastDim) {
   const compiler::Module m = compiler::parse_hlo(kCalls);
