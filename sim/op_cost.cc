@@ -334,13 +334,14 @@ OpClass classify(const Instruction& instr) {
     case Opcode::kCopyDone:
     case Opcode::kAsyncUpdate:
     case Opcode::kAsyncDone:
-    // Host and point-to-point transfers outside the ICI collectives: not modelled.
+    // Device-to-device send/recv (outside the ICI collectives): not modelled.
+    // Host transfers cost their bytes over the host link (OpCostModel).
     case Opcode::kSend:
+    case Opcode::kRecv: return instr.attrs.is_host_transfer ? OpClass::kCompute : OpClass::kFree;
     case Opcode::kSendDone:
-    case Opcode::kRecv:
-    case Opcode::kRecvDone:
+    case Opcode::kRecvDone: return OpClass::kFree;
     case Opcode::kInfeed:
-    case Opcode::kOutfeed: return OpClass::kFree;
+    case Opcode::kOutfeed: return OpClass::kCompute;
     case Opcode::kCustomCall:
       return classify_custom_call(instr) == CustomCallKind::kMarker ? OpClass::kFree
                                                                                             : OpClass::kCompute;
@@ -475,14 +476,33 @@ OpCost OpCostModel::time(const std::string& signature, const hw::OpQuery& query)
   return cost;
 }
 
+double host_transfer_bytes(const Computation& computation, const Instruction& instr) {
+  switch (instr.opcode) {
+    case Opcode::kCustomCall:
+      return classify_custom_call(instr) == CustomCallKind::kHostTransfer ? bytes_of(instr.shape) : 0.0;
+    case Opcode::kInfeed: return bytes_of(instr.shape);  // (data, token): the token has no bytes
+    case Opcode::kOutfeed:
+      return instr.operand_count() > 0 ? bytes_of(computation.instr(instr.operand(0)).shape) : 0.0;
+    case Opcode::kSend:
+      return instr.attrs.is_host_transfer && instr.operand_count() > 0 ? bytes_of(computation.instr(instr.operand(0)).shape)
+                                                                      : 0.0;
+    case Opcode::kRecv:
+      return instr.attrs.is_host_transfer && instr.shape.is_tuple() && !instr.shape.tuple_shapes().empty()
+                 ? bytes_of(instr.shape.tuple_shape(0))
+                 : 0.0;
+    default: return 0.0;
+  }
+}
+
 OpCost OpCostModel::instruction(const Computation& computation, const Instruction& instr) {
   const hw::OpQuery q = op_query(module_, computation, instr);
   OpCost cost = time(query_key(q), q);
-  // Host offload: the buffer crosses the host link (PCIe), far slower than
-  // HBM; the op lasts the slower of the two, as a DMA-bound copy.
-  if (instr.opcode == Opcode::kCustomCall && host_bandwidth_ > 0 &&
-      classify_custom_call(instr) == CustomCallKind::kHostTransfer) {
-    const double host_s = bytes_of(instr.shape) / host_bandwidth_;
+  // Host transfers (offload, infeed/outfeed, host send/recv): the bytes cross
+  // the host link (PCIe), far slower than HBM; the op lasts the slower of the
+  // two, as a DMA-bound copy.
+  const double host_bytes = host_transfer_bytes(computation, instr);
+  if (host_bytes > 0 && host_bandwidth_ > 0) {
+    const double host_s = host_bytes / host_bandwidth_;
     if (host_s > cost.unit_seconds) {
       cost.seconds += host_s - cost.unit_seconds;
       cost.unit_seconds = host_s;

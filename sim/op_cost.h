@@ -97,6 +97,10 @@ hw::OpQuery fusion_query(const compiler::Computation& computation, const compile
 // The same, building the context (tests and one-off queries).
 hw::OpQuery fusion_query(const compiler::Computation& computation, const compiler::FusionGroup& group);
 
+// Bytes an instruction moves over the host link: host-offload custom-calls,
+// infeed / outfeed data, send / recv with is_host_transfer; 0 otherwise.
+double host_transfer_bytes(const compiler::Computation& computation, const compiler::Instruction& instr);
+
 class OpCostModel {
  public:
   // `module`: where fusion instructions' computations are (may be null);

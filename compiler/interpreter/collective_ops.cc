@@ -243,6 +243,33 @@ std::vector<Literal> evaluate_collective(const Instruction& instr, const std::ve
   if (static_cast<int64_t>(context.partition_ids.size()) != context.num_devices)
     fail(instr, "collectives are not allowed inside per-device computations (reduce/scatter bodies)");
   if (operands_per_lane.empty() || operands_per_lane[0].empty()) fail(instr, "collective without operands");
+  // Several operands (XLA's combined collectives): all-gather, reduce-scatter,
+  // collective-permute and collective-broadcast act on each operand alone and
+  // return the tuple of the results (all-reduce and tuple all-to-all take
+  // their operands together).
+  const size_t count = operands_per_lane[0].size();
+  const bool per_operand = instr.opcode == Opcode::kAllGather || instr.opcode == Opcode::kReduceScatter ||
+                           instr.opcode == Opcode::kCollectivePermute || instr.opcode == Opcode::kCollectiveBroadcast;
+  if (per_operand && count > 1) {
+    if (!instr.shape.is_tuple() || instr.shape.tuple_shapes().size() != count)
+      fail(instr, fmt::format("{} operands but the result is not a tuple of {}", count, count));
+    std::vector<std::vector<Literal>> leaves(operands_per_lane.size());
+    for (size_t i = 0; i < count; ++i) {
+      Instruction one = instr;
+      one.operands = {instr.operands[i]};
+      one.shape = instr.shape.tuple_shape(static_cast<int>(i));
+      std::vector<Operands> ops_i;
+      for (const Operands& lane : operands_per_lane) {
+        if (lane.size() != count) fail(instr, "devices disagree on the operand count");
+        ops_i.push_back(Operands{lane[i]});
+      }
+      std::vector<Literal> out = evaluate_collective(one, ops_i, context);
+      for (size_t l = 0; l < out.size(); ++l) leaves[l].push_back(std::move(out[l]));
+    }
+    std::vector<Literal> results;
+    for (auto& l : leaves) results.push_back(Literal::tuple(std::move(l)));
+    return results;
+  }
   switch (instr.opcode) {
     case Opcode::kAllReduce: return all_reduce(instr, operands_per_lane, context);
     case Opcode::kAllGather: return all_gather(instr, operands_per_lane, context);

@@ -250,6 +250,9 @@ bool runs_on_complex(const Instruction& in) {
     case Opcode::kDynamicReshape:
     case Opcode::kBitcast:
     case Opcode::kBitcastConvert:
+    case Opcode::kBroadcast:
+    case Opcode::kTranspose:
+    case Opcode::kCopy:
     case Opcode::kFft:
     case Opcode::kDot:
     case Opcode::kOptimizationBarrier:
@@ -281,6 +284,8 @@ bool has_no_defined_value(const Instruction& in) {
     case Opcode::kRecvDone:
     case Opcode::kRaggedAllToAll:  // has a value, not implemented here
       return true;
+    case Opcode::kDot:  // sparse dot (a metadata operand): has a value, not implemented here
+      return in.operand_count() > 2;
     case Opcode::kCustomCall:
       return !is_identity_custom_call(in.attrs.custom_call_target) && in.attrs.custom_call_target != "TopK";
     case Opcode::kAsyncStart:
@@ -311,6 +316,7 @@ std::string kind_of(const Instruction& in) {
                         ? *in.attrs.async_wrapped
                         : in.opcode;
   if (op == Opcode::kCustomCall) return fmt::format("custom-call '{}'", in.attrs.custom_call_target);
+  if (op == Opcode::kDot && in.operand_count() > 2) return "sparse dot";
   return std::string(opcode_name(op));
 }
 

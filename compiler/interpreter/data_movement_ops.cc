@@ -99,7 +99,22 @@ Literal eval_iota(const Instruction& instr) {
   return result;
 }
 
+// A complex array as a real one with a trailing dimension of 2 (the
+// literal's (real, imag) pairs), for ops that only move elements.
+Shape as_pairs(const Shape& shape) {
+  std::vector<int64_t> dims = shape.dims();
+  dims.push_back(2);
+  return Shape(DType::kF64, dims);
+}
+
 Literal eval_broadcast(const Instruction& instr, const Literal& operand) {
+  if (!operand.is_tuple() && is_complex(operand.shape().dtype())) {
+    Instruction pairs = instr;
+    pairs.shape = as_pairs(instr.shape);
+    pairs.attrs.dimensions.push_back(instr.shape.rank());
+    Literal r = eval_broadcast(pairs, Literal(as_pairs(operand.shape()), operand.values()));
+    return Literal(instr.shape, std::move(r.mutable_values()));
+  }
   const Shape& out = instr.shape;
   const auto& dims = instr.attrs.dimensions;
   check_array(instr, operand, static_cast<int>(dims.size()));
@@ -122,6 +137,13 @@ Literal eval_reshape(const Instruction& instr, const Literal& operand) {
 }
 
 Literal eval_transpose(const Instruction& instr, const Literal& operand) {
+  if (!operand.is_tuple() && is_complex(operand.shape().dtype())) {
+    Instruction pairs = instr;
+    pairs.shape = as_pairs(instr.shape);
+    pairs.attrs.dimensions.push_back(instr.shape.rank());
+    Literal r = eval_transpose(pairs, Literal(as_pairs(operand.shape()), operand.values()));
+    return Literal(instr.shape, std::move(r.mutable_values()));
+  }
   const auto& perm = instr.attrs.dimensions;
   check_array(instr, operand, static_cast<int>(perm.size()));
   const auto in_strides = row_major_strides(operand.shape().dims());

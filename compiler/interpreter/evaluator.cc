@@ -78,6 +78,11 @@ std::vector<Literal> Evaluator::evaluate_plain(const Instruction& in, const std:
                                     [this](CompId c, int64_t pid) -> const ScalarFunction& { return combiner(c, pid); }};
     return evaluate_collective(in, per_lane, context);
   }
+  if (in.opcode == Opcode::kCopy && per_lane.size() == partition_ids.size() && !per_lane.empty() &&
+      per_lane[0].size() == 1 && per_lane[0][0]->is_tuple()) {
+    for (const Operands& lane : per_lane) results.push_back(*lane[0]);  // copy of a whole tuple
+    return results;
+  }
   for (size_t l = 0; l < partition_ids.size(); ++l) {
     const int64_t pid = partition_ids[l];
     const OpContext context{module_, pid, [this, pid](CompId c) -> const ScalarFunction& { return combiner(c, pid); }};
@@ -156,7 +161,7 @@ std::vector<Literal> Evaluator::evaluate_async(const Instruction& in, const std:
   std::vector<Literal> wrapped_results;
   const std::optional<Opcode> wrapped_op =
       in.opcode == Opcode::kAsyncStart ? in.attrs.async_wrapped : async_wrapped_opcode(in.opcode);
-  if (wrapped_op) {
+  if (wrapped_op && *wrapped_op != Opcode::kCall) {  // call-start runs its to_apply below
     Instruction wrapped = in;
     wrapped.opcode = *wrapped_op;
     wrapped.shape = result_shape;

@@ -352,5 +352,33 @@ TEST(OpCost, AsyncPairsAndBitcastsClassify) {
   EXPECT_EQ(classify(i), OpClass::kControl);
 }
 
+// Host I/O crosses the host link: a 4 MiB infeed (f32[1024,1024]) and a
+// 4 MiB host recv take 4194304 B / 1e9 B/s each; a device-to-device send is
+// not modelled (free), nor is the done half of a pair.
+TEST(OpCost, InfeedAndHostTransfersCrossTheHostLink) {
+  const compiler::Module m = compiler::parse_hlo(R"(HloModule io
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %tok = token[] after-all()
+  %in = (f32[1024,1024]{1,0}, token[]) infeed(%tok)
+  %recv = (f32[1024,1024]{1,0}, u32[], token[]) recv(%tok), channel_id=1, is_host_transfer=true
+  %recv_done = (f32[1024,1024]{1,0}, token[]) recv-done(%recv), channel_id=1, is_host_transfer=true
+  %send = (f32[4]{0}, u32[], token[]) send(%x, %tok), channel_id=2
+  ROOT %y = f32[4]{0} negate(%x)
+})");
+  EXPECT_DOUBLE_EQ(host_transfer_bytes(m.entry(), find(m, "in")), 4194304.0);
+  EXPECT_DOUBLE_EQ(host_transfer_bytes(m.entry(), find(m, "recv")), 4194304.0);
+  EXPECT_DOUBLE_EQ(host_transfer_bytes(m.entry(), find(m, "send")), 0.0);
+  EXPECT_EQ(classify(find(m, "send")), OpClass::kFree);
+  EXPECT_EQ(classify(find(m, "recv_done")), OpClass::kFree);
+  const hw::System system = make_system({1});
+  OpCostModel costs(system.core(), &m, 1e9);
+  for (const char* name : {"in", "recv"}) {
+    const OpCost c = costs.instruction(m.entry(), find(m, name));
+    EXPECT_GE(c.seconds, 4194304.0 / 1e9) << name;
+    EXPECT_LT(c.seconds, 4194304.0 / 1e9 + 1e-5) << name;  // plus at most the op's fixed costs
+  }
+}
+
 }  // namespace
 }  // namespace podsim::sim

@@ -2,8 +2,16 @@
 // collectives with compute, time accounting, while loops, fast vs full.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <string>
+
 #include <fmt/format.h>
 
+#include "compiler/hlo/hlo_parser.h"
+#include "compiler/pipeline/compile.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace podsim::sim {
@@ -323,6 +331,45 @@ TEST(Simulator, DeviceCountMismatchIsUserError) {
   const hw::System system = ring_system(4);
   EXPECT_THROW(run(program_from_hlo(all_reduce_program(8, "bf16[16]")), system), UserError);
 }
+
+// Every reader form fixture (tests/fixtures/hlo/forms: one small module per
+// XLA opcode, element type or syntax form) compiles as-is and simulates on
+// as many devices as its HloModule line names, in both fidelities: a finite
+// step, positive for every form with a kernel or a transfer, and exactly 0
+// for the forms made only of views and markers (bitcast, opt-barrier,
+// after-all/add-dependency/domain, a tuple of parameters, a conditional
+// whose first branch, the one podsim runs, only builds a tuple).
+const std::set<std::string> kFreeForms = {"bitcast", "opt_barrier", "dependency_domain", "index_comments",
+                                          "conditional_index"};
+
+class FormSimulation : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FormSimulation, EveryFormIsCostedAsIs) {
+  const compiler::Module m = compiler::parse_hlo_file(GetParam());
+  const int64_t devices = std::max(m.num_partitions(), m.replica_count());
+  const compiler::SpmdProgram program = compiler::compile_as_is(m, devices);
+  const hw::System system = make_system({devices});
+  const bool free = kFreeForms.count(std::filesystem::path(GetParam()).stem().string()) > 0;
+  for (Fidelity fidelity : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program, system, fidelity);
+    EXPECT_TRUE(std::isfinite(t.step_time_s)) << GetParam();
+    if (free) EXPECT_EQ(t.step_time_s, 0) << GetParam();
+    else EXPECT_GT(t.step_time_s, 0) << GetParam();
+  }
+}
+
+std::vector<std::string> form_paths() {
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(PODSIM_SOURCE_DIR "/tests/fixtures/hlo/forms"))
+    if (entry.path().extension() == ".hlo") paths.push_back(entry.path().string());
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, FormSimulation, ::testing::ValuesIn(form_paths()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return std::filesystem::path(info.param).stem().string();
+                         });
 
 }  // namespace
 }  // namespace podsim::sim

@@ -36,6 +36,31 @@ std::vector<Literal> run_devices(const std::string& entry, int n, MakeArg make_a
   return evaluate_spmd(m, args);
 }
 
+// XLA's combined all-gather / reduce-scatter take several operands and
+// return the tuple of each one's result. 2 devices; device d holds
+// p = {d, 10+d}. Gathering p and p*2 gives ({0,10,1,11}, {0,20,2,22});
+// reduce-scatter of p sums to {1, 21}, device d keeps element d.
+TEST(CombinedCollectives, EachOperandIsCollectedOnItsOwn) {
+  auto out = run_devices(R"(ENTRY main {
+  p = f32[2] parameter(0)
+  two = f32[] constant(2)
+  twos = f32[2] broadcast(two), dimensions={}
+  q = f32[2] multiply(p, twos)
+  ag = (f32[4], f32[4]) all-gather(p, q), dimensions={0}, replica_groups={{0,1}}
+  rs = (f32[1], f32[1]) reduce-scatter(p, q), dimensions={0}, replica_groups={{0,1}}, to_apply=add
+  ROOT t = ((f32[4], f32[4]), (f32[1], f32[1])) tuple(ag, rs)
+})", 2, [](int d) { return f32({2}, {double(d), 10.0 + d}); });
+  ASSERT_EQ(out.size(), 2u);
+  for (int d = 0; d < 2; ++d) {
+    const Literal& ag = out[static_cast<size_t>(d)].element(0);
+    EXPECT_EQ(ag.element(0).values(), (V{0, 10, 1, 11}));
+    EXPECT_EQ(ag.element(1).values(), (V{0, 20, 2, 22}));
+    const Literal& rs = out[static_cast<size_t>(d)].element(1);
+    EXPECT_EQ(rs.element(0).values(), (V{d == 0 ? 1.0 : 21.0}));
+    EXPECT_EQ(rs.element(1).values(), (V{d == 0 ? 2.0 : 42.0}));
+  }
+}
+
 class CollectiveOnN : public ::testing::TestWithParam<int> {};
 
 TEST_P(CollectiveOnN, AllReduceSumOverAllDevices) {

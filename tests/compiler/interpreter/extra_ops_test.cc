@@ -324,15 +324,33 @@ TEST(ExtraOps, ComplexDataMovementIsRefusedByName) {
   Module m("m");
   HandBuilt b(m, "main");
   const InstrId x = b.param(0, Shape(DType::kC64, {2, 3}));
-  b.finish_entry(b.op(Opcode::kTranspose, Shape(DType::kC64, {3, 2}), {x}, [](Instruction& i) {
-    i.attrs.dimensions = {1, 0};
+  b.finish_entry(b.op(Opcode::kReverse, Shape(DType::kC64, {2, 3}), {x}, [](Instruction& i) {
+    i.attrs.dimensions = {1};
   }));
   try {
     check_interpretable(m);
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_EQ(e.message(), "the interpreter cannot run 1 instruction: transpose on complex values (x1)");
+    EXPECT_EQ(e.message(), "the interpreter cannot run 1 instruction: reverse on complex values (x1)");
   }
+}
+
+// c64[2,3] with element (i, j) = (10i + j) + (100 + 10i + j)i, stored as
+// (real, imag) pairs; its transpose is element (j, i) of the input.
+TEST(ExtraOps, ComplexTransposeAndBroadcastMoveWholePairs) {
+  V values;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      values.push_back(10 * i + j);
+      values.push_back(100 + 10 * i + j);
+    }
+  const Literal x(sh(DType::kC64, {2, 3}), values);
+  Literal t = run_op(Opcode::kTranspose, sh(DType::kC64, {3, 2}), {x}, [](Instruction& i) { i.attrs.dimensions = {1, 0}; });
+  EXPECT_EQ(t.values(), (V{0, 100, 10, 110, 1, 101, 11, 111, 2, 102, 12, 112}));
+  // Broadcast of c64[2] = {1+2i, 3+4i} along dim 1 of c64[3,2]: three copies of the row.
+  Literal row(sh(DType::kC64, {2}), V{1, 2, 3, 4});
+  Literal r = run_op(Opcode::kBroadcast, sh(DType::kC64, {3, 2}), {row}, [](Instruction& i) { i.attrs.dimensions = {1}; });
+  EXPECT_EQ(r.values(), (V{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4}));
 }
 
 }  // namespace
