@@ -65,7 +65,23 @@ std::vector<Literal> split_along(const Literal& value, int64_t dim, int64_t coun
   return pieces;
 }
 
-Groups device_groups(const Instruction& instr, int64_t num_devices) {
+// XLA's group modes: a collective without channel_id or
+// use_global_device_ids is cross-replica; the interpreter's lanes are the
+// partitions of one replica, so with replica_groups={} each partition is
+// its own group. (Explicit groups without a channel id are read as
+// partition ids, a lenient reading of a module XLA would reject with one
+// replica.)
+bool cross_replica_only(const Instruction& instr, const Module& module) {
+  return !instr.attrs.channel_id && !instr.attrs.use_global_device_ids && instr.attrs.replica_groups.is_all_devices() &&
+         module.replica_count() <= 1 && module.num_partitions() > 1;
+}
+
+Groups device_groups(const Instruction& instr, int64_t num_devices, const Module& module) {
+  if (cross_replica_only(instr, module)) {
+    Groups singles;
+    for (int64_t d = 0; d < num_devices; ++d) singles.push_back({d});
+    return singles;
+  }
   const ReplicaGroups& rg = instr.attrs.replica_groups;
   if (rg.iota && rg.explicit_groups.empty()) {
     // expand() relies on a consistent iota form; check it first.
@@ -121,7 +137,7 @@ Literal fold_group(const Instruction& instr, const std::vector<Operands>& ops, c
 
 std::vector<Literal> all_reduce(const Instruction& instr, const std::vector<Operands>& ops,
                                 const CollectiveContext& ctx) {
-  const Groups groups = device_groups(instr, ctx.num_devices);
+  const Groups groups = device_groups(instr, ctx.num_devices, ctx.module);
   check_combiner(instr, ctx.module, instr.to_apply(), 1);
   const size_t count = ops[0].size();
   std::vector<std::vector<Literal>> leaves(static_cast<size_t>(ctx.num_devices));
@@ -139,7 +155,7 @@ std::vector<Literal> all_reduce(const Instruction& instr, const std::vector<Oper
 
 std::vector<Literal> all_gather(const Instruction& instr, const std::vector<Operands>& ops,
                                 const CollectiveContext& ctx) {
-  const Groups groups = device_groups(instr, ctx.num_devices);
+  const Groups groups = device_groups(instr, ctx.num_devices, ctx.module);
   std::vector<Literal> results(static_cast<size_t>(ctx.num_devices));
   for (const auto& group : groups) {
     std::vector<const Literal*> parts;
@@ -157,7 +173,7 @@ std::vector<Literal> all_gather(const Instruction& instr, const std::vector<Oper
 
 std::vector<Literal> reduce_scatter(const Instruction& instr, const std::vector<Operands>& ops,
                                     const CollectiveContext& ctx) {
-  const Groups groups = device_groups(instr, ctx.num_devices);
+  const Groups groups = device_groups(instr, ctx.num_devices, ctx.module);
   check_combiner(instr, ctx.module, instr.to_apply(), 1);
   std::vector<Literal> results(static_cast<size_t>(ctx.num_devices));
   for (const auto& group : groups) {
@@ -175,7 +191,7 @@ std::vector<Literal> reduce_scatter(const Instruction& instr, const std::vector<
 
 std::vector<Literal> all_to_all(const Instruction& instr, const std::vector<Operands>& ops,
                                 const CollectiveContext& ctx) {
-  const Groups groups = device_groups(instr, ctx.num_devices);
+  const Groups groups = device_groups(instr, ctx.num_devices, ctx.module);
   std::vector<Literal> results(static_cast<size_t>(ctx.num_devices));
   for (const auto& group : groups) {
     const size_t size = group.size();
@@ -229,7 +245,7 @@ std::vector<Literal> collective_permute(const Instruction& instr, const std::vec
 // collective-broadcast: every member gets the group's first member's value.
 std::vector<Literal> collective_broadcast(const Instruction& instr, const std::vector<Operands>& ops,
                                           const CollectiveContext& ctx) {
-  const Groups groups = device_groups(instr, ctx.num_devices);
+  const Groups groups = device_groups(instr, ctx.num_devices, ctx.module);
   std::vector<Literal> results(static_cast<size_t>(ctx.num_devices));
   for (const auto& group : groups)
     for (int64_t d : group) results[static_cast<size_t>(d)] = array_operand(instr, ops, group[0], 0);

@@ -243,14 +243,22 @@ InstrId ComputationBuilder::get_tuple_element(InstrId tuple, int64_t index) {
 
 InstrId ComputationBuilder::partition_id() { return make(Opcode::kPartitionId, {}); }
 
+// Collectives are built as XLA's SPMD partitioner emits them: with a
+// channel id (cross-partition; unique ids are assigned once the module is
+// complete) and, for all-reduce / all-gather / reduce-scatter, global device
+// ids in the replica groups.
 InstrId ComputationBuilder::all_reduce(InstrId operand, ReplicaGroups groups, CompId to_apply) {
   Attributes a;
+  a.channel_id = 1;
+  a.use_global_device_ids = true;
   a.replica_groups = std::move(groups);
   return make(Opcode::kAllReduce, {operand}, std::move(a), {to_apply});
 }
 
 InstrId ComputationBuilder::all_gather(InstrId operand, int64_t dimension, ReplicaGroups groups) {
   Attributes a;
+  a.channel_id = 1;
+  a.use_global_device_ids = true;
   a.dimensions = {dimension};
   a.replica_groups = std::move(groups);
   return make(Opcode::kAllGather, {operand}, std::move(a));
@@ -259,6 +267,8 @@ InstrId ComputationBuilder::all_gather(InstrId operand, int64_t dimension, Repli
 InstrId ComputationBuilder::reduce_scatter(InstrId operand, int64_t dimension, ReplicaGroups groups,
                                            CompId to_apply) {
   Attributes a;
+  a.channel_id = 1;
+  a.use_global_device_ids = true;
   a.dimensions = {dimension};
   a.replica_groups = std::move(groups);
   return make(Opcode::kReduceScatter, {operand}, std::move(a), {to_apply});
@@ -266,6 +276,7 @@ InstrId ComputationBuilder::reduce_scatter(InstrId operand, int64_t dimension, R
 
 InstrId ComputationBuilder::all_to_all(InstrId operand, int64_t dimension, ReplicaGroups groups) {
   Attributes a;
+  a.channel_id = 1;
   a.dimensions = {dimension};
   a.replica_groups = std::move(groups);
   return make(Opcode::kAllToAll, {operand}, std::move(a));
@@ -274,6 +285,7 @@ InstrId ComputationBuilder::all_to_all(InstrId operand, int64_t dimension, Repli
 InstrId ComputationBuilder::collective_permute(InstrId operand,
                                                std::vector<std::pair<int64_t, int64_t>> source_target_pairs) {
   Attributes a;
+  a.channel_id = 1;
   a.source_target_pairs = std::move(source_target_pairs);
   return make(Opcode::kCollectivePermute, {operand}, std::move(a));
 }

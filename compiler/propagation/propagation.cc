@@ -206,6 +206,10 @@ class Propagator {
         if (s.is_unknown()) continue;  // "{unknown shard_as 1}": group membership only
         s = s.with_group(std::nullopt);
         std::vector<int64_t> ranks = leaf_ranks(in.shape);
+        // A leaf sharding on a tuple-shaped value applies to every leaf (XLA
+        // reads {replicated} on a while loop's state, or one tiling on a
+        // variadic scatter, so).
+        if (!s.is_tuple() && in.shape.is_tuple()) s = Sharding::tuple(std::vector<Sharding>(ranks.size(), s));
         validate_annotation(s, ranks, num_devices_, in.location);
         state_.set_provided({c, i}, s);
         if (auto open = unspecified_dims(in); !open.empty()) open_dims_[{c, i}] = std::move(open);

@@ -193,6 +193,25 @@ PartitionedValue partition_computation(SpmdContext& context, const Computation& 
   return root;
 }
 
+namespace {
+// Every collective with a channel id gets its own, as XLA's partitioner
+// numbers them (after any send/recv channel, which keep theirs).
+void number_channels(Module& module) {
+  int64_t next = 1;
+  for (const Computation& c : module.computations())
+    for (const Instruction& in : c.instructions())
+      if (in.attrs.channel_id && !is_collective(in.opcode) && !is_async_start(in.opcode))
+        next = std::max(next, *in.attrs.channel_id + 1);
+  for (CompId id = 0; id < module.computation_count(); ++id) {
+    Computation& c = module.mutable_computation(id);
+    for (InstrId i = 0; i < c.size(); ++i) {
+      Instruction& in = c.mutable_instr(i);
+      if (in.attrs.channel_id && (is_collective(in.opcode) || is_async_start(in.opcode))) in.attrs.channel_id = next++;
+    }
+  }
+}
+}  // namespace
+
 SpmdResult partition_spmd_with_stats(const Module& annotated, const SpmdOptions& options) {
   const int64_t devices = options.num_partitions > 0 ? options.num_partitions : annotated.num_partitions();
   SpmdResult out;
@@ -212,6 +231,7 @@ SpmdResult partition_spmd_with_stats(const Module& annotated, const SpmdOptions&
   result.mutable_computation(result.entry_id()) = std::move(built);
   out.stats = context.stats();
   for (const Computation& computation : result.computations()) count_collectives(computation, out.stats);
+  number_channels(result);
   return out;
 }
 

@@ -237,6 +237,16 @@ void sum_growth(const Module& module, int64_t devices, VerifyTolerance& t, doubl
         n = in.attrs.replica_groups.group_size(devices);
       } else if (in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution) {
         n = devices;  // at most one partial result per device
+      } else if (in.opcode == Opcode::kScatter && in.operand_count() >= 3) {
+        // Updates that collide on one element are combined one by one, in an
+        // order the partitioned program does not keep: up to every update.
+        const Shape& updates = c.instr(in.operand(in.operand_count() - 1)).shape;
+        n = 1;
+        if (updates.is_array())
+          for (int64_t d = 0; d < updates.rank(); ++d)
+            if (std::find(in.attrs.scatter.update_window_dims.begin(), in.attrs.scatter.update_window_dims.end(), d) ==
+                in.attrs.scatter.update_window_dims.end())
+              n *= updates.dim(static_cast<int>(d));
       }
       if (n <= 1) continue;
       const double g = 4 * std::ldexp(1.0, -bits) * std::sqrt(static_cast<double>(n));

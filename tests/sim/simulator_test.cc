@@ -353,8 +353,11 @@ TEST_P(FormSimulation, EveryFormIsCostedAsIs) {
   for (Fidelity fidelity : {Fidelity::kFast, Fidelity::kFull}) {
     const Timeline t = run(program, system, fidelity);
     EXPECT_TRUE(std::isfinite(t.step_time_s)) << GetParam();
-    if (free) EXPECT_EQ(t.step_time_s, 0) << GetParam();
-    else EXPECT_GT(t.step_time_s, 0) << GetParam();
+    if (free) {
+      EXPECT_EQ(t.step_time_s, 0) << GetParam();
+    } else {
+      EXPECT_GT(t.step_time_s, 0) << GetParam();
+    }
   }
 }
 

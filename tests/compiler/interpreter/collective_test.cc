@@ -61,6 +61,23 @@ TEST(CombinedCollectives, EachOperandIsCollectedOnItsOwn) {
   }
 }
 
+// XLA's group modes: without channel_id or use_global_device_ids an
+// all-reduce is cross-replica; with one replica and 4 partitions each
+// partition reduces alone, so every device keeps its own {d, 10d}. With a
+// channel id the same text is cross-partition: the sum 0+1+2+3 = 6.
+TEST(CollectiveModes, NoChannelIdMeansAcrossReplicasNotPartitions) {
+  auto alone = run_devices(R"(ENTRY main {
+  p = f32[2] parameter(0)
+  ROOT r = f32[2] all-reduce(p), replica_groups={}, to_apply=add
+})", 4, [](int d) { return f32({2}, {double(d), 10.0 * d}); });
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(alone[static_cast<size_t>(d)].values(), (V{double(d), 10.0 * d}));
+  auto across = run_devices(R"(ENTRY main {
+  p = f32[2] parameter(0)
+  ROOT r = f32[2] all-reduce(p), channel_id=1, replica_groups={}, to_apply=add
+})", 4, [](int d) { return f32({2}, {double(d), 10.0 * d}); });
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(across[static_cast<size_t>(d)].values(), (V{6, 60}));
+}
+
 class CollectiveOnN : public ::testing::TestWithParam<int> {};
 
 TEST_P(CollectiveOnN, AllReduceSumOverAllDevices) {
@@ -68,7 +85,7 @@ TEST_P(CollectiveOnN, AllReduceSumOverAllDevices) {
   const int n = GetParam();
   auto out = run_devices(R"(ENTRY main {
   p = f32[2] parameter(0)
-  ROOT r = f32[2] all-reduce(p), replica_groups={}, to_apply=add
+  ROOT r = f32[2] all-reduce(p), channel_id=1, replica_groups={}, to_apply=add
 })", n, [](int d) { return f32({2}, {double(d), 10.0 * d}); });
   const double s = n * (n - 1) / 2.0;
   ASSERT_EQ(out.size(), static_cast<size_t>(n));
@@ -80,7 +97,7 @@ TEST_P(CollectiveOnN, AllGatherConcatenatesInGroupOrder) {
   const int n = GetParam();
   const std::string entry = fmt::format(R"(ENTRY main {{
   p = f32[2,1] parameter(0)
-  ROOT r = f32[2,{}] all-gather(p), dimensions={{1}}, replica_groups={{}}
+  ROOT r = f32[2,{}] all-gather(p), dimensions={{1}}, channel_id=1, replica_groups={{}}
 }})", n);
   auto out = run_devices(entry, n, [](int d) { return f32({2, 1}, {double(d), 10.0 + d}); });
   V expected;
@@ -95,7 +112,7 @@ TEST_P(CollectiveOnN, AllToAllTransposesChunks) {
   const int n = GetParam();
   const std::string entry = fmt::format(R"(ENTRY main {{
   p = f32[{0}] parameter(0)
-  ROOT r = f32[{0}] all-to-all(p), dimensions={{0}}, replica_groups={{}}
+  ROOT r = f32[{0}] all-to-all(p), dimensions={{0}}, channel_id=1, replica_groups={{}}
 }})", n);
   auto out = run_devices(entry, n, [n](int d) {
     V v;
@@ -172,7 +189,7 @@ TEST(Collective, ReduceScatterOverAllAndSubgroups) {
   // All 4 devices: sum = {60 + 4i}; device d keeps element d.
   auto all = run_devices(R"(ENTRY main {
   p = f32[4] parameter(0)
-  ROOT r = f32[1] reduce-scatter(p), dimensions={0}, replica_groups={}, to_apply=add
+  ROOT r = f32[1] reduce-scatter(p), dimensions={0}, channel_id=1, replica_groups={}, to_apply=add
 })", 4, arg);
   for (int d = 0; d < 4; ++d) EXPECT_EQ(all[static_cast<size_t>(d)].values(), (V{60.0 + 4 * d}));
   // Groups [2,2]<=[4] = {0,1},{2,3}: {0,1} sums to {10+2i} = {10,12,14,16},
@@ -221,7 +238,7 @@ TEST(Collective, PartitionIdDrivesDynamicSlice) {
   two = u32[] constant(2)
   off = u32[] multiply(id, two)
   s = f32[2] dynamic-slice(p, off), dynamic_slice_sizes={2}
-  ROOT g = f32[8] all-gather(s), dimensions={0}, replica_groups={}
+  ROOT g = f32[8] all-gather(s), dimensions={0}, channel_id=1, replica_groups={}
 })", 4, [](int) { return iota_literal(DType::kF32, {8}); });
   for (int d = 0; d < 4; ++d) EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{0, 1, 2, 3, 4, 5, 6, 7}));
 }
@@ -230,7 +247,7 @@ TEST(Collective, SingleDeviceEvaluateSeesPartitionZeroAndTrivialGroups) {
   // evaluate() is one device: partition-id 0, all-reduce over {0} is identity.
   Literal r = run("HloModule m\n" + std::string(kBodies) + R"(ENTRY main {
   p = f32[2] parameter(0)
-  a = f32[2] all-reduce(p), replica_groups={}, to_apply=add
+  a = f32[2] all-reduce(p), channel_id=1, replica_groups={}, to_apply=add
   id = u32[] partition-id()
   ROOT t = (f32[2], u32[]) tuple(a, id)
 })", {f32({2}, {3, 4})});

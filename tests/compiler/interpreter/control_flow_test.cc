@@ -61,7 +61,7 @@ body {
   x = f32[] get-tuple-element(s), index=1
   one = s32[] constant(1)
   i1 = s32[] add(i, one)
-  y = f32[] all-reduce(x), replica_groups={}, to_apply=add
+  y = f32[] all-reduce(x), channel_id=1, replica_groups={}, to_apply=add
   ROOT t = (s32[], f32[]) tuple(i1, y)
 }
 ENTRY main {

@@ -45,7 +45,7 @@ ENTRY main {
   a = f32[8,4] parameter(0)
   b = f32[4,4] parameter(1)
   d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT r = f32[8,4] all-reduce(d), replica_groups={}, to_apply=add
+  ROOT r = f32[8,4] all-reduce(d), channel_id=1, replica_groups={}, to_apply=add
 })");
   const Literal a = random_literal(Shape(DType::kF32, {8, 16}), 11);
   const Literal b = random_literal(Shape(DType::kF32, {16, 4}), 12);
@@ -66,7 +66,7 @@ ENTRY main {
   a = f32[2,16] parameter(0)
   b = f32[16,4] parameter(1)
   d = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT g = f32[8,4] all-gather(d), dimensions={0}, replica_groups={}
+  ROOT g = f32[8,4] all-gather(d), dimensions={0}, channel_id=1, replica_groups={}
 })");
   const Literal a = random_literal(Shape(DType::kF32, {8, 16}), 21);
   const Literal b = random_literal(Shape(DType::kF32, {16, 4}), 22);

@@ -885,6 +885,21 @@ TEST(Propagation, ShardyShardingInFrontendAttributesIsAnAnnotation) {
   EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[2,2]0,2,1,3}"));
 }
 
+TEST(Propagation, LeafShardingOnATupleAppliesToEveryLeaf) {
+  // XLA reads one leaf sharding on a tuple-shaped value as that sharding on
+  // each leaf: both tuple operands and the value read back take [4,1].
+  Module m = propagate_text(module(R"(
+  %p0 = f32[8,4] parameter(0)
+  %p1 = f32[8,4] parameter(1)
+  %t = (f32[8,4], f32[8,4]) tuple(%p0, %p1), sharding={devices=[4,1]<=[4]}
+  %a = f32[8,4] get-tuple-element(%t), index=1
+  ROOT %n = f32[8,4] negate(%a)
+)"));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[4,1]<=[4]}"));
+}
+
 TEST(Propagation, ShardyMeshesComeFromTheModulesFrontendAttributes) {
   // A current JAX export, all in text: the mesh in the HloModule line, the
   // sharding on the parameter. [{"x"}, {}] on mesh x=4 tiles dim 0 four ways.

@@ -2,6 +2,9 @@
 // replica groups, the entry signature has the padded shard shapes, the
 // module prints and re-parses, and 2-D mesh cases of dot/reduce stay
 // numerically equivalent.
+#include <set>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "tests/compiler/spmd/spmd_test_util.h"
@@ -47,6 +50,33 @@ TEST(SpmdProgram, CollectivesUseIotaGroups) {
   EXPECT_GE(collectives, 2);
   EXPECT_EQ(p.result.stats.reduce_scatters, 1);
   EXPECT_EQ(p.result.stats.all_reduces, 1);
+}
+
+TEST(SpmdProgram, CollectivesCarryUniqueChannelIdsAndGlobalDeviceIds) {
+  // As XLA's partitioner emits them: every collective cross-partition with a
+  // channel id of its own; all-reduce / all-gather / reduce-scatter name
+  // global device ids. The module's cross-replica all-reduce (no channel
+  // id) is left as it is.
+  const std::string text = std::string(kMlp).replace(std::string(kMlp).find("  ROOT r"), 0,
+      "  c = f32[16,10] all-reduce(x), replica_groups={}, to_apply=add, sharding={devices=[2,2]<=[4]}\n");
+  auto p = partition_text(text, 4);
+  std::set<int64_t> channels;
+  int cross_replica = 0;
+  for (const Instruction& instr : p.result.module.entry().instructions()) {
+    if (!is_collective(instr.opcode)) continue;
+    if (instr.name == "c" || !instr.attrs.channel_id) {
+      ++cross_replica;
+      EXPECT_FALSE(instr.attrs.use_global_device_ids) << instr.name;
+      continue;
+    }
+    EXPECT_TRUE(channels.insert(*instr.attrs.channel_id).second) << "channel id reused by " << instr.name;
+    if (instr.opcode != Opcode::kAllToAll && instr.opcode != Opcode::kCollectivePermute) {
+      EXPECT_TRUE(instr.attrs.use_global_device_ids) << instr.name;
+    }
+  }
+  EXPECT_EQ(cross_replica, 1);
+  EXPECT_GE(channels.size(), 2u);
+  expect_equivalent(p);
 }
 
 TEST(SpmdProgram, EntrySignatureHasPaddedShardShapes) {

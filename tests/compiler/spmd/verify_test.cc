@@ -142,6 +142,20 @@ TEST(VerifyTolerance, LongBf16SumGrowsAsSqrtN) {
   EXPECT_EQ(t.scale, CompareScale::kLeafRms);
 }
 
+TEST(VerifyTolerance, Bf16ScatterAddCountsEveryUpdate) {
+  // 64 updates scattered into 16 rows may all land on one row and are
+  // combined one by one in an order partitioning does not keep:
+  // 4 x 2^-8 x sqrt(64) = 0.125 of the RMS.
+  const Module m = tolerance_module(R"(  p = bf16[16,8] parameter(0)
+  i = s32[64,1] parameter(1)
+  u = bf16[64,8] parameter(2)
+  ROOT s = bf16[16,8] scatter(p, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add)");
+  const VerifyTolerance t = verify_tolerance(m, m);
+  EXPECT_DOUBLE_EQ(t.tolerance, 0.125);
+  EXPECT_EQ(t.longest_sum, 64);
+  EXPECT_EQ(t.scale, CompareScale::kLeafRms);
+}
+
 TEST(VerifyTolerance, Bf16WithoutLongSumsKeepsTheFloor) {
   // Elementwise bf16 on 1 device: no sum longer than 1 -> 2e-2 per element.
   const Module m = tolerance_module(R"(  p = bf16[64] parameter(0)
