@@ -1,5 +1,5 @@
 // Compile-time benchmark of the training step of a dense Transformer (the
-// follow-up of issue 7: `podsim run workloads/dense_1t_2048.yaml` should
+// `podsim run workloads/dense_1t_2048.yaml` should
 // compile in seconds). The default workload's model (1T dense, 2048 devices,
 // 2-D sharding, Adafactor with weight-update sharding) is built at 8 and 32
 // layers and compiled once with remat "none" (remat "auto" repeats the same

@@ -1,4 +1,4 @@
-// Compile-time benchmark of sharding propagation + SPMD partitioning (issue 4):
+// Compile-time benchmark of sharding propagation + SPMD partitioning :
 // the same stack of dense Transformer decoder layers (the layer of
 // workloads/examples/transformer_layer_2d.hlo, repeated) annotated for 2-D
 // sharding on meshes [2,4], [8,16] and [32,64] (8, 128, 2048 devices).
@@ -27,7 +27,7 @@ struct LayerDims {
 };
 
 // Shardings on a mesh [x, y] with device id = y_size * x + y (see the
-// example file's header for the dims mappings, from anchors.md):
+// example file's header for the dims mappings, from docs/reference/measurements.md):
 // activations (B,L,M) = [x,-,y]; Wq/Wk/Wv (M,N,D) = [x,y,-]; Wo (N,D,M) =
 // [y,-,x]; wi (M,H) = [x,y]; wo (H,M) = [y,x]; layer-norm scales (M) = [y].
 struct MeshShardings {

@@ -1,4 +1,4 @@
-// podsim subcommands. Options follow DESIGN.md's command-line contract
+// podsim subcommands. Options follow docs/design.md's command-line contract
 // (plus `calibrate`); each command is a thin call into its layer.
 #include "cli/commands.h"
 #include "cli/sweep_commands.h"

@@ -1,4 +1,4 @@
-// Registration and dispatch of podsim's subcommands (DESIGN.md, "Command line").
+// Registration and dispatch of podsim's subcommands (docs/design.md, "Command line").
 #pragma once
 
 #include <CLI/CLI.hpp>

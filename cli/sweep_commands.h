@@ -1,5 +1,5 @@
 // `podsim sweep`, `podsim sweep merge`, `podsim regress` and `podsim
-// calibrate` (issue 8). Plain functions the CLI11 app in cli/commands.cc
+// calibrate`. Plain functions the CLI11 app in cli/commands.cc
 // dispatches to; each returns the process exit code and throws
 // podsim::UserError for bad input.
 #pragma once

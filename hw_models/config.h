@@ -95,7 +95,7 @@ struct HardwareConfig {
   HbmConfig hbm;
   ChipConfig chip;
   IciConfig ici;
-  // Dotted key -> where its number comes from (anchors.md row, [D] reasoning,
+  // Dotted key -> where its number comes from (docs/reference/hardware.md row, [D] reasoning,
   // or "override"). describe_hardware prints these.
   std::map<std::string, std::string> sources;
 };

@@ -1,6 +1,6 @@
 // Text for `podsim hardware show PRESET`: every preset value with its source,
 // then figures derived from them and from the pod's link list, so users can
-// check them against the datasheet (anchors.md).
+// check them against the published figures (docs/reference/hardware.md).
 #pragma once
 
 #include <cstdint>

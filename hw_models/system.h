@@ -1,6 +1,6 @@
 // One simulated machine: the hardware config, its core model, the slice the
 // workload's mesh is laid onto, that slice's ICI topology and the mesh
-// placement. What sim/ holds per run (DESIGN.md: hw_models::System).
+// placement. What sim/ holds per run (docs/design.md data flow: hw::System).
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-// Calibration against the measured numbers of anchors.md
+// Calibration against the measured numbers of docs/reference/measurements.md
 // (reports/calibration.h).
 #include "reports/calibration.h"
 
@@ -260,7 +260,7 @@ std::string without_pipes(std::string text) {
 
 std::string checks_markdown(const std::vector<CheckRow>& checks) {
   std::string out = "\n## Other measured numbers\n\n";
-  out += "The other numbers anchors.md gives, each a field of the run's report (`podsim run --format csv`;\n";
+  out += "The other numbers the sources give (docs/reference/measurements.md), each a field of the run's report (`podsim run --format csv`;\n";
   out += "\"/ step\" divides it by the step time). A value holds within the same 15%, a bound or range when met.\n\n";
   out += "| config | quantity | report field | measured | predicted | verdict |\n|---|---|---|---|---|---|\n";
   int held = 0, ran = 0;

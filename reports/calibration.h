@@ -1,17 +1,17 @@
-// Calibration (issue 8, `podsim calibrate`): podsim's prediction against
-// every measured number in /work/shared/reference/anchors.md, listed in a
+// Calibration (`podsim calibrate`): podsim's prediction against every
+// measured number of docs/reference/measurements.md, listed in a
 // data file (reports/baselines/measured.yaml):
-//   source: anchors.md ...
+//   source: measurements.md ...
 //   points:
 //     - config: DenseLm128B8x8
 //       workload: ../../workloads/dense_128b_8x8.yaml   # relative to this file
 //       metric: tokens_per_second        # or steps_per_second
 //       measured: 3700
-//       source: "anchors.md Calibration set: ~3.7k tokens/s"
+//       source: "measurements.md Calibration set: ~3.7k tokens/s"
 // The error is predicted / measured - 1. Nothing is tuned per workload: the
 // table only reports.
 //
-// Besides throughput, anchors.md states other measured numbers (GShard's
+// Besides throughput, the sources state other measured numbers (GShard's
 // rematerialization share and kernel utilizations, the all-to-all share,
 // GSPMD's utilization range). They are `checks:`, each a flat report field
 // (report_flat_fields, optionally divided by the step time) against a value,
@@ -23,7 +23,7 @@
 //       field: time_by_pass_s.recompute
 //       per_step: true                  # field / step_time_s
 //       measured: 0.28                  # or at_least: 0.85, or range: [0.50, 0.62]
-//       source: "anchors.md MoE: remat spends 28% (36L) of cycles"
+//       source: "measurements.md GShard MoE: remat spends 28% (36L) of cycles"
 #pragma once
 
 #include <string>
@@ -33,7 +33,7 @@
 
 namespace podsim::reports {
 
-// Issue #8's bar: a calibration config is good when |predicted/measured - 1|
+// The bar: a calibration config is good when |predicted/measured - 1|
 // is at most this.
 inline constexpr double kCalibrationTolerance = 0.15;
 

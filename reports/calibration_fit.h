@@ -1,4 +1,4 @@
-// `podsim calibrate --fit` (issue 8: "calibrate only physically meaningful
+// `podsim calibrate --fit` ("calibrate only physically meaningful
 // parameters ... the model must predict configurations it was not tuned
 // on"). The measured-numbers file lists the hardware parameters that may be
 // fitted, each with the range physics allows and why:

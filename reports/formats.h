@@ -1,4 +1,4 @@
-// Report formatters (DESIGN.md "Command line": run --format
+// Report formatters (docs/design.md "Command line": run --format
 // table|json|csv|markdown). All are pure functions of a Report: the same
 // Report always gives the same bytes (fixed key order, shortest round-trip
 // number text).
@@ -20,7 +20,7 @@ enum class Format { kTable, kJson, kCsv, kMarkdown };
 struct FormatOptions {
   // compile_wall_s and simulate_wall_s are wall-clock times of this process,
   // different on every run. Left out by default so that json and csv are
-  // byte-identical for the same input, whatever -j (issue 9: determinism);
+  // byte-identical for the same input, whatever -j (determinism);
   // `podsim run --timings` puts them back (last keys / columns). table and
   // markdown, read by people, always show them.
   bool wall_times = false;
@@ -31,7 +31,7 @@ Format format_from_name(const std::string& name);
 
 std::string format_report(const Report& report, Format format, const FormatOptions& options = {});
 
-// One JSON object, keys in a fixed order (DESIGN.md lists the required ones).
+// One JSON object, keys in a fixed order (docs/design.md lists the required ones).
 nlohmann::ordered_json report_to_json(const Report& report, const FormatOptions& options = {});
 std::string report_json(const Report& report, const FormatOptions& options = {});  // pretty, ends with a newline
 

@@ -1,4 +1,4 @@
-// Writing result files without leaving partial output (DESIGN.md "Errors"):
+// Writing result files without leaving partial output (docs/design.md, command line: errors):
 // the text goes to a temporary file next to the target, which is renamed
 // over the target only once it is complete.
 #pragma once

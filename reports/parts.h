@@ -14,7 +14,7 @@
 //
 // Two utilizations compare with what GShard (arXiv 2006.16668) measured
 // for its kernels ("FFN and projection matmuls > 85% of peak, attention >
-// 30%", anchors.md "MoE: GShard"): FLOPs / (compute seconds x peak) over
+// 30%", docs/reference/measurements.md#gshard-moe): FLOPs / (compute seconds x peak) over
 //   layer matmuls: the ops of the forward, recompute and backward passes
 //     whose leaf is a layer weight's matmul (q, k, v, output, wi, wi_<j>, wo);
 //   attention core: the other ops of attention and cross_attention in those

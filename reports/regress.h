@@ -1,4 +1,4 @@
-// Regression tracking (issue 8, `podsim regress`): reports/baselines/ holds
+// Regression tracking (`podsim regress`): reports/baselines/ holds
 // one JSON file per tracked workload run:
 //   {
 //     "workload": "../../workloads/small.yaml",   // relative to this file

@@ -1,5 +1,5 @@
 // Report: what `podsim run` tells the user about one simulated training step
-// (DESIGN.md "Command line", run --format json). A plain value built by
+// (docs/design.md "Command line", run --format json). A plain value built by
 // summarize() from the simulator's Timeline, the compiled program's memory
 // plan and statistics, and the model-level facts of the workload; the
 // formatters (reports/formats.h) only print it.

@@ -1,4 +1,4 @@
-// `podsim run` end to end (DESIGN.md data flow): workload YAML -> hardware
+// `podsim run` end to end (docs/design.md data flow): workload YAML -> hardware
 // System -> model builder -> compiler::compile -> sim::simulate -> Report.
 // Every user-caused problem on the way is a podsim::UserError.
 #pragma once

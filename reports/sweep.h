@@ -1,4 +1,4 @@
-// Sweeps (issue 8): a base workload plus a grid of overrides, expanded into
+// Sweeps: a base workload plus a grid of overrides, expanded into
 // points; a slice of the points for one job of a batch array (--shard I/N);
 // the results table (one CSV row per point, failed points included) and the
 // merge of shard tables. Running a point is the caller's business (the CLI

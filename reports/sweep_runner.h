@@ -1,4 +1,4 @@
-// Running `podsim run` as child processes (issue 8): SystemC allows one
+// Running `podsim run` as child processes: SystemC allows one
 // kernel per process, and a point that crashes (signal, abort, nonzero exit)
 // must become an error row, never take the sweep, regression run or
 // calibration down. Each child writes `--format csv` to a temporary file;

@@ -1,4 +1,4 @@
-// sim::simulate (DESIGN.md): runs one SpmdProgram step on a hw::System with
+// sim::simulate (docs/design.md): runs one SpmdProgram step on a hw::System with
 // the SystemC kernel driving time. Per device a compute stream executes the
 // schedule in order; collectives run on async streams and overlap with
 // independent compute; a dependency or a busy resource makes an op wait.

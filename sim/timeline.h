@@ -1,4 +1,4 @@
-// Timeline: what one simulated training step produced (DESIGN.md data flow:
+// Timeline: what one simulated training step produced (docs/design.md data flow:
 // sim::simulate -> Timeline -> reports). Plain values; reports only read.
 //
 // Time accounting of the representative device (fast) or of the slowest

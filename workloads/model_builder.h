@@ -1,4 +1,4 @@
-// Model builders (issue 5): a Workload's `model:` + `sharding:` sections ->
+// Model builders: a Workload's `model:` + `sharding:` sections ->
 // the one-device forward module with loss, the named tensors annotated by
 // mesh_split, plus the model-level facts the report needs.
 //

@@ -1,7 +1,7 @@
 // Model-level facts from a ModelSpec in closed form: the layer plan the
 // builders follow, the exact trainable parameter count and the model FLOPs.
 //
-// Parameters (anchors.md; reproduces the published GSPMD totals exactly):
+// Parameters (docs/reference/measurements.md#dense-model-and-parameter-count; reproduces the published GSPMD totals exactly):
 //   P = L (g M H + 4 M N D) + V M + 2 M L + M  (+ 32 N L relative bias)
 //       (+ S M learned positions), g = 3 for gated GELU, 2 for GELU/ReLU.
 // MoE layers replace g M H by E g M H + M E (experts + gating weights).

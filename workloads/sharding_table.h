@@ -1,7 +1,8 @@
 // The workload's `sharding:` section checked against the tensor names the
 // model builders know, turned into mesh_split shardings (XLA text) per name.
 //
-// Known names and their dims (anchors.md, Lingvo DenseBuilder names):
+// Known names and their dims (Lingvo DenseBuilder names,
+// docs/reference/measurements.md#dense-transformer-2-d-sharding):
 //   activations (B,L,M)  layer inputs/outputs        ffn_in   (M,H)
 //   ffn_out     (H,M)                                attn_qkv (M,N,D)
 //   attn_out    (N,D,M)                              embedding (V,M)

@@ -54,7 +54,7 @@ std::string closest(const std::string& key, const std::vector<std::string>& vali
   return best_d <= std::max<size_t>(2, key.size() / 3) ? best : "";
 }
 
-// Size limits (issue 9: absurd sizes are input errors, not overflows).
+// Size limits (absurd sizes are input errors, not overflows).
 // Bytes and element counts downstream (shapes, memory sums, peak memory) are
 // int64; these caps keep them exact with room to spare. One array holds at
 // most 2^50 elements (x 8 bytes = 2^53 B); all weights, and all activations
@@ -731,7 +731,7 @@ Workload parse_workload(const std::string& yaml_text, const std::string& file_na
     // scalar (e.g. a map or list used as a key: "? [a]: 1"). Fuzzer finding.
     throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1},
                     fmt::format("unexpected YAML structure: {}", e.msg),
-                    "keys must be plain words and values the types DESIGN.md's workload schema lists");
+                    "keys must be plain words and values the types docs/design.md's workload schema lists");
   }
   w.hardware_overrides = std::move(hw);
   return w;

@@ -1,4 +1,4 @@
-// The workload YAML contract (DESIGN.md, "Workload YAML"): a typed Workload
+// The workload YAML contract (docs/design.md, "Workload YAML"): a typed Workload
 // read from a file with strict validation. Every key is checked: unknown keys,
 // wrong types and invalid values are UserErrors with file:line:column and a
 // hint (podsim never ignores a key silently).
@@ -86,7 +86,7 @@ struct TrainingSpec {
 };
 
 // `compiler:` section: the SPMD partitioner's windowed einsum (collective
-// matmul, gspmd-algorithms.md 3.5), named after XLA's SpmdPartitionerOptions
+// matmul, docs/reference/gspmd.md#windowed-einsum), named after XLA's SpmdPartitionerOptions
 // (threshold_for_windowed_einsum_mib, bidirectional_windowed_einsum, the
 // p <= 32 ring limit), plus podsim's overlap test. Defaults are XLA's.
 struct WindowedEinsumSpec {

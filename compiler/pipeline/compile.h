@@ -1,4 +1,4 @@
-// compiler::compile (DESIGN.md data flow): annotated forward module ->
+// compiler::compile (docs/design.md data flow): annotated forward module ->
 // training step (autodiff + optimizer, optional) -> propagate shardings ->
 // partition (SPMD) -> fuse -> schedule -> memory plan -> SpmdProgram.
 // Knows nothing about hardware: the HBM budget for remat "auto" comes in as

@@ -1,4 +1,4 @@
-// SpmdProgram: what the compiler hands to the simulator (DESIGN.md data
+// SpmdProgram: what the compiler hands to the simulator (docs/design.md data
 // flow): one per-device program plus its schedule, fusion plan, memory plan
 // and compile statistics. A plain value type; sim/ and reports/ only read it.
 #pragma once
@@ -13,7 +13,7 @@
 
 namespace podsim::compiler {
 
-// What a live value is, for the memory breakdown (DESIGN.md "Memory").
+// What a live value is, for the memory breakdown (docs/design.md, "Hardware and simulation": memory).
 // Derived from op_name prefixes (compiler/training/training_step.h):
 // "param/" weights, "opt_state/" slots, "input/" inputs, "bwd/" results that
 // feed the optimizer are gradients, "fwd/" values live into the backward

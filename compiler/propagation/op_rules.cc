@@ -2,7 +2,7 @@
 // a list of (source dim -> target dim) pairs along which tiling is carried,
 // every other source dim becoming partial replication and every other target
 // dim unsharded; propagate_along_dims_and_replicate_others implements it
-// (gspmd-algorithms.md 1.7). The dot rule follows 2.4 ("Dot / einsum").
+// (docs/reference/gspmd.md#sharding-algebra). The dot rule follows #dot-rule there.
 #include "compiler/propagation/op_rules.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Per-op sharding inference rules (gspmd-algorithms.md 2.4): forward
+// Per-op sharding inference rules (docs/reference/gspmd.md#per-op-rules): forward
 // (operands -> result) and backward (a user's sharding -> one operand).
 // Pure functions of the current propagation state.
 #pragma once

@@ -1,6 +1,6 @@
 // Sharding propagation engine: reads annotations, runs the level schedule of
 // forward and backward sweeps to a fixed point, and writes every sharding
-// back to the module (gspmd-algorithms.md 2.1-2.3).
+// back to the module (docs/reference/gspmd.md#pre-processing, #which-sharding-is-better).
 #include "compiler/propagation/propagation.h"
 
 #include <fmt/format.h>
@@ -53,7 +53,7 @@ void validate_annotation(const Sharding& s, const std::vector<int64_t>& ranks, i
     validate_annotation_leaf(s.tuple_elements()[i], ranks[i], num_devices, where);
 }
 
-// One leaf of the "better sharding" decision (section 2.3). Returns the
+// One leaf of the "better sharding" decision (docs/reference/gspmd.md#which-sharding-is-better). Returns the
 // sharding to store, or nullopt to keep the current one.
 std::optional<Sharding> improve_leaf(const std::optional<Sharding>& current, const Sharding& candidate,
                                      const std::vector<int64_t>& dims, bool may_combine, bool aggressive) {

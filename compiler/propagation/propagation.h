@@ -1,4 +1,4 @@
-// Sharding propagation (GSPMD completion, gspmd-algorithms.md section 2):
+// Sharding propagation (GSPMD completion, docs/reference/gspmd.md#propagation):
 // from the user's few annotations, give every instruction of every reachable
 // computation a sharding. Forward (operands -> result) and backward (users ->
 // operand) passes iterate to a fixed point at four aggressiveness levels

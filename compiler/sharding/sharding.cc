@@ -1,5 +1,5 @@
 // Sharding: canonicalising factories, derived quantities, validation and
-// per-device extents (gspmd-algorithms.md sections 1.4 and 1.5).
+// per-device extents (docs/reference/gspmd.md#normalisation, #tile-extents-and-padding).
 #include "compiler/sharding/sharding.h"
 
 #include <algorithm>

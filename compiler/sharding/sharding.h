@@ -1,7 +1,7 @@
 // Sharding: how one value (or each leaf of a tuple) is laid out over the
-// devices, with XLA HloSharding semantics (gspmd-algorithms.md section 1).
+// devices, with XLA HloSharding semantics (docs/reference/gspmd.md#sharding-representation).
 //
-// Immutable value type. Every factory canonicalises (section 1.4), so two
+// Immutable value type. Every factory canonicalises (docs/reference/gspmd.md#normalisation), so two
 // Shardings denoting the same layout compare equal:
 //  * a tiled sharding whose tile array has one element is {replicated};
 //  * trailing subgroup dims of size 1 are dropped, dims of one type merged,
@@ -82,7 +82,7 @@ class Sharding {
   const std::optional<ShardGroup>& group() const { return group_; }
   const std::vector<std::string>& metadata() const { return metadata_; }
 
-  // Derived quantities (section 1.5). Data rank is only defined for kTiled.
+  // Derived quantities (docs/reference/gspmd.md#tile-extents-and-padding). Data rank is only defined for kTiled.
   int64_t tiled_data_rank() const;
   int64_t num_tiles() const;        // distinct data tiles; 1 unless tiled
   int64_t total_num_tiles() const;  // devices used; 1 unless tiled
@@ -127,7 +127,7 @@ class Sharding {
 // UserErrors whose column points inside `text` (offset from where.column).
 Sharding parse_sharding(std::string_view text, const SourceLocation& where = {});
 
-// ---- Per-device extents of a leaf sharding over a tensor (section 1.5) ----
+// ---- Per-device extents of a leaf sharding over a tensor (gspmd.md#tile-extents-and-padding) ----
 
 // Padded per-device shape: ceil(D / n) on every sharded dim.
 std::vector<int64_t> shard_shape(const Sharding& sharding, std::span<const int64_t> dims);

@@ -1,4 +1,4 @@
-// Grouped shardings (gspmd-algorithms.md 1.7 GroupShardingOnDims and
+// Grouped shardings (docs/reference/gspmd.md#sharding-algebra GroupShardingOnDims and
 // friends): a sharding seen as independent device groups, each running the
 // same inner sharding over in-group positions 0..g-1. This is what lets the
 // partitioner recurse on sub-meshes (2-D/3-D meshes reuse 1-D strategies).

@@ -1,6 +1,6 @@
-// Sharding algebra: combining and ordering shardings (gspmd-algorithms.md
-// 1.7 MergeShardingIfCompatible / MergeSharding / IsSubTilingOrEqual /
-// FindCommonSharding, 2.3 "more specific").
+// Sharding algebra: combining and ordering shardings (docs/reference/gspmd.md#sharding-algebra:
+// merge if compatible / merge / is sub-tiling /
+// find common sharding; #which-sharding-is-better: "more specific").
 //
 // merge_if_compatible uses one exact method (ours): every device's new tile
 // index is read off its tile indices under both inputs (a dim sharded on

@@ -1,4 +1,4 @@
-// Sharding through a reshape (gspmd-algorithms.md 1.7 ReshapeSharding and
+// Sharding through a reshape (docs/reference/gspmd.md#sharding-algebra ReshapeSharding and
 // PropagateShardingThroughReshape). Our own formulation:
 //
 // Size-1 dims are handled first (a sharded size-1 source dim turns into

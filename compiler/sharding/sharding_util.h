@@ -1,4 +1,4 @@
-// The sharding algebra (gspmd-algorithms.md 1.7): pure functions over
+// The sharding algebra (docs/reference/gspmd.md#sharding-algebra): pure functions over
 // Sharding values and plain dim lists, shared by propagation and the
 // partitioner. Every result is canonical (built through Sharding's
 // factories). Results carry no shard group or metadata.
@@ -72,7 +72,7 @@ std::optional<int64_t> first_target_dim_to_move_tiles(std::span<const int64_t> d
 
 // ---- Reshape (sharding_reshape.cc) ----
 
-// Strict reshape rule (1.7): size-1 dims inserted/removed (a sharded size-1
+// Strict reshape rule (docs/reference/gspmd.md#reshape-sharding): size-1 dims inserted/removed (a sharded size-1
 // dim becomes replication), merges where only the most major merged dim is
 // sharded, splits that hand the tile count to the major-most target dims
 // (gcd fallback; leftover becomes replication), any reshape of unsharded
@@ -99,7 +99,7 @@ Sharding propagate_through_reshape(std::span<const int64_t> source_dims,
 std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b,
                                             int64_t min_tiles = 0);
 
-// Section 2.3's partial order: is `a` strictly more specific than `b`?
+// The partial order of docs/reference/gspmd.md#which-sharding-is-better: is `a` strictly more specific than `b`?
 bool is_more_specific(const Sharding& a, const Sharding& b);
 
 struct MergeOutcome {

@@ -1,6 +1,6 @@
 // TileAssignment: the N-d array of device ids behind a tiled sharding.
 //
-// Two encodings of the same value (reference: gspmd-algorithms.md 1.3):
+// Two encodings of the same value (reference: docs/reference/gspmd.md#tile-assignment):
 //  * iota form  [d0..dk]<=[r0..rm]T(p0..pm): iota(prod r) reshaped to r,
 //    transposed by p, reshaped to d. Stored canonically as a list of
 //    "factors" in positional (major -> minor) order, each {size, stride}:

@@ -1,5 +1,5 @@
 // custom-call "Sharding" (and Shardy's xla.sdy.ShardingConstraint /
-// xla.sdy.FuncResultSharding) (gspmd-algorithms.md 2.1 / 3.3): a user annotation
+// xla.sdy.FuncResultSharding) (docs/reference/gspmd.md#pre-processing, #per-op-partitioning): a user annotation
 // in the middle of the graph. Partitioned as XLA does: the operand is
 // resharded to the annotation's sharding and passed through locally — no op
 // is emitted beyond the reshard steps themselves.

@@ -1,5 +1,5 @@
-// Tuples, get-tuple-element, while and call (gspmd-algorithms.md 3.1 step 4
-// and 3.3): a tuple value is one tuple-shaped instruction whose leaves are
+// Tuples, get-tuple-element, while and call (docs/reference/gspmd.md#partitioner-structure
+// and #per-op-partitioning): a tuple value is one tuple-shaped instruction whose leaves are
 // the shards under the leaf shardings of a tuple Sharding (pre-order, as
 // Sharding::tuple flattens). Tuple reshards go leaf by leaf through
 // get-tuple-element and re-tuple. while: the init is resharded to the loop's

@@ -1,4 +1,4 @@
-// Convolution handler (gspmd-algorithms.md 3.6):
+// Convolution handler (docs/reference/gspmd.md#convolution):
 //  * output tiled on spatial dims: the input (lhs) takes the output's tiling
 //    of batch and spatial dims, the kernel (rhs) that of the output feature
 //    dim; halos of the input are exchanged with the neighbours (zero fill,

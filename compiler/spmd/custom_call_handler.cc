@@ -1,5 +1,5 @@
 // Custom-calls other than "Sharding", manual regions and the ops whose
-// partitioning is "run the op on the local shard" (gspmd-algorithms.md 3.3,
+// partitioning is "run the op on the local shard" (docs/reference/gspmd.md#per-op-partitioning,
 // XLA's SpmdPartitioningVisitor::HandleCustomCall and its manual-sharding
 // paths):
 //  * SPMDFullToShardShape (and Shardy's xla.sdy.GlobalToLocalShape): enters a

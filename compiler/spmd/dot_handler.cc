@@ -1,6 +1,6 @@
-// Dot handler (gspmd-algorithms.md 3.4): choose a plan by cost
+// Dot handler (docs/reference/gspmd.md#dot-strategies): choose a plan by cost
 // (dot_strategies.h), reshard the operands to it, run the local dot (or the
-// windowed loop of 3.5 in place of an all-gather), combine the partial sums
+// windowed loop of #windowed-einsum in place of an all-gather), combine the partial sums
 // of a contracting-sharded plan with one reduce-scatter or all-reduce, and
 // reshard the result to the target.
 #include "compiler/spmd/dot_handler.h"
@@ -31,7 +31,7 @@ bool step_hides_permute(const SpmdOptions& options, double step_flops, double pe
   return step_flops >= options.windowed_einsum_min_flops_per_byte * permuted_bytes / directions;
 }
 
-// The windowed form of 3.5 for operand `side`, if the plan would all-gather
+// The windowed form of docs/reference/gspmd.md#windowed-einsum for operand `side`, if the plan would all-gather
 // exactly one of its dims (a contracting dim or its own free dim) and the
 // options allow it.
 std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const HandlerInput& in,
@@ -75,7 +75,7 @@ std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const 
   return w;
 }
 
-// The reduce-scatter form of 3.5: the plan's partial sums would be
+// The reduce-scatter form of the windowed einsum: the plan's partial sums would be
 // reduce-scattered onto a free dim of the result, the result is big enough
 // and each step's block dot can hide the permute of one block.
 std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const SpmdContext& context,
@@ -124,7 +124,7 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
   }
 
   // Operands in the plan's layout; padding of tiled contracting dims zeroed
-  // on both sides (garbage * garbage could be NaN, 4.1).
+  // on both sides (garbage * garbage could be NaN, docs/reference/gspmd.md#uneven-shapes-and-masking).
   std::vector<int64_t> masked_dims[2];
   for (int64_t j : plan.partial_tile_dims)
     for (int side = 0; side < 2; ++side)

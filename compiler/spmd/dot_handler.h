@@ -1,5 +1,5 @@
 // Dot-like partitioning shared by the dot and convolution handlers
-// (gspmd-algorithms.md 3.4-3.6, internal): executes a DotPlan chosen by
+// (docs/reference/gspmd.md#dot-strategies, #convolution, internal): executes a DotPlan chosen by
 // dot_strategies.h and the windowed-einsum loop that can replace its
 // all-gather.
 #pragma once
@@ -35,7 +35,7 @@ struct WindowedDot {
 // (partial sums still to combine when the plan has them).
 InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w);
 
-// The reduce-scatter form of 3.5 (windowed_reduce_scatter.cc): the plan's
+// The reduce-scatter form of the windowed einsum (windowed_reduce_scatter.cc): the plan's
 // partial sums over `groups` (p devices) would be reduce-scattered onto
 // result dim `out_dim`; instead the partial result block rotates round the
 // ring, each device adding its contribution to the block it holds.

@@ -270,7 +270,7 @@ DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int
                                  tensor_to_joint(spec, current.rhs, EinsumSide::kRhs),
                                  tensor_to_joint(spec, current.target, EinsumSide::kOut)};
   // Merges first: a plan that matches several tensors at once is the
-  // "grouping" of 3.4 (e.g. batch on x from the out, contracting on y from
+  // "grouping" of docs/reference/gspmd.md#dot-strategies (e.g. batch on x from the out, contracting on y from
   // the operands).
   std::vector<Sharding> candidates;
   auto merged = [&](std::vector<int> which) -> std::optional<Sharding> {

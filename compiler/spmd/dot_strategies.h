@@ -1,4 +1,4 @@
-// Dot/einsum strategy choice (gspmd-algorithms.md 3.4), as a search over
+// Dot/einsum strategy choice (docs/reference/gspmd.md#dot-strategies), as a search over
 // "joint" shardings instead of XLA's recursive driver.
 //
 // An einsum has labels (joint dims): batch (in lhs, rhs and out),
@@ -8,7 +8,7 @@
 //   rhs tile  = J's tiles of (batch, contracting, rhs-only) labels,
 // and its local dot is the out tile of (batch, lhs-only, rhs-only), a partial
 // sum over the devices that differ only in the contracting tiles. Choosing J
-// covers every strategy of 3.4 at once:
+// covers every strategy of docs/reference/gspmd.md#dot-strategies at once:
 //   J from lhs = rhs = out on batch           -> batch-parallel, no collective
 //   J with contracting tiles                  -> partial sums + all-reduce, or a
 //                                                reduce-scatter when the out is
@@ -20,7 +20,7 @@
 // Candidates are the shardings of lhs, rhs and out lifted to label space, their
 // compatible merges, and each of those with whole label classes replicated;
 // the cheapest by (full replications, bytes moved per device, local flops)
-// wins. Bytes per device, s = local shard bytes, g = group size (3.2 table,
+// wins. Bytes per device, s = local shard bytes, g = group size (docs/reference/gspmd.md#reshard-message-sizes,
 // ring estimates as XLA's CommunicationCostInBytes):
 //   all-gather (g-1)/g * gathered bytes; all-to-all s (g-1)/g; permute s;
 //   digit refine 0, coarsen or move by m (m-1)/m * resulting shard;

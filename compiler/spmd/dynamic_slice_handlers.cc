@@ -1,4 +1,4 @@
-// dynamic-slice and dynamic-update-slice (gspmd-algorithms.md 3.3).
+// dynamic-slice and dynamic-update-slice (docs/reference/gspmd.md#per-op-partitioning).
 //   dynamic-slice: dims that are sliced (size < D) are made whole (all-gather
 //     along them if the operand tiles them), the slice is taken locally with
 //     the replicated start indices, and the result is dynamic-sliced to the

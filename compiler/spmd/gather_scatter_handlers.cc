@@ -1,4 +1,4 @@
-// gather and scatter (gspmd-algorithms.md 3.7).
+// gather and scatter (docs/reference/gspmd.md#gather-and-scatter).
 // gather:
 //   trivially-sliced operand dims tiled (an embedding table [V,M] tiled on V,
 //     slice size 1): indices replicated, clamped globally to [0, D - size] as

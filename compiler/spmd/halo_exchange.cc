@@ -1,4 +1,4 @@
-// Halo exchange (gspmd-algorithms.md 4.3 ExchangeHalo + ExchangeHaloAndGetValidData).
+// Halo exchange (docs/reference/gspmd.md#halo-exchange ExchangeHalo + ExchangeHaloAndGetValidData).
 //
 // Along `dim` with D elements in n tiles of s = ceil(D/n): tile j holds the
 // logical range [j*s, (j+1)*s). Its window [start_j, start_j + width) needs

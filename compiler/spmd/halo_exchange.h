@@ -1,4 +1,4 @@
-// Halo exchange along one sharded dim (gspmd-algorithms.md 4.3/4.4), the
+// Halo exchange along one sharded dim (docs/reference/gspmd.md#halo-exchange, #windowed-input-resharding), the
 // building block of the windowed handlers (slice, pad, reverse, concatenate)
 // and per-tile scalars (a function of the device's tile coordinate, emitted
 // as arithmetic on partition-id or a table over the tiles, never per device).

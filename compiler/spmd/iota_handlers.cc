@@ -1,4 +1,4 @@
-// iota and uniform constants (gspmd-algorithms.md 3.3), built at shard size
+// iota and uniform constants (docs/reference/gspmd.md#per-op-partitioning), built at shard size
 // so no device materialises the whole value:
 //   iota: an iota of the shard shape; along a tiled iota dim plus the tile's
 //     offset (tile index times the padded shard extent). Positions in shard

@@ -1,5 +1,5 @@
 // partition_spmd: visits the entry computation in topological order and
-// dispatches each instruction to its handler (gspmd-algorithms.md 3.1);
+// dispatches each instruction to its handler (docs/reference/gspmd.md#partitioner-structure);
 // while/call handlers partition their callees the same way
 // (partition_computation). Other non-entry computations (reduce bodies, ...)
 // are copied unchanged.

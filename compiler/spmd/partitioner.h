@@ -1,4 +1,4 @@
-// SPMD partitioner (gspmd-algorithms.md section 3): turns a module whose
+// SPMD partitioner (docs/reference/gspmd.md#partitioner): turns a module whose
 // entry instructions all carry shardings (run propagate_shardings first) into
 // ONE per-device program for num_partitions devices. Entry parameters and the
 // result take the padded shard shapes (ceil(D/n) per sharded dim); the only
@@ -26,7 +26,7 @@ namespace podsim::compiler {
 struct SpmdOptions {
   // Devices to partition for; 0 = annotated.num_partitions().
   int64_t num_partitions = 0;
-  // Windowed einsum (gspmd-algorithms.md 3.5): an operand of at least this
+  // Windowed einsum (docs/reference/gspmd.md#windowed-einsum): an operand of at least this
   // many bytes that a dot would all-gather along one dim is instead rotated
   // round its device ring in a while loop (one collective-permute per step,
   // overlapping the step's dot). XLA's threshold_for_windowed_einsum_mib
@@ -42,7 +42,7 @@ struct SpmdOptions {
   //   step flops / peak >= bytes per link direction per step / link bandwidth
   //   <=> step flops / (chunk bytes / directions) >= peak / bandwidth,
   // directions = 2 when bidirectional, else 1. Default, TPUv3
-  // (/work/shared/reference/anchors.md): 61.5e12 flop/s per core over one
+  // (docs/reference/hardware.md#windowed-einsum-break-even): 61.5e12 flop/s per core over one
   // ICI link direction at 1e11 B/s x 0.83 efficiency = 8.3e10 B/s
   // -> 61.5e12 / 8.3e10 = 741 flops per byte. (A bf16 weight rotated against
   // T local tokens does 2*T*K*N flops per 2*K*N bytes: T flops per byte, so
@@ -59,7 +59,7 @@ struct SpmdOptions {
   // Bytes a link moves in one collective's fixed latency, which the reshard
   // plans add per collective (compiler/spmd/reshard_plan.h): hop latency x
   // link rate (reports/run_workload.cc spmd_options). Default TPUv3
-  // (anchors.md): ~1 us x 1e11 B/s.
+  // (docs/reference/hardware.md#latencies): ~1 us x 1e11 B/s.
   double collective_latency_bytes = kCollectiveLatencyBytes;
 
   bool operator==(const SpmdOptions&) const = default;

@@ -1,4 +1,4 @@
-// Reduce handler (gspmd-algorithms.md 3.3 HandleReduce): local reduce of the
+// Reduce handler (docs/reference/gspmd.md#per-op-partitioning HandleReduce): local reduce of the
 // operand's shard (uneven reduced dims masked with the init value, assumed
 // the reducer's identity as XLA does), then an all-reduce (or, when the
 // target splits the result over the same devices, a reduce-scatter) over

@@ -1,4 +1,4 @@
-// reduce_scatter_partial (gspmd-algorithms.md 3.4: "contracting (all-reduce
+// reduce_scatter_partial (docs/reference/gspmd.md#dot-strategies: "contracting (all-reduce
 // or reduce-scatter)"): all-reduce + dynamic-slice of dim e equals a
 // reduce-scatter along e when device k of every reduction group is the one
 // holding tile k of e under the target, and nothing else changes.

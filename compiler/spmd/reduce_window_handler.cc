@@ -1,4 +1,4 @@
-// Reduce-window handler (gspmd-algorithms.md 3.3 "Reduce-window", 4.4): the
+// Reduce-window handler (docs/reference/gspmd.md#per-op-partitioning, #windowed-input-resharding): the
 // operand takes the result's sharding; on every tiled dim with a real window
 // (size, stride or padding) the input halos are exchanged with the
 // neighbours, positions outside the input filled with the init value (the

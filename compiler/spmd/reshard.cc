@@ -1,4 +1,4 @@
-// Resharding steps; see reshard.h for the ladder and gspmd-algorithms.md 3.2.
+// Resharding steps; see reshard.h for the ladder and docs/reference/gspmd.md#resharding.
 #include "compiler/spmd/reshard.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Resharding planner (gspmd-algorithms.md 3.2): converts a PartitionedValue
+// Resharding planner (docs/reference/gspmd.md#resharding): converts a PartitionedValue
 // to another sharding with small named steps, cached per (value, target):
 //   same sharding                      -> no-op
 //   target = source with dims unsharded -> all-gather per dim within groups of

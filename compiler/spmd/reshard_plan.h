@@ -1,4 +1,4 @@
-// The reshard planner's digit plans (gspmd-algorithms.md 3.2), as values:
+// The reshard planner's digit plans (docs/reference/gspmd.md#resharding), as values:
 // which refine / coarsen / move steps, and which relabeling permute, take a
 // sharding to another on the common digit grid (tile_coordinates.h). Pure
 // functions of the two shardings, the shape and the device count; emitting
@@ -21,7 +21,7 @@ namespace podsim::compiler {
 
 // Bytes a link moves in one collective's fixed latency, the reshard plans'
 // default (digit_steps_cost below): TPUv3's ~1 us ICI hop latency at
-// 1e11 B/s per link (anchors.md, TPU hardware).
+// 1e11 B/s per link (docs/reference/hardware.md#latencies).
 constexpr double kCollectiveLatencyBytes = 1e5;
 
 // Refine/coarsen/move on the common digit grid of source and target
@@ -69,13 +69,13 @@ std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, co
 // Cost of a plan, in bytes: per collective, the bytes a device receives
 // (all-gather / all-to-all of group m: out * (m - 1) / m; a
 // collective-permute: its shard -- XLA's CommunicationCostInBytes,
-// gspmd-algorithms.md 3.2 message sizes) plus collective_latency_bytes,
+// docs/reference/gspmd.md#reshard-message-sizes) plus collective_latency_bytes,
 // the bytes a link moves in one collective's fixed latency; local slices
 // are free. So on small shards fewer collectives win and on large ones
 // fewer bytes. The compiler's callers pass the workload's hardware
 // (SpmdOptions::collective_latency_bytes); kCollectiveLatencyBytes is the
-// TPUv3 value: the ~1 us ICI hop latency at 1e11 B/s per link (anchors.md,
-// TPU hardware).
+// TPUv3 value: the ~1 us ICI hop latency at 1e11 B/s per link
+// (docs/reference/hardware.md#latencies).
 double digit_steps_cost(const std::vector<DigitStep>& steps, std::span<const int64_t> base_dims,
                         int64_t element_bytes, double collective_latency_bytes = kCollectiveLatencyBytes);
 // Digit steps up to a relabeling of equal-size digits (reshard_relabel.cc):

@@ -1,5 +1,5 @@
 // Digit steps up to a device relabeling: GSPMD's "all-to-all + permute"
-// (gspmd-algorithms.md 3.2 rung 5, "device-order mismatch left over ->
+// (docs/reference/gspmd.md#resharding rung 5, "device-order mismatch left over ->
 // collective-permute"), on the elementary digit grid (tile_coordinates.h).
 //
 // The digit planner (reshard_digits.cc) moves a digit between dims only by

@@ -1,5 +1,5 @@
 // Windowed data-movement handlers: slice, pad, reverse, concatenate
-// (gspmd-algorithms.md 3.3 and 4.3/4.4). Along a dim the result is tiled on,
+// (docs/reference/gspmd.md#per-op-partitioning, #halo-exchange, #windowed-input-resharding). Along a dim the result is tiled on,
 // each device fetches the input window its result tile needs with a halo
 // exchange (collective-permutes of edge rows) and applies the op locally;
 // along other dims the op is local. A dim whose halo would span more than
@@ -82,8 +82,8 @@ TileGeometry tiles_of(const Sharding& s, int64_t out_extent, int64_t dim) {
   return TileGeometry{n, ceil_div(out_extent, n), out_extent};
 }
 
-// Concatenate when the concat dim's halo is too wide (gspmd-algorithms.md
-// 3.3, the 2025 strategy): move the dim's n tiles to another dim e that the
+// Concatenate when the concat dim's halo is too wide (docs/reference/gspmd.md
+// #per-op-partitioning, the newer strategy): move the dim's n tiles to another dim e that the
 // layout leaves whole and n divides (one all-to-all per operand), concatenate
 // locally, move them back (one all-to-all) -- instead of all-gathering.
 std::optional<PartitionedValue> concatenate_by_moving_tiles(SpmdContext& context, const HandlerInput& in,

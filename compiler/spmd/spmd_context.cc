@@ -1,5 +1,5 @@
 // SpmdContext: partition offsets, device groups and padding masks
-// (gspmd-algorithms.md 3.1 MakePartitionOffsets, per-group collectives).
+// (docs/reference/gspmd.md#partitioner-structure MakePartitionOffsets, per-group collectives).
 // Offsets are tile coordinate * padded extent; the coordinate of an iota
 // tile array is computed from partition-id digits (tile_coordinates.h).
 #include "compiler/spmd/spmd_context.h"

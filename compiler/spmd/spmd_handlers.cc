@@ -1,5 +1,5 @@
 // Handlers for elementwise ops, broadcast, transpose and the default action
-// (gspmd-algorithms.md 3.3: HandleElementwise, HandleBroadcast,
+// (docs/reference/gspmd.md#per-op-partitioning: HandleElementwise, HandleBroadcast,
 // HandleTranspose, DefaultAction).
 #include "compiler/spmd/spmd_handlers.h"
 

@@ -1,4 +1,4 @@
-// Windowed einsum, all-gather form (gspmd-algorithms.md 3.5, "collective
+// Windowed einsum, all-gather form (docs/reference/gspmd.md#windowed-einsum, "collective
 // matmul"; GSPMD paper 2105.04663 sec. 3.5; Wang et al. ASPLOS'23): instead
 // of all-gathering operand W along dim d (p tiles of t = ceil(D/p)), keep W's
 // shard and rotate it round the ring of its p-device group. Device at group

@@ -1,4 +1,4 @@
-// Windowed input resharding (gspmd-algorithms.md 4.4 ReshardAsWindowedInput,
+// Windowed input resharding (docs/reference/gspmd.md#windowed-input-resharding ReshardAsWindowedInput,
 // simplified to no base dilation): a window op (convolution on its spatial
 // dims, reduce-window) whose output is tiled n ways on a dim gives tile j the
 // output windows [j*os, (j+1)*os), os = ceil(O/n). They read the input range

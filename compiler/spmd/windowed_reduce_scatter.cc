@@ -1,4 +1,4 @@
-// Windowed einsum, reduce-scatter form (gspmd-algorithms.md 3.5): both
+// Windowed einsum, reduce-scatter form (docs/reference/gspmd.md#windowed-einsum): both
 // operands contracting-sharded p ways, the result scattered p ways on a free
 // dim e (t = ceil(E/p) per block). Instead of the full local partial result
 // and a reduce-scatter, device at group position q computes only one block

@@ -1,4 +1,4 @@
-// Training step from a forward graph (issue 5): reverse-mode autodiff, the
+// Training step from a forward graph: reverse-mode autodiff, the
 // optimizer update as IR, rematerialization, gradient accumulation over
 // microbatches and GSPMD-style pipelining. The result is ONE module that the
 // propagation + SPMD partitioner consume like any other.

@@ -3,7 +3,8 @@
 //   column_major    mesh coords linearised with the FIRST mesh dim fastest -> core
 //   explicit        a user list: device d -> list[d] (a permutation of the cores)
 //   ring_preserving for a 2-D mesh [A, B] on a 2-D slice [X, Y, C] with A = X and
-//                   B = Y*C (anchors.md, Lingvo GetNonPod2dMesh, re-derived):
+//                   B = Y*C (Lingvo GetNonPod2dMesh, re-derived;
+//                   docs/reference/measurements.md#placement-on-the-torus):
 //                   the inner mesh axis walks the chips of a row along y on
 //                   device 0, comes back along y on device 1 (and so on for
 //                   more devices per chip), so consecutive devices are one hop

@@ -35,7 +35,7 @@ Slice full_pod(const HardwareConfig& config) {
 
 namespace {
 
-// Wraparound only on the full pod (DESIGN.md mesh.physical comment).
+// Wraparound only on the full pod (docs/design.md, workload YAML mesh.physical).
 std::vector<bool> wraparound_for(const HardwareConfig& config, const std::vector<int64_t>& chip_dims) {
   if (chip_dims == config.ici.pod_dims) return config.ici.pod_wraparound;
   return std::vector<bool>(chip_dims.size(), false);

@@ -34,7 +34,7 @@ struct Slice {
 
   int64_t num_chips() const;
   int64_t num_devices() const { return num_chips() * devices_per_chip; }
-  // [chip dims..., devices per chip], the DESIGN.md `mesh.physical` form.
+  // [chip dims..., devices per chip], the `mesh.physical` form (docs/design.md).
   std::vector<int64_t> physical_shape() const;
   std::string to_string() const;  // "32x32 torus x 2 devices"
 };
@@ -45,7 +45,7 @@ Slice full_pod(const HardwareConfig& config);
 // The smallest slice of the pod holding `devices` devices: chips =
 // devices / devices_per_chip, factored into the pod's dims as squarely as
 // possible (smallest largest dim, ties: ascending dims). Only the full pod
-// keeps wraparound links (DESIGN.md, mesh.physical). UserError when the count
+// keeps wraparound links (docs/design.md, mesh.physical). UserError when the count
 // does not fit the pod or does not fill whole chips.
 Slice default_slice(const HardwareConfig& config, int64_t devices);
 

@@ -1,4 +1,4 @@
-// Bad-input catalogue (issue 9): one test per class of bad input a user can
+// Bad-input catalogue: one test per class of bad input a user can
 // hand podsim. Each must give ONE clear message naming file:line:column where
 // there is one, exit code 2 (never a crash or an abort), and leave no partial
 // output file behind. Positions are counted by hand in the test texts.
@@ -186,7 +186,7 @@ TEST_F(BadInput, SweepJobsOutOfRangeIsOneReadableLine) {
   EXPECT_LT(r.output.size(), 200u) << r.output;
 }
 
-// `podsim run` end to end (issue 9 catalogue gaps).
+// `podsim run` end to end (gaps the catalogue above left).
 
 TEST_F(BadInput, RunModelTooLargeForHbmIsAReportNotAnError) {
   // small.yaml with d = 2^16, f = 2^18, 64 heads of 1024: weights per layer

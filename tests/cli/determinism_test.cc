@@ -1,4 +1,4 @@
-// Determinism (issue 9): the same input gives byte-identical machine output,
+// Determinism: the same input gives byte-identical machine output,
 // whatever -j. Runs the built podsim: `run --format json` twice, and a small
 // sweep with -j 1 and -j 2 (CSV and --jsonl). Wall-clock times are the one
 // thing that differs between runs by nature; they are left out of json/csv

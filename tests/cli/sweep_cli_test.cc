@@ -180,7 +180,7 @@ fs::path copy_small_baselines() {
   return dir;
 }
 
-// CI's regression tracking (issue 8): every tracked run, the calibration
+// CI's regression tracking: every tracked run, the calibration
 // configs and the default 1T workload among them, predicts what its
 // baseline says, so a change that moves a utilization number fails here
 // until a reviewed `podsim regress --update`.

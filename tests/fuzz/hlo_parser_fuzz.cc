@@ -1,4 +1,4 @@
-// libFuzzer target: the HLO text parser (issue 9). Any input either parses
+// libFuzzer target: the HLO text parser. Any input either parses
 // or raises podsim::UserError; a parsed module prints to text that parses
 // again to the same text (print(parse(x)) is a fixed point). Anything else —
 // another exception, a crash, a sanitizer report, a hang — is a finding.

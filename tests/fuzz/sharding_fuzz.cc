@@ -1,4 +1,4 @@
-// libFuzzer target: the XLA sharding text parser (issue 9). Any input parses
+// libFuzzer target: the XLA sharding text parser. Any input parses
 // or raises podsim::UserError; a parsed sharding prints to text that parses
 // back to an equal sharding.
 #include <cstddef>

@@ -1,4 +1,4 @@
-// libFuzzer target: the workload YAML loader (issue 9). Any input is a valid
+// libFuzzer target: the workload YAML loader. Any input is a valid
 // Workload or raises podsim::UserError (with a position); a yaml-cpp
 // exception or any other escape is a finding.
 #include <cstddef>

@@ -69,7 +69,7 @@ TEST(Collectives, LinkEfficiencyScalesOnlyTheBandwidthTerm) {
 }
 
 TEST(Collectives, BidirectionalRingHalvesBandwidthTerm) {
-  // anchors.md: all-gather on a bidirectional ring ~ V/(2W), latency ~ n/2 hops.
+  // hardware.md#collective-cost-on-a-ring: all-gather on a bidirectional ring ~ V/(2W), latency ~ n/2 hops.
   // n = 8: 3 steps of V/8 each way + 1 half step of V/16 each way:
   // T = (3/8 + 1/16) V/W + 4 hops = (n-1)/n V/(2W) + n/2 hops.
   const Topology t(Slice{{8}, {true}, 1}, kParams);
@@ -174,7 +174,7 @@ TEST(Collectives, AllToAllOnARingIsAQuarterOfAllGather) {
   // link carries every flow of distance d = 1..31 crossing it: sum d = 496 c,
   // plus the distance-32 ties from the 32 even sources, 32 hops each over 64
   // links: 16 c. Total 512 c = 8V per link: T = 8V/W + 32 hops.
-  // anchors.md: all-to-all ~ all-gather / 4 for the same total array (64 V):
+  // hardware.md#collective-cost-on-a-ring: all-to-all ~ all-gather / 4 for the same total array (64 V):
   // bidirectional all-gather = 63/64 * 64V / (2W) = 31.5 V/W; 8 / 31.5 = 0.254.
   const Topology t(Slice{{64}, {true}, 1}, kParams);
   const CollectivePlan a2a = plan(t, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto);

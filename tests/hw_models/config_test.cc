@@ -18,11 +18,11 @@ TEST(HardwareConfig, PresetsLoadWithEveryKeySourced) {
 }
 
 TEST(HardwareConfig, TpuV3PeakMatchesAnchors) {
-  // anchors.md: 61.5 TFLOP/s per v3 core; 2 MXU * 128*128 MAC * 2 FLOP * 940e6 = 61.6e12.
+  // hardware.md: 61.5 TFLOP/s per v3 core; 2 MXU * 128*128 MAC * 2 FLOP * 940e6 = 61.6e12.
   const HardwareConfig v3 = load_hardware("tpuv3");
   EXPECT_NEAR(peak_matmul_flops_per_device(v3.core), 61.5e12, 0.01 * 61.5e12);
   EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(v3.core), 2.0 * 2 * 128 * 128 * 940e6);
-  // anchors.md: 275 TFLOP/s per v4 chip = device (megacore): 8 MXUs * 16384 * 2 * 1050e6 = 275.3e12.
+  // hardware.md: 275 TFLOP/s per v4 chip = device (megacore): 8 MXUs * 16384 * 2 * 1050e6 = 275.3e12.
   const HardwareConfig v4 = load_hardware("tpuv4");
   EXPECT_NEAR(peak_matmul_flops_per_device(v4.core), 275e12, 0.01 * 275e12);
 }

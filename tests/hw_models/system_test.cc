@@ -9,7 +9,7 @@ namespace {
 
 TEST(System, DefaultSliceAndPlacement) {
   const System system(load_hardware("tpuv3"), MeshLayout{{2, 4}, {}, PlacementOrder::kRowMajor, {}});
-  // DESIGN.md: 8 TPUv3 cores -> 2x2 chips x 2 cores, no wraparound.
+  // docs/design.md: 8 TPUv3 cores -> 2x2 chips x 2 cores, no wraparound.
   EXPECT_EQ(system.slice().physical_shape(), (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(system.topology().num_devices(), 8);
   EXPECT_EQ(system.placement().core_at({1, 3}), 7);

@@ -90,7 +90,7 @@ TEST(Topology, DeviceRoutes) {
 
 TEST(Slices, DefaultSliceIsSmallestSquarest) {
   const HardwareConfig v3 = load_hardware("tpuv3");
-  const Slice s8 = default_slice(v3, 8);  // DESIGN.md: 8 v3 cores -> 2x2 chips x 2 cores
+  const Slice s8 = default_slice(v3, 8);  // docs/design.md: 8 v3 cores -> 2x2 chips x 2 cores
   EXPECT_EQ(s8.physical_shape(), (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(s8.wraparound, (std::vector<bool>{false, false}));
   EXPECT_EQ(default_slice(v3, 64).chip_dims, (std::vector<int64_t>{4, 8}));

@@ -12,7 +12,7 @@
 namespace podsim::reports {
 namespace {
 
-const char* kMeasured = R"(source: "anchors.md"
+const char* kMeasured = R"(source: "measurements.md"
 points:
   - config: Dense
     workload: ../w/dense.yaml
@@ -22,7 +22,7 @@ points:
     workload: /abs/moe.yaml
     metric: steps_per_second
     measured: 0.5
-    source: "anchors.md MoE table"
+    source: "measurements.md MoE table"
 )";
 
 JobOutcome run_with(double step_time_s, double tokens_per_second, double mfu) {
@@ -37,11 +37,11 @@ JobOutcome run_with(double step_time_s, double tokens_per_second, double mfu) {
 TEST(CalibrationTest, ParsesPointsAndResolvesPaths) {
   MeasuredSet set = parse_measured(kMeasured, "/repo/reports/baselines/measured.yaml");
   ASSERT_EQ(set.points.size(), 2u);
-  EXPECT_EQ(set.source, "anchors.md");
+  EXPECT_EQ(set.source, "measurements.md");
   EXPECT_EQ(set.points[0].workload_path, "/repo/reports/w/dense.yaml");
   EXPECT_EQ(set.points[1].workload_path, "/abs/moe.yaml");
   EXPECT_DOUBLE_EQ(set.points[1].measured, 0.5);
-  EXPECT_EQ(set.points[1].source, "anchors.md MoE table");
+  EXPECT_EQ(set.points[1].source, "measurements.md MoE table");
 }
 
 TEST(CalibrationTest, BadFilesArePositionedUserErrors) {
@@ -206,7 +206,7 @@ TEST(CalibrationChecks, MarkdownTableWithVerdicts) {
 }
 
 TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
-  // anchors.md: three Lingvo dense configs (tokens/s) and two GShard MoE
+  // measurements.md: three Lingvo dense configs (tokens/s) and two GShard MoE
   // configs (steps/s).
   MeasuredSet set = load_measured(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines/measured.yaml");
   ASSERT_EQ(set.points.size(), 5u);

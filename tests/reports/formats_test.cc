@@ -1,4 +1,4 @@
-// Report formats: json keys and types (DESIGN.md's required keys), byte-for-
+// Report formats: json keys and types (docs/design.md's required keys), byte-for-
 // byte determinism, csv and markdown shape, table units.
 #include <gtest/gtest.h>
 

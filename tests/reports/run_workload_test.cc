@@ -108,7 +108,7 @@ TEST(SpmdOptionsFromWorkload, OverlapTestWeighsPeakAgainstOneLinkDirection) {
   const hw::HardwareConfig tpuv3 = hw::load_hardware("tpuv3");
   workloads::CompilerSpec spec;
   const compiler::SpmdOptions options = spmd_options(spec, tpuv3);
-  // anchors.md: 2 MXUs x 128 x 128 MACs x 2 flops x 940 MHz = 61.6e12 flop/s
+  // hardware.md: 2 MXUs x 128 x 128 MACs x 2 flops x 940 MHz = 61.6e12 flop/s
   // over 1e11 B/s x 0.83 = 8.3e10 B/s per link direction: 742 flops per byte.
   EXPECT_NEAR(options.windowed_einsum_min_flops_per_byte, 2.0 * 128 * 128 * 2 * 940e6 / (1e11 * 0.83), 1e-6);
   EXPECT_EQ(options.windowed_einsum_threshold_bytes, int64_t{256} << 20);

@@ -1,4 +1,4 @@
-// Sweep specification, grid expansion, sharding and result tables (issue 8).
+// Sweep specification, grid expansion, sharding and result tables.
 // Expected grids are enumerated by hand in the comments.
 #include <gtest/gtest.h>
 

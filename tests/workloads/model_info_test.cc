@@ -1,5 +1,5 @@
 // Closed-form parameter and FLOP counts (workloads/model_info.h) against the
-// published totals of anchors.md and hand derivations on tiny specs.
+// published totals (docs/reference/measurements.md) and hand derivations on tiny specs.
 #include <gtest/gtest.h>
 
 #include "common/error.h"

@@ -1,5 +1,5 @@
 // Built models through propagation (and the partitioner for MoE): the 2-D
-// dense layer's propagated shardings are those of anchors.md (GSPMD / Lingvo
+// dense layer's propagated shardings are those of docs/reference/measurements.md (GSPMD / Lingvo
 // DenseBuilder on mesh [X, Y]): Q/K/V (B,L,N,D) = [X,-,Y,-], FFN hidden
 // (B,L,H) = [X,-,Y] from the few annotations of small.yaml (no qkv /
 // ffn_hidden entries there); logits (B,L,V) = [X,-,Y] need their own entry

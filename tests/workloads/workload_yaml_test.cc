@@ -298,7 +298,7 @@ TEST(WorkloadYaml, ComplexKeyIsAPositionedError) {
 namespace podsim::workloads {
 namespace {
 
-// Absurd sizes (issue 9) are positioned input errors, never int64 overflows.
+// Absurd sizes are positioned input errors, never int64 overflows.
 // kValid's lines: 8 model_dim, 7 layers, 14 global_batch; a value starts at
 // column 3 + len("key: ").
 

@@ -1,5 +1,5 @@
 // Sharding propagation rules, one test per behaviour of the conformance
-// checklist (gspmd-algorithms.md 5.1; names follow XLA's test names where a
+// checklist (docs/reference/gspmd.md#propagation-checklist; names follow XLA's test names where a
 // counterpart exists). Expected shardings are derived by hand in comments:
 // with a tile array T, the device of tile index (i, j, ...) is T[i][j]...;
 // "<=[n]" is iota order.

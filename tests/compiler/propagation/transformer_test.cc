@@ -1,4 +1,4 @@
-// The 2-D sharded Transformer layer of anchors.md: with only the weights and
+// The 2-D sharded Transformer layer of docs/reference/measurements.md: with only the weights and
 // the layer input annotated, every forward activation gets the GSPMD 2-D
 // sharding (mesh [x=2, y=4], device = 4x + y):
 //   activations (B,L,M) = [x,-,y]   -> {devices=[2,1,4]<=[8]}

@@ -1,4 +1,5 @@
-// mesh_split and mesh_axes_of on the anchors.md 2-D Transformer shardings.
+// mesh_split and mesh_axes_of on the GSPMD 2-D Transformer shardings
+// (docs/reference/measurements.md#dense-transformer-2-d-sharding).
 #include "compiler/sharding/mesh.h"
 
 #include <gtest/gtest.h>
@@ -18,7 +19,7 @@ struct Case {
   const char* large;  // on mesh [x=16, y=32]
 };
 
-// anchors.md "Dense Transformer 2-D sharding". Derivations: the device array
+// measurements.md "Dense Transformer 2-D sharding". Derivations: the device array
 // is iota over [x,y]; transposing it to (axes in dim order, unused axes) and
 // reshaping gives the tile array. [x..y] order keeps plain iota; y before x
 // is the transpose T(1,0) of [x,y].

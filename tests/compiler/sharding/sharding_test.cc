@@ -1,5 +1,6 @@
-// Sharding: text forms, canonicalisation (1.4), validation, derived
-// quantities and per-device extents (1.5, 1.6).
+// Sharding: text forms, canonicalisation (docs/reference/gspmd.md#normalisation), validation, derived
+// quantities and per-device extents (gspmd.md#tile-extents-and-padding,
+// #sharding-representation).
 #include "compiler/sharding/sharding.h"
 
 #include <gtest/gtest.h>
@@ -93,7 +94,7 @@ TEST(ShardingText, ErrorMessageHasHint) {
   }
 }
 
-// Section 1.4 constructor rules.
+// Constructor rules (gspmd.md#normalisation).
 TEST(ShardingCanonical, PartialTileSortsReplicationGroups) {
   EXPECT_EQ(parse("{devices=[1,2,2]1,0,3,2 last_tile_dim_replicate}"),
             parse("{devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}"));
@@ -166,7 +167,7 @@ TEST(ShardingValidate, RejectsWithHints) {
   EXPECT_THROW(parse("{{replicated}}").validate_leaves(Ids{1, 1}, 2), UserError);
 }
 
-// Section 1.6 example: f32[8,16,4] with {devices=[2,1,4]0..7}.
+// The gspmd.md#sharding-representation example: f32[8,16,4] with {devices=[2,1,4]0..7}.
 TEST(ShardingDerived, ReferenceExampleDevice5) {
   auto s = parse("{devices=[2,1,4]0,1,2,3,4,5,6,7}");
   const Ids dims{8, 16, 4};

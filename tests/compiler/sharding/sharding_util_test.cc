@@ -1,4 +1,4 @@
-// The sharding algebra of gspmd-algorithms.md 1.7: one test per function,
+// The sharding algebra of docs/reference/gspmd.md#sharding-algebra: one test per function,
 // with the reference's examples and hand-derived device arrays.
 #include "compiler/sharding/sharding_util.h"
 
@@ -111,7 +111,7 @@ TEST(MoveAndMergeTiles, ReferenceShape) {
   EXPECT_FALSE(first_target_dim_to_move_tiles(Ids{4, 3}, parse("{devices=[2,1]<=[2]}"), 0));
 }
 
-// ---- Reshape: section 1.7 examples and the structures it lists ----
+// ---- Reshape: gspmd.md#reshape-sharding examples and the structures it lists ----
 
 std::optional<Sharding> reshape(Ids src, Ids tgt, std::string_view s) {
   return reshape_sharding(src, tgt, parse(s));

@@ -9,7 +9,7 @@ namespace {
 using Ids = std::vector<int64_t>;
 
 TEST(TileAssignment, IotaWithTransposeMatchesReferenceExample) {
-  // gspmd-algorithms.md 1.3: [4,4,1]<=[4,2,2]T(1,0,2) denotes this list.
+  // docs/reference/gspmd.md#tile-assignment: [4,4,1]<=[4,2,2]T(1,0,2) denotes this list.
   const Ids reshape{4, 2, 2}, perm{1, 0, 2};
   auto t = TileAssignment::iota({4, 4, 1}, reshape, perm);
   EXPECT_EQ(t.to_vector(), (Ids{0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15}));

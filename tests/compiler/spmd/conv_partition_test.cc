@@ -1,4 +1,4 @@
-// Convolution partitioning (gspmd-algorithms.md 3.6, 4.3, 4.4; 5.2 item 15):
+// Convolution partitioning (docs/reference/gspmd.md#convolution, #halo-exchange; #partitioner-checklist item 14):
 // spatially tiled activations exchange halos with their neighbours
 // (collective-permutes, counted from the window arithmetic in each comment),
 // batch / feature dims go through the dot strategies. Numeric equivalence

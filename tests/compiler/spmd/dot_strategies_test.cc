@@ -1,4 +1,4 @@
-// Dot/einsum strategies (gspmd-algorithms.md 3.4, 5.2 items 27-30, 32-33):
+// Dot/einsum strategies (docs/reference/gspmd.md#dot-strategies, #partitioner-checklist items 20, 22):
 // each test partitions a dot, checks numeric equivalence with the
 // unpartitioned module on seeded inputs (padding filled with a sentinel so
 // leaking padding shows), and checks the collectives the chosen strategy

@@ -1,4 +1,4 @@
-// Exhaustive-ish check of the dot strategy search (gspmd-algorithms.md 3.4):
+// Exhaustive-ish check of the dot strategy search (docs/reference/gspmd.md#dot-strategies):
 // every combination of operand shardings from a list of 1-D, 2-D, partially
 // replicated and permuted tilings over 4 devices (and 8 on a [2,2,2] mesh),
 // with several output shardings, on uneven extents, must partition into a

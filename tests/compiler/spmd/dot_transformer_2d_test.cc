@@ -1,7 +1,7 @@
 // The 2-D sharded Transformer layer (workloads/examples/transformer_layer_2d.hlo,
 // mesh [x=2, y=4]) through propagation and the partitioner: the dot
 // strategies must group devices on the matched mesh axes so that no value
-// is ever fully replicated (gspmd-algorithms.md 3.4 "grouping"; GSPMD's 2-D
+// is ever fully replicated (docs/reference/gspmd.md#dot-strategies "grouping"; GSPMD's 2-D
 // sharding moves activations and weights only within mesh rows/columns),
 // and the program must compute the same layer.
 #include <gtest/gtest.h>

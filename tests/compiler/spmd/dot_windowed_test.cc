@@ -1,4 +1,4 @@
-// Windowed einsum (gspmd-algorithms.md 3.5, 5.2 item 31): with the threshold
+// Windowed einsum (docs/reference/gspmd.md#windowed-einsum, #partitioner-checklist item 21): with the threshold
 // at 0 an all-gather of one operand dim becomes a counted while loop that
 // rotates the operand's shard round its ring: no all-gather, one
 // collective-permute instruction (in the loop body), p - 1 iterations, and

@@ -1,7 +1,7 @@
-// Per-op partitioning behaviours (gspmd-algorithms.md 5.2), checked
+// Per-op partitioning behaviours (docs/reference/gspmd.md#partitioner-checklist), checked
 // numerically against the unpartitioned program on 1-D (2, 4, 8 devices)
 // and 2-D ([2,2], [2,4]) meshes. Collective counts follow from the handler
-// strategy (3.3/3.4) and are derived in each test's comment.
+// strategy (gspmd.md#per-op-partitioning, #dot-strategies) and are derived in each test's comment.
 #include <gtest/gtest.h>
 
 #include "tests/compiler/spmd/spmd_test_util.h"

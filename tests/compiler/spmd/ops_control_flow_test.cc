@@ -1,5 +1,5 @@
-// Tuples, while loops and calls under SPMD partitioning (gspmd-algorithms.md
-// 3.1 step 4, 3.3 While/Tuple, 5.2 item 38). Loop state keeps shard shapes;
+// Tuples, while loops and calls under SPMD partitioning (docs/reference/gspmd.md#partitioner-structure,
+// #per-op-partitioning, #partitioner-checklist item 24). Loop state keeps shard shapes;
 // the loop body is partitioned with the loop's sharding, so a reduction over
 // a tiled dim inside the body becomes an all-reduce inside the body.
 #include <gtest/gtest.h>

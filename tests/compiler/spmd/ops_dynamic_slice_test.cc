@@ -1,6 +1,6 @@
 // dynamic-slice / dynamic-update-slice, iota, select, clamp, compare,
-// convert and constants under SPMD partitioning (gspmd-algorithms.md 5.2
-// items 10, 25, 26, 40). Start indices are s32 parameters, which the harness
+// convert and constants under SPMD partitioning (docs/reference/gspmd.md#partitioner-checklist
+// items 10, 18, 19, 25). Start indices are s32 parameters, which the harness
 // fills with values in [-8, 8], so XLA's clamping of out-of-range starts is
 // exercised too. Collective counts are derived in each comment.
 #include <gtest/gtest.h>

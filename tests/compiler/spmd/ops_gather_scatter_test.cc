@@ -1,5 +1,5 @@
-// gather / scatter under SPMD partitioning (gspmd-algorithms.md 3.7 and 5.2
-// items 34-35). Indices are s32 parameters in [-8, 8] (the harness's range),
+// gather / scatter under SPMD partitioning (docs/reference/gspmd.md#gather-and-scatter, #partitioner-checklist
+// item 23). Indices are s32 parameters in [-8, 8] (the harness's range),
 // so out-of-range indices (clamped by gather, skipped by scatter) occur.
 // Collective counts follow from the strategy named in each comment.
 #include <gtest/gtest.h>

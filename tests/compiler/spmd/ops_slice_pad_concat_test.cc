@@ -1,5 +1,5 @@
-// Windowed data movement under SPMD partitioning (gspmd-algorithms.md 5.2
-// items 18-20, 36): slice, pad, concatenate and reverse along tiled dims use
+// Windowed data movement under SPMD partitioning (docs/reference/gspmd.md#partitioner-checklist
+// items 15, 16): slice, pad, concatenate and reverse along tiled dims use
 // halo exchange (collective-permute), never an all-gather of the dim when the
 // halo fits two neighbours per side. Each test checks numeric equivalence with
 // the unpartitioned program (padding filled with a sentinel by the harness)

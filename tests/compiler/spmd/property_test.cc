@@ -1,4 +1,4 @@
-// Property test of the SPMD partitioner (issue 4): for many random small
+// Property test of the SPMD partitioner: for many random small
 // modules with random valid shardings on a few instructions (random_graph.h),
 // propagate_shardings + partition_spmd must not throw, the result must pass
 // verify_module, and the partitioned program run on N simulated devices must

@@ -1,4 +1,4 @@
-// Reduce-window partitioning (gspmd-algorithms.md 4.3, 4.4; 5.2 item 14):
+// Reduce-window partitioning (docs/reference/gspmd.md#halo-exchange, #windowed-input-resharding; #partitioner-checklist item 13):
 // the operand keeps the result's tiling, halos come from neighbours with
 // collective-permutes whose count follows from the window arithmetic
 // (output tile j covers [j*os, (j+1)*os), reads [j*os*stride - pad_low,

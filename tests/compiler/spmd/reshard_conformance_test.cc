@@ -1,8 +1,8 @@
 // Reshard conformance tests named after XLA's spmd_partitioner_test.cc
-// (gspmd-algorithms.md 5.2 items 1-9 and 40). Shapes and meshes are our own
+// (docs/reference/gspmd.md#partitioner-checklist items 1-9 and 25). Shapes and meshes are our own
 // (1-D, 2-D and 3-D meshes, even and uneven dims); every test checks numeric
 // equivalence with the unpartitioned program AND the collectives the reshard
-// ladder of 3.2 must use, derived in the comments. Where podsim once did
+// ladder of gspmd.md#resharding must use, derived in the comments. Where podsim once did
 // worse than GSPMD, the collective assertions live in a separate
 // ...WithoutFullReplication test next to the numeric one; both such gaps
 // (item 9: a move across a kept tiled dim, a digit landing at a major

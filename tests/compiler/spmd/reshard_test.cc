@@ -1,6 +1,6 @@
-// Resharding behaviours (gspmd-algorithms.md 5.2), checked numerically: the
+// Resharding behaviours (docs/reference/gspmd.md#partitioner-checklist), checked numerically: the
 // partitioned program must compute what the original computes. Each test
-// also checks which collective did the work, derived from the ladder in 3.2.
+// also checks which collective did the work, derived from the ladder of docs/reference/gspmd.md#resharding.
 #include <gtest/gtest.h>
 
 #include "tests/compiler/spmd/spmd_test_util.h"

@@ -1,4 +1,4 @@
-// Windowed einsum overlap (issue #8): in the loop body the step's dot must
+// Windowed einsum overlap: in the loop body the step's dot must
 // not wait for the step's collective-permute (all-gather form: the dot
 // multiplies the chunk HELD at the start of the step while the permute sends
 // it on; reduce-scatter form: the block dot reads only the invariant
@@ -236,7 +236,7 @@ SpmdOptions default_cost(bool bidirectional) {
 }
 
 TEST(WindowedOverlap, DefaultThresholdIsTpuV3PeakOverOneLinkDirection) {
-  // anchors.md: 61.5e12 flop/s per core, ICI 1e11 B/s per direction x 0.83.
+  // hardware.md: 61.5e12 flop/s per core, ICI 1e11 B/s per direction x 0.83.
   EXPECT_NEAR(SpmdOptions{}.windowed_einsum_min_flops_per_byte, 61.5e12 / (1e11 * 0.83), 1.0);
 }
 

@@ -1,4 +1,4 @@
-// Numeric equivalence of partitioned training steps (issue 5 Done-when):
+// Numeric equivalence of partitioned training steps :
 // a small forward with sharded weights -> build_training_step (SGD, Adam,
 // Adafactor; remat none/save_dots/full; microbatches; pipelining;
 // weight-update sharding on/off) -> propagate_shardings -> partition_spmd
