@@ -109,6 +109,22 @@ ENTRY %main (p: f32[4,8]) -> f32[16,8] {
   EXPECT_EQ(flat.reads, (Reads{{}, {0}, {1}}));
 }
 
+TEST(StepProgram, ShortAsyncFormReadsThroughItsDone) {
+  // reduce-scatter-start/done, then all-to-all-start/done of its result.
+  const Flat flat = flatten(std::string(kHeader) + R"(
+ENTRY %main (p: f32[16,8]) -> f32[4,8] {
+  %p = f32[16,8] parameter(0)
+  %rss = ((f32[16,8]), f32[4,8]) reduce-scatter-start(%p), channel_id=1, replica_groups=[1,4]<=[4], dimensions={0}, use_global_device_ids=true, to_apply=%sum
+  %rsd = f32[4,8] reduce-scatter-done(%rss)
+  %a2as = ((f32[4,8]), f32[4,8]) all-to-all-start(%rsd), channel_id=2, replica_groups=[1,4]<=[4], dimensions={0}
+  %a2ad = f32[4,8] all-to-all-done(%a2as)
+  ROOT %n = f32[4,8] negate(%a2ad)
+})");
+  EXPECT_EQ(flat.names, (std::vector<std::string>{"rss", "a2as", "n"}));
+  EXPECT_EQ(flat.collective, (std::vector<bool>{true, true, false}));
+  EXPECT_EQ(flat.reads, (Reads{{}, {0}, {1}}));
+}
+
 TEST(StepProgram, LoopStateCarriesReadsPerElementAcrossIterations) {
   // Element 1 of the loop state is the previous iteration's all-gather,
   // element 2 an untouched parameter: the reduce-scatter of iteration k
