@@ -533,20 +533,33 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       return out;
     }
     case Opcode::kScatter: {
-      offer(op_sharding(0));
-      if (in.operand_count() != 3) return out;
+      // Operands: n inputs, the indices, n updates (n > 1: variadic, a tuple
+      // result whose leaves share one tiling).
+      // Input i and update i give result leaf i (other leaves: replicated,
+      // which never displaces a better sharding); the indices give every leaf.
+      const int n = (in.operand_count() - 1) / 2;
+      const int64_t rank = op_shape(0).rank();
+      auto offer_leaf = [&](int leaf, const std::optional<Sharding>& cand) {
+        if (!cand || cand->is_tuple()) return;
+        if (n == 1) return out.push_back(*cand);
+        std::vector<Sharding> leaves(static_cast<size_t>(n), Sharding::replicated());
+        leaves[static_cast<size_t>(leaf)] = *cand;
+        out.push_back(Sharding::tuple(std::move(leaves)));
+      };
+      for (int i = 0; i < n; ++i) offer_leaf(i, op_sharding(i));
       const ParallelDims par = scatter_parallel_dims(comp, in, op_shape(0));
-      if (op_sharding(2)) {
+      for (int j = n + 1; j < in.operand_count(); ++j) {
+        if (!op_sharding(j)) continue;
         Dims od, ud;
-        scatter_update_passthrough(in, op_shape(0), op_shape(2), od, ud);
-        const Dims par_upd = map_positions(par.indices, scatter_index_batch_dims(in, op_shape(1)),
-                                           scatter_update_scatter_dims(in, op_shape(2)));
+        scatter_update_passthrough(in, op_shape(0), op_shape(j), od, ud);
+        const Dims par_upd = map_positions(par.indices, scatter_index_batch_dims(in, op_shape(n)),
+                                           scatter_update_scatter_dims(in, op_shape(j)));
         od.insert(od.end(), par.operand.begin(), par.operand.end());
         ud.insert(ud.end(), par_upd.begin(), par_upd.end());
-        offer(along(*op_sharding(2), ud, od, in.shape.rank()));
+        offer_leaf(j - n - 1, along(*op_sharding(j), ud, od, rank));
       }
       // Indices tile the operand only along index-parallel dims.
-      if (op_sharding(1) && !par.operand.empty()) offer(along(*op_sharding(1), par.indices, par.operand, in.shape.rank()));
+      if (op_sharding(n) && !par.operand.empty()) offer(along(*op_sharding(n), par.indices, par.operand, rank));
       return out;
     }
     case Opcode::kTuple: {
@@ -574,6 +587,11 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     case Opcode::kConditional:
       return out;  // result is synchronised with the callee / branch roots
     case Opcode::kCustomCall:
+      // A custom-call of tuple shape with a manual operand is manual
+      // (array-shaped ones are elementwise-like, above).
+      for (int i = 0; i < in.operand_count(); ++i)
+        if (op_sharding(i) && op_sharding(i)->is_manual()) return {Sharding::manual()};
+      return out;
     default:
       return out;
   }
@@ -724,21 +742,30 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       return along(s, outd, od, operand.rank());
     }
     case Opcode::kScatter: {
-      if (k == 0) return s;
-      if (user.operand_count() != 3) return std::nullopt;
+      // Operands: n inputs, the indices, n updates; leaf i of a variadic
+      // result belongs to input i and update i.
+      const int n = (user.operand_count() - 1) / 2;
+      auto leaf = [&](int i) -> std::optional<Sharding> {
+        if (!s.is_tuple()) return s;
+        if (static_cast<size_t>(i) >= s.tuple_elements().size()) return std::nullopt;
+        return s.tuple_elements()[static_cast<size_t>(i)];
+      };
+      if (k < n) return leaf(k);
       const Shape& target = comp.instr(user.operand(0)).shape;
+      const Shape& indices = comp.instr(user.operand(n)).shape;
       const ParallelDims par = scatter_parallel_dims(comp, user, target);
-      if (k == 2) {
+      if (k > n) {
+        const std::optional<Sharding> result = leaf(k - n - 1);
+        if (!result) return std::nullopt;
         Dims od, ud;
         scatter_update_passthrough(user, target, operand, od, ud);
-        const Dims par_upd = map_positions(par.indices, scatter_index_batch_dims(user, comp.instr(user.operand(1)).shape),
+        const Dims par_upd = map_positions(par.indices, scatter_index_batch_dims(user, indices),
                                            scatter_update_scatter_dims(user, operand));
         od.insert(od.end(), par.operand.begin(), par.operand.end());
         ud.insert(ud.end(), par_upd.begin(), par_upd.end());
-        std::optional<Sharding> cand = along(s, od, ud, operand.rank());
+        std::optional<Sharding> cand = along(*result, od, ud, operand.rank());
         // Index pass-through from the indices' sharding.
-        const std::optional<Sharding>& is = st.sharding({user_ref.comp, user.operand(1)});
-        const Shape& indices = comp.instr(user.operand(1)).shape;
+        const std::optional<Sharding>& is = st.sharding({user_ref.comp, user.operand(n)});
         if (cand && is && is->is_tiled()) {
           if (auto from_idx = along(*is, scatter_index_batch_dims(user, indices),
                                     scatter_update_scatter_dims(user, operand), operand.rank())) {
@@ -748,11 +775,14 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
         return cand;
       }
       // Indices from the result along index-parallel dims, else from the
-      // updates' scatter dims.
-      if (!par.operand.empty()) return along(s, par.operand, par.indices, operand.rank());
-      const std::optional<Sharding>& ups = st.sharding({user_ref.comp, user.operand(2)});
-      if (!ups) return std::nullopt;
-      const Shape& updates = comp.instr(user.operand(2)).shape;
+      // first updates' scatter dims.
+      if (!par.operand.empty()) {
+        const std::optional<Sharding> result = leaf(0);
+        return result ? along(*result, par.operand, par.indices, operand.rank()) : std::nullopt;
+      }
+      const std::optional<Sharding>& ups = st.sharding({user_ref.comp, user.operand(n + 1)});
+      if (!ups || ups->is_tuple()) return std::nullopt;
+      const Shape& updates = comp.instr(user.operand(n + 1)).shape;
       return along(*ups, scatter_update_scatter_dims(user, updates), scatter_index_batch_dims(user, operand),
                    operand.rank());
     }

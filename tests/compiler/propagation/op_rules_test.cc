@@ -226,6 +226,78 @@ TEST(OpRules, ScatterByIotaGivesResultTilingToOperandUpdatesAndIndices) {
   EXPECT_EQ(sharding_of(m, "iota"), canon("{devices=[4,1]3,1,0,2}"));
 }
 
+TEST(OpRules, VariadicScatterByIotaTilesEveryInputAndUpdateAlike) {
+  // Two inputs, the indices, two updates (operands 0, 1 | 2 | 3, 4): the
+  // iota's tiling reaches both result leaves, and from there both inputs
+  // and both updates, along the parallel dim 0.
+  Module m = propagate_text(R"(HloModule t, num_partitions=4
+
+%add2 (a: f32[], b: f32[], c: f32[], d: f32[]) -> (f32[], f32[]) {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  %c = f32[] parameter(2)
+  %d = f32[] parameter(3)
+  %x = f32[] add(%a, %c)
+  %y = f32[] add(%b, %d)
+  ROOT %r = (f32[], f32[]) tuple(%x, %y)
+}
+
+ENTRY %e {
+  %p0 = f32[4,5] parameter(0)
+  %p1 = f32[4,5] parameter(1)
+  %in0 = f32[4,5] copy(%p0)
+  %in1 = f32[4,5] copy(%p1)
+  %iota = s32[4,1] iota(), iota_dimension=0, sharding={devices=[4,1]3,1,0,2}
+  %p2 = f32[4,5] parameter(2)
+  %p3 = f32[4,5] parameter(3)
+  %up0 = f32[4,5] copy(%p2)
+  %up1 = f32[4,5] copy(%p3)
+  ROOT %s = (f32[4,5], f32[4,5]) scatter(%in0, %in1, %iota, %up0, %up1), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add2
+}
+)");
+  EXPECT_EQ(sharding_of(m, "s"), canon("{{devices=[4,1]3,1,0,2}, {devices=[4,1]3,1,0,2}}"));
+  for (const char* name : {"in0", "in1", "up0", "up1"}) EXPECT_EQ(sharding_of(m, name), canon("{devices=[4,1]3,1,0,2}")) << name;
+}
+
+TEST(OpRules, VariadicScatterResultLeafFollowsItsOwnInput) {
+  // Input 0 tiled 4 ways, input 1 2 ways (replicated in pairs): each result
+  // leaf keeps its own input's tiling (the indices say nothing here).
+  Module m = propagate_text(R"(HloModule t, num_partitions=4
+
+%add2 (a: f32[], b: f32[], c: f32[], d: f32[]) -> (f32[], f32[]) {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  %c = f32[] parameter(2)
+  %d = f32[] parameter(3)
+  %x = f32[] add(%a, %c)
+  %y = f32[] add(%b, %d)
+  ROOT %r = (f32[], f32[]) tuple(%x, %y)
+}
+
+ENTRY %e {
+  %in0 = f32[6,8] parameter(0), sharding={devices=[1,4]0,1,2,3}
+  %in1 = f32[6,8] parameter(1), sharding={devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}
+  %idx = s32[2] parameter(2), sharding={replicated}
+  %up0 = f32[2,8] parameter(3), sharding={replicated}
+  %up1 = f32[2,8] parameter(4), sharding={replicated}
+  ROOT %s = (f32[6,8], f32[6,8]) scatter(%in0, %in1, %idx, %up0, %up1), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add2
+}
+)");
+  EXPECT_EQ(sharding_of(m, "s"),
+            canon("{{devices=[1,4]0,1,2,3}, {devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}}"));
+}
+
+TEST(OpRules, TupleShapedCustomCallWithManualOperandIsManual) {
+  Module m = propagate_text(module(R"(
+  %p0 = f32[6,3] parameter(0), sharding={manual}
+  %c0 = f32[6,3] copy(%p0)
+  %p1 = f32[6,3] parameter(1)
+  %cc = (f32[], f32[6,3]) custom-call(%c0, %p1), custom_call_target="opaque_op"
+  ROOT %out = (f32[], f32[6,3]) copy(%cc)
+)"));
+  EXPECT_EQ(sharding_of(m, "cc"), canon("{{manual}, {manual}}"));
+}
+
 // ---- convolution -------------------------------------------------------------
 
 TEST(OpRules, ConvolutionKernelOutputFeaturesTileResultFeatures) {
