@@ -229,6 +229,69 @@ void conv_lhs_output_dims(const Instruction& conv, bool spatial, Dims& lhs_dims,
   }
 }
 
+// A convolution read as an einsum: by its window, each spatial dim is a
+// batch dim of input, kernel and result (lhs dilation = window = input size,
+// stride or window dilation one less); a free dim of the input (window 1,
+// output = input); a free dim of the kernel (size-1 input, window = output,
+// full padding, reversed); or windowed. The input batch dim is an input
+// free dim, the kernel's output features a kernel free dim. Dims of
+// output size 1 are left out (nothing to tile).
+struct ConvEinsum {
+  Dims lhs_batch, rhs_batch, out_batch;
+  Dims lhs_free, out_lhs_free;
+  Dims rhs_free, out_rhs_free;
+  Dims lhs_windowed, rhs_windowed, out_windowed;
+};
+
+ConvEinsum conv_einsum(const Instruction& conv, const Shape& lhs) {
+  const ConvDims& c = conv.attrs.conv;
+  ConvEinsum e;
+  e.lhs_free.push_back(c.input_batch);
+  e.out_lhs_free.push_back(c.output_batch);
+  e.rhs_free.push_back(c.kernel_output_feature);
+  e.out_rhs_free.push_back(c.output_feature);
+  for (size_t i = 0; i < c.input_spatial.size() && i < conv.attrs.window.size(); ++i) {
+    const WindowDim& w = conv.attrs.window[i];
+    const int64_t in_size = lhs.dim(static_cast<int>(c.input_spatial[i]));
+    const int64_t out_size = conv.shape.dim(static_cast<int>(c.output_spatial[i]));
+    const bool unpadded = w.pad_low == 0 && w.pad_high == 0;
+    const int64_t step = std::max<int64_t>(1, in_size - 1);
+    if (out_size == 1) continue;
+    if (in_size == w.size && w.base_dilation == in_size && unpadded && !w.reversal &&
+        ((w.stride == step && w.window_dilation == 1) || (w.window_dilation == step && w.stride == 1))) {
+      e.lhs_batch.push_back(c.input_spatial[i]);
+      e.rhs_batch.push_back(c.kernel_spatial[i]);
+      e.out_batch.push_back(c.output_spatial[i]);
+    } else if (w.size == 1 && in_size == out_size && w.stride == 1 && unpadded && w.base_dilation == 1 &&
+               w.window_dilation == 1) {
+      e.lhs_free.push_back(c.input_spatial[i]);
+      e.out_lhs_free.push_back(c.output_spatial[i]);
+    } else if (in_size == 1 && w.size == out_size && w.stride == 1 && w.pad_low == w.size - 1 &&
+               w.pad_high == w.size - 1 && w.reversal && w.base_dilation == 1 && w.window_dilation == 1) {
+      e.rhs_free.push_back(c.kernel_spatial[i]);
+      e.out_rhs_free.push_back(c.output_spatial[i]);
+    } else {
+      e.lhs_windowed.push_back(c.input_spatial[i]);
+      e.rhs_windowed.push_back(c.kernel_spatial[i]);
+      e.out_windowed.push_back(c.output_spatial[i]);
+    }
+  }
+  return e;
+}
+
+// True when `s` tiles any of `dims`.
+bool tiles_any(const std::optional<Sharding>& s, const Dims& dims) {
+  if (!s || !s->is_tiled()) return false;
+  for (int64_t d : dims)
+    if (d < s->tiled_data_rank() && s->tile_assignment().dim(d) > 1) return true;
+  return false;
+}
+
+Dims concat(Dims a, const Dims& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 // Index of the first leaf of tuple element `index`.
 int64_t leaf_offset(const Shape& tuple, int64_t index) {
   int64_t n = 0;
@@ -503,6 +566,23 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     }
     case Opcode::kConvolution: {
       const ConvDims& c = in.attrs.conv;
+      // No windowed dim tiled (and no groups): an einsum, the dot rule with
+      // the larger operand first.
+      const ConvEinsum e = conv_einsum(in, op_shape(0));
+      if (conv_is_ungrouped(in) && !tiles_any(op_sharding(0), e.lhs_windowed) &&
+          !tiles_any(op_sharding(1), e.rhs_windowed)) {
+        std::optional<Sharding> from_lhs, from_rhs;
+        if (op_sharding(0))
+          from_lhs = along(*op_sharding(0), concat(e.lhs_batch, e.lhs_free), concat(e.out_batch, e.out_lhs_free),
+                           in.shape.rank());
+        if (op_sharding(1))
+          from_rhs = along(*op_sharding(1), concat(e.rhs_batch, e.rhs_free), concat(e.out_batch, e.out_rhs_free),
+                           in.shape.rank());
+        if (op_shape(1).byte_size() > op_shape(0).byte_size()) std::swap(from_lhs, from_rhs);
+        offer(from_lhs);
+        offer(from_rhs);
+        return out;
+      }
       if (op_sharding(0)) {
         const Sharding& s = *op_sharding(0);
         // LHS drives the output: batch -> batch, and spatial -> spatial only
@@ -720,6 +800,12 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     }
     case Opcode::kConvolution: {
       const ConvDims& c = user.attrs.conv;
+      const ConvEinsum e = conv_einsum(user, comp.instr(user.operand(0)).shape);
+      if (conv_is_ungrouped(user) && !tiles_any(s, e.out_windowed)) {
+        // An einsum from the result's view: batch and own free dims.
+        if (k == 0) return along(s, concat(e.out_batch, e.out_lhs_free), concat(e.lhs_batch, e.lhs_free), operand.rank());
+        return along(s, concat(e.out_batch, e.out_rhs_free), concat(e.rhs_batch, e.rhs_free), operand.rank());
+      }
       if (k == 0) {
         // Input takes batch (and, unless the conv is an einsum, spatial) tiling from the output.
         Dims lhs_dims, out_dims;

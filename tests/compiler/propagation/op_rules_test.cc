@@ -340,6 +340,49 @@ TEST(OpRules, ConvolutionWindowOverWholeInputLeavesInputSpatialUntiled) {
   EXPECT_EQ(sharding_of(m, "lhs"), canon("{replicated}"));
 }
 
+TEST(OpRules, ConvolutionBatchLikeSpatialDimTilesInputKernelAndResultAlike) {
+  // Spatial dim of size 4 with lhs dilation 4, window 4, stride 3: output
+  // position j reads input j and kernel j only ((4-1)*4+1 = 13 dilated
+  // elements, (13-4)/3+1 = 4 outputs), an einsum batch dim. The input's
+  // tiling of it reaches the result and, backwards, the kernel.
+  Module m = propagate_text(module(R"(
+  %lhs = f32[4,6,8] parameter(0), sharding={devices=[2,1,1]1,0}
+  %q = f32[4,10,8] parameter(1)
+  %rhs = f32[4,10,8] copy(%q)
+  ROOT %conv = f32[4,6,10] convolution(%lhs, %rhs), window={size=4 stride=3 lhs_dilate=4}, dim_labels=0bf_0oi->0bf
+)",
+                                   2));
+  EXPECT_EQ(sharding_of(m, "conv"), canon("{devices=[2,1,1]1,0}"));
+  EXPECT_EQ(sharding_of(m, "rhs"), canon("{devices=[2,1,1]1,0}"));
+}
+
+TEST(OpRules, ConvolutionKernelFreeSpatialDimTilesResult) {
+  // Size-1 input spatial dim, window 5 padded 4 on both sides and reversed:
+  // output position j is kernel position j (an outer product along that
+  // dim). The kernel's tiling of it and of its output features reaches the
+  // result: tile (j, o) of the kernel [2,1,2] is device 2j + o, the result's
+  // (b, j, o) tile likewise.
+  Module m = propagate_text(module(R"(
+  %lhs = f32[6,1,3] parameter(0)
+  %rhs = f32[5,3,8] parameter(1), sharding={devices=[2,1,2]0,1,2,3}
+  ROOT %conv = f32[6,5,8] convolution(%lhs, %rhs), window={size=5 pad=4_4 rhs_reversal=1}, dim_labels=b0f_0io->b0f
+)"));
+  EXPECT_EQ(sharding_of(m, "conv"), canon("{devices=[1,2,2]0,1,2,3}"));
+}
+
+TEST(OpRules, ConvolutionAsEinsumTakesTheLargerOperandFirst) {
+  // Both operands fully tiled 2 ways along different result dims: the
+  // kernel (5*3*64 elements) outweighs the input (2*1*3) and wins, as the
+  // larger operand of a dot does.
+  Module m = propagate_text(module(R"(
+  %lhs = f32[2,1,3] parameter(0), sharding={devices=[2,1,1]0,1}
+  %rhs = f32[5,3,64] parameter(1), sharding={devices=[1,1,2]0,1}
+  ROOT %conv = f32[2,5,64] convolution(%lhs, %rhs), window={size=5 pad=4_4 rhs_reversal=1}, dim_labels=b0f_0io->b0f
+)",
+                                   2));
+  EXPECT_EQ(sharding_of(m, "conv"), canon("{devices=[1,1,2]0,1}"));
+}
+
 // ---- options -----------------------------------------------------------------
 
 TEST(OpRules, WithoutPropagationToParametersUsersStillShardTheirCopies) {
