@@ -638,8 +638,24 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
         ud.insert(ud.end(), par_upd.begin(), par_upd.end());
         offer_leaf(j - n - 1, along(*op_sharding(j), ud, od, rank));
       }
-      // Indices tile the operand only along index-parallel dims.
-      if (op_sharding(n) && !par.operand.empty()) offer(along(*op_sharding(n), par.indices, par.operand, rank));
+      // Indices tile the operand only along index-parallel dims; in a
+      // variadic scatter only the leaves whose input and update are untiled.
+      if (op_sharding(n) && !par.operand.empty()) {
+        const std::optional<Sharding> cand = along(*op_sharding(n), par.indices, par.operand, rank);
+        if (n == 1 || !cand) {
+          offer(cand);
+        } else {
+          auto tiled = [&](int i) { return op_sharding(i) && op_sharding(i)->is_tiled(); };
+          std::vector<Sharding> leaves(static_cast<size_t>(n), Sharding::replicated());
+          bool any = false;
+          for (int i = 0; i < n; ++i)
+            if (!tiled(i) && !tiled(n + 1 + i)) {
+              leaves[static_cast<size_t>(i)] = *cand;
+              any = true;
+            }
+          if (any) out.push_back(Sharding::tuple(std::move(leaves)));
+        }
+      }
       return out;
     }
     case Opcode::kTuple: {

@@ -287,6 +287,36 @@ ENTRY %e {
             canon("{{devices=[1,4]0,1,2,3}, {devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}}"));
 }
 
+TEST(OpRules, VariadicScatterIndicesTileOnlyLeavesWithoutTheirOwnTiling) {
+  // Leaf 0 has nothing of its own and takes the iota's row tiling; leaf 1's
+  // input is tiled 2 ways (rows 0-1 on {0,1}, rows 2-3 on {2,3}) and keeps
+  // that, although the indices' 4-way tiling (row r on device r) would
+  // refine it.
+  Module m = propagate_text(R"(HloModule t, num_partitions=4
+
+%add2 (a: f32[], b: f32[], c: f32[], d: f32[]) -> (f32[], f32[]) {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  %c = f32[] parameter(2)
+  %d = f32[] parameter(3)
+  %x = f32[] add(%a, %c)
+  %y = f32[] add(%b, %d)
+  ROOT %r = (f32[], f32[]) tuple(%x, %y)
+}
+
+ENTRY %e {
+  %in0 = f32[4,5] parameter(0)
+  %in1 = f32[4,5] parameter(1), sharding={devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}
+  %iota = s32[4,1] iota(), iota_dimension=0, sharding={devices=[4,1]0,1,2,3}
+  %up0 = f32[4,5] parameter(2)
+  %up1 = f32[4,5] parameter(3)
+  ROOT %s = (f32[4,5], f32[4,5]) scatter(%in0, %in1, %iota, %up0, %up1), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add2
+}
+)");
+  EXPECT_EQ(sharding_of(m, "s"),
+            canon("{{devices=[4,1]0,1,2,3}, {devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}}"));
+}
+
 TEST(OpRules, TupleShapedCustomCallWithManualOperandIsManual) {
   Module m = propagate_text(module(R"(
   %p0 = f32[6,3] parameter(0), sharding={manual}
