@@ -129,6 +129,71 @@ Dims scatter_index_batch_dims(const Instruction& s, const Shape& indices) {
   return out;
 }
 
+// Index-parallel dims of a gather / scatter: operand dims that a batch dim
+// of the indices walks in step, so a tiling of one is a tiling of the other
+// with no data movement. Two sources: explicit batching dims, and index
+// components that are an iota along an indices batch dim (the indices are
+// an iota, or a concatenate of iotas along the index vector dim) over a
+// collapsed / inserted operand dim of the same size.
+struct ParallelDims {
+  Dims operand, indices;  // pairwise
+};
+
+ParallelDims index_parallel_dims(const Computation& comp, InstrId indices_id, int64_t index_vector_dim,
+                                 const Dims& index_map, const Dims& unit_operand_dims, const Shape& operand,
+                                 const Dims& operand_batching, const Dims& indices_batching) {
+  ParallelDims p{operand_batching, indices_batching};
+  const Instruction& indices = comp.instr(indices_id);
+  const int64_t rank = indices.shape.rank();
+  // The iota dimension of each index component, -1 when not an iota.
+  Dims component_iota;
+  auto add_part = [&](const Instruction& part) {
+    const int64_t n = index_vector_dim < rank ? part.shape.dim(static_cast<int>(index_vector_dim)) : 1;
+    const bool iota = part.opcode == Opcode::kIota && (n == 1) && part.attrs.iota_dimension != index_vector_dim;
+    for (int64_t c = 0; c < n; ++c) component_iota.push_back(iota ? part.attrs.iota_dimension : -1);
+  };
+  if (indices.opcode == Opcode::kConcatenate && index_vector_dim < rank &&
+      indices.attrs.dimensions.size() == 1 && indices.attrs.dimensions[0] == index_vector_dim) {
+    for (InstrId part : indices.operands) add_part(comp.instr(part));
+  } else {
+    add_part(indices);
+  }
+  if (component_iota.size() != index_map.size()) return p;
+  for (size_t c = 0; c < index_map.size(); ++c) {
+    const int64_t d = component_iota[c], od = index_map[c];
+    if (d < 0 || !contains(unit_operand_dims, od) || contains(p.operand, od) || contains(p.indices, d)) continue;
+    if (operand.dim(static_cast<int>(od)) != indices.shape.dim(static_cast<int>(d))) continue;
+    p.operand.push_back(od);
+    p.indices.push_back(d);
+  }
+  return p;
+}
+
+// The dims of `to` at the positions that `from_dims` (ascending, `from`
+// order) have in `from_order`: maps indices batch dims to gather output
+// batch dims or scatter update scatter dims, which come in the same order.
+Dims map_positions(const Dims& dims, const Dims& from_order, const Dims& to_order) {
+  Dims out;
+  for (int64_t d : dims) {
+    const auto it = std::find(from_order.begin(), from_order.end(), d);
+    out.push_back(to_order[static_cast<size_t>(it - from_order.begin())]);
+  }
+  return out;
+}
+
+ParallelDims gather_parallel_dims(const Computation& comp, const Instruction& g, const Shape& operand) {
+  const GatherDims& gd = g.attrs.gather;
+  return index_parallel_dims(comp, g.operand(1), gd.index_vector_dim, gd.start_index_map, gd.collapsed_slice_dims,
+                             operand, gd.operand_batching_dims, gd.start_indices_batching_dims);
+}
+
+ParallelDims scatter_parallel_dims(const Computation& comp, const Instruction& s, const Shape& operand) {
+  const ScatterDims& sd = s.attrs.scatter;
+  return index_parallel_dims(comp, s.operand((s.operand_count() - 1) / 2), sd.index_vector_dim, sd.scatter_dims_to_operand_dims,
+                             sd.inserted_window_dims, operand, sd.input_batching_dims,
+                             sd.scatter_indices_batching_dims);
+}
+
 // ---- convolution ---------------------------------------------------------
 
 bool trivial_window(const WindowDim& w) {
@@ -140,6 +205,91 @@ bool trivial_window(const WindowDim& w) {
 bool conv_is_dot_like(const Instruction& conv) {
   return std::all_of(conv.attrs.window.begin(), conv.attrs.window.end(), trivial_window) &&
          conv.attrs.feature_group_count == 1 && conv.attrs.batch_group_count == 1;
+}
+
+bool conv_is_ungrouped(const Instruction& conv) {
+  return conv.attrs.feature_group_count == 1 && conv.attrs.batch_group_count == 1;
+}
+
+// Input dims of a convolution that tile its output in step, with their
+// output dims: the batch dim (no batch groups), and with `spatial` each
+// spatial dim of output size > 1 (an output size of 1 is a window over the
+// whole input, a contraction, or a size-1 dim: nothing to tile).
+void conv_lhs_output_dims(const Instruction& conv, bool spatial, Dims& lhs_dims, Dims& out_dims) {
+  const ConvDims& c = conv.attrs.conv;
+  if (conv.attrs.batch_group_count == 1) {
+    lhs_dims.push_back(c.input_batch);
+    out_dims.push_back(c.output_batch);
+  }
+  if (!spatial) return;
+  for (size_t i = 0; i < c.input_spatial.size(); ++i) {
+    if (conv.shape.dim(static_cast<int>(c.output_spatial[i])) == 1) continue;
+    lhs_dims.push_back(c.input_spatial[i]);
+    out_dims.push_back(c.output_spatial[i]);
+  }
+}
+
+// A convolution read as an einsum: by its window, each spatial dim is a
+// batch dim of input, kernel and result (lhs dilation = window = input size,
+// stride or window dilation one less); a free dim of the input (window 1,
+// output = input); a free dim of the kernel (size-1 input, window = output,
+// full padding, reversed); or windowed. The input batch dim is an input
+// free dim, the kernel's output features a kernel free dim. Dims of
+// output size 1 are left out (nothing to tile).
+struct ConvEinsum {
+  Dims lhs_batch, rhs_batch, out_batch;
+  Dims lhs_free, out_lhs_free;
+  Dims rhs_free, out_rhs_free;
+  Dims lhs_windowed, rhs_windowed, out_windowed;
+};
+
+ConvEinsum conv_einsum(const Instruction& conv, const Shape& lhs) {
+  const ConvDims& c = conv.attrs.conv;
+  ConvEinsum e;
+  e.lhs_free.push_back(c.input_batch);
+  e.out_lhs_free.push_back(c.output_batch);
+  e.rhs_free.push_back(c.kernel_output_feature);
+  e.out_rhs_free.push_back(c.output_feature);
+  for (size_t i = 0; i < c.input_spatial.size() && i < conv.attrs.window.size(); ++i) {
+    const WindowDim& w = conv.attrs.window[i];
+    const int64_t in_size = lhs.dim(static_cast<int>(c.input_spatial[i]));
+    const int64_t out_size = conv.shape.dim(static_cast<int>(c.output_spatial[i]));
+    const bool unpadded = w.pad_low == 0 && w.pad_high == 0;
+    const int64_t step = std::max<int64_t>(1, in_size - 1);
+    if (out_size == 1) continue;
+    if (in_size == w.size && w.base_dilation == in_size && unpadded && !w.reversal &&
+        ((w.stride == step && w.window_dilation == 1) || (w.window_dilation == step && w.stride == 1))) {
+      e.lhs_batch.push_back(c.input_spatial[i]);
+      e.rhs_batch.push_back(c.kernel_spatial[i]);
+      e.out_batch.push_back(c.output_spatial[i]);
+    } else if (w.size == 1 && in_size == out_size && w.stride == 1 && unpadded && w.base_dilation == 1 &&
+               w.window_dilation == 1) {
+      e.lhs_free.push_back(c.input_spatial[i]);
+      e.out_lhs_free.push_back(c.output_spatial[i]);
+    } else if (in_size == 1 && w.size == out_size && w.stride == 1 && w.pad_low == w.size - 1 &&
+               w.pad_high == w.size - 1 && w.reversal && w.base_dilation == 1 && w.window_dilation == 1) {
+      e.rhs_free.push_back(c.kernel_spatial[i]);
+      e.out_rhs_free.push_back(c.output_spatial[i]);
+    } else {
+      e.lhs_windowed.push_back(c.input_spatial[i]);
+      e.rhs_windowed.push_back(c.kernel_spatial[i]);
+      e.out_windowed.push_back(c.output_spatial[i]);
+    }
+  }
+  return e;
+}
+
+// True when `s` tiles any of `dims`.
+bool tiles_any(const std::optional<Sharding>& s, const Dims& dims) {
+  if (!s || !s->is_tiled()) return false;
+  for (int64_t d : dims)
+    if (d < s->tiled_data_rank() && s->tile_assignment().dim(d) > 1) return true;
+  return false;
+}
+
+Dims concat(Dims a, const Dims& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 // Index of the first leaf of tuple element `index`.
@@ -179,6 +329,18 @@ bool is_target(const Instruction& in, std::string_view target) {
 bool is_manual_boundary(const Instruction& in) {
   return is_target(in, "SPMDFullToShardShape") || is_target(in, "SPMDShardToFullShape") ||
          is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
+}
+
+// Shard barriers: ShardBarrierFrom keeps its operand's sharding from flowing
+// to its users; ShardBarrierTo keeps its users' shardings from flowing to its
+// operand. The other direction passes as through a copy.
+bool blocks_forward(const Instruction& in) { return is_target(in, "ShardBarrierFrom"); }
+bool blocks_backward(const Instruction& in) { return is_target(in, "ShardBarrierTo"); }
+
+// An all-reduce with a channel id combines partitions: its operand is already
+// a per-partition value, so no global sharding carries across it.
+bool is_cross_partition_all_reduce(const Instruction& in) {
+  return in.opcode == Opcode::kAllReduce && in.attrs.channel_id.has_value();
 }
 
 // Sorted dim of a sort-like op: TopK along the last dim, sort along its
@@ -236,7 +398,7 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     if (s) out.push_back(*s);
   };
   if (level == 0 && !is_pass_through(in.opcode)) return out;
-  if (is_manual_boundary(in)) return out;
+  if (is_manual_boundary(in) || blocks_forward(in) || is_cross_partition_all_reduce(in)) return out;
   if (in.opcode == Opcode::kCopy && in.shape.is_tuple()) {  // copy of a whole tuple
     offer(op_sharding(0));
     return out;
@@ -332,12 +494,24 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       return out;
     case Opcode::kSlice:
     case Opcode::kPad:
-    case Opcode::kReduceWindow:
-      if (in.opcode == Opcode::kReduceWindow)
-        for (const auto& w : in.attrs.window)
-          if (w.base_dilation != 1 || w.window_dilation != 1) return out;
       offer(op_sharding(0));
       return out;
+    case Opcode::kReduceWindow: {
+      for (const auto& w : in.attrs.window)
+        if (w.base_dilation != 1 || w.window_dilation != 1) return out;
+      if (!in.shape.is_tuple()) {
+        offer(op_sharding(0));
+        return out;
+      }
+      // Variadic: input i gives result leaf i (the init values follow the inputs).
+      std::vector<Sharding> leaves;
+      for (int i = 0; i < in.operand_count() / 2; ++i) {
+        if (!op_sharding(i) || op_sharding(i)->is_tuple()) return out;
+        leaves.push_back(*op_sharding(i));
+      }
+      if (static_cast<int64_t>(leaves.size()) == in.shape.leaf_count()) out.push_back(Sharding::tuple(std::move(leaves)));
+      return out;
+    }
     case Opcode::kReverse:
       if (op_sharding(0))
         offer(op_sharding(0)->is_tiled() ? reverse_sharding(*op_sharding(0), in.attrs.dimensions) : *op_sharding(0));
@@ -392,23 +566,33 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     }
     case Opcode::kConvolution: {
       const ConvDims& c = in.attrs.conv;
-      const bool dot_like = conv_is_dot_like(in);
+      // No windowed dim tiled (and no groups): an einsum, the dot rule with
+      // the larger operand first.
+      const ConvEinsum e = conv_einsum(in, op_shape(0));
+      if (conv_is_ungrouped(in) && !tiles_any(op_sharding(0), e.lhs_windowed) &&
+          !tiles_any(op_sharding(1), e.rhs_windowed)) {
+        std::optional<Sharding> from_lhs, from_rhs;
+        if (op_sharding(0))
+          from_lhs = along(*op_sharding(0), concat(e.lhs_batch, e.lhs_free), concat(e.out_batch, e.out_lhs_free),
+                           in.shape.rank());
+        if (op_sharding(1))
+          from_rhs = along(*op_sharding(1), concat(e.rhs_batch, e.rhs_free), concat(e.out_batch, e.out_rhs_free),
+                           in.shape.rank());
+        if (op_shape(1).byte_size() > op_shape(0).byte_size()) std::swap(from_lhs, from_rhs);
+        offer(from_lhs);
+        offer(from_rhs);
+        return out;
+      }
       if (op_sharding(0)) {
         const Sharding& s = *op_sharding(0);
-        // LHS drives the output: batch -> batch, spatial -> spatial, only if
-        // the input feature dim is not sharded (small-kernel forward conv).
-        if (!(s.is_tiled() && s.tile_assignment().dim(c.input_feature) > 1)) {
-          Dims src{c.input_batch}, tgt{c.output_batch};
-          for (size_t i = 0; i < c.input_spatial.size(); ++i) {
-            src.push_back(c.input_spatial[i]);
-            tgt.push_back(c.output_spatial[i]);
-          }
-          offer(along(s, src, tgt, in.shape.rank()));
-        } else if (dot_like) {
-          offer(along(s, {c.input_batch}, {c.output_batch}, in.shape.rank()));
-        }
+        // LHS drives the output: batch -> batch, and spatial -> spatial only
+        // if the input feature dim is not sharded (small-kernel forward conv).
+        Dims src, tgt;
+        conv_lhs_output_dims(in, !(s.is_tiled() && s.tile_assignment().dim(c.input_feature) > 1), src, tgt);
+        offer(along(s, src, tgt, in.shape.rank()));
       }
-      if (op_sharding(1) && dot_like)
+      // The kernel's output features are the result's (ungrouped convs).
+      if (op_sharding(1) && conv_is_ungrouped(in))
         offer(along(*op_sharding(1), {c.kernel_output_feature}, {c.output_feature}, in.shape.rank()));
       return out;
     }
@@ -420,16 +604,57 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       if (op_sharding(0)) {
         Dims od, outd;
         gather_operand_passthrough(in, op_shape(0), od, outd);
+        const ParallelDims par = gather_parallel_dims(comp, in, op_shape(0));
+        const Dims par_out = map_positions(par.indices, gather_index_batch_dims(in, indices), gather_batch_out_dims(in));
+        od.insert(od.end(), par.operand.begin(), par.operand.end());
+        outd.insert(outd.end(), par_out.begin(), par_out.end());
         offer(along(*op_sharding(0), od, outd, in.shape.rank()));
       }
       return out;
     }
     case Opcode::kScatter: {
-      offer(op_sharding(0));
-      if (op_sharding(2)) {
+      // Operands: n inputs, the indices, n updates (n > 1: variadic, a tuple
+      // result whose leaves share one tiling).
+      // Input i and update i give result leaf i (other leaves: replicated,
+      // which never displaces a better sharding); the indices give every leaf.
+      const int n = (in.operand_count() - 1) / 2;
+      const int64_t rank = op_shape(0).rank();
+      auto offer_leaf = [&](int leaf, const std::optional<Sharding>& cand) {
+        if (!cand || cand->is_tuple()) return;
+        if (n == 1) return out.push_back(*cand);
+        std::vector<Sharding> leaves(static_cast<size_t>(n), Sharding::replicated());
+        leaves[static_cast<size_t>(leaf)] = *cand;
+        out.push_back(Sharding::tuple(std::move(leaves)));
+      };
+      for (int i = 0; i < n; ++i) offer_leaf(i, op_sharding(i));
+      const ParallelDims par = scatter_parallel_dims(comp, in, op_shape(0));
+      for (int j = n + 1; j < in.operand_count(); ++j) {
+        if (!op_sharding(j)) continue;
         Dims od, ud;
-        scatter_update_passthrough(in, op_shape(0), op_shape(2), od, ud);
-        offer(along(*op_sharding(2), ud, od, in.shape.rank()));
+        scatter_update_passthrough(in, op_shape(0), op_shape(j), od, ud);
+        const Dims par_upd = map_positions(par.indices, scatter_index_batch_dims(in, op_shape(n)),
+                                           scatter_update_scatter_dims(in, op_shape(j)));
+        od.insert(od.end(), par.operand.begin(), par.operand.end());
+        ud.insert(ud.end(), par_upd.begin(), par_upd.end());
+        offer_leaf(j - n - 1, along(*op_sharding(j), ud, od, rank));
+      }
+      // Indices tile the operand only along index-parallel dims; in a
+      // variadic scatter only the leaves whose input and update are untiled.
+      if (op_sharding(n) && !par.operand.empty()) {
+        const std::optional<Sharding> cand = along(*op_sharding(n), par.indices, par.operand, rank);
+        if (n == 1 || !cand) {
+          offer(cand);
+        } else {
+          auto tiled = [&](int i) { return op_sharding(i) && op_sharding(i)->is_tiled(); };
+          std::vector<Sharding> leaves(static_cast<size_t>(n), Sharding::replicated());
+          bool any = false;
+          for (int i = 0; i < n; ++i)
+            if (!tiled(i) && !tiled(n + 1 + i)) {
+              leaves[static_cast<size_t>(i)] = *cand;
+              any = true;
+            }
+          if (any) out.push_back(Sharding::tuple(std::move(leaves)));
+        }
       }
       return out;
     }
@@ -458,6 +683,11 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     case Opcode::kConditional:
       return out;  // result is synchronised with the callee / branch roots
     case Opcode::kCustomCall:
+      // A custom-call of tuple shape with a manual operand is manual
+      // (array-shaped ones are elementwise-like, above).
+      for (int i = 0; i < in.operand_count(); ++i)
+        if (op_sharding(i) && op_sharding(i)->is_manual()) return {Sharding::manual()};
+      return out;
     default:
       return out;
   }
@@ -484,7 +714,7 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
   const Computation& comp = st.module().computation(user_ref.comp);
   const Shape& operand = comp.instr(user.operand(k)).shape;
   if (level == 0 && !is_pass_through(user.opcode)) return std::nullopt;
-  if (is_manual_boundary(user)) return std::nullopt;
+  if (is_manual_boundary(user) || blocks_backward(user) || is_cross_partition_all_reduce(user)) return std::nullopt;
   if (user.opcode == Opcode::kCopy && user.shape.is_tuple()) return *us;
 
   if (const int64_t dim = operand.is_array() ? sorted_dim(user, operand) : -1; dim >= 0) {
@@ -539,10 +769,16 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     }
     case Opcode::kSlice:
     case Opcode::kPad:
-    case Opcode::kReduceWindow:
     case Opcode::kConcatenate:
       if (user.opcode != Opcode::kConcatenate && k != 0) return std::nullopt;
       return s;
+    case Opcode::kReduceWindow: {
+      // Input k takes result leaf k; init values (the second half) nothing.
+      if (k >= user.operand_count() / 2) return std::nullopt;
+      if (!s.is_tuple()) return s;
+      if (static_cast<size_t>(k) >= s.tuple_elements().size()) return std::nullopt;
+      return s.tuple_elements()[static_cast<size_t>(k)];
+    }
     case Opcode::kReverse:
       return s.is_tiled() ? reverse_sharding(s, user.attrs.dimensions) : s;
     case Opcode::kDynamicSlice:
@@ -580,18 +816,19 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     }
     case Opcode::kConvolution: {
       const ConvDims& c = user.attrs.conv;
-      const bool dot_like = conv_is_dot_like(user);
-      if (!dot_like) {
-        if (k != 0) return std::nullopt;
-        // Input takes batch and spatial tiling from the output.
-        Dims src{c.output_batch}, tgt{c.input_batch};
-        for (size_t i = 0; i < c.output_spatial.size(); ++i) {
-          src.push_back(c.output_spatial[i]);
-          tgt.push_back(c.input_spatial[i]);
-        }
-        return along(s, src, tgt, operand.rank());
+      const ConvEinsum e = conv_einsum(user, comp.instr(user.operand(0)).shape);
+      if (conv_is_ungrouped(user) && !tiles_any(s, e.out_windowed)) {
+        // An einsum from the result's view: batch and own free dims.
+        if (k == 0) return along(s, concat(e.out_batch, e.out_lhs_free), concat(e.lhs_batch, e.lhs_free), operand.rank());
+        return along(s, concat(e.out_batch, e.out_rhs_free), concat(e.rhs_batch, e.rhs_free), operand.rank());
       }
-      if (k == 0) return along(s, {c.output_batch}, {c.input_batch}, operand.rank());
+      if (k == 0) {
+        // Input takes batch (and, unless the conv is an einsum, spatial) tiling from the output.
+        Dims lhs_dims, out_dims;
+        conv_lhs_output_dims(user, !conv_is_dot_like(user), lhs_dims, out_dims);
+        return along(s, out_dims, lhs_dims, operand.rank());
+      }
+      if (!conv_is_ungrouped(user)) return std::nullopt;
       return along(s, {c.output_feature}, {c.kernel_output_feature}, operand.rank());
     }
     case Opcode::kGather: {
@@ -599,18 +836,38 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
         return along(s, gather_batch_out_dims(user), gather_index_batch_dims(user, operand), operand.rank());
       Dims od, outd;
       gather_operand_passthrough(user, operand, od, outd);
+      const ParallelDims par = gather_parallel_dims(comp, user, operand);
+      const Shape& indices = comp.instr(user.operand(1)).shape;
+      const Dims par_out = map_positions(par.indices, gather_index_batch_dims(user, indices), gather_batch_out_dims(user));
+      od.insert(od.end(), par.operand.begin(), par.operand.end());
+      outd.insert(outd.end(), par_out.begin(), par_out.end());
       return along(s, outd, od, operand.rank());
     }
     case Opcode::kScatter: {
-      if (k == 0) return s;
+      // Operands: n inputs, the indices, n updates; leaf i of a variadic
+      // result belongs to input i and update i.
+      const int n = (user.operand_count() - 1) / 2;
+      auto leaf = [&](int i) -> std::optional<Sharding> {
+        if (!s.is_tuple()) return s;
+        if (static_cast<size_t>(i) >= s.tuple_elements().size()) return std::nullopt;
+        return s.tuple_elements()[static_cast<size_t>(i)];
+      };
+      if (k < n) return leaf(k);
       const Shape& target = comp.instr(user.operand(0)).shape;
-      if (k == 2) {
+      const Shape& indices = comp.instr(user.operand(n)).shape;
+      const ParallelDims par = scatter_parallel_dims(comp, user, target);
+      if (k > n) {
+        const std::optional<Sharding> result = leaf(k - n - 1);
+        if (!result) return std::nullopt;
         Dims od, ud;
         scatter_update_passthrough(user, target, operand, od, ud);
-        std::optional<Sharding> cand = along(s, od, ud, operand.rank());
+        const Dims par_upd = map_positions(par.indices, scatter_index_batch_dims(user, indices),
+                                           scatter_update_scatter_dims(user, operand));
+        od.insert(od.end(), par.operand.begin(), par.operand.end());
+        ud.insert(ud.end(), par_upd.begin(), par_upd.end());
+        std::optional<Sharding> cand = along(*result, od, ud, operand.rank());
         // Index pass-through from the indices' sharding.
-        const std::optional<Sharding>& is = st.sharding({user_ref.comp, user.operand(1)});
-        const Shape& indices = comp.instr(user.operand(1)).shape;
+        const std::optional<Sharding>& is = st.sharding({user_ref.comp, user.operand(n)});
         if (cand && is && is->is_tiled()) {
           if (auto from_idx = along(*is, scatter_index_batch_dims(user, indices),
                                     scatter_update_scatter_dims(user, operand), operand.rank())) {
@@ -619,10 +876,15 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
         }
         return cand;
       }
-      // Indices from the updates' scatter dims.
-      const std::optional<Sharding>& ups = st.sharding({user_ref.comp, user.operand(2)});
-      if (!ups) return std::nullopt;
-      const Shape& updates = comp.instr(user.operand(2)).shape;
+      // Indices from the result along index-parallel dims, else from the
+      // first updates' scatter dims.
+      if (!par.operand.empty()) {
+        const std::optional<Sharding> result = leaf(0);
+        return result ? along(*result, par.operand, par.indices, operand.rank()) : std::nullopt;
+      }
+      const std::optional<Sharding>& ups = st.sharding({user_ref.comp, user.operand(n + 1)});
+      if (!ups || ups->is_tuple()) return std::nullopt;
+      const Shape& updates = comp.instr(user.operand(n + 1)).shape;
       return along(*ups, scatter_update_scatter_dims(user, updates), scatter_index_batch_dims(user, operand),
                    operand.rank());
     }
