@@ -455,11 +455,15 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
   const bool per_dim = plan.algorithm == CollectiveAlgorithm::kTorus ||
                        plan.algorithm == CollectiveAlgorithm::kRingPerDim ||
                        plan.algorithm == CollectiveAlgorithm::kTorusPipelined;
-  const int64_t chunks = plan.algorithm == CollectiveAlgorithm::kTorusPipelined ? std::max<int64_t>(q.chunks, 1) : 1;
+  // Pipelining overlaps stages on different dims; on one dim it would only
+  // add latency, so a 1-D group runs unchunked.
+  const int64_t chunks =
+      plan.algorithm == CollectiveAlgorithm::kTorusPipelined && grid_dims >= 2 ? std::max<int64_t>(q.chunks, 1) : 1;
   const auto n = static_cast<int64_t>(q.group.size());
 
   // Reduce-scatter over dims in order, each shrinking the data by its size;
-  // all-gather the same dims in reverse. Ring algorithms treat the group as 1-D.
+  // all-gather the same dims in reverse. ring and bidirectional_ring treat
+  // the group as 1-D.
   if (!per_dim) shape = {n};
   auto reduce_scatter = [&](double operand) {
     for (size_t d = 0; d < shape.size(); ++d) {

@@ -40,7 +40,8 @@
 //                       = the slowest of the slot's stages (its steps x the
 //                       step latency). C + 2k - 1 slots; identical
 //                       steady-state slots are one phase with a repeat.
-//                       C = 1 is torus (docs/collectives.md)
+//                       C = 1, or a group on one dim, is torus
+//                       (docs/collectives.md)
 //   direct              all-to-all: every member sends V/n straight to every
 //                       other member in one phase; collective-permute: the pairs
 //   auto                torus when group_shape has two or more dims > 1, else

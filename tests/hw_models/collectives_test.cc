@@ -184,6 +184,11 @@ TEST(Collectives, PipelinedTorusAllReduceOn4x4) {
   const CollectivePlan one = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 1);
   EXPECT_DOUBLE_EQ(one.analytic_time_s, torus.analytic_time_s);
   EXPECT_EQ(one.phases.size(), torus.phases.size());
+  // A 1-D group has nothing to overlap (its stages share one dim's links):
+  // it runs unchunked, the bidirectional ring.
+  const Topology ring(Slice{{8}, {true}, 1}, kParams);
+  EXPECT_DOUBLE_EQ(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {}, 8).analytic_time_s,
+                   plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing).analytic_time_s);
 }
 
 TEST(Collectives, PipelinedTorusIsFourFifthsOfTorusBandwidthOn4x4) {
