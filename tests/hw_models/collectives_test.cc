@@ -225,6 +225,24 @@ TEST(Collectives, PipelinedTorusOnUnequalDims) {
   EXPECT_NEAR(ag.analytic_time_s, rs.analytic_time_s, 1e-15);
 }
 
+TEST(Collectives, PipelinedTorusOn4x4x4) {
+  // 4x4x4 torus, C = 3: 6 stages, 8 slots, every stage's L = 2 hops. Per chunk
+  // and link direction: dim 0 stages a = 3/8 V/(3W), dim 1 a/4, dim 2 a/16.
+  //   slots RS0 | RS0,RS1 | RS0,RS1,RS2: a each (one dim-0 stage)
+  //   slots RS1,RS2,AG2 | RS2,AG2,AG1: a/4 (dim 1 carries one stage, dim 2 two of a/16)
+  //   slots AG2,AG1,AG0 | AG1,AG0 | AG0: a each
+  // T = (6 + 2/4) a + 8 x 2 hops = 13/16 V/W + 16 hops, against the torus'
+  // 2 * 3/8 (1 + 1/4 + 1/16) V/W + 12 hops = 63/64 V/W + 12 hops.
+  const Topology t(Slice{{4, 4, 4}, {true, true, true}, 1}, kParams);
+  const CollectivePlan ar =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4, 4}, 3);
+  const double want = 13.0 / 16.0 * kV / kW + 16 * kHop;
+  EXPECT_NEAR(ar.analytic_time_s, want, 1e-12);
+  EXPECT_NEAR(time_plan_fair_share(t, ar), want, 1e-9 * want);
+  EXPECT_NEAR(plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4, 4}).analytic_time_s,
+              63.0 / 64.0 * kV / kW + 12 * kHop, 1e-12);
+}
+
 TEST(Collectives, RingStepOverheadIsPaidPerStep) {
   // ici.ring_step_overhead_s = o adds o to every ring step's latency.
   LinkParams params = kParams;
