@@ -39,6 +39,7 @@ constexpr int64_t kMaxMxusPerTensorCore = int64_t{1} << 16;  // TPUs have 2-4
 constexpr int64_t kMaxArrayDim = int64_t{1} << 16;  // MXU rows/cols, VPU lanes/sublanes: TPUs 8-256
 constexpr int64_t kMaxDevicesPerChip = 16;          // TPUs have 1-2
 constexpr int64_t kMaxCollectivesInFlight = 64;     // per kind and device; XLA: 1
+constexpr int64_t kMaxCollectiveChunks = 4096;      // torus_pipelined chunks; past a few dozen latency dominates
 // A full pod: at most 2^16 chips (TPU v5p: 8960, v4: 4096) and 2^20 devices,
 // the workload loader's mesh limit. The pod topology holds one link per
 // directed chip pair on a chip, chips x d x (d-1) <= 2^20 x 15 of them.
@@ -132,7 +133,8 @@ const std::vector<std::string>& core_model_names() {
 }
 
 const std::vector<std::string>& collective_algorithm_names() {
-  static const std::vector<std::string> names = {"auto", "ring", "bidirectional_ring", "torus"};
+  static const std::vector<std::string> names = {"auto",         "ring",           "bidirectional_ring", "torus",
+                                                 "ring_per_dim", "torus_pipelined"};
   return names;
 }
 
@@ -306,6 +308,10 @@ const std::vector<Field>& fields() {
     t.push_back(choice_field("ici.collective_algorithm",
                              [](HardwareConfig& c) -> std::string& { return c.ici.collective_algorithm; },
                              collective_algorithm_names()));
+    t.push_back(int_field("ici.collective_chunks", [](HardwareConfig& c) -> int64_t& { return c.ici.collective_chunks; },
+                          count_range(kMaxCollectiveChunks, "1 = no pipelining; a few to a few dozen chunks")));
+    t.push_back(number_field("ici.ring_step_overhead_s",
+                             [](HardwareConfig& c) -> double& { return c.ici.ring_step_overhead_s; }, kLatencyRange));
     t.push_back(int_field("ici.collectives_in_flight_per_kind",
                           [](HardwareConfig& c) -> int64_t& { return c.ici.collectives_in_flight_per_kind; },
                           count_range(kMaxCollectivesInFlight, "XLA's latency-hiding scheduler allows 1 per kind")));

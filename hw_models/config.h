@@ -78,6 +78,11 @@ struct IciConfig {
   // all-to-all sends n-1 messages per device, one after another.
   double message_overhead_s = 0;
   std::string collective_algorithm;  // "auto" or a fixed algorithm name
+  // Chunks C of torus_pipelined (1 = torus: no pipelining).
+  int64_t collective_chunks = 1;
+  // What-if: a fixed cost added to every ring step of a collective (a
+  // software/synchronisation cost per step beyond the hop latency).
+  double ring_step_overhead_s = 0;
   // Collectives of one kind (all-reduce, all-gather, reduce-scatter,
   // all-to-all, collective-permute) a device runs at the same time; different
   // kinds always run concurrently, sharing the links they both use. XLA's

@@ -34,7 +34,8 @@ class System {
   const Placement& placement() const { return placement_; }
 
   // plan_collective with the preset's ici.collective_algorithm standing in
-  // for CollectiveAlgorithm::kAuto in the query.
+  // for CollectiveAlgorithm::kAuto in the query, and its ici.collective_chunks
+  // for chunks = 0.
   CollectivePlan plan(CollectiveQuery query) const;
 
  private:

@@ -31,16 +31,19 @@ const char* collective_algorithm_name(CollectiveAlgorithm algorithm) {
     case CollectiveAlgorithm::kBidirectionalRing: return "bidirectional_ring";
     case CollectiveAlgorithm::kTorus: return "torus";
     case CollectiveAlgorithm::kDirect: return "direct";
+    case CollectiveAlgorithm::kRingPerDim: return "ring_per_dim";
+    case CollectiveAlgorithm::kTorusPipelined: return "torus_pipelined";
   }
   return "?";
 }
 
 CollectiveAlgorithm collective_algorithm_from_name(const std::string& name) {
   for (auto a : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kBidirectionalRing,
-                 CollectiveAlgorithm::kTorus, CollectiveAlgorithm::kDirect})
+                 CollectiveAlgorithm::kTorus, CollectiveAlgorithm::kDirect, CollectiveAlgorithm::kRingPerDim,
+                 CollectiveAlgorithm::kTorusPipelined})
     if (name == collective_algorithm_name(a)) return a;
   throw UserError(fmt::format("unknown collective algorithm '{}'", name),
-                  "valid algorithms: auto, ring, bidirectional_ring, torus, direct");
+                  "valid algorithms: auto, ring, bidirectional_ring, torus, direct, ring_per_dim, torus_pipelined");
 }
 
 namespace {
@@ -85,7 +88,7 @@ class PhaseBuilder {
     Phase phase;
     phase.label = std::move(label);
     phase.repeat = repeat;
-    phase.latency_s = latency_;
+    phase.latency_s = latency_ + extra_latency_;
     std::sort(touched_.begin(), touched_.end());
     double slowest = 0;
     for (LinkId id : touched_) {
@@ -93,7 +96,7 @@ class PhaseBuilder {
       phase.link_loads.push_back(LinkTransfer{id, bytes});
       slowest = std::max(slowest, bytes / topology_.link(id).bandwidth);
     }
-    phase.step_time_s = slowest + latency_;
+    phase.step_time_s = slowest + phase.latency_s;
     phase.flows = std::move(flows_);
     for (CoreId device : senders_)
       sent_[static_cast<size_t>(device)] += phase_sent_[static_cast<size_t>(device)] * static_cast<double>(repeat);
@@ -102,6 +105,7 @@ class PhaseBuilder {
   }
 
   void reserve_flows(size_t count) { flows_.reserve(count); }
+  double ring_step_overhead_s() const { return topology_.params().ring_step_overhead_s; }
 
   // For planners that sum link loads themselves (all-to-all by legs): a flow
   // recorded without routing, its load and latency given separately.
@@ -118,6 +122,8 @@ class PhaseBuilder {
     slot += bytes;
   }
   void note_latency(double latency) { latency_ = std::max(latency_, latency); }
+  // A fixed cost per repetition on top of the longest route (ring steps).
+  void add_fixed_latency(double seconds) { extra_latency_ += seconds; }
 
   double max_sent() const { return sent_.empty() ? 0 : *std::max_element(sent_.begin(), sent_.end()); }
 
@@ -129,6 +135,7 @@ class PhaseBuilder {
     for (CoreId device : senders_) phase_sent_[static_cast<size_t>(device)] = 0;
     senders_.clear();
     latency_ = 0;
+    extra_latency_ = 0;
   }
 
   const Topology& topology_;
@@ -140,6 +147,7 @@ class PhaseBuilder {
   std::vector<double> phase_sent_;  // per device, this phase
   std::vector<CoreId> senders_;
   double latency_ = 0;
+  double extra_latency_ = 0;
 };
 
 using Rings = std::vector<std::vector<CoreId>>;  // concurrent rings of equal size
@@ -210,15 +218,86 @@ void ring_pass(PhaseBuilder& builder, const Rings& rings, double v, bool bidirec
   const double chunk = v / static_cast<double>(n);
   if (!bidirectional) {
     ring_step(builder, rings, chunk, 0);
+    builder.add_fixed_latency(builder.ring_step_overhead_s());
     builder.finish(fmt::format("{} ring step (n={})", what, n), n - 1, out);
     return;
   }
   const int64_t full_steps = (n - 1) / 2;
   ring_step(builder, rings, chunk, chunk);
+  builder.add_fixed_latency(builder.ring_step_overhead_s());
   builder.finish(fmt::format("{} bidirectional ring step (n={})", what, n), full_steps, out);
   if (n % 2 == 0) {
     ring_step(builder, rings, chunk / 2, chunk / 2);
+    builder.add_fixed_latency(builder.ring_step_overhead_s());
     builder.finish(fmt::format("{} bidirectional ring half step to the opposite member (n={})", what, n), 1, out);
+  }
+}
+
+// One stage of a pipelined torus pass: a bidirectional ring pass along one
+// dim over data of `bytes` per member (the full operand of a reduce-scatter,
+// the full result of an all-gather).
+struct Stage {
+  std::string name;
+  Rings rings;
+  double bytes = 0;
+  double latency_s = 0;  // its n/2 steps x (slowest ring edge + ring step overhead)
+};
+
+double ring_edge_latency(const Topology& topology, const Rings& rings) {
+  double worst = 0;
+  std::vector<LinkId> path;
+  for (const auto& ring : rings)
+    for (size_t i = 0; i < ring.size(); ++i)
+      for (CoreId next : {ring[(i + 1) % ring.size()], ring[(i + ring.size() - 1) % ring.size()]}) {
+        if (next == ring[i]) continue;
+        path.clear();
+        topology.append_route(ring[i], next, path);
+        worst = std::max(worst, topology.chip_of(ring[i]) == topology.chip_of(next)
+                                    ? topology.params().on_chip_latency_s
+                                    : static_cast<double>(path.size()) * topology.params().ici_hop_latency_s);
+      }
+  return worst;
+}
+
+Stage make_stage(const Topology& topology, Rings rings, double bytes, std::string name) {
+  Stage stage{std::move(name), embedded_rings(topology, std::move(rings)), bytes, 0};
+  const auto n = static_cast<int64_t>(stage.rings.front().size());
+  // A bidirectional ring pass: (n-1)/2 full steps, plus a half step for even n.
+  stage.latency_s = static_cast<double>(n / 2) *
+                    (ring_edge_latency(topology, stage.rings) + topology.params().ring_step_overhead_s);
+  return stage;
+}
+
+// Chunk c (0..C-1) runs stage s in slot c + s; a slot's phase holds the
+// stages some chunk runs in it, each as one flow per ring edge and direction
+// carrying that stage's whole pass for one chunk: (n-1)/2 x V_s/(C n) bytes.
+// Consecutive identical slots (the steady state) are one phase repeated.
+void pipelined_passes(PhaseBuilder& builder, const std::vector<Stage>& stages, int64_t chunks,
+                      std::vector<Phase>& out) {
+  const auto k = static_cast<int64_t>(stages.size());
+  if (k == 0) return;
+  int64_t t = 0;
+  while (t < chunks + k - 1) {
+    const int64_t lo = std::max<int64_t>(0, t - chunks + 1);
+    const int64_t hi = std::min(t, k - 1);
+    int64_t repeat = 1;  // slots with the same active stages follow only while lo = 0 and hi = k - 1
+    while (t + repeat < chunks + k - 1 && std::max<int64_t>(0, t + repeat - chunks + 1) == lo &&
+           std::min(t + repeat, k - 1) == hi)
+      ++repeat;
+    double latency = 0;
+    for (int64_t s = lo; s <= hi; ++s) {
+      const Stage& stage = stages[static_cast<size_t>(s)];
+      const auto n = static_cast<double>(stage.rings.front().size());
+      const double per_direction = stage.bytes / static_cast<double>(chunks) / n * (n - 1) / 2;
+      ring_step(builder, stage.rings, per_direction, per_direction);
+      latency = std::max(latency, stage.latency_s);
+    }
+    builder.note_latency(latency);
+    builder.finish(fmt::format("pipelined slots {}..{} of {}: {} to {} ({} chunks)", t, t + repeat - 1,
+                               chunks + k - 1, stages[static_cast<size_t>(lo)].name,
+                               stages[static_cast<size_t>(hi)].name, chunks),
+                   repeat, out);
+    t += repeat;
   }
 }
 
@@ -371,12 +450,21 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
   plan.algorithm = resolve(q, grid_dims);
   PhaseBuilder builder(topology);
   const double v = q.bytes_per_device;
-  const bool bidirectional = plan.algorithm != CollectiveAlgorithm::kRing;
+  const bool bidirectional =
+      plan.algorithm != CollectiveAlgorithm::kRing && plan.algorithm != CollectiveAlgorithm::kRingPerDim;
+  const bool per_dim = plan.algorithm == CollectiveAlgorithm::kTorus ||
+                       plan.algorithm == CollectiveAlgorithm::kRingPerDim ||
+                       plan.algorithm == CollectiveAlgorithm::kTorusPipelined;
+  // Pipelining overlaps stages on different dims; on one dim it would only
+  // add latency, so a 1-D group runs unchunked.
+  const int64_t chunks =
+      plan.algorithm == CollectiveAlgorithm::kTorusPipelined && grid_dims >= 2 ? std::max<int64_t>(q.chunks, 1) : 1;
   const auto n = static_cast<int64_t>(q.group.size());
 
   // Reduce-scatter over dims in order, each shrinking the data by its size;
-  // all-gather the same dims in reverse. Ring algorithms treat the group as 1-D.
-  if (plan.algorithm != CollectiveAlgorithm::kTorus) shape = {n};
+  // all-gather the same dims in reverse. ring and bidirectional_ring treat
+  // the group as 1-D.
+  if (!per_dim) shape = {n};
   auto reduce_scatter = [&](double operand) {
     for (size_t d = 0; d < shape.size(); ++d) {
       ring_pass(builder, embedded_rings(topology, lines_along(q.group, shape, d)), operand, bidirectional,
@@ -395,13 +483,36 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
                 fmt::format("all-gather dim {}", d), plan.phases);
   };
 
+  // Pipelined: the same passes as stages, chunks flowing through them.
+  auto pipelined = [&](bool scatter, bool gather) {
+    std::vector<Stage> stages;
+    std::vector<double> full(shape.size());  // data on dim d: V / (sizes of the dims before it)
+    double data = v;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      full[d] = data;
+      data /= static_cast<double>(shape[d]);
+    }
+    for (size_t d = 0; scatter && d < shape.size(); ++d)
+      if (shape[d] > 1)
+        stages.push_back(make_stage(topology, lines_along(q.group, shape, d), full[d],
+                                    fmt::format("reduce-scatter dim {}", d)));
+    for (size_t d = shape.size(); gather && d-- > 0;)
+      if (shape[d] > 1)
+        stages.push_back(make_stage(topology, lines_along(q.group, shape, d), full[d],
+                                    fmt::format("all-gather dim {}", d)));
+    pipelined_passes(builder, stages, chunks, plan.phases);
+  };
   switch (q.kind) {
     case CollectiveKind::kAllReduce:
-      reduce_scatter(v);
-      all_gather(v);
+      if (chunks > 1) {
+        pipelined(true, true);
+      } else {
+        reduce_scatter(v);
+        all_gather(v);
+      }
       break;
-    case CollectiveKind::kAllGather: all_gather(v); break;
-    case CollectiveKind::kReduceScatter: reduce_scatter(v); break;
+    case CollectiveKind::kAllGather: chunks > 1 ? pipelined(false, true) : all_gather(v); break;
+    case CollectiveKind::kReduceScatter: chunks > 1 ? pipelined(true, false) : reduce_scatter(v); break;
     case CollectiveKind::kAllToAll:
       if (plan.algorithm == CollectiveAlgorithm::kTorus) {
         for (size_t d = 0; d < shape.size(); ++d) {

@@ -28,12 +28,29 @@
 //                       all-gather dims k..0; all-reduce = both. All-to-all:
 //                       one exchange per dim (dimension-ordered), V/d_j to each
 //                       of the d_j - 1 peers in the line
+//   ring_per_dim        torus with one-way rings per dim (n_j - 1 steps of
+//                       V_j / n_j each, V_j the data on dim j): each dim's
+//                       links are used in one direction only
+//   torus_pipelined     torus with the payload cut into C chunks
+//                       (CollectiveQuery::chunks) that flow through the stages
+//                       (RS dims 0..k-1, AG dims k-1..0) concurrently: chunk c
+//                       runs stage s in slot c + s, one phase per slot holding
+//                       the slot's stages (each a whole bidirectional ring pass
+//                       of V_s / C; stages on one dim share its links), latency
+//                       = the slowest of the slot's stages (its steps x the
+//                       step latency). C + 2k - 1 slots; identical
+//                       steady-state slots are one phase with a repeat.
+//                       C = 1, or a group on one dim, is torus
+//                       (docs/collectives.md)
 //   direct              all-to-all: every member sends V/n straight to every
 //                       other member in one phase; collective-permute: the pairs
 //   auto                torus when group_shape has two or more dims > 1, else
 //                       bidirectional ring; all-to-all: direct (it moves the
 //                       same link-bytes as the per-dim exchange with all dims
 //                       busy at once); collective-permute: direct
+//
+// Every ring step (all ring algorithms) also pays LinkParams::
+// ring_step_overhead_s on top of its route latency.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +63,7 @@
 namespace podsim::hw {
 
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute };
-enum class CollectiveAlgorithm { kAuto, kRing, kBidirectionalRing, kTorus, kDirect };
+enum class CollectiveAlgorithm { kAuto, kRing, kBidirectionalRing, kTorus, kDirect, kRingPerDim, kTorusPipelined };
 
 const char* collective_kind_name(CollectiveKind kind);
 const char* collective_algorithm_name(CollectiveAlgorithm algorithm);
@@ -60,6 +77,7 @@ struct CollectiveQuery {
   std::vector<int64_t> group_shape;    // optional row-major grid of the group (torus algorithms)
   std::vector<std::pair<CoreId, CoreId>> permute_pairs;  // collective-permute: source -> target
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  int64_t chunks = 0;  // torus_pipelined: chunks C (0 = the preset's ici.collective_chunks; 1 alone)
 };
 
 // `count` identical flows between the same devices (their routes coincide);
@@ -80,7 +98,9 @@ struct Phase {
   std::string label;
   std::vector<Flow> flows;
   std::vector<LinkTransfer> link_loads;  // flows routed and summed, one entry per used link
-  double latency_s = 0;                  // longest route's summed link latency
+  // Of one repetition: the longest route's summed link latency plus the ring
+  // step overhead; a pipelined slot: its slowest stage's steps x that.
+  double latency_s = 0;
   double step_time_s = 0;                // uncontended time of one repetition
   int64_t repeat = 1;
 };

@@ -113,7 +113,7 @@ LinkParams link_params(const HardwareConfig& config) {
 
 LinkParams raw_link_params(const HardwareConfig& config) {
   return LinkParams{config.ici.link_bandwidth, config.ici.hop_latency_s, config.chip.on_chip_bandwidth,
-                    config.chip.on_chip_latency_s, config.ici.message_overhead_s};
+                    config.chip.on_chip_latency_s, config.ici.message_overhead_s, config.ici.ring_step_overhead_s};
 }
 
 Topology::Topology(Slice slice, LinkParams params)

@@ -73,6 +73,7 @@ struct LinkParams {
   double on_chip_bandwidth = 0;
   double on_chip_latency_s = 0;
   double message_overhead_s = 0;  // per message issued (ici.message_overhead_s)
+  double ring_step_overhead_s = 0;  // per ring step of a collective (ici.ring_step_overhead_s)
 };
 // What collectives see: ici_bandwidth = link_bandwidth x link_efficiency.
 LinkParams link_params(const HardwareConfig& config);

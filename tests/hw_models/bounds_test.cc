@@ -20,7 +20,7 @@ const std::vector<std::string> kIntKeys = {"core.tensor_cores_per_device", "core
                                            "core.mxu_rows",               "core.mxu_cols",
                                            "core.vpu_lanes",              "core.vpu_sublanes",
                                            "chip.devices_per_chip",       "ici.collectives_in_flight_per_kind",
-                                           "ici.collectives_in_flight"};
+                                           "ici.collectives_in_flight",   "ici.collective_chunks"};
 
 std::vector<std::string> real_keys() {
   std::vector<std::string> keys;
@@ -47,9 +47,10 @@ TEST(HardwareBounds, EveryRealKeyRejectsAbsurdNanAndInfiniteValues) {
   const std::vector<std::string> keys = real_keys();
   // clock, 2 MXU cycle counts, f32 passes, MXU sustained fraction, 5 VPU
   // cycle counts, op overhead,
-  // 3 HBM, 3 chip (on-chip bandwidth and latency, host bandwidth) and 4
-  // ICI numbers: a new real key must land here too.
-  ASSERT_EQ(keys.size(), 21u);
+  // 3 HBM, 3 chip (on-chip bandwidth and latency, host bandwidth) and 5
+  // ICI numbers (link bandwidth, efficiency, hop latency, message and ring
+  // step overheads): a new real key must land here too.
+  ASSERT_EQ(keys.size(), 22u);
   for (const std::string& key : keys)
     for (const std::string value : {"1e300", ".nan", ".inf", "-.inf", "-1e300"}) {
       const UserError e = override_error(key, value);

@@ -1,6 +1,8 @@
 // Collective plans against closed forms: ring and bidirectional ring
-// all-gather / all-reduce, the per-dimension torus all-reduce, all-to-all on
+// all-gather / all-reduce, the per-dimension torus all-reduce (two-way and
+// one-way rings, pipelined in chunks), the ring step overhead, all-to-all on
 // a torus (hand derivation), collective-permute, and the fair-share timing.
+// docs/collectives.md derives the closed forms.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -25,13 +27,14 @@ std::vector<CoreId> iota_group(int64_t n) {
 }
 
 CollectivePlan plan(const Topology& t, CollectiveKind kind, CollectiveAlgorithm algorithm,
-                    std::vector<int64_t> group_shape = {}) {
+                    std::vector<int64_t> group_shape = {}, int64_t chunks = 0) {
   CollectiveQuery q;
   q.kind = kind;
   q.bytes_per_device = kV;
   q.group = iota_group(t.num_devices());
   q.group_shape = std::move(group_shape);
   q.algorithm = algorithm;
+  q.chunks = chunks;
   return plan_collective(t, q);
 }
 
@@ -122,6 +125,153 @@ TEST(Collectives, TorusAllReduceByDims) {
   // slower: its row-to-row steps share links.
   const CollectivePlan ring = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing);
   EXPECT_GT(ring.analytic_time_s, ar.analytic_time_s);
+}
+
+TEST(Collectives, RingPerDimUsesOneDirectionPerDim) {
+  // 4x4 torus, one-way 4-rings per dim: a pass over data D is 3 steps of D/4
+  // over one hop: 3/4 D/W + 3 hops. RS dim 0 (V), dim 1 (V/4), AG dim 1, dim 0:
+  // T = 2 * 3/4 * (V + V/4)/W + 12 hops = 15/8 V/W + 12 hops,
+  // twice the torus bandwidth term (15/16 V/W) with 12 instead of 8 hops.
+  const Topology t(Slice{{4, 4}, {true, true}, 1}, kParams);
+  const CollectivePlan ar = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRingPerDim, {4, 4});
+  EXPECT_EQ(ar.algorithm, CollectiveAlgorithm::kRingPerDim);
+  const double want = 15.0 / 8.0 * kV / kW + 12 * kHop;
+  EXPECT_NEAR(ar.analytic_time_s, want, 1e-12);
+  EXPECT_NEAR(time_plan_fair_share(t, ar), want, 1e-9 * want);
+  ASSERT_EQ(ar.phases.size(), 4u);
+  for (const Phase& phase : ar.phases) {
+    EXPECT_EQ(phase.repeat, 3);
+    EXPECT_EQ(phase.link_loads.size(), 16u);  // 4 rings x 4 links, one direction
+    for (const LinkTransfer& load : phase.link_loads) EXPECT_EQ(t.link(load.link).direction, +1);
+  }
+  // On a 1-D group it is the one-way ring.
+  const Topology ring(Slice{{8}, {true}, 1}, kParams);
+  EXPECT_NEAR(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRingPerDim).analytic_time_s,
+              plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRing).analytic_time_s, 1e-15);
+}
+
+TEST(Collectives, PipelinedTorusAllReduceOn4x4) {
+  // 4x4 torus, C = 8 chunks. Stages RS0, RS1, AG1, AG0; a stage is a whole
+  // bidirectional 4-ring pass of one chunk: per link direction (V_s/C)/4 *
+  // 3/2 bytes, 2 steps of 1 hop (L = 2 hops). Dim 0 stages carry V_s = V:
+  // 3/8 V/(C W); dim 1 stages V/4: 3/32 V/(C W). Chunk c runs stage s in slot
+  // c + s: C + 3 = 11 slots; per slot the busier dim (stages on one dim add):
+  //   slots 0-2 (RS0 | RS0,RS1 | RS0,RS1,AG1): dim 0 carries one stage, 3/8
+  //   slots 3-7 (all four): dim 0 carries RS0 + AG0, 3/4
+  //   slots 8-10 (RS1,AG1,AG0 | AG1,AG0 | AG0): 3/8
+  // T = (6 * 3/8 + 5 * 3/4) / 8 * V/W + 11 * 2 hops = 3/4 V/W + 22 hops.
+  const Topology t(Slice{{4, 4}, {true, true}, 1}, kParams);
+  const CollectivePlan ar = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 8);
+  EXPECT_EQ(ar.algorithm, CollectiveAlgorithm::kTorusPipelined);
+  const double want = 3.0 / 4.0 * kV / kW + 22 * kHop;
+  EXPECT_NEAR(ar.analytic_time_s, want, 1e-12);
+  // Stages on one dim carry equal bytes, so fair sharing finishes them together.
+  EXPECT_NEAR(time_plan_fair_share(t, ar), want, 1e-9 * want);
+  // 3 fill slots, the 5 steady slots as one phase, 3 drain slots.
+  ASSERT_EQ(ar.phases.size(), 7u);
+  EXPECT_EQ(ar.phases[3].repeat, 5);
+  // The same bytes leave each device as in the torus plan: 2 * 3/4 (V + V/4).
+  const CollectivePlan torus = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4});
+  EXPECT_NEAR(ar.bytes_sent_per_device, torus.bytes_sent_per_device, 1e-6);
+  EXPECT_NEAR(ar.bytes_sent_per_device, 15.0 / 8.0 * kV, 1e-6);
+  // C = 2 < 4 stages: slots RS0 | RS0,RS1 | RS1,AG1 | AG1,AG0 | AG0; the
+  // middle one only uses dim 1 (2 * 3/32 / 2):
+  // T = (4 * 3/8 + 3/16) / 2 * V/W + 5 * 2 hops = 27/32 V/W + 10 hops.
+  const CollectivePlan two = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 2);
+  EXPECT_NEAR(two.analytic_time_s, 27.0 / 32.0 * kV / kW + 10 * kHop, 1e-12);
+  EXPECT_NEAR(time_plan_fair_share(t, two), two.analytic_time_s, 1e-9 * two.analytic_time_s);
+  // C = 1 is the torus plan.
+  const CollectivePlan one = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 1);
+  EXPECT_DOUBLE_EQ(one.analytic_time_s, torus.analytic_time_s);
+  EXPECT_EQ(one.phases.size(), torus.phases.size());
+  // A 1-D group has nothing to overlap (its stages share one dim's links):
+  // it runs unchunked, the bidirectional ring.
+  const Topology ring(Slice{{8}, {true}, 1}, kParams);
+  EXPECT_DOUBLE_EQ(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {}, 8).analytic_time_s,
+                   plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing).analytic_time_s);
+}
+
+TEST(Collectives, PipelinedTorusIsFourFifthsOfTorusBandwidthOn4x4) {
+  // Without hop latency the 4x4 pipelined bandwidth term 3/4 V/W (any C >= 3,
+  // test above) against the torus' 15/16 V/W: 0.8, i.e. 20% faster.
+  LinkParams params = kParams;
+  params.ici_hop_latency_s = 0;
+  const Topology t(Slice{{4, 4}, {true, true}, 1}, params);
+  const double torus = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s;
+  for (int64_t chunks : {3, 4, 16, 64}) {
+    const CollectivePlan p = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, chunks);
+    EXPECT_NEAR(p.analytic_time_s / torus, 0.8, 1e-12) << chunks;
+  }
+}
+
+TEST(Collectives, PipelinedTorusOnUnequalDims) {
+  // 8x4 torus, C = 2. Stages: RS0 on V over 8-rings: per link direction
+  // (V/2)/8 * 7/2 = 7/32 V, 4 steps (L = 4 hops); RS1 on V/8 over 4-rings:
+  // (V/16)/4 * 3/2 = 3/128 V, 2 steps (L = 2 hops); AG1, AG0 alike.
+  // Slots RS0 | RS0,RS1 | RS1,AG1 | AG1,AG0 | AG0: four slots carry one dim-0
+  // stage (7/32 V/W, 4 hops), the middle one both dim-1 stages (6/128 V/W,
+  // 2 hops): T = (7/8 + 3/64) V/W + 18 hops = 59/64 V/W + 18 hops.
+  const Topology t(Slice{{8, 4}, {true, true}, 1}, kParams);
+  const CollectivePlan ar = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {8, 4}, 2);
+  const double want = 59.0 / 64.0 * kV / kW + 18 * kHop;
+  EXPECT_NEAR(ar.analytic_time_s, want, 1e-12);
+  EXPECT_NEAR(time_plan_fair_share(t, ar), want, 1e-9 * want);
+  // Reduce-scatter alone, C = 2: slots RS0 | RS0,RS1 | RS1:
+  // T = (2 * 7/32 + 3/128) V/W + (4 + 4 + 2) hops = 59/128 V/W + 10 hops.
+  const CollectivePlan rs = plan(t, CollectiveKind::kReduceScatter, CollectiveAlgorithm::kTorusPipelined, {8, 4}, 2);
+  EXPECT_NEAR(rs.analytic_time_s, 59.0 / 128.0 * kV / kW + 10 * kHop, 1e-12);
+  // All-gather mirrors it.
+  const CollectivePlan ag = plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kTorusPipelined, {8, 4}, 2);
+  EXPECT_NEAR(ag.analytic_time_s, rs.analytic_time_s, 1e-15);
+}
+
+TEST(Collectives, PipelinedTorusOn4x4x4) {
+  // 4x4x4 torus, C = 3: 6 stages, 8 slots, every stage's L = 2 hops. Per chunk
+  // and link direction: dim 0 stages a = 3/8 V/(3W), dim 1 a/4, dim 2 a/16.
+  //   slots RS0 | RS0,RS1 | RS0,RS1,RS2: a each (one dim-0 stage)
+  //   slots RS1,RS2,AG2 | RS2,AG2,AG1: a/4 (dim 1 carries one stage, dim 2 two of a/16)
+  //   slots AG2,AG1,AG0 | AG1,AG0 | AG0: a each
+  // T = (6 + 2/4) a + 8 x 2 hops = 13/16 V/W + 16 hops, against the torus'
+  // 2 * 3/8 (1 + 1/4 + 1/16) V/W + 12 hops = 63/64 V/W + 12 hops.
+  const Topology t(Slice{{4, 4, 4}, {true, true, true}, 1}, kParams);
+  const CollectivePlan ar =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4, 4}, 3);
+  const double want = 13.0 / 16.0 * kV / kW + 16 * kHop;
+  EXPECT_NEAR(ar.analytic_time_s, want, 1e-12);
+  EXPECT_NEAR(time_plan_fair_share(t, ar), want, 1e-9 * want);
+  EXPECT_NEAR(plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4, 4}).analytic_time_s,
+              63.0 / 64.0 * kV / kW + 12 * kHop, 1e-12);
+}
+
+TEST(Collectives, RingStepOverheadIsPaidPerStep) {
+  // ici.ring_step_overhead_s = o adds o to every ring step's latency.
+  LinkParams params = kParams;
+  const double o = 2.5e-6;
+  params.ring_step_overhead_s = o;
+  const Topology ring(Slice{{8}, {true}, 1}, params);
+  // One-way 8-ring all-reduce: 2 * 7 steps: 2 * (7/8 V/W + 7 (hop + o)).
+  EXPECT_NEAR(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRing).analytic_time_s,
+              2 * (7.0 / 8.0 * kV / kW + 7 * (kHop + o)), 1e-12);
+  // Bidirectional: 2 * (3 full + 1 half) steps: 2 * (7/16 V/W + 4 (hop + o)).
+  EXPECT_NEAR(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing).analytic_time_s,
+              2 * (7.0 / 16.0 * kV / kW + 4 * (kHop + o)), 1e-12);
+  // 4x4 torus: 4 passes of 2 steps: 15/16 V/W + 8 (hop + o); pipelined C = 8:
+  // 11 slots of one stage's 2 steps: 3/4 V/W + 22 (hop + o).
+  const Topology t(Slice{{4, 4}, {true, true}, 1}, params);
+  EXPECT_NEAR(plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s,
+              15.0 / 16.0 * kV / kW + 8 * (kHop + o), 1e-12);
+  const CollectivePlan pipelined =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 8);
+  EXPECT_NEAR(pipelined.analytic_time_s, 3.0 / 4.0 * kV / kW + 22 * (kHop + o), 1e-12);
+  EXPECT_NEAR(time_plan_fair_share(t, pipelined), pipelined.analytic_time_s, 1e-9 * pipelined.analytic_time_s);
+  // Not a ring: the direct all-to-all does not pay it.
+  const Topology plain(Slice{{8}, {true}, 1}, kParams);
+  EXPECT_DOUBLE_EQ(plan(ring, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto).analytic_time_s,
+                   plan(plain, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto).analytic_time_s);
+  // The presets' key feeds it (default 0).
+  EXPECT_DOUBLE_EQ(link_params(load_hardware("tpuv4")).ring_step_overhead_s, 0);
+  EXPECT_DOUBLE_EQ(link_params(load_hardware("tpuv4", {{"ici.ring_step_overhead_s", "2.5e-6"}})).ring_step_overhead_s,
+                   2.5e-6);
 }
 
 TEST(Collectives, AllToAllOnTorusByHand) {
@@ -256,6 +406,8 @@ TEST(Collectives, EmptyOrForeignGroupsAreUserErrors) {
   EXPECT_THROW(plan_collective(t, q), UserError);
   EXPECT_THROW(collective_algorithm_from_name("tree"), UserError);
   EXPECT_EQ(collective_algorithm_from_name("torus"), CollectiveAlgorithm::kTorus);
+  EXPECT_EQ(collective_algorithm_from_name("ring_per_dim"), CollectiveAlgorithm::kRingPerDim);
+  EXPECT_EQ(collective_algorithm_from_name("torus_pipelined"), CollectiveAlgorithm::kTorusPipelined);
 }
 
 TEST(Collectives, FullPodPlansStayCheap) {

@@ -32,5 +32,32 @@ TEST(System, PresetAlgorithmReplacesAuto) {
   EXPECT_EQ(automatic.plan(q).algorithm, CollectiveAlgorithm::kBidirectionalRing);
 }
 
+TEST(System, PresetChunksFeedThePipelinedTorus) {
+  // 16 TPUv4 devices as a 4x4 torus: ici.collective_chunks stands in for a
+  // query's chunks = 0; 4 stages and C = 8 give 3 fill, 1 steady (x5) and 3
+  // drain phases (collectives_test derives them), C = 1 the torus' 4 passes
+  // of one repeated full step and one half step each.
+  auto system = [](const std::string& chunks) {
+    return System(load_hardware("tpuv4", {{"ici.pod_dims", "[4, 4]"},
+                                          {"ici.pod_wraparound", "[true, true]"},
+                                          {"ici.collective_algorithm", "torus_pipelined"},
+                                          {"ici.collective_chunks", chunks}}),
+                  MeshLayout{{4, 4}, {}, PlacementOrder::kRowMajor, {}});
+  };
+  const System eight = system("8");
+  CollectiveQuery q;
+  q.kind = CollectiveKind::kAllReduce;
+  q.bytes_per_device = 1e6;
+  q.group = eight.placement().core_of_device;
+  q.group_shape = {4, 4};
+  const CollectivePlan p = eight.plan(q);
+  EXPECT_EQ(p.algorithm, CollectiveAlgorithm::kTorusPipelined);
+  ASSERT_EQ(p.phases.size(), 7u);
+  EXPECT_EQ(p.phases[3].repeat, 5);
+  EXPECT_EQ(system("1").plan(q).phases.size(), 8u);
+  q.chunks = 2;  // the query's own count wins: 5 slots, all different
+  EXPECT_EQ(eight.plan(q).phases.size(), 5u);
+}
+
 }  // namespace
 }  // namespace podsim::hw

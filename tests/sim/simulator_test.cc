@@ -66,6 +66,38 @@ TEST(Simulator, PureAllReduceEqualsRingClosedForm) {
   }
 }
 
+TEST(Simulator, PerDimAndPipelinedTorusAllReducesEqualTheirClosedForms) {
+  // 16 devices on a 4x4-chip torus (the full pod, one device per chip); the
+  // all-reduce's group is the [4, 4] grid. docs/collectives.md derives:
+  //   ring_per_dim             15/8 V/W + 12 hops (4 one-way 4-ring passes of 3 steps)
+  //   torus_pipelined, C = 8   3/4 V/W + 11 slots x 2 hops
+  // and a ring step overhead o adds o to each of those steps (12 and 22).
+  const auto program = program_from_hlo(all_reduce_program(16, "bf16[1024,1024]"));
+  const double v = 1024.0 * 1024 * 2;
+  const double o = 2.5e-6;
+  auto system = [](const std::string& algorithm, const std::string& overhead) {
+    return make_system({16}, {{"ici.pod_dims", "[4, 4]"},
+                              {"ici.pod_wraparound", "[true, true]"},
+                              {"chip.devices_per_chip", "1"},
+                              {"ici.collective_algorithm", algorithm},
+                              {"ici.collective_chunks", "8"},
+                              {"ici.ring_step_overhead_s", overhead}});
+  };
+  struct Case {
+    std::string algorithm;
+    double overhead, want;
+  };
+  for (const Case& c : {Case{"ring_per_dim", 0, 15.0 / 8 * v / kLinkBandwidth + 12 * kHopLatency},
+                        Case{"ring_per_dim", o, 15.0 / 8 * v / kLinkBandwidth + 12 * (kHopLatency + o)},
+                        Case{"torus_pipelined", 0, 3.0 / 4 * v / kLinkBandwidth + 22 * kHopLatency},
+                        Case{"torus_pipelined", o, 3.0 / 4 * v / kLinkBandwidth + 22 * (kHopLatency + o)}}) {
+    const hw::System s = system(c.algorithm, fmt::format("{}", c.overhead));
+    for (Fidelity f : {Fidelity::kFast, Fidelity::kFull})
+      EXPECT_NEAR(run(program, s, f).step_time_s, c.want, 1e-11) << c.algorithm << " o=" << c.overhead << " "
+                                                                  << fidelity_name(f);
+  }
+}
+
 // A collective and a dot that does (independent) or does not (dependent)
 // overlap with it.
 std::string overlap_program(bool dependent) {
