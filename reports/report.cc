@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/pipeline/memory_plan.h"
 #include "sim/custom_call_cost.h"
 
 namespace podsim::reports {
@@ -122,6 +123,82 @@ std::vector<TopOp> top_op_groups(const std::vector<sim::OpRecord>& ops, bool col
   return rows;
 }
 
+bool is_matmul(compiler::Opcode op) { return op == compiler::Opcode::kDot || op == compiler::Opcode::kConvolution; }
+
+// TopOp::kernel for every row: a fusion that holds a dot or convolution is
+// "fusion(dot+<root>)" ("fusion(dot)" when the dot is the root), since a
+// matmul with a bias add is a matmul kernel, not an add.
+void label_kernels(const compiler::SpmdProgram& program, std::vector<TopOp*> rows) {
+  for (TopOp* row : rows) row->kernel = kernel_label(row->opcode, row->name);
+  std::set<std::string> fusions;
+  for (TopOp* row : rows)
+    if (row->opcode == "fusion") fusions.insert(row->name);
+  if (fusions.empty()) return;
+  std::map<std::string, std::string> matmul_of;  // fusion root name -> its matmul opcode
+  const auto count = static_cast<size_t>(program.module.computation_count());
+  for (size_t c = 0; c < count && c < program.fusion.size(); ++c) {
+    const compiler::Computation& comp = program.module.computation(static_cast<compiler::CompId>(c));
+    for (const compiler::FusionGroup& group : program.fusion[c].groups) {
+      if (group.members.empty() || !fusions.count(comp.instr(group.members.back()).name)) continue;
+      for (compiler::InstrId m : group.members)
+        if (is_matmul(comp.instr(m).opcode)) {
+          matmul_of[comp.instr(group.members.back()).name] = std::string(compiler::opcode_name(comp.instr(m).opcode));
+          break;
+        }
+    }
+  }
+  for (TopOp* row : rows) {
+    if (row->opcode != "fusion") continue;
+    auto it = matmul_of.find(row->name);
+    if (it == matmul_of.end()) continue;
+    const std::string root = name_stem(row->name);
+    row->kernel = root == it->second ? "fusion(" + root + ")" : "fusion(" + it->second + "+" + root + ")";
+  }
+}
+
+// The peak's instruction, its largest live buffers and the live bytes over
+// the step (memory_plan.h), replanned with the options the program was
+// planned with (the same peak).
+MemoryPeak memory_peak_of(const compiler::SpmdProgram& program, int top_n, int timeline_points) {
+  MemoryPeak peak;
+  const compiler::Module& module = program.module;
+  if (module.entry_id() == compiler::kNoId) return peak;
+  const compiler::MemoryPlanInput plan_input{
+      module, program.schedule, program.fusion,
+      compiler::MemoryPlanOptions{.outputs_alias_parameters = program.memory.outputs_alias_parameters}};
+  const compiler::Computation& entry = module.entry();
+  peak.schedule_length = entry.size();
+  if (program.memory.peak_at != compiler::kNoId) {
+    const compiler::Instruction& at = entry.instr(program.memory.peak_at);
+    peak.instruction = at.name;
+    peak.op_name = at.op_name;
+    peak.pass = classify_op_name(at.op_name).pass;
+    const auto entry_id = static_cast<size_t>(module.entry_id());
+    const std::vector<compiler::InstrId>* order =
+        entry_id < program.schedule.size() && program.schedule[entry_id].size() == static_cast<size_t>(entry.size())
+            ? &program.schedule[entry_id]
+            : nullptr;
+    peak.schedule_position =
+        order ? std::find(order->begin(), order->end(), program.memory.peak_at) - order->begin() : program.memory.peak_at;
+  }
+  std::vector<compiler::LiveBufferAtPeak> live = compiler::live_buffers_at_peak(plan_input);
+  peak.live_buffers = static_cast<int64_t>(live.size());
+  for (const compiler::LiveBufferAtPeak& b : live) {
+    if (static_cast<int>(peak.top_buffers.size()) >= top_n) break;
+    peak.top_buffers.push_back({b.instruction, b.op_name, b.shape, b.sharding, memory_role_key(b.role),
+                                classify_op_name(b.op_name).pass, b.bytes});
+  }
+  const std::vector<int64_t> series = compiler::live_bytes_by_position(plan_input);
+  const auto n = static_cast<int64_t>(series.size());
+  const int64_t buckets = std::min<int64_t>(n, std::max(timeline_points, 1));
+  for (int64_t i = 0; i < buckets; ++i) {
+    const int64_t begin = i * n / buckets, end = (i + 1) * n / buckets;
+    peak.timeline_positions.push_back(begin);
+    peak.timeline_bytes.push_back(*std::max_element(series.begin() + begin, series.begin() + end));
+  }
+  return peak;
+}
+
 }  // namespace
 
 std::string kernel_label(const std::string& opcode, const std::string& name) {
@@ -223,6 +300,7 @@ Report summarize(const SummaryInput& input) {
     auto it = program.memory.at_peak.bytes.find(role);
     r.memory_breakdown.push_back({memory_role_key(role), it == program.memory.at_peak.bytes.end() ? 0 : it->second});
   }
+  r.memory_peak = memory_peak_of(program, input.memory_top_n, input.memory_timeline_points);
 
   r.time.compute_s = t.compute_s;
   r.time.mxu_bound_s = t.mxu_bound_s;
@@ -252,6 +330,12 @@ Report summarize(const SummaryInput& input) {
   r.top_op_groups = top_op_groups(t.ops, false, input.top_n, t.step_time_s);
   r.top_collective_groups = top_op_groups(t.ops, true, input.top_n, t.step_time_s);
   r.parts = summarize_parts(t.ops, input.peak_flops_per_device);
+  {
+    std::vector<TopOp*> rows;
+    for (std::vector<TopOp>* list : {&r.top_ops, &r.top_collectives, &r.top_op_groups, &r.top_collective_groups})
+      for (TopOp& op : *list) rows.push_back(&op);
+    label_kernels(program, rows);
+  }
 
   r.compile.instructions_annotated = program.stats.instructions_annotated;
   r.compile.instructions_partitioned = program.stats.instructions_partitioned;
