@@ -5,13 +5,18 @@
 
 #include <algorithm>
 #include <cassert>
+#include <climits>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "common/error.h"
 #include "compiler/pipeline/memory_plan.h"
+#include "compiler/sharding/sharding.h"
 #include "sim/custom_call_cost.h"
 
 namespace podsim::reports {
@@ -199,6 +204,144 @@ MemoryPeak memory_peak_of(const compiler::SpmdProgram& program, int top_n, int t
   return peak;
 }
 
+
+// ---- notes on what the numbers silently rest on ----
+
+// Times and sizes in notes, as the table prints them (formats.h is not a
+// dependency of summarize).
+std::string note_seconds(double seconds) {
+  const double magnitude = std::abs(seconds);
+  if (magnitude >= 1) return fmt::format("{:.3g} s", seconds);
+  if (magnitude >= 1e-3) return fmt::format("{:.3g} ms", seconds * 1e3);
+  return fmt::format("{:.3g} us", seconds * 1e6);
+}
+
+// Uneven sharding: a tensor dim of size d over t tiles is padded to
+// ceil(d / t) x t (XLA pads every shard to the same extent), so that much of
+// the tensor, and of the work of each op on it, is padding. Over the
+// sharding annotations of the module as given (before partitioning); one
+// line per distinct op_name pattern, shape and sharding.
+void add_padding_note(Report& r, const compiler::Module& annotated) {
+  struct Padded {
+    std::string what;  // op_name pattern or name, and shape
+    std::vector<int64_t> padded_dims;
+    int64_t elements = 0;
+    int64_t padded_elements = 0;
+    double fraction() const { return padded_elements > 0 ? 1.0 - double(elements) / double(padded_elements) : 0; }
+  };
+  std::map<std::string, Padded> padded;  // by what + sharding text
+  for (const compiler::Computation& comp : annotated.computations())
+    for (const compiler::Instruction& instr : comp.instructions()) {
+      if (!instr.sharding || !instr.shape.is_array() || instr.shape.rank() == 0) continue;
+      compiler::Sharding sharding;
+      try {
+        sharding = compiler::parse_sharding(*instr.sharding);
+      } catch (const UserError&) {
+        continue;
+      }
+      if (!sharding.is_tiled()) continue;
+      const std::vector<int64_t> tiles = sharding.data_tile_dims();
+      if (static_cast<int>(tiles.size()) != instr.shape.rank()) continue;
+      Padded p;
+      p.elements = 1;
+      p.padded_elements = 1;
+      bool uneven = false;
+      for (int i = 0; i < instr.shape.rank(); ++i) {
+        const int64_t d = instr.shape.dim(i), t = std::max<int64_t>(tiles[static_cast<size_t>(i)], 1);
+        const int64_t padded_d = (d + t - 1) / t * t;
+        uneven |= padded_d != d;
+        p.padded_dims.push_back(padded_d);
+        p.elements *= d;
+        p.padded_elements *= padded_d;
+      }
+      if (!uneven) continue;
+      p.what = fmt::format("{} {}", instr.op_name.empty() ? instr.name : op_name_pattern(instr.op_name),
+                           instr.shape.to_string(false));
+      padded.try_emplace(p.what + " " + *instr.sharding, std::move(p));
+    }
+  if (padded.empty()) return;
+  std::vector<const Padded*> rows;
+  int64_t elements = 0, padded_elements = 0;
+  for (const auto& [key, p] : padded) {
+    rows.push_back(&p);
+    elements += p.elements;
+    padded_elements += p.padded_elements;
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Padded* a, const Padded* b) { return a->fraction() > b->fraction(); });
+  constexpr size_t kShown = 3;
+  std::string list;
+  for (size_t i = 0; i < rows.size() && i < kShown; ++i)
+    list += fmt::format("{}{} to [{}] ({:.1f} % padding)", i ? "; " : "", rows[i]->what,
+                        fmt::join(rows[i]->padded_dims, ","), rows[i]->fraction() * 100);
+  r.notes.push_back(fmt::format(
+      "uneven sharding: {} annotated tensor(s) have a dim that does not divide by its tiles, so each shard is padded "
+      "(the ops on them do that much more work; HFU counts it, MFU does not): {}{}; {} padded elements, {:.1f} % of "
+      "those tensors",
+      rows.size(), list, rows.size() > kShown ? "; ..." : "", padded_elements - elements,
+      100.0 * (1.0 - double(elements) / double(padded_elements))));
+}
+
+// What made a collective, from its kind, op_name and the computation it runs
+// in (the partitioner's windowed-einsum loops are computations named
+// windowed_*).
+std::string collective_cause(const TopOp& op, const std::string& computation) {
+  const bool windowed = computation.rfind("windowed_", 0) == 0;
+  if (windowed)
+    return "a step of a windowed-einsum loop (compiler.windowed_einsum chose to window this dot; its transfers are "
+           "not hidden behind the loop's matmul steps)";
+  const OpNameParts parts = classify_op_name(op.op_name);
+  const std::string& kind = op.opcode;
+  auto is = [&kind](const char* k) { return kind.rfind(k, 0) == 0; };
+  if (is("all-gather"))
+    return parts.layer_matmul ? "the dot's strategy gathers a sharded operand whole (not windowed: see "
+                                "compiler.windowed_einsum threshold_mib and overlap_test)"
+                              : "a reshard to a less sharded layout (an operand gathered for its op)";
+  if (is("reduce-scatter"))
+    return parts.layer_matmul ? "the dot's partial sums scattered to its output's sharding (not windowed: see "
+                                "compiler.windowed_einsum)"
+                              : "partial sums scattered to the result's sharding";
+  if (is("all-reduce")) {
+    if (parts.pass == "optimizer") return "a sum over the devices that split a weight or its gradient (e.g. a norm)";
+    if (parts.pass == "backward")
+      return "partial sums of a backward dot contracted over a sharded dim, or a gradient summed over its "
+             "data-parallel copies";
+    return "partial sums of a dot contracted over a sharded dim";
+  }
+  if (is("all-to-all")) return "a reshard that moves which dim is sharded";
+  if (is("collective-permute")) return "a halo exchange or a reshard between device orders";
+  return "a reshard";
+}
+
+// When the compute stream waits long on communication, which collectives
+// (summed over layers) it waits on and which compiler decision made them.
+void add_exposed_communication_note(Report& r, const sim::Timeline& t, const compiler::SpmdProgram& program) {
+  constexpr double kLargeFraction = 0.1;  // of the step
+  if (t.step_time_s <= 0 || t.exposed_communication_s < kLargeFraction * t.step_time_s) return;
+  std::vector<TopOp> groups = top_op_groups(t.ops, true, INT_MAX, t.step_time_s);
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const TopOp& a, const TopOp& b) { return a.exposed_seconds > b.exposed_seconds; });
+  std::map<std::string, std::string> computation_of;  // instruction name -> its computation's name
+  for (const compiler::Computation& comp : program.module.computations())
+    for (const compiler::Instruction& instr : comp.instructions())
+      if (compiler::is_collective(instr.opcode) || compiler::is_async_start(instr.opcode))
+        computation_of.emplace(instr.name, comp.name());
+  constexpr size_t kShown = 3;
+  std::string list;
+  for (size_t i = 0; i < groups.size() && i < kShown && groups[i].exposed_seconds > 0; ++i) {
+    const TopOp& g = groups[i];
+    auto it = computation_of.find(g.name);
+    list += fmt::format("{}{} {} {} ({} exposed, {:.0f} % of it, {} op(s)): {}", i ? "; " : "", g.opcode,
+                        g.op_name.empty() ? g.name : g.op_name, g.shape, note_seconds(g.exposed_seconds),
+                        100 * g.exposed_seconds / t.exposed_communication_s, g.instances,
+                        collective_cause(g, it == computation_of.end() ? "" : it->second));
+  }
+  if (list.empty()) return;
+  r.notes.push_back(fmt::format("exposed communication is {} ({:.1f} % of the step); most of it: {}",
+                                note_seconds(t.exposed_communication_s),
+                                100 * t.exposed_communication_s / t.step_time_s, list));
+}
+
 }  // namespace
 
 std::string kernel_label(const std::string& opcode, const std::string& name) {
@@ -330,6 +473,8 @@ Report summarize(const SummaryInput& input) {
   r.top_op_groups = top_op_groups(t.ops, false, input.top_n, t.step_time_s);
   r.top_collective_groups = top_op_groups(t.ops, true, input.top_n, t.step_time_s);
   r.parts = summarize_parts(t.ops, input.peak_flops_per_device);
+  if (input.annotated && r.mode != "as-is") add_padding_note(r, *input.annotated);
+  add_exposed_communication_note(r, t, program);
   {
     std::vector<TopOp*> rows;
     for (std::vector<TopOp>* list : {&r.top_ops, &r.top_collectives, &r.top_op_groups, &r.top_collective_groups})

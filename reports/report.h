@@ -127,7 +127,9 @@ struct Report {
   // empty for a workload file.
   std::string mode;
   // What the numbers rest on that the input did not say (a loop's unknown
-  // trip count, a conditional's branch, the MFU numerator of an as-is run).
+  // trip count, a conditional's branch, the MFU numerator of an as-is run,
+  // uneven sharding's padding, the collectives behind a large exposed
+  // communication time).
   std::vector<std::string> notes;
   UnknownCustomCalls unknown_custom_calls;
   std::string hardware;
@@ -174,6 +176,9 @@ struct Report {
 struct SummaryInput {
   const sim::Timeline* timeline = nullptr;
   const compiler::SpmdProgram* program = nullptr;
+  // The module as given, with its sharding annotations, before partitioning
+  // (optional): uneven shardings found there get a note with their padding.
+  const compiler::Module* annotated = nullptr;
   workloads::ModelInfo model;
   std::string workload_name;
   std::string hardware_name;
