@@ -68,7 +68,7 @@ std::string fits_text(const Report& r) {
 // of the step's schedule"; "" without a peak instruction.
 std::string peak_point_text(const MemoryPeak& peak) {
   if (peak.instruction.empty()) return "";
-  std::string what = peak.pass;
+  std::string what = peak.pass == "other" ? "" : peak.pass;  // a module without podsim's op_names
   if (!peak.op_name.empty()) what += (what.empty() ? "" : ": ") + peak.op_name;
   return fmt::format("while {} runs{}, instruction {} of {} in the step's schedule", peak.instruction,
                      what.empty() ? "" : " (" + what + ")", peak.schedule_position + 1, peak.schedule_length);
