@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cassert>
 #include <climits>
-#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -17,6 +16,7 @@
 #include "common/error.h"
 #include "compiler/pipeline/memory_plan.h"
 #include "compiler/sharding/sharding.h"
+#include "reports/formats.h"
 #include "sim/custom_call_cost.h"
 
 namespace podsim::reports {
@@ -186,14 +186,15 @@ MemoryPeak memory_peak_of(const compiler::SpmdProgram& program, int top_n, int t
     peak.schedule_position =
         order ? std::find(order->begin(), order->end(), program.memory.peak_at) - order->begin() : program.memory.peak_at;
   }
-  std::vector<compiler::LiveBufferAtPeak> live = compiler::live_buffers_at_peak(plan_input);
+  compiler::MemoryPlanDetail detail = compiler::describe_memory_plan(plan_input);
+  const std::vector<compiler::LiveBufferAtPeak>& live = detail.live_at_peak;
   peak.live_buffers = static_cast<int64_t>(live.size());
   for (const compiler::LiveBufferAtPeak& b : live) {
     if (static_cast<int>(peak.top_buffers.size()) >= top_n) break;
     peak.top_buffers.push_back({b.instruction, b.op_name, b.shape, b.sharding, memory_role_key(b.role),
                                 classify_op_name(b.op_name).pass, b.bytes});
   }
-  const std::vector<int64_t> series = compiler::live_bytes_by_position(plan_input);
+  const std::vector<int64_t>& series = detail.live_by_position;
   const auto n = static_cast<int64_t>(series.size());
   const int64_t buckets = std::min<int64_t>(n, std::max(timeline_points, 1));
   for (int64_t i = 0; i < buckets; ++i) {
@@ -204,17 +205,7 @@ MemoryPeak memory_peak_of(const compiler::SpmdProgram& program, int top_n, int t
   return peak;
 }
 
-
 // ---- notes on what the numbers silently rest on ----
-
-// Times and sizes in notes, as the table prints them (formats.h is not a
-// dependency of summarize).
-std::string note_seconds(double seconds) {
-  const double magnitude = std::abs(seconds);
-  if (magnitude >= 1) return fmt::format("{:.3g} s", seconds);
-  if (magnitude >= 1e-3) return fmt::format("{:.3g} ms", seconds * 1e3);
-  return fmt::format("{:.3g} us", seconds * 1e6);
-}
 
 // Uneven sharding: a tensor dim of size d over t tiles is padded to
 // ceil(d / t) x t (XLA pads every shard to the same extent), so that much of
@@ -332,13 +323,13 @@ void add_exposed_communication_note(Report& r, const sim::Timeline& t, const com
     const TopOp& g = groups[i];
     auto it = computation_of.find(g.name);
     list += fmt::format("{}{} {} {} ({} exposed, {:.0f} % of it, {} op(s)): {}", i ? "; " : "", g.opcode,
-                        g.op_name.empty() ? g.name : g.op_name, g.shape, note_seconds(g.exposed_seconds),
+                        g.op_name.empty() ? g.name : g.op_name, g.shape, format_seconds(g.exposed_seconds),
                         100 * g.exposed_seconds / t.exposed_communication_s, g.instances,
                         collective_cause(g, it == computation_of.end() ? "" : it->second));
   }
   if (list.empty()) return;
   r.notes.push_back(fmt::format("exposed communication is {} ({:.1f} % of the step); most of it: {}",
-                                note_seconds(t.exposed_communication_s),
+                                format_seconds(t.exposed_communication_s),
                                 100 * t.exposed_communication_s / t.step_time_s, list));
 }
 

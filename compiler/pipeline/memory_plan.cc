@@ -504,22 +504,26 @@ MemoryPlan plan_memory(const MemoryPlanInput& input) {
   return plan;
 }
 
-std::vector<LiveBufferAtPeak> live_buffers_at_peak(const MemoryPlanInput& input) {
+MemoryPlanDetail describe_memory_plan(const MemoryPlanInput& input) {
   if (input.module.entry_id() == kNoId) return {};
   MemoryPlanner planner(input, /*collect_live=*/true);
-  std::vector<LiveBufferAtPeak> live = planner.plan(input.module.entry_id(), true).live;
-  std::stable_sort(live.begin(), live.end(), [](const LiveBufferAtPeak& a, const LiveBufferAtPeak& b) {
-    if (a.bytes != b.bytes) return a.bytes > b.bytes;
-    if (a.computation != b.computation) return a.computation < b.computation;
-    return a.producer < b.producer;
-  });
-  return live;
+  ComputationPeak entry = planner.plan(input.module.entry_id(), true);
+  MemoryPlanDetail detail{std::move(entry.live), std::move(entry.live_by_position)};
+  std::stable_sort(detail.live_at_peak.begin(), detail.live_at_peak.end(),
+                   [](const LiveBufferAtPeak& a, const LiveBufferAtPeak& b) {
+                     if (a.bytes != b.bytes) return a.bytes > b.bytes;
+                     if (a.computation != b.computation) return a.computation < b.computation;
+                     return a.producer < b.producer;
+                   });
+  return detail;
+}
+
+std::vector<LiveBufferAtPeak> live_buffers_at_peak(const MemoryPlanInput& input) {
+  return describe_memory_plan(input).live_at_peak;
 }
 
 std::vector<int64_t> live_bytes_by_position(const MemoryPlanInput& input) {
-  if (input.module.entry_id() == kNoId) return {};
-  MemoryPlanner planner(input, /*collect_live=*/true);
-  return planner.plan(input.module.entry_id(), true).live_by_position;
+  return describe_memory_plan(input).live_by_position;
 }
 
 }  // namespace podsim::compiler

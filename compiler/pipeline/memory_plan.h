@@ -77,6 +77,13 @@ struct LiveBufferAtPeak {
 // computation, producer). Their bytes sum to plan_memory(input).peak_bytes.
 std::vector<LiveBufferAtPeak> live_buffers_at_peak(const MemoryPlanInput& input);
 
+// Both of the above from one sweep.
+struct MemoryPlanDetail {
+  std::vector<LiveBufferAtPeak> live_at_peak;  // as live_buffers_at_peak
+  std::vector<int64_t> live_by_position;       // as live_bytes_by_position
+};
+MemoryPlanDetail describe_memory_plan(const MemoryPlanInput& input);
+
 // The entry's live bytes at each position of its schedule (a while/call adds
 // its body's/callee's peak at its position), as plan_memory sweeps them: the
 // maximum is plan_memory(input).peak_bytes, first reached at the position of
