@@ -281,7 +281,11 @@ std::string collective_cause(const TopOp& op, const std::string& computation) {
   if (windowed)
     return "a step of a windowed-einsum loop (compiler.windowed_einsum chose to window this dot; its transfers are "
            "not hidden behind the loop's matmul steps)";
-  const OpNameParts parts = classify_op_name(op.op_name);
+  // A group's op_name is a pattern (layer_*): classify it as one layer's.
+  std::string one_layer = op.op_name;
+  for (size_t star = one_layer.find("_*"); star != std::string::npos; star = one_layer.find("_*", star))
+    one_layer.replace(star + 1, 1, "0");
+  const OpNameParts parts = classify_op_name(one_layer);
   const std::string& kind = op.opcode;
   auto is = [&kind](const char* k) { return kind.rfind(k, 0) == 0; };
   if (is("all-gather"))

@@ -256,6 +256,18 @@ ENTRY %e (x: f32[1024]) -> f32[1024] {
   EXPECT_NE(r.notes[0].find("a step of a windowed-einsum loop (compiler.windowed_einsum"), std::string::npos)
       << r.notes[0];
 
+  // A layer's matmul weight (leaf wi of the ffn, group op_name
+  // bwd/layer_*/ffn/wi) gathered whole: the dot's strategy, not windowed.
+  f.program.module = compiler::Module();
+  f.timeline.ops[3].name = "all-gather.4";
+  f.timeline.ops[3].opcode = "all-gather";
+  r = summarize(f.input());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("all-gather bwd/layer_*/ffn/wi f32[1024] (250 ms exposed, 62 % of it, 1 op(s)): the "
+                            "dot's strategy gathers a sharded operand whole (not windowed"),
+            std::string::npos)
+      << r.notes[0];
+
   // Below 10 % of the step: no note.
   f.timeline.exposed_communication_s = 0.19;
   EXPECT_TRUE(summarize(f.input()).notes.empty());
