@@ -19,6 +19,7 @@ nlohmann::ordered_json top_op_json(const TopOp& op, bool collective, bool group 
   j["op_name"] = op.op_name;
   j["opcode"] = op.opcode;
   j["shape"] = op.shape;
+  if (!collective) j["kernel"] = op.kernel;
   if (group) j["instances"] = op.instances;
   j["executions"] = op.executions;
   j["seconds"] = op.seconds;
@@ -104,6 +105,35 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
   nlohmann::ordered_json memory = nlohmann::ordered_json::object();
   for (const MemoryPart& part : r.memory_breakdown) memory[part.name] = part.bytes;
   j["memory_breakdown_bytes"] = memory;
+  // Where the breakdown is taken (memory_plan.h): the peak's instruction,
+  // the largest buffers live there, and live bytes over the step.
+  const MemoryPeak& peak = r.memory_peak;
+  nlohmann::ordered_json peak_json;
+  peak_json["instruction"] = peak.instruction;
+  peak_json["op_name"] = peak.op_name;
+  peak_json["pass"] = peak.pass;
+  peak_json["schedule_position"] = peak.schedule_position;
+  peak_json["schedule_length"] = peak.schedule_length;
+  peak_json["live_buffers"] = peak.live_buffers;
+  j["memory_peak"] = peak_json;
+  nlohmann::ordered_json buffers = nlohmann::ordered_json::array();
+  for (const PeakBuffer& b : peak.top_buffers) {
+    nlohmann::ordered_json one;
+    one["name"] = b.name;
+    one["op_name"] = b.op_name;
+    one["shape"] = b.shape;
+    one["sharding"] = b.sharding;
+    one["role"] = b.role;
+    one["pass"] = b.pass;
+    one["bytes"] = b.bytes;
+    buffers.push_back(one);
+  }
+  j["memory_peak_buffers"] = buffers;
+  nlohmann::ordered_json timeline;
+  timeline["schedule_length"] = peak.schedule_length;
+  timeline["position"] = peak.timeline_positions;
+  timeline["live_bytes"] = peak.timeline_bytes;
+  j["memory_timeline"] = timeline;
   nlohmann::ordered_json time;
   time["compute"] = r.time.compute_s;
   time["mxu_bound"] = r.time.mxu_bound_s;
@@ -182,6 +212,9 @@ std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report
   j.erase("top_collective_groups");
   j.erase("time_by_part");
   j.erase("notes");
+  j.erase("memory_peak");
+  j.erase("memory_peak_buffers");
+  j.erase("memory_timeline");
   if (j.contains("unknown_custom_calls"))
     j["unknown_custom_calls"]["targets"] = fmt::format("{}", fmt::join(report.unknown_custom_calls.targets, " "));
   std::vector<std::pair<std::string, std::string>> fields;

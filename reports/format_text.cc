@@ -1,6 +1,7 @@
 // Human-readable Report forms: an aligned plain-text table (the default
-// `podsim run` output) and markdown (for issues and docs). Units: ms (s above
-// 100 s), GiB (2^30 bytes), TFLOP/s (1e12), percent.
+// `podsim run` output) and markdown (for issues and docs). Units a person
+// reads: s, ms or us with three significant digits; GiB, MiB, KiB (2^30,
+// 2^20, 2^10 bytes) or B; TFLOP/s (1e12); percent.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,12 +13,34 @@
 
 namespace podsim::reports {
 
+namespace {
+
+// Three significant digits, without exponent: 46.5, 1.23, 123.
+std::string three_digits(double value) {
+  const double magnitude = std::abs(value);
+  const int decimals = magnitude >= 99.95 ? 0 : magnitude >= 9.995 ? 1 : 2;
+  return fmt::format("{:.{}f}", value, decimals);
+}
+
+}  // namespace
+
 std::string format_seconds(double seconds) {
-  if (std::abs(seconds) >= 100.0) return fmt::format("{:.2f} s", seconds);
-  return fmt::format("{:.3f} ms", seconds * 1e3);
+  const double magnitude = std::abs(seconds);
+  if (magnitude == 0) return "0 s";
+  if (magnitude >= 0.9995) return three_digits(seconds) + " s";
+  if (magnitude >= 0.9995e-3) return three_digits(seconds * 1e3) + " ms";
+  return three_digits(seconds * 1e6) + " us";
 }
 
 std::string format_gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
+
+std::string format_bytes(double bytes) {
+  const double magnitude = std::abs(bytes);
+  if (magnitude >= 1073741824.0) return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
+  if (magnitude >= 1048576.0) return fmt::format("{:.2f} MiB", bytes / 1048576.0);
+  if (magnitude >= 1024.0) return fmt::format("{:.2f} KiB", bytes / 1024.0);
+  return fmt::format("{:.0f} B", bytes);
+}
 
 std::string format_tflops(double flops_per_second) { return fmt::format("{:.1f} TFLOP/s", flops_per_second / 1e12); }
 
@@ -37,8 +60,26 @@ namespace {
 double fraction_of(double part, double whole) { return whole > 0 ? part / whole : 0; }
 
 std::string fits_text(const Report& r) {
-  return r.fits_in_memory ? "fits" : fmt::format("DOES NOT FIT: {} over", format_gib(r.peak_memory_bytes - r.hbm_capacity_bytes));
+  return r.fits_in_memory ? "fits"
+                          : fmt::format("DOES NOT FIT: {} over", format_bytes(r.peak_memory_bytes - r.hbm_capacity_bytes));
 }
+
+// "after fusion.12 (backward: bwd/layer_1/ffn/wi), instruction 812 of 1911
+// of the step's schedule"; "" without a peak instruction.
+std::string peak_point_text(const MemoryPeak& peak) {
+  if (peak.instruction.empty()) return "";
+  std::string what = peak.pass == "other" ? "" : peak.pass;  // a module without podsim's op_names
+  if (!peak.op_name.empty()) what += (what.empty() ? "" : ": ") + peak.op_name;
+  return fmt::format("while {} runs{}, instruction {} of {} in the step's schedule", peak.instruction,
+                     what.empty() ? "" : " (" + what + ")", peak.schedule_position + 1, peak.schedule_length);
+}
+
+std::string or_dash(const std::string& text) { return text.empty() ? "-" : text; }
+
+// What the collectives table's columns count.
+constexpr const char* kCollectiveLegend =
+    "runs: executions in the step, a loop's once per trip; in program: instructions the partitioner emitted; "
+    "bytes and busy time: per device, summed over runs";
 
 struct TimeRow {
   const char* label;
@@ -57,6 +98,8 @@ std::vector<TimeRow> time_rows(const Report& r) {
 }
 
 std::string op_label(const TopOp& op) { return op.op_name.empty() ? op.name : op.op_name; }
+
+std::string kernel_of(const TopOp& op) { return op.kernel.empty() ? kernel_label(op.opcode, op.name) : op.kernel; }
 
 }  // namespace
 
@@ -85,20 +128,32 @@ std::string report_table(const Report& r) {
                           format_tflops(r.model_flops_per_second_per_device), format_tflops(r.peak_flops_per_device)));
   line("HFU", format_percent(r.hfu));
 
-  out += fmt::format("memory per device: {} of {} ({})\n", format_gib(static_cast<double>(r.peak_memory_bytes)),
-                     format_gib(r.hbm_capacity_bytes), fits_text(r));
+  out += fmt::format("memory per device at its peak: {} of {} ({})\n",
+                     format_bytes(static_cast<double>(r.peak_memory_bytes)), format_bytes(r.hbm_capacity_bytes),
+                     fits_text(r));
+  if (const std::string at = peak_point_text(r.memory_peak); !at.empty()) line("peak", at);
+  out += "  live at the peak, by role:\n";
   for (const MemoryPart& part : r.memory_breakdown)
-    line(part.name, fmt::format("{:>12}", format_gib(static_cast<double>(part.bytes))));
+    line("  " + part.name, fmt::format("{:>12}", format_bytes(static_cast<double>(part.bytes))));
+  if (!r.memory_peak.top_buffers.empty()) {
+    out += fmt::format("  largest buffers live at the peak ({} of {}):\n    {:>12} {:<18} {:<9} {}\n",
+                       r.memory_peak.top_buffers.size(), r.memory_peak.live_buffers, "bytes", "role", "pass",
+                       "buffer shape sharding (op)");
+    for (const PeakBuffer& b : r.memory_peak.top_buffers)
+      out += fmt::format("    {:>12} {:<18} {:<9} {} {} {}{}\n", format_bytes(static_cast<double>(b.bytes)), b.role,
+                         or_dash(b.pass), b.name, b.shape, or_dash(b.sharding),
+                         b.op_name.empty() ? "" : " (" + b.op_name + ")");
+  }
 
   out += "time per step:\n";
   for (const TimeRow& row : time_rows(r))
     line(row.label, fmt::format("{:>14}  {:>7}", format_seconds(row.seconds),
                                 format_percent(fraction_of(row.seconds, r.step_time_s))));
 
-  out += fmt::format("collectives:\n  {:<24} {:>8} {:>8} {:>14} {:>14}\n", "kind", "count", "emitted", "bytes/device",
-                     "busy time");
+  out += fmt::format("collectives:\n  ({})\n  {:<24} {:>8} {:>10} {:>14} {:>14}\n", kCollectiveLegend, "kind", "runs",
+                     "in program", "bytes/device", "busy time");
   for (const CollectiveStats& c : r.collectives)
-    out += fmt::format("  {:<24} {:>8} {:>8} {:>14} {:>14}\n", c.kind, c.count, c.static_count, format_gib(c.bytes),
+    out += fmt::format("  {:<24} {:>8} {:>10} {:>14} {:>14}\n", c.kind, c.count, c.static_count, format_bytes(c.bytes),
                        format_seconds(c.seconds));
 
   // Parts come from the op names podsim's model builders write; a module
@@ -123,14 +178,14 @@ std::string report_table(const Report& r) {
     for (const TopOp& op : r.top_op_groups)
       out += fmt::format("  {:>14} {:>7} {:>6} {:<9} {} {} {}\n", format_seconds(op.seconds),
                          format_percent(op.step_fraction), op.instances, op.bound, op_label(op), op.shape,
-                         kernel_label(op.opcode, op.name));
+                         kernel_of(op));
   }
   if (!r.top_collective_groups.empty()) {
     out += fmt::format("top collectives (summed over layers):\n  {:>14} {:>14} {:>6} {:>12} {}\n", "time", "exposed",
                        "count", "bytes", "op");
     for (const TopOp& op : r.top_collective_groups)
       out += fmt::format("  {:>14} {:>14} {:>6} {:>12} {} {} {}\n", format_seconds(op.seconds),
-                         format_seconds(op.exposed_seconds), op.instances, format_gib(op.bytes), op.opcode,
+                         format_seconds(op.exposed_seconds), op.instances, format_bytes(op.bytes), op.opcode,
                          op_label(op), op.shape);
   }
   out += fmt::format("compile: {} -> {} instructions, {} full replications, {} default fallbacks, remat {}\n",
@@ -151,15 +206,26 @@ std::string report_markdown(const Report& r) {
   row("tokens/s", fmt::format("{:.0f}", r.tokens_per_second));
   row("MFU", format_percent(r.mfu));
   row("HFU", format_percent(r.hfu));
-  row("peak memory per device", fmt::format("{} of {} ({})", format_gib(static_cast<double>(r.peak_memory_bytes)),
-                                            format_gib(r.hbm_capacity_bytes), fits_text(r)));
+  row("peak memory per device", fmt::format("{} of {} ({})", format_bytes(static_cast<double>(r.peak_memory_bytes)),
+                                            format_bytes(r.hbm_capacity_bytes), fits_text(r)));
+  if (const std::string at = peak_point_text(r.memory_peak); !at.empty()) row("memory peak", at);
   row("compile / simulate wall", fmt::format("{:.2f} s / {:.2f} s", r.compile_wall_s, r.simulate_wall_s));
 
-  out += "\n### Memory at the peak\n\n| part | GiB |\n|---|---:|\n";
+  out += "\n### Memory at the peak\n\n";
+  if (const std::string at = peak_point_text(r.memory_peak); !at.empty()) out += "The peak: " + at + ".\n\n";
+  out += "| role | live at the peak |\n|---|---:|\n";
   for (const MemoryPart& part : r.memory_breakdown)
-    out += fmt::format("| {} | {:.2f} |\n", part.name, static_cast<double>(part.bytes) / 1073741824.0);
+    out += fmt::format("| {} | {} |\n", part.name, format_bytes(static_cast<double>(part.bytes)));
+  if (!r.memory_peak.top_buffers.empty()) {
+    out += fmt::format("\nLargest buffers live at the peak ({} of {}):\n\n"
+                       "| buffer | op | shape | sharding | role | pass | size |\n|---|---|---|---|---|---|---:|\n",
+                       r.memory_peak.top_buffers.size(), r.memory_peak.live_buffers);
+    for (const PeakBuffer& b : r.memory_peak.top_buffers)
+      out += fmt::format("| `{}` | `{}` | `{}` | `{}` | {} | {} | {} |\n", b.name, or_dash(b.op_name), b.shape,
+                         or_dash(b.sharding), b.role, or_dash(b.pass), format_bytes(static_cast<double>(b.bytes)));
+  }
 
-  out += "\n### Time per step\n\n| part | ms | % of step |\n|---|---:|---:|\n";
+  out += "\n### Time per step\n\n| part | time | % of step |\n|---|---:|---:|\n";
   for (const TimeRow& t : time_rows(r)) {
     // Indented rows are parts of the row above: "- part", "- - part of part".
     const std::string_view label(t.label);
@@ -167,37 +233,41 @@ std::string report_markdown(const Report& r) {
     std::string cell;
     for (size_t i = 0; i < depth; ++i) cell += "- ";
     cell += label.substr(depth * 2);
-    out += fmt::format("| {} | {:.3f} | {:.1f} |\n", cell, t.seconds * 1e3, fraction_of(t.seconds, r.step_time_s) * 100.0);
+    out += fmt::format("| {} | {} | {:.1f} |\n", cell, format_seconds(t.seconds),
+                       fraction_of(t.seconds, r.step_time_s) * 100.0);
   }
 
-  out += "\n### Collectives\n\n| kind | count | emitted | GiB per device | busy ms |\n|---|---:|---:|---:|---:|\n";
+  out += fmt::format("\n### Collectives\n\n{}.\n\n| kind | runs | in program | bytes per device | busy time |\n"
+                     "|---|---:|---:|---:|---:|\n",
+                     kCollectiveLegend);
   for (const CollectiveStats& c : r.collectives)
-    out += fmt::format("| {} | {} | {} | {:.3f} | {:.3f} |\n", c.kind, c.count, c.static_count, c.bytes / 1073741824.0,
-                       c.seconds * 1e3);
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", c.kind, c.count, c.static_count, format_bytes(c.bytes),
+                       format_seconds(c.seconds));
 
   if (!r.parts.parts.empty()) {
-    out += "\n### Time by part\n\n| pass | component | ms | % of step | exposed ms | TFLOP/s |\n|---|---|---:|---:|---:|---:|\n";
+    out += "\n### Time by part\n\n| pass | component | time | % of step | exposed | TFLOP/s |\n|---|---|---:|---:|---:|---:|\n";
     for (const PartTime& part : r.parts.parts)
-      out += fmt::format("| {} | {} | {:.3f} | {:.1f} | {:.3f} | {:.1f} |\n", part.pass, part.component,
-                         part.seconds() * 1e3, fraction_of(part.seconds(), r.step_time_s) * 100.0, part.exposed_s * 1e3,
+      out += fmt::format("| {} | {} | {} | {:.1f} | {} | {:.1f} |\n", part.pass, part.component,
+                         format_seconds(part.seconds()), fraction_of(part.seconds(), r.step_time_s) * 100.0,
+                         format_seconds(part.exposed_s),
                          part.flops_per_second() / 1e12);
     out += fmt::format("\nLayer matmuls run at {} of peak, the attention core at {}.\n",
                        format_percent(r.parts.layer_matmul_utilization),
                        format_percent(r.parts.attention_core_utilization));
   }
   if (!r.top_op_groups.empty()) {
-    out += "\n### Top ops (summed over layers)\n\n| op | shape | count | bound | ms | % of step |\n"
-           "|---|---|---:|---|---:|---:|\n";
+    out += "\n### Top ops (summed over layers)\n\n| op | shape | kernel | count | bound | time | % of step |\n"
+           "|---|---|---|---:|---|---:|---:|\n";
     for (const TopOp& op : r.top_op_groups)
-      out += fmt::format("| `{}` | `{}` | {} | {} | {:.3f} | {:.1f} |\n", op_label(op), op.shape, op.instances, op.bound,
-                         op.seconds * 1e3, op.step_fraction * 100.0);
+      out += fmt::format("| `{}` | `{}` | `{}` | {} | {} | {} | {:.1f} |\n", op_label(op), op.shape, kernel_of(op),
+                         op.instances, op.bound, format_seconds(op.seconds), op.step_fraction * 100.0);
   }
   if (!r.top_collective_groups.empty()) {
-    out += "\n### Top collectives (summed over layers)\n\n| op | kind | count | GiB | ms | exposed ms |\n"
+    out += "\n### Top collectives (summed over layers)\n\n| op | kind | count | bytes | time | exposed |\n"
            "|---|---|---:|---:|---:|---:|\n";
     for (const TopOp& op : r.top_collective_groups)
-      out += fmt::format("| `{}` | {} | {} | {:.3f} | {:.3f} | {:.3f} |\n", op_label(op), op.opcode, op.instances,
-                         op.bytes / 1073741824.0, op.seconds * 1e3, op.exposed_seconds * 1e3);
+      out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", op_label(op), op.opcode, op.instances,
+                         format_bytes(op.bytes), format_seconds(op.seconds), format_seconds(op.exposed_seconds));
   }
   return out;
 }

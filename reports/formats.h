@@ -45,9 +45,10 @@ std::string report_csv(const Report& report, const FormatOptions& options = {});
 std::string report_table(const Report& report);
 std::string report_markdown(const Report& report);
 
-// Unit helpers shared by table and markdown ("12.35 ms", "3.20 GiB", ...).
-std::string format_seconds(double seconds);   // ms below 100 s, else s
+// Unit helpers shared by table and markdown ("12.3 ms", "3.20 GiB", ...).
+std::string format_seconds(double seconds);   // three significant digits in s, ms or us: "46.5 s"
 std::string format_gib(double bytes);
+std::string format_bytes(double bytes);       // GiB, MiB, KiB or B: "1.50 MiB"
 std::string format_tflops(double flops_per_second);
 std::string format_percent(double fraction);
 std::string format_count(double value);       // 1.10 T, 512 M, 4.2 k

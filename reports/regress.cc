@@ -192,6 +192,24 @@ Baseline updated_baseline(const Baseline& baseline, const JobOutcome& run) {
   return b;
 }
 
+namespace {
+
+// The status of a metric out of its tolerance: which way it moved, in the
+// words of what it measures (a shorter step is faster, not a regression).
+std::string change_status(const MetricComparison& m) {
+  if (!m.numeric || !std::isfinite(m.relative_change) || m.relative_change == 0) return "CHANGED";
+  const bool up = m.relative_change > 0;
+  const std::string& n = m.name;
+  if (n == "step_time_s" || n.starts_with("time_breakdown_s.") || n.starts_with("time_by_"))
+    return n == "step_time_s" ? (up ? "CHANGED: slower" : "CHANGED: faster") : (up ? "CHANGED: longer" : "CHANGED: shorter");
+  if (n == "tokens_per_second") return up ? "CHANGED: faster" : "CHANGED: slower";
+  if (n == "peak_memory_bytes" || n.starts_with("memory_breakdown_bytes."))
+    return up ? "CHANGED: more memory" : "CHANGED: less memory";
+  return up ? "CHANGED: higher" : "CHANGED: lower";
+}
+
+}  // namespace
+
 std::string regress_table(const std::vector<BaselineComparison>& comparisons, bool all_rows) {
   std::vector<std::array<std::string, 6>> rows;
   rows.push_back({"baseline", "metric", "expected", "actual", "change", "status"});
@@ -209,7 +227,7 @@ std::string regress_table(const std::vector<BaselineComparison>& comparisons, bo
       if (m.numeric ? m.relative_change != 0 : m.actual != m.expected)
         change = m.numeric && std::isfinite(m.relative_change) ? fmt::format("{:+.3f}%", 100 * m.relative_change)
                                                                : "changed";
-      rows.push_back({name, m.name, m.expected, m.actual, change, m.within_tolerance ? "ok" : "REGRESSION"});
+      rows.push_back({name, m.name, m.expected, m.actual, change, m.within_tolerance ? "ok" : change_status(m)});
     }
   }
   std::string out;

@@ -12,8 +12,10 @@
 //   }
 // A numeric metric changed when |actual - expected| > max(rel_tol x
 // |expected|, abs_tol) (defaults 0: exact); any other value must match
-// exactly. Any change is reported as a regression (exit 1): the simulator is
-// deterministic, so a changed prediction needs a reviewed `--update`.
+// exactly. Any change fails the baseline (exit 1), whichever way it moved
+// (the table says which: "CHANGED: faster", "CHANGED: more memory", ...):
+// the simulator is deterministic, so a changed prediction needs a reviewed
+// `--update`.
 #pragma once
 
 #include <optional>

@@ -5,12 +5,18 @@
 
 #include <algorithm>
 #include <cassert>
+#include <climits>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "common/error.h"
+#include "compiler/pipeline/memory_plan.h"
+#include "compiler/sharding/sharding.h"
+#include "reports/formats.h"
 #include "sim/custom_call_cost.h"
 
 namespace podsim::reports {
@@ -122,6 +128,215 @@ std::vector<TopOp> top_op_groups(const std::vector<sim::OpRecord>& ops, bool col
   return rows;
 }
 
+bool is_matmul(compiler::Opcode op) { return op == compiler::Opcode::kDot || op == compiler::Opcode::kConvolution; }
+
+// TopOp::kernel for every row: a fusion that holds a dot or convolution is
+// "fusion(dot+<root>)" ("fusion(dot)" when the dot is the root), since a
+// matmul with a bias add is a matmul kernel, not an add.
+void label_kernels(const compiler::SpmdProgram& program, std::vector<TopOp*> rows) {
+  for (TopOp* row : rows) row->kernel = kernel_label(row->opcode, row->name);
+  std::set<std::string> fusions;
+  for (TopOp* row : rows)
+    if (row->opcode == "fusion") fusions.insert(row->name);
+  if (fusions.empty()) return;
+  std::map<std::string, std::string> matmul_of;  // fusion root name -> its matmul opcode
+  const auto count = static_cast<size_t>(program.module.computation_count());
+  for (size_t c = 0; c < count && c < program.fusion.size(); ++c) {
+    const compiler::Computation& comp = program.module.computation(static_cast<compiler::CompId>(c));
+    for (const compiler::FusionGroup& group : program.fusion[c].groups) {
+      if (group.members.empty() || !fusions.count(comp.instr(group.members.back()).name)) continue;
+      for (compiler::InstrId m : group.members)
+        if (is_matmul(comp.instr(m).opcode)) {
+          matmul_of[comp.instr(group.members.back()).name] = std::string(compiler::opcode_name(comp.instr(m).opcode));
+          break;
+        }
+    }
+  }
+  for (TopOp* row : rows) {
+    if (row->opcode != "fusion") continue;
+    auto it = matmul_of.find(row->name);
+    if (it == matmul_of.end()) continue;
+    const std::string root = name_stem(row->name);
+    row->kernel = root == it->second ? "fusion(" + root + ")" : "fusion(" + it->second + "+" + root + ")";
+  }
+}
+
+// The peak's instruction, its largest live buffers and the live bytes over
+// the step (memory_plan.h), replanned with the options the program was
+// planned with (the same peak).
+MemoryPeak memory_peak_of(const compiler::SpmdProgram& program, int top_n, int timeline_points) {
+  MemoryPeak peak;
+  const compiler::Module& module = program.module;
+  if (module.entry_id() == compiler::kNoId) return peak;
+  const compiler::MemoryPlanInput plan_input{
+      module, program.schedule, program.fusion,
+      compiler::MemoryPlanOptions{.outputs_alias_parameters = program.memory.outputs_alias_parameters}};
+  const compiler::Computation& entry = module.entry();
+  peak.schedule_length = entry.size();
+  if (program.memory.peak_at != compiler::kNoId) {
+    const compiler::Instruction& at = entry.instr(program.memory.peak_at);
+    peak.instruction = at.name;
+    peak.op_name = at.op_name;
+    peak.pass = classify_op_name(at.op_name).pass;
+    const auto entry_id = static_cast<size_t>(module.entry_id());
+    const std::vector<compiler::InstrId>* order =
+        entry_id < program.schedule.size() && program.schedule[entry_id].size() == static_cast<size_t>(entry.size())
+            ? &program.schedule[entry_id]
+            : nullptr;
+    peak.schedule_position =
+        order ? std::find(order->begin(), order->end(), program.memory.peak_at) - order->begin() : program.memory.peak_at;
+  }
+  compiler::MemoryPlanDetail detail = compiler::describe_memory_plan(plan_input);
+  const std::vector<compiler::LiveBufferAtPeak>& live = detail.live_at_peak;
+  peak.live_buffers = static_cast<int64_t>(live.size());
+  for (const compiler::LiveBufferAtPeak& b : live) {
+    if (static_cast<int>(peak.top_buffers.size()) >= top_n) break;
+    peak.top_buffers.push_back({b.instruction, b.op_name, b.shape, b.sharding, memory_role_key(b.role),
+                                classify_op_name(b.op_name).pass, b.bytes});
+  }
+  const std::vector<int64_t>& series = detail.live_by_position;
+  const auto n = static_cast<int64_t>(series.size());
+  const int64_t buckets = std::min<int64_t>(n, std::max(timeline_points, 1));
+  for (int64_t i = 0; i < buckets; ++i) {
+    const int64_t begin = i * n / buckets, end = (i + 1) * n / buckets;
+    peak.timeline_positions.push_back(begin);
+    peak.timeline_bytes.push_back(*std::max_element(series.begin() + begin, series.begin() + end));
+  }
+  return peak;
+}
+
+// ---- notes on what the numbers silently rest on ----
+
+// Uneven sharding: a tensor dim of size d over t tiles is padded to
+// ceil(d / t) x t (XLA pads every shard to the same extent), so that much of
+// the tensor, and of the work of each op on it, is padding. Over the
+// sharding annotations of the module as given (before partitioning); one
+// line per distinct op_name pattern, shape and sharding.
+void add_padding_note(Report& r, const compiler::Module& annotated) {
+  struct Padded {
+    std::string what;  // op_name pattern or name, and shape
+    std::vector<int64_t> padded_dims;
+    int64_t elements = 0;
+    int64_t padded_elements = 0;
+    double fraction() const { return padded_elements > 0 ? 1.0 - double(elements) / double(padded_elements) : 0; }
+  };
+  std::map<std::string, Padded> padded;  // by what + sharding text
+  for (const compiler::Computation& comp : annotated.computations())
+    for (const compiler::Instruction& instr : comp.instructions()) {
+      if (!instr.sharding || !instr.shape.is_array() || instr.shape.rank() == 0) continue;
+      compiler::Sharding sharding;
+      try {
+        sharding = compiler::parse_sharding(*instr.sharding);
+      } catch (const UserError&) {
+        continue;
+      }
+      if (!sharding.is_tiled()) continue;
+      const std::vector<int64_t> tiles = sharding.data_tile_dims();
+      if (static_cast<int>(tiles.size()) != instr.shape.rank()) continue;
+      Padded p;
+      p.elements = 1;
+      p.padded_elements = 1;
+      bool uneven = false;
+      for (int i = 0; i < instr.shape.rank(); ++i) {
+        const int64_t d = instr.shape.dim(i), t = std::max<int64_t>(tiles[static_cast<size_t>(i)], 1);
+        const int64_t padded_d = (d + t - 1) / t * t;
+        uneven |= padded_d != d;
+        p.padded_dims.push_back(padded_d);
+        p.elements *= d;
+        p.padded_elements *= padded_d;
+      }
+      if (!uneven) continue;
+      p.what = fmt::format("{} {}", instr.op_name.empty() ? instr.name : op_name_pattern(instr.op_name),
+                           instr.shape.to_string(false));
+      padded.try_emplace(p.what + " " + *instr.sharding, std::move(p));
+    }
+  if (padded.empty()) return;
+  std::vector<const Padded*> rows;
+  int64_t elements = 0, padded_elements = 0;
+  for (const auto& [key, p] : padded) {
+    rows.push_back(&p);
+    elements += p.elements;
+    padded_elements += p.padded_elements;
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Padded* a, const Padded* b) { return a->fraction() > b->fraction(); });
+  constexpr size_t kShown = 3;
+  std::string list;
+  for (size_t i = 0; i < rows.size() && i < kShown; ++i)
+    list += fmt::format("{}{} to [{}] ({:.1f} % padding)", i ? "; " : "", rows[i]->what,
+                        fmt::join(rows[i]->padded_dims, ","), rows[i]->fraction() * 100);
+  r.notes.push_back(fmt::format(
+      "uneven sharding: {} annotated tensor(s) have a dim that does not divide by its tiles, so each shard is padded "
+      "(the ops on them do that much more work; HFU counts it, MFU does not): {}{}; {} padded elements, {:.1f} % of "
+      "those tensors",
+      rows.size(), list, rows.size() > kShown ? "; ..." : "", padded_elements - elements,
+      100.0 * (1.0 - double(elements) / double(padded_elements))));
+}
+
+// What made a collective, from its kind, op_name and the computation it runs
+// in (the partitioner's windowed-einsum loops are computations named
+// windowed_*).
+std::string collective_cause(const TopOp& op, const std::string& computation) {
+  const bool windowed = computation.rfind("windowed_", 0) == 0;
+  if (windowed)
+    return "a step of a windowed-einsum loop (compiler.windowed_einsum chose to window this dot; its transfers are "
+           "not hidden behind the loop's matmul steps)";
+  // A group's op_name is a pattern (layer_*): classify it as one layer's.
+  std::string one_layer = op.op_name;
+  for (size_t star = one_layer.find("_*"); star != std::string::npos; star = one_layer.find("_*", star))
+    one_layer.replace(star + 1, 1, "0");
+  const OpNameParts parts = classify_op_name(one_layer);
+  const std::string& kind = op.opcode;
+  auto is = [&kind](const char* k) { return kind.rfind(k, 0) == 0; };
+  if (is("all-gather"))
+    return parts.layer_matmul ? "the dot's strategy gathers a sharded operand whole (not windowed: see "
+                                "compiler.windowed_einsum threshold_mib and overlap_test)"
+                              : "a reshard to a less sharded layout (an operand gathered for its op)";
+  if (is("reduce-scatter"))
+    return parts.layer_matmul ? "the dot's partial sums scattered to its output's sharding (not windowed: see "
+                                "compiler.windowed_einsum)"
+                              : "partial sums scattered to the result's sharding";
+  if (is("all-reduce")) {
+    if (parts.pass == "optimizer") return "a sum over the devices that split a weight or its gradient (e.g. a norm)";
+    if (parts.pass == "backward")
+      return "partial sums of a backward dot contracted over a sharded dim, or a gradient summed over its "
+             "data-parallel copies";
+    return "partial sums of a dot contracted over a sharded dim";
+  }
+  if (is("all-to-all")) return "a reshard that moves which dim is sharded";
+  if (is("collective-permute")) return "a halo exchange or a reshard between device orders";
+  return "a reshard";
+}
+
+// When the compute stream waits long on communication, which collectives
+// (summed over layers) it waits on and which compiler decision made them.
+void add_exposed_communication_note(Report& r, const sim::Timeline& t, const compiler::SpmdProgram& program) {
+  constexpr double kLargeFraction = 0.1;  // of the step
+  if (t.step_time_s <= 0 || t.exposed_communication_s < kLargeFraction * t.step_time_s) return;
+  std::vector<TopOp> groups = top_op_groups(t.ops, true, INT_MAX, t.step_time_s);
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const TopOp& a, const TopOp& b) { return a.exposed_seconds > b.exposed_seconds; });
+  std::map<std::string, std::string> computation_of;  // instruction name -> its computation's name
+  for (const compiler::Computation& comp : program.module.computations())
+    for (const compiler::Instruction& instr : comp.instructions())
+      if (compiler::is_collective(instr.opcode) || compiler::is_async_start(instr.opcode))
+        computation_of.emplace(instr.name, comp.name());
+  constexpr size_t kShown = 3;
+  std::string list;
+  for (size_t i = 0; i < groups.size() && i < kShown && groups[i].exposed_seconds > 0; ++i) {
+    const TopOp& g = groups[i];
+    auto it = computation_of.find(g.name);
+    list += fmt::format("{}{} {} {} ({} exposed, {:.0f} % of it, {} op(s)): {}", i ? "; " : "", g.opcode,
+                        g.op_name.empty() ? g.name : g.op_name, g.shape, format_seconds(g.exposed_seconds),
+                        100 * g.exposed_seconds / t.exposed_communication_s, g.instances,
+                        collective_cause(g, it == computation_of.end() ? "" : it->second));
+  }
+  if (list.empty()) return;
+  r.notes.push_back(fmt::format("exposed communication is {} ({:.1f} % of the step); most of it: {}",
+                                format_seconds(t.exposed_communication_s),
+                                100 * t.exposed_communication_s / t.step_time_s, list));
+}
+
 }  // namespace
 
 std::string kernel_label(const std::string& opcode, const std::string& name) {
@@ -223,6 +438,7 @@ Report summarize(const SummaryInput& input) {
     auto it = program.memory.at_peak.bytes.find(role);
     r.memory_breakdown.push_back({memory_role_key(role), it == program.memory.at_peak.bytes.end() ? 0 : it->second});
   }
+  r.memory_peak = memory_peak_of(program, input.memory_top_n, input.memory_timeline_points);
 
   r.time.compute_s = t.compute_s;
   r.time.mxu_bound_s = t.mxu_bound_s;
@@ -252,6 +468,14 @@ Report summarize(const SummaryInput& input) {
   r.top_op_groups = top_op_groups(t.ops, false, input.top_n, t.step_time_s);
   r.top_collective_groups = top_op_groups(t.ops, true, input.top_n, t.step_time_s);
   r.parts = summarize_parts(t.ops, input.peak_flops_per_device);
+  if (input.annotated && r.mode != "as-is") add_padding_note(r, *input.annotated);
+  add_exposed_communication_note(r, t, program);
+  {
+    std::vector<TopOp*> rows;
+    for (std::vector<TopOp>* list : {&r.top_ops, &r.top_collectives, &r.top_op_groups, &r.top_collective_groups})
+      for (TopOp& op : *list) rows.push_back(&op);
+    label_kernels(program, rows);
+  }
 
   r.compile.instructions_annotated = program.stats.instructions_annotated;
   r.compile.instructions_partitioned = program.stats.instructions_partitioned;

@@ -43,6 +43,35 @@ struct MemoryPart {
   int64_t bytes = 0;
 };
 
+// One buffer live at the memory peak (compiler/pipeline/memory_plan.h).
+struct PeakBuffer {
+  std::string name;      // the producing instruction
+  std::string op_name;   // its model-level name
+  std::string shape;     // per device, XLA text
+  std::string sharding;  // the producer's sharding attribute ("" if none)
+  std::string role;      // memory_role_key: "parameters", "activations", ...
+  std::string pass;      // classify_op_name(op_name).pass: "forward", "backward", ...
+  int64_t bytes = 0;
+};
+
+// Where and why the per-device memory peaks: the breakdown (Report::
+// memory_breakdown) is taken at this one point of the step's schedule.
+struct MemoryPeak {
+  std::string instruction;  // the entry instruction running at the peak
+  std::string op_name;
+  std::string pass;
+  int64_t schedule_position = 0;  // of `instruction` in the entry's schedule
+  int64_t schedule_length = 0;    // entry instructions
+  int64_t live_buffers = 0;       // buffers live at the peak
+  std::vector<PeakBuffer> top_buffers;  // the largest, largest first
+  // Live bytes over the step: the maximum over each bucket of schedule
+  // positions [timeline_positions[i], timeline_positions[i + 1]) (the last
+  // up to schedule_length), at most SummaryInput::memory_timeline_points
+  // buckets, so the peak is kept.
+  std::vector<int64_t> timeline_positions;
+  std::vector<int64_t> timeline_bytes;
+};
+
 struct CollectiveStats {
   std::string kind;          // "all-reduce", "all-gather", ...
   int64_t count = 0;         // executions in the step (simulated)
@@ -64,6 +93,9 @@ struct TopOp {
   double bytes = 0;   // collectives: per device; compute ops: HBM traffic
   double exposed_seconds = 0;  // collectives only
   int64_t instances = 1;       // op groups: ops merged (the same op in that many layers)
+  // What the kernel computes: kernel_label, or for a fusion that holds a
+  // matmul "fusion(dot+add)" (its dot or convolution, then its root).
+  std::string kernel;
 };
 
 // The kernel an op runs: "fusion(add)" for a fusion whose root is add.16
@@ -95,7 +127,9 @@ struct Report {
   // empty for a workload file.
   std::string mode;
   // What the numbers rest on that the input did not say (a loop's unknown
-  // trip count, a conditional's branch, the MFU numerator of an as-is run).
+  // trip count, a conditional's branch, the MFU numerator of an as-is run,
+  // uneven sharding's padding, the collectives behind a large exposed
+  // communication time).
   std::vector<std::string> notes;
   UnknownCustomCalls unknown_custom_calls;
   std::string hardware;
@@ -119,7 +153,8 @@ struct Report {
   int64_t peak_memory_bytes = 0;  // per device
   double hbm_capacity_bytes = 0;  // per device
   bool fits_in_memory = true;
-  std::vector<MemoryPart> memory_breakdown;  // every role, fixed order
+  std::vector<MemoryPart> memory_breakdown;  // every role, fixed order, at the peak
+  MemoryPeak memory_peak;
 
   TimeBreakdown time;
   std::vector<CollectiveStats> collectives;  // every kind, fixed order
@@ -141,6 +176,9 @@ struct Report {
 struct SummaryInput {
   const sim::Timeline* timeline = nullptr;
   const compiler::SpmdProgram* program = nullptr;
+  // The module as given, with its sharding annotations, before partitioning
+  // (optional): uneven shardings found there get a note with their padding.
+  const compiler::Module* annotated = nullptr;
   workloads::ModelInfo model;
   std::string workload_name;
   std::string hardware_name;
@@ -150,6 +188,8 @@ struct SummaryInput {
   double compile_wall_s = 0;
   double simulate_wall_s = 0;
   int top_n = 10;  // rows of top_ops, top_collectives and their groups
+  int memory_top_n = 10;             // MemoryPeak::top_buffers
+  int memory_timeline_points = 200;  // MemoryPeak timeline buckets
 };
 
 Report summarize(const SummaryInput& input);

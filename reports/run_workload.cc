@@ -322,6 +322,7 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
   input.timeline = &result.timeline;
   input.program = program;
   input.model = compiled.model.info;
+  input.annotated = &compiled.model.module;
   if (compiled.model_flops_executed)
     input.model.model_flops_per_step =
         result.timeline.executed_matmul_flops_per_device * static_cast<double>(result.timeline.devices);

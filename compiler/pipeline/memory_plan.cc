@@ -37,6 +37,7 @@ struct ComputationPeak {
   RoleBytes by_role{};
   InstrId peak_at = kNoId;
   std::vector<LiveBufferAtPeak> live;  // only when the planner collects them
+  std::vector<int64_t> live_by_position;  // the entry's, only when collected
 };
 
 class MemoryPlanner {
@@ -420,6 +421,7 @@ class MemoryPlanner::ComputationSweep {
     for (int64_t p = 0; p < n; ++p) {
       live += delta[static_cast<size_t>(p)];
       const int64_t total = live + inner[static_cast<size_t>(order_[static_cast<size_t>(p)])].peak_bytes;
+      if (is_entry_ && planner_.collect_live()) result.live_by_position.push_back(total);
       if (total > result.peak_bytes) {
         result.peak_bytes = total;
         peak_pos = p;
@@ -450,6 +452,7 @@ class MemoryPlanner::ComputationSweep {
     live.instruction = producer.name;
     live.op_name = producer.op_name;
     live.shape = b.leaf ? b.leaf->to_string(false) : producer.shape.to_string(false);
+    live.sharding = producer.sharding.value_or("");
     live.role = role;
     live.bytes = b.bytes;
     return live;
@@ -490,6 +493,7 @@ ValueRole parameter_role(const Instruction& parameter) {
 
 MemoryPlan plan_memory(const MemoryPlanInput& input) {
   MemoryPlan plan;
+  plan.outputs_alias_parameters = input.options.outputs_alias_parameters;
   if (input.module.entry_id() == kNoId) return plan;
   MemoryPlanner planner(input, /*collect_live=*/false);
   ComputationPeak entry = planner.plan(input.module.entry_id(), true);
@@ -500,16 +504,26 @@ MemoryPlan plan_memory(const MemoryPlanInput& input) {
   return plan;
 }
 
-std::vector<LiveBufferAtPeak> live_buffers_at_peak(const MemoryPlanInput& input) {
+MemoryPlanDetail describe_memory_plan(const MemoryPlanInput& input) {
   if (input.module.entry_id() == kNoId) return {};
   MemoryPlanner planner(input, /*collect_live=*/true);
-  std::vector<LiveBufferAtPeak> live = planner.plan(input.module.entry_id(), true).live;
-  std::stable_sort(live.begin(), live.end(), [](const LiveBufferAtPeak& a, const LiveBufferAtPeak& b) {
-    if (a.bytes != b.bytes) return a.bytes > b.bytes;
-    if (a.computation != b.computation) return a.computation < b.computation;
-    return a.producer < b.producer;
-  });
-  return live;
+  ComputationPeak entry = planner.plan(input.module.entry_id(), true);
+  MemoryPlanDetail detail{std::move(entry.live), std::move(entry.live_by_position)};
+  std::stable_sort(detail.live_at_peak.begin(), detail.live_at_peak.end(),
+                   [](const LiveBufferAtPeak& a, const LiveBufferAtPeak& b) {
+                     if (a.bytes != b.bytes) return a.bytes > b.bytes;
+                     if (a.computation != b.computation) return a.computation < b.computation;
+                     return a.producer < b.producer;
+                   });
+  return detail;
+}
+
+std::vector<LiveBufferAtPeak> live_buffers_at_peak(const MemoryPlanInput& input) {
+  return describe_memory_plan(input).live_at_peak;
+}
+
+std::vector<int64_t> live_bytes_by_position(const MemoryPlanInput& input) {
+  return describe_memory_plan(input).live_by_position;
 }
 
 }  // namespace podsim::compiler

@@ -68,6 +68,7 @@ struct LiveBufferAtPeak {
   std::string instruction;  // the producer's name
   std::string op_name;      // the producer's op_name (model-level name)
   std::string shape;        // the buffer's leaf shape, XLA text
+  std::string sharding;     // the producer's sharding attribute, XLA text ("" if none)
   ValueRole role = ValueRole::kTemporary;
   int64_t bytes = 0;
 };
@@ -75,6 +76,19 @@ struct LiveBufferAtPeak {
 // Every non-empty buffer live at plan_memory's peak, largest first (ties by
 // computation, producer). Their bytes sum to plan_memory(input).peak_bytes.
 std::vector<LiveBufferAtPeak> live_buffers_at_peak(const MemoryPlanInput& input);
+
+// Both of the above from one sweep.
+struct MemoryPlanDetail {
+  std::vector<LiveBufferAtPeak> live_at_peak;  // as live_buffers_at_peak
+  std::vector<int64_t> live_by_position;       // as live_bytes_by_position
+};
+MemoryPlanDetail describe_memory_plan(const MemoryPlanInput& input);
+
+// The entry's live bytes at each position of its schedule (a while/call adds
+// its body's/callee's peak at its position), as plan_memory sweeps them: the
+// maximum is plan_memory(input).peak_bytes, first reached at the position of
+// its peak_at. Empty without an entry.
+std::vector<int64_t> live_bytes_by_position(const MemoryPlanInput& input);
 
 // Role of an entry parameter from its op_name ("param/", "opt_state/",
 // "input/"; anything else counts as a parameter, e.g. HLO files).

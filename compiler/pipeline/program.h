@@ -53,6 +53,8 @@ struct MemoryPlan {
   int64_t peak_bytes = 0;  // per device
   MemoryBreakdown at_peak;
   InstrId peak_at = kNoId;  // entry instruction at which the peak occurs
+  // The option it was planned with (memory_plan.h), to replan it for a report.
+  bool outputs_alias_parameters = false;
 };
 
 struct CompileStats {

@@ -142,10 +142,8 @@ TEST(ReportCsv, ColumnsDoNotDependOnWhichCollectivesRan) {
             lines_of(report_csv(summarize(without.input())))[0]);
 }
 
-TEST(ReportMarkdown, EveryTableRowHasItsHeadersCellCount) {
-  ReportFixture f;
-  std::string md = report_markdown(summarize(f.input()));
-  EXPECT_NE(md.find("| MFU | 50.0 % |"), std::string::npos) << md;
+// Cells per row, and the number of tables (rows that start with '|' in a run).
+int markdown_tables_with_consistent_rows(const std::string& md) {
   size_t header_bars = 0;
   int tables = 0;
   for (const std::string& line : lines_of(md)) {
@@ -160,13 +158,25 @@ TEST(ReportMarkdown, EveryTableRowHasItsHeadersCellCount) {
     }
     EXPECT_EQ(bars, header_bars) << line;
   }
-  EXPECT_EQ(tables, 7);  // summary, memory, time, collectives, time by part, top ops, top collectives
+  return tables;
+}
+
+TEST(ReportMarkdown, EveryTableRowHasItsHeadersCellCount) {
+  ReportFixture f;
+  std::string md = report_markdown(summarize(f.input()));
+  EXPECT_NE(md.find("| MFU | 50.0 % |"), std::string::npos) << md;
+  // summary, memory, time, collectives, time by part, top ops, top collectives
+  EXPECT_EQ(markdown_tables_with_consistent_rows(md), 7);
+  // With a program whose memory plan has buffers: their table too.
+  f.use_training_step();
+  md = report_markdown(summarize(f.input()));
+  EXPECT_EQ(markdown_tables_with_consistent_rows(md), 8) << md;
 }
 
 TEST(ReportTable, PrintsUnitsAndSaysWhenTheModelDoesNotFit) {
   ReportFixture f;
   std::string table = report_table(summarize(f.input()));
-  EXPECT_NE(table.find("2000.000 ms"), std::string::npos) << table;   // 2 s step
+  EXPECT_NE(table.find("step time                2.00 s"), std::string::npos) << table;
   EXPECT_NE(table.find("50.0 %"), std::string::npos);                 // MFU
   EXPECT_NE(table.find("50.0 TFLOP/s of 100.0 TFLOP/s"), std::string::npos);
   EXPECT_NE(table.find("10.00 GiB of 16.00 GiB (fits)"), std::string::npos);
@@ -174,6 +184,66 @@ TEST(ReportTable, PrintsUnitsAndSaysWhenTheModelDoesNotFit) {
   f.program.memory.peak_bytes = 18 * kGiB;
   table = report_table(summarize(f.input()));
   EXPECT_NE(table.find("DOES NOT FIT: 2.00 GiB over"), std::string::npos) << table;
+}
+
+// kTrainingStepHlo (report_fixture.h): the peak is 288 B at gw (backward),
+// position 5 of 8, with w (64 B, sharded) and gw (64 B) the largest buffers.
+TEST(ReportTable, SaysTheMemoryBreakdownIsAtThePeakAndWhatIsLiveThere) {
+  ReportFixture f;
+  f.use_training_step();
+  const std::string table = report_table(summarize(f.input()));
+  EXPECT_NE(table.find("memory per device at its peak: 288 B of 16.00 GiB (fits)"), std::string::npos) << table;
+  EXPECT_NE(table.find("while gw runs (backward: bwd/gw), instruction 6 of 8 in the step's schedule"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("live at the peak, by role:"), std::string::npos) << table;
+  EXPECT_NE(table.find("largest buffers live at the peak (6 of 6):"), std::string::npos) << table;
+  EXPECT_NE(table.find("64 B parameters"), std::string::npos) << table;
+  EXPECT_NE(table.find("w f32[4,4] {devices=[2,1]0,1} (param/w)"), std::string::npos) << table;
+  EXPECT_NE(table.find("64 B gradients          backward  gw f32[4,4] - (bwd/gw)"), std::string::npos) << table;
+
+  const std::string md = report_markdown(summarize(f.input()));
+  EXPECT_NE(md.find("| memory peak | while gw runs (backward: bwd/gw)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `w` | `param/w` | `f32[4,4]` | `{devices=[2,1]0,1}` | parameters | other | 64 B |"),
+            std::string::npos)
+      << md;
+}
+
+TEST(ReportJson, MemoryPeakBuffersAndTimelineAreAddedKeysLeftOutOfCsv) {
+  ReportFixture f;
+  f.use_training_step();
+  SummaryInput in = f.input();
+  in.memory_timeline_points = 4;
+  const Report r = summarize(in);
+  const nlohmann::ordered_json j = report_to_json(r);
+  EXPECT_EQ(j["memory_peak"]["instruction"], "gw");
+  EXPECT_EQ(j["memory_peak"]["pass"], "backward");
+  EXPECT_EQ(j["memory_peak"]["schedule_position"].get<int64_t>(), 5);
+  EXPECT_EQ(j["memory_peak"]["live_buffers"].get<int64_t>(), 6);
+  ASSERT_EQ(j["memory_peak_buffers"].size(), 6u);
+  EXPECT_EQ(j["memory_peak_buffers"][1]["name"], "gw");
+  EXPECT_EQ(j["memory_peak_buffers"][1]["role"], "gradients");
+  EXPECT_EQ(j["memory_peak_buffers"][1]["bytes"].get<int64_t>(), 64);
+  // 8 positions in 4 buckets of 2: maxima of 192 192 | 224 224 | 256 288 | 256 192.
+  EXPECT_EQ(j["memory_timeline"]["position"], nlohmann::json::parse("[0,2,4,6]"));
+  EXPECT_EQ(j["memory_timeline"]["live_bytes"], nlohmann::json::parse("[192,224,288,256]"));
+  // The keys that were there stay (the breakdown, by its old name).
+  EXPECT_EQ(j["memory_breakdown_bytes"]["gradients"].get<int64_t>(), 64);
+  for (const auto& [key, value] : report_flat_fields(r)) EXPECT_EQ(key.find("memory_peak"), std::string::npos) << key;
+  for (const auto& [key, value] : report_flat_fields(r)) EXPECT_EQ(key.find("memory_timeline"), std::string::npos) << key;
+}
+
+TEST(ReportTable, CollectivesColumnsSayWhatTheyCount) {
+  ReportFixture f;
+  const std::string table = report_table(summarize(f.input()));
+  EXPECT_NE(table.find("runs: executions in the step, a loop's once per trip; in program: instructions the "
+                       "partitioner emitted"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("emitted   bytes"), std::string::npos) << table;
+  // all-reduce: 3 runs, 1 in the program, 3e6 B = 2.86 MiB, 900 ms busy.
+  EXPECT_NE(table.find("all-reduce                      3          1       2.86 MiB         900 ms"), std::string::npos)
+      << table;
 }
 
 TEST(ReportFormats, NamesMapToFormatsAndUnknownIsAUserError) {
@@ -186,8 +256,18 @@ TEST(ReportFormats, NamesMapToFormatsAndUnknownIsAUserError) {
 }
 
 TEST(ReportUnits, HelpersRoundAsDocumented) {
-  EXPECT_EQ(format_seconds(0.0125), "12.500 ms");
-  EXPECT_EQ(format_seconds(250.0), "250.00 s");
+  // Three significant digits in the unit a person reads.
+  EXPECT_EQ(format_seconds(46.507381), "46.5 s");  // not "46507.381 ms"
+  EXPECT_EQ(format_seconds(0.0125), "12.5 ms");
+  EXPECT_EQ(format_seconds(250.0), "250 s");
+  EXPECT_EQ(format_seconds(1.234), "1.23 s");
+  EXPECT_EQ(format_seconds(0.000999), "999 us");
+  EXPECT_EQ(format_seconds(4.2e-6), "4.20 us");
+  EXPECT_EQ(format_seconds(0.0), "0 s");
+  EXPECT_EQ(format_bytes(1.5 * kGiB), "1.50 GiB");
+  EXPECT_EQ(format_bytes(3.0 * 1048576), "3.00 MiB");  // not "0.00 GiB"
+  EXPECT_EQ(format_bytes(125 * 1024.0), "125.00 KiB");
+  EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_gib(1.5 * kGiB), "1.50 GiB");
   EXPECT_EQ(format_tflops(123.4e12), "123.4 TFLOP/s");
   EXPECT_EQ(format_percent(0.1234), "12.3 %");

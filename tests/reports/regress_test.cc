@@ -159,9 +159,23 @@ TEST(RegressTest, TableListsOnlyChangedMetricsUnlessAllRows) {
   std::string table = regress_table({c});
   EXPECT_NE(table.find("step_time_s"), std::string::npos);
   EXPECT_NE(table.find("+25.000%"), std::string::npos);
-  EXPECT_NE(table.find("REGRESSION"), std::string::npos);
+  EXPECT_NE(table.find("CHANGED: slower"), std::string::npos) << table;  // a longer step
   EXPECT_EQ(table.find("parameters"), std::string::npos);
   EXPECT_NE(regress_table({c}, true).find("parameters"), std::string::npos);
+}
+
+// A 13 % shorter step is a change to review, and the table says it is a
+// speed-up, not a regression.
+TEST(RegressTest, ChangesSayWhichWayTheyWent) {
+  Baseline b = parse_baseline(kBaseline, "b.json");
+  JobOutcome run = matching_run();
+  run.metrics[0].second = "1.74";  // step_time_s 2 -> 1.74: -13 %
+  BaselineComparison c = compare_with_baseline(b, run);
+  EXPECT_FALSE(c.passed());
+  std::string table = regress_table({c});
+  EXPECT_NE(table.find("-13.000%"), std::string::npos) << table;
+  EXPECT_NE(table.find("CHANGED: faster"), std::string::npos) << table;
+  EXPECT_EQ(table.find("REGRESSION"), std::string::npos) << table;
 }
 
 TEST(RegressTest, UpdateTakesTheRunsValuesKeepsTolerancesAndRoundTrips) {

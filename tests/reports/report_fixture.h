@@ -3,11 +3,32 @@
 // expected numbers from these values.
 #pragma once
 
+#include "compiler/hlo/hlo_parser.h"
+#include "compiler/pipeline/memory_plan.h"
 #include "reports/report.h"
 
 namespace podsim::reports {
 
 inline constexpr int64_t kGiB = int64_t{1} << 30;
+
+// A tiny training step (the memory planner's hand-computed case,
+// tests/compiler/pipeline/memory_plan_test.cc): h = x w, t = tanh h
+// (forward), gt = t * h, gw = x^T gt (backward), nw = w - gw (optimizer).
+// w f32[4,4] 64 B, every [2,4] value 32 B, gw and nw 64 B; w carries a
+// sharding attribute. In id order the live bytes are 192 at positions 0-1
+// (w, x, and the outputs t and nw, live throughout), 224 at 2-3 (+ h), 256
+// at 4 (+ gt), 288 at 5 (gt + gw: the peak, at gw), 256 at 6 (gw), 192 at 7.
+inline constexpr const char* kTrainingStepHlo = R"(HloModule m
+ENTRY %e (w: f32[4,4], x: f32[2,4]) -> (f32[2,4], f32[4,4]) {
+  %w = f32[4,4] parameter(0), sharding={devices=[2,1]0,1}, metadata={op_name="param/w"}
+  %x = f32[2,4] parameter(1), metadata={op_name="input/x"}
+  %h = f32[2,4] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="fwd/h"}
+  %t = f32[2,4] tanh(%h), metadata={op_name="fwd/t"}
+  %gt = f32[2,4] multiply(%t, %h), metadata={op_name="bwd/gt"}
+  %gw = f32[4,4] dot(%x, %gt), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="bwd/gw"}
+  %nw = f32[4,4] subtract(%w, %gw), metadata={op_name="opt/w"}
+  ROOT %r = (f32[2,4], f32[4,4]) tuple(%t, %nw)
+})";
 
 struct ReportFixture {
   sim::Timeline timeline;
@@ -50,6 +71,15 @@ struct ReportFixture {
     model.tokens_per_step = 4096;
     model.model_flops_per_step = 8e14;
     model.layers = 2;
+  }
+
+  // The program becomes kTrainingStepHlo, unfused, in id order, with its
+  // memory plan.
+  void use_training_step() {
+    program.module = compiler::parse_hlo(kTrainingStepHlo);
+    program.schedule.clear();
+    program.fusion.clear();
+    program.memory = compiler::plan_memory(compiler::MemoryPlanInput{program.module, program.schedule, program.fusion, {}});
   }
 
   SummaryInput input() const {

@@ -159,5 +159,144 @@ TEST(Summarize, TopOpGroupsSumTheSameOpOverLayers) {
   EXPECT_DOUBLE_EQ(r.top_ops[0].seconds, 0.8);
 }
 
+TEST(Summarize, MemoryPeakNamesItsInstructionLargestBuffersAndLiveBytesOverTheStep) {
+  ReportFixture f;
+  f.use_training_step();
+  SummaryInput in = f.input();
+  in.memory_top_n = 2;
+  in.memory_timeline_points = 3;
+  Report r = summarize(in);
+  // The peak (report_fixture.h): 288 B at gw, position 5 of 8 (id order).
+  EXPECT_EQ(r.peak_memory_bytes, 288);
+  const MemoryPeak& peak = r.memory_peak;
+  EXPECT_EQ(peak.instruction, "gw");
+  EXPECT_EQ(peak.op_name, "bwd/gw");
+  EXPECT_EQ(peak.pass, "backward");
+  EXPECT_EQ(peak.schedule_position, 5);
+  EXPECT_EQ(peak.schedule_length, 8);
+  // Live at gw: w 64, gw 64, nw 64, x 32, t 32, gt 32: six buffers; the two
+  // largest are w and gw (ties by producer id).
+  EXPECT_EQ(peak.live_buffers, 6);
+  ASSERT_EQ(peak.top_buffers.size(), 2u);
+  EXPECT_EQ(peak.top_buffers[0].name, "w");
+  EXPECT_EQ(peak.top_buffers[0].role, "parameters");
+  EXPECT_EQ(peak.top_buffers[0].sharding, "{devices=[2,1]0,1}");
+  EXPECT_EQ(peak.top_buffers[0].shape, "f32[4,4]");
+  EXPECT_EQ(peak.top_buffers[0].bytes, 64);
+  EXPECT_EQ(peak.top_buffers[1].name, "gw");
+  EXPECT_EQ(peak.top_buffers[1].role, "gradients");
+  EXPECT_EQ(peak.top_buffers[1].pass, "backward");
+  EXPECT_EQ(peak.top_buffers[1].sharding, "");
+  // Live bytes 192 192 224 224 256 288 256 192 in 3 buckets of positions
+  // [0,2) [2,5) [5,8): maxima 192, 256, 288 (the peak is kept).
+  EXPECT_EQ(peak.timeline_positions, (std::vector<int64_t>{0, 2, 5}));
+  EXPECT_EQ(peak.timeline_bytes, (std::vector<int64_t>{192, 256, 288}));
+}
+
+TEST(Summarize, AFusionHoldingAMatmulIsLabelledByItsDot) {
+  ReportFixture f;
+  f.program.module = compiler::parse_hlo(R"(HloModule m
+ENTRY %e (x: f32[2,4], w: f32[4,4], b: f32[2,4]) -> f32[2,4] {
+  %x = f32[2,4] parameter(0)
+  %w = f32[4,4] parameter(1)
+  %b = f32[2,4] parameter(2)
+  %dot.3 = f32[2,4] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %add.4 = f32[2,4] add(%dot.3, %b)
+  ROOT %multiply.5 = f32[2,4] multiply(%add.4, %add.4)
+})");
+  // Kernels: {dot.3, add.4} (a matmul with a bias add) and {multiply.5}.
+  compiler::FusionPlan plan;
+  plan.group_of = {-1, -1, -1, 0, 0, 1};
+  plan.groups = {{{3, 4}}, {{5}}};
+  f.program.fusion = {plan};
+  f.timeline.ops[0].name = "add.4";
+  f.timeline.ops[0].opcode = "fusion";
+  f.timeline.ops[1].name = "multiply.5";
+  f.timeline.ops[1].opcode = "fusion";
+  Report r = summarize(f.input());
+  ASSERT_GE(r.top_ops.size(), 2u);
+  EXPECT_EQ(r.top_ops[0].name, "add.4");
+  EXPECT_EQ(r.top_ops[0].kernel, "fusion(dot+add)");  // not "fusion(add)"
+  EXPECT_EQ(r.top_ops[1].kernel, "fusion(multiply)");
+  EXPECT_EQ(r.top_ops[2].kernel, "dot");  // add.3 of the fixture: an unfused op keeps its opcode
+  EXPECT_EQ(r.top_op_groups[0].kernel, "fusion(dot+add)");
+}
+
+// The fixture's exposed communication is 0.4 s of a 2 s step (20 %): the
+// note names the all-reduce group (all-reduce.4 summed over layers:
+// bwd/layer_*/ffn/wi, 0.25 s exposed = 62 % of
+// it, a backward op) and not the reduce-scatter (0 s exposed).
+TEST(Summarize, LargeExposedCommunicationNamesItsCollectivesAndTheirCause) {
+  ReportFixture f;
+  Report r = summarize(f.input());
+  ASSERT_EQ(r.notes.size(), 1u);
+  const std::string& note = r.notes[0];
+  EXPECT_NE(note.find("exposed communication is 400 ms (20.0 % of the step)"), std::string::npos) << note;
+  EXPECT_NE(note.find("all-reduce bwd/layer_*/ffn/wi f32[1024] (250 ms exposed, 62 % of it"), std::string::npos)
+      << note;
+  EXPECT_NE(note.find("partial sums of a backward dot"), std::string::npos) << note;
+  EXPECT_EQ(note.find("reduce-scatter"), std::string::npos) << note;
+
+  // In a windowed-einsum loop's body the cause is the windowed loop.
+  f.program.module = compiler::parse_hlo(R"(HloModule m
+%windowed_einsum_body.1 (p: f32[1024]) -> f32[1024] {
+  %p = f32[1024] parameter(0)
+  ROOT %collective-permute.4 = f32[1024] collective-permute(%p), source_target_pairs={{0,1},{1,0}}
+}
+
+ENTRY %e (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024] parameter(0)
+  ROOT %c = f32[1024] call(%x), to_apply=%windowed_einsum_body.1
+})");
+  f.timeline.ops[3].name = "collective-permute.4";
+  f.timeline.ops[3].opcode = "collective-permute";
+  r = summarize(f.input());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("collective-permute bwd/layer_*/ffn/wi f32[1024]"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("a step of a windowed-einsum loop (compiler.windowed_einsum"), std::string::npos)
+      << r.notes[0];
+
+  // A layer's matmul weight (leaf wi of the ffn, group op_name
+  // bwd/layer_*/ffn/wi) gathered whole: the dot's strategy, not windowed.
+  f.program.module = compiler::Module();
+  f.timeline.ops[3].name = "all-gather.4";
+  f.timeline.ops[3].opcode = "all-gather";
+  r = summarize(f.input());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("all-gather bwd/layer_*/ffn/wi f32[1024] (250 ms exposed, 62 % of it, 1 op(s)): the "
+                            "dot's strategy gathers a sharded operand whole (not windowed"),
+            std::string::npos)
+      << r.notes[0];
+
+  // Below 10 % of the step: no note.
+  f.timeline.exposed_communication_s = 0.19;
+  EXPECT_TRUE(summarize(f.input()).notes.empty());
+}
+
+// x f32[7,16] over 4 tiles of dim 0 is padded to [8,16]: 16 of 128
+// elements (12.5 %) are padding; w f32[16,8] over [1,4] divides evenly.
+TEST(Summarize, UnevenShardingGetsANoteWithItsPadding) {
+  ReportFixture f;
+  f.timeline.exposed_communication_s = 0;  // no communication note
+  compiler::Module annotated = compiler::parse_hlo(R"(HloModule m
+ENTRY %e (x: f32[7,16], w: f32[16,8]) -> f32[7,8] {
+  %x = f32[7,16] parameter(0), sharding={devices=[4,1]0,1,2,3}, metadata={op_name="input/layer_3/x"}
+  %w = f32[16,8] parameter(1), sharding={devices=[1,4]0,1,2,3}, metadata={op_name="param/w"}
+  ROOT %y = f32[7,8] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  SummaryInput in = f.input();
+  in.annotated = &annotated;
+  Report r = summarize(in);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("uneven sharding: 1 annotated tensor(s)"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("input/layer_*/x f32[7,16] to [8,16] (12.5 % padding)"), std::string::npos)
+      << r.notes[0];
+  EXPECT_NE(r.notes[0].find("16 padded elements, 12.5 % of those tensors"), std::string::npos) << r.notes[0];
+  EXPECT_EQ(r.notes[0].find("param/w"), std::string::npos) << r.notes[0];
+  // An as-is module is XLA's per-device program: its shapes are not global.
+  in.mode = "as-is";
+  for (const std::string& note : summarize(in).notes) EXPECT_EQ(note.find("uneven"), std::string::npos) << note;
+}
+
 }  // namespace
 }  // namespace podsim::reports

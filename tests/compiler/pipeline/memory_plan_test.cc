@@ -1,6 +1,8 @@
 // plan_memory on hand graphs; every byte count derived in the comments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "compiler/pipeline/fusion.h"
 #include "compiler/pipeline/memory_plan.h"
 #include "tests/compiler/pipeline/test_util.h"
@@ -229,6 +231,52 @@ TEST(MemoryPlan, LiveBuffersAtPeakSumToThePeak) {
   EXPECT_EQ(live[1].op_name, "bwd/gw");
   EXPECT_EQ(live[1].role, ValueRole::kGradient);
   EXPECT_EQ(live[1].shape, "f32[4,4]");
+}
+
+// The positions of HandComputedPeakAndBreakdown: 192 192 224 224 256 288
+// 256 192 (at the root tuple gw's last read, nw, is past); the maximum is
+// the peak, first at gw's position.
+TEST(MemoryPlan, LiveBytesByPositionIsTheSweepWhosePeakIsThePlans) {
+  Module m = parse_hlo(kTrainingLike);
+  std::vector<std::vector<InstrId>> no_schedule;
+  std::vector<FusionPlan> no_fusion;
+  const MemoryPlanInput input{m, no_schedule, no_fusion, {}};
+  const std::vector<int64_t> live = live_bytes_by_position(input);
+  EXPECT_EQ(live, (std::vector<int64_t>{192, 192, 224, 224, 256, 288, 256, 192}));
+  const MemoryPlan plan = plan_memory(input);
+  EXPECT_EQ(*std::max_element(live.begin(), live.end()), plan.peak_bytes);
+  EXPECT_EQ(std::max_element(live.begin(), live.end()) - live.begin(), plan.peak_at);
+  EXPECT_FALSE(plan.outputs_alias_parameters);
+  EXPECT_TRUE(plan_in_id_order(m, MemoryPlanOptions{.outputs_alias_parameters = true}).outputs_alias_parameters);
+}
+
+// A while adds its body's peak at its position (WhileAddsTheBodyPeak): 76 B
+// there, the maximum of the series.
+TEST(MemoryPlan, LiveBytesByPositionAddsTheLoopBodysPeakAtTheLoop) {
+  Module m = parse_hlo_file(std::string(PODSIM_SOURCE_DIR) + "/tests/fixtures/hlo/while_loop.hlo");
+  std::vector<std::vector<InstrId>> no_schedule;
+  std::vector<FusionPlan> no_fusion;
+  const std::vector<int64_t> live = live_bytes_by_position(MemoryPlanInput{m, no_schedule, no_fusion, {}});
+  ASSERT_EQ(live.size(), static_cast<size_t>(m.entry().size()));
+  EXPECT_EQ(live[static_cast<size_t>(id_of(m.entry(), "loop"))], 76);
+  EXPECT_EQ(*std::max_element(live.begin(), live.end()), 76);
+}
+
+// A live buffer carries its producer's sharding attribute (a parameter of a
+// partitioned program keeps its own), "" without one.
+TEST(MemoryPlan, LiveBufferAtPeakCarriesItsProducersSharding) {
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (w: f32[4,4]) -> f32[4,4] {
+  %w = f32[4,4] parameter(0), sharding={devices=[2,1]0,1}
+  ROOT %n = f32[4,4] negate(%w)
+})");
+  std::vector<std::vector<InstrId>> no_schedule;
+  std::vector<FusionPlan> no_fusion;
+  const std::vector<LiveBufferAtPeak> live = live_buffers_at_peak(MemoryPlanInput{m, no_schedule, no_fusion, {}});
+  ASSERT_EQ(live.size(), 2u);  // w and n, 64 B each, ties by producer
+  EXPECT_EQ(live[0].instruction, "w");
+  EXPECT_EQ(live[0].sharding, "{devices=[2,1]0,1}");
+  EXPECT_EQ(live[1].sharding, "");
 }
 
 // The decoder's one-hot is built from shifted tokens: concatenate(a padding
