@@ -22,7 +22,7 @@ namespace podsim::reports {
 
 // Bytes of JSON one recorded item (a slice or a link load) takes at most on
 // average, with the counter samples and flow events it brings: measured on
-// the example workloads' traces (docs/usage.md, "Traces") and rounded up.
+// the workloads' traces (docs/traces.md, "Size") and rounded up.
 // Turns a byte limit into TraceSelection::max_events.
 constexpr double kTraceBytesPerItem = 400;
 
