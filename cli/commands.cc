@@ -211,8 +211,9 @@ void parse_trace_window(const std::string& text, sim::TraceSelection& selection)
 }
 
 // The trace part of a run request: devices, window, and the limit as a
-// number of recorded items (reports/trace.h's bytes per item).
-void trace_request(const Options& o, reports::RunRequest& request) {
+// number of recorded items (reports/trace.h's bytes per item). Returns the
+// limit in bytes (0: none).
+double trace_request(const Options& o, reports::RunRequest& request) {
   request.record_trace = !o.trace.empty();
   auto only_with_trace = [&](const std::string& value, const char* flag) {
     if (!value.empty() && o.trace.empty())
@@ -222,7 +223,7 @@ void trace_request(const Options& o, reports::RunRequest& request) {
   only_with_trace(o.trace_devices, "--trace-devices");
   only_with_trace(o.trace_window, "--trace-window");
   only_with_trace(o.trace_limit, "--trace-limit");
-  if (!request.record_trace) return;
+  if (!request.record_trace) return 0;
   parse_trace_devices(o.trace_devices, request.trace);
   parse_trace_window(o.trace_window, request.trace);
   double limit = reports::kDefaultTraceLimitBytes;
@@ -230,6 +231,7 @@ void trace_request(const Options& o, reports::RunRequest& request) {
   else if (!o.trace_limit.empty()) limit = compiler::parse_byte_size(o.trace_limit, "--trace-limit");
   request.trace.max_events =
       limit > 0 ? std::max<int64_t>(1, static_cast<int64_t>(limit / reports::kTraceBytesPerItem)) : 0;
+  return limit;
 }
 
 std::string megabytes(double bytes) { return fmt::format("{:.3g} MB", bytes / 1e6); }
@@ -241,7 +243,7 @@ std::string megabytes(double bytes) { return fmt::format("{:.3g} MB", bytes / 1e
 int run_workload(const Options& o) {
   reports::Format format = reports::format_from_name(o.format);
   reports::RunRequest request = run_request(o);
-  trace_request(o, request);
+  const double trace_limit = trace_request(o, request);
   reports::ProgressLine progress(stderr);
   if (isatty(fileno(stderr)))
     request.progress = [&progress](const std::string& stage, double fraction) { progress.update(stage, fraction); };
@@ -263,7 +265,7 @@ int run_workload(const Options& o) {
                       "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices "
                       "(a list or sample:N), or raise --trace-limit (e.g. 200MB; 0 = none)");
     }
-    const int64_t bytes = reports::write_trace_file(o.trace, t, result.report.workload);
+    const int64_t bytes = reports::write_trace_file(o.trace, t, result.report.workload, trace_limit);
     if (t.trace_cut_s >= 0)
       fmt::print(stderr,
                  "trace: {} holds the step's first {:.6g} ms of {:.6g} ms ({}, the --trace-limit); choose the part "

@@ -266,7 +266,8 @@ std::string trace_json(const sim::Timeline& timeline, const std::string& workloa
   return out.str();
 }
 
-int64_t write_trace_file(const std::string& path, const sim::Timeline& timeline, const std::string& workload_name) {
+int64_t write_trace_file(const std::string& path, const sim::Timeline& timeline, const std::string& workload_name,
+                         double max_bytes) {
   // Same directory as the target so the rename never crosses file systems.
   const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(getpid()));
   int64_t bytes = 0;
@@ -284,6 +285,14 @@ int64_t write_trace_file(const std::string& path, const sim::Timeline& timeline,
     std::filesystem::remove(tmp, ignored);
     throw UserError(SourceLocation{path, 0, 0}, "cannot write the trace file",
                     "check that the folder exists and is writable");
+  }
+  if (max_bytes > 0 && static_cast<double>(bytes) > max_bytes) {
+    std::filesystem::remove(tmp, ignored);
+    throw UserError(SourceLocation{path, 0, 0},
+                    fmt::format("the trace came to {:.3g} MB, over the {:.3g} MB limit; nothing was written",
+                                static_cast<double>(bytes) / 1e6, max_bytes / 1e6),
+                    "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices, or raise "
+                    "--trace-limit");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::filesystem::remove(tmp, ignored);

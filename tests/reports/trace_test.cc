@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -155,6 +158,22 @@ TEST(Trace, SameTimelineGivesIdenticalBytes) {
 TEST(Trace, EmptyTimelineIsStillAValidTrace) {
   nlohmann::json j = nlohmann::json::parse(trace_json(sim::Timeline{}, "w"));
   EXPECT_TRUE(j["traceEvents"].empty());
+}
+
+TEST(Trace, FileIsWrittenWholeOrNotAtAllAndNeverOverItsLimit) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("podsim_trace_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path path = dir / "t.json";
+  const sim::Timeline t = two_device_timeline();
+  const std::string text = trace_json(t, "w");
+  EXPECT_EQ(write_trace_file(path.string(), t, "w"), static_cast<int64_t>(text.size()));
+  EXPECT_EQ(fs::file_size(path), text.size());
+  fs::remove(path);
+  EXPECT_THROW(write_trace_file(path.string(), t, "w", static_cast<double>(text.size()) - 1), UserError);
+  EXPECT_TRUE(fs::is_empty(dir));  // neither the trace nor its temp file
+  fs::remove_all(dir);
 }
 
 // The real pipeline: workloads/small.yaml (8 devices) in full fidelity.
