@@ -243,8 +243,8 @@ class EngineRun {
         ++d.cursor;
         continue;
       }
-      if (step.wait_for >= 0 && !d.completed[static_cast<size_t>(step.wait_for)]) {
-        wait_for_collective(d, step.wait_for, ComputeState::kWaiting, t);
+      if (const int32_t unfinished = first_unfinished_read(d, step); unfinished >= 0) {
+        wait_for_collective(d, unfinished, ComputeState::kWaiting, t);
         return;
       }
       const OpCost& cost = in_.program.ops[static_cast<size_t>(step.op)].cost;
@@ -259,6 +259,15 @@ class EngineRun {
       sc_core::next_trigger(sc_time(seconds_with_hbm_share(cost, d.hbm_share), SC_SEC), d.hbm_change);
       return;
     }
+  }
+
+  // The first collective the step reads that is not done yet, -1 if none.
+  int32_t first_unfinished_read(const Device& d, const Step& step) const {
+    for (uint32_t i = step.wait_begin; i < step.wait_end; ++i) {
+      const int32_t ordinal = in_.program.waits[i];
+      if (!d.completed[static_cast<size_t>(ordinal)]) return ordinal;
+    }
+    return -1;
   }
 
   // The op at the cursor progressed at the current HBM share since the last
@@ -390,11 +399,15 @@ class EngineRun {
       d.running.erase(d.running.begin() + static_cast<std::ptrdiff_t>(i));
     }
     while (static_cast<int64_t>(d.running.size()) < in_.in_flight) {
-      // Among the kinds that may start one, the lowest ordinal first.
+      // Among the kinds that may start one, the lowest ordinal first; a
+      // kind's next collective waits until the collectives it reads are done
+      // (and the kind's later ones behind it, in issue order).
       size_t best = kCollectiveKinds;
       for (size_t k = 0; k < kCollectiveKinds; ++k)
         if (!d.queued[k].empty() && d.running_of_kind[k] < in_.in_flight_per_kind &&
-            (best == kCollectiveKinds || d.queued[k].front() < d.queued[best].front()))
+            (best == kCollectiveKinds || d.queued[k].front() < d.queued[best].front()) &&
+            first_unfinished_read(d, steps_[static_cast<size_t>(
+                                         in_.program.collective_steps[static_cast<size_t>(d.queued[k].front())])]) < 0)
           best = k;
       if (best == kCollectiveKinds) break;
       const int32_t ordinal = d.queued[best].front();

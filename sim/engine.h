@@ -8,7 +8,8 @@
 // the collective stream runs the issued collectives: up to
 // in_flight_per_kind of each kind at once, in issue order within a kind,
 // different kinds concurrently (XLA's latency-hiding scheduler's per-kind
-// overlap limits). Fast mode gives each collective its cached duration,
+// overlap limits), each once the collectives it reads are done
+// (step_program.h). Fast mode gives each collective its cached duration,
 // stretched while others share its links (collective_sharing.h); full mode
 // makes the members of each device group meet (the group starts when the
 // last member is ready) and runs the group's plan on the shared Fabric,

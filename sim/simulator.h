@@ -27,10 +27,11 @@
 //     jobs; on symmetric configs the two agree (tests: within 2%, exact on
 //     rings), with many competing flows of different routes fair sharing can
 //     be slower than the fluid phase model;
-//   - collectives of different instructions never overlap in fast mode (one
-//     collective stream, one device), so there is no cross-collective link
-//     contention to miss; in full mode the same holds per device, but
-//     different devices' collectives can overlap and contend.
+//   - collectives of different instructions overlap as far as
+//     ici.collectives_in_flight allows (engine.h), each once the collectives
+//     it reads are done (step_program.h); fast mode shares the links of one
+//     device's concurrent collectives (collective_sharing.h), full mode also
+//     those of different devices' collectives that run out of step.
 // Not thread-safe: the SystemC kernel is one per process.
 #pragma once
 

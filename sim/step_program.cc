@@ -2,6 +2,8 @@
 #include "sim/step_program.h"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 #include <fmt/format.h>
 #include <unordered_map>
 
@@ -18,14 +20,29 @@ using compiler::Opcode;
 
 namespace {
 
-// The newest collective a value depends on through free ops; per element for
-// tuples, so a get-tuple-element of loop state only waits for its element.
+// The collectives a value reads through free ops (ordinals, ascending,
+// distinct); per element for tuples, so a get-tuple-element of loop state
+// only waits for its element's collectives.
+using Ordinals = std::vector<int32_t>;
+
 struct Pending {
-  int32_t newest = -1;
+  Ordinals reads;
   std::vector<Pending> elements;
 };
 
-Pending merged(int32_t newest) { return Pending{newest, {}}; }
+void add_reads(Ordinals& into, const Ordinals& more) {
+  if (more.empty()) return;
+  if (into.empty()) {
+    into = more;
+    return;
+  }
+  Ordinals both;
+  both.reserve(into.size() + more.size());
+  std::set_union(into.begin(), into.end(), more.begin(), more.end(), std::back_inserter(both));
+  into = std::move(both);
+}
+
+Pending merged(Ordinals reads) { return Pending{std::move(reads), {}}; }
 
 class Flattener {
  public:
@@ -89,10 +106,17 @@ class Flattener {
     return index;
   }
 
-  void emit(Step step) {
-    if (static_cast<int64_t>(out_.steps.size()) >= in_.max_steps)
+  void emit(int32_t op, const Ordinals& reads, bool collective) {
+    if (static_cast<int64_t>(out_.steps.size()) >= in_.max_steps ||
+        out_.waits.size() + reads.size() > std::numeric_limits<uint32_t>::max())
       throw UserError(fmt::format("the flattened program exceeds {} steps (while loops unrolled)", in_.max_steps),
                       "reduce the trip counts or the number of layers");
+    Step step;
+    step.op = op;
+    step.collective = collective;
+    step.wait_begin = static_cast<uint32_t>(out_.waits.size());
+    out_.waits.insert(out_.waits.end(), reads.begin(), reads.end());
+    step.wait_end = static_cast<uint32_t>(out_.waits.size());
     if (step.collective) out_.collective_steps.push_back(static_cast<int32_t>(out_.steps.size()));
     else out_.total_compute_s += out_.ops[static_cast<size_t>(step.op)].cost.seconds;
     out_.steps.push_back(step);
@@ -102,11 +126,14 @@ class Flattener {
     const Computation& c = module_.computation(comp);
     const compiler::FusionPlan* fusion = fusion_of(comp);
     std::vector<Pending> pending(static_cast<size_t>(c.size()));
-    auto newest_of = [&](InstrId id) { return pending[static_cast<size_t>(id)].newest; };
-    auto newest_operand = [&](const Instruction& instr) {
-      int32_t newest = -1;
-      for (InstrId op : instr.operands) newest = std::max(newest, newest_of(op));
-      return newest;
+    auto reads_of = [&](InstrId id) -> const Ordinals& { return pending[static_cast<size_t>(id)].reads; };
+    auto operand_reads = [&](const Instruction& instr, Ordinals& into) {
+      for (InstrId op : instr.operands) add_reads(into, reads_of(op));
+    };
+    auto operands_read = [&](const Instruction& instr) {
+      Ordinals reads;
+      operand_reads(instr, reads);
+      return reads;
     };
     for (InstrId id : order_of(comp)) {
       const Instruction& instr = c.instr(id);
@@ -115,9 +142,9 @@ class Flattener {
       if (group_index >= 0) {
         const auto& group = fusion->groups[static_cast<size_t>(group_index)];
         if (group.members.empty() || group.members.back() != id) continue;  // runs at its root
-        int32_t newest = -1;
-        for (InstrId member : group.members) newest = std::max(newest, newest_operand(c.instr(member)));
-        emit(Step{op_index(comp, id, &group), newest, false});
+        Ordinals reads;
+        for (InstrId member : group.members) operand_reads(c.instr(member), reads);
+        emit(op_index(comp, id, &group), reads, false);
         continue;
       }
       switch (instr.opcode) {
@@ -128,12 +155,12 @@ class Flattener {
         }
         case Opcode::kTuple:
           for (InstrId op : instr.operands) mine.elements.push_back(pending[static_cast<size_t>(op)]);
-          mine.newest = newest_operand(instr);
+          mine.reads = operands_read(instr);
           break;
         case Opcode::kGetTupleElement: {
           const Pending& tuple = pending[static_cast<size_t>(instr.operand(0))];
           const auto index = static_cast<size_t>(instr.attrs.tuple_index);
-          mine = index < tuple.elements.size() ? tuple.elements[index] : merged(tuple.newest);
+          mine = index < tuple.elements.size() ? tuple.elements[index] : merged(tuple.reads);
           break;
         }
         case Opcode::kWhile: {
@@ -156,17 +183,17 @@ class Flattener {
           ++out_.conditionals_first_branch;
           if (instr.called.empty() || instr.operand_count() < 2) break;
           mine = flatten(instr.called.front(), {pending[static_cast<size_t>(instr.operand(1))]});
-          mine.newest = std::max(mine.newest, newest_of(instr.operand(0)));
+          add_reads(mine.reads, reads_of(instr.operand(0)));
           break;
         }
         default:
           switch (classify(instr)) {
-            case OpClass::kFree: mine = merged(newest_operand(instr)); break;
+            case OpClass::kFree: mine = merged(operands_read(instr)); break;
             case OpClass::kCollective:
-              emit(Step{op_index(comp, id, nullptr), -1, true});
-              mine = merged(static_cast<int32_t>(out_.collective_steps.size()) - 1);
+              emit(op_index(comp, id, nullptr), operands_read(instr), true);
+              mine = merged({static_cast<int32_t>(out_.collective_steps.size()) - 1});
               break;
-            default: emit(Step{op_index(comp, id, nullptr), newest_operand(instr), false}); break;
+            default: emit(op_index(comp, id, nullptr), operands_read(instr), false); break;
           }
       }
     }

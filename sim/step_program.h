@@ -3,14 +3,19 @@
 // repeated known_trip_count times, fusion groups as one step at their root,
 // free ops dropped). Every device runs the same list (SPMD).
 //
-// Dependencies. The compute stream executes steps in order and collectives
-// run in issue order on one async stream, so a compute step only ever has to
-// wait for the newest collective its operands (transitively through free ops:
-// tuple, get-tuple-element, parameter, reshape, loop state) depend on: when
-// collective c is done, every earlier collective is done. A step therefore
-// carries one number, `wait_for` (a collective ordinal, -1 = none). A
-// collective needs nothing: its compute operands are done when the compute
-// stream issues it, and its collective operands finish before it starts.
+// Dependencies. A step carries the collectives it reads: the ordinals of
+// the collectives its operands come from directly or through ops that cost
+// nothing (tuple, get-tuple-element, parameter, reshape, bitcast, markers,
+// an async done, loop state and call arguments). A compute step blocks the
+// in-order compute stream until every one of them is done; a collective is
+// issued when the compute stream reaches it (so its compute operands are
+// done) and does not start before every collective it reads is done. With
+// one collective in flight, issue order alone would give that; with several
+// in flight (different kinds run at once, per-kind limits above 1) it has
+// to be waited for, or a collective could run beside the one it consumes.
+// Collectives read through a compute op are not listed: that op waited for
+// them. A collective is done only after those it reads, so a wait for it
+// covers them too.
 //
 // Not modelled: while conditions (a scalar compare on the scalar unit, free),
 // a while whose trip count cannot be derived runs its body once (counted in
@@ -42,8 +47,11 @@ struct OpInfo {
 };
 
 struct Step {
-  int32_t op = 0;         // index into StepProgram::ops
-  int32_t wait_for = -1;  // compute: collective ordinal to wait for
+  int32_t op = 0;  // index into StepProgram::ops
+  // The collectives it reads (ordinals, ascending):
+  // StepProgram::waits[wait_begin, wait_end).
+  uint32_t wait_begin = 0;
+  uint32_t wait_end = 0;
   bool collective = false;
 };
 
@@ -51,6 +59,7 @@ struct StepProgram {
   std::vector<OpInfo> ops;
   std::vector<Step> steps;
   std::vector<int32_t> collective_steps;  // ordinal -> step index
+  std::vector<int32_t> waits;             // Step::wait_begin/wait_end index it
   int64_t unknown_trip_counts = 0;
   int64_t conditionals_first_branch = 0;  // conditionals run as their first branch
   double total_compute_s = 0;  // sum of compute step times (one device)

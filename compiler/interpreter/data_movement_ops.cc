@@ -99,6 +99,7 @@ Literal eval_iota(const Instruction& instr) {
   return result;
 }
 
+namespace {
 // A complex array as a real one with a trailing dimension of 2 (the
 // literal's (real, imag) pairs), for ops that only move elements.
 Shape as_pairs(const Shape& shape) {
@@ -107,14 +108,20 @@ Shape as_pairs(const Shape& shape) {
   return Shape(DType::kF64, dims);
 }
 
+// Runs `op` (broadcast or transpose, whose dimensions list maps result dims)
+// on a complex operand as on its real pairs array, the pair dim mapped last.
+template <typename Op>
+Literal on_pairs(const Instruction& instr, const Literal& operand, Op op) {
+  Instruction pairs = instr;
+  pairs.shape = as_pairs(instr.shape);
+  pairs.attrs.dimensions.push_back(instr.shape.rank());
+  Literal r = op(pairs, Literal(as_pairs(operand.shape()), operand.values()));
+  return Literal(instr.shape, std::move(r.mutable_values()));
+}
+}  // namespace
+
 Literal eval_broadcast(const Instruction& instr, const Literal& operand) {
-  if (!operand.is_tuple() && is_complex(operand.shape().dtype())) {
-    Instruction pairs = instr;
-    pairs.shape = as_pairs(instr.shape);
-    pairs.attrs.dimensions.push_back(instr.shape.rank());
-    Literal r = eval_broadcast(pairs, Literal(as_pairs(operand.shape()), operand.values()));
-    return Literal(instr.shape, std::move(r.mutable_values()));
-  }
+  if (!operand.is_tuple() && is_complex(operand.shape().dtype())) return on_pairs(instr, operand, eval_broadcast);
   const Shape& out = instr.shape;
   const auto& dims = instr.attrs.dimensions;
   check_array(instr, operand, static_cast<int>(dims.size()));
@@ -137,13 +144,7 @@ Literal eval_reshape(const Instruction& instr, const Literal& operand) {
 }
 
 Literal eval_transpose(const Instruction& instr, const Literal& operand) {
-  if (!operand.is_tuple() && is_complex(operand.shape().dtype())) {
-    Instruction pairs = instr;
-    pairs.shape = as_pairs(instr.shape);
-    pairs.attrs.dimensions.push_back(instr.shape.rank());
-    Literal r = eval_transpose(pairs, Literal(as_pairs(operand.shape()), operand.values()));
-    return Literal(instr.shape, std::move(r.mutable_values()));
-  }
+  if (!operand.is_tuple() && is_complex(operand.shape().dtype())) return on_pairs(instr, operand, eval_transpose);
   const auto& perm = instr.attrs.dimensions;
   check_array(instr, operand, static_cast<int>(perm.size()));
   const auto in_strides = row_major_strides(operand.shape().dims());

@@ -12,6 +12,7 @@
 
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/pipeline/compile.h"
+#include "tests/fixtures/fixture_paths.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace podsim::sim {
@@ -360,13 +361,7 @@ TEST_P(FormSimulation, EveryFormIsCostedAsIs) {
   }
 }
 
-std::vector<std::string> form_paths() {
-  std::vector<std::string> paths;
-  for (const auto& entry : std::filesystem::directory_iterator(PODSIM_SOURCE_DIR "/tests/fixtures/hlo/forms"))
-    if (entry.path().extension() == ".hlo") paths.push_back(entry.path().string());
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
+std::vector<std::string> form_paths() { return podsim::testing::hlo_fixture_paths(/*forms_only=*/true); }
 
 INSTANTIATE_TEST_SUITE_P(Forms, FormSimulation, ::testing::ValuesIn(form_paths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {

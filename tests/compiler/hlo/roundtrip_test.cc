@@ -13,19 +13,12 @@
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/hlo/hlo_printer.h"
 #include "compiler/ir/verifier.h"
+#include "tests/fixtures/fixture_paths.h"
 
 namespace podsim::compiler {
 namespace {
 
-std::vector<std::string> fixture_paths() {
-  std::vector<std::string> paths;
-  // tests/fixtures/hlo and its forms/ folder (one small module per XLA
-  // opcode, element type or syntax form).
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(PODSIM_SOURCE_DIR "/tests/fixtures/hlo"))
-    if (entry.path().extension() == ".hlo") paths.push_back(entry.path().string());
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
+std::vector<std::string> fixture_paths() { return podsim::testing::hlo_fixture_paths(/*forms_only=*/false); }
 
 class FixtureRoundTrip : public ::testing::TestWithParam<std::string> {};
 

@@ -16,17 +16,12 @@
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/interpreter/cost_estimate.h"
 #include "compiler/ir/verifier.h"
+#include "tests/fixtures/fixture_paths.h"
 
 namespace podsim::compiler {
 namespace {
 
-std::vector<std::string> form_paths() {
-  std::vector<std::string> paths;
-  for (const auto& entry : std::filesystem::directory_iterator(PODSIM_SOURCE_DIR "/tests/fixtures/hlo/forms"))
-    if (entry.path().extension() == ".hlo") paths.push_back(entry.path().string());
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
+std::vector<std::string> form_paths() { return podsim::testing::hlo_fixture_paths(/*forms_only=*/true); }
 
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 

@@ -1,0 +1,238 @@
+// The engine's dependency rule (step_program.h) at every in-flight setting:
+// a collective does not start before the collectives it reads are done,
+// a compute op waits for all of them, while independent collectives still
+// overlap. Fast and full fidelity.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tests/sim/sim_test_util.h"
+
+namespace podsim::sim {
+namespace {
+
+using testing::kHopLatency;
+using testing::kLinkBandwidth;
+using testing::make_system;
+using testing::program_from_hlo;
+using testing::run;
+
+constexpr const char* kSum = R"(%sum (x: bf16[], y: bf16[]) -> bf16[] {
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+})";
+
+// 4x4 torus of chips closed in both dims, one device each, 16 devices in
+// row-major order: x = groups of 4 consecutive devices ([4,4]<=[16], the
+// links of the last dim), y = the columns ([4,4]<=[4,4]T(1,0), the first
+// dim's links). Every group is a closed ring of 4 on links of its own.
+hw::System torus_4x4(int64_t in_flight) {
+  return make_system({16},
+                     {{"ici.pod_dims", "[4, 4]"},
+                      {"ici.pod_wraparound", "[true, true]"},
+                      {"chip.devices_per_chip", "1"},
+                      {"ici.collectives_in_flight", std::to_string(in_flight)},
+                      {"ici.collectives_in_flight_per_kind", "1"}},
+                     {4, 4, 1});
+}
+
+constexpr const char* kX = "replica_groups=[4,4]<=[16]";
+constexpr const char* kY = "replica_groups=[4,4]<=[4,4]T(1,0)";
+
+// Bidirectional ring all-gather or reduce-scatter over a closed ring of n
+// (collectives.h): (n-1)/n x B / (2W) plus n/2 one-hop latencies, with B
+// the full-size buffer (the all-gather's result, the reduce-scatter's
+// operand) on each device.
+double ring_pass_s(double bytes, int n) {
+  return (n - 1.0) / n * bytes / (2 * kLinkBandwidth) + n / 2.0 * kHopLatency;
+}
+
+constexpr double kV = 2048.0 * 2048 * 2;  // bf16[2048,2048]
+
+// The 2-D chain: reduce-scatter over x, reduce-scatter over y of its result,
+// all-gather over y of that, all-gather over x; each reads the previous one
+// through ops that cost nothing (bitcast, tuple + get-tuple-element,
+// reshape).
+std::string chain_program() {
+  return fmt::format(R"(HloModule chain, num_partitions=16
+{0}
+ENTRY %main (p: bf16[2048,2048]) -> bf16[2048,2048] {{
+  %p = bf16[2048,2048]{{1,0}} parameter(0)
+  %rs1 = bf16[512,2048]{{1,0}} reduce-scatter(%p), channel_id=1, {1}, dimensions={{0}}, use_global_device_ids=true, to_apply=%sum
+  %v1 = bf16[512,2048]{{1,0}} bitcast(%rs1)
+  %rs2 = bf16[128,2048]{{1,0}} reduce-scatter(%v1), channel_id=2, {2}, dimensions={{0}}, use_global_device_ids=true, to_apply=%sum
+  %t = (bf16[128,2048]{{1,0}}) tuple(%rs2)
+  %g = bf16[128,2048]{{1,0}} get-tuple-element(%t), index=0
+  %ag1 = bf16[512,2048]{{1,0}} all-gather(%g), channel_id=3, {2}, dimensions={{0}}, use_global_device_ids=true
+  %v3 = bf16[512,2048]{{1,0}} reshape(%ag1)
+  ROOT %ag2 = bf16[2048,2048]{{1,0}} all-gather(%v3), channel_id=4, {1}, dimensions={{0}}, use_global_device_ids=true
+}})",
+                     kSum, kX, kY);
+}
+
+TEST(Engine, ChainOfCollectivesOfDifferentKindsRunsInOrder) {
+  // Each collective reads the one before, so they run one after another at
+  // any in-flight limit and the step is the sum of the four ring passes
+  // (n = 4): reduce-scatter of V (x), of V/4 (y), all-gather to V/4 (y),
+  // to V (x):
+  //   step = 3/4 x (V + V/4 + V/4 + V) / (2W) + 4 x 2 hop latencies.
+  const double expected = ring_pass_s(kV, 4) + ring_pass_s(kV / 4, 4) + ring_pass_s(kV / 4, 4) + ring_pass_s(kV, 4);
+  EXPECT_NEAR(expected, 3.0 / 4 * 2.5 * kV / (2 * kLinkBandwidth) + 8 * kHopLatency, 1e-15);
+  const auto program = program_from_hlo(chain_program());
+  for (int64_t in_flight : {1, 5})
+    for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+      const Timeline t = run(program, torus_4x4(in_flight), f);
+      EXPECT_NEAR(t.step_time_s, expected, 1e-11) << fidelity_name(f) << " in flight " << in_flight;
+      EXPECT_NEAR(t.exposed_communication_s, expected, 1e-11) << fidelity_name(f) << " in flight " << in_flight;
+    }
+}
+
+TEST(Engine, ChainStartsEachCollectiveWhenItsInputIsDone) {
+  // The trace: every collective starts when the one it reads ends.
+  const auto program = program_from_hlo(chain_program());
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program, torus_4x4(5), f, true);
+    std::vector<const TraceEvent*> collectives;
+    for (const TraceEvent& e : t.events)
+      if (e.device == 0 && e.track.starts_with("collectives ")) collectives.push_back(&e);
+    ASSERT_EQ(collectives.size(), 4u) << fidelity_name(f);
+    std::sort(collectives.begin(), collectives.end(),
+              [](const TraceEvent* a, const TraceEvent* b) { return a->start_s < b->start_s; });
+    const std::vector<std::string> order = {"rs1", "rs2", "ag1", "ag2"};
+    for (size_t i = 0; i < order.size(); ++i) {
+      EXPECT_EQ(collectives[i]->name, order[i]) << fidelity_name(f);
+      if (i > 0) {
+        EXPECT_NEAR(collectives[i]->start_s, collectives[i - 1]->start_s + collectives[i - 1]->duration_s, 1e-12)
+            << fidelity_name(f) << " " << order[i];
+      }
+    }
+  }
+}
+
+// A reduce-scatter over x of p and an all-gather over y of q: independent,
+// on disjoint links.
+std::string independent_program() {
+  return fmt::format(R"(HloModule independent, num_partitions=16
+{0}
+ENTRY %main (p: bf16[2048,2048], q: bf16[128,2048]) -> (bf16[512,2048], bf16[512,2048]) {{
+  %p = bf16[2048,2048]{{1,0}} parameter(0)
+  %q = bf16[128,2048]{{1,0}} parameter(1)
+  %rs = bf16[512,2048]{{1,0}} reduce-scatter(%p), channel_id=1, {1}, dimensions={{0}}, use_global_device_ids=true, to_apply=%sum
+  %ag = bf16[512,2048]{{1,0}} all-gather(%q), channel_id=2, {2}, dimensions={{0}}, use_global_device_ids=true
+  ROOT %t = (bf16[512,2048]{{1,0}}, bf16[512,2048]{{1,0}}) tuple(%rs, %ag)
+}})",
+                     kSum, kX, kY);
+}
+
+TEST(Engine, IndependentCollectivesStillOverlap) {
+  // Reduce-scatter of V over x, all-gather to V/4 over y: with two in
+  // flight they run side by side (no link in common), the step is the
+  // longer; one at a time it is the sum.
+  const double rs = ring_pass_s(kV, 4), ag = ring_pass_s(kV / 4, 4);
+  const auto program = program_from_hlo(independent_program());
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    EXPECT_NEAR(run(program, torus_4x4(5), f).step_time_s, std::max(rs, ag), 1e-11) << fidelity_name(f);
+    EXPECT_NEAR(run(program, torus_4x4(1), f).step_time_s, rs + ag, 1e-11) << fidelity_name(f);
+  }
+}
+
+TEST(Engine, AsyncPairsWaitForTheCollectiveTheyRead) {
+  // all-reduce-start/done over x of V, then all-gather-start/done over y of
+  // its result to 4V: all-reduce = two ring passes of V, all-gather one of
+  // 4V, one after the other.
+  const std::string text = fmt::format(R"(HloModule async_chain, num_partitions=16
+{0}
+ENTRY %main (p: bf16[2048,2048]) -> bf16[8192,2048] {{
+  %p = bf16[2048,2048]{{1,0}} parameter(0)
+  %ars = bf16[2048,2048]{{1,0}} all-reduce-start(%p), channel_id=1, {1}, use_global_device_ids=true, to_apply=%sum
+  %ard = bf16[2048,2048]{{1,0}} all-reduce-done(%ars)
+  %ags = (bf16[2048,2048]{{1,0}}, bf16[8192,2048]{{1,0}}) all-gather-start(%ard), channel_id=2, {2}, dimensions={{0}}, use_global_device_ids=true
+  ROOT %agd = bf16[8192,2048]{{1,0}} all-gather-done(%ags)
+}})",
+                                       kSum, kX, kY);
+  const double expected = 2 * ring_pass_s(kV, 4) + ring_pass_s(4 * kV, 4);
+  const auto program = program_from_hlo(text);
+  for (int64_t in_flight : {1, 5})
+    for (Fidelity f : {Fidelity::kFast, Fidelity::kFull})
+      EXPECT_NEAR(run(program, torus_4x4(in_flight), f).step_time_s, expected, 1e-11)
+          << fidelity_name(f) << " in flight " << in_flight;
+}
+
+TEST(Engine, CollectivesInAWhileBodyWaitAcrossIterations) {
+  // Per iteration a reduce-scatter over x of the loop state, then an
+  // all-gather over x of its result back to V (same links, different
+  // kinds): the all-gather reads the reduce-scatter and the next
+  // iteration's reduce-scatter reads the all-gather (loop state), so three
+  // iterations run six ring passes of V back to back. The counter add comes
+  // last in the body and runs under the collectives.
+  const std::string text = fmt::format(R"(HloModule loop_chain, num_partitions=16
+{0}
+%cond (s: (s32[], bf16[2048,2048])) -> pred[] {{
+  %s = (s32[], bf16[2048,2048]{{1,0}}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}}
+%body (b: (s32[], bf16[2048,2048])) -> (s32[], bf16[2048,2048]) {{
+  %b = (s32[], bf16[2048,2048]{{1,0}}) parameter(0)
+  %h = bf16[2048,2048]{{1,0}} get-tuple-element(%b), index=1
+  %rs = bf16[512,2048]{{1,0}} reduce-scatter(%h), channel_id=1, {1}, dimensions={{0}}, use_global_device_ids=true, to_apply=%sum
+  %ag = bf16[2048,2048]{{1,0}} all-gather(%rs), channel_id=2, {1}, dimensions={{0}}, use_global_device_ids=true
+  %i.1 = s32[] get-tuple-element(%b), index=0
+  %one = s32[] constant(1)
+  %next = s32[] add(%i.1, %one)
+  ROOT %out = (s32[], bf16[2048,2048]{{1,0}}) tuple(%next, %ag)
+}}
+ENTRY %main (x: bf16[2048,2048]) -> bf16[2048,2048] {{
+  %zero = s32[] constant(0)
+  %x = bf16[2048,2048]{{1,0}} parameter(0)
+  %init = (s32[], bf16[2048,2048]{{1,0}}) tuple(%zero, %x)
+  %loop = (s32[], bf16[2048,2048]{{1,0}}) while(%init), condition=%cond, body=%body
+  ROOT %res = bf16[2048,2048]{{1,0}} get-tuple-element(%loop), index=1
+}})",
+                                       kSum, kX);
+  const double expected = 6 * ring_pass_s(kV, 4);
+  const auto program = program_from_hlo(text);
+  for (int64_t in_flight : {1, 5})
+    for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+      const Timeline t = run(program, torus_4x4(in_flight), f);
+      EXPECT_EQ(t.unknown_trip_counts, 0);
+      EXPECT_NEAR(t.step_time_s, expected, 1e-11) << fidelity_name(f) << " in flight " << in_flight;
+    }
+}
+
+TEST(Engine, ComputeWaitsForEveryCollectiveItReads) {
+  // A concatenate of a reduce-scatter over x of V (issued first, the longer)
+  // and an all-gather over y to V/4 (issued second, done first): it starts
+  // when the reduce-scatter ends, so step = reduce-scatter + concatenate.
+  const std::string text = fmt::format(R"(HloModule compute_reads_two, num_partitions=16
+{0}
+ENTRY %main (p: bf16[2048,2048], q: bf16[128,2048]) -> bf16[1024,2048] {{
+  %p = bf16[2048,2048]{{1,0}} parameter(0)
+  %q = bf16[128,2048]{{1,0}} parameter(1)
+  %rs = bf16[512,2048]{{1,0}} reduce-scatter(%p), channel_id=1, {1}, dimensions={{0}}, use_global_device_ids=true, to_apply=%sum
+  %ag = bf16[512,2048]{{1,0}} all-gather(%q), channel_id=2, {2}, dimensions={{0}}, use_global_device_ids=true
+  ROOT %c = bf16[1024,2048]{{1,0}} concatenate(%rs, %ag), dimensions={{0}}
+}})",
+                                       kSum, kX, kY);
+  const double rs = ring_pass_s(kV, 4), ag = ring_pass_s(kV / 4, 4);
+  ASSERT_GT(rs, ag);
+  const auto program = program_from_hlo(text);
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program, torus_4x4(5), f);
+    const auto c = std::find_if(t.ops.begin(), t.ops.end(), [](const OpRecord& r) { return r.name == "c"; });
+    ASSERT_NE(c, t.ops.end());
+    ASSERT_GT(c->seconds, 0);
+    EXPECT_NEAR(t.step_time_s, rs + c->seconds, 1e-11) << fidelity_name(f);
+    EXPECT_NEAR(t.exposed_communication_s, rs, 1e-11) << fidelity_name(f);
+  }
+}
+
+}  // namespace
+}  // namespace podsim::sim
