@@ -231,6 +231,7 @@ double trace_request(const Options& o, reports::RunRequest& request) {
   else if (!o.trace_limit.empty()) limit = compiler::parse_byte_size(o.trace_limit, "--trace-limit");
   request.trace.max_events =
       limit > 0 ? std::max<int64_t>(1, static_cast<int64_t>(limit / reports::kTraceBytesPerItem)) : 0;
+  request.trace.bytes_per_item = reports::kTraceBytesPerItem;
   return limit;
 }
 

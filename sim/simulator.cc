@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 #include <map>
 
@@ -136,6 +137,27 @@ std::vector<int64_t> traced_devices(const TraceSelection& selection, int64_t pro
   return traced;
 }
 
+// A window over the whole step gets one slice per compute step that takes
+// time and per collective step on every traced device (link loads come on
+// top): over the limit already, it is refused before the simulation runs.
+void check_trace_estimate(const TraceSelection& selection, const StepProgram& steps, size_t traced) {
+  if (!selection.window_given || selection.max_events <= 0 || selection.window_begin_s > 0 ||
+      std::isfinite(selection.window_end_s))
+    return;
+  int64_t per_device = 0;
+  for (const Step& step : steps.steps)
+    if (step.collective || steps.ops[static_cast<size_t>(step.op)].cost.seconds > 0) ++per_device;
+  const int64_t slices = per_device * static_cast<int64_t>(traced);
+  if (slices <= selection.max_events) return;
+  throw UserError(SourceLocation{"--trace-window", 0, 0},
+                  fmt::format("the trace would hold at least {} events (about {:.3g} MB) in its window on {} "
+                              "device(s), over the {:.3g} MB limit; nothing was simulated or written",
+                              slices, static_cast<double>(slices) * selection.bytes_per_item / 1e6, traced,
+                              static_cast<double>(selection.max_events) * selection.bytes_per_item / 1e6),
+                  "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices (a list or "
+                  "sample:N), or raise --trace-limit (e.g. 200MB; 0 = none)");
+}
+
 }  // namespace
 
 Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system, const SimOptions& options) {
@@ -169,6 +191,7 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   if (options.record_trace) {
     const int64_t simulated = choice.fidelity == Fidelity::kFast ? 1 : program.num_devices;
     traced = traced_devices(options.trace, program.num_devices, simulated);
+    check_trace_estimate(options.trace, steps, traced.size());
     inputs.trace = options.trace;
     inputs.traced.assign(static_cast<size_t>(simulated), 0);
     for (int64_t device : traced) inputs.traced[static_cast<size_t>(device)] = 1;

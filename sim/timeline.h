@@ -86,6 +86,7 @@ struct TraceSelection {
   double window_end_s = std::numeric_limits<double>::infinity();
   bool window_given = false;
   int64_t max_events = 0;  // 0: unbounded
+  double bytes_per_item = 0;  // for messages: an item's JSON size (reports/trace.h)
 };
 
 struct Timeline {

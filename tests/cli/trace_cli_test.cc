@@ -31,17 +31,32 @@ TEST(TraceCli, WindowOverTheLimitIsRefusedWithTheEstimateAndAHint) {
   const fs::path dir = fresh_dir("trace_refuse");
   const fs::path trace = dir / "t.json";
   // The whole step of small.yaml in full fidelity holds hundreds of items,
-  // over a 4 kB limit (10 items at 400 B).
+  // over a 4 kB limit (10 items at 400 B): refused before the simulation.
   const Result r = run_split("run " + kSmall + " --fidelity full --trace " + trace.string() +
                              " --trace-window 0: --trace-limit 4kB");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;  // no report either: written whole or not at all
-  EXPECT_TRUE(contains(r.err, "the trace would hold")) << r.err;
+  EXPECT_TRUE(contains(r.err, "the trace would hold at least")) << r.err;
+  EXPECT_TRUE(contains(r.err, "nothing was simulated")) << r.err;
   EXPECT_TRUE(contains(r.err, " MB")) << r.err;
   for (const char* flag : {"--trace-window", "--trace-devices", "--trace-limit"})
     EXPECT_TRUE(contains(r.err, flag)) << flag << " missing in:\n" << r.err;
   EXPECT_FALSE(fs::exists(trace));
   EXPECT_TRUE(fs::is_empty(dir));  // no temp file either
+}
+
+TEST(TraceCli, APartOfTheStepOverTheLimitIsRefusedAfterTheRunBeforeWriting) {
+  const fs::path dir = fresh_dir("trace_refuse_part");
+  const fs::path trace = dir / "t.json";
+  // 0 to 1000 s: the whole step, but a bounded window is counted by the run.
+  const Result r = run_split("run " + kSmall + " --fidelity full --trace " + trace.string() +
+                             " --trace-window 0:1000000 --trace-limit 4kB");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(contains(r.err, "the trace would hold")) << r.err;
+  EXPECT_TRUE(contains(r.err, "nothing was written")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--trace-devices")) << r.err;
+  EXPECT_TRUE(fs::is_empty(dir));
 }
 
 TEST(TraceCli, WithoutAWindowTheTraceIsCutAtTheLimitAndSaysSo) {

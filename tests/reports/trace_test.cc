@@ -246,6 +246,7 @@ TEST(TraceOfAWorkload, RecordingKeepsAtMostTheLimit) {
   // A window over the limit: counted, kept up to the limit, marked over.
   sim::TraceSelection window;
   window.window_given = true;
+  window.window_end_s = 1e9;  // finite: no estimate before the run
   window.max_events = 40;
   const RunResult over = small_full(window);
   EXPECT_TRUE(over.timeline.trace_over_limit);
@@ -265,6 +266,21 @@ TEST(TraceOfAWorkload, RecordingKeepsAtMostTheLimit) {
   // The written trace stays under the byte estimate the limit rests on.
   EXPECT_LE(static_cast<double>(trace_json(cut.timeline, "small").size()),
             static_cast<double>(items(cut.timeline)) * kTraceBytesPerItem);
+}
+
+TEST(TraceOfAWorkload, WholeStepWindowOverTheLimitIsRefusedBeforeTheRun) {
+  const RunResult whole = small_full({});
+  const auto slices = static_cast<int64_t>(whole.timeline.events.size());
+  sim::TraceSelection open;
+  open.window_given = true;  // 0 to the end
+  open.max_events = slices - 1;
+  EXPECT_THROW(small_full(open), UserError);
+  // The estimate counts the slices exactly: at the limit the run goes on,
+  // and its link loads take it over, which the run itself finds.
+  open.max_events = slices;
+  const RunResult run = small_full(open);
+  ASSERT_FALSE(run.timeline.link_loads.empty());
+  EXPECT_TRUE(run.timeline.trace_over_limit);
 }
 
 TEST(TraceOfAWorkload, FastModeTracesDeviceZeroWithLinkCounters) {
