@@ -289,9 +289,10 @@ int run_workload(const Options& o) {
 int serve_workload(const Options& o) {
   if (o.format != "csv")
     throw UserError(SourceLocation{"--serve", 0, 0}, "--serve answers in CSV", "add --format csv");
-  if (!o.trace.empty() || !o.output.empty())
+  if (!o.trace.empty() || !o.output.empty() || !o.trace_devices.empty() || !o.trace_window.empty() ||
+      !o.trace_limit.empty())
     throw UserError(SourceLocation{"--serve", 0, 0}, "--serve writes its reports to stdout",
-                    "drop --trace and --output");
+                    "drop --trace (and its --trace-* flags) and --output");
   const reports::RunRequest request = run_request(o);
   reports::CompiledWorkload compiled = reports::compile_workload(request);
   reports::FormatOptions format_options;

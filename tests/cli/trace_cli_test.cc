@@ -101,7 +101,8 @@ TEST(TraceCli, BadValuesAndFlagsWithoutTraceExit2) {
                                           to + " --trace-devices sample:0",
                                           to + " --trace-limit lots",
                                           to + " --fidelity full --trace-devices 8",  // small.yaml: devices 0..7
-                                          to + " --trace-devices 3"};  // fast mode simulates device 0 alone
+                                          to + " --trace-devices 3",  // fast mode simulates device 0 alone
+                                          " --format csv --serve --trace-window 0:5 </dev/null"};
   for (const std::string& args : cases) {
     const Result r = run_split("run " + kSmall + args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
