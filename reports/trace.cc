@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
