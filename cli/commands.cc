@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <iostream>
 #include <sstream>
 
@@ -155,12 +156,95 @@ reports::RunRequest run_request(const Options& o) {
   return request;
 }
 
+// --trace-devices: "all", "sample:N" or a list "0,5,17".
+void parse_trace_devices(const std::string& text, sim::TraceSelection& selection) {
+  const SourceLocation where{"--trace-devices " + text, 0, 0};
+  const char* hint = "write a list of device numbers (0,5,17), sample:N (N devices evenly spread) or all";
+  auto integer = [&](const std::string& word) {
+    size_t used = 0;
+    int64_t value = -1;
+    try {
+      value = std::stoll(word, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != word.size() || value < 0)
+      throw UserError(where, fmt::format("'{}' is not a device number", word), hint);
+    return value;
+  };
+  if (text.empty() || text == "all") return;
+  if (text.starts_with("sample:")) {
+    selection.sample = integer(text.substr(7));
+    if (selection.sample == 0) throw UserError(where, "sample:0 traces no device", hint);
+    return;
+  }
+  std::istringstream words(text);
+  for (std::string word; std::getline(words, word, ',');) selection.devices.push_back(integer(word));
+  if (selection.devices.empty()) throw UserError(where, "no device given", hint);
+}
+
+// --trace-window: "A:B" milliseconds of the step; either side may be empty.
+void parse_trace_window(const std::string& text, sim::TraceSelection& selection) {
+  if (text.empty()) return;
+  const SourceLocation where{"--trace-window " + text, 0, 0};
+  const char* hint = "write the window as A:B milliseconds of the step, e.g. 0:50 (A: or :B leave a side open)";
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) throw UserError(where, "the window has no ':'", hint);
+  auto ms = [&](const std::string& word, double open) {
+    if (word.empty()) return open;
+    size_t used = 0;
+    double value = -1;
+    try {
+      value = std::stod(word, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != word.size() || !(value >= 0) || !std::isfinite(value))
+      throw UserError(where, fmt::format("'{}' is not a time in milliseconds", word), hint);
+    return value * 1e-3;
+  };
+  selection.window_begin_s = ms(text.substr(0, colon), 0);
+  selection.window_end_s = ms(text.substr(colon + 1), std::numeric_limits<double>::infinity());
+  if (!(selection.window_end_s > selection.window_begin_s))
+    throw UserError(where, "the window ends before it begins", hint);
+  selection.window_given = true;
+}
+
+// The trace part of a run request: devices, window, and the limit as a
+// number of recorded items (reports/trace.h's bytes per item). Returns the
+// limit in bytes (0: none).
+double trace_request(const Options& o, reports::RunRequest& request) {
+  request.record_trace = !o.trace.empty();
+  auto only_with_trace = [&](const std::string& value, const char* flag) {
+    if (!value.empty() && o.trace.empty())
+      throw UserError(SourceLocation{flag, 0, 0}, fmt::format("{} selects what --trace writes", flag),
+                      "add --trace FILE.json");
+  };
+  only_with_trace(o.trace_devices, "--trace-devices");
+  only_with_trace(o.trace_window, "--trace-window");
+  only_with_trace(o.trace_limit, "--trace-limit");
+  if (!request.record_trace) return 0;
+  parse_trace_devices(o.trace_devices, request.trace);
+  parse_trace_window(o.trace_window, request.trace);
+  double limit = reports::kDefaultTraceLimitBytes;
+  if (o.trace_limit == "0" || o.trace_limit == "none") limit = 0;
+  else if (!o.trace_limit.empty()) limit = compiler::parse_byte_size(o.trace_limit, "--trace-limit");
+  request.trace.max_events =
+      limit > 0 ? std::max<int64_t>(1, static_cast<int64_t>(limit / reports::kTraceBytesPerItem)) : 0;
+  request.trace.bytes_per_item = reports::kTraceBytesPerItem;
+  return limit;
+}
+
+std::string megabytes(double bytes) { return fmt::format("{:.3g} MB", bytes / 1e6); }
+
 // podsim run: the whole pipeline (reports/run_workload.h), then the report
-// and the optional trace, each written whole or not at all.
+// and the optional trace, each written whole or not at all. A trace window
+// holding more than the limit is refused before anything is written; without
+// a window the trace keeps the step's first part that fits (noted on stderr).
 int run_workload(const Options& o) {
   reports::Format format = reports::format_from_name(o.format);
   reports::RunRequest request = run_request(o);
-  request.record_trace = !o.trace.empty();
+  const double trace_limit = trace_request(o, request);
   reports::ProgressLine progress(stderr);
   if (isatty(fileno(stderr)))
     request.progress = [&progress](const std::string& stage, double fraction) { progress.update(stage, fraction); };
@@ -169,8 +253,26 @@ int run_workload(const Options& o) {
   reports::FormatOptions format_options;
   format_options.wall_times = o.timings;
   std::string text = reports::format_report(result.report, format, format_options);
-  if (!o.trace.empty())
-    reports::write_file_atomically(o.trace, reports::trace_json(result.timeline, result.report.workload));
+  if (!o.trace.empty()) {
+    const sim::Timeline& t = result.timeline;
+    if (t.trace_over_limit) {
+      const double estimate = static_cast<double>(t.trace_events_seen) * reports::kTraceBytesPerItem;
+      throw UserError(SourceLocation{"--trace " + o.trace, 0, 0},
+                      fmt::format("the trace would hold {} events (about {}) in its window on {} device(s), over "
+                                  "the {} limit; nothing was written",
+                                  t.trace_events_seen, megabytes(estimate), t.traced_devices.size(),
+                                  megabytes(static_cast<double>(t.trace_selection.max_events) *
+                                            reports::kTraceBytesPerItem)),
+                      "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices "
+                      "(a list or sample:N), or raise --trace-limit (e.g. 200MB; 0 = none)");
+    }
+    const int64_t bytes = reports::write_trace_file(o.trace, t, result.report.workload, trace_limit);
+    if (t.trace_cut_s >= 0)
+      fmt::print(stderr,
+                 "trace: {} holds the step's first {:.6g} ms of {:.6g} ms ({}, the --trace-limit); choose the part "
+                 "with --trace-window A:B (ms), fewer devices with --trace-devices, or raise --trace-limit\n",
+                 o.trace, t.trace_cut_s * 1e3, t.step_time_s * 1e3, megabytes(static_cast<double>(bytes)));
+  }
   reports::write_file_atomically(o.output, text);
   return 0;
 }
@@ -187,9 +289,10 @@ int run_workload(const Options& o) {
 int serve_workload(const Options& o) {
   if (o.format != "csv")
     throw UserError(SourceLocation{"--serve", 0, 0}, "--serve answers in CSV", "add --format csv");
-  if (!o.trace.empty() || !o.output.empty())
+  if (!o.trace.empty() || !o.output.empty() || !o.trace_devices.empty() || !o.trace_window.empty() ||
+      !o.trace_limit.empty())
     throw UserError(SourceLocation{"--serve", 0, 0}, "--serve writes its reports to stdout",
-                    "drop --trace and --output");
+                    "drop --trace (and its --trace-* flags) and --output");
   const reports::RunRequest request = run_request(o);
   reports::CompiledWorkload compiled = reports::compile_workload(request);
   reports::FormatOptions format_options;
@@ -245,6 +348,15 @@ Commands::Commands(CLI::App& app) {
       ->check(CLI::IsMember({"table", "json", "csv", "markdown"}));
   run_->add_option("--fidelity", o.fidelity, "fast|full")->check(CLI::IsMember({"fast", "full"}));
   run_->add_option("--trace", o.trace, "write a Chrome/Perfetto trace JSON");
+  run_->add_option("--trace-devices", o.trace_devices,
+                   "trace these devices: a list (0,5,17), sample:N (N evenly spread) or all (default; fast mode "
+                   "simulates device 0 alone)");
+  run_->add_option("--trace-window", o.trace_window,
+                   "trace this part of the step, A:B in ms (e.g. 0:50); refused when it holds more than "
+                   "--trace-limit");
+  run_->add_option("--trace-limit", o.trace_limit,
+                   "largest trace to write (default 20MB; 0 = none); without --trace-window the trace keeps the "
+                   "step's first part that fits");
   run_->add_option("-o,--output", o.output, "write the report here instead of stdout");
   run_->add_flag("--serve", o.serve,
                  "compile once, then read lines of hardware.<key>=<value> overrides on stdin and print one CSV "

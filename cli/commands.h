@@ -15,6 +15,9 @@ struct Options {
   std::string format = "table";
   std::string fidelity = "fast";
   std::string trace;
+  std::string trace_devices;  // run --trace: "0,5,17" | "sample:4" | "all"
+  std::string trace_window;   // run --trace: "A:B" in ms of the step
+  std::string trace_limit;    // run --trace: bytes ("20MB"); 0 = none
   std::string mesh;
   std::string output;
   bool verify = false;

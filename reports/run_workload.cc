@@ -310,6 +310,7 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
   sim::SimOptions sim_options;
   sim_options.fidelity = request.fidelity;
   sim_options.record_trace = request.record_trace;
+  sim_options.trace = request.trace;
   if (request.progress) sim_options.progress = [&](double fraction) { progress("simulating", fraction); };
   Clock::time_point simulate_start = Clock::now();
   RunResult result;

@@ -41,6 +41,7 @@ struct RunRequest {
   HloRunOptions hlo;                    // when workload_path is an HLO module
   sim::Fidelity fidelity = sim::Fidelity::kFast;
   bool record_trace = false;
+  sim::TraceSelection trace;  // when record_trace: devices, window, event limit
   int top_n = 10;
   // Called with the stage ("loading", "compiling", "simulating", "reporting")
   // and the fraction of that stage done (0..1); may be empty.

@@ -118,13 +118,11 @@ class EngineRun {
     if (in_.fidelity == Fidelity::kFull) {
       LinkTraceHook hook;
       if (in_.record_trace)
-        hook.on_transfer = [this](hw::LinkId link, int32_t op, double start, double duration) {
-          const hw::Link& l = in_.topology.link(link);
-          const int64_t device = l.kind == hw::LinkKind::kOnChip
-                                     ? l.src_core
-                                     : l.src_chip * in_.topology.slice().devices_per_chip;
-          result_.events.push_back(TraceEvent{device, link_label(in_.topology, link),
-                                              in_.program.ops[static_cast<size_t>(op)].name, start, duration, {}});
+        hook.on_transfer = [this](hw::LinkId link, int32_t, double start, double duration, double bytes) {
+          const int64_t device = device_of_link(link);
+          if (!traced(device) || duration <= 0) return;
+          const double utilisation = std::min(1.0, bytes / (duration * in_.topology.link(link).bandwidth));
+          record(LinkLoad{device, link_label(in_.topology, link), start, duration, utilisation});
         };
       fabric_ = std::make_unique<Fabric>(in_.topology, std::move(hook), [this] { return now(); });
     }
@@ -153,6 +151,55 @@ class EngineRun {
 
  private:
   double now() const { return (sc_core::sc_time_stamp() - base_).to_seconds(); }
+
+  // The device whose chip sends on the link (its first core; on-chip: the
+  // sending core).
+  int64_t device_of_link(hw::LinkId id) const {
+    const hw::Link& l = in_.topology.link(id);
+    return l.kind == hw::LinkKind::kOnChip ? l.src_core : l.src_chip * in_.topology.slice().devices_per_chip;
+  }
+
+  bool traced(int64_t device) const {
+    return device >= 0 && static_cast<size_t>(device) < in_.traced.size() && in_.traced[static_cast<size_t>(device)];
+  }
+
+  // Trace recording, bounded by the selection's max_events: true when an
+  // item starting at start_s and lasting duration_s is kept.
+  bool keep(double start_s, double duration_s) {
+    const TraceSelection& sel = in_.trace;
+    if (start_s >= sel.window_end_s || start_s + duration_s < sel.window_begin_s) return false;
+    if (result_.trace_cut_s >= 0) return start_s < result_.trace_cut_s;  // what straddles the cut
+    ++result_.trace_events_seen;
+    const auto kept = static_cast<int64_t>(result_.events.size() + result_.link_loads.size());
+    if (sel.max_events <= 0 || kept < sel.max_events) return true;
+    if (sel.window_given) {
+      result_.trace_over_limit = true;
+      return false;
+    }
+    // Without a window the trace ends now: items still running on some
+    // device that started before now are kept as they finish (at most the
+    // items in flight), later ones are not.
+    result_.trace_cut_s = now();
+    return start_s < result_.trace_cut_s;
+  }
+  void record(TraceEvent&& e) {
+    if (keep(e.start_s, e.duration_s)) result_.events.push_back(std::move(e));
+  }
+  void record(LinkLoad&& l) {
+    if (keep(l.start_s, l.duration_s)) result_.link_loads.push_back(std::move(l));
+  }
+
+  // Fast mode: the links a traced device sends on that a collective spec
+  // loads (link, seconds busy), cached per spec.
+  const std::vector<std::pair<hw::LinkId, double>>& traced_links(int32_t spec) {
+    auto& slot = traced_links_[spec];
+    if (!slot) {
+      slot = std::make_unique<std::vector<std::pair<hw::LinkId, double>>>();
+      for (const auto& [link, busy] : in_.collectives.fast_timing(spec).link_busy_s)
+        if (traced(device_of_link(link))) slot->emplace_back(link, busy);
+    }
+    return *slot;
+  }
 
   const OpInfo& op_of_step(size_t step) const { return in_.program.ops[static_cast<size_t>(steps_[step].op)]; }
 
@@ -302,14 +349,19 @@ class EngineRun {
       case hw::Bound::kHbm: a.hbm_s += unit; break;
       case hw::Bound::kOverhead: a.overhead_s += unit; break;
     }
-    if (in_.record_trace)
-      result_.events.push_back(TraceEvent{d.id, "compute", op.name, d.busy_start_s, busy,
-                                          {{"op_name", op.op_name},
-                                           {"opcode", op.opcode},
-                                           {"shape", op.shape},
-                                           {"bound", hw::bound_name(op.cost.bound)},
-                                           {"flops", fmt::format("{:.6g}", op.cost.flops)},
-                                           {"hbm_bytes", fmt::format("{:.6g}", op.cost.hbm_bytes)}}});
+    if (in_.record_trace && traced(d.id))
+      record(TraceEvent{d.id,
+                        "compute",
+                        op.name,
+                        d.busy_start_s,
+                        busy,
+                        {{"op_name", op.op_name},
+                         {"opcode", op.opcode},
+                         {"shape", op.shape},
+                         {"bound", hw::bound_name(op.cost.bound)}},
+                        {{"flops", op.cost.flops}, {"hbm_bytes", op.cost.hbm_bytes}},
+                        busy > 0 ? op.cost.hbm_bytes / busy : 0.0,
+                        -1});
     ++d.cursor;
   }
 
@@ -490,14 +542,24 @@ class EngineRun {
     const OpInfo& op = in_.program.ops[static_cast<size_t>(r.op)];
     const double busy = t - start_s;
     d.account.op_busy_s[static_cast<size_t>(r.op)] += busy;
-    if (in_.record_trace) {
-      const auto& spec = in_.collectives.spec(op.collective);
-      result_.events.push_back(TraceEvent{d.id, fmt::format("collectives {}", hw::collective_kind_name(spec.kind)),
-                                          op.name, start_s, busy,
-                                          {{"op_name", op.op_name},
-                                           {"opcode", op.opcode},
-                                           {"shape", op.shape},
-                                           {"bytes", fmt::format("{}", spec.bytes_per_device)}}});
+    if (in_.record_trace && traced(d.id)) {
+      const CollectiveSpec& spec = in_.collectives.spec(op.collective);
+      const int64_t flow = r.run ? static_cast<int64_t>(r.ordinal) * (in_.devices + 1) + r.group : -1;
+      record(TraceEvent{d.id,
+                        fmt::format("collectives {}", hw::collective_kind_name(spec.kind)),
+                        op.name,
+                        start_s,
+                        busy,
+                        {{"op_name", op.op_name}, {"opcode", op.opcode}, {"shape", op.shape}},
+                        {{"bytes", spec.bytes_per_device}},
+                        busy > 0 ? spec.dma_hbm_bytes / busy : 0.0,
+                        flow});
+      // Fast mode: the links the collective loads, each busy link_busy_s of
+      // the collective's run (sharing with others stretches the run).
+      if (!r.run && busy > 0)
+        for (const auto& [link, link_busy] : traced_links(op.collective))
+          record(LinkLoad{device_of_link(link), link_label(in_.topology, link), start_s, busy,
+                          std::min(1.0, link_busy / busy)});
     }
     d.completed[w] = 1;
     ++d.completed_count;
@@ -510,6 +572,7 @@ class EngineRun {
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<Fabric> fabric_;
   std::unordered_map<int64_t, std::unique_ptr<GroupRun>> runs_;
+  std::unordered_map<int32_t, std::unique_ptr<std::vector<std::pair<hw::LinkId, double>>>> traced_links_;
   SharingCache sharing_;
   EngineResult result_;
   uint64_t activations_ = 0;

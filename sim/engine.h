@@ -74,11 +74,19 @@ struct EngineInputs {
   // device take their DMA traffic (CollectiveSpec::dma_hbm_bytes) out of it
   // and the compute kernel runs on the rest. 0: no contention.
   double hbm_bandwidth = 0;
+  // When record_trace: the window and the event limit, and per simulated
+  // device whether it is traced.
+  TraceSelection trace;
+  std::vector<char> traced;
 };
 
 struct EngineResult {
   std::vector<DeviceAccount> devices;  // simulated devices (1 in fast mode)
   std::vector<TraceEvent> events;
+  std::vector<LinkLoad> link_loads;
+  int64_t trace_events_seen = 0;
+  bool trace_over_limit = false;
+  double trace_cut_s = -1;
   uint64_t kernel_events = 0;
 };
 

@@ -71,7 +71,8 @@ void Fabric::on_wake() {
       if (!job.in_latency && (job.remaining <= 1e-12 || (job.rate > 0 && job.remaining / job.rate <= kTimeEpsilon))) {
         if (hook_.on_transfer)
           for (const auto& t : phase_of(job).link_loads)
-            hook_.on_transfer(t.link, job.run->op, job.transfer_start_s, now - job.transfer_start_s);
+            hook_.on_transfer(t.link, job.run->op, job.transfer_start_s, now - job.transfer_start_s,
+                              t.bytes * static_cast<double>(phase_of(job).repeat));
         const hw::Phase& phase = phase_of(job);
         job.in_latency = true;
         job.latency_until_s = now + static_cast<double>(phase.repeat) * phase.latency_s;

@@ -42,8 +42,9 @@ struct GroupRun {
 };
 
 struct LinkTraceHook {
-  // (link, op, start_s, duration_s); empty = no ICI trace.
-  std::function<void(hw::LinkId, int32_t, double, double)> on_transfer;
+  // (link, op, start_s, duration_s, bytes the phase moved on the link);
+  // empty = no ICI trace.
+  std::function<void(hw::LinkId, int32_t, double, double, double)> on_transfer;
 };
 
 class Fabric {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 #include <map>
 
@@ -107,6 +108,56 @@ void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog, const 
   for (auto& [kind, summary] : by_kind) timeline.collectives.push_back(std::move(summary));
 }
 
+// The devices a trace keeps: the selection's list or sample, among the
+// simulated ones (fast mode simulates device 0 alone).
+std::vector<int64_t> traced_devices(const TraceSelection& selection, int64_t program_devices, int64_t simulated) {
+  std::vector<int64_t> traced;
+  if (selection.sample > 0) {
+    const int64_t n = std::min(selection.sample, simulated);
+    for (int64_t i = 0; i < n; ++i) traced.push_back(i * simulated / n);
+    return traced;
+  }
+  if (selection.devices.empty()) {
+    for (int64_t i = 0; i < simulated; ++i) traced.push_back(i);
+    return traced;
+  }
+  for (int64_t device : selection.devices) {
+    if (device < 0 || device >= program_devices)
+      throw UserError(SourceLocation{"--trace-devices", 0, 0},
+                      fmt::format("device {} is not among the program's {} devices", device, program_devices),
+                      fmt::format("trace devices 0..{}, or sample:N", program_devices - 1));
+    if (device < simulated) traced.push_back(device);
+  }
+  std::sort(traced.begin(), traced.end());
+  traced.erase(std::unique(traced.begin(), traced.end()), traced.end());
+  if (traced.empty())
+    throw UserError(SourceLocation{"--trace-devices", 0, 0},
+                    "none of the traced devices is simulated: fast mode simulates device 0 alone",
+                    "trace device 0, or add --fidelity full to simulate every device");
+  return traced;
+}
+
+// A window over the whole step gets one slice per compute step that takes
+// time and per collective step on every traced device (link loads come on
+// top): over the limit already, it is refused before the simulation runs.
+void check_trace_estimate(const TraceSelection& selection, const StepProgram& steps, size_t traced) {
+  if (!selection.window_given || selection.max_events <= 0 || selection.window_begin_s > 0 ||
+      std::isfinite(selection.window_end_s))
+    return;
+  int64_t per_device = 0;
+  for (const Step& step : steps.steps)
+    if (step.collective || steps.ops[static_cast<size_t>(step.op)].cost.seconds > 0) ++per_device;
+  const int64_t slices = per_device * static_cast<int64_t>(traced);
+  if (slices <= selection.max_events) return;
+  throw UserError(SourceLocation{"--trace-window", 0, 0},
+                  fmt::format("the trace would hold at least {} events (about {:.3g} MB) in its window on {} "
+                              "device(s), over the {:.3g} MB limit; nothing was simulated or written",
+                              slices, static_cast<double>(slices) * selection.bytes_per_item / 1e6, traced,
+                              static_cast<double>(selection.max_events) * selection.bytes_per_item / 1e6),
+                  "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices (a list or "
+                  "sample:N), or raise --trace-limit (e.g. 200MB; 0 = none)");
+}
+
 }  // namespace
 
 Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system, const SimOptions& options) {
@@ -132,8 +183,19 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
                       system.config().ici.collectives_in_flight,
                       system.config().ici.collectives_in_flight_per_kind,
                       options.record_trace,
-                      options.progress};
-  inputs.hbm_bandwidth = system.config().hbm.bandwidth;
+                      options.progress,
+                      system.config().hbm.bandwidth,
+                      {},
+                      {}};
+  std::vector<int64_t> traced;
+  if (options.record_trace) {
+    const int64_t simulated = choice.fidelity == Fidelity::kFast ? 1 : program.num_devices;
+    traced = traced_devices(options.trace, program.num_devices, simulated);
+    check_trace_estimate(options.trace, steps, traced.size());
+    inputs.trace = options.trace;
+    inputs.traced.assign(static_cast<size_t>(simulated), 0);
+    for (int64_t device : traced) inputs.traced[static_cast<size_t>(device)] = 1;
+  }
   if (choice.fidelity == Fidelity::kFast)
     for (int32_t spec = 0; spec < catalog.size(); ++spec)
       inputs.fast_collective_s.push_back(catalog.fast_timing(spec).seconds);
@@ -164,6 +226,12 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   timeline.idle_s = a.idle_s;
   fill_ops(steps, catalog, a, timeline);
   timeline.events = std::move(result.events);
+  timeline.link_loads = std::move(result.link_loads);
+  timeline.traced_devices = std::move(traced);
+  timeline.trace_selection = options.trace;
+  timeline.trace_events_seen = result.trace_events_seen;
+  timeline.trace_over_limit = result.trace_over_limit;
+  timeline.trace_cut_s = result.trace_cut_s;
   timeline.kernel_events = result.kernel_events;
   if (options.progress) options.progress(1.0);
   timeline.simulate_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

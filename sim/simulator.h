@@ -46,6 +46,7 @@ namespace podsim::sim {
 struct SimOptions {
   Fidelity fidelity = Fidelity::kFast;
   bool record_trace = false;
+  TraceSelection trace;  // what the trace keeps, when record_trace
   // Called now and then with the fraction done (0..1), for a progress line.
   std::function<void(double)> progress;
 };

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,11 +50,43 @@ struct CollectiveSummary {
 // Chrome trace-event material (reports/ writes the JSON).
 struct TraceEvent {
   int64_t device = 0;
-  std::string track;  // "compute", "collectives", "ici <link>" (full mode)
+  std::string track;  // "compute", "collectives <kind>"
   std::string name;
   double start_s = 0;
   double duration_s = 0;
-  std::vector<std::pair<std::string, std::string>> args;  // shape, bytes, op_name...
+  std::vector<std::pair<std::string, std::string>> args;  // op_name, opcode, shape...
+  std::vector<std::pair<std::string, double>> numbers;    // flops, bytes...: numeric args
+  // HBM traffic while it runs (B/s): a kernel's bytes over its time, a
+  // collective's DMA bytes over its run; the trace's HBM counter sums them.
+  double hbm_bytes_per_s = 0;
+  // A collective's run on the fabric (ordinal and device group), the same
+  // on every member device: the trace joins them with a flow; -1 = none.
+  int64_t flow = -1;
+};
+
+// A link carrying a collective's bytes: the fraction of its bandwidth used
+// from start_s for duration_s (the trace's per-link counter sums them).
+struct LinkLoad {
+  int64_t device = 0;  // the device whose chip (or core, on-chip) sends on it
+  std::string link;    // "ici 3 chip 0->1 dim 0+"
+  double start_s = 0;
+  double duration_s = 0;
+  double utilisation = 0;
+};
+
+// Which part of the step a trace keeps (SimOptions::trace). Recording is
+// bounded: at most max_events events and link loads are kept. With a
+// window given, more in it marks the trace over the limit (the count goes
+// on, nothing more is kept); without one, the trace stops at the time the
+// limit is reached (Timeline::trace_cut_s).
+struct TraceSelection {
+  std::vector<int64_t> devices;  // empty: every simulated device
+  int64_t sample = 0;            // > 0: this many devices evenly spread instead
+  double window_begin_s = 0;
+  double window_end_s = std::numeric_limits<double>::infinity();
+  bool window_given = false;
+  int64_t max_events = 0;  // 0: unbounded
+  double bytes_per_item = 0;  // for messages: an item's JSON size (reports/trace.h)
 };
 
 struct Timeline {
@@ -79,6 +112,12 @@ struct Timeline {
   std::vector<OpRecord> ops;  // sorted by seconds, descending
   std::vector<CollectiveSummary> collectives;
   std::vector<TraceEvent> events;  // only when SimOptions::record_trace
+  std::vector<LinkLoad> link_loads;
+  std::vector<int64_t> traced_devices;
+  TraceSelection trace_selection;
+  int64_t trace_events_seen = 0;  // in the selection, kept or not
+  bool trace_over_limit = false;  // window given and more than max_events in it
+  double trace_cut_s = -1;        // no window: the trace ends here (limit reached)
   uint64_t kernel_events = 0;      // SystemC events processed (bench: events/s)
   double simulate_wall_s = 0;
 };
