@@ -120,7 +120,7 @@ std::string report_table(const Report& r) {
                        format_seconds(r.unknown_custom_calls.seconds), fmt::join(r.unknown_custom_calls.targets, ", "));
   if (!r.fallback_reason.empty()) out += fmt::format("  (fast fell back to full: {})\n", r.fallback_reason);
   if (!r.approximation_note.empty()) out += fmt::format("  (approximate: {})\n", r.approximation_note);
-  line("parameters", format_count(static_cast<double>(r.parameters)));
+  line(r.mode.empty() ? "parameters" : "entry float elements", format_count(static_cast<double>(r.parameters)));
   line("step time", format_seconds(r.step_time_s));
   line("tokens/s", r.tokens_per_step > 0 || r.mode.empty() ? fmt::format("{:.0f}", r.tokens_per_second)
                                                            : std::string("n/a (give the tokens per step: --tokens N)"));
@@ -201,7 +201,7 @@ std::string report_markdown(const Report& r) {
   out += "| metric | value |\n|---|---:|\n";
   auto row = [&out](const std::string& k, const std::string& v) { out += fmt::format("| {} | {} |\n", k, v); };
   row("devices", fmt::format("{} ({} fidelity, {} simulated)", r.devices, r.fidelity, r.devices_simulated));
-  row("parameters", format_count(static_cast<double>(r.parameters)));
+  row(r.mode.empty() ? "parameters" : "entry float elements", format_count(static_cast<double>(r.parameters)));
   row("step time", format_seconds(r.step_time_s));
   row("tokens/s", fmt::format("{:.0f}", r.tokens_per_second));
   row("MFU", format_percent(r.mfu));

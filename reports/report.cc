@@ -369,6 +369,10 @@ Report summarize(const SummaryInput& input) {
   Report r;
   r.workload = input.workload_name;
   r.mode = input.mode;
+  if (!r.mode.empty())
+    r.notes.push_back("'entry float elements' (json: parameters) counts every floating-point element the entry takes, "
+                      "over all devices: weights, optimizer state and float inputs alike (an HLO module does not say "
+                      "which is which)");
   if (r.mode == "as-is")
     r.notes.push_back("MFU counts every matmul FLOP the program executes (an XLA module does not mark "
                       "recomputation), so MFU = HFU's matmul part");

@@ -149,6 +149,10 @@ TEST(RunHloCli, PerDeviceModuleRunsAsIsWithItsOwnCollectives) {
   const Result table = run_split("run " + file.string());
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.substr(0, table.out.find('\n')).find("run as-is"), std::string::npos) << table.out;
+  // An HLO module does not say which entry parameters are weights: the count
+  // is labelled as what it is. p and w: 1024 x 128 + 128 x 512 = 196608 floats.
+  EXPECT_NE(table.out.find("entry float elements"), std::string::npos) << table.out;
+  EXPECT_EQ(j["parameters"], 1024 * 128 + 128 * 512);
 }
 
 TEST(RunHloCli, GlobalModuleIsPartitionedOverTheDevicesItsShardingsName) {
