@@ -252,6 +252,48 @@ std::vector<Literal> collective_broadcast(const Instruction& instr, const std::v
   return results;
 }
 
+// ragged-all-to-all(input, output, input_offsets, send_sizes, output_offsets,
+// recv_sizes): sender i sends rows [input_offsets[k], + send_sizes[k]) of its
+// input (dim 0) to member k of its group, where they land at rows
+// [output_offsets[k], ...) of k's output buffer (offsets are the sender's);
+// rows nothing lands on keep the receiver's output operand.
+std::vector<Literal> ragged_all_to_all(const Instruction& instr, const std::vector<Operands>& ops,
+                                       const CollectiveContext& ctx) {
+  const Groups groups = device_groups(instr, ctx.num_devices, ctx.module);
+  std::vector<Literal> results(static_cast<size_t>(ctx.num_devices));
+  for (int64_t d = 0; d < ctx.num_devices; ++d) {
+    if (ops[static_cast<size_t>(d)].size() != 6) fail(instr, "takes 6 operands");
+    results[static_cast<size_t>(d)] = array_operand(instr, ops, d, 1);
+  }
+  for (const auto& group : groups) {
+    for (int64_t sender : group) {
+      const Literal& input = array_operand(instr, ops, sender, 0);
+      if (is_complex(input.shape().dtype())) fail(instr, "complex values are not supported");
+      const Literal& in_offsets = array_operand(instr, ops, sender, 2);
+      const Literal& sizes = array_operand(instr, ops, sender, 3);
+      const Literal& out_offsets = array_operand(instr, ops, sender, 4);
+      if (in_offsets.values().size() != group.size() || sizes.values().size() != group.size() ||
+          out_offsets.values().size() != group.size())
+        fail(instr, fmt::format("offsets and sizes need one entry per group member ({})", group.size()));
+      if (input.shape().rank() < 1) fail(instr, "input must have a leading dimension");
+      const int64_t row = input.shape().num_elements() / std::max<int64_t>(1, input.shape().dim(0));
+      for (size_t k = 0; k < group.size(); ++k) {
+        Literal& out = results[static_cast<size_t>(group[k])];
+        const auto from = static_cast<int64_t>(in_offsets.values()[k]);
+        const auto count = static_cast<int64_t>(sizes.values()[k]);
+        const auto to = static_cast<int64_t>(out_offsets.values()[k]);
+        if (count < 0 || from < 0 || to < 0 || from + count > input.shape().dim(0) ||
+            out.shape().rank() < 1 || to + count > out.shape().dim(0) ||
+            out.shape().num_elements() / std::max<int64_t>(1, out.shape().dim(0)) != row)
+          fail(instr, fmt::format("device {} sends rows [{}, {}) to rows [{}, {}) of device {}: out of range", sender,
+                                  from, from + count, to, to + count, group[k]));
+        std::copy_n(input.values().begin() + from * row, count * row, out.mutable_values().begin() + to * row);
+      }
+    }
+  }
+  return results;
+}
+
 }  // namespace
 
 std::vector<Literal> evaluate_collective(const Instruction& instr, const std::vector<Operands>& operands_per_lane,
@@ -293,6 +335,7 @@ std::vector<Literal> evaluate_collective(const Instruction& instr, const std::ve
     case Opcode::kAllToAll: return all_to_all(instr, operands_per_lane, context);
     case Opcode::kCollectivePermute: return collective_permute(instr, operands_per_lane, context);
     case Opcode::kCollectiveBroadcast: return collective_broadcast(instr, operands_per_lane, context);
+    case Opcode::kRaggedAllToAll: return ragged_all_to_all(instr, operands_per_lane, context);
     default: fail(instr, "not a collective");
   }
 }

@@ -282,7 +282,6 @@ bool has_no_defined_value(const Instruction& in) {
     case Opcode::kSendDone:
     case Opcode::kRecv:
     case Opcode::kRecvDone:
-    case Opcode::kRaggedAllToAll:  // has a value, not implemented here
       return true;
     case Opcode::kDot:  // sparse dot (a metadata operand): has a value, not implemented here
       return in.operand_count() > 2;

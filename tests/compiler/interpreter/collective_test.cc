@@ -78,6 +78,34 @@ TEST(CollectiveModes, NoChannelIdMeansAcrossReplicasNotPartitions) {
   for (int d = 0; d < 4; ++d) EXPECT_EQ(across[static_cast<size_t>(d)].values(), (V{6, 60}));
 }
 
+// ragged-all-to-all on 2 devices: device d's input is {10d, 10d+1, 10d+2};
+// it sends rows [0, 1) to device 0 and [1, 3) to device 1 (sizes 1, 2).
+// Senders place their chunks at their own offsets: device 0 writes at row 0
+// of each receiver, device 1 at row 1 of device 0 and row 2 of device 1.
+// Device 0 gets {0, 10, -1, -1} (rows of the -1 output buffer untouched);
+// device 1 gets {1, 2, 11, 12}.
+TEST(CombinedCollectives, RaggedAllToAllMovesEachSendersRowsToTheirLanding) {
+  auto out = run_devices(R"(ENTRY main {
+  p = f32[3] parameter(0)
+  minus = f32[] constant(-1)
+  buffer = f32[4] broadcast(minus), dimensions={}
+  in_off = s32[2] constant({0, 1})
+  sizes = s32[2] constant({1, 2})
+  pid = u32[] partition-id()
+  pid_s = s32[] convert(pid)
+  zero = s32[] constant(0)
+  is0 = pred[] compare(pid_s, zero), direction=EQ
+  off0 = s32[2] constant({0, 0})
+  off1 = s32[2] constant({1, 2})
+  out_off = s32[2] select(is0, off0, off1)
+  recv = s32[2] constant({1, 2})
+  ROOT r = f32[4] ragged-all-to-all(p, buffer, in_off, sizes, out_off, recv), channel_id=1, replica_groups={{0,1}}
+})", 2, [](int d) { return f32({3}, {10.0 * d, 10.0 * d + 1, 10.0 * d + 2}); });
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].values(), (V{0, 10, -1, -1}));
+  EXPECT_EQ(out[1].values(), (V{1, 2, 11, 12}));
+}
+
 class CollectiveOnN : public ::testing::TestWithParam<int> {};
 
 TEST_P(CollectiveOnN, AllReduceSumOverAllDevices) {
