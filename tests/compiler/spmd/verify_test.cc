@@ -188,5 +188,21 @@ TEST(VerifyTolerance, AnF32SumInABf16ModuleUsesF32Precision) {
   EXPECT_EQ(t.scale, CompareScale::kElement);
 }
 
+// A manual result is each device's own value: partition-id under {manual}
+// is d on device d, in the global module run as device d and in the
+// per-device program alike. A per-device program that returns 0 everywhere
+// is wrong from device 1 on.
+TEST(VerifyManualResult, ComparesDeviceByDevice) {
+  const Module global = parse_hlo("HloModule m, num_partitions=4\nENTRY e {\n"
+                                  "  ROOT p = u32[] partition-id(), sharding={manual}\n}\n");
+  const VerifyResult same = verify_partitioning(global, global, VerifyOptions{});
+  EXPECT_TRUE(same.ok) << same.first_mismatch;
+  const Module zeros = parse_hlo("HloModule m, num_partitions=4\nENTRY e {\n"
+                                 "  ROOT z = u32[] constant(0), sharding={manual}\n}\n");
+  const VerifyResult wrong = verify_partitioning(global, zeros, VerifyOptions{});
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_NE(wrong.first_mismatch.find("on device 1"), std::string::npos) << wrong.first_mismatch;
+}
+
 }  // namespace
 }  // namespace podsim::compiler
