@@ -159,6 +159,10 @@ int64_t component_bytes(DType t) { return is_complex(t) ? dtype_bytes(t) / 2 : d
 
 }  // namespace
 
+double bitcast_convert_scalar(const Instruction& instr, DType from, DType to, double value) {
+  return element_value(instr, to, element_bits(instr, from, value));
+}
+
 // bitcast-convert: the operand's bytes (row-major, each element
 // little-endian) read as the result type; a width change adds or removes
 // the minor-most dim (f32[n] -> u8[n,4]), which keeps the byte stream.

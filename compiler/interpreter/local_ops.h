@@ -87,6 +87,8 @@ Literal eval_scatter(const Instruction& instr, const Operands& operands, const O
 // extra_ops.cc: XLA's less common ops.
 Literal eval_bitcast(const Instruction& instr, const Literal& operand);
 Literal eval_bitcast_convert(const Instruction& instr, const Literal& operand);
+// One element of a same-width bitcast-convert (f32 <-> s32/u32, ...).
+double bitcast_convert_scalar(const Instruction& instr, DType from, DType to, double value);
 Literal eval_sort(const Instruction& instr, const Operands& operands, const OpContext& context);
 Literal eval_topk(const Instruction& instr, const Literal& operand, const OpContext& context);
 Literal eval_fft(const Instruction& instr, const Literal& operand);

@@ -3,6 +3,7 @@
 
 #include <cassert>
 
+#include "compiler/interpreter/local_ops.h"
 #include "compiler/interpreter/scalar_ops.h"
 
 namespace podsim::compiler::interp {
@@ -24,6 +25,7 @@ bool supported_in_scalar_program(const Instruction& in, bool is_root) {
     case Opcode::kComplex: return false;  // not one-dtype element functions
     case Opcode::kConstant:
       return in.attrs.literal && !in.attrs.literal->is_tuple() && in.attrs.literal->values().size() == 1;
+    case Opcode::kBitcastConvert: return true;  // scalar to scalar: the same width (checked by the verifier)
     case Opcode::kParameter:
     case Opcode::kCompare:
     case Opcode::kSelect:
@@ -105,6 +107,9 @@ void ScalarFunction::apply(const double* args, double* results) const {
           case Opcode::kTuple: continue;
           case Opcode::kConvert:
             v = convert_value(c.instr(in.operand(0)).shape.dtype(), dt, slot(in.operand(0)));
+            break;
+          case Opcode::kBitcastConvert:
+            v = bitcast_convert_scalar(in, c.instr(in.operand(0)).shape.dtype(), dt, slot(in.operand(0)));
             break;
           case Opcode::kCompare:
             v = compare_value(in.attrs.comparison, slot(in.operand(0)), slot(in.operand(1))) ? 1.0 : 0.0;

@@ -96,6 +96,48 @@ TEST(ExtraOps, SortIsVariadicWithAComparator) {
   EXPECT_EQ(r.element(1).values(), (V{1, 2, 0, 4, 3}));
 }
 
+// XLA's total-order float comparator: the f32 bits as s32, negatives
+// flipped (0x7FFFFFFF - bits), compared GT: a descending order in which
+// -0.0 sorts below +0.0. The comparator's bitcast-converts run in the scalar
+// fast path; the order is the total order's.
+TEST(ExtraOps, SortWithTheTotalOrderComparatorOfBitcasts) {
+  Literal r = testing::run(R"(HloModule m
+gt {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ia = s32[] bitcast-convert(a)
+  ib = s32[] bitcast-convert(b)
+  zero = s32[] constant(0)
+  max = u32[] constant(2147483647)
+  ua = u32[] bitcast-convert(a)
+  ub = u32[] bitcast-convert(b)
+  fa = u32[] subtract(max, ua)
+  fb = u32[] subtract(max, ub)
+  sa = s32[] bitcast-convert(fa)
+  sb = s32[] bitcast-convert(fb)
+  na = pred[] compare(ia, zero), direction=LT
+  nb = pred[] compare(ib, zero), direction=LT
+  ka = s32[] select(na, sa, ia)
+  kb = s32[] select(nb, sb, ib)
+  ROOT gt = pred[] compare(ka, kb), direction=GT
+}
+ENTRY e {
+  x = f32[6] parameter(0)
+  ROOT s = f32[6] sort(x), dimensions={0}, is_stable=true, to_apply=gt
+})",
+                           {f32({6}, {-1.5, 2, -0.0, 0, 7, -3})});
+  const V got = r.values();
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_EQ(got[0], 7);
+  EXPECT_EQ(got[1], 2);
+  EXPECT_EQ(got[2], 0);
+  EXPECT_FALSE(std::signbit(got[2]));  // +0.0 before -0.0
+  EXPECT_EQ(got[3], 0);
+  EXPECT_TRUE(std::signbit(got[3]));
+  EXPECT_EQ(got[4], -1.5);
+  EXPECT_EQ(got[5], -3);
+}
+
 TEST(ExtraOps, SortAlongTheFirstDimIsStable) {
   // Columns of [[2,1],[1,1],[0,1]] sorted along dim 0 by GT: column 0 ->
   // 2,1,0; column 1 all equal: stable keeps it.
