@@ -18,6 +18,7 @@
 #include "reports/output_file.h"
 #include "reports/regress.h"
 #include "reports/sweep.h"
+#include "reports/sweep_plot.h"
 #include "reports/sweep_runner.h"
 
 namespace podsim::cli {
@@ -50,36 +51,35 @@ class ProgressBar {
 
 bool gnuplot_installed() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
-// First swept key on x, step time on y, one line per value of a second key.
-void plot_sweep(const reports::SweepSpec& spec, const std::string& csv_path, const std::string& plot_path) {
-  if (!gnuplot_installed()) {
-    fmt::print(stderr,
-               "podsim sweep: --plot needs gnuplot, which is not installed; the results are in {} "
-               "(install it with: apt-get install gnuplot-nox)\n",
-               csv_path);
-    return;
-  }
-  std::vector<std::string> keys = spec.swept_keys();
-  if (keys.empty()) return;
-  std::vector<std::vector<std::string>> rows = reports::parse_csv(reports::read_file_text(csv_path, "sweep table"), csv_path);
-  if (rows.empty()) return;
-  auto column = [&](const std::string& name) {
-    for (size_t i = 0; i < rows[0].size(); ++i)
-      if (rows[0][i] == name) return static_cast<int>(i) + 1;  // gnuplot columns are 1-based
-    return 0;
-  };
-  int x = column(keys[0]), y = column("step_time_s");
-  std::string terminal = plot_path.ends_with(".png") ? "pngcairo size 900,600" : "svg size 900,600";
-  std::string script = fmt::format(
-      "set terminal {}\nset output '{}'\nset datafile separator ','\nset key autotitle columnhead\n"
-      "set title '{}'\nset xlabel '{}'\nset ylabel 'step time (s)'\nset grid\n"
-      "plot '{}' using {}:{} with linespoints title 'step_time_s'\n",
-      terminal, plot_path, spec.name, keys[0], csv_path, x, y);
-  std::string script_path = plot_path + ".gp";
+// --plot's checks, before any point runs: a table to read, gnuplot present,
+// metrics that are report fields.
+void check_plot_request(const SweepCommandOptions& o, const std::vector<std::string>& metrics) {
+  const SourceLocation where{"--plot " + o.plot, 0, 0};
+  if (!o.plot.ends_with(".svg") && !o.plot.ends_with(".png"))
+    throw UserError(where, "--plot writes an .svg or .png file", "e.g. --plot results.svg");
+  if (o.output.empty() || o.output == "-")
+    throw UserError(where, "--plot reads the results table, which goes to stdout here", "add -o results.csv");
+  if (!gnuplot_installed())
+    throw UserError(where, "--plot needs gnuplot, which is not on PATH; nothing was run",
+                    "install it (apt-get install gnuplot-nox), or drop --plot and plot the CSV yourself");
+  reports::check_plot_metrics(metrics, reports::report_columns());
+}
+
+// Draws the table with gnuplot; false (script kept for a look) when gnuplot fails.
+bool plot_sweep(const reports::SweepSpec& spec, const std::string& csv_path, const std::string& plot_path,
+                const std::vector<std::string>& metrics) {
+  std::vector<std::vector<std::string>> rows =
+      reports::parse_csv(reports::read_file_text(csv_path, "sweep table"), csv_path);
+  const std::string script = reports::sweep_gnuplot_script(spec, rows, metrics, plot_path);
+  const std::string script_path = plot_path + ".gp";
   reports::write_file_atomically(script_path, script);
-  int rc = std::system(fmt::format("gnuplot '{}'", script_path).c_str());
-  if (rc != 0) fmt::print(stderr, "podsim sweep: gnuplot failed (script kept in {})\n", script_path);
-  else std::filesystem::remove(script_path);
+  const int rc = std::system(fmt::format("gnuplot '{}'", script_path).c_str());
+  if (rc != 0) {
+    fmt::print(stderr, "podsim sweep: gnuplot failed; the script is in {}\n", script_path);
+    return false;
+  }
+  std::filesystem::remove(script_path);
+  return true;
 }
 
 }  // namespace
@@ -89,6 +89,12 @@ int sweep_command(const SweepCommandOptions& o) {
   std::vector<reports::SweepPoint> points = reports::expand_sweep(spec);
   if (!o.shard.empty()) points = reports::select_shard(points, reports::parse_shard(o.shard));
   if (o.jobs < 1) throw UserError(fmt::format("-j must be at least 1, not {}", o.jobs));
+  const std::vector<std::string> metrics =
+      o.plot_metrics.empty() ? std::vector<std::string>{"step_time_s"} : o.plot_metrics;
+  if (!o.plot.empty()) check_plot_request(o, metrics);
+  else if (!o.plot_metrics.empty())
+    throw UserError(SourceLocation{"--plot-metric " + o.plot_metrics.front(), 0, 0},
+                    "--plot-metric chooses what --plot draws", "add --plot results.svg");
   ProgressBar bar("sweep " + spec.name);
   reports::ChildRunOptions children;
   children.podsim_binary = binary_or_self(o.podsim_binary);
@@ -100,14 +106,9 @@ int sweep_command(const SweepCommandOptions& o) {
   for (const auto& r : results) failed += r.ok ? 0 : 1;
   reports::write_file_atomically(o.output, reports::sweep_csv(spec, results, reports::report_columns()));
   if (!o.jsonl.empty()) reports::write_file_atomically(o.jsonl, reports::sweep_json_lines(spec, results));
-  if (!o.plot.empty()) {
-    if (o.output.empty() || o.output == "-")
-      fmt::print(stderr, "podsim sweep: --plot needs -o results.csv (the plot reads the table)\n");
-    else
-      plot_sweep(spec, o.output, o.plot);
-  }
+  const bool plotted = o.plot.empty() || plot_sweep(spec, o.output, o.plot, metrics);
   fmt::print(stderr, "sweep {}: {} point(s), {} failed\n", spec.name, results.size(), failed);
-  return failed == 0 ? 0 : 1;
+  return failed == 0 && plotted ? 0 : 1;
 }
 
 int sweep_merge_command(const std::vector<std::string>& inputs, const std::string& output) {

@@ -16,6 +16,7 @@ struct SweepCommandOptions {
   std::string output;       // -o results.csv, empty or "-" = stdout
   std::string jsonl;        // --jsonl F: also write JSON lines
   std::string plot;         // --plot out.svg|png (gnuplot)
+  std::vector<std::string> plot_metrics;  // --plot-metric F (repeatable); empty = step_time_s
   std::string podsim_binary;  // empty = this executable
   double timeout_seconds = 0;  // --timeout S: kill a point running longer (0 = never)
 };
