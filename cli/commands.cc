@@ -4,6 +4,7 @@
 #include "cli/sweep_commands.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <unistd.h>
 
@@ -321,6 +322,23 @@ int serve_workload(const Options& o) {
   return 0;
 }
 
+// podsim hardware list: each shipped preset with the figures that tell
+// them apart (per device: peak matmul rate and HBM; the pod's chips).
+int hardware_list() {
+  fmt::print("{:<10} {:>8} {:>14} {:>10} {:>8}  {}\n", "preset", "devices", "peak TFLOP/s", "HBM GiB", "chips", "torus");
+  for (const std::string& name : hw::preset_names()) {
+    const hw::HardwareConfig c = hw::load_hardware(name);
+    int64_t chips = 1;
+    for (int64_t d : c.ici.pod_dims) chips *= d;
+    const std::string torus = fmt::format("{}", fmt::join(c.ici.pod_dims, "x"));
+    fmt::print("{:<10} {:>8} {:>14.4g} {:>10.4g} {:>8}  {}\n", name, chips * c.chip.devices_per_chip,
+               hw::peak_matmul_flops_per_device(c.core) / 1e12, c.hbm.capacity_bytes / (1024.0 * 1024 * 1024), chips,
+               torus);
+  }
+  fmt::print("details: podsim hardware show <preset>\n");
+  return 0;
+}
+
 int hardware_show(const Options& o) {
   fmt::print("{}", hw::describe_hardware(hw::load_hardware(o.preset)));
   return 0;
@@ -381,7 +399,9 @@ Commands::Commands(CLI::App& app) {
   sweep_->add_option("--shard", o.shard, "run slice I/N of the grid (e.g. $SLURM_ARRAY_TASK_ID/N)");
   sweep_->add_option("-o,--output", o.output, "results CSV (default stdout)");
   sweep_->add_option("--jsonl", o.jsonl, "also write one JSON object per point here");
-  sweep_->add_option("--plot", o.plot, "plot file (svg|png), drawn with gnuplot");
+  sweep_->add_option("--plot", o.plot, "plot file (svg|png), drawn with gnuplot; needs -o results.csv");
+  sweep_->add_option("--plot-metric", o.plot_metrics,
+                     "report field to plot, one panel each (repeatable; default step_time_s)");
   sweep_->add_option("--timeout", o.timeout_seconds, "kill a point running longer than S seconds (an error row)")
       ->check(CLI::Range(0.0, 1e9));
 
@@ -405,7 +425,8 @@ Commands::Commands(CLI::App& app) {
   CLI::App* hardware = app.add_subcommand("hardware", "inspect hardware presets");
   hardware->require_subcommand(1);
   hardware_show_ = hardware->add_subcommand("show", "print a preset with derived figures");
-  hardware_show_->add_option("preset", o.preset, "preset name or YAML path")->required();
+  hardware_show_->add_option("preset", o.preset, "preset name (see: podsim hardware list) or YAML path")->required();
+  hardware_list_ = hardware->add_subcommand("list", "list the shipped hardware presets");
 }
 
 int Commands::run() const {
@@ -425,6 +446,7 @@ int Commands::run() const {
     sweep.output = o.output;
     sweep.jsonl = o.jsonl;
     sweep.plot = o.plot;
+    sweep.plot_metrics = o.plot_metrics;
     sweep.timeout_seconds = o.timeout_seconds;
     return sweep_command(sweep);
   }
@@ -446,6 +468,7 @@ int Commands::run() const {
     return calibrate_command(calibrate);
   }
   if (*hardware_show_) return hardware_show(options_);
+  if (*hardware_list_) return hardware_list();
   return 0;
 }
 
