@@ -16,6 +16,7 @@
 #include "common/checked_math.h"
 #include "common/did_you_mean.h"
 #include "common/error.h"
+#include "compiler/training/remat.h"
 #include "hw_models/ici/placement.h"
 
 namespace podsim::workloads {
@@ -172,8 +173,11 @@ bool as_bool(const Context& ctx, const YAML::Node& n, const std::string& key) {
 std::string as_choice(const Context& ctx, const YAML::Node& n, const std::string& key,
                       const std::vector<std::string>& choices) {
   std::string v = as_string(ctx, n, key);
-  if (std::find(choices.begin(), choices.end(), v) == choices.end())
-    ctx.fail(n, fmt::format("'{}' must be one of {}, got '{}'", key, fmt::join(choices, " | "), v));
+  if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+    const std::string guess = closest(v, choices);
+    ctx.fail(n, fmt::format("'{}' must be one of {}, got '{}'", key, fmt::join(choices, " | "), v),
+             guess.empty() ? "" : fmt::format("did you mean '{}'?", guess));
+  }
   return v;
 }
 
@@ -326,7 +330,11 @@ void read_training(const Context& ctx, const YAML::Node& node, TrainingSpec& t) 
     t.optimizer = as_choice(ctx, n, "training.optimizer", {"sgd", "adam", "adafactor"});
   if (YAML::Node n = r.get("weight_update_sharding"))
     t.weight_update_sharding = as_bool(ctx, n, "training.weight_update_sharding");
-  if (YAML::Node n = r.get("remat")) t.remat = as_string(ctx, n, "training.remat");
+  if (YAML::Node n = r.get("remat")) {
+    std::vector<std::string> remat = {"none", "full", "auto"};
+    for (const std::string& policy : compiler::selective_remat_policies()) remat.push_back(policy);
+    t.remat = as_choice(ctx, n, "training.remat", remat);
+  }
   if (YAML::Node n = r.get("microbatches")) t.microbatches = as_int(ctx, n, "training.microbatches");
   if (YAML::Node n = r.get("pipeline_stages")) t.pipeline_stages = as_int(ctx, n, "training.pipeline_stages");
   r.finish();
