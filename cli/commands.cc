@@ -406,13 +406,13 @@ Commands::Commands(CLI::App& app) {
       ->check(CLI::Range(0.0, 1e9));
 
   regress_ = app.add_subcommand("regress", "compare workloads with tracked baselines");
-  regress_->add_option("--baselines", o.baselines, "baseline folder (default reports/baselines)");
+  regress_->add_option("--baselines", o.baselines, "baseline folder (default: reports/baselines here, else in the source tree of this podsim)");
   regress_->add_flag("--update", o.update, "rewrite the baselines");
   regress_->add_option("-j", o.jobs, "workloads run at once")->check(jobs_range);
   regress_->add_flag("--all", o.all_rows, "print unchanged metrics too");
 
   calibrate_ = app.add_subcommand("calibrate", "predicted vs measured throughput of the calibration configs");
-  calibrate_->add_option("--measured", o.measured, "measured numbers (default reports/baselines/measured.yaml)");
+  calibrate_->add_option("--measured", o.measured, "measured numbers (default: measured.yaml in the baselines folder regress finds)");
   calibrate_->add_option("-o,--output", o.output, "markdown table (default stdout)");
   calibrate_->add_option("-j", o.jobs, "workloads run at once (--fit: every workload's server works at once)")
       ->check(jobs_range);

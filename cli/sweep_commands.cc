@@ -29,6 +29,16 @@ std::string binary_or_self(const std::string& binary) {
   return binary.empty() ? reports::current_executable() : binary;
 }
 
+// The shipped baselines folder (reports/regress.h), or a UserError naming the flag.
+std::string shipped_baselines(const char* flag) {
+  const std::string dir =
+      reports::find_baselines_dir(reports::current_executable(), std::filesystem::current_path().string());
+  if (dir.empty())
+    throw UserError("no reports/baselines folder here or in the source tree of this podsim",
+                    fmt::format("run from the podsim repository, or pass {}", flag));
+  return dir;
+}
+
 // A progress bar with ETA on stderr, redrawn in place on a terminal, one
 // line per finished point otherwise (logs of batch jobs stay readable).
 class ProgressBar {
@@ -121,7 +131,7 @@ int sweep_merge_command(const std::vector<std::string>& inputs, const std::strin
 
 int regress_command(const RegressCommandOptions& o) {
   reports::RegressOptions options;
-  options.baselines_dir = o.baselines_dir.empty() ? "reports/baselines" : o.baselines_dir;
+  options.baselines_dir = o.baselines_dir.empty() ? shipped_baselines("--baselines DIR") : o.baselines_dir;
   options.update = o.update;
   options.children.podsim_binary = binary_or_self(o.podsim_binary);
   options.children.jobs = std::max(1, o.jobs);
@@ -134,7 +144,9 @@ int regress_command(const RegressCommandOptions& o) {
 }
 
 int calibrate_command(const CalibrateCommandOptions& o) {
-  std::string file = o.measured_file.empty() ? "reports/baselines/measured.yaml" : o.measured_file;
+  std::string file = o.measured_file.empty()
+                         ? (std::filesystem::path(shipped_baselines("--measured FILE")) / "measured.yaml").string()
+                         : o.measured_file;
   reports::MeasuredSet set = reports::load_measured(file);
   reports::ChildRunOptions children;
   children.podsim_binary = binary_or_self(o.podsim_binary);
