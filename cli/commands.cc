@@ -282,8 +282,9 @@ int run_workload(const Options& o) {
 // program: another HBM capacity under remat: auto, another peak or link
 // rate under the windowed-einsum overlap test), then one report per stdin line. A line
 // holds hardware overrides ("hardware.core.op_overhead_s=2e-6 ...", blank =
-// the workload's own hardware); the answer is the report's header line and
-// data line (--format csv, the one format that is two lines), or one line
+// the workload's own hardware); the answer is the report's CSV data line,
+// preceded by the header line on the first answer and whenever the columns
+// change (so a stream of answers reads as one CSV table), or one line
 // "error: <message>" when the variant is rejected, then a flush. The
 // protocol behind `podsim calibrate --fit` (reports/calibration_fit.h), and
 // a fast way to script hardware what-ifs of a big workload.
@@ -298,6 +299,7 @@ int serve_workload(const Options& o) {
   reports::CompiledWorkload compiled = reports::compile_workload(request);
   reports::FormatOptions format_options;
   format_options.wall_times = o.timings;
+  std::string last_header;
   for (std::string line; std::getline(std::cin, line);) {
     try {
       std::vector<std::pair<std::string, std::string>> overrides;
@@ -310,7 +312,13 @@ int serve_workload(const Options& o) {
         overrides.emplace_back(word.substr(9, eq - 9), word.substr(eq + 1));
       }
       reports::RunResult result = reports::simulate_compiled(compiled, request, overrides);
-      fmt::print("{}", reports::format_report(result.report, reports::Format::kCsv, format_options));
+      const std::string csv = reports::format_report(result.report, reports::Format::kCsv, format_options);
+      const size_t end_of_header = csv.find('\n') + 1;
+      if (csv.compare(0, end_of_header, last_header) != 0) {
+        last_header = csv.substr(0, end_of_header);
+        fmt::print("{}", last_header);
+      }
+      fmt::print("{}", csv.substr(end_of_header));
     } catch (const UserError& e) {
       std::string message = e.what();
       for (char& c : message)
@@ -378,7 +386,7 @@ Commands::Commands(CLI::App& app) {
   run_->add_option("-o,--output", o.output, "write the report here instead of stdout");
   run_->add_flag("--serve", o.serve,
                  "compile once, then read lines of hardware.<key>=<value> overrides on stdin and print one CSV "
-                 "report (header and row) per line");
+                 "row per line (the header once, before the first row)");
   run_->add_flag("--timings", o.timings,
                  "json/csv: add compile_wall_s and simulate_wall_s (left out by default: same input, same bytes)");
 

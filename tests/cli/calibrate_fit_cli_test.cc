@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "reports/calibration_fit.h"
 #include "reports/sweep_runner.h"
@@ -70,6 +71,24 @@ TEST(WorkloadServerTest, AWorkloadThatDoesNotLoadIsAnErrorAnswer) {
   // Asking again gives the same reason, not a hang or a crash.
   server.send({});
   EXPECT_EQ(server.receive().error, answer.error);
+}
+
+// Answers read as one CSV table: the header once, then one row per request
+// (an "error: " line for a rejected one).
+TEST(ServeCliTest, HeaderOnceThenOneRowPerRequest) {
+  const fs::path dir = fresh_dir("serve_header");
+  std::ofstream(dir / "in.txt") << "\nhardware.core.op_overhead_s=2e-6\nhardware.core.warp_drive=1\n"
+                                   "hardware.ici.link_efficiency=0.5\n";
+  auto r = cli_test::run_split("run " + kSmall + " --format csv --serve <" + (dir / "in.txt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::istringstream text(r.out);
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << r.out;  // header + 3 rows + 1 error
+  EXPECT_TRUE(lines[0].starts_with("workload,hardware,fidelity,")) << lines[0];
+  for (size_t i : {1u, 2u, 4u}) EXPECT_TRUE(lines[i].starts_with("small,tpuv3,fast,")) << lines[i];
+  EXPECT_TRUE(lines[3].starts_with("error: ")) << lines[3];
+  fs::remove_all(dir);
 }
 
 TEST(ServeCliTest, ServeNeedsCsvAndStdout) {
