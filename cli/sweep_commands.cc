@@ -16,6 +16,7 @@
 #include "reports/calibration.h"
 #include "reports/calibration_fit.h"
 #include "reports/output_file.h"
+#include "reports/progress.h"
 #include "reports/regress.h"
 #include "reports/sweep.h"
 #include "reports/sweep_plot.h"
@@ -157,6 +158,20 @@ int calibrate_command(const CalibrateCommandOptions& o) {
     fit.max_evaluations = o.max_evaluations;
     fit.on_progress = [](const std::string& news) {
       fmt::print(stderr, "{}\n", news);
+      std::fflush(stderr);
+    };
+    // After each search: an ETA from the searches so far, and the page as far
+    // as it goes (a stopped fit leaves what it found).
+    const auto start = std::chrono::steady_clock::now();
+    const bool to_file = !o.output.empty() && o.output != "-";
+    fit.on_search_done = [&](const reports::FitResult& partial) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      fmt::print(stderr, "fit searches {}\n",
+                 reports::progress_bar_text(partial.searches, partial.searches_planned, elapsed));
+      if (to_file && partial.searches < partial.searches_planned) {
+        reports::write_file_atomically(o.output, reports::fit_markdown(set, partial));
+        fmt::print(stderr, "fit: partial results in {}\n", o.output);
+      }
       std::fflush(stderr);
     };
     reports::FitResult result = reports::fit_calibration(set, fit);
