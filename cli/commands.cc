@@ -4,6 +4,7 @@
 #include "cli/sweep_commands.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <unistd.h>
 
@@ -281,8 +282,9 @@ int run_workload(const Options& o) {
 // program: another HBM capacity under remat: auto, another peak or link
 // rate under the windowed-einsum overlap test), then one report per stdin line. A line
 // holds hardware overrides ("hardware.core.op_overhead_s=2e-6 ...", blank =
-// the workload's own hardware); the answer is the report's header line and
-// data line (--format csv, the one format that is two lines), or one line
+// the workload's own hardware); the answer is the report's CSV data line,
+// preceded by the header line on the first answer and whenever the columns
+// change (so a stream of answers reads as one CSV table), or one line
 // "error: <message>" when the variant is rejected, then a flush. The
 // protocol behind `podsim calibrate --fit` (reports/calibration_fit.h), and
 // a fast way to script hardware what-ifs of a big workload.
@@ -297,6 +299,7 @@ int serve_workload(const Options& o) {
   reports::CompiledWorkload compiled = reports::compile_workload(request);
   reports::FormatOptions format_options;
   format_options.wall_times = o.timings;
+  std::string last_header;
   for (std::string line; std::getline(std::cin, line);) {
     try {
       std::vector<std::pair<std::string, std::string>> overrides;
@@ -309,7 +312,13 @@ int serve_workload(const Options& o) {
         overrides.emplace_back(word.substr(9, eq - 9), word.substr(eq + 1));
       }
       reports::RunResult result = reports::simulate_compiled(compiled, request, overrides);
-      fmt::print("{}", reports::format_report(result.report, reports::Format::kCsv, format_options));
+      const std::string csv = reports::format_report(result.report, reports::Format::kCsv, format_options);
+      const size_t end_of_header = csv.find('\n') + 1;
+      if (csv.compare(0, end_of_header, last_header) != 0) {
+        last_header = csv.substr(0, end_of_header);
+        fmt::print("{}", last_header);
+      }
+      fmt::print("{}", csv.substr(end_of_header));
     } catch (const UserError& e) {
       std::string message = e.what();
       for (char& c : message)
@@ -318,6 +327,23 @@ int serve_workload(const Options& o) {
     }
     std::fflush(stdout);
   }
+  return 0;
+}
+
+// podsim hardware list: each shipped preset with the figures that tell
+// them apart (per device: peak matmul rate and HBM; the pod's chips).
+int hardware_list() {
+  fmt::print("{:<10} {:>8} {:>14} {:>10} {:>8}  {}\n", "preset", "devices", "peak TFLOP/s", "HBM GiB", "chips", "torus");
+  for (const std::string& name : hw::preset_names()) {
+    const hw::HardwareConfig c = hw::load_hardware(name);
+    int64_t chips = 1;
+    for (int64_t d : c.ici.pod_dims) chips *= d;
+    const std::string torus = fmt::format("{}", fmt::join(c.ici.pod_dims, "x"));
+    fmt::print("{:<10} {:>8} {:>14.4g} {:>10.4g} {:>8}  {}\n", name, chips * c.chip.devices_per_chip,
+               hw::peak_matmul_flops_per_device(c.core) / 1e12, c.hbm.capacity_bytes / (1024.0 * 1024 * 1024), chips,
+               torus);
+  }
+  fmt::print("details: podsim hardware show <preset>\n");
   return 0;
 }
 
@@ -360,7 +386,7 @@ Commands::Commands(CLI::App& app) {
   run_->add_option("-o,--output", o.output, "write the report here instead of stdout");
   run_->add_flag("--serve", o.serve,
                  "compile once, then read lines of hardware.<key>=<value> overrides on stdin and print one CSV "
-                 "report (header and row) per line");
+                 "row per line (the header once, before the first row)");
   run_->add_flag("--timings", o.timings,
                  "json/csv: add compile_wall_s and simulate_wall_s (left out by default: same input, same bytes)");
 
@@ -381,18 +407,20 @@ Commands::Commands(CLI::App& app) {
   sweep_->add_option("--shard", o.shard, "run slice I/N of the grid (e.g. $SLURM_ARRAY_TASK_ID/N)");
   sweep_->add_option("-o,--output", o.output, "results CSV (default stdout)");
   sweep_->add_option("--jsonl", o.jsonl, "also write one JSON object per point here");
-  sweep_->add_option("--plot", o.plot, "plot file (svg|png), drawn with gnuplot");
+  sweep_->add_option("--plot", o.plot, "plot file (svg|png), drawn with gnuplot; needs -o results.csv");
+  sweep_->add_option("--plot-metric", o.plot_metrics,
+                     "report field to plot, one panel each (repeatable; default step_time_s)");
   sweep_->add_option("--timeout", o.timeout_seconds, "kill a point running longer than S seconds (an error row)")
       ->check(CLI::Range(0.0, 1e9));
 
   regress_ = app.add_subcommand("regress", "compare workloads with tracked baselines");
-  regress_->add_option("--baselines", o.baselines, "baseline folder (default reports/baselines)");
+  regress_->add_option("--baselines", o.baselines, "baseline folder (default: reports/baselines here, else in the source tree of this podsim)");
   regress_->add_flag("--update", o.update, "rewrite the baselines");
   regress_->add_option("-j", o.jobs, "workloads run at once")->check(jobs_range);
   regress_->add_flag("--all", o.all_rows, "print unchanged metrics too");
 
   calibrate_ = app.add_subcommand("calibrate", "predicted vs measured throughput of the calibration configs");
-  calibrate_->add_option("--measured", o.measured, "measured numbers (default reports/baselines/measured.yaml)");
+  calibrate_->add_option("--measured", o.measured, "measured numbers (default: measured.yaml in the baselines folder regress finds)");
   calibrate_->add_option("-o,--output", o.output, "markdown table (default stdout)");
   calibrate_->add_option("-j", o.jobs, "workloads run at once (--fit: every workload's server works at once)")
       ->check(jobs_range);
@@ -405,7 +433,8 @@ Commands::Commands(CLI::App& app) {
   CLI::App* hardware = app.add_subcommand("hardware", "inspect hardware presets");
   hardware->require_subcommand(1);
   hardware_show_ = hardware->add_subcommand("show", "print a preset with derived figures");
-  hardware_show_->add_option("preset", o.preset, "preset name or YAML path")->required();
+  hardware_show_->add_option("preset", o.preset, "preset name (see: podsim hardware list) or YAML path")->required();
+  hardware_list_ = hardware->add_subcommand("list", "list the shipped hardware presets");
 }
 
 int Commands::run() const {
@@ -425,6 +454,7 @@ int Commands::run() const {
     sweep.output = o.output;
     sweep.jsonl = o.jsonl;
     sweep.plot = o.plot;
+    sweep.plot_metrics = o.plot_metrics;
     sweep.timeout_seconds = o.timeout_seconds;
     return sweep_command(sweep);
   }
@@ -446,6 +476,7 @@ int Commands::run() const {
     return calibrate_command(calibrate);
   }
   if (*hardware_show_) return hardware_show(options_);
+  if (*hardware_list_) return hardware_list();
   return 0;
 }
 

@@ -35,6 +35,7 @@ struct Options {
   bool all_rows = false;
   std::string shard;
   std::string plot;
+  std::vector<std::string> plot_metrics;  // sweep --plot-metric (default step_time_s)
   std::string baselines;
   bool update = false;
   std::string preset;
@@ -45,7 +46,7 @@ struct Options {
 
 class Commands {
  public:
-  // Adds run, partition, sweep, regress, calibrate and hardware show to the app.
+  // Adds run, partition, sweep, regress, calibrate and hardware show/list to the app.
   explicit Commands(CLI::App& app);
   // Runs the subcommand the user chose; returns the process exit code.
   // Throws podsim::UserError for bad input.
@@ -59,6 +60,7 @@ class Commands {
   CLI::App* regress_ = nullptr;
   CLI::App* calibrate_ = nullptr;
   CLI::App* hardware_show_ = nullptr;
+  CLI::App* hardware_list_ = nullptr;
 };
 
 }  // namespace podsim::cli

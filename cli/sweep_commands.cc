@@ -16,8 +16,10 @@
 #include "reports/calibration.h"
 #include "reports/calibration_fit.h"
 #include "reports/output_file.h"
+#include "reports/progress.h"
 #include "reports/regress.h"
 #include "reports/sweep.h"
+#include "reports/sweep_plot.h"
 #include "reports/sweep_runner.h"
 
 namespace podsim::cli {
@@ -26,6 +28,16 @@ namespace {
 
 std::string binary_or_self(const std::string& binary) {
   return binary.empty() ? reports::current_executable() : binary;
+}
+
+// The shipped baselines folder (reports/regress.h), or a UserError naming the flag.
+std::string shipped_baselines(const char* flag) {
+  const std::string dir =
+      reports::find_baselines_dir(reports::current_executable(), std::filesystem::current_path().string());
+  if (dir.empty())
+    throw UserError("no reports/baselines folder here or in the source tree of this podsim",
+                    fmt::format("run from the podsim repository, or pass {}", flag));
+  return dir;
 }
 
 // A progress bar with ETA on stderr, redrawn in place on a terminal, one
@@ -50,36 +62,35 @@ class ProgressBar {
 
 bool gnuplot_installed() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
-// First swept key on x, step time on y, one line per value of a second key.
-void plot_sweep(const reports::SweepSpec& spec, const std::string& csv_path, const std::string& plot_path) {
-  if (!gnuplot_installed()) {
-    fmt::print(stderr,
-               "podsim sweep: --plot needs gnuplot, which is not installed; the results are in {} "
-               "(install it with: apt-get install gnuplot-nox)\n",
-               csv_path);
-    return;
-  }
-  std::vector<std::string> keys = spec.swept_keys();
-  if (keys.empty()) return;
-  std::vector<std::vector<std::string>> rows = reports::parse_csv(reports::read_file_text(csv_path, "sweep table"), csv_path);
-  if (rows.empty()) return;
-  auto column = [&](const std::string& name) {
-    for (size_t i = 0; i < rows[0].size(); ++i)
-      if (rows[0][i] == name) return static_cast<int>(i) + 1;  // gnuplot columns are 1-based
-    return 0;
-  };
-  int x = column(keys[0]), y = column("step_time_s");
-  std::string terminal = plot_path.ends_with(".png") ? "pngcairo size 900,600" : "svg size 900,600";
-  std::string script = fmt::format(
-      "set terminal {}\nset output '{}'\nset datafile separator ','\nset key autotitle columnhead\n"
-      "set title '{}'\nset xlabel '{}'\nset ylabel 'step time (s)'\nset grid\n"
-      "plot '{}' using {}:{} with linespoints title 'step_time_s'\n",
-      terminal, plot_path, spec.name, keys[0], csv_path, x, y);
-  std::string script_path = plot_path + ".gp";
+// --plot's checks, before any point runs: a table to read, gnuplot present,
+// metrics that are report fields.
+void check_plot_request(const SweepCommandOptions& o, const std::vector<std::string>& metrics) {
+  const SourceLocation where{"--plot " + o.plot, 0, 0};
+  if (!o.plot.ends_with(".svg") && !o.plot.ends_with(".png"))
+    throw UserError(where, "--plot writes an .svg or .png file", "e.g. --plot results.svg");
+  if (o.output.empty() || o.output == "-")
+    throw UserError(where, "--plot reads the results table, which goes to stdout here", "add -o results.csv");
+  if (!gnuplot_installed())
+    throw UserError(where, "--plot needs gnuplot, which is not on PATH; nothing was run",
+                    "install it (apt-get install gnuplot-nox), or drop --plot and plot the CSV yourself");
+  reports::check_plot_metrics(metrics, reports::report_columns());
+}
+
+// Draws the table with gnuplot; false (script kept for a look) when gnuplot fails.
+bool plot_sweep(const reports::SweepSpec& spec, const std::string& csv_path, const std::string& plot_path,
+                const std::vector<std::string>& metrics) {
+  std::vector<std::vector<std::string>> rows =
+      reports::parse_csv(reports::read_file_text(csv_path, "sweep table"), csv_path);
+  const std::string script = reports::sweep_gnuplot_script(spec, rows, metrics, plot_path);
+  const std::string script_path = plot_path + ".gp";
   reports::write_file_atomically(script_path, script);
-  int rc = std::system(fmt::format("gnuplot '{}'", script_path).c_str());
-  if (rc != 0) fmt::print(stderr, "podsim sweep: gnuplot failed (script kept in {})\n", script_path);
-  else std::filesystem::remove(script_path);
+  const int rc = std::system(fmt::format("gnuplot '{}'", script_path).c_str());
+  if (rc != 0) {
+    fmt::print(stderr, "podsim sweep: gnuplot failed; the script is in {}\n", script_path);
+    return false;
+  }
+  std::filesystem::remove(script_path);
+  return true;
 }
 
 }  // namespace
@@ -89,6 +100,12 @@ int sweep_command(const SweepCommandOptions& o) {
   std::vector<reports::SweepPoint> points = reports::expand_sweep(spec);
   if (!o.shard.empty()) points = reports::select_shard(points, reports::parse_shard(o.shard));
   if (o.jobs < 1) throw UserError(fmt::format("-j must be at least 1, not {}", o.jobs));
+  const std::vector<std::string> metrics =
+      o.plot_metrics.empty() ? std::vector<std::string>{"step_time_s"} : o.plot_metrics;
+  if (!o.plot.empty()) check_plot_request(o, metrics);
+  else if (!o.plot_metrics.empty())
+    throw UserError(SourceLocation{"--plot-metric " + o.plot_metrics.front(), 0, 0},
+                    "--plot-metric chooses what --plot draws", "add --plot results.svg");
   ProgressBar bar("sweep " + spec.name);
   reports::ChildRunOptions children;
   children.podsim_binary = binary_or_self(o.podsim_binary);
@@ -100,14 +117,9 @@ int sweep_command(const SweepCommandOptions& o) {
   for (const auto& r : results) failed += r.ok ? 0 : 1;
   reports::write_file_atomically(o.output, reports::sweep_csv(spec, results, reports::report_columns()));
   if (!o.jsonl.empty()) reports::write_file_atomically(o.jsonl, reports::sweep_json_lines(spec, results));
-  if (!o.plot.empty()) {
-    if (o.output.empty() || o.output == "-")
-      fmt::print(stderr, "podsim sweep: --plot needs -o results.csv (the plot reads the table)\n");
-    else
-      plot_sweep(spec, o.output, o.plot);
-  }
+  const bool plotted = o.plot.empty() || plot_sweep(spec, o.output, o.plot, metrics);
   fmt::print(stderr, "sweep {}: {} point(s), {} failed\n", spec.name, results.size(), failed);
-  return failed == 0 ? 0 : 1;
+  return failed == 0 && plotted ? 0 : 1;
 }
 
 int sweep_merge_command(const std::vector<std::string>& inputs, const std::string& output) {
@@ -120,7 +132,7 @@ int sweep_merge_command(const std::vector<std::string>& inputs, const std::strin
 
 int regress_command(const RegressCommandOptions& o) {
   reports::RegressOptions options;
-  options.baselines_dir = o.baselines_dir.empty() ? "reports/baselines" : o.baselines_dir;
+  options.baselines_dir = o.baselines_dir.empty() ? shipped_baselines("--baselines DIR") : o.baselines_dir;
   options.update = o.update;
   options.children.podsim_binary = binary_or_self(o.podsim_binary);
   options.children.jobs = std::max(1, o.jobs);
@@ -133,7 +145,9 @@ int regress_command(const RegressCommandOptions& o) {
 }
 
 int calibrate_command(const CalibrateCommandOptions& o) {
-  std::string file = o.measured_file.empty() ? "reports/baselines/measured.yaml" : o.measured_file;
+  std::string file = o.measured_file.empty()
+                         ? (std::filesystem::path(shipped_baselines("--measured FILE")) / "measured.yaml").string()
+                         : o.measured_file;
   reports::MeasuredSet set = reports::load_measured(file);
   reports::ChildRunOptions children;
   children.podsim_binary = binary_or_self(o.podsim_binary);
@@ -144,6 +158,20 @@ int calibrate_command(const CalibrateCommandOptions& o) {
     fit.max_evaluations = o.max_evaluations;
     fit.on_progress = [](const std::string& news) {
       fmt::print(stderr, "{}\n", news);
+      std::fflush(stderr);
+    };
+    // After each search: an ETA from the searches so far, and the page as far
+    // as it goes (a stopped fit leaves what it found).
+    const auto start = std::chrono::steady_clock::now();
+    const bool to_file = !o.output.empty() && o.output != "-";
+    fit.on_search_done = [&](const reports::FitResult& partial) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      fmt::print(stderr, "fit searches {}\n",
+                 reports::progress_bar_text(partial.searches, partial.searches_planned, elapsed));
+      if (to_file && partial.searches < partial.searches_planned) {
+        reports::write_file_atomically(o.output, reports::fit_markdown(set, partial));
+        fmt::print(stderr, "fit: partial results in {}\n", o.output);
+      }
       std::fflush(stderr);
     };
     reports::FitResult result = reports::fit_calibration(set, fit);

@@ -16,6 +16,7 @@ struct SweepCommandOptions {
   std::string output;       // -o results.csv, empty or "-" = stdout
   std::string jsonl;        // --jsonl F: also write JSON lines
   std::string plot;         // --plot out.svg|png (gnuplot)
+  std::vector<std::string> plot_metrics;  // --plot-metric F (repeatable); empty = step_time_s
   std::string podsim_binary;  // empty = this executable
   double timeout_seconds = 0;  // --timeout S: kill a point running longer (0 = never)
 };
@@ -26,7 +27,7 @@ int sweep_command(const SweepCommandOptions& options);
 int sweep_merge_command(const std::vector<std::string>& inputs, const std::string& output);
 
 struct RegressCommandOptions {
-  std::string baselines_dir;  // empty = reports/baselines (relative to the cwd)
+  std::string baselines_dir;  // empty = reports/baselines (the cwd's, else the source tree's)
   bool update = false;
   int jobs = 1;
   bool all_rows = false;      // print unchanged metrics too
@@ -37,7 +38,7 @@ struct RegressCommandOptions {
 int regress_command(const RegressCommandOptions& options);
 
 struct CalibrateCommandOptions {
-  std::string measured_file;  // empty = reports/baselines/measured.yaml
+  std::string measured_file;  // empty = reports/baselines/measured.yaml (found as regress's folder)
   std::string output;         // markdown; empty or "-" = stdout
   int jobs = 1;
   std::string podsim_binary;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <set>
 
+#include "common/did_you_mean.h"
 #include "common/error.h"
 
 namespace podsim::hw {
@@ -354,10 +355,23 @@ bool is_section(const std::string& dotted) {
   return false;
 }
 
+// The hint for an unknown (dotted) key: the nearest valid key when one is
+// close, else the valid keys (of `section`, when given).
+std::string unknown_key_hint(const std::string& dotted, const std::string& section = "") {
+  const std::string guess = closest(dotted, hardware_keys());
+  if (!guess.empty())
+    return fmt::format("did you mean '{}'?", guess);
+  if (!section.empty())
+    return fmt::format("valid keys under '{}': {}", section, fmt::join(keys_below(section + "."), ", "));
+  return fmt::format("valid keys: {}", fmt::join(hardware_keys(), ", "));
+}
+
 [[noreturn]] void unknown_key(const SourceLocation& loc, const std::string& prefix, const std::string& name) {
+  const std::string section = prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1);
+  const std::string guess = closest(name, keys_below(prefix));
   throw UserError(loc, fmt::format("unknown hardware key '{}{}'", prefix, name),
-                  fmt::format("valid keys{}: {}", prefix.empty() ? "" : " under '" + prefix.substr(0, prefix.size() - 1) + "'",
-                              fmt::join(keys_below(prefix), ", ")));
+                  guess.empty() || prefix.empty() ? unknown_key_hint(prefix + name, section)
+                                                  : fmt::format("did you mean '{}{}'?", prefix, guess));
 }
 
 void check_consistency(const HardwareConfig& c, const SourceLocation& loc) {
@@ -408,7 +422,7 @@ struct DocumentReader {
       const std::string key = key_node.as<std::string>();
       if (!find_field(key))
         throw UserError(location_of(key_node, file), fmt::format("'sources' names unknown hardware key '{}'", key),
-                        fmt::format("valid keys: {}", fmt::join(hardware_keys(), ", ")));
+                        unknown_key_hint(key));
       if (!value.IsScalar()) bad_value(location_of(value, file), "sources." + key, "a text note", value);
       config.sources[key] = value.Scalar();
       sourced.insert(key);
@@ -438,7 +452,11 @@ HardwareConfig load_file(const std::string& name_or_path, int depth) {
   if (!std::filesystem::exists(path)) {
     throw UserError(SourceLocation{name_or_path, 0, 0},
                     fmt::format("no hardware preset or file named '{}'", name_or_path),
-                    fmt::format("presets: {}; or give a path to a .yaml file", fmt::join(preset_names(), ", ")));
+                    fmt::format("{}presets: {} (podsim hardware list); or give a path to a .yaml file",
+                                closest(name_or_path, preset_names()).empty()
+                                    ? ""
+                                    : fmt::format("did you mean '{}'? ", closest(name_or_path, preset_names())),
+                                fmt::join(preset_names(), ", ")));
   }
   YAML::Node doc;
   try {
@@ -520,7 +538,7 @@ void apply_overrides(HardwareConfig& config, const Overrides& overrides) {
     const Field* field = find_field(key);
     if (!field)
       throw UserError(SourceLocation{origin, 0, 0}, fmt::format("unknown hardware key '{}' in override", key),
-                      fmt::format("valid keys: {}", fmt::join(hardware_keys(), ", ")));
+                      unknown_key_hint(key));
     YAML::Node value;
     try {
       value = YAML::Load(text);

@@ -47,6 +47,8 @@ CompassSearchResult compass_search(const BatchObjective& evaluate, std::vector<d
 double fit_value_at(const FitParameter& p, double u);
 double fit_unit_of(const FitParameter& p, double value);
 
+struct FitResult;
+
 struct FitOptions {
   std::string podsim_binary;  // one `podsim run --serve` child per workload, all at work at once
   double min_step = 1.0 / 64;
@@ -54,6 +56,10 @@ struct FitOptions {
   bool leave_one_out = true;
   // One line of news now and then ("fit: 3 of 6 searches, 120 variants").
   std::function<void(const std::string&)> on_progress;
+  // After each search (the fit on all points first, then each left-out
+  // one): the result so far (searches_planned > searches while partial), to
+  // show an ETA and to write what is known before the fit ends or is stopped.
+  std::function<void(const FitResult&)> on_search_done;
 };
 
 struct FitPointRow {
@@ -86,6 +92,7 @@ struct FitResult {
   std::vector<CheckRow> checks_fitted;
   int variants_simulated = 0;               // distinct parameter sets
   int searches = 0;
+  int searches_planned = 0;  // searches > 0 and < searches_planned: a partial result
 };
 
 // UserError when the set has no `fit:` list.

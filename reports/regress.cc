@@ -105,6 +105,19 @@ Baseline parse_baseline(const std::string& json_text, const std::string& file_na
 
 Baseline load_baseline(const std::string& path) { return parse_baseline(read_file_text(path, "baseline file"), path); }
 
+std::string find_baselines_dir(const std::string& executable, const std::string& cwd) {
+  std::error_code ec;
+  const fs::path here = fs::path(cwd) / "reports" / "baselines";
+  if (fs::is_directory(here, ec)) return here.string();
+  if (executable.empty()) return "";
+  for (fs::path dir = fs::path(executable).parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    const fs::path candidate = dir / "reports" / "baselines";
+    if (fs::is_directory(candidate, ec)) return candidate.lexically_normal().string();
+    if (dir == dir.parent_path()) break;
+  }
+  return "";
+}
+
 std::vector<std::string> baseline_files(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))

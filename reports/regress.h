@@ -77,6 +77,12 @@ Baseline updated_baseline(const Baseline& baseline, const JobOutcome& run);
 // summary line.
 std::string regress_table(const std::vector<BaselineComparison>& comparisons, bool all_rows = false);
 
+// Where the shipped baselines (reports/baselines, measured.yaml included)
+// are when no folder is given: under `cwd` when it holds them, else in the
+// source tree around the running podsim, searched upward from its folder
+// (build/cli/podsim -> ../../reports/baselines); "" when neither has them.
+std::string find_baselines_dir(const std::string& executable, const std::string& cwd);
+
 struct RegressOptions {
   std::string baselines_dir;
   bool update = false;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "reports/sweep.h"
 
 namespace podsim::reports {
 
@@ -98,24 +99,38 @@ std::string WorkloadServer::ended_text() {
   return death_;
 }
 
+// A report header line: its third column is named "fidelity" (in a data
+// row that column holds fast or full).
+static bool is_report_header(const std::string& line) {
+  const std::vector<std::vector<std::string>> rows = parse_csv(line + "\n", "the workload server's answer");
+  return !rows.empty() && rows[0].size() > 2 && rows[0][2] == "fidelity";
+}
+
 JobOutcome WorkloadServer::receive() {
   JobOutcome outcome;
-  std::string header;
-  if (!read_line(header)) {
+  std::string line;
+  if (!read_line(line)) {
     outcome.error = ended_text();
     return outcome;
   }
   constexpr std::string_view kError = "error: ";
-  if (header.starts_with(kError)) {
-    outcome.error = header.substr(kError.size());
+  if (line.starts_with(kError)) {
+    outcome.error = line.substr(kError.size());
     return outcome;
   }
-  std::string row;
-  if (!read_line(row)) {
-    outcome.error = ended_text();
+  // The server sends the header before its first row and when the columns change.
+  if (is_report_header(line)) {
+    header_ = line;
+    if (!read_line(line)) {
+      outcome.error = ended_text();
+      return outcome;
+    }
+  }
+  if (header_.empty()) {
+    outcome.error = "the workload server answered with a row before any header";
     return outcome;
   }
-  outcome.metrics = parse_report_csv(header + "\n" + row + "\n");
+  outcome.metrics = parse_report_csv(header_ + "\n" + line + "\n");
   if (outcome.metrics.empty()) {
     outcome.error = "the workload server answered with no report table";
     return outcome;

@@ -52,6 +52,7 @@ class WorkloadServer {
   pid_t pid_ = -1;
   int socket_ = -1;
   std::string buffer_;  // read but not yet consumed
+  std::string header_;  // the last report header line the child sent
   bool dead_ = false;
   std::string death_;  // why the child is gone, once known
 };

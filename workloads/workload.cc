@@ -14,7 +14,9 @@
 #include <sstream>
 
 #include "common/checked_math.h"
+#include "common/did_you_mean.h"
 #include "common/error.h"
+#include "compiler/training/remat.h"
 #include "hw_models/ici/placement.h"
 
 namespace podsim::workloads {
@@ -30,29 +32,6 @@ int64_t MeshSpec::device_count() const {
 }
 
 namespace {
-
-// Levenshtein distance, for "did you mean" hints.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-std::string closest(const std::string& key, const std::vector<std::string>& valid) {
-  std::string best;
-  size_t best_d = 1000;
-  for (const auto& v : valid) {
-    size_t d = edit_distance(key, v);
-    if (d < best_d) best_d = d, best = v;
-  }
-  return best_d <= std::max<size_t>(2, key.size() / 3) ? best : "";
-}
 
 // Size limits (absurd sizes are input errors, not overflows).
 // Bytes and element counts downstream (shapes, memory sums, peak memory) are
@@ -194,8 +173,11 @@ bool as_bool(const Context& ctx, const YAML::Node& n, const std::string& key) {
 std::string as_choice(const Context& ctx, const YAML::Node& n, const std::string& key,
                       const std::vector<std::string>& choices) {
   std::string v = as_string(ctx, n, key);
-  if (std::find(choices.begin(), choices.end(), v) == choices.end())
-    ctx.fail(n, fmt::format("'{}' must be one of {}, got '{}'", key, fmt::join(choices, " | "), v));
+  if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+    const std::string guess = closest(v, choices);
+    ctx.fail(n, fmt::format("'{}' must be one of {}, got '{}'", key, fmt::join(choices, " | "), v),
+             guess.empty() ? "" : fmt::format("did you mean '{}'?", guess));
+  }
   return v;
 }
 
@@ -348,7 +330,11 @@ void read_training(const Context& ctx, const YAML::Node& node, TrainingSpec& t) 
     t.optimizer = as_choice(ctx, n, "training.optimizer", {"sgd", "adam", "adafactor"});
   if (YAML::Node n = r.get("weight_update_sharding"))
     t.weight_update_sharding = as_bool(ctx, n, "training.weight_update_sharding");
-  if (YAML::Node n = r.get("remat")) t.remat = as_string(ctx, n, "training.remat");
+  if (YAML::Node n = r.get("remat")) {
+    std::vector<std::string> remat = {"none", "full", "auto"};
+    for (const std::string& policy : compiler::selective_remat_policies()) remat.push_back(policy);
+    t.remat = as_choice(ctx, n, "training.remat", remat);
+  }
   if (YAML::Node n = r.get("microbatches")) t.microbatches = as_int(ctx, n, "training.microbatches");
   if (YAML::Node n = r.get("pipeline_stages")) t.pipeline_stages = as_int(ctx, n, "training.pipeline_stages");
   r.finish();

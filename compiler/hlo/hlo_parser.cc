@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/did_you_mean.h"
 #include "compiler/hlo/hlo_attribute_reader.h"
 #include "compiler/hlo/hlo_cursor.h"
 #include "compiler/hlo/hlo_values.h"
@@ -88,6 +89,14 @@ bool may_omit_shape(Opcode op) {
 constexpr const char* kOpcodeHint =
     "podsim reads the op subset listed in compiler/ir/opcode.h (XLA spellings, e.g. 'exponential', "
     "'get-tuple-element')";
+
+// kOpcodeHint, led by the nearest opcode when the name looks misspelt.
+std::string opcode_hint(const std::string& text) {
+  std::vector<std::string> names;
+  for (int i = 0; i < opcode_count(); ++i) names.emplace_back(opcode_name(static_cast<Opcode>(i)));
+  const std::string guess = closest(text, names);
+  return guess.empty() ? std::string(kOpcodeHint) : fmt::format("did you mean '{}'? {}", guess, kOpcodeHint);
+}
 
 class Parser {
  public:
@@ -253,7 +262,7 @@ class Parser {
         break;
       }
     }
-    if (!opcode) c_.fail_at(opcode_pos, fmt::format("unknown opcode '{}'", opcode_text), kOpcodeHint);
+    if (!opcode) c_.fail_at(opcode_pos, fmt::format("unknown opcode '{}'", opcode_text), opcode_hint(opcode_text));
     p.instr.opcode = *opcode;
     if (!p.has_shape && !may_omit_shape(*opcode))
       c_.fail_at(opcode_pos, fmt::format("'{}' needs its result shape written", opcode_text),

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "reports/calibration_fit.h"
 #include "reports/sweep_runner.h"
@@ -72,6 +73,24 @@ TEST(WorkloadServerTest, AWorkloadThatDoesNotLoadIsAnErrorAnswer) {
   EXPECT_EQ(server.receive().error, answer.error);
 }
 
+// Answers read as one CSV table: the header once, then one row per request
+// (an "error: " line for a rejected one).
+TEST(ServeCliTest, HeaderOnceThenOneRowPerRequest) {
+  const fs::path dir = fresh_dir("serve_header");
+  std::ofstream(dir / "in.txt") << "\nhardware.core.op_overhead_s=2e-6\nhardware.core.warp_drive=1\n"
+                                   "hardware.ici.link_efficiency=0.5\n";
+  auto r = cli_test::run_split("run " + kSmall + " --format csv --serve <" + (dir / "in.txt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::istringstream text(r.out);
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << r.out;  // header + 3 rows + 1 error
+  EXPECT_TRUE(lines[0].starts_with("workload,hardware,fidelity,")) << lines[0];
+  for (size_t i : {1u, 2u, 4u}) EXPECT_TRUE(lines[i].starts_with("small,tpuv3,fast,")) << lines[i];
+  EXPECT_TRUE(lines[3].starts_with("error: ")) << lines[3];
+  fs::remove_all(dir);
+}
+
 TEST(ServeCliTest, ServeNeedsCsvAndStdout) {
   auto r = cli_test::run_split("run " + kSmall + " --serve </dev/null");
   EXPECT_EQ(r.exit_code, 2);
@@ -117,7 +136,18 @@ fit:
   options.podsim_binary = PODSIM_BINARY;
   std::vector<std::string> news;
   options.on_progress = [&news](const std::string& line) { news.push_back(line); };
+  // After each of the 3 searches, the result so far: the first page already
+  // has the fit on all points, and says it is partial.
+  std::vector<std::pair<int, int>> searches_seen;
+  std::string first_page;
+  options.on_search_done = [&](const FitResult& partial) {
+    searches_seen.emplace_back(partial.searches, partial.searches_planned);
+    if (first_page.empty()) first_page = fit_markdown(set, partial);
+  };
   FitResult fit = fit_calibration(set, options);
+  EXPECT_EQ(searches_seen, (std::vector<std::pair<int, int>>{{1, 3}, {2, 3}, {3, 3}}));
+  EXPECT_NE(first_page.find("**Partial**: 1 of 3 searches done"), std::string::npos) << first_page;
+  EXPECT_NE(first_page.find("| Steps |"), std::string::npos) << first_page;
 
   ASSERT_EQ(fit.preset_values.size(), 1u);
   EXPECT_DOUBLE_EQ(fit.preset_values[0], 0.5e-6);  // hw_models/presets/tpuv3.yaml
@@ -150,6 +180,7 @@ fit:
   EXPECT_NEAR(fit.checks_fitted[0].relative_error, 0.0, 0.045);
 
   const std::string page = fit_markdown(set, fit);
+  EXPECT_EQ(page.find("Partial"), std::string::npos);
   EXPECT_NE(page.find("## Other measured numbers, not fitted"), std::string::npos);
   EXPECT_NE(page.find("| `core.op_overhead_s` | 2e-07 to 2e-05 | 5e-07 |"), std::string::npos) << page;
   EXPECT_NE(page.find("| Steps |"), std::string::npos);

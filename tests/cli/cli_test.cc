@@ -109,4 +109,13 @@ TEST(Cli, HardwareShowPrintsDerivedPeak) {
   EXPECT_EQ(bad.exit_code, 2);
 }
 
+TEST(Cli, HardwareListNamesEveryPreset) {
+  Result r = run_merged("hardware list");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // tpuv3: 32x32 chips x 2 devices per chip = 2048 devices of 61.6 TFLOP/s.
+  EXPECT_NE(r.output.find("tpuv3          2048           61.6"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tpuv4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("32x32"), std::string::npos) << r.output;
+}
+
 }  // namespace

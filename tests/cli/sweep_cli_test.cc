@@ -325,5 +325,53 @@ checks:
   fs::remove_all(dir);
 }
 
+// --plot checks before the sweep: without gnuplot on PATH nothing runs and
+// the exit is 2 (a usage error), not 0 after the whole sweep.
+TEST(SweepCliTest, PlotWithoutGnuplotFailsBeforeTheSweep) {
+  fs::path dir = fresh_dir("plot_nognuplot");
+  write_text(dir / "s.yaml", "name: layers\nbase: " + kSmall + "\ngrid:\n  model.layers: [1, 2]\n");
+  int code = -1;
+  const std::string out = podsim::cli_test::detail::capture_stdout(
+      fmt::format("env PATH=/nonexistent {} sweep {} -o {} --plot {} 2>&1", PODSIM_BINARY, (dir / "s.yaml").string(),
+                  (dir / "r.csv").string(), (dir / "p.svg").string()),
+      code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("gnuplot"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir / "r.csv")) << "the sweep ran";
+  fs::remove_all(dir);
+}
+
+// A stand-in gnuplot keeps the script podsim hands it: two swept keys give
+// one line per value of the second, and a misspelt --plot-metric is refused
+// up front with the nearest field.
+TEST(SweepCliTest, PlotDrawsOneLinePerSecondKeyValue) {
+  fs::path dir = fresh_dir("plot_fake");
+  fs::create_directories(dir / "bin");
+  write_text(dir / "bin" / "gnuplot", "#!/bin/sh\ncp \"$1\" \"" + (dir / "seen.gp").string() + "\"\n");
+  fs::permissions(dir / "bin" / "gnuplot", fs::perms::owner_all);
+  write_text(dir / "s.yaml",
+             "name: grid2\nbase: " + kSmall + "\ngrid:\n  model.layers: [1, 2]\n  training.remat: [none, full]\n");
+  auto run = [&](const std::string& extra, int& code) {
+    return podsim::cli_test::detail::capture_stdout(
+        fmt::format("env PATH={}:$PATH {} sweep {} -j 2 -o {} --plot {} {} 2>&1", (dir / "bin").string(),
+                    PODSIM_BINARY, (dir / "s.yaml").string(), (dir / "r.csv").string(), (dir / "p.svg").string(),
+                    extra),
+        code);
+  };
+  int code = -1;
+  std::string out = run("--plot-metric step_time --plot-metric peak_memory_bytes", code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("did you mean 'step_time_s'"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir / "r.csv"));
+  out = run("--plot-metric step_time_s --plot-metric tokens_per_second", code);
+  ASSERT_EQ(code, 0) << out;
+  const std::string script = podsim::cli_test::read_file(dir / "seen.gp");
+  EXPECT_NE(script.find("title 'training.remat=none' noenhanced"), std::string::npos) << script;
+  EXPECT_NE(script.find("title 'training.remat=full' noenhanced"), std::string::npos) << script;
+  EXPECT_NE(script.find("set ylabel 'tokens_per_second (tokens/s)' noenhanced"), std::string::npos) << script;
+  EXPECT_NE(script.find("set multiplot layout 2,1"), std::string::npos) << script;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace podsim::reports

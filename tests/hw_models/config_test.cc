@@ -41,7 +41,14 @@ TEST(HardwareConfig, UnknownOverrideKeyNamesTheKey) {
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
     EXPECT_NE(e.message().find("ici.link_bandwith"), std::string::npos);
-    EXPECT_NE(e.hint().find("ici.link_bandwidth"), std::string::npos);
+    // The nearest key, not a wall of every key.
+    EXPECT_EQ(e.hint(), "did you mean 'ici.link_bandwidth'?");
+  }
+  try {
+    load_hardware("tpuv3", {{"qqqqqqqq", "1"}});
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.hint().find("valid keys: "), std::string::npos) << e.hint();  // nothing close: the list
   }
 }
 
@@ -70,8 +77,16 @@ TEST(HardwareConfig, UnknownDocumentKeyHasLineColumnAndHint) {
     EXPECT_EQ(e.location().file, "mine.yaml");
     EXPECT_EQ(e.location().line, 3);
     EXPECT_EQ(e.location().column, 3);
-    EXPECT_NE(e.hint().find("link_bandwidth"), std::string::npos);
-    EXPECT_NE(e.hint().find("hop_latency_s"), std::string::npos);
+    EXPECT_EQ(e.hint(), "did you mean 'ici.link_bandwidth'?");
+  }
+  // Nothing close: the keys of that section.
+  try {
+    load_hardware_from_string("base: tpuv3\nici:\n  qqqqqqqqqq: 1\n", "mine.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.hint().find("valid keys under 'ici': "), std::string::npos) << e.hint();
+    EXPECT_NE(e.hint().find("hop_latency_s"), std::string::npos) << e.hint();
+    EXPECT_EQ(e.hint().find("core"), std::string::npos) << e.hint();
   }
 }
 
@@ -97,6 +112,13 @@ TEST(HardwareConfig, UnknownPresetListsPresets) {
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
     EXPECT_NE(e.hint().find("tpuv3"), std::string::npos);
+    EXPECT_NE(e.hint().find("podsim hardware list"), std::string::npos) << e.hint();
+  }
+  try {
+    load_hardware("tpu4");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.hint().rfind("did you mean 'tpuv4'? ", 0), 0u) << e.hint();
   }
 }
 

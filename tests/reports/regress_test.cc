@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include <unistd.h>
+
 #include "common/error.h"
 #include "reports/sweep.h"
 #include "reports/sweep_runner.h"
@@ -260,6 +262,25 @@ TEST(SweepRunnerTest, ShippedSweepsParseAndEveryPointIsAValidWorkload) {
           << name << " point " << point.index;
   }
   EXPECT_EQ(seen.size(), expected_points.size());
+}
+
+// regress and calibrate find the shipped baselines from any directory: the
+// working directory's reports/baselines first, else the one in the tree
+// around the executable (build/cli/podsim -> <repo>/reports/baselines).
+TEST(FindBaselinesDir, WorkingDirectoryFirstThenUpwardFromTheExecutable) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("podsim_find_baselines_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "repo" / "reports" / "baselines");
+  fs::create_directories(root / "repo" / "build" / "cli");
+  fs::create_directories(root / "elsewhere");
+  fs::create_directories(root / "other" / "reports" / "baselines");
+  const std::string exe = (root / "repo" / "build" / "cli" / "podsim").string();
+  EXPECT_EQ(find_baselines_dir(exe, (root / "elsewhere").string()), (root / "repo" / "reports" / "baselines").string());
+  EXPECT_EQ(find_baselines_dir(exe, (root / "other").string()), (root / "other" / "reports" / "baselines").string());
+  EXPECT_EQ(find_baselines_dir((root / "elsewhere" / "podsim").string(), (root / "elsewhere").string()), "");
+  EXPECT_EQ(find_baselines_dir("", (root / "elsewhere").string()), "");
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -194,6 +194,19 @@ TEST(WorkloadYaml, BatchNotDivisibleByMicrobatches) {
   EXPECT_NE(e.message().find("not divisible by training.microbatches (3)"), std::string::npos) << e.what();
 }
 
+// A --set value outside its choices names the flag, every choice (auto
+// too, for training.remat) and the nearest one.
+TEST(WorkloadYaml, BadSetValueNamesTheFlagTheChoicesAndTheNearest) {
+  UserError e = expect_parse_error(kValid, {"training.remat=ful"});
+  EXPECT_EQ(e.location().file, "--set training.remat=ful") << e.what();
+  EXPECT_NE(e.message().find("none | full | auto | save_dots"), std::string::npos) << e.what();
+  EXPECT_EQ(e.hint(), "did you mean 'full'?") << e.what();
+  for (const char* good : {"none", "full", "auto", "save_dots"})
+    EXPECT_EQ(parse_workload(kValid, "w.yaml", {std::string("training.remat=") + good}).training.remat, good);
+  UserError far = expect_parse_error(kValid, {"training.remat=everything"});
+  EXPECT_EQ(far.hint(), "") << far.what();  // nothing near: the list in the message is the help
+}
+
 TEST(WorkloadYaml, MalformedOverride) {
   UserError e = expect_parse_error(kValid, {"model.layers"});
   EXPECT_NE(e.message().find("key=value"), std::string::npos) << e.what();

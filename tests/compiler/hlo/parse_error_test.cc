@@ -33,6 +33,15 @@ TEST(ParseErrors, UnknownOpcode) {
   expect_error("HloModule m\nENTRY e {\n  a = f32[] foo(b)\n}\n", {3, 13, "unknown opcode 'foo'"});
 }
 
+TEST(ParseErrors, MisspeltOpcodeNamesTheNearestOne) {
+  try {
+    parse_hlo("HloModule m\nENTRY e {\n  a = f32[] maximun(b, b)\n}\n", "bad.hlo");
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.hint().rfind("did you mean 'maximum'? ", 0), 0u) << e.hint();
+  }
+}
+
 TEST(ParseErrors, UnknownDtype) {
   expect_error("HloModule m\nENTRY e {\n  a = f31[2] parameter(0)\n}\n", {3, 7, "unknown element type 'f31'"});
   // Inside a tuple shape and a signature too: "(p: (f32[], q8[]))" -> 'q8' at column 21.
