@@ -103,7 +103,10 @@ int partition(const Options& o) {
   }
   compiler::verify_module(module);
   compiler::remove_stop_gradients(module);  // as compile() does: no gradient is taken here
-  compiler::propagate_shardings(module);
+  compiler::PropagationOptions propagation;
+  propagation.propagate_to_parameters = !o.no_propagate_to_parameters;
+  propagation.propagate_to_output = !o.no_propagate_to_output;
+  compiler::propagate_shardings(module, propagation);
   if (o.propagate_only) {
     reports::write_file_atomically(o.output, compiler::print_hlo(module));
     return 0;
@@ -398,6 +401,10 @@ Commands::Commands(CLI::App& app) {
   partition_->add_flag("--verify", o.verify, "check numeric equivalence with the reference interpreter");
   partition_->add_option("--verify-limit", o.verify_limit, "--verify's interpreter memory limit (default 2GiB)");
   partition_->add_flag("--propagate-only", o.propagate_only, "print the module with all shardings, unpartitioned");
+  partition_->add_flag("--no-propagate-to-parameters", o.no_propagate_to_parameters,
+                       "unannotated entry parameters stay replicated (XLA's allow_spmd_sharding_propagation_to_parameters=false)");
+  partition_->add_flag("--no-propagate-to-output", o.no_propagate_to_output,
+                       "an unannotated entry result stays replicated (XLA's allow_spmd_sharding_propagation_to_output=false)");
   partition_->add_option("--mode", o.mode, "auto (refuse a module XLA already partitioned) | partition (partition it anyway)")
       ->check(CLI::IsMember({"auto", "partition", "as-is"}));
 

@@ -23,6 +23,8 @@ struct Options {
   bool verify = false;
   std::string verify_limit;  // partition --verify: interpreter memory limit ("4GiB"; default 2 GiB)
   bool propagate_only = false;
+  bool no_propagate_to_parameters = false;
+  bool no_propagate_to_output = false;
   bool serve = false;    // run: compile once, simulate one hardware variant per stdin line
   bool timings = false;  // run: wall times in json/csv (reports::FormatOptions)
   int jobs = 1;

@@ -128,6 +128,20 @@ class Parser {
         else module.set_replica_count(n);
       } else if (key == "is_scheduled") {
         module.set_is_scheduled(c_.raw_value() == "true");
+      } else if (key == "allow_spmd_sharding_propagation_to_parameters" ||
+                 key == "allow_spmd_sharding_propagation_to_output") {
+        std::vector<bool> flags;
+        c_.expect('{');
+        if (!c_.consume('}')) {
+          do {
+            const std::string word(c_.name("true or false"));
+            if (word != "true" && word != "false") c_.fail_at(value_pos, "expected true or false in " + key);
+            flags.push_back(word == "true");
+          } while (c_.consume(','));
+          c_.expect('}');
+        }
+        if (key.ends_with("parameters")) module.set_propagation_to_parameters(std::move(flags));
+        else module.set_propagation_to_output(std::move(flags));
       } else if (key == "frontend_attributes") {
         if (c_.peek() != '{') c_.fail_expected("'{' starting frontend_attributes");
         module.set_frontend_attributes(std::string(c_.raw_value()));

@@ -24,6 +24,17 @@ class Printer {
     if (module_.num_partitions() != 1)
       fmt::format_to(std::back_inserter(out_), ", num_partitions={}", module_.num_partitions());
     if (module_.is_scheduled()) out_ += ", is_scheduled=true";
+    auto flags = [this](const char* key, const std::vector<bool>& values) {
+      if (values.empty()) return;
+      out_ += fmt::format(", {}={{", key);
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (i > 0) out_ += ',';
+        out_ += values[i] ? "true" : "false";
+      }
+      out_ += "}";
+    };
+    flags("allow_spmd_sharding_propagation_to_parameters", module_.propagation_to_parameters());
+    flags("allow_spmd_sharding_propagation_to_output", module_.propagation_to_output());
     if (!module_.frontend_attributes().empty()) out_ += ", frontend_attributes=" + module_.frontend_attributes();
     out_ += "\n";
     for (CompId id : computation_order()) {

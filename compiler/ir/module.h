@@ -142,6 +142,13 @@ class Module {
   // The HloModule line's frontend_attributes={...}, verbatim (Shardy's
   // xla.sdy.meshes lives here); empty when the line has none.
   const std::string& frontend_attributes() const { return frontend_attributes_; }
+  // allow_spmd_sharding_propagation_to_parameters={...} / _to_output={...}
+  // of the HloModule line: one flag for all, or one per entry parameter /
+  // output leaf; empty when the line has none (allowed).
+  const std::vector<bool>& propagation_to_parameters() const { return propagation_to_parameters_; }
+  const std::vector<bool>& propagation_to_output() const { return propagation_to_output_; }
+  void set_propagation_to_parameters(std::vector<bool> flags) { propagation_to_parameters_ = std::move(flags); }
+  void set_propagation_to_output(std::vector<bool> flags) { propagation_to_output_ = std::move(flags); }
   void set_frontend_attributes(std::string text) { frontend_attributes_ = std::move(text); }
 
  private:
@@ -152,6 +159,8 @@ class Module {
   int64_t replica_count_ = 1;
   bool is_scheduled_ = false;
   std::string frontend_attributes_;
+  std::vector<bool> propagation_to_parameters_;
+  std::vector<bool> propagation_to_output_;
 };
 
 }  // namespace podsim::compiler

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -232,11 +233,20 @@ class Propagator {
           state_.set(operand, *state_.sharding({c, i}));
       }
     }
+    // XLA's allow_spmd_sharding_propagation_to_parameters / _to_output: the
+    // options, and the module's own flags (one for all, or one each).
+    auto allowed = [](const std::vector<bool>& flags, size_t i) {
+      return flags.empty() || (flags.size() == 1 ? flags[0] : i < flags.size() && flags[i]);
+    };
     const Computation& entry = module_.entry();
-    if (!options_.propagate_to_parameters)
-      for (InstrId p : entry.parameters())
-        if (!state_.sharding({module_.entry_id(), p})) state_.set_provided({module_.entry_id(), p}, Sharding());
-    if (!options_.propagate_to_output && !state_.sharding({module_.entry_id(), entry.root()}))
+    const std::vector<InstrId> parameters = entry.parameters();
+    for (size_t i = 0; i < parameters.size(); ++i)
+      if (!(options_.propagate_to_parameters && allowed(module_.propagation_to_parameters(), i)) &&
+          !state_.sharding({module_.entry_id(), parameters[i]}))
+        state_.set_provided({module_.entry_id(), parameters[i]}, Sharding());
+    const std::vector<bool>& output_flags = module_.propagation_to_output();
+    const bool output_allowed = std::all_of(output_flags.begin(), output_flags.end(), [](bool b) { return b; });
+    if (!(options_.propagate_to_output && output_allowed) && !state_.sharding({module_.entry_id(), entry.root()}))
       state_.set_provided({module_.entry_id(), entry.root()}, Sharding());
     state_.sync_provided_groups();
   }

@@ -21,6 +21,8 @@ struct PropagationOptions {
   // May propagation choose shardings for unannotated entry parameters and
   // the entry root? (XLA's allow_spmd_sharding_propagation_to_parameters /
   // _to_output.) podsim defaults to yes: weights are parameters.
+  // The module's own allow_spmd_sharding_propagation_* flags apply as well
+  // (Module::propagation_to_parameters / _to_output).
   bool propagate_to_parameters = true;
   bool propagate_to_output = true;
   // Sweeps skip a rule whose inputs did not change since it last ran without

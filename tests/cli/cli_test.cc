@@ -47,6 +47,22 @@ TEST(Cli, BadHloReportsFileLineColumnAndExits2WithoutOutputFile) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+TEST(Cli, PropagationToParametersCanBeTurnedOff) {
+  // p's only user is tiled [4,1]; by default p takes that tiling, with
+  // --no-propagate-to-parameters it stays replicated (XLA's option).
+  auto dir = std::filesystem::temp_directory_path() / "podsim_cli_no_param_propagation";
+  std::filesystem::create_directories(dir);
+  auto file = dir / "m.hlo";
+  std::ofstream(file) << "HloModule m, num_partitions=4\n\nENTRY %e {\n  %p = f32[8,4] parameter(0)\n"
+                         "  ROOT %n = f32[8,4] negate(%p), sharding={devices=[4,1]<=[4]}\n}\n";
+  Result on = run_merged("partition " + file.string() + " --propagate-only");
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_NE(on.output.find("parameter(0), sharding={devices=[4,1]<=[4]}"), std::string::npos) << on.output;
+  Result off = run_merged("partition " + file.string() + " --propagate-only --no-propagate-to-parameters");
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_NE(off.output.find("parameter(0), sharding={replicated}"), std::string::npos) << off.output;
+}
+
 TEST(Cli, MeshMustMatchTheModule) {
   Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only --mesh x=4,y=4");
   EXPECT_EQ(r.exit_code, 2);

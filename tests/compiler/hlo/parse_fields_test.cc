@@ -582,7 +582,11 @@ TEST(ParseForms, ModuleHeaderKeepsIsScheduledAndFrontendAttributesAndSkipsTheRes
   EXPECT_EQ(m.num_partitions(), 2);
   EXPECT_EQ(m.frontend_attributes(), "{fingerprint=\"x\"}");
   EXPECT_EQ(print_hlo(m).substr(0, print_hlo(m).find('\n')),
-            "HloModule module_header_form, num_partitions=2, is_scheduled=true, frontend_attributes={fingerprint=\"x\"}");
+            "HloModule module_header_form, num_partitions=2, is_scheduled=true, "
+            "allow_spmd_sharding_propagation_to_parameters={false,true}, "
+            "allow_spmd_sharding_propagation_to_output={true}, frontend_attributes={fingerprint=\"x\"}");
+  EXPECT_EQ(m.propagation_to_parameters(), (std::vector<bool>{false, true}));
+  EXPECT_EQ(m.propagation_to_output(), (std::vector<bool>{true}));
   EXPECT_FALSE(load_form("fusion").is_scheduled());
 }
 

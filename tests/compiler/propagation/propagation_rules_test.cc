@@ -3,6 +3,7 @@
 // counterpart exists). Expected shardings are derived by hand in comments:
 // with a tile array T, the device of tile index (i, j, ...) is T[i][j]...;
 // "<=[n]" is iota order.
+#include "compiler/hlo/hlo_printer.h"
 #include "tests/compiler/propagation/test_util.h"
 
 namespace podsim::compiler::testing {
@@ -883,6 +884,34 @@ TEST(Propagation, ShardyShardingInFrontendAttributesIsAnAnnotation) {
   propagate_shardings(m, options);
   EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[2,2]0,2,1,3}"));
   EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[2,2]0,2,1,3}"));
+}
+
+TEST(Propagation, ModuleFlagsKeepUnannotatedParametersAndOutputReplicated) {
+  // allow_spmd_sharding_propagation_to_parameters={false,true}: p0 may not
+  // take the negate's [4,1] tiling, p1 may. _to_output={false}: the root
+  // stays replicated although its operand is tiled.
+  Module m = parse_hlo(R"(HloModule m, num_partitions=4, allow_spmd_sharding_propagation_to_parameters={false,true}, allow_spmd_sharding_propagation_to_output={false}
+
+ENTRY %e {
+  %p0 = f32[8,4] parameter(0)
+  %p1 = f32[8,4] parameter(1)
+  %a = f32[8,4] negate(%p0), sharding={devices=[4,1]<=[4]}
+  %b = f32[8,4] negate(%p1), sharding={devices=[4,1]<=[4]}
+  ROOT %s = f32[8,4] add(%a, %b)
+}
+)",
+                       "test.hlo");
+  propagate_shardings(m);
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{replicated}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "s"), canon("{replicated}"));
+  // The same module with the option off for all parameters: p1 too.
+  Module n = parse_hlo(print_hlo(m), "printed.hlo");
+  for (const char* name : {"p0", "p1", "s"}) named(n, name).sharding.reset();
+  PropagationOptions options;
+  options.propagate_to_parameters = false;
+  propagate_shardings(n, options);
+  EXPECT_EQ(sharding_of(n, "p1"), canon("{replicated}"));
 }
 
 TEST(Propagation, LeafShardingOnATupleAppliesToEveryLeaf) {
