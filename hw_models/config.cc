@@ -301,7 +301,7 @@ const std::vector<Field>& fields() {
     // A fraction of the raw rate: above 1 is impossible, below 1% no link.
     t.push_back(number_field("ici.link_efficiency",
                              [](HardwareConfig& c) -> double& { return c.ici.link_efficiency; },
-                             Range{0.01, 1, "", "the achieved fraction of the raw link rate (TPU v3: 0.83)"}));
+                             Range{0.01, 1, "", "the achieved fraction of the raw link rate (TPU v3 and v4 presets: 1)"}));
     t.push_back(number_field("ici.hop_latency_s", [](HardwareConfig& c) -> double& { return c.ici.hop_latency_s; },
                              kLatencyRange));
     t.push_back(number_field("ici.message_overhead_s",

@@ -58,10 +58,11 @@ TEST(Collectives, RingAllGatherMatchesClosedForm) {
 }
 
 TEST(Collectives, LinkEfficiencyScalesOnlyTheBandwidthTerm) {
-  // ici.link_efficiency = 0.5: collectives see 0.5 x 1e11 B/s; the ring
-  // all-gather of the test above becomes V (n-1)/n / (0.5 W) + (n-1) hops
-  // (latency unchanged). Raw parameters keep the full rate.
-  const HardwareConfig c = load_hardware("tpuv3", {{"ici.link_efficiency", "0.5"}});
+  // ici.link_efficiency = 0.5 on 1e11 B/s links: collectives see 0.5e11 B/s;
+  // the ring all-gather of the test above becomes V (n-1)/n / (0.5 W) +
+  // (n-1) hops (latency unchanged). Raw parameters keep the full rate.
+  const HardwareConfig c =
+      load_hardware("tpuv3", {{"ici.link_bandwidth", "1e11"}, {"ici.link_efficiency", "0.5"}});
   EXPECT_DOUBLE_EQ(link_params(c).ici_bandwidth, 0.5e11);
   EXPECT_DOUBLE_EQ(raw_link_params(c).ici_bandwidth, 1e11);
   LinkParams params = link_params(c);

@@ -93,7 +93,8 @@ TEST(HardwareConfig, UnknownDocumentKeyHasLineColumnAndHint) {
 TEST(HardwareConfig, BaseInheritanceChangesOnlyGivenKeys) {
   const HardwareConfig config = load_hardware_from_string("base: tpuv3\nhbm:\n  bandwidth: 900e9\n", "x.yaml");
   EXPECT_DOUBLE_EQ(config.hbm.bandwidth, 900e9);
-  EXPECT_DOUBLE_EQ(config.ici.link_bandwidth, 1e11);
+  // Inherited from tpuv3: 656 Gbit/s per direction (hardware.md#ici-link-rate).
+  EXPECT_DOUBLE_EQ(config.ici.link_bandwidth, 8.2e10);
   EXPECT_EQ(config.sources.at("hbm.bandwidth"), "set in x.yaml");
 }
 

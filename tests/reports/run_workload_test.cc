@@ -70,7 +70,7 @@ TEST(SimulateCompiled, RematAutoVariantOfTheHbmCapacityIsCompiledForIt) {
 
 TEST(SimulateCompiled, WindowedEinsumOverlapTestWeighsTheVariantsLinkRate) {
   // With the size threshold at 0 every eligible dot of the small model may
-  // be windowed, but none passes the overlap test at 1e11 B/s (a step's
+  // be windowed, but none passes the overlap test at tpuv3's 8.2e10 B/s (a step's
   // tiny dot cannot hide a permute); at 1e14 B/s (0.74 flops per byte) they do.
   const std::vector<std::string> sets = {"compiler.windowed_einsum.threshold_mib=0"};
   const RunRequest request = small_request(sets);
@@ -91,7 +91,7 @@ TEST(SimulateCompiled, KeepsTheLatestVariantProgramsForReuse) {
   ASSERT_EQ(compiled.variant_programs.size(), 1u);
   // Keys the compiler does not weigh and the compiled hardware itself add none.
   simulate_compiled(compiled, request, {{"core.op_overhead_s", "2e-6"}});
-  simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e11"}});
+  simulate_compiled(compiled, request, {{"ici.link_bandwidth", "8.2e10"}});  // tpuv3's own rate
   EXPECT_EQ(compiled.variant_programs.size(), 1u);
   // The same variant again reuses its program: same answer, nothing added.
   EXPECT_EQ(simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s, fast_links);
@@ -100,7 +100,7 @@ TEST(SimulateCompiled, KeepsTheLatestVariantProgramsForReuse) {
   for (const char* rate : {"2e14", "3e14", "4e14"}) simulate_compiled(compiled, request, {{"ici.link_bandwidth", rate}});
   ASSERT_EQ(compiled.variant_programs.size(), CompiledWorkload::kVariantProgramsKept);
   EXPECT_EQ(compiled.variant_programs.front().options.spmd.windowed_einsum_min_flops_per_byte,
-            hw::peak_matmul_flops_per_device(compiled.system->config().core) / (4e14 * 0.83));
+            hw::peak_matmul_flops_per_device(compiled.system->config().core) / (4e14 * 1.0));
   EXPECT_EQ(simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s, fast_links);
 }
 
@@ -109,8 +109,9 @@ TEST(SpmdOptionsFromWorkload, OverlapTestWeighsPeakAgainstOneLinkDirection) {
   workloads::CompilerSpec spec;
   const compiler::SpmdOptions options = spmd_options(spec, tpuv3);
   // hardware.md: 2 MXUs x 128 x 128 MACs x 2 flops x 940 MHz = 61.6e12 flop/s
-  // over 1e11 B/s x 0.83 = 8.3e10 B/s per link direction: 742 flops per byte.
-  EXPECT_NEAR(options.windowed_einsum_min_flops_per_byte, 2.0 * 128 * 128 * 2 * 940e6 / (1e11 * 0.83), 1e-6);
+  // over 8.2e10 B/s x 1 per link direction (hardware.md#ici-link-rate): 751
+  // flops per byte.
+  EXPECT_NEAR(options.windowed_einsum_min_flops_per_byte, 2.0 * 128 * 128 * 2 * 940e6 / (8.2e10 * 1.0), 1e-6);
   EXPECT_EQ(options.windowed_einsum_threshold_bytes, int64_t{256} << 20);
   EXPECT_EQ(options.windowed_einsum_max_devices, 32);
   EXPECT_FALSE(options.windowed_einsum_bidirectional);
@@ -127,18 +128,18 @@ TEST(SpmdOptionsFromWorkload, OverlapTestWeighsPeakAgainstOneLinkDirection) {
 }
 
 // The reshard plans' per-collective latency in bytes is the hardware's hop
-// latency x link rate: TPUv3 1e-6 s x 1e11 B/s = 1e5, the compiler's
-// default (so the shipped workloads' programs are the ones compiled without
-// the hardware); slower hops make each collective dearer in bytes, slower
-// links cheaper.
+// latency x link rate: TPUv3 1e-6 s x 8.2e10 B/s = 8.2e4 (the compiler's
+// standalone default, 1e5, is the same product at the 1e11 B/s rate podsim
+// used before; the shipped workloads compile to the same programs at
+// either); slower hops make each collective dearer in bytes, slower links
+// cheaper.
 TEST(SpmdOptionsFromWorkload, CollectiveLatencyIsHopLatencyTimesLinkRate) {
   const hw::HardwareConfig tpuv3 = hw::load_hardware("tpuv3");
   const workloads::CompilerSpec spec;
-  EXPECT_DOUBLE_EQ(spmd_options(spec, tpuv3).collective_latency_bytes, 1e-6 * 1e11);
-  EXPECT_DOUBLE_EQ(spmd_options(spec, tpuv3).collective_latency_bytes, compiler::kCollectiveLatencyBytes);
+  EXPECT_DOUBLE_EQ(spmd_options(spec, tpuv3).collective_latency_bytes, 1e-6 * 8.2e10);
   hw::HardwareConfig slow_hops = tpuv3;
   slow_hops.ici.hop_latency_s = 3e-6;
-  EXPECT_DOUBLE_EQ(spmd_options(spec, slow_hops).collective_latency_bytes, 3e-6 * 1e11);
+  EXPECT_DOUBLE_EQ(spmd_options(spec, slow_hops).collective_latency_bytes, 3e-6 * 8.2e10);
   hw::HardwareConfig slower_links = tpuv3;
   slower_links.ici.link_bandwidth = 4.5e10;
   EXPECT_DOUBLE_EQ(spmd_options(spec, slower_links).collective_latency_bytes, 1e-6 * 4.5e10);

@@ -15,9 +15,10 @@
 
 namespace podsim::sim::testing {
 
-// tpuv3: collectives run on link_bandwidth x link_efficiency per direction,
-// one hop costs hop_latency_s.
-inline constexpr double kLinkBandwidth = 1.0e11 * 0.83;
+// tpuv3: collectives run on link_bandwidth x link_efficiency per direction
+// (656 Gbit/s x 1, docs/reference/hardware.md#ici-link-rate), one hop costs
+// hop_latency_s.
+inline constexpr double kLinkBandwidth = 8.2e10 * 1.0;
 inline constexpr double kHopLatency = 1.0e-6;
 
 inline compiler::SpmdProgram program_from_hlo(const std::string& text) {
