@@ -58,15 +58,16 @@ compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec, const hw
   // The overlap test's flops per byte (compiler/spmd/partitioner.h): the
   // device's peak over what one ICI link direction delivers,
   // link_bandwidth x link_efficiency (hw_models/ici/topology.h). TPUv3:
-  // 61.6e12 / (1e11 x 0.83) = 742.
+  // 61.6e12 / (8.2e10 x 1) = 751.
   options.windowed_einsum_min_flops_per_byte =
       we.overlap_test ? hw::peak_matmul_flops_per_device(hardware.core) /
                             (hardware.ici.link_bandwidth * hardware.ici.link_efficiency)
                       : 0.0;
   // Reshard plans weigh one collective's latency against bytes
   // (compiler/spmd/reshard_plan.h): the bytes a link delivers in one hop
-  // latency. TPUv3: 1e-6 s x 1e11 B/s = 1e5 (the raw link rate, as the
-  // compiler's default, so the shipped workloads' programs stay the same).
+  // latency. TPUv3: 1e-6 s x 8.2e10 B/s = 8.2e4 (the compiler's default,
+  // 1e5, is the earlier 1e11 B/s reading; the shipped programs are the same
+  // at either value).
   options.collective_latency_bytes = hardware.ici.hop_latency_s * hardware.ici.link_bandwidth;
   return options;
 }

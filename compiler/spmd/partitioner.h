@@ -41,10 +41,10 @@ struct SpmdOptions {
   // layer (compiler/pipeline/schedule.h), is better. So the loop is used iff
   //   step flops / peak >= bytes per link direction per step / link bandwidth
   //   <=> step flops / (chunk bytes / directions) >= peak / bandwidth,
-  // directions = 2 when bidirectional, else 1. Default, TPUv3
-  // (docs/reference/hardware.md#windowed-einsum-break-even): 61.5e12 flop/s per core over one
-  // ICI link direction at 1e11 B/s x 0.83 efficiency = 8.3e10 B/s
-  // -> 61.5e12 / 8.3e10 = 741 flops per byte. (A bf16 weight rotated against
+  // directions = 2 when bidirectional, else 1. Default when no hardware is
+  // given (docs/reference/hardware.md#windowed-einsum-break-even): 61.5e12
+  // flop/s per core over 8.3e10 B/s per link direction = 741 flops per
+  // byte; runs with a preset derive it (TPUv3 now: 61.6e12 / 8.2e10 = 751). (A bf16 weight rotated against
   // T local tokens does 2*T*K*N flops per 2*K*N bytes: T flops per byte, so
   // one-way rings need T >= 741 tokens per device.) 0 disables the test.
   double windowed_einsum_min_flops_per_byte = 741;

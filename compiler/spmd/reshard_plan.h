@@ -20,8 +20,9 @@
 namespace podsim::compiler {
 
 // Bytes a link moves in one collective's fixed latency, the reshard plans'
-// default (digit_steps_cost below): TPUv3's ~1 us ICI hop latency at
-// 1e11 B/s per link (docs/reference/hardware.md#latencies).
+// default (digit_steps_cost below) when no hardware is given: a ~1 us ICI
+// hop latency at 1e11 B/s per link. Runs with a hardware preset derive it
+// (TPUv3: 1e-6 s x 8.2e10 B/s = 8.2e4, docs/reference/hardware.md#latencies).
 constexpr double kCollectiveLatencyBytes = 1e5;
 
 // Refine/coarsen/move on the common digit grid of source and target
