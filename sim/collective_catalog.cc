@@ -233,7 +233,17 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, con
     spec->groups.push_back(std::move(members));
     spec->group_shapes.emplace_back();
   } else {
-    const auto groups = instr.attrs.replica_groups.expand(num_devices_);
+    // No channel id and no global ids with replica_groups={}: XLA's
+    // cross-replica mode; the simulated devices are the partitions of one
+    // replica, so each is its own group (no transfer).
+    const bool cross_replica_only = !instr.attrs.channel_id && !instr.attrs.use_global_device_ids &&
+                                    instr.attrs.replica_groups.is_all_devices() && num_devices_ > 1;
+    std::vector<std::vector<int64_t>> groups;
+    if (cross_replica_only) {
+      for (int64_t d = 0; d < num_devices_; ++d) groups.push_back({d});
+    } else {
+      groups = instr.attrs.replica_groups.expand(num_devices_);
+    }
     for (const auto& group : groups) {
       std::vector<hw::CoreId> cores;
       for (int64_t d : group) {

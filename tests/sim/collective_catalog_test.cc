@@ -83,5 +83,38 @@ TEST(CollectiveCatalog, AsyncStartIsTheCollectiveItWraps) {
   EXPECT_EQ(catalog.spec(catalog.spec_of(entry, a2a)).kind, hw::CollectiveKind::kAllToAll);
 }
 
+// XLA's group modes: the all-reduce without a channel id or global ids,
+// replica_groups={}, is cross-replica; with one replica each of the 4
+// partitions is its own group and nothing moves (0 s). The same text with a
+// channel id is one group of all 4 partitions: a positive ring time.
+TEST(CollectiveCatalog, NoChannelIdAllReduceIsCrossReplica) {
+  const std::string text = R"(HloModule m, num_partitions=4
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %add = f32[] add(%x, %y)
+}
+ENTRY %main (p: f32[1024,256]) -> f32[1024,256] {
+  %p = f32[1024,256]{1,0} parameter(0)
+  ROOT %ar = f32[1024,256]{1,0} all-reduce(%p), CHANNELreplica_groups={}, to_apply=%sum
+})";
+  const hw::System system = ring_system(4);
+  auto spec_for = [&](const std::string& channel) {
+    std::string t = text;
+    t.replace(t.find("CHANNEL"), 7, channel);
+    compiler::SpmdProgram program = program_from_hlo(t);
+    CollectiveCatalog catalog(system, 4);
+    const compiler::Computation& entry = program.module.entry();
+    return catalog.spec(catalog.spec_of(entry, entry.instr(entry.find("ar"))));
+  };
+  const CollectiveSpec alone = spec_for("");
+  EXPECT_EQ(alone.groups.size(), 4u);
+  for (const hw::CollectivePlan& plan : alone.plans) EXPECT_EQ(plan.analytic_time_s, 0.0);
+  const CollectiveSpec across = spec_for("channel_id=1, ");
+  ASSERT_EQ(across.groups.size(), 1u);
+  EXPECT_EQ(across.groups[0].size(), 4u);
+  EXPECT_GT(across.plans.at(0).analytic_time_s, 0.0);
+}
+
 }  // namespace
 }  // namespace podsim::sim
