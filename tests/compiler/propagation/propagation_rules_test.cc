@@ -9,19 +9,6 @@
 namespace podsim::compiler::testing {
 namespace {
 
-const char* kAddComputation = R"(
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-)";
-
-std::string module(const std::string& entry_body, int devices = 4) {
-  return "HloModule t, num_partitions=" + std::to_string(devices) + "\n" + kAddComputation + "\nENTRY %e {\n" +
-         entry_body + "}\n";
-}
-
 // ---- elementwise -----------------------------------------------------------
 
 TEST(Propagation, ElementwiseOperationForwardPass) {
