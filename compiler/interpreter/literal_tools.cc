@@ -22,20 +22,6 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-// The f8 types: multiples of 1/64 need rounding to be representable.
-bool significand_bits_below_8(DType t) {
-  switch (t) {
-    case DType::kF8E4M3FN:
-    case DType::kF8E5M2:
-    case DType::kF8E4M3FNUZ:
-    case DType::kF8E5M2FNUZ:
-    case DType::kF8E4M3B11FNUZ:
-    case DType::kF8E4M3:
-    case DType::kF8E3M4: return true;
-    default: return false;
-  }
-}
-
 Literal random_leaf(const Shape& shape, uint64_t& state) {
   Literal result(shape);
   const DType dt = shape.dtype();
@@ -46,7 +32,7 @@ Literal random_leaf(const Shape& shape, uint64_t& state) {
       v = 0;
     } else if (is_floating(dt) || is_complex(dt)) {
       v = static_cast<double>(static_cast<int64_t>(r % 129) - 64) / 64.0;  // k/64, k in [-64, 64]
-      if (significand_bits_below_8(dt)) v = round_to_dtype(dt, v);        // f8: the nearest value it holds
+      if (significand_bits(dt) < 8) v = round_to_dtype(dt, v);  // f8: k/64 needs 7 bits; the nearest value it holds
     } else if (is_signed_integral(dt)) {
       // [-8, 8], or the whole range of s4 / s2.
       v = bits >= 5 ? static_cast<double>(static_cast<int64_t>(r % 17) - 8)

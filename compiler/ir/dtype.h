@@ -28,6 +28,9 @@ bool is_floating(DType t);
 bool is_integral(DType t);  // signed or unsigned integers, not pred
 bool is_signed_integral(DType t);
 bool is_complex(DType t);  // c64, c128
+// Significand bits with the implicit one of a floating (or complex) type:
+// bf16 8, f16 11, f32/c64 24, f64/c128 53, the f8 types 3-5; 0 for others.
+int significand_bits(DType t);
 // Bits of an integer type's value (s4 -> 4, u16 -> 16); 0 for the others.
 int integral_bits(DType t);
 

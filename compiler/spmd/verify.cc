@@ -202,26 +202,6 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
 
 namespace {
 
-// Significant bits of a floating type (0 for the others).
-int significand_bits(DType t) {
-  switch (t) {
-    case DType::kBF16: return 8;
-    case DType::kF16: return 11;
-    case DType::kF32:
-    case DType::kC64: return 24;
-    case DType::kF64:
-    case DType::kC128: return 53;
-    case DType::kF8E4M3FN:
-    case DType::kF8E4M3FNUZ:
-    case DType::kF8E4M3B11FNUZ:
-    case DType::kF8E4M3: return 4;
-    case DType::kF8E5M2:
-    case DType::kF8E5M2FNUZ: return 3;
-    case DType::kF8E3M4: return 5;
-    default: return 0;
-  }
-}
-
 // The largest 4 u sqrt(n) over the module's rounded sums (see
 // verify_tolerance), each in its own result type's precision; records the
 // longest sum and whether any value is bf16/f16/f8.
