@@ -34,25 +34,6 @@ Literal evaluate_local_op(const Instruction& instr, const Operands& operands, co
 // Row-major strides of dims (stride of the last dim is 1).
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims);
 
-// for_each_index with a caller-owned index vector, for inner loops (window
-// taps per output element) that must not allocate once per call.
-template <typename Fn>
-void for_each_index_in(const std::vector<int64_t>& dims, std::vector<int64_t>& index, Fn&& fn) {
-  for (int64_t d : dims)
-    if (d == 0) return;
-  index.assign(dims.size(), 0);
-  while (true) {
-    fn(static_cast<const std::vector<int64_t>&>(index));
-    int k = static_cast<int>(dims.size()) - 1;
-    while (k >= 0) {
-      if (++index[static_cast<size_t>(k)] < dims[static_cast<size_t>(k)]) break;
-      index[static_cast<size_t>(k)] = 0;
-      --k;
-    }
-    if (k < 0) return;
-  }
-}
-
 // Checks that `body` takes 2 * num_values scalars and returns num_values of them.
 void check_combiner(const Instruction& instr, const Module& module, CompId body, int num_values);
 

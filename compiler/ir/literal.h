@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/shape.h"
@@ -56,12 +57,13 @@ class Literal {
 // nearest even, integer wrap-around, pred to 0/1).
 double round_to_dtype(DType dtype, double value);
 
-// Calls fn(index) for every multi-index of dims in row-major order.
+// Calls fn(index) for every multi-index of dims in row-major order, in a
+// caller-owned index vector (inner loops that must not allocate per call).
 template <typename Fn>
-void for_each_index(const std::vector<int64_t>& dims, Fn&& fn) {
+void for_each_index_in(const std::vector<int64_t>& dims, std::vector<int64_t>& index, Fn&& fn) {
   for (int64_t d : dims)
     if (d == 0) return;
-  std::vector<int64_t> index(dims.size(), 0);
+  index.assign(dims.size(), 0);
   while (true) {
     fn(static_cast<const std::vector<int64_t>&>(index));
     int k = static_cast<int>(dims.size()) - 1;
@@ -72,6 +74,13 @@ void for_each_index(const std::vector<int64_t>& dims, Fn&& fn) {
     }
     if (k < 0) return;
   }
+}
+
+// Calls fn(index) for every multi-index of dims in row-major order.
+template <typename Fn>
+void for_each_index(const std::vector<int64_t>& dims, Fn&& fn) {
+  std::vector<int64_t> index;
+  for_each_index_in(dims, index, std::forward<Fn>(fn));
 }
 
 }  // namespace podsim::compiler
