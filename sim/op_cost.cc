@@ -2,6 +2,7 @@
 // op_cost.h for the mapping).
 #include "sim/op_cost.h"
 
+#include "compiler/ir/shape_inference.h"
 #include "compiler/pipeline/fusion.h"
 #include "sim/custom_call_cost.h"
 
@@ -58,9 +59,22 @@ const Shape& operand_shape(const Computation& c, const Instruction& instr, int i
   return c.instr(instr.operand(i)).shape;
 }
 
+// A sparse dot is costed as the dense dot of its logical operands: TPU matrix
+// units have no structured-sparsity mode (docs/hlo-input.md#sparse-dot).
+Shape logical_dot_operand(const Computation& c, const Instruction& instr, int i) {
+  Shape shape = operand_shape(c, instr, i);
+  const std::optional<compiler::DotSparsity> sparse = compiler::dot_sparsity(instr.attrs);
+  if (sparse && sparse->operand == i && instr.operand_count() == 3 && sparse->dim >= 0 && sparse->dim < shape.rank()) {
+    std::vector<int64_t> dims = shape.dims();
+    dims[static_cast<size_t>(sparse->dim)] = dims[static_cast<size_t>(sparse->dim)] / sparse->n * sparse->m;
+    shape = Shape(shape.dtype(), dims);
+  }
+  return shape;
+}
+
 hw::MatmulWork dot_work(const Computation& c, const Instruction& instr) {
-  const auto& lhs = operand_shape(c, instr, 0);
-  const auto& rhs = operand_shape(c, instr, 1);
+  const Shape lhs = logical_dot_operand(c, instr, 0);
+  const Shape rhs = logical_dot_operand(c, instr, 1);
   const auto& d = instr.attrs.dot;
   hw::MatmulWork w;
   w.batch = product_of(lhs.dims(), d.lhs_batch);

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/shape_inference.h"
+
 namespace podsim::compiler {
 
 namespace {
@@ -107,6 +109,15 @@ class Estimator {
           for (int64_t d : in.attrs.dot.lhs_contracting)
             if (d >= 0 && d < lhs->rank()) k *= static_cast<double>(lhs->dim(static_cast<int>(d)));
         temp = operand_bytes(comp, in);  // float dots pack both operands
+        if (const std::optional<DotSparsity> sparse = dot_sparsity(in.attrs); sparse && in.operand_count() == 3) {
+          // The stored operand is expanded to its logical size (m / n times) first.
+          const double expansion = static_cast<double>(sparse->m) / static_cast<double>(sparse->n);
+          if (const Shape* stored = operand_shape(comp, in, sparse->operand))
+            temp += 2 * interpreter_value_bytes(*stored) * expansion;
+          const auto& contracting = in.attrs.dot.lhs_contracting;
+          if (sparse->operand == 0 && std::find(contracting.begin(), contracting.end(), sparse->dim) != contracting.end())
+            k *= expansion;  // the contracting size above was the stored one
+        }
         return touched + out * k;
       }
       case Opcode::kConvolution: {
@@ -283,8 +294,6 @@ bool has_no_defined_value(const Instruction& in) {
     case Opcode::kRecv:
     case Opcode::kRecvDone:
       return true;
-    case Opcode::kDot:  // sparse dot (a metadata operand): has a value, not implemented here
-      return in.operand_count() > 2;
     case Opcode::kCustomCall:
       return !is_identity_custom_call(in.attrs.custom_call_target) && in.attrs.custom_call_target != "TopK";
     case Opcode::kAsyncStart:
@@ -315,7 +324,6 @@ std::string kind_of(const Instruction& in) {
                         ? *in.attrs.async_wrapped
                         : in.opcode;
   if (op == Opcode::kCustomCall) return fmt::format("custom-call '{}'", in.attrs.custom_call_target);
-  if (op == Opcode::kDot && in.operand_count() > 2) return "sparse dot";
   return std::string(opcode_name(op));
 }
 

@@ -1,13 +1,15 @@
 // Dot (general batch/contracting dims) and convolution (XLA ConvDims with
 // window strides, padding, lhs/rhs dilation, reversal, feature and batch
 // groups). Float results accumulate in double and are rounded once; integer
-// results accumulate in wrapping 64-bit integers.
+// results accumulate in wrapping 64-bit integers. A sparse dot (N:M structured
+// sparsity) expands its stored operand to the logical one, then runs the dot.
 #include <complex>
 #include <cstdint>
 
 #include <fmt/format.h>
 
 #include "compiler/interpreter/local_ops.h"
+#include "compiler/ir/shape_inference.h"
 
 namespace podsim::compiler::interp {
 
@@ -64,6 +66,56 @@ void check_dims_in_range(const Instruction& instr, const std::vector<int64_t>& d
 }
 
 }  // namespace
+
+// The logical operand a sparse dot's stored operand stands for
+// (docs/hlo-input.md#sparse-dot): stored element j along the sparse dim
+// belongs to group j / n and lands at g * m + f_j, where f_j is the j-th
+// ceil(log2 m)-bit field of the metadata row, fields packed from the least
+// significant bit of each metadata element; other positions are zero.
+Literal expand_sparse_operand(const Instruction& instr, const Literal& stored, const Literal& meta,
+                              const DotSparsity& sparsity) {
+  const Shape& ss = stored.shape();
+  const Shape& ms = meta.shape();
+  if (is_complex(ss.dtype())) fail(instr, "sparse dot on complex values");
+  if (sparsity.dim < 0 || sparsity.dim >= ss.rank()) fail(instr, "sparse dimension out of range");
+  const auto d = static_cast<size_t>(sparsity.dim);
+  const int64_t stored_size = ss.dims()[d];
+  if (stored_size % sparsity.n != 0)
+    fail(instr, fmt::format("sparse dimension holds {} values, not a multiple of n = {}", stored_size, sparsity.n));
+  if (!is_integral(ms.dtype()) || ms.rank() != ss.rank())
+    fail(instr, "sparsity metadata must be an integer array of the stored operand's rank");
+  const int index_bits = sparsity.index_bits();
+  const int64_t fields_per_element = sparsity.values_per_element(ms.dtype());
+  for (size_t i = 0; i < ss.dims().size(); ++i) {
+    const bool fits = i == d ? ms.dims()[i] * fields_per_element >= stored_size : ms.dims()[i] == ss.dims()[i];
+    if (!fits)
+      fail(instr, fmt::format("sparsity metadata {} does not describe the stored operand {} ({} indices of {} bits "
+                              "per element along the sparse dimension)",
+                              ms.to_string(), ss.to_string(), fields_per_element, index_bits));
+  }
+  std::vector<int64_t> dense_dims = ss.dims();
+  dense_dims[d] = stored_size / sparsity.n * sparsity.m;
+  Literal dense(Shape(ss.dtype(), dense_dims));
+  const uint64_t field_mask = (uint64_t{1} << index_bits) - 1;
+  const uint64_t element_mask = integral_bits(ms.dtype()) >= 64 ? ~uint64_t{0}
+                                                                 : (uint64_t{1} << integral_bits(ms.dtype())) - 1;
+  std::vector<int64_t> meta_index, dense_index;
+  for_each_index(ss.dims(), [&](const std::vector<int64_t>& idx) {
+    const int64_t j = idx[d];
+    meta_index = idx;
+    meta_index[d] = j / fields_per_element;
+    const auto word = static_cast<uint64_t>(static_cast<int64_t>(meta.at(meta_index))) & element_mask;
+    const auto field = static_cast<int64_t>((word >> ((j % fields_per_element) * index_bits)) & field_mask);
+    if (field >= sparsity.m)
+      fail(instr, fmt::format("sparsity metadata index {} is out of range for {}:{} sparsity", field, sparsity.n,
+                              sparsity.m));
+    dense_index = idx;
+    dense_index[d] = j / sparsity.n * sparsity.m + field;
+    const int64_t at = dense.linear_index(dense_index);
+    dense.mutable_values()[static_cast<size_t>(at)] += stored.values()[static_cast<size_t>(stored.linear_index(idx))];
+  });
+  return dense;
+}
 
 // out[batch..., lhs_free..., rhs_free...] = sum_c lhs[...] * rhs[...].
 Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs) {
@@ -233,6 +285,14 @@ Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rh
       }
     }
   return result;
+}
+
+// A dot with a third (metadata) operand: N:M structured sparsity on one side.
+Literal eval_sparse_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs, const Literal& meta) {
+  const std::optional<DotSparsity> sparsity = dot_sparsity(instr.attrs);
+  if (!sparsity) fail(instr, "a dot with three operands needs a sparsity=L.dim@n:m (or R.) attribute");
+  if (sparsity->operand == 0) return eval_dot(instr, expand_sparse_operand(instr, lhs, meta, *sparsity), rhs);
+  return eval_dot(instr, lhs, expand_sparse_operand(instr, rhs, meta, *sparsity));
 }
 
 // For output (batch b, feature o, spatial s) with G feature groups and B

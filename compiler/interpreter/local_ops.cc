@@ -80,7 +80,10 @@ Literal evaluate_local_op(const Instruction& instr, const Operands& operands, co
       return eval_clamp(instr, *operands[0], *operands[1], *operands[2]);
     case Opcode::kReduce: return eval_reduce(instr, operands, context);
     case Opcode::kReduceWindow: return eval_reduce_window(instr, operands, context);
-    case Opcode::kDot: expect_operands(instr, operands, 2); return eval_dot(instr, *operands[0], *operands[1]);
+    case Opcode::kDot:
+      if (operands.size() == 3) return eval_sparse_dot(instr, *operands[0], *operands[1], *operands[2]);
+      expect_operands(instr, operands, 2);
+      return eval_dot(instr, *operands[0], *operands[1]);
     case Opcode::kConvolution:
       expect_operands(instr, operands, 2);
       return eval_convolution(instr, *operands[0], *operands[1]);

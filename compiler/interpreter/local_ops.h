@@ -60,6 +60,7 @@ Literal eval_reduce(const Instruction& instr, const Operands& operands, const Op
 Literal eval_reduce_window(const Instruction& instr, const Operands& operands, const OpContext& context);
 
 Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs);
+Literal eval_sparse_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs, const Literal& meta);
 Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Literal& rhs);
 
 Literal eval_gather(const Instruction& instr, const Literal& operand, const Literal& indices);

@@ -371,36 +371,16 @@ Shape Inferrer::reduce_window() {
   return n == 1 ? results[0] : Shape::tuple(std::move(results));
 }
 
-// A sparse dot's "sparsity=L.2@2:4" (an extra attribute): operand L (or R)
-// stores n of every m elements along dim; its logical size is stored * m / n.
-struct DotSparsity {
-  size_t operand = 0;
-  int64_t dim = 0, n = 1, m = 1;
-};
-
-std::optional<DotSparsity> dot_sparsity(const Attributes& a) {
-  for (const auto& [key, value] : a.extra) {
-    if (key != "sparsity") continue;
-    long long dim = 0, n = 0, m = 0;
-    char side = 0;
-    if (std::sscanf(value.c_str(), "%c.%lld@%lld:%lld", &side, &dim, &n, &m) != 4 || n < 1 || m < n ||
-        (side != 'L' && side != 'R'))
-      return std::nullopt;
-    return DotSparsity{side == 'R' ? size_t{1} : size_t{0}, dim, n, m};
-  }
-  return std::nullopt;
-}
-
 Shape Inferrer::dot() {
   std::optional<Shape> sparse_logical[2];
   const auto sparsity = dot_sparsity(instr_.attrs);
   if (sparsity) {
     expect_operands(3);  // lhs, rhs, sparsity metadata
-    const Shape& stored = array_operand(sparsity->operand);
+    const Shape& stored = array_operand(static_cast<size_t>(sparsity->operand));
     check_dim_index(sparsity->dim, stored.rank(), "sparse dimension");
     std::vector<int64_t> dims = stored.dims();
     dims[static_cast<size_t>(sparsity->dim)] = dims[static_cast<size_t>(sparsity->dim)] * sparsity->m / sparsity->n;
-    sparse_logical[sparsity->operand] = Shape(stored.dtype(), dims);
+    sparse_logical[static_cast<size_t>(sparsity->operand)] = Shape(stored.dtype(), dims);
   } else {
     expect_operands(2);
   }
@@ -1135,6 +1115,29 @@ Shape Inferrer::run() {
 }
 
 }  // namespace
+
+std::optional<DotSparsity> dot_sparsity(const Attributes& attrs) {
+  for (const auto& [key, value] : attrs.extra) {
+    if (key != "sparsity") continue;
+    long long dim = 0, n = 0, m = 0;
+    char side = 0;
+    if (std::sscanf(value.c_str(), "%c.%lld@%lld:%lld", &side, &dim, &n, &m) != 4 || n < 1 || m < n ||
+        (side != 'L' && side != 'R'))
+      return std::nullopt;
+    return DotSparsity{side == 'R' ? 1 : 0, dim, n, m};
+  }
+  return std::nullopt;
+}
+
+int DotSparsity::index_bits() const {
+  int bits = 1;
+  while ((int64_t{1} << bits) < m) ++bits;
+  return bits;
+}
+
+int64_t DotSparsity::values_per_element(DType meta) const {
+  return std::max<int64_t>(1, integral_bits(meta) / index_bits());
+}
 
 Shape infer_shape(const Instruction& instr, const std::vector<const Shape*>& operand_shapes,
                   const ShapeInferenceContext& context) {

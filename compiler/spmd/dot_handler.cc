@@ -2,10 +2,14 @@
 // (dot_strategies.h), reshard the operands to it, run the local dot (or the
 // windowed loop of #windowed-einsum in place of an all-gather), combine the partial sums
 // of a contracting-sharded plan with one reduce-scatter or all-reduce, and
-// reshard the result to the target.
+// reshard the result to the target. A sparse dot's metadata is resharded
+// with its stored operand.
 #include "compiler/spmd/dot_handler.h"
 
 #include <algorithm>
+#include <numeric>
+
+#include "compiler/ir/shape_inference.h"
 
 #include "compiler/sharding/sharding_util.h"
 #include "compiler/spmd/halo_exchange.h"
@@ -110,14 +114,28 @@ std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const Spm
 
 }  // namespace
 
-PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec) {
+PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec,
+                                  const SparseOperand* sparse) {
   const DotPlan plan =
       choose_dot_plan(spec, DotShardings{in.operands[0].sharding, in.operands[1].sharding, in.target},
                       context.num_devices(), &context.relabeled_plans());
+  if (sparse) {
+    // Shards of the sparse dim must hold whole groups and whole metadata
+    // elements, with no padding; otherwise nothing is split there.
+    const Sharding& needed = sparse->side == 0 ? plan.lhs : plan.rhs;
+    const int64_t t = tile_count(needed, sparse->dim);
+    const int64_t stored = in.operands[static_cast<size_t>(sparse->side)].base_shape.dim(static_cast<int>(sparse->dim));
+    const int64_t meta = sparse->metadata.base_shape.dim(static_cast<int>(sparse->dim));
+    const int64_t unit = std::lcm(sparse->group, sparse->values_per_element);
+    if (t > 1 && (stored % (t * unit) != 0 || meta * sparse->values_per_element != stored || meta % t != 0))
+      return handle_default(context, in);
+  }
 
-  // Windowed: the bigger of the eligible operands is rotated.
+  // Windowed: the bigger of the eligible operands is rotated (not for a
+  // sparse dot, whose loop would have to rotate the metadata too).
   std::optional<WindowedDot> windowed;
   for (int side : {1, 0}) {
+    if (sparse) break;
     auto w = windowed_candidate(context, in, spec, plan, side);
     if (w && (!windowed || w->windowed.base_shape.byte_size() > windowed->windowed.base_shape.byte_size()))
       windowed = std::move(w);
@@ -158,7 +176,10 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
     for (int64_t j = 0; j < spec.rank(); ++j)
       if (const int64_t g = spec.labels[static_cast<size_t>(j)].groups; g > 0)
         local_op.attrs.feature_group_count = g / tile_count(plan.joint, j);
-    local = clone_with_operands(context, local_op, {locals[0], locals[1]});
+    std::vector<InstrId> operands = {locals[0], locals[1]};
+    if (sparse)
+      operands.push_back(reshard(context, sparse->metadata, sparse->side == 0 ? plan.lhs : plan.rhs).id);
+    local = clone_with_operands(context, local_op, operands);
   }
   if (!groups) return reshard(context, PartitionedValue{local, in.original.shape, plan.local_out}, in.target);
   PartialValue partial{local, in.original.shape, plan.local_out, *groups,
@@ -167,8 +188,24 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
 }
 
 PartitionedValue handle_dot(SpmdContext& context, const HandlerInput& in) {
-  if (in.operands.size() != 2 || in.original.shape.is_tuple()) return handle_default(context, in);
-  return partition_einsum(context, in, einsum_of_dot(in.original, in.operands[0].base_shape, in.operands[1].base_shape));
+  if (in.original.shape.is_tuple()) return handle_default(context, in);
+  if (in.operands.size() == 2)
+    return partition_einsum(context, in, einsum_of_dot(in.original, in.operands[0].base_shape, in.operands[1].base_shape));
+  const std::optional<DotSparsity> sparsity = dot_sparsity(in.original.attrs);
+  if (in.operands.size() != 3 || !sparsity) return handle_default(context, in);
+  // Plans are chosen on the logical operands; the stored one is split alike.
+  Shape logical[2] = {in.operands[0].base_shape, in.operands[1].base_shape};
+  Shape& dense = logical[sparsity->operand];
+  const PartitionedValue& metadata = in.operands[2];
+  if (sparsity->dim < 0 || sparsity->dim >= dense.rank() || metadata.base_shape.rank() != dense.rank() ||
+      !is_integral(metadata.base_shape.dtype()))
+    return handle_default(context, in);
+  std::vector<int64_t> dims = dense.dims();
+  dims[static_cast<size_t>(sparsity->dim)] = dims[static_cast<size_t>(sparsity->dim)] / sparsity->n * sparsity->m;
+  dense = Shape(dense.dtype(), dims);
+  const SparseOperand sparse{sparsity->operand, sparsity->dim, sparsity->n,
+                             sparsity->values_per_element(metadata.base_shape.dtype()), metadata};
+  return partition_einsum(context, in, einsum_of_dot(in.original, logical[0], logical[1]), &sparse);
 }
 
 }  // namespace podsim::compiler

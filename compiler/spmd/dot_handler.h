@@ -16,7 +16,18 @@ namespace podsim::compiler {
 // Partitions `in.original` (a dot, or a convolution whose spatial dims stay
 // whole) described by `spec`: reshard operands to the cheapest plan, local
 // op (or windowed loop), combine partial sums, reshard to the target.
-PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec);
+// A sparse dot's metadata travels with its stored operand (`side`): same
+// rank, same sharding, one metadata element per `values_per_element` stored
+// values along the sparse dim (docs/hlo-input.md#sparse-dot).
+struct SparseOperand {
+  int side = 0;
+  int64_t dim = 0;
+  int64_t group = 1;               // n: a shard boundary must not split a group
+  int64_t values_per_element = 1;  // stored values per metadata element
+  PartitionedValue metadata;
+};
+PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec,
+                                  const SparseOperand* sparse = nullptr);
 
 // One operand rotated round its device ring instead of all-gathered
 // (windowed_einsum.cc). The plan needs `windowed` whole along `windowed_dim`

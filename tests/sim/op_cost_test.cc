@@ -65,6 +65,31 @@ ENTRY %main (a: f32[4,3,8,16,5], b: f32[4,16,5,7]) -> f32[4,3,8,7] {
   EXPECT_DOUBLE_EQ(q.hbm_bytes_written, 4.0 * (4 * 3 * 8 * 7));
 }
 
+TEST(OpCost, SparseDotIsTheDenseDotOfItsLogicalOperands) {
+  // lhs stores f32[8,64] of a logical f32[8,128] (2:4 on the contracting dim);
+  // rhs is R-sparse in the second dot: f32[64,16] of a logical f32[128,16].
+  // Both are m = 8, k = 128, n = 16: TPU matrix units multiply the zeros too.
+  const auto m = compiler::parse_hlo(R"(HloModule sparse
+ENTRY %main (a: f32[8,64], b: f32[128,16], meta: u16[8,8], c: f32[8,128], e: f32[64,16], meta2: u16[8,16]) -> (f32[8,16], f32[8,16]) {
+  %a = f32[8,64] parameter(0)
+  %b = f32[128,16] parameter(1)
+  %meta = u16[8,8] parameter(2)
+  %c = f32[8,128] parameter(3)
+  %e = f32[64,16] parameter(4)
+  %meta2 = u16[8,16] parameter(5)
+  %l = f32[8,16] dot(%a, %b, %meta), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sparsity=L.1@2:4
+  %r = f32[8,16] dot(%c, %e, %meta2), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sparsity=R.0@2:4
+  ROOT %t = (f32[8,16], f32[8,16]) tuple(%l, %r)
+})");
+  for (const char* name : {"l", "r"}) {
+    const hw::OpQuery q = op_query(m.entry(), find(m, name));
+    ASSERT_EQ(q.matmuls.size(), 1u) << name;
+    EXPECT_EQ(q.matmuls[0].m, 8) << name;
+    EXPECT_EQ(q.matmuls[0].k, 128) << name;
+    EXPECT_EQ(q.matmuls[0].n, 16) << name;
+  }
+}
+
 TEST(OpCost, ConvolutionIsIm2colMatmul) {
   const auto m = compiler::parse_hlo(R"(HloModule conv
 ENTRY %main (x: bf16[2,10,10,8], k: bf16[3,3,8,16]) -> bf16[2,8,8,16] {

@@ -1,6 +1,6 @@
 // Interpreter: dot (contracting/batch dims, output dim order, bf16 rounding)
 // and convolution (padding, stride, lhs/rhs dilation, reversal, feature and
-// batch groups, 2-D).
+// batch groups, 2-D), sparse dot (2:4 metadata decoding, either side).
 #include <string>
 
 #include <gtest/gtest.h>
@@ -144,6 +144,83 @@ ENTRY main {
   ROOT c = f32[2,1,1] convolution(x, k), window={size=1}, dim_labels=b0f_0io->b0f
 })");
   EXPECT_EQ(evaluate(m, {f32({2, 1, 2}, {1, 2, 3, 4}), f32({1, 2, 1}, {1, 100})}).values(), (V{201, 403}));
+}
+
+TEST(SparseDot, LhsTwoOfFourDecodesTheMetadataFields) {
+  // Logical lhs row of 8 = two groups of 4; the stored row keeps 2 per group:
+  // [10, 20 | 30, 40]. One u16 of metadata holds the four 2-bit positions,
+  // lowest bits first: group 0 at 1 and 3, group 1 at 0 and 2, so
+  // 1 | 3 << 2 | 0 << 4 | 2 << 6 = 141 and the logical row is
+  // [0, 10, 0, 20, 30, 0, 40, 0]. With rhs = [1..8]^T:
+  // 10*2 + 20*4 + 30*5 + 40*7 = 20 + 80 + 150 + 280 = 530.
+  Module m = parse_verified(R"(HloModule m
+ENTRY main {
+  lhs = f32[1,4] parameter(0)
+  rhs = f32[8,1] parameter(1)
+  meta = u16[1,1] parameter(2)
+  ROOT d = f32[1,1] dot(lhs, rhs, meta), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sparsity=L.1@2:4
+})");
+  const Literal out = evaluate(m, {f32({1, 4}, {10, 20, 30, 40}), f32({8, 1}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                                   lit(DType::kU16, {1, 1}, {141})});
+  EXPECT_EQ(out.values(), (V{530}));
+}
+
+TEST(SparseDot, RhsSparsityAndAFieldPerStoredValuePerMetadataElement) {
+  // rhs stored [4,1] stands for a logical [8,1] (sparse along dim 0). The
+  // metadata is u8[2,1]: 8 bits hold four 2-bit fields, so element 0 covers
+  // stored values 0..3 and element 1 is padding the decoder never reads.
+  // Positions 0,1 | 2,3 (fields 0,1,2,3 -> 0 | 1<<2 | 2<<4 | 3<<6 = 228) give
+  // the logical column [a, b, 0, 0, 0, 0, c, d] = [1, 2, 0, 0, 0, 0, 3, 4];
+  // lhs = [1..8]: 1*1 + 2*2 + 7*3 + 8*4 = 1 + 4 + 21 + 32 = 58.
+  Module m = parse_verified(R"(HloModule m
+ENTRY main {
+  lhs = f32[1,8] parameter(0)
+  rhs = f32[4,1] parameter(1)
+  meta = u8[2,1] parameter(2)
+  ROOT d = f32[1,1] dot(lhs, rhs, meta), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sparsity=R.0@2:4
+})");
+  const Literal out = evaluate(m, {f32({1, 8}, {1, 2, 3, 4, 5, 6, 7, 8}), f32({4, 1}, {1, 2, 3, 4}),
+                                   lit(DType::kU8, {2, 1}, {228, 0})});
+  EXPECT_EQ(out.values(), (V{58}));
+}
+
+TEST(SparseDot, EqualsTheDenseDotOfTheExpandedOperand) {
+  // Two rows, each of two groups; row 0 positions (0,2),(1,3) = fields
+  // 0,2,1,3 -> 0 | 2<<2 | 1<<4 | 3<<6 = 216; row 1 positions (2,3),(0,1) =
+  // 2 | 3<<2 | 0<<4 | 1<<6 = 78. Stored rows [1,2,3,4] and [5,6,7,8] expand to
+  // [1,0,2,0, 0,3,0,4] and [0,0,5,6, 7,8,0,0]; the sparse dot must equal the
+  // dense dot of those rows with the same rhs.
+  Module sparse = parse_verified(R"(HloModule m
+ENTRY main {
+  lhs = f32[2,4] parameter(0)
+  rhs = f32[8,3] parameter(1)
+  meta = u16[2,1] parameter(2)
+  ROOT d = f32[2,3] dot(lhs, rhs, meta), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sparsity=L.1@2:4
+})");
+  Module dense = parse_verified(R"(HloModule m
+ENTRY main {
+  lhs = f32[2,8] parameter(0)
+  rhs = f32[8,3] parameter(1)
+  ROOT d = f32[2,3] dot(lhs, rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  const Literal rhs = iota_literal(DType::kF32, {8, 3});
+  const Literal got = evaluate(sparse, {f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), rhs, lit(DType::kU16, {2, 1}, {216, 78})});
+  const Literal want = evaluate(dense, {f32({2, 8}, {1, 0, 2, 0, 0, 3, 0, 4, 0, 0, 5, 6, 7, 8, 0, 0}), rhs});
+  EXPECT_EQ(got.values(), want.values());
+}
+
+TEST(SparseDot, MetadataTooShortIsAUserError) {
+  // 8 stored values need 8 two-bit fields = one u16; a u8 holds only 4.
+  Module m = parse_verified(R"(HloModule m
+ENTRY main {
+  lhs = f32[1,8] parameter(0)
+  rhs = f32[16,1] parameter(1)
+  meta = u8[1,1] parameter(2)
+  ROOT d = f32[1,1] dot(lhs, rhs, meta), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sparsity=L.1@2:4
+})");
+  EXPECT_THROW(evaluate(m, {iota_literal(DType::kF32, {1, 8}), iota_literal(DType::kF32, {16, 1}),
+                            lit(DType::kU8, {1, 1}, {0})}),
+               UserError);
 }
 
 }  // namespace

@@ -27,11 +27,9 @@ std::string stem(const std::string& path) { return std::filesystem::path(path).s
 
 // Fixtures the interpreter refuses up front: ops without a defined value
 // (random numbers: rng, rng-bit-generator, stochastic rounding; host I/O:
-// infeed/outfeed, send/recv; a custom-call to an unknown kernel), and one
-// with a value it does not compute (the sparse dot: its metadata operand
-// encodes a structured-sparsity layout the interpreter does not decode).
-const std::set<std::string> kUndefined = {"rng",          "stochastic_convert", "infeed_outfeed", "send_recv",
-                                          "kept_attributes", "sparse_dot"};
+// infeed/outfeed, send/recv; a custom-call to an unknown kernel).
+const std::set<std::string> kUndefined = {"rng", "stochastic_convert", "infeed_outfeed", "send_recv",
+                                          "kept_attributes"};
 
 class FormInterpreter : public ::testing::TestWithParam<std::string> {};
 

@@ -512,5 +512,30 @@ TEST(NewOpShapes, CombinedCollectivesReturnATupleOfPerOperandResults) {
   EXPECT_EQ(infer(Opcode::kAllGatherStart, {x, y}, a, start), start);
 }
 
+TEST(DotSparsityAttribute, ParsesSideDimAndNOfMAndSizesTheMetadataFields) {
+  // "L.2@2:4": lhs, dim 2, 2 of every 4. ceil(log2 4) = 2 bits a field, so a
+  // u16 holds 8 fields and a u8 4; 1:3 needs 2 bits too (3 positions).
+  Attributes a;
+  a.extra = {{"sparsity", "L.2@2:4"}};
+  const auto lhs = dot_sparsity(a);
+  ASSERT_TRUE(lhs.has_value());
+  EXPECT_EQ(lhs->operand, 0);
+  EXPECT_EQ(lhs->dim, 2);
+  EXPECT_EQ(lhs->n, 2);
+  EXPECT_EQ(lhs->m, 4);
+  EXPECT_EQ(lhs->index_bits(), 2);
+  EXPECT_EQ(lhs->values_per_element(DType::kU16), 8);
+  EXPECT_EQ(lhs->values_per_element(DType::kU8), 4);
+  a.extra = {{"sparsity", "R.0@1:3"}};
+  const auto rhs = dot_sparsity(a);
+  ASSERT_TRUE(rhs.has_value());
+  EXPECT_EQ(rhs->operand, 1);
+  EXPECT_EQ(rhs->index_bits(), 2);
+  a.extra = {{"sparsity", "L.1@4:2"}};  // n > m is not a sparsity
+  EXPECT_FALSE(dot_sparsity(a).has_value());
+  a.extra = {};
+  EXPECT_FALSE(dot_sparsity(a).has_value());
+}
+
 }  // namespace
 }  // namespace podsim::compiler
