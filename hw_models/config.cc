@@ -366,6 +366,25 @@ std::string unknown_key_hint(const std::string& dotted, const std::string& secti
   return fmt::format("valid keys: {}", fmt::join(hardware_keys(), ", "));
 }
 
+// The valid key an override most likely meant: one that the key ends with
+// once '.' and '_' are read alike ("chip.hbm_bandwidth" -> "hbm.bandwidth"),
+// else the closest by spelling.
+std::string override_guess(const std::string& key) {
+  const auto flat = [](std::string k) {
+    std::replace(k.begin(), k.end(), '.', '_');
+    return k;
+  };
+  const std::string flat_key = flat(key);
+  std::string best;
+  for (const std::string& valid : hardware_keys()) {
+    const std::string flat_valid = flat(valid);
+    if (flat_key.ends_with(flat_valid) && (flat_key.size() == flat_valid.size() ||
+                                           flat_key[flat_key.size() - flat_valid.size() - 1] == '_'))
+      if (flat_valid.size() > best.size()) best = valid;
+  }
+  return best.empty() ? closest(key, hardware_keys()) : best;
+}
+
 [[noreturn]] void unknown_key(const SourceLocation& loc, const std::string& prefix, const std::string& name) {
   const std::string section = prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1);
   const std::string guess = closest(name, keys_below(prefix));
@@ -536,9 +555,12 @@ void apply_overrides(HardwareConfig& config, const Overrides& overrides) {
     // Overrides reach podsim as `--set hardware.<key>=<value>`: name that flag.
     const std::string origin = fmt::format("--set hardware.{}={}", key, text);
     const Field* field = find_field(key);
-    if (!field)
+    if (!field) {
+      const std::string guess = override_guess(key);
       throw UserError(SourceLocation{origin, 0, 0}, fmt::format("unknown hardware key '{}' in override", key),
-                      unknown_key_hint(key));
+                      guess.empty() ? unknown_key_hint(key)
+                                    : fmt::format("did you mean --set hardware.{}={}?", guess, text));
+    }
     YAML::Node value;
     try {
       value = YAML::Load(text);

@@ -41,8 +41,17 @@ TEST(HardwareConfig, UnknownOverrideKeyNamesTheKey) {
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
     EXPECT_NE(e.message().find("ici.link_bandwith"), std::string::npos);
-    // The nearest key, not a wall of every key.
-    EXPECT_EQ(e.hint(), "did you mean 'ici.link_bandwidth'?");
+    // The nearest key, not a wall of every key, as the flag to type.
+    EXPECT_EQ(e.hint(), "did you mean --set hardware.ici.link_bandwidth=2e11?");
+  }
+  try {
+    // The right leaf under the wrong section: '.' and '_' read alike, so
+    // "chip.hbm_bandwidth" ends with "hbm.bandwidth" (by spelling alone the
+    // nearest would be chip.host_bandwidth).
+    load_hardware("tpuv3", {{"chip.hbm_bandwidth", "9e11"}});
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.hint(), "did you mean --set hardware.hbm.bandwidth=9e11?");
   }
   try {
     load_hardware("tpuv3", {{"qqqqqqqq", "1"}});
