@@ -41,6 +41,10 @@ struct Instruction {
   Attributes attrs;
   // The sharding attribute in XLA text form ("{devices=[2,1]0,1}"), if any.
   std::optional<std::string> sharding;
+  // In a partitioned program: the sharding (XLA text) of the global value
+  // this instruction holds one device's shard of, as the partitioner knew it.
+  // Not printed; reports show it beside the per-device buffer.
+  std::string shard_of;
   // Where the instruction came from (HLO text position), for error messages.
   SourceLocation location;
   // XLA's metadata={op_name="..."}: the model-level name of what this

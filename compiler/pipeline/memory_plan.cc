@@ -452,7 +452,7 @@ class MemoryPlanner::ComputationSweep {
     live.instruction = producer.name;
     live.op_name = producer.op_name;
     live.shape = b.leaf ? b.leaf->to_string(false) : producer.shape.to_string(false);
-    live.sharding = producer.sharding.value_or("");
+    live.sharding = producer.sharding.value_or(producer.shard_of);
     live.role = role;
     live.bytes = b.bytes;
     return live;

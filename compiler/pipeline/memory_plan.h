@@ -68,7 +68,7 @@ struct LiveBufferAtPeak {
   std::string instruction;  // the producer's name
   std::string op_name;      // the producer's op_name (model-level name)
   std::string shape;        // the buffer's leaf shape, XLA text
-  std::string sharding;     // the producer's sharding attribute, XLA text ("" if none)
+  std::string sharding;     // the producer's sharding attribute, else the global value's it holds a shard of ("" if none)
   ValueRole role = ValueRole::kTemporary;
   int64_t bytes = 0;
 };

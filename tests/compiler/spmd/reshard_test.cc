@@ -22,6 +22,27 @@ TEST(Reshard, TiledToReplicated) {
   }
 }
 
+TEST(Reshard, EveryReshardAndHandlerResultNamesTheGlobalShardingItHolds) {
+  // p tiled 4 ways on dim 0 is all-gathered to replicated for the copy; the
+  // all-gather holds the whole (replicated) value, the copy the target's
+  // shard. Reports show this beside per-device buffers (memory peak list);
+  // the printed HLO does not carry it.
+  auto p = partition_text(copy_module("8,4", "{devices=[4,1]<=[4]}", "{replicated}"), 4);
+  bool saw_gather = false;
+  for (const Instruction& instr : p.result.module.entry().instructions()) {
+    if (instr.opcode == Opcode::kAllGather) {
+      saw_gather = true;
+      EXPECT_EQ(instr.shard_of, "{replicated}");
+    }
+    if (instr.opcode == Opcode::kParameter) {
+      EXPECT_EQ(instr.shard_of, "");  // its own sharding attribute says it
+    }
+  }
+  EXPECT_TRUE(saw_gather) << print_hlo(p.result.module);
+  EXPECT_EQ(p.result.module.entry().root_instr().shard_of, "{replicated}");
+  EXPECT_EQ(print_hlo(p.result.module).find("shard_of"), std::string::npos);
+}
+
 TEST(Reshard, UnevenTiledToReplicated) {
   // 7 rows over 4 devices: shards of ceil(7/4)=2, the last holds 1 row + padding.
   auto p = partition_text(copy_module("7,3", "{devices=[4,1]<=[4]}", "{replicated}"), 4);
