@@ -118,3 +118,134 @@ ENTRY %main (p: f32[1024,256]) -> f32[1024,256] {
 
 }  // namespace
 }  // namespace podsim::sim
+
+namespace podsim::sim {
+namespace {
+
+// Groups over chips and the two cores of each chip (plan_group;
+// docs/collectives.md "Groups over both cores of a chip"). tpuv3 links: W
+// per ICI link direction, h per hop, B and l for the on-chip link between a
+// chip's two cores. The pods below are whole (wraparound), so a ring of d
+// chips on a dim is closed: a bidirectional ring pass of data D over d
+// members moves (d-1)/d D/2 over each link direction in floor(d/2) steps.
+// An all-reduce is two passes (reduce-scatter, all-gather), so every closed
+// form below is 2 x a pass. The step of a program holding only the
+// all-reduce is the all-reduce's time, in both fidelities (to 10 ps: the
+// simulator's clock counts whole picoseconds, rounded at each phase).
+constexpr double kW = testing::kLinkBandwidth;
+constexpr double kH = testing::kHopLatency;
+constexpr double kB = 450e9;    // tpuv3 chip.on_chip_bandwidth
+constexpr double kL = 0.5e-6;   // tpuv3 chip.on_chip_latency_s
+
+std::string all_reduce_module(int64_t devices, const std::string& groups, int64_t elements) {
+  return fmt::format(R"(HloModule ar, num_partitions={0}
+%sum (x: f32[], y: f32[]) -> f32[] {{
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %add = f32[] add(%x, %y)
+}}
+ENTRY %main (p: f32[{2}]) -> f32[{2}] {{
+  %p = f32[{2}]{{0}} parameter(0)
+  ROOT %ar = f32[{2}]{{0}} all-reduce(%p), channel_id=1, replica_groups={1}, use_global_device_ids=true, to_apply=%sum
+}})",
+                     devices, groups, elements);
+}
+
+hw::System cores_system(const std::string& pod_dims, const std::string& wraparound, int64_t devices) {
+  return testing::make_system({devices}, {{"ici.pod_dims", pod_dims}, {"ici.pod_wraparound", wraparound}});
+}
+
+struct Planned {
+  std::string label;
+  double fast_s, full_s;
+};
+
+Planned plan_and_run(const hw::System& system, int64_t devices, const std::string& groups, int64_t elements) {
+  const compiler::SpmdProgram program = program_from_hlo(all_reduce_module(devices, groups, elements));
+  CollectiveCatalog catalog(system, devices);
+  const compiler::Computation& entry = program.module.entry();
+  const int32_t spec = catalog.spec_of(entry, entry.instr(entry.find("ar")));
+  return {catalog.spec(spec).plan_labels.front(), testing::run(program, system, Fidelity::kFast).step_time_s,
+          testing::run(program, system, Fidelity::kFull).step_time_s};
+}
+
+// One core per chip: mesh [8, 2] row-major on 8 chips x 2 cores (a closed
+// ring of 8), groups along the 8-axis: {0, 2, ..., 14} on core 0 of every
+// chip and its sibling {1, 3, ..., 15} on core 1, over the same links. A
+// group alone is a bidirectional ring, 7/8 V/(2W) + 4h a pass; the two at
+// once double every link's load: T = 2 (7/8 V/W + 4h).
+TEST(CollectiveCatalog, SiblingGroupsOnOneCorePerChipShareTheLinks) {
+  const hw::System system = cores_system("[8]", "[true]", 16);
+  const int64_t elements = 4194304;
+  const double v = 4.0 * elements;
+  const Planned p = plan_and_run(system, 16, "[2,8]<=[8,2]T(1,0)", elements);
+  EXPECT_EQ(p.label, "bidirectional_ring [8], mesh order");
+  const double want = 2 * (7.0 / 8 * v / kW + 4 * kH);
+  EXPECT_NEAR(p.fast_s, want, 1e-11);
+  EXPECT_NEAR(p.full_s, want, 1e-11);
+}
+
+// Both cores of each chip: one group of all 16 devices on 8 chips x 2 cores
+// (a closed ring of 8 chips). A pass of each candidate:
+//   per-core rings, then on-chip [8, 2]: 7/8 V/W + 4h + V/(16B) + l
+//   on-chip first [2, 8]:                V/(2B) + l + 7/8 V/(2W) + 4h
+//   one ring through both cores [16]:    15/16 V/(2W) + 8h
+// (the one ring: each ICI link direction carries one ring edge each way;
+// its on-chip edges run alongside the ICI edges in the same steps). A large
+// all-reduce takes the one ring, a small (latency-bound) one on-chip first.
+TEST(CollectiveCatalog, GroupOverBothCoresIsTheFastestOfItsPlans) {
+  const hw::System system = cores_system("[8]", "[true]", 16);
+  for (const int64_t elements : {int64_t{4194304}, int64_t{64}}) {
+    const double v = 4.0 * elements;
+    const double per_core = 2 * (7.0 / 8 * v / kW + 4 * kH + v / (16 * kB) + kL);
+    const double on_chip_first = 2 * (v / (2 * kB) + kL + 7.0 / 8 * v / (2 * kW) + 4 * kH);
+    const double one_ring = 2 * (15.0 / 16 * v / (2 * kW) + 8 * kH);
+    const Planned p = plan_and_run(system, 16, "[1,16]<=[16]", elements);
+    const double want = std::min({per_core, on_chip_first, one_ring});
+    if (elements > 64) {
+      EXPECT_EQ(p.label, "bidirectional_ring [16], one ring through the cores of each chip");
+      EXPECT_EQ(want, one_ring);
+    } else {
+      EXPECT_EQ(p.label, "torus [2, 8], on-chip first, then per-core rings");
+      EXPECT_EQ(want, on_chip_first);
+    }
+    EXPECT_NEAR(p.fast_s, want, 1e-11) << elements;
+    EXPECT_NEAR(p.full_s, want, 1e-11) << elements;
+  }
+}
+
+// A 2-D group: all 32 devices of a 4x4 torus x 2 cores. Torus passes over
+// the grid's dims in order, the data on dim j being V / (sizes before it);
+// rings of one core per chip on a dim share its links with the other core's.
+// A pass of each candidate:
+//   per-core rings [4, 4, 2]:   3/4 V/W + 2h + 3/16 V/W + 2h + V/(32B) + l
+//   on-chip first [2, 4, 4]:    V/(2B) + l + 3/8 V/W + 2h + 3/32 V/W + 2h
+//   one ring inside [4, 8]:     3/4 V/W + 2h + 7/64 V/W + 4h
+//   one ring first [8, 4]:      7/16 V/W + 4h + 3/32 V/W + 2h
+// ([8, 4]: the 8-member ring through both cores of the 4 chips of a y line,
+// data V, one edge per link direction each way; then x rings of data V/8,
+// two per x line.) Large: [8, 4]; small: [2, 4, 4].
+TEST(CollectiveCatalog, TwoDimensionalGroupOverBothCores) {
+  const hw::System system = cores_system("[4, 4]", "[true, true]", 32);
+  for (const int64_t elements : {int64_t{4194304}, int64_t{64}}) {
+    const double v = 4.0 * elements;
+    const double per_core = 2 * (15.0 / 16 * v / kW + 4 * kH + v / (32 * kB) + kL);
+    const double on_chip_first = 2 * (v / (2 * kB) + kL + 15.0 / 32 * v / kW + 4 * kH);
+    const double ring_inside = 2 * (55.0 / 64 * v / kW + 6 * kH);
+    const double ring_first = 2 * (17.0 / 32 * v / kW + 6 * kH);
+    const Planned p = plan_and_run(system, 32, "[1,32]<=[32]", elements);
+    const double want = std::min({per_core, on_chip_first, ring_inside, ring_first});
+    if (elements > 64) {
+      EXPECT_EQ(p.label, "torus [8, 4], one ring through the cores of each chip, first");
+      EXPECT_EQ(want, ring_first);
+    } else {
+      EXPECT_EQ(p.label, "torus [2, 4, 4], on-chip first, then per-core rings");
+      EXPECT_EQ(want, on_chip_first);
+    }
+    EXPECT_NEAR(p.fast_s, want, 1e-11) << elements;
+    EXPECT_NEAR(p.full_s, want, 1e-11) << elements;
+  }
+}
+
+}  // namespace
+}  // namespace podsim::sim
