@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <numeric>
 #include <string>
 
 #include "tests/sim/sim_test_util.h"
@@ -211,6 +212,61 @@ TEST(CollectiveCatalog, GroupOverBothCoresIsTheFastestOfItsPlans) {
     }
     EXPECT_NEAR(p.fast_s, want, 1e-11) << elements;
     EXPECT_NEAR(p.full_s, want, 1e-11) << elements;
+  }
+}
+
+// The same group on a line of 8 chips (no wraparound links): rings are
+// folded (docs/collectives.md), so each link direction carries one edge of
+// each ring direction, twice a closed ring's load; a per-core ring's step
+// crosses 2 hops, the one ring's 1 (c0 out, c1 back). A pass:
+//   per-core rings [8, 2]:  2 (7/8) V/W + 4 (2h) + V/(16B) + l
+//   on-chip first [2, 8]:   V/(2B) + l + 7/8 V/W + 4 (2h)
+//   one ring [16]:          15/16 V/W + 8h
+TEST(CollectiveCatalog, GroupOverBothCoresOnALine) {
+  const hw::System system = cores_system("[8]", "[false]", 16);
+  const int64_t elements = 4194304;
+  const double v = 4.0 * elements;
+  const double per_core = 2 * (2 * 7.0 / 8 * v / kW + 8 * kH + v / (16 * kB) + kL);
+  const double on_chip_first = 2 * (v / (2 * kB) + kL + 7.0 / 8 * v / kW + 8 * kH);
+  const double one_ring = 2 * (15.0 / 16 * v / kW + 8 * kH);
+  const Planned p = plan_and_run(system, 16, "[1,16]<=[16]", elements);
+  EXPECT_EQ(p.label, "bidirectional_ring [16], one ring through the cores of each chip");
+  EXPECT_EQ(std::min({per_core, on_chip_first, one_ring}), one_ring);
+  EXPECT_NEAR(p.fast_s, one_ring, 1e-11);
+  EXPECT_NEAR(p.full_s, one_ring, 1e-11);
+}
+
+// Each plan of the tables above, planned alone (the losers too), against
+// its closed form: 8 chips x 2 cores, on a closed ring and on a line.
+TEST(CollectiveCatalog, EveryPlanOverBothCoresMatchesItsClosedForm) {
+  const double v = 16.0 * 1048576;
+  std::vector<hw::CoreId> sorted(16), cores_first;
+  std::iota(sorted.begin(), sorted.end(), 0);
+  for (hw::CoreId c : {0, 1})
+    for (hw::CoreId chip = 0; chip < 8; ++chip) cores_first.push_back(chip * 2 + c);
+  struct Case {
+    std::vector<hw::CoreId> group;
+    std::vector<int64_t> shape;
+    double closed, line;  // a pass
+  };
+  const Case cases[] = {
+      {sorted, {8, 2}, 7.0 / 8 * v / kW + 4 * kH + v / (16 * kB) + kL,
+       2 * 7.0 / 8 * v / kW + 8 * kH + v / (16 * kB) + kL},
+      {cores_first, {2, 8}, v / (2 * kB) + kL + 7.0 / 8 * v / (2 * kW) + 4 * kH,
+       v / (2 * kB) + kL + 7.0 / 8 * v / kW + 8 * kH},
+      {sorted, {16}, 15.0 / 16 * v / (2 * kW) + 8 * kH, 15.0 / 16 * v / kW + 8 * kH},
+  };
+  for (const bool wraps : {true, false}) {
+    const hw::System system = cores_system("[8]", wraps ? "[true]" : "[false]", 16);
+    for (const Case& c : cases) {
+      hw::CollectiveQuery q;
+      q.kind = hw::CollectiveKind::kAllReduce;
+      q.bytes_per_device = v;
+      q.group = c.group;
+      q.group_shape = c.shape;
+      const double want = 2 * (wraps ? c.closed : c.line);
+      EXPECT_NEAR(system.plan(q).analytic_time_s, want, 1e-12 * want) << c.shape.size() << " wraps=" << wraps;
+    }
   }
 }
 
