@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <numeric>
 #include <set>
 
@@ -195,6 +196,96 @@ bool merge_concurrent_plans(const hw::Topology& topology, const std::vector<hw::
   return true;
 }
 
+namespace {
+
+// The members of `group`, laid row-major over `shape`, re-listed row-major
+// over the axes in `order` (new axis i = old axis order[i]).
+std::vector<hw::CoreId> transpose_group(const std::vector<hw::CoreId>& group, const std::vector<int64_t>& shape,
+                                        const std::vector<size_t>& order) {
+  std::vector<int64_t> stride(shape.size(), 1);
+  for (size_t d = shape.size() - 1; d-- > 0;) stride[d] = stride[d + 1] * shape[d + 1];
+  std::vector<int64_t> index(order.size(), 0);  // position along the new axes
+  std::vector<hw::CoreId> out;
+  out.reserve(group.size());
+  for (size_t i = 0; i < group.size(); ++i) {
+    int64_t at = 0;
+    for (size_t j = 0; j < order.size(); ++j) at += index[j] * stride[order[j]];
+    out.push_back(group[static_cast<size_t>(at)]);
+    for (size_t j = order.size(); j-- > 0;) {
+      if (++index[j] < shape[order[j]]) break;
+      index[j] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string GroupPlan::label() const {
+  return fmt::format("{} [{}], {}", hw::collective_algorithm_name(plan.algorithm),
+                     shape.empty() ? std::to_string(group.size()) : fmt::format("{}", fmt::join(shape, ", ")),
+                     layout);
+}
+
+GroupPlan plan_group(const hw::System& system, hw::CollectiveQuery query) {
+  if (query.kind != hw::CollectiveKind::kCollectivePermute)
+    query.group_shape = physical_grid_shape(query.group, system.slice());
+  std::vector<GroupPlan> candidates;
+  auto add = [&](std::vector<hw::CoreId> group, std::vector<int64_t> shape, std::string layout) {
+    for (const GroupPlan& c : candidates)
+      if (c.group == group && c.shape == shape) return;
+    hw::CollectiveQuery q = query;
+    q.group = group;
+    q.group_shape = shape;
+    candidates.push_back(GroupPlan{system.plan(q), std::move(group), std::move(shape), std::move(layout)});
+  };
+  add(query.group, query.group_shape, "mesh order");
+  if (query.kind == hw::CollectiveKind::kAllReduce || query.kind == hw::CollectiveKind::kAllGather ||
+      query.kind == hw::CollectiveKind::kReduceScatter) {
+    // Any member order moves the same bytes (a ring or torus pass can hand
+    // any chunk to any member; ownership is a relabelling), so the runtime
+    // may take the members in physical (core id) order: a torus grid where
+    // the mesh order is not (Lingvo's zig-zag placement), while a 1-D group
+    // is best in its mesh order (ring-preserving placements make that a ring
+    // of one-hop neighbours).
+    std::vector<hw::CoreId> sorted = query.group;
+    std::sort(sorted.begin(), sorted.end());
+    const std::vector<int64_t> grid = physical_grid_shape(sorted, system.slice());
+    const hw::Topology& topology = system.topology();
+    const bool over_cores = !grid.empty() && topology.chip_of(sorted[0]) == topology.chip_of(sorted[1]);
+    if (!grid.empty() && !over_cores && query.group_shape.empty()) add(sorted, grid, "physical order");
+    // A grid over chips and the devices of each chip (row-major, so the
+    // in-chip axis is last): per-device rings on the chips' links (above),
+    // the on-chip axis first (each device's rings then carry 1/c of the
+    // data), or one ring through every device of a chip in turn, the chips
+    // of the innermost chip axis one after another (docs/collectives.md,
+    // "Groups over both cores of a chip").
+    if (over_cores) {
+      const size_t k = grid.size();
+      add(sorted, grid, "per-core rings, then on-chip");
+      std::vector<size_t> order{k - 1};
+      for (size_t d = 0; d + 1 < k; ++d) order.push_back(d);
+      std::vector<int64_t> shape{grid[k - 1]};
+      shape.insert(shape.end(), grid.begin(), grid.end() - 1);
+      add(transpose_group(sorted, grid, order), shape, "on-chip first, then per-core rings");
+      std::vector<int64_t> merged(grid.begin(), grid.end() - 2);
+      merged.push_back(grid[k - 2] * grid[k - 1]);
+      add(sorted, merged, "one ring through the cores of each chip");
+      if (k >= 3) {  // the same ring as the first axis
+        std::vector<size_t> first{k - 2, k - 1};
+        for (size_t d = 0; d + 2 < k; ++d) first.push_back(d);
+        std::vector<int64_t> first_shape{grid[k - 2] * grid[k - 1]};
+        first_shape.insert(first_shape.end(), grid.begin(), grid.end() - 2);
+        add(transpose_group(sorted, grid, first), first_shape, "one ring through the cores of each chip, first");
+      }
+    }
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < candidates.size(); ++i)
+    if (candidates[i].plan.analytic_time_s < candidates[best].plan.analytic_time_s) best = i;
+  return std::move(candidates[best]);
+}
+
 CollectiveCatalog::CollectiveCatalog(const hw::System& system, int64_t num_devices)
     : system_(system), num_devices_(num_devices) {}
 
@@ -251,7 +342,7 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, con
         spec->group_of_device[static_cast<size_t>(d)] = static_cast<int32_t>(spec->groups.size());
         cores.push_back(placement.core(d));
       }
-      spec->group_shapes.push_back(physical_grid_shape(cores, system_.slice()));
+      spec->group_shapes.emplace_back();  // plan_group sets it
       spec->groups.push_back(std::move(cores));
     }
   }
@@ -264,35 +355,14 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, con
     q.permute_pairs = spec->permute_pairs;
     if (q.kind == hw::CollectiveKind::kCollectivePermute && q.permute_pairs.empty()) {
       spec->plans.emplace_back();
+      spec->plan_labels.emplace_back();
       continue;
     }
-    hw::CollectivePlan plan = system_.plan(q);
-    // All-reduce, reduce-scatter and all-gather move the same bytes whatever
-    // the order of the group's members (a ring or torus pass can hand any
-    // chunk to any member; ownership is a relabelling), so the runtime may
-    // also take the members in physical order. That order can be a torus
-    // grid where the mesh order is not (a group in mesh order over Lingvo's
-    // zig-zag placement: one 512-member ring, ~1000 latency-bound steps for a
-    // scalar all-reduce, against ~60 for the per-dimension torus passes),
-    // while a 1-D group is best in its mesh order (ring-preserving placements
-    // make that a ring of one-hop neighbours). The faster plan is kept.
-    if (q.kind != hw::CollectiveKind::kAllToAll && q.kind != hw::CollectiveKind::kCollectivePermute &&
-        q.group_shape.empty()) {
-      std::vector<hw::CoreId> sorted = q.group;
-      std::sort(sorted.begin(), sorted.end());
-      if (auto grid = physical_grid_shape(sorted, system_.slice()); !grid.empty()) {
-        hw::CollectiveQuery physical = q;
-        physical.group = sorted;
-        physical.group_shape = grid;
-        hw::CollectivePlan alternative = system_.plan(physical);
-        if (alternative.analytic_time_s < plan.analytic_time_s) {
-          plan = std::move(alternative);
-          spec->groups[g] = std::move(sorted);
-          spec->group_shapes[g] = std::move(grid);
-        }
-      }
-    }
-    spec->plans.push_back(std::move(plan));
+    GroupPlan planned = plan_group(system_, std::move(q));
+    spec->plan_labels.push_back(planned.label());
+    spec->groups[g] = std::move(planned.group);
+    spec->group_shapes[g] = std::move(planned.shape);
+    spec->plans.push_back(std::move(planned.plan));
   }
   double sent = 0;
   for (const auto& plan : spec->plans) sent = std::max(sent, plan.bytes_sent_per_device);

@@ -11,8 +11,8 @@
 // ([chip dims..., device in chip]) and two or more of those dims vary;
 // otherwise it is a ring in group order (e.g. a ring-preserving placement).
 // All-reduce, reduce-scatter and all-gather may also run over the members in
-// physical (core id) order when that order is a grid: the faster of the two
-// plans is kept (the bytes moved do not depend on member order).
+// other orders (plan_group): the fastest plan is kept (the bytes moved do
+// not depend on member order).
 //
 // Fast timing of a spec: the per-group plans are merged phase by phase (flows
 // concatenated, link loads summed: the contention of the sibling groups), and
@@ -47,6 +47,7 @@ struct CollectiveSpec {
   std::vector<std::pair<hw::CoreId, hw::CoreId>> permute_pairs;  // collective-permute (cores)
   std::vector<int32_t> group_of_device;  // logical device -> group, -1 = not taking part
   std::vector<hw::CollectivePlan> plans;  // per group (a permute: one plan for all pairs)
+  std::vector<std::string> plan_labels;   // per group: GroupPlan::label() of the plan chosen
   // HBM bytes the collective's DMAs move on its busiest member while it
   // transfers (what that device's HBM serves besides its compute kernels):
   // each byte sent is read and each byte received written, 2 x bytes sent
@@ -85,6 +86,26 @@ std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group, c
 // False when the plans' phase structures differ.
 bool merge_concurrent_plans(const hw::Topology& topology, const std::vector<hw::CollectivePlan>& plans,
                             hw::CollectivePlan& merged);
+
+// A group's plan and the member order it runs in.
+struct GroupPlan {
+  hw::CollectivePlan plan;
+  std::vector<hw::CoreId> group;  // members in the order the plan takes them
+  std::vector<int64_t> shape;     // the plan's group_shape; empty = ring
+  std::string layout;             // which member order ("mesh order", ...)
+  // "<algorithm> [<shape>], <layout>": what traces show.
+  std::string label() const;
+};
+
+// Plans one group (query.group in mesh order) as the runtime would: the
+// fastest (uncontended analytic time) of the member orders that move the
+// same data. All-to-all and collective-permute: the mesh order only.
+// All-reduce, all-gather, reduce-scatter also: the physical (core id) order
+// when it is a grid the mesh order is not; and for a grid over chips and
+// the devices of each chip, the per-core rings, the on-chip axis first, and
+// one ring through every device of a chip in turn (docs/collectives.md,
+// "Groups over both cores of a chip").
+GroupPlan plan_group(const hw::System& system, hw::CollectiveQuery query);
 
 class CollectiveCatalog {
  public:

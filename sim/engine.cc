@@ -90,6 +90,14 @@ struct Device {
   DeviceAccount account;
 };
 
+// The plan a device's group of a collective runs (CollectiveSpec::plan_labels).
+std::string plan_label(const CollectiveSpec& spec, int64_t device) {
+  const int32_t group = spec.group_of_device[static_cast<size_t>(device)];
+  return group >= 0 && static_cast<size_t>(group) < spec.plan_labels.size()
+             ? spec.plan_labels[static_cast<size_t>(group)]
+             : std::string();
+}
+
 std::string link_label(const hw::Topology& topology, hw::LinkId id) {
   const hw::Link& link = topology.link(id);
   if (link.kind == hw::LinkKind::kOnChip) return fmt::format("ici {} on-chip {}->{}", id, link.src_core, link.dst_core);
@@ -550,7 +558,7 @@ class EngineRun {
                         op.name,
                         start_s,
                         busy,
-                        {{"op_name", op.op_name}, {"opcode", op.opcode}, {"shape", op.shape}},
+                        {{"op_name", op.op_name}, {"opcode", op.opcode}, {"shape", op.shape}, {"plan", plan_label(spec, d.id)}},
                         {{"bytes", spec.bytes_per_device}},
                         busy > 0 ? spec.dma_hbm_bytes / busy : 0.0,
                         flow});
