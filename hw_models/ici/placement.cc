@@ -1,6 +1,7 @@
 // Logical mesh -> physical device placement (see placement.h for the orders).
 #include "hw_models/ici/placement.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <functional>
@@ -110,6 +111,51 @@ Placement place_mesh(const Slice& slice, const PlacementQuery& query) {
     }
   }
   return placement;
+}
+
+AxisRingLoad axis_ring_load(const Topology& topology, const Placement& placement, size_t axis) {
+  const std::vector<int64_t>& shape = placement.mesh_shape;
+  AxisRingLoad out;
+  if (axis >= shape.size() || shape[axis] < 2) return out;
+  int64_t stride = 1;  // row-major device id stride of the axis
+  for (size_t d = axis + 1; d < shape.size(); ++d) stride *= shape[d];
+  const int64_t size = shape[axis];
+  std::vector<int64_t> load(static_cast<size_t>(topology.num_links()), 0);
+  std::vector<LinkId> path;
+  const int64_t devices = product(shape);
+  for (int64_t device = 0; device < devices; ++device) {
+    const int64_t index = (device / stride) % size;
+    const int64_t next = device + ((index + 1) % size - index) * stride;
+    path.clear();
+    topology.append_route(placement.core(device), placement.core(next), path);
+    int64_t hops = 0;
+    for (LinkId id : path) {
+      if (topology.link(id).kind != LinkKind::kIci) continue;
+      ++hops;
+      out.max_link_load = std::max(out.max_link_load, ++load[static_cast<size_t>(id)]);
+    }
+    out.max_hops = std::max(out.max_hops, hops);
+  }
+  return out;
+}
+
+std::vector<std::string> placement_notes(const Topology& topology, const Placement& placement,
+                                         const std::vector<std::string>& axis_names, const std::string& order) {
+  std::vector<std::string> notes;
+  for (size_t axis = 0; axis < placement.mesh_shape.size(); ++axis) {
+    if (placement.mesh_shape[axis] <= 2) continue;
+    const AxisRingLoad ring = axis_ring_load(topology, placement, axis);
+    if (ring.max_link_load <= 2) continue;
+    const std::string name = axis < axis_names.size() ? axis_names[axis] : fmt::format("{}", axis);
+    notes.push_back(fmt::format(
+        "mesh axis '{}' ({} devices) is not a ring of neighbouring chips under placement {} on the {}: a shift "
+        "along it (a windowed-einsum step, a ring collective) puts up to {} transfers on one ICI link and spans "
+        "up to {} hops, so it runs at 1/{} of the link rate; a mesh.order or mesh.physical that keeps each axis "
+        "on neighbouring chips avoids it",
+        name, placement.mesh_shape[axis], order, topology.slice().to_string(), ring.max_link_load, ring.max_hops,
+        ring.max_link_load));
+  }
+  return notes;
 }
 
 }  // namespace podsim::hw
