@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <functional>
 #include <numeric>
+#include <utility>
 
 #include "common/error.h"
 
@@ -139,8 +140,59 @@ AxisRingLoad axis_ring_load(const Topology& topology, const Placement& placement
   return out;
 }
 
+namespace {
+
+// (most transfers on one link, sum of the axes' longest transfers) over the
+// axes of more than 2 devices: the rank of a placement, lower is better.
+std::pair<int64_t, int64_t> placement_cost(const Topology& topology, const Placement& placement) {
+  std::pair<int64_t, int64_t> cost{0, 0};
+  for (size_t axis = 0; axis < placement.mesh_shape.size(); ++axis) {
+    if (placement.mesh_shape[axis] <= 2) continue;
+    const AxisRingLoad ring = axis_ring_load(topology, placement, axis);
+    cost.first = std::max(cost.first, ring.max_link_load);
+    cost.second += ring.max_hops;
+  }
+  return cost;
+}
+
+// "--set 'mesh.physical=[...]' --set mesh.order=..." for the reordering of
+// the chip dims (and their wraparound) that fits the pod and, row- or
+// column-major, has the lowest placement_cost, provided it loads no link
+// more than twice; "" when none does.
+std::string better_placement(const Topology& topology, const std::vector<int64_t>& mesh_shape,
+                             const std::vector<int64_t>& pod_dims) {
+  const Slice& slice = topology.slice();
+  std::vector<size_t> perm(slice.chip_dims.size());
+  std::iota(perm.begin(), perm.end(), size_t{0});
+  std::string best;
+  std::pair<int64_t, int64_t> best_cost{3, 0};  // must beat a load of 2
+  do {
+    Slice candidate{{}, {}, slice.devices_per_chip};
+    bool fits = pod_dims.size() == perm.size();
+    for (size_t d = 0; d < perm.size(); ++d) {
+      candidate.chip_dims.push_back(slice.chip_dims[perm[d]]);
+      candidate.wraparound.push_back(slice.wraparound[perm[d]]);
+      if (fits && candidate.chip_dims[d] > pod_dims[d]) fits = false;
+    }
+    if (!fits) continue;
+    const Topology t(candidate, topology.params());
+    for (PlacementOrder order : {PlacementOrder::kRowMajor, PlacementOrder::kColumnMajor}) {
+      const std::pair<int64_t, int64_t> cost =
+          placement_cost(t, place_mesh(candidate, PlacementQuery{mesh_shape, order, {}}));
+      if (cost >= best_cost) continue;
+      best_cost = cost;
+      best = fmt::format("--set 'mesh.physical=[{}]' --set mesh.order={}", fmt::join(candidate.physical_shape(), ","),
+                         order == PlacementOrder::kRowMajor ? "row_major" : "column_major");
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return best;
+}
+
+}  // namespace
+
 std::vector<std::string> placement_notes(const Topology& topology, const Placement& placement,
-                                         const std::vector<std::string>& axis_names, const std::string& order) {
+                                         const std::vector<std::string>& axis_names, const std::string& order,
+                                         const std::vector<int64_t>& pod_dims) {
   std::vector<std::string> notes;
   for (size_t axis = 0; axis < placement.mesh_shape.size(); ++axis) {
     if (placement.mesh_shape[axis] <= 2) continue;
@@ -150,11 +202,15 @@ std::vector<std::string> placement_notes(const Topology& topology, const Placeme
     notes.push_back(fmt::format(
         "mesh axis '{}' ({} devices) is not a ring of neighbouring chips under placement {} on the {}: a shift "
         "along it (a windowed-einsum step, a ring collective) puts up to {} transfers on one ICI link and spans "
-        "up to {} hops, so it runs at 1/{} of the link rate; a mesh.order or mesh.physical that keeps each axis "
-        "on neighbouring chips avoids it",
+        "up to {} hops, so it runs at 1/{} of the link rate",
         name, placement.mesh_shape[axis], order, topology.slice().to_string(), ring.max_link_load, ring.max_hops,
         ring.max_link_load));
   }
+  if (notes.empty()) return notes;
+  const std::string better = better_placement(topology, placement.mesh_shape, pod_dims);
+  notes.back() += better.empty()
+                      ? "; no reordering of the slice's dims (row- or column-major) avoids it"
+                      : fmt::format("; {} loads no link more than twice", better);
   return notes;
 }
 

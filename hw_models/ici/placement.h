@@ -56,9 +56,13 @@ AxisRingLoad axis_ring_load(const Topology& topology, const Placement& placement
 
 // A sentence per mesh axis of more than 2 devices whose rings load some ICI
 // link with more than 2 transfers at once (its shifts run at 1/load of the
-// link rate), naming the axis, the placement and the slice; empty when none.
+// link rate), naming the axis, the placement and the slice, and a reordering
+// of the slice's chip dims with row_major or column_major order under which
+// no axis does, when one exists and fits `pod_dims`; empty when no axis is
+// loaded so.
 std::vector<std::string> placement_notes(const Topology& topology, const Placement& placement,
-                                         const std::vector<std::string>& axis_names, const std::string& order);
+                                         const std::vector<std::string>& axis_names, const std::string& order,
+                                         const std::vector<int64_t>& pod_dims);
 
 // Position along a ring of `size` that folds onto a line with no wraparound:
 // 0, 2, 4, ..., then back down the odd positions. Consecutive entries are at

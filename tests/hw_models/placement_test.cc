@@ -94,7 +94,7 @@ TEST(AxisRingLoad, NeighbourRingsLoadEachLinkOnce) {
   const Topology line(Slice{{8}, {false}, 1}, kParams);
   EXPECT_EQ(axis_ring_load(line, p, 0).max_link_load, 1);
   EXPECT_EQ(axis_ring_load(line, p, 0).max_hops, 7);
-  EXPECT_TRUE(placement_notes(line, p, {"x"}, "row_major").empty());
+  EXPECT_TRUE(placement_notes(line, p, {"x"}, "row_major", {8}).empty());
 }
 
 TEST(AxisRingLoad, StridedRingSharesLinksTwice) {
@@ -108,7 +108,7 @@ TEST(AxisRingLoad, StridedRingSharesLinksTwice) {
   const Placement p = place_mesh(ring.slice(), PlacementQuery{{16}, PlacementOrder::kExplicit, order});
   EXPECT_EQ(axis_ring_load(ring, p, 0).max_link_load, 2);
   EXPECT_EQ(axis_ring_load(ring, p, 0).max_hops, 3);
-  EXPECT_TRUE(placement_notes(ring, p, {"x"}, "explicit").empty());
+  EXPECT_TRUE(placement_notes(ring, p, {"x"}, "explicit", {16}).empty());
 }
 
 TEST(AxisRingLoad, RowMajor32x64OnV4Slice16x16x8) {
@@ -126,10 +126,29 @@ TEST(AxisRingLoad, RowMajor32x64OnV4Slice16x16x8) {
   const AxisRingLoad x = axis_ring_load(t, p, 0);
   EXPECT_EQ(x.max_link_load, 4);
   EXPECT_EQ(x.max_hops, 9);
-  const std::vector<std::string> notes = placement_notes(t, p, {"x", "y"}, "row_major");
+  const std::vector<std::string> notes = placement_notes(t, p, {"x", "y"}, "row_major", {16, 16, 16});
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("mesh axis 'x' (32 devices)"), std::string::npos) << notes[0];
   EXPECT_NE(notes[0].find("runs at 1/4 of the link rate"), std::string::npos) << notes[0];
+  // The suggestion: dims in order (16, 8, 16), column-major (core = x + 32 y
+  // over chips (a, b, c)): x = 16 (b mod 2) + c runs along the wrapped
+  // 16-ring of dim 2 with two 2-hop crossings between b and b+1; y = 4 a +
+  // b/2 moves 2 chips along the wrapped 8-ring of dim 1 (3 hops when a
+  // steps): every shift is at most 3 hops and no link carries more than 2.
+  // Row-major on the same dims also loads no link more than twice, but x
+  // then jumps 4 chips along dim 1 (5 hops): the note prefers the shorter.
+  EXPECT_NE(notes[0].find("--set 'mesh.physical=[16,8,16,1]' --set mesh.order=column_major loads no link more "
+                          "than twice"),
+            std::string::npos)
+      << notes[0];
+  const Topology better(Slice{{16, 8, 16}, {true, true, true}, 1}, kParams);
+  const Placement q = place_mesh(better.slice(), PlacementQuery{{32, 64}, PlacementOrder::kColumnMajor, {}});
+  EXPECT_LE(axis_ring_load(better, q, 0).max_link_load, 2);
+  EXPECT_LE(axis_ring_load(better, q, 1).max_link_load, 2);
+  EXPECT_EQ(axis_ring_load(better, q, 0).max_hops, 2);
+  EXPECT_EQ(axis_ring_load(better, q, 1).max_hops, 3);
+  const Placement r = place_mesh(better.slice(), PlacementQuery{{32, 64}, PlacementOrder::kRowMajor, {}});
+  EXPECT_EQ(axis_ring_load(better, r, 0).max_hops, 5);
 }
 
 }  // namespace
