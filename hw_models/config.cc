@@ -296,6 +296,9 @@ const std::vector<Field>& fields() {
                         for (bool w : c.ici.pod_wraparound) words.push_back(w ? "true" : "false");
                         return fmt::format("[{}]", fmt::join(words, ", "));
                       }});
+    t.push_back(int_field("ici.torus_block", [](HardwareConfig& c) -> int64_t& { return c.ici.torus_block; },
+                          Range{0, static_cast<double>(kMaxPodChips), "chips",
+                                "0 = only the full pod wraps; TPU v4: 4 (its 4x4x4 cubes)"}));
     t.push_back(number_field("ici.link_bandwidth", [](HardwareConfig& c) -> double& { return c.ici.link_bandwidth; },
                              kBandwidthRange));
     // A fraction of the raw rate: above 1 is impossible, below 1% no link.

@@ -67,6 +67,10 @@ struct ChipConfig {
 struct IciConfig {
   std::vector<int64_t> pod_dims;     // chips per torus dimension of a full pod
   std::vector<bool> pod_wraparound;  // wraparound links per dim of the full pod
+  // Slices smaller than the pod: a dim that is a multiple of this many chips
+  // (and flagged in pod_wraparound) closes into a ring, as TPU v4's optical
+  // switches join the faces of its 4x4x4 cubes; 0 = only the full pod wraps.
+  int64_t torus_block = 0;
   double link_bandwidth = 0;         // bytes/s per link per direction (raw signalling rate)
   // Fraction of link_bandwidth that collective payload achieves (packet
   // headers, flow control, DMA gaps): collectives and contention run on

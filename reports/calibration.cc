@@ -148,9 +148,10 @@ MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file
     MeasuredPoint m;
     read_config_and_workload(file_name, p, base, m);
     m.metric = required_string(file_name, p, "metric");
-    if (m.metric != "tokens_per_second" && m.metric != "steps_per_second")
+    if (m.metric != "tokens_per_second" && m.metric != "steps_per_second" && m.metric != "mfu")
       throw UserError(where(file_name, p["metric"]), fmt::format("unknown metric '{}'", m.metric),
-                      "use tokens_per_second or steps_per_second");
+                      "use tokens_per_second, steps_per_second or mfu");
+    if (YAML::Node why = p["inconsistent"]) m.inconsistent = required_string(file_name, p, "inconsistent");
     required_string(file_name, p, "measured");
     m.measured = measured_value(file_name, p["measured"]);
     set.points.push_back(m);
@@ -189,7 +190,7 @@ CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run
   }
   row.step_time_s = field_number(run, "step_time_s");
   row.mfu = field_number(run, "mfu");
-  row.predicted = point.metric == "steps_per_second" ? 1.0 / row.step_time_s : field_number(run, "tokens_per_second");
+  row.predicted = point.metric == "steps_per_second" ? 1.0 / row.step_time_s : field_number(run, point.metric);
   if (!std::isfinite(row.predicted) || row.predicted <= 0) {
     row.error = "the report has no usable step time / throughput";
     return row;
@@ -311,14 +312,19 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
   out += "| config | workload | metric | measured | predicted | error | step time (s) | MFU |\n";
   out += "|---|---|---|---|---|---|---|---|\n";
   double abs_sum = 0;
-  int ran = 0, within = 0;
+  int ran = 0, within = 0, targets = 0;
   for (const CalibrationRow& r : rows) {
     std::string workload = std::filesystem::path(r.point.workload).filename().string();
+    const bool target = r.point.inconsistent.empty();
+    const std::string config = target ? r.point.config : r.point.config + " (inconsistent, not a target)";
+    if (target) ++targets;
     if (r.ok) {
-      abs_sum += std::abs(r.relative_error);
-      ++ran;
-      if (std::abs(r.relative_error) <= kCalibrationTolerance) ++within;
-      out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% | {:.3f} | {:.1f}% |\n", r.point.config, workload,
+      if (target) {
+        abs_sum += std::abs(r.relative_error);
+        ++ran;
+        if (std::abs(r.relative_error) <= kCalibrationTolerance) ++within;
+      }
+      out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% | {:.3f} | {:.1f}% |\n", config, workload,
                          r.point.metric, value_text(r.point.measured), value_text(r.predicted),
                          100 * r.relative_error, r.step_time_s, 100 * r.mfu);
     } else {
@@ -326,11 +332,18 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
                          value_text(r.point.measured));
     }
   }
-  out += fmt::format("\n{} of {} configs ran", ran, rows.size());
+  out += fmt::format("\n{} of {} calibration configs ran", ran, targets);
   if (ran > 0)
     out += fmt::format("; mean |error| over them {:.1f}%; {} of {} within {:.0f}%", 100 * abs_sum / ran, within,
-                       rows.size(), 100 * kCalibrationTolerance);
+                       targets, 100 * kCalibrationTolerance);
   out += ".\n";
+  bool listed = false;
+  for (const CalibrationRow& r : rows) {
+    if (r.point.inconsistent.empty()) continue;
+    if (!listed) out += "\nOutside the statistics (measurements their own source contradicts):\n\n";
+    listed = true;
+    out += fmt::format("- {}: {}\n", r.point.config, without_pipes(r.point.inconsistent));
+  }
   bool header = false;
   for (const CalibrationRow& r : rows) {
     if (r.ok) continue;

@@ -5,11 +5,14 @@
 //   points:
 //     - config: DenseLm128B8x8
 //       workload: ../../workloads/dense_128b_8x8.yaml   # relative to this file
-//       metric: tokens_per_second        # or steps_per_second
+//       metric: tokens_per_second        # or steps_per_second, or mfu
 //       measured: 3700
 //       source: "measurements.md Calibration set: ~3.7k tokens/s"
+//       inconsistent: "why"              # optional: shown, but outside the statistics
 // The error is predicted / measured - 1. Nothing is tuned per workload: the
-// table only reports.
+// table only reports. A point marked `inconsistent` (a measurement its own
+// source contradicts) keeps its row but stays out of the mean |error|, the
+// count within tolerance and `--fit`.
 //
 // Besides throughput, the sources state other measured numbers (GShard's
 // rematerialization share and kernel utilizations, the all-to-all share,
@@ -41,9 +44,10 @@ struct MeasuredPoint {
   std::string config;
   std::string workload;       // as written
   std::string workload_path;  // resolved against the data file's folder
-  std::string metric;         // "tokens_per_second" | "steps_per_second"
+  std::string metric;         // "tokens_per_second" | "steps_per_second" | "mfu"
   double measured = 0;
   std::string source;
+  std::string inconsistent;   // non-empty: why the measurement is not a target
 };
 
 // One other measured number (see above); exactly one of measured / at_least
@@ -93,7 +97,8 @@ struct CalibrationRow {
   double mfu = 0;
 };
 
-// steps_per_second = 1 / step_time_s; tokens_per_second is the report field.
+// steps_per_second = 1 / step_time_s; tokens_per_second and mfu are report
+// fields (mfu: model FLOPs per step / (peak x devices x step time)).
 CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run);
 
 struct CheckRow {

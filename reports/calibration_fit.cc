@@ -183,7 +183,7 @@ Summary summarize_rows(const std::vector<FitPointRow>& points, RowOf row_of) {
   Summary s;
   for (const FitPointRow& p : points) {
     const CalibrationRow* r = row_of(p);
-    if (!r || !r->ok) continue;
+    if (!r || !r->ok || !r->point.inconsistent.empty()) continue;
     ++s.ran;
     s.mean_abs += std::abs(r->relative_error);
     if (std::abs(r->relative_error) <= kCalibrationTolerance) ++s.within;
@@ -283,9 +283,10 @@ FitResult fit_calibration(const MeasuredSet& set, const FitOptions& options) {
     result.sensitivity.push_back(std::move(s));
   }
 
-  // Points that fail at the preset stay out of every fit (their rows say why).
+  // Points that fail at the preset, or are marked inconsistent, stay out of
+  // every fit (their rows say why).
   std::vector<bool> ran(set.points.size());
-  for (size_t i = 0; i < set.points.size(); ++i) ran[i] = at_start[i].ok;
+  for (size_t i = 0; i < set.points.size(); ++i) ran[i] = at_start[i].ok && set.points[i].inconsistent.empty();
   auto search = [&](const std::vector<bool>& use) {
     BatchObjective f = [&](const std::vector<std::vector<double>>& units) {
       std::vector<double> values;

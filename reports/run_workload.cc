@@ -337,6 +337,11 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
   input.simulate_wall_s = simulate_wall_s;
   input.top_n = request.top_n;
   result.report = summarize(input);
+  std::vector<std::string> axis_names;
+  for (const auto& axis : w.mesh.axes) axis_names.push_back(axis.first);
+  for (std::string& note : hw::placement_notes(system.topology(), system.placement(), axis_names, w.mesh.order,
+                                                   hardware.ici.pod_dims))
+    result.report.notes.push_back(std::move(note));
   progress("reporting", 1);
   return result;
 }

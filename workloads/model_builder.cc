@@ -100,7 +100,10 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     x = run_layers(ctx, decoder, x, extras, memory);
   }
   x = final_norm(ctx, "final_norm", x);
-  InstrId loss = softmax_cross_entropy(ctx, x, embedding, targets);
+  g.set_scope("embedding");
+  InstrId output_table =
+      m.tied_embedding ? embedding : g.weight("embedding/logits", {m.vocab, m.model_dim}, table.sharding("embedding"));
+  InstrId loss = softmax_cross_entropy(ctx, x, output_table, targets);
   g.finish(loss, workload.name);
   module.set_num_partitions(workload.mesh.device_count());
   return module;

@@ -60,6 +60,7 @@ ParameterCount count_parameters(const ModelSpec& m, const SourceLocation& where)
   }
   int64_t embeddings = m.vocab * m.model_dim + stacks * m.model_dim;  // shared table + final norm(s)
   if (m.position == "learned") embeddings += m.seq_len * m.model_dim;
+  if (!m.tied_embedding) embeddings += m.vocab * m.model_dim;  // separate output table
   count.total += embeddings;
   count.activated += embeddings;
   return count;

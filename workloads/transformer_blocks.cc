@@ -78,6 +78,22 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
   InstrId q = g.annotate(g.einsum("BLM,MND->BLND", h_query, wq, "q"), qkv_act);
   InstrId k = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wk, "k"), qkv_act);
   InstrId v = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wv, "v"), qkv_act);
+  if (extras && extras->rotary_cos) {
+    // Rotary positions: x * cos + pair(x) * sin, where head dim i is paired
+    // with D-1-i (a fixed permutation of RoFormer's i, i+D/2 pairing: the
+    // same rotation and the same elementwise cost).
+    auto rotate = [&](InstrId x) {
+      const std::vector<int64_t> dims = g.dims(x);
+      InstrId cos = g.broadcast(*extras->rotary_cos, dims, {1, 3});
+      InstrId sin = g.broadcast(*extras->rotary_sin, dims, {1, 3});
+      InstrId paired = g.builder().reverse(x, {3});
+      return g.annotate(g.binary(Opcode::kAdd, g.binary(Opcode::kMultiply, x, cos),
+                                 g.binary(Opcode::kMultiply, paired, sin)),
+                        qkv_act);
+    };
+    q = rotate(q);
+    k = rotate(k);
+  }
   // Scaled dot-product scores (Vaswani et al. 2017): Q K^T / sqrt(D), in
   // the attention-logits dtype (the dot accumulates in f32 anyway; an f32
   // result keeps scores, softmax and their gradients f32, Lingvo's
@@ -124,6 +140,25 @@ AttentionExtras attention_extras(TransformerContext& ctx, const std::string& sta
     InstrId query = g.builder().iota(Shape(DType::kS32, lt), 0);
     InstrId key = g.builder().iota(Shape(DType::kS32, lt), 1);
     extras.causal_mask = g.builder().compare(key, query, ComparisonDirection::kLe);
+  }
+  if (ctx.spec.position == "rotary") {
+    // angle(l, i) = l / 10000^(2 p / D), p = min(i, D-1-i) the pair's index
+    // (RoFormer's frequencies); sin negated on the first half of the pair.
+    const int64_t d = ctx.spec.head_dim;
+    const std::vector<int64_t> ld = {ctx.seq, d};
+    InstrId pos = g.convert(g.builder().iota(Shape(DType::kS32, ld), 0), DType::kF32);
+    InstrId i = g.convert(g.builder().iota(Shape(DType::kS32, ld), 1), DType::kF32);
+    InstrId mirror = g.binary(Opcode::kSubtract, g.full(static_cast<double>(d - 1), ld, DType::kF32), i);
+    InstrId pair = g.binary(Opcode::kMinimum, i, mirror);
+    InstrId inv_freq = g.unary(Opcode::kExp, g.binary(Opcode::kMultiply, pair,
+                                                      g.full(-2.0 * std::log(10000.0) / static_cast<double>(d), ld,
+                                                             DType::kF32)));
+    InstrId angle = g.binary(Opcode::kMultiply, pos, inv_freq);
+    InstrId first_half = g.builder().compare(i, mirror, ComparisonDirection::kLt);
+    InstrId sin = g.unary(Opcode::kSin, angle);
+    sin = g.builder().select(first_half, g.unary(Opcode::kNegate, sin), sin);
+    extras.rotary_cos = g.convert(g.unary(Opcode::kCos, angle), g.activation_dtype());
+    extras.rotary_sin = g.convert(sin, g.activation_dtype());
   }
   if (ctx.spec.position == "relative") {
     InstrId ids = relative_bucket_ids(g, ctx.seq, causal);

@@ -27,6 +27,9 @@ struct TransformerContext {
 struct AttentionExtras {
   std::optional<InstrId> causal_mask;        // pred [L, T], true where key <= query
   std::optional<InstrId> relative_buckets;   // one-hot [L, T, 32] (activation dtype)
+  // position: rotary: cos and signed sin of each (position, head-dim) angle,
+  // [L, D] in the activation dtype (Su et al. 2021, RoFormer).
+  std::optional<InstrId> rotary_cos, rotary_sin;
 };
 
 // Shared inputs of a stack: the causal mask (decoder) and the T5 relative

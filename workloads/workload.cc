@@ -291,7 +291,8 @@ void read_model(const Context& ctx, const YAML::Node& node, ModelSpec& m) {
   int_key("global_batch", m.global_batch, true);
   if (YAML::Node n = r.get("ffn")) m.ffn = as_choice(ctx, n, "model.ffn", {"gated_gelu", "gelu", "relu"});
   if (YAML::Node n = r.get("position"))
-    m.position = as_choice(ctx, n, "model.position", {"relative", "learned"});
+    m.position = as_choice(ctx, n, "model.position", {"relative", "learned", "rotary"});
+  if (YAML::Node n = r.get("tied_embedding")) m.tied_embedding = as_bool(ctx, n, "model.tied_embedding");
   if (YAML::Node n = r.get("norm")) m.norm = as_choice(ctx, n, "model.norm", {"rms", "layer"});
   if (YAML::Node d = r.get("dtypes")) {
     KeyReader dr(ctx, d, "model.dtypes");

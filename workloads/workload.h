@@ -52,10 +52,13 @@ struct ModelSpec {
   int64_t head_dim = 0;
   int64_t vocab = 0;
   std::string ffn = "gated_gelu";     // gated_gelu | gelu | relu
-  std::string position = "relative";  // relative | learned
+  std::string position = "relative";  // relative | learned | rotary
   // rms: x / sqrt(mean(x^2) + eps) * scale, Lingvo's bias-less norm
   // (gshard_builder.py _LNInternal, T5); layer: (x - mean) / std * scale.
   std::string norm = "rms";  // rms | layer
+  // true: the softmax reuses the token embedding (Lingvo's shared table);
+  // false: a separate [V, M] output table (MaxText logits_via_embedding: false).
+  bool tied_embedding = true;
   int64_t seq_len = 0;
   int64_t global_batch = 0;
   DTypes dtypes;

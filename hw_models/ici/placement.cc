@@ -1,10 +1,12 @@
 // Logical mesh -> physical device placement (see placement.h for the orders).
 #include "hw_models/ici/placement.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <functional>
 #include <numeric>
+#include <utility>
 
 #include "common/error.h"
 
@@ -110,6 +112,106 @@ Placement place_mesh(const Slice& slice, const PlacementQuery& query) {
     }
   }
   return placement;
+}
+
+AxisRingLoad axis_ring_load(const Topology& topology, const Placement& placement, size_t axis) {
+  const std::vector<int64_t>& shape = placement.mesh_shape;
+  AxisRingLoad out;
+  if (axis >= shape.size() || shape[axis] < 2) return out;
+  int64_t stride = 1;  // row-major device id stride of the axis
+  for (size_t d = axis + 1; d < shape.size(); ++d) stride *= shape[d];
+  const int64_t size = shape[axis];
+  std::vector<int64_t> load(static_cast<size_t>(topology.num_links()), 0);
+  std::vector<LinkId> path;
+  const int64_t devices = product(shape);
+  for (int64_t device = 0; device < devices; ++device) {
+    const int64_t index = (device / stride) % size;
+    const int64_t next = device + ((index + 1) % size - index) * stride;
+    path.clear();
+    topology.append_route(placement.core(device), placement.core(next), path);
+    int64_t hops = 0;
+    for (LinkId id : path) {
+      if (topology.link(id).kind != LinkKind::kIci) continue;
+      ++hops;
+      out.max_link_load = std::max(out.max_link_load, ++load[static_cast<size_t>(id)]);
+    }
+    out.max_hops = std::max(out.max_hops, hops);
+  }
+  return out;
+}
+
+namespace {
+
+// (most transfers on one link, sum of the axes' longest transfers) over the
+// axes of more than 2 devices: the rank of a placement, lower is better.
+std::pair<int64_t, int64_t> placement_cost(const Topology& topology, const Placement& placement) {
+  std::pair<int64_t, int64_t> cost{0, 0};
+  for (size_t axis = 0; axis < placement.mesh_shape.size(); ++axis) {
+    if (placement.mesh_shape[axis] <= 2) continue;
+    const AxisRingLoad ring = axis_ring_load(topology, placement, axis);
+    cost.first = std::max(cost.first, ring.max_link_load);
+    cost.second += ring.max_hops;
+  }
+  return cost;
+}
+
+// "--set 'mesh.physical=[...]' --set mesh.order=..." for the reordering of
+// the chip dims (and their wraparound) that fits the pod and, row- or
+// column-major, has the lowest placement_cost, provided it loads no link
+// more than twice; "" when none does.
+std::string better_placement(const Topology& topology, const std::vector<int64_t>& mesh_shape,
+                             const std::vector<int64_t>& pod_dims) {
+  const Slice& slice = topology.slice();
+  std::vector<size_t> perm(slice.chip_dims.size());
+  std::iota(perm.begin(), perm.end(), size_t{0});
+  std::string best;
+  std::pair<int64_t, int64_t> best_cost{3, 0};  // must beat a load of 2
+  do {
+    Slice candidate{{}, {}, slice.devices_per_chip};
+    bool fits = pod_dims.size() == perm.size();
+    for (size_t d = 0; d < perm.size(); ++d) {
+      candidate.chip_dims.push_back(slice.chip_dims[perm[d]]);
+      candidate.wraparound.push_back(slice.wraparound[perm[d]]);
+      if (fits && candidate.chip_dims[d] > pod_dims[d]) fits = false;
+    }
+    if (!fits) continue;
+    const Topology t(candidate, topology.params());
+    for (PlacementOrder order : {PlacementOrder::kRowMajor, PlacementOrder::kColumnMajor}) {
+      const std::pair<int64_t, int64_t> cost =
+          placement_cost(t, place_mesh(candidate, PlacementQuery{mesh_shape, order, {}}));
+      if (cost >= best_cost) continue;
+      best_cost = cost;
+      best = fmt::format("--set 'mesh.physical=[{}]' --set mesh.order={}", fmt::join(candidate.physical_shape(), ","),
+                         order == PlacementOrder::kRowMajor ? "row_major" : "column_major");
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return best;
+}
+
+}  // namespace
+
+std::vector<std::string> placement_notes(const Topology& topology, const Placement& placement,
+                                         const std::vector<std::string>& axis_names, const std::string& order,
+                                         const std::vector<int64_t>& pod_dims) {
+  std::vector<std::string> notes;
+  for (size_t axis = 0; axis < placement.mesh_shape.size(); ++axis) {
+    if (placement.mesh_shape[axis] <= 2) continue;
+    const AxisRingLoad ring = axis_ring_load(topology, placement, axis);
+    if (ring.max_link_load <= 2) continue;
+    const std::string name = axis < axis_names.size() ? axis_names[axis] : fmt::format("{}", axis);
+    notes.push_back(fmt::format(
+        "mesh axis '{}' ({} devices) is not a ring of neighbouring chips under placement {} on the {}: a shift "
+        "along it (a windowed-einsum step, a ring collective) puts up to {} transfers on one ICI link and spans "
+        "up to {} hops, so it runs at 1/{} of the link rate",
+        name, placement.mesh_shape[axis], order, topology.slice().to_string(), ring.max_link_load, ring.max_hops,
+        ring.max_link_load));
+  }
+  if (notes.empty()) return notes;
+  const std::string better = better_placement(topology, placement.mesh_shape, pod_dims);
+  notes.back() += better.empty()
+                      ? "; no reordering of the slice's dims (row- or column-major) avoids it"
+                      : fmt::format("; {} loads no link more than twice", better);
+  return notes;
 }
 
 }  // namespace podsim::hw

@@ -43,6 +43,27 @@ struct Placement {
 
 Placement place_mesh(const Slice& slice, const PlacementQuery& query);
 
+// How one mesh axis's rings sit on the ICI: every device sends to the next
+// device along the axis (the last to the first), all rings of the axis at
+// once, as a windowed-einsum step or a ring collective does. max_link_load
+// is the most transfers any directed ICI link carries (1 when every ring runs
+// over neighbouring chips), max_hops the longest single transfer.
+struct AxisRingLoad {
+  int64_t max_link_load = 0;
+  int64_t max_hops = 0;
+};
+AxisRingLoad axis_ring_load(const Topology& topology, const Placement& placement, size_t axis);
+
+// A sentence per mesh axis of more than 2 devices whose rings load some ICI
+// link with more than 2 transfers at once (its shifts run at 1/load of the
+// link rate), naming the axis, the placement and the slice, and a reordering
+// of the slice's chip dims with row_major or column_major order under which
+// no axis does, when one exists and fits `pod_dims`; empty when no axis is
+// loaded so.
+std::vector<std::string> placement_notes(const Topology& topology, const Placement& placement,
+                                         const std::vector<std::string>& axis_names, const std::string& order,
+                                         const std::vector<int64_t>& pod_dims);
+
 // Position along a ring of `size` that folds onto a line with no wraparound:
 // 0, 2, 4, ..., then back down the odd positions. Consecutive entries are at
 // most 2 apart, and the last is adjacent to the first.

@@ -35,10 +35,17 @@ Slice full_pod(const HardwareConfig& config) {
 
 namespace {
 
-// Wraparound only on the full pod (docs/design.md, workload YAML mesh.physical).
+// The full pod wraps where the preset says; a smaller slice wraps along a
+// dim that is a whole number of torus blocks (ici.torus_block: TPU v4's
+// optical switches close a ring of 4x4x4 cubes), else it is a mesh there.
 std::vector<bool> wraparound_for(const HardwareConfig& config, const std::vector<int64_t>& chip_dims) {
   if (chip_dims == config.ici.pod_dims) return config.ici.pod_wraparound;
-  return std::vector<bool>(chip_dims.size(), false);
+  std::vector<bool> wrap(chip_dims.size(), false);
+  const int64_t block = config.ici.torus_block;
+  if (block <= 0) return wrap;
+  for (size_t d = 0; d < chip_dims.size(); ++d)
+    wrap[d] = config.ici.pod_wraparound[d] && chip_dims[d] % block == 0;
+  return wrap;
 }
 
 // All ways to write `chips` as a product of dims.size() factors, each within

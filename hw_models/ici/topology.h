@@ -44,8 +44,9 @@ Slice full_pod(const HardwareConfig& config);
 
 // The smallest slice of the pod holding `devices` devices: chips =
 // devices / devices_per_chip, factored into the pod's dims as squarely as
-// possible (smallest largest dim, ties: ascending dims). Only the full pod
-// keeps wraparound links (docs/design.md, mesh.physical). UserError when the count
+// possible (smallest largest dim, ties: ascending dims). The full pod keeps
+// its wraparound links; a smaller slice wraps along the dims that are a
+// multiple of ici.torus_block (TPU v4: 4; 0 = none, TPU v3). UserError when the count
 // does not fit the pod or does not fill whole chips.
 Slice default_slice(const HardwareConfig& config, int64_t devices);
 

@@ -26,7 +26,7 @@ std::vector<std::string> real_keys() {
   std::vector<std::string> keys;
   for (const std::string& key : hardware_keys()) {
     const bool other = key == "name" || key == "core.model" || key == "ici.collective_algorithm" ||
-                       key == "ici.pod_dims" || key == "ici.pod_wraparound";
+                       key == "ici.pod_dims" || key == "ici.pod_wraparound" || key == "ici.torus_block";
     if (!other && std::find(kIntKeys.begin(), kIntKeys.end(), key) == kIntKeys.end()) keys.push_back(key);
   }
   return keys;
@@ -68,6 +68,16 @@ TEST(HardwareBounds, EveryIntegerKeyRejectsAbsurdCounts) {
     EXPECT_NE(e.message().find("outside the plausible range [1, "), std::string::npos) << e.message();
     EXPECT_EQ(e.location().file, "--set hardware." + key + "=1000000000000");
     EXPECT_NE(e.hint().find("must be an integer in [1, "), std::string::npos) << e.hint();
+  }
+}
+
+TEST(HardwareBounds, TorusBlockIsAChipCountFromZero) {
+  // 0 = only the full pod wraps (TPU v3); negative or beyond any pod is absurd.
+  EXPECT_EQ(load_hardware("tpuv3", {{"ici.torus_block", "0"}}).ici.torus_block, 0);
+  EXPECT_EQ(load_hardware("tpuv3", {{"ici.torus_block", "4"}}).ici.torus_block, 4);
+  for (const char* value : {"-1", "1000000000000", "2.5"}) {
+    const UserError e = override_error("ici.torus_block", value);
+    EXPECT_NE(e.message().find("'ici.torus_block'"), std::string::npos) << e.message();
   }
 }
 

@@ -83,5 +83,73 @@ TEST(Placement, RingPreservingKeepsInnerRingsOneHop) {
   EXPECT_THROW(place_mesh(slice, PlacementQuery{{2, 16}, PlacementOrder::kRingPreserving, {}}), UserError);
 }
 
+TEST(AxisRingLoad, NeighbourRingsLoadEachLinkOnce) {
+  // [8] on an 8-chip torus: every shift is one hop on its own + link.
+  const Topology ring(Slice{{8}, {true}, 1}, kParams);
+  const Placement p = place_mesh(ring.slice(), PlacementQuery{{8}, PlacementOrder::kRowMajor, {}});
+  EXPECT_EQ(axis_ring_load(ring, p, 0).max_link_load, 1);
+  EXPECT_EQ(axis_ring_load(ring, p, 0).max_hops, 1);
+  // On an 8-chip line the ring closes 7 hops back over the - links, which
+  // nothing else uses: load still 1.
+  const Topology line(Slice{{8}, {false}, 1}, kParams);
+  EXPECT_EQ(axis_ring_load(line, p, 0).max_link_load, 1);
+  EXPECT_EQ(axis_ring_load(line, p, 0).max_hops, 7);
+  EXPECT_TRUE(placement_notes(line, p, {"x"}, "row_major", {8}).empty());
+}
+
+TEST(AxisRingLoad, StridedRingSharesLinksTwice) {
+  // [16] on a 16-ring as 0, 2, ..., 14, 1, 3, ..., 15: each 2-hop step
+  // 2k -> 2k+2 shares link 2k+1 -> 2k+2 with 2k+1 -> 2k+3; the crossing
+  // 14 -> 1 is 3 hops. Load 2 is at the note's threshold: no note.
+  const Topology ring(Slice{{16}, {true}, 1}, kParams);
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < 16; i += 2) order.push_back(i);
+  for (int64_t i = 1; i < 16; i += 2) order.push_back(i);
+  const Placement p = place_mesh(ring.slice(), PlacementQuery{{16}, PlacementOrder::kExplicit, order});
+  EXPECT_EQ(axis_ring_load(ring, p, 0).max_link_load, 2);
+  EXPECT_EQ(axis_ring_load(ring, p, 0).max_hops, 3);
+  EXPECT_TRUE(placement_notes(ring, p, {"x"}, "explicit", {16}).empty());
+}
+
+TEST(AxisRingLoad, RowMajor32x64OnV4Slice16x16x8) {
+  // Mesh [32, 64] row-major on a 16x16x8 torus: x = 2a + (b >= 8), so x's
+  // ring alternates chip (a, j, c) -> (a, j+8, c) and (a, j+8, c) ->
+  // (a+1, j, c): 8 hops along the 16-ring of dim 1 (half way: the
+  // direction goes by parity), the second after one hop in dim 0, so
+  // max_hops = 9. On one dim-1 ring the 4 even j of 0..6 send their 8-hop
+  // legs the + way, covering [j, j+8) and [j+8, j+16): every + link is
+  // under 4 of them (e.g. link 7 -> 8 under j = 0, 2, 4, 6), so load 4.
+  // y = 8 (b mod 8) + c stays inside dims 1 and 2 with neighbour steps
+  // except where it wraps a line of 8: no note for it.
+  const Topology t(Slice{{16, 16, 8}, {true, true, true}, 1}, kParams);
+  const Placement p = place_mesh(t.slice(), PlacementQuery{{32, 64}, PlacementOrder::kRowMajor, {}});
+  const AxisRingLoad x = axis_ring_load(t, p, 0);
+  EXPECT_EQ(x.max_link_load, 4);
+  EXPECT_EQ(x.max_hops, 9);
+  const std::vector<std::string> notes = placement_notes(t, p, {"x", "y"}, "row_major", {16, 16, 16});
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("mesh axis 'x' (32 devices)"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("runs at 1/4 of the link rate"), std::string::npos) << notes[0];
+  // The suggestion: dims in order (16, 8, 16), column-major (core = x + 32 y
+  // over chips (a, b, c)): x = 16 (b mod 2) + c runs along the wrapped
+  // 16-ring of dim 2 with two 2-hop crossings between b and b+1; y = 4 a +
+  // b/2 moves 2 chips along the wrapped 8-ring of dim 1 (3 hops when a
+  // steps): every shift is at most 3 hops and no link carries more than 2.
+  // Row-major on the same dims also loads no link more than twice, but x
+  // then jumps 4 chips along dim 1 (5 hops): the note prefers the shorter.
+  EXPECT_NE(notes[0].find("--set 'mesh.physical=[16,8,16,1]' --set mesh.order=column_major loads no link more "
+                          "than twice"),
+            std::string::npos)
+      << notes[0];
+  const Topology better(Slice{{16, 8, 16}, {true, true, true}, 1}, kParams);
+  const Placement q = place_mesh(better.slice(), PlacementQuery{{32, 64}, PlacementOrder::kColumnMajor, {}});
+  EXPECT_LE(axis_ring_load(better, q, 0).max_link_load, 2);
+  EXPECT_LE(axis_ring_load(better, q, 1).max_link_load, 2);
+  EXPECT_EQ(axis_ring_load(better, q, 0).max_hops, 2);
+  EXPECT_EQ(axis_ring_load(better, q, 1).max_hops, 3);
+  const Placement r = place_mesh(better.slice(), PlacementQuery{{32, 64}, PlacementOrder::kRowMajor, {}});
+  EXPECT_EQ(axis_ring_load(better, r, 0).max_hops, 5);
+}
+
 }  // namespace
 }  // namespace podsim::hw

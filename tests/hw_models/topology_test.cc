@@ -114,6 +114,25 @@ TEST(Slices, ExplicitPhysicalShapeIsChecked) {
   EXPECT_THROW(slice_from_physical(v3, {16, 16}), UserError);
 }
 
+TEST(Slices, V4SlicesOfWholeCubesAreTori) {
+  // docs/reference/hardware.md#torus-slices: a v4 dim of whole 4x4x4 cubes
+  // wraps through the optical switches; a dim under 4 chips stays a mesh.
+  const HardwareConfig v4 = load_hardware("tpuv4");
+  EXPECT_EQ(slice_from_physical(v4, {16, 16, 8, 1}).wraparound, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(slice_from_physical(v4, {4, 4, 4, 1}).wraparound, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(slice_from_physical(v4, {2, 4, 8, 1}).wraparound, (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(default_slice(v4, 2048).wraparound, (std::vector<bool>{true, true, true}));  // 8x16x16
+  EXPECT_EQ(default_slice(v4, 8).wraparound, (std::vector<bool>{false, false, false}));  // 2x2x2
+  // A 16-chip ring of a 16x16x8 slice: the wraparound link makes (15,0,0) ->
+  // (0,0,0) one hop, 15 on the mesh it was before ici.torus_block.
+  const Topology t(slice_from_physical(v4, {16, 16, 8, 1}), kParams);
+  EXPECT_EQ(t.hops(t.chip_at({15, 0, 0}), t.chip_at({0, 0, 0})), 1);
+  // torus_block 0 (TPU v3's rule): only the full pod wraps.
+  const HardwareConfig v4_no_ocs = load_hardware("tpuv4", {{"ici.torus_block", "0"}});
+  EXPECT_EQ(slice_from_physical(v4_no_ocs, {16, 16, 8, 1}).wraparound, (std::vector<bool>{false, false, false}));
+  EXPECT_EQ(slice_from_physical(v4_no_ocs, {16, 16, 16, 1}).wraparound, (std::vector<bool>{true, true, true}));
+}
+
 TEST(Topology, BisectionCountsCrossingLinks) {
   // 32x32 torus: halving x cuts 32 rows x (1 inner + 1 wraparound) = 64 links one way.
   EXPECT_DOUBLE_EQ(bisection_bandwidth(torus({32, 32})), 64 * 1e11);

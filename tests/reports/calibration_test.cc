@@ -86,7 +86,7 @@ TEST(CalibrationTest, MarkdownShowsErrorsMeanAndFailures) {
   EXPECT_NE(md.find("| Moe | moe.yaml | steps_per_second | 0.5 | failed |"), std::string::npos) << md;
   // Only the run that ran enters the mean: |+25%| / 1.
   // +25% is outside the 15% bar: 0 of the 2 rows within it.
-  EXPECT_NE(md.find("1 of 2 configs ran; mean |error| over them 25.0%; 0 of 2 within 15%"), std::string::npos) << md;
+  EXPECT_NE(md.find("1 of 2 calibration configs ran; mean |error| over them 25.0%; 0 of 2 within 15%"), std::string::npos) << md;
   EXPECT_NE(md.find("- Moe: crashed with signal 11"), std::string::npos) << md;
   EXPECT_EQ(md.find("## Notes"), std::string::npos) << md;
 }
@@ -98,8 +98,37 @@ TEST(CalibrationTest, WithinCountAndNotes) {
   std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
                                       calibration_row(set.points[1], run_with(2.0, 1, 0.1))};
   std::string md = calibration_markdown(set, rows);
-  EXPECT_NE(md.find("2 of 2 configs ran; mean |error| over them 5.0%; 2 of 2 within 15%"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 of 2 calibration configs ran; mean |error| over them 5.0%; 2 of 2 within 15%"), std::string::npos) << md;
   EXPECT_NE(md.find("\n## Notes\n\nWhy the MoE row misses.\n"), std::string::npos) << md;
+}
+
+TEST(CalibrationTest, MfuPointsReadTheReportsMfu) {
+  MeasuredSet set =
+      parse_measured("points:\n  - config: M\n    workload: w.yaml\n    metric: mfu\n    measured: 0.5\n", "m.yaml");
+  // Predicted = the report's mfu field: 0.55 / 0.5 - 1 = +10%.
+  CalibrationRow row = calibration_row(set.points[0], run_with(3.0, 77, 0.55));
+  ASSERT_TRUE(row.ok);
+  EXPECT_DOUBLE_EQ(row.predicted, 0.55);
+  EXPECT_NEAR(row.relative_error, 0.1, 1e-12);
+}
+
+TEST(CalibrationTest, InconsistentPointsStayOutOfTheStatistics) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + "    inconsistent: \"needs 110% of peak\"\n", "m.yaml");
+  ASSERT_EQ(set.points.size(), 2u);
+  EXPECT_TRUE(set.points[0].inconsistent.empty());
+  EXPECT_EQ(set.points[1].inconsistent, "needs 110% of peak");
+  // Dense +10% counts; Moe at 0.25 / 0.5 - 1 = -50% is shown but not counted:
+  // mean |error| 10.0% over 1 config, not (10 + 50) / 2 = 30%.
+  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
+                                      calibration_row(set.points[1], run_with(4.0, 1, 0.1))};
+  std::string md = calibration_markdown(set, rows);
+  EXPECT_NE(md.find("| Moe (inconsistent, not a target) | moe.yaml | steps_per_second | 0.5 | 0.25 | -50.0% |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("1 of 1 calibration configs ran; mean |error| over them 10.0%; 1 of 1 within 15%"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- Moe: needs 110% of peak"), std::string::npos) << md;
 }
 
 const char* kChecks = R"(
@@ -206,17 +235,21 @@ TEST(CalibrationChecks, MarkdownTableWithVerdicts) {
 }
 
 TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
-  // measurements.md: three Lingvo dense configs (tokens/s) and two GShard MoE
-  // configs (steps/s).
+  // measurements.md: three Lingvo dense configs (tokens/s), two GShard MoE
+  // configs (steps/s), the 128E one marked inconsistent, and MaxText's 22B
+  // on TPU v4 (MFU).
   MeasuredSet set = load_measured(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines/measured.yaml");
-  ASSERT_EQ(set.points.size(), 5u);
-  int tokens = 0, steps = 0;
+  ASSERT_EQ(set.points.size(), 6u);
+  int tokens = 0, steps = 0, mfu = 0, inconsistent = 0;
   for (const MeasuredPoint& p : set.points) {
-    (p.metric == "tokens_per_second" ? tokens : steps)++;
+    (p.metric == "tokens_per_second" ? tokens : p.metric == "mfu" ? mfu : steps)++;
+    if (!p.inconsistent.empty()) ++inconsistent;
     EXPECT_TRUE(std::filesystem::exists(p.workload_path)) << p.workload_path;
   }
   EXPECT_EQ(tokens, 3);
   EXPECT_EQ(steps, 2);
+  EXPECT_EQ(mfu, 1);
+  EXPECT_EQ(inconsistent, 1);
   // The other numbers: GShard's remat shares (36L, 60L), all-to-all shares
   // (128E, 2048E), kernel utilizations (matmuls, attention) and GSPMD's
   // utilization range.

@@ -74,6 +74,16 @@ ModelSpec tiny_dense() {
 
 TEST(ParameterCount, TinyDenseByHand) { EXPECT_EQ(count_parameters(tiny_dense()).total, 508); }
 
+TEST(ParameterCount, UntiedEmbeddingAddsTheOutputTable) {
+  // 508 + a separate V x M = 10 x 4 output table = 548; rotary positions
+  // have no weights and drop the 32 x 2 x 2 = 128 relative-bias scalars: 420.
+  ModelSpec m = tiny_dense();
+  m.tied_embedding = false;
+  EXPECT_EQ(count_parameters(m).total, 548);
+  m.position = "rotary";
+  EXPECT_EQ(count_parameters(m).total, 420);
+}
+
 TEST(ModelFlops, DenseIsSixPTokensPlusAttention) {
   // tokens = 2 x 3 = 6; 6 P tokens = 6 * 508 * 6 = 18288;
   // attention = 12 x 2 blocks x S=3 x N=2 x D=2 x 6 tokens = 1728.

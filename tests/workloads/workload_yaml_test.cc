@@ -381,7 +381,7 @@ TEST(WorkloadYaml, ErrorInAnOverrideNamesTheFlagNotLineOne) {
 
 TEST(WorkloadYaml, ShippedWorkloadsAreWithinTheSizeLimits) {
   for (const char* name : {"small", "dense_128b_8x8", "dense_128b_16x16", "dense_1t_16x16", "dense_1t_2048",
-                           "moe_37b_128", "moe_600b_2048", "moe_1t_2048"}) {
+                           "moe_37b_128", "moe_600b_2048", "moe_1t_2048", "maxtext_22b_v4_128"}) {
     const std::string path = fmt::format("{}/workloads/{}.yaml", PODSIM_SOURCE_DIR, name);
     EXPECT_NO_THROW(load_workload(path)) << path;
   }
