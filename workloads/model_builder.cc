@@ -9,6 +9,7 @@
 #include "workloads/hlo_model.h"
 #include "workloads/model_info.h"
 #include "workloads/pipelined_stack.h"
+#include "workloads/scanned_layers.h"
 #include "workloads/transformer_blocks.h"
 
 namespace podsim::workloads {
@@ -97,7 +98,15 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     AttentionExtras extras = attention_extras(ctx, "decoder", /*causal=*/true);
     g.set_scope("embedding");
     x = embed(ctx, decoder_tokens, embedding, positions);
-    x = run_layers(ctx, decoder, x, extras, memory);
+    if (m.layer_loop == "scan") {
+      if (!encoder.empty())
+        throw UserError(SourceLocation{workload.source_file, 0, 0},
+                        "model.layer_loop = scan is built for decoder-only stacks",
+                        "set model.layer_loop: unrolled for encoder_decoder models");
+      x = run_scanned_layers(ctx, decoder, x, extras, SourceLocation{workload.source_file, 0, 0});
+    } else {
+      x = run_layers(ctx, decoder, x, extras, memory);
+    }
   }
   x = final_norm(ctx, "final_norm", x);
   InstrId loss = softmax_cross_entropy(ctx, x, embedding, targets);

@@ -293,6 +293,8 @@ void read_model(const Context& ctx, const YAML::Node& node, ModelSpec& m) {
   if (YAML::Node n = r.get("position"))
     m.position = as_choice(ctx, n, "model.position", {"relative", "learned"});
   if (YAML::Node n = r.get("norm")) m.norm = as_choice(ctx, n, "model.norm", {"rms", "layer"});
+  if (YAML::Node n = r.get("layer_loop"))
+    m.layer_loop = as_choice(ctx, n, "model.layer_loop", {"unrolled", "scan"});
   if (YAML::Node d = r.get("dtypes")) {
     KeyReader dr(ctx, d, "model.dtypes");
     if (YAML::Node p = dr.get("params")) m.dtypes.params = as_choice(ctx, p, "model.dtypes.params", {"f32", "bf16"});

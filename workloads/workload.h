@@ -56,6 +56,10 @@ struct ModelSpec {
   // rms: x / sqrt(mean(x^2) + eps) * scale, Lingvo's bias-less norm
   // (gshard_builder.py _LNInternal, T5); layer: (x - mean) / std * scale.
   std::string norm = "rms";  // rms | layer
+  // How repeated layers are built (docs/loops.md): unrolled (one copy of the
+  // layer per index) or scan (one counted while loop over layer-stacked
+  // weights [layers, ...], the layer as its body, as jax.lax.scan).
+  std::string layer_loop = "unrolled";  // unrolled | scan
   int64_t seq_len = 0;
   int64_t global_batch = 0;
   DTypes dtypes;

@@ -231,7 +231,8 @@ WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vecto
   const std::vector<InstrId>& carry_adjoints =
       grads.parameter_element_adjoints.empty() ? empty : grads.parameter_element_adjoints[0];
 
-  std::vector<InstrId> next{bb.binary(Opcode::kSubtract, t, bb.scalar_constant(DType::kS32, 1))};
+  // t + (-1), the counted form trip-count analysis reads (as XLA's).
+  std::vector<InstrId> next{bb.binary(Opcode::kAdd, t, bb.scalar_constant(DType::kS32, -1))};
   for (int64_t f : floating) {
     InstrId g = carry_adjoints.size() > static_cast<size_t>(f) ? carry_adjoints[static_cast<size_t>(f)] : kNoId;
     next.push_back(g != kNoId ? g : training::filled(bb, elements[static_cast<size_t>(f)], 0.0));
