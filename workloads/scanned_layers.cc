@@ -17,12 +17,11 @@ bool same_kind(const LayerPlan& a, const LayerPlan& b) {
   return a.moe == b.moe && a.cross_attention == b.cross_attention && a.encoder == b.encoder;
 }
 
-// One period of layers 0..P-1 of the body on x, scoped "layer_<j>".
+// The first period of layers on x (scoped by their indices): the body.
 InstrId body_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers, size_t period, InstrId x,
-                    const AttentionExtras& extras) {
-  std::vector<LayerPlan> body(layers.begin(), layers.begin() + static_cast<std::ptrdiff_t>(period));
-  for (size_t j = 0; j < period; ++j) body[j].index = static_cast<int64_t>(j);
-  return run_layers(ctx, body, x, extras, std::nullopt);
+                    const AttentionExtras& extras, std::optional<InstrId> memory) {
+  const std::vector<LayerPlan> body(layers.begin(), layers.begin() + static_cast<std::ptrdiff_t>(period));
+  return run_layers(ctx, body, x, extras, memory);
 }
 
 std::vector<int64_t> prepend(int64_t head, const std::vector<int64_t>& dims) {
@@ -44,11 +43,8 @@ std::optional<size_t> scan_period(const std::vector<LayerPlan>& layers) {
 }
 
 InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers, InstrId x,
-                           const AttentionExtras& extras, const SourceLocation& where) {
-  for (const LayerPlan& l : layers)
-    if (l.cross_attention || l.encoder)
-      throw UserError(where, "model.layer_loop = scan is built for decoder-only stacks",
-                      "set model.layer_loop: unrolled for encoder_decoder models");
+                           const AttentionExtras& extras, std::optional<InstrId> memory,
+                           const SourceLocation& where) {
   const std::optional<size_t> period = scan_period(layers);
   if (!period)
     throw UserError(where, fmt::format("model.layer_loop = scan: the {} layers do not repeat with a period", layers.size()),
@@ -68,7 +64,9 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
     AttentionExtras sextras;
     if (extras.causal_mask) sextras.causal_mask = sg.argument("mask", g.shape(*extras.causal_mask));
     if (extras.relative_buckets) sextras.relative_buckets = sg.argument("buckets", g.shape(*extras.relative_buckets));
-    body_layers(sctx, layers, *period, sx, sextras);
+    std::optional<InstrId> smemory;
+    if (memory) smemory = sg.argument("memory", g.shape(*memory));
+    body_layers(sctx, layers, *period, sx, sextras, smemory);
     weights = sg.weights();
   }
 
@@ -77,13 +75,15 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
   std::vector<InstrId> invariant_extras;
   if (extras.causal_mask) invariant_extras.push_back(*extras.causal_mask);
   if (extras.relative_buckets) invariant_extras.push_back(*extras.relative_buckets);
+  if (memory) invariant_extras.push_back(*memory);
   for (InstrId e : invariant_extras) carry.push_back(g.shape(e));
   const size_t weight_base = carry.size();
   for (const WeightRecord& w : weights) carry.push_back(Shape(g.param_dtype(), prepend(trips, w.dims)));
   const Shape carry_shape = Shape::tuple(carry);
 
   // Pass 2: the while body.
-  ModelGraph body(module, g.activation_dtype(), g.param_dtype(), "scan_body");
+  const std::string name = fmt::format("scan_layer_{}", layers.front().index);
+  ModelGraph body(module, g.activation_dtype(), g.param_dtype(), name + "_body");
   TransformerContext bctx{body, ctx.spec, ctx.shardings, ctx.batch, ctx.seq};
   compiler::ComputationBuilder& bb = body.builder();
   body.set_scope("layers");
@@ -95,6 +95,8 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
   size_t next_extra = 2;
   if (extras.causal_mask) bextras.causal_mask = elements[next_extra++];
   if (extras.relative_buckets) bextras.relative_buckets = elements[next_extra++];
+  std::optional<InstrId> bmemory;
+  if (memory) bmemory = elements[next_extra++];
   body.set_weight_source([&](size_t index, const WeightRecord& w) {
     assert(index < weights.size() && weights[index].name == w.name);
     InstrId zero = bb.scalar_constant(DType::kS32, 0);
@@ -103,14 +105,14 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
     InstrId slice = bb.dynamic_slice(elements[weight_base + index], starts, prepend(1, w.dims));
     return body.annotate(bb.reshape(slice, w.dims), w.sharding);
   });
-  InstrId out = body_layers(bctx, layers, *period, elements[1], bextras);
+  InstrId out = body_layers(bctx, layers, *period, elements[1], bextras, bmemory);
   body.set_scope("layers");
   std::vector<InstrId> next = elements;
   next[0] = bb.binary(Opcode::kAdd, counter, bb.scalar_constant(DType::kS32, 1));
   next[1] = out;
   const compiler::CompId body_id = body.build_computation(bb.tuple(next));
 
-  compiler::ComputationBuilder cond("scan_cond", &module);
+  compiler::ComputationBuilder cond(name + "_cond", &module);
   InstrId cp = cond.parameter(0, carry_shape, "carry");
   InstrId more = cond.compare(cond.get_tuple_element(cp, 0), cond.scalar_constant(DType::kS32, static_cast<double>(trips)),
                               ComparisonDirection::kLt);

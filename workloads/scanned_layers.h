@@ -4,20 +4,22 @@
 // MoE period for stacks mixing dense and MoE layers); every weight the body
 // asks for becomes one entry parameter "param/scan/<name>" of shape
 // [layers / P, ...] (layer dim unsharded), sliced at the loop counter inside
-// the body. The carry is (counter s32, x, the stack's attention extras,
-// stacked weights). compiler/training/while_autodiff.h differentiates it.
+// the body. The carry is (counter s32, x, the stack's attention extras, the
+// encoder output for cross attention, stacked weights). compiler/training/while_autodiff.h differentiates it.
 #pragma once
 
 #include "workloads/transformer_blocks.h"
 
 namespace podsim::workloads {
 
-// Runs `layers` (decoder-only, no cross attention) over x [B, L, M] as a
-// scan; ops are scoped "fwd/layer_<j>/..." with j the layer within the body.
-// UserError at `where` when the layers do not repeat with a period dividing
-// their count or need cross attention.
+// Runs one stack's `layers` over x [B, L, M] as a scan (cross attention
+// over `memory` where the plan says so); the body's ops and weights are
+// named after the first period's layers ("fwd/layer_<i>/...",
+// "param/scan/layer_<i>/..."). UserError at `where` when the layers do not
+// repeat with a period dividing their count.
 InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers, InstrId x,
-                           const AttentionExtras& extras, const SourceLocation& where);
+                           const AttentionExtras& extras, std::optional<InstrId> memory,
+                           const SourceLocation& where);
 
 // The period P of the scan body over `layers` (the smallest P dividing the
 // count with layer i like layer i mod P); nullopt when none below the count.
