@@ -194,7 +194,12 @@ class ReverseSweep {
         return;
       }
       if (in.opcode == Opcode::kWhile) {
-        WhileAdjoint w = emit_while_adjoint({b_, reducers_, src_, id, request_.loops, request_.remat}, elements);
+        std::vector<bool> init_active;
+        const Instruction& init = src_.instr(in.operand(0));
+        if (init.opcode == Opcode::kTuple)
+          for (InstrId op : init.operands) init_active.push_back(active_[static_cast<size_t>(op)]);
+        WhileAdjoint w =
+            emit_while_adjoint({b_, reducers_, src_, id, request_.loops, request_.remat, init_active}, elements);
         recomputed_flops_ += w.recomputed_flops;
         recomputed_instructions_ += w.recomputed_instructions;
         for (size_t k = 0; k < w.init_element_adjoints.size(); ++k)
