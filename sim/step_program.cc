@@ -315,7 +315,13 @@ class Flattener {
     const Instruction& instr = module_.computation(comp).instr(id);
     const std::optional<int64_t> trips = trip_count(comp, id);
     if (!trips) ++out_.unknown_trip_counts;
-    const int64_t n = trips.value_or(1);
+    int64_t n = trips.value_or(1);
+    if (comp == module_.entry_id()) {
+      const int64_t key = loop_key(comp, id);
+      if (std::none_of(out_.entry_loops.begin(), out_.entry_loops.end(), [&](const EntryLoop& l) { return l.key == key; }))
+        out_.entry_loops.push_back(EntryLoop{key, n});
+      if (auto cap = in_.iteration_caps.find(key); cap != in_.iteration_caps.end()) n = std::min(n, cap->second);
+    }
     const compiler::LoopOptimizations& loops = in_.program.loops;
     const LoopMoves* moves =
         n >= 2 && (loops.pipelined_all_gather || loops.pipelined_reduce_scatter) ? &moves_of(comp, id) : nullptr;

@@ -362,6 +362,14 @@ void read_compiler(const Context& ctx, const YAML::Node& node, CompilerSpec& c) 
       spec.overlap_test = as_bool(ctx, n, "compiler.windowed_einsum.overlap_test");
     w.finish();
   }
+  if (YAML::Node loops = r.get("loops")) {
+    KeyReader l(ctx, loops, "compiler.loops");
+    if (YAML::Node n = l.get("pipelined_all_gather"))
+      c.loops.pipelined_all_gather = as_bool(ctx, n, "compiler.loops.pipelined_all_gather");
+    if (YAML::Node n = l.get("pipelined_reduce_scatter"))
+      c.loops.pipelined_reduce_scatter = as_bool(ctx, n, "compiler.loops.pipelined_reduce_scatter");
+    l.finish();
+  }
   r.finish();
 }
 

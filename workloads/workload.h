@@ -106,8 +106,18 @@ struct WindowedEinsumSpec {
   bool overlap_test = true;
 };
 
+// `compiler.loops`: XLA's collective pipeliner on counted while loops
+// (model.layer_loop = scan, or a loop in an HLO module podsim compiles;
+// compiler/pipeline/program.h LoopOptimizations, docs/loops.md), named after
+// XLA's xla_*_enable_pipelined_{all_gather,reduce_scatter}.
+struct LoopsSpec {
+  bool pipelined_all_gather = true;
+  bool pipelined_reduce_scatter = true;
+};
+
 struct CompilerSpec {
   WindowedEinsumSpec windowed_einsum;
+  LoopsSpec loops;
 };
 
 struct Workload {

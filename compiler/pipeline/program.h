@@ -105,7 +105,9 @@ struct SpmdProgram {
   std::vector<FusionPlan> fusion;  // per computation, indexed by CompId
   MemoryPlan memory;
   CompileStats stats;
-  LoopOptimizations loops;
+  // compile() sets them from CompileOptions (default on); a program built
+  // otherwise runs its loops as written.
+  LoopOptimizations loops = {false, false};
 };
 
 }  // namespace podsim::compiler
