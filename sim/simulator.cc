@@ -166,8 +166,12 @@ void check_trace_estimate(const TraceSelection& selection, const StepProgram& st
 // more iteration) agree within this fraction.
 constexpr int64_t kSteadyFirstIterations = 2;
 constexpr double kSteadyTolerance = 1e-3;
-// Loops this short are simulated whole.
+// Loops this short, or holding less of the program's steps than this
+// fraction, are simulated whole; at most kSteadyMaxLoops loops (the
+// largest) are tested (each costs two more short runs).
 constexpr int64_t kSteadyMinTrips = 8;
+constexpr double kSteadyMinShare = 0.1;
+constexpr size_t kSteadyMaxLoops = 4;
 
 // a + factor (c - b), field by field (c - b: one iteration's worth).
 DeviceAccount extrapolated(const DeviceAccount& a, const DeviceAccount& b, const DeviceAccount& c, double factor) {
@@ -204,8 +208,13 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full,
   SteadyRun out;
   for (int64_t k = kSteadyFirstIterations;; k *= 2) {
     std::vector<EntryLoop> capped;
+    const double all_steps = static_cast<double>(full.steps.size());
     for (const EntryLoop& loop : full.entry_loops)
-      if (loop.trips >= kSteadyMinTrips && loop.trips > k + 2) capped.push_back(loop);
+      if (loop.trips >= kSteadyMinTrips && loop.trips > k + 2 &&
+          static_cast<double>(loop.steps) >= kSteadyMinShare * all_steps)
+        capped.push_back(loop);
+    std::stable_sort(capped.begin(), capped.end(), [](const EntryLoop& a, const EntryLoop& b) { return a.steps > b.steps; });
+    if (capped.size() > kSteadyMaxLoops) capped.resize(kSteadyMaxLoops);
     if (capped.empty()) return out;
     auto program_with = [&](int64_t key, int64_t iterations) {
       FlattenInputs inputs = base;

@@ -316,12 +316,24 @@ class Flattener {
     const std::optional<int64_t> trips = trip_count(comp, id);
     if (!trips) ++out_.unknown_trip_counts;
     int64_t n = trips.value_or(1);
+    EntryLoop* record = nullptr;
+    const size_t steps_before = out_.steps.size();
     if (comp == module_.entry_id()) {
       const int64_t key = loop_key(comp, id);
-      if (std::none_of(out_.entry_loops.begin(), out_.entry_loops.end(), [&](const EntryLoop& l) { return l.key == key; }))
-        out_.entry_loops.push_back(EntryLoop{key, n});
+      auto it = std::find_if(out_.entry_loops.begin(), out_.entry_loops.end(),
+                             [&](const EntryLoop& l) { return l.key == key; });
+      if (it == out_.entry_loops.end()) it = out_.entry_loops.insert(out_.entry_loops.end(), EntryLoop{key, n, 0});
+      record = &*it;
       if (auto cap = in_.iteration_caps.find(key); cap != in_.iteration_caps.end()) n = std::min(n, cap->second);
     }
+    struct CountSteps {  // adds the steps this loop emitted to its record
+      EntryLoop* record;
+      const std::vector<Step>& steps;
+      size_t before;
+      ~CountSteps() {
+        if (record) record->steps += static_cast<int64_t>(steps.size() - before);
+      }
+    } count_steps{record, out_.steps, steps_before};
     const compiler::LoopOptimizations& loops = in_.program.loops;
     const LoopMoves* moves =
         n >= 2 && (loops.pipelined_all_gather || loops.pipelined_reduce_scatter) ? &moves_of(comp, id) : nullptr;

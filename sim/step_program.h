@@ -60,6 +60,7 @@ struct Step {
 struct EntryLoop {
   int64_t key = 0;
   int64_t trips = 0;  // its known trip count (uncapped)
+  int64_t steps = 0;  // steps it emitted, prologue and epilogue included
 };
 inline int64_t loop_key(compiler::CompId comp, compiler::InstrId id) {
   return (static_cast<int64_t>(comp) << 32) | static_cast<uint32_t>(id);
