@@ -9,7 +9,8 @@ namespace podsim::reports {
 
 namespace {
 
-// "layer_12", "pipeline_iter_3", "stage_0": structure, not a component.
+// "layer_12", "pipeline_iter_3", "stage_0", "scan" (param/scan/...: layer-stacked
+// weights, model.layer_loop = scan): structure, not a component.
 bool numbered(std::string_view segment, std::string_view stem) {
   if (segment.size() <= stem.size() || segment.substr(0, stem.size()) != stem) return false;
   return std::all_of(segment.begin() + static_cast<std::ptrdiff_t>(stem.size()), segment.end(),
@@ -17,7 +18,7 @@ bool numbered(std::string_view segment, std::string_view stem) {
 }
 
 bool structural(std::string_view segment) {
-  return segment == "encoder" || segment == "decoder" || numbered(segment, "layer_") ||
+  return segment == "encoder" || segment == "decoder" || segment == "scan" || numbered(segment, "layer_") ||
          numbered(segment, "pipeline_iter_") || numbered(segment, "stage_");
 }
 

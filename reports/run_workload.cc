@@ -81,6 +81,7 @@ compiler::CompileOptions compile_options(const workloads::Workload& w, const wor
   compiler::CompileOptions options;
   options.num_devices = w.mesh.device_count();
   options.spmd = spmd_options(w.compiler, hardware);
+  options.loops = {w.compiler.loops.pipelined_all_gather, w.compiler.loops.pipelined_reduce_scatter};
   if (!w.training.enabled) return options;
   compiler::TrainingStepOptions training;
   training.optimizer = optimizer_options(w.training.optimizer);

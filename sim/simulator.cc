@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 
 #include "common/error.h"
@@ -158,6 +159,101 @@ void check_trace_estimate(const TraceSelection& selection, const StepProgram& st
                   "sample:N), or raise --trace-limit (e.g. 200MB; 0 = none)");
 }
 
+// ---- steady-state loops (simulator.h) ----
+
+// Iterations of each entry loop simulated before the steady-state test, and
+// the test: two consecutive iteration times (the step time added by one
+// more iteration) agree within this fraction.
+constexpr int64_t kSteadyFirstIterations = 2;
+constexpr double kSteadyTolerance = 1e-3;
+// Loops this short, or holding less of the program's steps than this
+// fraction, are simulated whole; at most kSteadyMaxLoops loops (the
+// largest) are tested (each costs two more short runs).
+constexpr int64_t kSteadyMinTrips = 8;
+constexpr double kSteadyMinShare = 0.1;
+constexpr size_t kSteadyMaxLoops = 4;
+
+// a + factor (c - b), field by field (c - b: one iteration's worth).
+DeviceAccount extrapolated(const DeviceAccount& a, const DeviceAccount& b, const DeviceAccount& c, double factor) {
+  DeviceAccount out = a;
+  auto add = [&](double& o, double vb, double vc) { o += factor * (vc - vb); };
+  add(out.finish_s, b.finish_s, c.finish_s);
+  add(out.compute_s, b.compute_s, c.compute_s);
+  add(out.mxu_s, b.mxu_s, c.mxu_s);
+  add(out.vpu_s, b.vpu_s, c.vpu_s);
+  add(out.hbm_s, b.hbm_s, c.hbm_s);
+  add(out.overhead_s, b.overhead_s, c.overhead_s);
+  add(out.hbm_contention_s, b.hbm_contention_s, c.hbm_contention_s);
+  add(out.exposed_s, b.exposed_s, c.exposed_s);
+  add(out.idle_s, b.idle_s, c.idle_s);
+  for (size_t i = 0; i < out.op_busy_s.size(); ++i) add(out.op_busy_s[i], b.op_busy_s[i], c.op_busy_s[i]);
+  for (size_t i = 0; i < out.collective_exposed_s.size(); ++i)
+    add(out.collective_exposed_s[i], b.collective_exposed_s[i], c.collective_exposed_s[i]);
+  return out;
+}
+
+struct SteadyRun {
+  bool used = false;
+  EngineResult result;
+  std::string note;
+};
+
+// Fast mode, one device: each entry loop of at least kSteadyMinTrips
+// iterations is simulated for K, K+1 and K+2 iterations (the others at K);
+// when the last two iteration times agree within kSteadyTolerance for every
+// loop, the step is the K-iteration run plus (trips - K) iteration times
+// per loop, op by op; else K doubles, up to simulating the loops whole.
+SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full,
+                       const std::function<EngineResult(const StepProgram&)>& run) {
+  SteadyRun out;
+  for (int64_t k = kSteadyFirstIterations;; k *= 2) {
+    std::vector<EntryLoop> capped;
+    const double all_steps = static_cast<double>(full.steps.size());
+    for (const EntryLoop& loop : full.entry_loops)
+      if (loop.trips >= kSteadyMinTrips && loop.trips > k + 2 &&
+          static_cast<double>(loop.steps) >= kSteadyMinShare * all_steps)
+        capped.push_back(loop);
+    std::stable_sort(capped.begin(), capped.end(), [](const EntryLoop& a, const EntryLoop& b) { return a.steps > b.steps; });
+    if (capped.size() > kSteadyMaxLoops) capped.resize(kSteadyMaxLoops);
+    if (capped.empty()) return out;
+    auto program_with = [&](int64_t key, int64_t iterations) {
+      FlattenInputs inputs = base;
+      for (const EntryLoop& loop : capped) inputs.iteration_caps[loop.key] = loop.key == key ? iterations : k;
+      return flatten_program(inputs);
+    };
+    const StepProgram shortest = program_with(-1, k);
+    if (shortest.ops.size() != full.ops.size()) return out;  // op numbering differs: simulate whole
+    EngineResult result = run(shortest);
+    DeviceAccount total = result.devices[0];
+    bool steady = true;
+    double worst = 0;
+    for (const EntryLoop& loop : capped) {
+      const EngineResult one = run(program_with(loop.key, k + 1));
+      const EngineResult two = run(program_with(loop.key, k + 2));
+      const double first = one.devices[0].finish_s - result.devices[0].finish_s;
+      const double second = two.devices[0].finish_s - one.devices[0].finish_s;
+      const double difference = std::abs(second - first) / std::max(std::abs(second), 1e-12);
+      worst = std::max(worst, difference);
+      if (difference > kSteadyTolerance) {
+        steady = false;
+        break;
+      }
+      total = extrapolated(total, one.devices[0], two.devices[0], static_cast<double>(loop.trips - k));
+    }
+    if (!steady) continue;
+    result.devices[0] = std::move(total);
+    out.used = true;
+    out.result = std::move(result);
+    std::vector<std::string> loops;
+    for (const EntryLoop& loop : capped) loops.push_back(fmt::format("{}", loop.trips));
+    out.note = fmt::format(
+        "{} loop(s) of {} iterations simulated for their first {} (and {}, {} to test): the iteration time was "
+        "steady (consecutive iterations within {:.2g} %), the remaining iterations are counted at it",
+        capped.size(), fmt::join(loops, ", "), k, k + 1, k + 2, 100 * std::max(worst, 0.0) + 0.0);
+    return out;
+  }
+}
+
 }  // namespace
 
 Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system, const SimOptions& options) {
@@ -171,22 +267,26 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   OpCostModel costs(system.core(), &program.module,
                     hardware.chip.host_bandwidth / static_cast<double>(std::max<int64_t>(1, hardware.chip.devices_per_chip)));
   CollectiveCatalog catalog(system, program.num_devices);
-  const StepProgram steps = flatten_program(FlattenInputs{program, costs, catalog});
-  const FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices);
+  const FlattenInputs flatten_inputs{program, costs, catalog};
+  const StepProgram steps = flatten_program(flatten_inputs);
+  FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices);
 
-  EngineInputs inputs{steps,
-                      catalog,
-                      system.topology(),
-                      choice.fidelity,
-                      program.num_devices,
-                      {},
-                      system.config().ici.collectives_in_flight,
-                      system.config().ici.collectives_in_flight_per_kind,
-                      options.record_trace,
-                      options.progress,
-                      system.config().hbm.bandwidth,
-                      {},
-                      {}};
+  auto engine_inputs = [&](const StepProgram& step_program) {
+    return EngineInputs{step_program,
+                        catalog,
+                        system.topology(),
+                        choice.fidelity,
+                        program.num_devices,
+                        {},
+                        system.config().ici.collectives_in_flight,
+                        system.config().ici.collectives_in_flight_per_kind,
+                        options.record_trace,
+                        options.progress,
+                        system.config().hbm.bandwidth,
+                        {},
+                        {}};
+  };
+  EngineInputs inputs = engine_inputs(steps);
   std::vector<int64_t> traced;
   if (options.record_trace) {
     const int64_t simulated = choice.fidelity == Fidelity::kFast ? 1 : program.num_devices;
@@ -199,7 +299,18 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   if (choice.fidelity == Fidelity::kFast)
     for (int32_t spec = 0; spec < catalog.size(); ++spec)
       inputs.fast_collective_s.push_back(catalog.fast_timing(spec).seconds);
-  EngineResult result = run_engine(inputs);
+  SteadyRun steady;
+  if (choice.fidelity == Fidelity::kFast && !options.record_trace && options.steady_state_loops)
+    steady = steady_state(flatten_inputs, steps, [&](const StepProgram& short_program) {
+      EngineInputs short_inputs = engine_inputs(short_program);
+      short_inputs.fast_collective_s = inputs.fast_collective_s;
+      short_inputs.progress = nullptr;
+      return run_engine(short_inputs);
+    });
+  if (steady.used) {
+    choice.approximation_note += (choice.approximation_note.empty() ? "" : "; ") + steady.note;
+  }
+  EngineResult result = steady.used ? std::move(steady.result) : run_engine(inputs);
 
   // The reported device: the slowest (the first of equals).
   size_t reported = 0;

@@ -49,6 +49,11 @@ struct SimOptions {
   TraceSelection trace;  // what the trace keeps, when record_trace
   // Called now and then with the fraction done (0..1), for a progress line.
   std::function<void(double)> progress;
+  // Fast fidelity without a trace: a while loop of the entry (>= 8
+  // iterations) is simulated until its iteration time is steady, the rest
+  // counted at that time (simulator.cc steady_state; docs/loops.md). Full
+  // fidelity always runs every iteration.
+  bool steady_state_loops = true;
 };
 
 Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system, const SimOptions& options);

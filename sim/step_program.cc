@@ -44,6 +44,160 @@ void add_reads(Ordinals& into, const Ordinals& more) {
 
 Pending merged(Ordinals reads) { return Pending{std::move(reads), {}}; }
 
+// State element k when `id` is get-tuple-element(parameter 0, k), also
+// through get-tuple-element(tuple(...), j) (a copied loop body).
+std::optional<int64_t> state_element(const Computation& c, InstrId id) {
+  const Instruction* at = &c.instr(id);
+  while (at->opcode == Opcode::kGetTupleElement && c.instr(at->operand(0)).opcode == Opcode::kTuple)
+    at = &c.instr(c.instr(at->operand(0)).operand(static_cast<int>(at->attrs.tuple_index)));
+  if (at->opcode != Opcode::kGetTupleElement) return std::nullopt;
+  const Instruction& src = c.instr(at->operand(0));
+  if (src.opcode != Opcode::kParameter || src.attrs.parameter_number != 0) return std::nullopt;
+  return at->attrs.tuple_index;
+}
+
+// Which body instructions the loop pipelining moves (program.h
+// LoopOptimizations): `early` one iteration earlier, `late` one later.
+struct LoopMoves {
+  std::vector<char> early;
+  std::vector<char> late;
+  bool any = false;
+};
+
+bool is_kind(const Instruction& instr, std::initializer_list<Opcode> kinds) {
+  const Opcode op = collective_opcode(instr);
+  return std::find(kinds.begin(), kinds.end(), op) != kinds.end();
+}
+
+LoopMoves plan_loop_moves(const compiler::Module& module, const Instruction& loop,
+                          const compiler::LoopOptimizations& options) {
+  const Computation& body = module.computation(loop.while_body());
+  const auto n = static_cast<size_t>(body.size());
+  LoopMoves moves;
+  moves.early.assign(n, 0);
+  moves.late.assign(n, 0);
+  const Instruction& root = body.root_instr();
+  if (root.opcode != Opcode::kTuple) return moves;
+  // Elements the body passes through (invariant) or steps by a constant (the counter).
+  std::vector<char> steady(static_cast<size_t>(root.operand_count()), 0);
+  for (int k = 0; k < root.operand_count(); ++k) {
+    const Instruction& next = body.instr(root.operand(k));
+    if (state_element(body, root.operand(k)) == k) steady[static_cast<size_t>(k)] = 1;
+    if (next.opcode == Opcode::kAdd)
+      for (int side = 0; side < 2; ++side)
+        if (state_element(body, next.operand(side)) == k && body.instr(next.operand(1 - side)).opcode == Opcode::kConstant)
+          steady[static_cast<size_t>(k)] = 1;
+  }
+  std::vector<std::vector<InstrId>> users(n);
+  for (InstrId id = 0; id < body.size(); ++id)
+    for (InstrId op : body.instr(id).operands) users[static_cast<size_t>(op)].push_back(id);
+
+  // Early: all-gathers of values known before the iteration (built from
+  // steady elements and constants only) and the ops forming them.
+  if (options.pipelined_all_gather) {
+    std::vector<char> known(n, 0);
+    for (InstrId id = 0; id < body.size(); ++id) {
+      const Instruction& in = body.instr(id);
+      if (in.opcode == Opcode::kParameter || in.opcode == Opcode::kWhile || in.opcode == Opcode::kCall ||
+          in.opcode == Opcode::kConditional)
+        continue;
+      if (auto k = state_element(body, id)) {
+        known[static_cast<size_t>(id)] = static_cast<size_t>(*k) < steady.size() && steady[static_cast<size_t>(*k)];
+        continue;
+      }
+      bool all = true;
+      for (InstrId op : in.operands) all = all && known[static_cast<size_t>(op)];
+      known[static_cast<size_t>(id)] = all;
+    }
+    std::vector<InstrId> stack;
+    for (InstrId id = 0; id < body.size(); ++id) {
+      const Instruction& in = body.instr(id);
+      if (known[static_cast<size_t>(id)] && classify(in) == OpClass::kCollective &&
+          is_kind(in, {Opcode::kAllGather}))
+        stack.push_back(id);
+    }
+    while (!stack.empty()) {
+      const InstrId id = stack.back();
+      stack.pop_back();
+      if (moves.early[static_cast<size_t>(id)]) continue;
+      moves.early[static_cast<size_t>(id)] = 1;
+      moves.any = true;
+      for (InstrId op : body.instr(id).operands)
+        if (known[static_cast<size_t>(op)] && !moves.early[static_cast<size_t>(op)]) stack.push_back(op);
+    }
+  }
+  // Late: ops after a reduce-scatter / all-reduce whose values only reach
+  // loop state that only such ops read (a gradient slice accumulated into
+  // the stacked gradient), so the iteration does not wait for the collective.
+  if (options.pipelined_reduce_scatter) {
+    std::vector<char> sinkable(n, 0);
+    const auto& cond = module.computation(loop.while_condition());
+    std::vector<char> cond_reads(steady.size(), 0);
+    for (InstrId id = 0; id < cond.size(); ++id)
+      if (auto k = state_element(cond, id); k && static_cast<size_t>(*k) < cond_reads.size())
+        cond_reads[static_cast<size_t>(*k)] = 1;
+    // Readers of each state element in the body.
+    std::vector<std::vector<InstrId>> element_readers(steady.size());
+    for (InstrId id = 0; id < body.size(); ++id) {
+      if (body.instr(id).opcode != Opcode::kGetTupleElement) continue;
+      if (auto k = state_element(body, id); k && static_cast<size_t>(*k) < steady.size())
+        for (InstrId u : users[static_cast<size_t>(id)])
+          if (body.instr(u).opcode != Opcode::kTuple) element_readers[static_cast<size_t>(*k)].push_back(u);
+    }
+    // Greatest fixpoint: start from every candidate, drop those with a
+    // reader that stays in the iteration.
+    for (InstrId id = 0; id < body.size(); ++id) {
+      const Instruction& in = body.instr(id);
+      const OpClass cls = classify(in);
+      sinkable[static_cast<size_t>(id)] = id != body.root() && in.opcode != Opcode::kParameter &&
+                                          in.opcode != Opcode::kGetTupleElement && cls != OpClass::kCollective &&
+                                          cls != OpClass::kControl && !users[static_cast<size_t>(id)].empty();
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (InstrId id = body.size() - 1; id >= 0; --id) {
+        if (!sinkable[static_cast<size_t>(id)]) continue;
+        bool ok = true;
+        for (InstrId u : users[static_cast<size_t>(id)]) {
+          if (u != body.root()) {
+            ok = ok && sinkable[static_cast<size_t>(u)];
+            continue;
+          }
+          for (int k = 0; k < root.operand_count() && ok; ++k) {
+            if (root.operand(k) != id) continue;
+            ok = !cond_reads[static_cast<size_t>(k)];
+            for (InstrId r : element_readers[static_cast<size_t>(k)]) ok = ok && sinkable[static_cast<size_t>(r)];
+          }
+        }
+        if (!ok) {
+          sinkable[static_cast<size_t>(id)] = 0;
+          changed = true;
+        }
+      }
+    }
+    // They move when they wait for such a collective.
+    bool waits = false;
+    for (InstrId id = 0; id < body.size() && !waits; ++id) {
+      if (!sinkable[static_cast<size_t>(id)]) continue;
+      for (InstrId op : body.instr(id).operands) {
+        InstrId at = op;  // through free ops
+        while (classify(body.instr(at)) == OpClass::kFree && body.instr(at).operand_count() == 1 &&
+               body.instr(at).opcode != Opcode::kGetTupleElement)
+          at = body.instr(at).operand(0);
+        const Instruction& o = body.instr(at);
+        waits = waits || (classify(o) == OpClass::kCollective && is_kind(o, {Opcode::kReduceScatter, Opcode::kAllReduce}));
+      }
+    }
+    if (waits)
+      for (size_t i = 0; i < n; ++i)
+        if (sinkable[i] && classify(body.instr(static_cast<InstrId>(i))) != OpClass::kFree) {
+          moves.late[i] = 1;
+          moves.any = true;
+        }
+  }
+  return moves;
+}
+
 class Flattener {
  public:
   explicit Flattener(const FlattenInputs& in) : in_(in), module_(in.program.module) {}
@@ -122,7 +276,89 @@ class Flattener {
     out_.steps.push_back(step);
   }
 
-  Pending flatten(CompId comp, const std::vector<Pending>& params) {
+  // A step moved one iteration later (LoopMoves::late), emitted after the
+  // next iteration's own steps.
+  struct Deferred {
+    int32_t op = 0;
+    Ordinals reads;
+  };
+  // The pipelining state of one loop while its iterations are flattened.
+  struct LoopRun {
+    const LoopMoves* moves = nullptr;
+    bool prologue = false;  // emit only iteration 0's early steps
+    bool has_next = false;  // there is a next iteration to emit early steps for
+    std::unordered_map<InstrId, Pending> early_now, early_next;
+    std::vector<Deferred> late_prev, late_now;
+  };
+
+  const LoopMoves& moves_of(CompId comp, InstrId id) {
+    const auto key = (static_cast<int64_t>(comp) << 32) | static_cast<uint32_t>(id);
+    auto it = moves_.find(key);
+    if (it == moves_.end())
+      it = moves_.emplace(key, plan_loop_moves(module_, module_.computation(comp).instr(id), in_.program.loops)).first;
+    return it->second;
+  }
+
+  // Emits one step (a fusion group at its root, or an instruction) and
+  // returns the value's pending collectives.
+  Pending emit_step(CompId comp, InstrId id, const compiler::FusionGroup* group, const Ordinals& reads) {
+    const Instruction& instr = module_.computation(comp).instr(id);
+    if (!group && classify(instr) == OpClass::kCollective) {
+      emit(op_index(comp, id, nullptr), reads, true);
+      return merged({static_cast<int32_t>(out_.collective_steps.size()) - 1});
+    }
+    emit(op_index(comp, id, group), reads, false);
+    return {};
+  }
+
+  Pending run_loop(CompId comp, InstrId id, Pending state) {
+    const Instruction& instr = module_.computation(comp).instr(id);
+    const std::optional<int64_t> trips = trip_count(comp, id);
+    if (!trips) ++out_.unknown_trip_counts;
+    int64_t n = trips.value_or(1);
+    EntryLoop* record = nullptr;
+    const size_t steps_before = out_.steps.size();
+    if (comp == module_.entry_id()) {
+      const int64_t key = loop_key(comp, id);
+      auto it = std::find_if(out_.entry_loops.begin(), out_.entry_loops.end(),
+                             [&](const EntryLoop& l) { return l.key == key; });
+      if (it == out_.entry_loops.end()) it = out_.entry_loops.insert(out_.entry_loops.end(), EntryLoop{key, n, 0});
+      record = &*it;
+      if (auto cap = in_.iteration_caps.find(key); cap != in_.iteration_caps.end()) n = std::min(n, cap->second);
+    }
+    struct CountSteps {  // adds the steps this loop emitted to its record
+      EntryLoop* record;
+      const std::vector<Step>& steps;
+      size_t before;
+      ~CountSteps() {
+        if (record) record->steps += static_cast<int64_t>(steps.size() - before);
+      }
+    } count_steps{record, out_.steps, steps_before};
+    const compiler::LoopOptimizations& loops = in_.program.loops;
+    const LoopMoves* moves =
+        n >= 2 && (loops.pipelined_all_gather || loops.pipelined_reduce_scatter) ? &moves_of(comp, id) : nullptr;
+    if (!moves || !moves->any) {
+      for (int64_t i = 0; i < n; ++i) state = flatten(instr.while_body(), {state});
+      return state;
+    }
+    LoopRun run;
+    run.moves = moves;
+    run.prologue = true;
+    flatten(instr.while_body(), {state}, &run);  // iteration 0's early steps, before the loop
+    run.prologue = false;
+    for (int64_t i = 0; i < n; ++i) {
+      run.early_now = std::move(run.early_next);
+      run.early_next.clear();
+      run.has_next = i + 1 < n;
+      run.late_prev = std::move(run.late_now);
+      run.late_now.clear();
+      state = flatten(instr.while_body(), {state}, &run);
+    }
+    for (const Deferred& d : run.late_now) emit(d.op, d.reads, false);  // the last iteration's, after the loop
+    return state;
+  }
+
+  Pending flatten(CompId comp, const std::vector<Pending>& params, LoopRun* run = nullptr) {
     const Computation& c = module_.computation(comp);
     const compiler::FusionPlan* fusion = fusion_of(comp);
     std::vector<Pending> pending(static_cast<size_t>(c.size()));
@@ -135,18 +371,55 @@ class Flattener {
       operand_reads(instr, reads);
       return reads;
     };
+    // The reads of the next iteration's copy of an early step: its early
+    // operands' next values.
+    auto next_reads = [&](const std::vector<InstrId>& members) {
+      Ordinals reads;
+      for (InstrId member : members)
+        for (InstrId op : c.instr(member).operands) {
+          auto it = run->early_next.find(op);
+          add_reads(reads, it != run->early_next.end() ? it->second.reads : reads_of(op));
+        }
+      return reads;
+    };
     for (InstrId id : order_of(comp)) {
       const Instruction& instr = c.instr(id);
       Pending& mine = pending[static_cast<size_t>(id)];
       const int32_t group_index = fusion ? fusion->group_of[static_cast<size_t>(id)] : -1;
-      if (group_index >= 0) {
-        const auto& group = fusion->groups[static_cast<size_t>(group_index)];
-        if (group.members.empty() || group.members.back() != id) continue;  // runs at its root
+      const compiler::FusionGroup* group =
+          group_index >= 0 ? &fusion->groups[static_cast<size_t>(group_index)] : nullptr;
+      if (group && (group->members.empty() || group->members.back() != id)) continue;  // runs at its root
+      const OpClass cls = classify(instr);
+      const bool step = group || cls == OpClass::kCompute || cls == OpClass::kCollective;
+      if (run && step) {
+        const auto sid = static_cast<size_t>(id);
+        const std::vector<InstrId> single{id};
+        const std::vector<InstrId>& members = group ? group->members : single;
+        if (run->moves->early[sid]) {
+          if (run->prologue) {
+            run->early_next[id] = emit_step(comp, id, group, next_reads(members));
+            continue;
+          }
+          auto it = run->early_now.find(id);
+          if (it != run->early_now.end()) mine = it->second;
+          if (run->has_next) run->early_next[id] = emit_step(comp, id, group, next_reads(members));
+          continue;
+        }
+        if (run->prologue) continue;
+        if (run->moves->late[sid] && cls != OpClass::kCollective) {
+          Ordinals reads;
+          for (InstrId member : members) operand_reads(c.instr(member), reads);
+          run->late_now.push_back(Deferred{op_index(comp, id, group), std::move(reads)});
+          continue;
+        }
+      }
+      if (group) {
         Ordinals reads;
-        for (InstrId member : group.members) operand_reads(c.instr(member), reads);
-        emit(op_index(comp, id, &group), reads, false);
+        for (InstrId member : group->members) operand_reads(c.instr(member), reads);
+        emit(op_index(comp, id, group), reads, false);
         continue;
       }
+      if (run && run->prologue && cls != OpClass::kFree) continue;  // only early steps and free values
       switch (instr.opcode) {
         case Opcode::kParameter: {
           const auto n = static_cast<size_t>(instr.attrs.parameter_number);
@@ -163,14 +436,9 @@ class Flattener {
           mine = index < tuple.elements.size() ? tuple.elements[index] : merged(tuple.reads);
           break;
         }
-        case Opcode::kWhile: {
-          Pending state = pending[static_cast<size_t>(instr.operand(0))];
-          const std::optional<int64_t> trips = trip_count(comp, id);
-          if (!trips) ++out_.unknown_trip_counts;
-          for (int64_t i = 0; i < trips.value_or(1); ++i) state = flatten(instr.while_body(), {state});
-          mine = std::move(state);
+        case Opcode::kWhile:
+          mine = run_loop(comp, id, pending[static_cast<size_t>(instr.operand(0))]);
           break;
-        }
         case Opcode::kCall: {
           std::vector<Pending> args;
           for (InstrId op : instr.operands) args.push_back(pending[static_cast<size_t>(op)]);
@@ -187,16 +455,14 @@ class Flattener {
           break;
         }
         default:
-          switch (classify(instr)) {
+          switch (cls) {
             case OpClass::kFree: mine = merged(operands_read(instr)); break;
-            case OpClass::kCollective:
-              emit(op_index(comp, id, nullptr), operands_read(instr), true);
-              mine = merged({static_cast<int32_t>(out_.collective_steps.size()) - 1});
-              break;
-            default: emit(op_index(comp, id, nullptr), operands_read(instr), false); break;
+            default: mine = emit_step(comp, id, nullptr, operands_read(instr)); break;
           }
       }
     }
+    if (run && !run->prologue)
+      for (const Deferred& d : run->late_prev) emit(d.op, d.reads, false);  // the previous iteration's
     return c.root() == compiler::kNoId ? Pending{} : pending[static_cast<size_t>(c.root())];
   }
 
@@ -206,6 +472,7 @@ class Flattener {
   std::unordered_map<int64_t, int32_t> op_of_;
   std::unordered_map<int64_t, std::optional<int64_t>> trips_;
   std::unordered_map<CompId, std::vector<InstrId>> default_order_;
+  std::unordered_map<int64_t, LoopMoves> moves_;
 };
 
 }  // namespace

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/pipeline/program.h"
@@ -55,6 +56,16 @@ struct Step {
   bool collective = false;
 };
 
+// A while loop run from the entry computation (loop_key names it).
+struct EntryLoop {
+  int64_t key = 0;
+  int64_t trips = 0;  // its known trip count (uncapped)
+  int64_t steps = 0;  // steps it emitted, prologue and epilogue included
+};
+inline int64_t loop_key(compiler::CompId comp, compiler::InstrId id) {
+  return (static_cast<int64_t>(comp) << 32) | static_cast<uint32_t>(id);
+}
+
 struct StepProgram {
   std::vector<OpInfo> ops;
   std::vector<Step> steps;
@@ -63,6 +74,7 @@ struct StepProgram {
   int64_t unknown_trip_counts = 0;
   int64_t conditionals_first_branch = 0;  // conditionals run as their first branch
   double total_compute_s = 0;  // sum of compute step times (one device)
+  std::vector<EntryLoop> entry_loops;  // in first-run order, each once
 };
 
 struct FlattenInputs {
@@ -71,6 +83,9 @@ struct FlattenInputs {
   CollectiveCatalog& collectives;
   // Guard against runaway unrolling; UserError beyond it.
   int64_t max_steps = 200'000'000;
+  // Entry loops (by loop_key) run for at most this many iterations (the
+  // simulator's steady-state loops, simulator.h); the rest are left out.
+  std::unordered_map<int64_t, int64_t> iteration_caps = {};
 };
 
 StepProgram flatten_program(const FlattenInputs& inputs);

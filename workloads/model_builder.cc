@@ -9,6 +9,7 @@
 #include "workloads/hlo_model.h"
 #include "workloads/model_info.h"
 #include "workloads/pipelined_stack.h"
+#include "workloads/scanned_layers.h"
 #include "workloads/transformer_blocks.h"
 
 namespace podsim::workloads {
@@ -68,6 +69,7 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     positions = g.weight("embedding/position", {m.seq_len, m.model_dim}, sharding);
   }
 
+  const SourceLocation where{workload.source_file, 0, 0};
   std::vector<LayerPlan> encoder, decoder;
   for (const LayerPlan& layer : plan) (layer.encoder ? encoder : decoder).push_back(layer);
   std::optional<InstrId> memory;
@@ -76,7 +78,9 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     AttentionExtras extras = attention_extras(ctx, "encoder", /*causal=*/false);
     g.set_scope("encoder/embedding");
     InstrId x = embed(ctx, tokens, embedding, positions);
-    memory = final_norm(ctx, "encoder/final_norm", run_layers(ctx, encoder, x, extras, std::nullopt));
+    x = m.layer_loop == "scan" ? run_scanned_layers(ctx, encoder, x, extras, std::nullopt, where)
+                               : run_layers(ctx, encoder, x, extras, std::nullopt);
+    memory = final_norm(ctx, "encoder/final_norm", x);
     // Teacher forcing: the decoder reads the targets shifted right by one,
     // with token 0 as the start token.
     g.set_scope("decoder/shift_targets");
@@ -87,17 +91,20 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
   const TrainingSpec& t = workload.training;
   InstrId x;
   if (t.pipeline_stages > 1) {
+    if (m.layer_loop == "scan")
+      throw UserError(where, "model.layer_loop = scan with training.pipeline_stages > 1",
+                      "a pipelined stack already stacks its stages' weights: set model.layer_loop: unrolled");
     // GSPMD pipelining: the decoder layers run as S stage-stacked stages
     // (pipelined_stack.h); embedding and loss stay outside the pipeline.
     g.set_scope("embedding");
     x = embed(ctx, decoder_tokens, embedding, positions);
-    const SourceLocation where{workload.source_file, 0, 0};
     x = run_pipelined_stack(ctx, x, PipelinedStackRequest{t.pipeline_stages, t.microbatches, where});
   } else {
     AttentionExtras extras = attention_extras(ctx, "decoder", /*causal=*/true);
     g.set_scope("embedding");
     x = embed(ctx, decoder_tokens, embedding, positions);
-    x = run_layers(ctx, decoder, x, extras, memory);
+    x = m.layer_loop == "scan" ? run_scanned_layers(ctx, decoder, x, extras, memory, where)
+                               : run_layers(ctx, decoder, x, extras, memory);
   }
   x = final_norm(ctx, "final_norm", x);
   g.set_scope("embedding");

@@ -32,6 +32,7 @@ ModelGraph::ModelGraph(compiler::Module& module, DType activation_dtype, DType p
 InstrId ModelGraph::weight_parameter(const std::string& name, std::vector<int64_t> dims,
                                      const std::optional<std::string>& sharding) {
   weights_.push_back(WeightRecord{name, dims, sharding});
+  if (weight_source_) return weight_source_(weights_.size() - 1, weights_.back());
   InstrId p = builder_.parameter(next_parameter_++, Shape(param_, std::move(dims)), instruction_name("param", name));
   builder_.set_op_name(p, "param/" + name);
   if (sharding) builder_.set_sharding(p, *sharding);

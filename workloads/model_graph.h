@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cassert>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +66,11 @@ class ModelGraph {
                            const std::optional<std::string>& sharding);
   // Every weight() so far, in parameter order.
   const std::vector<WeightRecord>& weights() const { return weights_; }
+  // From now on weight_parameter() records the weight and returns
+  // source(index in weights(), record) instead of adding a parameter: a scan
+  // body reads its layer's slice of the layer-stacked weights.
+  using WeightSource = std::function<InstrId(size_t, const WeightRecord&)>;
+  void set_weight_source(WeightSource source) { weight_source_ = std::move(source); }
   // A computation parameter outside the op_name contract (a stage body's
   // activation argument); numbered like the others.
   InstrId argument(const std::string& name, compiler::Shape shape);
@@ -133,6 +139,7 @@ class ModelGraph {
   int64_t next_parameter_ = 0;
   std::map<std::pair<compiler::Opcode, DType>, compiler::CompId> reducers_;
   std::vector<WeightRecord> weights_;
+  WeightSource weight_source_;
 };
 
 }  // namespace podsim::workloads

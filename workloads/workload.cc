@@ -294,6 +294,8 @@ void read_model(const Context& ctx, const YAML::Node& node, ModelSpec& m) {
     m.position = as_choice(ctx, n, "model.position", {"relative", "learned", "rotary"});
   if (YAML::Node n = r.get("tied_embedding")) m.tied_embedding = as_bool(ctx, n, "model.tied_embedding");
   if (YAML::Node n = r.get("norm")) m.norm = as_choice(ctx, n, "model.norm", {"rms", "layer"});
+  if (YAML::Node n = r.get("layer_loop"))
+    m.layer_loop = as_choice(ctx, n, "model.layer_loop", {"unrolled", "scan"});
   if (YAML::Node d = r.get("dtypes")) {
     KeyReader dr(ctx, d, "model.dtypes");
     if (YAML::Node p = dr.get("params")) m.dtypes.params = as_choice(ctx, p, "model.dtypes.params", {"f32", "bf16"});
@@ -360,6 +362,14 @@ void read_compiler(const Context& ctx, const YAML::Node& node, CompilerSpec& c) 
     if (YAML::Node n = w.get("overlap_test"))
       spec.overlap_test = as_bool(ctx, n, "compiler.windowed_einsum.overlap_test");
     w.finish();
+  }
+  if (YAML::Node loops = r.get("loops")) {
+    KeyReader l(ctx, loops, "compiler.loops");
+    if (YAML::Node n = l.get("pipelined_all_gather"))
+      c.loops.pipelined_all_gather = as_bool(ctx, n, "compiler.loops.pipelined_all_gather");
+    if (YAML::Node n = l.get("pipelined_reduce_scatter"))
+      c.loops.pipelined_reduce_scatter = as_bool(ctx, n, "compiler.loops.pipelined_reduce_scatter");
+    l.finish();
   }
   r.finish();
 }

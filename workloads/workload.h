@@ -59,6 +59,10 @@ struct ModelSpec {
   // true: the softmax reuses the token embedding (Lingvo's shared table);
   // false: a separate [V, M] output table (MaxText logits_via_embedding: false).
   bool tied_embedding = true;
+  // How repeated layers are built (docs/loops.md): unrolled (one copy of the
+  // layer per index) or scan (one counted while loop over layer-stacked
+  // weights [layers, ...], the layer as its body, as jax.lax.scan).
+  std::string layer_loop = "unrolled";  // unrolled | scan
   int64_t seq_len = 0;
   int64_t global_batch = 0;
   DTypes dtypes;
@@ -105,8 +109,18 @@ struct WindowedEinsumSpec {
   bool overlap_test = true;
 };
 
+// `compiler.loops`: XLA's collective pipeliner on counted while loops
+// (model.layer_loop = scan, or a loop in an HLO module podsim compiles;
+// compiler/pipeline/program.h LoopOptimizations, docs/loops.md), named after
+// XLA's xla_*_enable_pipelined_{all_gather,reduce_scatter}.
+struct LoopsSpec {
+  bool pipelined_all_gather = true;
+  bool pipelined_reduce_scatter = true;
+};
+
 struct CompilerSpec {
   WindowedEinsumSpec windowed_einsum;
+  LoopsSpec loops;
 };
 
 struct Workload {

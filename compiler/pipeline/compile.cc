@@ -107,6 +107,7 @@ SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
 
   plan_program(program, MemoryPlanOptions{.outputs_alias_parameters = training.has_value()});
   program.stats.remat_applied = training ? RematChoice{training->remat, training->remat_policy}.name() : "none";
+  program.loops = options.loops;
   program.stats.total_wall_s = total.seconds();
   return program;
 }
@@ -142,6 +143,7 @@ SpmdProgram compile_as_is(const Module& per_device, int64_t num_devices) {
   program.module = per_device;
   program.module.set_num_partitions(num_devices);
   program.num_devices = num_devices;
+  program.loops = LoopOptimizations{false, false};  // XLA's output: pipelined as written
   remove_stop_gradients(program.module);
   program.stats.instructions_annotated = program.module.entry().size();
   program.stats.instructions_partitioned = program.module.entry().size();

@@ -25,6 +25,8 @@ struct CompileOptions {
   // The SPMD partitioner's options (windowed einsum); num_partitions is
   // taken from num_devices.
   SpmdOptions spmd = {};
+  // XLA's loop pipelining (program.h), carried to the simulator.
+  LoopOptimizations loops = {};
 };
 
 // UserError for user-caused problems (unsupported op in a training graph,

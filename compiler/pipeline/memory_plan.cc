@@ -273,7 +273,7 @@ class MemoryPlanner::ComputationSweep {
       mine = read_through(id);
       return;
     }
-    if (updates_in_place(instr)) {
+    if (updates_in_place(id)) {
       mine = leaves_[static_cast<size_t>(instr.operand(0))];
       return;
     }
@@ -281,14 +281,22 @@ class MemoryPlanner::ComputationSweep {
   }
 
   // A dynamic-update-slice writes into its operand's buffer (XLA's in-place
-  // dynamic-update-slice) when it is that operand's only reader: a
-  // materialized buffer of this computation that is not an entry parameter,
-  // or the caller's (a loop state element updated in the loop body).
-  bool updates_in_place(const Instruction& instr) const {
+  // dynamic-update-slice) when it is that operand's last reader (others, such
+  // as the dynamic-slice of a read-modify-write, read it no later: in its
+  // kernel or before): a materialized buffer of this computation that is not
+  // an entry parameter, or the caller's (a loop state element updated in the
+  // loop body).
+  bool updates_in_place(InstrId id) const {
+    const Instruction& instr = comp_.instr(id);
     if (instr.opcode != Opcode::kDynamicUpdateSlice) return false;
     const InstrId target = instr.operand(0);
     const auto st = static_cast<size_t>(target);
-    if (users_[st].size() != 1 || !materialized_[st] || expansion_[st] || leaves_[st].size() != 1) return false;
+    const bool last_reader = std::all_of(users_[st].begin(), users_[st].end(), [&](InstrId u) {
+      const Opcode op = comp_.instr(u).opcode;
+      return u == id || (op != Opcode::kTuple && op != Opcode::kGetTupleElement &&
+                         read_pos_[static_cast<size_t>(u)] <= read_pos_[static_cast<size_t>(id)]);
+    });
+    if (!last_reader || !materialized_[st] || expansion_[st] || leaves_[st].size() != 1) return false;
     const int32_t b = leaves_[st][0];
     if (b == kNoId) return true;
     const Buffer& buffer = buffers_[static_cast<size_t>(b)];

@@ -80,6 +80,21 @@ struct CompileStats {
   int64_t fusion_groups = 0;  // over all computations
 };
 
+// XLA's loop optimisations for counted while loops (docs/loops.md), which
+// the simulator applies when it runs the loop's iterations: the collective
+// pipeliner moves an all-gather whose input does not change across
+// iterations (a slice of loop-invariant stacked weights) and the ops forming
+// that input one iteration earlier, so iteration k+1's weights are gathered
+// during iteration k (double buffering); and moves the ops consuming a
+// reduce-scatter / all-reduce result that only feed the loop state (a
+// gradient slice written into the stacked gradient) one iteration later, so
+// the collective overlaps the next iteration. Off for a module XLA already
+// optimised (compile_as_is): its loops are already pipelined as written.
+struct LoopOptimizations {
+  bool pipelined_all_gather = true;
+  bool pipelined_reduce_scatter = true;
+};
+
 struct SpmdProgram {
   Module module;            // the per-device program; its entry is one step
   int64_t num_devices = 1;  // module.num_partitions()
@@ -90,6 +105,9 @@ struct SpmdProgram {
   std::vector<FusionPlan> fusion;  // per computation, indexed by CompId
   MemoryPlan memory;
   CompileStats stats;
+  // compile() sets them from CompileOptions (default on); a program built
+  // otherwise runs its loops as written.
+  LoopOptimizations loops = {false, false};
 };
 
 }  // namespace podsim::compiler

@@ -39,8 +39,13 @@ std::optional<int64_t> integer_constant(const Instruction& instr) {
   return static_cast<int64_t>(lit.scalar_value());
 }
 
-// Tuple index k when instr is get-tuple-element(parameter 0, k).
-std::optional<int64_t> state_element_index(const Computation& comp, const Instruction& instr) {
+// Tuple index k when instr is get-tuple-element(parameter 0, k), also
+// through get-tuple-element(tuple(..., e_j, ...), j) -> e_j (a copied body).
+std::optional<int64_t> state_element_index(const Computation& comp, const Instruction& instr_ref) {
+  const Instruction* at = &instr_ref;
+  while (at->opcode == Opcode::kGetTupleElement && comp.instr(at->operand(0)).opcode == Opcode::kTuple)
+    at = &comp.instr(comp.instr(at->operand(0)).operand(static_cast<int>(at->attrs.tuple_index)));
+  const Instruction& instr = *at;
   if (instr.opcode != Opcode::kGetTupleElement) return std::nullopt;
   const Instruction& src = comp.instr(instr.operand(0));
   if (src.opcode != Opcode::kParameter || src.attrs.parameter_number != 0) return std::nullopt;

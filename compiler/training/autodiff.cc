@@ -55,6 +55,34 @@ ForwardCopy copy_forward(ComputationBuilder& builder, Module& module, const Comp
 
 namespace {
 
+// True when `id` is a broadcast of a scalar constant 0 (training::filled).
+bool is_zero_fill(ComputationBuilder& b, InstrId id) {
+  const Instruction& in = b.computation().instr(id);
+  if (in.opcode != Opcode::kBroadcast) return false;
+  const Instruction& scalar = b.computation().instr(in.operand(0));
+  return scalar.opcode == Opcode::kConstant && scalar.attrs.literal && scalar.shape.is_scalar() &&
+         scalar.attrs.literal->scalar_value() == 0.0;
+}
+
+// a + g. When one side is dynamic-update-slice(zeros, u, s) (the adjoint of
+// a dynamic-slice: one layer's gradient of layer-stacked weights) the sum is
+// dynamic-update-slice(a, dynamic-slice(a, s) + u, s), as XLA's algebraic
+// simplifier rewrites it: the slice is updated in place instead of adding
+// two whole stacks.
+InstrId add_adjoints(ComputationBuilder& b, InstrId a, InstrId g) {
+  auto sparse = [&](InstrId id) {
+    const Instruction& in = b.computation().instr(id);
+    return in.opcode == Opcode::kDynamicUpdateSlice && is_zero_fill(b, in.operand(0));
+  };
+  if (sparse(a) && !sparse(g)) std::swap(a, g);
+  if (!sparse(g) || b.shape(a) != b.shape(g)) return b.binary(Opcode::kAdd, a, g);
+  const Instruction dus = b.computation().instr(g);  // a copy: b grows below
+  const InstrId update = dus.operand(1);
+  const std::vector<InstrId> starts(dus.operands.begin() + 2, dus.operands.end());
+  InstrId current = b.dynamic_slice(a, starts, b.shape(update).dims());
+  return b.dynamic_update_slice(a, b.binary(Opcode::kAdd, current, update), starts);
+}
+
 bool has_floating_leaf(const Shape& shape) {
   for (const Shape* leaf : shape.leaves())
     if (is_floating(leaf->dtype())) return true;
@@ -135,7 +163,7 @@ class ReverseSweep {
       throw UserError(src_.instr(target).location,
                       fmt::format("autodiff: nested tuple value '{}' is not supported", src_.instr(target).name), "");
     InstrId& slot = adjoint_[static_cast<size_t>(target)];
-    slot = slot == kNoId ? g : b_.binary(Opcode::kAdd, slot, g);
+    slot = slot == kNoId ? g : add_adjoints(b_, slot, g);
   }
 
   void accumulate_element(InstrId target, int64_t index, InstrId g) {
@@ -143,7 +171,7 @@ class ReverseSweep {
     std::vector<InstrId>& elements = element_adjoint_[target];
     elements.resize(src_.instr(target).shape.tuple_shapes().size(), kNoId);
     InstrId& slot = elements[static_cast<size_t>(index)];
-    slot = slot == kNoId ? g : b_.binary(Opcode::kAdd, slot, g);
+    slot = slot == kNoId ? g : add_adjoints(b_, slot, g);
   }
 
   void visit(InstrId id, const Instruction& in) {
@@ -166,7 +194,12 @@ class ReverseSweep {
         return;
       }
       if (in.opcode == Opcode::kWhile) {
-        WhileAdjoint w = emit_while_adjoint({b_, reducers_, src_, id, request_.loops, request_.remat}, elements);
+        std::vector<bool> init_active;
+        const Instruction& init = src_.instr(in.operand(0));
+        if (init.opcode == Opcode::kTuple)
+          for (InstrId op : init.operands) init_active.push_back(active_[static_cast<size_t>(op)]);
+        WhileAdjoint w =
+            emit_while_adjoint({b_, reducers_, src_, id, request_.loops, request_.remat, init_active}, elements);
         recomputed_flops_ += w.recomputed_flops;
         recomputed_instructions_ += w.recomputed_instructions;
         for (size_t k = 0; k < w.init_element_adjoints.size(); ++k)

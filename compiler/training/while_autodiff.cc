@@ -80,6 +80,37 @@ std::vector<InstrId> stack_index(ComputationBuilder& b, InstrId index, int rank)
   return starts;
 }
 
+// Elements of the loop read in the body only as dynamic-slice [counter, 0,
+// ...] with size 1 in dim 0 (besides passing through the root): per
+// element, true when so.
+std::vector<bool> sliced_at_counter(const Computation& body, int64_t n, int64_t counter_index) {
+  std::vector<bool> sliced(static_cast<size_t>(n), true), read(static_cast<size_t>(n), false);
+  const InstrId root = body.root();
+  for (InstrId id = 0; id < body.size(); ++id) {
+    const Instruction& in = body.instr(id);
+    if (in.opcode != Opcode::kGetTupleElement || body.instr(in.operand(0)).opcode != Opcode::kParameter) continue;
+    const auto j = static_cast<size_t>(in.attrs.tuple_index);
+    if (j >= sliced.size()) continue;
+    for (InstrId u = 0; u < body.size(); ++u) {
+      const Instruction& user = body.instr(u);
+      for (int k = 0; k < user.operand_count(); ++k) {
+        if (user.operand(k) != id) continue;
+        if (u == root) continue;
+        bool ok = user.opcode == Opcode::kDynamicSlice && k == 0 && !user.attrs.dynamic_slice_sizes.empty() &&
+                  user.attrs.dynamic_slice_sizes[0] == 1 && is_gte_of_param(body, user.operand(1), counter_index);
+        for (int d = 2; ok && d < user.operand_count(); ++d) {
+          auto zero = constant_value(body.instr(user.operand(d)));
+          ok = zero && *zero == 0;
+        }
+        sliced[j] = sliced[j] && ok;
+        read[j] = true;
+      }
+    }
+  }
+  for (size_t j = 0; j < sliced.size(); ++j) sliced[j] = sliced[j] && read[j];
+  return sliced;
+}
+
 CompId add_built(Module& module, Computation c) {
   training::make_names_unique(c);
   c.set_name(fmt::format("{}.{}", c.name(), module.computation_count()));
@@ -171,10 +202,20 @@ WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vecto
 
   std::vector<int64_t> floating, invariant;
   for (int64_t j = 0; j < n; ++j) {
-    if (is_floating(elements[static_cast<size_t>(j)].dtype())) floating.push_back(j);
-    if (std::find(rec.stacked_elements.begin(), rec.stacked_elements.end(), j) == rec.stacked_elements.end())
-      invariant.push_back(j);
+    const bool is_invariant =
+        std::find(rec.stacked_elements.begin(), rec.stacked_elements.end(), j) == rec.stacked_elements.end();
+    const bool active = ctx.init_active.empty() || ctx.init_active[static_cast<size_t>(j)];
+    if (is_floating(elements[static_cast<size_t>(j)].dtype()) && (active || !is_invariant)) floating.push_back(j);
+    if (is_invariant) invariant.push_back(j);
   }
+  // Invariant elements sliced at the counter whose adjoint enters as zero:
+  // written slice by slice (header).
+  const std::vector<bool> sliced = sliced_at_counter(body, n, rec.counter_index);
+  auto in_place = [&](int64_t j) {
+    const bool zero_in = result_adjoints.size() <= static_cast<size_t>(j) || result_adjoints[static_cast<size_t>(j)] == kNoId;
+    return zero_in && sliced[static_cast<size_t>(j)] &&
+           std::find(invariant.begin(), invariant.end(), j) != invariant.end();
+  };
   // Reverse carry: (t, adjoints of floating elements, invariant values, stacks).
   std::vector<InstrId> init{b.scalar_constant(DType::kS32, static_cast<double>(rec.trip_count - 1))};
   for (int64_t f : floating) {
@@ -218,7 +259,8 @@ WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vecto
     result.recomputed_flops += static_cast<double>(rec.trip_count) * matmul_flops(in, body);
   std::vector<InstrId> root_adjoints(static_cast<size_t>(n), kNoId);
   for (size_t k = 0; k < floating.size(); ++k)
-    root_adjoints[static_cast<size_t>(floating[k])] = bb.get_tuple_element(p, adj_base + static_cast<int64_t>(k));
+    if (!in_place(floating[k]))
+      root_adjoints[static_cast<size_t>(floating[k])] = bb.get_tuple_element(p, adj_base + static_cast<int64_t>(k));
   GradientRequest request;
   request.source = &body;
   request.forward_map = &fc.map;
@@ -231,9 +273,23 @@ WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vecto
   const std::vector<InstrId>& carry_adjoints =
       grads.parameter_element_adjoints.empty() ? empty : grads.parameter_element_adjoints[0];
 
-  std::vector<InstrId> next{bb.binary(Opcode::kSubtract, t, bb.scalar_constant(DType::kS32, 1))};
-  for (int64_t f : floating) {
+  // t + (-1), the counted form trip-count analysis reads (as XLA's).
+  std::vector<InstrId> next{bb.binary(Opcode::kAdd, t, bb.scalar_constant(DType::kS32, -1))};
+  for (size_t k = 0; k < floating.size(); ++k) {
+    const int64_t f = floating[k];
     InstrId g = carry_adjoints.size() > static_cast<size_t>(f) ? carry_adjoints[static_cast<size_t>(f)] : kNoId;
+    if (in_place(f)) {
+      InstrId carried = bb.get_tuple_element(p, adj_base + static_cast<int64_t>(k));
+      if (g == kNoId) {
+        g = carried;
+      } else if (const Instruction dus = bb.computation().instr(g); dus.opcode == Opcode::kDynamicUpdateSlice) {
+        // dynamic-update-slice(zeros, u, s) -> into the carried adjoint.
+        const std::vector<InstrId> starts(dus.operands.begin() + 2, dus.operands.end());
+        g = bb.dynamic_update_slice(carried, dus.operand(1), starts);
+      } else {
+        g = bb.binary(Opcode::kAdd, carried, g);  // not one slice: accumulate
+      }
+    }
     next.push_back(g != kNoId ? g : training::filled(bb, elements[static_cast<size_t>(f)], 0.0));
   }
   for (size_t k = 0; k < invariant.size(); ++k) next.push_back(bb.get_tuple_element(p, inv_base + static_cast<int64_t>(k)));

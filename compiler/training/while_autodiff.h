@@ -16,6 +16,12 @@
 // always rematerialised once per iteration (iteration-boundary
 // checkpointing, as jax.checkpoint on a scan body), whatever the remat
 // policy; those ops are "recompute/" and counted.
+// A loop-invariant element read in the body only as its slice at the loop
+// counter (dynamic-slice [counter, 0, ...] of size 1 in dim 0: stacked
+// weights) whose adjoint enters the loop as zero gets each iteration's
+// slice gradient written in place (dynamic-update-slice into the carried
+// adjoint, no read-add): the slices of different iterations are disjoint,
+// as jax.lax.scan's transpose stacks the per-iteration gradients.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +60,10 @@ struct WhileAdjointContext {
   InstrId while_id;  // in source
   const WhileRecordings* recordings;
   RematChoice remat;
+  // Per init element: whether it depends on a differentiated parameter
+  // (empty = all do). A loop-invariant element that does not (a mask, a
+  // position table) carries no adjoint.
+  std::vector<bool> init_active = {};
 };
 
 struct WhileAdjoint {

@@ -41,6 +41,8 @@ TEST(ClassifyOpName, PassComponentAndLeafThroughLayersAndStacks) {
 
   EXPECT_EQ(classify_op_name("fwd/final_norm").component, "embedding_and_loss");
   EXPECT_EQ(classify_op_name("fwd/pipeline_iter_2/layer_1/ffn/wo").component, "ffn");
+  // Layer-stacked weights of a scanned stack (model.layer_loop = scan).
+  EXPECT_EQ(classify_op_name("opt/scan/layer_0/attention/wq").component, "attention");
   EXPECT_EQ(classify_op_name("bwd/seed").component, "other");
   // HLO text without the builders' names.
   EXPECT_EQ(classify_op_name("").pass, "other");

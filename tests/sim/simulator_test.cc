@@ -214,6 +214,34 @@ TEST(Simulator, WhileLoopMultipliesItsBody) {
   EXPECT_NEAR(five.compute_s, compute, 1e-11);
 }
 
+TEST(Simulator, SteadyLoopIsCountedWithoutSimulatingEveryIteration) {
+  // 40 identical iterations: step(n) = A + n (D + R) (above) is linear in
+  // n, so simulating 2, 3 and 4 iterations and counting the other 38 at the
+  // steady iteration time gives the whole loop's time, op by op.
+  const hw::System system = ring_system(8);
+  const auto program = program_from_hlo(while_program(40));
+  SimOptions whole_options;
+  whole_options.steady_state_loops = false;
+  const Timeline whole = simulate(program, system, whole_options);
+  const Timeline steady = run(program, system);
+  EXPECT_TRUE(whole.approximation_note.empty());
+  EXPECT_NE(steady.approximation_note.find("steady"), std::string::npos) << steady.approximation_note;
+  EXPECT_NEAR(steady.step_time_s, whole.step_time_s, 1e-9 * whole.step_time_s);
+  EXPECT_NEAR(steady.exposed_communication_s, whole.exposed_communication_s, 1e-9 * whole.step_time_s);
+  EXPECT_NEAR(steady.compute_s, whole.compute_s, 1e-9 * whole.step_time_s);
+  ASSERT_EQ(steady.ops.size(), whole.ops.size());
+  for (size_t i = 0; i < whole.ops.size(); ++i) {
+    const OpRecord& w = whole.ops[i];
+    const auto s = std::find_if(steady.ops.begin(), steady.ops.end(), [&](const OpRecord& r) { return r.name == w.name; });
+    ASSERT_NE(s, steady.ops.end()) << w.name;
+    EXPECT_EQ(s->executions, w.executions) << w.name;  // counted-out iterations still count
+    EXPECT_NEAR(s->seconds, w.seconds, 1e-9 * whole.step_time_s) << w.name;
+  }
+  EXPECT_DOUBLE_EQ(steady.executed_flops_per_device, whole.executed_flops_per_device);
+  // A short loop (5 < 8 iterations) is simulated whole.
+  EXPECT_TRUE(run(program_from_hlo(while_program(5)), system).approximation_note.empty());
+}
+
 // Dots and collectives over a mesh: all-reduce over the inner axis,
 // all-gather over the outer axis, an all-reduce over every device.
 std::string mesh_program(int outer, int inner) {

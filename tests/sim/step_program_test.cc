@@ -25,8 +25,9 @@ struct Flat {
   std::vector<bool> collective;
 };
 
-Flat flatten(const std::string& text) {
-  const compiler::SpmdProgram spmd = program_from_hlo(text);
+Flat flatten(const std::string& text, compiler::LoopOptimizations loops = {false, false}) {
+  compiler::SpmdProgram spmd = program_from_hlo(text);
+  spmd.loops = loops;
   const hw::System system = ring_system(4);
   OpCostModel costs(system.core(), &spmd.module);
   CollectiveCatalog catalog(system, spmd.num_devices);
@@ -178,6 +179,112 @@ ENTRY %main (p: f32[16,8]) -> f32[16,8] {
 })");
   EXPECT_EQ(flat.names, (std::vector<std::string>{"ar", "ar2", "n"}));
   EXPECT_EQ(flat.reads, (Reads{{}, {0}, {1}}));
+}
+
+// A scan body: x' = x * all-gather(ws[i]) over 3 iterations, ws loop-invariant.
+constexpr const char* kGatherLoop = R"(
+%cond (s: (s32[], f32[16,8], f32[3,4,8])) -> pred[] {
+  %s = (s32[], f32[16,8], f32[3,4,8]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (b: (s32[], f32[16,8], f32[3,4,8])) -> (s32[], f32[16,8], f32[3,4,8]) {
+  %b = (s32[], f32[16,8], f32[3,4,8]) parameter(0)
+  %i = s32[] get-tuple-element(%b), index=0
+  %h = f32[16,8] get-tuple-element(%b), index=1
+  %ws = f32[3,4,8] get-tuple-element(%b), index=2
+  %z = s32[] constant(0)
+  %s = f32[1,4,8] dynamic-slice(%ws, %i, %z, %z), dynamic_slice_sizes={1,4,8}
+  %w = f32[4,8] reshape(%s)
+  %ag = f32[16,8] all-gather(%w), channel_id=1, replica_groups=[1,4]<=[4], dimensions={0}, use_global_device_ids=true
+  %m = f32[16,8] multiply(%h, %ag)
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  ROOT %out = (s32[], f32[16,8], f32[3,4,8]) tuple(%next, %m, %ws)
+}
+ENTRY %main (x: f32[16,8], y: f32[3,4,8]) -> f32[16,8] {
+  %zero = s32[] constant(0)
+  %x = f32[16,8] parameter(0)
+  %y = f32[3,4,8] parameter(1)
+  %init = (s32[], f32[16,8], f32[3,4,8]) tuple(%zero, %x, %y)
+  %loop = (s32[], f32[16,8], f32[3,4,8]) while(%init), condition=%cond, body=%body
+  %res = f32[16,8] get-tuple-element(%loop), index=1
+  ROOT %e = f32[16,8] exponential(%res)
+})";
+
+TEST(StepProgram, PipelinedAllGatherRunsOneIterationEarly) {
+  // Off: each iteration slices, gathers and multiplies (m_k reads ag_k).
+  const Flat plain = flatten(std::string(kHeader) + kGatherLoop);
+  EXPECT_EQ(plain.names, (std::vector<std::string>{"s", "ag", "m", "next", "s", "ag", "m", "next", "s", "ag", "m",
+                                                   "next", "e"}));
+  EXPECT_EQ(plain.reads, (Reads{{}, {}, {0}, {}, {}, {}, {1}, {}, {}, {}, {2}, {}, {}}));
+  // On: iteration 0's slice and gather before the loop; iteration k issues
+  // k+1's where its own were, so m_k reads the gather issued a whole
+  // iteration earlier; the last iteration issues none.
+  const Flat piped = flatten(std::string(kHeader) + kGatherLoop, {true, false});
+  EXPECT_EQ(piped.names, (std::vector<std::string>{"s", "ag", "s", "ag", "m", "next", "s", "ag", "m", "next", "m",
+                                                   "next", "e"}));
+  EXPECT_EQ(piped.reads, (Reads{{}, {}, {}, {}, {0}, {}, {}, {}, {1}, {}, {2}, {}, {}}));
+  EXPECT_EQ(piped.program.collective_steps.size(), plain.program.collective_steps.size());
+}
+
+// A reverse-loop body: the gradient g = h * h is reduce-scattered and
+// written into slice i of the stacked gradient acc, which nothing else in
+// the loop reads; h' = -h carries on.
+constexpr const char* kScatterLoop = R"(
+%cond (s: (s32[], f32[16,8], f32[3,4,8])) -> pred[] {
+  %s = (s32[], f32[16,8], f32[3,4,8]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (b: (s32[], f32[16,8], f32[3,4,8])) -> (s32[], f32[16,8], f32[3,4,8]) {
+  %b = (s32[], f32[16,8], f32[3,4,8]) parameter(0)
+  %i = s32[] get-tuple-element(%b), index=0
+  %h = f32[16,8] get-tuple-element(%b), index=1
+  %acc = f32[3,4,8] get-tuple-element(%b), index=2
+  %g = f32[16,8] multiply(%h, %h)
+  %rs = f32[4,8] reduce-scatter(%g), channel_id=1, replica_groups=[1,4]<=[4], dimensions={0}, use_global_device_ids=true, to_apply=%sum
+  %u = f32[1,4,8] reshape(%rs)
+  %z = s32[] constant(0)
+  %acc.1 = f32[3,4,8] dynamic-update-slice(%acc, %u, %i, %z, %z)
+  %n = f32[16,8] negate(%h)
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  ROOT %out = (s32[], f32[16,8], f32[3,4,8]) tuple(%next, %n, %acc.1)
+}
+ENTRY %main (x: f32[16,8], y: f32[3,4,8]) -> f32[3,4,8] {
+  %zero = s32[] constant(0)
+  %x = f32[16,8] parameter(0)
+  %y = f32[3,4,8] parameter(1)
+  %init = (s32[], f32[16,8], f32[3,4,8]) tuple(%zero, %x, %y)
+  %loop = (s32[], f32[16,8], f32[3,4,8]) while(%init), condition=%cond, body=%body
+  %res = f32[3,4,8] get-tuple-element(%loop), index=2
+  ROOT %e = f32[3,4,8] exponential(%res)
+})";
+
+TEST(StepProgram, PipelinedReduceScatterConsumerRunsOneIterationLate) {
+  const Flat plain = flatten(std::string(kHeader) + kScatterLoop);
+  EXPECT_EQ(plain.names, (std::vector<std::string>{"g", "rs", "acc.1", "n", "next", "g", "rs", "acc.1", "n", "next",
+                                                   "g", "rs", "acc.1", "n", "next", "e"}));
+  // On: the update of iteration k waits for rs_k after iteration k+1's own
+  // steps (the last one after the loop), so the next iteration's compute
+  // does not wait for the collective.
+  const Flat piped = flatten(std::string(kHeader) + kScatterLoop, {false, true});
+  EXPECT_EQ(piped.names, (std::vector<std::string>{"g", "rs", "n", "next", "g", "rs", "n", "next", "acc.1", "g", "rs",
+                                                   "n", "next", "acc.1", "acc.1", "e"}));
+  EXPECT_EQ(piped.reads, (Reads{{}, {}, {}, {}, {}, {}, {}, {}, {0}, {}, {}, {}, {}, {1}, {2}, {}}));
+}
+
+TEST(StepProgram, LoopPipeliningLeavesLoopsWithoutSuchCollectivesAlone) {
+  // The carried all-gather of LoopStateCarries... reads loop state that
+  // changes: nothing moves, on or off.
+  const std::string text = std::string(kHeader) + kScatterLoop;
+  const Flat on = flatten(std::string(kHeader) + kGatherLoop, {false, true});  // no reduce-scatter there
+  EXPECT_EQ(on.names, flatten(std::string(kHeader) + kGatherLoop).names);
+  const Flat off = flatten(text, {true, false});  // no all-gather there
+  EXPECT_EQ(off.names, flatten(text).names);
 }
 
 }  // namespace

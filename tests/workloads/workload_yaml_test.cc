@@ -91,6 +91,23 @@ TEST(WorkloadYaml, CompilerSectionDefaultsAreXlasAndEveryKeyReads) {
   EXPECT_EQ(set.threshold_mib, 1e9);
 }
 
+TEST(WorkloadYaml, LayerLoopAndLoopPipeliningKeysRead) {
+  // Defaults: layers unrolled, XLA's collective pipeliner on.
+  const Workload defaults = parse_workload(kValid, "w.yaml");
+  EXPECT_EQ(defaults.model.layer_loop, "unrolled");
+  EXPECT_TRUE(defaults.compiler.loops.pipelined_all_gather);
+  EXPECT_TRUE(defaults.compiler.loops.pipelined_reduce_scatter);
+  const Workload set = parse_workload(kValid, "w.yaml",
+                                      {"model.layer_loop=scan", "compiler.loops.pipelined_all_gather=false",
+                                       "compiler.loops.pipelined_reduce_scatter=false"});
+  EXPECT_EQ(set.model.layer_loop, "scan");
+  EXPECT_FALSE(set.compiler.loops.pipelined_all_gather);
+  EXPECT_FALSE(set.compiler.loops.pipelined_reduce_scatter);
+  UserError unknown = expect_parse_error(kValid, {"compiler.loops.pipelined_all_reduce=true"});
+  EXPECT_NE(unknown.message().find("unknown key 'pipelined_all_reduce' in 'compiler.loops'"), std::string::npos)
+      << unknown.message();
+}
+
 TEST(WorkloadYaml, CompilerSectionErrorsArePositioned) {
   const std::string base = std::string(kValid) + "compiler:\n  windowed_einsum:\n";
   // kValid has 20 lines: the windowed_einsum keys are on line 23.

@@ -349,5 +349,26 @@ ENTRY %e (p: f32[256], u: f32[16], i: s32[]) -> f32[256] {
   EXPECT_EQ(plan_in_id_order(param).peak_bytes, 3140);
 }
 
+TEST(MemoryPlan, ReadModifyWriteOfASliceIsInPlace) {
+  // d = dynamic-update-slice(b, dynamic-slice(b, i) + u, i): the slice is
+  // read (s) before d writes, so d takes b's buffer. Positions p0 u1 i2 b3
+  // s4 a5 d6 n7; p, u, i and the result n live throughout: 1024 + 64 + 4 +
+  // 1024 = 2116. b/d [3,7] 1024, s [4,5] 64, a [5,6] 64: at a 2116 + 1024 +
+  // 128 = 3268. A new d buffer would add 1024 at d: 2116 + 1024 + 1024 + 64
+  // (a) = 4228.
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (p: f32[256], u: f32[16], i: s32[]) -> f32[256] {
+  %p = f32[256] parameter(0)
+  %u = f32[16] parameter(1)
+  %i = s32[] parameter(2)
+  %b = f32[256] exponential(%p)
+  %s = f32[16] dynamic-slice(%b, %i), dynamic_slice_sizes={16}
+  %a = f32[16] add(%s, %u)
+  %d = f32[256] dynamic-update-slice(%b, %a, %i)
+  ROOT %n = f32[256] negate(%d)
+})");
+  EXPECT_EQ(plan_in_id_order(m).peak_bytes, 3268);
+}
+
 }  // namespace
 }  // namespace podsim::compiler

@@ -113,6 +113,40 @@ TEST(KnownTripCount, BackendConfigFallback) {
             12);
 }
 
+TEST(KnownTripCount, CounterReadThroughATupleOfTheState) {
+  // A copied body (autodiff's recording loop) reads the counter as
+  // get-tuple-element(tuple(state elements...), 0): still i = 0; i < 10; i += 1 -> 10.
+  Module m = parse_hlo(R"(HloModule loop
+%cond (state: (s32[], f32[4])) -> pred[] {
+  %state = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %limit = s32[] constant(10)
+  ROOT %c = pred[] compare(%i, %limit), direction=LT
+}
+%body (s: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %s = (s32[], f32[4]) parameter(0)
+  %i.0 = s32[] get-tuple-element(%s), index=0
+  %a.0 = f32[4] get-tuple-element(%s), index=1
+  %t = (s32[], f32[4]) tuple(%i.0, %a.0)
+  %i.1 = s32[] get-tuple-element(%t), index=0
+  %one = s32[] constant(1)
+  %next = s32[] add(%i.1, %one)
+  %a.1 = f32[4] get-tuple-element(%t), index=1
+  %a.2 = f32[4] add(%a.1, %a.1)
+  ROOT %out = (s32[], f32[4]) tuple(%next, %a.2)
+}
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %start = s32[] constant(0)
+  %x = f32[4] parameter(0)
+  %init = (s32[], f32[4]) tuple(%start, %x)
+  %loop = (s32[], f32[4]) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[4] get-tuple-element(%loop), index=1
+}
+)");
+  const Computation& entry = m.entry();
+  EXPECT_EQ(known_trip_count(m, entry.instr(entry.find("loop"))), 10);
+}
+
 TEST(KnownTripCount, FixtureLoop) {
   // tests/fixtures/hlo/while_loop.hlo: i from 0, i < constant(10), i += 1 -> 10.
   Module m = parse_hlo_file(std::string(PODSIM_SOURCE_DIR) + "/tests/fixtures/hlo/while_loop.hlo");

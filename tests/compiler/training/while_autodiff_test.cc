@@ -23,8 +23,10 @@ struct LoopModel {
   InstrId ws, x;
 };
 
-// The loop: carry (i s32, a [B,D], ws [L,D,D]); i < limit.
-Module loop_model(int64_t counter_start, int64_t limit, bool use_lt = true) {
+// The loop: carry (i s32, a [B,D], ws [L,D,D]); i < limit. direct_index:
+// ws is sliced at the counter itself (jax.lax.scan's form), else at
+// i - counter_start.
+Module loop_model(int64_t counter_start, int64_t limit, bool use_lt = true, bool direct_index = false) {
   LoopModel m;
   Module& mod = m.f.module;
   m.ws = m.f.param(Shape(F, {kLayers, kD, kD}), "ws");
@@ -38,7 +40,9 @@ Module loop_model(int64_t counter_start, int64_t limit, bool use_lt = true) {
   InstrId a = body.get_tuple_element(p, 1);
   InstrId ws = body.get_tuple_element(p, 2);
   InstrId zero = body.scalar_constant(DType::kS32, 0);
-  InstrId layer = body.binary(Opcode::kSubtract, i, body.scalar_constant(DType::kS32, static_cast<double>(counter_start)));
+  InstrId layer = direct_index ? i
+                               : body.binary(Opcode::kSubtract, i,
+                                             body.scalar_constant(DType::kS32, static_cast<double>(counter_start)));
   InstrId w = body.reshape(body.dynamic_slice(ws, {layer, zero, zero}, {1, kD, kD}), {kD, kD});
   DotDims mm;
   mm.lhs_contracting = {1};
@@ -94,6 +98,35 @@ TEST(WhileAutodiff, LoopGradientsEqualUnrolledLayers) {
   verify_module(gl);
   Comparison c = compare_literals(evaluate(build_gradient_module(flat), args), evaluate(gl, args), 1e-12);
   EXPECT_TRUE(c.ok) << c.first_mismatch;
+}
+
+// Sliced at the counter, the stacked weights' gradient is written slice by
+// slice into the carried adjoint (while_autodiff.h): the same gradients,
+// and the reverse body has no add of two whole stacks.
+TEST(WhileAutodiff, CounterSlicedWeightsGetTheirGradientSliceBySlice) {
+  Module loop = loop_model(0, kLayers, /*use_lt=*/true, /*direct_index=*/true);
+  Module flat = unrolled_model();
+  std::vector<Literal> args = default_args(flat);
+  Module gl = build_gradient_module(loop);
+  verify_module(gl);
+  Comparison c = compare_literals(evaluate(build_gradient_module(flat), args), evaluate(gl, args), 1e-12);
+  EXPECT_TRUE(c.ok) << c.first_mismatch;
+  int reverse_bodies = 0;
+  for (const Computation& comp : gl.computations()) {
+    if (comp.name().find(".reverse") == std::string::npos || comp.name().find("cond") != std::string::npos) continue;
+    ++reverse_bodies;
+    for (const Instruction& in : comp.instructions())
+      EXPECT_FALSE(in.opcode == Opcode::kAdd && in.shape.rank() == 3) << in.name << " adds whole [L, D, D] stacks";
+    // The ws adjoint's slice is written into the carried adjoint (a loop
+    // state element), not into a stack of zeros.
+    int into_state = 0;
+    for (const Instruction& in : comp.instructions())
+      into_state += in.opcode == Opcode::kDynamicUpdateSlice &&
+                    comp.instr(in.operand(0)).opcode == Opcode::kGetTupleElement;
+    EXPECT_EQ(into_state, 1);
+    EXPECT_EQ(comp.root_instr().opcode, Opcode::kTuple);
+  }
+  EXPECT_EQ(reverse_bodies, 1);
 }
 
 TEST(WhileAutodiff, TrainingStepCountsTheRecomputedBody) {
