@@ -12,11 +12,13 @@
 #include <cstdio>
 #include <limits>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "common/error.h"
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/hlo/hlo_printer.h"
+#include "compiler/interpreter/cost_estimate.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/pipeline/cleanup.h"
 #include "compiler/pipeline/module_mode.h"
@@ -113,23 +115,51 @@ int partition(const Options& o) {
   }
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(module, options);
   if (o.verify) {
+    // Over the interpreter's limits at full shapes, the same module is
+    // checked at reduced shapes (compiler/spmd/verify_shrink.h), and says so.
+    compiler::check_interpretable(module);
+    compiler::check_interpretable(result.module);
+    const compiler::VerifyEstimate full = compiler::estimate_verify(module, result.module);
+    std::optional<compiler::ReducedVerify> reduced;
+    std::string why_not_reduced;
+    if (!compiler::verify_estimate_fits(full, verify_limit) && !o.verify_full_only) {
+      compiler::ReduceAttempt attempt = compiler::reduce_for_verify(module, result.module, options, verify_limit);
+      reduced = std::move(attempt.reduced);
+      if (!reduced)
+        why_not_reduced = fmt::format("; no reduced shapes fit either ({})", attempt.why_not.empty()
+                                                                                ? "no dim divides"
+                                                                                : attempt.why_not);
+    }
+    const compiler::Module& annotated = reduced ? reduced->annotated : module;
+    const compiler::Module& program = reduced ? reduced->partitioned : result.module;
     const compiler::VerifyEstimate estimate =
-        compiler::check_verify_estimate(module, result.module, verify_limit);  // refuses before running
-    const compiler::VerifyTolerance tolerance = compiler::verify_tolerance(module, result.module);
+        reduced ? reduced->estimate
+                : compiler::check_verify_estimate(module, result.module, verify_limit, why_not_reduced);
+    const compiler::VerifyTolerance tolerance = compiler::verify_tolerance(annotated, program);
     compiler::VerifyOptions verify_options;
     verify_options.tolerance = tolerance.tolerance;
     verify_options.scale = tolerance.scale;
-    compiler::VerifyResult v = compiler::verify_partitioning(module, result.module, verify_options);
+    compiler::VerifyResult v = compiler::verify_partitioning(annotated, program, verify_options);
+    const std::string at = reduced ? fmt::format(" at reduced shapes (dims /{}: {}; full shapes need about {}, {:.3g} "
+                                                 "element-ops)",
+                                                 reduced->factor, reduced->example,
+                                                 compiler::bytes_text(full.peak_bytes), full.element_ops)
+                                   : "";
+    if (reduced && !reduced->structure_difference.empty())
+      fmt::print(stderr,
+                 "verify: note: at reduced shapes the partitioned program has other opcode counts than at full "
+                 "shapes ({})\n",
+                 reduced->structure_difference);
     if (!v.ok) {
-      fmt::print(stderr, "verify: MISMATCH ({} devices): {}\n", v.devices, v.first_mismatch);
+      fmt::print(stderr, "verify: MISMATCH{} ({} devices): {}\n", at, v.devices, v.first_mismatch);
       return 1;
     }
     const std::string scale = tolerance.scale == compiler::CompareScale::kLeafRms
                                   ? fmt::format(" of the RMS, for sums of {} at u = 2^{}", tolerance.longest_sum,
                                                 std::ilogb(tolerance.unit_roundoff))
                                   : "";
-    fmt::print(stderr, "verify: ok ({} devices, max abs error {:g}, relative tolerance {:g}{}; estimated {}, {:.3g} element-ops)\n",
-               v.devices, v.max_abs_error, tolerance.tolerance, scale, compiler::bytes_text(estimate.peak_bytes),
+    fmt::print(stderr, "verify: ok{} ({} devices, max abs error {:g}, relative tolerance {:g}{}; estimated {}, {:.3g} element-ops)\n",
+               at, v.devices, v.max_abs_error, tolerance.tolerance, scale, compiler::bytes_text(estimate.peak_bytes),
                estimate.element_ops);
   }
   reports::write_file_atomically(o.output, compiler::print_hlo(result.module));
@@ -400,6 +430,8 @@ Commands::Commands(CLI::App& app) {
   partition_->add_option("-o,--output", o.output, "write the per-device program here");
   partition_->add_flag("--verify", o.verify, "check numeric equivalence with the reference interpreter");
   partition_->add_option("--verify-limit", o.verify_limit, "--verify's interpreter memory limit (default 2GiB)");
+  partition_->add_flag("--verify-full-only", o.verify_full_only,
+                       "--verify refuses a module over its limits instead of checking it at reduced shapes");
   partition_->add_flag("--propagate-only", o.propagate_only, "print the module with all shardings, unpartitioned");
   partition_->add_flag("--no-propagate-to-parameters", o.no_propagate_to_parameters,
                        "unannotated entry parameters stay replicated (XLA's allow_spmd_sharding_propagation_to_parameters=false)");
