@@ -54,7 +54,8 @@ struct Refusal {
 // Reshape `old_out` of `old_in` as a shape of the new operand `new_in`: dims
 // grouped where the old shapes' prefix products meet (a split, a merge or a
 // one-to-one dim); each group's result dims give up the factor its operand
-// dims lost, dims that the rule shrinks first, then the largest.
+// dims lost: as the rule shrinks them when that gives the group's product,
+// else the largest unpinned dims first.
 std::vector<int64_t> reshape_dims(const std::vector<int64_t>& old_in, const std::vector<int64_t>& old_out,
                                   const std::vector<int64_t>& new_in, const Rule& rule) {
   std::vector<int64_t> out = old_out;
@@ -83,8 +84,9 @@ std::vector<int64_t> reshape_dims(const std::vector<int64_t>& old_in, const std:
       for (size_t b = j0; b < j; ++b) out[b] = rule.dim(old_out[b]);
       continue;
     }
-    std::vector<size_t> order;
-    for (size_t b = j0; b < j; ++b) order.push_back(b);
+    std::vector<size_t> order;  // pinned sizes keep theirs
+    for (size_t b = j0; b < j; ++b)
+      if (!rule.shrink.pinned.count(old_out[b])) order.push_back(b);
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return old_out[x] > old_out[y]; });
     for (size_t b : order) {
       const int64_t g = std::gcd(out[b], left);
