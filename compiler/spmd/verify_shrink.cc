@@ -200,8 +200,8 @@ void shrink_instruction(Instruction& in, const Instruction& old, const Computati
       if (!operands.empty()) shrink_windows(in.attrs.window, old_operand(0), *operands[0]);
       break;
     case Opcode::kConvolution:
-      // The window is the kernel's spatial extent; its padding follows the
-      // input's spatial dim where that shrank.
+      // The window is the kernel's spatial extent; its padding and dilation
+      // follow the input's spatial dim where that shrank (when k divides them).
       if (operands.size() == 2 && operands[0]->is_array() && operands[1]->is_array() &&
           in.attrs.window.size() == in.attrs.conv.kernel_spatial.size() &&
           in.attrs.window.size() == in.attrs.conv.input_spatial.size()) {
@@ -213,8 +213,17 @@ void shrink_instruction(Instruction& in, const Instruction& old, const Computati
           if (old_operand(0).dim(id) != operands[0]->dim(id)) {
             w.pad_low = rule.offset(w.pad_low);
             w.pad_high = rule.offset(w.pad_high);
+            w.window_dilation = rule.offset(w.window_dilation);
           }
         }
+        // Group counts equal to the dim they split (depthwise, one group per
+        // batch element) follow it.
+        const ConvDims& cd = in.attrs.conv;
+        const int feature = static_cast<int>(cd.input_feature), batch = static_cast<int>(cd.input_batch);
+        if (in.attrs.feature_group_count > 1 && in.attrs.feature_group_count == old_operand(0).dim(feature))
+          in.attrs.feature_group_count = operands[0]->dim(feature);
+        if (in.attrs.batch_group_count > 1 && in.attrs.batch_group_count == old_operand(0).dim(batch))
+          in.attrs.batch_group_count = operands[0]->dim(batch);
       }
       break;
     case Opcode::kTopK:
@@ -309,18 +318,6 @@ ShrinkOutcome shrink_keeping_shardings(const Module& module, ShrinkRule rule) {
       return out;
     }
   }
-}
-
-int64_t largest_tile_count(const Module& module) {
-  int64_t most = 1;
-  for (const Computation& c : module.computations())
-    for (const Instruction& in : c.instructions()) {
-      if (!in.sharding) continue;
-      for (const Sharding& s : leaves_of(in))
-        if (s.is_tiled())
-          for (int64_t t : s.data_tile_dims()) most = std::max(most, t);
-    }
-  return most;
 }
 
 int64_t tile_count_lcm(const Module& module) {

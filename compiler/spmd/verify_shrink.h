@@ -1,12 +1,13 @@
 // Reduced shapes for `podsim partition --verify`: when the reference
 // interpreter cannot afford a module at its real shapes (XLA's tests use
 // f32[8192,8192] operands), the same module with its large dims divided by a
-// factor k is verified instead. The transform divides every dim by one rule
-// (ShrinkRule: so equal dims stay equal), then re-derives what the module relates: slice and pad
-// offsets, dynamic-slice and gather sizes, full-size windows, reshape result
-// shapes (split/merge groups), and every other result shape by shape
-// inference. A candidate is kept only if the shrunk module passes the
-// verifier and every sharded dim keeps its divisibility by its tile count
+// factor k is verified instead. Every dim shrinks by one rule (ShrinkRule, so
+// equal dims stay equal); what the module relates is re-derived: slice and
+// pad offsets, dynamic-slice and gather sizes, full-size windows,
+// convolution windows, dilations and group counts, reshape result shapes
+// (split/merge groups), and every other result shape by shape inference. A
+// candidate is kept only if the shrunk module passes the verifier and every
+// sharded dim keeps its divisibility by its tile count
 // (docs/hlo-input.md#verify-at-reduced-shapes).
 #pragma once
 
@@ -61,9 +62,6 @@ ShardingCheck check_shrunk_shardings(const Module& original, const Module& shrun
 // reports and trying again, until the shardings keep or the module is refused.
 ShrinkOutcome shrink_keeping_shardings(const Module& module, ShrinkRule rule);
 
-// The largest data tile count over the module's shardings (1 when none):
-// the smallest a divided dim may become.
-int64_t largest_tile_count(const Module& module);
 // The least common multiple of the module's data tile counts (1 when none).
 int64_t tile_count_lcm(const Module& module);
 

@@ -178,6 +178,25 @@ ENTRY e {
   EXPECT_EQ(m.entry().instr(m.entry().find("c")).attrs.window[0].size, 32);
 }
 
+TEST(Shrink, ConvolutionGroupCountsAndDilationFollowTheirDims) {
+  // Depthwise: feature_group_count = the 64 input features -> 32 at k = 2.
+  // A dilated kernel (rhs_dilate=4, pad 4_4 on 64): both halve with the
+  // input, so the output keeps the input's spatial size (32 + 4 - 2x2 = 32).
+  const Module m = shrunk(R"(HloModule m
+ENTRY e {
+  x = f32[8,64,64] parameter(0)
+  k = f32[3,1,64] parameter(1)
+  ROOT c = f32[8,64,64] convolution(x, k), window={size=3 pad=4_4 rhs_dilate=4}, dim_labels=b0f_0io->b0f,
+    feature_group_count=64
+})",
+                          rule(2));
+  const Instruction& c = m.entry().instr(m.entry().find("c"));
+  EXPECT_EQ(c.shape.to_string(false), "f32[4,32,32]");
+  EXPECT_EQ(c.attrs.feature_group_count, 32);
+  EXPECT_EQ(c.attrs.window[0].window_dilation, 2);
+  EXPECT_EQ(c.attrs.window[0].pad_low, 2);
+}
+
 TEST(Shrink, SplatConstantsShrinkOtherLargeConstantsRefuse) {
   const Module m = shrunk(R"(HloModule m
 ENTRY e {
@@ -261,13 +280,12 @@ ENTRY e {
   EXPECT_TRUE(check_shrunk_shardings(m, *kept.module).problem.empty());
 }
 
-TEST(ShrinkShardings, TileCountsOfTheModule) {
+TEST(ShrinkShardings, TileCountLcmOfTheModule) {
   const Module m = parse_hlo(R"(HloModule m, num_partitions=12
 ENTRY e {
   a = f32[24,4096] parameter(0), sharding={devices=[4,3]<=[12]}
   ROOT n = f32[24,4096] negate(a), sharding={devices=[1,2,6]<=[12] last_tile_dim_replicate}
 })");
-  EXPECT_EQ(largest_tile_count(m), 4);
   EXPECT_EQ(tile_count_lcm(m), 12);
 }
 
