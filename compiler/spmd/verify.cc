@@ -436,6 +436,17 @@ ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partition
       continue;
     }
     if (shrink_example(annotated, *shrunk.module).empty()) continue;  // no dim divides by k
+    {
+      // The original module's own run bounds the check from below: skip the
+      // partitioning while that alone is over the budget.
+      const InterpreterEstimate own = estimate_interpreter(*shrunk.module, 1);
+      const double at_least = kVerifyMemoryMargin * (own.parameter_bytes + own.peak_bytes);
+      if (at_least > kReducedVerifyMemoryShare * limit_bytes || own.element_ops > kReducedVerifyElementOps) {
+        attempt.why_not = fmt::format("dims /{}: still needs at least {} and {:.3g} element-ops", k,
+                                      bytes_text(at_least), own.element_ops);
+        continue;
+      }
+    }
     std::optional<ReducedVerify> candidate;
     for (const SpmdOptions& variant : variants) {
       ReducedVerify r;
@@ -443,6 +454,9 @@ ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partition
         r.partitioned = partition_spmd(*shrunk.module, variant);
         check_interpretable(r.partitioned);
       } catch (const UserError& e) {
+        attempt.why_not = fmt::format("dims /{}: {}", k, e.message());
+        continue;
+      } catch (const std::exception& e) {  // an internal error at reduced shapes refuses the factor only
         attempt.why_not = fmt::format("dims /{}: {}", k, e.what());
         continue;
       }

@@ -262,7 +262,7 @@ ShrinkOutcome shrink_module(const Module& module, const ShrinkRule& shrink_rule)
     result.why_not = r.what;
     return result;
   } catch (const UserError& e) {
-    result.why_not = e.what();
+    result.why_not = e.message();
     return result;
   }
   result.module = std::move(out);
