@@ -12,13 +12,11 @@
 #include <cstdio>
 #include <limits>
 #include <iostream>
-#include <optional>
 #include <sstream>
 
 #include "common/error.h"
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/hlo/hlo_printer.h"
-#include "compiler/interpreter/cost_estimate.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/pipeline/cleanup.h"
 #include "compiler/pipeline/module_mode.h"
@@ -117,39 +115,21 @@ int partition(const Options& o) {
   if (o.verify) {
     // Over the interpreter's limits at full shapes, the same module is
     // checked at reduced shapes (compiler/spmd/verify_shrink.h), and says so.
-    compiler::check_interpretable(module);
-    compiler::check_interpretable(result.module);
-    const compiler::VerifyEstimate full = compiler::estimate_verify(module, result.module);
-    std::optional<compiler::ReducedVerify> reduced;
-    std::string why_not_reduced;
-    if (!compiler::verify_estimate_fits(full, verify_limit) && !o.verify_full_only) {
-      compiler::ReduceAttempt attempt = compiler::reduce_for_verify(module, result.module, options, verify_limit);
-      reduced = std::move(attempt.reduced);
-      if (!reduced)
-        why_not_reduced = fmt::format("; no reduced shapes fit either ({})", attempt.why_not.empty()
-                                                                                ? "no dim divides"
-                                                                                : attempt.why_not);
-    }
-    const compiler::Module& annotated = reduced ? reduced->annotated : module;
-    const compiler::Module& program = reduced ? reduced->partitioned : result.module;
-    const compiler::VerifyEstimate estimate =
-        reduced ? reduced->estimate
-                : compiler::check_verify_estimate(module, result.module, verify_limit, why_not_reduced);
+    const compiler::VerifyPlan plan =
+        compiler::plan_verify(module, result.module, options, verify_limit, o.verify_full_only);
+    const compiler::Module& annotated = plan.reduced ? plan.reduced->annotated : module;
+    const compiler::Module& program = plan.reduced ? plan.reduced->partitioned : result.module;
     const compiler::VerifyTolerance tolerance = compiler::verify_tolerance(annotated, program);
     compiler::VerifyOptions verify_options;
     verify_options.tolerance = tolerance.tolerance;
     verify_options.scale = tolerance.scale;
     compiler::VerifyResult v = compiler::verify_partitioning(annotated, program, verify_options);
-    const std::string at = reduced ? fmt::format(" at reduced shapes (dims /{}: {}; full shapes need about {}, {:.3g} "
-                                                 "element-ops)",
-                                                 reduced->factor, reduced->example,
-                                                 compiler::bytes_text(full.peak_bytes), full.element_ops)
-                                   : "";
-    if (reduced && !reduced->structure_difference.empty())
+    const std::string at = plan.reduced_text();
+    if (plan.reduced && !plan.reduced->structure_difference.empty())
       fmt::print(stderr,
                  "verify: note: at reduced shapes the partitioned program has other opcode counts than at full "
                  "shapes ({})\n",
-                 reduced->structure_difference);
+                 plan.reduced->structure_difference);
     if (!v.ok) {
       fmt::print(stderr, "verify: MISMATCH{} ({} devices): {}\n", at, v.devices, v.first_mismatch);
       return 1;
@@ -159,8 +139,8 @@ int partition(const Options& o) {
                                                 std::ilogb(tolerance.unit_roundoff))
                                   : "";
     fmt::print(stderr, "verify: ok{} ({} devices, max abs error {:g}, relative tolerance {:g}{}; estimated {}, {:.3g} element-ops)\n",
-               at, v.devices, v.max_abs_error, tolerance.tolerance, scale, compiler::bytes_text(estimate.peak_bytes),
-               estimate.element_ops);
+               at, v.devices, v.max_abs_error, tolerance.tolerance, scale,
+               compiler::bytes_text(plan.estimate.peak_bytes), plan.estimate.element_ops);
   }
   reports::write_file_atomically(o.output, compiler::print_hlo(result.module));
   return 0;

@@ -488,6 +488,31 @@ ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partition
   return attempt;
 }
 
+VerifyPlan plan_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
+                       double limit_bytes, bool full_only) {
+  check_interpretable(annotated);
+  check_interpretable(partitioned);
+  VerifyPlan plan;
+  plan.full = estimate_verify(annotated, partitioned);
+  std::string why_not;
+  if (!verify_estimate_fits(plan.full, limit_bytes) && !full_only) {
+    ReduceAttempt attempt = reduce_for_verify(annotated, partitioned, options, limit_bytes);
+    plan.reduced = std::move(attempt.reduced);
+    if (!plan.reduced)
+      why_not = fmt::format("; no reduced shapes fit either ({})",
+                            attempt.why_not.empty() ? "no dim divides" : attempt.why_not);
+  }
+  plan.estimate =
+      plan.reduced ? plan.reduced->estimate : check_verify_estimate(annotated, partitioned, limit_bytes, why_not);
+  return plan;
+}
+
+std::string VerifyPlan::reduced_text() const {
+  if (!reduced) return "";
+  return fmt::format(" at reduced shapes (dims /{}: {}; full shapes need about {}, {:.3g} element-ops)",
+                     reduced->factor, reduced->example, bytes_text(full.peak_bytes), full.element_ops);
+}
+
 double parse_byte_size(const std::string& text, const std::string& option) {
   auto bad = [&]() -> UserError {
     return UserError(SourceLocation{option + " " + text, 0, 0}, fmt::format("'{}' is not a byte size", text),

@@ -172,6 +172,21 @@ struct ReduceAttempt {
 ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
                                 double limit_bytes);
 
+// The check `podsim partition --verify` runs: the module and its program
+// when they fit the limits (check_verify_estimate refuses them otherwise),
+// else, unless full_only, the module at reduced shapes; when none fits, the
+// refusal's hint says why.
+struct VerifyPlan {
+  VerifyEstimate full;                   // the full shapes' estimate
+  VerifyEstimate estimate;               // of the check that runs
+  std::optional<ReducedVerify> reduced;  // set: the check runs at reduced shapes
+  // " at reduced shapes (dims /16: f32[8192,8192] -> f32[512,512]; full
+  // shapes need about 1.5 GiB, 3.3e+12 element-ops)", empty at full shapes.
+  std::string reduced_text() const;
+};
+VerifyPlan plan_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
+                       double limit_bytes, bool full_only);
+
 // "1.52 GiB"
 std::string bytes_text(double bytes);
 

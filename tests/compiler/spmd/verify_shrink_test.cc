@@ -1,7 +1,8 @@
 // Reduced shapes for --verify: the shrink rule, the transform on the forms
 // whose sizes the module relates (dot, reshape split/merge, slice, pad,
 // concatenate, gather, convolution windows, constants), its refusals, the
-// sharding divisibility check, and the search reduce_for_verify runs.
+// sharding divisibility check, the search reduce_for_verify runs and the
+// plan --verify follows.
 #include <string>
 
 #include <fmt/format.h>
@@ -322,6 +323,30 @@ TEST(ReduceForVerify, FindsTheLargestReducedShapesThatFitAndVerify) {
   EXPECT_TRUE(r.structure_difference.empty()) << r.structure_difference;
   const VerifyResult v = verify_partitioning(r.annotated, r.partitioned);
   EXPECT_TRUE(v.ok) << v.first_mismatch;
+}
+
+TEST(PlanVerify, FullShapesWhenTheyFitReducedOnesWhenNotUnlessFullOnly) {
+  const Module small = parse_hlo(R"(HloModule m, num_partitions=2
+ENTRY e {
+  a = f32[64,64] parameter(0), sharding={devices=[2,1]0,1}
+  ROOT n = f32[64,64] negate(a), sharding={devices=[2,1]0,1}
+})");
+  const VerifyPlan at_full =
+      plan_verify(small, partition_spmd(small, SpmdOptions{}), SpmdOptions{}, kDefaultVerifyLimitBytes, false);
+  EXPECT_FALSE(at_full.reduced.has_value());
+  EXPECT_EQ(at_full.reduced_text(), "");
+
+  const Module large = parse_hlo(kLargeDot);
+  const Module program = partition_spmd(large, SpmdOptions{});
+  const VerifyPlan reduced = plan_verify(large, program, SpmdOptions{}, kDefaultVerifyLimitBytes, false);
+  ASSERT_TRUE(reduced.reduced.has_value());
+  EXPECT_EQ(reduced.estimate.element_ops, reduced.reduced->estimate.element_ops);
+  EXPECT_GT(reduced.full.peak_bytes, kDefaultVerifyLimitBytes);
+  const std::string text = reduced.reduced_text();
+  EXPECT_EQ(text.rfind(fmt::format(" at reduced shapes (dims /{}: f32[8192,8192] -> ", reduced.reduced->factor), 0), 0u)
+      << text;
+  EXPECT_NE(text.find("full shapes need about"), std::string::npos) << text;
+  EXPECT_THROW(plan_verify(large, program, SpmdOptions{}, kDefaultVerifyLimitBytes, true), UserError);
 }
 
 TEST(ReduceForVerify, SaysWhyWhenNothingFits) {
