@@ -113,24 +113,34 @@ int partition(const Options& o) {
   }
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(module, options);
   if (o.verify) {
-    const compiler::VerifyEstimate estimate =
-        compiler::check_verify_estimate(module, result.module, verify_limit);  // refuses before running
-    const compiler::VerifyTolerance tolerance = compiler::verify_tolerance(module, result.module);
+    // Over the interpreter's limits at full shapes, the same module is
+    // checked at reduced shapes (compiler/spmd/verify_shrink.h), and says so.
+    const compiler::VerifyPlan plan =
+        compiler::plan_verify(module, result.module, options, verify_limit, o.verify_full_only);
+    const compiler::Module& annotated = plan.reduced ? plan.reduced->annotated : module;
+    const compiler::Module& program = plan.reduced ? plan.reduced->partitioned : result.module;
+    const compiler::VerifyTolerance tolerance = compiler::verify_tolerance(annotated, program);
     compiler::VerifyOptions verify_options;
     verify_options.tolerance = tolerance.tolerance;
     verify_options.scale = tolerance.scale;
-    compiler::VerifyResult v = compiler::verify_partitioning(module, result.module, verify_options);
+    compiler::VerifyResult v = compiler::verify_partitioning(annotated, program, verify_options);
+    const std::string at = plan.reduced_text();
+    if (plan.reduced && !plan.reduced->structure_difference.empty())
+      fmt::print(stderr,
+                 "verify: note: at reduced shapes the partitioned program has other opcode counts than at full "
+                 "shapes ({})\n",
+                 plan.reduced->structure_difference);
     if (!v.ok) {
-      fmt::print(stderr, "verify: MISMATCH ({} devices): {}\n", v.devices, v.first_mismatch);
+      fmt::print(stderr, "verify: MISMATCH{} ({} devices): {}\n", at, v.devices, v.first_mismatch);
       return 1;
     }
     const std::string scale = tolerance.scale == compiler::CompareScale::kLeafRms
                                   ? fmt::format(" of the RMS, for sums of {} at u = 2^{}", tolerance.longest_sum,
                                                 std::ilogb(tolerance.unit_roundoff))
                                   : "";
-    fmt::print(stderr, "verify: ok ({} devices, max abs error {:g}, relative tolerance {:g}{}; estimated {}, {:.3g} element-ops)\n",
-               v.devices, v.max_abs_error, tolerance.tolerance, scale, compiler::bytes_text(estimate.peak_bytes),
-               estimate.element_ops);
+    fmt::print(stderr, "verify: ok{} ({} devices, max abs error {:g}, relative tolerance {:g}{}; estimated {}, {:.3g} element-ops)\n",
+               at, v.devices, v.max_abs_error, tolerance.tolerance, scale,
+               compiler::bytes_text(plan.estimate.peak_bytes), plan.estimate.element_ops);
   }
   reports::write_file_atomically(o.output, compiler::print_hlo(result.module));
   return 0;
@@ -400,6 +410,8 @@ Commands::Commands(CLI::App& app) {
   partition_->add_option("-o,--output", o.output, "write the per-device program here");
   partition_->add_flag("--verify", o.verify, "check numeric equivalence with the reference interpreter");
   partition_->add_option("--verify-limit", o.verify_limit, "--verify's interpreter memory limit (default 2GiB)");
+  partition_->add_flag("--verify-full-only", o.verify_full_only,
+                       "--verify refuses a module over its limits instead of checking it at reduced shapes");
   partition_->add_flag("--propagate-only", o.propagate_only, "print the module with all shardings, unpartitioned");
   partition_->add_flag("--no-propagate-to-parameters", o.no_propagate_to_parameters,
                        "unannotated entry parameters stay replicated (XLA's allow_spmd_sharding_propagation_to_parameters=false)");

@@ -22,6 +22,7 @@ struct Options {
   std::string output;
   bool verify = false;
   std::string verify_limit;  // partition --verify: interpreter memory limit ("4GiB"; default 2 GiB)
+  bool verify_full_only = false;  // partition --verify: refuse instead of checking at reduced shapes
   bool propagate_only = false;
   bool no_propagate_to_parameters = false;
   bool no_propagate_to_output = false;

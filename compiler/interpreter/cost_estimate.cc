@@ -128,7 +128,7 @@ class Estimator {
           const double features = f >= 0 && f < kernel->rank() ? static_cast<double>(kernel->dim(static_cast<int>(f))) : 1;
           per_output = static_cast<double>(kernel->num_elements()) / std::max(1.0, features);
         }
-        return touched + out * per_output;
+        return touched + out * per_output * kConvolutionMacWeight;
       }
       case Opcode::kReduce:
       case Opcode::kMap:

@@ -22,8 +22,9 @@ struct InterpreterEstimate {
   // devices each hold their own copy (lock-step evaluation).
   double peak_bytes = 0;
   // Work in element operations: elements read and written per instruction,
-  // multiply-accumulates for dot and convolution, a body's instructions per
-  // element for reduce-like ops, loop bodies times their trip count.
+  // multiply-accumulates for dot and convolution (weighted), a body's
+  // instructions per element for reduce-like ops, loop bodies times their
+  // trip count.
   double element_ops = 0;
   // Bytes of the entry's parameters and root (per lane).
   double parameter_bytes = 0;
@@ -31,6 +32,13 @@ struct InterpreterEstimate {
   // While loops whose trip count could not be derived (counted once).
   int64_t unknown_trip_loops = 0;
 };
+
+// A convolution multiply-accumulate counts as this many element operations:
+// the interpreter's convolution walks the input features with the layout's
+// stride, so it runs 1.3e8 to 2.9e8 MAC/s (measured: XLA's padded f01b
+// weight-gradient convolution, a 3x3 b01f one; one core) against 1.6e9 for
+// dots.
+inline constexpr double kConvolutionMacWeight = 5;
 
 // Bytes the interpreter uses for one value of `shape` (8 per element, 16 for
 // complex, plus a fixed per-array overhead for the Literal itself).

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -11,6 +13,7 @@
 
 #include "compiler/interpreter/cost_estimate.h"
 #include "compiler/interpreter/interpreter.h"
+#include "compiler/spmd/verify_shrink.h"
 
 namespace podsim::compiler {
 
@@ -134,6 +137,15 @@ void compare_leaves(const Literal& expected, const Literal& actual, double toler
 
 }  // namespace
 
+bool has_collectives(const Module& module) {
+  for (const Computation& c : module.computations())
+    for (const Instruction& in : c.instructions())
+      if (is_collective(in.opcode) || (in.opcode == Opcode::kAsyncStart && in.attrs.async_wrapped &&
+                                       is_collective(*in.attrs.async_wrapped)))
+        return true;
+  return false;
+}
+
 VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, uint64_t seed,
                                  double tolerance) {
   VerifyOptions options;
@@ -181,7 +193,28 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
                      options.scale, fmt::format("entry result '{}' on device {}", root.name, d), r);
     return r;
   }
-  const Literal expected = evaluate(annotated, args);
+  Literal expected;
+  if (has_collectives(annotated) && devices > 1) {
+    // The module's own collectives (an all-reduce over replica_groups of
+    // device ids) act across the devices it is compiled for: its logical
+    // result is what every device computes from the full inputs.
+    const std::vector<Literal> each =
+        evaluate_spmd(annotated, std::vector<std::vector<Literal>>(static_cast<size_t>(devices), args));
+    for (int64_t d = 1; d < devices; ++d) {
+      VerifyResult same;
+      same.ok = true;
+      compare_leaves(each[0], each[static_cast<size_t>(d)], options.tolerance, options.scale, "", same);
+      if (!same.ok)
+        throw UserError(fmt::format("verify: the module's own collectives give device {} another result than "
+                                    "device 0{}; there is no one logical result to compare with",
+                                    d, same.first_mismatch),
+                        "verify a module whose collectives reduce over replicated values, or run it per device "
+                        "with 'podsim run'");
+    }
+    expected = each[0];
+  } else {
+    expected = evaluate(annotated, args);
+  }
   std::vector<const Literal*> shard_pointers;
   for (const Literal& shard : shards) shard_pointers.push_back(&shard);
   size_t next_leaf = 0;
@@ -272,7 +305,8 @@ VerifyEstimate estimate_verify(const Module& annotated, const Module& partitione
   VerifyEstimate e;
   e.devices = std::max<int64_t>(1, partitioned.num_partitions());
   const auto n = static_cast<double>(e.devices);
-  const InterpreterEstimate original = estimate_interpreter(annotated, 1);
+  // A module with its own collectives runs on every device (verify_partitioning).
+  const InterpreterEstimate original = estimate_interpreter(annotated, has_collectives(annotated) ? e.devices : 1);
   const InterpreterEstimate per_device = estimate_interpreter(partitioned, 1);
   const double inputs = original.parameter_bytes + n * per_device.parameter_bytes;
   e.peak_bytes = kVerifyMemoryMargin * (inputs +
@@ -293,7 +327,8 @@ std::string bytes_text(double bytes) {
   return fmt::format("{:.3g} {}", bytes, units[u]);
 }
 
-VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes) {
+VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes,
+                                     const std::string& extra_hint) {
   check_interpretable(annotated);
   check_interpretable(partitioned);
   const VerifyEstimate e = estimate_verify(annotated, partitioned);
@@ -306,13 +341,176 @@ VerifyEstimate check_verify_estimate(const Module& annotated, const Module& part
                                 "limit of {}",
                                 bytes_text(e.peak_bytes), e.devices, loops, bytes_text(limit_bytes)),
                     "raise it with --verify-limit (e.g. --verify-limit 8GiB) if the machine has the memory, or "
-                    "verify a smaller configuration (fewer layers, smaller batch or sequence)");
+                    "verify a smaller configuration (fewer layers, smaller batch or sequence)" + extra_hint);
   if (e.element_ops > kMaxVerifyElementOps)
     throw UserError(fmt::format("--verify would take about {:.3g} element operations ({} devices){}, over the "
                                 "limit of {:.3g} (over a minute or two of interpreter time)",
                                 e.element_ops, e.devices, loops, kMaxVerifyElementOps),
-                    "verify a smaller configuration (fewer layers, smaller batch or sequence)");
+                    "verify a smaller configuration (fewer layers, smaller batch or sequence)" + extra_hint);
   return e;
+}
+
+bool verify_estimate_fits(const VerifyEstimate& estimate, double limit_bytes) {
+  return estimate.peak_bytes <= limit_bytes && estimate.element_ops <= kMaxVerifyElementOps;
+}
+
+namespace {
+
+// Opcode name -> count over every computation of a module.
+std::map<std::string, int64_t> opcode_counts(const Module& module) {
+  std::map<std::string, int64_t> counts;
+  for (const Computation& c : module.computations())
+    for (const Instruction& in : c.instructions()) ++counts[std::string(opcode_name(in.opcode))];
+  return counts;
+}
+
+// "while 1 -> 0, collective-permute 2 -> 0"; empty when equal.
+std::string count_difference(const std::map<std::string, int64_t>& full, const std::map<std::string, int64_t>& reduced) {
+  std::vector<std::string> parts;
+  std::map<std::string, int64_t> all = full;
+  for (const auto& [name, n] : reduced) all.emplace(name, 0);
+  for (const auto& [name, unused] : all) {
+    const auto f = full.find(name);
+    const auto r = reduced.find(name);
+    const int64_t a = f == full.end() ? 0 : f->second, b = r == reduced.end() ? 0 : r->second;
+    if (a != b) parts.push_back(fmt::format("{} {} -> {}", name, a, b));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The largest entry parameter whose shape changed, "before -> after".
+std::string shrink_example(const Module& full, const Module& reduced) {
+  const Computation& a = full.entry();
+  const Computation& b = reduced.entry();
+  int64_t best = -1;
+  std::string text;
+  for (InstrId id = 0; id < a.size(); ++id) {
+    const Shape& s = a.instr(id).shape;
+    if (s == b.instr(id).shape) continue;
+    int64_t elements = 0;
+    for (const Shape* leaf : s.leaves()) elements += leaf->num_elements();
+    const bool parameter = a.instr(id).opcode == Opcode::kParameter;
+    // Parameters first: their shapes are what a user wrote.
+    const int64_t rank = elements + (parameter ? (int64_t{1} << 62) : 0);
+    if (rank > best) {
+      best = rank;
+      text = fmt::format("{} -> {}", s.to_string(false), b.instr(id).shape.to_string(false));
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
+                                double limit_bytes) {
+  ReduceAttempt attempt;
+  int64_t largest = 1;
+  for (const Computation& c : annotated.computations())
+    for (const Instruction& in : c.instructions())
+      for (const Shape* leaf : in.shape.leaves())
+        for (int64_t d : leaf->dims()) largest = std::max(largest, d);
+  // Sharded dims keep at least one element per tile by the sharding check
+  // (a size that would not stays whole); other dims may go down to 2.
+  const int64_t min_dim = 2;
+  const std::map<std::string, int64_t> full_counts = opcode_counts(partitioned);
+  // Windowed einsum decides by bytes: the variants force it on and off.
+  std::vector<SpmdOptions> variants = {options, options, options};
+  variants[1].windowed_einsum_threshold_bytes = 0;
+  variants[1].windowed_einsum_min_flops_per_byte = 0;
+  variants[2].windowed_einsum_threshold_bytes = std::numeric_limits<int64_t>::max();
+  std::optional<ReducedVerify> fallback;
+  // (residue modulus, factor): exact division first; then dims k does not
+  // divide shrink too, keeping their remainder modulo the tile counts.
+  std::vector<std::pair<int64_t, int64_t>> tries;
+  for (const int64_t modulus : {int64_t{0}, tile_count_lcm(annotated)})
+    for (int64_t k = 2; k <= largest; k *= 2) tries.emplace_back(modulus, k);
+  for (const auto& [modulus, k] : tries) {
+    ShrinkRule rule;
+    rule.factor = k;
+    rule.min_dim = min_dim;
+    rule.residue_modulus = modulus;
+    ShrinkOutcome shrunk = shrink_keeping_shardings(annotated, rule);
+    if (!shrunk.module) {
+      attempt.why_not = fmt::format("dims /{}: {}", k, shrunk.why_not);
+      continue;
+    }
+    if (shrink_example(annotated, *shrunk.module).empty()) continue;  // no dim divides by k
+    {
+      // The original module's own run bounds the check from below: skip the
+      // partitioning while that alone is over the budget.
+      const InterpreterEstimate own = estimate_interpreter(*shrunk.module, 1);
+      const double at_least = kVerifyMemoryMargin * (own.parameter_bytes + own.peak_bytes);
+      if (at_least > kReducedVerifyMemoryShare * limit_bytes || own.element_ops > kReducedVerifyElementOps) {
+        attempt.why_not = fmt::format("dims /{}: still needs at least {} and {:.3g} element-ops", k,
+                                      bytes_text(at_least), own.element_ops);
+        continue;
+      }
+    }
+    std::optional<ReducedVerify> candidate;
+    for (const SpmdOptions& variant : variants) {
+      ReducedVerify r;
+      try {
+        r.partitioned = partition_spmd(*shrunk.module, variant);
+        check_interpretable(r.partitioned);
+      } catch (const UserError& e) {
+        attempt.why_not = fmt::format("dims /{}: {}", k, e.message());
+        continue;
+      } catch (const std::exception& e) {  // an internal error at reduced shapes refuses the factor only
+        attempt.why_not = fmt::format("dims /{}: {}", k, e.what());
+        continue;
+      }
+      r.estimate = estimate_verify(*shrunk.module, r.partitioned);
+      if (r.estimate.peak_bytes > kReducedVerifyMemoryShare * limit_bytes ||
+          r.estimate.element_ops > kReducedVerifyElementOps) {
+        attempt.why_not = fmt::format("dims /{}: still needs {} and {:.3g} element-ops", k,
+                                      bytes_text(r.estimate.peak_bytes), r.estimate.element_ops);
+        break;  // the variants have the same inputs: a larger factor is needed
+      }
+      r.factor = k;
+      r.structure_difference = count_difference(full_counts, opcode_counts(r.partitioned));
+      if (r.structure_difference.empty() || !candidate) {
+        const bool matches = r.structure_difference.empty();
+        candidate = std::move(r);
+        if (matches) break;
+      }
+    }
+    if (!candidate) continue;
+    candidate->annotated = std::move(*shrunk.module);
+    candidate->example = shrink_example(annotated, candidate->annotated);
+    if (candidate->structure_difference.empty()) {
+      attempt.reduced = std::move(candidate);
+      return attempt;
+    }
+    if (!fallback) fallback = std::move(candidate);
+  }
+  attempt.reduced = std::move(fallback);
+  return attempt;
+}
+
+VerifyPlan plan_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
+                       double limit_bytes, bool full_only) {
+  check_interpretable(annotated);
+  check_interpretable(partitioned);
+  VerifyPlan plan;
+  plan.full = estimate_verify(annotated, partitioned);
+  std::string why_not;
+  if (!verify_estimate_fits(plan.full, limit_bytes) && !full_only) {
+    ReduceAttempt attempt = reduce_for_verify(annotated, partitioned, options, limit_bytes);
+    plan.reduced = std::move(attempt.reduced);
+    if (!plan.reduced)
+      why_not = fmt::format("; no reduced shapes fit either ({})",
+                            attempt.why_not.empty() ? "no dim divides" : attempt.why_not);
+  }
+  plan.estimate =
+      plan.reduced ? plan.reduced->estimate : check_verify_estimate(annotated, partitioned, limit_bytes, why_not);
+  return plan;
+}
+
+std::string VerifyPlan::reduced_text() const {
+  if (!reduced) return "";
+  return fmt::format(" at reduced shapes (dims /{}: {}; full shapes need about {}, {:.3g} element-ops)",
+                     reduced->factor, reduced->example, bytes_text(full.peak_bytes), full.element_ops);
 }
 
 double parse_byte_size(const std::string& text, const std::string& option) {

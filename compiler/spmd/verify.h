@@ -9,6 +9,7 @@
 // leaf sharding on a tuple value applies to every leaf).
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "compiler/ir/literal.h"
 #include "compiler/ir/module.h"
 #include "compiler/sharding/sharding.h"
+#include "compiler/spmd/partitioner.h"
 
 namespace podsim::compiler {
 
@@ -40,6 +42,12 @@ struct ShardShapeMismatch : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding, const Shape& shape);
+
+// Whether the module has collectives of its own (all-reduce, all-gather,
+// collective-permute, ...). Such a module's logical result is what every
+// device computes from the full inputs: verify_partitioning runs it on all
+// devices and refuses (UserError) when they disagree.
+bool has_collectives(const Module& module);
 
 struct VerifyResult {
   bool ok = false;
@@ -127,7 +135,58 @@ inline constexpr double kMaxVerifyElementOps = 2e10;
 // rule when element_ops > kMaxVerifyElementOps. Also refuses modules with
 // instructions the interpreter cannot run (one message naming them all).
 // Returns the estimate when it passes.
-VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes);
+// `extra_hint` is appended to the hint (why reduced shapes did not help).
+VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes,
+                                     const std::string& extra_hint = "");
+// Whether an estimate is within the memory limit and kMaxVerifyElementOps.
+bool verify_estimate_fits(const VerifyEstimate& estimate, double limit_bytes);
+
+// The module at reduced shapes (verify_shrink.h) when the full shapes are over
+// the limits: factors k = 2, 4, 8, ... are tried in turn (largest reduced
+// shapes first) and the first whose shrunk module is valid, keeps its sharded
+// dims' divisibility (sizes that would not are left whole), partitions, and
+// fits the reduced budget below is taken. The reduced
+// module is partitioned with `options`; when its program's opcode counts
+// differ from the full-shape program's (a size threshold such as windowed
+// einsum's decided otherwise), it is partitioned again with windowed einsum
+// forced on, then off, and the variant with the full program's counts is
+// taken. A candidate whose program still differs is used only when no
+// factor gives one that matches; structure_difference then says how.
+// A reduced-shape check aims below the limits, to stay quick: at most a
+// quarter of the memory limit and 2e9 element-ops (about 1 s to 10 s at the
+// interpreter rates above).
+inline constexpr double kReducedVerifyMemoryShare = 0.25;
+inline constexpr double kReducedVerifyElementOps = 2e9;
+struct ReducedVerify {
+  Module annotated;    // the module at reduced shapes
+  Module partitioned;  // its partitioned program
+  int64_t factor = 1;
+  std::string example;               // "f32[8192,8192] -> f32[256,256]" (largest entry parameter)
+  std::string structure_difference;  // empty: same opcode counts as the full program
+  VerifyEstimate estimate;           // of the reduced check
+};
+struct ReduceAttempt {
+  std::optional<ReducedVerify> reduced;
+  std::string why_not;  // when none fits: the last factor's reason
+};
+ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
+                                double limit_bytes);
+
+// The check `podsim partition --verify` runs: the module and its program
+// when they fit the limits (check_verify_estimate refuses them otherwise),
+// else, unless full_only, the module at reduced shapes; when none fits, the
+// refusal's hint says why.
+struct VerifyPlan {
+  VerifyEstimate full;                   // the full shapes' estimate
+  VerifyEstimate estimate;               // of the check that runs
+  std::optional<ReducedVerify> reduced;  // set: the check runs at reduced shapes
+  // " at reduced shapes (dims /16: f32[8192,8192] -> f32[512,512]; full
+  // shapes need about 1.5 GiB, 3.3e+12 element-ops)", empty at full shapes.
+  std::string reduced_text() const;
+};
+VerifyPlan plan_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
+                       double limit_bytes, bool full_only);
+
 // "1.52 GiB"
 std::string bytes_text(double bytes);
 

@@ -81,6 +81,37 @@ TEST(Cli, PartitionVerifyRunsBothProgramsAndReportsOk) {
   EXPECT_NE(r.output.find("replica_groups=[2,4]<=[8]"), std::string::npos) << r.output;
 }
 
+// 2 x f32[8192,8192] dot operands: 1 GiB each as interpreter doubles, so the
+// full-shape check is over the default 2 GiB limit.
+std::string write_large_dot(const std::string& dir_name) {
+  auto dir = std::filesystem::temp_directory_path() / dir_name;
+  std::filesystem::create_directories(dir);
+  auto file = dir / "large_dot.hlo";
+  std::ofstream(file) << "HloModule m, num_partitions=2\n\nENTRY %e {\n"
+                         "  %a = f32[8192,8192] parameter(0), sharding={devices=[2,1]0,1}\n"
+                         "  %b = f32[8192,8192] parameter(1), sharding={devices=[1,2]0,1}\n"
+                         "  ROOT %d = f32[8192,8192] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                         "sharding={devices=[2,1]0,1}\n}\n";
+  return file.string();
+}
+
+TEST(Cli, VerifyOverTheLimitChecksReducedShapesAndSaysSo) {
+  Result r = run_merged("partition " + write_large_dot("podsim_cli_verify_reduced") + " --verify");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verify: ok at reduced shapes (dims /"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(": f32[8192,8192] -> f32["), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("full shapes need about"), std::string::npos) << r.output;
+  // The per-device program written out is the full-shape one.
+  EXPECT_NE(r.output.find("f32[4096,8192]"), std::string::npos) << r.output;
+}
+
+TEST(Cli, VerifyFullOnlyRefusesInsteadOfReducing) {
+  Result r = run_merged("partition " + write_large_dot("podsim_cli_verify_full_only") + " --verify --verify-full-only");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--verify would need about"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("reduced shapes"), std::string::npos) << r.output;
+}
+
 TEST(Cli, PartitionWorkloadYamlBuildsTheModelAndVerifies) {
   // small.yaml: a bf16 2-layer model on 8 devices; the forward (with loss)
   // is built from the YAML, partitioned and checked at bf16 tolerance.

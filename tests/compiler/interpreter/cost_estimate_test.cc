@@ -68,6 +68,21 @@ ENTRY main {
   EXPECT_DOUBLE_EQ(estimate_interpreter(m).element_ops, params + (M * N + params) + M * N * K);
 }
 
+TEST(CostEstimate, ConvolutionMacsAreWeighted) {
+  // Input [N=2,H=10,W=10,C=3], kernel [3,3,C=3,O=4], 1x1 output per stride 1
+  // without padding: [2,8,8,4] = 512 outputs, each 3 x 3 x 3 = 27 MACs (the
+  // kernel's elements per output feature), weighted kConvolutionMacWeight.
+  const Module m = parse_verified(R"(HloModule m
+ENTRY main {
+  x = f32[2,10,10,3] parameter(0)
+  k = f32[3,3,3,4] parameter(1)
+  ROOT c = f32[2,8,8,4] convolution(x, k), window={size=3x3}, dim_labels=b01f_01io->b01f
+})");
+  const double params = 2 * 10 * 10 * 3 + 3 * 3 * 3 * 4;
+  const double out = 2 * 8 * 8 * 4;
+  EXPECT_DOUBLE_EQ(estimate_interpreter(m).element_ops, params + (out + params) + out * 27 * kConvolutionMacWeight);
+}
+
 constexpr const char* kCountedLoop = R"(HloModule m
 cond {
   s = (s32[], f32[100]) parameter(0)

@@ -8,6 +8,7 @@
 
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/interpreter/cost_estimate.h"
+#include "compiler/spmd/partitioner.h"
 #include "compiler/spmd/verify.h"
 
 namespace podsim::compiler {
@@ -202,6 +203,51 @@ TEST(VerifyManualResult, ComparesDeviceByDevice) {
   const VerifyResult wrong = verify_partitioning(global, zeros, VerifyOptions{});
   EXPECT_FALSE(wrong.ok);
   EXPECT_NE(wrong.first_mismatch.find("on device 1"), std::string::npos) << wrong.first_mismatch;
+}
+
+TEST(VerifyCollectives, AModuleWithItsOwnAllReduceIsTheSameOnEveryDevice) {
+  // all-reduce over replica_groups {0,1,2,3} of a value every device holds
+  // whole: the logical result is 4 x p on every device. Evaluated on one
+  // device, the groups would name devices that do not exist.
+  const Module annotated = parse_hlo(R"(HloModule m, num_partitions=4
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[4,2] parameter(0), sharding={devices=[2,2]<=[4]}
+  ROOT r = f32[4,2] all-reduce(p), to_apply=sum, replica_groups={{0,1,2,3}}, use_global_device_ids=true,
+    channel_id=1
+})");
+  EXPECT_TRUE(has_collectives(annotated));
+  const Module program = partition_spmd(annotated, SpmdOptions{});
+  const VerifyResult v = verify_partitioning(annotated, program);
+  EXPECT_TRUE(v.ok) << v.first_mismatch;
+  EXPECT_EQ(v.devices, 4);
+}
+
+TEST(VerifyCollectives, DevicesThatDisagreeAreRefused) {
+  // partition-id differs per device, and the all-reduce of a pair group
+  // keeps that difference: no one logical result.
+  const Module annotated = parse_hlo(R"(HloModule m, num_partitions=4
+sum {
+  a = u32[] parameter(0)
+  b = u32[] parameter(1)
+  ROOT s = u32[] add(a, b)
+}
+ENTRY e {
+  id = u32[] partition-id()
+  ROOT r = u32[] all-reduce(id), to_apply=sum, replica_groups={{0,1},{2,3}}, use_global_device_ids=true,
+    channel_id=1, sharding={replicated}
+})");
+  const Module program = partition_spmd(annotated, SpmdOptions{});
+  try {
+    verify_partitioning(annotated, program);
+    FAIL() << "expected a refusal";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find("another result than device 0"), std::string::npos) << e.message();
+  }
 }
 
 }  // namespace
