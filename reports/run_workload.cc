@@ -267,6 +267,10 @@ CompiledWorkload compile_workload(const RunRequest& request) {
   report_progress(request, "compiling", 0);
   Clock::time_point compile_start = Clock::now();
   compiler::SpmdProgram program = compiler::compile(model.module, compile_options(w, model, system->config()));
+  // A scanned stack's body is recomputed in the backward loop whatever the
+  // remat choice (docs/loops.md): say so beside what applied elsewhere.
+  if (w.model.layer_loop == "scan" && w.training.enabled)
+    program.stats.remat_applied = "full (scan body); elsewhere " + program.stats.remat_applied;
   const double compile_wall_s = seconds_since(compile_start);
   return CompiledWorkload{std::move(w), std::move(system), std::move(model), std::move(program), compile_wall_s};
 }

@@ -27,6 +27,15 @@ TEST(SimulateCompiled, WithoutVariantItIsTheRunAndAVariantIsTheRunWithThatSet) {
   EXPECT_GT(slower.report.step_time_s, run_workload(request).report.step_time_s);
 }
 
+TEST(CompileWorkload, AScannedStackSaysItsBodyIsRecomputedWhateverTheRematChoice) {
+  // small.yaml trains with remat none; scanned, its layer body is still
+  // recomputed in the backward loop (docs/loops.md), which the report names.
+  const Report unrolled = run_workload(small_request()).report;
+  const Report scanned = run_workload(small_request({"model.layer_loop=scan"})).report;
+  EXPECT_EQ(scanned.compile.remat_applied, "full (scan body); elsewhere " + unrolled.compile.remat_applied);
+  EXPECT_GT(scanned.compile.recomputed_flops, unrolled.compile.recomputed_flops);
+}
+
 // Collective-permutes the step executes (the windowed loops' steps).
 int64_t permutes(const Report& report) {
   for (const CollectiveStats& c : report.collectives)
