@@ -99,6 +99,19 @@ int partition(const Options& o) {
                       fmt::format("the module says num_partitions={} but --mesh {} has {} devices",
                                   module.num_partitions(), o.mesh, devices),
                       "drop --mesh or make its product match");
+    if (o.propagate_only && from_hlo) {
+      // Propagation reads device ids as labels (as XLA's pass does, which
+      // takes no device count): shardings over ids beyond the mesh still
+      // propagate; only partitioning needs every id to exist.
+      const int64_t named = compiler::infer_device_count(module);
+      if (named > devices) {
+        fmt::print(stderr,
+                   "podsim: note: shardings name device ids up to {} but --mesh {} has {} devices; propagating with "
+                   "{} (partitioning would refuse)\n",
+                   named - 1, o.mesh, devices, named);
+        devices = named;
+      }
+    }
     module.set_num_partitions(devices);
   }
   compiler::verify_module(module);

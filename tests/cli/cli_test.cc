@@ -63,6 +63,24 @@ TEST(Cli, PropagationToParametersCanBeTurnedOff) {
   EXPECT_NE(off.output.find("parameter(0), sharding={replicated}"), std::string::npos) << off.output;
 }
 
+TEST(Cli, PropagationTakesShardingsOverDeviceIdsBeyondTheMesh) {
+  // {devices=[2,1]0,5} names device 5 on a 2-device mesh: propagation reads
+  // ids as labels (n takes p's sharding), partitioning refuses the id.
+  auto dir = std::filesystem::temp_directory_path() / "podsim_cli_ids_beyond_mesh";
+  std::filesystem::create_directories(dir);
+  auto file = dir / "m.hlo";
+  std::ofstream(file) << "HloModule m\n\nENTRY %e {\n  %p = f32[8,4] parameter(0), sharding={devices=[2,1]0,5}\n"
+                         "  ROOT %n = f32[8,4] negate(%p)\n}\n";
+  Result propagated = run_merged("partition " + file.string() + " --mesh x=2 --propagate-only");
+  ASSERT_EQ(propagated.exit_code, 0) << propagated.output;
+  EXPECT_NE(propagated.output.find("negate(%p), sharding={devices=[2,1]0,5}"), std::string::npos)
+      << propagated.output;
+  EXPECT_NE(propagated.output.find("up to 5 but --mesh x=2 has 2 devices"), std::string::npos) << propagated.output;
+  Result partitioned = run_merged("partition " + file.string() + " --mesh x=2");
+  EXPECT_EQ(partitioned.exit_code, 2) << partitioned.output;
+  EXPECT_NE(partitioned.output.find("device 5 is out of range"), std::string::npos) << partitioned.output;
+}
+
 TEST(Cli, MeshMustMatchTheModule) {
   Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only --mesh x=4,y=4");
   EXPECT_EQ(r.exit_code, 2);
