@@ -81,7 +81,9 @@ Slice default_slice(const HardwareConfig& config, int64_t devices) {
                                        std::vector<bool>(pod.chip_dims.size(), false), devices};
   if (devices % per_chip != 0)
     throw UserError(fmt::format("{} devices do not fill whole {} chips of {} devices", devices, config.name, per_chip),
-                    "use a multiple of the devices per chip");
+                    fmt::format("use a multiple of {} devices, or one device per chip: --set "
+                                "hardware.chip.devices_per_chip=1",
+                                per_chip));
   std::vector<int64_t> current, best;
   best_factorization(devices / per_chip, pod.chip_dims, 0, current, best);
   if (best.empty())

@@ -100,6 +100,11 @@ TEST(Slices, DefaultSliceIsSmallestSquarest) {
   EXPECT_EQ(pod.wraparound, (std::vector<bool>{true, true}));
   EXPECT_EQ(default_slice(v3, 1).physical_shape(), (std::vector<int64_t>{1, 1, 1}));
   EXPECT_THROW(default_slice(v3, 3), UserError);
+  try {  // 3 devices on 2-device chips: the hint names the override that runs it
+    default_slice(v3, 3);
+  } catch (const UserError& e) {
+    EXPECT_NE(e.hint().find("--set hardware.chip.devices_per_chip=1"), std::string::npos) << e.hint();
+  }
   EXPECT_THROW(default_slice(v3, 4096), UserError);
   EXPECT_THROW(default_slice(v3, 2 * 37), UserError);  // 37 chips: prime > 32
   EXPECT_EQ(default_slice(load_hardware("tpuv4"), 64).chip_dims, (std::vector<int64_t>{4, 4, 4}));
