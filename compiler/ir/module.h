@@ -44,7 +44,7 @@ struct Instruction {
   // In a partitioned program: the sharding (XLA text) of the global value
   // this instruction holds one device's shard of, as the partitioner knew it.
   // Not printed; reports show it beside the per-device buffer.
-  std::string shard_of;
+  std::string global_sharding;
   // Where the instruction came from (HLO text position), for error messages.
   SourceLocation location;
   // XLA's metadata={op_name="..."}: the model-level name of what this

@@ -460,7 +460,7 @@ class MemoryPlanner::ComputationSweep {
     live.instruction = producer.name;
     live.op_name = producer.op_name;
     live.shape = b.leaf ? b.leaf->to_string(false) : producer.shape.to_string(false);
-    live.sharding = producer.sharding.value_or(producer.shard_of);
+    live.sharding = producer.sharding.value_or(producer.global_sharding);
     live.role = role;
     live.bytes = b.bytes;
     return live;

@@ -185,7 +185,7 @@ PartitionedValue partition_computation(SpmdContext& context, const Computation& 
     for (InstrId operand : instr.operands) operands.push_back(values[static_cast<size_t>(operand)]);
     values[static_cast<size_t>(id)] = dispatch(context, HandlerInput{instr, operands, target});
     [[maybe_unused]] const PartitionedValue& v = values[static_cast<size_t>(id)];
-    context.builder().mutable_instr(v.id).shard_of = target.to_string();
+    context.builder().mutable_instr(v.id).global_sharding = target.to_string();
     assert(v.sharding == target);
     assert(context.local_shape(v.id) == partitioned_shape(instr.shape, target));
   }

@@ -158,7 +158,7 @@ PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value, co
     result = target.is_replicated() ? full : slice_dims_locally(context, full, target, sharded_dims(target));
   }
   result.sharding = target;
-  if (result.id != value.id) context.builder().mutable_instr(result.id).shard_of = target.to_string();
+  if (result.id != value.id) context.builder().mutable_instr(result.id).global_sharding = target.to_string();
   context.reshard_cache()[key] = result;
   return result;
 }

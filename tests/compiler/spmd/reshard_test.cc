@@ -32,15 +32,15 @@ TEST(Reshard, EveryReshardAndHandlerResultNamesTheGlobalShardingItHolds) {
   for (const Instruction& instr : p.result.module.entry().instructions()) {
     if (instr.opcode == Opcode::kAllGather) {
       saw_gather = true;
-      EXPECT_EQ(instr.shard_of, "{replicated}");
+      EXPECT_EQ(instr.global_sharding, "{replicated}");
     }
     if (instr.opcode == Opcode::kParameter) {
-      EXPECT_EQ(instr.shard_of, "");  // its own sharding attribute says it
+      EXPECT_EQ(instr.global_sharding, "");  // its own sharding attribute says it
     }
   }
   EXPECT_TRUE(saw_gather) << print_hlo(p.result.module);
-  EXPECT_EQ(p.result.module.entry().root_instr().shard_of, "{replicated}");
-  EXPECT_EQ(print_hlo(p.result.module).find("shard_of"), std::string::npos);
+  EXPECT_EQ(p.result.module.entry().root_instr().global_sharding, "{replicated}");
+  EXPECT_EQ(print_hlo(p.result.module).find("global_sharding"), std::string::npos);
 }
 
 TEST(Reshard, UnevenTiledToReplicated) {
