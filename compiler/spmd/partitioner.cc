@@ -72,6 +72,26 @@ bool groups_within_data_tiles(const Sharding& sharding, const ReplicaGroups& gro
   return true;
 }
 
+// A collective written inside a partially manual region reduces over the
+// manual dims: each of its groups must join devices of one data tile. XLA
+// rejects a group across data tiles; so does podsim (it has no meaning there).
+void check_manual_groups(const Instruction& collective, const Sharding& sharding, int64_t devices) {
+  if (!sharding.is_tiled() || !sharding.has_manual_subgroup() || collective.attrs.replica_groups.is_all_devices())
+    return;
+  for (const std::vector<int64_t>& group : collective.attrs.replica_groups.expand(devices)) {
+    if (group.empty()) continue;
+    const auto first = sharding.tile_index_for_device(group[0]);
+    for (int64_t device : group)
+      if (sharding.tile_index_for_device(device) != first)
+        throw UserError(collective.location,
+                        fmt::format("{} '{}': replica group {{{}}} joins devices {} and {} of different data tiles of "
+                                    "{}; in a partially manual region a collective reduces over the manual dims only",
+                                    opcode_name(collective.opcode), collective.name, fmt::join(group, ","), group[0],
+                                    device, sharding.to_string()),
+                        "group only devices that hold the same data tile (XLA's partitioner refuses this too)");
+  }
+}
+
 PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
   const Opcode op = in.original.opcode;
   if (op == Opcode::kIota && in.original.shape.is_array() && in.original.shape.rank() > 0) return handle_iota(context, in);
@@ -100,6 +120,7 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
       // the same data tile reduce over the manual dims: local on the shard.
       if (groups_within_data_tiles(in.target, in.original.attrs.replica_groups, context.num_devices()))
         return handle_elementwise(context, in);
+      check_manual_groups(in.original, in.target, context.num_devices());
       return handle_default(context, in);
     case Opcode::kBitcast: return handle_reshape(context, in);
     case Opcode::kStochasticConvert: return handle_elementwise(context, in);

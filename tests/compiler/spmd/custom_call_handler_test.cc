@@ -319,6 +319,32 @@ ENTRY e {
   EXPECT_EQ(root.attrs.replica_groups.expand(4), (std::vector<std::vector<int64_t>>{{2, 0}, {1, 3}}));
 }
 
+TEST(SpmdManualRegions, AllReduceGroupAcrossDataTilesIsAUserError) {
+  // The same layout; {1,0} joins device 1 (data tile 1) and device 0 (data
+  // tile 0): a collective in a partially manual region reduces over the
+  // manual dims only, so such a group has no meaning and is refused (as
+  // XLA's partitioner does), naming the group and the two devices.
+  try {
+    partition_text(R"(HloModule m
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[2,2] parameter(0), sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
+  ROOT r = f32[2,2] all-reduce(x), to_apply=sum, replica_groups={{1,0},{2,3}}, use_global_device_ids=true,
+    channel_id=1, sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
+}
+)",
+                   4);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find("replica group {1,0} joins devices 1 and 0 of different data tiles"), std::string::npos)
+        << e.message();
+  }
+}
+
 TEST(SpmdManualRegions, AutoValueEnteringAManualOpIsAUserError) {
   auto run = [] {
     partition_text(R"(HloModule m
