@@ -22,6 +22,7 @@
 
 #include "common/error.h"
 #include "reports/formats.h"
+#include "reports/progress.h"
 #include "reports/workload_server.h"
 
 namespace podsim::reports {
@@ -341,15 +342,6 @@ std::vector<std::string> report_columns() {
   return columns;
 }
 
-namespace {
-std::string clock_text(double seconds) {
-  auto s = static_cast<long>(seconds + 0.5);
-  if (s >= 3600) return fmt::format("{}h{:02d}m", s / 3600, (s / 60) % 60);
-  if (s >= 60) return fmt::format("{}m{:02d}s", s / 60, s % 60);
-  return fmt::format("{}s", s);
-}
-}  // namespace
-
 ScratchDir::ScratchDir(const std::string& prefix, const std::string& purpose) {
   std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
   if (!mkdtemp(pattern.data())) throw UserError(fmt::format("cannot create a temporary folder for {}", purpose));
@@ -395,9 +387,9 @@ std::string progress_bar_text(int done, int total, double elapsed_seconds, int w
   std::fill_n(bar.begin() + 1, filled, '#');
   std::string eta = "?";
   // ETA = remaining points x mean seconds per finished point.
-  if (done > 0) eta = clock_text(elapsed_seconds / done * (total - done));
+  if (done > 0) eta = duration_text(elapsed_seconds / done * (total - done));
   return fmt::format("{} {}/{} {:3d}%  elapsed {}  ETA {}", bar, done, total, static_cast<int>(fraction * 100),
-                     clock_text(elapsed_seconds), eta);
+                     duration_text(elapsed_seconds), eta);
 }
 
 std::string current_executable() {
