@@ -2,7 +2,9 @@
 // kernel per process, and a point that crashes (signal, abort, nonzero exit)
 // must become an error row, never take the sweep, regression run or
 // calibration down. Each child writes `--format csv` to a temporary file;
-// its header + row become the point's flat report fields.
+// its header + row become the point's flat report fields. A sweep's points
+// that share a compile (all but hardware.* keys equal) go to one
+// `run --serve` child instead (workload_server.h).
 #pragma once
 
 #include <sys/types.h>
