@@ -130,8 +130,10 @@ TEST(SweepCliTest, SweepPointsRunInParallelAndTheTableHasFixedColumns) {
 // serve path applies the same overrides to the same compiled program.
 TEST(SweepCliTest, HardwareOnlyPointsShareOneCompileAndGiveThePointByPointRows) {
   fs::path dir = fresh_dir("sweep-reuse");
+  // Scanned layers: a link-rate variant recompiles in the server, and the
+  // recompiled program must carry the same notes as a fresh run's.
   write_text(dir / "s.yaml", "name: hbm\nbase: " + kSmall +
-                                 "\ngrid:\n  hardware.hbm.bandwidth: [4.5e11, 9e11, 1.8e12]\n"
+                                 "\nset: {model.layer_loop: scan}\ngrid:\n  hardware.hbm.bandwidth: [4.5e11, 9e11, 1.8e12]\n"
                                  "  hardware.ici.link_bandwidth: [4.1e10, 8.2e10]\n");
   SweepSpec spec = load_sweep((dir / "s.yaml").string());
   std::vector<SweepPoint> points = expand_sweep(spec);
