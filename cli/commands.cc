@@ -272,13 +272,24 @@ int run_workload(const Options& o) {
   reports::Format format = reports::format_from_name(o.format);
   reports::RunRequest request = run_request(o);
   const double trace_limit = trace_request(o, request);
-  reports::ProgressLine progress(stderr);
-  if (isatty(fileno(stderr)))
+  // Progress with ETA: on a terminal redrawn in place after 1 s; a full
+  // fidelity run into a log (minutes on a pod) prints a line per 10% once it
+  // has run 10 s, so short runs and fast sweep children stay silent.
+  const bool tty = isatty(fileno(stderr)) != 0;
+  const bool full = request.fidelity == sim::Fidelity::kFull;
+  reports::ProgressLine progress(stderr, tty ? 1.0 : 10.0,
+                                 tty ? reports::ProgressStyle::kInPlace : reports::ProgressStyle::kLines);
+  if (tty || full)
     request.progress = [&progress](const std::string& stage, double fraction) { progress.update(stage, fraction); };
   reports::RunResult result = reports::run_workload(request);
   progress.finish();
   reports::FormatOptions format_options;
   format_options.wall_times = o.timings;
+  // Table and markdown reports carry the wall-time line; json/csv keep their
+  // bytes deterministic, so a full run says it on stderr.
+  if (full && (format == reports::Format::kJson || format == reports::Format::kCsv) && !o.timings)
+    fmt::print(stderr, "podsim: wall time: compile {:.2f} s, simulate {:.2f} s\n", result.report.compile_wall_s,
+               result.report.simulate_wall_s);
   std::string text = reports::format_report(result.report, format, format_options);
   if (!o.trace.empty()) {
     const sim::Timeline& t = result.timeline;

@@ -112,13 +112,15 @@ int sweep_command(const SweepCommandOptions& o) {
   children.jobs = o.jobs;
   children.timeout_seconds = o.timeout_seconds;
   children.on_progress = [&bar](int done, int total) { bar(done, total); };
-  std::vector<reports::PointResult> results = reports::run_sweep_points(spec, points, children);
+  reports::SweepRunStats stats;
+  std::vector<reports::PointResult> results = reports::run_sweep_points(spec, points, children, &stats);
   int failed = 0;
   for (const auto& r : results) failed += r.ok ? 0 : 1;
   reports::write_file_atomically(o.output, reports::sweep_csv(spec, results, reports::report_columns()));
   if (!o.jsonl.empty()) reports::write_file_atomically(o.jsonl, reports::sweep_json_lines(spec, results));
   const bool plotted = o.plot.empty() || plot_sweep(spec, o.output, o.plot, metrics);
-  fmt::print(stderr, "sweep {}: {} point(s), {} failed\n", spec.name, results.size(), failed);
+  fmt::print(stderr, "sweep {}: {} point(s), {} failed; children: {} run --serve (points sharing a compile), {} one-point\n",
+             spec.name, results.size(), failed, stats.serve_children, stats.point_children);
   return failed == 0 && plotted ? 0 : 1;
 }
 

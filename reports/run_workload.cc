@@ -251,6 +251,13 @@ CompiledWorkload compile_hlo_module(const RunRequest& request) {
   return compiled;
 }
 
+// A scanned stack's body is recomputed in the backward loop whatever the
+// remat choice (docs/loops.md): say so beside what applied elsewhere.
+void note_scan_body_remat(const workloads::Workload& w, compiler::SpmdProgram& program) {
+  if (w.model.layer_loop == "scan" && w.training.enabled)
+    program.stats.remat_applied = "full (scan body); elsewhere " + program.stats.remat_applied;
+}
+
 }  // namespace
 
 hw::HardwareConfig workload_hardware(const workloads::Workload& workload) {
@@ -267,10 +274,7 @@ CompiledWorkload compile_workload(const RunRequest& request) {
   report_progress(request, "compiling", 0);
   Clock::time_point compile_start = Clock::now();
   compiler::SpmdProgram program = compiler::compile(model.module, compile_options(w, model, system->config()));
-  // A scanned stack's body is recomputed in the backward loop whatever the
-  // remat choice (docs/loops.md): say so beside what applied elsewhere.
-  if (w.model.layer_loop == "scan" && w.training.enabled)
-    program.stats.remat_applied = "full (scan body); elsewhere " + program.stats.remat_applied;
+  note_scan_body_remat(w, program);
   const double compile_wall_s = seconds_since(compile_start);
   return CompiledWorkload{std::move(w), std::move(system), std::move(model), std::move(program), compile_wall_s};
 }
@@ -301,6 +305,7 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
         progress("compiling", 0);
         Clock::time_point compile_start = Clock::now();
         compiler::SpmdProgram recompiled = compiler::compile(compiled.model.module, options);
+        note_scan_body_remat(w, recompiled);
         kept.push_front({options, std::move(recompiled), seconds_since(compile_start)});
         if (kept.size() > CompiledWorkload::kVariantProgramsKept) kept.pop_back();
       } else if (hit != kept.begin()) {

@@ -2,7 +2,7 @@
 // points; a slice of the points for one job of a batch array (--shard I/N);
 // the results table (one CSV row per point, failed points included) and the
 // merge of shard tables. Running a point is the caller's business (the CLI
-// runs each point as a `podsim run` child process: SystemC has one kernel per
+// runs points in child processes, sweep_runner.h: SystemC has one kernel per
 // process, and a crashing point must not take the sweep down).
 //
 // SWEEP.yaml:

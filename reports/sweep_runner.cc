@@ -5,6 +5,7 @@
 #include "reports/sweep_runner.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,11 +16,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
 #include "common/error.h"
 #include "reports/formats.h"
+#include "reports/progress.h"
+#include "reports/workload_server.h"
 
 namespace podsim::reports {
 
@@ -152,20 +156,173 @@ std::vector<JobOutcome> run_jobs(const std::vector<RunJob>& jobs, const ChildRun
   return outcomes;
 }
 
-std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
-                                          const ChildRunOptions& options) {
-  std::vector<RunJob> jobs;
-  for (const SweepPoint& p : points) jobs.push_back(RunJob{spec.base_workload, p.overrides(spec), "fast"});
-  std::vector<JobOutcome> outcomes = run_jobs(jobs, options);
-  std::vector<PointResult> results;
+std::vector<CompileGroup> group_by_compile(const SweepSpec& spec, const std::vector<SweepPoint>& points) {
+  constexpr std::string_view kHardware = "hardware.";
+  std::vector<CompileGroup> groups;
   for (size_t i = 0; i < points.size(); ++i) {
-    PointResult r;
-    r.point = points[i];
-    r.ok = outcomes[i].ok;
-    r.error = outcomes[i].error;
-    r.metrics = std::move(outcomes[i].metrics);
-    results.push_back(std::move(r));
+    const std::vector<std::string> overrides = points[i].overrides(spec);
+    // A whole-preset `hardware=...` override is applied in order with the
+    // hardware.* keys by `run --set`: such a point keeps them all in --set.
+    const bool preset = std::any_of(overrides.begin(), overrides.end(),
+                                    [](const std::string& o) { return o.starts_with("hardware="); });
+    std::vector<std::string> compile;
+    std::vector<std::pair<std::string, std::string>> variant;
+    for (const std::string& o : overrides) {
+      const size_t eq = o.find('=');
+      // A serve line is whitespace-separated words: a value with a space stays in --set.
+      const bool serve_word = !preset && o.starts_with(kHardware) && eq != std::string::npos &&
+                              eq > kHardware.size() && o.find_first_of(" \t\r\n") == std::string::npos;
+      if (serve_word) variant.emplace_back(o.substr(kHardware.size(), eq - kHardware.size()), o.substr(eq + 1));
+      else compile.push_back(o);
+    }
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const CompileGroup& g) { return g.compile_overrides == compile; });
+    if (it == groups.end()) {
+      groups.push_back(CompileGroup{compile, {}, {}});
+      it = groups.end() - 1;
+    }
+    it->points.push_back(i);
+    it->variants.push_back(std::move(variant));
   }
+  return groups;
+}
+
+namespace {
+
+// One compile group being answered by its `run --serve` child.
+struct Serving {
+  std::unique_ptr<WorkloadServer> server;
+  size_t group = 0;
+  size_t answered = 0;
+  std::chrono::steady_clock::time_point since;  // start, or the last answer
+};
+
+// Fewer groups than -j leave cores idle: the largest groups are cut into
+// contiguous parts (neighbours in the grid tend to share a variant program
+// in the server's cache) of at least two points, until there are `jobs`.
+std::vector<CompileGroup> split_for_jobs(std::vector<CompileGroup> groups, size_t jobs) {
+  std::vector<size_t> parts(groups.size(), 1);
+  for (size_t total = groups.size(); total < jobs; ++total) {
+    size_t best = groups.size();
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (groups[g].points.size() >= 2 * (parts[g] + 1) &&
+          (best == groups.size() || groups[g].points.size() * parts[best] > groups[best].points.size() * parts[g]))
+        best = g;
+    if (best == groups.size()) break;
+    ++parts[best];
+  }
+  std::vector<CompileGroup> split;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const size_t n = groups[g].points.size();
+    for (size_t k = 0; k < parts[g]; ++k) {
+      CompileGroup part{groups[g].compile_overrides, {}, {}};
+      for (size_t i = n * k / parts[g]; i < n * (k + 1) / parts[g]; ++i) {
+        part.points.push_back(groups[g].points[i]);
+        part.variants.push_back(groups[g].variants[i]);
+      }
+      split.push_back(std::move(part));
+    }
+  }
+  return split;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                          const ChildRunOptions& options, SweepRunStats* stats) {
+  const std::string fidelity = "fast";
+  std::vector<PointResult> results(points.size());
+  for (size_t i = 0; i < points.size(); ++i) results[i].point = points[i];
+  SweepRunStats counted;
+  const int total = static_cast<int>(points.size());
+  int done = 0;
+  auto finished_one = [&] {
+    ++done;
+    if (options.on_progress) options.on_progress(done, total);
+  };
+  const size_t parallel = static_cast<size_t>(std::max(1, options.jobs));
+  const std::vector<CompileGroup> groups = split_for_jobs(group_by_compile(spec, points), parallel);
+  std::vector<size_t> alone;  // points run as one-point children
+  std::vector<size_t> to_serve;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].points.size() >= 2) to_serve.push_back(g);
+    else alone.insert(alone.end(), groups[g].points.begin(), groups[g].points.end());
+  }
+  if (!to_serve.empty()) require_executable(options.podsim_binary);
+  std::vector<Serving> serving;
+  size_t next = 0;
+  while (next < to_serve.size() || !serving.empty()) {
+    while (next < to_serve.size() && serving.size() < parallel) {
+      const CompileGroup& g = groups[to_serve[next]];
+      std::vector<std::string> args = {"--fidelity", fidelity};
+      for (const std::string& o : g.compile_overrides) {
+        args.push_back("--set");
+        args.push_back(o);
+      }
+      Serving s;
+      s.server = std::make_unique<WorkloadServer>(options.podsim_binary, spec.base_workload, args);
+      s.group = to_serve[next];
+      s.since = std::chrono::steady_clock::now();
+      for (const auto& variant : g.variants) s.server->send(variant);
+      ++counted.serve_children;
+      serving.push_back(std::move(s));
+      ++next;
+    }
+    std::vector<pollfd> fds;
+    bool buffered = false;
+    for (const Serving& s : serving) {
+      buffered = buffered || s.server->buffered_answer();
+      fds.push_back(pollfd{s.server->socket(), POLLIN, 0});
+    }
+    if (!buffered) poll(fds.data(), fds.size(), 50);
+    for (size_t i = 0; i < serving.size(); ++i) {
+      Serving& s = serving[i];
+      const CompileGroup& g = groups[s.group];
+      const bool ready = s.server->buffered_answer() || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+      if (ready) {
+        JobOutcome answer = s.server->receive();
+        const size_t p = g.points[s.answered++];
+        if (answer.ok) {
+          results[p].ok = true;
+          results[p].metrics = std::move(answer.metrics);
+          finished_one();
+        } else {
+          // A rejected variant or a dead server: the point runs alone, so its
+          // error row is a plain `podsim run`'s; after a death, so do the rest.
+          alone.push_back(p);
+          if (s.server->ended())
+            while (s.answered < g.points.size()) alone.push_back(g.points[s.answered++]);
+        }
+        s.since = std::chrono::steady_clock::now();
+      } else if (options.timeout_seconds > 0 && seconds_since(s.since) > options.timeout_seconds) {
+        s.server->kill_child("timed out");
+        while (s.answered < g.points.size()) alone.push_back(g.points[s.answered++]);
+      }
+    }
+    std::erase_if(serving, [&](const Serving& s) { return s.answered == groups[s.group].points.size(); });
+  }
+  std::sort(alone.begin(), alone.end());
+  std::vector<RunJob> jobs;
+  for (size_t p : alone) jobs.push_back(RunJob{spec.base_workload, points[p].overrides(spec), fidelity});
+  counted.point_children = static_cast<int>(jobs.size());
+  ChildRunOptions alone_options = options;
+  const int done_before = done;
+  alone_options.on_progress = [&](int alone_done, int) {
+    done = done_before + alone_done;
+    if (options.on_progress) options.on_progress(done, total);
+  };
+  std::vector<JobOutcome> outcomes = run_jobs(jobs, alone_options);
+  for (size_t k = 0; k < alone.size(); ++k) {
+    PointResult& r = results[alone[k]];
+    r.ok = outcomes[k].ok;
+    r.error = outcomes[k].error;
+    r.metrics = std::move(outcomes[k].metrics);
+  }
+  if (stats) *stats = counted;
   return results;
 }
 
@@ -184,15 +341,6 @@ std::vector<std::string> report_columns() {
   for (const auto& [key, value] : report_flat_fields(shape)) columns.push_back(key);
   return columns;
 }
-
-namespace {
-std::string clock_text(double seconds) {
-  auto s = static_cast<long>(seconds + 0.5);
-  if (s >= 3600) return fmt::format("{}h{:02d}m", s / 3600, (s / 60) % 60);
-  if (s >= 60) return fmt::format("{}m{:02d}s", s / 60, s % 60);
-  return fmt::format("{}s", s);
-}
-}  // namespace
 
 ScratchDir::ScratchDir(const std::string& prefix, const std::string& purpose) {
   std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
@@ -239,9 +387,9 @@ std::string progress_bar_text(int done, int total, double elapsed_seconds, int w
   std::fill_n(bar.begin() + 1, filled, '#');
   std::string eta = "?";
   // ETA = remaining points x mean seconds per finished point.
-  if (done > 0) eta = clock_text(elapsed_seconds / done * (total - done));
+  if (done > 0) eta = duration_text(elapsed_seconds / done * (total - done));
   return fmt::format("{} {}/{} {:3d}%  elapsed {}  ETA {}", bar, done, total, static_cast<int>(fraction * 100),
-                     clock_text(elapsed_seconds), eta);
+                     duration_text(elapsed_seconds), eta);
 }
 
 std::string current_executable() {

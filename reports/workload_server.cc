@@ -18,15 +18,17 @@
 
 namespace podsim::reports {
 
-WorkloadServer::WorkloadServer(const std::string& podsim_binary, const std::string& workload_path)
+WorkloadServer::WorkloadServer(const std::string& podsim_binary, const std::string& workload_path,
+                               const std::vector<std::string>& extra_args)
     : workload_path_(workload_path), scratch_("podsim-serve", "a workload server") {
   require_executable(podsim_binary);
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
     throw UserError(fmt::format("cannot create a socket pair: {}", std::strerror(errno)));
   try {
-    pid_ = spawn_child({podsim_binary, "run", workload_path, "--format", "csv", "--serve"},
-                       ChildStreams{.socket = pair[1], .stderr_path = (scratch_.path() / "stderr").string()});
+    std::vector<std::string> args = {podsim_binary, "run", workload_path, "--format", "csv", "--serve"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    pid_ = spawn_child(std::move(args), ChildStreams{.socket = pair[1], .stderr_path = (scratch_.path() / "stderr").string()});
   } catch (const UserError&) {
     close(pair[0]);
     close(pair[1]);
@@ -69,6 +71,15 @@ void WorkloadServer::send(const HardwareVariant& variant) {
     if (n <= 0) break;  // the child is gone; receive() says why
     sent += static_cast<size_t>(n);
   }
+}
+
+void WorkloadServer::kill_child(const std::string& why) {
+  if (dead_ || pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  dead_ = true;
+  death_ = why;
 }
 
 bool WorkloadServer::read_line(std::string& line) {

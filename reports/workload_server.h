@@ -27,9 +27,11 @@ using HardwareVariant = std::vector<std::pair<std::string, std::string>>;
 
 class WorkloadServer {
  public:
-  // Starts `podsim_binary run workload_path --format csv --serve`. The
-  // compile runs in the child while the caller goes on.
-  WorkloadServer(const std::string& podsim_binary, const std::string& workload_path);
+  // Starts `podsim_binary run workload_path --format csv --serve
+  // <extra_args>` (e.g. --set model.layers=4, --fidelity full). The compile
+  // runs in the child while the caller goes on.
+  WorkloadServer(const std::string& podsim_binary, const std::string& workload_path,
+                 const std::vector<std::string>& extra_args = {});
   ~WorkloadServer();
   WorkloadServer(const WorkloadServer&) = delete;
   WorkloadServer& operator=(const WorkloadServer&) = delete;
@@ -42,6 +44,15 @@ class WorkloadServer {
   JobOutcome receive();
 
   const std::string& workload_path() const { return workload_path_; }
+
+  // For a caller waiting on several servers: poll() this descriptor, but
+  // first take an answer already read (buffered_answer()).
+  int socket() const { return socket_; }
+  bool buffered_answer() const { return buffer_.find('\n') != std::string::npos; }
+  // Kills the child now (a caller's timeout); later receive()s say so.
+  void kill_child(const std::string& why);
+  // The child is known to be gone (a receive() met its end, or kill_child).
+  bool ended() const { return dead_; }
 
  private:
   bool read_line(std::string& line);

@@ -74,7 +74,7 @@ struct Device {
   double op_progress = 0;
   double op_progress_s = 0;
   double hbm_share = 1;
-  size_t next_progress = 0;
+  size_t reported_cursor = 0;  // steps counted into EngineRun::steps_done_
   // Collective stream: issued ordinals wait per kind (in issue order) until
   // fewer than the kind's in-flight limit run; kinds run concurrently.
   int32_t issued = 0;
@@ -240,10 +240,7 @@ class EngineRun {
         finish_tail(d, t);
         return;
       }
-      if (d.id == 0 && in_.progress && d.cursor >= d.next_progress) {
-        in_.progress(static_cast<double>(d.cursor) / static_cast<double>(steps_.size()));
-        d.next_progress = d.cursor + std::max<size_t>(1, steps_.size() / 100);
-      }
+      if (in_.progress) report_progress(d);
       const Step& step = steps_[d.cursor];
       if (step.collective) {
         enqueue(d, d.issued++);
@@ -574,8 +571,21 @@ class EngineRun {
     d.done_event.notify(SC_ZERO_TIME);
   }
 
+  // Progress: the steps every simulated device has passed, as a fraction of
+  // steps x devices, reported at each 1% (monotone: the count only grows).
+  void report_progress(Device& d) {
+    steps_done_ += d.cursor - d.reported_cursor;
+    d.reported_cursor = d.cursor;
+    if (steps_done_ < next_progress_) return;
+    const size_t all = steps_.size() * devices_.size();
+    in_.progress(static_cast<double>(steps_done_) / static_cast<double>(all));
+    next_progress_ = steps_done_ + std::max<size_t>(1, all / 100);
+  }
+
   const EngineInputs& in_;
   const std::vector<Step>& steps_;
+  size_t steps_done_ = 0;
+  size_t next_progress_ = 0;
   sc_time base_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<Fabric> fabric_;

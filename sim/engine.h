@@ -69,6 +69,8 @@ struct EngineInputs {
   int64_t in_flight = 1;                    // ici.collectives_in_flight
   int64_t in_flight_per_kind = 1;           // ici.collectives_in_flight_per_kind
   bool record_trace = false;
+  // Fraction of steps x simulated devices passed so far (0..1, monotone,
+  // about every 1%); the simulator adds the final 1.
   std::function<void(double)> progress;
   // hbm.bandwidth of a device (B/s): the collectives transferring on a
   // device take their DMA traffic (CollectiveSpec::dma_hbm_bytes) out of it

@@ -125,6 +125,111 @@ TEST(SweepCliTest, SweepPointsRunInParallelAndTheTableHasFixedColumns) {
   fs::remove_all(dir);
 }
 
+// Points differing only in hardware.* keys share one `run --serve` child (one
+// compile), and their rows are those of point-by-point `podsim run`s: the
+// serve path applies the same overrides to the same compiled program.
+TEST(SweepCliTest, HardwareOnlyPointsShareOneCompileAndGiveThePointByPointRows) {
+  fs::path dir = fresh_dir("sweep-reuse");
+  // Scanned layers: a link-rate variant recompiles in the server, and the
+  // recompiled program must carry the same notes as a fresh run's.
+  write_text(dir / "s.yaml", "name: hbm\nbase: " + kSmall +
+                                 "\nset: {model.layer_loop: scan}\ngrid:\n  hardware.hbm.bandwidth: [4.5e11, 9e11, 1.8e12]\n"
+                                 "  hardware.ici.link_bandwidth: [4.1e10, 8.2e10]\n");
+  SweepSpec spec = load_sweep((dir / "s.yaml").string());
+  std::vector<SweepPoint> points = expand_sweep(spec);
+  ASSERT_EQ(points.size(), 6u);
+  SweepRunStats stats;
+  int last_done = 0;
+  ChildRunOptions o = children(1);
+  o.on_progress = [&](int done, int total) {
+    EXPECT_EQ(total, 6);
+    EXPECT_EQ(done, last_done + 1);
+    last_done = done;
+  };
+  std::vector<PointResult> results = run_sweep_points(spec, points, o, &stats);
+  EXPECT_EQ(last_done, 6);
+  EXPECT_EQ(stats.serve_children, 1);
+  EXPECT_EQ(stats.point_children, 0);
+  std::vector<RunJob> jobs;
+  for (const SweepPoint& p : points) jobs.push_back(RunJob{kSmall, p.overrides(spec), "fast"});
+  std::vector<JobOutcome> alone = run_jobs(jobs, children(2));
+  ASSERT_EQ(results.size(), alone.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    ASSERT_TRUE(results[i].ok) << results[i].error;
+    ASSERT_TRUE(alone[i].ok) << alone[i].error;
+    EXPECT_EQ(results[i].metrics, alone[i].metrics) << "point " << i;
+  }
+  // The HBM rate changes the step time: the variants really were applied.
+  EXPECT_NE(*field(alone[0], "step_time_s"), *field(alone[4], "step_time_s"));
+  // -j 2 cuts the one group into two children of three points each.
+  SweepRunStats two;
+  std::vector<PointResult> again = run_sweep_points(spec, points, children(2), &two);
+  EXPECT_EQ(two.serve_children, 2);
+  EXPECT_EQ(two.point_children, 0);
+  for (size_t i = 0; i < again.size(); ++i) EXPECT_EQ(again[i].metrics, results[i].metrics) << "point " << i;
+  fs::remove_all(dir);
+}
+
+// Groups are the non-hardware overrides; a rejected hardware variant reruns
+// alone and its error row reads as a plain `podsim run`'s.
+TEST(SweepCliTest, EachNonHardwareSettingIsOneGroupAndARejectedVariantIsAnErrorRow) {
+  fs::path dir = fresh_dir("sweep-groups");
+  write_text(dir / "s.yaml", "name: mixed\nbase: " + kSmall +
+                                 "\ngrid:\n  model.layers: [1, 2]\n  hardware.hbm.bandwidth: [9e11, -1, 1.8e12]\n");
+  SweepSpec spec = load_sweep((dir / "s.yaml").string());
+  std::vector<SweepPoint> points = expand_sweep(spec);
+  std::vector<CompileGroup> groups = group_by_compile(spec, points);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].compile_overrides, std::vector<std::string>{"model.layers=1"});
+  EXPECT_EQ(groups[0].points, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(groups[1].points, (std::vector<size_t>{3, 4, 5}));
+  using Variant = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(groups[1].variants[2], (Variant{{"hbm.bandwidth", "1.8e12"}}));
+  SweepRunStats stats;
+  std::vector<PointResult> results = run_sweep_points(spec, points, children(2), &stats);
+  EXPECT_EQ(stats.serve_children, 2);
+  EXPECT_EQ(stats.point_children, 2);  // the two -1 points
+  ASSERT_EQ(results.size(), 6u);
+  for (size_t i : {0, 2, 3, 5}) EXPECT_TRUE(results[i].ok) << i << ": " << results[i].error;
+  std::vector<JobOutcome> alone = run_jobs({RunJob{kSmall, points[1].overrides(spec), "fast"}}, children());
+  ASSERT_FALSE(alone[0].ok);
+  for (size_t i : {1, 4}) {
+    EXPECT_FALSE(results[i].ok);
+    EXPECT_EQ(results[i].error, alone[0].error);
+  }
+  fs::remove_all(dir);
+}
+
+// A server that crashes (or hangs past the timeout) answers nothing: its
+// points rerun alone and become the error rows a plain run gives.
+TEST(SweepCliTest, ACrashedOrHungServerLeavesItsPointsToRunAlone) {
+  fs::path dir = fresh_dir("sweep-serve-crash");
+  write_text(dir / "s.yaml", "name: hbm\nbase: " + kSmall + "\ngrid:\n  hardware.hbm.bandwidth: [9e11, 1.8e12]\n");
+  SweepSpec spec = load_sweep((dir / "s.yaml").string());
+  std::vector<SweepPoint> points = expand_sweep(spec);
+  write_text(dir / "crash", "#!/bin/sh\necho 'about to crash' >&2\nkill -SEGV $$\n");
+  write_text(dir / "hang", "#!/bin/sh\nexec sleep 30\n");
+  ::chmod((dir / "crash").c_str(), 0755);
+  ::chmod((dir / "hang").c_str(), 0755);
+  ChildRunOptions o = children();
+  o.podsim_binary = (dir / "crash").string();
+  SweepRunStats stats;
+  std::vector<PointResult> results = run_sweep_points(spec, points, o, &stats);
+  EXPECT_EQ(stats.serve_children, 1);
+  EXPECT_EQ(stats.point_children, 2);
+  ASSERT_EQ(results.size(), 2u);
+  for (const PointResult& r : results) {
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("signal 11"), std::string::npos) << r.error;
+  }
+  o.podsim_binary = (dir / "hang").string();
+  o.timeout_seconds = 0.3;
+  results = run_sweep_points(spec, points, o, &stats);
+  EXPECT_EQ(stats.point_children, 2);
+  for (const PointResult& r : results) EXPECT_NE(r.error.find("timed out after 0.3 s"), std::string::npos) << r.error;
+  fs::remove_all(dir);
+}
+
 // spawn_child (reports/sweep_runner.h), the fork + exec behind sweeps,
 // regress and the fit's servers: streams to files or to a socket, and an
 // exec failure as exit code 127 with a message on the child's stderr.

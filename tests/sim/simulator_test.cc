@@ -387,6 +387,25 @@ TEST(Simulator, ProgressReachesOne) {
   EXPECT_EQ(last, 1.0);
 }
 
+// Full fidelity counts every device's steps: the fractions rise in about 1%
+// strides from 0 and end at exactly 1 (the simulator's last call).
+TEST(Simulator, FullFidelityProgressIsMonotoneAndEndsAtOne) {
+  const hw::System system = ring_system(8);
+  SimOptions options;
+  options.fidelity = Fidelity::kFull;
+  std::vector<double> seen;
+  options.progress = [&](double f) { seen.push_back(f); };
+  simulate(program_from_hlo(while_program(3)), system, options);
+  ASSERT_GT(seen.size(), 2u);
+  EXPECT_EQ(seen.front(), 0.0);  // the first device at its first step
+  for (size_t i = 1; i < seen.size(); ++i) {
+    EXPECT_GE(seen[i], seen[i - 1]) << "call " << i;
+    EXPECT_LE(seen[i], 1.0) << "call " << i;
+  }
+  EXPECT_EQ(seen.back(), 1.0);
+  EXPECT_LT(seen[seen.size() - 2], 1.0);  // the engine's own calls stop short of the end
+}
+
 TEST(Simulator, DeviceCountMismatchIsUserError) {
   const hw::System system = ring_system(4);
   EXPECT_THROW(run(program_from_hlo(all_reduce_program(8, "bf16[16]")), system), UserError);

@@ -1,0 +1,58 @@
+// ProgressLine's two styles and its ETA (reports/progress.h).
+#include "reports/progress.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace podsim::reports {
+namespace {
+
+std::string read_all(std::FILE* stream) {
+  std::fflush(stream);
+  std::rewind(stream);
+  std::string text;
+  for (int c; (c = std::fgetc(stream)) != EOF;) text += static_cast<char>(c);
+  std::fclose(stream);
+  return text;
+}
+
+TEST(ProgressEta, RemainingTimeAtTheSamePace) {
+  // 30 s for 25%: the other 75% take 3 x 30 s = 90 s.
+  EXPECT_EQ(eta_text(0.25, 30), "1m30s");
+  EXPECT_EQ(eta_text(1.0, 30), "0s");
+  EXPECT_EQ(eta_text(0.0, 30), "?");
+  EXPECT_EQ(duration_text(3725), "1h02m");
+  EXPECT_EQ(duration_text(44.6), "45s");
+}
+
+TEST(ProgressLine, LinesStylePrintsOneLinePerTenPercentAndNoCarriageReturns) {
+  std::FILE* stream = std::tmpfile();
+  {
+    ProgressLine line(stream, 0.0, ProgressStyle::kLines);
+    for (int i = 0; i <= 100; ++i) line.update("simulating", i / 100.0);
+    line.update("reporting", 0);
+  }
+  const std::string text = read_all(stream);
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  int lines = 0;
+  for (char c : text) lines += c == '\n' ? 1 : 0;
+  EXPECT_EQ(lines, 12) << text;  // simulating 0%, 10%, ..., 100%, then reporting 0%
+  EXPECT_NE(text.find("podsim: simulating  50%  ETA "), std::string::npos) << text;
+  EXPECT_NE(text.find("podsim: reporting   0%  ETA ?\n"), std::string::npos) << text;
+}
+
+TEST(ProgressLine, InPlaceStyleShowsTheEta) {
+  std::FILE* stream = std::tmpfile();
+  {
+    ProgressLine line(stream, 0.0);
+    line.update("simulating", 0.5);
+  }
+  const std::string text = read_all(stream);
+  EXPECT_NE(text.find("\rpodsim: simulating  50%  ETA 0s"), std::string::npos) << text;
+  EXPECT_EQ(text.back(), '\r');
+}
+
+}  // namespace
+}  // namespace podsim::reports
