@@ -1,14 +1,12 @@
-// write_file_atomically and the progress line.
+// write_file_atomically (reports/output_file.h) and the run options.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/error.h"
 #include "reports/output_file.h"
-#include "reports/progress.h"
 #include "reports/run_workload.h"
 
 namespace podsim::reports {
@@ -50,27 +48,6 @@ TEST(OutputFile, MissingFolderIsAUserErrorAndWritesNothing) {
   }
   EXPECT_FALSE(fs::exists(target));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 0);
-}
-
-std::string progress_output(double quiet_seconds) {
-  std::FILE* stream = std::tmpfile();
-  {
-    ProgressLine line(stream, quiet_seconds);
-    line.update("simulating", 0.5);
-  }
-  std::fflush(stream);
-  std::rewind(stream);
-  std::string text;
-  for (int c; (c = std::fgetc(stream)) != EOF;) text += static_cast<char>(c);
-  std::fclose(stream);
-  return text;
-}
-
-TEST(ProgressLine, QuietForShortRunsThenPrintsAndClearsTheLine) {
-  EXPECT_EQ(progress_output(3600.0), "");  // a run shorter than the quiet time prints nothing
-  std::string shown = progress_output(0.0);
-  EXPECT_NE(shown.find("podsim: simulating  50%"), std::string::npos) << shown;
-  EXPECT_EQ(shown.back(), '\r');  // finish() returns to the start of the erased line
 }
 
 TEST(RunOptions, FidelityNames) {

@@ -18,6 +18,22 @@ std::string read_all(std::FILE* stream) {
   return text;
 }
 
+std::string progress_output(double quiet_seconds) {
+  std::FILE* stream = std::tmpfile();
+  {
+    ProgressLine line(stream, quiet_seconds);
+    line.update("simulating", 0.5);
+  }
+  return read_all(stream);
+}
+
+TEST(ProgressLine, QuietForShortRunsThenPrintsAndClearsTheLine) {
+  EXPECT_EQ(progress_output(3600.0), "");  // a run shorter than the quiet time prints nothing
+  std::string shown = progress_output(0.0);
+  EXPECT_NE(shown.find("podsim: simulating  50%"), std::string::npos) << shown;
+  EXPECT_EQ(shown.back(), '\r');  // finish() returns to the start of the erased line
+}
+
 TEST(ProgressEta, RemainingTimeAtTheSamePace) {
   // 30 s for 25%: the other 75% take 3 x 30 s = 90 s.
   EXPECT_EQ(eta_text(0.25, 30), "1m30s");

@@ -291,13 +291,10 @@ ENTRY e {
                        2);
 }
 
-TEST(SpmdManualRegions, AllReduceAcrossManualSubgroupsStaysOnTheShard) {
-  // Tile array 0,2,1,3 over [2 data tiles, 2 manual]: device 0 = (tile 0,
-  // manual 0), 2 = (0, 1), 1 = (1, 0), 3 = (1, 1). Groups {2,0},{1,3} join
-  // the two manual copies of one data tile, so the all-reduce runs on the
-  // [1,2] shard with its groups unchanged (before: all-gather to [2,2],
-  // all-reduce, slice).
-  auto p = partition_text(R"(HloModule m
+// An all-reduce with `groups` inside a partially manual region: tile array
+// 0,2,1,3 over [2 data tiles, 2 manual].
+std::string manual_all_reduce(const std::string& groups) {
+  return R"(HloModule m
 sum {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
@@ -305,11 +302,20 @@ sum {
 }
 ENTRY e {
   x = f32[2,2] parameter(0), sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
-  ROOT r = f32[2,2] all-reduce(x), to_apply=sum, replica_groups={{2,0},{1,3}}, use_global_device_ids=true,
+  ROOT r = f32[2,2] all-reduce(x), to_apply=sum, replica_groups=)" +
+         groups + R"(, use_global_device_ids=true,
     channel_id=1, sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
 }
-)",
-                          4);
+)";
+}
+
+TEST(SpmdManualRegions, AllReduceAcrossManualSubgroupsStaysOnTheShard) {
+  // Tile array 0,2,1,3 over [2 data tiles, 2 manual]: device 0 = (tile 0,
+  // manual 0), 2 = (0, 1), 1 = (1, 0), 3 = (1, 1). Groups {2,0},{1,3} join
+  // the two manual copies of one data tile, so the all-reduce runs on the
+  // [1,2] shard with its groups unchanged (before: all-gather to [2,2],
+  // all-reduce, slice).
+  auto p = partition_text(manual_all_reduce("{{2,0},{1,3}}"), 4);
   EXPECT_EQ(p.result.stats.all_gathers, 0);
   EXPECT_EQ(p.result.stats.default_fallbacks, 0);
   const Computation& entry = p.result.module.entry();
@@ -325,19 +331,7 @@ TEST(SpmdManualRegions, AllReduceGroupAcrossDataTilesIsAUserError) {
   // manual dims only, so such a group has no meaning and is refused (as
   // XLA's partitioner does), naming the group and the two devices.
   try {
-    partition_text(R"(HloModule m
-sum {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-ENTRY e {
-  x = f32[2,2] parameter(0), sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
-  ROOT r = f32[2,2] all-reduce(x), to_apply=sum, replica_groups={{1,0},{2,3}}, use_global_device_ids=true,
-    channel_id=1, sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
-}
-)",
-                   4);
+    partition_text(manual_all_reduce("{{1,0},{2,3}}"), 4);
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_NE(e.message().find("replica group {1,0} joins devices 1 and 0 of different data tiles"), std::string::npos)
