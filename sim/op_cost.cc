@@ -62,13 +62,10 @@ const Shape& operand_shape(const Computation& c, const Instruction& instr, int i
 // A sparse dot is costed as the dense dot of its logical operands: TPU matrix
 // units have no structured-sparsity mode (docs/hlo-input.md#sparse-dot).
 Shape logical_dot_operand(const Computation& c, const Instruction& instr, int i) {
-  Shape shape = operand_shape(c, instr, i);
+  const Shape& shape = operand_shape(c, instr, i);
   const std::optional<compiler::DotSparsity> sparse = compiler::dot_sparsity(instr.attrs);
-  if (sparse && sparse->operand == i && instr.operand_count() == 3 && sparse->dim >= 0 && sparse->dim < shape.rank()) {
-    std::vector<int64_t> dims = shape.dims();
-    dims[static_cast<size_t>(sparse->dim)] = dims[static_cast<size_t>(sparse->dim)] / sparse->n * sparse->m;
-    shape = Shape(shape.dtype(), dims);
-  }
+  if (sparse && sparse->operand == i && instr.operand_count() == 3 && sparse->dim >= 0 && sparse->dim < shape.rank())
+    return sparse->logical_shape(shape);
   return shape;
 }
 

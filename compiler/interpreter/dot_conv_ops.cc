@@ -93,9 +93,7 @@ Literal expand_sparse_operand(const Instruction& instr, const Literal& stored, c
                               "per element along the sparse dimension)",
                               ms.to_string(), ss.to_string(), fields_per_element, index_bits));
   }
-  std::vector<int64_t> dense_dims = ss.dims();
-  dense_dims[d] = stored_size / sparsity.n * sparsity.m;
-  Literal dense(Shape(ss.dtype(), dense_dims));
+  Literal dense(sparsity.logical_shape(ss));
   const uint64_t field_mask = (uint64_t{1} << index_bits) - 1;
   const uint64_t element_mask = integral_bits(ms.dtype()) >= 64 ? ~uint64_t{0}
                                                                  : (uint64_t{1} << integral_bits(ms.dtype())) - 1;

@@ -378,9 +378,7 @@ Shape Inferrer::dot() {
     expect_operands(3);  // lhs, rhs, sparsity metadata
     const Shape& stored = array_operand(static_cast<size_t>(sparsity->operand));
     check_dim_index(sparsity->dim, stored.rank(), "sparse dimension");
-    std::vector<int64_t> dims = stored.dims();
-    dims[static_cast<size_t>(sparsity->dim)] = dims[static_cast<size_t>(sparsity->dim)] * sparsity->m / sparsity->n;
-    sparse_logical[static_cast<size_t>(sparsity->operand)] = Shape(stored.dtype(), dims);
+    sparse_logical[static_cast<size_t>(sparsity->operand)] = sparsity->logical_shape(stored);
   } else {
     expect_operands(2);
   }
@@ -1137,6 +1135,12 @@ int DotSparsity::index_bits() const {
 
 int64_t DotSparsity::values_per_element(DType meta) const {
   return std::max<int64_t>(1, integral_bits(meta) / index_bits());
+}
+
+Shape DotSparsity::logical_shape(const Shape& stored) const {
+  std::vector<int64_t> dims = stored.dims();
+  dims[static_cast<size_t>(dim)] = dims[static_cast<size_t>(dim)] * m / n;
+  return Shape(stored.dtype(), dims);
 }
 
 Shape infer_shape(const Instruction& instr, const std::vector<const Shape*>& operand_shapes,

@@ -30,6 +30,9 @@ struct DotSparsity {
   int index_bits() const;
   // Stored values one metadata element of `meta` describes (8 for u16, 2:4).
   int64_t values_per_element(DType meta) const;
+  // The logical operand `stored` stands for: `dim` is stored * m / n
+  // (`dim` must be a dim of `stored`).
+  Shape logical_shape(const Shape& stored) const;
 };
 std::optional<DotSparsity> dot_sparsity(const Attributes& attrs);
 

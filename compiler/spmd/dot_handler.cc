@@ -200,9 +200,7 @@ PartitionedValue handle_dot(SpmdContext& context, const HandlerInput& in) {
   if (sparsity->dim < 0 || sparsity->dim >= dense.rank() || metadata.base_shape.rank() != dense.rank() ||
       !is_integral(metadata.base_shape.dtype()))
     return handle_default(context, in);
-  std::vector<int64_t> dims = dense.dims();
-  dims[static_cast<size_t>(sparsity->dim)] = dims[static_cast<size_t>(sparsity->dim)] / sparsity->n * sparsity->m;
-  dense = Shape(dense.dtype(), dims);
+  dense = sparsity->logical_shape(dense);
   const SparseOperand sparse{sparsity->operand, sparsity->dim, sparsity->n,
                              sparsity->values_per_element(metadata.base_shape.dtype()), metadata};
   return partition_einsum(context, in, einsum_of_dot(in.original, logical[0], logical[1]), &sparse);
