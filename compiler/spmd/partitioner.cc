@@ -6,6 +6,7 @@
 #include "compiler/spmd/partitioner.h"
 
 #include <cassert>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -58,17 +59,28 @@ PartitionedValue handle_full_value(SpmdContext& context, const Instruction& inst
   return reshard(context, PartitionedValue{id, instr.shape, Sharding::replicated()}, target);
 }
 
+// Explicit replica groups over a tiled sharding with a manual subgroup: the
+// case where a group may or may not stay inside one data tile.
+bool groups_over_manual_subgroups(const Sharding& sharding, const ReplicaGroups& groups) {
+  return sharding.is_tiled() && sharding.has_manual_subgroup() && !groups.is_all_devices();
+}
+
+// The first device of a non-empty `group` whose data tile of `sharding` is
+// not group[0]'s, if any.
+std::optional<int64_t> device_off_first_tile(const Sharding& sharding, const std::vector<int64_t>& group) {
+  const auto first = sharding.tile_index_for_device(group[0]);
+  for (int64_t device : group)
+    if (sharding.tile_index_for_device(device) != first) return device;
+  return std::nullopt;
+}
+
 // Every group's devices hold the same data tile of `sharding` (a tiled
 // sharding with a manual subgroup; explicit groups).
 bool groups_within_data_tiles(const Sharding& sharding, const ReplicaGroups& groups, int64_t devices) {
-  if (!sharding.is_tiled() || !sharding.has_manual_subgroup() || groups.is_all_devices()) return false;
-  for (const std::vector<int64_t>& group : groups.expand(devices)) {
-    if (group.empty()) return false;
-    const auto first = sharding.tile_index_for_device(group[0]);
-    if (!first) return false;
-    for (int64_t device : group)
-      if (sharding.tile_index_for_device(device) != first) return false;
-  }
+  if (!groups_over_manual_subgroups(sharding, groups)) return false;
+  for (const std::vector<int64_t>& group : groups.expand(devices))
+    if (group.empty() || !sharding.tile_index_for_device(group[0]) || device_off_first_tile(sharding, group))
+      return false;
   return true;
 }
 
@@ -76,19 +88,16 @@ bool groups_within_data_tiles(const Sharding& sharding, const ReplicaGroups& gro
 // manual dims: each of its groups must join devices of one data tile. XLA
 // rejects a group across data tiles; so does podsim (it has no meaning there).
 void check_manual_groups(const Instruction& collective, const Sharding& sharding, int64_t devices) {
-  if (!sharding.is_tiled() || !sharding.has_manual_subgroup() || collective.attrs.replica_groups.is_all_devices())
-    return;
+  if (!groups_over_manual_subgroups(sharding, collective.attrs.replica_groups)) return;
   for (const std::vector<int64_t>& group : collective.attrs.replica_groups.expand(devices)) {
     if (group.empty()) continue;
-    const auto first = sharding.tile_index_for_device(group[0]);
-    for (int64_t device : group)
-      if (sharding.tile_index_for_device(device) != first)
-        throw UserError(collective.location,
-                        fmt::format("{} '{}': replica group {{{}}} joins devices {} and {} of different data tiles of "
-                                    "{}; in a partially manual region a collective reduces over the manual dims only",
-                                    opcode_name(collective.opcode), collective.name, fmt::join(group, ","), group[0],
-                                    device, sharding.to_string()),
-                        "group only devices that hold the same data tile (XLA's partitioner refuses this too)");
+    if (const std::optional<int64_t> device = device_off_first_tile(sharding, group))
+      throw UserError(collective.location,
+                      fmt::format("{} '{}': replica group {{{}}} joins devices {} and {} of different data tiles of "
+                                  "{}; in a partially manual region a collective reduces over the manual dims only",
+                                  opcode_name(collective.opcode), collective.name, fmt::join(group, ","), group[0],
+                                  *device, sharding.to_string()),
+                      "group only devices that hold the same data tile (XLA's partitioner refuses this too)");
   }
 }
 
