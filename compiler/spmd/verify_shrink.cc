@@ -141,6 +141,13 @@ void shrink_instruction(Instruction& in, const Instruction& old, const Computati
                         const std::vector<const Shape*>& operands, const Rule& rule, const ShapeInferenceContext& ctx) {
   auto old_operand = [&](int i) -> const Shape& { return old_comp.instr(old.operand(i)).shape; };
   in.shape = shrink_shape(old.shape, rule);
+  // Per-dim slice sizes (dynamic-slice, gather) follow their operand's shrunk dims.
+  auto shrink_slice_sizes = [&](std::vector<int64_t>& sizes) {
+    if (operands.empty() || !operands[0]->is_array() || sizes.size() != operands[0]->dims().size()) return;
+    for (size_t i = 0; i < sizes.size(); ++i)
+      if (old_operand(0).dim(static_cast<int>(i)) != operands[0]->dim(static_cast<int>(i)))
+        sizes[i] = std::min(rule.dim(sizes[i]), operands[0]->dim(static_cast<int>(i)));
+  };
   switch (in.opcode) {
     case Opcode::kConstant:
       if (!(in.shape == old.shape)) {
@@ -179,22 +186,8 @@ void shrink_instruction(Instruction& in, const Instruction& old, const Computati
             in.attrs.padding[i].high = rule.offset(in.attrs.padding[i].high);
           }
       break;
-    case Opcode::kDynamicSlice:
-      if (!operands.empty() && operands[0]->is_array() &&
-          in.attrs.dynamic_slice_sizes.size() == operands[0]->dims().size())
-        for (size_t i = 0; i < in.attrs.dynamic_slice_sizes.size(); ++i)
-          if (old_operand(0).dim(static_cast<int>(i)) != operands[0]->dim(static_cast<int>(i)))
-            in.attrs.dynamic_slice_sizes[i] =
-                std::min(rule.dim(in.attrs.dynamic_slice_sizes[i]), operands[0]->dim(static_cast<int>(i)));
-      break;
-    case Opcode::kGather:
-      if (!operands.empty() && operands[0]->is_array() &&
-          in.attrs.gather_slice_sizes.size() == operands[0]->dims().size())
-        for (size_t i = 0; i < in.attrs.gather_slice_sizes.size(); ++i)
-          if (old_operand(0).dim(static_cast<int>(i)) != operands[0]->dim(static_cast<int>(i)))
-            in.attrs.gather_slice_sizes[i] =
-                std::min(rule.dim(in.attrs.gather_slice_sizes[i]), operands[0]->dim(static_cast<int>(i)));
-      break;
+    case Opcode::kDynamicSlice: shrink_slice_sizes(in.attrs.dynamic_slice_sizes); break;
+    case Opcode::kGather: shrink_slice_sizes(in.attrs.gather_slice_sizes); break;
     case Opcode::kReduceWindow:
     case Opcode::kSelectAndScatter:
       if (!operands.empty()) shrink_windows(in.attrs.window, old_operand(0), *operands[0]);
