@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/formats.h"
+#include "reports/sweep_runner.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace podsim::cli_test {
@@ -60,15 +61,6 @@ std::string excerpt(const std::string& output, size_t first, size_t last) {
   return out;
 }
 
-// A CSV line split on commas (podsim's CSV quotes no field it writes here).
-std::vector<std::string> csv_fields(const std::string& line) {
-  std::vector<std::string> fields;
-  std::string field;
-  std::istringstream in(line);
-  while (std::getline(in, field, ',')) fields.push_back(field);
-  return fields;
-}
-
 // A field's value as a person reads it: seconds and bytes with units,
 // utilisations in percent, other numbers with 4 significant digits.
 std::string readable(const std::string& field, const std::string& value) {
@@ -101,17 +93,14 @@ std::string table(const std::vector<std::string>& fields, const std::vector<std:
   }
   out += "\n" + rule + "\n";
   for (const std::string& command : commands) {
-    const std::vector<std::string> lines = split_lines(run_sample_command(command));
-    EXPECT_GE(lines.size(), 2u) << command << ": no CSV row";
-    if (lines.size() < 2) continue;
-    const std::vector<std::string> header = csv_fields(lines[0]);
-    const std::vector<std::string> row = csv_fields(lines[1]);
+    const std::vector<std::pair<std::string, std::string>> row = reports::parse_report_csv(run_sample_command(command));
+    EXPECT_FALSE(row.empty()) << command << ": no CSV row";
+    if (row.empty()) continue;
     out += fmt::format("| {} |", row_label(command));
     for (const std::string& f : fields) {
-      size_t i = 0;
-      while (i < header.size() && header[i] != f) ++i;
-      EXPECT_LT(i, header.size()) << "no report field '" << f << "' in " << command;
-      const std::string value = i < header.size() && i < row.size() ? readable(f, row[i]) : std::string("?");
+      const auto field = std::find_if(row.begin(), row.end(), [&](const auto& kv) { return kv.first == f; });
+      EXPECT_NE(field, row.end()) << "no report field '" << f << "' in " << command;
+      const std::string value = field != row.end() ? readable(f, field->second) : std::string("?");
       out += fmt::format(" {} |", value);
     }
     out += "\n";
