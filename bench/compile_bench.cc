@@ -17,7 +17,7 @@
 #include <ctime>
 #include <string>
 
-#include "compiler/pipeline/compile.h"
+#include "compiler/compile.h"
 #include "workloads/model_builder.h"
 #include "workloads/workload.h"
 
@@ -25,7 +25,7 @@ namespace podsim::compiler {
 namespace {
 
 // The default workload with `layers` layers and its training options, as
-// `podsim run` maps them (reports/run_workload.cc), remat fixed to none.
+// `podsim run` maps them (driver/run_workload.cc), remat fixed to none.
 struct CompileJob {
   workloads::BuiltModel model;
   CompileOptions options;

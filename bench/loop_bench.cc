@@ -16,7 +16,7 @@
 #include <string>
 
 #include "reports/formats.h"
-#include "reports/run_workload.h"
+#include "driver/run_workload.h"
 
 namespace {
 
@@ -30,11 +30,11 @@ void run_layers(benchmark::State& state, const std::string& loop) {
   double compile_s[3] = {}, total_s[3] = {};
   for (auto _ : state) {
     for (int k = 0; k < 3; ++k) {
-      podsim::reports::RunRequest request;
+      podsim::driver::RunRequest request;
       request.workload_path = default_workload();
       request.overrides = {fmt::format("model.layers={}", layer_counts[k]), "model.layer_loop=" + loop};
       const auto start = std::chrono::steady_clock::now();
-      podsim::reports::RunResult result = podsim::reports::run_workload(request);
+      podsim::driver::RunResult result = podsim::driver::run_workload(request);
       std::string text = podsim::reports::report_json(result.report);
       benchmark::DoNotOptimize(text);
       total_s[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "reports/formats.h"
-#include "reports/run_workload.h"
+#include "driver/run_workload.h"
 
 namespace {
 
@@ -22,12 +22,12 @@ std::string bench_workload() {
 }
 
 void BM_RunWorkloadFast(benchmark::State& state) {
-  podsim::reports::RunRequest request;
+  podsim::driver::RunRequest request;
   request.workload_path = bench_workload();
   request.fidelity = podsim::sim::Fidelity::kFast;
   podsim::reports::Report last;
   for (auto _ : state) {
-    podsim::reports::RunResult result = podsim::reports::run_workload(request);
+    podsim::driver::RunResult result = podsim::driver::run_workload(request);
     std::string text = podsim::reports::report_json(result.report);
     benchmark::DoNotOptimize(text);
     last = result.report;

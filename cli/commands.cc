@@ -18,17 +18,17 @@
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/hlo/hlo_printer.h"
 #include "compiler/ir/verifier.h"
-#include "compiler/pipeline/cleanup.h"
-#include "compiler/pipeline/module_mode.h"
+#include "compiler/backend/cleanup.h"
+#include "compiler/module_mode.h"
 #include "compiler/propagation/propagation.h"
 #include "compiler/spmd/partitioner.h"
 #include "compiler/spmd/verify.h"
 #include "hw_models/config.h"
 #include "hw_models/describe.h"
 #include "reports/formats.h"
-#include "reports/output_file.h"
-#include "reports/progress.h"
-#include "reports/run_workload.h"
+#include "common/files.h"
+#include "common/progress.h"
+#include "driver/run_workload.h"
 #include "reports/trace.h"
 #include "workloads/model_builder.h"
 #include "workloads/workload.h"
@@ -41,7 +41,7 @@ namespace {
 // readability until the partitioner takes a named mesh.
 int64_t mesh_device_count(const std::string& mesh) {
   int64_t devices = 1;
-  for (const auto& [name, size] : reports::parse_mesh_flag(mesh)) devices *= size;
+  for (const auto& [name, size] : driver::parse_mesh_flag(mesh)) devices *= size;
   return devices;
 }
 
@@ -63,7 +63,7 @@ PartitionInput partition_input(const Options& o) {
     workloads::Workload workload = workloads::load_workload(o.input, o.sets);
     workloads::BuiltModel built = workloads::build_model(workload);
     built.module.set_num_partitions(built.mesh.num_devices());
-    return {std::move(built.module), reports::spmd_options(workload.compiler, reports::workload_hardware(workload))};
+    return {std::move(built.module), driver::spmd_options(workload.compiler, driver::workload_hardware(workload))};
   }
   if (!o.sets.empty())
     throw UserError(SourceLocation{"--set " + o.sets.front(), 0, 0}, "--set applies to workload YAML files",
@@ -75,7 +75,7 @@ int partition(const Options& o) {
   const double verify_limit =
       o.verify_limit.empty() ? compiler::kDefaultVerifyLimitBytes : compiler::parse_byte_size(o.verify_limit);
   auto [module, options] = partition_input(o);
-  const bool from_hlo = reports::is_hlo_module_path(o.input);
+  const bool from_hlo = driver::is_hlo_module_path(o.input);
   if (from_hlo) {
     // A module XLA already partitioned must not be partitioned again.
     const std::optional<compiler::ModuleMode> forced = compiler::parse_module_mode(o.mode);
@@ -121,7 +121,7 @@ int partition(const Options& o) {
   propagation.propagate_to_output = !o.no_propagate_to_output;
   compiler::propagate_shardings(module, propagation);
   if (o.propagate_only) {
-    reports::write_file_atomically(o.output, compiler::print_hlo(module));
+    podsim::write_file_atomically(o.output, compiler::print_hlo(module));
     return 0;
   }
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(module, options);
@@ -155,18 +155,18 @@ int partition(const Options& o) {
                at, v.devices, v.max_abs_error, tolerance.tolerance, scale,
                compiler::bytes_text(plan.estimate.peak_bytes), plan.estimate.element_ops);
   }
-  reports::write_file_atomically(o.output, compiler::print_hlo(result.module));
+  podsim::write_file_atomically(o.output, compiler::print_hlo(result.module));
   return 0;
 }
 
 // The workload, its --set overrides and the fidelity, as `run` and
 // `run --serve` take them.
-reports::RunRequest run_request(const Options& o) {
-  reports::RunRequest request;
+driver::RunRequest run_request(const Options& o) {
+  driver::RunRequest request;
   request.workload_path = o.input;
   request.overrides = o.sets;
-  request.fidelity = reports::fidelity_from_name(o.fidelity);
-  const bool hlo = reports::is_hlo_module_path(o.input);
+  request.fidelity = driver::fidelity_from_name(o.fidelity);
+  const bool hlo = driver::is_hlo_module_path(o.input);
   auto only_for_hlo = [&](bool given, const std::string& flag) {
     if (given && !hlo)
       throw UserError(SourceLocation{flag, 0, 0}, fmt::format("{} applies to an HLO module, not a workload YAML", flag),
@@ -240,7 +240,7 @@ void parse_trace_window(const std::string& text, sim::TraceSelection& selection)
 // The trace part of a run request: devices, window, and the limit as a
 // number of recorded items (reports/trace.h's bytes per item). Returns the
 // limit in bytes (0: none).
-double trace_request(const Options& o, reports::RunRequest& request) {
+double trace_request(const Options& o, driver::RunRequest& request) {
   request.record_trace = !o.trace.empty();
   auto only_with_trace = [&](const std::string& value, const char* flag) {
     if (!value.empty() && o.trace.empty())
@@ -264,24 +264,24 @@ double trace_request(const Options& o, reports::RunRequest& request) {
 
 std::string megabytes(double bytes) { return fmt::format("{:.3g} MB", bytes / 1e6); }
 
-// podsim run: the whole pipeline (reports/run_workload.h), then the report
+// podsim run: the whole pipeline (driver/run_workload.h), then the report
 // and the optional trace, each written whole or not at all. A trace window
 // holding more than the limit is refused before anything is written; without
 // a window the trace keeps the step's first part that fits (noted on stderr).
 int run_workload(const Options& o) {
   reports::Format format = reports::format_from_name(o.format);
-  reports::RunRequest request = run_request(o);
+  driver::RunRequest request = run_request(o);
   const double trace_limit = trace_request(o, request);
   // Progress with ETA: on a terminal redrawn in place after 1 s; a full
   // fidelity run into a log (minutes on a pod) prints a line per 10% once it
   // has run 10 s, so short runs and fast sweep children stay silent.
   const bool tty = isatty(fileno(stderr)) != 0;
   const bool full = request.fidelity == sim::Fidelity::kFull;
-  reports::ProgressLine progress(stderr, tty ? 1.0 : 10.0,
-                                 tty ? reports::ProgressStyle::kInPlace : reports::ProgressStyle::kLines);
+  podsim::ProgressLine progress(stderr, tty ? 1.0 : 10.0,
+                                 tty ? podsim::ProgressStyle::kInPlace : podsim::ProgressStyle::kLines);
   if (tty || full)
     request.progress = [&progress](const std::string& stage, double fraction) { progress.update(stage, fraction); };
-  reports::RunResult result = reports::run_workload(request);
+  driver::RunResult result = driver::run_workload(request);
   progress.finish();
   reports::FormatOptions format_options;
   format_options.wall_times = o.timings;
@@ -311,7 +311,7 @@ int run_workload(const Options& o) {
                  "with --trace-window A:B (ms), fewer devices with --trace-devices, or raise --trace-limit\n",
                  o.trace, t.trace_cut_s * 1e3, t.step_time_s * 1e3, megabytes(static_cast<double>(bytes)));
   }
-  reports::write_file_atomically(o.output, text);
+  podsim::write_file_atomically(o.output, text);
   return 0;
 }
 
@@ -323,7 +323,7 @@ int run_workload(const Options& o) {
 // preceded by the header line on the first answer and whenever the columns
 // change (so a stream of answers reads as one CSV table), or one line
 // "error: <message>" when the variant is rejected, then a flush. The
-// protocol behind `podsim calibrate --fit` (reports/calibration_fit.h), and
+// protocol behind `podsim calibrate --fit` (studies/calibration_fit.h), and
 // a fast way to script hardware what-ifs of a big workload.
 int serve_workload(const Options& o) {
   if (o.format != "csv")
@@ -332,8 +332,8 @@ int serve_workload(const Options& o) {
       !o.trace_limit.empty())
     throw UserError(SourceLocation{"--serve", 0, 0}, "--serve writes its reports to stdout",
                     "drop --trace (and its --trace-* flags) and --output");
-  const reports::RunRequest request = run_request(o);
-  reports::CompiledWorkload compiled = reports::compile_workload(request);
+  const driver::RunRequest request = run_request(o);
+  driver::CompiledWorkload compiled = driver::compile_workload(request);
   reports::FormatOptions format_options;
   format_options.wall_times = o.timings;
   std::string last_header;
@@ -348,7 +348,7 @@ int serve_workload(const Options& o) {
                           "e.g. hardware.core.op_overhead_s=2e-6 hardware.ici.link_efficiency=0.8");
         overrides.emplace_back(word.substr(9, eq - 9), word.substr(eq + 1));
       }
-      reports::RunResult result = reports::simulate_compiled(compiled, request, overrides);
+      driver::RunResult result = driver::simulate_compiled(compiled, request, overrides);
       const std::string csv = reports::format_report(result.report, reports::Format::kCsv, format_options);
       const size_t end_of_header = csv.find('\n') + 1;
       if (csv.compare(0, end_of_header, last_header) != 0) {

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "reports/formats.h"
-#include "reports/sweep.h"
+#include "common/csv.h"
 
 namespace podsim::reports {
 

@@ -14,10 +14,11 @@
 #include <fmt/ranges.h>
 
 #include "common/error.h"
-#include "compiler/pipeline/memory_plan.h"
+#include "compiler/backend/memory_plan.h"
 #include "compiler/sharding/sharding.h"
 #include "reports/formats.h"
 #include "sim/custom_call_cost.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::reports {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/pipeline/program.h"
+#include "compiler/backend/program.h"
 #include "reports/parts.h"
 #include "sim/timeline.h"
 #include "workloads/model_builder.h"
@@ -43,7 +43,7 @@ struct MemoryPart {
   int64_t bytes = 0;
 };
 
-// One buffer live at the memory peak (compiler/pipeline/memory_plan.h).
+// One buffer live at the memory peak (compiler/backend/memory_plan.h).
 struct PeakBuffer {
   std::string name;      // the producing instruction
   std::string op_name;   // its model-level name

@@ -85,14 +85,13 @@ void check_plot_metrics(const std::vector<std::string>& metrics, const std::vect
   }
 }
 
-std::string sweep_gnuplot_script(const SweepSpec& spec, const std::vector<std::vector<std::string>>& table,
+std::string sweep_gnuplot_script(const SweepPlotAxes& axes, const std::vector<std::vector<std::string>>& table,
                                  const std::vector<std::string>& metrics, const std::string& plot_path) {
-  if (spec.axes.empty() || table.empty()) return "";
+  if (axes.axis_keys.empty() || table.empty()) return "";
   const std::vector<std::string>& header = table[0];
-  const std::string x_key = spec.axes[0].keys[0];
+  const std::string x_key = axes.axis_keys[0];
   // The series keys: one per further axis (a zipped axis's keys move together).
-  std::vector<std::string> series_keys;
-  for (size_t a = 1; a < spec.axes.size(); ++a) series_keys.push_back(spec.axes[a].keys[0]);
+  const std::vector<std::string> series_keys(axes.axis_keys.begin() + 1, axes.axis_keys.end());
   const int x_col = column(header, x_key), status_col = column(header, "status");
 
   // x: numbers when every value is one, else categories in grid order.
@@ -116,7 +115,7 @@ std::string sweep_gnuplot_script(const SweepSpec& spec, const std::vector<std::v
   s += fmt::format("set terminal {} size 900,{} noenhanced\n", terminal, height);
   s += fmt::format("set output {}\n", quoted(plot_path));
   s += "set grid\nset key outside right top box\n";
-  if (panels > 1) s += fmt::format("set multiplot layout {},1 title {} noenhanced\n", panels, quoted(spec.name));
+  if (panels > 1) s += fmt::format("set multiplot layout {},1 title {} noenhanced\n", panels, quoted(axes.title));
   for (size_t m = 0; m < metrics.size(); ++m) {
     const std::string& metric = metrics[m];
     const int y_col = column(header, metric);
@@ -152,7 +151,7 @@ std::string sweep_gnuplot_script(const SweepSpec& spec, const std::vector<std::v
                        : fmt::format("{:.17g} {:.17g} \"{}\"\n", p.x, p.y, p.x_text);
       s += "EOD\n";
     }
-    if (panels == 1) s += fmt::format("set title {} noenhanced\n", quoted(spec.name));
+    if (panels == 1) s += fmt::format("set title {} noenhanced\n", quoted(axes.title));
     s += fmt::format("set xlabel {} noenhanced\n", quoted(plot_axis_label(x_key)));
     s += fmt::format("set ylabel {} noenhanced\n", quoted(plot_axis_label(metric)));
     s += log_x ? "set logscale x\n" : "unset logscale x\n";

@@ -8,13 +8,19 @@
 #include <string>
 #include <vector>
 
-#include "reports/sweep.h"
 
 namespace podsim::reports {
 
+// What the plot draws against: the sweep's name (the title) and the first
+// key of each grid axis in axis order (x, then one series per other axis).
+struct SweepPlotAxes {
+  std::string title;
+  std::vector<std::string> axis_keys;
+};
+
 // `table`: the sweep CSV parsed (header row first). Rows with status other
 // than ok, or without a number in a metric, are left out of that panel.
-std::string sweep_gnuplot_script(const SweepSpec& spec, const std::vector<std::vector<std::string>>& table,
+std::string sweep_gnuplot_script(const SweepPlotAxes& axes, const std::vector<std::vector<std::string>>& table,
                                  const std::vector<std::string>& metrics, const std::string& plot_path);
 
 // UserError (with the nearest valid name) for a --plot-metric that is no

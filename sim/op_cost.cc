@@ -3,7 +3,7 @@
 #include "sim/op_cost.h"
 
 #include "compiler/ir/shape_inference.h"
-#include "compiler/pipeline/fusion.h"
+#include "compiler/backend/fusion.h"
 #include "sim/custom_call_cost.h"
 
 #include <algorithm>

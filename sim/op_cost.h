@@ -28,14 +28,14 @@
 // A fusion group is one OpQuery: every member's matmul and vector work, HBM
 // bytes = the group's distinct external inputs read once + its outputs
 // written once: the root and, in a multi-output fusion
-// (compiler/pipeline/fusion.h), every member read outside the group that
+// (compiler/backend/fusion.h), every member read outside the group that
 // is not an op fusion recomputes in each reader's kernel
 // (compiler::duplicable_ops); memory ops inside a fusion are free (they
 // are address arithmetic).
 // An external input that members only slice / dynamic-slice is charged the
 // windows they read (capped at the whole input), not the whole input: a
 // windowed einsum slices one shard of its gathered operand per iteration.
-// A dynamic-update-slice root (compiler/pipeline/fusion.h) neither reads
+// A dynamic-update-slice root (compiler/backend/fusion.h) neither reads
 // nor rewrites its buffer: it writes its update in place.
 //
 // Timings are cached by a signature of (opcode, shapes, dims) because a
@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "compiler/ir/module.h"
-#include "compiler/pipeline/program.h"
+#include "compiler/backend/program.h"
 #include "hw_models/core/core_model.h"
 
 namespace podsim::sim {

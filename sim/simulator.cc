@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "sim/engine.h"
 #include "sim/step_program.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::sim {
 

@@ -37,7 +37,7 @@
 
 #include <functional>
 
-#include "compiler/pipeline/program.h"
+#include "compiler/backend/program.h"
 #include "hw_models/system.h"
 #include "sim/timeline.h"
 

@@ -8,7 +8,8 @@
 #include <unordered_map>
 
 #include "common/error.h"
-#include "compiler/pipeline/compile.h"
+#include "compiler/compile.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::sim {
 

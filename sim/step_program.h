@@ -29,9 +29,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "compiler/pipeline/program.h"
+#include "compiler/backend/program.h"
 #include "sim/collective_catalog.h"
 #include "sim/op_cost.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::sim {
 

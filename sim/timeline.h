@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hw_models/core/core_model.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::sim {
 

@@ -111,7 +111,7 @@ struct WindowedEinsumSpec {
 
 // `compiler.loops`: XLA's collective pipeliner on counted while loops
 // (model.layer_loop = scan, or a loop in an HLO module podsim compiles;
-// compiler/pipeline/program.h LoopOptimizations, docs/loops.md), named after
+// compiler/backend/program.h LoopOptimizations, docs/loops.md), named after
 // XLA's xla_*_enable_pipelined_{all_gather,reduce_scatter}.
 struct LoopsSpec {
   bool pipelined_all_gather = true;

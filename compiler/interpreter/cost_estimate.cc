@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "compiler/ir/shape_inference.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::compiler {
 

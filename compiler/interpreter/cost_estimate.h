@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/ir/module.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::compiler {
 

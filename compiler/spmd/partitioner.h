@@ -38,7 +38,7 @@ struct SpmdOptions {
   // hides a step's permute only if the step's dot lasts at least as long;
   // when it does not, the loop is communication-bound and an async
   // all-gather, which the latency-hiding scheduler prefetches ahead of the
-  // layer (compiler/pipeline/schedule.h), is better. So the loop is used iff
+  // layer (compiler/backend/schedule.h), is better. So the loop is used iff
   //   step flops / peak >= bytes per link direction per step / link bandwidth
   //   <=> step flops / (chunk bytes / directions) >= peak / bandwidth,
   // directions = 2 when bidirectional, else 1. Default when no hardware is
@@ -58,7 +58,7 @@ struct SpmdOptions {
   bool windowed_einsum_bidirectional = false;
   // Bytes a link moves in one collective's fixed latency, which the reshard
   // plans add per collective (compiler/spmd/reshard_plan.h): hop latency x
-  // link rate (reports/run_workload.cc spmd_options). Default TPUv3
+  // link rate (driver/run_workload.cc spmd_options). Default TPUv3
   // (docs/reference/hardware.md#latencies): ~1 us x 1e11 B/s.
   double collective_latency_bytes = kCollectiveLatencyBytes;
 

@@ -37,6 +37,7 @@
 #include "compiler/sharding/sharding_util.h"
 #include "compiler/spmd/dot_handler.h"
 #include "compiler/spmd/halo_exchange.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::compiler {
 namespace {

@@ -1,5 +1,5 @@
 // `podsim run --serve` and `podsim calibrate --fit` with the built podsim
-// binary (reports/workload_server.h, reports/calibration_fit.h): a served
+// binary (driver/workload_server.h, studies/calibration_fit.h): a served
 // variant is the run `--set hardware.<key>=<value>` gives, a bad variant is
 // an answer and not the end of the server, and the fit recovers a parameter
 // from measurements made with it, also for a config it leaves out.
@@ -10,16 +10,18 @@
 #include <fstream>
 #include <sstream>
 
-#include "reports/calibration_fit.h"
-#include "reports/sweep_runner.h"
-#include "reports/workload_server.h"
+#include "studies/calibration_fit.h"
+#include "studies/sweep_runner.h"
+#include "driver/workload_server.h"
 #include "tests/cli/cli_test_util.h"
 
-namespace podsim::reports {
+namespace podsim::studies {
 namespace {
 
 namespace fs = std::filesystem;
 using podsim::cli_test::fresh_dir;
+using driver::JobOutcome;
+using driver::WorkloadServer;
 
 const std::string kSmall = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
 
@@ -209,4 +211,4 @@ TEST(CalibrateFitCliTest, AFileWithoutAFitListIsAUserError) {
 }
 
 }  // namespace
-}  // namespace podsim::reports
+}  // namespace podsim::studies

@@ -23,7 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/formats.h"
-#include "reports/sweep_runner.h"
+#include "reports/flat_fields.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace podsim::cli_test {

@@ -1,5 +1,5 @@
 // Sweeps, regressions and crash isolation with real `podsim run` children
-// (reports/sweep_runner.h, reports/regress.h), using the built podsim
+// (studies/sweep_runner.h, studies/regress.h), using the built podsim
 // binary: a failing or crashing point becomes an error row; regress on a
 // copy of the shipped baselines passes, and detects a deliberate change.
 #include <gtest/gtest.h>
@@ -14,18 +14,24 @@
 #include <filesystem>
 #include <fstream>
 
-#include "reports/calibration.h"
-#include "reports/output_file.h"
-#include "reports/regress.h"
-#include "reports/sweep.h"
-#include "reports/sweep_runner.h"
+#include "studies/calibration.h"
+#include "common/files.h"
+#include "studies/regress.h"
+#include "studies/sweep.h"
+#include "studies/sweep_runner.h"
+#include "common/csv.h"
+#include "reports/flat_fields.h"
 #include "tests/cli/cli_test_util.h"
 
-namespace podsim::reports {
+namespace podsim::studies {
 namespace {
 
 namespace fs = std::filesystem;
 using podsim::cli_test::fresh_dir;
+using driver::JobOutcome;
+using driver::ChildStreams;
+using driver::spawn_child;
+using reports::report_columns;
 
 const std::string kSmall = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
 
@@ -230,7 +236,7 @@ TEST(SweepCliTest, ACrashedOrHungServerLeavesItsPointsToRunAlone) {
   fs::remove_all(dir);
 }
 
-// spawn_child (reports/sweep_runner.h), the fork + exec behind sweeps,
+// spawn_child (studies/sweep_runner.h), the fork + exec behind sweeps,
 // regress and the fit's servers: streams to files or to a socket, and an
 // exec failure as exit code 127 with a message on the child's stderr.
 int wait_for(pid_t pid) {
@@ -479,4 +485,4 @@ TEST(SweepCliTest, PlotDrawsOneLinePerSecondKeyValue) {
 }
 
 }  // namespace
-}  // namespace podsim::reports
+}  // namespace podsim::studies

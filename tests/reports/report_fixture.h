@@ -4,7 +4,7 @@
 #pragma once
 
 #include "compiler/hlo/hlo_parser.h"
-#include "compiler/pipeline/memory_plan.h"
+#include "compiler/backend/memory_plan.h"
 #include "reports/report.h"
 
 namespace podsim::reports {
@@ -12,7 +12,7 @@ namespace podsim::reports {
 inline constexpr int64_t kGiB = int64_t{1} << 30;
 
 // A tiny training step (the memory planner's hand-computed case,
-// tests/compiler/pipeline/memory_plan_test.cc): h = x w, t = tanh h
+// tests/compiler/backend/memory_plan_test.cc): h = x w, t = tanh h
 // (forward), gt = t * h, gw = x^T gt (backward), nw = w - gw (optimizer).
 // w f32[4,4] 64 B, every [2,4] value 32 B, gw and nw 64 B; w carries a
 // sharding attribute. In id order the live bytes are 192 at positions 0-1

@@ -19,12 +19,9 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-SweepSpec two_key_spec() {
-  SweepSpec spec;
-  spec.name = "link_sweep";
-  spec.axes.push_back(SweepAxis{{"hardware.ici.link_bandwidth"}, {{"1e9"}, {"1e10"}, {"1e11"}}});
-  spec.axes.push_back(SweepAxis{{"mesh.axes.x"}, {{"8"}, {"16"}}});
-  return spec;
+SweepPlotAxes two_key_spec() {
+  // grid: hardware.ici.link_bandwidth [1e9, 1e10, 1e11] x mesh.axes.x [8, 16]
+  return SweepPlotAxes{"link_sweep", {"hardware.ici.link_bandwidth", "mesh.axes.x"}};
 }
 
 // The CSV a 3 x 2 grid gives: the second key varies fastest, so a plot of
@@ -86,9 +83,7 @@ TEST(SweepPlotTest, SeveralMetricsGiveOnePanelEach) {
 }
 
 TEST(SweepPlotTest, WordValuesOnXBecomeCategories) {
-  SweepSpec spec;
-  spec.name = "remat";
-  spec.axes.push_back(SweepAxis{{"training.remat"}, {{"none"}, {"full"}}});
+  const SweepPlotAxes spec{"remat", {"training.remat"}};  // grid: training.remat [none, full]
   const std::vector<std::vector<std::string>> table = {
       {"point", "training.remat", "status", "error", "step_time_s"}, {"0", "none", "ok", "", "1"}, {"1", "full", "ok", "", "2"}};
   const std::string s = sweep_gnuplot_script(spec, table, {"step_time_s"}, "o.svg");

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "reports/run_workload.h"
+#include "driver/run_workload.h"
 #include "reports/trace.h"
 #include "tests/test_files.h"
 
@@ -177,6 +177,10 @@ TEST(Trace, FileIsWrittenWholeOrNotAtAllAndNeverOverItsLimit) {
 }
 
 // The real pipeline: workloads/small.yaml (8 devices) in full fidelity.
+using driver::RunRequest;
+using driver::RunResult;
+using driver::run_workload;
+
 RunResult small_full(sim::TraceSelection selection) {
   RunRequest request;
   request.workload_path = test_files::source_path("workloads/small.yaml");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/sim/sim_test_util.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::sim {
 namespace {

@@ -1,4 +1,4 @@
-// HBM bytes of whole fusion plans (compiler/pipeline/fusion.h grouping,
+// HBM bytes of whole fusion plans (compiler/backend/fusion.h grouping,
 // sim/op_cost.h charging) in closed form: duplicated cheap producers cost
 // their readers' inputs, never a write of their own.
 #include <gtest/gtest.h>
@@ -6,9 +6,9 @@
 #include <string>
 
 #include "compiler/hlo/hlo_parser.h"
-#include "compiler/pipeline/fusion.h"
+#include "compiler/backend/fusion.h"
 #include "sim/op_cost.h"
-#include "tests/compiler/pipeline/fusion_fixtures.h"
+#include "tests/compiler/backend/fusion_fixtures.h"
 
 namespace podsim::sim {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "compiler/hlo/hlo_parser.h"
-#include "compiler/pipeline/program.h"
+#include "compiler/backend/program.h"
 #include "hw_models/config.h"
 #include "hw_models/system.h"
 #include "sim/simulator.h"

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "compiler/hlo/hlo_parser.h"
-#include "compiler/pipeline/compile.h"
+#include "compiler/compile.h"
 #include "tests/fixtures/fixture_paths.h"
 #include "tests/sim/sim_test_util.h"
 

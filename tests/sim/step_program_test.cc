@@ -10,6 +10,7 @@
 #include "sim/op_cost.h"
 #include "sim/step_program.h"
 #include "tests/sim/sim_test_util.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::sim {
 namespace {

@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/ir/verifier.h"
-#include "compiler/pipeline/compile.h"
+#include "compiler/compile.h"
 #include "compiler/training/training_step.h"
 #include "compiler/sharding/mesh.h"
 #include "compiler/training/pipelined_forward.h"

@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "compiler/interpreter/interpreter.h"
-#include "compiler/pipeline/compile.h"
+#include "compiler/compile.h"
 #include "workloads/model_builder.h"
 #include "workloads/scanned_layers.h"
 

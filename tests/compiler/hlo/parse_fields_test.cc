@@ -8,6 +8,7 @@
 
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/hlo/hlo_printer.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::compiler {
 namespace {

@@ -5,6 +5,7 @@
 
 #include "compiler/interpreter/cost_estimate.h"
 #include "tests/compiler/interpreter/interp_test_util.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::compiler::testing {
 namespace {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/compiler/spmd/dot_test_util.h"
+#include "compiler/ir/trip_count.h"
 
 namespace podsim::compiler {
 namespace {

@@ -1,0 +1,140 @@
+// Calibration (`podsim calibrate`): podsim's prediction against every
+// measured number of docs/reference/measurements.md, listed in a
+// data file (reports/baselines/measured.yaml):
+//   source: measurements.md ...
+//   points:
+//     - config: DenseLm128B8x8
+//       workload: ../../workloads/dense_128b_8x8.yaml   # relative to this file
+//       metric: tokens_per_second        # or steps_per_second, or mfu
+//       measured: 3700
+//       source: "measurements.md Calibration set: ~3.7k tokens/s"
+//       inconsistent: "why"              # optional: shown, but outside the statistics
+// The error is predicted / measured - 1. Nothing is tuned per workload: the
+// table only reports. A point marked `inconsistent` (a measurement its own
+// source contradicts) keeps its row but stays out of the mean |error|, the
+// count within tolerance and `--fit`.
+//
+// Besides throughput, the sources state other measured numbers (GShard's
+// rematerialization share and kernel utilizations, the all-to-all share,
+// GSPMD's utilization range). They are `checks:`, each a flat report field
+// (report_flat_fields, optionally divided by the step time) against a value,
+// a lower bound or a range:
+//   checks:
+//     - config: MoE(2048E,36L)
+//       workload: ../../workloads/moe_600b_2048.yaml
+//       quantity: rematerialization share of the step
+//       field: time_by_pass_s.recompute
+//       per_step: true                  # field / step_time_s
+//       measured: 0.28                  # or at_least: 0.85, or range: [0.50, 0.62]
+//       source: "measurements.md GShard MoE: remat spends 28% (36L) of cycles"
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "studies/sweep_runner.h"
+
+namespace podsim::studies {
+
+// The bar: a calibration config is good when |predicted/measured - 1|
+// is at most this.
+inline constexpr double kCalibrationTolerance = 0.15;
+
+struct MeasuredPoint {
+  std::string config;
+  std::string workload;       // as written
+  std::string workload_path;  // resolved against the data file's folder
+  std::string metric;         // "tokens_per_second" | "steps_per_second" | "mfu"
+  double measured = 0;
+  std::string source;
+  std::string inconsistent;   // non-empty: why the measurement is not a target
+};
+
+// One other measured number (see above); exactly one of measured / at_least
+// / range is given.
+struct MeasuredCheck {
+  enum class Kind { kValue, kAtLeast, kRange };
+  std::string config;
+  std::string workload;       // as written
+  std::string workload_path;  // resolved against the data file's folder
+  std::string quantity;       // what the number is, for the table
+  std::string field;          // flat report field
+  bool per_step = false;      // divide the field by step_time_s
+  Kind kind = Kind::kValue;
+  double measured = 0;        // kValue, kAtLeast
+  double low = 0, high = 0;   // kRange
+  std::string source;
+};
+
+// A hardware parameter `podsim calibrate --fit` may move, within the range
+// physics allows (studies/calibration_fit.h). 0 < low < high.
+struct FitParameter {
+  std::string key;  // hardware key, without "hardware."
+  double low = 0, high = 0;
+  std::string why;  // where the range comes from
+};
+
+struct MeasuredSet {
+  std::string file;
+  std::string source;
+  std::string notes;  // markdown printed under the table (analysis of the misses)
+  std::vector<MeasuredPoint> points;
+  std::vector<MeasuredCheck> checks;
+  std::vector<FitParameter> fit;
+};
+
+// Positioned UserError on malformed input.
+MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file_name);
+MeasuredSet load_measured(const std::string& path);
+
+struct CalibrationRow {
+  MeasuredPoint point;
+  bool ok = false;
+  std::string error;
+  double predicted = 0;       // in the point's metric
+  double relative_error = 0;  // predicted / measured - 1
+  double step_time_s = 0;
+  double mfu = 0;
+};
+
+// steps_per_second = 1 / step_time_s; tokens_per_second and mfu are report
+// fields (mfu: model FLOPs per step / (peak x devices x step time)).
+CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run);
+
+struct CheckRow {
+  MeasuredCheck check;
+  bool ok = false;  // the run gave the field
+  std::string error;
+  double predicted = 0;
+  bool holds = false;  // kValue: within kCalibrationTolerance; else bound / range met
+  double relative_error = 0;  // kValue: predicted / measured - 1
+};
+
+CheckRow check_row(const MeasuredCheck& check, const JobOutcome& run);
+
+// Table cells: "0.28", ">= 0.85", "0.5 to 0.62"; "-5.6% (outside 15%)",
+// "holds", "does not hold", "failed"; a number as the tables print it
+// (whole above 100, else 3 significant digits).
+std::string measured_text(const MeasuredCheck& check);
+std::string check_verdict(const CheckRow& row);
+std::string value_text(double value);
+
+struct CalibrationResult {
+  std::vector<CalibrationRow> rows;
+  std::vector<CheckRow> checks;
+};
+
+// The index of `path` in `workloads`, appended when it is not there yet:
+// each workload is run (or served) once, however many points read it.
+size_t workload_index(std::vector<std::string>& workloads, const std::string& path);
+
+// Runs every workload of the points and checks once (fast fidelity) as a
+// child `podsim run`.
+CalibrationResult run_calibration(const MeasuredSet& set, const ChildRunOptions& options);
+
+// Markdown page: how it was made, the table, the mean |error| over the points
+// that ran, the failures, then the table of checks.
+std::string calibration_markdown(const MeasuredSet& set, const std::vector<CalibrationRow>& rows,
+                                 const std::vector<CheckRow>& checks = {});
+
+}  // namespace podsim::studies

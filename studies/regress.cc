@@ -1,0 +1,280 @@
+// Regression baselines: parsing, comparison, update, the change table and the
+// runner (studies/regress.h).
+#include "studies/regress.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/files.h"
+
+namespace podsim::studies {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+
+// Full-string number parse: "1e-3" yes, "12abc" and "" no.
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::string number_text(double v) { return fmt::format("{}", v); }
+
+const std::string* find_field(const JobOutcome& run, const std::string& name) {
+  for (const auto& [key, value] : run.metrics)
+    if (key == name) return &value;
+  return nullptr;
+}
+
+}  // namespace
+
+Baseline parse_baseline(const std::string& json_text, const std::string& file_name) {
+  auto fail = [&](const std::string& message, const std::string& hint = {}) -> UserError {
+    return UserError(SourceLocation{file_name, 0, 0}, message, hint);
+  };
+  ordered_json j;
+  try {
+    j = ordered_json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw fail(fmt::format("the baseline is not valid JSON: {}", e.what()));
+  }
+  if (!j.is_object()) throw fail("a baseline must be a JSON object");
+  Baseline b;
+  b.file = file_name;
+  if (!j.contains("workload") || !j["workload"].is_string())
+    throw fail("the baseline has no \"workload\" path", "add \"workload\": \"../../workloads/small.yaml\"");
+  b.workload = j["workload"].get<std::string>();
+  fs::path base = fs::path(file_name).parent_path();
+  b.workload_path = fs::path(b.workload).is_absolute() ? b.workload : (base / b.workload).lexically_normal().string();
+  if (j.contains("overrides")) {
+    if (!j["overrides"].is_array()) throw fail("\"overrides\" must be a list of \"key=value\" strings");
+    for (const auto& o : j["overrides"]) {
+      if (!o.is_string() || o.get<std::string>().find('=') == std::string::npos)
+        throw fail("\"overrides\" must be a list of \"key=value\" strings");
+      b.overrides.push_back(o.get<std::string>());
+    }
+  }
+  if (j.contains("fidelity")) {
+    if (!j["fidelity"].is_string()) throw fail("\"fidelity\" must be \"fast\" or \"full\"");
+    b.fidelity = j["fidelity"].get<std::string>();
+    if (b.fidelity != "fast" && b.fidelity != "full") throw fail("\"fidelity\" must be \"fast\" or \"full\"");
+  }
+  if (!j.contains("metrics") || !j["metrics"].is_object() || j["metrics"].empty())
+    throw fail("the baseline has no \"metrics\"", "add e.g. \"metrics\": {\"step_time_s\": {\"value\": 1.0, \"rel_tol\": 0.01}}");
+  for (const auto& [name, m] : j["metrics"].items()) {
+    if (!m.is_object() || !m.contains("value"))
+      throw fail(fmt::format("metric '{}' needs an object with a \"value\"", name));
+    MetricBaseline metric;
+    metric.name = name;
+    const auto& v = m["value"];
+    if (v.is_number()) {
+      metric.number = v.get<double>();
+      metric.text = number_text(*metric.number);
+    } else if (v.is_boolean()) {
+      metric.text = v.get<bool>() ? "true" : "false";
+    } else if (v.is_string()) {
+      metric.text = v.get<std::string>();
+    } else {
+      throw fail(fmt::format("metric '{}': \"value\" must be a number, boolean or string", name));
+    }
+    for (const char* key : {"rel_tol", "abs_tol"}) {
+      if (!m.contains(key)) continue;
+      if (!m[key].is_number() || m[key].get<double>() < 0)
+        throw fail(fmt::format("metric '{}': \"{}\" must be a number >= 0", name, key));
+      (std::string(key) == "rel_tol" ? metric.rel_tol : metric.abs_tol) = m[key].get<double>();
+    }
+    b.metrics.push_back(metric);
+  }
+  return b;
+}
+
+Baseline load_baseline(const std::string& path) { return parse_baseline(read_file_text(path, "baseline file"), path); }
+
+std::string find_baselines_dir(const std::string& executable, const std::string& cwd) {
+  std::error_code ec;
+  const fs::path here = fs::path(cwd) / "reports" / "baselines";
+  if (fs::is_directory(here, ec)) return here.string();
+  if (executable.empty()) return "";
+  for (fs::path dir = fs::path(executable).parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    const fs::path candidate = dir / "reports" / "baselines";
+    if (fs::is_directory(candidate, ec)) return candidate.lexically_normal().string();
+    if (dir == dir.parent_path()) break;
+  }
+  return "";
+}
+
+std::vector<std::string> baseline_files(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw UserError(SourceLocation{dir, 0, 0}, "the baselines folder does not exist",
+                    "pass --baselines DIR (default reports/baselines)");
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  if (files.empty())
+    throw UserError(SourceLocation{dir, 0, 0}, "the baselines folder holds no *.json baseline");
+  return files;
+}
+
+std::string baseline_json(const Baseline& b) {
+  ordered_json j;
+  j["workload"] = b.workload;
+  j["overrides"] = b.overrides;
+  j["fidelity"] = b.fidelity;
+  ordered_json metrics = ordered_json::object();
+  for (const MetricBaseline& m : b.metrics) {
+    ordered_json one;
+    if (m.number) one["value"] = *m.number;
+    else if (m.text == "true" || m.text == "false") one["value"] = m.text == "true";
+    else one["value"] = m.text;
+    if (m.number) {
+      one["rel_tol"] = m.rel_tol;
+      if (m.abs_tol > 0) one["abs_tol"] = m.abs_tol;
+    }
+    metrics[m.name] = one;
+  }
+  j["metrics"] = metrics;
+  return j.dump(2) + "\n";
+}
+
+bool BaselineComparison::passed() const {
+  return run_ok && std::all_of(metrics.begin(), metrics.end(), [](const MetricComparison& m) { return m.within_tolerance; });
+}
+
+BaselineComparison compare_with_baseline(const Baseline& baseline, const JobOutcome& run) {
+  BaselineComparison c;
+  c.file = baseline.file;
+  c.run_ok = run.ok;
+  c.error = run.error;
+  if (!run.ok) return c;
+  for (const MetricBaseline& m : baseline.metrics) {
+    MetricComparison mc;
+    mc.name = m.name;
+    mc.expected = m.text;
+    const std::string* actual = find_field(run, m.name);
+    if (!actual) {
+      mc.actual = "(missing)";
+      mc.within_tolerance = false;
+      c.metrics.push_back(mc);
+      continue;
+    }
+    mc.actual = *actual;
+    std::optional<double> value = parse_number(*actual);
+    if (m.number && value) {
+      mc.numeric = true;
+      mc.actual = number_text(*value);  // as the baseline writes numbers: 19193856, not 19193856.0
+      double diff = *value - *m.number;
+      mc.relative_change = *m.number != 0 ? diff / std::abs(*m.number) : (diff == 0 ? 0 : INFINITY);
+      mc.within_tolerance = std::abs(diff) <= std::max(m.rel_tol * std::abs(*m.number), m.abs_tol);
+    } else {
+      mc.within_tolerance = !m.number && *actual == m.text;
+    }
+    c.metrics.push_back(mc);
+  }
+  return c;
+}
+
+Baseline updated_baseline(const Baseline& baseline, const JobOutcome& run) {
+  if (!run.ok) throw UserError(SourceLocation{baseline.file, 0, 0}, fmt::format("cannot update: the run failed: {}", run.error));
+  Baseline b = baseline;
+  for (MetricBaseline& m : b.metrics) {
+    const std::string* actual = find_field(run, m.name);
+    if (!actual)
+      throw UserError(SourceLocation{baseline.file, 0, 0},
+                      fmt::format("cannot update: the report has no field '{}'", m.name),
+                      "metric names are the columns of `podsim run --format csv`");
+    m.number = parse_number(*actual);
+    m.text = m.number ? number_text(*m.number) : *actual;
+  }
+  return b;
+}
+
+namespace {
+
+// The status of a metric out of its tolerance: which way it moved, in the
+// words of what it measures (a shorter step is faster, not a regression).
+std::string change_status(const MetricComparison& m) {
+  if (!m.numeric || !std::isfinite(m.relative_change) || m.relative_change == 0) return "CHANGED";
+  const bool up = m.relative_change > 0;
+  const std::string& n = m.name;
+  if (n == "step_time_s" || n.starts_with("time_breakdown_s.") || n.starts_with("time_by_"))
+    return n == "step_time_s" ? (up ? "CHANGED: slower" : "CHANGED: faster") : (up ? "CHANGED: longer" : "CHANGED: shorter");
+  if (n == "tokens_per_second") return up ? "CHANGED: faster" : "CHANGED: slower";
+  if (n == "peak_memory_bytes" || n.starts_with("memory_breakdown_bytes."))
+    return up ? "CHANGED: more memory" : "CHANGED: less memory";
+  return up ? "CHANGED: higher" : "CHANGED: lower";
+}
+
+}  // namespace
+
+std::string regress_table(const std::vector<BaselineComparison>& comparisons, bool all_rows) {
+  std::vector<std::array<std::string, 6>> rows;
+  rows.push_back({"baseline", "metric", "expected", "actual", "change", "status"});
+  int failed = 0;
+  for (const BaselineComparison& c : comparisons) {
+    std::string name = fs::path(c.file).filename().string();
+    if (!c.passed()) ++failed;
+    if (!c.run_ok) {
+      rows.push_back({name, "(run)", "", "", "", "ERROR: " + c.error});
+      continue;
+    }
+    for (const MetricComparison& m : c.metrics) {
+      if (m.within_tolerance && !all_rows) continue;
+      std::string change;
+      if (m.numeric ? m.relative_change != 0 : m.actual != m.expected)
+        change = m.numeric && std::isfinite(m.relative_change) ? fmt::format("{:+.3f}%", 100 * m.relative_change)
+                                                               : "changed";
+      rows.push_back({name, m.name, m.expected, m.actual, change, m.within_tolerance ? "ok" : change_status(m)});
+    }
+  }
+  std::string out;
+  if (rows.size() > 1) {
+    std::array<size_t, 6> width{};
+    for (const auto& r : rows)
+      for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (const auto& r : rows) {
+      std::string line;
+      for (size_t i = 0; i < r.size(); ++i) line += fmt::format("{:<{}}  ", r[i], width[i]);
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out += line + "\n";
+    }
+  }
+  out += fmt::format("regress: {} baseline(s), {} passed, {} failed\n", comparisons.size(),
+                     comparisons.size() - static_cast<size_t>(failed), failed);
+  return out;
+}
+
+RegressResult run_regress(const RegressOptions& options) {
+  std::vector<Baseline> baselines;
+  for (const std::string& file : baseline_files(options.baselines_dir)) baselines.push_back(load_baseline(file));
+  std::vector<RunJob> jobs;
+  for (const Baseline& b : baselines) jobs.push_back(RunJob{b.workload_path, b.overrides, b.fidelity});
+  std::vector<JobOutcome> outcomes = run_jobs(jobs, options.children);
+  RegressResult result;
+  for (size_t i = 0; i < baselines.size(); ++i) {
+    result.comparisons.push_back(compare_with_baseline(baselines[i], outcomes[i]));
+    if (!result.comparisons.back().passed()) result.regressed = true;
+    if (options.update && outcomes[i].ok)
+      write_file_atomically(baselines[i].file, baseline_json(updated_baseline(baselines[i], outcomes[i])));
+  }
+  result.table = regress_table(result.comparisons, false);
+  return result;
+}
+
+}  // namespace podsim::studies

@@ -1,0 +1,167 @@
+// compile_workload + simulate_compiled (driver/run_workload.h): one
+// compiled program simulated on hardware variants, in process.
+#include "driver/run_workload.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "tests/test_files.h"
+
+namespace podsim::driver {
+namespace {
+
+using reports::CollectiveStats;
+using reports::Report;
+
+RunRequest small_request(std::vector<std::string> overrides = {}) {
+  RunRequest request;
+  request.workload_path = test_files::source_path("workloads/small.yaml");
+  request.overrides = std::move(overrides);
+  return request;
+}
+
+TEST(SimulateCompiled, WithoutVariantItIsTheRunAndAVariantIsTheRunWithThatSet) {
+  const RunRequest request = small_request();
+  CompiledWorkload compiled = compile_workload(request);
+  EXPECT_EQ(simulate_compiled(compiled, request).report.step_time_s, run_workload(request).report.step_time_s);
+  const RunResult slower = simulate_compiled(compiled, request, {{"core.op_overhead_s", "2e-6"}});
+  EXPECT_EQ(slower.report.step_time_s,
+            run_workload(small_request({"hardware.core.op_overhead_s=2e-6"})).report.step_time_s);
+  EXPECT_GT(slower.report.step_time_s, run_workload(request).report.step_time_s);
+}
+
+TEST(CompileWorkload, AScannedStackSaysItsBodyIsRecomputedWhateverTheRematChoice) {
+  // small.yaml trains with remat none; scanned, its layer body is still
+  // recomputed in the backward loop (docs/loops.md), which the report names.
+  const Report unrolled = run_workload(small_request()).report;
+  const Report scanned = run_workload(small_request({"model.layer_loop=scan"})).report;
+  EXPECT_EQ(scanned.compile.remat_applied, "full (scan body); elsewhere " + unrolled.compile.remat_applied);
+  EXPECT_GT(scanned.compile.recomputed_flops, unrolled.compile.recomputed_flops);
+}
+
+// Collective-permutes the step executes (the windowed loops' steps).
+int64_t permutes(const Report& report) {
+  for (const CollectiveStats& c : report.collectives)
+    if (c.kind == "collective-permute") return c.count;
+  ADD_FAILURE() << "no collective-permute row";
+  return -1;
+}
+
+// A variant whose hardware changes the compile options is compiled for
+// itself: its report is the one of a run with that --set, not of the
+// program compiled for the workload's own hardware.
+void expect_variant_is_its_own_run(const std::vector<std::string>& workload_sets, const std::string& key,
+                                   const std::string& value) {
+  const RunRequest request = small_request(workload_sets);
+  CompiledWorkload compiled = compile_workload(request);
+  std::vector<std::string> with_key = workload_sets;
+  with_key.push_back("hardware." + key + "=" + value);
+  const Report variant = simulate_compiled(compiled, request, {{key, value}}).report;
+  const Report separate = run_workload(small_request(with_key)).report;
+  EXPECT_EQ(variant.step_time_s, separate.step_time_s);
+  EXPECT_EQ(variant.executed_flops_per_step, separate.executed_flops_per_step);
+  EXPECT_EQ(variant.compile.recomputed_flops, separate.compile.recomputed_flops);
+  EXPECT_EQ(permutes(variant), permutes(separate));
+}
+
+TEST(SimulateCompiled, RematAutoVariantOfTheHbmCapacityIsCompiledForIt) {
+  // A 256-wide, 128-token version of the small model peaks at ~7.5 MB per
+  // device without recomputation; remat: auto in 4 MB recomputes (full).
+  const std::vector<std::string> sets = {"model.model_dim=256", "model.ffn_dim=1024", "model.seq_len=128",
+                                         "training.remat=auto"};
+  const RunRequest request = small_request(sets);
+  CompiledWorkload compiled = compile_workload(request);
+  ASSERT_EQ(compiled.program.stats.remat_applied, "none");
+  const RunResult variant = simulate_compiled(compiled, request, {{"hbm.capacity_bytes", "4e6"}});
+  EXPECT_GT(variant.report.compile.recomputed_flops, 0);
+  expect_variant_is_its_own_run(sets, "hbm.capacity_bytes", "4e6");
+  // The same capacity, or any key the compiler does not weigh, reuses the program.
+  EXPECT_EQ(simulate_compiled(compiled, request, {{"hbm.capacity_bytes", "17179869184"}}).report.compile.recomputed_flops,
+            0);
+}
+
+TEST(SimulateCompiled, WindowedEinsumOverlapTestWeighsTheVariantsLinkRate) {
+  // With the size threshold at 0 every eligible dot of the small model may
+  // be windowed, but none passes the overlap test at tpuv3's 8.2e10 B/s (a step's
+  // tiny dot cannot hide a permute); at 1e14 B/s (0.74 flops per byte) they do.
+  const std::vector<std::string> sets = {"compiler.windowed_einsum.threshold_mib=0"};
+  const RunRequest request = small_request(sets);
+  CompiledWorkload compiled = compile_workload(request);
+  EXPECT_EQ(permutes(simulate_compiled(compiled, request).report), 0);
+  EXPECT_GT(permutes(simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report), 0);
+  expect_variant_is_its_own_run(sets, "ici.link_bandwidth", "1e14");
+  // Without the overlap test the link rate does not enter the compile.
+  expect_variant_is_its_own_run({"compiler.windowed_einsum.threshold_mib=0",
+                                 "compiler.windowed_einsum.overlap_test=false"},
+                                "ici.link_bandwidth", "1e14");
+}
+
+TEST(SimulateCompiled, KeepsTheLatestVariantProgramsForReuse) {
+  const RunRequest request = small_request({"compiler.windowed_einsum.threshold_mib=0"});
+  CompiledWorkload compiled = compile_workload(request);
+  const double fast_links = simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s;
+  ASSERT_EQ(compiled.variant_programs.size(), 1u);
+  // Keys the compiler does not weigh and the compiled hardware itself add none.
+  simulate_compiled(compiled, request, {{"core.op_overhead_s", "2e-6"}});
+  simulate_compiled(compiled, request, {{"ici.link_bandwidth", "8.2e10"}});  // tpuv3's own rate
+  EXPECT_EQ(compiled.variant_programs.size(), 1u);
+  // The same variant again reuses its program: same answer, nothing added.
+  EXPECT_EQ(simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s, fast_links);
+  EXPECT_EQ(compiled.variant_programs.size(), 1u);
+  // Further link rates: at most kVariantProgramsKept, the latest first.
+  for (const char* rate : {"2e14", "3e14", "4e14"}) simulate_compiled(compiled, request, {{"ici.link_bandwidth", rate}});
+  ASSERT_EQ(compiled.variant_programs.size(), CompiledWorkload::kVariantProgramsKept);
+  EXPECT_EQ(compiled.variant_programs.front().options.spmd.windowed_einsum_min_flops_per_byte,
+            hw::peak_matmul_flops_per_device(compiled.system->config().core) / (4e14 * 1.0));
+  EXPECT_EQ(simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s, fast_links);
+}
+
+TEST(SpmdOptionsFromWorkload, OverlapTestWeighsPeakAgainstOneLinkDirection) {
+  const hw::HardwareConfig tpuv3 = hw::load_hardware("tpuv3");
+  workloads::CompilerSpec spec;
+  const compiler::SpmdOptions options = spmd_options(spec, tpuv3);
+  // hardware.md: 2 MXUs x 128 x 128 MACs x 2 flops x 940 MHz = 61.6e12 flop/s
+  // over 8.2e10 B/s x 1 per link direction (hardware.md#ici-link-rate): 751
+  // flops per byte.
+  EXPECT_NEAR(options.windowed_einsum_min_flops_per_byte, 2.0 * 128 * 128 * 2 * 940e6 / (8.2e10 * 1.0), 1e-6);
+  EXPECT_EQ(options.windowed_einsum_threshold_bytes, int64_t{256} << 20);
+  EXPECT_EQ(options.windowed_einsum_max_devices, 32);
+  EXPECT_FALSE(options.windowed_einsum_bidirectional);
+  hw::HardwareConfig faster_links = tpuv3;
+  faster_links.ici.link_bandwidth *= 2;
+  EXPECT_NEAR(spmd_options(spec, faster_links).windowed_einsum_min_flops_per_byte,
+              options.windowed_einsum_min_flops_per_byte / 2, 1e-9);
+  spec.windowed_einsum = {.threshold_mib = 0.5, .max_devices = 8, .bidirectional = true, .overlap_test = false};
+  const compiler::SpmdOptions set = spmd_options(spec, tpuv3);
+  EXPECT_EQ(set.windowed_einsum_min_flops_per_byte, 0);  // XLA's rule: size alone
+  EXPECT_EQ(set.windowed_einsum_threshold_bytes, 512 * 1024);
+  EXPECT_EQ(set.windowed_einsum_max_devices, 8);
+  EXPECT_TRUE(set.windowed_einsum_bidirectional);
+}
+
+// The reshard plans' per-collective latency in bytes is the hardware's hop
+// latency x link rate: TPUv3 1e-6 s x 8.2e10 B/s = 8.2e4 (the compiler's
+// standalone default, 1e5, is the same product at the 1e11 B/s rate podsim
+// used before; the shipped workloads compile to the same programs at
+// either); slower hops make each collective dearer in bytes, slower links
+// cheaper.
+TEST(SpmdOptionsFromWorkload, CollectiveLatencyIsHopLatencyTimesLinkRate) {
+  const hw::HardwareConfig tpuv3 = hw::load_hardware("tpuv3");
+  const workloads::CompilerSpec spec;
+  EXPECT_DOUBLE_EQ(spmd_options(spec, tpuv3).collective_latency_bytes, 1e-6 * 8.2e10);
+  hw::HardwareConfig slow_hops = tpuv3;
+  slow_hops.ici.hop_latency_s = 3e-6;
+  EXPECT_DOUBLE_EQ(spmd_options(spec, slow_hops).collective_latency_bytes, 3e-6 * 8.2e10);
+  hw::HardwareConfig slower_links = tpuv3;
+  slower_links.ici.link_bandwidth = 4.5e10;
+  EXPECT_DOUBLE_EQ(spmd_options(spec, slower_links).collective_latency_bytes, 1e-6 * 4.5e10);
+}
+
+TEST(RunOptions, FidelityNames) {
+  EXPECT_EQ(fidelity_from_name("fast"), sim::Fidelity::kFast);
+  EXPECT_EQ(fidelity_from_name("full"), sim::Fidelity::kFull);
+  EXPECT_THROW(fidelity_from_name("exact"), UserError);
+}
+
+}  // namespace
+}  // namespace podsim::driver

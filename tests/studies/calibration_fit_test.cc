@@ -1,0 +1,164 @@
+// The search and the parameter scale behind `podsim calibrate --fit`
+// (studies/calibration_fit.h), and the `fit:` list of the measured-numbers
+// file. The fit against real runs is tested in tests/cli/calibrate_fit_cli_test.cc.
+#include "studies/calibration_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "common/error.h"
+
+namespace podsim::studies {
+namespace {
+
+// Evaluates f on every point of a batch and records the batches.
+struct Recorder {
+  std::function<double(const std::vector<double>&)> f;
+  std::vector<size_t> batch_sizes;
+  std::vector<std::vector<double>> seen;
+  BatchObjective objective() {
+    return [this](const std::vector<std::vector<double>>& points) {
+      batch_sizes.push_back(points.size());
+      std::vector<double> values;
+      for (const auto& p : points) {
+        seen.push_back(p);
+        values.push_back(f(p));
+      }
+      return values;
+    };
+  }
+};
+
+TEST(CompassSearch, FindsTheMinimumOfASeparableQuadratic) {
+  // f = (u0 - 0.3)^2 + (u1 - 0.8)^2: along each axis the search stops on
+  // the grid point nearest the minimiser once the step is below min_step,
+  // so it ends within min_step of (0.3, 0.8).
+  Recorder r;
+  r.f = [](const std::vector<double>& u) { return std::pow(u[0] - 0.3, 2) + std::pow(u[1] - 0.8, 2); };
+  const double min_step = 1.0 / 1024;
+  CompassSearchResult s = compass_search(r.objective(), {0.5, 0.5}, 0.25, min_step, 1000);
+  EXPECT_NEAR(s.best[0], 0.3, min_step);
+  EXPECT_NEAR(s.best[1], 0.8, min_step);
+  EXPECT_DOUBLE_EQ(s.value, r.f(s.best));
+  // The start alone, then at most 2 polls per axis a batch; the count adds up.
+  ASSERT_FALSE(r.batch_sizes.empty());
+  EXPECT_EQ(r.batch_sizes.front(), 1u);
+  size_t total = 0;
+  for (size_t b : r.batch_sizes) {
+    EXPECT_LE(b, 4u);
+    total += b;
+  }
+  EXPECT_EQ(static_cast<size_t>(s.evaluations), total);
+  EXPECT_EQ(static_cast<size_t>(s.iterations) + 1, r.batch_sizes.size());
+}
+
+TEST(CompassSearch, StaysInTheUnitCube) {
+  // f = -u0 - u1 is least at the corner (1, 1); no poll leaves the cube.
+  Recorder r;
+  r.f = [](const std::vector<double>& u) { return -u[0] - u[1]; };
+  CompassSearchResult s = compass_search(r.objective(), {0.9, 0.2});
+  EXPECT_DOUBLE_EQ(s.best[0], 1.0);
+  EXPECT_DOUBLE_EQ(s.best[1], 1.0);
+  for (const auto& p : r.seen)
+    for (double u : p) {
+      EXPECT_GE(u, 0.0);
+      EXPECT_LE(u, 1.0);
+    }
+}
+
+TEST(CompassSearch, NeverMovesToAFailedPoint) {
+  // Runs fail (+inf) above u = 0.6; below, f falls towards u = 1. The
+  // search ends at the last grid point that ran, within min_step of 0.6.
+  Recorder r;
+  r.f = [](const std::vector<double>& u) {
+    return u[0] > 0.6 ? std::numeric_limits<double>::infinity() : std::pow(u[0] - 1, 2);
+  };
+  const double min_step = 1.0 / 256;
+  CompassSearchResult s = compass_search(r.objective(), {0.0}, 0.25, min_step, 1000);
+  EXPECT_LE(s.best[0], 0.6);
+  EXPECT_GT(s.best[0], 0.6 - min_step);
+}
+
+TEST(CompassSearch, StopsAtTheEvaluationBudget) {
+  Recorder r;
+  r.f = [](const std::vector<double>& u) { return std::pow(u[0] - 0.123, 2) + std::pow(u[1] - 0.77, 2); };
+  CompassSearchResult s = compass_search(r.objective(), {0.5, 0.5}, 0.25, 1e-9, 20);
+  // The budget is checked before each batch of at most 4 polls.
+  EXPECT_GE(s.evaluations, 20);
+  EXPECT_LT(s.evaluations, 20 + 4);
+}
+
+TEST(FitScale, StepsInRatiosOfTheRange) {
+  FitParameter p{"core.op_overhead_s", 1e-7, 1e-5, "test"};
+  // low * (high/low)^u: the middle of two decades is one decade up.
+  EXPECT_NEAR(fit_value_at(p, 0.5), 1e-6, 1e-18);
+  EXPECT_DOUBLE_EQ(fit_value_at(p, 0), 1e-7);
+  EXPECT_NEAR(fit_value_at(p, 1), 1e-5, 1e-18);
+  EXPECT_NEAR(fit_unit_of(p, 1e-6), 0.5, 1e-12);
+  EXPECT_NEAR(fit_unit_of(p, fit_value_at(p, 0.3)), 0.3, 1e-12);
+  // Outside the range: clamped to its ends.
+  EXPECT_DOUBLE_EQ(fit_unit_of(p, 1e-9), 0.0);
+  EXPECT_DOUBLE_EQ(fit_unit_of(p, 1.0), 1.0);
+  EXPECT_NEAR(fit_value_at(p, 7.0), 1e-5, 1e-18);
+}
+
+const char* kPoints = R"(points:
+  - config: A
+    workload: a.yaml
+    metric: steps_per_second
+    measured: 1
+)";
+
+TEST(FitList, ParsesKeysRangesAndReasons) {
+  MeasuredSet set = parse_measured(std::string(kPoints) + R"(fit:
+  - key: core.op_overhead_s
+    range: [0.2e-6, 5e-6]
+    why: "kernel issue cost"
+  - key: ici.link_efficiency
+    range: [0.7, 1.0]
+    why: measured fraction
+)",
+                                   "m.yaml");
+  ASSERT_EQ(set.fit.size(), 2u);
+  EXPECT_EQ(set.fit[0].key, "core.op_overhead_s");
+  EXPECT_DOUBLE_EQ(set.fit[0].low, 0.2e-6);
+  EXPECT_DOUBLE_EQ(set.fit[0].high, 5e-6);
+  EXPECT_EQ(set.fit[0].why, "kernel issue cost");
+  EXPECT_EQ(set.fit[1].key, "ici.link_efficiency");
+}
+
+// The error's text for a bad fit list ("" when it parses).
+std::string fit_error(const std::string& fit_yaml) {
+  try {
+    parse_measured(std::string(kPoints) + fit_yaml, "m.yaml");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FitList, BadEntriesArePositionedErrors) {
+  // Line 6 is the first line after kPoints' five.
+  const std::string unknown_key = fit_error("fit:\n  - key: core.warp_drive\n    range: [1, 2]\n    why: x\n");
+  EXPECT_NE(unknown_key.find("m.yaml:7:10"), std::string::npos) << unknown_key;
+  EXPECT_NE(unknown_key.find("not a hardware key"), std::string::npos) << unknown_key;
+  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [0, 2e-6]\n    why: x\n").find("0 < low < high"),
+            std::string::npos);
+  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [2e-6, 1e-6]\n    why: x\n").find("0 < low < high"),
+            std::string::npos);
+  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [1e-6]\n    why: x\n").find("range: [low, high]"),
+            std::string::npos);
+  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [1e-7, 1e-6]\n").find("needs 'why'"),
+            std::string::npos);
+  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [1e-7, 1e-6]\n    why: x\n"
+                      "  - key: hbm.latency_s\n    range: [1e-7, 1e-6]\n    why: y\n")
+                .find("listed twice"),
+            std::string::npos);
+  EXPECT_NE(fit_error("fit: 3\n").find("'fit' must be a list"), std::string::npos);
+  EXPECT_EQ(fit_error("fit:\n  - key: hbm.latency_s\n    range: [1e-7, 1e-6]\n    why: x\n"), "");
+}
+
+}  // namespace
+}  // namespace podsim::studies

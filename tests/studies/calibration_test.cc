@@ -1,0 +1,261 @@
+// Calibration table (studies/calibration.h): the measured-numbers file, the
+// predicted metric and error arithmetic, the markdown page.
+#include "studies/calibration.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+
+namespace podsim::studies {
+namespace {
+
+const char* kMeasured = R"(source: "measurements.md"
+points:
+  - config: Dense
+    workload: ../w/dense.yaml
+    metric: tokens_per_second
+    measured: 4000
+  - config: Moe
+    workload: /abs/moe.yaml
+    metric: steps_per_second
+    measured: 0.5
+    source: "measurements.md MoE table"
+)";
+
+JobOutcome run_with(double step_time_s, double tokens_per_second, double mfu) {
+  JobOutcome run;
+  run.ok = true;
+  run.metrics = {{"step_time_s", fmt::format("{}", step_time_s)},
+                 {"tokens_per_second", fmt::format("{}", tokens_per_second)},
+                 {"mfu", fmt::format("{}", mfu)}};
+  return run;
+}
+
+TEST(CalibrationTest, ParsesPointsAndResolvesPaths) {
+  MeasuredSet set = parse_measured(kMeasured, "/repo/reports/baselines/measured.yaml");
+  ASSERT_EQ(set.points.size(), 2u);
+  EXPECT_EQ(set.source, "measurements.md");
+  EXPECT_EQ(set.points[0].workload_path, "/repo/reports/w/dense.yaml");
+  EXPECT_EQ(set.points[1].workload_path, "/abs/moe.yaml");
+  EXPECT_DOUBLE_EQ(set.points[1].measured, 0.5);
+  EXPECT_EQ(set.points[1].source, "measurements.md MoE table");
+}
+
+TEST(CalibrationTest, BadFilesArePositionedUserErrors) {
+  EXPECT_THROW(parse_measured("points: []\n", "m.yaml"), UserError);
+  EXPECT_THROW(parse_measured("points:\n  - config: a\n    workload: w\n    metric: flops\n    measured: 1\n", "m.yaml"),
+               UserError);
+  try {
+    parse_measured("points:\n  - config: a\n    workload: w\n    metric: steps_per_second\n    measured: fast\n",
+                   "m.yaml");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.yaml:5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CalibrationTest, TokensPerSecondErrorIsPredictedOverMeasuredMinusOne) {
+  MeasuredSet set = parse_measured(kMeasured, "m.yaml");
+  // 5000 predicted vs 4000 measured: 5000/4000 - 1 = +25%.
+  CalibrationRow row = calibration_row(set.points[0], run_with(1.0, 5000, 0.4));
+  ASSERT_TRUE(row.ok);
+  EXPECT_DOUBLE_EQ(row.predicted, 5000);
+  EXPECT_DOUBLE_EQ(row.relative_error, 0.25);
+}
+
+TEST(CalibrationTest, StepsPerSecondIsTheInverseStepTime) {
+  MeasuredSet set = parse_measured(kMeasured, "m.yaml");
+  // step 4 s -> 0.25 steps/s vs 0.5 measured: 0.25/0.5 - 1 = -50%.
+  CalibrationRow row = calibration_row(set.points[1], run_with(4.0, 123, 0.1));
+  ASSERT_TRUE(row.ok);
+  EXPECT_DOUBLE_EQ(row.predicted, 0.25);
+  EXPECT_DOUBLE_EQ(row.relative_error, -0.5);
+}
+
+TEST(CalibrationTest, MarkdownShowsErrorsMeanAndFailures) {
+  MeasuredSet set = parse_measured(kMeasured, "m.yaml");
+  JobOutcome crashed;
+  crashed.error = "crashed with signal 11 (Segmentation fault)";
+  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 5000, 0.4)),
+                                      calibration_row(set.points[1], crashed)};
+  std::string md = calibration_markdown(set, rows);
+  EXPECT_NE(md.find("| Dense | dense.yaml | tokens_per_second | 4000 | 5000 | +25.0% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Moe | moe.yaml | steps_per_second | 0.5 | failed |"), std::string::npos) << md;
+  // Only the run that ran enters the mean: |+25%| / 1.
+  // +25% is outside the 15% bar: 0 of the 2 rows within it.
+  EXPECT_NE(md.find("1 of 2 calibration configs ran; mean |error| over them 25.0%; 0 of 2 within 15%"), std::string::npos) << md;
+  EXPECT_NE(md.find("- Moe: crashed with signal 11"), std::string::npos) << md;
+  EXPECT_EQ(md.find("## Notes"), std::string::npos) << md;
+}
+
+TEST(CalibrationTest, WithinCountAndNotes) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + "notes: |\n  Why the MoE row misses.\n", "m.yaml");
+  EXPECT_EQ(set.notes, "Why the MoE row misses.\n");
+  // 4400 / 4000 - 1 = +10% (within 15%); 1 / 2 s = 0.5 steps/s = measured (0%).
+  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
+                                      calibration_row(set.points[1], run_with(2.0, 1, 0.1))};
+  std::string md = calibration_markdown(set, rows);
+  EXPECT_NE(md.find("2 of 2 calibration configs ran; mean |error| over them 5.0%; 2 of 2 within 15%"), std::string::npos) << md;
+  EXPECT_NE(md.find("\n## Notes\n\nWhy the MoE row misses.\n"), std::string::npos) << md;
+}
+
+TEST(CalibrationTest, MfuPointsReadTheReportsMfu) {
+  MeasuredSet set =
+      parse_measured("points:\n  - config: M\n    workload: w.yaml\n    metric: mfu\n    measured: 0.5\n", "m.yaml");
+  // Predicted = the report's mfu field: 0.55 / 0.5 - 1 = +10%.
+  CalibrationRow row = calibration_row(set.points[0], run_with(3.0, 77, 0.55));
+  ASSERT_TRUE(row.ok);
+  EXPECT_DOUBLE_EQ(row.predicted, 0.55);
+  EXPECT_NEAR(row.relative_error, 0.1, 1e-12);
+}
+
+TEST(CalibrationTest, InconsistentPointsStayOutOfTheStatistics) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + "    inconsistent: \"needs 110% of peak\"\n", "m.yaml");
+  ASSERT_EQ(set.points.size(), 2u);
+  EXPECT_TRUE(set.points[0].inconsistent.empty());
+  EXPECT_EQ(set.points[1].inconsistent, "needs 110% of peak");
+  // Dense +10% counts; Moe at 0.25 / 0.5 - 1 = -50% is shown but not counted:
+  // mean |error| 10.0% over 1 config, not (10 + 50) / 2 = 30%.
+  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
+                                      calibration_row(set.points[1], run_with(4.0, 1, 0.1))};
+  std::string md = calibration_markdown(set, rows);
+  EXPECT_NE(md.find("| Moe (inconsistent, not a target) | moe.yaml | steps_per_second | 0.5 | 0.25 | -50.0% |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("1 of 1 calibration configs ran; mean |error| over them 10.0%; 1 of 1 within 15%"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- Moe: needs 110% of peak"), std::string::npos) << md;
+}
+
+const char* kChecks = R"(
+checks:
+  - config: Moe
+    workload: ../w/moe.yaml
+    quantity: remat share
+    field: time_by_pass_s.recompute
+    per_step: true
+    measured: 0.28
+  - config: Moe
+    workload: ../w/moe.yaml
+    quantity: layer matmuls | of peak
+    field: flops_utilization.layer_matmuls
+    at_least: 0.85
+  - config: Dense
+    workload: ../w/dense.yaml
+    quantity: GSPMD utilization
+    field: mfu
+    range: [0.50, 0.62]
+)";
+
+JobOutcome run_with_field(const std::string& key, double value, double step_time_s = 2.0) {
+  JobOutcome run = run_with(step_time_s, 1, 0.55);
+  run.metrics.emplace_back(key, fmt::format("{}", value));
+  return run;
+}
+
+TEST(CalibrationChecks, ParsedWithKindsAndPaths) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + kChecks, "/repo/reports/baselines/measured.yaml");
+  ASSERT_EQ(set.checks.size(), 3u);
+  EXPECT_EQ(set.checks[0].kind, MeasuredCheck::Kind::kValue);
+  EXPECT_TRUE(set.checks[0].per_step);
+  EXPECT_DOUBLE_EQ(set.checks[0].measured, 0.28);
+  EXPECT_EQ(set.checks[0].workload_path, "/repo/reports/w/moe.yaml");
+  EXPECT_EQ(set.checks[1].kind, MeasuredCheck::Kind::kAtLeast);
+  EXPECT_FALSE(set.checks[1].per_step);
+  EXPECT_EQ(set.checks[2].kind, MeasuredCheck::Kind::kRange);
+  EXPECT_DOUBLE_EQ(set.checks[2].low, 0.50);
+  EXPECT_DOUBLE_EQ(set.checks[2].high, 0.62);
+}
+
+TEST(CalibrationChecks, BadChecksArePositionedUserErrors) {
+  const std::string head = std::string(kMeasured) +
+                           "checks:\n  - config: a\n    workload: w\n    quantity: q\n";
+  auto message = [&head](const std::string& rest) {
+    try {
+      parse_measured(head + rest, "m.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  // Lines: kMeasured has 11, "checks:" is 12, the check starts on 13.
+  EXPECT_NE(message("    field: not_a_field\n    measured: 1\n").find("m.yaml:16"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    measured: 1\n    at_least: 2\n").find("exactly one of"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n").find("exactly one of"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    range: [0.6, 0.5]\n").find("low <= high"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    range: 0.5\n").find("[low, high]"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    at_least: most\n").find("m.yaml:17"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    per_step: maybe\n    measured: 1\n").find("true or false"),
+            std::string::npos);
+}
+
+TEST(CalibrationChecks, VerdictsFollowTheKind) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + kChecks, "m.yaml");
+  // recompute 0.6 s of a 2 s step = 0.30 vs 0.28: 0.30/0.28 - 1 = +7.1%, within 15%.
+  CheckRow remat = check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 0.6));
+  ASSERT_TRUE(remat.ok);
+  EXPECT_DOUBLE_EQ(remat.predicted, 0.3);
+  EXPECT_NEAR(remat.relative_error, 0.30 / 0.28 - 1, 1e-12);
+  EXPECT_TRUE(remat.holds);
+  // 1.0 s of 2 s = 0.5: +78.6%, outside.
+  EXPECT_FALSE(check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 1.0)).holds);
+  // Lower bound: 0.9 >= 0.85 holds, 0.8 does not.
+  EXPECT_TRUE(check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.9)).holds);
+  EXPECT_FALSE(check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.8)).holds);
+  // Range: run_with's mfu 0.55 is inside [0.50, 0.62].
+  EXPECT_TRUE(check_row(set.checks[2], run_with(1.0, 1, 0.55)).holds);
+  EXPECT_FALSE(check_row(set.checks[2], run_with(1.0, 1, 0.63)).holds);
+  // A run without the field is an error row, not a verdict.
+  CheckRow missing = check_row(set.checks[1], run_with(1.0, 1, 0.5));
+  EXPECT_FALSE(missing.ok);
+  EXPECT_NE(missing.error.find("flops_utilization.layer_matmuls"), std::string::npos);
+}
+
+TEST(CalibrationChecks, MarkdownTableWithVerdicts) {
+  MeasuredSet set = parse_measured(std::string(kMeasured) + kChecks, "m.yaml");
+  JobOutcome crashed;
+  crashed.error = "exit 2 | bad";
+  std::vector<CheckRow> checks = {check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 0.6)),
+                                  check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.8)),
+                                  check_row(set.checks[2], crashed)};
+  std::string md = calibration_markdown(set, {}, checks);
+  EXPECT_NE(md.find("## Other measured numbers"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Moe | remat share | `time_by_pass_s.recompute` / step | 0.28 | 0.3 | +7.1% |"),
+            std::string::npos) << md;
+  // Pipes in text would split the markdown cell.
+  EXPECT_NE(md.find("| Moe | layer matmuls / of peak | `flops_utilization.layer_matmuls` | >= 0.85 | 0.8 | does not hold |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| Dense | GSPMD utilization | `mfu` | 0.5 to 0.62 | failed | exit 2 / bad |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("2 of 3 checks ran; 1 hold."), std::string::npos) << md;
+}
+
+TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
+  // measurements.md: three Lingvo dense configs (tokens/s), two GShard MoE
+  // configs (steps/s), the 128E one marked inconsistent, and MaxText's 22B
+  // on TPU v4 (MFU).
+  MeasuredSet set = load_measured(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines/measured.yaml");
+  ASSERT_EQ(set.points.size(), 6u);
+  int tokens = 0, steps = 0, mfu = 0, inconsistent = 0;
+  for (const MeasuredPoint& p : set.points) {
+    (p.metric == "tokens_per_second" ? tokens : p.metric == "mfu" ? mfu : steps)++;
+    if (!p.inconsistent.empty()) ++inconsistent;
+    EXPECT_TRUE(std::filesystem::exists(p.workload_path)) << p.workload_path;
+  }
+  EXPECT_EQ(tokens, 3);
+  EXPECT_EQ(steps, 2);
+  EXPECT_EQ(mfu, 1);
+  EXPECT_EQ(inconsistent, 1);
+  // The other numbers: GShard's remat shares (36L, 60L), all-to-all shares
+  // (128E, 2048E), kernel utilizations (matmuls, attention) and GSPMD's
+  // utilization range.
+  EXPECT_EQ(set.checks.size(), 7u);
+  for (const MeasuredCheck& c : set.checks) EXPECT_TRUE(std::filesystem::exists(c.workload_path)) << c.workload_path;
+}
+
+}  // namespace
+}  // namespace podsim::studies
