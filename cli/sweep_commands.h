@@ -1,50 +1,62 @@
-// `podsim sweep`, `podsim sweep merge`, `podsim regress` and `podsim
-// calibrate`. Plain functions the CLI11 app in cli/commands.cc
-// dispatches to; each returns the process exit code and throws
-// podsim::UserError for bad input.
+// Until the merge: the old entry points cli/commands.cc still calls, as
+// thin forwards to cli/{sweep,regress,calibrate}_command.h (the coordinator
+// replaces their registration in cli/main.cc and deletes this file).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "cli/calibrate_command.h"
+#include "cli/regress_command.h"
+#include "cli/sweep_command.h"
+
 namespace podsim::cli {
 
 struct SweepCommandOptions {
   std::string sweep_file;
-  int jobs = 1;             // -j N: children at once
-  std::string shard;        // --shard I/N, empty = all points
-  std::string output;       // -o results.csv, empty or "-" = stdout
-  std::string jsonl;        // --jsonl F: also write JSON lines
-  std::string plot;         // --plot out.svg|png (gnuplot)
-  std::vector<std::string> plot_metrics;  // --plot-metric F (repeatable); empty = step_time_s
-  std::string podsim_binary;  // empty = this executable
-  double timeout_seconds = 0;  // --timeout S: kill a point running longer (0 = never)
+  int jobs = 1;
+  std::string shard;
+  std::string output;
+  std::string jsonl;
+  std::string plot;
+  std::vector<std::string> plot_metrics;
+  double timeout_seconds = 0;
 };
-// Exit 0 when every point ran, 1 when some point failed (its row says why).
-int sweep_command(const SweepCommandOptions& options);
 
-// podsim sweep merge A.csv B.csv ... -o out.csv
-int sweep_merge_command(const std::vector<std::string>& inputs, const std::string& output);
+inline int sweep_command(const SweepCommandOptions& o) {
+  return run_sweep_command(SweepOptions{{o.sweep_file}, o.jobs, o.shard, o.output, o.jsonl, o.plot, o.plot_metrics,
+                                        o.timeout_seconds});
+}
+
+inline int sweep_merge_command(const std::vector<std::string>& inputs, const std::string& output) {
+  SweepOptions options;
+  options.inputs = {"merge"};
+  options.inputs.insert(options.inputs.end(), inputs.begin(), inputs.end());
+  options.output = output;
+  return run_sweep_command(options);
+}
 
 struct RegressCommandOptions {
-  std::string baselines_dir;  // empty = reports/baselines (the cwd's, else the source tree's)
+  std::string baselines_dir;
   bool update = false;
   int jobs = 1;
-  bool all_rows = false;      // print unchanged metrics too
-  std::string podsim_binary;
+  bool all_rows = false;
 };
-// Exit 0 when every baseline holds, 1 on a regression (also with --update,
-// which rewrites the baselines after reporting).
-int regress_command(const RegressCommandOptions& options);
+
+inline int regress_command(const RegressCommandOptions& o) {
+  return run_regress_command(RegressOptions{o.baselines_dir, o.update, o.jobs, o.all_rows});
+}
 
 struct CalibrateCommandOptions {
-  std::string measured_file;  // empty = reports/baselines/measured.yaml (found as regress's folder)
-  std::string output;         // markdown; empty or "-" = stdout
+  std::string measured_file;
+  std::string output;
   int jobs = 1;
-  std::string podsim_binary;
-  bool fit = false;            // --fit: fit the `fit:` parameters, with leave-one-out
-  int max_evaluations = 400;   // --fit: variants per search at most
+  bool fit = false;
+  int max_evaluations = 400;
 };
-int calibrate_command(const CalibrateCommandOptions& options);
+
+inline int calibrate_command(const CalibrateCommandOptions& o) {
+  return run_calibrate_command(CalibrateOptions{o.measured_file, o.output, o.jobs, o.fit, o.max_evaluations});
+}
 
 }  // namespace podsim::cli

@@ -1,7 +1,8 @@
-// ProgressLine (common/progress.h).
+// The progress display (common/progress.h).
 #include "common/progress.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -59,12 +60,38 @@ void ProgressLine::update(const std::string& stage, double fraction) {
   printed_ = true;
 }
 
+void ProgressLine::update(const std::string& label, int done, int total) {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (elapsed < quiet_seconds_) return;
+  const std::string text = fmt::format("{} {}", label, progress_bar_text(done, total, elapsed));
+  if (style_ == ProgressStyle::kLines) {
+    fmt::print(stream_, "{}\n", text);
+  } else {
+    // The complete count stays on screen: its line ends.
+    const bool complete = done == total;
+    fmt::print(stream_, "\r{}{}", text, complete ? "\n" : "");
+    printed_ = !complete;
+    last_text_ = complete ? "" : text;
+  }
+  std::fflush(stream_);
+}
+
+void ProgressLine::note(const std::string& text) {
+  finish();
+  fmt::print(stream_, "{}\n", text);
+  std::fflush(stream_);
+}
+
 void ProgressLine::finish() {
   if (!printed_) return;
   fmt::print(stream_, "\r{:<{}}\r", "", last_text_.size());
   std::fflush(stream_);
   printed_ = false;
   last_text_.clear();
+}
+
+ProgressStyle progress_style_of(std::FILE* stream) {
+  return isatty(fileno(stream)) != 0 ? ProgressStyle::kInPlace : ProgressStyle::kLines;
 }
 
 std::string progress_bar_text(int done, int total, double elapsed_seconds, int width) {

@@ -1,8 +1,12 @@
-// A one-line progress indicator on stderr for long `podsim run`s: silent for
-// the first `quiet_seconds` (short runs print nothing), then
-// "podsim: <stage> NN%  ETA 1m05s", the ETA from the stage's pace so far.
-// In place (a terminal): rewritten with \r at most 10 times a second and
-// erased by finish(). As lines (a log file): one line per stage and per 10%.
+// podsim's one progress display, on stderr, for a long `podsim run` (stages
+// done by a fraction) and for studies over many runs (sweep, regress,
+// calibrate and the fit: items done of a total). Silent for the first
+// `quiet_seconds` (short runs print nothing). A stage reads
+// "podsim: <stage> NN%  ETA 1m05s", the ETA from the stage's pace so far; a
+// count reads "<label> [#####.....] 12/40  30%  elapsed 1m05s  ETA 2m31s".
+// In place (a terminal): rewritten with \r (a stage at most 10 times a
+// second, erased by finish(); a count at each item, kept once complete). As
+// lines (a log file): a stage once per 10%, a count at each item.
 #pragma once
 
 #include <chrono>
@@ -18,6 +22,10 @@ class ProgressLine {
   explicit ProgressLine(std::FILE* stream, double quiet_seconds = 1.0, ProgressStyle style = ProgressStyle::kInPlace);
   ~ProgressLine();
   void update(const std::string& stage, double fraction);
+  // `done` of `total` items since this display was made.
+  void update(const std::string& label, int done, int total);
+  // A line of news, on a line of its own.
+  void note(const std::string& text);
   void finish();  // in place: erases the line if one was printed
 
  private:
@@ -32,6 +40,9 @@ class ProgressLine {
   std::string last_text_;
   bool printed_ = false;
 };
+
+// kInPlace when `stream` is a terminal, else kLines.
+ProgressStyle progress_style_of(std::FILE* stream);
 
 // "45s", "2m05s", "1h02m" (rounded to the second).
 std::string duration_text(double seconds);

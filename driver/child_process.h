@@ -11,13 +11,15 @@
 #include <utility>
 #include <vector>
 
+#include "reports/flat_report.h"
+
 namespace podsim::driver {
 
 // What became of one child.
 struct JobOutcome {
   bool ok = false;
   std::string error;  // one line when !ok: exit status / signal + last stderr line
-  std::vector<std::pair<std::string, std::string>> metrics;  // flat report fields
+  reports::FlatReport metrics;  // the child's report, when ok
 };
 
 // Why a child that ended with waitpid `status` failed ("exit code 2: <its

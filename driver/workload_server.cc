@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "common/csv.h"
 #include "common/files.h"
-#include "reports/flat_fields.h"
+#include "reports/flat_report.h"
 
 namespace podsim::driver {
 
@@ -143,7 +143,7 @@ JobOutcome WorkloadServer::receive() {
     outcome.error = "the workload server answered with a row before any header";
     return outcome;
   }
-  outcome.metrics = reports::parse_report_csv(header_ + "\n" + line + "\n");
+  outcome.metrics = reports::FlatReport::from_csv(header_ + "\n" + line + "\n");
   if (outcome.metrics.empty()) {
     outcome.error = "the workload server answered with no report table";
     return outcome;

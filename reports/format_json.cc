@@ -7,7 +7,6 @@
 
 #include "common/error.h"
 #include "reports/formats.h"
-#include "common/csv.h"
 
 namespace podsim::reports {
 
@@ -203,8 +202,7 @@ std::string report_json(const Report& report, const FormatOptions& options) {
   return report_to_json(report, options).dump(2) + "\n";
 }
 
-std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report& report,
-                                                                    const FormatOptions& options) {
+FlatReport report_flat_fields(const Report& report, const FormatOptions& options) {
   nlohmann::ordered_json j = report_to_json(report, options);
   j.erase("top_ops");
   j.erase("top_collectives");
@@ -223,16 +221,7 @@ std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report
 }
 
 std::string report_csv(const Report& report, const FormatOptions& options) {
-  std::string header, row;
-  for (const auto& [key, value] : report_flat_fields(report, options)) {
-    if (!header.empty()) {
-      header += ',';
-      row += ',';
-    }
-    header += csv_quote(key);
-    row += csv_quote(value);
-  }
-  return header + "\n" + row + "\n";
+  return report_flat_fields(report, options).csv();
 }
 
 }  // namespace podsim::reports

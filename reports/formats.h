@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "reports/flat_report.h"
 #include "reports/report.h"
 
 namespace podsim::reports {
@@ -35,12 +36,11 @@ std::string format_report(const Report& report, Format format, const FormatOptio
 nlohmann::ordered_json report_to_json(const Report& report, const FormatOptions& options = {});
 std::string report_json(const Report& report, const FormatOptions& options = {});  // pretty, ends with a newline
 
-// Flat "dotted.key" -> value text, fixed columns for every run (the csv row,
-// and the sweep tables later). Nested json objects become dotted keys; top-op
-// lists are left out.
-std::vector<std::pair<std::string, std::string>> report_flat_fields(const Report& report,
-                                                                    const FormatOptions& options = {});
-std::string report_csv(const Report& report, const FormatOptions& options = {});  // header line + one row
+// The flat form (reports/flat_report.h), fixed columns for every run (the
+// csv row, and the sweep tables later). Nested json objects become dotted
+// keys; top-op lists are left out.
+FlatReport report_flat_fields(const Report& report, const FormatOptions& options = {});
+std::string report_csv(const Report& report, const FormatOptions& options = {});  // report_flat_fields(...).csv()
 
 std::string report_table(const Report& report);
 std::string report_markdown(const Report& report);

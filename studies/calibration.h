@@ -17,7 +17,7 @@
 // Besides throughput, the sources state other measured numbers (GShard's
 // rematerialization share and kernel utilizations, the all-to-all share,
 // GSPMD's utilization range). They are `checks:`, each a flat report field
-// (report_flat_fields, optionally divided by the step time) against a value,
+// (reports/flat_report.h, optionally divided by the step time) against a value,
 // a lower bound or a range:
 //   checks:
 //     - config: MoE(2048E,36L)
@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "studies/sweep_runner.h"
+#include "studies/job_runner.h"
 
 namespace podsim::studies {
 
@@ -67,7 +67,7 @@ struct MeasuredCheck {
 };
 
 // A hardware parameter `podsim calibrate --fit` may move, within the range
-// physics allows (studies/calibration_fit.h). 0 < low < high.
+// physics allows (studies/fit.h). 0 < low < high.
 struct FitParameter {
   std::string key;  // hardware key, without "hardware."
   double low = 0, high = 0;
@@ -112,13 +112,6 @@ struct CheckRow {
 
 CheckRow check_row(const MeasuredCheck& check, const JobOutcome& run);
 
-// Table cells: "0.28", ">= 0.85", "0.5 to 0.62"; "-5.6% (outside 15%)",
-// "holds", "does not hold", "failed"; a number as the tables print it
-// (whole above 100, else 3 significant digits).
-std::string measured_text(const MeasuredCheck& check);
-std::string check_verdict(const CheckRow& row);
-std::string value_text(double value);
-
 struct CalibrationResult {
   std::vector<CalibrationRow> rows;
   std::vector<CheckRow> checks;
@@ -131,10 +124,5 @@ size_t workload_index(std::vector<std::string>& workloads, const std::string& pa
 // Runs every workload of the points and checks once (fast fidelity) as a
 // child `podsim run`.
 CalibrationResult run_calibration(const MeasuredSet& set, const ChildRunOptions& options);
-
-// Markdown page: how it was made, the table, the mean |error| over the points
-// that ran, the failures, then the table of checks.
-std::string calibration_markdown(const MeasuredSet& set, const std::vector<CalibrationRow>& rows,
-                                 const std::vector<CheckRow>& checks = {});
 
 }  // namespace podsim::studies

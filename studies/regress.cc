@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/progress.h"
 
 namespace podsim::studies {
 
@@ -24,22 +25,7 @@ namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
 
-// Full-string number parse: "1e-3" yes, "12abc" and "" no.
-std::optional<double> parse_number(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size()) return std::nullopt;
-  return v;
-}
-
 std::string number_text(double v) { return fmt::format("{}", v); }
-
-const std::string* find_field(const JobOutcome& run, const std::string& name) {
-  for (const auto& [key, value] : run.metrics)
-    if (key == name) return &value;
-  return nullptr;
-}
 
 }  // namespace
 
@@ -167,7 +153,7 @@ BaselineComparison compare_with_baseline(const Baseline& baseline, const JobOutc
     MetricComparison mc;
     mc.name = m.name;
     mc.expected = m.text;
-    const std::string* actual = find_field(run, m.name);
+    const std::optional<std::string> actual = run.metrics.text(m.name);
     if (!actual) {
       mc.actual = "(missing)";
       mc.within_tolerance = false;
@@ -175,7 +161,7 @@ BaselineComparison compare_with_baseline(const Baseline& baseline, const JobOutc
       continue;
     }
     mc.actual = *actual;
-    std::optional<double> value = parse_number(*actual);
+    std::optional<double> value = run.metrics.number(m.name);
     if (m.number && value) {
       mc.numeric = true;
       mc.actual = number_text(*value);  // as the baseline writes numbers: 19193856, not 19193856.0
@@ -194,12 +180,12 @@ Baseline updated_baseline(const Baseline& baseline, const JobOutcome& run) {
   if (!run.ok) throw UserError(SourceLocation{baseline.file, 0, 0}, fmt::format("cannot update: the run failed: {}", run.error));
   Baseline b = baseline;
   for (MetricBaseline& m : b.metrics) {
-    const std::string* actual = find_field(run, m.name);
+    const std::optional<std::string> actual = run.metrics.text(m.name);
     if (!actual)
       throw UserError(SourceLocation{baseline.file, 0, 0},
                       fmt::format("cannot update: the report has no field '{}'", m.name),
                       "metric names are the columns of `podsim run --format csv`");
-    m.number = parse_number(*actual);
+    m.number = run.metrics.number(m.name);
     m.text = m.number ? number_text(*m.number) : *actual;
   }
   return b;
@@ -275,6 +261,29 @@ RegressResult run_regress(const RegressOptions& options) {
   }
   result.table = regress_table(result.comparisons, false);
   return result;
+}
+
+std::string shipped_baselines_dir(const std::string& flag) {
+  const std::string dir = find_baselines_dir(driver::current_executable(), fs::current_path().string());
+  if (dir.empty())
+    throw UserError("no reports/baselines folder here or in the source tree of this podsim",
+                    fmt::format("run from the podsim repository, or pass {}", flag));
+  return dir;
+}
+
+int regress(const RegressRequest& r) {
+  RegressOptions options;
+  options.baselines_dir = r.baselines_dir.empty() ? shipped_baselines_dir("--baselines DIR") : r.baselines_dir;
+  options.update = r.update;
+  options.children.podsim_binary = r.podsim_binary.empty() ? driver::current_executable() : r.podsim_binary;
+  options.children.jobs = std::max(1, r.jobs);
+  ProgressLine progress(stderr, 0, progress_style_of(stderr));
+  options.children.on_progress = [&progress](int done, int total) { progress.update("regress", done, total); };
+  RegressResult result = run_regress(options);
+  progress.finish();
+  fmt::print("{}", r.all_rows ? regress_table(result.comparisons, true) : result.table);
+  if (r.update) fmt::print("regress: baselines in {} rewritten from this run\n", options.baselines_dir);
+  return result.regressed ? 1 : 0;
 }
 
 }  // namespace podsim::studies

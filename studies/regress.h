@@ -22,12 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "studies/sweep_runner.h"
+#include "studies/job_runner.h"
 
 namespace podsim::studies {
 
 struct MetricBaseline {
-  std::string name;              // flat report key (report_flat_fields)
+  std::string name;              // flat report key (reports/flat_report.h)
   std::optional<double> number;  // numeric metrics
   std::string text;              // others ("true", "none", ...)
   double rel_tol = 0;
@@ -82,6 +82,9 @@ std::string regress_table(const std::vector<BaselineComparison>& comparisons, bo
 // source tree around the running podsim, searched upward from its folder
 // (build/cli/podsim -> ../../reports/baselines); "" when neither has them.
 std::string find_baselines_dir(const std::string& executable, const std::string& cwd);
+// find_baselines_dir for this podsim and the current folder; UserError
+// naming `flag` (the option that gives it) when there is none.
+std::string shipped_baselines_dir(const std::string& flag);
 
 struct RegressOptions {
   std::string baselines_dir;
@@ -98,5 +101,19 @@ struct RegressResult {
 // Runs every baseline's workload as a child `podsim run`, compares, and with
 // `update` rewrites each baseline whose run succeeded.
 RegressResult run_regress(const RegressOptions& options);
+
+// What `podsim regress` was asked.
+struct RegressRequest {
+  std::string baselines_dir;  // empty = shipped_baselines_dir
+  bool update = false;
+  int jobs = 1;
+  bool all_rows = false;      // print unchanged metrics too
+  std::string podsim_binary;  // empty = this executable
+};
+
+// Runs the baselines (a progress bar on stderr) and prints the table. Exit
+// code 0 when every baseline holds, 1 on a regression (also with update,
+// which rewrites the baselines after reporting).
+int regress(const RegressRequest& request);
 
 }  // namespace podsim::studies

@@ -1,332 +1,263 @@
-// Sweep specification, grid expansion, sharding and result tables (see
-// sweep.h).
+// Running a sweep's points and writing its tables (studies/sweep.h).
 #include "studies/sweep.h"
 
-#include <yaml-cpp/yaml.h>
+#include <fmt/format.h>
+#include <poll.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <set>
-#include <sstream>
+#include <chrono>
+#include <memory>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
-
+#include "common/csv.h"
 #include "common/error.h"
 #include "common/files.h"
-#include "common/csv.h"
+#include "common/progress.h"
+#include "driver/workload_server.h"
+#include "reports/flat_report.h"
+#include "reports/sweep_plot.h"
+#include "studies/gnuplot.h"
 
 namespace podsim::studies {
-namespace {
 
-SourceLocation at(const YAML::Node& node, const std::string& file) {
-  const YAML::Mark m = node.Mark();
-  if (m.line < 0) return SourceLocation{file, 0, 0};
-  return SourceLocation{file, m.line + 1, m.column + 1};
-}
+using driver::require_executable;
+using driver::WorkloadServer;
 
-std::string scalar(const YAML::Node& node, const std::string& file, const std::string& what) {
-  if (!node.IsScalar())
-    throw UserError(at(node, file), fmt::format("{} must be a single value", what),
-                    "write a number or a word, e.g. 16 or auto");
-  return node.Scalar();
-}
-
-std::vector<std::string> value_list(const YAML::Node& node, const std::string& file, const std::string& key) {
-  if (!node.IsSequence() || node.size() == 0)
-    throw UserError(at(node, file), fmt::format("'{}' must list the values to sweep", key),
-                    fmt::format("write e.g. {}: [8, 16, 32]", key));
-  std::vector<std::string> values;
-  for (const YAML::Node& v : node) values.push_back(scalar(v, file, fmt::format("a value of '{}'", key)));
-  return values;
-}
-
-SweepAxis zip_group(const YAML::Node& group, const std::string& file, std::set<std::string>& seen) {
-  if (!group.IsMap() || group.size() == 0)
-    throw UserError(at(group, file), "a zip group must map keys to equally long value lists",
-                    "write e.g. zip: {mesh.axes.x: [16, 32], mesh.axes.y: [32, 16]}");
-  SweepAxis axis;
-  std::vector<std::vector<std::string>> columns;
-  size_t length = 0;
-  for (auto it = group.begin(); it != group.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    if (!seen.insert(key).second)
-      throw UserError(at(it->first, file), fmt::format("'{}' is swept twice", key), "sweep each key in one place");
-    columns.push_back(value_list(it->second, file, key));
-    if (axis.keys.empty()) length = columns.back().size();
-    if (columns.back().size() != length)
-      throw UserError(at(it->second, file),
-                      fmt::format("'{}' has {} values but the zip group's first key has {}", key,
-                                  columns.back().size(), length),
-                      "zipped lists advance together: give them the same length");
-    axis.keys.push_back(key);
-  }
-  for (size_t i = 0; i < length; ++i) {
-    std::vector<std::string> row;
-    for (const auto& column : columns) row.push_back(column[i]);
-    axis.values.push_back(std::move(row));
-  }
-  return axis;
-}
-
-
-}  // namespace
-
-std::vector<std::string> SweepSpec::swept_keys() const {
-  std::vector<std::string> keys;
-  for (const SweepAxis& axis : axes) keys.insert(keys.end(), axis.keys.begin(), axis.keys.end());
-  return keys;
-}
-
-std::vector<std::string> SweepPoint::overrides(const SweepSpec& spec) const {
-  std::vector<std::string> out = spec.fixed_overrides;
-  for (const auto& [key, value] : values) out.push_back(key + "=" + value);
-  return out;
-}
-
-SweepSpec parse_sweep_document(const std::string& yaml_text, const std::string& file_name);
-
-// yaml-cpp conversion errors (a list or map used as a key) become positioned
-// UserErrors.
-SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name) {
-  try {
-    return parse_sweep_document(yaml_text, file_name);
-  } catch (const YAML::Exception& e) {
-    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1},
-                    fmt::format("unexpected YAML structure: {}", e.msg), "sweep keys are plain dotted words");
-  }
-}
-
-SweepSpec parse_sweep_document(const std::string& yaml_text, const std::string& file_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1},
-                    fmt::format("malformed YAML: {}", e.msg), "check indentation and brackets");
-  }
-  if (!root.IsMap())
-    throw UserError(SourceLocation{file_name, 1, 1}, "a sweep file must be a map",
-                    "give at least 'base:' and 'grid:' or 'zip:'");
-  SweepSpec spec;
-  spec.source_file = file_name;
-  static const std::vector<std::string> kKeys = {"name", "base", "set", "grid", "zip"};
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end())
-      throw UserError(at(it->first, file_name), fmt::format("unknown sweep key '{}'", key),
-                      fmt::format("valid keys: {}", fmt::join(kKeys, ", ")));
-  }
-  if (root["name"]) spec.name = scalar(root["name"], file_name, "'name'");
-  if (!root["base"])
-    throw UserError(SourceLocation{file_name, 1, 1}, "the sweep has no 'base' workload",
-                    "add e.g. base: ../workloads/small.yaml (relative to the sweep file)");
-  const std::string base = scalar(root["base"], file_name, "'base'");
-  const std::filesystem::path base_path(base);
-  spec.base_workload = base_path.is_absolute()
-                           ? base
-                           : (std::filesystem::path(file_name).parent_path() / base_path).lexically_normal().string();
-  if (spec.name.empty()) spec.name = std::filesystem::path(file_name).stem().string();
-  if (const YAML::Node set = root["set"]) {
-    if (!set.IsMap()) throw UserError(at(set, file_name), "'set' must map keys to values", "write e.g. set: {training.remat: auto}");
-    for (auto it = set.begin(); it != set.end(); ++it)
-      spec.fixed_overrides.push_back(it->first.as<std::string>() + "=" +
-                                     scalar(it->second, file_name, fmt::format("'set.{}'", it->first.as<std::string>())));
-  }
-  std::set<std::string> seen;
-  if (const YAML::Node grid = root["grid"]) {
-    if (!grid.IsMap()) throw UserError(at(grid, file_name), "'grid' must map keys to value lists", "write e.g. grid: {model.layers: [32, 64]}");
-    for (auto it = grid.begin(); it != grid.end(); ++it) {
-      const std::string key = it->first.as<std::string>();
-      if (!seen.insert(key).second)
-        throw UserError(at(it->first, file_name), fmt::format("'{}' is swept twice", key), "sweep each key in one place");
-      SweepAxis axis;
-      axis.keys = {key};
-      for (std::string& v : value_list(it->second, file_name, key)) axis.values.push_back({std::move(v)});
-      spec.axes.push_back(std::move(axis));
+std::vector<CompileGroup> group_by_compile(const SweepSpec& spec, const std::vector<SweepPoint>& points) {
+  constexpr std::string_view kHardware = "hardware.";
+  std::vector<CompileGroup> groups;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::vector<std::string> overrides = points[i].overrides(spec);
+    // A whole-preset `hardware=...` override is applied in order with the
+    // hardware.* keys by `run --set`: such a point keeps them all in --set.
+    const bool preset = std::any_of(overrides.begin(), overrides.end(),
+                                    [](const std::string& o) { return o.starts_with("hardware="); });
+    std::vector<std::string> compile;
+    std::vector<std::pair<std::string, std::string>> variant;
+    for (const std::string& o : overrides) {
+      const size_t eq = o.find('=');
+      // A serve line is whitespace-separated words: a value with a space stays in --set.
+      const bool serve_word = !preset && o.starts_with(kHardware) && eq != std::string::npos &&
+                              eq > kHardware.size() && o.find_first_of(" \t\r\n") == std::string::npos;
+      if (serve_word) variant.emplace_back(o.substr(kHardware.size(), eq - kHardware.size()), o.substr(eq + 1));
+      else compile.push_back(o);
     }
-  }
-  if (const YAML::Node zip = root["zip"]) {
-    if (zip.IsSequence()) {
-      for (const YAML::Node& group : zip) spec.axes.push_back(zip_group(group, file_name, seen));
-    } else {
-      spec.axes.push_back(zip_group(zip, file_name, seen));
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const CompileGroup& g) { return g.compile_overrides == compile; });
+    if (it == groups.end()) {
+      groups.push_back(CompileGroup{compile, {}, {}});
+      it = groups.end() - 1;
     }
+    it->points.push_back(i);
+    it->variants.push_back(std::move(variant));
   }
-  if (spec.axes.empty())
-    throw UserError(SourceLocation{file_name, 1, 1}, "the sweep has nothing to sweep",
-                    "add 'grid:' (cartesian product) or 'zip:' (lists advanced together)");
-  return spec;
+  return groups;
 }
 
-SweepSpec load_sweep(const std::string& path) { return parse_sweep(read_file_text(path, "sweep file"), path); }
-
-std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
-  int64_t total = 1;
-  for (const SweepAxis& axis : spec.axes) total *= static_cast<int64_t>(axis.values.size());
-  std::vector<SweepPoint> points;
-  points.reserve(static_cast<size_t>(total));
-  for (int64_t index = 0; index < total; ++index) {
-    SweepPoint point;
-    point.index = index;
-    // Mixed-radix digits of index, the last axis least significant.
-    int64_t rest = index;
-    std::vector<size_t> digit(spec.axes.size());
-    for (size_t a = spec.axes.size(); a-- > 0;) {
-      const auto n = static_cast<int64_t>(spec.axes[a].values.size());
-      digit[a] = static_cast<size_t>(rest % n);
-      rest /= n;
-    }
-    for (size_t a = 0; a < spec.axes.size(); ++a)
-      for (size_t k = 0; k < spec.axes[a].keys.size(); ++k)
-        point.values.emplace_back(spec.axes[a].keys[k], spec.axes[a].values[digit[a]][k]);
-    points.push_back(std::move(point));
+std::vector<CompileGroup> split_for_jobs(std::vector<CompileGroup> groups, size_t jobs) {
+  std::vector<size_t> parts(groups.size(), 1);
+  for (size_t total = groups.size(); total < jobs; ++total) {
+    size_t best = groups.size();
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (groups[g].points.size() >= 2 * (parts[g] + 1) &&
+          (best == groups.size() || groups[g].points.size() * parts[best] > groups[best].points.size() * parts[g]))
+        best = g;
+    if (best == groups.size()) break;
+    ++parts[best];
   }
-  return points;
-}
-
-ShardSpec parse_shard(const std::string& text) {
-  const SourceLocation where{"--shard " + text, 0, 0};
-  const size_t slash = text.find('/');
-  ShardSpec shard;
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument("no slash");
-    size_t used = 0;
-    shard.index = std::stoll(text.substr(0, slash), &used);
-    if (used != slash) throw std::invalid_argument("trailing");
-    const std::string count = text.substr(slash + 1);
-    shard.count = std::stoll(count, &used);
-    if (used != count.size()) throw std::invalid_argument("trailing");
-  } catch (const std::exception&) {
-    throw UserError(where, fmt::format("bad shard '{}'", text), "write I/N with 1 <= I <= N, e.g. --shard 3/8");
-  }
-  if (shard.count < 1 || shard.index < 1 || shard.index > shard.count)
-    throw UserError(where, fmt::format("shard {} is not between 1 and {}", shard.index, shard.count),
-                    "write I/N with 1 <= I <= N, e.g. --shard 3/8 (as SLURM_ARRAY_TASK_ID/N with --array=1-N)");
-  return shard;
-}
-
-std::vector<SweepPoint> select_shard(const std::vector<SweepPoint>& points, const ShardSpec& shard) {
-  std::vector<SweepPoint> out;
-  for (const SweepPoint& p : points)
-    if (p.index % shard.count == shard.index - 1) out.push_back(p);
-  return out;
-}
-
-namespace {
-
-void sort_by_point(std::vector<PointResult>& results) {
-  std::sort(results.begin(), results.end(),
-            [](const PointResult& a, const PointResult& b) { return a.point.index < b.point.index; });
-}
-
-std::string csv_line(const std::vector<std::string>& fields) {
-  std::string line;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i) line += ',';
-    line += csv_quote(fields[i]);
-  }
-  return line + '\n';
-}
-
-std::vector<std::string> metric_columns_of(const std::vector<PointResult>& results,
-                                           std::vector<std::string> columns) {
-  std::set<std::string> seen(columns.begin(), columns.end());
-  for (const PointResult& r : results)
-    for (const auto& [key, value] : r.metrics)
-      if (seen.insert(key).second) columns.push_back(key);
-  return columns;
-}
-
-}  // namespace
-
-std::string sweep_csv(const SweepSpec& spec, std::vector<PointResult> results,
-                      const std::vector<std::string>& metric_columns) {
-  sort_by_point(results);
-  const std::vector<std::string> keys = spec.swept_keys();
-  const std::vector<std::string> metrics = metric_columns_of(results, metric_columns);
-  std::vector<std::string> header = {"point"};
-  header.insert(header.end(), keys.begin(), keys.end());
-  header.push_back("status");
-  header.push_back("error");
-  header.insert(header.end(), metrics.begin(), metrics.end());
-  std::string out;
-  auto emit = [&out](const std::vector<std::string>& fields) { out += csv_line(fields); };
-  emit(header);
-  for (const PointResult& r : results) {
-    std::vector<std::string> row = {std::to_string(r.point.index)};
-    for (const auto& [key, value] : r.point.values) row.push_back(value);
-    row.push_back(r.ok ? "ok" : "error");
-    row.push_back(r.error);
-    std::map<std::string, std::string> by_key(r.metrics.begin(), r.metrics.end());
-    for (const std::string& m : metrics) {
-      auto it = by_key.find(m);
-      row.push_back(it == by_key.end() ? "" : it->second);
-    }
-    emit(row);
-  }
-  return out;
-}
-
-std::string sweep_json_lines(const SweepSpec& spec, std::vector<PointResult> results) {
-  sort_by_point(results);
-  std::string out;
-  for (const PointResult& r : results) {
-    nlohmann::ordered_json line;
-    line["sweep"] = spec.name;
-    line["point"] = r.point.index;
-    nlohmann::ordered_json values = nlohmann::ordered_json::object();
-    for (const auto& [key, value] : r.point.values) values[key] = value;
-    line["values"] = values;
-    line["status"] = r.ok ? "ok" : "error";
-    line["error"] = r.error;
-    nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
-    for (const auto& [key, value] : r.metrics) metrics[key] = value;
-    line["metrics"] = metrics;
-    out += line.dump() + "\n";
-  }
-  return out;
-}
-
-std::string merge_sweep_csvs(const std::vector<std::pair<std::string, std::string>>& files_and_texts) {
-  if (files_and_texts.empty()) throw UserError("sweep merge: no input files", "give the shard CSV files to join");
-  std::vector<std::string> header;
-  std::map<int64_t, std::vector<std::string>> rows;
-  for (const auto& [file, text] : files_and_texts) {
-    std::vector<std::vector<std::string>> table = parse_csv(text, file);
-    if (table.empty() || table[0].empty() || table[0][0] != "point")
-      throw UserError(SourceLocation{file, 1, 1}, "not a sweep result table (no 'point' column first)",
-                      "merge the CSV files written by 'podsim sweep -o'");
-    if (header.empty()) {
-      header = table[0];
-    } else if (table[0] != header) {
-      throw UserError(SourceLocation{file, 1, 1}, "its columns differ from the first file's",
-                      "merge shards of the same sweep (same SWEEP.yaml, same podsim version)");
-    }
-    for (size_t r = 1; r < table.size(); ++r) {
-      const SourceLocation where{file, static_cast<int>(r + 1), 1};
-      int64_t point = -1;
-      try {
-        point = std::stoll(table[r][0]);
-      } catch (const std::exception&) {
-        throw UserError(where, fmt::format("bad point number '{}'", table[r][0]), "is the file a sweep table?");
+  std::vector<CompileGroup> split;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const size_t n = groups[g].points.size();
+    for (size_t k = 0; k < parts[g]; ++k) {
+      CompileGroup part{groups[g].compile_overrides, {}, {}};
+      for (size_t i = n * k / parts[g]; i < n * (k + 1) / parts[g]; ++i) {
+        part.points.push_back(groups[g].points[i]);
+        part.variants.push_back(groups[g].variants[i]);
       }
-      if (table[r].size() != header.size())
-        throw UserError(where, fmt::format("row has {} fields, the header {}", table[r].size(), header.size()),
-                        "is the file complete?");
-      if (!rows.emplace(point, table[r]).second)
-        throw UserError(where, fmt::format("point {} appears twice", point),
-                        "each shard must come from a different --shard I/N");
+      split.push_back(std::move(part));
     }
   }
-  std::string out;
-  auto emit = [&out](const std::vector<std::string>& fields) { out += csv_line(fields); };
-  emit(header);
-  for (const auto& [point, row] : rows) emit(row);
-  return out;
+  return split;
+}
+
+namespace {
+
+
+// One compile group being answered by its `run --serve` child.
+struct Serving {
+  std::unique_ptr<WorkloadServer> server;
+  size_t group = 0;
+  size_t answered = 0;
+  std::chrono::steady_clock::time_point since;  // start, or the last answer
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                          const ChildRunOptions& options, SweepRunStats* stats) {
+  const std::string fidelity = "fast";
+  std::vector<PointResult> results(points.size());
+  for (size_t i = 0; i < points.size(); ++i) results[i].point = points[i];
+  SweepRunStats counted;
+  const int total = static_cast<int>(points.size());
+  int done = 0;
+  auto finished_one = [&] {
+    ++done;
+    if (options.on_progress) options.on_progress(done, total);
+  };
+  const size_t parallel = static_cast<size_t>(std::max(1, options.jobs));
+  const std::vector<CompileGroup> groups = split_for_jobs(group_by_compile(spec, points), parallel);
+  std::vector<size_t> alone;  // points run as one-point children
+  std::vector<size_t> to_serve;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].points.size() >= 2) to_serve.push_back(g);
+    else alone.insert(alone.end(), groups[g].points.begin(), groups[g].points.end());
+  }
+  if (!to_serve.empty()) require_executable(options.podsim_binary);
+  std::vector<Serving> serving;
+  size_t next = 0;
+  while (next < to_serve.size() || !serving.empty()) {
+    while (next < to_serve.size() && serving.size() < parallel) {
+      const CompileGroup& g = groups[to_serve[next]];
+      std::vector<std::string> args = {"--fidelity", fidelity};
+      for (const std::string& o : g.compile_overrides) {
+        args.push_back("--set");
+        args.push_back(o);
+      }
+      Serving s;
+      s.server = std::make_unique<WorkloadServer>(options.podsim_binary, spec.base_workload, args);
+      s.group = to_serve[next];
+      s.since = std::chrono::steady_clock::now();
+      for (const auto& variant : g.variants) s.server->send(variant);
+      ++counted.serve_children;
+      serving.push_back(std::move(s));
+      ++next;
+    }
+    std::vector<pollfd> fds;
+    bool buffered = false;
+    for (const Serving& s : serving) {
+      buffered = buffered || s.server->buffered_answer();
+      fds.push_back(pollfd{s.server->socket(), POLLIN, 0});
+    }
+    if (!buffered) poll(fds.data(), fds.size(), 50);
+    for (size_t i = 0; i < serving.size(); ++i) {
+      Serving& s = serving[i];
+      const CompileGroup& g = groups[s.group];
+      const bool ready = s.server->buffered_answer() || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+      if (ready) {
+        JobOutcome answer = s.server->receive();
+        const size_t p = g.points[s.answered++];
+        if (answer.ok) {
+          results[p].ok = true;
+          results[p].metrics = std::move(answer.metrics);
+          finished_one();
+        } else {
+          // A rejected variant or a dead server: the point runs alone, so its
+          // error row is a plain `podsim run`'s; after a death, so do the rest.
+          alone.push_back(p);
+          if (s.server->ended())
+            while (s.answered < g.points.size()) alone.push_back(g.points[s.answered++]);
+        }
+        s.since = std::chrono::steady_clock::now();
+      } else if (options.timeout_seconds > 0 && seconds_since(s.since) > options.timeout_seconds) {
+        s.server->kill_child("timed out");
+        while (s.answered < g.points.size()) alone.push_back(g.points[s.answered++]);
+      }
+    }
+    std::erase_if(serving, [&](const Serving& s) { return s.answered == groups[s.group].points.size(); });
+  }
+  std::sort(alone.begin(), alone.end());
+  std::vector<RunJob> jobs;
+  for (size_t p : alone) jobs.push_back(RunJob{spec.base_workload, points[p].overrides(spec), fidelity});
+  counted.point_children = static_cast<int>(jobs.size());
+  ChildRunOptions alone_options = options;
+  const int done_before = done;
+  alone_options.on_progress = [&](int alone_done, int) {
+    done = done_before + alone_done;
+    if (options.on_progress) options.on_progress(done, total);
+  };
+  std::vector<JobOutcome> outcomes = run_jobs(jobs, alone_options);
+  for (size_t k = 0; k < alone.size(); ++k) {
+    PointResult& r = results[alone[k]];
+    r.ok = outcomes[k].ok;
+    r.error = outcomes[k].error;
+    r.metrics = std::move(outcomes[k].metrics);
+  }
+  if (stats) *stats = counted;
+  return results;
+}
+
+
+namespace {
+
+// --plot's checks, before any point runs: a table to read, gnuplot present,
+// metrics that are report fields.
+void check_plot_request(const SweepRequest& r, const std::vector<std::string>& metrics) {
+  const SourceLocation where{"--plot " + r.plot, 0, 0};
+  if (!r.plot.ends_with(".svg") && !r.plot.ends_with(".png"))
+    throw UserError(where, "--plot writes an .svg or .png file", "e.g. --plot results.svg");
+  if (r.output.empty() || r.output == "-")
+    throw UserError(where, "--plot reads the results table, which goes to stdout here", "add -o results.csv");
+  if (!gnuplot_installed())
+    throw UserError(where, "--plot needs gnuplot, which is not on PATH; nothing was run",
+                    "install it (apt-get install gnuplot-nox), or drop --plot and plot the CSV yourself");
+  reports::check_plot_metrics(metrics, reports::report_columns());
+}
+
+// Draws the table with gnuplot; false (script kept for a look) when gnuplot fails.
+bool plot_sweep(const SweepSpec& spec, const std::string& csv_path, const std::string& plot_path,
+                const std::vector<std::string>& metrics) {
+  reports::SweepPlotAxes axes{spec.name, {}};
+  for (const SweepAxis& axis : spec.axes) axes.axis_keys.push_back(axis.keys.front());
+  const std::vector<std::vector<std::string>> rows = parse_csv(read_file_text(csv_path, "sweep table"), csv_path);
+  const std::string script_path = plot_path + ".gp";
+  if (run_gnuplot(reports::sweep_gnuplot_script(axes, rows, metrics, plot_path), script_path)) return true;
+  fmt::print(stderr, "podsim sweep: gnuplot failed; the script is in {}\n", script_path);
+  return false;
+}
+
+}  // namespace
+
+int run_sweep(const SweepRequest& r) {
+  SweepSpec spec = load_sweep(r.sweep_file);
+  std::vector<SweepPoint> points = expand_sweep(spec);
+  if (!r.shard.empty()) points = select_shard(points, parse_shard(r.shard));
+  if (r.jobs < 1) throw UserError(fmt::format("-j must be at least 1, not {}", r.jobs));
+  const std::vector<std::string> metrics =
+      r.plot_metrics.empty() ? std::vector<std::string>{"step_time_s"} : r.plot_metrics;
+  if (!r.plot.empty()) check_plot_request(r, metrics);
+  else if (!r.plot_metrics.empty())
+    throw UserError(SourceLocation{"--plot-metric " + r.plot_metrics.front(), 0, 0},
+                    "--plot-metric chooses what --plot draws", "add --plot results.svg");
+  ProgressLine progress(stderr, 0, progress_style_of(stderr));
+  const std::string label = "sweep " + spec.name;
+  ChildRunOptions children;
+  children.podsim_binary = r.podsim_binary.empty() ? driver::current_executable() : r.podsim_binary;
+  children.jobs = r.jobs;
+  children.timeout_seconds = r.timeout_seconds;
+  children.on_progress = [&](int done, int total) { progress.update(label, done, total); };
+  SweepRunStats stats;
+  std::vector<PointResult> results = run_sweep_points(spec, points, children, &stats);
+  progress.finish();
+  int failed = 0;
+  for (const auto& result : results) failed += result.ok ? 0 : 1;
+  write_file_atomically(r.output, sweep_csv(spec, results, reports::report_columns()));
+  if (!r.jsonl.empty()) write_file_atomically(r.jsonl, sweep_json_lines(spec, results));
+  const bool plotted = r.plot.empty() || plot_sweep(spec, r.output, r.plot, metrics);
+  fmt::print(stderr, "sweep {}: {} point(s), {} failed; children: {} run --serve (points sharing a compile), {} one-point\n",
+             spec.name, results.size(), failed, stats.serve_children, stats.point_children);
+  return failed == 0 && plotted ? 0 : 1;
+}
+
+int merge_sweep_files(const std::vector<std::string>& inputs, const std::string& output) {
+  if (inputs.empty()) throw UserError("sweep merge needs at least one CSV", "podsim sweep merge A.csv B.csv -o out.csv");
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const std::string& path : inputs) files.emplace_back(path, read_file_text(path, "sweep table"));
+  write_file_atomically(output, merge_sweep_csvs(files));
+  return 0;
 }
 
 }  // namespace podsim::studies

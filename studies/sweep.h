@@ -1,86 +1,72 @@
-// Sweeps: a base workload plus a grid of overrides, expanded into
-// points; a slice of the points for one job of a batch array (--shard I/N);
-// the results table (one CSV row per point, failed points included) and the
-// merge of shard tables. Running a point is the caller's business (the CLI
-// runs points in child processes, sweep_runner.h: SystemC has one kernel per
-// process, and a crashing point must not take the sweep down).
-//
-// SWEEP.yaml:
-//   name: mesh-shape-128b-512
-//   base: ../workloads/dense_128b_16x16.yaml   # relative to this file
-//   set: {training.remat: auto}                # optional fixed overrides
-//   grid:                                      # cartesian product, first key slowest
-//     mesh.axes.x: [8, 16, 32]
-//   zip:                                       # optional: keys advanced together
-//     mesh.axes.x: [16, 32]                    # (a map = one group, or a list of maps)
-//     mesh.axes.y: [32, 16]
-// Keys are the dotted keys of `--set` (any workload key, hardware.* too).
+// `podsim sweep`: running a sweep's points (studies/sweep_spec.h) as child
+// processes and writing its tables. Points that share a compile (all but
+// hardware.* keys equal) go to one `run --serve` child
+// (driver/workload_server.h); the others, and any point a server failed or
+// could not answer, to one-point `podsim run` children (studies/job_runner.h).
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "studies/job_runner.h"
+#include "studies/sweep_spec.h"
+
 namespace podsim::studies {
 
-// One dimension of the grid: a single key, or zipped keys of equal length.
-struct SweepAxis {
-  std::vector<std::string> keys;
-  std::vector<std::vector<std::string>> values;  // values[i] = one value per key
+// Points that share one compile: the same overrides apart from hardware.*
+// keys (`compile_overrides`, for --set), each point's hardware.* overrides
+// (`variants`, for a `run --serve` line), in first-seen order.
+struct CompileGroup {
+  std::vector<std::string> compile_overrides;       // "key=value"
+  std::vector<size_t> points;                       // indices into the points
+  std::vector<std::vector<std::pair<std::string, std::string>>> variants;  // per point: key without "hardware."
+};
+std::vector<CompileGroup> group_by_compile(const SweepSpec& spec, const std::vector<SweepPoint>& points);
+
+// Fewer groups than `jobs` leave cores idle: the largest groups are cut into
+// contiguous parts (neighbours in the grid tend to share a variant program
+// in the server's cache) of at least two points, until there are `jobs`.
+std::vector<CompileGroup> split_for_jobs(std::vector<CompileGroup> groups, size_t jobs);
+
+// What run_sweep_points started: `podsim run --serve` children (one compile
+// each, for a group of two or more points) and one-point `podsim run`
+// children (a single-point group, or a point a server failed or could not
+// answer, rerun alone so its error row reads as before).
+struct SweepRunStats {
+  int serve_children = 0;
+  int point_children = 0;
 };
 
-struct SweepSpec {
-  std::string name;
-  std::string source_file;
-  std::string base_workload;  // resolved path
-  std::vector<std::string> fixed_overrides;  // "key=value"
-  std::vector<SweepAxis> axes;
-  std::vector<std::string> swept_keys() const;  // axis order
+// A sweep's results, in point order: each compile group of two or more
+// points is one `run --serve` child fed its points' hardware overrides (up
+// to options.jobs groups at once; with fewer groups than jobs, the largest
+// are cut by split_for_jobs); timeout_seconds bounds each answer (the first
+// includes the compile). A point a server rejects, or could not answer, runs
+// alone as before.
+std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                          const ChildRunOptions& options, SweepRunStats* stats = nullptr);
+
+// What `podsim sweep SWEEP.yaml` was asked.
+struct SweepRequest {
+  std::string sweep_file;
+  int jobs = 1;             // children at once
+  std::string shard;        // I/N, empty = all points
+  std::string output;       // results CSV, empty or "-" = stdout
+  std::string jsonl;        // also write JSON lines here
+  std::string plot;         // plot file (svg|png), drawn with gnuplot
+  std::vector<std::string> plot_metrics;  // empty = step_time_s
+  std::string podsim_binary;  // empty = this executable
+  double timeout_seconds = 0;  // kill a point running longer (0 = never)
 };
 
-struct SweepPoint {
-  int64_t index = 0;  // 0-based position in the full grid
-  std::vector<std::pair<std::string, std::string>> values;  // swept key -> value
-  // fixed overrides then the swept ones, as "key=value" for --set
-  std::vector<std::string> overrides(const SweepSpec& spec) const;
-};
+// Runs the points (a progress bar on stderr), writes the table (and JSON
+// lines, and the plot), and a summary line on stderr. Exit code 0 when every
+// point ran and the plot was drawn, 1 when some point failed (its row says
+// why); UserError for a bad request, before any point runs.
+int run_sweep(const SweepRequest& request);
 
-SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name);
-SweepSpec load_sweep(const std::string& path);
-
-// Every point, the last axis varying fastest.
-std::vector<SweepPoint> expand_sweep(const SweepSpec& spec);
-
-// --shard I/N (1 <= I <= N): this job's points are those with
-// index % N == I - 1 (round robin, so slow regions of the grid spread out).
-struct ShardSpec {
-  int64_t index = 1;
-  int64_t count = 1;
-};
-ShardSpec parse_shard(const std::string& text);
-std::vector<SweepPoint> select_shard(const std::vector<SweepPoint>& points, const ShardSpec& shard);
-
-struct PointResult {
-  SweepPoint point;
-  bool ok = false;
-  std::string error;  // one line, when !ok
-  std::vector<std::pair<std::string, std::string>> metrics;  // flat report fields
-};
-
-// Columns: point, the swept keys, status (ok|error), error, then the metric
-// columns: `metric_columns` first (pass the fixed report fields so every shard
-// has the same header even when all its points failed), then any other metric
-// in first-seen order; rows by point index. RFC 4180 quoting.
-std::string sweep_csv(const SweepSpec& spec, std::vector<PointResult> results,
-                      const std::vector<std::string>& metric_columns = {});
-// One JSON object per line: {"point":..,"values":{..},"status":..,"error":..,"metrics":{..}}.
-std::string sweep_json_lines(const SweepSpec& spec, std::vector<PointResult> results);
-
-// Joins the CSV tables of the shards of one sweep (same header) into one
-// table ordered by point; UserError (naming the file) on a header mismatch or
-// a point present twice.
-std::string merge_sweep_csvs(const std::vector<std::pair<std::string, std::string>>& files_and_texts);
-
+// `podsim sweep merge A.csv B.csv ... -o out.csv`: joins shard tables.
+int merge_sweep_files(const std::vector<std::string>& inputs, const std::string& output);
 
 }  // namespace podsim::studies

@@ -1,5 +1,5 @@
 // `podsim run --serve` and `podsim calibrate --fit` with the built podsim
-// binary (driver/workload_server.h, studies/calibration_fit.h): a served
+// binary (driver/workload_server.h, studies/fit.h): a served
 // variant is the run `--set hardware.<key>=<value>` gives, a bad variant is
 // an answer and not the end of the server, and the fit recovers a parameter
 // from measurements made with it, also for a config it leaves out.
@@ -10,9 +10,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "studies/calibration_fit.h"
-#include "studies/sweep_runner.h"
 #include "driver/workload_server.h"
+#include "studies/calibration_markdown.h"
+#include "studies/fit.h"
+#include "studies/job_runner.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace podsim::studies {
@@ -25,11 +26,7 @@ using driver::WorkloadServer;
 
 const std::string kSmall = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
 
-std::string field(const JobOutcome& o, const std::string& name) {
-  for (const auto& [k, v] : o.metrics)
-    if (k == name) return v;
-  return "";
-}
+std::string field(const JobOutcome& o, const std::string& name) { return o.metrics.text(name).value_or(""); }
 
 JobOutcome separate_run(const std::vector<std::string>& overrides) {
   ChildRunOptions o;

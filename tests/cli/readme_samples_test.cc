@@ -23,7 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/formats.h"
-#include "reports/flat_fields.h"
+#include "reports/flat_report.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace podsim::cli_test {
@@ -93,7 +93,7 @@ std::string table(const std::vector<std::string>& fields, const std::vector<std:
   }
   out += "\n" + rule + "\n";
   for (const std::string& command : commands) {
-    const std::vector<std::pair<std::string, std::string>> row = reports::parse_report_csv(run_sample_command(command));
+    const reports::FlatReport row = reports::FlatReport::from_csv(run_sample_command(command));
     EXPECT_FALSE(row.empty()) << command << ": no CSV row";
     if (row.empty()) continue;
     out += fmt::format("| {} |", row_label(command));

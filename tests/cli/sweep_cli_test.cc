@@ -1,5 +1,5 @@
 // Sweeps, regressions and crash isolation with real `podsim run` children
-// (studies/sweep_runner.h, studies/regress.h), using the built podsim
+// (studies/job_runner.h, studies/sweep.h, studies/regress.h), using the built podsim
 // binary: a failing or crashing point becomes an error row; regress on a
 // copy of the shipped baselines passes, and detects a deliberate change.
 #include <gtest/gtest.h>
@@ -13,14 +13,15 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
-#include "studies/calibration.h"
+#include "common/csv.h"
 #include "common/files.h"
+#include "reports/flat_report.h"
+#include "studies/calibration.h"
+#include "studies/job_runner.h"
 #include "studies/regress.h"
 #include "studies/sweep.h"
-#include "studies/sweep_runner.h"
-#include "common/csv.h"
-#include "reports/flat_fields.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace podsim::studies {
@@ -44,11 +45,7 @@ ChildRunOptions children(int jobs = 1) {
 
 void write_text(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
-const std::string* field(const JobOutcome& o, const std::string& name) {
-  for (const auto& [k, v] : o.metrics)
-    if (k == name) return &v;
-  return nullptr;
-}
+std::optional<std::string> field(const JobOutcome& o, const std::string& name) { return o.metrics.text(name); }
 
 TEST(SweepCliTest, ChildRunsGiveTheReportFieldsAndFailuresBecomeErrors) {
   std::vector<RunJob> jobs = {RunJob{kSmall, {}, "fast"},
@@ -57,7 +54,7 @@ TEST(SweepCliTest, ChildRunsGiveTheReportFieldsAndFailuresBecomeErrors) {
   std::vector<JobOutcome> out = run_jobs(jobs, children(2));
   ASSERT_EQ(out.size(), 3u);
   ASSERT_TRUE(out[0].ok) << out[0].error;
-  ASSERT_NE(field(out[0], "workload"), nullptr);
+  ASSERT_TRUE(field(out[0], "workload").has_value());
   EXPECT_EQ(*field(out[0], "workload"), "small");
   EXPECT_FALSE(out[1].ok);
   EXPECT_NE(out[1].error.find("exit code 2"), std::string::npos) << out[1].error;
@@ -355,9 +352,9 @@ TEST(SweepCliTest, TimeByPassAndByComponentAddUpToComputePlusExposed) {
   std::vector<JobOutcome> out = run_jobs({RunJob{kSmall, {}, "fast"}}, children());
   ASSERT_TRUE(out[0].ok) << out[0].error;
   auto number = [&out](const std::string& name) {
-    const std::string* v = field(out[0], name);
-    EXPECT_NE(v, nullptr) << name;
-    return v ? std::stod(*v) : 0.0;
+    const std::optional<double> v = out[0].metrics.number(name);
+    EXPECT_TRUE(v.has_value()) << name;
+    return v.value_or(0.0);
   };
   const double busy = number("time_breakdown_s.compute") + number("time_breakdown_s.exposed_communication");
   double by_pass = 0, by_component = 0;
@@ -423,11 +420,7 @@ checks:
   auto r = podsim::cli_test::run_merged(
       fmt::format("calibrate --measured {} -o {}", (dir / "measured.yaml").string(), page.string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::string md;
-  {
-    std::ifstream in(page);
-    md.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string md = read_text_file(page);
   EXPECT_NE(md.find("| Small | small.yaml | steps_per_second | 1000 |"), std::string::npos) << md;
   EXPECT_NE(md.find("## Other measured numbers"), std::string::npos) << md;
   EXPECT_NE(md.find("| Small | MFU | `mfu` | 0.5 to 0.62 |"), std::string::npos) << md;

@@ -1,6 +1,7 @@
 // Calibration table (studies/calibration.h): the measured-numbers file, the
 // predicted metric and error arithmetic, the markdown page.
 #include "studies/calibration.h"
+#include "studies/calibration_markdown.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -153,7 +154,7 @@ checks:
 
 JobOutcome run_with_field(const std::string& key, double value, double step_time_s = 2.0) {
   JobOutcome run = run_with(step_time_s, 1, 0.55);
-  run.metrics.emplace_back(key, fmt::format("{}", value));
+  run.metrics.set(key, fmt::format("{}", value));
   return run;
 }
 

@@ -1,6 +1,5 @@
-// Regression baselines (studies/regress.h) and the child-runner helpers that
-// need no child (studies/sweep_runner.h): parsing, tolerance arithmetic,
-// update, the change table, report CSV parsing, the progress bar text.
+// Regression baselines (studies/regress.h): parsing, tolerance arithmetic,
+// update, the change table, finding the shipped baselines.
 #include "studies/regress.h"
 
 #include <gtest/gtest.h>
@@ -13,8 +12,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "studies/sweep.h"
-#include "studies/sweep_runner.h"
+#include "studies/sweep_spec.h"
 #include "workloads/workload.h"
 
 namespace podsim::studies {
@@ -33,7 +31,7 @@ const char* kBaseline = R"({
   }
 })";
 
-JobOutcome run_with(std::vector<std::pair<std::string, std::string>> fields) {
+JobOutcome run_with(reports::FlatReport fields) {
   JobOutcome run;
   run.ok = true;
   run.metrics = std::move(fields);
@@ -87,9 +85,9 @@ TEST(RegressTest, ToleranceIsRelativeToTheBaselineValue) {
   Baseline b = parse_baseline(kBaseline, "b.json");
   JobOutcome run = matching_run();
   // rel_tol 0.01 of 2.0 = 0.02: 2.019 is inside, 2.021 outside (+1.05%).
-  run.metrics[0].second = "2.019";
+  run.metrics.set("step_time_s", "2.019");
   EXPECT_TRUE(compare_with_baseline(b, run).passed());
-  run.metrics[0].second = "2.021";
+  run.metrics.set("step_time_s", "2.021");
   BaselineComparison c = compare_with_baseline(b, run);
   EXPECT_FALSE(c.passed());
   EXPECT_FALSE(c.metrics[0].within_tolerance);
@@ -99,22 +97,22 @@ TEST(RegressTest, ToleranceIsRelativeToTheBaselineValue) {
 TEST(RegressTest, AbsoluteToleranceCoversZeroBaselines) {
   Baseline b = parse_baseline(kBaseline, "b.json");
   JobOutcome run = matching_run();
-  run.metrics[1].second = "5e-7";  // |5e-7 - 0| <= abs_tol 1e-6
+  run.metrics.set("exposed", "5e-7");  // |5e-7 - 0| <= abs_tol 1e-6
   EXPECT_TRUE(compare_with_baseline(b, run).passed());
-  run.metrics[1].second = "2e-6";
+  run.metrics.set("exposed", "2e-6");
   EXPECT_FALSE(compare_with_baseline(b, run).passed());
 }
 
 TEST(RegressTest, ExactMetricsAndTextMetricsMustMatch) {
   Baseline b = parse_baseline(kBaseline, "b.json");
   JobOutcome run = matching_run();
-  run.metrics[2].second = "101";  // rel_tol 0
+  run.metrics.set("parameters", "101");  // rel_tol 0
   EXPECT_FALSE(compare_with_baseline(b, run).passed());
   run = matching_run();
-  run.metrics[4].second = "full";
+  run.metrics.set("remat", "full");
   EXPECT_FALSE(compare_with_baseline(b, run).passed());
   run = matching_run();
-  run.metrics.erase(run.metrics.begin() + 3);  // fits_in_memory missing
+  run.metrics.remove("fits_in_memory");  // fits_in_memory missing
   BaselineComparison c = compare_with_baseline(b, run);
   EXPECT_FALSE(c.passed());
   EXPECT_EQ(c.metrics[3].actual, "(missing)");
@@ -126,8 +124,8 @@ TEST(RegressTest, TheSameNumberWrittenDifferentlyIsNoChange) {
   // a text metric that differs is "changed".
   Baseline b = parse_baseline(kBaseline, "b.json");
   JobOutcome run = matching_run();
-  run.metrics[2].second = "100.0";
-  run.metrics[4].second = "full";
+  run.metrics.set("parameters", "100.0");
+  run.metrics.set("remat", "full");
   const BaselineComparison c = compare_with_baseline(b, run);
   EXPECT_TRUE(c.metrics[2].within_tolerance);
   EXPECT_EQ(c.metrics[2].actual, "100");
@@ -156,7 +154,7 @@ TEST(RegressTest, FailedRunFailsTheBaselineAndShowsTheError) {
 TEST(RegressTest, TableListsOnlyChangedMetricsUnlessAllRows) {
   Baseline b = parse_baseline(kBaseline, "b.json");
   JobOutcome run = matching_run();
-  run.metrics[0].second = "2.5";  // +25%
+  run.metrics.set("step_time_s", "2.5");  // +25%
   BaselineComparison c = compare_with_baseline(b, run);
   std::string table = regress_table({c});
   EXPECT_NE(table.find("step_time_s"), std::string::npos);
@@ -171,7 +169,7 @@ TEST(RegressTest, TableListsOnlyChangedMetricsUnlessAllRows) {
 TEST(RegressTest, ChangesSayWhichWayTheyWent) {
   Baseline b = parse_baseline(kBaseline, "b.json");
   JobOutcome run = matching_run();
-  run.metrics[0].second = "1.74";  // step_time_s 2 -> 1.74: -13 %
+  run.metrics.set("step_time_s", "1.74");  // step_time_s 2 -> 1.74: -13 %
   BaselineComparison c = compare_with_baseline(b, run);
   EXPECT_FALSE(c.passed());
   std::string table = regress_table({c});
@@ -183,8 +181,8 @@ TEST(RegressTest, ChangesSayWhichWayTheyWent) {
 TEST(RegressTest, UpdateTakesTheRunsValuesKeepsTolerancesAndRoundTrips) {
   Baseline b = parse_baseline(kBaseline, "b.json");
   JobOutcome run = matching_run();
-  run.metrics[0].second = "2.5";
-  run.metrics[4].second = "full";
+  run.metrics.set("step_time_s", "2.5");
+  run.metrics.set("remat", "full");
   Baseline updated = updated_baseline(b, run);
   EXPECT_TRUE(compare_with_baseline(updated, run).passed());
   Baseline reread = parse_baseline(baseline_json(updated), "b.json");

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "studies/sweep.h"
+#include "studies/sweep_spec.h"
 #include "common/csv.h"
 
 namespace podsim::studies {

@@ -1,0 +1,27 @@
+// `podsim sweep SWEEP.yaml` and `podsim sweep merge A.csv B.csv ... -o
+// out.csv`: argument handling; the work is studies/sweep.h's.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace podsim::cli {
+
+struct SweepOptions {
+  std::vector<std::string> inputs;  // SWEEP.yaml, or "merge" + the shard CSV files
+  int jobs = 1;                     // -j N: children at once
+  std::string shard;                // --shard I/N, empty = all points
+  std::string output;               // -o results.csv, empty or "-" = stdout
+  std::string jsonl;                // --jsonl F: also write JSON lines
+  std::string plot;                 // --plot out.svg|png (gnuplot)
+  std::vector<std::string> plot_metrics;  // --plot-metric F (repeatable); empty = step_time_s
+  double timeout_seconds = 0;       // --timeout S: kill a point running longer (0 = never)
+};
+
+CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);
+// Exit 0 when every point ran, 1 when some point failed (its row says why).
+int run_sweep_command(const SweepOptions& options);
+
+}  // namespace podsim::cli
