@@ -1,4 +1,5 @@
-// ProgressLine's two styles and its ETA (common/progress.h).
+// The progress display (common/progress.h): stages and counts, in place and
+// as lines, its ETAs.
 #include "common/progress.h"
 
 #include <gtest/gtest.h>
@@ -79,6 +80,54 @@ TEST(ProgressBar, ProgressBarEtaIsMeanTimePerPointTimesRemaining) {
   EXPECT_NE(text.find("elapsed 1m00s"), std::string::npos);
   EXPECT_NE(text.find("ETA 3m00s"), std::string::npos);
   EXPECT_NE(progress_bar_text(0, 5, 1.0).find("ETA ?"), std::string::npos);
+}
+
+// A count: "<label> <bar>" per finished item; done in well under 0.5 s, so
+// elapsed and ETA round to 0s.
+TEST(ProgressCount, LinesStylePrintsOneLinePerItem) {
+  std::FILE* stream = std::tmpfile();
+  {
+    ProgressLine line(stream, 0.0, ProgressStyle::kLines);
+    line.update("sweep s", 1, 2);
+    line.update("sweep s", 2, 2);
+  }
+  EXPECT_EQ(read_all(stream), "sweep s " + progress_bar_text(1, 2, 0) + "\nsweep s " + progress_bar_text(2, 2, 0) + "\n");
+}
+
+TEST(ProgressCount, InPlaceStyleRewritesTheLineAndKeepsTheCompleteCount) {
+  std::FILE* stream = std::tmpfile();
+  {
+    ProgressLine line(stream, 0.0, ProgressStyle::kInPlace);
+    line.update("regress", 1, 2);
+    line.update("regress", 2, 2);
+  }  // finish() after a complete count erases nothing
+  EXPECT_EQ(read_all(stream), "\rregress " + progress_bar_text(1, 2, 0) + "\rregress " + progress_bar_text(2, 2, 0) + "\n");
+}
+
+TEST(ProgressCount, QuietForShortRuns) {
+  std::FILE* stream = std::tmpfile();
+  {
+    ProgressLine line(stream, 3600.0, ProgressStyle::kLines);
+    line.update("sweep s", 1, 1);
+  }
+  EXPECT_EQ(read_all(stream), "");
+}
+
+TEST(ProgressNote, ALineOfItsOwnAfterErasingAnInPlaceLine) {
+  std::FILE* stream = std::tmpfile();
+  {
+    ProgressLine line(stream, 0.0, ProgressStyle::kInPlace);
+    line.update("calibrate", 1, 3);
+    line.note("fit: news");
+  }
+  const std::string bar = "calibrate " + progress_bar_text(1, 3, 0);
+  EXPECT_EQ(read_all(stream), "\r" + bar + "\r" + std::string(bar.size(), ' ') + "\rfit: news\n");
+  std::FILE* lines = std::tmpfile();
+  {
+    ProgressLine line(lines, 0.0, ProgressStyle::kLines);
+    line.note("fit: news");
+  }
+  EXPECT_EQ(read_all(lines), "fit: news\n");
 }
 
 }  // namespace

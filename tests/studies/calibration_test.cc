@@ -1,7 +1,6 @@
-// Calibration table (studies/calibration.h): the measured-numbers file, the
-// predicted metric and error arithmetic, the markdown page.
+// Calibration (studies/calibration.h): the measured-numbers file, the
+// predicted metric and error arithmetic, the checks' verdicts.
 #include "studies/calibration.h"
-#include "studies/calibration_markdown.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -9,31 +8,12 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "tests/studies/measured_fixture.h"
 
 namespace podsim::studies {
 namespace {
 
-const char* kMeasured = R"(source: "measurements.md"
-points:
-  - config: Dense
-    workload: ../w/dense.yaml
-    metric: tokens_per_second
-    measured: 4000
-  - config: Moe
-    workload: /abs/moe.yaml
-    metric: steps_per_second
-    measured: 0.5
-    source: "measurements.md MoE table"
-)";
-
-JobOutcome run_with(double step_time_s, double tokens_per_second, double mfu) {
-  JobOutcome run;
-  run.ok = true;
-  run.metrics = {{"step_time_s", fmt::format("{}", step_time_s)},
-                 {"tokens_per_second", fmt::format("{}", tokens_per_second)},
-                 {"mfu", fmt::format("{}", mfu)}};
-  return run;
-}
+using namespace measured_fixture;
 
 TEST(CalibrationTest, ParsesPointsAndResolvesPaths) {
   MeasuredSet set = parse_measured(kMeasured, "/repo/reports/baselines/measured.yaml");
@@ -76,33 +56,6 @@ TEST(CalibrationTest, StepsPerSecondIsTheInverseStepTime) {
   EXPECT_DOUBLE_EQ(row.relative_error, -0.5);
 }
 
-TEST(CalibrationTest, MarkdownShowsErrorsMeanAndFailures) {
-  MeasuredSet set = parse_measured(kMeasured, "m.yaml");
-  JobOutcome crashed;
-  crashed.error = "crashed with signal 11 (Segmentation fault)";
-  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 5000, 0.4)),
-                                      calibration_row(set.points[1], crashed)};
-  std::string md = calibration_markdown(set, rows);
-  EXPECT_NE(md.find("| Dense | dense.yaml | tokens_per_second | 4000 | 5000 | +25.0% |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| Moe | moe.yaml | steps_per_second | 0.5 | failed |"), std::string::npos) << md;
-  // Only the run that ran enters the mean: |+25%| / 1.
-  // +25% is outside the 15% bar: 0 of the 2 rows within it.
-  EXPECT_NE(md.find("1 of 2 calibration configs ran; mean |error| over them 25.0%; 0 of 2 within 15%"), std::string::npos) << md;
-  EXPECT_NE(md.find("- Moe: crashed with signal 11"), std::string::npos) << md;
-  EXPECT_EQ(md.find("## Notes"), std::string::npos) << md;
-}
-
-TEST(CalibrationTest, WithinCountAndNotes) {
-  MeasuredSet set = parse_measured(std::string(kMeasured) + "notes: |\n  Why the MoE row misses.\n", "m.yaml");
-  EXPECT_EQ(set.notes, "Why the MoE row misses.\n");
-  // 4400 / 4000 - 1 = +10% (within 15%); 1 / 2 s = 0.5 steps/s = measured (0%).
-  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
-                                      calibration_row(set.points[1], run_with(2.0, 1, 0.1))};
-  std::string md = calibration_markdown(set, rows);
-  EXPECT_NE(md.find("2 of 2 calibration configs ran; mean |error| over them 5.0%; 2 of 2 within 15%"), std::string::npos) << md;
-  EXPECT_NE(md.find("\n## Notes\n\nWhy the MoE row misses.\n"), std::string::npos) << md;
-}
-
 TEST(CalibrationTest, MfuPointsReadTheReportsMfu) {
   MeasuredSet set =
       parse_measured("points:\n  - config: M\n    workload: w.yaml\n    metric: mfu\n    measured: 0.5\n", "m.yaml");
@@ -111,51 +64,6 @@ TEST(CalibrationTest, MfuPointsReadTheReportsMfu) {
   ASSERT_TRUE(row.ok);
   EXPECT_DOUBLE_EQ(row.predicted, 0.55);
   EXPECT_NEAR(row.relative_error, 0.1, 1e-12);
-}
-
-TEST(CalibrationTest, InconsistentPointsStayOutOfTheStatistics) {
-  MeasuredSet set = parse_measured(std::string(kMeasured) + "    inconsistent: \"needs 110% of peak\"\n", "m.yaml");
-  ASSERT_EQ(set.points.size(), 2u);
-  EXPECT_TRUE(set.points[0].inconsistent.empty());
-  EXPECT_EQ(set.points[1].inconsistent, "needs 110% of peak");
-  // Dense +10% counts; Moe at 0.25 / 0.5 - 1 = -50% is shown but not counted:
-  // mean |error| 10.0% over 1 config, not (10 + 50) / 2 = 30%.
-  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
-                                      calibration_row(set.points[1], run_with(4.0, 1, 0.1))};
-  std::string md = calibration_markdown(set, rows);
-  EXPECT_NE(md.find("| Moe (inconsistent, not a target) | moe.yaml | steps_per_second | 0.5 | 0.25 | -50.0% |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("1 of 1 calibration configs ran; mean |error| over them 10.0%; 1 of 1 within 15%"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("- Moe: needs 110% of peak"), std::string::npos) << md;
-}
-
-const char* kChecks = R"(
-checks:
-  - config: Moe
-    workload: ../w/moe.yaml
-    quantity: remat share
-    field: time_by_pass_s.recompute
-    per_step: true
-    measured: 0.28
-  - config: Moe
-    workload: ../w/moe.yaml
-    quantity: layer matmuls | of peak
-    field: flops_utilization.layer_matmuls
-    at_least: 0.85
-  - config: Dense
-    workload: ../w/dense.yaml
-    quantity: GSPMD utilization
-    field: mfu
-    range: [0.50, 0.62]
-)";
-
-JobOutcome run_with_field(const std::string& key, double value, double step_time_s = 2.0) {
-  JobOutcome run = run_with(step_time_s, 1, 0.55);
-  run.metrics.set(key, fmt::format("{}", value));
-  return run;
 }
 
 TEST(CalibrationChecks, ParsedWithKindsAndPaths) {
@@ -214,25 +122,6 @@ TEST(CalibrationChecks, VerdictsFollowTheKind) {
   CheckRow missing = check_row(set.checks[1], run_with(1.0, 1, 0.5));
   EXPECT_FALSE(missing.ok);
   EXPECT_NE(missing.error.find("flops_utilization.layer_matmuls"), std::string::npos);
-}
-
-TEST(CalibrationChecks, MarkdownTableWithVerdicts) {
-  MeasuredSet set = parse_measured(std::string(kMeasured) + kChecks, "m.yaml");
-  JobOutcome crashed;
-  crashed.error = "exit 2 | bad";
-  std::vector<CheckRow> checks = {check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 0.6)),
-                                  check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.8)),
-                                  check_row(set.checks[2], crashed)};
-  std::string md = calibration_markdown(set, {}, checks);
-  EXPECT_NE(md.find("## Other measured numbers"), std::string::npos) << md;
-  EXPECT_NE(md.find("| Moe | remat share | `time_by_pass_s.recompute` / step | 0.28 | 0.3 | +7.1% |"),
-            std::string::npos) << md;
-  // Pipes in text would split the markdown cell.
-  EXPECT_NE(md.find("| Moe | layer matmuls / of peak | `flops_utilization.layer_matmuls` | >= 0.85 | 0.8 | does not hold |"),
-            std::string::npos) << md;
-  EXPECT_NE(md.find("| Dense | GSPMD utilization | `mfu` | 0.5 to 0.62 | failed | exit 2 / bad |"), std::string::npos)
-      << md;
-  EXPECT_NE(md.find("2 of 3 checks ran; 1 hold."), std::string::npos) << md;
 }
 
 TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
