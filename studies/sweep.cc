@@ -81,7 +81,6 @@ std::vector<CompileGroup> split_for_jobs(std::vector<CompileGroup> groups, size_
 
 namespace {
 
-
 // One compile group being answered by its `run --serve` child.
 struct Serving {
   std::unique_ptr<WorkloadServer> server;
