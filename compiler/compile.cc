@@ -1,8 +1,10 @@
 // compiler::compile (compile.h): training step -> propagate -> partition ->
-// fuse -> schedule -> memory plan, with wall times per phase.
+// fuse -> schedule -> memory plan, with wall times per phase; and
+// partition_module, `podsim partition`'s propagate -> partition -> verify.
 #include "compiler/compile.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 #include "compiler/backend/memory_plan.h"
 #include "compiler/backend/remat_auto.h"
 #include "compiler/backend/schedule.h"
+#include "compiler/ir/verifier.h"
 #include "compiler/propagation/propagation.h"
 #include "compiler/spmd/partitioner.h"
 
@@ -173,6 +176,55 @@ SpmdProgram compile(const Module& annotated, const CompileOptions& options) {
     training.remat_policy = choice.policy;
     return compile_once(annotated, options, training);
   });
+}
+
+PartitionResult partition_module(Module module, const PartitionRequest& request) {
+  verify_module(module);
+  remove_stop_gradients(module);  // as compile() does: no gradient is taken here
+  PropagationOptions propagation;
+  propagation.propagate_to_parameters = request.propagate_to_parameters;
+  propagation.propagate_to_output = request.propagate_to_output;
+  propagate_shardings(module, propagation);
+  PartitionResult out;
+  if (request.propagate_only) {
+    out.module = std::move(module);
+    return out;
+  }
+  SpmdResult result = partition_spmd_with_stats(module, request.spmd);
+  out.module = std::move(result.module);
+  if (!request.verify) return out;
+  // Over the interpreter's limits at full shapes, the same module is checked
+  // at reduced shapes (spmd/verify_shrink.h), and says so.
+  const VerifyPlan plan =
+      plan_verify(module, out.module, request.spmd, request.verify_limit_bytes, request.verify_full_only);
+  const Module& annotated = plan.reduced ? plan.reduced->annotated : module;
+  const Module& program = plan.reduced ? plan.reduced->partitioned : out.module;
+  const VerifyTolerance tolerance = verify_tolerance(annotated, program);
+  VerifyOptions verify_options;
+  verify_options.tolerance = tolerance.tolerance;
+  verify_options.scale = tolerance.scale;
+  const VerifyResult v = verify_partitioning(annotated, program, verify_options);
+  out.verified = true;
+  out.verify_ok = v.ok;
+  const std::string at = plan.reduced_text();
+  if (plan.reduced && !plan.reduced->structure_difference.empty())
+    out.verify_lines.push_back(
+        fmt::format("verify: note: at reduced shapes the partitioned program has other opcode counts than at full "
+                    "shapes ({})",
+                    plan.reduced->structure_difference));
+  if (!v.ok) {
+    out.verify_lines.push_back(fmt::format("verify: MISMATCH{} ({} devices): {}", at, v.devices, v.first_mismatch));
+    return out;
+  }
+  const std::string scale = tolerance.scale == CompareScale::kLeafRms
+                                ? fmt::format(" of the RMS, for sums of {} at u = 2^{}", tolerance.longest_sum,
+                                              std::ilogb(tolerance.unit_roundoff))
+                                : "";
+  out.verify_lines.push_back(fmt::format(
+      "verify: ok{} ({} devices, max abs error {:g}, relative tolerance {:g}{}; estimated {}, {:.3g} element-ops)", at,
+      v.devices, v.max_abs_error, tolerance.tolerance, scale, bytes_text(plan.estimate.peak_bytes),
+      plan.estimate.element_ops));
+  return out;
 }
 
 }  // namespace podsim::compiler

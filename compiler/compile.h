@@ -1,15 +1,19 @@
-// compiler::compile (docs/design.md data flow): annotated forward module ->
-// training step (autodiff + optimizer, optional) -> propagate shardings ->
-// partition (SPMD) -> fuse -> schedule -> memory plan -> SpmdProgram.
-// Knows nothing about hardware: the HBM budget for remat "auto" comes in as
-// a number.
+// The compiler's entry points (docs/design.md data flow). compile: annotated
+// forward module -> training step (autodiff + optimizer, optional) ->
+// propagate shardings -> partition (SPMD) -> fuse -> schedule -> memory plan
+// -> SpmdProgram. partition_module: `podsim partition`'s propagate ->
+// partition -> optional numeric check. Knows nothing about hardware: the HBM
+// budget for remat "auto" comes in as a number.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "compiler/backend/program.h"
 #include "compiler/spmd/partitioner.h"
+#include "compiler/spmd/verify.h"
 #include "compiler/training/training_step.h"
 
 namespace podsim::compiler {
@@ -39,5 +43,35 @@ SpmdProgram compile(const Module& annotated, const CompileOptions& options);
 // keeps XLA's instruction order (else podsim schedules it), and the memory
 // plan runs over that order. UserError when num_devices < 1.
 SpmdProgram compile_as_is(const Module& per_device, int64_t num_devices);
+
+// What `podsim partition` asks of one global module.
+struct PartitionRequest {
+  SpmdOptions spmd = {};
+  // XLA's allow_spmd_sharding_propagation_to_parameters / _to_output.
+  bool propagate_to_parameters = true;
+  bool propagate_to_output = true;
+  bool propagate_only = false;  // stop after propagation: the module with every sharding
+  // Check the program against the module with the reference interpreter:
+  // at full shapes within verify_limit_bytes, else (unless
+  // verify_full_only) at reduced shapes (spmd/verify.h, plan_verify).
+  bool verify = false;
+  double verify_limit_bytes = kDefaultVerifyLimitBytes;
+  bool verify_full_only = false;
+};
+
+struct PartitionResult {
+  Module module;  // the per-device program, or the propagated module (propagate_only)
+  bool verified = false;   // the numeric check ran
+  bool verify_ok = true;   // ... and found no mismatch
+  // What the check says, one line each ("verify: ok (4 devices, ...)",
+  // "verify: MISMATCH ..."), for stderr.
+  std::vector<std::string> verify_lines;
+};
+
+// Verifies the module, drops stop-gradients (no gradient is taken here),
+// propagates shardings over module.num_partitions() devices, then
+// partitions and checks as `request` says. UserError for invalid input or
+// a check over its limits.
+PartitionResult partition_module(Module module, const PartitionRequest& request);
 
 }  // namespace podsim::compiler

@@ -57,23 +57,20 @@ struct RunResult {
 RunResult run_workload(const RunRequest& request);
 
 // The two halves of run_workload, for callers that simulate one compiled
-// program on several hardware variants (`podsim run --serve`, calibrate
-// --fit): the per-device program depends on the hardware only through the
-// HBM capacity that `remat: auto` fits into and the peak flops per ICI byte
-// that the windowed-einsum overlap test weighs, so a variant that keeps both
-// needs no new compile.
+// program on several hardware variants (--serve, calibrate --fit). The
+// program depends on the hardware only through the compile options (remat
+// auto's HBM budget, the overlap test's flops per ICI byte): a variant that
+// keeps them needs no new compile.
 struct CompiledWorkload {
   workloads::Workload workload;
-  // The hardware compiled for, with the mesh placed: a run without variant
-  // reuses it (on the heap: a System is not moved, see run_workload.cc).
+  // The hardware compiled for, mesh placed; on the heap (a System is not moved).
   std::unique_ptr<hw::System> system;
   workloads::BuiltModel model;
   compiler::SpmdProgram program;
   double compile_wall_s = 0;
-  // Programs simulate_compiled compiled for variants that change the compile
-  // options, most recent first, at most kVariantProgramsKept: a compass
-  // search polling a centre and centre +- step of a link rate compiles once
-  // per value (three), not once per variant.
+  // Programs compiled for variants that change the compile options, most
+  // recent first, at most kVariantProgramsKept: a compass search polling a
+  // centre and centre +- step of a link rate compiles once per value.
   struct VariantProgram {
     compiler::CompileOptions options;
     compiler::SpmdProgram program;
@@ -81,10 +78,8 @@ struct CompiledWorkload {
   };
   static constexpr size_t kVariantProgramsKept = 3;
   std::deque<VariantProgram> variant_programs = {};
-  // An HLO module run directly: how it was compiled (partitioned, or run as
-  // the per-device program it is), and whether the MFU numerator is the
-  // matmul FLOPs the program executes (as-is: a module does not say which
-  // of its matmuls are recomputation).
+  // An HLO module run directly: partitioned or run as-is; as-is, the MFU
+  // numerator is the matmul FLOPs the program executes.
   std::optional<compiler::ModuleMode> hlo_mode = std::nullopt;
   bool model_flops_executed = false;
 };

@@ -1,5 +1,5 @@
 // One compiled workload kept alive in a child `podsim run --serve` process
-// (cli/commands.cc), answering hardware variants: the compile (seconds on
+// (driver/serve.h), answering hardware variants: the compile (seconds on
 // the calibration configs) is paid once, each variant costs one simulation.
 // `podsim calibrate --fit` keeps one server per calibration workload for the
 // whole fit. A child, not a thread: the SystemC kernel is one per process,

@@ -2,6 +2,7 @@
 #include "hw_models/describe.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "hw_models/ici/topology.h"
 
@@ -60,6 +61,22 @@ std::string describe_hardware(const HardwareConfig& config) {
   out += fmt::format("  bisection bandwidth           {:.2f} TB/s  (one way across the weakest halving cut)\n",
                      f.bisection_bandwidth / 1e12);
   return out;
+}
+
+std::string describe_presets() {
+  std::string text =
+      fmt::format("{:<10} {:>8} {:>14} {:>10} {:>8}  {}\n", "preset", "devices", "peak TFLOP/s", "HBM GiB", "chips", "torus");
+  for (const std::string& name : preset_names()) {
+    const HardwareConfig c = load_hardware(name);
+    int64_t chips = 1;
+    for (int64_t d : c.ici.pod_dims) chips *= d;
+    const std::string torus = fmt::format("{}", fmt::join(c.ici.pod_dims, "x"));
+    text += fmt::format("{:<10} {:>8} {:>14.4g} {:>10.4g} {:>8}  {}\n", name, chips * c.chip.devices_per_chip,
+                        peak_matmul_flops_per_device(c.core) / 1e12, c.hbm.capacity_bytes / (1024.0 * 1024 * 1024),
+                        chips, torus);
+  }
+  text += "details: podsim hardware show <preset>\n";
+  return text;
 }
 
 }  // namespace podsim::hw

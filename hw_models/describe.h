@@ -1,6 +1,7 @@
 // Text for `podsim hardware show PRESET`: every preset value with its source,
 // then figures derived from them and from the pod's link list, so users can
-// check them against the published figures (docs/reference/hardware.md).
+// check them against the published figures (docs/reference/hardware.md);
+// and the table of `podsim hardware list`.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +30,9 @@ struct DerivedFigures {
 DerivedFigures derive_figures(const HardwareConfig& config);
 
 std::string describe_hardware(const HardwareConfig& config);
+
+// `podsim hardware list`: each shipped preset with the figures that tell them
+// apart (per device: peak matmul rate and HBM; the pod's chips and torus).
+std::string describe_presets();
 
 }  // namespace podsim::hw

@@ -1,5 +1,5 @@
-// compile() end to end on the 2-D sharded Transformer layer, and remat
-// "auto" choice selection with stand-in compiles.
+// compile() end to end on the 2-D sharded Transformer layer, remat "auto"
+// choice selection with stand-in compiles, and partition_module.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -156,9 +156,6 @@ TEST(RematAuto, PicksTheLeastRecomputationThatFits) {
   EXPECT_EQ(none_fit.memory.peak_bytes, 100);
 }
 
-}  // namespace
-}  // namespace podsim::compiler
-
 namespace podsim::compiler {
 namespace {
 
@@ -211,6 +208,65 @@ TEST(CompileAsIs, ScheduledModuleKeepsXlaOrder) {
 }
 
 TEST(CompileAsIs, RejectsNoDevices) { EXPECT_THROW(compile_as_is(parse_hlo(kPerDevice), 0), UserError); }
+
+}  // namespace
+}  // namespace podsim::compiler
+
+// partition_module (`podsim partition`'s entry point) on the sharded matmul
+// fixture: f32[16,32] split [2,2] and f32[32,64] split 2 on its rows (the
+// other 2 replicated) over 4 devices.
+Module sharded_matmul() {
+  return parse_hlo_file(std::string(PODSIM_SOURCE_DIR) + "/tests/fixtures/hlo/dot_matmul_sharded.hlo");
+}
+
+TEST(PartitionModule, PerDeviceProgramMatchesTheInterpreterOnFourDevices) {
+  PartitionRequest request;
+  request.verify = true;
+  const PartitionResult result = partition_module(sharded_matmul(), request);
+  ASSERT_TRUE(result.verified);
+  EXPECT_TRUE(result.verify_ok);
+  ASSERT_EQ(result.verify_lines.size(), 1u);
+  EXPECT_TRUE(result.verify_lines[0].starts_with("verify: ok (4 devices")) << result.verify_lines[0];
+  // Each device holds a quarter of the lhs (16/2 x 32/2) and half of the rhs rows (32/2 x 64).
+  const Computation& entry = result.module.entry();
+  const std::vector<InstrId> params = entry.parameters();
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(entry.instr(params[0]).shape.dims(), (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(entry.instr(params[1]).shape.dims(), (std::vector<int64_t>{16, 64}));
+}
+
+TEST(PartitionModule, WithoutVerifyNothingIsChecked) {
+  const PartitionResult result = partition_module(sharded_matmul(), PartitionRequest{});
+  EXPECT_FALSE(result.verified);
+  EXPECT_TRUE(result.verify_ok);
+  EXPECT_TRUE(result.verify_lines.empty());
+  EXPECT_EQ(result.module.entry().instr(result.module.entry().parameters()[0]).shape.dims(),
+            (std::vector<int64_t>{8, 16}));
+}
+
+constexpr const char* kUnannotatedRoot = R"(HloModule m, num_partitions=4
+
+ENTRY %main (p: f32[16,8]) -> f32[16,8] {
+  %p = f32[16,8]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %n = f32[16,8]{1,0} negate(f32[16,8]{1,0} %p)
+}
+)";
+
+TEST(PartitionModule, PropagateOnlyKeepsGlobalShapesAndHonoursTheOutputFlag) {
+  PartitionRequest request;
+  request.propagate_only = true;
+  const PartitionResult to_output = partition_module(parse_hlo(kUnannotatedRoot), request);
+  const Instruction& root = to_output.module.entry().root_instr();
+  EXPECT_EQ(root.shape.dims(), (std::vector<int64_t>{16, 8}));  // not partitioned
+  ASSERT_TRUE(root.sharding.has_value());
+  EXPECT_EQ(root.sharding->find("replicated"), std::string::npos) << *root.sharding;  // the operand's split
+
+  request.propagate_to_output = false;
+  const PartitionResult kept = partition_module(parse_hlo(kUnannotatedRoot), request);
+  const Instruction& kept_root = kept.module.entry().root_instr();
+  ASSERT_TRUE(kept_root.sharding.has_value());
+  EXPECT_NE(kept_root.sharding->find("replicated"), std::string::npos) << *kept_root.sharding;
+}
 
 }  // namespace
 }  // namespace podsim::compiler

@@ -51,5 +51,17 @@ TEST(Describe, TextListsValuesSourcesAndDerivedFigures) {
   EXPECT_NE(text.find("12.80 TB/s"), std::string::npos);
 }
 
+TEST(Describe, PresetTableHasOneRowPerPresetWithItsFigures) {
+  const std::string text = describe_presets();
+  // tpuv3: a 32x32 torus of chips with 2 cores each (2048 devices); a core
+  // is 2 MXUs x 128 x 128 x 2 flops x 940 MHz = 61.6 TFLOP/s with 16 GiB HBM.
+  EXPECT_NE(text.find("tpuv3          2048           61.6         16     1024  32x32\n"), std::string::npos) << text;
+  // tpuv4: a 16x16x16 torus, one (megacore) device per chip, 32 GiB.
+  EXPECT_NE(text.find("tpuv4          4096          275.3         32     4096  16x16x16\n"), std::string::npos)
+      << text;
+  EXPECT_TRUE(text.starts_with("preset      devices")) << text;
+  EXPECT_TRUE(text.ends_with("details: podsim hardware show <preset>\n")) << text;
+}
+
 }  // namespace
 }  // namespace podsim::hw
