@@ -28,13 +28,9 @@ struct SpmdOptions {
   // Default 741 (docs/reference/hardware.md#windowed-einsum-break-even); runs derive it from the
   // preset. Derivation: docs/compiler.md#windowed-einsum-break-even-test
   double windowed_einsum_min_flops_per_byte = 741;
-  // Bidirectional windowed einsum: the shard (all-gather form) or the block
-  // of running sums (reduce-scatter form) is split in halves that travel
-  // both ways round the ring, one collective-permute per direction per step,
-  // halving the bytes per link direction per step. Off by default: it pays
-  // only where the two permutes of a step run at the same time on opposite
-  // link directions (the simulator's one collective stream per device runs
-  // them one after the other).
+  // Bidirectional windowed einsum: halves of the shard (or of the running sums) travel both ways
+  // round the ring, halving the bytes per link direction per step. Off by default: it pays only
+  // where a step's two permutes run at once. docs/compiler.md#bidirectional-windowed-einsum-option
   bool windowed_einsum_bidirectional = false;
   // Bytes a link moves in one collective's fixed latency, which the reshard
   // plans add per collective (compiler/spmd/reshard_plan.h): hop latency x
