@@ -1,24 +1,9 @@
-// Where the step's time goes by model part (`podsim run`: "time by part").
-//
-// The workload builders and the training transforms name every op
-// (metadata op_name) as
-//   <pass>/[encoder|decoder/][layer_<i>/]<component>/.../<leaf>
-// pass: fwd | recompute (rematerialized forward) | bwd | opt (optimizer);
-// component: attention, cross_attention, ffn, moe, embedding, loss, ...
-// (workloads/model_graph.h, compiler/training/autodiff.cc, remat.cc).
-// summarize_parts() groups the reported device's ops by (pass, component),
-// with layers, encoder/decoder and pipeline iterations folded together, and
-// adds each collective's exposed wait to the part that issued it, so a
-// part's time is its compute-stream busy time plus the waits it caused.
-// Ops from HLO text without such names land in pass "other".
-//
-// Two utilizations compare with what GShard (arXiv 2006.16668) measured
-// for its kernels ("FFN and projection matmuls > 85% of peak, attention >
-// 30%", docs/reference/measurements.md#gshard-moe): FLOPs / (compute seconds x peak) over
-//   layer matmuls: the ops of the forward, recompute and backward passes
-//     whose leaf is a layer weight's matmul (q, k, v, output, wi, wi_<j>, wo);
-//   attention core: the other ops of attention and cross_attention in those
-//     passes (scores, softmax, context, relative bias, masks).
+// Where the step's time goes by model part (`podsim run`: "time by part"). summarize_parts()
+// groups the reported device's ops by (pass, component) of their op_name
+// <pass>/[encoder|decoder/][layer_<i>/]<component>/.../<leaf>, layers folded together, and adds
+// each collective's exposed wait to the part that issued it; ops without such names land in pass
+// "other". Layer-matmul and attention-core utilizations compare with GShard's kernels
+// (docs/reference/measurements.md#gshard-moe). docs/simulator.md#time-by-part
 #pragma once
 
 #include <cstdint>

@@ -1,15 +1,7 @@
-// Chrome trace-event JSON from a simulated Timeline (`podsim run --trace`),
-// the format ui.perfetto.dev and chrome://tracing open: one process per
-// traced device; one thread per track ("compute", "collectives <kind>", a
-// kind's overlapping collectives on further lanes "collectives <kind> #2",
-// ... so every track's slices nest); complete events (ph "X", ts/dur in
-// microseconds at nanosecond resolution, numeric args as numbers); counter
-// events (ph "C") for the device's HBM traffic and each traced link's
-// utilisation; flow events (ph "s"/"t"/"f", one id) joining one collective
-// run across the traced devices. Events are written in timestamp order,
-// streamed (no whole-document string). Reference: "Trace Event Format"
-// (Google, 2016): "Complete Events", "Counter Events", "Flow Events",
-// "Metadata Events".
+// Chrome trace-event JSON from a simulated Timeline (`podsim run --trace`), the format
+// ui.perfetto.dev and chrome://tracing open: one process per traced device, one thread per track,
+// complete, counter and flow events in timestamp order, streamed. docs/traces.md#format and
+// docs/traces.md#trace-writer
 #pragma once
 
 #include <cstdint>

@@ -1,27 +1,9 @@
-// Collectives of a per-device program in hardware terms: each collective
-// instruction becomes a CollectiveSpec (kind, bytes per device as
-// hw/ici/collectives.h defines them, its device groups placed on physical
-// cores, one hw::CollectivePlan per group), deduplicated by (kind, bytes,
-// groups), and in fast mode timed once with all its groups running at once.
-//
-// Device groups: ReplicaGroups::expand gives logical device ids (partition
-// ids; the program's devices are the mesh's, row-major); System::placement()
-// maps them to cores. A group gets a group_shape (the torus algorithm's grid)
-// when its cores form a row-major grid over some physical dims of the slice
-// ([chip dims..., device in chip]) and two or more of those dims vary;
-// otherwise it is a ring in group order (e.g. a ring-preserving placement).
-// All-reduce, reduce-scatter and all-gather may also run over the members in
-// other orders (plan_group): the fastest plan is kept (the bytes moved do
-// not depend on member order).
-//
-// Fast timing of a spec: the per-group plans are merged phase by phase (flows
-// concatenated, link loads summed: the contention of the sibling groups), and
-// the merged plan is timed by hw::time_plan_fair_share when it has at most
-// kFairShareFlowLimit flows (max-min fair sharing, ~quadratic in flows), else
-// by its analytic time (max link load / bandwidth + latency per phase; a
-// 2048-device all-to-all has ~1M chip-pair flows). The groups are symmetric
-// when every group's own (uncontended) plan takes the same time and has the
-// same phase structure; fast mode is exact only then.
+// Collectives of a per-device program in hardware terms: each collective instruction becomes a
+// CollectiveSpec (kind, bytes per device as hw_models/ici/collectives.h defines them, its device
+// groups placed on cores, one hw::CollectivePlan per group), deduplicated by (kind, bytes,
+// groups), and in fast mode timed once with all its groups running at once (exact only when the
+// groups are symmetric). Grouping, member orders and fast timing:
+// docs/simulator.md#collective-catalog
 #pragma once
 
 #include <cstdint>
@@ -97,14 +79,9 @@ struct GroupPlan {
   std::string label() const;
 };
 
-// Plans one group (query.group in mesh order) as the runtime would: the
-// fastest (uncontended analytic time) of the member orders that move the
-// same data. All-to-all and collective-permute: the mesh order only.
-// All-reduce, all-gather, reduce-scatter also: the physical (core id) order
-// when it is a grid the mesh order is not; and for a grid over chips and
-// the devices of each chip, the per-core rings, the on-chip axis first, and
-// one ring through every device of a chip in turn (docs/collectives.md,
-// "Groups over both cores of a chip").
+// Plans one group (query.group in mesh order) as the runtime would: the fastest (uncontended
+// analytic time) of the member orders that move the same data (all-to-all, collective-permute:
+// the mesh order only). The orders tried: docs/simulator.md#member-orders
 GroupPlan plan_group(const hw::System& system, hw::CollectiveQuery query);
 
 class CollectiveCatalog {

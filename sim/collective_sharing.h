@@ -1,24 +1,8 @@
-// Fast mode: collectives that one device runs at the same time share the ICI
-// links they both use (full mode gets this from the Fabric's link-level
-// fair sharing). The engine splits a collective's time alone into its
-// plan's latencies (no link use) and a transfer part of alone_s_j seconds
-// that keeps link l busy for busy_j(l) seconds, i.e. uses the fraction
-//   u_j(l) = busy_j(l) / alone_s_j
-// of link l while it transfers at full speed (<= 1: the transfer time
-// includes every link's busy time; normalised to max_l u_j(l) = 1 when the
-// groups of an asymmetric collective load one link longer than the slowest
-// group alone takes). Running together, the collectives progress at rates
-// r_j (fraction of the transfer per second) that fit every link and none
-// beyond its rate alone:
-//   sum_j r_j busy_j(l) <= 1,   r_j <= 1 / alone_s_j.
-// The rates are max-min fair (progressive filling, Bertsekas & Gallager,
-// Data Networks 6.5.2): all rates rise together until a link saturates or a
-// collective reaches its cap, the collectives there keep that rate, the rest
-// rise on. This is the fabric's rule (fabric.h) applied to whole transfers
-// instead of phases, so fast mode tracks full mode when collectives overlap.
-// Two bandwidth-bound collectives on the same links both end when the links
-// have carried both; collectives on disjoint links (different mesh axes) do
-// not slow each other. The speed reported is r_j x alone_s_j, in (0, 1].
+// Fast mode: collectives that one device runs at the same time share the ICI links they both use
+// (full mode gets this from the Fabric). Running together, collectives progress at max-min fair
+// rates r_j with sum_j r_j busy_j(l) <= 1 on every link and r_j <= 1 / alone_s_j (progressive
+// filling, Bertsekas & Gallager, Data Networks 6.5.2). The speed reported is r_j x alone_s_j, in
+// (0, 1]. Derivation: docs/simulator.md#collective-sharing-in-fast-mode
 #pragma once
 
 #include <cstdint>

@@ -1,35 +1,8 @@
-// The SystemC run of a StepProgram on one or more devices (sim::simulate
-// drives it; see simulator.h for the model).
-//
-// Per simulated device two method processes: the compute stream walks the
-// steps in order (an op holds it for its cost; a collective step is issued
-// to the collective stream and the walk goes on; an op whose operands wait
-// for a collective blocks until the collective stream has finished it) and
-// the collective stream runs the issued collectives: up to
-// in_flight_per_kind of each kind at once, in issue order within a kind,
-// different kinds concurrently (XLA's latency-hiding scheduler's per-kind
-// overlap limits), each once the collectives it reads are done
-// (step_program.h). Fast mode gives each collective its cached duration,
-// stretched while others share its links (collective_sharing.h); full mode
-// makes the members of each device group meet (the group starts when the
-// last member is ready) and runs the group's plan on the shared Fabric,
-// whose link-level fair sharing slows concurrent collectives the same way.
-//
-// HBM contention: a collective's DMAs read what it sends and write what it
-// receives in the device's HBM while it runs, dma_hbm_bytes evenly over its
-// uncontended duration (fast mode: at its current speed while links are
-// shared; full mode keeps the uncontended rate for the whole run, as the
-// fabric's per-phase rates stay inside the fabric). The compute kernel
-// gets the rest of the bandwidth, at least half (an HBM controller that
-// arbitrates round-robin between the core and the DMA engines), and its
-// HBM time stretches by 1 / share (seconds_with_hbm_share); an op in
-// progress is re-timed whenever the share changes. Collectives are not
-// slowed by compute (their rate is bounded by the links).
-//
-// Accounting per device, from SystemC time: the compute stream is always
-// busy (compute), waiting for a collective (exposed communication) or, in
-// full mode, waiting while that collective itself waited for the group's
-// other members (idle); the three sum to the device's finish time.
+// The SystemC run of a StepProgram on one or more devices (sim::simulate drives it). Per device a
+// compute stream walks the steps in order and a collective stream runs the issued collectives (up
+// to in_flight_per_kind of each kind at once); collective DMAs take a share of HBM bandwidth from
+// compute. Per device compute + exposed communication + idle = the device's finish time.
+// The model: docs/simulator.md#engine-streams-hbm-contention-accounting
 #pragma once
 
 #include <cstdint>

@@ -1,17 +1,8 @@
-// Full-fidelity ICI fabric: the link transfers of every running collective
-// group share the links over time. Include only from .cc files (SystemC).
-//
-// A running group walks its plan's phases. A phase is one fluid transfer job
-// carrying the phase's per-link loads x repeat, then a pure delay of
-// repeat x the phase's latency (the ring steps' latencies back to back).
-// Concurrent jobs share links by weighted max-min fairness over job progress
-// rates r_j (fraction of the job per second): on every link l,
-//   sum_j r_j * load_j(l) <= bandwidth(l),
-// solved by progressive filling (Bertsekas & Gallager, Data Networks 6.5.2,
-// weighted by each job's load on the link). A job alone therefore takes
-// max_l load(l) / bandwidth(l): the plan's analytic step time without latency,
-// so one symmetric collective matches fast mode's merged analytic time.
-// Rates are recomputed whenever a job starts or finishes.
+// Full-fidelity ICI fabric: the link transfers of every running collective group share the links
+// over time. Include only from .cc files (SystemC). A phase is one fluid transfer job (loads x
+// repeat) then a pure delay (repeat x latency); concurrent jobs share links by weighted max-min
+// fairness (progressive filling), recomputed whenever a job starts or finishes.
+// docs/simulator.md#fabric-full-fidelity
 #pragma once
 
 #include <systemc>

@@ -1,45 +1,8 @@
-// Op costs for the simulator: an IR instruction (or a fusion group) described
-// as an hw::OpQuery and timed by the device's hw::CoreModel.
-//
-// Mapping (instruction -> work):
-//   dot            MatmulWork: batch = product of batch dims, m = product of the
-//                  lhs non-batch non-contracting dims, k = product of the
-//                  contracting dims, n = product of the rhs non-batch
-//                  non-contracting dims; bf16/f16/int8 lhs -> bf16 MXU input,
-//                  else f32. HBM: both operands read, the result written.
-//   convolution    its im2col matmul: m = batch x output pixels, k = window
-//                  pixels x input features / feature groups, n = output
-//                  features / feature groups, batch = feature groups.
-//   elementwise, select, clamp, compare, convert
-//                  VectorWork over the result elements; cost class simple,
-//                  transcendental (exp, log, tanh, rsqrt, sqrt, logistic,
-//                  sin, cos, power, divide) or convert.
-//   reduce         kReduce over the input elements; reduce-window: output
-//                  elements x window size.
-//   transpose      kTranspose over the elements.
-//   copy, slice, pad, concatenate, reverse, broadcast, iota, dynamic-slice,
-//   dynamic-update-slice, gather, scatter
-//                  memory ops (HBM traffic only; a scatter also combines its
-//                  updates on the VPU). Slices read only what they keep;
-//                  dynamic-update-slice and scatter update in place.
-//   parameter, constant, tuple, get-tuple-element, reshape (row-major layouts
-//   make every reshape a bitcast), partition-id, replica-id, custom-call
-//                  free: no op is issued.
-// A fusion group is one OpQuery: every member's matmul and vector work, HBM
-// bytes = the group's distinct external inputs read once + its outputs
-// written once: the root and, in a multi-output fusion
-// (compiler/backend/fusion.h), every member read outside the group that
-// is not an op fusion recomputes in each reader's kernel
-// (compiler::duplicable_ops); memory ops inside a fusion are free (they
-// are address arithmetic).
-// An external input that members only slice / dynamic-slice is charged the
-// windows they read (capped at the whole input), not the whole input: a
-// windowed einsum slices one shard of its gathered operand per iteration.
-// A dynamic-update-slice root (compiler/backend/fusion.h) neither reads
-// nor rewrites its buffer: it writes its update in place.
-//
-// Timings are cached by a signature of (opcode, shapes, dims) because a
-// model's layers repeat the same ops.
+// Op costs for the simulator: an IR instruction (or a fusion group) described as an hw::OpQuery
+// and timed by the device's hw::CoreModel. A fusion group is one OpQuery (all members' work; HBM
+// = its distinct external inputs read once, sliced inputs charged the windows read, + its outputs
+// written once). Timings are cached by a signature of (opcode, shapes, dims): a model's layers
+// repeat the same ops. The instruction -> work mapping: docs/simulator.md#op-costs
 #pragma once
 
 #include <memory>

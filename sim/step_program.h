@@ -1,27 +1,8 @@
-// The per-device program as the simulator runs it: the entry schedule
-// flattened into one in-order list of steps (calls inlined, while bodies
-// repeated known_trip_count times, fusion groups as one step at their root,
-// free ops dropped). Every device runs the same list (SPMD).
-//
-// Dependencies. A step carries the collectives it reads: the ordinals of
-// the collectives its operands come from directly or through ops that cost
-// nothing (tuple, get-tuple-element, parameter, reshape, bitcast, markers,
-// an async done, loop state and call arguments). A compute step blocks the
-// in-order compute stream until every one of them is done; a collective is
-// issued when the compute stream reaches it (so its compute operands are
-// done) and does not start before every collective it reads is done. With
-// one collective in flight, issue order alone would give that; with several
-// in flight (different kinds run at once, per-kind limits above 1) it has
-// to be waited for, or a collective could run beside the one it consumes.
-// Collectives read through a compute op are not listed: that op waited for
-// them. A collective is done only after those it reads, so a wait for it
-// covers them too.
-//
-// Not modelled: while conditions (a scalar compare on the scalar unit, free),
-// a while whose trip count cannot be derived runs its body once (counted in
-// StepProgram::unknown_trip_counts), a conditional runs its first branch.
-// An asynchronous start (all-gather-start, ...) is the collective, issued
-// where the start is; its done is free and passes the wait on to readers.
+// The per-device program as the simulator runs it: the entry schedule flattened into one in-order
+// list of steps (calls inlined, while bodies repeated known_trip_count times, fusion groups as one
+// step at their root, free ops dropped); every device runs the same list (SPMD). A step carries
+// the collectives it reads directly or through free ops, and waits for them.
+// The dependency rule and what is not modelled: docs/simulator.md#step-program
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,7 @@
-// Fusion planning (fusion.h). Consumers are visited from the last
-// instruction to the first, as XLA's instruction fusion visits them in
-// reverse post order; each group grows through a max-heap of candidate
-// producers (highest id first), so every user of a candidate that can join
-// the group has joined before the candidate is examined. Each operand edge
-// is examined at most once per group: O(E log E) in all. Before: which ops
-// may be duplicated (mark_duplicable, one pass each way). After: the
-// duplicable ops no group took whole join each of their users' groups
-// (duplicate_cheap_producers), then reduce kernels take in the loop
-// kernels they reduce (form_multi_output_fusions).
+// Fusion planning (fusion.h). Consumers are visited from the last instruction to the first (XLA's
+// reverse post order); each group grows through a max-heap of candidate producers, so every user
+// of a candidate that can join has joined before it is examined: O(E log E) in all.
+// docs/compiler-backend.md#fusion-algorithm
 #include "compiler/backend/fusion.h"
 
 #include <algorithm>
@@ -200,19 +194,9 @@ class FusionPlanner {
     return !waits || is_free_to_recompute(producer) || is_window_read(producer);
   }
 
-  // duplicable_[p]: p is cheap (is_cheap_to_duplicate), not the root, reads
-  // no collective (broadcast/iota/constant may), every user can absorb it,
-  // and a kernel that recomputes it reads at most p's bytes (its inputs
-  // through duplicable operands; a slice's operand only the window; scalars
-  // are kernel arguments). A broadcast/iota/constant always qualifies.
-  // Duplicating p then removes its write and each reader's read of it for
-  // reads of its inputs that are no bigger: an expansion (a one-hot mask,
-  // broadcast(reduce), a dynamic-slice of a broadcast constant) and a
-  // same-size op (convert, a transpose, g * g under Adafactor's row and
-  // column statistics) alike, as XLA's instruction fusion duplicates them.
-  // Scalars are not duplicated (nothing to save). Operands first: a chain
-  // of such ops (the concatenate of token ids under a one-hot) is
-  // recomputed whole, each reading its inputs' inputs.
+  // duplicable_[p]: p is cheap, not the root, reads no collective (broadcast/iota/constant may),
+  // every user can absorb it, and a kernel that recomputes it reads at most p's bytes. Operands
+  // first, so a chain of such ops is recomputed whole. docs/compiler-backend.md#duplicable-ops
   void mark_duplicable() {
     const auto n = static_cast<size_t>(comp_.size());
     restricted_if_fused_.assign(n, false);
@@ -254,15 +238,9 @@ class FusionPlanner {
     return std::any_of(ops.begin(), ops.end(), [&](InstrId q) { return duplicable(q) && group(q) < 0; });
   }
 
-  // ---- multi-output fusion (XLA's producer-consumer multi-output fusion)
-  // A loop kernel whose result p is also reduced: the reduce's kernel
-  // computes p as well and writes both, so p is read from HBM once less.
-  // Taken when p is the root of a group of elementwise/layout ops only, of
-  // the reduce's input shape (one loop nest), no member of either kernel
-  // waits for a collective or is recomputed elsewhere, and every other
-  // reader of p comes after the reduce (ids are topological: the merged
-  // kernel then has no path back into itself and stays at its root's
-  // place).
+  // ---- multi-output fusion (XLA's producer-consumer multi-output fusion): a reduce's kernel also
+  // computes and writes the loop kernel result p it reduces, so p is read from HBM once less.
+  // Conditions: docs/compiler-backend.md#multi-output-fusion
   void form_multi_output_fusions() {
     const auto n = static_cast<size_t>(comp_.size());
     std::vector<int32_t> memberships(n, 0);

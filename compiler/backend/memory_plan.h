@@ -1,39 +1,10 @@
-// Memory planning: liveness of HBM buffers over a computation's schedule,
-// per device (the module is the per-device program).
-//  - A materialized value (an unfused instruction, a fusion root or a
-//    multi-output fusion's extra output: a member read outside its group)
-//    gets one buffer per array leaf, live from its schedule position to the
-//    position of its last reader. A fused member reads at its group's root;
-//    fused intermediates and duplicated cheap ops take no buffer.
-//  - An expansion takes no buffer: a materialized cheap op (fusion.h's
-//    is_cheap_to_duplicate: elementwise but not expensive (no exp, log,
-//    divide, ...), select, clamp, broadcast, iota, or data movement:
-//    reshape, transpose, concatenate, slice, dynamic-slice, pad, reverse)
-//    whose inputs, read through fused members and other expansions, are at
-//    most 1/kExpansionRatio (1/8) of its size, e.g. a one-hot mask
-//    compare(iota, broadcast(ids)) or a MoE dispatch mask. XLA duplicates
-//    such a producer into each consumer kernel (the forward and the
-//    backward dot of an embedding) instead of writing it to HBM; its
-//    readers read its inputs. Not when it is the root or read by a tuple,
-//    while, call, custom-call, collective, scatter or dynamic-update-slice
-//    (those need a real buffer). plan_fusion duplicates such ops into
-//    their readers' kernels, so with its plans an expansion is rare (a
-//    reader that fuses nothing, e.g. a gather), and the simulator then
-//    still charges its kernel's write.
-//  - A dynamic-update-slice that is the only reader of its operand writes
-//    in place (XLA): it takes the operand's buffer (none inside a loop body
-//    when the operand is the loop state's), unless that is an entry
-//    parameter.
-//  - tuple, get-tuple-element and while alias their operands' buffers (the
-//    loop state is updated in place), so reads through them extend those.
-//  - Entry parameters and the root's outputs are live throughout (as XLA
-//    gives live-out buffers their own allocation). With outputs_alias_parameters (training steps,
-//    whose weight/slot parameters are donated), root element i+1 is written
-//    into the i-th "param/"/"opt_state/" parameter's buffer when the byte
-//    sizes match, so it adds nothing.
-//  - At a while (call) the body's (callee's) own peak, without its
-//    parameter buffers, adds to the live bytes of the outer computation.
-// Roles (program.h) from op_name prefixes, see role_of_buffer in the .cc.
+// Memory planning: liveness of HBM buffers over a computation's schedule, per device. A
+// materialized value (unfused instruction, fusion root, multi-output extra output) gets one
+// buffer per array leaf, live from its position to its last reader's; fused members,
+// duplicated cheap ops and expansions take none; a sole-reader dynamic-update-slice writes in
+// place; tuple/get-tuple-element/while alias their operands; entry parameters and outputs live
+// throughout; a while's (call's) body peak adds to the outer computation.
+// The rules and their reasons: docs/compiler-backend.md#memory-planning
 #pragma once
 
 #include <string>

@@ -80,16 +80,10 @@ struct CompileStats {
   int64_t fusion_groups = 0;  // over all computations
 };
 
-// XLA's loop optimisations for counted while loops (docs/loops.md), which
-// the simulator applies when it runs the loop's iterations: the collective
-// pipeliner moves an all-gather whose input does not change across
-// iterations (a slice of loop-invariant stacked weights) and the ops forming
-// that input one iteration earlier, so iteration k+1's weights are gathered
-// during iteration k (double buffering); and moves the ops consuming a
-// reduce-scatter / all-reduce result that only feed the loop state (a
-// gradient slice written into the stacked gradient) one iteration later, so
-// the collective overlaps the next iteration. Off for a module XLA already
-// optimised (compile_as_is): its loops are already pipelined as written.
+// XLA's loop optimisations for counted while loops, applied by the simulator when it runs the
+// loop: the collective pipeliner's all-gather one iteration early and reduce-scatter consumers
+// one iteration late. Off for compile_as_is (already pipelined).
+// docs/loops.md#xlas-loop-optimisations-simstep_programcc
 struct LoopOptimizations {
   bool pipelined_all_gather = true;
   bool pipelined_reduce_scatter = true;

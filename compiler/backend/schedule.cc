@@ -1,28 +1,7 @@
-// Latency-hiding list scheduling (schedule.h).
-//
-// Units: one per fusion group (position = its root id, the largest member
-// id), one per other instruction (position = its id). A duplicated cheap
-// member folded into its groups (fold_recomputed_members) is no unit: each
-// unit recomputing it reads its inputs. Edges follow operands between
-// units, and always go from a lower to a higher position (a folded member's
-// inputs come before it, and it before its readers), so position order is
-// a topological order of units.
-//
-// Priority key (major, minor), compared lexicographically, ties by position:
-//  - ordinary unit:      (position, 0)
-//  - collective:         just after its latest operand: (k.major, k.minor + 1)
-//                        with k = max operand key, clamped to at least
-//                        (position - max_collective_hoist, 0)
-//  - collective feeder:  a format change read only by collectives, whose
-//                        operands have no operands (a weight shard's convert): just
-//                        before its first collective's earliest key,
-//                        (user position - max_collective_hoist, -1)
-//  - user of collective: just before its earliest user: (k.major, k.minor - 1)
-//                        with k = min user key, never earlier than its own key.
-// Kahn's algorithm then always emits the ready unit with the smallest key.
-// When a unit becomes ready its key may be refined from its operands' keys
-// as emitted (MemoryAwareQueue): collectives follow their operands, and
-// memory-reducing units (schedule.h) run right after theirs.
+// Latency-hiding list scheduling (schedule.h). One unit per fusion group (position = its root id)
+// or other instruction; edges go from lower to higher positions, so position order is
+// topological. Kahn's algorithm emits the ready unit with the smallest priority key (major,
+// minor); the keys: docs/compiler-backend.md#units-and-priority-keys
 #include "compiler/backend/schedule.h"
 
 #include <algorithm>
@@ -69,14 +48,9 @@ std::vector<bool> recomputed_members(const Computation& comp, const FusionPlan& 
   return duplicated;
 }
 
-// A recomputed member d is folded into the units of the groups that list
-// it: it is no unit of its own, each of those units reads d's inputs
-// instead (what the kernel really reads, so the memory-aware rules see the
-// gradient a duplicated g * g reads, not a zero-byte unit). Taken when
-// every reader of d is recomputed inside a unit that lists d: an unfused op
-// of d's group (group_of), or a folded op whose groups all list d (users
-// first: ids are topological). Otherwise (an inconsistent plan, an unfused
-// reader) d stays a unit of its own, read by the groups that list it.
+// A recomputed member d is folded into the units of the groups that list it: each of those units
+// reads d's inputs instead. Taken when every reader of d is recomputed inside such a unit;
+// otherwise d stays a unit of its own. docs/compiler-backend.md#recomputed-members
 std::vector<bool> fold_recomputed_members(const Computation& comp, const FusionPlan& fusion,
                                           const std::vector<bool>& duplicated,
                                           const std::vector<bool>& group_has_unit) {

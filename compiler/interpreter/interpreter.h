@@ -1,31 +1,12 @@
-// Reference interpreter: the correctness oracle of the SPMD partitioner.
-//
-// evaluate() runs a module's entry computation on one device (partition id 0);
-// evaluate_spmd() runs it on N simulated devices in lock-step (device d has
-// partition id d, replica id 0) so collectives exchange among the devices. The
-// partitioner's verify mode runs the original module with evaluate(), the
-// partitioned one with evaluate_spmd(), and compares with compare_literals().
-//
-// Semantics follow XLA's HLO operation semantics. All arithmetic is done in
-// double (integers in 64-bit integers) and rounded to the result dtype with
-// round_to_dtype. dot and convolution accumulate in double and round once;
-// reduce, reduce-window, scatter and all-reduce apply their body element by
-// element (rounding at every step) in row-major / group order.
+// Reference interpreter: the correctness oracle of the SPMD partitioner. evaluate() runs a
+// module's entry computation on one device (partition id 0); evaluate_spmd() runs it on N devices
+// in lock-step so collectives exchange among them; verify compares with compare_literals().
+// Semantics follow XLA's HLO operation semantics, in double (integers in 64 bits) rounded to the
+// result dtype; dot/convolution round once, reductions at every step in row-major/group order.
 // Choices where XLA leaves the result implementation-defined:
-//   - integer x / 0 == -1 (all bits set), x % 0 == x, INT_MIN / -1 == INT_MIN,
-//     INT_MIN % -1 == 0 (what XLA's CPU/GPU backends produce);
-//   - integer power with a negative exponent: 1 for base 1, +-1 for base -1,
-//     0 otherwise (1 / base^n truncated toward zero);
-//   - float -> integer convert truncates toward zero and saturates at the
-//     dtype's range; NaN converts to 0 (XLA's fptosi.sat lowering);
-//   - reduce-window skips padding and base-dilation holes (XLA's evaluator), so
-//     padding acts as the init value whenever the init value is the identity;
-//   - convolution with batch_group_count B: output feature o belongs to batch
-//     group o / (F_out / B), which reads input batch group * (N / B) + b;
-//   - scatter updates whose window would leave the operand are skipped whole;
-//     gather and dynamic-slice clamp start indices into range.
-// Errors a user can cause (argument count/shape, unsupported custom-call,
-// diverging while conditions) are UserErrors.
+// docs/compiler.md#interpreter-semantics
+// Errors a user can cause (argument count/shape, unsupported custom-call, diverging while
+// conditions) are UserErrors.
 #pragma once
 
 #include <cstdint>

@@ -400,23 +400,12 @@ class Propagator {
     return true;
   }
 
-  // A sweep re-runs a rule only when it may do something new. A rule is a
-  // pure function of the shardings it reads (and of the level); if its last
-  // run (at this level, or at one where the rule was the same) changed nothing and none of those shardings was written since, running it
-  // again changes nothing either, so skipping it leaves every result, the
-  // change count and the sweep count as they were.
-  //   forward step of i: reads i and its operands (a parameter of a called
-  //     computation reads its caller's operand: never skipped);
-  //   backward step of i from user u: reads u, u's operands (i among them)
-  //     (a call or conditional user reads a callee's parameter: never skipped).
-  // clean_*[c][i] = the clock when that step last ran without a change, 0 =
-  // must run.
-  //
-  // Marks that stay valid from one level to the next: a rule's outcome
-  // depends on the level only where op_rules.h lists it. Levels 0 -> 1
-  // change almost every rule (all ops, merging), so level 1 starts clean;
-  // level 2 only adds backward through broadcast (the backward step of a
-  // broadcast's operand), level 3 only forward through broadcast.
+  // A sweep re-runs a rule only when it may do something new: a rule is a pure function of the
+  // shardings it reads (and of the level), so if its last run changed nothing and none of those
+  // shardings was written since, skipping it changes no result, change count or sweep count.
+  // clean_*[c][i] = the clock when that step last ran without a change, 0 = must run.
+  // What each step reads and which marks survive a level change:
+  // docs/compiler.md#skipping-rules-that-cannot-change-anything
   void start_level(int level) {
     if (level <= 1) {
       clean_forward_.assign(static_cast<size_t>(module_.computation_count()), {});

@@ -19,20 +19,10 @@ namespace podsim::compiler {
 
 namespace {
 
-// The per-device merge (file comment) done on digits instead of devices, for
-// two iota tile arrays. Every tile coordinate of an iota array is a
-// mixed-radix number of digits (device / stride) % size of the device id
-// (TileAssignment::factors_by_dim). Cutting the id at every stride boundary
-// of both arrays gives "elementary" digits (nullopt unless the boundaries
-// form a divisibility chain); a coordinate is then an ordered list of
-// elementary digits, and:
-//  * two coordinates agree on every device iff their lists are equal;
-//  * the cells fill evenly iff the chosen lists share no digit;
-//  * within a cell, ascending device order is the order of the remaining
-//    digits by decreasing stride.
-// The result is therefore the iota array whose positional factors are the
-// cell digits followed by the remaining digits. kIncompatible: no merge
-// exists; kUnknown: the digit form does not apply (use the device path).
+// The per-device merge (file comment) done on digits instead of devices, for two iota tile
+// arrays: the result is the iota array whose factors are the cell digits followed by the
+// remaining digits. kIncompatible: no merge exists; kUnknown: the digit form does not apply
+// (use the device path). Why: docs/compiler.md#merging-iota-shardings-on-digits
 enum class DigitMerge { kIncompatible, kUnknown };
 using Digits = std::vector<size_t>;  // elementary digit ids, major -> minor
 

@@ -1,24 +1,8 @@
-// Sharding through a reshape (docs/reference/gspmd.md#sharding-algebra ReshapeSharding and
-// PropagateShardingThroughReshape). Our own formulation:
-//
-// Size-1 dims are handled first (a sharded size-1 source dim turns into
-// replication; size-1 target dims are re-inserted at the end). Then one
-// cursor walks the source dims and one the target dims, major to minor. The
-// current source "run" has remaining size s with n tiles on its major side;
-// the current target dim has remaining size t:
-//   s == t               the target dim takes all n tiles;
-//   t | s (split)        the target dim takes the major part: n tiles when
-//                        n | t, t tiles (each of size 1) when t | n and n | s;
-//   s < t (merge)        the run absorbs the next source dim; allowed when
-//                        that dim is unsharded or the run is split to size-1
-//                        tiles (otherwise tiles would not be contiguous);
-//   otherwise (gcd)      the target dim takes g = gcd(n, t) tiles (their
-//                        flat extents align because g | n and n | s) and the
-//                        walk stops.
-// Tile counts consumed are recorded as "pieces" in tile-array order; pieces
-// not given to a target dim (and everything after a stop) become one
-// replication dim: the tile array is reshaped to the pieces, the replicated
-// pieces transposed to the end, and the result canonicalised.
+// Sharding through a reshape (docs/reference/gspmd.md#reshape-sharding, XLA's ReshapeSharding and
+// PropagateShardingThroughReshape), in our own formulation: a cursor walks the source dims and
+// one the target dims, major to minor, giving each target dim the source tiles whose extents
+// align (equal, split, merge or gcd); tiles not given to a target dim become a replication dim.
+// The walk's cases: docs/compiler.md#sharding-through-a-reshape
 #include <algorithm>
 #include <cassert>
 #include <numeric>

@@ -1,18 +1,8 @@
-// Shardy (sdy dialect) shardings as XLA exports them into HLO text, read as
-// HloSharding-semantics Shardings:
-//  * the module's frontend attribute xla.sdy.meshes="{mesh = #sdy.mesh<[\"x\"=8]>}"
-//    (named meshes; optional device_ids=[...]; an empty mesh with one device
-//    id is a maximal placement);
-//  * an instruction's xla.sdy.sharding="#sdy.sharding<@mesh, [{\"x\"}, {}]>" or
-//    "#sdy.sharding_per_value<[<@mesh, [...]>, ...]>" (one per result leaf);
-//    mhlo.sharding="{devices=...}" is XLA's own text form;
-//  * dimension shardings list mesh axes major to minor, sub-axes "x":(k)m
-//    (the m-sized part of x after the first k, major first), "?" marks an open
-//    dim (propagation may refine it), replicated={...} is what it says.
-// Conversion (Shardy's sdy-to-HLO export): the mesh is iota(devices) over the
-// axes (split at every sub-axis boundary); each tensor dim's tile count is the
-// product of its axes; the array is that iota transposed to (dim axes...,
-// unused axes) with the unused axes as last_tile_dim_replicate.
+// Shardy (sdy dialect) shardings as XLA exports them into HLO text (xla.sdy.meshes,
+// xla.sdy.sharding, xla.sdy.sharding_per_value), read as HloSharding-semantics Shardings by
+// Shardy's sdy-to-HLO export rule: the mesh is iota(devices) over the axes, transposed to
+// (dim axes..., unused axes) with the unused axes replicated.
+// The syntax accepted: docs/compiler.md#shardy-shardings
 #pragma once
 
 #include <cstdint>

@@ -1,18 +1,8 @@
-// TileAssignment: the N-d array of device ids behind a tiled sharding.
-//
-// Two encodings of the same value (reference: docs/reference/gspmd.md#tile-assignment):
-//  * iota form  [d0..dk]<=[r0..rm]T(p0..pm): iota(prod r) reshaped to r,
-//    transposed by p, reshaped to d. Stored canonically as a list of
-//    "factors" in positional (major -> minor) order, each {size, stride}:
-//    the element at a flat position is sum(digit_k * stride_k) where digit_k
-//    are the mixed-radix digits of the position over the factor sizes.
-//    Canonical = no size-1 factor and no two adjacent factors that could be
-//    one (stride_k == stride_{k+1} * size_{k+1}); that makes the factor list
-//    unique for a given array.
-//  * explicit list of devices in row-major order.
-// Every constructor detects iota-expressible arrays, so an array is explicit
-// only when no iota form exists; equality is therefore a field comparison
-// and always compares the denoted arrays.
+// TileAssignment: the N-d array of device ids behind a tiled sharding, in one of two encodings
+// (docs/reference/gspmd.md#tile-assignment): the iota form [d0..dk]<=[r0..rm]T(p0..pm), stored
+// as canonical positional {size, stride} factors, or an explicit row-major device list. Every
+// constructor detects iota-expressible arrays, so equality is a field comparison.
+// The canonical factor form: docs/compiler.md#tile-assignment-encodings
 #pragma once
 
 #include <cstdint>

@@ -1,23 +1,8 @@
-// Custom-calls other than "Sharding", manual regions and the ops whose
-// partitioning is "run the op on the local shard" (docs/reference/gspmd.md#per-op-partitioning,
-// XLA's SpmdPartitioningVisitor::HandleCustomCall and its manual-sharding
-// paths):
-//  * SPMDFullToShardShape (and Shardy's xla.sdy.GlobalToLocalShape): enters a
-//    manual region. The operand's local shard IS the manual value (XLA: a copy
-//    of the partitioned operand); uneven padding is zeroed as XLA does.
-//  * SPMDShardToFullShape (xla.sdy.LocalToGlobalShape): leaves it; the manual
-//    value is the local shard of the result's sharding (a copy).
-//  * An instruction whose sharding is {manual} is not partitioned: it is
-//    cloned on its operands' local values (ops inside shard_map).
-//  * Placement calls (annotate_device_placement, MoveToHost, MoveToDevice)
-//    and every other target: a local op on the per-device shapes. Operands of
-//    the result's shape take the result's sharding, other operands stay as
-//    they are; nothing is all-gathered to full size.
-//  * TopK (custom-call or topk), sort: the sorted dim is replicated, every
-//    other dim keeps its tiling (sort along the last / given dim is local).
-//  * opt-barrier, add-dependency, after-all, rng and the other shape-only ops:
-//    local, at the per-device shape; outfeed sends the local shard of its data
-//    in the layout its annotation gives.
+// Custom-calls other than "Sharding", manual regions and the ops whose partitioning is "run the
+// op on the local shard" (docs/reference/gspmd.md#per-op-partitioning, XLA's
+// SpmdPartitioningVisitor::HandleCustomCall): SPMDFullToShardShape / SPMDShardToFullShape (and
+// Shardy's equivalents), {manual} instructions, placement calls, TopK/sort, shape-only ops.
+// What each does: docs/compiler.md#custom-calls-and-manual-regions
 #include <algorithm>
 #include <optional>
 

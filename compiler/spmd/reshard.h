@@ -1,24 +1,8 @@
-// Resharding planner (docs/reference/gspmd.md#resharding): converts a PartitionedValue
-// to another sharding with small named steps, cached per (value, target):
-//   same sharding                      -> no-op
-//   target = source with dims unsharded -> all-gather per dim within groups of
-//                                          devices sharing the other tile
-//                                          coordinates, then slice off padding
-//   source = target with dims unsharded -> local dynamic-slice at partition
-//                                          offsets (pad uneven dims first)
-//   tiling of n moves from dim a to b  -> all-to-all within groups along a
-//   same tile dims, other device order -> collective-permute
-//   digits of the tile coordinates     -> digit steps (reshard_digits.cc):
-//   (tile_coordinates.h) pass between     refine = local dynamic-slice,
-//   dims or to/from replication           coarsen = all-gather within the
-//                                         groups the digits define, move =
-//                                         all-to-all; up to a relabeling of
-//                                         equal-size digits, fixed by one
-//                                         collective-permute before or after
-//                                         (reshard_relabel.cc), cheapest plan
-//   anything else                      -> replicate, then slice (counted in
-//                                          SpmdStats::full_replications)
-// Partial sums are not a sharding here: handlers all-reduce them themselves.
+// Resharding planner (docs/reference/gspmd.md#resharding): converts a PartitionedValue to another
+// sharding with small named steps (no-op, all-gather, local dynamic-slice, all-to-all,
+// collective-permute, digit steps up to a relabeling, or replicate then slice), cached per
+// (value, target). Partial sums are not a sharding here: handlers all-reduce them themselves.
+// Which step serves which change: docs/compiler.md#reshard-steps
 #pragma once
 
 #include <optional>

@@ -1,24 +1,7 @@
-// Refine/coarsen/move reshards on the elementary digit grid (reshard.h
-// DigitStep; tile_coordinates.h for the digit model), and the all-to-all
-// tile exchange they share with the plain all-to-all rung.
-//
-// On the grid, dim d's tile coordinate is a digit list. If the target's list
-// is the source's C followed by P (digits the source replicates), the device
-// holding coarse tile i with P-value r holds fine tile i*m + r: with
-// extents t = ceil(D/(c m)) and s = ceil(D/c) = m t, that is the local range
-// [r t, (r+1) t) of its shard (one dynamic-slice, offset r*t computed from
-// partition-id). The reverse gathers the m sub-tiles: the devices that
-// differ only in the P digits, ordered by P's value, all-gather along d.
-// When c == 1 the coarse tile is the whole dim: padding to m t before the
-// slice, or slicing the gathered m t back to D, keeps the layouts aligned.
-// A move is both at once: the all-to-all within the P groups splits b into
-// m chunks (member k receives chunk k: b's list gains P at its minor end)
-// and hands a's sub-tiles over (a's list loses its minor P).
-//
-// Planning (plan_digit_steps) simulates the digit lists: per dim the
-// digits still to strip from the minor end and those still to append; two
-// greedy passes differ only in whether moves or whole gathers come first
-// (reshard.h), and the cheaper plan wins.
+// Refine/coarsen/move reshards on the elementary digit grid (reshard.h DigitStep;
+// tile_coordinates.h for the digit model), and the all-to-all tile exchange they share with the
+// plain all-to-all rung. Why each step is one dynamic-slice, all-gather or all-to-all:
+// docs/compiler.md#digit-steps-on-the-grid
 #include <algorithm>
 #include <utility>
 

@@ -25,25 +25,10 @@ namespace podsim::compiler {
 // (TPUv3: 1e-6 s x 8.2e10 B/s = 8.2e4, docs/reference/hardware.md#latencies).
 constexpr double kCollectiveLatencyBytes = 1e5;
 
-// Refine/coarsen/move on the common digit grid of source and target
-// (tile_coordinates.h). Per data dim d, with C the longest common prefix of
-// the source's and target's coordinate digits, the source's digits after C
-// are stripped from the minor end and the target's appended in order:
-//   coarsen: strip digits P: all-gather within the groups P defines (P
-//            then replicated);
-//   refine:  append digits P replicated now: local dynamic-slice;
-//   move:    strip P from dim a and append it to dim b in one all-to-all
-//            within the P groups (a's trailing P = b's next P).
-// Two greedy passes, each taking a step as soon as one applies: refines
-// first (free, they shrink the shard), then either moves first (gathers
-// only of digits that end replicated, and when nothing applies -- a digit
-// must reach a non-minor place, or moves form a cycle -- of one blocked
-// digit, which a later refine puts in place), or whole gathers first (a
-// dim's stripped digits at once unless they are exactly another dim's next
-// digits). The cheaper plan by digit_steps_cost wins, ties to the moves.
-// Every step needs nested padded extents: ceil(D/c) == m * ceil(D/(c m))
-// unless c == 1, c the product of the digits kept below the change; a
-// gather that does not nest takes more digits with it.
+// Refine/coarsen/move on the common digit grid of source and target (tile_coordinates.h): per data
+// dim the source's digits after the common prefix are stripped from the minor end and the
+// target's appended. Two greedy passes (moves first, whole gathers first); the cheaper plan by
+// digit_steps_cost wins, ties to the moves. docs/compiler.md#digit-step-planning
 struct DigitStep {
   enum class Kind { kCoarsen, kMove, kRefine };
   Kind kind = Kind::kCoarsen;

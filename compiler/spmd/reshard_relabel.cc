@@ -1,29 +1,8 @@
 // Digit steps up to a device relabeling: GSPMD's "all-to-all + permute"
-// (docs/reference/gspmd.md#resharding rung 5, "device-order mismatch left over ->
-// collective-permute"), on the elementary digit grid (tile_coordinates.h).
-//
-// The digit planner (reshard_digits.cc) moves a digit between dims only by
-// stripping it from the minor end of one dim's coordinate and appending it
-// at the minor end of another's. A target that wants the digit elsewhere
-// (e.g. [4,2] -> [2,4] on 8 devices: dim 0 loses its minor digit, dim 1
-// wants it MAJOR) would need gathers. Exchanging two digits of the same
-// size is a relabeling of the device ids: the sharding T' whose coordinate
-// lists are those of the target T with digits renamed by sigma has T's tile
-// shape, so T' -> T is one collective-permute (each device sends its whole
-// shard once). We plan source -> T' for every size-preserving sigma (digits
-// both layouts keep in a common prefix stay fixed) and keep the cheapest:
-//   cost = digit_steps_cost (reshard.h: bytes received per collective plus
-//          a latency of kCollectiveLatencyBytes) + the permute's (its shard
-//          + the latency), so that on small shards fewer collectives win
-//          (e.g. [4,2,1] -> [1,2,4]: one all-to-all of 4 and a permute
-//          rather than three all-to-alls of 2, whose bytes are ~10% fewer)
-//          and on large ones fewer bytes.
-// The permute goes first (source relabeled by sigma^-1) when the source
-// shard is smaller than the target's, last otherwise. sigma = identity is
-// the plain digit plan and wins ties, so the rung never does worse than it.
-// Relabelings run on the grid cut into prime-sized digits
-// (split_into_prime_digits); the plain plan is tried on the common grid
-// first.
+// (docs/reference/gspmd.md#resharding rung 5) on the elementary digit grid. Plans source -> T'
+// (the target with equal-size digits renamed by sigma) for every size-preserving sigma, then one
+// collective-permute T' <-> T, and keeps the cheapest; sigma = identity (the plain plan) wins
+// ties. The cost and why: docs/compiler.md#digit-steps-up-to-a-relabeling
 #include <algorithm>
 #include <map>
 #include <set>

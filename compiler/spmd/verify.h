@@ -74,26 +74,10 @@ struct VerifyOptions {
   CompareScale scale = CompareScale::kElement;
 };
 
-// The comparison --verify uses for a module and its partitioned program.
-// Partitioning reorders sums (split contractions summed by all-reduce,
-// reduce-scatter, windowed loops; reduces), and a sum rounded at every step
-// in precision u (unit roundoff 2^-p, p significant bits: bf16 2^-8, f16
-// 2^-11, f32 2^-24) over n random-sign terms has error ~ u sqrt(n/3) times
-// the sum's RMS: each step adds an independent error of up to u |S_k|, and
-// the partial sums grow as sqrt(k) (sum of k u^2 over k = u^2 n^2 / 2, over
-// the result's n). Two orders differ by sqrt(2) times that; the largest of
-// many elements sits ~3 standard deviations out: 3 sqrt(2/3) u sqrt(n) =
-// 2.4 u sqrt(n), so
-//   tolerance = max(floor, max over rounded sums of 4 u sqrt(n)), each sum
-//   in its result type's u: reduce length, reduce-window size, all-reduce /
-//   reduce-scatter group, and for dot / convolution the device count (a
-//   contraction split into one partial per device; the interpreter
-//   accumulates a dot itself in double and rounds once);
-// floor = 2e-2 with bf16/f16 values (about 5 roundings), 1e-4 otherwise.
-// Elements whose sum cancels to near zero keep the partial sums' absolute
-// error, so when the sqrt term exceeds the floor the comparison is relative
-// to the leaf's RMS (CompareScale::kLeafRms). E.g. a bf16 reduce of 1024
-// terms: 4 * 2^-8 * 32 = 0.5 of the RMS.
+// The comparison --verify uses for a module and its partitioned program: tolerance = max(floor,
+// max over rounded sums of 4 u sqrt(n)) (u the sum's unit roundoff, n its length); floor = 2e-2
+// with bf16/f16 values, 1e-4 otherwise; relative to the leaf's RMS when the sqrt term exceeds
+// the floor (CompareScale::kLeafRms). Derivation: docs/compiler.md#verify-tolerance
 struct VerifyTolerance {
   double tolerance = 1e-4;
   CompareScale scale = CompareScale::kElement;
@@ -141,20 +125,10 @@ VerifyEstimate check_verify_estimate(const Module& annotated, const Module& part
 // Whether an estimate is within the memory limit and kMaxVerifyElementOps.
 bool verify_estimate_fits(const VerifyEstimate& estimate, double limit_bytes);
 
-// The module at reduced shapes (verify_shrink.h) when the full shapes are over
-// the limits: factors k = 2, 4, 8, ... are tried in turn (largest reduced
-// shapes first) and the first whose shrunk module is valid, keeps its sharded
-// dims' divisibility (sizes that would not are left whole), partitions, and
-// fits the reduced budget below is taken. The reduced
-// module is partitioned with `options`; when its program's opcode counts
-// differ from the full-shape program's (a size threshold such as windowed
-// einsum's decided otherwise), it is partitioned again with windowed einsum
-// forced on, then off, and the variant with the full program's counts is
-// taken. A candidate whose program still differs is used only when no
-// factor gives one that matches; structure_difference then says how.
-// A reduced-shape check aims below the limits, to stay quick: at most a
-// quarter of the memory limit and 2e9 element-ops (about 1 s to 10 s at the
-// interpreter rates above).
+// The module at reduced shapes (verify_shrink.h) when the full shapes are over the limits:
+// factors k = 2, 4, 8, ... are tried, the first that gives a valid, divisible, partitionable
+// module within a quarter of the memory limit and 2e9 element-ops is taken, preferring one whose
+// program has the full program's opcode counts. docs/compiler.md#verify-at-reduced-shapes
 inline constexpr double kReducedVerifyMemoryShare = 0.25;
 inline constexpr double kReducedVerifyElementOps = 2e9;
 struct ReducedVerify {

@@ -1,35 +1,10 @@
 // Windowed einsum, all-gather form (docs/reference/gspmd.md#windowed-einsum, "collective
-// matmul"; GSPMD paper 2105.04663 sec. 3.5; Wang et al. ASPLOS'23): instead
-// of all-gathering operand W along dim d (p tiles of t = ceil(D/p)), keep W's
-// shard and rotate it round the ring of its p-device group. Device at group
-// position q HOLDS chunk c = (q + i) mod p at the start of step i (it
-// receives from position q + 1). Step i multiplies the held chunk while a
-// collective-permute sends that same chunk on; the permuted chunk is the
-// state of step i + 1. So the step's dot never waits for the step's permute
-// (only for the previous one), and the permute hides behind the dot.
-// Steps 0 .. p-2 run in a counted while loop (i = 0 .. p-2, the pattern
-// known_trip_count recognises; the program does not grow with p) and the
-// last step, chunk (q + p - 1) mod p, runs after it: p dots and only p - 1
-// permutes, exactly the bytes of the all-gather.
-//
-// Per step, for a piece of chunk c at offset c*t + o (o = 0 for the whole
-// chunk) of extent e along d:
-//   d contracting: acc += dot(dynamic-slice(other, c*t + o along its dim, e),
-//                  piece)  (other padded with zeros to p*t, piece positions
-//                  >= D masked to 0)
-//   d free:        acc = dynamic-update-slice(acc, dot(other, piece), c*t + o
-//                  on the result dim), acc padded to p*t and sliced to D after.
-//
-// Bidirectional (XLA's bidirectional windowed einsum, re-derived as half
-// chunks): the shard is split on d into halves [0, h) and [h, t),
-// h = ceil(t/2). The first half rotates as above (held chunk (q + i) mod p),
-// the second the other way round the ring (received from q - 1: held chunk
-// (q - i) mod p). Each step permutes both halves, one per link direction, so
-// every direction carries half a chunk per step: half the per-step
-// communication time of the one-way ring for the same dot work per step.
-// Contracting case: the two held halves (and the other operand's two
-// matching slices) are concatenated on the contracted dims, so a step is
-// still one dot.
+// matmul"): instead of all-gathering operand W along dim d (p tiles of t = ceil(D/p)), keep W's
+// shard and rotate it round its p-device ring; device q holds chunk (q + i) mod p at step i and
+// multiplies it while a collective-permute sends it on, so the permute hides behind the dot.
+// Steps 0 .. p-2 run in a counted while loop, the last after it: p dots, p - 1 permutes (the
+// all-gather's bytes). Per-step ops and the bidirectional form:
+// docs/compiler.md#windowed-einsum-all-gather-form
 #include <cassert>
 
 #include <fmt/format.h>

@@ -1,26 +1,9 @@
-// Windowed einsum, reduce-scatter form (docs/reference/gspmd.md#windowed-einsum): both
-// operands contracting-sharded p ways, the result scattered p ways on a free
-// dim e (t = ceil(E/p) per block). Instead of the full local partial result
-// and a reduce-scatter, device at group position q computes only one block
-// per step and passes the running sum on: at step i it adds its partial of
-// block c_i(q) = (q + i + 1) mod p to the sum it received from position
-// q + 1 (which held block c_{i-1}(q + 1) = c_i(q)). After p - 1 permutes
-// (the reduce-scatter's bytes) position q holds block c_{p-1}(q) = q, fully
-// summed, which is its tile of the target. A block is the local dot with
-// the operand carrying e's label dynamic-sliced to [c*t, c*t + t) (padded
-// to p*t with zeros first).
-//
-// Overlap: in each loop step the block's dot reads only the loop-invariant
-// operands, never the permute, so it runs while the running sum travels;
-// only the add waits for the permute (and the fusion planner keeps that add
-// out of the dot's kernel, fusion.h).
-//
-// Bidirectional: the block is split on e into halves [0, h) and [h, t),
-// h = ceil(t/2). The first half's running sums flow as above; the second's
-// flow the other way (received from position q - 1), so at step i position
-// q adds its partial of block d_i(q) = (q - i - 1) mod p, and finally holds
-// d_{p-1}(q) = q. Each link direction carries half a block per step. The
-// result is the two halves concatenated on e.
+// Windowed einsum, reduce-scatter form (docs/reference/gspmd.md#windowed-einsum): both operands
+// contracting-sharded p ways, the result scattered p ways on a free dim e. Instead of the full
+// partial result and a reduce-scatter, each step computes one block and adds it to the running
+// sum received from the neighbour; after p - 1 permutes position q holds block q fully summed.
+// Block schedule, overlap and the bidirectional form:
+// docs/compiler.md#windowed-einsum-reduce-scatter-form
 #include "compiler/spmd/dot_handler.h"
 #include "compiler/spmd/halo_exchange.h"
 

@@ -1,22 +1,7 @@
-// Reverse-mode automatic differentiation on the IR.
-//
-// emit_gradients() appends, to a ComputationBuilder that already holds the
-// forward values, the backward pass of a source computation: adjoints are
-// propagated from the root to the parameters in reverse topological order
-// (one linear pass; an instruction's adjoint is the sum of its users'
-// contributions). Forward values the backward needs are read through a
-// ResidualProvider, which saves or recomputes them (remat.h).
-//
-// Differentiated ops: parameter, elementwise unary/binary (non-smooth points
-// documented in vjp_rules.cc), convert, copy, select, clamp, broadcast,
-// reshape, transpose, slice, pad, concatenate, reverse, dynamic-slice,
-// dynamic-update-slice, reduce (add / max / min bodies), dot, gather,
-// scatter (add or overwrite body), tuple, get-tuple-element, and while loops
-// of the counted form (see while_autodiff.h; the forward must be copied with
-// copy_forward so the loop records its carries). Constants, iota, compares,
-// integer values and custom-call kStopGradientTarget results carry no
-// gradient. Anything else on a path from a
-// parameter to the loss is a UserError.
+// Reverse-mode automatic differentiation on the IR: emit_gradients() appends the backward pass of
+// a source computation to a builder holding the forward values (one reverse-topological pass;
+// residuals through a ResidualProvider, remat.h). Ops without a rule on a path from a parameter
+// to the loss are a UserError. Differentiated ops: docs/compiler.md#autodiff
 #pragma once
 
 #include <cstdint>

@@ -1,27 +1,9 @@
-// GSPMD-style pipelining (Xu et al. 2021, GSPMD section 3.3): the layers of
-// S stages are one stage body vectorised over a stage dim; the stage
-// weights are stacked on a leading stage dim [S, ...] (sharded over the
-// pipeline mesh axis), and a state buffer [S, mb, ...] is shifted by one
-// stage every iteration (a concatenate of the next microbatch with
-// state[0:S-1], which the partitioner turns into a collective-permute when
-// the stage dim is sharded). After M + S - 1 iterations every microbatch has
-// passed every stage; iteration t's last stage holds microbatch t - S + 1.
-//
-// Contract for model builders that want pipeline_stages = S > 1:
-//   * write ONE stage as a computation in the module:
-//       stage_body(activation [mb, ...], w_0 [...], ..., w_k [...]) -> activation [mb, ...]
-//     with op_names "fwd/<scope>" (the ops vectorize.h supports);
-//   * create the weights as entry parameters "param/<tensor>" of shape
-//     [S, ...] (stage-stacked; shard dim 0 over the pipeline axis), the
-//     activations input as [B = M mb, ...] ("input/..." or computed, e.g. an
-//     embedding);
-//   * call emit_pipeline(); it returns the last stage's outputs [B, ...] in
-//     the input's row order, on which the builder computes the loss.
-// Microbatch k is rows k, k+M, k+2M, ... of the batch (as build_training_step
-// splits microbatches), so build_training_step must not split again: with
-// pipeline_stages > 1 its `microbatches` is taken to be the pipeline's.
-// Each iteration's ops are scoped "fwd/pipeline_iter_<t>/...", which remat
-// treats as a layer (the shifted state is the checkpoint).
+// GSPMD-style pipelining (Xu et al. 2021, GSPMD section 3.3): S stages as one stage body vectorised
+// over a stage dim, stage weights stacked [S, ...], and a state buffer [S, mb, ...] shifted one
+// stage per iteration (a collective-permute once partitioned); M + S - 1 iterations. Builders
+// write ONE stage computation, create [S, ...] "param/" weights and call emit_pipeline(); with
+// pipeline_stages > 1 build_training_step's `microbatches` is the pipeline's.
+// The contract in full: docs/compiler.md#pipelining
 #pragma once
 
 #include <cstdint>

@@ -1,17 +1,8 @@
-// Rematerialization: which forward values the backward pass reads as saved
-// (the original instruction) and which it recomputes ("recompute/<scope>"
-// clones emitted next to their backward use).
-//
-// Layers are recognised by op_name: "fwd/layer_<k>/..." belongs to layer
-// "layer_<k>" (training_step.h contract). A layer's checkpoints are its
-// values used outside the layer (its outputs); they are always saved.
-//   none        every forward value is saved.
-//   full        inside a layer only the checkpoints are saved; every other
-//               value the backward needs is recomputed from them.
-//   save_dots   (selective) as full, but dot/convolution outputs are saved
-//               too: only the cheap elementwise/data-movement ops between
-//               matmuls are recomputed.
-// Values outside any layer (embedding, loss, parameters) are never recomputed.
+// Rematerialization: which forward values the backward pass reads as saved and which it
+// recomputes ("recompute/<scope>" clones next to their backward use). Layers are "fwd/layer_<k>/";
+// their outputs (checkpoints) are always saved; none saves all, full recomputes the rest of a
+// layer, save_dots saves dot/convolution outputs too. Outside layers nothing is recomputed.
+// docs/compiler.md#rematerialization
 #pragma once
 
 #include <cstdint>

@@ -1,16 +1,7 @@
-// build_training_step: forward copies (one per microbatch) + reverse sweep,
-// gradient accumulation, weight-update sharding and the optimizer, as one
-// entry computation (see training_step.h for the op_name contract).
-//
-// Microbatches (M > 1): the forward module is built for ONE microbatch (its
-// "input/" parameters have the microbatch size b on dim 0); the step's input
-// parameters keep their numbers but have batch B = M b, and microbatch k is
-// the strided slice of rows k, k+M, k+2M, ...: with the batch dim sharded in
-// contiguous blocks over D data-parallel devices, every device keeps B/(D M)
-// of its own rows per microbatch when M divides B/D (no data moves). The
-// loss is assumed to be a mean over the batch: the step's loss is the mean
-// of the microbatch losses and the backward of microbatch k is seeded with
-// 1/M, so the summed gradients equal the full-batch gradient.
+// build_training_step: forward copies (one per microbatch) + reverse sweep, gradient
+// accumulation, weight-update sharding and the optimizer, as one entry computation (op_name
+// contract: training_step.h). Microbatch k is the strided rows k, k+M, ...; its backward is
+// seeded with 1/M (the loss is a batch mean). Why: docs/compiler.md#microbatches
 #include "compiler/training/training_step.h"
 
 #include <fmt/format.h>

@@ -1,28 +1,11 @@
-// Training step from a forward graph: reverse-mode autodiff, the
-// optimizer update as IR, rematerialization, gradient accumulation over
-// microbatches and GSPMD-style pipelining. The result is ONE module that the
-// propagation + SPMD partitioner consume like any other.
-//
-// Contract with the model builders (workloads/) — op_name conventions
-// (Instruction::op_name, XLA metadata) that every pass keeps:
-//   entry parameters   "param/<tensor>"   trainable weights
-//                      "input/<name>"     step inputs (tokens, targets, ...)
-//   forward ops        "fwd/<scope>"      e.g. "fwd/layer_3/ffn/wi"
-//   the forward root   a scalar f32 loss
-// build_training_step adds:
-//   "bwd/<scope>"              gradient ops (scope of the forward op they differentiate)
-//   "recompute/<scope>"        rematerialized forward ops
-//   "opt/<tensor>"             optimizer update ops
-//   "opt_state/<tensor>/<slot>" entry parameters holding optimizer slots
-//                              (Adam's step count: "opt_state/global/step")
-// Remat finds layers by op_name: ops of layer k must be scoped
-// "fwd/layer_<k>/..." (any suffix after "layer"); other ops are never
-// recomputed.
-// Repeated layers may be a counted while loop over stacked weights
-// (while_autodiff.h gives the form); autodiff of the loop = a reverse loop.
-// Remat "auto" (compile pipeline): try remat_choices_by_recompute() (remat.h)
-// in order — none, save_dots, full — against the memory plan.
-// Gradients are taken w.r.t. "param/" parameters only.
+// Training step from a forward graph: reverse-mode autodiff, the optimizer update as IR,
+// rematerialization, gradient accumulation over microbatches and GSPMD-style pipelining, as ONE
+// module that propagation and the SPMD partitioner consume like any other.
+// op_name contract with the model builders (workloads/), kept by every pass: entry parameters
+// "param/<tensor>" (weights; gradients are taken w.r.t. these only) and "input/<name>"; forward
+// ops "fwd/<scope>", layer k's "fwd/layer_<k>/..." (what remat recognises); the forward root a
+// scalar f32 loss. Added: "bwd/<scope>", "recompute/<scope>", "opt/<tensor>",
+// "opt_state/<tensor>/<slot>". The full table: docs/compiler.md#op_name-contract
 #pragma once
 
 #include <cstdint>

@@ -1,27 +1,10 @@
-// Autodiff of counted while loops (internal to autodiff).
-//
-// Supported form (what a scan over stacked layers lowers to): the init is a
-// tuple instruction of arrays; one element k is an integer counter whose
-// init is a constant c0; the condition is compare(gte(param, k), constant
-// N, LT); the body's root is a tuple whose element k is gte(param, k) + 1
-// (constant). Trip count T = N - c0 >= 1.
-//
-// Forward: the loop is copied as a "recording" loop that also writes every
-// carry element the body changes into a stack [T, ...] (dynamic-update-slice
-// at the iteration index). Elements the body passes through unchanged
-// (loop-invariant, e.g. stacked weights) are not stacked.
-// Backward: a reverse loop t = T-1 .. 0 reads carry t from the stacks,
-// recomputes the body's forward from it and runs the body's reverse sweep;
-// its carry holds the adjoints of the carry elements. The body is therefore
-// always rematerialised once per iteration (iteration-boundary
-// checkpointing, as jax.checkpoint on a scan body), whatever the remat
-// policy; those ops are "recompute/" and counted.
-// A loop-invariant element read in the body only as its slice at the loop
-// counter (dynamic-slice [counter, 0, ...] of size 1 in dim 0: stacked
-// weights) whose adjoint enters the loop as zero gets each iteration's
-// slice gradient written in place (dynamic-update-slice into the carried
-// adjoint, no read-add): the slices of different iterations are disjoint,
-// as jax.lax.scan's transpose stacks the per-iteration gradients.
+// Autodiff of counted while loops (internal to autodiff). Supported form: what a scan over stacked
+// layers lowers to (a tuple init with a constant-initialised integer counter k, condition
+// gte(param, k) < N, body incrementing k by 1; T = N - c0 >= 1). Forward: a recording loop stacks
+// every carry element the body changes; backward: a reverse loop recomputes each iteration's
+// forward from the stacks and runs its reverse sweep ("recompute/" ops, whatever the remat policy).
+// The form and the in-place stacked-weight gradient:
+// docs/compiler.md#autodiff-of-counted-while-loops
 #pragma once
 
 #include <cstdint>

@@ -1,56 +1,15 @@
-// Collective algorithms over a placed device group, as plans of link
-// transfers.
+// Collective algorithms over a placed device group, as plans of link transfers.
 //
-// bytes_per_device, precisely:
-//   all-reduce          the operand (= result) on each device
-//   all-gather          the FULL result on each device (= group size x shard)
-//   reduce-scatter      the FULL operand on each device (= group size x result)
-//   all-to-all          the operand on each device; it keeps 1/n and sends
-//                       1/n to each other member
-//   collective-permute  what each source sends to its target
+// bytes_per_device: all-reduce the operand (= result) on each device; all-gather the FULL result
+// (group size x shard); reduce-scatter the FULL operand (group size x result); all-to-all the
+// operand on each device (it keeps 1/n, sends 1/n to each other member); collective-permute
+// what each source sends to its target.
 //
-// A plan is a list of phases run one after another. A phase is a set of
-// point-to-point flows issued together (each repeated `repeat` times back to
-// back, as the steps of a ring); `link_loads` are those flows routed
-// (dimension order) and summed per directed link: what the simulator runs
-// with contention. Uncontended phase time = max over links of
-// load / bandwidth + the longest path's latency; `analytic_time_s` sums it.
-//
-// Algorithms:
-//   ring                n-1 steps, each member sends 1/n of V to its successor
-//                       (all-gather, reduce-scatter; all-reduce = RS then AG)
-//   bidirectional_ring  each shard travels both ways round the ring:
-//                       floor((n-1)/2) steps of V/n in each direction, plus for
-//                       even n one step of V/(2n) each way reaching the
-//                       opposite member: (n-1)/n * V / (2W) and n/2 latencies
-//   torus               group_shape [d0, d1, ...]: bidirectional rings per dim;
-//                       reduce-scatter dims 0..k (data shrinking by each dim),
-//                       all-gather dims k..0; all-reduce = both. All-to-all:
-//                       one exchange per dim (dimension-ordered), V/d_j to each
-//                       of the d_j - 1 peers in the line
-//   ring_per_dim        torus with one-way rings per dim (n_j - 1 steps of
-//                       V_j / n_j each, V_j the data on dim j): each dim's
-//                       links are used in one direction only
-//   torus_pipelined     torus with the payload cut into C chunks
-//                       (CollectiveQuery::chunks) that flow through the stages
-//                       (RS dims 0..k-1, AG dims k-1..0) concurrently: chunk c
-//                       runs stage s in slot c + s, one phase per slot holding
-//                       the slot's stages (each a whole bidirectional ring pass
-//                       of V_s / C; stages on one dim share its links), latency
-//                       = the slowest of the slot's stages (its steps x the
-//                       step latency). C + 2k - 1 slots; identical
-//                       steady-state slots are one phase with a repeat.
-//                       C = 1, or a group on one dim, is torus
-//                       (docs/collectives.md)
-//   direct              all-to-all: every member sends V/n straight to every
-//                       other member in one phase; collective-permute: the pairs
-//   auto                torus when group_shape has two or more dims > 1, else
-//                       bidirectional ring; all-to-all: direct (it moves the
-//                       same link-bytes as the per-dim exchange with all dims
-//                       busy at once); collective-permute: direct
-//
-// Every ring step (all ring algorithms) also pays LinkParams::
-// ring_step_overhead_s on top of its route latency.
+// A plan is phases run one after another; a phase is point-to-point flows issued together (each
+// repeated `repeat` times, as a ring's steps), routed and summed per directed link in
+// `link_loads`. Uncontended phase time = max over links of load / bandwidth + the longest path's
+// latency (`analytic_time_s` sums it). The algorithms and their closed forms:
+// docs/collectives.md#plans, docs/collectives.md#closed-forms
 #pragma once
 
 #include <cstdint>

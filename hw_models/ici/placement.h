@@ -1,17 +1,9 @@
-// Placement of a logical device mesh onto the physical devices of a slice.
-//   row_major       device d (row-major over the mesh) -> physical core d
-//   column_major    mesh coords linearised with the FIRST mesh dim fastest -> core
-//   explicit        a user list: device d -> list[d] (a permutation of the cores)
-//   ring_preserving for a 2-D mesh [A, B] on a 2-D slice [X, Y, C] with A = X and
-//                   B = Y*C (Lingvo GetNonPod2dMesh, re-derived;
-//                   docs/reference/measurements.md#placement-on-the-torus):
-//                   the inner mesh axis walks the chips of a row along y on
-//                   device 0, comes back along y on device 1 (and so on for
-//                   more devices per chip), so consecutive devices are one hop
-//                   or one chip apart and the ring closes on-chip; the outer
-//                   axis visits rows folded (0, 2, 4, ..., 5, 3, 1) so its ring
-//                   closes without wraparound links. A = Y*C, B = X is the
-//                   transposed case.
+// Placement of a logical device mesh onto the physical devices of a slice: row_major,
+// column_major (first mesh dim fastest), explicit (a user permutation of the cores) or
+// ring_preserving (a 2-D mesh [A, B] on a 2-D slice [X, Y, C] with A = X, B = Y*C or the
+// transpose, so every mesh axis's ring closes without wraparound links; Lingvo GetNonPod2dMesh,
+// re-derived: docs/reference/measurements.md#placement-on-the-torus).
+// The walks in full: docs/collectives.md#mesh-placement
 #pragma once
 
 #include <cstdint>
