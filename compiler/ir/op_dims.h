@@ -24,6 +24,7 @@ struct DimLabel {
   LabelKind kind = LabelKind::kBatch;
   int64_t lhs = -1, rhs = -1, out = -1;
   int64_t dim(EinsumSide side) const { return side == EinsumSide::kLhs ? lhs : side == EinsumSide::kRhs ? rhs : out; }
+  bool operator==(const DimLabel&) const = default;
 };
 
 // The labels of `kinds` present on both sides, as a correspondence from
