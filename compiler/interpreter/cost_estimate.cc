@@ -179,7 +179,7 @@ class Estimator {
         const CompCost body = cost(in.while_body());
         const double state = interpreter_value_bytes(in.shape);
         temp = 2 * state + std::max(cond.peak_bytes, body.peak_bytes);
-        std::optional<int64_t> trips = while_trip_count(module_, comp, in);
+        std::optional<int64_t> trips = known_trip_count(module_, comp, in);
         unknown_loops += cond.unknown_trip_loops + body.unknown_trip_loops + (trips ? 0 : 1);
         const double n = trips ? static_cast<double>(*trips) : 1.0;
         return touched + (n + 1) * cond.element_ops + n * body.element_ops;
@@ -350,78 +350,6 @@ InterpreterEstimate estimate_interpreter(const Module& module, int64_t lanes) {
   for (InstrId p : module.entry().parameters()) e.parameter_bytes += interpreter_value_bytes(module.entry().instr(p).shape);
   if (module.entry().root() >= 0) e.root_bytes = interpreter_value_bytes(module.entry().root_instr().shape);
   return e;
-}
-
-namespace {
-
-std::optional<double> scalar_constant(const Instruction& in) {
-  if (in.opcode != Opcode::kConstant || !in.attrs.literal || in.attrs.literal->is_tuple() ||
-      in.attrs.literal->values().size() != 1)
-    return std::nullopt;
-  return in.attrs.literal->values()[0];
-}
-
-// The tuple index k when `in` is get-tuple-element(parameter 0, k).
-std::optional<int64_t> counter_index(const Computation& comp, const Instruction& in) {
-  if (in.opcode != Opcode::kGetTupleElement || in.operands.empty()) return std::nullopt;
-  if (comp.instr(in.operand(0)).opcode != Opcode::kParameter) return std::nullopt;
-  return in.attrs.tuple_index;
-}
-
-std::optional<int64_t> known_trip_count(const std::string& config) {
-  const size_t at = config.find("known_trip_count");
-  if (at == std::string::npos) return std::nullopt;
-  const size_t n = config.find("\"n\"", at);
-  if (n == std::string::npos) return std::nullopt;
-  size_t pos = config.find_first_of("0123456789", n + 3);
-  if (pos == std::string::npos || pos > n + 8) return std::nullopt;
-  int64_t value = 0;
-  for (; pos < config.size() && config[pos] >= '0' && config[pos] <= '9'; ++pos) {
-    if (value > (int64_t{1} << 50)) return std::nullopt;
-    value = value * 10 + (config[pos] - '0');
-  }
-  return value;
-}
-
-}  // namespace
-
-std::optional<int64_t> while_trip_count(const Module& module, const Computation& caller, const Instruction& loop) {
-  if (auto known = known_trip_count(loop.attrs.backend_config)) return known;
-  if (loop.called.size() != 2 || loop.operands.size() != 1) return std::nullopt;
-  const Computation& cond = module.computation(loop.while_condition());
-  const Computation& body = module.computation(loop.while_body());
-  if (cond.root() < 0 || body.root() < 0) return std::nullopt;
-  const Instruction& compare = cond.root_instr();
-  if (compare.opcode != Opcode::kCompare || compare.operands.size() != 2) return std::nullopt;
-  // Normalise to `counter DIR limit`.
-  ComparisonDirection dir = compare.attrs.comparison;
-  std::optional<int64_t> k = counter_index(cond, cond.instr(compare.operand(0)));
-  std::optional<double> limit = scalar_constant(cond.instr(compare.operand(1)));
-  if (!k || !limit) {
-    k = counter_index(cond, cond.instr(compare.operand(1)));
-    limit = scalar_constant(cond.instr(compare.operand(0)));
-    if (dir == ComparisonDirection::kGt) dir = ComparisonDirection::kLt;
-    else if (dir == ComparisonDirection::kGe) dir = ComparisonDirection::kLe;
-    else return std::nullopt;
-  }
-  if (!k || !limit || (dir != ComparisonDirection::kLt && dir != ComparisonDirection::kLe)) return std::nullopt;
-  // Initial value: a constant in the caller's tuple.
-  const Instruction& init = caller.instr(loop.operand(0));
-  if (init.opcode != Opcode::kTuple || *k < 0 || *k >= init.operand_count()) return std::nullopt;
-  const std::optional<double> start = scalar_constant(caller.instr(init.operand(static_cast<int>(*k))));
-  // Step: the body's root tuple element k = counter + constant.
-  const Instruction& next = body.root_instr();
-  if (!start || next.opcode != Opcode::kTuple || *k >= next.operand_count()) return std::nullopt;
-  const Instruction& add = body.instr(next.operand(static_cast<int>(*k)));
-  if (add.opcode != Opcode::kAdd || add.operands.size() != 2) return std::nullopt;
-  std::optional<double> step;
-  for (int side = 0; side < 2 && !step; ++side) {
-    const std::optional<int64_t> index = counter_index(body, body.instr(add.operand(side)));
-    if (index && *index == *k) step = scalar_constant(body.instr(add.operand(1 - side)));
-  }
-  if (!step || *step <= 0) return std::nullopt;
-  const double span = *limit - *start + (dir == ComparisonDirection::kLe ? 1 : 0);
-  return span <= 0 ? 0 : static_cast<int64_t>(std::ceil(span / *step));
 }
 
 std::vector<const Instruction*> uninterpretable_instructions(const Module& module) {

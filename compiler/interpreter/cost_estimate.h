@@ -30,7 +30,8 @@ struct InterpreterEstimate {
   // Bytes of the entry's parameters and root (per lane).
   double parameter_bytes = 0;
   double root_bytes = 0;
-  // While loops whose trip count could not be derived (counted once).
+  // While loops whose trip count known_trip_count (trip_count.h) cannot
+  // derive (counted once).
   int64_t unknown_trip_loops = 0;
 };
 
@@ -46,11 +47,6 @@ inline constexpr double kConvolutionMacWeight = 5;
 double interpreter_value_bytes(const Shape& shape);
 
 InterpreterEstimate estimate_interpreter(const Module& module, int64_t lanes = 1);
-
-// The trip count of a while loop when XLA's backend_config names it
-// ("known_trip_count":{"n":"5"}) or the loop is the counted form
-// (i = c0; while (i < c1) i += step): nullopt otherwise.
-std::optional<int64_t> while_trip_count(const Module& module, const Computation& caller, const Instruction& loop);
 
 // Instructions reachable from the entry that the interpreter cannot run:
 // ops without a defined value (rng, rng-bit-generator, stochastic-convert,

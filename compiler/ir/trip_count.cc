@@ -167,17 +167,32 @@ std::optional<int64_t> backend_config_trip_count(const std::string& config) {
 
 }  // namespace
 
-std::optional<int64_t> known_trip_count(const Module& module, const Instruction& while_instr) {
+namespace {
+
+std::optional<int64_t> trip_count_in(const Module& module, const Computation* outer, const Instruction& while_instr) {
   if (while_instr.opcode != Opcode::kWhile || while_instr.called.size() != 2 ||
       while_instr.operand_count() != 1)
     return std::nullopt;
-  if (const Computation* outer = computation_holding(module, while_instr)) {
-    LoopParts loop{*outer, outer->instr(while_instr.operand(0)),
-                   module.computation(while_instr.while_condition()),
-                   module.computation(while_instr.while_body())};
-    if (auto n = derived_trip_count(loop)) return n;
+  if (outer) {
+    const Computation& condition = module.computation(while_instr.while_condition());
+    const Computation& body = module.computation(while_instr.while_body());
+    if (condition.root() >= 0 && body.root() >= 0) {
+      LoopParts loop{*outer, outer->instr(while_instr.operand(0)), condition, body};
+      if (auto n = derived_trip_count(loop)) return n;
+    }
   }
   return backend_config_trip_count(while_instr.attrs.backend_config);
+}
+
+}  // namespace
+
+std::optional<int64_t> known_trip_count(const Module& module, const Instruction& while_instr) {
+  return trip_count_in(module, computation_holding(module, while_instr), while_instr);
+}
+
+std::optional<int64_t> known_trip_count(const Module& module, const Computation& caller,
+                                        const Instruction& while_instr) {
+  return trip_count_in(module, &caller, while_instr);
 }
 
 }  // namespace podsim::compiler

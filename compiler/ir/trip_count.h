@@ -10,5 +10,8 @@
 namespace podsim::compiler {
 
 std::optional<int64_t> known_trip_count(const Module& module, const Instruction& while_instr);
+// The same when the caller knows the computation holding the while.
+std::optional<int64_t> known_trip_count(const Module& module, const Computation& caller,
+                                        const Instruction& while_instr);
 
 }  // namespace podsim::compiler

@@ -2,12 +2,14 @@
 // a list of (source dim -> target dim) pairs along which tiling is carried,
 // every other source dim becoming partial replication and every other target
 // dim unsharded; propagate_along_dims_and_replicate_others implements it
-// (docs/reference/gspmd.md#sharding-algebra). The dot rule follows #dot-rule there.
+// (docs/reference/gspmd.md#sharding-algebra). The dot rule follows #dot-rule there;
+// the dot, convolution, gather and scatter dims come from compiler/ir/op_dims.h.
 #include "compiler/propagation/op_rules.h"
 
 #include <algorithm>
 #include <numeric>
 
+#include "compiler/ir/op_dims.h"
 #include "compiler/sharding/sharding_util.h"
 
 namespace podsim::compiler::propagation {
@@ -40,250 +42,41 @@ std::optional<Sharding> along(const Sharding& s, const Dims& src, const Dims& tg
   return propagate_along_dims_and_replicate_others(s, DimCorrespondence{src, tgt, tgt_rank});
 }
 
-// ---- dot ----------------------------------------------------------------
-
-// Output positions of a dot: batch dims, lhs free dims, rhs free dims.
-struct DotLayout {
-  Dims lhs_free, rhs_free;              // operand dims
-  Dims out_batch, out_lhs_free, out_rhs_free;  // output positions
-};
-
-DotLayout dot_layout(const Instruction& dot, const Shape& lhs, const Shape& rhs) {
-  const DotDims& d = dot.attrs.dot;
-  DotLayout l;
-  Dims lhs_used = d.lhs_batch, rhs_used = d.rhs_batch;
-  lhs_used.insert(lhs_used.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
-  rhs_used.insert(rhs_used.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
-  l.lhs_free = complement(lhs.rank(), lhs_used);
-  l.rhs_free = complement(rhs.rank(), rhs_used);
-  int64_t pos = 0;
-  for (size_t i = 0; i < d.lhs_batch.size(); ++i) l.out_batch.push_back(pos++);
-  for (size_t i = 0; i < l.lhs_free.size(); ++i) l.out_lhs_free.push_back(pos++);
-  for (size_t i = 0; i < l.rhs_free.size(); ++i) l.out_rhs_free.push_back(pos++);
-  return l;
+std::optional<Sharding> along(const Sharding& s, const DimCorrespondence& c) {
+  return along(s, c.source_dims, c.target_dims, c.target_rank);
 }
+
+// ---- dot, convolution ----------------------------------------------------
 
 // From operand k's sharding to the dot output: batch -> batch, own free
 // dims -> output; contracting dims become partial replication.
 std::optional<Sharding> dot_forward_from(const Instruction& dot, const Shape& lhs, const Shape& rhs, int k,
                                          const Sharding& s) {
-  DotLayout l = dot_layout(dot, lhs, rhs);
-  Dims src = k == 0 ? dot.attrs.dot.lhs_batch : dot.attrs.dot.rhs_batch;
-  Dims tgt = l.out_batch;
-  const Dims& free = k == 0 ? l.lhs_free : l.rhs_free;
-  const Dims& out_free = k == 0 ? l.out_lhs_free : l.out_rhs_free;
-  src.insert(src.end(), free.begin(), free.end());
-  tgt.insert(tgt.end(), out_free.begin(), out_free.end());
-  return along(s, src, tgt, dot.shape.rank());
+  const std::vector<DimLabel> labels = dot_labels(dot.attrs.dot, lhs.rank(), rhs.rank());
+  const LabelKind free = k == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree;
+  return along(s, correspondence(labels, {LabelKind::kBatch, free}, k == 0 ? EinsumSide::kLhs : EinsumSide::kRhs,
+                                 EinsumSide::kOut, dot.shape.rank()));
 }
 
-// ---- gather / scatter correspondences ------------------------------------
-
-// Gather output dims that are "batch" (come from indices), in order.
-Dims gather_batch_out_dims(const Instruction& g) {
-  return complement(g.shape.rank(), g.attrs.gather.offset_dims);
+// A convolution's einsum labels: its non-spatial and its spatial dims.
+std::vector<DimLabel> conv_einsum(const ConvLabels& c) {
+  std::vector<DimLabel> labels = c.spatial;
+  labels.insert(labels.end(), c.features.begin(), c.features.end());
+  return labels;
 }
-// Indices dims other than index_vector_dim, in order.
-Dims gather_index_batch_dims(const Instruction& g, const Shape& indices) {
+
+Dims dims_of(const std::vector<DimLabel>& labels, LabelKind kind, EinsumSide side) {
   Dims out;
-  for (int64_t i = 0; i < indices.rank(); ++i)
-    if (i != g.attrs.gather.index_vector_dim) out.push_back(i);
+  for (const DimLabel& l : labels)
+    if (l.kind == kind) out.push_back(l.dim(side));
   return out;
-}
-// Operand pass-through dims (not collapsed, slice == full size) and their
-// output offset dims.
-void gather_operand_passthrough(const Instruction& g, const Shape& operand, Dims& operand_dims, Dims& out_dims) {
-  const GatherDims& gd = g.attrs.gather;
-  size_t offset_index = 0;
-  for (int64_t i = 0; i < operand.rank(); ++i) {
-    if (contains(gd.collapsed_slice_dims, i) || contains(gd.operand_batching_dims, i)) continue;
-    int64_t out_dim = gd.offset_dims[offset_index++];
-    if (g.attrs.gather_slice_sizes[static_cast<size_t>(i)] == operand.dim(static_cast<int>(i))) {
-      operand_dims.push_back(i);
-      out_dims.push_back(out_dim);
-    }
-  }
-}
-// Scatter: operand dims fully covered by update window dims <-> update dims.
-void scatter_update_passthrough(const Instruction& s, const Shape& operand, const Shape& updates,
-                                Dims& operand_dims, Dims& update_dims) {
-  const ScatterDims& sd = s.attrs.scatter;
-  size_t w = 0;
-  for (int64_t i = 0; i < operand.rank(); ++i) {
-    if (contains(sd.inserted_window_dims, i) || contains(sd.input_batching_dims, i)) continue;
-    if (w >= sd.update_window_dims.size()) break;
-    int64_t ud = sd.update_window_dims[w++];
-    if (updates.dim(static_cast<int>(ud)) == operand.dim(static_cast<int>(i))) {
-      operand_dims.push_back(i);
-      update_dims.push_back(ud);
-    }
-  }
-}
-Dims scatter_update_scatter_dims(const Instruction& s, const Shape& updates) {
-  return complement(updates.rank(), s.attrs.scatter.update_window_dims);
-}
-Dims scatter_index_batch_dims(const Instruction& s, const Shape& indices) {
-  Dims out;
-  for (int64_t i = 0; i < indices.rank(); ++i)
-    if (i != s.attrs.scatter.index_vector_dim) out.push_back(i);
-  return out;
-}
-
-// Index-parallel dims of a gather / scatter: operand dims that a batch dim
-// of the indices walks in step, so a tiling of one is a tiling of the other
-// with no data movement. Two sources: explicit batching dims, and index
-// components that are an iota along an indices batch dim (the indices are
-// an iota, or a concatenate of iotas along the index vector dim) over a
-// collapsed / inserted operand dim of the same size.
-struct ParallelDims {
-  Dims operand, indices;  // pairwise
-};
-
-ParallelDims index_parallel_dims(const Computation& comp, InstrId indices_id, int64_t index_vector_dim,
-                                 const Dims& index_map, const Dims& unit_operand_dims, const Shape& operand,
-                                 const Dims& operand_batching, const Dims& indices_batching) {
-  ParallelDims p{operand_batching, indices_batching};
-  const Instruction& indices = comp.instr(indices_id);
-  const int64_t rank = indices.shape.rank();
-  // The iota dimension of each index component, -1 when not an iota.
-  Dims component_iota;
-  auto add_part = [&](const Instruction& part) {
-    const int64_t n = index_vector_dim < rank ? part.shape.dim(static_cast<int>(index_vector_dim)) : 1;
-    const bool iota = part.opcode == Opcode::kIota && (n == 1) && part.attrs.iota_dimension != index_vector_dim;
-    for (int64_t c = 0; c < n; ++c) component_iota.push_back(iota ? part.attrs.iota_dimension : -1);
-  };
-  if (indices.opcode == Opcode::kConcatenate && index_vector_dim < rank &&
-      indices.attrs.dimensions.size() == 1 && indices.attrs.dimensions[0] == index_vector_dim) {
-    for (InstrId part : indices.operands) add_part(comp.instr(part));
-  } else {
-    add_part(indices);
-  }
-  if (component_iota.size() != index_map.size()) return p;
-  for (size_t c = 0; c < index_map.size(); ++c) {
-    const int64_t d = component_iota[c], od = index_map[c];
-    if (d < 0 || !contains(unit_operand_dims, od) || contains(p.operand, od) || contains(p.indices, d)) continue;
-    if (operand.dim(static_cast<int>(od)) != indices.shape.dim(static_cast<int>(d))) continue;
-    p.operand.push_back(od);
-    p.indices.push_back(d);
-  }
-  return p;
-}
-
-// The dims of `to` at the positions that `from_dims` (ascending, `from`
-// order) have in `from_order`: maps indices batch dims to gather output
-// batch dims or scatter update scatter dims, which come in the same order.
-Dims map_positions(const Dims& dims, const Dims& from_order, const Dims& to_order) {
-  Dims out;
-  for (int64_t d : dims) {
-    const auto it = std::find(from_order.begin(), from_order.end(), d);
-    out.push_back(to_order[static_cast<size_t>(it - from_order.begin())]);
-  }
-  return out;
-}
-
-ParallelDims gather_parallel_dims(const Computation& comp, const Instruction& g, const Shape& operand) {
-  const GatherDims& gd = g.attrs.gather;
-  return index_parallel_dims(comp, g.operand(1), gd.index_vector_dim, gd.start_index_map, gd.collapsed_slice_dims,
-                             operand, gd.operand_batching_dims, gd.start_indices_batching_dims);
-}
-
-ParallelDims scatter_parallel_dims(const Computation& comp, const Instruction& s, const Shape& operand) {
-  const ScatterDims& sd = s.attrs.scatter;
-  return index_parallel_dims(comp, s.operand((s.operand_count() - 1) / 2), sd.index_vector_dim, sd.scatter_dims_to_operand_dims,
-                             sd.inserted_window_dims, operand, sd.input_batching_dims,
-                             sd.scatter_indices_batching_dims);
-}
-
-// ---- convolution ---------------------------------------------------------
-
-bool trivial_window(const WindowDim& w) {
-  return w.size == 1 && w.stride == 1 && w.pad_low == 0 && w.pad_high == 0 && w.base_dilation == 1 &&
-         w.window_dilation == 1 && !w.reversal;
-}
-
-// A convolution with no real window and no groups is an einsum (ConvAsDot).
-bool conv_is_dot_like(const Instruction& conv) {
-  return std::all_of(conv.attrs.window.begin(), conv.attrs.window.end(), trivial_window) &&
-         conv.attrs.feature_group_count == 1 && conv.attrs.batch_group_count == 1;
-}
-
-bool conv_is_ungrouped(const Instruction& conv) {
-  return conv.attrs.feature_group_count == 1 && conv.attrs.batch_group_count == 1;
-}
-
-// Input dims of a convolution that tile its output in step, with their
-// output dims: the batch dim (no batch groups), and with `spatial` each
-// spatial dim of output size > 1 (an output size of 1 is a window over the
-// whole input, a contraction, or a size-1 dim: nothing to tile).
-void conv_lhs_output_dims(const Instruction& conv, bool spatial, Dims& lhs_dims, Dims& out_dims) {
-  const ConvDims& c = conv.attrs.conv;
-  if (conv.attrs.batch_group_count == 1) {
-    lhs_dims.push_back(c.input_batch);
-    out_dims.push_back(c.output_batch);
-  }
-  if (!spatial) return;
-  for (size_t i = 0; i < c.input_spatial.size(); ++i) {
-    if (conv.shape.dim(static_cast<int>(c.output_spatial[i])) == 1) continue;
-    lhs_dims.push_back(c.input_spatial[i]);
-    out_dims.push_back(c.output_spatial[i]);
-  }
-}
-
-// A convolution read as an einsum: by its window, each spatial dim is a
-// batch dim of input, kernel and result (lhs dilation = window = input size,
-// stride or window dilation one less); a free dim of the input (window 1,
-// output = input); a free dim of the kernel (size-1 input, window = output,
-// full padding, reversed); or windowed. The input batch dim is an input
-// free dim, the kernel's output features a kernel free dim. Dims of
-// output size 1 are left out (nothing to tile).
-struct ConvEinsum {
-  Dims lhs_batch, rhs_batch, out_batch;
-  Dims lhs_free, out_lhs_free;
-  Dims rhs_free, out_rhs_free;
-  Dims lhs_windowed, rhs_windowed, out_windowed;
-};
-
-ConvEinsum conv_einsum(const Instruction& conv, const Shape& lhs) {
-  const ConvDims& c = conv.attrs.conv;
-  ConvEinsum e;
-  e.lhs_free.push_back(c.input_batch);
-  e.out_lhs_free.push_back(c.output_batch);
-  e.rhs_free.push_back(c.kernel_output_feature);
-  e.out_rhs_free.push_back(c.output_feature);
-  for (size_t i = 0; i < c.input_spatial.size() && i < conv.attrs.window.size(); ++i) {
-    const WindowDim& w = conv.attrs.window[i];
-    const int64_t in_size = lhs.dim(static_cast<int>(c.input_spatial[i]));
-    const int64_t out_size = conv.shape.dim(static_cast<int>(c.output_spatial[i]));
-    const bool unpadded = w.pad_low == 0 && w.pad_high == 0;
-    const int64_t step = std::max<int64_t>(1, in_size - 1);
-    if (out_size == 1) continue;
-    if (in_size == w.size && w.base_dilation == in_size && unpadded && !w.reversal &&
-        ((w.stride == step && w.window_dilation == 1) || (w.window_dilation == step && w.stride == 1))) {
-      e.lhs_batch.push_back(c.input_spatial[i]);
-      e.rhs_batch.push_back(c.kernel_spatial[i]);
-      e.out_batch.push_back(c.output_spatial[i]);
-    } else if (w.size == 1 && in_size == out_size && w.stride == 1 && unpadded && w.base_dilation == 1 &&
-               w.window_dilation == 1) {
-      e.lhs_free.push_back(c.input_spatial[i]);
-      e.out_lhs_free.push_back(c.output_spatial[i]);
-    } else if (in_size == 1 && w.size == out_size && w.stride == 1 && w.pad_low == w.size - 1 &&
-               w.pad_high == w.size - 1 && w.reversal && w.base_dilation == 1 && w.window_dilation == 1) {
-      e.rhs_free.push_back(c.kernel_spatial[i]);
-      e.out_rhs_free.push_back(c.output_spatial[i]);
-    } else {
-      e.lhs_windowed.push_back(c.input_spatial[i]);
-      e.rhs_windowed.push_back(c.kernel_spatial[i]);
-      e.out_windowed.push_back(c.output_spatial[i]);
-    }
-  }
-  return e;
 }
 
 // True when `s` tiles any of `dims`.
 bool tiles_any(const std::optional<Sharding>& s, const Dims& dims) {
   if (!s || !s->is_tiled()) return false;
   for (int64_t d : dims)
-    if (d < s->tiled_data_rank() && s->tile_assignment().dim(d) > 1) return true;
+    if (d >= 0 && d < s->tiled_data_rank() && s->tile_assignment().dim(d) > 1) return true;
   return false;
 }
 
@@ -568,16 +361,17 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       const ConvDims& c = in.attrs.conv;
       // No windowed dim tiled (and no groups): an einsum, the dot rule with
       // the larger operand first.
-      const ConvEinsum e = conv_einsum(in, op_shape(0));
-      if (conv_is_ungrouped(in) && !tiles_any(op_sharding(0), e.lhs_windowed) &&
-          !tiles_any(op_sharding(1), e.rhs_windowed)) {
+      const ConvLabels cl = conv_labels(in, op_shape(0));
+      const std::vector<DimLabel> e = conv_einsum(cl);
+      if (cl.ungrouped && !tiles_any(op_sharding(0), dims_of(e, LabelKind::kWindowed, EinsumSide::kLhs)) &&
+          !tiles_any(op_sharding(1), dims_of(e, LabelKind::kWindowed, EinsumSide::kRhs))) {
         std::optional<Sharding> from_lhs, from_rhs;
         if (op_sharding(0))
-          from_lhs = along(*op_sharding(0), concat(e.lhs_batch, e.lhs_free), concat(e.out_batch, e.out_lhs_free),
-                           in.shape.rank());
+          from_lhs = along(*op_sharding(0), correspondence(e, {LabelKind::kBatch, LabelKind::kLhsFree}, EinsumSide::kLhs,
+                                                           EinsumSide::kOut, in.shape.rank()));
         if (op_sharding(1))
-          from_rhs = along(*op_sharding(1), concat(e.rhs_batch, e.rhs_free), concat(e.out_batch, e.out_rhs_free),
-                           in.shape.rank());
+          from_rhs = along(*op_sharding(1), correspondence(e, {LabelKind::kBatch, LabelKind::kRhsFree}, EinsumSide::kRhs,
+                                                           EinsumSide::kOut, in.shape.rank()));
         if (op_shape(1).byte_size() > op_shape(0).byte_size()) std::swap(from_lhs, from_rhs);
         offer(from_lhs);
         offer(from_rhs);
@@ -587,28 +381,24 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
         const Sharding& s = *op_sharding(0);
         // LHS drives the output: batch -> batch, and spatial -> spatial only
         // if the input feature dim is not sharded (small-kernel forward conv).
-        Dims src, tgt;
-        conv_lhs_output_dims(in, !(s.is_tiled() && s.tile_assignment().dim(c.input_feature) > 1), src, tgt);
-        offer(along(s, src, tgt, in.shape.rank()));
+        const bool spatial = !(s.is_tiled() && s.tile_assignment().dim(c.input_feature) > 1);
+        offer(along(s, correspondence(cl.windowed, {LabelKind::kLhsFree, spatial ? LabelKind::kWindowed : LabelKind::kLhsFree},
+                                      EinsumSide::kLhs, EinsumSide::kOut, in.shape.rank())));
       }
       // The kernel's output features are the result's (ungrouped convs).
-      if (op_sharding(1) && conv_is_ungrouped(in))
-        offer(along(*op_sharding(1), {c.kernel_output_feature}, {c.output_feature}, in.shape.rank()));
+      if (op_sharding(1) && cl.ungrouped)
+        offer(along(*op_sharding(1),
+                    correspondence(cl.features, {LabelKind::kRhsFree}, EinsumSide::kRhs, EinsumSide::kOut, in.shape.rank())));
       return out;
     }
     case Opcode::kGather: {
-      const Shape& indices = op_shape(1);
-      if (op_sharding(1))
-        offer(along(*op_sharding(1), gather_index_batch_dims(in, indices), gather_batch_out_dims(in),
-                    in.shape.rank()));
+      const GatherDimMap m = gather_dim_map(in, op_shape(0), op_shape(1));
+      if (op_sharding(1)) offer(along(*op_sharding(1), m.index_batch, m.out_batch, in.shape.rank()));
       if (op_sharding(0)) {
-        Dims od, outd;
-        gather_operand_passthrough(in, op_shape(0), od, outd);
-        const ParallelDims par = gather_parallel_dims(comp, in, op_shape(0));
-        const Dims par_out = map_positions(par.indices, gather_index_batch_dims(in, indices), gather_batch_out_dims(in));
-        od.insert(od.end(), par.operand.begin(), par.operand.end());
-        outd.insert(outd.end(), par_out.begin(), par_out.end());
-        offer(along(*op_sharding(0), od, outd, in.shape.rank()));
+        const IndexParallelDims par = gather_parallel_dims(comp, in, op_shape(0));
+        offer(along(*op_sharding(0), concat(m.operand_passthrough, par.operand),
+                    concat(m.out_passthrough, map_index_batch_dims(par.indices, m.index_batch, m.out_batch)),
+                    in.shape.rank()));
       }
       return out;
     }
@@ -627,16 +417,14 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
         out.push_back(Sharding::tuple(std::move(leaves)));
       };
       for (int i = 0; i < n; ++i) offer_leaf(i, op_sharding(i));
-      const ParallelDims par = scatter_parallel_dims(comp, in, op_shape(0));
+      const IndexParallelDims par = scatter_parallel_dims(comp, in, op_shape(0));
       for (int j = n + 1; j < in.operand_count(); ++j) {
         if (!op_sharding(j)) continue;
-        Dims od, ud;
-        scatter_update_passthrough(in, op_shape(0), op_shape(j), od, ud);
-        const Dims par_upd = map_positions(par.indices, scatter_index_batch_dims(in, op_shape(n)),
-                                           scatter_update_scatter_dims(in, op_shape(j)));
-        od.insert(od.end(), par.operand.begin(), par.operand.end());
-        ud.insert(ud.end(), par_upd.begin(), par_upd.end());
-        offer_leaf(j - n - 1, along(*op_sharding(j), ud, od, rank));
+        const ScatterDimMap m = scatter_dim_map(in, op_shape(0), op_shape(n), op_shape(j));
+        offer_leaf(j - n - 1,
+                   along(*op_sharding(j),
+                         concat(m.update_passthrough, map_index_batch_dims(par.indices, m.index_batch, m.update_scatter)),
+                         concat(m.operand_passthrough, par.operand), rank));
       }
       // Indices tile the operand only along index-parallel dims; in a
       // variadic scatter only the leaves whose input and update are untiled.
@@ -786,28 +574,21 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     case Opcode::kDynamicUpdateSlice:
       return k <= 1 ? std::optional<Sharding>(s) : std::nullopt;
     case Opcode::kDot: {
-      const Shape& lhs = comp.instr(user.operand(0)).shape;
-      const Shape& rhs = comp.instr(user.operand(1)).shape;
-      DotLayout l = dot_layout(user, lhs, rhs);
-      const DotDims& d = user.attrs.dot;
+      const std::vector<DimLabel> labels = dot_labels(user.attrs.dot, comp.instr(user.operand(0)).shape.rank(),
+                                                      comp.instr(user.operand(1)).shape.rank());
+      const EinsumSide me = k == 0 ? EinsumSide::kLhs : EinsumSide::kRhs;
+      const EinsumSide them = k == 0 ? EinsumSide::kRhs : EinsumSide::kLhs;
       // From the output: batch and own free dims; the other operand's free
       // output dims become replication; contracting dims unsharded.
-      Dims src = l.out_batch, tgt = k == 0 ? d.lhs_batch : d.rhs_batch;
-      const Dims& out_free = k == 0 ? l.out_lhs_free : l.out_rhs_free;
-      const Dims& free = k == 0 ? l.lhs_free : l.rhs_free;
-      src.insert(src.end(), out_free.begin(), out_free.end());
-      tgt.insert(tgt.end(), free.begin(), free.end());
-      std::optional<Sharding> cand = along(s, src, tgt, operand.rank());
+      std::optional<Sharding> cand =
+          along(s, correspondence(labels, {LabelKind::kBatch, k == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree},
+                                  EinsumSide::kOut, me, operand.rank()));
       // BackwardDotFromContracting: the other operand's batch and
       // contracting tiling maps onto this operand's; merged in if compatible.
       const std::optional<Sharding>& other = st.sharding({user_ref.comp, user.operand(1 - k)});
       if (cand && other && other->is_tiled() && level >= 1) {
-        Dims osrc = k == 0 ? d.rhs_batch : d.lhs_batch, otgt = k == 0 ? d.lhs_batch : d.rhs_batch;
-        const Dims& oc = k == 0 ? d.rhs_contracting : d.lhs_contracting;
-        const Dims& mc = k == 0 ? d.lhs_contracting : d.rhs_contracting;
-        osrc.insert(osrc.end(), oc.begin(), oc.end());
-        otgt.insert(otgt.end(), mc.begin(), mc.end());
-        if (auto from_other = along(*other, osrc, otgt, operand.rank())) {
+        if (auto from_other =
+                along(*other, correspondence(labels, {LabelKind::kBatch, LabelKind::kContracting}, them, me, operand.rank()))) {
           // Combine only when both fit together; otherwise keep the output's.
           if (auto merged = merge_if_compatible(*cand, *from_other)) cand = *merged;
         }
@@ -815,33 +596,31 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       return cand;
     }
     case Opcode::kConvolution: {
-      const ConvDims& c = user.attrs.conv;
-      const ConvEinsum e = conv_einsum(user, comp.instr(user.operand(0)).shape);
-      if (conv_is_ungrouped(user) && !tiles_any(s, e.out_windowed)) {
+      const ConvLabels cl = conv_labels(user, comp.instr(user.operand(0)).shape);
+      const std::vector<DimLabel> e = conv_einsum(cl);
+      if (cl.ungrouped && !tiles_any(s, dims_of(e, LabelKind::kWindowed, EinsumSide::kOut))) {
         // An einsum from the result's view: batch and own free dims.
-        if (k == 0) return along(s, concat(e.out_batch, e.out_lhs_free), concat(e.lhs_batch, e.lhs_free), operand.rank());
-        return along(s, concat(e.out_batch, e.out_rhs_free), concat(e.rhs_batch, e.rhs_free), operand.rank());
+        if (k == 0)
+          return along(s, correspondence(e, {LabelKind::kBatch, LabelKind::kLhsFree}, EinsumSide::kOut, EinsumSide::kLhs,
+                                         operand.rank()));
+        return along(s, correspondence(e, {LabelKind::kBatch, LabelKind::kRhsFree}, EinsumSide::kOut, EinsumSide::kRhs,
+                                       operand.rank()));
       }
       if (k == 0) {
         // Input takes batch (and, unless the conv is an einsum, spatial) tiling from the output.
-        Dims lhs_dims, out_dims;
-        conv_lhs_output_dims(user, !conv_is_dot_like(user), lhs_dims, out_dims);
-        return along(s, out_dims, lhs_dims, operand.rank());
+        return along(s, correspondence(cl.windowed, {LabelKind::kLhsFree, cl.dot_like ? LabelKind::kLhsFree : LabelKind::kWindowed},
+                                       EinsumSide::kOut, EinsumSide::kLhs, operand.rank()));
       }
-      if (!conv_is_ungrouped(user)) return std::nullopt;
-      return along(s, {c.output_feature}, {c.kernel_output_feature}, operand.rank());
+      if (!cl.ungrouped) return std::nullopt;
+      return along(s, correspondence(cl.features, {LabelKind::kRhsFree}, EinsumSide::kOut, EinsumSide::kRhs, operand.rank()));
     }
     case Opcode::kGather: {
-      if (k == 1)
-        return along(s, gather_batch_out_dims(user), gather_index_batch_dims(user, operand), operand.rank());
-      Dims od, outd;
-      gather_operand_passthrough(user, operand, od, outd);
-      const ParallelDims par = gather_parallel_dims(comp, user, operand);
-      const Shape& indices = comp.instr(user.operand(1)).shape;
-      const Dims par_out = map_positions(par.indices, gather_index_batch_dims(user, indices), gather_batch_out_dims(user));
-      od.insert(od.end(), par.operand.begin(), par.operand.end());
-      outd.insert(outd.end(), par_out.begin(), par_out.end());
-      return along(s, outd, od, operand.rank());
+      const GatherDimMap m =
+          gather_dim_map(user, comp.instr(user.operand(0)).shape, comp.instr(user.operand(1)).shape);
+      if (k == 1) return along(s, m.out_batch, m.index_batch, operand.rank());
+      const IndexParallelDims par = gather_parallel_dims(comp, user, operand);
+      return along(s, concat(m.out_passthrough, map_index_batch_dims(par.indices, m.index_batch, m.out_batch)),
+                   concat(m.operand_passthrough, par.operand), operand.rank());
     }
     case Opcode::kScatter: {
       // Operands: n inputs, the indices, n updates; leaf i of a variadic
@@ -855,22 +634,19 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       if (k < n) return leaf(k);
       const Shape& target = comp.instr(user.operand(0)).shape;
       const Shape& indices = comp.instr(user.operand(n)).shape;
-      const ParallelDims par = scatter_parallel_dims(comp, user, target);
+      const IndexParallelDims par = scatter_parallel_dims(comp, user, target);
       if (k > n) {
         const std::optional<Sharding> result = leaf(k - n - 1);
         if (!result) return std::nullopt;
-        Dims od, ud;
-        scatter_update_passthrough(user, target, operand, od, ud);
-        const Dims par_upd = map_positions(par.indices, scatter_index_batch_dims(user, indices),
-                                           scatter_update_scatter_dims(user, operand));
-        od.insert(od.end(), par.operand.begin(), par.operand.end());
-        ud.insert(ud.end(), par_upd.begin(), par_upd.end());
-        std::optional<Sharding> cand = along(*result, od, ud, operand.rank());
+        const ScatterDimMap m = scatter_dim_map(user, target, indices, operand);
+        std::optional<Sharding> cand =
+            along(*result, concat(m.operand_passthrough, par.operand),
+                  concat(m.update_passthrough, map_index_batch_dims(par.indices, m.index_batch, m.update_scatter)),
+                  operand.rank());
         // Index pass-through from the indices' sharding.
         const std::optional<Sharding>& is = st.sharding({user_ref.comp, user.operand(n)});
         if (cand && is && is->is_tiled()) {
-          if (auto from_idx = along(*is, scatter_index_batch_dims(user, indices),
-                                    scatter_update_scatter_dims(user, operand), operand.rank())) {
+          if (auto from_idx = along(*is, m.index_batch, m.update_scatter, operand.rank())) {
             if (auto merged = merge_if_compatible(*cand, *from_idx)) cand = *merged;
           }
         }
@@ -884,9 +660,8 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       }
       const std::optional<Sharding>& ups = st.sharding({user_ref.comp, user.operand(n + 1)});
       if (!ups || ups->is_tuple()) return std::nullopt;
-      const Shape& updates = comp.instr(user.operand(n + 1)).shape;
-      return along(*ups, scatter_update_scatter_dims(user, updates), scatter_index_batch_dims(user, operand),
-                   operand.rank());
+      const ScatterDimMap m = scatter_dim_map(user, target, indices, comp.instr(user.operand(n + 1)).shape);
+      return along(*ups, m.update_scatter, m.index_batch, operand.rank());
     }
     case Opcode::kTuple:
       return sub_sharding(s, user.shape, k);

@@ -29,50 +29,27 @@ std::vector<int64_t> EinsumSpec::labels_of(LabelKind kind) const {
   return dims;
 }
 
-namespace {
-
-bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-std::vector<int64_t> other_dims(int64_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < rank; ++d)
-    if (!contains(a, d) && !contains(b, d)) dims.push_back(d);
-  return dims;
-}
-
-}  // namespace
-
 // Dot result dims are [batch..., lhs free..., rhs free...] (XLA DotGeneral).
 EinsumSpec einsum_of_dot(const Instruction& dot, const Shape& lhs, const Shape& rhs) {
   EinsumSpec spec{{}, lhs, rhs, dot.shape};
-  const DotDims& d = dot.attrs.dot;
-  int64_t out = 0;
-  for (size_t i = 0; i < d.lhs_batch.size(); ++i)
-    spec.labels.push_back({LabelKind::kBatch, d.lhs_batch[i], d.rhs_batch[i], out++, lhs.dim(static_cast<int>(d.lhs_batch[i]))});
-  for (size_t i = 0; i < d.lhs_contracting.size(); ++i)
-    spec.labels.push_back({LabelKind::kContracting, d.lhs_contracting[i], d.rhs_contracting[i], -1,
-                           lhs.dim(static_cast<int>(d.lhs_contracting[i]))});
-  for (int64_t l : other_dims(lhs.rank(), d.lhs_batch, d.lhs_contracting))
-    spec.labels.push_back({LabelKind::kLhsFree, l, -1, out++, lhs.dim(static_cast<int>(l))});
-  for (int64_t r : other_dims(rhs.rank(), d.rhs_batch, d.rhs_contracting))
-    spec.labels.push_back({LabelKind::kRhsFree, -1, r, out++, rhs.dim(static_cast<int>(r))});
+  for (const DimLabel& l : dot_labels(dot.attrs.dot, lhs.rank(), rhs.rank())) {
+    const int64_t size = l.lhs >= 0 ? lhs.dim(static_cast<int>(l.lhs)) : rhs.dim(static_cast<int>(l.rhs));
+    spec.labels.push_back({l.kind, l.lhs, l.rhs, l.out, size});
+  }
   return spec;
 }
 
 EinsumSpec einsum_of_convolution(const Instruction& conv, const Shape& lhs, const Shape& rhs) {
   EinsumSpec spec{{}, lhs, rhs, conv.shape};
-  const ConvDims& c = conv.attrs.conv;
   const int64_t groups = conv.attrs.feature_group_count;
-  if (groups > 1) {
-    spec.labels.push_back({LabelKind::kBatch, c.input_feature, c.kernel_output_feature, c.output_feature, groups, groups});
-  } else {
-    spec.labels.push_back({LabelKind::kContracting, c.input_feature, c.kernel_input_feature, -1,
-                           lhs.dim(static_cast<int>(c.input_feature))});
+  for (const DimLabel& l : conv_labels(conv, lhs).features) {
+    if (groups > 1 && l.kind == LabelKind::kBatch) {
+      spec.labels.push_back({l.kind, l.lhs, l.rhs, l.out, groups, groups});
+      continue;
+    }
+    const int64_t size = l.lhs >= 0 ? lhs.dim(static_cast<int>(l.lhs)) : rhs.dim(static_cast<int>(l.rhs));
+    spec.labels.push_back({l.kind, l.lhs, l.rhs, l.out, size});
   }
-  spec.labels.push_back({LabelKind::kLhsFree, c.input_batch, -1, c.output_batch, lhs.dim(static_cast<int>(c.input_batch))});
-  if (groups == 1)  // grouped: the output feature is the group label's
-    spec.labels.push_back({LabelKind::kRhsFree, -1, c.kernel_output_feature, c.output_feature,
-                           rhs.dim(static_cast<int>(c.kernel_output_feature))});
   return spec;
 }
 

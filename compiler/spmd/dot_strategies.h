@@ -34,14 +34,14 @@
 #include <vector>
 
 #include "compiler/ir/module.h"
+#include "compiler/ir/op_dims.h"
 #include "compiler/sharding/sharding.h"
 #include "compiler/spmd/reshard_plan.h"
 
 namespace podsim::compiler {
 
-enum class LabelKind : uint8_t { kBatch, kContracting, kLhsFree, kRhsFree };
-
-// One joint dim: its dim in each tensor (-1 when absent) and its extent.
+// One joint dim: its dim in each tensor (-1 when absent) and its extent
+// (LabelKind, EinsumSide: compiler/ir/op_dims.h; kWindowed is never a label here).
 struct EinsumLabel {
   LabelKind kind = LabelKind::kBatch;
   int64_t lhs = -1, rhs = -1, out = -1;
@@ -51,8 +51,6 @@ struct EinsumLabel {
   // groups / tiles whole groups).
   int64_t groups = 0;
 };
-
-enum class EinsumSide : uint8_t { kLhs, kRhs, kOut };
 
 struct EinsumSpec {
   std::vector<EinsumLabel> labels;  // batch, contracting, lhs-only, rhs-only
@@ -64,12 +62,11 @@ struct EinsumSpec {
   std::vector<int64_t> labels_of(LabelKind kind) const;
 };
 
-// Labels of a dot (DotDims), or of a convolution whose spatial dims stay
-// whole (input batch -> lhs-only, input feature -> contracting, output
-// feature -> rhs-only; spatial dims are not labels). A feature-grouped
-// convolution (G groups) has instead one batch-like group label over input
-// feature, kernel output feature and output feature (PartitionConvWith-
-// FeatureGroupCount); the kernel input feature (one group's) stays whole.
+// Labels of a dot (dot_labels), or of a convolution whose spatial dims stay
+// whole (conv_labels' features; spatial dims are not labels), with their
+// extents. A feature-grouped convolution's group label (PartitionConvWith-
+// FeatureGroupCount) has extent and `groups` G; the kernel input feature (one
+// group's) stays whole.
 EinsumSpec einsum_of_dot(const Instruction& dot, const Shape& lhs, const Shape& rhs);
 EinsumSpec einsum_of_convolution(const Instruction& conv, const Shape& lhs, const Shape& rhs);
 

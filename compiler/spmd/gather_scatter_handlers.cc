@@ -21,9 +21,11 @@
 //     window) and trivially-sliced dims; indices are replicated and shifted
 //     into the tile (globally out-of-range ones set to -1: skipped, as XLA
 //     skips them), updates replicated on scatter dims: purely local.
+// The dim maps (pass-through, index batch dims) are compiler/ir/op_dims.h's.
 #include <algorithm>
 #include <limits>
 
+#include "compiler/ir/op_dims.h"
 #include "compiler/sharding/sharding_util.h"
 #include "compiler/spmd/spmd_handlers.h"
 
@@ -31,13 +33,6 @@ namespace podsim::compiler {
 namespace {
 
 bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-std::vector<int64_t> complement(int64_t rank, const std::vector<int64_t>& excluded) {
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < rank; ++d)
-    if (!contains(excluded, d)) dims.push_back(d);
-  return dims;
-}
 
 // Index tensor split into its components along index_vector_dim (implicit
 // trailing dim when ivd == rank) and put back together.
@@ -98,32 +93,6 @@ InstrId as_s32(SpmdContext& context, InstrId x) {
 
 // ---- gather ----
 
-struct GatherLayout {
-  std::vector<int64_t> window_dims;    // operand dims not collapsed <-> offset_dims
-  std::vector<int64_t> batch_out;      // output dims not offset <-> batch_idx
-  std::vector<int64_t> batch_idx;      // indices dims but the vector dim
-  std::vector<int64_t> passthrough;    // operand window dims taken whole
-  std::vector<int64_t> passthrough_out;
-};
-
-GatherLayout gather_layout(const HandlerInput& in) {
-  const GatherDims& g = in.original.attrs.gather;
-  const auto& sizes = in.original.attrs.gather_slice_sizes;
-  const Shape& op = in.operands[0].base_shape;
-  GatherLayout l;
-  l.window_dims = complement(op.rank(), g.collapsed_slice_dims);
-  l.batch_out = complement(in.original.shape.rank(), g.offset_dims);
-  l.batch_idx = complement(in.operands[1].base_shape.rank(), {g.index_vector_dim});
-  for (size_t i = 0; i < l.window_dims.size(); ++i) {
-    const int64_t d = l.window_dims[i];
-    if (sizes[static_cast<size_t>(d)] == op.dim(static_cast<int>(d))) {
-      l.passthrough.push_back(d);
-      l.passthrough_out.push_back(g.offset_dims[i]);
-    }
-  }
-  return l;
-}
-
 std::vector<int64_t> local_slice_sizes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& passthrough,
                                        const Sharding& operand_sharding, const Shape& local) {
   std::vector<int64_t> out = sizes;
@@ -132,14 +101,14 @@ std::vector<int64_t> local_slice_sizes(const std::vector<int64_t>& sizes, const 
   return out;
 }
 
-PartitionedValue gather_trivial_slices(SpmdContext& context, const HandlerInput& in, const GatherLayout& l,
+PartitionedValue gather_trivial_slices(SpmdContext& context, const HandlerInput& in, const GatherDimMap& l,
                                        const std::vector<int64_t>& trivial_tiled) {
   auto& b = context.builder();
   const GatherDims& g = in.original.attrs.gather;
   const auto& sizes = in.original.attrs.gather_slice_sizes;
   const PartitionedValue& operand = in.operands[0];
   const Shape& out = in.original.shape;
-  std::vector<int64_t> keep = l.passthrough;
+  std::vector<int64_t> keep = l.operand_passthrough;
   keep.insert(keep.end(), trivial_tiled.begin(), trivial_tiled.end());
   const Sharding layout = partially_replicate_on_all_dims_except(operand.sharding, keep);
   PartitionedValue table = reshard(context, operand, layout);
@@ -160,30 +129,30 @@ PartitionedValue gather_trivial_slices(SpmdContext& context, const HandlerInput&
     valid = valid == kNoId ? ok : b.binary(Opcode::kAnd, valid, ok);
   }
   InstrId gathered = b.gather(table.id, join_indices(context, c), g,
-                              local_slice_sizes(sizes, l.passthrough, layout, table_local));
+                              local_slice_sizes(sizes, l.operand_passthrough, layout, table_local));
   const Shape local = b.shape(gathered);
-  InstrId mask = b.broadcast(batch_shaped(context, c, valid), local.dims(), l.batch_out);
+  InstrId mask = b.broadcast(batch_shaped(context, c, valid), local.dims(), l.out_batch);
   InstrId masked = b.select(mask, gathered, b.broadcast(context.zero(out.dtype()), local.dims(), {}));
   PartialValue partial;
   partial.id = masked;
   partial.base_shape = out;
-  partial.sharding = propagate_along_dims_and_replicate_others(layout, DimCorrespondence{l.passthrough, l.passthrough_out, out.rank()});
+  partial.sharding = propagate_along_dims_and_replicate_others(layout, DimCorrespondence{l.operand_passthrough, l.out_passthrough, out.rank()});
   partial.groups = context.groups_along_tile_dims(layout, trivial_tiled);
   partial.reducer = context.scalar_reducer(Opcode::kAdd, out.dtype());
   return reduce_scatter_partial(context, partial, in.target);
 }
 
-PartitionedValue gather_passthrough(SpmdContext& context, const HandlerInput& in, const GatherLayout& l) {
+PartitionedValue gather_passthrough(SpmdContext& context, const HandlerInput& in, const GatherDimMap& l) {
   const GatherDims& g = in.original.attrs.gather;
   const PartitionedValue& operand = in.operands[0];
   const PartitionedValue& indices = in.operands[1];
   const Shape& out = in.original.shape;
-  std::vector<int64_t> supported = l.batch_out;
-  supported.insert(supported.end(), l.passthrough_out.begin(), l.passthrough_out.end());
+  std::vector<int64_t> supported = l.out_batch;
+  supported.insert(supported.end(), l.out_passthrough.begin(), l.out_passthrough.end());
   const Sharding candidates[] = {
       in.target,
-      propagate_along_dims_and_replicate_others(operand.sharding, DimCorrespondence{l.passthrough, l.passthrough_out, out.rank()}),
-      propagate_along_dims_and_replicate_others(indices.sharding, DimCorrespondence{l.batch_idx, l.batch_out, out.rank()}),
+      propagate_along_dims_and_replicate_others(operand.sharding, DimCorrespondence{l.operand_passthrough, l.out_passthrough, out.rank()}),
+      propagate_along_dims_and_replicate_others(indices.sharding, DimCorrespondence{l.index_batch, l.out_batch, out.rank()}),
   };
   Sharding chosen = Sharding::replicated();
   for (const Sharding& candidate : candidates) {
@@ -195,13 +164,13 @@ PartitionedValue gather_passthrough(SpmdContext& context, const HandlerInput& in
   }
   PartitionedValue table = reshard(
       context, operand,
-      propagate_along_dims_and_replicate_others(chosen, DimCorrespondence{l.passthrough_out, l.passthrough, operand.base_shape.rank()}));
+      propagate_along_dims_and_replicate_others(chosen, DimCorrespondence{l.out_passthrough, l.operand_passthrough, operand.base_shape.rank()}));
   PartitionedValue index = reshard(
       context, indices,
-      propagate_along_dims_and_replicate_others(chosen, DimCorrespondence{l.batch_out, l.batch_idx, indices.base_shape.rank()}));
+      propagate_along_dims_and_replicate_others(chosen, DimCorrespondence{l.out_batch, l.index_batch, indices.base_shape.rank()}));
   InstrId gathered = context.builder().gather(
       table.id, index.id, g,
-      local_slice_sizes(in.original.attrs.gather_slice_sizes, l.passthrough, table.sharding, context.local_shape(table.id)));
+      local_slice_sizes(in.original.attrs.gather_slice_sizes, l.operand_passthrough, table.sharding, context.local_shape(table.id)));
   return reshard(context, PartitionedValue{gathered, out, chosen}, in.target);
 }
 
@@ -230,53 +199,20 @@ std::optional<Combiner> reducible_combiner(const Module& module, CompId to_apply
   }
 }
 
-struct ScatterLayout {
-  std::vector<int64_t> window_dims;  // operand dims not inserted <-> update_window_dims
-  std::vector<int64_t> scatter_upd;  // update dims not window <-> batch_idx
-  std::vector<int64_t> batch_idx;
-  std::vector<int64_t> passthrough, passthrough_upd;
-  std::vector<int64_t> trivial;  // scattered-into operand dims with window extent 1
-};
-
-ScatterLayout scatter_layout(const HandlerInput& in) {
-  const ScatterDims& s = in.original.attrs.scatter;
-  const Shape& op = in.operands[0].base_shape;
-  const Shape& upd = in.operands[2].base_shape;
-  ScatterLayout l;
-  l.window_dims = complement(op.rank(), s.inserted_window_dims);
-  l.scatter_upd = complement(upd.rank(), s.update_window_dims);
-  l.batch_idx = complement(in.operands[1].base_shape.rank(), {s.index_vector_dim});
-  for (size_t i = 0; i < l.window_dims.size(); ++i) {
-    const int64_t d = l.window_dims[i];
-    if (upd.dim(static_cast<int>(s.update_window_dims[i])) == op.dim(static_cast<int>(d))) {
-      l.passthrough.push_back(d);
-      l.passthrough_upd.push_back(s.update_window_dims[i]);
-    }
-  }
-  for (int64_t d : s.scatter_dims_to_operand_dims) {
-    auto it = std::find(l.window_dims.begin(), l.window_dims.end(), d);
-    const int64_t extent = it == l.window_dims.end()
-                               ? 1
-                               : upd.dim(static_cast<int>(s.update_window_dims[static_cast<size_t>(it - l.window_dims.begin())]));
-    if (extent == 1) l.trivial.push_back(d);
-  }
-  return l;
-}
-
-PartitionedValue scatter_index_passthrough(SpmdContext& context, const HandlerInput& in, const ScatterLayout& l,
+PartitionedValue scatter_index_passthrough(SpmdContext& context, const HandlerInput& in, const ScatterDimMap& l,
                                            const Combiner& combiner) {
   auto& b = context.builder();
   const ScatterDims& s = in.original.attrs.scatter;
   const Shape& out = in.original.shape;
   const PartitionedValue& indices = in.operands[1];
-  const Sharding index_sharding = partially_replicate_on_all_dims_except(indices.sharding, l.batch_idx);
+  const Sharding index_sharding = partially_replicate_on_all_dims_except(indices.sharding, l.index_batch);
   PartitionedValue index = reshard(context, indices, index_sharding);
   PartitionedValue update = reshard(
       context, in.operands[2],
-      propagate_along_dims_and_replicate_others(index_sharding, DimCorrespondence{l.batch_idx, l.scatter_upd, in.operands[2].base_shape.rank()}));
+      propagate_along_dims_and_replicate_others(index_sharding, DimCorrespondence{l.index_batch, l.update_scatter, in.operands[2].base_shape.rank()}));
   PartitionedValue index32{as_s32(context, index.id), indices.base_shape, index_sharding};
   std::vector<int64_t> tiled_batch;
-  for (int64_t d : l.batch_idx)
+  for (int64_t d : l.index_batch)
     if (tile_count(index_sharding, d) > 1) tiled_batch.push_back(d);
   InstrId masked = context.mask_padding(index32, tiled_batch, b.scalar_constant(DType::kS32, -1));
   InstrId buffer = b.broadcast(b.scalar_constant(out.dtype(), combiner.identity), out.dims(), {});
@@ -288,22 +224,22 @@ PartitionedValue scatter_index_passthrough(SpmdContext& context, const HandlerIn
   return PartitionedValue{b.binary(combiner.op, operand.id, combined.id), out, in.target};
 }
 
-PartitionedValue scatter_operand_owned(SpmdContext& context, const HandlerInput& in, const ScatterLayout& l) {
+PartitionedValue scatter_operand_owned(SpmdContext& context, const HandlerInput& in, const ScatterDimMap& l) {
   auto& b = context.builder();
   const ScatterDims& s = in.original.attrs.scatter;
   const Shape& out = in.original.shape;
-  std::vector<int64_t> keep = l.passthrough;
-  keep.insert(keep.end(), l.trivial.begin(), l.trivial.end());
+  std::vector<int64_t> keep = l.operand_passthrough;
+  keep.insert(keep.end(), l.unit_window.begin(), l.unit_window.end());
   const Sharding layout = partially_replicate_on_all_dims_except(in.target, keep);
   PartitionedValue operand = reshard(context, in.operands[0], layout);
   PartitionedValue update = reshard(
       context, in.operands[2],
-      propagate_along_dims_and_replicate_others(layout, DimCorrespondence{l.passthrough, l.passthrough_upd, in.operands[2].base_shape.rank()}));
+      propagate_along_dims_and_replicate_others(layout, DimCorrespondence{l.operand_passthrough, l.update_passthrough, in.operands[2].base_shape.rank()}));
   InstrId indices = as_s32(context, reshard(context, in.operands[1], Sharding::replicated()).id);
   IndexComponents c = split_indices(context, indices, s.index_vector_dim, static_cast<int64_t>(s.scatter_dims_to_operand_dims.size()));
   for (size_t k = 0; k < s.scatter_dims_to_operand_dims.size(); ++k) {
     const int64_t d = s.scatter_dims_to_operand_dims[k];
-    if (!contains(l.trivial, d) || tile_count(layout, d) == 1) continue;
+    if (!contains(l.unit_window, d) || tile_count(layout, d) == 1) continue;
     InstrId& x = c.components[k];
     const Shape shape = b.shape(x);
     // Globally valid starts are [0, D - 1] (window extent 1); others must stay skipped.
@@ -320,7 +256,7 @@ PartitionedValue scatter_operand_owned(SpmdContext& context, const HandlerInput&
 PartitionedValue handle_gather(SpmdContext& context, const HandlerInput& in) {
   const GatherDims& g = in.original.attrs.gather;
   if (!g.operand_batching_dims.empty() || in.operands.size() != 2) return handle_default(context, in);
-  const GatherLayout l = gather_layout(in);
+  const GatherDimMap l = gather_dim_map(in.original, in.operands[0].base_shape, in.operands[1].base_shape);
   std::vector<int64_t> trivial_tiled;
   for (int64_t d : g.start_index_map)
     if (in.original.attrs.gather_slice_sizes[static_cast<size_t>(d)] == 1 && tile_count(in.operands[0].sharding, d) > 1 &&
@@ -334,9 +270,10 @@ PartitionedValue handle_scatter(SpmdContext& context, const HandlerInput& in) {
   const ScatterDims& s = in.original.attrs.scatter;
   if (!s.input_batching_dims.empty() || in.operands.size() != 3 || in.original.shape.is_tuple())
     return handle_default(context, in);
-  const ScatterLayout l = scatter_layout(in);
+  const ScatterDimMap l =
+      scatter_dim_map(in.original, in.operands[0].base_shape, in.operands[1].base_shape, in.operands[2].base_shape);
   bool indices_tiled = false;
-  for (int64_t d : l.batch_idx) indices_tiled |= tile_count(in.operands[1].sharding, d) > 1;
+  for (int64_t d : l.index_batch) indices_tiled |= tile_count(in.operands[1].sharding, d) > 1;
   if (indices_tiled) {
     if (auto combiner = reducible_combiner(context.module(), in.original.to_apply(), in.original.shape.dtype()))
       return scatter_index_passthrough(context, in, l, *combiner);

@@ -26,7 +26,10 @@ std::vector<int64_t> sharded_dims(const Sharding& sharding) {
 }
 
 SpmdContext::SpmdContext(Module* module, int64_t num_devices)
-    : module_(module), num_devices_(num_devices), builder_("spmd_entry", module) {}
+    : module_(module),
+      num_devices_(num_devices),
+      builder_("spmd_entry", module),
+      reducers_(module, "spmd", ScalarReducerCache::Existing::kAdd) {}
 
 InstrId SpmdContext::zero(DType dtype) {
   auto it = zero_cache_.find(dtype);
@@ -36,15 +39,7 @@ InstrId SpmdContext::zero(DType dtype) {
   return z;
 }
 
-CompId SpmdContext::scalar_reducer(Opcode op, DType dtype) {
-  auto key = std::make_pair(op, dtype);
-  auto it = reducer_cache_.find(key);
-  if (it != reducer_cache_.end()) return it->second;
-  std::string name = fmt::format("spmd_{}_{}", opcode_name(op), dtype_name(dtype));
-  CompId id = module_->add_computation(scalar_binary_computation(name, op, dtype));
-  reducer_cache_[key] = id;
-  return id;
-}
+CompId SpmdContext::scalar_reducer(Opcode op, DType dtype) { return reducers_.get(op, dtype); }
 
 // offset = tile coordinate * ceil(D / n) (MakePartitionOffsets).
 InstrId SpmdContext::partition_offset(const Sharding& sharding, std::span<const int64_t> base_dims,

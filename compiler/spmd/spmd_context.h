@@ -19,6 +19,7 @@
 
 #include "compiler/ir/builder.h"
 #include "compiler/ir/module.h"
+#include "compiler/ir/reducer_cache.h"
 #include "compiler/sharding/sharding.h"
 #include "compiler/sharding/tile_coordinates.h"
 #include "compiler/spmd/partitioner.h"
@@ -101,7 +102,7 @@ class SpmdContext {
   std::map<std::pair<InstrId, int64_t>, InstrId> offset_cache_;           // (coordinate, extent)
   std::map<std::pair<std::string, int64_t>, InstrId> coordinate_table_cache_;  // explicit arrays
   std::map<DType, InstrId> zero_cache_;
-  std::map<std::pair<Opcode, DType>, CompId> reducer_cache_;
+  ScalarReducerCache reducers_;
   std::map<std::pair<InstrId, std::string>, PartitionedValue> reshard_cache_;
   std::shared_ptr<Session> session_ = std::make_shared<Session>();
 };

@@ -8,17 +8,6 @@
 
 namespace podsim::compiler::training {
 
-CompId ReducerCache::get(Opcode op, DType dtype) {
-  auto key = std::make_pair(op, dtype);
-  auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second;
-  std::string name = fmt::format("training_{}_{}", opcode_name(op), dtype_name(dtype));
-  CompId id = module_->find_computation(name);
-  if (id == kNoId) id = module_->add_computation(scalar_binary_computation(name, op, dtype));
-  cache_.emplace(key, id);
-  return id;
-}
-
 InstrId filled(ComputationBuilder& b, const Shape& shape_ref, double value) {
   const Shape shape = shape_ref;  // may point into b's instructions, which grow below
   InstrId scalar = b.scalar_constant(shape.dtype(), value);

@@ -11,21 +11,15 @@
 
 #include "compiler/ir/builder.h"
 #include "compiler/ir/module.h"
+#include "compiler/ir/reducer_cache.h"
 
 namespace podsim::compiler::training {
 
-// Finds or adds `name(a, b) = op(a, b)` over scalars of dtype in `module`.
-// The module may be the one a ComputationBuilder points into (it only reads
-// through the pointer), so adding computations while building is fine.
-class ReducerCache {
+// The training transforms' reducers: "training_<op>_<dtype>", an existing
+// computation of that name reused (compiler/ir/reducer_cache.h).
+class ReducerCache : public ScalarReducerCache {
  public:
-  explicit ReducerCache(Module* module) : module_(module) {}
-  CompId get(Opcode op, DType dtype);
-  Module* module() const { return module_; }
-
- private:
-  Module* module_;
-  std::map<std::pair<Opcode, DType>, CompId> cache_;
+  explicit ReducerCache(Module* module) : ScalarReducerCache(module, "training", Existing::kReuse) {}
 };
 
 // Scalar constant broadcast to `shape` (an array shape).

@@ -153,6 +153,13 @@ TEST(KnownTripCount, FixtureLoop) {
   Instruction copy = entry.instr(entry.find("loop"));
   copy.attrs.backend_config.clear();  // the count must come from the loop itself
   EXPECT_EQ(known_trip_count(m, copy), 10);
+  // Told the computation holding it, the same count.
+  EXPECT_EQ(known_trip_count(m, entry, copy), 10);
+}
+
+TEST(KnownTripCount, PatternBeforeBackendConfig) {
+  // i = 0; i < 10; i += 1 -> 10 trips, whatever a backend_config claims.
+  EXPECT_EQ(trip_count_of({.backend_config = R"({"known_trip_count":{"n":"7"}})"}), 10);
 }
 
 }  // namespace

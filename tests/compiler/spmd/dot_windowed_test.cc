@@ -24,28 +24,12 @@ SpmdOptions forced_options(double min_flops_per_byte) {
   return o;
 }
 
-// Iterations of the counted loop the windowed einsum emits: init tuple
-// element k = constant(start), condition compare(element k, constant(limit))
-// LT, body element k = element k + constant(1) -> limit - start. (The
-// pipeline's known_trip_count reads the same pattern; it lives in a library
-// this test binary does not link.)
+// Iterations of the counted loop the windowed einsum emits, derived from its
+// pattern (init constant, compare with a constant, counter + 1) as the
+// simulator derives it (known_trip_count), not read from a backend_config.
 int64_t trip_count(const Module& m, const Instruction& loop) {
-  const Computation& entry = m.entry();
-  const Computation& cond = m.computation(loop.while_condition());
-  const Instruction& compare = cond.root_instr();
-  EXPECT_EQ(compare.opcode, Opcode::kCompare);
-  EXPECT_EQ(compare.attrs.comparison, ComparisonDirection::kLt);
-  const Instruction& counter = cond.instr(compare.operand(0));
-  const Instruction& limit = cond.instr(compare.operand(1));
-  EXPECT_EQ(counter.opcode, Opcode::kGetTupleElement);
-  EXPECT_EQ(limit.opcode, Opcode::kConstant);
-  const Instruction& init = entry.instr(loop.operand(0));
-  const Instruction& start = entry.instr(init.operand(static_cast<int>(counter.attrs.tuple_index)));
-  EXPECT_EQ(start.opcode, Opcode::kConstant);
-  const Computation& body = m.computation(loop.while_body());
-  const Instruction& next = body.instr(body.root_instr().operand(static_cast<int>(counter.attrs.tuple_index)));
-  EXPECT_EQ(next.opcode, Opcode::kAdd);
-  return static_cast<int64_t>(limit.attrs.literal->scalar_value() - start.attrs.literal->scalar_value());
+  EXPECT_TRUE(loop.attrs.backend_config.empty());
+  return known_trip_count(m, m.entry(), loop).value_or(-1);
 }
 
 const Instruction* find_while(const Module& m) {
