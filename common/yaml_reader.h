@@ -26,6 +26,7 @@ template <class E>
 class NameTable {
  public:
   NameTable(std::initializer_list<std::pair<E, std::string_view>> entries) : entries_(entries) {}
+  explicit NameTable(std::vector<std::pair<E, std::string_view>> entries) : entries_(std::move(entries)) {}
   std::string_view name(E value) const {
     for (const auto& [v, n] : entries_)
       if (v == value) return n;

@@ -17,6 +17,8 @@
 #include "common/did_you_mean.h"
 #include "common/error.h"
 #include "common/yaml_reader.h"
+#include "hw_models/core/core_model.h"
+#include "hw_models/ici/collectives.h"
 
 namespace podsim::hw {
 namespace {
@@ -124,15 +126,18 @@ int64_t parse_int(const YAML::Node& node, const SourceLocation& loc, const std::
 // A count of units from 1 to `max`.
 constexpr Range count_range(int64_t max, const char* why) { return Range{1, static_cast<double>(max), "", why}; }
 
-const std::vector<std::string>& core_model_names() {
-  static const std::vector<std::string> names = {"systolic", "roofline"};
-  return names;
+// The names of the registries (core/core_model.h, ici/collectives.h) a file may choose.
+yaml::NameTable<CoreModelKind> core_model_names() {
+  std::vector<std::pair<CoreModelKind, std::string_view>> names;
+  for (const CoreModelEntry& e : core_models()) names.emplace_back(e.kind, e.name);
+  return yaml::NameTable<CoreModelKind>(std::move(names));
 }
 
-const std::vector<std::string>& collective_algorithm_names() {
-  static const std::vector<std::string> names = {"auto",         "ring",           "bidirectional_ring", "torus",
-                                                 "ring_per_dim", "torus_pipelined"};
-  return names;
+yaml::NameTable<CollectiveAlgorithm> collective_algorithm_names() {
+  std::vector<std::pair<CollectiveAlgorithm, std::string_view>> names;
+  for (const CollectiveAlgorithmEntry& e : collective_algorithms())
+    if (e.preset_choice) names.emplace_back(e.algorithm, e.name);
+  return yaml::NameTable<CollectiveAlgorithm>(std::move(names));
 }
 
 std::string parse_choice(const YAML::Node& node, const SourceLocation& loc, const std::string& key,
@@ -166,13 +171,13 @@ Field int_field(std::string key, Access access, Range range) {
                [=](const HardwareConfig& c) { return fmt::format("{}", access(const_cast<HardwareConfig&>(c))); }};
 }
 
-template <class Access>
-Field choice_field(std::string key, Access access, std::vector<std::string> choices) {
+template <class E, class Access>
+Field choice_field(std::string key, Access access, yaml::NameTable<E> table) {
   return Field{key,
                [=](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
-                 access(c) = parse_choice(n, loc, key, choices);
+                 access(c) = *table.find(parse_choice(n, loc, key, table.names()));
                },
-               [=](const HardwareConfig& c) { return access(const_cast<HardwareConfig&>(c)); }};
+               [=](const HardwareConfig& c) { return std::string(table.name(access(const_cast<HardwareConfig&>(c)))); }};
 }
 
 // Chips per torus dimension; each at most kMaxPodChips and so is their product.
@@ -215,7 +220,7 @@ const std::vector<Field>& fields() {
                         c.name = parse_choice(n, loc, "name", {});
                       },
                       [](const HardwareConfig& c) { return c.name; }});
-    t.push_back(choice_field("core.model", [](HardwareConfig& c) -> std::string& { return c.core.model; },
+    t.push_back(choice_field("core.model", [](HardwareConfig& c) -> CoreModelKind& { return c.core.model; },
                              core_model_names()));
     // 1 MHz .. 100 GHz: TPUs run at ~1 GHz and no digital chip above ~6 GHz.
     t.push_back(number_field("core.clock_hz", [](HardwareConfig& c) -> double& { return c.core.clock_hz; },
@@ -306,7 +311,7 @@ const std::vector<Field>& fields() {
     t.push_back(number_field("ici.message_overhead_s",
                              [](HardwareConfig& c) -> double& { return c.ici.message_overhead_s; }, kLatencyRange));
     t.push_back(choice_field("ici.collective_algorithm",
-                             [](HardwareConfig& c) -> std::string& { return c.ici.collective_algorithm; },
+                             [](HardwareConfig& c) -> CollectiveAlgorithm& { return c.ici.collective_algorithm; },
                              collective_algorithm_names()));
     t.push_back(int_field("ici.collective_chunks", [](HardwareConfig& c) -> int64_t& { return c.ici.collective_chunks; },
                           count_range(kMaxCollectiveChunks, "1 = no pipelining; a few to a few dozen chunks")));
