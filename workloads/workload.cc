@@ -18,7 +18,9 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/yaml_reader.h"
+#include "compiler/training/optimizers.h"
 #include "compiler/training/remat.h"
+#include "workloads/model_info.h"
 #include "hw_models/ici/placement.h"
 
 namespace podsim::workloads {
@@ -32,6 +34,55 @@ int64_t MeshSpec::device_count() const {
     else return -1;
   return n;
 }
+
+const yaml::NameTable<ModelKind>& model_kind_names() {
+  static const yaml::NameTable<ModelKind> table{{ModelKind::kDenseTransformer, "dense_transformer"},
+                                                {ModelKind::kMoeTransformer, "moe_transformer"},
+                                                {ModelKind::kHlo, "hlo"}};
+  return table;
+}
+
+const yaml::NameTable<FfnKind>& ffn_names() {
+  static const yaml::NameTable<FfnKind> table{
+      {FfnKind::kGatedGelu, "gated_gelu"}, {FfnKind::kGelu, "gelu"}, {FfnKind::kRelu, "relu"}};
+  return table;
+}
+
+const yaml::NameTable<PositionKind>& position_names() {
+  static const yaml::NameTable<PositionKind> table{
+      {PositionKind::kRelative, "relative"}, {PositionKind::kLearned, "learned"}, {PositionKind::kRotary, "rotary"}};
+  return table;
+}
+
+const yaml::NameTable<NormKind>& norm_names() {
+  static const yaml::NameTable<NormKind> table{{NormKind::kRms, "rms"}, {NormKind::kLayer, "layer"}};
+  return table;
+}
+
+const yaml::NameTable<LayerLoop>& layer_loop_names() {
+  static const yaml::NameTable<LayerLoop> table{{LayerLoop::kUnrolled, "unrolled"}, {LayerLoop::kScan, "scan"}};
+  return table;
+}
+
+const yaml::NameTable<ModelStructure>& structure_names() {
+  static const yaml::NameTable<ModelStructure> table{{ModelStructure::kDecoderOnly, "decoder_only"},
+                                                     {ModelStructure::kEncoderDecoder, "encoder_decoder"}};
+  return table;
+}
+
+const yaml::NameTable<compiler::DType>& workload_dtype_names() {
+  static const yaml::NameTable<compiler::DType> table{{compiler::DType::kF32, "f32"}, {compiler::DType::kBF16, "bf16"}};
+  return table;
+}
+
+yaml::NameTable<compiler::OptimizerKind> optimizer_names() {
+  std::vector<std::pair<compiler::OptimizerKind, std::string_view>> names;
+  for (const compiler::OptimizerEntry& e : compiler::optimizers()) names.emplace_back(e.kind, e.name);
+  return yaml::NameTable<compiler::OptimizerKind>(std::move(names));
+}
+
+std::string name_of(ModelKind kind) { return std::string(model_kind_names().name(kind)); }
+std::string name_of(hw::PlacementOrder order) { return std::string(hw::placement_orders().name(order)); }
 
 namespace {
 
@@ -110,10 +161,10 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
                               mesh.device_count()),
                "the product of mesh.physical must equal the product of mesh.axes");
   }
-  // mesh.order: a placement name exactly as hw::placement_order_from_name
-  // (hw_models/ici/placement.h) takes it; "explicit" reads the device list
-  // from mesh.devices. A list in mesh.order is shorthand for explicit + devices.
-  const std::vector<std::string> kOrders = {"row_major", "column_major", "explicit", "ring_preserving"};
+  // mesh.order: a placement name of hw::placement_orders()
+  // (hw_models/ici/placement.h); "explicit" reads the device list from
+  // mesh.devices. A list in mesh.order is shorthand for explicit + devices.
+  const std::vector<std::string> kOrders = hw::placement_orders().names();
   YAML::Node devices = r.get("devices");
   YAML::Node o = r.get("order");
   if (o && o.IsSequence()) {
@@ -121,32 +172,27 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
                           "give the list once: order: explicit with devices: [...], or order: [...]");
     devices = o;
   } else if (o) {
-    mesh.order = as_string(ctx, o, "mesh.order");
-    // The placement's own parser decides, so the two can never disagree.
-    bool known = true;
-    try {
-      hw::placement_order_from_name(mesh.order);
-    } catch (const UserError&) {
-      known = false;
-    }
+    const std::string order = as_string(ctx, o, "mesh.order");
+    const std::optional<hw::PlacementOrder> known = hw::placement_orders().find(order);
     if (!known) {
-      const std::string guess = mesh.order == "ring" ? "ring_preserving" : closest(mesh.order, kOrders);
-      ctx.fail(o, fmt::format("'mesh.order' must be one of {}, got '{}'", fmt::join(kOrders, " | "), mesh.order),
+      const std::string guess = order == "ring" ? "ring_preserving" : closest(order, kOrders);
+      ctx.fail(o, fmt::format("'mesh.order' must be one of {}, got '{}'", fmt::join(kOrders, " | "), order),
                guess.empty() ? "or a list of device ids (an explicit placement)"
                              : fmt::format("did you mean '{}'?", guess));
     }
-    if (mesh.order == "explicit" && !devices)
+    mesh.order = *known;
+    if (mesh.order == hw::PlacementOrder::kExplicit && !devices)
       ctx.fail(o, "'mesh.order: explicit' needs the device list in 'mesh.devices'",
                "add devices: [d0, d1, ...], one physical device id per logical device (row-major)");
-    if (mesh.order != "explicit" && devices)
+    if (mesh.order != hw::PlacementOrder::kExplicit && devices)
       ctx.fail(devices, fmt::format("'mesh.devices' is only read with 'mesh.order: explicit' (order is '{}')",
-                                    mesh.order),
+                                    order),
                "set order: explicit, or remove devices");
   } else if (devices) {
     ctx.fail(devices, "'mesh.devices' is only read with 'mesh.order: explicit'", "add order: explicit");
   }
   if (devices) {
-    mesh.order = "explicit";
+    mesh.order = hw::PlacementOrder::kExplicit;
     if (!devices.IsSequence()) ctx.fail(devices, "the explicit device order must be a list of device ids");
     std::set<int64_t> seen;
     for (const auto& e : devices) {
@@ -164,12 +210,12 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
 
 void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m) {
   MapReader r(ctx, node, "model");
-  m.kind = as_choice(ctx, r.require("kind"), "model.kind", {"dense_transformer", "moe_transformer", "hlo"});
+  m.kind = yaml::read_choice(ctx, r.require("kind"), "model.kind", model_kind_names());
   auto int_key = [&](const char* key, int64_t& field, bool required) {
     YAML::Node n = required ? r.require(key) : r.get(key);
     if (n) field = as_int(ctx, n, std::string("model.") + key);
   };
-  if (m.kind == "hlo") {
+  if (m.kind == ModelKind::kHlo) {
     m.file = as_string(ctx, r.require("file"), "model.file");
     int_key("global_batch", m.global_batch, false);
     int_key("seq_len", m.seq_len, false);
@@ -184,23 +230,20 @@ void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m)
   int_key("vocab", m.vocab, true);
   int_key("seq_len", m.seq_len, true);
   int_key("global_batch", m.global_batch, true);
-  if (YAML::Node n = r.get("ffn")) m.ffn = as_choice(ctx, n, "model.ffn", {"gated_gelu", "gelu", "relu"});
-  if (YAML::Node n = r.get("position"))
-    m.position = as_choice(ctx, n, "model.position", {"relative", "learned", "rotary"});
+  m.ffn = r.choice("ffn", ffn_names()).value_or(m.ffn);
+  m.position = r.choice("position", position_names()).value_or(m.position);
   if (YAML::Node n = r.get("tied_embedding")) m.tied_embedding = as_bool(ctx, n, "model.tied_embedding");
-  if (YAML::Node n = r.get("norm")) m.norm = as_choice(ctx, n, "model.norm", {"rms", "layer"});
-  if (YAML::Node n = r.get("layer_loop"))
-    m.layer_loop = as_choice(ctx, n, "model.layer_loop", {"unrolled", "scan"});
+  m.norm = r.choice("norm", norm_names()).value_or(m.norm);
+  m.layer_loop = r.choice("layer_loop", layer_loop_names()).value_or(m.layer_loop);
   if (YAML::Node d = r.get("dtypes")) {
     MapReader dr(ctx, d, "model.dtypes");
-    if (YAML::Node p = dr.get("params")) m.dtypes.params = as_choice(ctx, p, "model.dtypes.params", {"f32", "bf16"});
-    if (YAML::Node a = dr.get("activations"))
-      m.dtypes.activations = as_choice(ctx, a, "model.dtypes.activations", {"f32", "bf16"});
-    if (YAML::Node a = dr.get("attention_logits"))
-      m.dtypes.attention_logits = as_choice(ctx, a, "model.dtypes.attention_logits", {"f32", "bf16"});
+    m.dtypes.params = dr.choice("params", workload_dtype_names()).value_or(m.dtypes.params);
+    m.dtypes.activations = dr.choice("activations", workload_dtype_names()).value_or(m.dtypes.activations);
+    m.dtypes.attention_logits =
+        dr.choice("attention_logits", workload_dtype_names()).value_or(m.dtypes.attention_logits);
     dr.finish();
   }
-  if (m.kind == "moe_transformer") {
+  if (m.kind == ModelKind::kMoeTransformer) {
     int_key("experts", m.experts, true);
     int_key("moe_every", m.moe_every, false);
     int_key("top_k", m.top_k, false);
@@ -215,8 +258,7 @@ void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m)
                                 n.Scalar()),
                  "GShard uses 1 to 2; a factor of experts / top_k already keeps every token");
     }
-    if (YAML::Node n = r.get("structure"))
-      m.structure = as_choice(ctx, n, "model.structure", {"decoder_only", "encoder_decoder"});
+    m.structure = r.choice("structure", structure_names()).value_or(m.structure);
   }
   r.finish();
 }
@@ -224,14 +266,17 @@ void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m)
 void read_training(const yaml::Document& ctx, const YAML::Node& node, TrainingSpec& t) {
   MapReader r(ctx, node, "training");
   if (YAML::Node n = r.get("enabled")) t.enabled = as_bool(ctx, n, "training.enabled");
-  if (YAML::Node n = r.get("optimizer"))
-    t.optimizer = as_choice(ctx, n, "training.optimizer", {"sgd", "adam", "adafactor"});
+  t.optimizer = r.choice("optimizer", optimizer_names()).value_or(t.optimizer);
   if (YAML::Node n = r.get("weight_update_sharding"))
     t.weight_update_sharding = as_bool(ctx, n, "training.weight_update_sharding");
   if (YAML::Node n = r.get("remat")) {
     std::vector<std::string> remat = {"none", "full", "auto"};
     for (const std::string& policy : compiler::selective_remat_policies()) remat.push_back(policy);
-    t.remat = as_choice(ctx, n, "training.remat", remat);
+    const std::string choice = as_choice(ctx, n, "training.remat", remat);
+    static const yaml::NameTable<RematMode> modes{
+        {RematMode::kNone, "none"}, {RematMode::kFull, "full"}, {RematMode::kAuto, "auto"}};
+    t.remat = modes.find(choice).value_or(RematMode::kSelective);
+    if (t.remat == RematMode::kSelective) t.remat_policy = choice;
   }
   if (YAML::Node n = r.get("microbatches")) t.microbatches = as_int(ctx, n, "training.microbatches");
   if (YAML::Node n = r.get("pipeline_stages")) t.pipeline_stages = as_int(ctx, n, "training.pipeline_stages");
@@ -317,8 +362,8 @@ void check_model_sizes(const yaml::Document& ctx, const YAML::Node& model_node, 
              "every layer is unrolled into the program; deeper stacks take hours to compile");
   using std::optional;
   auto mul = [](std::initializer_list<int64_t> f) { return checked_product(f); };
-  const int64_t ffn_matrices = m.ffn == "gated_gelu" ? 3 : 2;
-  const bool moe = m.kind == "moe_transformer";
+  const int64_t ffn_matrices = ffn_matrix_count(m.ffn);
+  const bool moe = m.kind == ModelKind::kMoeTransformer;
   const int64_t experts = moe ? m.experts : 1;
   const int64_t tokens_factor_k = moe ? m.top_k : 1;
   // Capacity factor rounded up: the dispatch tensor bound below is an upper bound.
@@ -474,8 +519,8 @@ void check_moe_groups(const yaml::Document& ctx, const YAML::Node& doc, const Wo
 void check_model_structure(const yaml::Document& ctx, const YAML::Node& doc, const Workload& w) {
   const ModelSpec& m = w.model;
   const TrainingSpec& t = w.training;
-  const bool moe = m.kind == "moe_transformer";
-  if (moe && m.structure == "encoder_decoder" && m.layers % 2 != 0)
+  const bool moe = m.kind == ModelKind::kMoeTransformer;
+  if (moe && m.structure == ModelStructure::kEncoderDecoder && m.layers % 2 != 0)
     ctx.fail(node_of(doc, "model", "layers"),
              fmt::format("an encoder_decoder model needs an even layer count, got {}", m.layers),
              "model.layers counts both stacks (layers/2 encoder + layers/2 decoder)");
@@ -493,10 +538,10 @@ void check_model_structure(const yaml::Document& ctx, const YAML::Node& doc, con
              "MoE layers are every moe_every-th layer (default 2); lower model.moe_every or add layers");
   if (t.pipeline_stages > 1) {
     const YAML::Node stages = node_of(doc, "training", "pipeline_stages");
-    if (m.kind != "dense_transformer")
+    if (m.kind != ModelKind::kDenseTransformer)
       ctx.fail(stages,
                fmt::format("training.pipeline_stages = {} is built for dense_transformer models only, model.kind is {}",
-                           t.pipeline_stages, m.kind),
+                           t.pipeline_stages, name_of(m.kind)),
                "set training.pipeline_stages: 1 (MoE layers are not pipelined)");
     const std::optional<FirstAxis> stage = first_axis(doc, w, "stage");
     if (!stage)
@@ -542,7 +587,7 @@ Workload read_document(const yaml::Document& ctx, YAML::Node doc) {
   if (YAML::Node c = r.get("compiler")) read_compiler(ctx, c, w.compiler);
   r.finish();
   const ModelSpec& m = w.model;
-  if (m.kind != "hlo") {
+  if (m.kind != ModelKind::kHlo) {
     check_model_sizes(ctx, doc["model"], m);
     if (m.global_batch % w.training.microbatches != 0)
       ctx.fail(doc["model"]["global_batch"],
@@ -555,8 +600,8 @@ Workload read_document(const yaml::Document& ctx, YAML::Node doc) {
                "every pipeline stage runs the same number of layers: pick a stage count that divides model.layers");
   }
   record_key_locations(ctx, doc, w);
-  if (m.kind != "hlo") check_model_structure(ctx, doc, w);
-  if (m.kind == "hlo") check_hlo_model(ctx, doc, w);
+  if (m.kind != ModelKind::kHlo) check_model_structure(ctx, doc, w);
+  if (m.kind == ModelKind::kHlo) check_hlo_model(ctx, doc, w);
   return w;
 }
 
