@@ -1,6 +1,6 @@
-// Strict workload YAML reader. Each mapping is read through a MapReader that
-// records which keys were consumed and rejects any other key with the closest
-// valid name as a hint. yaml-cpp marks are 0-based; messages are 1-based.
+// Strict workload YAML reader on common/yaml_reader.h: each mapping is read
+// through a MapReader, so any key nobody reads is an error at its position
+// with the closest valid name; choices become the enums of workload.h.
 #include "workloads/workload.h"
 
 #include <yaml-cpp/yaml.h>
@@ -132,14 +132,15 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
   YAML::Node axes = r.require("axes");
   mesh.axes_location = ctx.at(axes);
   if (!axes.IsMap() || axes.size() == 0) ctx.fail(axes, "'mesh.axes' must be a mapping of axis name to size, e.g. {x: 4, y: 2}");
-  for (auto it = axes.begin(); it != axes.end(); ++it) {
-    std::string name = it->first.as<std::string>();
+  const MapReader axis_keys(ctx, axes, "mesh.axes");  // free keys: the axis names
+  for (const MapReader::Entry& axis : axis_keys.entries()) {
+    const std::string& name = axis.key;
     for (const auto& [n, s] : mesh.axes)
-      if (n == name) ctx.fail(it->first, fmt::format("mesh axis '{}' appears twice", name));
-    mesh.axes.emplace_back(name, as_int(ctx, it->second, "mesh.axes." + name));
+      if (n == name) ctx.fail(axis.key_node, fmt::format("mesh axis '{}' appears twice", name));
+    mesh.axes.emplace_back(name, as_int(ctx, axis.value, "mesh.axes." + name));
     const int64_t devices = mesh.device_count();  // -1 on int64 overflow
     if (devices < 0 || devices > kMaxDevices)
-      ctx.fail(it->second, fmt::format("the mesh axes multiply to more than {} devices", kMaxDevices),
+      ctx.fail(axis.value, fmt::format("the mesh axes multiply to more than {} devices", kMaxDevices),
                "podsim simulates up to 2^20 devices (a TPU v3 pod has 2048); check the axis sizes");
   }
   if (YAML::Node p = r.get("physical")) {
@@ -316,9 +317,10 @@ void read_compiler(const yaml::Document& ctx, const YAML::Node& node, CompilerSp
 
 void read_sharding(const yaml::Document& ctx, const YAML::Node& node, const MeshSpec& mesh, Workload& w) {
   if (!node.IsMap()) ctx.fail(node, "'sharding' must map tensor names to per-dim mesh axes, e.g. ffn_in: [x, y]");
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    std::string tensor = it->first.as<std::string>();
-    const YAML::Node dims = it->second;  // a copy: yaml-cpp iterators hand out temporaries
+  const MapReader tensors(ctx, node, "sharding");  // free keys: tensor names the builders check
+  for (const MapReader::Entry& entry : tensors.entries()) {
+    const std::string& tensor = entry.key;
+    const YAML::Node& dims = entry.value;
     if (!dims.IsSequence()) ctx.fail(dims, fmt::format("'sharding.{}' must be a list of mesh axes or null", tensor));
     std::vector<std::optional<std::string>> mapping;
     std::set<std::string> used;
@@ -341,7 +343,7 @@ void read_sharding(const yaml::Document& ctx, const YAML::Node& node, const Mesh
       mapping.emplace_back(axis);
     }
     w.sharding.emplace_back(tensor, std::move(mapping));
-    w.sharding_locations.push_back(ctx.at(it->first));
+    w.sharding_locations.push_back(ctx.at(entry.key_node));
   }
 }
 
