@@ -16,6 +16,7 @@
 #include "hw_models/system.h"
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/ir/verifier.h"
+#include "driver/lowering.h"
 #include "sim/simulator.h"
 #include "workloads/hlo_model.h"
 #include "workloads/model_builder.h"
@@ -30,98 +31,12 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-compiler::OptimizerOptions optimizer_options(const std::string& name) {
-  compiler::OptimizerOptions o;
-  if (name == "sgd") {
-    o.kind = compiler::OptimizerKind::kSgd;
-  } else if (name == "adam") {
-    o.kind = compiler::OptimizerKind::kAdam;
-    o.beta1 = 0.9;  // Adam's usual first-moment decay (Kingma & Ba 2015)
-    o.beta2 = 0.999;
-    o.epsilon = 1e-8;
-  } else if (name == "adafactor") {
-    o.kind = compiler::OptimizerKind::kAdafactor;
-  } else {
-    throw UserError(fmt::format("unknown optimizer '{}'", name), "use sgd, adam or adafactor");
-  }
-  return o;
-}
-
-}  // namespace
-
-compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec, const hw::HardwareConfig& hardware) {
-  const workloads::WindowedEinsumSpec& we = spec.windowed_einsum;
-  compiler::SpmdOptions options;
-  options.windowed_einsum_threshold_bytes = static_cast<int64_t>(we.threshold_mib * 1024 * 1024);
-  options.windowed_einsum_max_devices = we.max_devices;
-  options.windowed_einsum_bidirectional = we.bidirectional;
-  // The overlap test's flops per byte (compiler/spmd/partitioner.h): the
-  // device's peak over what one ICI link direction delivers,
-  // link_bandwidth x link_efficiency (hw_models/ici/topology.h). TPUv3:
-  // 61.6e12 / (8.2e10 x 1) = 751.
-  options.windowed_einsum_min_flops_per_byte =
-      we.overlap_test ? hw::peak_matmul_flops_per_device(hardware.core) /
-                            (hardware.ici.link_bandwidth * hardware.ici.link_efficiency)
-                      : 0.0;
-  // Reshard plans weigh one collective's latency against bytes
-  // (compiler/spmd/reshard_plan.h): the bytes a link delivers in one hop
-  // latency. TPUv3: 1e-6 s x 8.2e10 B/s = 8.2e4 (the compiler's default,
-  // 1e5, is the earlier 1e11 B/s reading; the shipped programs are the same
-  // at either value).
-  options.collective_latency_bytes = hardware.ici.hop_latency_s * hardware.ici.link_bandwidth;
-  return options;
-}
-
-namespace {
-
-// training: and compiler: sections -> CompileOptions. remat "auto" asks the
-// compiler for the smallest recomputation that fits the device's HBM.
-compiler::CompileOptions compile_options(const workloads::Workload& w, const workloads::BuiltModel& model,
-                                         const hw::HardwareConfig& hardware) {
-  compiler::CompileOptions options;
-  options.num_devices = w.mesh.device_count();
-  options.spmd = spmd_options(w.compiler, hardware);
-  options.loops = {w.compiler.loops.pipelined_all_gather, w.compiler.loops.pipelined_reduce_scatter};
-  if (!w.training.enabled) return options;
-  compiler::TrainingStepOptions training;
-  training.optimizer = optimizer_options(w.training.optimizer);
-  training.weight_update_sharding = w.training.weight_update_sharding;
-  training.microbatches = w.training.microbatches;
-  training.pipeline_stages = w.training.pipeline_stages;
-  training.mesh = model.mesh;  // weight-update sharding splits over the axes a weight is replicated on
-  const std::string& remat = w.training.remat;
-  if (remat == "none" || remat.empty()) {
-    training.remat = compiler::RematKind::kNone;
-  } else if (remat == "full") {
-    training.remat = compiler::RematKind::kFull;
-  } else if (remat == "auto") {
-    training.remat = compiler::RematKind::kNone;
-    options.remat_auto = true;
-    options.hbm_budget_bytes = static_cast<int64_t>(hardware.hbm.capacity_bytes);
-  } else {
-    training.remat = compiler::RematKind::kSelective;
-    training.remat_policy = remat;
-  }
-  options.training = training;
-  return options;
-}
-
 // Do two option sets give the same program? They differ only in what
 // compile_options derives from the hardware: the HBM budget and the
 // partitioner's options (spmd_options), compared whole so that a new
 // hardware-derived option cannot be left out.
 bool same_program_options(const compiler::CompileOptions& a, const compiler::CompileOptions& b) {
   return a.remat_auto == b.remat_auto && a.hbm_budget_bytes == b.hbm_budget_bytes && a.spmd == b.spmd;
-}
-
-hw::MeshLayout mesh_layout(const workloads::MeshSpec& mesh) {
-  hw::MeshLayout layout;
-  for (const auto& [axis, size] : mesh.axes) layout.mesh_shape.push_back(size);
-  layout.physical = mesh.physical;
-  // The workload file says "ring" for the hardware model's ring-preserving order.
-  layout.order = hw::placement_order_from_name(mesh.order == "ring" ? "ring_preserving" : mesh.order);
-  layout.explicit_devices = mesh.explicit_devices;
-  return layout;
 }
 
 // A hardware path in a workload file is relative to that file; preset names
@@ -219,7 +134,7 @@ CompiledWorkload compile_hlo_module(const RunRequest& request) {
   } else {
     w.mesh.axes = {{"x", compiler::infer_device_count(module)}};
   }
-  w.model.kind = "hlo";
+  w.model.kind = workloads::ModelKind::kHlo;
   w.model.file = request.workload_path;
   w.model.global_batch = o.tokens;
   w.model.seq_len = 1;
@@ -254,7 +169,7 @@ CompiledWorkload compile_hlo_module(const RunRequest& request) {
 // A scanned stack's body is recomputed in the backward loop whatever the
 // remat choice (docs/loops.md): say so beside what applied elsewhere.
 void note_scan_body_remat(const workloads::Workload& w, compiler::SpmdProgram& program) {
-  if (w.model.layer_loop == "scan" && w.training.enabled)
+  if (w.model.layer_loop == workloads::LayerLoop::kScan && w.training.enabled)
     program.stats.remat_applied = "full (scan body); elsewhere " + program.stats.remat_applied;
 }
 
@@ -349,7 +264,7 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
   result.report = reports::summarize(input);
   std::vector<std::string> axis_names;
   for (const auto& axis : w.mesh.axes) axis_names.push_back(axis.first);
-  for (std::string& note : hw::placement_notes(system.topology(), system.placement(), axis_names, w.mesh.order,
+  for (std::string& note : hw::placement_notes(system.topology(), system.placement(), axis_names, workloads::name_of(w.mesh.order),
                                                    hardware.ici.pod_dims))
     result.report.notes.push_back(std::move(note));
   progress("reporting", 1);

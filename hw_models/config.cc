@@ -16,6 +16,9 @@
 
 #include "common/did_you_mean.h"
 #include "common/error.h"
+#include "common/yaml_reader.h"
+#include "hw_models/core/core_model.h"
+#include "hw_models/ici/collectives.h"
 
 namespace podsim::hw {
 namespace {
@@ -93,12 +96,6 @@ struct Field {
   std::function<std::string(const HardwareConfig&)> get;
 };
 
-SourceLocation location_of(const YAML::Node& node, const std::string& file) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.line < 0) return SourceLocation{file, 0, 0};
-  return SourceLocation{file, mark.line + 1, mark.column + 1};
-}
-
 [[noreturn]] void bad_value(const SourceLocation& loc, const std::string& key, const std::string& expected,
                             const YAML::Node& node) {
   std::string got = node.IsScalar() ? fmt::format("'{}'", node.Scalar()) : std::string("a non-scalar");
@@ -107,6 +104,7 @@ SourceLocation location_of(const YAML::Node& node, const std::string& file) {
 
 double parse_double(const YAML::Node& node, const SourceLocation& loc, const std::string& key, const Range& range) {
   double value = 0;
+  // YAML's number syntax (.inf and .nan included: rejected below with the range).
   if (!node.IsScalar() || !YAML::convert<double>::decode(node, value))
     bad_value(loc, key, fmt::format("a number in {}", range_text(range)), node);
   // The negated comparisons also catch NaN; isfinite catches +-inf.
@@ -128,15 +126,18 @@ int64_t parse_int(const YAML::Node& node, const SourceLocation& loc, const std::
 // A count of units from 1 to `max`.
 constexpr Range count_range(int64_t max, const char* why) { return Range{1, static_cast<double>(max), "", why}; }
 
-const std::vector<std::string>& core_model_names() {
-  static const std::vector<std::string> names = {"systolic", "roofline"};
-  return names;
+// The names of the registries (core/core_model.h, ici/collectives.h) a file may choose.
+yaml::NameTable<CoreModelKind> core_model_names() {
+  std::vector<std::pair<CoreModelKind, std::string_view>> names;
+  for (const CoreModelEntry& e : core_models()) names.emplace_back(e.kind, e.name);
+  return yaml::NameTable<CoreModelKind>(std::move(names));
 }
 
-const std::vector<std::string>& collective_algorithm_names() {
-  static const std::vector<std::string> names = {"auto",         "ring",           "bidirectional_ring", "torus",
-                                                 "ring_per_dim", "torus_pipelined"};
-  return names;
+yaml::NameTable<CollectiveAlgorithm> collective_algorithm_names() {
+  std::vector<std::pair<CollectiveAlgorithm, std::string_view>> names;
+  for (const CollectiveAlgorithmEntry& e : collective_algorithms())
+    if (e.preset_choice) names.emplace_back(e.algorithm, e.name);
+  return yaml::NameTable<CollectiveAlgorithm>(std::move(names));
 }
 
 std::string parse_choice(const YAML::Node& node, const SourceLocation& loc, const std::string& key,
@@ -170,13 +171,13 @@ Field int_field(std::string key, Access access, Range range) {
                [=](const HardwareConfig& c) { return fmt::format("{}", access(const_cast<HardwareConfig&>(c))); }};
 }
 
-template <class Access>
-Field choice_field(std::string key, Access access, std::vector<std::string> choices) {
+template <class E, class Access>
+Field choice_field(std::string key, Access access, yaml::NameTable<E> table) {
   return Field{key,
                [=](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
-                 access(c) = parse_choice(n, loc, key, choices);
+                 access(c) = *table.find(parse_choice(n, loc, key, table.names()));
                },
-               [=](const HardwareConfig& c) { return access(const_cast<HardwareConfig&>(c)); }};
+               [=](const HardwareConfig& c) { return std::string(table.name(access(const_cast<HardwareConfig&>(c)))); }};
 }
 
 // Chips per torus dimension; each at most kMaxPodChips and so is their product.
@@ -219,7 +220,7 @@ const std::vector<Field>& fields() {
                         c.name = parse_choice(n, loc, "name", {});
                       },
                       [](const HardwareConfig& c) { return c.name; }});
-    t.push_back(choice_field("core.model", [](HardwareConfig& c) -> std::string& { return c.core.model; },
+    t.push_back(choice_field("core.model", [](HardwareConfig& c) -> CoreModelKind& { return c.core.model; },
                              core_model_names()));
     // 1 MHz .. 100 GHz: TPUs run at ~1 GHz and no digital chip above ~6 GHz.
     t.push_back(number_field("core.clock_hz", [](HardwareConfig& c) -> double& { return c.core.clock_hz; },
@@ -310,7 +311,7 @@ const std::vector<Field>& fields() {
     t.push_back(number_field("ici.message_overhead_s",
                              [](HardwareConfig& c) -> double& { return c.ici.message_overhead_s; }, kLatencyRange));
     t.push_back(choice_field("ici.collective_algorithm",
-                             [](HardwareConfig& c) -> std::string& { return c.ici.collective_algorithm; },
+                             [](HardwareConfig& c) -> CollectiveAlgorithm& { return c.ici.collective_algorithm; },
                              collective_algorithm_names()));
     t.push_back(int_field("ici.collective_chunks", [](HardwareConfig& c) -> int64_t& { return c.ici.collective_chunks; },
                           count_range(kMaxCollectiveChunks, "1 = no pipelining; a few to a few dozen chunks")));
@@ -404,50 +405,47 @@ void check_consistency(const HardwareConfig& c, const SourceLocation& loc) {
 }
 
 struct DocumentReader {
-  std::string file;
+  const yaml::Document& doc;
   HardwareConfig& config;
   std::set<std::string> assigned;
   std::map<std::string, SourceLocation> positions;  // where each assigned key's value is
   std::set<std::string> sourced;  // keys this document gives a source for
 
+  // Keys in document order; a key of no field or section is an error at
+  // its position with the nearest valid key.
   void read_map(const YAML::Node& map, const std::string& prefix) {
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      // Copies: yaml-cpp iterators hand out a temporary key/value pair.
-      const YAML::Node key_node = it->first;
-      const YAML::Node value = it->second;
-      const std::string name = key_node.as<std::string>();
-      const std::string key = prefix + name;
-      const SourceLocation loc = location_of(value, file);
-      if (prefix.empty() && name == "base") continue;  // handled by the caller
-      if (prefix.empty() && name == "sources") {
-        read_sources(value);
+    const yaml::MapReader reader(doc, map, prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1), "hardware key");
+    for (const yaml::MapReader::Entry& e : reader.entries()) {
+      const std::string key = prefix + e.key;
+      const SourceLocation loc = doc.at(e.value);
+      if (prefix.empty() && e.key == "base") continue;  // handled by the caller
+      if (prefix.empty() && e.key == "sources") {
+        read_sources(e.value);
         continue;
       }
       if (const Field* field = find_field(key)) {
-        field->set(config, value, loc);
+        field->set(config, e.value, loc);
         assigned.insert(key);
         positions[key] = loc;
       } else if (is_section(key)) {
-        if (!value.IsMap()) bad_value(loc, key, "a map of keys", value);
-        read_map(value, key + ".");
+        if (!e.value.IsMap()) bad_value(loc, key, "a map of keys", e.value);
+        read_map(e.value, key + ".");
       } else {
-        unknown_key(location_of(key_node, file), prefix, name);
+        unknown_key(doc.at(e.key_node), prefix, e.key);
       }
     }
   }
 
   void read_sources(const YAML::Node& map) {
-    if (!map.IsMap()) bad_value(location_of(map, file), "sources", "a map from hardware keys to source notes", map);
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node key_node = it->first;
-      const YAML::Node value = it->second;
-      const std::string key = key_node.as<std::string>();
-      if (!find_field(key))
-        throw UserError(location_of(key_node, file), fmt::format("'sources' names unknown hardware key '{}'", key),
-                        unknown_key_hint(key));
-      if (!value.IsScalar()) bad_value(location_of(value, file), "sources." + key, "a text note", value);
-      config.sources[key] = value.Scalar();
-      sourced.insert(key);
+    if (!map.IsMap()) bad_value(doc.at(map), "sources", "a map from hardware keys to source notes", map);
+    const yaml::MapReader reader(doc, map, "sources");
+    for (const yaml::MapReader::Entry& e : reader.entries()) {
+      if (!find_field(e.key))
+        throw UserError(doc.at(e.key_node), fmt::format("'sources' names unknown hardware key '{}'", e.key),
+                        unknown_key_hint(e.key));
+      if (!e.value.IsScalar()) bad_value(doc.at(e.value), "sources." + e.key, "a text note", e.value);
+      config.sources[e.key] = e.value.Scalar();
+      sourced.insert(e.key);
     }
   }
 };
@@ -459,15 +457,7 @@ std::filesystem::path resolve_preset(const std::string& name_or_path) {
   return std::filesystem::path(PODSIM_PRESET_DIR) / (name_or_path + ".yaml");
 }
 
-YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw UserError(SourceLocation{origin, e.mark.line + 1, e.mark.column + 1}, e.msg);
-  }
-}
-
-HardwareConfig load_document(const YAML::Node& doc, const std::string& origin, int depth);
+HardwareConfig load_document(const yaml::Document& doc, int depth);
 
 HardwareConfig load_file(const std::string& name_or_path, int depth) {
   const std::filesystem::path path = resolve_preset(name_or_path);
@@ -480,42 +470,32 @@ HardwareConfig load_file(const std::string& name_or_path, int depth) {
                                     : fmt::format("did you mean '{}'? ", closest(name_or_path, preset_names())),
                                 fmt::join(preset_names(), ", ")));
   }
-  YAML::Node doc;
-  try {
-    doc = YAML::LoadFile(path.string());
-  } catch (const YAML::ParserException& e) {
-    throw UserError(SourceLocation{path.string(), e.mark.line + 1, e.mark.column + 1}, e.msg);
-  }
-  return load_document(doc, path.string(), depth);
+  return load_document(yaml::Document::load(path.string(), "hardware file"), depth);
 }
 
-HardwareConfig load_document_body(const YAML::Node& doc, const std::string& origin, int depth);
+HardwareConfig load_document_body(const yaml::Document& doc, int depth);
 
-// yaml-cpp conversion errors (a list or map where a scalar key or value is
-// expected, e.g. "? [a]: 1") become positioned UserErrors.
-HardwareConfig load_document(const YAML::Node& doc, const std::string& origin, int depth) {
-  try {
-    return load_document_body(doc, origin, depth);
-  } catch (const YAML::Exception& e) {
-    throw UserError(SourceLocation{origin, e.mark.line + 1, e.mark.column + 1},
-                    fmt::format("unexpected YAML structure: {}", e.msg),
-                    "hardware keys are plain words with number, word or list values");
-  }
+// yaml-cpp conversion errors become positioned UserErrors.
+HardwareConfig load_document(const yaml::Document& doc, int depth) {
+  return yaml::guarded(doc.file(), "hardware keys are plain words with number, word or list values",
+                       [&] { return load_document_body(doc, depth); });
 }
 
-HardwareConfig load_document_body(const YAML::Node& doc, const std::string& origin, int depth) {
+HardwareConfig load_document_body(const yaml::Document& document, int depth) {
+  const YAML::Node& doc = document.root();
+  const std::string& origin = document.file();
   if (!doc.IsMap())
-    throw UserError(location_of(doc, origin), "a hardware document must be a map of keys",
+    throw UserError(document.at(doc), "a hardware document must be a map of keys",
                     fmt::format("valid keys: {}", fmt::join(keys_below(""), ", ")));
   HardwareConfig config;
   const YAML::Node base = doc["base"];
   const bool has_base = base.IsDefined();
   if (has_base) {
-    if (depth > 8) throw UserError(location_of(base, origin), "'base:' chain is too deep (a cycle?)");
-    if (!base.IsScalar()) bad_value(location_of(base, origin), "base", "a preset name or path", base);
+    if (depth > 8) throw UserError(document.at(base), "'base:' chain is too deep (a cycle?)");
+    if (!base.IsScalar()) bad_value(document.at(base), "base", "a preset name or path", base);
     config = load_file(base.Scalar(), depth + 1);
   }
-  DocumentReader reader{origin, config, {}, {}, {}};
+  DocumentReader reader{document, config, {}, {}, {}};
   reader.read_map(doc, "");
   if (!has_base) {
     std::vector<std::string> missing;
@@ -548,7 +528,7 @@ HardwareConfig load_hardware(const std::string& preset_name_or_path, const Overr
 
 HardwareConfig load_hardware_from_string(const std::string& yaml_text, const std::string& origin,
                                          const Overrides& overrides) {
-  HardwareConfig config = load_document(parse_yaml(yaml_text, origin), origin, 0);
+  HardwareConfig config = load_document(yaml::Document::parse(yaml_text, origin), 0);
   apply_overrides(config, overrides);
   return config;
 }

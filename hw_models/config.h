@@ -30,8 +30,15 @@ struct VpuCycles {
   double convert = 0;         // dtype conversion
 };
 
+// Core model implementations, by name in core.model (the registry:
+// hw_models/core/core_model.h core_models()).
+enum class CoreModelKind { kSystolic, kRoofline };
+// Collective algorithms, by name in ici.collective_algorithm (the registry:
+// hw_models/ici/collectives.h collective_algorithms()); kAuto picks per collective.
+enum class CollectiveAlgorithm { kAuto, kRing, kBidirectionalRing, kTorus, kDirect, kRingPerDim, kTorusPipelined };
+
 struct CoreConfig {
-  std::string model;                 // implementation name: "systolic" | "roofline"
+  CoreModelKind model = CoreModelKind::kSystolic;  // the implementation
   double clock_hz = 0;
   int64_t tensor_cores_per_device = 0;
   int64_t mxus_per_tensor_core = 0;
@@ -81,7 +88,7 @@ struct IciConfig {
   // Issue cost of one message (DMA descriptor) at its source: a direct
   // all-to-all sends n-1 messages per device, one after another.
   double message_overhead_s = 0;
-  std::string collective_algorithm;  // "auto" or a fixed algorithm name
+  CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::kAuto;
   // Chunks C of torus_pipelined (1 = torus: no pipelining).
   int64_t collective_chunks = 1;
   // What-if: a fixed cost added to every ring step of a collective (a

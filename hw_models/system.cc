@@ -25,7 +25,7 @@ System::System(HardwareConfig config, const MeshLayout& layout)
 
 CollectivePlan System::plan(CollectiveQuery query) const {
   if (query.algorithm == CollectiveAlgorithm::kAuto)
-    query.algorithm = collective_algorithm_from_name(config_.ici.collective_algorithm);
+    query.algorithm = config_.ici.collective_algorithm;
   if (query.chunks == 0) query.chunks = config_.ici.collective_chunks;
   return plan_collective(topology_, query);
 }

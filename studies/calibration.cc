@@ -3,7 +3,6 @@
 #include "studies/calibration.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +10,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/did_you_mean.h"
 #include "common/error.h"
+#include "common/files.h"
+#include "common/yaml_reader.h"
 #include "hw_models/config.h"
 #include "reports/flat_report.h"
 
@@ -21,100 +23,101 @@ using reports::report_columns;
 
 namespace {
 
-SourceLocation where(const std::string& file, const YAML::Node& node) {
-  YAML::Mark m = node.Mark();
-  if (m.line < 0) return SourceLocation{file, 0, 0};
-  return SourceLocation{file, m.line + 1, m.column + 1};
+using yaml::Document;
+using yaml::MapReader;
+
+std::string required_string(const Document& doc, MapReader& map, const YAML::Node& node, const std::string& key) {
+  YAML::Node n = map.get(key);
+  if (!n || !n.IsScalar()) doc.fail(node, fmt::format("this entry needs '{}'", key));
+  return n.Scalar();
 }
 
-std::string required_string(const std::string& file, const YAML::Node& map, const std::string& key) {
-  YAML::Node n = map[key];
-  if (!n || !n.IsScalar()) throw UserError(where(file, map), fmt::format("this entry needs '{}'", key));
-  return n.as<std::string>();
-}
-
-double number_at(const std::string& file, const YAML::Node& node, const std::string& what) {
-  std::string text = node.IsScalar() ? node.as<std::string>() : "";
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == text.c_str() || *end != '\0' || !std::isfinite(v))
-    throw UserError(where(file, node), fmt::format("'{}' must be a number, not '{}'", what, text));
-  return v;
+double number_at(const Document& doc, const YAML::Node& node, const std::string& what) {
+  const std::string text = node.IsScalar() ? node.Scalar() : "";
+  const std::optional<double> v = yaml::parse_double(text);
+  if (!v || !std::isfinite(*v)) doc.fail(node, fmt::format("'{}' must be a number, not '{}'", what, text));
+  return *v;
 }
 
 // A measured value: the divisor of the relative error, so > 0.
-double measured_value(const std::string& file, const YAML::Node& node) {
-  const double v = number_at(file, node, "measured");
-  if (!(v > 0)) throw UserError(where(file, node), fmt::format("'measured' must be > 0, not {}", v));
+double measured_value(const Document& doc, const YAML::Node& node) {
+  const double v = number_at(doc, node, "measured");
+  if (!(v > 0)) doc.fail(node, fmt::format("'measured' must be > 0, not {}", v));
   return v;
 }
 
 // config, workload and the workload's path resolved against `base`, common
 // to points and checks.
 template <class Measured>
-void read_config_and_workload(const std::string& file, const YAML::Node& node, const std::filesystem::path& base,
-                              Measured& m) {
-  m.config = required_string(file, node, "config");
-  m.workload = required_string(file, node, "workload");
+void read_config_and_workload(const Document& doc, MapReader& map, const YAML::Node& node,
+                              const std::filesystem::path& base, Measured& m) {
+  m.config = required_string(doc, map, node, "config");
+  m.workload = required_string(doc, map, node, "workload");
   m.workload_path = std::filesystem::path(m.workload).is_absolute()
                         ? m.workload
                         : (base / m.workload).lexically_normal().string();
-  if (node["source"] && node["source"].IsScalar()) m.source = node["source"].as<std::string>();
+  if (const YAML::Node source = map.get("source"); source && source.IsScalar()) m.source = source.Scalar();
 }
 
-MeasuredCheck parse_check(const std::string& file, const YAML::Node& c, const std::filesystem::path& base) {
-  if (!c.IsMap()) throw UserError(where(file, c), "each check must be a mapping");
+MeasuredCheck parse_check(const Document& doc, const YAML::Node& c, const std::filesystem::path& base) {
+  if (!c.IsMap()) doc.fail(c, "each check must be a mapping");
+  MapReader r(doc, c, "checks");
   MeasuredCheck m;
-  read_config_and_workload(file, c, base, m);
-  m.quantity = required_string(file, c, "quantity");
-  m.field = required_string(file, c, "field");
+  read_config_and_workload(doc, r, c, base, m);
+  m.quantity = required_string(doc, r, c, "quantity");
+  m.field = required_string(doc, r, c, "field");
   const std::vector<std::string> columns = report_columns();
   if (std::find(columns.begin(), columns.end(), m.field) == columns.end())
-    throw UserError(where(file, c["field"]), fmt::format("'{}' is not a report field", m.field),
-                    "use a column of `podsim run --format csv`, e.g. time_by_pass_s.recompute or mfu");
-  if (c["per_step"]) {
-    if (!c["per_step"].IsScalar() || (c["per_step"].as<std::string>() != "true" && c["per_step"].as<std::string>() != "false"))
-      throw UserError(where(file, c["per_step"]), "'per_step' must be true or false");
-    m.per_step = c["per_step"].as<std::string>() == "true";
+    doc.fail(c["field"], fmt::format("'{}' is not a report field", m.field),
+             "use a column of `podsim run --format csv`, e.g. time_by_pass_s.recompute or mfu");
+  if (const YAML::Node per_step = r.get("per_step")) {
+    if (!per_step.IsScalar() || (per_step.Scalar() != "true" && per_step.Scalar() != "false"))
+      doc.fail(per_step, "'per_step' must be true or false");
+    m.per_step = per_step.Scalar() == "true";
   }
-  const int given = (c["measured"] ? 1 : 0) + (c["at_least"] ? 1 : 0) + (c["range"] ? 1 : 0);
+  const YAML::Node measured = r.get("measured"), at_least = r.get("at_least"), range = r.get("range");
+  r.finish();
+  const int given = (measured ? 1 : 0) + (at_least ? 1 : 0) + (range ? 1 : 0);
   if (given != 1)
-    throw UserError(where(file, c), fmt::format("check '{}' needs exactly one of measured, at_least, range", m.config),
-                    "measured: 0.28 | at_least: 0.85 | range: [0.50, 0.62]");
-  if (c["measured"]) {
+    doc.fail(c, fmt::format("check '{}' needs exactly one of measured, at_least, range", m.config),
+             "measured: 0.28 | at_least: 0.85 | range: [0.50, 0.62]");
+  if (measured) {
     m.kind = MeasuredCheck::Kind::kValue;
-    m.measured = measured_value(file, c["measured"]);
-  } else if (c["at_least"]) {
+    m.measured = measured_value(doc, measured);
+  } else if (at_least) {
     m.kind = MeasuredCheck::Kind::kAtLeast;
-    m.measured = number_at(file, c["at_least"], "at_least");
+    m.measured = number_at(doc, at_least, "at_least");
   } else {
-    YAML::Node r = c["range"];
-    if (!r.IsSequence() || r.size() != 2) throw UserError(where(file, r), "'range' must be [low, high]");
+    if (!range.IsSequence() || range.size() != 2) doc.fail(range, "'range' must be [low, high]");
     m.kind = MeasuredCheck::Kind::kRange;
-    m.low = number_at(file, r[0], "range");
-    m.high = number_at(file, r[1], "range");
-    if (!(m.low <= m.high)) throw UserError(where(file, r), "'range' must have low <= high");
+    m.low = number_at(doc, range[0], "range");
+    m.high = number_at(doc, range[1], "range");
+    if (!(m.low <= m.high)) doc.fail(range, "'range' must have low <= high");
   }
   return m;
 }
 
-FitParameter parse_fit_parameter(const std::string& file, const YAML::Node& f) {
-  if (!f.IsMap()) throw UserError(where(file, f), "each fit entry must be a mapping");
+FitParameter parse_fit_parameter(const Document& doc, const YAML::Node& f) {
+  if (!f.IsMap()) doc.fail(f, "each fit entry must be a mapping");
+  MapReader r(doc, f, "fit");
   FitParameter p;
-  p.key = required_string(file, f, "key");
+  p.key = required_string(doc, r, f, "key");
   const std::vector<std::string> keys = hw::hardware_keys();
-  if (std::find(keys.begin(), keys.end(), p.key) == keys.end())
-    throw UserError(where(file, f["key"]), fmt::format("'{}' is not a hardware key", p.key),
-                    "use a key `podsim hardware show tpuv3` prints, e.g. core.op_overhead_s");
-  YAML::Node r = f["range"];
-  if (!r || !r.IsSequence() || r.size() != 2)
-    throw UserError(where(file, r ? r : f), fmt::format("fit parameter '{}' needs 'range: [low, high]'", p.key));
-  p.low = number_at(file, r[0], "range");
-  p.high = number_at(file, r[1], "range");
+  if (std::find(keys.begin(), keys.end(), p.key) == keys.end()) {
+    const std::string guess = closest(p.key, keys);
+    doc.fail(f["key"], fmt::format("'{}' is not a hardware key", p.key),
+             guess.empty() ? "use a key `podsim hardware show tpuv3` prints, e.g. core.op_overhead_s"
+                           : fmt::format("did you mean '{}'?", guess));
+  }
+  const YAML::Node range = r.get("range");
+  if (!range || !range.IsSequence() || range.size() != 2)
+    doc.fail(range ? range : f, fmt::format("fit parameter '{}' needs 'range: [low, high]'", p.key));
+  p.low = number_at(doc, range[0], "range");
+  p.high = number_at(doc, range[1], "range");
   // The search steps in ratios (calibration_fit.h), so both ends are > 0.
-  if (!(p.low > 0 && p.low < p.high))
-    throw UserError(where(file, r), fmt::format("fit range of '{}' must have 0 < low < high", p.key));
-  p.why = required_string(file, f, "why");
+  if (!(p.low > 0 && p.low < p.high)) doc.fail(range, fmt::format("fit range of '{}' must have 0 < low < high", p.key));
+  p.why = required_string(doc, r, f, "why");
+  r.finish();
   return p;
 }
 
@@ -124,57 +127,56 @@ double field_number(const JobOutcome& run, const std::string& name) { return run
 }  // namespace
 
 MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1}, e.msg);
-  }
-  if (!root.IsMap()) throw UserError(SourceLocation{file_name, 1, 1}, "the measured-numbers file must be a mapping");
-  MeasuredSet set;
-  set.file = file_name;
-  if (root["source"] && root["source"].IsScalar()) set.source = root["source"].as<std::string>();
-  if (root["notes"] && root["notes"].IsScalar()) set.notes = root["notes"].as<std::string>();
-  YAML::Node points = root["points"];
-  if (!points || !points.IsSequence() || points.size() == 0)
-    throw UserError(where(file_name, root), "the measured-numbers file has no 'points' list");
-  std::filesystem::path base = std::filesystem::path(file_name).parent_path();
-  for (const YAML::Node& p : points) {
-    if (!p.IsMap()) throw UserError(where(file_name, p), "each calibration point must be a mapping");
-    MeasuredPoint m;
-    read_config_and_workload(file_name, p, base, m);
-    m.metric = required_string(file_name, p, "metric");
-    if (m.metric != "tokens_per_second" && m.metric != "steps_per_second" && m.metric != "mfu")
-      throw UserError(where(file_name, p["metric"]), fmt::format("unknown metric '{}'", m.metric),
-                      "use tokens_per_second, steps_per_second or mfu");
-    if (YAML::Node why = p["inconsistent"]) m.inconsistent = required_string(file_name, p, "inconsistent");
-    required_string(file_name, p, "measured");
-    m.measured = measured_value(file_name, p["measured"]);
-    set.points.push_back(m);
-  }
-  if (YAML::Node checks = root["checks"]) {
-    if (!checks.IsSequence()) throw UserError(where(file_name, checks), "'checks' must be a list");
-    for (const YAML::Node& c : checks) set.checks.push_back(parse_check(file_name, c, base));
-  }
-  if (YAML::Node fit = root["fit"]) {
-    if (!fit.IsSequence()) throw UserError(where(file_name, fit), "'fit' must be a list");
-    for (const YAML::Node& f : fit) {
-      FitParameter p = parse_fit_parameter(file_name, f);
-      for (const FitParameter& q : set.fit)
-        if (q.key == p.key)
-          throw UserError(where(file_name, f), fmt::format("fit parameter '{}' is listed twice", p.key));
-      set.fit.push_back(p);
+  const Document doc = Document::parse(yaml_text, file_name);
+  return yaml::guarded(file_name, "keys are plain words", [&] {
+    const YAML::Node& root = doc.root();
+    if (!root.IsMap()) throw UserError(SourceLocation{file_name, 1, 1}, "the measured-numbers file must be a mapping");
+    MapReader top(doc, root, "", "key");
+    MeasuredSet set;
+    set.file = file_name;
+    if (const YAML::Node source = top.get("source"); source && source.IsScalar()) set.source = source.Scalar();
+    if (const YAML::Node notes = top.get("notes"); notes && notes.IsScalar()) set.notes = notes.Scalar();
+    const YAML::Node points = top.get("points");
+    const YAML::Node checks = top.get("checks");
+    const YAML::Node fit = top.get("fit");
+    top.finish();
+    if (!points || !points.IsSequence() || points.size() == 0)
+      doc.fail(root, "the measured-numbers file has no 'points' list");
+    const std::filesystem::path base = std::filesystem::path(file_name).parent_path();
+    for (const YAML::Node& p : points) {
+      if (!p.IsMap()) doc.fail(p, "each calibration point must be a mapping");
+      MapReader r(doc, p, "points");
+      MeasuredPoint m;
+      read_config_and_workload(doc, r, p, base, m);
+      m.metric = required_string(doc, r, p, "metric");
+      if (m.metric != "tokens_per_second" && m.metric != "steps_per_second" && m.metric != "mfu")
+        doc.fail(p["metric"], fmt::format("unknown metric '{}'", m.metric),
+                 "use tokens_per_second, steps_per_second or mfu");
+      if (r.get("inconsistent")) m.inconsistent = required_string(doc, r, p, "inconsistent");
+      required_string(doc, r, p, "measured");
+      m.measured = measured_value(doc, p["measured"]);
+      r.finish();
+      set.points.push_back(m);
     }
-  }
-  return set;
+    if (checks) {
+      if (!checks.IsSequence()) doc.fail(checks, "'checks' must be a list");
+      for (const YAML::Node& c : checks) set.checks.push_back(parse_check(doc, c, base));
+    }
+    if (fit) {
+      if (!fit.IsSequence()) doc.fail(fit, "'fit' must be a list");
+      for (const YAML::Node& f : fit) {
+        FitParameter p = parse_fit_parameter(doc, f);
+        for (const FitParameter& q : set.fit)
+          if (q.key == p.key) doc.fail(f, fmt::format("fit parameter '{}' is listed twice", p.key));
+        set.fit.push_back(p);
+      }
+    }
+    return set;
+  });
 }
 
 MeasuredSet load_measured(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(SourceLocation{path, 0, 0}, "cannot read the measured-numbers file");
-  std::stringstream s;
-  s << in.rdbuf();
-  return parse_measured(s.str(), path);
+  return parse_measured(read_file_text(path, "measured-numbers file"), path);
 }
 
 CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run) {

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/progress.h"
+#include "common/yaml_reader.h"
 
 namespace podsim::studies {
 
@@ -29,64 +30,77 @@ std::string number_text(double v) { return fmt::format("{}", v); }
 
 }  // namespace
 
+// A baseline is JSON, read as the YAML it also is (one reader for every
+// input file): errors get positions and unknown keys a guess.
 Baseline parse_baseline(const std::string& json_text, const std::string& file_name) {
-  auto fail = [&](const std::string& message, const std::string& hint = {}) -> UserError {
-    return UserError(SourceLocation{file_name, 0, 0}, message, hint);
-  };
-  ordered_json j;
-  try {
-    j = ordered_json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw fail(fmt::format("the baseline is not valid JSON: {}", e.what()));
-  }
-  if (!j.is_object()) throw fail("a baseline must be a JSON object");
-  Baseline b;
-  b.file = file_name;
-  if (!j.contains("workload") || !j["workload"].is_string())
-    throw fail("the baseline has no \"workload\" path", "add \"workload\": \"../../workloads/small.yaml\"");
-  b.workload = j["workload"].get<std::string>();
-  fs::path base = fs::path(file_name).parent_path();
-  b.workload_path = fs::path(b.workload).is_absolute() ? b.workload : (base / b.workload).lexically_normal().string();
-  if (j.contains("overrides")) {
-    if (!j["overrides"].is_array()) throw fail("\"overrides\" must be a list of \"key=value\" strings");
-    for (const auto& o : j["overrides"]) {
-      if (!o.is_string() || o.get<std::string>().find('=') == std::string::npos)
-        throw fail("\"overrides\" must be a list of \"key=value\" strings");
-      b.overrides.push_back(o.get<std::string>());
+  const yaml::Document doc = yaml::Document::parse(json_text, file_name);
+  return yaml::guarded(file_name, "a baseline is a JSON object of plain keys", [&] {
+    const YAML::Node& root = doc.root();
+    if (!root.IsMap()) doc.fail(root, "a baseline must be a JSON object");
+    yaml::MapReader top(doc, root, "", "baseline key");
+    Baseline b;
+    b.file = file_name;
+    const YAML::Node workload = top.get("workload");
+    const YAML::Node overrides = top.get("overrides");
+    const YAML::Node fidelity = top.get("fidelity");
+    const YAML::Node metrics = top.get("metrics");
+    top.finish();
+    // A quoted scalar is a JSON string; a plain one a number, true/false or null.
+    const auto is_string = [](const YAML::Node& n) { return n.IsScalar() && n.Tag() == "!"; };
+    if (!workload || !is_string(workload))
+      doc.fail(workload ? workload : root, "the baseline has no \"workload\" path",
+               "add \"workload\": \"../../workloads/small.yaml\"");
+    b.workload = workload.Scalar();
+    fs::path base = fs::path(file_name).parent_path();
+    b.workload_path = fs::path(b.workload).is_absolute() ? b.workload : (base / b.workload).lexically_normal().string();
+    if (overrides) {
+      if (!overrides.IsSequence()) doc.fail(overrides, "\"overrides\" must be a list of \"key=value\" strings");
+      for (const YAML::Node& o : overrides) {
+        if (!is_string(o) || o.Scalar().find('=') == std::string::npos)
+          doc.fail(o, "\"overrides\" must be a list of \"key=value\" strings");
+        b.overrides.push_back(o.Scalar());
+      }
     }
-  }
-  if (j.contains("fidelity")) {
-    if (!j["fidelity"].is_string()) throw fail("\"fidelity\" must be \"fast\" or \"full\"");
-    b.fidelity = j["fidelity"].get<std::string>();
-    if (b.fidelity != "fast" && b.fidelity != "full") throw fail("\"fidelity\" must be \"fast\" or \"full\"");
-  }
-  if (!j.contains("metrics") || !j["metrics"].is_object() || j["metrics"].empty())
-    throw fail("the baseline has no \"metrics\"", "add e.g. \"metrics\": {\"step_time_s\": {\"value\": 1.0, \"rel_tol\": 0.01}}");
-  for (const auto& [name, m] : j["metrics"].items()) {
-    if (!m.is_object() || !m.contains("value"))
-      throw fail(fmt::format("metric '{}' needs an object with a \"value\"", name));
-    MetricBaseline metric;
-    metric.name = name;
-    const auto& v = m["value"];
-    if (v.is_number()) {
-      metric.number = v.get<double>();
-      metric.text = number_text(*metric.number);
-    } else if (v.is_boolean()) {
-      metric.text = v.get<bool>() ? "true" : "false";
-    } else if (v.is_string()) {
-      metric.text = v.get<std::string>();
-    } else {
-      throw fail(fmt::format("metric '{}': \"value\" must be a number, boolean or string", name));
+    if (fidelity) {
+      if (!is_string(fidelity) || (fidelity.Scalar() != "fast" && fidelity.Scalar() != "full"))
+        doc.fail(fidelity, "\"fidelity\" must be \"fast\" or \"full\"");
+      b.fidelity = fidelity.Scalar();
     }
-    for (const char* key : {"rel_tol", "abs_tol"}) {
-      if (!m.contains(key)) continue;
-      if (!m[key].is_number() || m[key].get<double>() < 0)
-        throw fail(fmt::format("metric '{}': \"{}\" must be a number >= 0", name, key));
-      (std::string(key) == "rel_tol" ? metric.rel_tol : metric.abs_tol) = m[key].get<double>();
+    if (!metrics || !metrics.IsMap() || metrics.size() == 0)
+      doc.fail(metrics ? metrics : root, "the baseline has no \"metrics\"",
+               "add e.g. \"metrics\": {\"step_time_s\": {\"value\": 1.0, \"rel_tol\": 0.01}}");
+    const yaml::MapReader metrics_keys(doc, metrics, "metrics");
+    for (const yaml::MapReader::Entry& e : metrics_keys.entries()) {
+      const std::string& name = e.key;
+      if (!e.value.IsMap() || !e.value["value"])
+        doc.fail(e.value, fmt::format("metric '{}' needs an object with a \"value\"", name));
+      yaml::MapReader m(doc, e.value, "metrics." + name);
+      MetricBaseline metric;
+      metric.name = name;
+      const YAML::Node v = m.get("value");
+      const std::optional<double> number = v.IsScalar() && !is_string(v) ? yaml::parse_double(v.Scalar()) : std::nullopt;
+      if (number) {
+        metric.number = *number;
+        metric.text = number_text(*metric.number);
+      } else if (v.IsScalar() && !is_string(v) && (v.Scalar() == "true" || v.Scalar() == "false")) {
+        metric.text = v.Scalar();
+      } else if (is_string(v)) {
+        metric.text = v.Scalar();
+      } else {
+        doc.fail(v, fmt::format("metric '{}': \"value\" must be a number, boolean or string", name));
+      }
+      for (const char* key : {"rel_tol", "abs_tol"}) {
+        const YAML::Node tol = m.get(key);
+        if (!tol) continue;
+        const std::optional<double> t = tol.IsScalar() && !is_string(tol) ? yaml::parse_double(tol.Scalar()) : std::nullopt;
+        if (!t || !(*t >= 0)) doc.fail(tol, fmt::format("metric '{}': \"{}\" must be a number >= 0", name, key));
+        (std::string(key) == "rel_tol" ? metric.rel_tol : metric.abs_tol) = *t;
+      }
+      m.finish();
+      b.metrics.push_back(metric);
     }
-    b.metrics.push_back(metric);
-  }
-  return b;
+    return b;
+  });
 }
 
 Baseline load_baseline(const std::string& path) { return parse_baseline(read_file_text(path, "baseline file"), path); }

@@ -2,8 +2,6 @@
 // studies/sweep_spec.h).
 #include "studies/sweep_spec.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -18,51 +16,44 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/csv.h"
+#include "common/yaml_reader.h"
 
 namespace podsim::studies {
 namespace {
 
-SourceLocation at(const YAML::Node& node, const std::string& file) {
-  const YAML::Mark m = node.Mark();
-  if (m.line < 0) return SourceLocation{file, 0, 0};
-  return SourceLocation{file, m.line + 1, m.column + 1};
-}
-
-std::string scalar(const YAML::Node& node, const std::string& file, const std::string& what) {
+std::string scalar(const yaml::Document& doc, const YAML::Node& node, const std::string& what) {
   if (!node.IsScalar())
-    throw UserError(at(node, file), fmt::format("{} must be a single value", what),
-                    "write a number or a word, e.g. 16 or auto");
+    doc.fail(node, fmt::format("{} must be a single value", what), "write a number or a word, e.g. 16 or auto");
   return node.Scalar();
 }
 
-std::vector<std::string> value_list(const YAML::Node& node, const std::string& file, const std::string& key) {
+std::vector<std::string> value_list(const yaml::Document& doc, const YAML::Node& node, const std::string& key) {
   if (!node.IsSequence() || node.size() == 0)
-    throw UserError(at(node, file), fmt::format("'{}' must list the values to sweep", key),
-                    fmt::format("write e.g. {}: [8, 16, 32]", key));
+    doc.fail(node, fmt::format("'{}' must list the values to sweep", key), fmt::format("write e.g. {}: [8, 16, 32]", key));
   std::vector<std::string> values;
-  for (const YAML::Node& v : node) values.push_back(scalar(v, file, fmt::format("a value of '{}'", key)));
+  for (const YAML::Node& v : node) values.push_back(scalar(doc, v, fmt::format("a value of '{}'", key)));
   return values;
 }
 
-SweepAxis zip_group(const YAML::Node& group, const std::string& file, std::set<std::string>& seen) {
+SweepAxis zip_group(const yaml::Document& doc, const YAML::Node& group, std::set<std::string>& seen) {
   if (!group.IsMap() || group.size() == 0)
-    throw UserError(at(group, file), "a zip group must map keys to equally long value lists",
-                    "write e.g. zip: {mesh.axes.x: [16, 32], mesh.axes.y: [32, 16]}");
+    doc.fail(group, "a zip group must map keys to equally long value lists",
+             "write e.g. zip: {mesh.axes.x: [16, 32], mesh.axes.y: [32, 16]}");
   SweepAxis axis;
   std::vector<std::vector<std::string>> columns;
   size_t length = 0;
-  for (auto it = group.begin(); it != group.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    if (!seen.insert(key).second)
-      throw UserError(at(it->first, file), fmt::format("'{}' is swept twice", key), "sweep each key in one place");
-    columns.push_back(value_list(it->second, file, key));
+  // Keys are workload keys: `podsim sweep` checks them against the workload.
+  const yaml::MapReader group_keys(doc, group, "zip");
+  for (const yaml::MapReader::Entry& e : group_keys.entries()) {
+    if (!seen.insert(e.key).second) doc.fail(e.key_node, fmt::format("'{}' is swept twice", e.key), "sweep each key in one place");
+    columns.push_back(value_list(doc, e.value, e.key));
     if (axis.keys.empty()) length = columns.back().size();
     if (columns.back().size() != length)
-      throw UserError(at(it->second, file),
-                      fmt::format("'{}' has {} values but the zip group's first key has {}", key,
-                                  columns.back().size(), length),
-                      "zipped lists advance together: give them the same length");
-    axis.keys.push_back(key);
+      doc.fail(e.value,
+               fmt::format("'{}' has {} values but the zip group's first key has {}", e.key, columns.back().size(),
+                           length),
+               "zipped lists advance together: give them the same length");
+    axis.keys.push_back(e.key);
   }
   for (size_t i = 0; i < length; ++i) {
     std::vector<std::string> row;
@@ -71,7 +62,6 @@ SweepAxis zip_group(const YAML::Node& group, const std::string& file, std::set<s
   }
   return axis;
 }
-
 
 }  // namespace
 
@@ -87,73 +77,53 @@ std::vector<std::string> SweepPoint::overrides(const SweepSpec& spec) const {
   return out;
 }
 
-SweepSpec parse_sweep_document(const std::string& yaml_text, const std::string& file_name);
-
-// yaml-cpp conversion errors (a list or map used as a key) become positioned
-// UserErrors.
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name) {
-  try {
-    return parse_sweep_document(yaml_text, file_name);
-  } catch (const YAML::Exception& e) {
-    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1},
-                    fmt::format("unexpected YAML structure: {}", e.msg), "sweep keys are plain dotted words");
-  }
-}
-
-SweepSpec parse_sweep_document(const std::string& yaml_text, const std::string& file_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1},
-                    fmt::format("malformed YAML: {}", e.msg), "check indentation and brackets");
-  }
+  const yaml::Document doc = yaml::Document::parse(yaml_text, file_name);
+  const YAML::Node& root = doc.root();
   if (!root.IsMap())
     throw UserError(SourceLocation{file_name, 1, 1}, "a sweep file must be a map",
                     "give at least 'base:' and 'grid:' or 'zip:'");
+  yaml::MapReader top(doc, root, "", "sweep key");
+  top.allow({"name", "base", "set", "grid", "zip"});
+  top.finish();
   SweepSpec spec;
   spec.source_file = file_name;
-  static const std::vector<std::string> kKeys = {"name", "base", "set", "grid", "zip"};
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end())
-      throw UserError(at(it->first, file_name), fmt::format("unknown sweep key '{}'", key),
-                      fmt::format("valid keys: {}", fmt::join(kKeys, ", ")));
-  }
-  if (root["name"]) spec.name = scalar(root["name"], file_name, "'name'");
-  if (!root["base"])
+  if (const YAML::Node name = top.get("name")) spec.name = scalar(doc, name, "'name'");
+  const YAML::Node base_node = top.get("base");
+  if (!base_node)
     throw UserError(SourceLocation{file_name, 1, 1}, "the sweep has no 'base' workload",
                     "add e.g. base: ../workloads/small.yaml (relative to the sweep file)");
-  const std::string base = scalar(root["base"], file_name, "'base'");
+  const std::string base = scalar(doc, base_node, "'base'");
   const std::filesystem::path base_path(base);
   spec.base_workload = base_path.is_absolute()
                            ? base
                            : (std::filesystem::path(file_name).parent_path() / base_path).lexically_normal().string();
   if (spec.name.empty()) spec.name = std::filesystem::path(file_name).stem().string();
-  if (const YAML::Node set = root["set"]) {
-    if (!set.IsMap()) throw UserError(at(set, file_name), "'set' must map keys to values", "write e.g. set: {training.remat: auto}");
-    for (auto it = set.begin(); it != set.end(); ++it)
-      spec.fixed_overrides.push_back(it->first.as<std::string>() + "=" +
-                                     scalar(it->second, file_name, fmt::format("'set.{}'", it->first.as<std::string>())));
+  // The keys below set, grid and zip are workload keys, checked when the
+  // workload reads them.
+  if (const YAML::Node set = top.get("set")) {
+    if (!set.IsMap()) doc.fail(set, "'set' must map keys to values", "write e.g. set: {training.remat: auto}");
+    const yaml::MapReader set_keys(doc, set, "set");
+    for (const yaml::MapReader::Entry& e : set_keys.entries())
+      spec.fixed_overrides.push_back(e.key + "=" + scalar(doc, e.value, fmt::format("'set.{}'", e.key)));
   }
   std::set<std::string> seen;
-  if (const YAML::Node grid = root["grid"]) {
-    if (!grid.IsMap()) throw UserError(at(grid, file_name), "'grid' must map keys to value lists", "write e.g. grid: {model.layers: [32, 64]}");
-    for (auto it = grid.begin(); it != grid.end(); ++it) {
-      const std::string key = it->first.as<std::string>();
-      if (!seen.insert(key).second)
-        throw UserError(at(it->first, file_name), fmt::format("'{}' is swept twice", key), "sweep each key in one place");
+  if (const YAML::Node grid = top.get("grid")) {
+    if (!grid.IsMap()) doc.fail(grid, "'grid' must map keys to value lists", "write e.g. grid: {model.layers: [32, 64]}");
+    const yaml::MapReader grid_keys(doc, grid, "grid");
+    for (const yaml::MapReader::Entry& e : grid_keys.entries()) {
+      if (!seen.insert(e.key).second) doc.fail(e.key_node, fmt::format("'{}' is swept twice", e.key), "sweep each key in one place");
       SweepAxis axis;
-      axis.keys = {key};
-      for (std::string& v : value_list(it->second, file_name, key)) axis.values.push_back({std::move(v)});
+      axis.keys = {e.key};
+      for (std::string& v : value_list(doc, e.value, e.key)) axis.values.push_back({std::move(v)});
       spec.axes.push_back(std::move(axis));
     }
   }
-  if (const YAML::Node zip = root["zip"]) {
+  if (const YAML::Node zip = top.get("zip")) {
     if (zip.IsSequence()) {
-      for (const YAML::Node& group : zip) spec.axes.push_back(zip_group(group, file_name, seen));
+      for (const YAML::Node& group : zip) spec.axes.push_back(zip_group(doc, group, seen));
     } else {
-      spec.axes.push_back(zip_group(zip, file_name, seen));
+      spec.axes.push_back(zip_group(doc, zip, seen));
     }
   }
   if (spec.axes.empty())

@@ -49,7 +49,7 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
                                    const std::vector<LayerPlan>& plan) {
   const ModelSpec& m = workload.model;
   compiler::Module module(workload.name);
-  ModelGraph g(module, dtype_named(m.dtypes.activations), dtype_named(m.dtypes.params));
+  ModelGraph g(module, m.dtypes.activations, m.dtypes.params);
   const int64_t batch = forward_batch(workload);
   TransformerContext ctx{g, m, table, batch, m.seq_len};
 
@@ -62,7 +62,7 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
   g.set_scope("embedding");
   InstrId embedding = g.weight("embedding/token", {m.vocab, m.model_dim}, table.sharding("embedding"));
   std::optional<InstrId> positions;
-  if (m.position == "learned") {
+  if (m.position == PositionKind::kLearned) {
     std::optional<std::string> sharding;
     if (table.mapping("activations"))
       sharding = table.sharding_of({table.axis_of("activations", 1), table.axis_of("activations", 2)});
@@ -78,7 +78,7 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     AttentionExtras extras = attention_extras(ctx, "encoder", /*causal=*/false);
     g.set_scope("encoder/embedding");
     InstrId x = embed(ctx, tokens, embedding, positions);
-    x = m.layer_loop == "scan" ? run_scanned_layers(ctx, encoder, x, extras, std::nullopt, where)
+    x = m.layer_loop == LayerLoop::kScan ? run_scanned_layers(ctx, encoder, x, extras, std::nullopt, where)
                                : run_layers(ctx, encoder, x, extras, std::nullopt);
     memory = final_norm(ctx, "encoder/final_norm", x);
     // Teacher forcing: the decoder reads the targets shifted right by one,
@@ -91,7 +91,7 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
   const TrainingSpec& t = workload.training;
   InstrId x;
   if (t.pipeline_stages > 1) {
-    if (m.layer_loop == "scan")
+    if (m.layer_loop == LayerLoop::kScan)
       throw UserError(where, "model.layer_loop = scan with training.pipeline_stages > 1",
                       "a pipelined stack already stacks its stages' weights: set model.layer_loop: unrolled");
     // GSPMD pipelining: the decoder layers run as S stage-stacked stages
@@ -103,7 +103,7 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     AttentionExtras extras = attention_extras(ctx, "decoder", /*causal=*/true);
     g.set_scope("embedding");
     x = embed(ctx, decoder_tokens, embedding, positions);
-    x = m.layer_loop == "scan" ? run_scanned_layers(ctx, decoder, x, extras, memory, where)
+    x = m.layer_loop == LayerLoop::kScan ? run_scanned_layers(ctx, decoder, x, extras, memory, where)
                                : run_layers(ctx, decoder, x, extras, memory);
   }
   x = final_norm(ctx, "final_norm", x);
@@ -121,10 +121,7 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
 BuiltModel build_model(const Workload& workload) {
   const SourceLocation where{workload.source_file, 0, 0};
   compiler::DeviceMesh mesh = make_mesh(workload);
-  if (workload.model.kind == "hlo") return build_hlo_model(workload, std::move(mesh));
-  if (workload.model.kind != "dense_transformer" && workload.model.kind != "moe_transformer")
-    throw UserError(where, fmt::format("unknown model kind '{}'", workload.model.kind),
-                    "model.kind is dense_transformer | moe_transformer | hlo");
+  if (workload.model.kind == ModelKind::kHlo) return build_hlo_model(workload, std::move(mesh));
   ShardingTable table(workload, mesh);
   std::vector<LayerPlan> plan = plan_layers(workload.model, where);
   compiler::Module module = build_transformer(workload, table, plan);

@@ -31,14 +31,6 @@ struct WeightRecord {
   std::optional<std::string> sharding;
 };
 
-// The dtype of a workload YAML dtype name ("f32", "bf16": the reader admits
-// only names parse_dtype knows).
-inline DType dtype_named(const std::string& name) {
-  const std::optional<DType> dtype = compiler::parse_dtype(name);
-  assert(dtype.has_value());
-  return *dtype;
-}
-
 class ModelGraph {
  public:
   // Builds one computation of `module` named `computation_name`: the entry

@@ -6,8 +6,8 @@
 namespace podsim::workloads {
 
 std::vector<LayerPlan> plan_layers(const ModelSpec& model, const SourceLocation& where) {
-  const bool moe = model.kind == "moe_transformer";
-  const bool encoder_decoder = moe && model.structure == "encoder_decoder";
+  const bool moe = model.kind == ModelKind::kMoeTransformer;
+  const bool encoder_decoder = moe && model.structure == ModelStructure::kEncoderDecoder;
   if (encoder_decoder && model.layers % 2 != 0) {
     // The workload reader rejects this at model.layers first; a ModelSpec
     // from code has no position but the caller's `where`.
@@ -30,13 +30,13 @@ std::vector<LayerPlan> plan_layers(const ModelSpec& model, const SourceLocation&
   return plan;
 }
 
-int64_t ffn_matrix_count(const std::string& ffn) { return ffn == "gated_gelu" ? 3 : 2; }
+int64_t ffn_matrix_count(FfnKind ffn) { return ffn == FfnKind::kGatedGelu ? 3 : 2; }
 
 ParameterCount count_parameters(const ModelSpec& m, const SourceLocation& where) {
   const int64_t g = ffn_matrix_count(m.ffn);
   const int64_t attention = 4 * m.model_dim * m.heads * m.head_dim;  // Wq, Wk, Wv, Wo
   const int64_t dense_ffn = g * m.model_dim * m.ffn_dim;
-  const int64_t relative_bias = m.position == "relative" ? 32 * m.heads : 0;  // 32 buckets x N
+  const int64_t relative_bias = m.position == PositionKind::kRelative ? 32 * m.heads : 0;  // 32 buckets x N
   ParameterCount count;
   int64_t stacks = 1;
   for (const LayerPlan& layer : plan_layers(m, where)) {
@@ -59,7 +59,7 @@ ParameterCount count_parameters(const ModelSpec& m, const SourceLocation& where)
     }
   }
   int64_t embeddings = m.vocab * m.model_dim + stacks * m.model_dim;  // shared table + final norm(s)
-  if (m.position == "learned") embeddings += m.seq_len * m.model_dim;
+  if (m.position == PositionKind::kLearned) embeddings += m.seq_len * m.model_dim;
   if (!m.tied_embedding) embeddings += m.vocab * m.model_dim;  // separate output table
   count.total += embeddings;
   count.activated += embeddings;

@@ -33,7 +33,7 @@ struct LayerPlan {
 std::vector<LayerPlan> plan_layers(const ModelSpec& model, const SourceLocation& where = {});
 
 // Matrices of one (dense or expert) FFN: 3 for gated_gelu, else 2.
-int64_t ffn_matrix_count(const std::string& ffn);
+int64_t ffn_matrix_count(FfnKind ffn);
 
 struct ParameterCount {
   int64_t total = 0;      // every trainable weight

@@ -146,7 +146,7 @@ InstrId moe_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId
   const auto expert_weight = on_experts_axis(ctx, 0, 3);
   const std::vector<int64_t> emh = {m.experts, m.model_dim, m.ffn_dim};
   InstrId hidden;
-  if (m.ffn == "gated_gelu") {
+  if (m.ffn == FfnKind::kGatedGelu) {
     InstrId wi0 = g.weight(prefix + "/wi_0", emh, expert_weight);
     InstrId wi1 = g.weight(prefix + "/wi_1", emh, expert_weight);
     hidden = g.binary(Opcode::kMultiply, g.gelu(g.einsum("EGCM,EMH->EGCH", dispatched, wi0, "wi_0")),
@@ -154,7 +154,7 @@ InstrId moe_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId
   } else {
     InstrId wi = g.weight(prefix + "/wi", emh, expert_weight);
     InstrId pre = g.einsum("EGCM,EMH->EGCH", dispatched, wi, "wi");
-    hidden = m.ffn == "gelu" ? g.gelu(pre) : g.relu(pre);
+    hidden = m.ffn == FfnKind::kGelu ? g.gelu(pre) : g.relu(pre);
   }
   InstrId wo = g.weight(prefix + "/wo", {m.experts, m.ffn_dim, m.model_dim}, expert_weight);
   InstrId expert_out = g.annotate(g.einsum("EGCH,EHM->EGCM", hidden, wo, "wo"), on_experts_axis(ctx, 0, 4));

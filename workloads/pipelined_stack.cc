@@ -12,10 +12,10 @@ namespace {
 
 void check_request(const TransformerContext& ctx, const PipelinedStackRequest& r) {
   const ModelSpec& m = ctx.spec;
-  if (m.kind != "dense_transformer")
+  if (m.kind != ModelKind::kDenseTransformer)
     throw UserError(r.where, fmt::format("training.pipeline_stages = {} is built for dense_transformer models only, "
                                          "model.kind is {}",
-                                         r.stages, m.kind),
+                                         r.stages, name_of(m.kind)),
                     "set training.pipeline_stages: 1 (MoE layers are not pipelined)");
   if (m.layers % r.stages != 0)
     throw UserError(r.where,

@@ -33,8 +33,8 @@ ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMes
       throw UserError(where, fmt::format("unknown tensor name '{}' in 'sharding'", name),
                       fmt::format("known names (dims): {}", fmt::join(names, ", ")));
     }
-    if (name == "experts" && workload.model.kind != "moe_transformer")
-      throw UserError(where, fmt::format("'sharding.experts' is given but model.kind is {}", workload.model.kind),
+    if (name == "experts" && workload.model.kind != ModelKind::kMoeTransformer)
+      throw UserError(where, fmt::format("'sharding.experts' is given but model.kind is {}", name_of(workload.model.kind)),
                       "the experts dim exists in moe_transformer models only; remove the entry");
     if (mapping.size() != it->dims.size())
       throw UserError(where,

@@ -99,7 +99,7 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
   // result keeps scores, softmax and their gradients f32, Lingvo's
   // attention_logits_dtype), the probabilities back in the activation dtype
   // for the context dot.
-  const DType logits_dtype = dtype_named(m.dtypes.attention_logits);
+  const DType logits_dtype = m.dtypes.attention_logits;
   InstrId scores = g.einsum("BLND,BTND->BNLT", q, k, "scores", logits_dtype);
   scores = g.binary(Opcode::kMultiply, scores, g.full_like(1.0 / std::sqrt(static_cast<double>(m.head_dim)), scores));
   const std::vector<int64_t> bnlt = g.dims(scores);
@@ -128,7 +128,7 @@ InstrId norm_scale(TransformerContext& ctx, const std::string& name) {
 
 InstrId normalize(TransformerContext& ctx, InstrId x, const std::string& scale_name) {
   InstrId scale = norm_scale(ctx, scale_name);
-  return ctx.spec.norm == "layer" ? ctx.graph.layer_norm(x, scale) : ctx.graph.rms_norm(x, scale);
+  return ctx.spec.norm == NormKind::kLayer ? ctx.graph.layer_norm(x, scale) : ctx.graph.rms_norm(x, scale);
 }
 
 AttentionExtras attention_extras(TransformerContext& ctx, const std::string& stack, bool causal) {
@@ -141,7 +141,7 @@ AttentionExtras attention_extras(TransformerContext& ctx, const std::string& sta
     InstrId key = g.builder().iota(Shape(DType::kS32, lt), 1);
     extras.causal_mask = g.builder().compare(key, query, ComparisonDirection::kLe);
   }
-  if (ctx.spec.position == "rotary") {
+  if (ctx.spec.position == PositionKind::kRotary) {
     // angle(l, i) = l / 10000^(2 p / D), p = min(i, D-1-i) the pair's index
     // (RoFormer's frequencies); sin negated on the first half of the pair.
     const int64_t d = ctx.spec.head_dim;
@@ -160,7 +160,7 @@ AttentionExtras attention_extras(TransformerContext& ctx, const std::string& sta
     extras.rotary_cos = g.convert(g.unary(Opcode::kCos, angle), g.activation_dtype());
     extras.rotary_sin = g.convert(sin, g.activation_dtype());
   }
-  if (ctx.spec.position == "relative") {
+  if (ctx.spec.position == PositionKind::kRelative) {
     InstrId ids = relative_bucket_ids(g, ctx.seq, causal);
     extras.relative_buckets = g.one_hot(ids, kRelativeBuckets, g.activation_dtype());
   }
@@ -200,7 +200,7 @@ InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, Instr
   InstrId h = normalize(ctx, x, prefix + "/norm_scale");
   const auto wi_sharding = ctx.shardings.sharding("ffn_in");
   InstrId hidden;
-  if (m.ffn == "gated_gelu") {
+  if (m.ffn == FfnKind::kGatedGelu) {
     // Gated GELU (Shazeer 2020, GLU variants): gelu(h wi_0) * (h wi_1).
     InstrId wi0 = g.weight(prefix + "/wi_0", {m.model_dim, m.ffn_dim}, wi_sharding);
     InstrId wi1 = g.weight(prefix + "/wi_1", {m.model_dim, m.ffn_dim}, wi_sharding);
@@ -208,7 +208,7 @@ InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, Instr
   } else {
     InstrId wi = g.weight(prefix + "/wi", {m.model_dim, m.ffn_dim}, wi_sharding);
     InstrId pre = g.einsum("BLM,MH->BLH", h, wi, "wi");
-    hidden = m.ffn == "gelu" ? g.gelu(pre) : g.relu(pre);
+    hidden = m.ffn == FfnKind::kGelu ? g.gelu(pre) : g.relu(pre);
   }
   hidden = g.annotate(hidden, ctx.shardings.sharding("ffn_hidden"));
   InstrId wo = g.weight(prefix + "/wo", {m.ffn_dim, m.model_dim}, ctx.shardings.sharding("ffn_out"));

@@ -1,6 +1,6 @@
-// Strict workload YAML reader. Each mapping is read through a KeyReader that
-// records which keys were consumed and rejects any other key with the closest
-// valid name as a hint. yaml-cpp marks are 0-based; messages are 1-based.
+// Strict workload YAML reader on common/yaml_reader.h: each mapping is read
+// through a MapReader, so any key nobody reads is an error at its position
+// with the closest valid name; choices become the enums of workload.h.
 #include "workloads/workload.h"
 
 #include <yaml-cpp/yaml.h>
@@ -16,7 +16,11 @@
 #include "common/checked_math.h"
 #include "common/did_you_mean.h"
 #include "common/error.h"
+#include "common/files.h"
+#include "common/yaml_reader.h"
+#include "compiler/training/optimizers.h"
 #include "compiler/training/remat.h"
+#include "workloads/model_info.h"
 #include "hw_models/ici/placement.h"
 
 namespace podsim::workloads {
@@ -30,6 +34,55 @@ int64_t MeshSpec::device_count() const {
     else return -1;
   return n;
 }
+
+const yaml::NameTable<ModelKind>& model_kind_names() {
+  static const yaml::NameTable<ModelKind> table{{ModelKind::kDenseTransformer, "dense_transformer"},
+                                                {ModelKind::kMoeTransformer, "moe_transformer"},
+                                                {ModelKind::kHlo, "hlo"}};
+  return table;
+}
+
+const yaml::NameTable<FfnKind>& ffn_names() {
+  static const yaml::NameTable<FfnKind> table{
+      {FfnKind::kGatedGelu, "gated_gelu"}, {FfnKind::kGelu, "gelu"}, {FfnKind::kRelu, "relu"}};
+  return table;
+}
+
+const yaml::NameTable<PositionKind>& position_names() {
+  static const yaml::NameTable<PositionKind> table{
+      {PositionKind::kRelative, "relative"}, {PositionKind::kLearned, "learned"}, {PositionKind::kRotary, "rotary"}};
+  return table;
+}
+
+const yaml::NameTable<NormKind>& norm_names() {
+  static const yaml::NameTable<NormKind> table{{NormKind::kRms, "rms"}, {NormKind::kLayer, "layer"}};
+  return table;
+}
+
+const yaml::NameTable<LayerLoop>& layer_loop_names() {
+  static const yaml::NameTable<LayerLoop> table{{LayerLoop::kUnrolled, "unrolled"}, {LayerLoop::kScan, "scan"}};
+  return table;
+}
+
+const yaml::NameTable<ModelStructure>& structure_names() {
+  static const yaml::NameTable<ModelStructure> table{{ModelStructure::kDecoderOnly, "decoder_only"},
+                                                     {ModelStructure::kEncoderDecoder, "encoder_decoder"}};
+  return table;
+}
+
+const yaml::NameTable<compiler::DType>& workload_dtype_names() {
+  static const yaml::NameTable<compiler::DType> table{{compiler::DType::kF32, "f32"}, {compiler::DType::kBF16, "bf16"}};
+  return table;
+}
+
+yaml::NameTable<compiler::OptimizerKind> optimizer_names() {
+  std::vector<std::pair<compiler::OptimizerKind, std::string_view>> names;
+  for (const compiler::OptimizerEntry& e : compiler::optimizers()) names.emplace_back(e.kind, e.name);
+  return yaml::NameTable<compiler::OptimizerKind>(std::move(names));
+}
+
+std::string name_of(ModelKind kind) { return std::string(model_kind_names().name(kind)); }
+std::string name_of(hw::PlacementOrder order) { return std::string(hw::placement_orders().name(order)); }
 
 namespace {
 
@@ -49,151 +102,45 @@ constexpr int64_t kMaxLayers = 1024;
 constexpr int64_t kMaxDevices = int64_t{1} << 20;
 constexpr double kMaxCapacityFactor = 1e4;
 
-class Context {
- public:
-  explicit Context(std::string file) : file_(std::move(file)) {}
-  SourceLocation at(const YAML::Node& n) const {
-    // A value given with --set has marks into its own text: name the flag.
-    for (const auto& [node, assignment] : overrides_)
-      if (n.is(node)) return SourceLocation{"--set " + assignment, 0, 0};
-    const YAML::Mark m = n.Mark();
-    if (m.line < 0) return SourceLocation{file_, 0, 0};
-    return SourceLocation{file_, m.line + 1, m.column + 1};
-  }
-  // Records a --set value and every node inside it.
-  void add_override(const YAML::Node& value, const std::string& assignment) {
-    overrides_.emplace_back(value, assignment);
-    if (value.IsMap() || value.IsSequence())
-      for (auto it = value.begin(); it != value.end(); ++it) {
-        if (value.IsMap()) {
-          add_override(it->first, assignment);
-          add_override(it->second, assignment);
-        } else {
-          add_override(*it, assignment);
-        }
-      }
-  }
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& msg, const std::string& hint = "") const {
-    throw UserError(at(n), msg, hint);
-  }
-  const std::string& file() const { return file_; }
+using yaml::MapReader;
 
- private:
-  std::string file_;
-  std::vector<std::pair<YAML::Node, std::string>> overrides_;  // --set values and their "key=value"
-};
-
-// Reads the keys of one mapping; finish() rejects the keys nobody asked for.
-class KeyReader {
- public:
-  KeyReader(const Context& ctx, const YAML::Node& node, std::string path)
-      : ctx_(ctx), node_(node), path_(std::move(path)) {
-    if (!node.IsMap()) ctx.fail(node, fmt::format("'{}' must be a mapping", path_));
-  }
-  // Returns the node for key (or a null node), marking it as known.
-  YAML::Node get(const std::string& key) {
-    known_.push_back(key);
-    return node_[key];
-  }
-  YAML::Node require(const std::string& key) {
-    YAML::Node n = get(key);
-    if (n) return n;
-    // A missing required key is often a typo of it: report the typo instead.
-    for (auto it = node_.begin(); it != node_.end(); ++it) {
-      std::string present = it->first.as<std::string>();
-      if (present != key && closest(present, {key}) == key)
-        ctx_.fail(it->first, fmt::format("unknown key '{}' in '{}'", present, path_),
-                  fmt::format("did you mean '{}'?", key));
-    }
-    ctx_.fail(node_, fmt::format("'{}' is missing the required key '{}'", path_, key));
-    return n;
-  }
-  void finish() const {
-    for (auto it = node_.begin(); it != node_.end(); ++it) {
-      std::string key = it->first.as<std::string>();
-      if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
-      std::string guess = closest(key, known_);
-      ctx_.fail(it->first, fmt::format("unknown key '{}' in '{}'", key, path_),
-                guess.empty() ? fmt::format("valid keys: {}", fmt::join(known_, ", "))
-                              : fmt::format("did you mean '{}'? valid keys: {}", guess, fmt::join(known_, ", ")));
-    }
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  const Context& ctx_;
-  YAML::Node node_;
-  std::string path_;
-  std::vector<std::string> known_;
-};
-
-std::string as_string(const Context& ctx, const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) ctx.fail(n, fmt::format("'{}' must be a string", key));
-  return n.Scalar();
+std::string as_string(const yaml::Document& ctx, const YAML::Node& n, const std::string& key) {
+  return yaml::read_string(ctx, n, key);
 }
-
-int64_t as_int(const Context& ctx, const YAML::Node& n, const std::string& key, int64_t min_value = 1) {
-  if (!n.IsScalar()) ctx.fail(n, fmt::format("'{}' must be an integer", key));
-  const std::string& s = n.Scalar();
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(s, &used, 10);
-  } catch (...) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size())
-    ctx.fail(n, fmt::format("'{}' must be an integer, got '{}'", key, s));
-  if (v < min_value) ctx.fail(n, fmt::format("'{}' must be >= {}, got {}", key, min_value, v));
-  return v;
+int64_t as_int(const yaml::Document& ctx, const YAML::Node& n, const std::string& key, int64_t min_value = 1) {
+  return yaml::read_int(ctx, n, key, min_value);
 }
-
-double as_double(const Context& ctx, const YAML::Node& n, const std::string& key) {
+bool as_bool(const yaml::Document& ctx, const YAML::Node& n, const std::string& key) {
+  return yaml::read_bool(ctx, n, key);
+}
+// A number; the callers check its range (NaN included) with their own hint.
+double as_double(const yaml::Document& ctx, const YAML::Node& n, const std::string& key) {
   if (!n.IsScalar()) ctx.fail(n, fmt::format("'{}' must be a number", key));
-  const std::string& s = n.Scalar();
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size()) ctx.fail(n, fmt::format("'{}' must be a number, got '{}'", key, s));
-  return v;
+  const std::optional<double> v = yaml::parse_double(n.Scalar());
+  if (!v) ctx.fail(n, fmt::format("'{}' must be a number, got '{}'", key, n.Scalar()));
+  return *v;
 }
-
-bool as_bool(const Context& ctx, const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) ctx.fail(n, fmt::format("'{}' must be true or false", key));
-  const std::string& s = n.Scalar();
-  if (s == "true" || s == "True" || s == "yes") return true;
-  if (s == "false" || s == "False" || s == "no") return false;
-  ctx.fail(n, fmt::format("'{}' must be true or false, got '{}'", key, s));
-}
-
-std::string as_choice(const Context& ctx, const YAML::Node& n, const std::string& key,
+std::string as_choice(const yaml::Document& ctx, const YAML::Node& n, const std::string& key,
                       const std::vector<std::string>& choices) {
   std::string v = as_string(ctx, n, key);
-  if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
-    const std::string guess = closest(v, choices);
-    ctx.fail(n, fmt::format("'{}' must be one of {}, got '{}'", key, fmt::join(choices, " | "), v),
-             guess.empty() ? "" : fmt::format("did you mean '{}'?", guess));
-  }
+  if (std::find(choices.begin(), choices.end(), v) == choices.end()) yaml::bad_choice(ctx, n, key, v, choices);
   return v;
 }
 
-void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
-  KeyReader r(ctx, node, "mesh");
+void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh) {
+  MapReader r(ctx, node, "mesh");
   YAML::Node axes = r.require("axes");
   mesh.axes_location = ctx.at(axes);
   if (!axes.IsMap() || axes.size() == 0) ctx.fail(axes, "'mesh.axes' must be a mapping of axis name to size, e.g. {x: 4, y: 2}");
-  for (auto it = axes.begin(); it != axes.end(); ++it) {
-    std::string name = it->first.as<std::string>();
+  const MapReader axis_keys(ctx, axes, "mesh.axes");  // free keys: the axis names
+  for (const MapReader::Entry& axis : axis_keys.entries()) {
+    const std::string& name = axis.key;
     for (const auto& [n, s] : mesh.axes)
-      if (n == name) ctx.fail(it->first, fmt::format("mesh axis '{}' appears twice", name));
-    mesh.axes.emplace_back(name, as_int(ctx, it->second, "mesh.axes." + name));
+      if (n == name) ctx.fail(axis.key_node, fmt::format("mesh axis '{}' appears twice", name));
+    mesh.axes.emplace_back(name, as_int(ctx, axis.value, "mesh.axes." + name));
     const int64_t devices = mesh.device_count();  // -1 on int64 overflow
     if (devices < 0 || devices > kMaxDevices)
-      ctx.fail(it->second, fmt::format("the mesh axes multiply to more than {} devices", kMaxDevices),
+      ctx.fail(axis.value, fmt::format("the mesh axes multiply to more than {} devices", kMaxDevices),
                "podsim simulates up to 2^20 devices (a TPU v3 pod has 2048); check the axis sizes");
   }
   if (YAML::Node p = r.get("physical")) {
@@ -215,10 +162,10 @@ void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
                               mesh.device_count()),
                "the product of mesh.physical must equal the product of mesh.axes");
   }
-  // mesh.order: a placement name exactly as hw::placement_order_from_name
-  // (hw_models/ici/placement.h) takes it; "explicit" reads the device list
-  // from mesh.devices. A list in mesh.order is shorthand for explicit + devices.
-  const std::vector<std::string> kOrders = {"row_major", "column_major", "explicit", "ring_preserving"};
+  // mesh.order: a placement name of hw::placement_orders()
+  // (hw_models/ici/placement.h); "explicit" reads the device list from
+  // mesh.devices. A list in mesh.order is shorthand for explicit + devices.
+  const std::vector<std::string> kOrders = hw::placement_orders().names();
   YAML::Node devices = r.get("devices");
   YAML::Node o = r.get("order");
   if (o && o.IsSequence()) {
@@ -226,32 +173,27 @@ void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
                           "give the list once: order: explicit with devices: [...], or order: [...]");
     devices = o;
   } else if (o) {
-    mesh.order = as_string(ctx, o, "mesh.order");
-    // The placement's own parser decides, so the two can never disagree.
-    bool known = true;
-    try {
-      hw::placement_order_from_name(mesh.order);
-    } catch (const UserError&) {
-      known = false;
-    }
+    const std::string order = as_string(ctx, o, "mesh.order");
+    const std::optional<hw::PlacementOrder> known = hw::placement_orders().find(order);
     if (!known) {
-      const std::string guess = mesh.order == "ring" ? "ring_preserving" : closest(mesh.order, kOrders);
-      ctx.fail(o, fmt::format("'mesh.order' must be one of {}, got '{}'", fmt::join(kOrders, " | "), mesh.order),
+      const std::string guess = order == "ring" ? "ring_preserving" : closest(order, kOrders);
+      ctx.fail(o, fmt::format("'mesh.order' must be one of {}, got '{}'", fmt::join(kOrders, " | "), order),
                guess.empty() ? "or a list of device ids (an explicit placement)"
                              : fmt::format("did you mean '{}'?", guess));
     }
-    if (mesh.order == "explicit" && !devices)
+    mesh.order = *known;
+    if (mesh.order == hw::PlacementOrder::kExplicit && !devices)
       ctx.fail(o, "'mesh.order: explicit' needs the device list in 'mesh.devices'",
                "add devices: [d0, d1, ...], one physical device id per logical device (row-major)");
-    if (mesh.order != "explicit" && devices)
+    if (mesh.order != hw::PlacementOrder::kExplicit && devices)
       ctx.fail(devices, fmt::format("'mesh.devices' is only read with 'mesh.order: explicit' (order is '{}')",
-                                    mesh.order),
+                                    order),
                "set order: explicit, or remove devices");
   } else if (devices) {
     ctx.fail(devices, "'mesh.devices' is only read with 'mesh.order: explicit'", "add order: explicit");
   }
   if (devices) {
-    mesh.order = "explicit";
+    mesh.order = hw::PlacementOrder::kExplicit;
     if (!devices.IsSequence()) ctx.fail(devices, "the explicit device order must be a list of device ids");
     std::set<int64_t> seen;
     for (const auto& e : devices) {
@@ -267,14 +209,14 @@ void read_mesh(const Context& ctx, const YAML::Node& node, MeshSpec& mesh) {
   r.finish();
 }
 
-void read_model(const Context& ctx, const YAML::Node& node, ModelSpec& m) {
-  KeyReader r(ctx, node, "model");
-  m.kind = as_choice(ctx, r.require("kind"), "model.kind", {"dense_transformer", "moe_transformer", "hlo"});
+void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m) {
+  MapReader r(ctx, node, "model");
+  m.kind = yaml::read_choice(ctx, r.require("kind"), "model.kind", model_kind_names());
   auto int_key = [&](const char* key, int64_t& field, bool required) {
     YAML::Node n = required ? r.require(key) : r.get(key);
     if (n) field = as_int(ctx, n, std::string("model.") + key);
   };
-  if (m.kind == "hlo") {
+  if (m.kind == ModelKind::kHlo) {
     m.file = as_string(ctx, r.require("file"), "model.file");
     int_key("global_batch", m.global_batch, false);
     int_key("seq_len", m.seq_len, false);
@@ -289,23 +231,20 @@ void read_model(const Context& ctx, const YAML::Node& node, ModelSpec& m) {
   int_key("vocab", m.vocab, true);
   int_key("seq_len", m.seq_len, true);
   int_key("global_batch", m.global_batch, true);
-  if (YAML::Node n = r.get("ffn")) m.ffn = as_choice(ctx, n, "model.ffn", {"gated_gelu", "gelu", "relu"});
-  if (YAML::Node n = r.get("position"))
-    m.position = as_choice(ctx, n, "model.position", {"relative", "learned", "rotary"});
+  m.ffn = r.choice("ffn", ffn_names()).value_or(m.ffn);
+  m.position = r.choice("position", position_names()).value_or(m.position);
   if (YAML::Node n = r.get("tied_embedding")) m.tied_embedding = as_bool(ctx, n, "model.tied_embedding");
-  if (YAML::Node n = r.get("norm")) m.norm = as_choice(ctx, n, "model.norm", {"rms", "layer"});
-  if (YAML::Node n = r.get("layer_loop"))
-    m.layer_loop = as_choice(ctx, n, "model.layer_loop", {"unrolled", "scan"});
+  m.norm = r.choice("norm", norm_names()).value_or(m.norm);
+  m.layer_loop = r.choice("layer_loop", layer_loop_names()).value_or(m.layer_loop);
   if (YAML::Node d = r.get("dtypes")) {
-    KeyReader dr(ctx, d, "model.dtypes");
-    if (YAML::Node p = dr.get("params")) m.dtypes.params = as_choice(ctx, p, "model.dtypes.params", {"f32", "bf16"});
-    if (YAML::Node a = dr.get("activations"))
-      m.dtypes.activations = as_choice(ctx, a, "model.dtypes.activations", {"f32", "bf16"});
-    if (YAML::Node a = dr.get("attention_logits"))
-      m.dtypes.attention_logits = as_choice(ctx, a, "model.dtypes.attention_logits", {"f32", "bf16"});
+    MapReader dr(ctx, d, "model.dtypes");
+    m.dtypes.params = dr.choice("params", workload_dtype_names()).value_or(m.dtypes.params);
+    m.dtypes.activations = dr.choice("activations", workload_dtype_names()).value_or(m.dtypes.activations);
+    m.dtypes.attention_logits =
+        dr.choice("attention_logits", workload_dtype_names()).value_or(m.dtypes.attention_logits);
     dr.finish();
   }
-  if (m.kind == "moe_transformer") {
+  if (m.kind == ModelKind::kMoeTransformer) {
     int_key("experts", m.experts, true);
     int_key("moe_every", m.moe_every, false);
     int_key("top_k", m.top_k, false);
@@ -320,33 +259,35 @@ void read_model(const Context& ctx, const YAML::Node& node, ModelSpec& m) {
                                 n.Scalar()),
                  "GShard uses 1 to 2; a factor of experts / top_k already keeps every token");
     }
-    if (YAML::Node n = r.get("structure"))
-      m.structure = as_choice(ctx, n, "model.structure", {"decoder_only", "encoder_decoder"});
+    m.structure = r.choice("structure", structure_names()).value_or(m.structure);
   }
   r.finish();
 }
 
-void read_training(const Context& ctx, const YAML::Node& node, TrainingSpec& t) {
-  KeyReader r(ctx, node, "training");
+void read_training(const yaml::Document& ctx, const YAML::Node& node, TrainingSpec& t) {
+  MapReader r(ctx, node, "training");
   if (YAML::Node n = r.get("enabled")) t.enabled = as_bool(ctx, n, "training.enabled");
-  if (YAML::Node n = r.get("optimizer"))
-    t.optimizer = as_choice(ctx, n, "training.optimizer", {"sgd", "adam", "adafactor"});
+  t.optimizer = r.choice("optimizer", optimizer_names()).value_or(t.optimizer);
   if (YAML::Node n = r.get("weight_update_sharding"))
     t.weight_update_sharding = as_bool(ctx, n, "training.weight_update_sharding");
   if (YAML::Node n = r.get("remat")) {
     std::vector<std::string> remat = {"none", "full", "auto"};
     for (const std::string& policy : compiler::selective_remat_policies()) remat.push_back(policy);
-    t.remat = as_choice(ctx, n, "training.remat", remat);
+    const std::string choice = as_choice(ctx, n, "training.remat", remat);
+    static const yaml::NameTable<RematMode> modes{
+        {RematMode::kNone, "none"}, {RematMode::kFull, "full"}, {RematMode::kAuto, "auto"}};
+    t.remat = modes.find(choice).value_or(RematMode::kSelective);
+    if (t.remat == RematMode::kSelective) t.remat_policy = choice;
   }
   if (YAML::Node n = r.get("microbatches")) t.microbatches = as_int(ctx, n, "training.microbatches");
   if (YAML::Node n = r.get("pipeline_stages")) t.pipeline_stages = as_int(ctx, n, "training.pipeline_stages");
   r.finish();
 }
 
-void read_compiler(const Context& ctx, const YAML::Node& node, CompilerSpec& c) {
-  KeyReader r(ctx, node, "compiler");
+void read_compiler(const yaml::Document& ctx, const YAML::Node& node, CompilerSpec& c) {
+  MapReader r(ctx, node, "compiler");
   if (YAML::Node we = r.get("windowed_einsum")) {
-    KeyReader w(ctx, we, "compiler.windowed_einsum");
+    MapReader w(ctx, we, "compiler.windowed_einsum");
     WindowedEinsumSpec& spec = c.windowed_einsum;
     if (YAML::Node n = w.get("threshold_mib")) {
       spec.threshold_mib = as_double(ctx, n, "compiler.windowed_einsum.threshold_mib");
@@ -364,7 +305,7 @@ void read_compiler(const Context& ctx, const YAML::Node& node, CompilerSpec& c) 
     w.finish();
   }
   if (YAML::Node loops = r.get("loops")) {
-    KeyReader l(ctx, loops, "compiler.loops");
+    MapReader l(ctx, loops, "compiler.loops");
     if (YAML::Node n = l.get("pipelined_all_gather"))
       c.loops.pipelined_all_gather = as_bool(ctx, n, "compiler.loops.pipelined_all_gather");
     if (YAML::Node n = l.get("pipelined_reduce_scatter"))
@@ -374,11 +315,12 @@ void read_compiler(const Context& ctx, const YAML::Node& node, CompilerSpec& c) 
   r.finish();
 }
 
-void read_sharding(const Context& ctx, const YAML::Node& node, const MeshSpec& mesh, Workload& w) {
+void read_sharding(const yaml::Document& ctx, const YAML::Node& node, const MeshSpec& mesh, Workload& w) {
   if (!node.IsMap()) ctx.fail(node, "'sharding' must map tensor names to per-dim mesh axes, e.g. ffn_in: [x, y]");
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    std::string tensor = it->first.as<std::string>();
-    const YAML::Node dims = it->second;  // a copy: yaml-cpp iterators hand out temporaries
+  const MapReader tensors(ctx, node, "sharding");  // free keys: tensor names the builders check
+  for (const MapReader::Entry& entry : tensors.entries()) {
+    const std::string& tensor = entry.key;
+    const YAML::Node& dims = entry.value;
     if (!dims.IsSequence()) ctx.fail(dims, fmt::format("'sharding.{}' must be a list of mesh axes or null", tensor));
     std::vector<std::optional<std::string>> mapping;
     std::set<std::string> used;
@@ -401,49 +343,8 @@ void read_sharding(const Context& ctx, const YAML::Node& node, const MeshSpec& m
       mapping.emplace_back(axis);
     }
     w.sharding.emplace_back(tensor, std::move(mapping));
-    w.sharding_locations.push_back(ctx.at(it->first));
+    w.sharding_locations.push_back(ctx.at(entry.key_node));
   }
-}
-
-// Applies "a.b.c=value" to the document, creating maps as needed. The value
-// is parsed as YAML so numbers, lists and maps work ("mesh.axes={x: 8}").
-void apply_override(Context& ctx, YAML::Node root, const std::string& assignment,
-                    std::vector<std::pair<std::string, std::string>>& hw) {
-  SourceLocation where{"--set " + assignment, 0, 0};
-  auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw UserError(where, "an override must look like key=value", "e.g. --set model.layers=64");
-  std::string key = assignment.substr(0, eq);
-  std::string value = assignment.substr(eq + 1);
-  if (key.rfind("hardware.", 0) == 0) {
-    hw.emplace_back(key.substr(9), value);
-    return;
-  }
-  std::vector<std::string> parts;
-  std::stringstream ss(key);
-  for (std::string p; std::getline(ss, p, '.');) {
-    if (p.empty()) throw UserError(where, fmt::format("empty component in key '{}'", key));
-    parts.push_back(p);
-  }
-  YAML::Node parsed;
-  try {
-    parsed = YAML::Load(value);
-  } catch (const YAML::Exception& e) {
-    throw UserError(where, fmt::format("cannot parse the value '{}': {}", value, e.msg));
-  }
-  // yaml-cpp nodes are handles: walking with operator[] on copies edits the tree.
-  std::vector<YAML::Node> chain{root};
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    YAML::Node next = chain.back()[parts[i]];
-    if (next.IsDefined() && !next.IsMap())
-      throw UserError(where, fmt::format("'{}' is not a mapping, cannot set '{}' inside it", parts[i], key));
-    chain.push_back(next);
-  }
-  chain.back()[parts.back()] = parsed;
-  ctx.add_override(parsed, assignment);
-  // The key node operator[] created has no position either (an unknown key).
-  for (auto it = chain.back().begin(); it != chain.back().end(); ++it)
-    if (it->second.is(parsed)) ctx.add_override(it->first, assignment);
 }
 
 // One size the model implies (an array, or a sum over layers), the model
@@ -457,14 +358,14 @@ struct ImpliedSize {
 
 // Rejects models whose arrays or totals exceed the limits above, at the
 // largest of the keys that make the size (usually the absurd one).
-void check_model_sizes(const Context& ctx, const YAML::Node& model_node, const ModelSpec& m) {
+void check_model_sizes(const yaml::Document& ctx, const YAML::Node& model_node, const ModelSpec& m) {
   if (m.layers > kMaxLayers)
     ctx.fail(model_node["layers"], fmt::format("'model.layers' is {}, more than the {} podsim builds", m.layers, kMaxLayers),
              "every layer is unrolled into the program; deeper stacks take hours to compile");
   using std::optional;
   auto mul = [](std::initializer_list<int64_t> f) { return checked_product(f); };
-  const int64_t ffn_matrices = m.ffn == "gated_gelu" ? 3 : 2;
-  const bool moe = m.kind == "moe_transformer";
+  const int64_t ffn_matrices = ffn_matrix_count(m.ffn);
+  const bool moe = m.kind == ModelKind::kMoeTransformer;
   const int64_t experts = moe ? m.experts : 1;
   const int64_t tokens_factor_k = moe ? m.top_k : 1;
   // Capacity factor rounded up: the dispatch tensor bound below is an upper bound.
@@ -566,7 +467,7 @@ std::optional<FirstAxis> first_axis(const YAML::Node& doc, const Workload& w, co
   return std::nullopt;
 }
 
-void record_key_locations(const Context& ctx, const YAML::Node& doc, Workload& w) {
+void record_key_locations(const yaml::Document& ctx, const YAML::Node& doc, Workload& w) {
   auto& where = w.model.key_locations;
   const YAML::Node model = doc["model"];
   for (auto it = model.begin(); it != model.end(); ++it)
@@ -581,7 +482,7 @@ void record_key_locations(const Context& ctx, const YAML::Node& doc, Workload& w
 // sees split into groups of model.group_size, or else into one group per
 // device of the experts mesh axis. Checked here, where the positions of the
 // keys are known; moe_dims keeps the same check for ModelSpecs built in code.
-void check_moe_groups(const Context& ctx, const YAML::Node& doc, const Workload& w) {
+void check_moe_groups(const yaml::Document& ctx, const YAML::Node& doc, const Workload& w) {
   const ModelSpec& m = w.model;
   const TrainingSpec& t = w.training;
   // Rows of one built forward, as model_builder.cc's forward_batch: one
@@ -617,11 +518,11 @@ void check_moe_groups(const Context& ctx, const YAML::Node& doc, const Workload&
 // What the model builders would reject for the structure of the model,
 // reported at the key at fault: the encoder-decoder split, MoE placement and
 // groups, and the pipeline's stage axis (workloads/pipelined_stack.cc).
-void check_model_structure(const Context& ctx, const YAML::Node& doc, const Workload& w) {
+void check_model_structure(const yaml::Document& ctx, const YAML::Node& doc, const Workload& w) {
   const ModelSpec& m = w.model;
   const TrainingSpec& t = w.training;
-  const bool moe = m.kind == "moe_transformer";
-  if (moe && m.structure == "encoder_decoder" && m.layers % 2 != 0)
+  const bool moe = m.kind == ModelKind::kMoeTransformer;
+  if (moe && m.structure == ModelStructure::kEncoderDecoder && m.layers % 2 != 0)
     ctx.fail(node_of(doc, "model", "layers"),
              fmt::format("an encoder_decoder model needs an even layer count, got {}", m.layers),
              "model.layers counts both stacks (layers/2 encoder + layers/2 decoder)");
@@ -639,10 +540,10 @@ void check_model_structure(const Context& ctx, const YAML::Node& doc, const Work
              "MoE layers are every moe_every-th layer (default 2); lower model.moe_every or add layers");
   if (t.pipeline_stages > 1) {
     const YAML::Node stages = node_of(doc, "training", "pipeline_stages");
-    if (m.kind != "dense_transformer")
+    if (m.kind != ModelKind::kDenseTransformer)
       ctx.fail(stages,
                fmt::format("training.pipeline_stages = {} is built for dense_transformer models only, model.kind is {}",
-                           t.pipeline_stages, m.kind),
+                           t.pipeline_stages, name_of(m.kind)),
                "set training.pipeline_stages: 1 (MoE layers are not pipelined)");
     const std::optional<FirstAxis> stage = first_axis(doc, w, "stage");
     if (!stage)
@@ -661,7 +562,7 @@ void check_model_structure(const Context& ctx, const YAML::Node& doc, const Work
 // What workloads/hlo_model.cc would reject about an HLO model, at the key:
 // a sharding section (the module carries its own) and a missing file
 // (relative paths are relative to the workload YAML, as the builder reads it).
-void check_hlo_model(const Context& ctx, const YAML::Node& doc, const Workload& w) {
+void check_hlo_model(const yaml::Document& ctx, const YAML::Node& doc, const Workload& w) {
   const YAML::Node sharding = doc["sharding"];
   if (sharding && sharding.IsMap() && sharding.size() > 0)
     ctx.fail(sharding.begin()->first, "a 'sharding' section does not apply to model.kind hlo",
@@ -674,11 +575,11 @@ void check_hlo_model(const Context& ctx, const YAML::Node& doc, const Workload& 
              "the path is relative to the workload YAML");
 }
 
-Workload read_document(const Context& ctx, YAML::Node doc) {
+Workload read_document(const yaml::Document& ctx, YAML::Node doc) {
   Workload w;
   w.source_file = ctx.file();
   if (!doc.IsMap()) ctx.fail(doc, "a workload file must be a YAML mapping", "see workloads/ for examples");
-  KeyReader r(ctx, doc, "workload");
+  MapReader r(ctx, doc, "workload");
   w.name = as_string(ctx, r.require("name"), "name");
   if (YAML::Node h = r.get("hardware")) w.hardware = as_string(ctx, h, "hardware");
   read_mesh(ctx, r.require("mesh"), w.mesh);
@@ -688,7 +589,7 @@ Workload read_document(const Context& ctx, YAML::Node doc) {
   if (YAML::Node c = r.get("compiler")) read_compiler(ctx, c, w.compiler);
   r.finish();
   const ModelSpec& m = w.model;
-  if (m.kind != "hlo") {
+  if (m.kind != ModelKind::kHlo) {
     check_model_sizes(ctx, doc["model"], m);
     if (m.global_batch % w.training.microbatches != 0)
       ctx.fail(doc["model"]["global_batch"],
@@ -701,8 +602,8 @@ Workload read_document(const Context& ctx, YAML::Node doc) {
                "every pipeline stage runs the same number of layers: pick a stage count that divides model.layers");
   }
   record_key_locations(ctx, doc, w);
-  if (m.kind != "hlo") check_model_structure(ctx, doc, w);
-  if (m.kind == "hlo") check_hlo_model(ctx, doc, w);
+  if (m.kind != ModelKind::kHlo) check_model_structure(ctx, doc, w);
+  if (m.kind == ModelKind::kHlo) check_hlo_model(ctx, doc, w);
   return w;
 }
 
@@ -710,36 +611,26 @@ Workload read_document(const Context& ctx, YAML::Node doc) {
 
 Workload parse_workload(const std::string& yaml_text, const std::string& file_name,
                         const std::vector<std::string>& overrides) {
-  Context ctx(file_name);
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1},
-                    fmt::format("malformed YAML: {}", e.msg), "check indentation and quoting near this position");
-  }
+  yaml::Document doc = yaml::Document::parse(yaml_text, file_name);
   std::vector<std::pair<std::string, std::string>> hw;
-  Workload w;
-  try {
-    for (const auto& o : overrides) apply_override(ctx, doc, o, hw);
-    w = read_document(ctx, doc);
-  } catch (const YAML::Exception& e) {
-    // A node yaml-cpp cannot convert where the reader expects a plain
-    // scalar (e.g. a map or list used as a key: "? [a]: 1"). Fuzzer finding.
-    throw UserError(SourceLocation{file_name, e.mark.line + 1, e.mark.column + 1},
-                    fmt::format("unexpected YAML structure: {}", e.msg),
-                    "keys must be plain words and values the types docs/design.md's workload schema lists");
-  }
+  Workload w = yaml::guarded(file_name, "keys must be plain words and values the types docs/design.md's workload schema lists",
+                             [&] {
+                               for (const std::string& o : overrides) {
+                                 // hardware.* keys are the hardware's (hw::apply_overrides checks them).
+                                 const auto eq = o.find('=');
+                                 if (o.rfind("hardware.", 0) == 0 && eq != std::string::npos)
+                                   hw.emplace_back(o.substr(9, eq - 9), o.substr(eq + 1));
+                                 else
+                                   doc.set(o);
+                               }
+                               return read_document(doc, doc.root());
+                             });
   w.hardware_overrides = std::move(hw);
   return w;
 }
 
 Workload load_workload(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(SourceLocation{path, 0, 0}, "cannot open the workload file", "check the path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_workload(ss.str(), path, overrides);
+  return parse_workload(read_file_text(path, "workload file"), path, overrides);
 }
 
 }  // namespace podsim::workloads

@@ -12,8 +12,39 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/yaml_reader.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/training/training_step.h"
+#include "hw_models/ici/placement.h"
 
 namespace podsim::workloads {
+
+// The typed choices of a workload. The YAML words of each are in one name
+// table (below); past the reader only the enums travel.
+enum class ModelKind { kDenseTransformer, kMoeTransformer, kHlo };
+enum class FfnKind { kGatedGelu, kGelu, kRelu };
+enum class PositionKind { kRelative, kLearned, kRotary };
+enum class NormKind { kRms, kLayer };
+enum class LayerLoop { kUnrolled, kScan };
+enum class ModelStructure { kDecoderOnly, kEncoderDecoder };
+// training.remat: none | full | auto | <policy name> (kSelective with the
+// policy, one of compiler::selective_remat_policies()).
+enum class RematMode { kNone, kFull, kAuto, kSelective };
+
+const yaml::NameTable<ModelKind>& model_kind_names();
+const yaml::NameTable<FfnKind>& ffn_names();
+const yaml::NameTable<PositionKind>& position_names();
+const yaml::NameTable<NormKind>& norm_names();
+const yaml::NameTable<LayerLoop>& layer_loop_names();
+const yaml::NameTable<ModelStructure>& structure_names();
+// The dtypes a workload may name (f32, bf16).
+const yaml::NameTable<compiler::DType>& workload_dtype_names();
+// The optimizers of the registry (compiler/training/optimizers.h).
+yaml::NameTable<compiler::OptimizerKind> optimizer_names();
+
+// The YAML word of a choice (messages; the report prints the same words).
+std::string name_of(ModelKind kind);
+std::string name_of(hw::PlacementOrder order);
 
 struct MeshSpec {
   // Logical mesh axes in order (major to minor), e.g. {{"x",32},{"y",64}}.
@@ -24,7 +55,7 @@ struct MeshSpec {
   // hw::placement_order_from_name accepts: row_major | column_major |
   // ring_preserving | explicit (device list in `mesh.devices`, or a list
   // given directly as `mesh.order`).
-  std::string order = "row_major";
+  hw::PlacementOrder order = hw::PlacementOrder::kRowMajor;
   std::vector<int64_t> explicit_devices;  // when order is explicit
   // Where mesh.axes and mesh.physical were given (empty when absent or for
   // a MeshSpec built in code): errors of laying the mesh onto the hardware
@@ -34,35 +65,35 @@ struct MeshSpec {
 };
 
 struct DTypes {
-  std::string params = "f32";
-  std::string activations = "bf16";
+  compiler::DType params = compiler::DType::kF32;
+  compiler::DType activations = compiler::DType::kBF16;
   // Attention scores, softmax and their gradients: f32 by default, as
   // Lingvo's builders set for bf16 activations (gshard_builder.py
   // SetFPropDtype: attention_logits_dtype = f32 "for better training
   // stability"; the Lingvo calibration configs set it explicitly).
-  std::string attention_logits = "f32";
+  compiler::DType attention_logits = compiler::DType::kF32;
 };
 
 struct ModelSpec {
-  std::string kind = "dense_transformer";  // dense_transformer | moe_transformer | hlo
+  ModelKind kind = ModelKind::kDenseTransformer;
   int64_t layers = 0;
   int64_t model_dim = 0;
   int64_t ffn_dim = 0;
   int64_t heads = 0;
   int64_t head_dim = 0;
   int64_t vocab = 0;
-  std::string ffn = "gated_gelu";     // gated_gelu | gelu | relu
-  std::string position = "relative";  // relative | learned | rotary
+  FfnKind ffn = FfnKind::kGatedGelu;
+  PositionKind position = PositionKind::kRelative;
   // rms: x / sqrt(mean(x^2) + eps) * scale, Lingvo's bias-less norm
   // (gshard_builder.py _LNInternal, T5); layer: (x - mean) / std * scale.
-  std::string norm = "rms";  // rms | layer
+  NormKind norm = NormKind::kRms;
   // true: the softmax reuses the token embedding (Lingvo's shared table);
   // false: a separate [V, M] output table (MaxText logits_via_embedding: false).
   bool tied_embedding = true;
   // How repeated layers are built (docs/loops.md): unrolled (one copy of the
   // layer per index) or scan (one counted while loop over layer-stacked
   // weights [layers, ...], the layer as its body, as jax.lax.scan).
-  std::string layer_loop = "unrolled";  // unrolled | scan
+  LayerLoop layer_loop = LayerLoop::kUnrolled;
   int64_t seq_len = 0;
   int64_t global_batch = 0;
   DTypes dtypes;
@@ -72,7 +103,7 @@ struct ModelSpec {
   int64_t top_k = 2;
   double capacity_factor = 1.0;
   int64_t group_size = 0;
-  std::string structure = "decoder_only";  // decoder_only | encoder_decoder
+  ModelStructure structure = ModelStructure::kDecoderOnly;
   // hlo
   std::string file;
   // Where the keys the model builders check were given, by dotted name
@@ -85,9 +116,10 @@ struct ModelSpec {
 
 struct TrainingSpec {
   bool enabled = true;                 // false: forward (inference) step only
-  std::string optimizer = "adafactor";  // sgd | adam | adafactor
+  compiler::OptimizerKind optimizer = compiler::OptimizerKind::kAdafactor;
   bool weight_update_sharding = true;
-  std::string remat = "none";           // none | full | auto | <policy name>
+  RematMode remat = RematMode::kNone;
+  std::string remat_policy;  // kSelective: the policy name
   int64_t microbatches = 1;
   int64_t pipeline_stages = 1;
 };

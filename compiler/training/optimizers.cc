@@ -15,9 +15,36 @@
 //     w' = w - lr u
 #include "compiler/training/optimizers.h"
 
+#include <cassert>
+
 #include <numeric>
 
 namespace podsim::compiler {
+
+const std::vector<OptimizerEntry>& optimizers() {
+  static const std::vector<OptimizerEntry> table = [] {
+    OptimizerOptions sgd;
+    sgd.kind = OptimizerKind::kSgd;
+    OptimizerOptions adam;
+    adam.kind = OptimizerKind::kAdam;
+    adam.beta1 = 0.9;  // Adam's usual first-moment decay (Kingma & Ba 2015)
+    adam.beta2 = 0.999;
+    adam.epsilon = 1e-8;
+    OptimizerOptions adafactor;
+    adafactor.kind = OptimizerKind::kAdafactor;
+    return std::vector<OptimizerEntry>{{OptimizerKind::kSgd, "sgd", sgd},
+                                       {OptimizerKind::kAdam, "adam", adam},
+                                       {OptimizerKind::kAdafactor, "adafactor", adafactor}};
+  }();
+  return table;
+}
+
+OptimizerOptions optimizer_defaults(OptimizerKind kind) {
+  for (const OptimizerEntry& e : optimizers())
+    if (e.kind == kind) return e.defaults;
+  assert(false && "every OptimizerKind has a registry entry");
+  return {};
+}
 
 namespace {
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/ir/builder.h"
@@ -22,6 +23,17 @@ struct OptimizerSlot {
   SlotLayout layout = SlotLayout::kLikeWeight;
   Shape shape;
 };
+
+// The registry of the optimizers implemented here, by the name a workload
+// gives (training.optimizer), with the options each starts from.
+struct OptimizerEntry {
+  OptimizerKind kind;
+  std::string_view name;
+  OptimizerOptions defaults;
+};
+const std::vector<OptimizerEntry>& optimizers();
+// The registry entry's defaults of `kind`.
+OptimizerOptions optimizer_defaults(OptimizerKind kind);
 
 // The per-weight slots of the optimizer for a weight of `weight_shape`.
 std::vector<OptimizerSlot> optimizer_slots(const OptimizerOptions& options, const Shape& weight_shape);

@@ -8,8 +8,9 @@
 
 namespace podsim::hw {
 
-std::unique_ptr<CoreModel> make_systolic_core(const HardwareConfig& config);
-std::unique_ptr<CoreModel> make_roofline_core(const HardwareConfig& config);
+// Registry entries (core_models()), each defined next to its implementation.
+extern const CoreModelEntry kSystolicCore;   // systolic_core.cc
+extern const CoreModelEntry kRooflineCore;   // roofline_core.cc
 
 struct UnitTimes {
   double mxu_s = 0;

@@ -56,10 +56,15 @@ OpTiming CoreModel::time_memory_op(const MemoryQuery& query) const {
   return time_op(op);
 }
 
+const std::vector<CoreModelEntry>& core_models() {
+  static const std::vector<CoreModelEntry> table = {kSystolicCore, kRooflineCore};
+  return table;
+}
+
 std::unique_ptr<CoreModel> make_core_model(const HardwareConfig& config) {
-  if (config.core.model == "systolic") return make_systolic_core(config);
-  if (config.core.model == "roofline") return make_roofline_core(config);
-  assert(false && "core.model is validated when the config is loaded");
+  for (const CoreModelEntry& entry : core_models())
+    if (entry.kind == config.core.model) return entry.make(config);
+  assert(false && "every CoreModelKind has a registry entry");
   return nullptr;
 }
 

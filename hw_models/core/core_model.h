@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hw_models/config.h"
@@ -98,6 +99,15 @@ class CoreModel {
   OpTiming time_vector_op(const VectorQuery& query) const;
   OpTiming time_memory_op(const MemoryQuery& query) const;
 };
+
+// The registry of core models by name; each implementation file exports its
+// entry (core_impl.h).
+struct CoreModelEntry {
+  CoreModelKind kind;
+  std::string_view name;
+  std::unique_ptr<CoreModel> (*make)(const HardwareConfig& config);
+};
+const std::vector<CoreModelEntry>& core_models();
 
 // The implementation named by config.core.model.
 std::unique_ptr<CoreModel> make_core_model(const HardwareConfig& config);

@@ -31,8 +31,8 @@ class RooflineCore final : public CoreModel {
 
 }  // namespace
 
-std::unique_ptr<CoreModel> make_roofline_core(const HardwareConfig& config) {
-  return std::make_unique<RooflineCore>(config);
-}
+const CoreModelEntry kRooflineCore{CoreModelKind::kRoofline, "roofline", [](const HardwareConfig& config) {
+  return std::unique_ptr<CoreModel>(std::make_unique<RooflineCore>(config));
+}};
 
 }  // namespace podsim::hw

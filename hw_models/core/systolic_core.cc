@@ -77,8 +77,8 @@ double systolic_matmul_cycles(const CoreConfig& core, const MatmulWork& w) {
   return passes * std::min(rhs_stationary, lhs_stationary) / core.mxu_sustained_fraction;
 }
 
-std::unique_ptr<CoreModel> make_systolic_core(const HardwareConfig& config) {
-  return std::make_unique<SystolicCore>(config);
-}
+const CoreModelEntry kSystolicCore{CoreModelKind::kSystolic, "systolic", [](const HardwareConfig& config) {
+  return std::unique_ptr<CoreModel>(std::make_unique<SystolicCore>(config));
+}};
 
 }  // namespace podsim::hw

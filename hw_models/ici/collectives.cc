@@ -24,26 +24,33 @@ const char* collective_kind_name(CollectiveKind kind) {
   return "?";
 }
 
+const std::vector<CollectiveAlgorithmEntry>& collective_algorithms() {
+  static const std::vector<CollectiveAlgorithmEntry> table = {
+      {CollectiveAlgorithm::kAuto, "auto", true},
+      {CollectiveAlgorithm::kRing, "ring", true},
+      {CollectiveAlgorithm::kBidirectionalRing, "bidirectional_ring", true},
+      {CollectiveAlgorithm::kTorus, "torus", true},
+      {CollectiveAlgorithm::kDirect, "direct", false},
+      {CollectiveAlgorithm::kRingPerDim, "ring_per_dim", true},
+      {CollectiveAlgorithm::kTorusPipelined, "torus_pipelined", true},
+  };
+  return table;
+}
+
 const char* collective_algorithm_name(CollectiveAlgorithm algorithm) {
-  switch (algorithm) {
-    case CollectiveAlgorithm::kAuto: return "auto";
-    case CollectiveAlgorithm::kRing: return "ring";
-    case CollectiveAlgorithm::kBidirectionalRing: return "bidirectional_ring";
-    case CollectiveAlgorithm::kTorus: return "torus";
-    case CollectiveAlgorithm::kDirect: return "direct";
-    case CollectiveAlgorithm::kRingPerDim: return "ring_per_dim";
-    case CollectiveAlgorithm::kTorusPipelined: return "torus_pipelined";
-  }
+  for (const CollectiveAlgorithmEntry& e : collective_algorithms())
+    if (e.algorithm == algorithm) return e.name.data();  // the literals are NUL-terminated
   return "?";
 }
 
 CollectiveAlgorithm collective_algorithm_from_name(const std::string& name) {
-  for (auto a : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kBidirectionalRing,
-                 CollectiveAlgorithm::kTorus, CollectiveAlgorithm::kDirect, CollectiveAlgorithm::kRingPerDim,
-                 CollectiveAlgorithm::kTorusPipelined})
-    if (name == collective_algorithm_name(a)) return a;
+  std::vector<std::string> names;
+  for (const CollectiveAlgorithmEntry& e : collective_algorithms()) {
+    if (e.name == name) return e.algorithm;
+    names.emplace_back(e.name);
+  }
   throw UserError(fmt::format("unknown collective algorithm '{}'", name),
-                  "valid algorithms: auto, ring, bidirectional_ring, torus, direct, ring_per_dim, torus_pipelined");
+                  fmt::format("valid algorithms: {}", fmt::join(names, ", ")));
 }
 
 namespace {

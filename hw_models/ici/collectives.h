@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,12 +23,21 @@
 namespace podsim::hw {
 
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute };
-enum class CollectiveAlgorithm { kAuto, kRing, kBidirectionalRing, kTorus, kDirect, kRingPerDim, kTorusPipelined };
 
 const char* collective_kind_name(CollectiveKind kind);
 const char* collective_algorithm_name(CollectiveAlgorithm algorithm);
 // The names used in presets (ici.collective_algorithm); UserError otherwise.
 CollectiveAlgorithm collective_algorithm_from_name(const std::string& name);
+
+// The registry of the algorithms implemented here, by name. `preset_choice`:
+// a hardware file may fix it as ici.collective_algorithm (direct is only
+// chosen by auto, for all-to-all).
+struct CollectiveAlgorithmEntry {
+  CollectiveAlgorithm algorithm;
+  std::string_view name;
+  bool preset_choice;
+};
+const std::vector<CollectiveAlgorithmEntry>& collective_algorithms();
 
 struct CollectiveQuery {
   CollectiveKind kind = CollectiveKind::kAllReduce;

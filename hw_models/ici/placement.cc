@@ -41,11 +41,16 @@ int64_t folded_ring_position(int64_t index, int64_t size) {
   return 2 * (size - 1 - index) + 1;
 }
 
+const yaml::NameTable<PlacementOrder>& placement_orders() {
+  static const yaml::NameTable<PlacementOrder> table{{PlacementOrder::kRowMajor, "row_major"},
+                                                     {PlacementOrder::kColumnMajor, "column_major"},
+                                                     {PlacementOrder::kExplicit, "explicit"},
+                                                     {PlacementOrder::kRingPreserving, "ring_preserving"}};
+  return table;
+}
+
 PlacementOrder placement_order_from_name(const std::string& name) {
-  if (name == "row_major") return PlacementOrder::kRowMajor;
-  if (name == "column_major") return PlacementOrder::kColumnMajor;
-  if (name == "explicit") return PlacementOrder::kExplicit;
-  if (name == "ring_preserving") return PlacementOrder::kRingPreserving;
+  if (const std::optional<PlacementOrder> order = placement_orders().find(name)) return *order;
   throw UserError(fmt::format("unknown mesh order '{}'", name),
                   "valid orders: row_major, column_major, explicit, ring_preserving");
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hw_models/ici/topology.h"
+#include "common/yaml_reader.h"
 
 namespace podsim::hw {
 
@@ -18,6 +19,8 @@ enum class PlacementOrder { kRowMajor, kColumnMajor, kExplicit, kRingPreserving 
 
 // "row_major", "column_major", "explicit", "ring_preserving"; UserError otherwise.
 PlacementOrder placement_order_from_name(const std::string& name);
+// The orders by name (the one table: workloads' mesh.order reads it).
+const yaml::NameTable<PlacementOrder>& placement_orders();
 
 struct PlacementQuery {
   std::vector<int64_t> mesh_shape;       // logical mesh; product = slice devices

@@ -15,6 +15,22 @@
 namespace podsim::hw {
 namespace {
 
+// ici.collective_algorithm reads the registry: every preset choice loads and
+// prints back; direct (chosen only by auto) is rejected with the valid names.
+TEST(CollectiveAlgorithmRegistry, PresetChoicesComeFromTheRegistry) {
+  for (const CollectiveAlgorithmEntry& e : collective_algorithms()) {
+    EXPECT_EQ(collective_algorithm_from_name(std::string(e.name)), e.algorithm);
+    if (!e.preset_choice) {
+      EXPECT_THROW(load_hardware("tpuv3", {{"ici.collective_algorithm", std::string(e.name)}}), UserError);
+      continue;
+    }
+    const HardwareConfig config = load_hardware("tpuv3", {{"ici.collective_algorithm", std::string(e.name)}});
+    EXPECT_EQ(config.ici.collective_algorithm, e.algorithm);
+    EXPECT_EQ(hardware_value_text(config, "ici.collective_algorithm"), e.name);
+  }
+  EXPECT_THROW(collective_algorithm_from_name("ring2"), UserError);
+}
+
 constexpr double kW = 1e11;      // link bandwidth, bytes/s per direction
 constexpr double kHop = 1e-6;    // per-hop latency
 constexpr double kV = 64e6;      // bytes per device

@@ -8,6 +8,21 @@
 namespace podsim::hw {
 namespace {
 
+// The registry is what core.model validates against: both implementations,
+// each making the model its name says (roofline has no tiling losses, so a
+// ragged matmul is faster there than on the systolic model).
+TEST(CoreModelRegistry, NamesTheImplementationsAndMakesThem) {
+  ASSERT_EQ(core_models().size(), 2u);
+  EXPECT_EQ(core_models()[0].name, "systolic");
+  EXPECT_EQ(core_models()[1].name, "roofline");
+  for (const CoreModelEntry& entry : core_models()) {
+    const HardwareConfig config = load_hardware("tpuv3", {{"core.model", std::string(entry.name)}});
+    EXPECT_EQ(config.core.model, entry.kind);
+    EXPECT_EQ(hardware_value_text(config, "core.model"), entry.name);
+    EXPECT_NE(make_core_model(config), nullptr);
+  }
+}
+
 double efficiency(const CoreConfig& core, const MatmulWork& w) {
   const double macs = static_cast<double>(w.batch * w.m * w.k * w.n);
   return macs / (static_cast<double>(mxus_per_device(core) * core.mxu_rows * core.mxu_cols) *

@@ -10,7 +10,7 @@ namespace {
 
 ModelSpec dense(int64_t layers, int64_t model, int64_t ffn, int64_t heads) {
   ModelSpec m;
-  m.kind = "dense_transformer";
+  m.kind = ModelKind::kDenseTransformer;
   m.layers = layers;
   m.model_dim = model;
   m.ffn_dim = ffn;
@@ -33,17 +33,17 @@ TEST(ParameterCount, Dense1TMatchesPublishedTotal) {
 TEST(ParameterCount, Gpt175BConfigMatchesPublishedTotal) {
   // GELU FFN (g = 2), learned S x M positions with S = 2048, no relative bias.
   ModelSpec m = dense(96, 12288, 49152, 96);
-  m.ffn = "gelu";
-  m.position = "learned";
+  m.ffn = FfnKind::kGelu;
+  m.position = PositionKind::kLearned;
   m.seq_len = 2048;
   EXPECT_EQ(count_parameters(m).total, 174'366'928'896);
 }
 
 ModelSpec gshard(int64_t experts, int64_t layers) {
   ModelSpec m = dense(layers, 1024, 8192, 16);
-  m.kind = "moe_transformer";
-  m.structure = "encoder_decoder";
-  m.ffn = "relu";
+  m.kind = ModelKind::kMoeTransformer;
+  m.structure = ModelStructure::kEncoderDecoder;
+  m.ffn = FfnKind::kRelu;
   m.experts = experts;
   return m;
 }
@@ -80,7 +80,7 @@ TEST(ParameterCount, UntiedEmbeddingAddsTheOutputTable) {
   ModelSpec m = tiny_dense();
   m.tied_embedding = false;
   EXPECT_EQ(count_parameters(m).total, 548);
-  m.position = "rotary";
+  m.position = PositionKind::kRotary;
   EXPECT_EQ(count_parameters(m).total, 420);
 }
 
@@ -100,8 +100,8 @@ TEST(ParameterCount, MoeCountsExpertsInTotalAndTopKInActivated) {
   // Layer 0 FFN 2*4*8 = 64; layer 1: experts 4*64 + gating 4*4 = 272,
   // activated 2*64 + 16 = 144. Embedding 10*4 + final norm 4 = 44.
   ModelSpec m = tiny_dense();
-  m.kind = "moe_transformer";
-  m.ffn = "relu";
+  m.kind = ModelKind::kMoeTransformer;
+  m.ffn = FfnKind::kRelu;
   m.experts = 4;
   ParameterCount count = count_parameters(m);
   EXPECT_EQ(count.total, 2 * 136 + 64 + 272 + 44);
@@ -111,8 +111,8 @@ TEST(ParameterCount, MoeCountsExpertsInTotalAndTopKInActivated) {
 
 TEST(LayerPlan, EncoderDecoderSplitsStacksAndPlacesMoeEveryOtherLayer) {
   ModelSpec m = tiny_dense();
-  m.kind = "moe_transformer";
-  m.structure = "encoder_decoder";
+  m.kind = ModelKind::kMoeTransformer;
+  m.structure = ModelStructure::kEncoderDecoder;
   m.layers = 4;
   m.experts = 4;
   std::vector<LayerPlan> plan = plan_layers(m);

@@ -15,7 +15,7 @@ using compiler::Shape;
 
 ModelSpec gshard_moe(int64_t experts) {
   ModelSpec m;
-  m.kind = "moe_transformer";
+  m.kind = ModelKind::kMoeTransformer;
   m.experts = experts;
   m.top_k = 2;
   m.capacity_factor = 1.0;

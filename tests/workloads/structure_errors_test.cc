@@ -251,7 +251,7 @@ TEST(StructureErrors, BuilderChecksUseTheRecordedKeyLocations) {
     EXPECT_EQ(e.location().column, 13);
   }
   // The layer plan of an odd encoder-decoder points at model.layers (line 8).
-  m.structure = "encoder_decoder";
+  m.structure = ModelStructure::kEncoderDecoder;
   m.layers = 3;
   try {
     plan_layers(m, SourceLocation{"elsewhere", 0, 0});

@@ -48,14 +48,14 @@ TEST(WorkloadYaml, ReadsEveryKey) {
   EXPECT_EQ(w.mesh.axes[1].second, 4);
   EXPECT_EQ(w.mesh.device_count(), 8);
   EXPECT_EQ(w.model.layers, 2);
-  EXPECT_EQ(w.model.ffn, "gated_gelu");  // default
-  EXPECT_EQ(w.model.norm, "rms");        // default
-  EXPECT_EQ(w.model.dtypes.attention_logits, "f32");  // default
+  EXPECT_EQ(w.model.ffn, FfnKind::kGatedGelu);  // default
+  EXPECT_EQ(w.model.norm, NormKind::kRms);      // default
+  EXPECT_EQ(w.model.dtypes.attention_logits, compiler::DType::kF32);  // default
   ASSERT_EQ(w.sharding.size(), 2u);
   EXPECT_EQ(w.sharding[0].first, "activations");
   EXPECT_EQ(w.sharding[0].second[0], std::optional<std::string>("x"));
   EXPECT_EQ(w.sharding[0].second[1], std::nullopt);
-  EXPECT_EQ(w.training.optimizer, "adam");
+  EXPECT_EQ(w.training.optimizer, compiler::OptimizerKind::kAdam);
   EXPECT_EQ(w.training.microbatches, 2);
 }
 
@@ -94,13 +94,13 @@ TEST(WorkloadYaml, CompilerSectionDefaultsAreXlasAndEveryKeyReads) {
 TEST(WorkloadYaml, LayerLoopAndLoopPipeliningKeysRead) {
   // Defaults: layers unrolled, XLA's collective pipeliner on.
   const Workload defaults = parse_workload(kValid, "w.yaml");
-  EXPECT_EQ(defaults.model.layer_loop, "unrolled");
+  EXPECT_EQ(defaults.model.layer_loop, LayerLoop::kUnrolled);
   EXPECT_TRUE(defaults.compiler.loops.pipelined_all_gather);
   EXPECT_TRUE(defaults.compiler.loops.pipelined_reduce_scatter);
   const Workload set = parse_workload(kValid, "w.yaml",
                                       {"model.layer_loop=scan", "compiler.loops.pipelined_all_gather=false",
                                        "compiler.loops.pipelined_reduce_scatter=false"});
-  EXPECT_EQ(set.model.layer_loop, "scan");
+  EXPECT_EQ(set.model.layer_loop, LayerLoop::kScan);
   EXPECT_FALSE(set.compiler.loops.pipelined_all_gather);
   EXPECT_FALSE(set.compiler.loops.pipelined_reduce_scatter);
   UserError unknown = expect_parse_error(kValid, {"compiler.loops.pipelined_all_reduce=true"});
@@ -192,9 +192,9 @@ TEST(WorkloadYaml, NormAndAttentionLogitsDtype) {
   Workload w = parse_workload(replace(kValid, "  global_batch: 8\n",
                                       "  global_batch: 8\n  norm: layer\n  dtypes: {attention_logits: bf16}\n"),
                               "w.yaml");
-  EXPECT_EQ(w.model.norm, "layer");
-  EXPECT_EQ(w.model.dtypes.attention_logits, "bf16");
-  EXPECT_EQ(w.model.dtypes.activations, "bf16");  // the other dtypes keep their defaults
+  EXPECT_EQ(w.model.norm, NormKind::kLayer);
+  EXPECT_EQ(w.model.dtypes.attention_logits, compiler::DType::kBF16);
+  EXPECT_EQ(w.model.dtypes.activations, compiler::DType::kBF16);  // the other dtypes keep their defaults
   UserError e = expect_parse_error(replace(kValid, "  global_batch: 8\n", "  global_batch: 8\n  norm: batch\n"));
   EXPECT_NE(e.message().find("rms | layer"), std::string::npos) << e.what();
   e = expect_parse_error(replace(kValid, "  global_batch: 8\n", "  global_batch: 8\n  dtypes: {attention_logits: f16}\n"));
@@ -218,8 +218,13 @@ TEST(WorkloadYaml, BadSetValueNamesTheFlagTheChoicesAndTheNearest) {
   EXPECT_EQ(e.location().file, "--set training.remat=ful") << e.what();
   EXPECT_NE(e.message().find("none | full | auto | save_dots"), std::string::npos) << e.what();
   EXPECT_EQ(e.hint(), "did you mean 'full'?") << e.what();
-  for (const char* good : {"none", "full", "auto", "save_dots"})
-    EXPECT_EQ(parse_workload(kValid, "w.yaml", {std::string("training.remat=") + good}).training.remat, good);
+  const std::pair<const char*, RematMode> good[] = {
+      {"none", RematMode::kNone}, {"full", RematMode::kFull}, {"auto", RematMode::kAuto}, {"save_dots", RematMode::kSelective}};
+  for (const auto& [name, mode] : good) {
+    const TrainingSpec t = parse_workload(kValid, "w.yaml", {std::string("training.remat=") + name}).training;
+    EXPECT_EQ(t.remat, mode) << name;
+    EXPECT_EQ(t.remat_policy, mode == RematMode::kSelective ? name : "") << name;
+  }
   UserError far = expect_parse_error(kValid, {"training.remat=everything"});
   EXPECT_EQ(far.hint(), "") << far.what();  // nothing near: the list in the message is the help
 }
@@ -237,8 +242,8 @@ TEST(WorkloadYaml, MeshOrderAcceptsThePlacementNames) {
   for (const char* order : {"row_major", "column_major", "ring_preserving"}) {
     SCOPED_TRACE(order);
     Workload w = parse_workload(replace(kValid, "  axes: {x: 2, y: 4}\n", fmt::format("  axes: {{x: 2, y: 4}}\n  order: {}\n", order)), "w.yaml");
-    EXPECT_EQ(w.mesh.order, order);
-    EXPECT_NO_THROW(hw::placement_order_from_name(w.mesh.order));
+    EXPECT_EQ(w.mesh.order, hw::placement_order_from_name(order));
+    EXPECT_EQ(name_of(w.mesh.order), order);
   }
   // explicit: the named form with mesh.devices, and the list shorthand.
   const std::string devices = "[7, 6, 5, 4, 3, 2, 1, 0]";
@@ -248,8 +253,7 @@ TEST(WorkloadYaml, MeshOrderAcceptsThePlacementNames) {
   Workload listed =
       parse_workload(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: " + devices + "\n"), "w.yaml");
   for (const Workload* w : {&named, &listed}) {
-    EXPECT_EQ(w->mesh.order, "explicit");
-    EXPECT_EQ(hw::placement_order_from_name(w->mesh.order), hw::PlacementOrder::kExplicit);
+    EXPECT_EQ(w->mesh.order, hw::PlacementOrder::kExplicit);
     EXPECT_EQ(w->mesh.explicit_devices, (std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1, 0}));
   }
 }

@@ -6,11 +6,27 @@
 
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/training/optimizers.h"
 #include "compiler/training/training_step.h"
 #include "gradient_check.h"
 
 namespace podsim::compiler::testing {
 namespace {
+
+// The registry names every OptimizerKind once, in the order users see them,
+// and its defaults are the documented ones (Adam: Kingma & Ba's 0.9, 0.999,
+// 1e-8; Adafactor: no first moment).
+TEST(OptimizerRegistry, NamesEachKindOnceWithItsDefaults) {
+  ASSERT_EQ(optimizers().size(), 3u);
+  EXPECT_EQ(optimizers()[0].name, "sgd");
+  EXPECT_EQ(optimizers()[1].name, "adam");
+  EXPECT_EQ(optimizers()[2].name, "adafactor");
+  for (const OptimizerEntry& e : optimizers()) EXPECT_EQ(optimizer_defaults(e.kind).kind, e.kind);
+  EXPECT_EQ(optimizer_defaults(OptimizerKind::kAdam).beta1, 0.9);
+  EXPECT_EQ(optimizer_defaults(OptimizerKind::kAdam).beta2, 0.999);
+  EXPECT_EQ(optimizer_defaults(OptimizerKind::kAdam).epsilon, 1e-8);
+  EXPECT_EQ(optimizer_defaults(OptimizerKind::kAdafactor).beta1, 0.0);
+}
 
 const DType F32 = DType::kF32;
 
