@@ -7,15 +7,18 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <regex>
 
 #include "common/csv.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/progress.h"
+#include "driver/run_workload.h"
 #include "driver/workload_server.h"
 #include "reports/flat_report.h"
 #include "reports/sweep_plot.h"
 #include "studies/gnuplot.h"
+#include "workloads/workload.h"
 
 namespace podsim::studies {
 
@@ -220,6 +223,20 @@ bool plot_sweep(const SweepSpec& spec, const std::string& csv_path, const std::s
 
 }  // namespace
 
+void check_sweep_keys(const SweepSpec& spec, const std::vector<SweepPoint>& points) {
+  if (points.empty()) return;
+  try {
+    const workloads::Workload workload = workloads::load_workload(spec.base_workload, points.front().overrides(spec));
+    driver::workload_hardware(workload);
+  } catch (const UserError& e) {
+    if (!e.message().starts_with("unknown ")) return;
+    for (const auto& [key, where] : spec.key_locations)
+      if (e.location().file.starts_with("--set " + key + "="))
+        throw UserError(where, fmt::format("{} (a key of the base workload {})", e.message(), spec.base_workload),
+                        std::regex_replace(e.hint(), std::regex("--set ([^=]+)=[^?]*\\?"), "'$1'?"));
+  }
+}
+
 int run_sweep(const SweepRequest& r) {
   SweepSpec spec = load_sweep(r.sweep_file);
   std::vector<SweepPoint> points = expand_sweep(spec);
@@ -231,6 +248,7 @@ int run_sweep(const SweepRequest& r) {
   else if (!r.plot_metrics.empty())
     throw UserError(SourceLocation{"--plot-metric " + r.plot_metrics.front(), 0, 0},
                     "--plot-metric chooses what --plot draws", "add --plot results.svg");
+  check_sweep_keys(spec, points);
   ProgressLine progress(stderr, 0, progress_style_of(stderr));
   const std::string label = "sweep " + spec.name;
   ChildRunOptions children;

@@ -60,6 +60,13 @@ struct SweepRequest {
   double timeout_seconds = 0;  // kill a point running longer (0 = never)
 };
 
+// The sweep's keys checked against its base workload before any point runs:
+// the first point's overrides are read as its child would read them, and an
+// unknown key is a UserError where the sweep file writes it, with the
+// reader's suggestion. Other errors of a point (a mesh that does not fit)
+// stay that point's error row.
+void check_sweep_keys(const SweepSpec& spec, const std::vector<SweepPoint>& points);
+
 // Runs the points (a progress bar on stderr), writes the table (and JSON
 // lines, and the plot), and a summary line on stderr. Exit code 0 when every
 // point ran and the plot was drawn, 1 when some point failed (its row says

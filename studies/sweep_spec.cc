@@ -35,14 +35,15 @@ std::vector<std::string> value_list(const yaml::Document& doc, const YAML::Node&
   return values;
 }
 
-SweepAxis zip_group(const yaml::Document& doc, const YAML::Node& group, std::set<std::string>& seen) {
+SweepAxis zip_group(const yaml::Document& doc, const YAML::Node& group, std::set<std::string>& seen,
+                    std::vector<std::pair<std::string, SourceLocation>>& key_locations) {
   if (!group.IsMap() || group.size() == 0)
     doc.fail(group, "a zip group must map keys to equally long value lists",
              "write e.g. zip: {mesh.axes.x: [16, 32], mesh.axes.y: [32, 16]}");
   SweepAxis axis;
   std::vector<std::vector<std::string>> columns;
   size_t length = 0;
-  // Keys are workload keys: `podsim sweep` checks them against the workload.
+  // Keys are workload keys, checked by studies/sweep.cc before any point runs.
   const yaml::MapReader group_keys(doc, group, "zip");
   for (const yaml::MapReader::Entry& e : group_keys.entries()) {
     if (!seen.insert(e.key).second) doc.fail(e.key_node, fmt::format("'{}' is swept twice", e.key), "sweep each key in one place");
@@ -54,6 +55,7 @@ SweepAxis zip_group(const yaml::Document& doc, const YAML::Node& group, std::set
                            length),
                "zipped lists advance together: give them the same length");
     axis.keys.push_back(e.key);
+    key_locations.emplace_back(e.key, doc.at(e.key_node));
   }
   for (size_t i = 0; i < length; ++i) {
     std::vector<std::string> row;
@@ -99,13 +101,15 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name
                            ? base
                            : (std::filesystem::path(file_name).parent_path() / base_path).lexically_normal().string();
   if (spec.name.empty()) spec.name = std::filesystem::path(file_name).stem().string();
-  // The keys below set, grid and zip are workload keys, checked when the
-  // workload reads them.
+  // The keys below set, grid and zip are workload keys: studies/sweep.cc
+  // checks them against the base workload before any point runs.
   if (const YAML::Node set = top.get("set")) {
     if (!set.IsMap()) doc.fail(set, "'set' must map keys to values", "write e.g. set: {training.remat: auto}");
     const yaml::MapReader set_keys(doc, set, "set");
-    for (const yaml::MapReader::Entry& e : set_keys.entries())
+    for (const yaml::MapReader::Entry& e : set_keys.entries()) {
       spec.fixed_overrides.push_back(e.key + "=" + scalar(doc, e.value, fmt::format("'set.{}'", e.key)));
+      spec.key_locations.emplace_back(e.key, doc.at(e.key_node));
+    }
   }
   std::set<std::string> seen;
   if (const YAML::Node grid = top.get("grid")) {
@@ -113,6 +117,7 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name
     const yaml::MapReader grid_keys(doc, grid, "grid");
     for (const yaml::MapReader::Entry& e : grid_keys.entries()) {
       if (!seen.insert(e.key).second) doc.fail(e.key_node, fmt::format("'{}' is swept twice", e.key), "sweep each key in one place");
+      spec.key_locations.emplace_back(e.key, doc.at(e.key_node));
       SweepAxis axis;
       axis.keys = {e.key};
       for (std::string& v : value_list(doc, e.value, e.key)) axis.values.push_back({std::move(v)});
@@ -121,9 +126,9 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name
   }
   if (const YAML::Node zip = top.get("zip")) {
     if (zip.IsSequence()) {
-      for (const YAML::Node& group : zip) spec.axes.push_back(zip_group(doc, group, seen));
+      for (const YAML::Node& group : zip) spec.axes.push_back(zip_group(doc, group, seen, spec.key_locations));
     } else {
-      spec.axes.push_back(zip_group(doc, zip, seen));
+      spec.axes.push_back(zip_group(doc, zip, seen, spec.key_locations));
     }
   }
   if (spec.axes.empty())

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "reports/flat_report.h"
 
 namespace podsim::studies {
@@ -37,6 +38,8 @@ struct SweepSpec {
   std::string base_workload;  // resolved path
   std::vector<std::string> fixed_overrides;  // "key=value"
   std::vector<SweepAxis> axes;
+  // Where each key of set, grid and zip is written in the sweep file.
+  std::vector<std::pair<std::string, SourceLocation>> key_locations;
   std::vector<std::string> swept_keys() const;  // axis order
 };
 

@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "common/error.h"
+#include "studies/sweep_spec.h"
+
 namespace podsim::studies {
 namespace {
 
@@ -65,6 +70,46 @@ TEST(SplitForJobs, TheLargestGroupsAreCutIntoContiguousPartsOfTwoOrMore) {
   EXPECT_EQ(split_for_jobs({group_of("a", 0, 6), group_of("b", 6, 2)}, 10).size(), 4u);
   // As many groups as jobs: unchanged.
   EXPECT_EQ(split_for_jobs({group_of("a", 0, 6), group_of("b", 6, 2)}, 2).size(), 2u);
+}
+
+// A misspelt key in set, grid or zip is refused at its line of the sweep
+// file, with the workload reader's suggestion; a valid sweep passes, also
+// one whose first point is an error row of its own (a mesh that does not
+// cover the devices is the point's business, not the check's).
+SweepSpec spec_over_small(const std::string& body) {
+  const std::string base = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
+  return parse_sweep("name: t\nbase: " + base + "\n" + body, "s.yaml");
+}
+
+void expect_refused_at(const std::string& body, int line, int column, const std::string& message,
+                       const std::string& hint) {
+  const SweepSpec spec = spec_over_small(body);
+  try {
+    check_sweep_keys(spec, expand_sweep(spec));
+    FAIL() << "expected a UserError for " << body;
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().file, "s.yaml");
+    EXPECT_EQ(e.location().line, line);
+    EXPECT_EQ(e.location().column, column);
+    EXPECT_NE(e.message().find(message), std::string::npos) << e.message();
+    EXPECT_NE(e.hint().find(hint), std::string::npos) << e.hint();
+  }
+}
+
+TEST(CheckSweepKeys, AnUnknownKeyIsRefusedWhereTheSweepFileWritesIt) {
+  expect_refused_at("grid:\n  model.layres: [2, 3]\n", 4, 3, "unknown key 'layres' in 'model'",
+                    "did you mean 'layers'?");
+  expect_refused_at("set: {training.optimzer: adam}\ngrid:\n  model.layers: [2]\n", 3, 7,
+                    "unknown key 'optimzer' in 'training'", "did you mean 'optimizer'?");
+  expect_refused_at("zip:\n  model.layers: [2, 3]\n  hardware.ici.link_bandwith: [1e11, 2e11]\n", 5, 3,
+                    "unknown hardware key 'ici.link_bandwith'", "did you mean 'hardware.ici.link_bandwidth'?");
+}
+
+TEST(CheckSweepKeys, ValidKeysPassEvenWhenAPointIsAnErrorRow) {
+  const SweepSpec good = spec_over_small("grid:\n  model.layers: [2, 3]\n  hardware.ici.link_bandwidth: [1e11]\n");
+  EXPECT_NO_THROW(check_sweep_keys(good, expand_sweep(good)));
+  const SweepSpec bad_mesh = spec_over_small("grid:\n  mesh.axes.x: [3]\n");
+  EXPECT_NO_THROW(check_sweep_keys(bad_mesh, expand_sweep(bad_mesh)));
 }
 
 }  // namespace
