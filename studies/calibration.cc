@@ -114,7 +114,7 @@ FitParameter parse_fit_parameter(const Document& doc, const YAML::Node& f) {
     doc.fail(range ? range : f, fmt::format("fit parameter '{}' needs 'range: [low, high]'", p.key));
   p.low = number_at(doc, range[0], "range");
   p.high = number_at(doc, range[1], "range");
-  // The search steps in ratios (calibration_fit.h), so both ends are > 0.
+  // The search steps in ratios (studies/compass_search.h), so both ends are > 0.
   if (!(p.low > 0 && p.low < p.high)) doc.fail(range, fmt::format("fit range of '{}' must have 0 < low < high", p.key));
   p.why = required_string(doc, r, f, "why");
   r.finish();

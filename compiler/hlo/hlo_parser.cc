@@ -2,14 +2,13 @@
 // resolution (operands, called computations) and topological ordering.
 #include "compiler/hlo/hlo_parser.h"
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "common/did_you_mean.h"
+#include "common/files.h"
 #include "compiler/hlo/hlo_attribute_reader.h"
 #include "compiler/hlo/hlo_cursor.h"
 #include "compiler/hlo/hlo_values.h"
@@ -483,12 +482,7 @@ Module parse_hlo(std::string_view text, std::string file_name) {
 }
 
 Module parse_hlo_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(SourceLocation{path, 0, 0}, "cannot open HLO file", "check the path and permissions");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  return parse_hlo(text, path);
+  return parse_hlo(read_file_text(path, "HLO file"), path);
 }
 
 }  // namespace podsim::compiler

@@ -1,4 +1,4 @@
-// HLO fixtures shared by the fusion tests (grouping, tests/compiler/pipeline)
+// HLO fixtures shared by the fusion tests (grouping, tests/compiler/backend)
 // and the kernel-cost tests (bytes, tests/sim).
 #pragma once
 
