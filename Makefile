@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= build-fuzz
 ASAN_DIR ?= build-asan
 
-.PHONY: demo test deps configure build sanitize fuzz readme
+.PHONY: demo test deps configure build sanitize fuzz readme format
 
 deps:
 	@bash scripts/install-deps.sh
@@ -60,3 +60,7 @@ fuzz:
 	  -DPODSIM_BUILD_TESTS=OFF -DPODSIM_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target hlo_parser_fuzz sharding_fuzz workload_fuzz
 	@bash scripts/run-fuzzers.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+# Applies .clang-format to every C++ file (Debian package clang-format).
+format:
+	git ls-files '*.cc' '*.h' | xargs clang-format -i

@@ -15,8 +15,8 @@
 #include <chrono>
 #include <string>
 
-#include "reports/formats.h"
 #include "driver/run_workload.h"
+#include "reports/formats.h"
 
 namespace {
 
@@ -32,7 +32,8 @@ void run_layers(benchmark::State& state, const std::string& loop) {
     for (int k = 0; k < 3; ++k) {
       podsim::driver::RunRequest request;
       request.workload_path = default_workload();
-      request.overrides = {fmt::format("model.layers={}", layer_counts[k]), "model.layer_loop=" + loop};
+      request.overrides = {fmt::format("model.layers={}", layer_counts[k]),
+                           "model.layer_loop=" + loop};
       const auto start = std::chrono::steady_clock::now();
       podsim::driver::RunResult result = podsim::driver::run_workload(request);
       std::string text = podsim::reports::report_json(result.report);
@@ -44,7 +45,8 @@ void run_layers(benchmark::State& state, const std::string& loop) {
       state.counters["simulate_s_" + n] = result.report.simulate_wall_s;
       state.counters["end_to_end_s_" + n] = total_s[k];
       state.counters["step_time_s_" + n] = result.report.step_time_s;
-      state.counters["peak_GiB_" + n] = static_cast<double>(result.report.peak_memory_bytes) / (1 << 30);
+      state.counters["peak_GiB_" + n] =
+          static_cast<double>(result.report.peak_memory_bytes) / (1 << 30);
     }
   }
   state.counters["compile_128_over_8"] = compile_s[2] / compile_s[0];
@@ -54,6 +56,9 @@ void run_layers(benchmark::State& state, const std::string& loop) {
 void BM_LayerLoopScan(benchmark::State& state) { run_layers(state, "scan"); }
 void BM_LayerLoopUnrolled(benchmark::State& state) { run_layers(state, "unrolled"); }
 BENCHMARK(BM_LayerLoopScan)->Name("LayerLoop/scan")->Unit(benchmark::kSecond)->Iterations(1);
-BENCHMARK(BM_LayerLoopUnrolled)->Name("LayerLoop/unrolled")->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_LayerLoopUnrolled)
+    ->Name("LayerLoop/unrolled")
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 }  // namespace

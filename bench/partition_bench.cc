@@ -50,7 +50,8 @@ MeshShardings mesh_shardings(int64_t x, int64_t y) {
 // transformer_layer_2d.hlo with every name suffixed by the layer index and
 // its weights as parameters first_param.. first_param+8. `in` is the layer
 // input; the layer's output is named "out{l}".
-std::string layer_hlo(int l, const std::string& in, int first_param, const LayerDims& d, const MeshShardings& s) {
+std::string layer_hlo(int l, const std::string& in, int first_param, const LayerDims& d,
+                      const MeshShardings& s) {
   const std::string blm = fmt::format("f32[{},{},{}]", d.batch, d.seq, d.model);
   const std::string bl = fmt::format("f32[{},{}]", d.batch, d.seq);
   const std::string blnd = fmt::format("f32[{},{},{},{}]", d.batch, d.seq, d.heads, d.head_dim);
@@ -70,7 +71,8 @@ std::string layer_hlo(int l, const std::string& in, int first_param, const Layer
   line(fmt::format("wq{0} = {1} parameter({2}), sharding={3}", l, mnd, p++, s.qkv_weight));
   line(fmt::format("wk{0} = {1} parameter({2}), sharding={3}", l, mnd, p++, s.qkv_weight));
   line(fmt::format("wv{0} = {1} parameter({2}), sharding={3}", l, mnd, p++, s.qkv_weight));
-  line(fmt::format("wo_attn{0} = {1} parameter({2}), sharding={3}", l, ndm, p++, s.attn_out_weight));
+  line(
+      fmt::format("wo_attn{0} = {1} parameter({2}), sharding={3}", l, ndm, p++, s.attn_out_weight));
   line(fmt::format("ln2_scale{0} = {1} parameter({2}), sharding={3}", l, m, p++, s.scale));
   line(fmt::format("wi_0_{0} = {1} parameter({2}), sharding={3}", l, mh, p++, s.ffn_in));
   line(fmt::format("wi_1_{0} = {1} parameter({2}), sharding={3}", l, mh, p++, s.ffn_in));
@@ -84,7 +86,8 @@ std::string layer_hlo(int l, const std::string& in, int first_param, const Layer
     line(fmt::format("{0}_mean_b = {1} broadcast({0}_mean), dimensions={{0,1}}", n, blm));
     line(fmt::format("{0}_centered = {1} subtract({2}, {0}_mean_b)", n, blm, x));
     line(fmt::format("{0}_sq = {1} multiply({0}_centered, {0}_centered)", n, blm));
-    line(fmt::format("{0}_sq_sum = {1} reduce({0}_sq, zero), dimensions={{2}}, to_apply=add", n, bl));
+    line(fmt::format("{0}_sq_sum = {1} reduce({0}_sq, zero), dimensions={{2}}, to_apply=add", n,
+                     bl));
     line(fmt::format("{0}_var = {1} multiply({0}_sq_sum, inv_model_bl)", n, bl));
     line(fmt::format("{0}_var_eps = {1} add({0}_var, epsilon_bl)", n, bl));
     line(fmt::format("{0}_inv_std = {1} rsqrt({0}_var_eps)", n, bl));
@@ -96,26 +99,43 @@ std::string layer_hlo(int l, const std::string& in, int first_param, const Layer
   const std::string L = std::to_string(l);
   layer_norm("ln1_", in, "ln1_scale" + L, "h" + L);
   for (const char* w : {"q", "k", "v"})
-    line(fmt::format("{0}{1} = {2} dot(h{1}, w{0}{1}), lhs_contracting_dims={{2}}, rhs_contracting_dims={{0}}", w, L, blnd));
-  line(fmt::format("scores_raw{0} = {1} dot(q{0}, k{0}), lhs_batch_dims={{0,2}}, lhs_contracting_dims={{3}}, "
-                   "rhs_batch_dims={{0,2}}, rhs_contracting_dims={{3}}", L, bnlt));
+    line(fmt::format(
+        "{0}{1} = {2} dot(h{1}, w{0}{1}), lhs_contracting_dims={{2}}, rhs_contracting_dims={{0}}",
+        w, L, blnd));
+  line(fmt::format(
+      "scores_raw{0} = {1} dot(q{0}, k{0}), lhs_batch_dims={{0,2}}, lhs_contracting_dims={{3}}, "
+      "rhs_batch_dims={{0,2}}, rhs_contracting_dims={{3}}",
+      L, bnlt));
   line(fmt::format("scale_b{0} = {1} broadcast(inv_sqrt_head_dim), dimensions={{}}", L, bnlt));
   line(fmt::format("scores{0} = {1} multiply(scores_raw{0}, scale_b{0})", L, bnlt));
-  line(fmt::format("scores_max{0} = {1} reduce(scores{0}, neg_inf), dimensions={{3}}, to_apply=max", L, bnl));
-  line(fmt::format("scores_max_b{0} = {1} broadcast(scores_max{0}), dimensions={{0,1,2}}", L, bnlt));
+  line(fmt::format("scores_max{0} = {1} reduce(scores{0}, neg_inf), dimensions={{3}}, to_apply=max",
+                   L, bnl));
+  line(
+      fmt::format("scores_max_b{0} = {1} broadcast(scores_max{0}), dimensions={{0,1,2}}", L, bnlt));
   line(fmt::format("shifted{0} = {1} subtract(scores{0}, scores_max_b{0})", L, bnlt));
   line(fmt::format("exp{0} = {1} exponential(shifted{0})", L, bnlt));
-  line(fmt::format("exp_sum{0} = {1} reduce(exp{0}, zero), dimensions={{3}}, to_apply=add", L, bnl));
+  line(
+      fmt::format("exp_sum{0} = {1} reduce(exp{0}, zero), dimensions={{3}}, to_apply=add", L, bnl));
   line(fmt::format("exp_sum_b{0} = {1} broadcast(exp_sum{0}), dimensions={{0,1,2}}", L, bnlt));
   line(fmt::format("probs{0} = {1} divide(exp{0}, exp_sum_b{0})", L, bnlt));
-  line(fmt::format("context{0} = {1} dot(probs{0}, v{0}), lhs_batch_dims={{0,1}}, lhs_contracting_dims={{3}}, "
-                   "rhs_batch_dims={{0,2}}, rhs_contracting_dims={{1}}", L, bnld));
-  line(fmt::format("attn_out{0} = {1} dot(context{0}, wo_attn{0}), lhs_contracting_dims={{1,3}}, "
-                   "rhs_contracting_dims={{0,1}}", L, blm));
+  line(fmt::format(
+      "context{0} = {1} dot(probs{0}, v{0}), lhs_batch_dims={{0,1}}, lhs_contracting_dims={{3}}, "
+      "rhs_batch_dims={{0,2}}, rhs_contracting_dims={{1}}",
+      L, bnld));
+  line(
+      fmt::format("attn_out{0} = {1} dot(context{0}, wo_attn{0}), lhs_contracting_dims={{1,3}}, "
+                  "rhs_contracting_dims={{0,1}}",
+                  L, blm));
   line(fmt::format("residual_1_{0} = {1} add({2}, attn_out{0})", L, blm, in));
   layer_norm("ln2_", "residual_1_" + L, "ln2_scale" + L, "h2_" + L);
-  line(fmt::format("gate_pre{0} = {1} dot(h2_{0}, wi_0_{0}), lhs_contracting_dims={{2}}, rhs_contracting_dims={{0}}", L, blh));
-  line(fmt::format("linear{0} = {1} dot(h2_{0}, wi_1_{0}), lhs_contracting_dims={{2}}, rhs_contracting_dims={{0}}", L, blh));
+  line(
+      fmt::format("gate_pre{0} = {1} dot(h2_{0}, wi_0_{0}), lhs_contracting_dims={{2}}, "
+                  "rhs_contracting_dims={{0}}",
+                  L, blh));
+  line(
+      fmt::format("linear{0} = {1} dot(h2_{0}, wi_1_{0}), lhs_contracting_dims={{2}}, "
+                  "rhs_contracting_dims={{0}}",
+                  L, blh));
   // GELU, tanh form: 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))).
   line(fmt::format("cube{0} = {1} multiply(gate_pre{0}, gate_pre{0})", L, blh));
   line(fmt::format("cube1_{0} = {1} multiply(cube{0}, gate_pre{0})", L, blh));
@@ -131,7 +151,10 @@ std::string layer_hlo(int l, const std::string& in, int first_param, const Layer
   line(fmt::format("half_a{0} = {1} multiply(gate_pre{0}, half_b{0})", L, blh));
   line(fmt::format("gelu{0} = {1} multiply(half_a{0}, one_plus{0})", L, blh));
   line(fmt::format("gated{0} = {1} multiply(gelu{0}, linear{0})", L, blh));
-  line(fmt::format("ffn_out{0} = {1} dot(gated{0}, wo_ffn{0}), lhs_contracting_dims={{2}}, rhs_contracting_dims={{0}}", L, blm));
+  line(
+      fmt::format("ffn_out{0} = {1} dot(gated{0}, wo_ffn{0}), lhs_contracting_dims={{2}}, "
+                  "rhs_contracting_dims={{0}}",
+                  L, blm));
   line(fmt::format("out{0} = {1} add(residual_1_{0}, ffn_out{0})", L, blm));
   return t;
 }
@@ -142,16 +165,22 @@ std::string transformer_stack_hlo(int layers, int64_t x, int64_t y) {
   const LayerDims d;
   const MeshShardings s = mesh_shardings(x, y);
   std::string t = fmt::format("HloModule transformer_stack, num_partitions={}\n\n", x * y);
-  t += "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n";
-  t += "max {\n  c = f32[] parameter(0)\n  e = f32[] parameter(1)\n  ROOT m = f32[] maximum(c, e)\n}\n\n";
+  t += "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, "
+       "b)\n}\n\n";
+  t += "max {\n  c = f32[] parameter(0)\n  e = f32[] parameter(1)\n  ROOT m = f32[] maximum(c, "
+       "e)\n}\n\n";
   t += "ENTRY stack {\n";
-  t += fmt::format("  x = f32[{},{},{}] parameter(0), sharding={}\n", d.batch, d.seq, d.model, s.activation);
-  t += "  zero = f32[] constant(0)\n  neg_inf = f32[] constant(-inf)\n  inv_model = f32[] constant(0.0009765625)\n";
+  t += fmt::format("  x = f32[{},{},{}] parameter(0), sharding={}\n", d.batch, d.seq, d.model,
+                   s.activation);
+  t += "  zero = f32[] constant(0)\n  neg_inf = f32[] constant(-inf)\n  inv_model = f32[] "
+       "constant(0.0009765625)\n";
   t += "  epsilon = f32[] constant(1e-06)\n  inv_sqrt_head_dim = f32[] constant(0.125)\n";
   t += "  gelu_c = f32[] constant(0.044715)\n  sqrt_2_over_pi = f32[] constant(0.7978846)\n";
   t += "  one = f32[] constant(1)\n  half = f32[] constant(0.5)\n";
-  t += fmt::format("  inv_model_bl = f32[{},{}] broadcast(inv_model), dimensions={{}}\n", d.batch, d.seq);
-  t += fmt::format("  epsilon_bl = f32[{},{}] broadcast(epsilon), dimensions={{}}\n", d.batch, d.seq);
+  t += fmt::format("  inv_model_bl = f32[{},{}] broadcast(inv_model), dimensions={{}}\n", d.batch,
+                   d.seq);
+  t += fmt::format("  epsilon_bl = f32[{},{}] broadcast(epsilon), dimensions={{}}\n", d.batch,
+                   d.seq);
   std::string in = "x";
   for (int l = 0; l < layers; ++l) {
     t += layer_hlo(l, in, 1 + 9 * l, d, s);
@@ -181,12 +210,17 @@ void BM_PropagateAndPartition(benchmark::State& state) {
   state.counters["devices"] = static_cast<double>(x * y);
   state.counters["instr_in"] = static_cast<double>(parsed.entry().size());
   state.counters["instr_out"] = static_cast<double>(out_instructions);
-  state.counters["collectives"] = static_cast<double>(stats.all_reduces + stats.all_gathers + stats.all_to_alls +
-                                                      stats.collective_permutes + stats.reduce_scatters);
+  state.counters["collectives"] =
+      static_cast<double>(stats.all_reduces + stats.all_gathers + stats.all_to_alls +
+                          stats.collective_permutes + stats.reduce_scatters);
   state.counters["full_repl"] = static_cast<double>(stats.full_replications);
   state.counters["fallbacks"] = static_cast<double>(stats.default_fallbacks);
 }
-BENCHMARK(BM_PropagateAndPartition)->Args({2, 4})->Args({8, 16})->Args({32, 64})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PropagateAndPartition)
+    ->Args({2, 4})
+    ->Args({8, 16})
+    ->Args({32, 64})
+    ->Unit(benchmark::kMillisecond);
 
 // The two phases separately, to see which one (if any) grows with devices.
 void BM_Propagate(benchmark::State& state) {
@@ -204,7 +238,8 @@ void BM_Partition(benchmark::State& state) {
   const int64_t x = state.range(0), y = state.range(1);
   Module propagated = parse_hlo(transformer_stack_hlo(kLayers, x, y));
   propagate_shardings(propagated);
-  for (auto _ : state) benchmark::DoNotOptimize(partition_spmd_with_stats(propagated, SpmdOptions{x * y}));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(partition_spmd_with_stats(propagated, SpmdOptions{x * y}));
   state.counters["devices"] = static_cast<double>(x * y);
 }
 BENCHMARK(BM_Partition)->Args({2, 4})->Args({8, 16})->Args({32, 64})->Unit(benchmark::kMillisecond);

@@ -1,14 +1,14 @@
 // `podsim run` end to end at fast fidelity (load, build, compile, simulate,
 // report) for the default workload, workloads/dense_1t_2048.yaml (override
-// with PODSIM_BENCH_WORKLOAD; run from the repository root). Counters: the simulated step time and the
-// compile / simulate wall split of the last iteration.
+// with PODSIM_BENCH_WORKLOAD; run from the repository root). Counters: the simulated step time and
+// the compile / simulate wall split of the last iteration.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <string>
 
-#include "reports/formats.h"
 #include "driver/run_workload.h"
+#include "reports/formats.h"
 
 namespace {
 

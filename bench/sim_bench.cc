@@ -73,7 +73,8 @@ void run_bench(benchmark::State& state, sim::Fidelity fidelity) {
     events += t.kernel_events;
     step = t.step_time_s;
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["step_us"] = step * 1e6;
 }
 

@@ -6,16 +6,23 @@
 namespace podsim::cli {
 
 CLI::App* add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
-  CLI::App* calibrate = app.add_subcommand("calibrate", "predicted vs measured throughput of the calibration configs");
-  calibrate->add_option("--measured", o.measured_file,
-                        "measured numbers (default: measured.yaml in the baselines folder regress finds)");
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "predicted vs measured throughput of the calibration configs");
+  calibrate->add_option(
+      "--measured", o.measured_file,
+      "measured numbers (default: measured.yaml in the baselines folder regress finds)");
   calibrate->add_option("-o,--output", o.output, "markdown table (default stdout)");
-  calibrate->add_option("-j", o.jobs, "workloads run at once (--fit: every workload's server works at once)")
+  calibrate
+      ->add_option("-j", o.jobs,
+                   "workloads run at once (--fit: every workload's server works at once)")
       ->check(CLI::Range(1, 4096));
-  calibrate->add_flag("--fit", o.fit,
-                      "fit the hardware parameters listed under 'fit:' (one set for all configs) and predict "
-                      "each config from a fit to the others");
-  calibrate->add_option("--max-evaluations", o.max_evaluations, "--fit: parameter sets per search at most")
+  calibrate->add_flag(
+      "--fit", o.fit,
+      "fit the hardware parameters listed under 'fit:' (one set for all configs) and predict "
+      "each config from a fit to the others");
+  calibrate
+      ->add_option("--max-evaluations", o.max_evaluations,
+                   "--fit: parameter sets per search at most")
       ->check(CLI::Range(1, 100000));
   return calibrate;
 }

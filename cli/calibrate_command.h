@@ -8,7 +8,8 @@
 namespace podsim::cli {
 
 struct CalibrateOptions {
-  std::string measured_file;  // --measured FILE, empty = measured.yaml in the baselines folder regress finds
+  std::string measured_file;  // --measured FILE, empty = measured.yaml in the baselines folder
+                              // regress finds
   std::string output;         // -o: markdown; empty or "-" = stdout
   int jobs = 1;               // -j N
   bool fit = false;           // --fit: fit the `fit:` parameters, with leave-one-out

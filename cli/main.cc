@@ -1,8 +1,8 @@
 // podsim command line: creates the app, registers every subcommand (one
 // file and one options struct each: cli/<name>_command.h) and runs the one
 // chosen. User errors (podsim::UserError) print one message and exit 2.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <string>

@@ -7,8 +7,9 @@ namespace podsim::cli {
 
 CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
   CLI::App* regress = app.add_subcommand("regress", "compare workloads with tracked baselines");
-  regress->add_option("--baselines", o.baselines_dir,
-                      "baseline folder (default: reports/baselines here, else in the source tree of this podsim)");
+  regress->add_option(
+      "--baselines", o.baselines_dir,
+      "baseline folder (default: reports/baselines here, else in the source tree of this podsim)");
   regress->add_flag("--update", o.update, "rewrite the baselines");
   regress->add_option("-j", o.jobs, "workloads run at once")->check(CLI::Range(1, 4096));
   regress->add_flag("--all", o.all_rows, "print unchanged metrics too");

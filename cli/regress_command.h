@@ -8,7 +8,8 @@
 namespace podsim::cli {
 
 struct RegressOptions {
-  std::string baselines_dir;  // --baselines DIR, empty = reports/baselines (the cwd's, else the source tree's)
+  std::string baselines_dir;  // --baselines DIR, empty = reports/baselines (the cwd's, else the
+                              // source tree's)
   bool update = false;        // --update
   int jobs = 1;               // -j N
   bool all_rows = false;      // --all: print unchanged metrics too

@@ -27,8 +27,10 @@ driver::RunRequest run_request(const RunOptions& o) {
   const bool hlo = driver::is_hlo_module_path(o.input);
   auto only_for_hlo = [&](bool given, const std::string& flag) {
     if (given && !hlo)
-      throw UserError(SourceLocation{flag, 0, 0}, fmt::format("{} applies to an HLO module, not a workload YAML", flag),
-                      "a workload sets these in its file: hardware:, mesh.axes, model.global_batch; or --set them");
+      throw UserError(SourceLocation{flag, 0, 0},
+                      fmt::format("{} applies to an HLO module, not a workload YAML", flag),
+                      "a workload sets these in its file: hardware:, mesh.axes, "
+                      "model.global_batch; or --set them");
   };
   only_for_hlo(!o.hardware.empty(), "--hardware");
   only_for_hlo(!o.mesh.empty(), "--mesh");
@@ -44,8 +46,8 @@ driver::RunRequest run_request(const RunOptions& o) {
 int serve(const RunOptions& o) {
   if (o.format != "csv")
     throw UserError(SourceLocation{"--serve", 0, 0}, "--serve answers in CSV", "add --format csv");
-  if (!o.trace.empty() || !o.output.empty() || !o.trace_devices.empty() || !o.trace_window.empty() ||
-      !o.trace_limit.empty())
+  if (!o.trace.empty() || !o.output.empty() || !o.trace_devices.empty() ||
+      !o.trace_window.empty() || !o.trace_limit.empty())
     throw UserError(SourceLocation{"--serve", 0, 0}, "--serve writes its reports to stdout",
                     "drop --trace (and its --trace-* flags) and --output");
   driver::serve_workload(run_request(o), o.timings, std::cin, std::cout);
@@ -55,36 +57,47 @@ int serve(const RunOptions& o) {
 }  // namespace
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
-  CLI::App* run = app.add_subcommand("run", "simulate a workload and report utilization, memory and time");
-  run->add_option("workload", o.input, "workload YAML, or an XLA HLO text module (run without a workload)")
+  CLI::App* run =
+      app.add_subcommand("run", "simulate a workload and report utilization, memory and time");
+  run->add_option("workload", o.input,
+                  "workload YAML, or an XLA HLO text module (run without a workload)")
       ->required();
-  run->add_option("--hardware", o.hardware, "HLO module: hardware preset (tpuv3, tpuv4) or YAML (default tpuv3)");
-  run->add_option("--mesh", o.mesh, "HLO module: devices as a mesh, e.g. x=8 (default: the module's own count)");
-  run->add_option("--tokens", o.tokens, "HLO module: tokens per step, for tokens/s")->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
-  run->add_option("--mode", o.mode,
-                  "HLO module: auto | partition (a global program: propagate and partition) | as-is (one "
-                  "per-device program, simulated as written)")
+  run->add_option("--hardware", o.hardware,
+                  "HLO module: hardware preset (tpuv3, tpuv4) or YAML (default tpuv3)");
+  run->add_option("--mesh", o.mesh,
+                  "HLO module: devices as a mesh, e.g. x=8 (default: the module's own count)");
+  run->add_option("--tokens", o.tokens, "HLO module: tokens per step, for tokens/s")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  run->add_option(
+         "--mode", o.mode,
+         "HLO module: auto | partition (a global program: propagate and partition) | as-is (one "
+         "per-device program, simulated as written)")
       ->check(CLI::IsMember({"auto", "partition", "as-is"}));
   run->add_option("--set", o.sets, "override a key: --set model.layers=64");
   run->add_option("--format", o.format, "table|json|csv|markdown")
       ->check(CLI::IsMember({"table", "json", "csv", "markdown"}));
   run->add_option("--fidelity", o.fidelity, "fast|full")->check(CLI::IsMember({"fast", "full"}));
   run->add_option("--trace", o.trace, "write a Chrome/Perfetto trace JSON");
-  run->add_option("--trace-devices", o.trace_devices,
-                  "trace these devices: a list (0,5,17), sample:N (N evenly spread) or all (default; fast mode "
-                  "simulates device 0 alone)");
-  run->add_option("--trace-window", o.trace_window,
-                  "trace this part of the step, A:B in ms (e.g. 0:50); refused when it holds more than "
-                  "--trace-limit");
-  run->add_option("--trace-limit", o.trace_limit,
-                  "largest trace to write (default 20MB; 0 = none); without --trace-window the trace keeps the "
-                  "step's first part that fits");
+  run->add_option(
+      "--trace-devices", o.trace_devices,
+      "trace these devices: a list (0,5,17), sample:N (N evenly spread) or all (default; fast mode "
+      "simulates device 0 alone)");
+  run->add_option(
+      "--trace-window", o.trace_window,
+      "trace this part of the step, A:B in ms (e.g. 0:50); refused when it holds more than "
+      "--trace-limit");
+  run->add_option(
+      "--trace-limit", o.trace_limit,
+      "largest trace to write (default 20MB; 0 = none); without --trace-window the trace keeps the "
+      "step's first part that fits");
   run->add_option("-o,--output", o.output, "write the report here instead of stdout");
   run->add_flag("--serve", o.serve,
-                "compile once, then read lines of hardware.<key>=<value> overrides on stdin and print one CSV "
+                "compile once, then read lines of hardware.<key>=<value> overrides on stdin and "
+                "print one CSV "
                 "row per line (the header once, before the first row)");
   run->add_flag("--timings", o.timings,
-                "json/csv: add compile_wall_s and simulate_wall_s (left out by default: same input, same bytes)");
+                "json/csv: add compile_wall_s and simulate_wall_s (left out by default: same "
+                "input, same bytes)");
   return run;
 }
 
@@ -95,7 +108,8 @@ int run_run_command(const RunOptions& o) {
   outputs.wall_times = o.timings;
   outputs.output = o.output;
   const driver::RunRequest request = run_request(o);
-  outputs.trace = driver::parse_trace_flags({o.trace, o.trace_devices, o.trace_window, o.trace_limit});
+  outputs.trace =
+      driver::parse_trace_flags({o.trace, o.trace_devices, o.trace_window, o.trace_limit});
   driver::run_and_write(request, outputs);
   return 0;
 }

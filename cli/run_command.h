@@ -11,8 +11,8 @@
 namespace podsim::cli {
 
 struct RunOptions {
-  std::string input;               // workload YAML or HLO module
-  std::vector<std::string> sets;   // --set key=value
+  std::string input;              // workload YAML or HLO module
+  std::vector<std::string> sets;  // --set key=value
   std::string format = "table";
   std::string fidelity = "fast";
   std::string trace;

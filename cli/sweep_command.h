@@ -10,14 +10,14 @@
 namespace podsim::cli {
 
 struct SweepOptions {
-  std::vector<std::string> inputs;  // SWEEP.yaml, or "merge" + the shard CSV files
-  int jobs = 1;                     // -j N: children at once
-  std::string shard;                // --shard I/N, empty = all points
-  std::string output;               // -o results.csv, empty or "-" = stdout
-  std::string jsonl;                // --jsonl F: also write JSON lines
-  std::string plot;                 // --plot out.svg|png (gnuplot)
+  std::vector<std::string> inputs;        // SWEEP.yaml, or "merge" + the shard CSV files
+  int jobs = 1;                           // -j N: children at once
+  std::string shard;                      // --shard I/N, empty = all points
+  std::string output;                     // -o results.csv, empty or "-" = stdout
+  std::string jsonl;                      // --jsonl F: also write JSON lines
+  std::string plot;                       // --plot out.svg|png (gnuplot)
   std::vector<std::string> plot_metrics;  // --plot-metric F (repeatable); empty = step_time_s
-  double timeout_seconds = 0;       // --timeout S: kill a point running longer (0 = never)
+  double timeout_seconds = 0;             // --timeout S: kill a point running longer (0 = never)
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);

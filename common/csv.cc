@@ -17,7 +17,8 @@ std::string csv_quote(const std::string& field) {
   return out + "\"";
 }
 
-std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& file_name) {
+std::vector<std::vector<std::string>> parse_csv(const std::string& text,
+                                                const std::string& file_name) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> row;
   std::string field;
@@ -54,7 +55,9 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text, const s
       field_started = true;
     }
   }
-  if (quoted) throw UserError(SourceLocation{file_name, line, 0}, "unterminated quoted CSV field", "is the file complete?");
+  if (quoted)
+    throw UserError(SourceLocation{file_name, line, 0}, "unterminated quoted CSV field",
+                    "is the file complete?");
   if (field_started || !row.empty()) {
     row.push_back(std::move(field));
     rows.push_back(std::move(row));

@@ -12,6 +12,7 @@ std::string csv_quote(const std::string& field);
 
 // Rows of fields; UserError naming `file_name` and the line of an unclosed
 // quote or text after a closing quote.
-std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& file_name);
+std::vector<std::vector<std::string>> parse_csv(const std::string& text,
+                                                const std::string& file_name);
 
 }  // namespace podsim

@@ -20,7 +20,6 @@ std::string read_text_file(const std::filesystem::path& path) {
   return s.str();
 }
 
-
 void write_file_atomically(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
     fmt::print("{}", text);
@@ -53,7 +52,9 @@ void write_file_atomically(const std::string& path, const std::string& text) {
 
 std::string read_file_text(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(SourceLocation{path, 0, 0}, fmt::format("cannot read the {}", what), "check the path");
+  if (!in)
+    throw UserError(SourceLocation{path, 0, 0}, fmt::format("cannot read the {}", what),
+                    "check the path");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

@@ -61,7 +61,8 @@ void ProgressLine::update(const std::string& stage, double fraction) {
 }
 
 void ProgressLine::update(const std::string& label, int done, int total) {
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (elapsed < quiet_seconds_) return;
   const std::string text = fmt::format("{} {}", label, progress_bar_text(done, total, elapsed));
   if (style_ == ProgressStyle::kLines) {
@@ -104,8 +105,8 @@ std::string progress_bar_text(int done, int total, double elapsed_seconds, int w
   std::string eta = "?";
   // ETA = remaining points x mean seconds per finished point.
   if (done > 0) eta = duration_text(elapsed_seconds / done * (total - done));
-  return fmt::format("{} {}/{} {:3d}%  elapsed {}  ETA {}", bar, done, total, static_cast<int>(fraction * 100),
-                     duration_text(elapsed_seconds), eta);
+  return fmt::format("{} {}/{} {:3d}%  elapsed {}  ETA {}", bar, done, total,
+                     static_cast<int>(fraction * 100), duration_text(elapsed_seconds), eta);
 }
 
 }  // namespace podsim

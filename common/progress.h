@@ -19,7 +19,8 @@ enum class ProgressStyle { kInPlace, kLines };
 
 class ProgressLine {
  public:
-  explicit ProgressLine(std::FILE* stream, double quiet_seconds = 1.0, ProgressStyle style = ProgressStyle::kInPlace);
+  explicit ProgressLine(std::FILE* stream, double quiet_seconds = 1.0,
+                        ProgressStyle style = ProgressStyle::kInPlace);
   ~ProgressLine();
   void update(const std::string& stage, double fraction);
   // `done` of `total` items since this display was made.

@@ -50,7 +50,8 @@ Document Document::parse(const std::string& text, const std::string& file) {
   try {
     doc.root_ = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw UserError(SourceLocation{file, e.mark.line + 1, e.mark.column + 1}, "malformed YAML: " + e.msg,
+    throw UserError(SourceLocation{file, e.mark.line + 1, e.mark.column + 1},
+                    "malformed YAML: " + e.msg,
                     "check indentation, quoting and brackets near this position");
   }
   return doc;
@@ -68,7 +69,8 @@ SourceLocation Document::at(const YAML::Node& node) const {
   return SourceLocation{file_, m.line + 1, m.column + 1};
 }
 
-void Document::fail(const YAML::Node& node, const std::string& message, const std::string& hint) const {
+void Document::fail(const YAML::Node& node, const std::string& message,
+                    const std::string& hint) const {
   throw UserError(at(node), message, hint);
 }
 
@@ -85,7 +87,8 @@ void Document::mark_override(const YAML::Node& node, const std::string& assignme
     }
 }
 
-YAML::Node parse_value(const std::string& text, const SourceLocation& where, const std::string& what) {
+YAML::Node parse_value(const std::string& text, const SourceLocation& where,
+                       const std::string& what) {
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
@@ -111,7 +114,8 @@ void Document::set(const std::string& assignment) {
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     YAML::Node next = chain.back()[parts[i]];
     if (next.IsDefined() && !next.IsMap())
-      throw UserError(where, fmt::format("'{}' is not a mapping, cannot set '{}' inside it", parts[i], key));
+      throw UserError(
+          where, fmt::format("'{}' is not a mapping, cannot set '{}' inside it", parts[i], key));
     chain.push_back(next);
   }
   chain.back()[parts.back()] = parsed;
@@ -126,7 +130,8 @@ std::string read_string(const Document& doc, const YAML::Node& node, const std::
   return node.Scalar();
 }
 
-int64_t read_int(const Document& doc, const YAML::Node& node, const std::string& key, int64_t min, int64_t max) {
+int64_t read_int(const Document& doc, const YAML::Node& node, const std::string& key, int64_t min,
+                 int64_t max) {
   if (!node.IsScalar()) doc.fail(node, fmt::format("'{}' must be an integer", key));
   const std::optional<int64_t> v = parse_int64(node.Scalar());
   if (!v) doc.fail(node, fmt::format("'{}' must be an integer, got '{}'", key, node.Scalar()));
@@ -135,13 +140,15 @@ int64_t read_int(const Document& doc, const YAML::Node& node, const std::string&
   return *v;
 }
 
-double read_double(const Document& doc, const YAML::Node& node, const std::string& key, double min, double max) {
+double read_double(const Document& doc, const YAML::Node& node, const std::string& key, double min,
+                   double max) {
   if (!node.IsScalar()) doc.fail(node, fmt::format("'{}' must be a number", key));
   const std::optional<double> v = parse_double(node.Scalar());
   if (!v) doc.fail(node, fmt::format("'{}' must be a number, got '{}'", key, node.Scalar()));
   // The negated comparisons also catch NaN.
   if (!std::isfinite(*v) || !(*v >= min) || !(*v <= max))
-    doc.fail(node, fmt::format("'{}' must be a finite number in [{:g}, {:g}], got '{}'", key, min, max, node.Scalar()));
+    doc.fail(node, fmt::format("'{}' must be a finite number in [{:g}, {:g}], got '{}'", key, min,
+                               max, node.Scalar()));
   return *v;
 }
 
@@ -152,14 +159,15 @@ bool read_bool(const Document& doc, const YAML::Node& node, const std::string& k
   return *v;
 }
 
-void bad_choice(const Document& doc, const YAML::Node& node, const std::string& key, const std::string& got,
-                const std::vector<std::string>& names) {
+void bad_choice(const Document& doc, const YAML::Node& node, const std::string& key,
+                const std::string& got, const std::vector<std::string>& names) {
   const std::string guess = closest(got, names);
   doc.fail(node, fmt::format("'{}' must be one of {}, got '{}'", key, fmt::join(names, " | "), got),
            guess.empty() ? "" : fmt::format("did you mean '{}'?", guess));
 }
 
-MapReader::MapReader(const Document& doc, const YAML::Node& node, std::string path, std::string what)
+MapReader::MapReader(const Document& doc, const YAML::Node& node, std::string path,
+                     std::string what)
     : doc_(doc), node_(node), path_(std::move(path)), what_(std::move(what)) {
   if (!node.IsMap())
     doc.fail(node, path_.empty() ? std::string("the document must be a mapping")
@@ -168,7 +176,8 @@ MapReader::MapReader(const Document& doc, const YAML::Node& node, std::string pa
     // Copies: yaml-cpp iterators hand out a temporary key/value pair.
     const YAML::Node key = it->first;
     if (!key.IsScalar())
-      doc.fail(key, fmt::format("a key of '{}' is not a plain word", path_.empty() ? doc.file() : path_),
+      doc.fail(key,
+               fmt::format("a key of '{}' is not a plain word", path_.empty() ? doc.file() : path_),
                "keys are plain words: write key: value");
     entries_.push_back(Entry{key.Scalar(), key, it->second});
   }
@@ -187,9 +196,12 @@ YAML::Node MapReader::require(const std::string& key) {
   // A missing required key is often a typo of it: report the typo instead.
   for (const Entry& e : entries_)
     if (e.key != key && closest(e.key, {key}) == key)
-      doc_.fail(e.key_node, fmt::format("unknown {} '{}'{}", what_, e.key, path_.empty() ? "" : " in '" + path_ + "'"),
+      doc_.fail(e.key_node,
+                fmt::format("unknown {} '{}'{}", what_, e.key,
+                            path_.empty() ? "" : " in '" + path_ + "'"),
                 fmt::format("did you mean '{}'?", key));
-  doc_.fail(node_, fmt::format("'{}' is missing the required key '{}'", path_.empty() ? doc_.file() : path_, key));
+  doc_.fail(node_, fmt::format("'{}' is missing the required key '{}'",
+                               path_.empty() ? doc_.file() : path_, key));
 }
 
 void MapReader::allow(std::initializer_list<const char*> keys) {
@@ -231,9 +243,12 @@ void MapReader::finish() const {
   const Entry* e = first_unread();
   if (!e) return;
   const std::string guess = closest(e->key, known_);
-  doc_.fail(e->key_node, fmt::format("unknown {} '{}'{}", what_, e->key, path_.empty() ? "" : " in '" + path_ + "'"),
-            guess.empty() ? fmt::format("valid keys: {}", fmt::join(known_, ", "))
-                          : fmt::format("did you mean '{}'? valid keys: {}", guess, fmt::join(known_, ", ")));
+  doc_.fail(
+      e->key_node,
+      fmt::format("unknown {} '{}'{}", what_, e->key, path_.empty() ? "" : " in '" + path_ + "'"),
+      guess.empty()
+          ? fmt::format("valid keys: {}", fmt::join(known_, ", "))
+          : fmt::format("did you mean '{}'? valid keys: {}", guess, fmt::join(known_, ", ")));
 }
 
 }  // namespace podsim::yaml

@@ -26,7 +26,8 @@ template <class E>
 class NameTable {
  public:
   NameTable(std::initializer_list<std::pair<E, std::string_view>> entries) : entries_(entries) {}
-  explicit NameTable(std::vector<std::pair<E, std::string_view>> entries) : entries_(std::move(entries)) {}
+  explicit NameTable(std::vector<std::pair<E, std::string_view>> entries)
+      : entries_(std::move(entries)) {}
   std::string_view name(E value) const {
     for (const auto& [v, n] : entries_)
       if (v == value) return n;
@@ -67,7 +68,8 @@ class Document {
   const std::string& file() const { return file_; }
 
   SourceLocation at(const YAML::Node& node) const;
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& message, const std::string& hint = "") const;
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& message,
+                         const std::string& hint = "") const;
 
   // Applies "a.b.c=value" (value parsed as YAML) to the document, creating
   // maps on the way; the new nodes are located at "--set <assignment>".
@@ -82,15 +84,17 @@ class Document {
 
 // Parses one YAML value given on the command line (a --set value);
 // UserError at `where` when it is not YAML.
-YAML::Node parse_value(const std::string& text, const SourceLocation& where, const std::string& what);
+YAML::Node parse_value(const std::string& text, const SourceLocation& where,
+                       const std::string& what);
 
 // Typed scalars. Messages name `key` (a dotted path such as "model.layers").
 std::string read_string(const Document& doc, const YAML::Node& node, const std::string& key);
-int64_t read_int(const Document& doc, const YAML::Node& node, const std::string& key, int64_t min = 1,
-                 int64_t max = std::numeric_limits<int64_t>::max());
+int64_t read_int(const Document& doc, const YAML::Node& node, const std::string& key,
+                 int64_t min = 1, int64_t max = std::numeric_limits<int64_t>::max());
 // Finite and in [min, max] (NaN and infinities are rejected).
 double read_double(const Document& doc, const YAML::Node& node, const std::string& key,
-                   double min = -std::numeric_limits<double>::max(), double max = std::numeric_limits<double>::max());
+                   double min = -std::numeric_limits<double>::max(),
+                   double max = std::numeric_limits<double>::max());
 bool read_bool(const Document& doc, const YAML::Node& node, const std::string& key);
 
 // "'key' must be one of a | b, got 'c'", hint "did you mean 'a'?".
@@ -98,7 +102,8 @@ bool read_bool(const Document& doc, const YAML::Node& node, const std::string& k
                              const std::string& got, const std::vector<std::string>& names);
 
 template <class E>
-E read_choice(const Document& doc, const YAML::Node& node, const std::string& key, const NameTable<E>& table) {
+E read_choice(const Document& doc, const YAML::Node& node, const std::string& key,
+              const NameTable<E>& table) {
   const std::string text = read_string(doc, node, key);
   if (std::optional<E> value = table.find(text)) return *value;
   bad_choice(doc, node, key, text, table.names());
@@ -112,7 +117,8 @@ class MapReader {
   // `path`: the map's dotted name ("model", "compiler.loops"); `what`: the
   // noun of the unknown-key message ("key" -> "unknown key 'x' in 'model'",
   // "sweep key" with an empty path -> "unknown sweep key 'x'").
-  MapReader(const Document& doc, const YAML::Node& node, std::string path, std::string what = "key");
+  MapReader(const Document& doc, const YAML::Node& node, std::string path,
+            std::string what = "key");
 
   YAML::Node get(const std::string& key);      // a null node when absent
   YAML::Node require(const std::string& key);  // missing: its typo, else "missing the required key"
@@ -121,7 +127,8 @@ class MapReader {
   std::optional<std::string> string(const std::string& key);
   std::optional<int64_t> int64(const std::string& key, int64_t min = 1,
                                int64_t max = std::numeric_limits<int64_t>::max());
-  std::optional<double> number(const std::string& key, double min = -std::numeric_limits<double>::max(),
+  std::optional<double> number(const std::string& key,
+                               double min = -std::numeric_limits<double>::max(),
                                double max = std::numeric_limits<double>::max());
   std::optional<bool> boolean(const std::string& key);
   template <class E>
@@ -144,7 +151,9 @@ class MapReader {
   void finish() const;
 
  private:
-  std::string dotted(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  std::string dotted(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
   const Document& doc_;
   YAML::Node node_;
   std::string path_, what_;

@@ -22,7 +22,9 @@ namespace {
 
 class Stopwatch {
  public:
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
 
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
@@ -30,12 +32,13 @@ class Stopwatch {
 
 // What plan_program decides itself and what it takes from the module.
 struct PlanChoices {
-  bool fuse = true;           // false: every instruction is its own kernel (XLA fused already)
-  bool keep_order = false;    // true: the module's instruction order is the schedule
+  bool fuse = true;         // false: every instruction is its own kernel (XLA fused already)
+  bool keep_order = false;  // true: the module's instruction order is the schedule
 };
 
 // Fusion, schedule and memory plan of a partitioned module.
-void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options, PlanChoices choices = {}) {
+void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options,
+                  PlanChoices choices = {}) {
   const Module& module = program.module;
   const auto count = static_cast<size_t>(module.computation_count());
   const std::vector<bool> control = control_computations(module);
@@ -59,7 +62,8 @@ void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options,
     const Computation& comp = module.computation(static_cast<CompId>(c));
     if (choices.keep_order) {
       program.schedule[c].resize(static_cast<size_t>(comp.size()));
-      for (InstrId id = 0; id < comp.size(); ++id) program.schedule[c][static_cast<size_t>(id)] = id;
+      for (InstrId id = 0; id < comp.size(); ++id)
+        program.schedule[c][static_cast<size_t>(id)] = id;
     } else {
       program.schedule[c] = schedule_computation(comp, program.fusion[c]);
     }
@@ -68,7 +72,8 @@ void plan_program(SpmdProgram& program, const MemoryPlanOptions& memory_options,
   program.stats.schedule_wall_s = schedule_clock.seconds();
 
   Stopwatch memory_clock;
-  program.memory = plan_memory(MemoryPlanInput{module, program.schedule, program.fusion, memory_options});
+  program.memory =
+      plan_memory(MemoryPlanInput{module, program.schedule, program.fusion, memory_options});
   program.stats.memory_wall_s = memory_clock.seconds();
 }
 
@@ -109,7 +114,8 @@ SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
   program.num_devices = options.num_devices;
 
   plan_program(program, MemoryPlanOptions{.outputs_alias_parameters = training.has_value()});
-  program.stats.remat_applied = training ? RematChoice{training->remat, training->remat_policy}.name() : "none";
+  program.stats.remat_applied =
+      training ? RematChoice{training->remat, training->remat_policy}.name() : "none";
   program.loops = options.loops;
   program.stats.total_wall_s = total.seconds();
   return program;
@@ -125,12 +131,23 @@ void count_module_collectives(const Module& module, SpmdStats& stats) {
       if (instr.opcode == Opcode::kAsyncStart) op = instr.attrs.async_wrapped;
       if (!op) op = instr.opcode;
       switch (*op) {
-        case Opcode::kAllReduce: ++stats.all_reduces; break;
-        case Opcode::kAllGather: ++stats.all_gathers; break;
-        case Opcode::kReduceScatter: ++stats.reduce_scatters; break;
-        case Opcode::kAllToAll: ++stats.all_to_alls; break;
-        case Opcode::kCollectivePermute: ++stats.collective_permutes; break;
-        default: break;
+        case Opcode::kAllReduce:
+          ++stats.all_reduces;
+          break;
+        case Opcode::kAllGather:
+          ++stats.all_gathers;
+          break;
+        case Opcode::kReduceScatter:
+          ++stats.reduce_scatters;
+          break;
+        case Opcode::kAllToAll:
+          ++stats.all_to_alls;
+          break;
+        case Opcode::kCollectivePermute:
+          ++stats.collective_permutes;
+          break;
+        default:
+          break;
       }
     }
   }
@@ -140,7 +157,8 @@ void count_module_collectives(const Module& module, SpmdStats& stats) {
 
 SpmdProgram compile_as_is(const Module& per_device, int64_t num_devices) {
   if (num_devices < 1)
-    throw UserError(fmt::format("cannot run a module on {} devices", num_devices), "give --mesh, e.g. --mesh x=8");
+    throw UserError(fmt::format("cannot run a module on {} devices", num_devices),
+                    "give --mesh, e.g. --mesh x=8");
   Stopwatch total;
   SpmdProgram program;
   program.module = per_device;
@@ -152,10 +170,12 @@ SpmdProgram compile_as_is(const Module& per_device, int64_t num_devices) {
   program.stats.instructions_partitioned = program.module.entry().size();
   bool has_fusions = false;
   for (const Computation& comp : program.module.computations())
-    for (const Instruction& instr : comp.instructions()) has_fusions = has_fusions || instr.opcode == Opcode::kFusion;
+    for (const Instruction& instr : comp.instructions())
+      has_fusions = has_fusions || instr.opcode == Opcode::kFusion;
   // The parser orders each computation operands-first, keeping source order
   // otherwise, so a scheduled module's ids are XLA's order.
-  plan_program(program, MemoryPlanOptions{}, PlanChoices{.fuse = !has_fusions, .keep_order = per_device.is_scheduled()});
+  plan_program(program, MemoryPlanOptions{},
+               PlanChoices{.fuse = !has_fusions, .keep_order = per_device.is_scheduled()});
   program.stats.remat_applied = "none";
   count_module_collectives(program.module, program.stats.spmd);
   program.stats.total_wall_s = total.seconds();
@@ -167,15 +187,17 @@ SpmdProgram compile(const Module& annotated, const CompileOptions& options) {
     throw UserError(fmt::format("cannot compile for {} devices", options.num_devices),
                     "the mesh must have at least one device");
   if (options.remat_auto && options.hbm_budget_bytes < 0)
-    throw UserError(fmt::format("negative HBM budget {} B for remat auto", options.hbm_budget_bytes));
+    throw UserError(
+        fmt::format("negative HBM budget {} B for remat auto", options.hbm_budget_bytes));
   const bool auto_remat = options.training && options.remat_auto && options.hbm_budget_bytes > 0;
   if (!auto_remat) return compile_once(annotated, options, options.training);
-  return compile_with_auto_remat(remat_choices_by_recompute(), options.hbm_budget_bytes, [&](const RematChoice& choice) {
-    TrainingStepOptions training = *options.training;
-    training.remat = choice.kind;
-    training.remat_policy = choice.policy;
-    return compile_once(annotated, options, training);
-  });
+  return compile_with_auto_remat(remat_choices_by_recompute(), options.hbm_budget_bytes,
+                                 [&](const RematChoice& choice) {
+                                   TrainingStepOptions training = *options.training;
+                                   training.remat = choice.kind;
+                                   training.remat_policy = choice.policy;
+                                   return compile_once(annotated, options, training);
+                                 });
 }
 
 PartitionResult partition_module(Module module, const PartitionRequest& request) {
@@ -195,8 +217,8 @@ PartitionResult partition_module(Module module, const PartitionRequest& request)
   if (!request.verify) return out;
   // Over the interpreter's limits at full shapes, the same module is checked
   // at reduced shapes (spmd/verify_shrink.h), and says so.
-  const VerifyPlan plan =
-      plan_verify(module, out.module, request.spmd, request.verify_limit_bytes, request.verify_full_only);
+  const VerifyPlan plan = plan_verify(module, out.module, request.spmd, request.verify_limit_bytes,
+                                      request.verify_full_only);
   const Module& annotated = plan.reduced ? plan.reduced->annotated : module;
   const Module& program = plan.reduced ? plan.reduced->partitioned : out.module;
   const VerifyTolerance tolerance = verify_tolerance(annotated, program);
@@ -209,21 +231,25 @@ PartitionResult partition_module(Module module, const PartitionRequest& request)
   const std::string at = plan.reduced_text();
   if (plan.reduced && !plan.reduced->structure_difference.empty())
     out.verify_lines.push_back(
-        fmt::format("verify: note: at reduced shapes the partitioned program has other opcode counts than at full "
+        fmt::format("verify: note: at reduced shapes the partitioned program has other opcode "
+                    "counts than at full "
                     "shapes ({})",
                     plan.reduced->structure_difference));
   if (!v.ok) {
-    out.verify_lines.push_back(fmt::format("verify: MISMATCH{} ({} devices): {}", at, v.devices, v.first_mismatch));
+    out.verify_lines.push_back(
+        fmt::format("verify: MISMATCH{} ({} devices): {}", at, v.devices, v.first_mismatch));
     return out;
   }
-  const std::string scale = tolerance.scale == CompareScale::kLeafRms
-                                ? fmt::format(" of the RMS, for sums of {} at u = 2^{}", tolerance.longest_sum,
-                                              std::ilogb(tolerance.unit_roundoff))
-                                : "";
-  out.verify_lines.push_back(fmt::format(
-      "verify: ok{} ({} devices, max abs error {:g}, relative tolerance {:g}{}; estimated {}, {:.3g} element-ops)", at,
-      v.devices, v.max_abs_error, tolerance.tolerance, scale, bytes_text(plan.estimate.peak_bytes),
-      plan.estimate.element_ops));
+  const std::string scale =
+      tolerance.scale == CompareScale::kLeafRms
+          ? fmt::format(" of the RMS, for sums of {} at u = 2^{}", tolerance.longest_sum,
+                        std::ilogb(tolerance.unit_roundoff))
+          : "";
+  out.verify_lines.push_back(
+      fmt::format("verify: ok{} ({} devices, max abs error {:g}, relative tolerance {:g}{}; "
+                  "estimated {}, {:.3g} element-ops)",
+                  at, v.devices, v.max_abs_error, tolerance.tolerance, scale,
+                  bytes_text(plan.estimate.peak_bytes), plan.estimate.element_ops));
   return out;
 }
 

@@ -60,9 +60,9 @@ struct PartitionRequest {
 };
 
 struct PartitionResult {
-  Module module;  // the per-device program, or the propagated module (propagate_only)
-  bool verified = false;   // the numeric check ran
-  bool verify_ok = true;   // ... and found no mismatch
+  Module module;          // the per-device program, or the propagated module (propagate_only)
+  bool verified = false;  // the numeric check ran
+  bool verify_ok = true;  // ... and found no mismatch
   // What the check says, one line each ("verify: ok (4 devices, ...)",
   // "verify: MISMATCH ..."), for stderr.
   std::vector<std::string> verify_lines;

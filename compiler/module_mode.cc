@@ -13,21 +13,23 @@ namespace podsim::compiler {
 namespace {
 
 bool is_global_marker(const std::string& target) {
-  return target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||
-         target.starts_with("xla.sdy.");
+  return target == "Sharding" || target == "SPMDFullToShardShape" ||
+         target == "SPMDShardToFullShape" || target.starts_with("xla.sdy.");
 }
 
 bool is_async_collective(const Instruction& instr) {
   if (const auto wrapped = async_wrapped_opcode(instr.opcode))
     return is_collective(*wrapped) && is_async_start(instr.opcode);
-  return instr.opcode == Opcode::kAsyncStart && instr.attrs.async_wrapped && is_collective(*instr.attrs.async_wrapped);
+  return instr.opcode == Opcode::kAsyncStart && instr.attrs.async_wrapped &&
+         is_collective(*instr.attrs.async_wrapped);
 }
 
 // Largest device id a sharding names (tiles' devices, a maximal device), or -1.
 int64_t largest_device(const Sharding& sharding) {
   if (sharding.is_tuple()) {
     int64_t largest = -1;
-    for (const Sharding& leaf : sharding.tuple_elements()) largest = std::max(largest, largest_device(leaf));
+    for (const Sharding& leaf : sharding.tuple_elements())
+      largest = std::max(largest, largest_device(leaf));
     return largest;
   }
   if (sharding.is_maximal()) return sharding.unique_device().value_or(-1);
@@ -46,49 +48,59 @@ int64_t largest_device(const ReplicaGroups& groups) {
 
 }  // namespace
 
-const char* module_mode_name(ModuleMode mode) { return mode == ModuleMode::kAsIs ? "as-is" : "partition"; }
+const char* module_mode_name(ModuleMode mode) {
+  return mode == ModuleMode::kAsIs ? "as-is" : "partition";
+}
 
 std::optional<ModuleMode> parse_module_mode(const std::string& text) {
   if (text == "partition") return ModuleMode::kPartition;
   if (text == "as-is") return ModuleMode::kAsIs;
   if (text == "auto" || text.empty()) return std::nullopt;
   throw UserError(SourceLocation{"--mode " + text, 0, 0}, fmt::format("unknown mode '{}'", text),
-                  "--mode is auto, partition (a global program to partition) or as-is (one per-device program)");
+                  "--mode is auto, partition (a global program to partition) or as-is (one "
+                  "per-device program)");
 }
 
 ModeEvidence collect_mode_evidence(const Module& module) {
   ModeEvidence e;
   const Computation& entry = module.entry();
   if (entry.name().ends_with("_spmd"))
-    e.per_device.push_back({fmt::format("entry computation '{}' (XLA's SPMD partitioner names its output so)",
-                                        entry.name()),
-                            entry.size() > 0 ? entry.instr(0).location : SourceLocation{}});
+    e.per_device.push_back(
+        {fmt::format("entry computation '{}' (XLA's SPMD partitioner names its output so)",
+                     entry.name()),
+         entry.size() > 0 ? entry.instr(0).location : SourceLocation{}});
   if (module.is_scheduled())
-    e.per_device.push_back({"is_scheduled=true (an optimized, scheduled program)", SourceLocation{}});
+    e.per_device.push_back(
+        {"is_scheduled=true (an optimized, scheduled program)", SourceLocation{}});
   for (const Computation& comp : module.computations()) {
     for (const Instruction& instr : comp.instructions()) {
       const std::string_view op = opcode_name(instr.opcode);
       if (instr.opcode == Opcode::kFusion) {
-        e.per_device.push_back({fmt::format("fusion '{}' (XLA's fusion runs after partitioning)", instr.name),
-                                instr.location});
-      } else if (is_async_collective(instr)) {
         e.per_device.push_back(
-            {fmt::format("asynchronous collective '{}' (XLA splits collectives into start/done after partitioning)",
-                         instr.name),
+            {fmt::format("fusion '{}' (XLA's fusion runs after partitioning)", instr.name),
              instr.location});
+      } else if (is_async_collective(instr)) {
+        e.per_device.push_back({fmt::format("asynchronous collective '{}' (XLA splits collectives "
+                                            "into start/done after partitioning)",
+                                            instr.name),
+                                instr.location});
       } else if (instr.opcode == Opcode::kPartitionId || instr.opcode == Opcode::kReplicaId) {
         e.per_device_weak.push_back({fmt::format("{} '{}'", op, instr.name), instr.location});
-      } else if ((is_collective(instr.opcode) || is_async_start(instr.opcode)) && instr.attrs.channel_id) {
+      } else if ((is_collective(instr.opcode) || is_async_start(instr.opcode)) &&
+                 instr.attrs.channel_id) {
         e.per_device_weak.push_back(
-            {fmt::format("{} '{}' with channel_id={}", op, instr.name, *instr.attrs.channel_id), instr.location});
-      } else if (instr.opcode == Opcode::kCustomCall && is_global_marker(instr.attrs.custom_call_target)) {
+            {fmt::format("{} '{}' with channel_id={}", op, instr.name, *instr.attrs.channel_id),
+             instr.location});
+      } else if (instr.opcode == Opcode::kCustomCall &&
+                 is_global_marker(instr.attrs.custom_call_target)) {
         e.global.push_back(
             {fmt::format("custom-call '{}' to {} (a marker the partitioner consumes)", instr.name,
                          instr.attrs.custom_call_target),
              instr.location});
       } else if (instr.attrs.frontend_attributes.find("xla.sdy.sharding") != std::string::npos) {
-        e.global.push_back({fmt::format("'{}' carries a Shardy sharding (xla.sdy.sharding)", instr.name),
-                            instr.location});
+        e.global.push_back(
+            {fmt::format("'{}' carries a Shardy sharding (xla.sdy.sharding)", instr.name),
+             instr.location});
       }
     }
   }
@@ -101,11 +113,13 @@ ModuleMode decide_module_mode(const Module& module) {
     const ModeSignal& global = e.global.front();
     const ModeSignal& local = e.per_device.front();
     const std::string at_local = local.where.known() ? " at " + local.where.to_string() : "";
-    throw UserError(global.where,
-                    fmt::format("the module looks both global and per-device: {} ({} such), but {}{} ({} such)",
-                                global.what, e.global.size(), local.what, at_local, e.per_device.size()),
-                    "say which it is: --mode partition (propagate and partition it) or --mode as-is (simulate it as "
-                    "one per-device program)");
+    throw UserError(
+        global.where,
+        fmt::format("the module looks both global and per-device: {} ({} such), but {}{} ({} such)",
+                    global.what, e.global.size(), local.what, at_local, e.per_device.size()),
+        "say which it is: --mode partition (propagate and partition it) or --mode as-is (simulate "
+        "it as "
+        "one per-device program)");
   }
   if (!e.global.empty()) return ModuleMode::kPartition;
   if (!e.per_device.empty() || !e.per_device_weak.empty()) return ModuleMode::kAsIs;
@@ -118,7 +132,9 @@ int64_t infer_device_count(const Module& module) {
   int64_t largest = -1;
   for (const Computation& comp : module.computations()) {
     for (const Instruction& instr : comp.instructions()) {
-      if (instr.sharding) largest = std::max(largest, largest_device(parse_sharding(*instr.sharding, instr.location)));
+      if (instr.sharding)
+        largest =
+            std::max(largest, largest_device(parse_sharding(*instr.sharding, instr.location)));
       largest = std::max(largest, largest_device(instr.attrs.replica_groups));
       for (const auto& [source, target] : instr.attrs.source_target_pairs)
         largest = std::max({largest, source, target});

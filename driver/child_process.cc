@@ -39,7 +39,8 @@ std::string child_failure_text(int status, const std::string& stderr_text) {
   std::string err = one_line(stderr_text);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    return fmt::format("crashed with signal {} ({}){}", sig, strsignal(sig), err.empty() ? "" : ": " + err);
+    return fmt::format("crashed with signal {} ({}){}", sig, strsignal(sig),
+                       err.empty() ? "" : ": " + err);
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code != 0) return fmt::format("exit code {}{}", code, err.empty() ? "" : ": " + err);
@@ -48,7 +49,8 @@ std::string child_failure_text(int status, const std::string& stderr_text) {
 
 ScratchDir::ScratchDir(const std::string& prefix, const std::string& purpose) {
   std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-  if (!mkdtemp(pattern.data())) throw UserError(fmt::format("cannot create a temporary folder for {}", purpose));
+  if (!mkdtemp(pattern.data()))
+    throw UserError(fmt::format("cannot create a temporary folder for {}", purpose));
   path_ = pattern;
 }
 
@@ -66,16 +68,19 @@ pid_t spawn_child(std::vector<std::string> args, const ChildStreams& streams) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const std::string failed = args.front() + ": cannot execute\n";  // built before fork: the child only writes it
+  const std::string failed =
+      args.front() + ": cannot execute\n";  // built before fork: the child only writes it
   pid_t pid = fork();
-  if (pid < 0) throw UserError(fmt::format("cannot start a child process: {}", std::strerror(errno)));
+  if (pid < 0)
+    throw UserError(fmt::format("cannot start a child process: {}", std::strerror(errno)));
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec (dup2 clears CLOEXEC on
     // the socket's copies; the original closes at exec).
     const bool redirected = streams.socket >= 0
                                 ? dup2(streams.socket, 0) >= 0 && dup2(streams.socket, 1) >= 0
                                 : std::freopen(streams.stdout_path.c_str(), "w", stdout) != nullptr;
-    if (redirected && std::freopen(streams.stderr_path.c_str(), "w", stderr)) execv(argv[0], argv.data());
+    if (redirected && std::freopen(streams.stderr_path.c_str(), "w", stderr))
+      execv(argv[0], argv.data());
     [[maybe_unused]] ssize_t n = write(2, failed.data(), failed.size());
     _exit(127);
   }

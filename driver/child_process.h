@@ -18,7 +18,7 @@ namespace podsim::driver {
 // What became of one child.
 struct JobOutcome {
   bool ok = false;
-  std::string error;  // one line when !ok: exit status / signal + last stderr line
+  std::string error;            // one line when !ok: exit status / signal + last stderr line
   reports::FlatReport metrics;  // the child's report, when ok
 };
 

@@ -8,7 +8,8 @@
 
 namespace podsim::driver {
 
-compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec, const hw::HardwareConfig& hardware) {
+compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec,
+                                   const hw::HardwareConfig& hardware) {
   const workloads::WindowedEinsumSpec& we = spec.windowed_einsum;
   compiler::SpmdOptions options;
   options.windowed_einsum_threshold_bytes = static_cast<int64_t>(we.threshold_mib * 1024 * 1024);
@@ -31,19 +32,22 @@ compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec, const hw
   return options;
 }
 
-compiler::CompileOptions compile_options(const workloads::Workload& w, const workloads::BuiltModel& model,
+compiler::CompileOptions compile_options(const workloads::Workload& w,
+                                         const workloads::BuiltModel& model,
                                          const hw::HardwareConfig& hardware) {
   compiler::CompileOptions options;
   options.num_devices = w.mesh.device_count();
   options.spmd = spmd_options(w.compiler, hardware);
-  options.loops = {w.compiler.loops.pipelined_all_gather, w.compiler.loops.pipelined_reduce_scatter};
+  options.loops = {w.compiler.loops.pipelined_all_gather,
+                   w.compiler.loops.pipelined_reduce_scatter};
   if (!w.training.enabled) return options;
   compiler::TrainingStepOptions training;
   training.optimizer = compiler::optimizer_defaults(w.training.optimizer);
   training.weight_update_sharding = w.training.weight_update_sharding;
   training.microbatches = w.training.microbatches;
   training.pipeline_stages = w.training.pipeline_stages;
-  training.mesh = model.mesh;  // weight-update sharding splits over the axes a weight is replicated on
+  training.mesh =
+      model.mesh;  // weight-update sharding splits over the axes a weight is replicated on
   switch (w.training.remat) {
     case workloads::RematMode::kNone:
       training.remat = compiler::RematKind::kNone;

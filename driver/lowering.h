@@ -18,11 +18,13 @@ namespace podsim::driver {
 
 // compiler: section -> the SPMD partitioner's options, with what the
 // hardware decides (the overlap test's flops per byte, the latency in bytes).
-compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec, const hw::HardwareConfig& hardware);
+compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec,
+                                   const hw::HardwareConfig& hardware);
 
 // training: and compiler: sections -> CompileOptions. remat auto asks the
 // compiler for the smallest recomputation that fits the device's HBM.
-compiler::CompileOptions compile_options(const workloads::Workload& w, const workloads::BuiltModel& model,
+compiler::CompileOptions compile_options(const workloads::Workload& w,
+                                         const workloads::BuiltModel& model,
                                          const hw::HardwareConfig& hardware);
 
 // mesh: section -> the placement of the logical mesh on the hardware.

@@ -29,7 +29,8 @@ PartitionInput partition_input(const PartitionJob& job) {
     return {std::move(built.module), spmd_options(workload.compiler, workload_hardware(workload))};
   }
   if (!job.overrides.empty())
-    throw UserError(SourceLocation{"--set " + job.overrides.front(), 0, 0}, "--set applies to workload YAML files",
+    throw UserError(SourceLocation{"--set " + job.overrides.front(), 0, 0},
+                    "--set applies to workload YAML files",
                     "an HLO module carries its own shardings; use --mesh to set the device count");
   return {compiler::parse_hlo_file(job.input), compiler::SpmdOptions{}};
 }
@@ -49,16 +50,20 @@ compiler::PartitionResult partition_workload(const PartitionJob& job,
   if (from_hlo) {
     // A module XLA already partitioned must not be partitioned again.
     if (job.mode == compiler::ModuleMode::kAsIs)
-      throw UserError(SourceLocation{"--mode as-is", 0, 0}, "partition has nothing to do for an as-is module",
+      throw UserError(SourceLocation{"--mode as-is", 0, 0},
+                      "partition has nothing to do for an as-is module",
                       "run it: podsim run " + job.input + " --mode as-is");
     const compiler::ModeEvidence evidence = compiler::collect_mode_evidence(module);
     if (!job.mode && !evidence.per_device.empty())
-      throw UserError(evidence.per_device.front().where.known() ? evidence.per_device.front().where
-                                                                 : SourceLocation{job.input, 1, 1},
-                      fmt::format("the module is already one per-device program: {}", evidence.per_device.front().what),
-                      fmt::format("simulate it as it is with 'podsim run {}'; pass --mode partition to partition it "
-                                  "anyway",
-                                  job.input));
+      throw UserError(
+          evidence.per_device.front().where.known() ? evidence.per_device.front().where
+                                                    : SourceLocation{job.input, 1, 1},
+          fmt::format("the module is already one per-device program: {}",
+                      evidence.per_device.front().what),
+          fmt::format(
+              "simulate it as it is with 'podsim run {}'; pass --mode partition to partition it "
+              "anyway",
+              job.input));
     if (job.mesh.empty() && module.num_partitions() <= 1)
       module.set_num_partitions(compiler::infer_device_count(module));
   }
@@ -75,9 +80,11 @@ compiler::PartitionResult partition_workload(const PartitionJob& job,
       // propagate; only partitioning needs every id to exist.
       const int64_t named = compiler::infer_device_count(module);
       if (named > devices) {
-        note(fmt::format("podsim: note: shardings name device ids up to {} but --mesh {} has {} devices; propagating "
-                         "with {} (partitioning would refuse)",
-                         named - 1, job.mesh, devices, named));
+        note(
+            fmt::format("podsim: note: shardings name device ids up to {} but --mesh {} has {} "
+                        "devices; propagating "
+                        "with {} (partitioning would refuse)",
+                        named - 1, job.mesh, devices, named));
         devices = named;
       }
     }

@@ -17,9 +17,9 @@
 namespace podsim::driver {
 
 struct PartitionJob {
-  std::string input;                      // workload YAML or HLO text module
-  std::vector<std::string> overrides;     // --set key=value (workloads only)
-  std::string mesh;                       // --mesh "x=4,y=2"; empty: the module's own count
+  std::string input;                         // workload YAML or HLO text module
+  std::vector<std::string> overrides;        // --set key=value (workloads only)
+  std::string mesh;                          // --mesh "x=4,y=2"; empty: the module's own count
   std::optional<compiler::ModuleMode> mode;  // --mode; nullopt: auto
   // Propagation, propagate-only and verify choices; `spmd` is filled here.
   compiler::PartitionRequest request;

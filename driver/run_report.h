@@ -16,9 +16,9 @@ namespace podsim::driver {
 
 struct RunOutputs {
   reports::Format format = reports::Format::kTable;
-  bool wall_times = false;             // json/csv: compile_wall_s and simulate_wall_s
-  std::string output;                  // report file; empty or "-" = stdout
-  std::optional<TraceRequest> trace;   // --trace and its selection
+  bool wall_times = false;            // json/csv: compile_wall_s and simulate_wall_s
+  std::string output;                 // report file; empty or "-" = stdout
+  std::optional<TraceRequest> trace;  // --trace and its selection
 };
 
 // Runs `request` (its trace fields set from outputs.trace) and writes.

@@ -12,11 +12,11 @@
 
 #include "common/error.h"
 #include "compiler/compile.h"
-#include "hw_models/config.h"
-#include "hw_models/system.h"
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/ir/verifier.h"
 #include "driver/lowering.h"
+#include "hw_models/config.h"
+#include "hw_models/system.h"
 #include "sim/simulator.h"
 #include "workloads/hlo_model.h"
 #include "workloads/model_builder.h"
@@ -36,7 +36,8 @@ double seconds_since(Clock::time_point start) {
 // partitioner's options (spmd_options), compared whole so that a new
 // hardware-derived option cannot be left out.
 bool same_program_options(const compiler::CompileOptions& a, const compiler::CompileOptions& b) {
-  return a.remat_auto == b.remat_auto && a.hbm_budget_bytes == b.hbm_budget_bytes && a.spmd == b.spmd;
+  return a.remat_auto == b.remat_auto && a.hbm_budget_bytes == b.hbm_budget_bytes &&
+         a.spmd == b.spmd;
 }
 
 // A hardware path in a workload file is relative to that file; preset names
@@ -55,13 +56,15 @@ std::string resolve_hardware(const workloads::Workload& w) {
 // box, ...) points at mesh.physical, or mesh.axes when the slice is chosen
 // by default.
 // On the heap: a System is not moved (its Boost chip graph would be copied).
-std::unique_ptr<hw::System> place_mesh(const hw::HardwareConfig& hardware, const workloads::Workload& w) {
+std::unique_ptr<hw::System> place_mesh(const hw::HardwareConfig& hardware,
+                                       const workloads::Workload& w) {
   try {
     return std::make_unique<hw::System>(hardware, mesh_layout(w.mesh));
   } catch (const UserError& e) {
     if (!e.location().file.empty()) throw;
     const bool physical = !w.mesh.physical_location.file.empty();
-    throw UserError(physical ? w.mesh.physical_location : w.mesh.axes_location, e.message(), e.hint());
+    throw UserError(physical ? w.mesh.physical_location : w.mesh.axes_location, e.message(),
+                    e.hint());
   }
 }
 
@@ -72,14 +75,17 @@ void report_progress(const RunRequest& request, const char* stage, double fracti
 
 }  // namespace
 
-bool is_hlo_module_path(const std::string& path) { return !path.ends_with(".yaml") && !path.ends_with(".yml"); }
+bool is_hlo_module_path(const std::string& path) {
+  return !path.ends_with(".yaml") && !path.ends_with(".yml");
+}
 
 std::vector<std::pair<std::string, int64_t>> parse_mesh_flag(const std::string& mesh) {
   std::vector<std::pair<std::string, int64_t>> axes;
   size_t pos = 0;
   while (pos <= mesh.size()) {
     const size_t comma = mesh.find(',', pos);
-    const std::string item = mesh.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const std::string item =
+        mesh.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     const size_t eq = item.find('=');
     int64_t size = 0;
     try {
@@ -90,7 +96,8 @@ std::vector<std::pair<std::string, int64_t>> parse_mesh_flag(const std::string& 
       size = 0;
     }
     if (eq == std::string::npos || eq == 0 || size < 1)
-      throw UserError(SourceLocation{"--mesh " + mesh, 0, 0}, fmt::format("bad mesh axis '{}'", item),
+      throw UserError(SourceLocation{"--mesh " + mesh, 0, 0},
+                      fmt::format("bad mesh axis '{}'", item),
                       "write the mesh as name=size pairs, e.g. --mesh x=4,y=2");
     axes.emplace_back(item.substr(0, eq), size);
     if (comma == std::string::npos) break;
@@ -119,8 +126,10 @@ CompiledWorkload compile_hlo_module(const RunRequest& request) {
   for (const std::string& set : request.overrides) {
     const size_t eq = set.find('=');
     if (!set.starts_with("hardware.") || eq == std::string::npos)
-      throw UserError(SourceLocation{"--set " + set, 0, 0}, "--set on an HLO module takes hardware keys only",
-                      "e.g. --set hardware.ici.link_bandwidth=2e11; the device count is --mesh, the hardware --hardware");
+      throw UserError(SourceLocation{"--set " + set, 0, 0},
+                      "--set on an HLO module takes hardware keys only",
+                      "e.g. --set hardware.ici.link_bandwidth=2e11; the device count is --mesh, "
+                      "the hardware --hardware");
     w.hardware_overrides.emplace_back(set.substr(9, eq - 9), set.substr(eq + 1));
   }
   if (!o.mesh.empty()) {
@@ -160,7 +169,8 @@ CompiledWorkload compile_hlo_module(const RunRequest& request) {
   }
   const double compile_wall_s = seconds_since(compile_start);
   model.module = std::move(module);
-  CompiledWorkload compiled{std::move(w), std::move(system), std::move(model), std::move(program), compile_wall_s};
+  CompiledWorkload compiled{std::move(w), std::move(system), std::move(model), std::move(program),
+                            compile_wall_s};
   compiled.hlo_mode = mode;
   compiled.model_flops_executed = mode == compiler::ModuleMode::kAsIs;
   return compiled;
@@ -183,20 +193,26 @@ CompiledWorkload compile_workload(const RunRequest& request) {
   if (is_hlo_module_path(request.workload_path)) return compile_hlo_module(request);
   report_progress(request, "loading", 0);
   workloads::Workload w = workloads::load_workload(request.workload_path, request.overrides);
-  std::unique_ptr<hw::System> system = place_mesh(workload_hardware(w), w);  // placement errors before the compile
+  std::unique_ptr<hw::System> system =
+      place_mesh(workload_hardware(w), w);  // placement errors before the compile
   workloads::BuiltModel model = workloads::build_model(w);
 
   report_progress(request, "compiling", 0);
   Clock::time_point compile_start = Clock::now();
-  compiler::SpmdProgram program = compiler::compile(model.module, compile_options(w, model, system->config()));
+  compiler::SpmdProgram program =
+      compiler::compile(model.module, compile_options(w, model, system->config()));
   note_scan_body_remat(w, program);
   const double compile_wall_s = seconds_since(compile_start);
-  return CompiledWorkload{std::move(w), std::move(system), std::move(model), std::move(program), compile_wall_s};
+  return CompiledWorkload{std::move(w), std::move(system), std::move(model), std::move(program),
+                          compile_wall_s};
 }
 
-RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& request,
-                            const std::vector<std::pair<std::string, std::string>>& hardware_overrides) {
-  auto progress = [&](const char* stage, double fraction) { report_progress(request, stage, fraction); };
+RunResult simulate_compiled(
+    CompiledWorkload& compiled, const RunRequest& request,
+    const std::vector<std::pair<std::string, std::string>>& hardware_overrides) {
+  auto progress = [&](const char* stage, double fraction) {
+    report_progress(request, stage, fraction);
+  };
   const workloads::Workload& w = compiled.workload;
   std::unique_ptr<hw::System> variant;
   // The program depends on the hardware through the compile options alone
@@ -211,11 +227,13 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
     const compiler::CompileOptions options = compile_options(w, compiled.model, config);
     // A module run as it is has no compile options: it is the program.
     const bool as_is = compiled.hlo_mode == compiler::ModuleMode::kAsIs;
-    if (!as_is && !same_program_options(options, compile_options(w, compiled.model, compiled.system->config()))) {
+    if (!as_is && !same_program_options(
+                      options, compile_options(w, compiled.model, compiled.system->config()))) {
       auto& kept = compiled.variant_programs;
-      auto hit = std::find_if(kept.begin(), kept.end(), [&](const CompiledWorkload::VariantProgram& v) {
-        return same_program_options(v.options, options);
-      });
+      auto hit =
+          std::find_if(kept.begin(), kept.end(), [&](const CompiledWorkload::VariantProgram& v) {
+            return same_program_options(v.options, options);
+          });
       if (hit == kept.end()) {
         progress("compiling", 0);
         Clock::time_point compile_start = Clock::now();
@@ -237,7 +255,8 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
   sim_options.fidelity = request.fidelity;
   sim_options.record_trace = request.record_trace;
   sim_options.trace = request.trace;
-  if (request.progress) sim_options.progress = [&](double fraction) { progress("simulating", fraction); };
+  if (request.progress)
+    sim_options.progress = [&](double fraction) { progress("simulating", fraction); };
   Clock::time_point simulate_start = Clock::now();
   RunResult result;
   result.workload = w;
@@ -251,8 +270,8 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
   input.model = compiled.model.info;
   input.annotated = &compiled.model.module;
   if (compiled.model_flops_executed)
-    input.model.model_flops_per_step =
-        result.timeline.executed_matmul_flops_per_device * static_cast<double>(result.timeline.devices);
+    input.model.model_flops_per_step = result.timeline.executed_matmul_flops_per_device *
+                                       static_cast<double>(result.timeline.devices);
   if (compiled.hlo_mode) input.mode = compiler::module_mode_name(*compiled.hlo_mode);
   input.workload_name = w.name;
   input.hardware_name = hardware.name;
@@ -264,8 +283,9 @@ RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& reques
   result.report = reports::summarize(input);
   std::vector<std::string> axis_names;
   for (const auto& axis : w.mesh.axes) axis_names.push_back(axis.first);
-  for (std::string& note : hw::placement_notes(system.topology(), system.placement(), axis_names, workloads::name_of(w.mesh.order),
-                                                   hardware.ici.pod_dims))
+  for (std::string& note :
+       hw::placement_notes(system.topology(), system.placement(), axis_names,
+                           workloads::name_of(w.mesh.order), hardware.ici.pod_dims))
     result.report.notes.push_back(std::move(note));
   progress("reporting", 1);
   return result;

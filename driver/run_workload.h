@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "compiler/backend/program.h"
 #include "compiler/compile.h"
 #include "compiler/module_mode.h"
-#include "compiler/backend/program.h"
 #include "hw_models/config.h"
 #include "hw_models/system.h"
 #include "reports/report.h"
@@ -23,9 +23,9 @@ namespace podsim::driver {
 
 // `podsim run MODULE.hlo`: an XLA HLO module run without a workload file.
 struct HloRunOptions {
-  std::string hardware = "tpuv3";  // preset name or hardware YAML
-  std::string mesh;                // "x=4,y=2"; empty: the module's own device count
-  int64_t tokens = 0;              // tokens per step (for tokens/s); 0 = unknown
+  std::string hardware = "tpuv3";            // preset name or hardware YAML
+  std::string mesh;                          // "x=4,y=2"; empty: the module's own device count
+  int64_t tokens = 0;                        // tokens per step (for tokens/s); 0 = unknown
   std::optional<compiler::ModuleMode> mode;  // nullopt: decided from the module
 };
 
@@ -38,7 +38,7 @@ std::vector<std::pair<std::string, int64_t>> parse_mesh_flag(const std::string& 
 struct RunRequest {
   std::string workload_path;
   std::vector<std::string> overrides;  // --set key=value
-  HloRunOptions hlo;                    // when workload_path is an HLO module
+  HloRunOptions hlo;                   // when workload_path is an HLO module
   sim::Fidelity fidelity = sim::Fidelity::kFast;
   bool record_trace = false;
   sim::TraceSelection trace;  // when record_trace: devices, window, event limit
@@ -96,13 +96,15 @@ hw::HardwareConfig workload_hardware(const workloads::Workload& workload);
 // another flops-per-byte ratio under the overlap test) is compiled for
 // itself first (kept in compiled.variant_programs). UserError when an
 // override is not a hardware key.
-RunResult simulate_compiled(CompiledWorkload& compiled, const RunRequest& request,
-                            const std::vector<std::pair<std::string, std::string>>& hardware_overrides = {});
+RunResult simulate_compiled(
+    CompiledWorkload& compiled, const RunRequest& request,
+    const std::vector<std::pair<std::string, std::string>>& hardware_overrides = {});
 
 // The workload's `compiler:` section as partitioner options for `hardware`:
 // the windowed-einsum overlap test weighs the device's peak against its ICI
 // link rate.
-compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec, const hw::HardwareConfig& hardware);
+compiler::SpmdOptions spmd_options(const workloads::CompilerSpec& spec,
+                                   const hw::HardwareConfig& hardware);
 
 // "fast" | "full"; UserError otherwise.
 sim::Fidelity fidelity_from_name(const std::string& name);

@@ -25,6 +25,7 @@ std::vector<std::pair<std::string, std::string>> parse_serve_line(const std::str
 
 // Compiles `request` (a UserError here ends the server), then answers every
 // line of `in` on `out` until end of input.
-void serve_workload(const RunRequest& request, bool wall_times, std::istream& in, std::ostream& out);
+void serve_workload(const RunRequest& request, bool wall_times, std::istream& in,
+                    std::ostream& out);
 
 }  // namespace podsim::driver

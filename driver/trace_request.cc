@@ -16,7 +16,8 @@ namespace podsim::driver {
 
 void parse_trace_devices(const std::string& text, sim::TraceSelection& selection) {
   const SourceLocation where{"--trace-devices " + text, 0, 0};
-  const char* hint = "write a list of device numbers (0,5,17), sample:N (N devices evenly spread) or all";
+  const char* hint =
+      "write a list of device numbers (0,5,17), sample:N (N devices evenly spread) or all";
   auto integer = [&](const std::string& word) {
     size_t used = 0;
     int64_t value = -1;
@@ -36,14 +37,16 @@ void parse_trace_devices(const std::string& text, sim::TraceSelection& selection
     return;
   }
   std::istringstream words(text);
-  for (std::string word; std::getline(words, word, ',');) selection.devices.push_back(integer(word));
+  for (std::string word; std::getline(words, word, ',');)
+    selection.devices.push_back(integer(word));
   if (selection.devices.empty()) throw UserError(where, "no device given", hint);
 }
 
 void parse_trace_window(const std::string& text, sim::TraceSelection& selection) {
   if (text.empty()) return;
   const SourceLocation where{"--trace-window " + text, 0, 0};
-  const char* hint = "write the window as A:B milliseconds of the step, e.g. 0:50 (A: or :B leave a side open)";
+  const char* hint =
+      "write the window as A:B milliseconds of the step, e.g. 0:50 (A: or :B leave a side open)";
   const size_t colon = text.find(':');
   if (colon == std::string::npos) throw UserError(where, "the window has no ':'", hint);
   auto ms = [&](const std::string& word, double open) {
@@ -75,8 +78,8 @@ double parse_trace_limit(const std::string& text) {
 std::optional<TraceRequest> parse_trace_flags(const TraceFlags& flags) {
   auto only_with_trace = [&](const std::string& value, const char* flag) {
     if (!value.empty() && flags.path.empty())
-      throw UserError(SourceLocation{flag, 0, 0}, fmt::format("{} selects what --trace writes", flag),
-                      "add --trace FILE.json");
+      throw UserError(SourceLocation{flag, 0, 0},
+                      fmt::format("{} selects what --trace writes", flag), "add --trace FILE.json");
   };
   only_with_trace(flags.devices, "--trace-devices");
   only_with_trace(flags.window, "--trace-window");
@@ -89,7 +92,8 @@ std::optional<TraceRequest> parse_trace_flags(const TraceFlags& flags) {
   trace.limit_bytes = parse_trace_limit(flags.limit);
   trace.selection.max_events =
       trace.limit_bytes > 0
-          ? std::max<int64_t>(1, static_cast<int64_t>(trace.limit_bytes / reports::kTraceBytesPerItem))
+          ? std::max<int64_t>(1,
+                              static_cast<int64_t>(trace.limit_bytes / reports::kTraceBytesPerItem))
           : 0;
   trace.selection.bytes_per_item = reports::kTraceBytesPerItem;
   return trace;

@@ -13,8 +13,8 @@
 #include <cstring>
 #include <thread>
 
-#include "common/error.h"
 #include "common/csv.h"
+#include "common/error.h"
 #include "common/files.h"
 #include "reports/flat_report.h"
 
@@ -28,9 +28,12 @@ WorkloadServer::WorkloadServer(const std::string& podsim_binary, const std::stri
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
     throw UserError(fmt::format("cannot create a socket pair: {}", std::strerror(errno)));
   try {
-    std::vector<std::string> args = {podsim_binary, "run", workload_path, "--format", "csv", "--serve"};
+    std::vector<std::string> args = {podsim_binary, "run", workload_path,
+                                     "--format",    "csv", "--serve"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    pid_ = spawn_child(std::move(args), ChildStreams{.socket = pair[1], .stderr_path = (scratch_.path() / "stderr").string()});
+    pid_ = spawn_child(
+        std::move(args),
+        ChildStreams{.socket = pair[1], .stderr_path = (scratch_.path() / "stderr").string()});
   } catch (const UserError&) {
     close(pair[0]);
     close(pair[1]);
@@ -64,7 +67,8 @@ WorkloadServer::~WorkloadServer() {
 
 void WorkloadServer::send(const HardwareVariant& variant) {
   std::string line;
-  for (const auto& [key, value] : variant) line += fmt::format("{}hardware.{}={}", line.empty() ? "" : " ", key, value);
+  for (const auto& [key, value] : variant)
+    line += fmt::format("{}hardware.{}={}", line.empty() ? "" : " ", key, value);
   line += '\n';
   size_t sent = 0;
   while (sent < line.size() && !dead_) {
@@ -115,7 +119,8 @@ std::string WorkloadServer::ended_text() {
 // A report header line: its third column is named "fidelity" (in a data
 // row that column holds fast or full).
 static bool is_report_header(const std::string& line) {
-  const std::vector<std::vector<std::string>> rows = parse_csv(line + "\n", "the workload server's answer");
+  const std::vector<std::vector<std::string>> rows =
+      parse_csv(line + "\n", "the workload server's answer");
   return !rows.empty() && rows[0].size() > 2 && rows[0][2] == "fidelity";
 }
 

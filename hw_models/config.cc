@@ -5,12 +5,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <filesystem>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <functional>
 #include <set>
 
@@ -38,17 +38,19 @@ struct Range {
 
 // Integer bounds, kept as integers so their products can be checked at
 // compile time (peak_matmul_flops_per_device multiplies them in int64).
-constexpr int64_t kMaxTensorCoresPerDevice = 1024;  // TPUs have 1-2
+constexpr int64_t kMaxTensorCoresPerDevice = 1024;           // TPUs have 1-2
 constexpr int64_t kMaxMxusPerTensorCore = int64_t{1} << 16;  // TPUs have 2-4
 constexpr int64_t kMaxArrayDim = int64_t{1} << 16;  // MXU rows/cols, VPU lanes/sublanes: TPUs 8-256
 constexpr int64_t kMaxDevicesPerChip = 16;          // TPUs have 1-2
 constexpr int64_t kMaxCollectivesInFlight = 64;     // per kind and device; XLA: 1
-constexpr int64_t kMaxCollectiveChunks = 4096;      // torus_pipelined chunks; past a few dozen latency dominates
+constexpr int64_t kMaxCollectiveChunks =
+    4096;  // torus_pipelined chunks; past a few dozen latency dominates
 // A full pod: at most 2^16 chips (TPU v5p: 8960, v4: 4096) and 2^20 devices,
 // the workload loader's mesh limit. The pod topology holds one link per
 // directed chip pair on a chip, chips x d x (d-1) <= 2^20 x 15 of them.
 constexpr int64_t kMaxPodChips = int64_t{1} << 16;
-static_assert(kMaxPodChips * kMaxDevicesPerChip <= (int64_t{1} << 20), "a pod holds at most 2^20 devices");
+static_assert(kMaxPodChips * kMaxDevicesPerChip <= (int64_t{1} << 20),
+              "a pod holds at most 2^20 devices");
 
 // MXU MACs per cycle of one device (mxus x rows x cols) stay far below 2^63,
 // so the int64 product in peak_matmul_flops_per_device cannot overflow.
@@ -63,7 +65,8 @@ static_assert(kMaxTensorCoresPerDevice * kMaxArrayDim * kMaxArrayDim <= (int64_t
 constexpr Range kLatencyRange{0, 1, "s", "fixed costs of TPU ops, hops and transfers are ~1e-6 s"};
 // Bytes per second: HBM3e stacks give ~1.2e12 B/s, an ICI/NVLink link ~1e11;
 // 1e15 (1 PB/s per device or link) is ~300x the fastest memory system shipped.
-constexpr Range kBandwidthRange{1e6, 1e15, "B/s", "today's fastest HBM is ~5e12 B/s per device, links ~1e11 B/s"};
+constexpr Range kBandwidthRange{1e6, 1e15, "B/s",
+                                "today's fastest HBM is ~5e12 B/s per device, links ~1e11 B/s"};
 // Cycles per vector register: 1-4 on TPUs, 0.01 would be a hundred per cycle.
 constexpr Range kVpuCyclesRange{0.01, 1e4, "cycles", "TPU VPUs take 1-4 cycles per vreg"};
 // Cycles of an MXU pipeline: ~rows + cols (256 on 128x128 arrays).
@@ -72,22 +75,24 @@ constexpr Range kMxuCyclesRange{0, 1e6, "cycles", "a 128x128 MXU fills and drain
 std::string bound_text(double value) {
   // Powers of two (sizes, counts) read best as 2^k, other numbers as %g.
   int exponent = 0;
-  if (value >= 1024 && std::frexp(value, &exponent) == 0.5) return fmt::format("2^{}", exponent - 1);
+  if (value >= 1024 && std::frexp(value, &exponent) == 0.5)
+    return fmt::format("2^{}", exponent - 1);
   return fmt::format("{:g}", value);
 }
 
 std::string range_text(const Range& range) {
-  return fmt::format("[{}, {}]{}{}", bound_text(range.min), bound_text(range.max), *range.unit ? " " : "",
-                     range.unit);
+  return fmt::format("[{}, {}]{}{}", bound_text(range.min), bound_text(range.max),
+                     *range.unit ? " " : "", range.unit);
 }
 
 // `kind`: "a finite number" or "an integer", for the hint.
-[[noreturn]] void out_of_range(const SourceLocation& loc, const std::string& key, const std::string& got,
-                               const Range& range, const char* kind) {
-  throw UserError(loc,
-                  fmt::format("bad value for hardware key '{}': {} is outside the plausible range {}", key, got,
-                              range_text(range)),
-                  fmt::format("{} must be {} in {} ({})", key, kind, range_text(range), range.why));
+[[noreturn]] void out_of_range(const SourceLocation& loc, const std::string& key,
+                               const std::string& got, const Range& range, const char* kind) {
+  throw UserError(
+      loc,
+      fmt::format("bad value for hardware key '{}': {} is outside the plausible range {}", key, got,
+                  range_text(range)),
+      fmt::format("{} must be {} in {} ({})", key, kind, range_text(range), range.why));
 }
 
 struct Field {
@@ -96,13 +101,16 @@ struct Field {
   std::function<std::string(const HardwareConfig&)> get;
 };
 
-[[noreturn]] void bad_value(const SourceLocation& loc, const std::string& key, const std::string& expected,
-                            const YAML::Node& node) {
-  std::string got = node.IsScalar() ? fmt::format("'{}'", node.Scalar()) : std::string("a non-scalar");
-  throw UserError(loc, fmt::format("bad value for hardware key '{}': expected {}, got {}", key, expected, got));
+[[noreturn]] void bad_value(const SourceLocation& loc, const std::string& key,
+                            const std::string& expected, const YAML::Node& node) {
+  std::string got =
+      node.IsScalar() ? fmt::format("'{}'", node.Scalar()) : std::string("a non-scalar");
+  throw UserError(
+      loc, fmt::format("bad value for hardware key '{}': expected {}, got {}", key, expected, got));
 }
 
-double parse_double(const YAML::Node& node, const SourceLocation& loc, const std::string& key, const Range& range) {
+double parse_double(const YAML::Node& node, const SourceLocation& loc, const std::string& key,
+                    const Range& range) {
   double value = 0;
   // YAML's number syntax (.inf and .nan included: rejected below with the range).
   if (!node.IsScalar() || !YAML::convert<double>::decode(node, value))
@@ -114,7 +122,8 @@ double parse_double(const YAML::Node& node, const SourceLocation& loc, const std
 }
 
 // `range` holds integers (all int bounds are below 2^53, exact in a double).
-int64_t parse_int(const YAML::Node& node, const SourceLocation& loc, const std::string& key, const Range& range) {
+int64_t parse_int(const YAML::Node& node, const SourceLocation& loc, const std::string& key,
+                  const Range& range) {
   int64_t value = 0;
   if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value))
     bad_value(loc, key, fmt::format("an integer in {}", range_text(range)), node);
@@ -124,7 +133,9 @@ int64_t parse_int(const YAML::Node& node, const SourceLocation& loc, const std::
 }
 
 // A count of units from 1 to `max`.
-constexpr Range count_range(int64_t max, const char* why) { return Range{1, static_cast<double>(max), "", why}; }
+constexpr Range count_range(int64_t max, const char* why) {
+  return Range{1, static_cast<double>(max), "", why};
+}
 
 // The names of the registries (core/core_model.h, ici/collectives.h) a file may choose.
 yaml::NameTable<CoreModelKind> core_model_names() {
@@ -145,7 +156,8 @@ std::string parse_choice(const YAML::Node& node, const SourceLocation& loc, cons
   if (!node.IsScalar()) bad_value(loc, key, "a name", node);
   const std::string& text = node.Scalar();
   if (!choices.empty() && std::find(choices.begin(), choices.end(), text) == choices.end())
-    throw UserError(loc, fmt::format("bad value for hardware key '{}': unknown name '{}'", key, text),
+    throw UserError(loc,
+                    fmt::format("bad value for hardware key '{}': unknown name '{}'", key, text),
                     fmt::format("valid values: {}", fmt::join(choices, ", ")));
   return text;
 }
@@ -168,7 +180,9 @@ Field int_field(std::string key, Access access, Range range) {
                [=](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
                  access(c) = parse_int(n, loc, key, range);
                },
-               [=](const HardwareConfig& c) { return fmt::format("{}", access(const_cast<HardwareConfig&>(c))); }};
+               [=](const HardwareConfig& c) {
+                 return fmt::format("{}", access(const_cast<HardwareConfig&>(c)));
+               }};
 }
 
 template <class E, class Access>
@@ -177,36 +191,45 @@ Field choice_field(std::string key, Access access, yaml::NameTable<E> table) {
                [=](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
                  access(c) = *table.find(parse_choice(n, loc, key, table.names()));
                },
-               [=](const HardwareConfig& c) { return std::string(table.name(access(const_cast<HardwareConfig&>(c)))); }};
+               [=](const HardwareConfig& c) {
+                 return std::string(table.name(access(const_cast<HardwareConfig&>(c))));
+               }};
 }
 
 // Chips per torus dimension; each at most kMaxPodChips and so is their product.
-std::vector<int64_t> parse_dims(const YAML::Node& node, const SourceLocation& loc, const std::string& key) {
-  constexpr Range kDimRange = count_range(kMaxPodChips, "the largest TPU pods have under 10^4 chips");
+std::vector<int64_t> parse_dims(const YAML::Node& node, const SourceLocation& loc,
+                                const std::string& key) {
+  constexpr Range kDimRange =
+      count_range(kMaxPodChips, "the largest TPU pods have under 10^4 chips");
   if (!node.IsSequence() || node.size() < 1 || node.size() > 3)
-    bad_value(loc, key, fmt::format("a list of 1 to 3 integers in {}", range_text(kDimRange)), node);
+    bad_value(loc, key, fmt::format("a list of 1 to 3 integers in {}", range_text(kDimRange)),
+              node);
   std::vector<int64_t> dims;
   int64_t chips = 1;
   for (const auto& element : node) {
     dims.push_back(parse_int(element, loc, key, kDimRange));
     chips *= dims.back();  // <= 2^16 x 2^16 x 2^16 before the check below: no overflow
     if (chips > kMaxPodChips)
-      throw UserError(loc,
-                      fmt::format("bad value for hardware key '{}': the pod dims multiply to {} chips, more than "
-                                  "the plausible {}",
-                                  key, chips, bound_text(static_cast<double>(kMaxPodChips))),
-                      "the largest TPU pods have under 10^4 chips (v5p: 8960); check the dims");
+      throw UserError(
+          loc,
+          fmt::format(
+              "bad value for hardware key '{}': the pod dims multiply to {} chips, more than "
+              "the plausible {}",
+              key, chips, bound_text(static_cast<double>(kMaxPodChips))),
+          "the largest TPU pods have under 10^4 chips (v5p: 8960); check the dims");
   }
   return dims;
 }
 
-std::vector<bool> parse_flags(const YAML::Node& node, const SourceLocation& loc, const std::string& key) {
+std::vector<bool> parse_flags(const YAML::Node& node, const SourceLocation& loc,
+                              const std::string& key) {
   if (!node.IsSequence() || node.size() < 1 || node.size() > 3)
     bad_value(loc, key, "a list of 1 to 3 booleans", node);
   std::vector<bool> flags;
   for (const auto& element : node) {
     bool flag = false;
-    if (!element.IsScalar() || !YAML::convert<bool>::decode(element, flag)) bad_value(loc, key, "true or false", element);
+    if (!element.IsScalar() || !YAML::convert<bool>::decode(element, flag))
+      bad_value(loc, key, "true or false", element);
     flags.push_back(flag);
   }
   return flags;
@@ -220,74 +243,101 @@ const std::vector<Field>& fields() {
                         c.name = parse_choice(n, loc, "name", {});
                       },
                       [](const HardwareConfig& c) { return c.name; }});
-    t.push_back(choice_field("core.model", [](HardwareConfig& c) -> CoreModelKind& { return c.core.model; },
-                             core_model_names()));
+    t.push_back(choice_field(
+        "core.model", [](HardwareConfig& c) -> CoreModelKind& { return c.core.model; },
+        core_model_names()));
     // 1 MHz .. 100 GHz: TPUs run at ~1 GHz and no digital chip above ~6 GHz.
-    t.push_back(number_field("core.clock_hz", [](HardwareConfig& c) -> double& { return c.core.clock_hz; },
-                             Range{1e6, 1e11, "Hz", "TPUs clock at ~1 GHz; 100 GHz is over 15x any digital chip"}));
-    t.push_back(int_field("core.tensor_cores_per_device",
-                          [](HardwareConfig& c) -> int64_t& { return c.core.tensor_cores_per_device; },
-                          count_range(kMaxTensorCoresPerDevice, "TPU devices have 1 or 2 TensorCores")));
-    t.push_back(int_field("core.mxus_per_tensor_core",
-                          [](HardwareConfig& c) -> int64_t& { return c.core.mxus_per_tensor_core; },
-                          count_range(kMaxMxusPerTensorCore, "TPU TensorCores have 1 to 4 MXUs")));
-    t.push_back(int_field("core.mxu_rows", [](HardwareConfig& c) -> int64_t& { return c.core.mxu_rows; },
-                          count_range(kMaxArrayDim, "TPU MXUs are 128x128 or 256x256")));
-    t.push_back(int_field("core.mxu_cols", [](HardwareConfig& c) -> int64_t& { return c.core.mxu_cols; },
-                          count_range(kMaxArrayDim, "TPU MXUs are 128x128 or 256x256")));
-    t.push_back(number_field("core.mxu_weight_load_cycles",
-                             [](HardwareConfig& c) -> double& { return c.core.mxu_weight_load_cycles; },
-                             kMxuCyclesRange));
-    t.push_back(number_field("core.mxu_fill_drain_cycles",
-                             [](HardwareConfig& c) -> double& { return c.core.mxu_fill_drain_cycles; },
-                             kMxuCyclesRange));
+    t.push_back(number_field(
+        "core.clock_hz", [](HardwareConfig& c) -> double& { return c.core.clock_hz; },
+        Range{1e6, 1e11, "Hz", "TPUs clock at ~1 GHz; 100 GHz is over 15x any digital chip"}));
+    t.push_back(int_field(
+        "core.tensor_cores_per_device",
+        [](HardwareConfig& c) -> int64_t& { return c.core.tensor_cores_per_device; },
+        count_range(kMaxTensorCoresPerDevice, "TPU devices have 1 or 2 TensorCores")));
+    t.push_back(int_field(
+        "core.mxus_per_tensor_core",
+        [](HardwareConfig& c) -> int64_t& { return c.core.mxus_per_tensor_core; },
+        count_range(kMaxMxusPerTensorCore, "TPU TensorCores have 1 to 4 MXUs")));
+    t.push_back(int_field(
+        "core.mxu_rows", [](HardwareConfig& c) -> int64_t& { return c.core.mxu_rows; },
+        count_range(kMaxArrayDim, "TPU MXUs are 128x128 or 256x256")));
+    t.push_back(int_field(
+        "core.mxu_cols", [](HardwareConfig& c) -> int64_t& { return c.core.mxu_cols; },
+        count_range(kMaxArrayDim, "TPU MXUs are 128x128 or 256x256")));
+    t.push_back(number_field(
+        "core.mxu_weight_load_cycles",
+        [](HardwareConfig& c) -> double& { return c.core.mxu_weight_load_cycles; },
+        kMxuCyclesRange));
+    t.push_back(number_field(
+        "core.mxu_fill_drain_cycles",
+        [](HardwareConfig& c) -> double& { return c.core.mxu_fill_drain_cycles; },
+        kMxuCyclesRange));
     // XLA's f32 precisions cost 1 (DEFAULT), 3 (HIGH) or 6 (HIGHEST) bf16 passes.
-    t.push_back(number_field("core.f32_matmul_passes",
-                             [](HardwareConfig& c) -> double& { return c.core.f32_matmul_passes; },
-                             Range{0.01, 64, "passes", "XLA's f32 matmul precisions take 1, 3 or 6 bf16 passes"}));
-    t.push_back(number_field("core.mxu_sustained_fraction",
-                             [](HardwareConfig& c) -> double& { return c.core.mxu_sustained_fraction; },
-                             Range{0.01, 1, "", "the fraction of a matmul loop's cycles that stream a row (1 = ideal)"}));
-    t.push_back(int_field("core.vpu_lanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_lanes; },
-                          count_range(kMaxArrayDim, "TPU vector registers are 8 x 128")));
-    t.push_back(int_field("core.vpu_sublanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_sublanes; },
-                          count_range(kMaxArrayDim, "TPU vector registers are 8 x 128")));
-    t.push_back(number_field("core.vpu_cycles.simple",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.simple; }, kVpuCyclesRange));
-    t.push_back(number_field("core.vpu_cycles.transcendental",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.transcendental; },
-                             kVpuCyclesRange));
-    t.push_back(number_field("core.vpu_cycles.reduce",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.reduce; }, kVpuCyclesRange));
-    t.push_back(number_field("core.vpu_cycles.transpose",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.transpose; },
-                             kVpuCyclesRange));
-    t.push_back(number_field("core.vpu_cycles.convert",
-                             [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.convert; }, kVpuCyclesRange));
-    t.push_back(number_field("core.op_overhead_s", [](HardwareConfig& c) -> double& { return c.core.op_overhead_s; },
-                             kLatencyRange));
+    t.push_back(number_field(
+        "core.f32_matmul_passes",
+        [](HardwareConfig& c) -> double& { return c.core.f32_matmul_passes; },
+        Range{0.01, 64, "passes", "XLA's f32 matmul precisions take 1, 3 or 6 bf16 passes"}));
+    t.push_back(number_field(
+        "core.mxu_sustained_fraction",
+        [](HardwareConfig& c) -> double& { return c.core.mxu_sustained_fraction; },
+        Range{0.01, 1, "",
+              "the fraction of a matmul loop's cycles that stream a row (1 = ideal)"}));
+    t.push_back(int_field(
+        "core.vpu_lanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_lanes; },
+        count_range(kMaxArrayDim, "TPU vector registers are 8 x 128")));
+    t.push_back(int_field(
+        "core.vpu_sublanes", [](HardwareConfig& c) -> int64_t& { return c.core.vpu_sublanes; },
+        count_range(kMaxArrayDim, "TPU vector registers are 8 x 128")));
+    t.push_back(number_field(
+        "core.vpu_cycles.simple",
+        [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.simple; }, kVpuCyclesRange));
+    t.push_back(number_field(
+        "core.vpu_cycles.transcendental",
+        [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.transcendental; },
+        kVpuCyclesRange));
+    t.push_back(number_field(
+        "core.vpu_cycles.reduce",
+        [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.reduce; }, kVpuCyclesRange));
+    t.push_back(number_field(
+        "core.vpu_cycles.transpose",
+        [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.transpose; }, kVpuCyclesRange));
+    t.push_back(number_field(
+        "core.vpu_cycles.convert",
+        [](HardwareConfig& c) -> double& { return c.core.vpu_cycles.convert; }, kVpuCyclesRange));
+    t.push_back(number_field(
+        "core.op_overhead_s", [](HardwareConfig& c) -> double& { return c.core.op_overhead_s; },
+        kLatencyRange));
     // 1 MiB .. 1 PiB per device: TPUs carry 16-192 GiB, so 1 PiB is >5000x.
-    t.push_back(number_field("hbm.capacity_bytes", [](HardwareConfig& c) -> double& { return c.hbm.capacity_bytes; },
-                             Range{1024.0 * 1024, 1024.0 * 1024 * 1024 * 1024 * 1024, "bytes",
-                                   "TPUs carry 16 to 192 GiB of HBM per device"}));
-    t.push_back(number_field("hbm.bandwidth", [](HardwareConfig& c) -> double& { return c.hbm.bandwidth; },
-                             kBandwidthRange));
-    t.push_back(number_field("hbm.latency_s", [](HardwareConfig& c) -> double& { return c.hbm.latency_s; },
-                             kLatencyRange));
-    t.push_back(int_field("chip.devices_per_chip",
-                          [](HardwareConfig& c) -> int64_t& { return c.chip.devices_per_chip; },
-                          count_range(kMaxDevicesPerChip, "TPU chips are 1 or 2 XLA devices")));
-    t.push_back(number_field("chip.on_chip_bandwidth",
-                             [](HardwareConfig& c) -> double& { return c.chip.on_chip_bandwidth; }, kBandwidthRange));
-    t.push_back(number_field("chip.on_chip_latency_s",
-                             [](HardwareConfig& c) -> double& { return c.chip.on_chip_latency_s; }, kLatencyRange));
-    t.push_back(number_field("chip.host_bandwidth",
-                             [](HardwareConfig& c) -> double& { return c.chip.host_bandwidth; }, kBandwidthRange));
+    t.push_back(number_field(
+        "hbm.capacity_bytes", [](HardwareConfig& c) -> double& { return c.hbm.capacity_bytes; },
+        Range{1024.0 * 1024, 1024.0 * 1024 * 1024 * 1024 * 1024, "bytes",
+              "TPUs carry 16 to 192 GiB of HBM per device"}));
+    t.push_back(number_field(
+        "hbm.bandwidth", [](HardwareConfig& c) -> double& { return c.hbm.bandwidth; },
+        kBandwidthRange));
+    t.push_back(number_field(
+        "hbm.latency_s", [](HardwareConfig& c) -> double& { return c.hbm.latency_s; },
+        kLatencyRange));
+    t.push_back(int_field(
+        "chip.devices_per_chip",
+        [](HardwareConfig& c) -> int64_t& { return c.chip.devices_per_chip; },
+        count_range(kMaxDevicesPerChip, "TPU chips are 1 or 2 XLA devices")));
+    t.push_back(number_field(
+        "chip.on_chip_bandwidth",
+        [](HardwareConfig& c) -> double& { return c.chip.on_chip_bandwidth; }, kBandwidthRange));
+    t.push_back(number_field(
+        "chip.on_chip_latency_s",
+        [](HardwareConfig& c) -> double& { return c.chip.on_chip_latency_s; }, kLatencyRange));
+    t.push_back(number_field(
+        "chip.host_bandwidth", [](HardwareConfig& c) -> double& { return c.chip.host_bandwidth; },
+        kBandwidthRange));
     t.push_back(Field{"ici.pod_dims",
                       [](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
                         c.ici.pod_dims = parse_dims(n, loc, "ici.pod_dims");
                       },
-                      [](const HardwareConfig& c) { return fmt::format("[{}]", fmt::join(c.ici.pod_dims, ", ")); }});
+                      [](const HardwareConfig& c) {
+                        return fmt::format("[{}]", fmt::join(c.ici.pod_dims, ", "));
+                      }});
     t.push_back(Field{"ici.pod_wraparound",
                       [](HardwareConfig& c, const YAML::Node& n, const SourceLocation& loc) {
                         c.ici.pod_wraparound = parse_flags(n, loc, "ici.pod_wraparound");
@@ -297,32 +347,43 @@ const std::vector<Field>& fields() {
                         for (bool w : c.ici.pod_wraparound) words.push_back(w ? "true" : "false");
                         return fmt::format("[{}]", fmt::join(words, ", "));
                       }});
-    t.push_back(int_field("ici.torus_block", [](HardwareConfig& c) -> int64_t& { return c.ici.torus_block; },
-                          Range{0, static_cast<double>(kMaxPodChips), "chips",
-                                "0 = only the full pod wraps; TPU v4: 4 (its 4x4x4 cubes)"}));
-    t.push_back(number_field("ici.link_bandwidth", [](HardwareConfig& c) -> double& { return c.ici.link_bandwidth; },
-                             kBandwidthRange));
+    t.push_back(int_field(
+        "ici.torus_block", [](HardwareConfig& c) -> int64_t& { return c.ici.torus_block; },
+        Range{0, static_cast<double>(kMaxPodChips), "chips",
+              "0 = only the full pod wraps; TPU v4: 4 (its 4x4x4 cubes)"}));
+    t.push_back(number_field(
+        "ici.link_bandwidth", [](HardwareConfig& c) -> double& { return c.ici.link_bandwidth; },
+        kBandwidthRange));
     // A fraction of the raw rate: above 1 is impossible, below 1% no link.
-    t.push_back(number_field("ici.link_efficiency",
-                             [](HardwareConfig& c) -> double& { return c.ici.link_efficiency; },
-                             Range{0.01, 1, "", "the achieved fraction of the raw link rate (TPU v3 and v4 presets: 1)"}));
-    t.push_back(number_field("ici.hop_latency_s", [](HardwareConfig& c) -> double& { return c.ici.hop_latency_s; },
-                             kLatencyRange));
-    t.push_back(number_field("ici.message_overhead_s",
-                             [](HardwareConfig& c) -> double& { return c.ici.message_overhead_s; }, kLatencyRange));
-    t.push_back(choice_field("ici.collective_algorithm",
-                             [](HardwareConfig& c) -> CollectiveAlgorithm& { return c.ici.collective_algorithm; },
-                             collective_algorithm_names()));
-    t.push_back(int_field("ici.collective_chunks", [](HardwareConfig& c) -> int64_t& { return c.ici.collective_chunks; },
-                          count_range(kMaxCollectiveChunks, "1 = no pipelining; a few to a few dozen chunks")));
-    t.push_back(number_field("ici.ring_step_overhead_s",
-                             [](HardwareConfig& c) -> double& { return c.ici.ring_step_overhead_s; }, kLatencyRange));
-    t.push_back(int_field("ici.collectives_in_flight_per_kind",
-                          [](HardwareConfig& c) -> int64_t& { return c.ici.collectives_in_flight_per_kind; },
-                          count_range(kMaxCollectivesInFlight, "XLA's latency-hiding scheduler allows 1 per kind")));
-    t.push_back(int_field("ici.collectives_in_flight",
-                          [](HardwareConfig& c) -> int64_t& { return c.ici.collectives_in_flight; },
-                          count_range(kMaxCollectivesInFlight, "1 runs a device's collectives one at a time")));
+    t.push_back(number_field(
+        "ici.link_efficiency", [](HardwareConfig& c) -> double& { return c.ici.link_efficiency; },
+        Range{0.01, 1, "",
+              "the achieved fraction of the raw link rate (TPU v3 and v4 presets: 1)"}));
+    t.push_back(number_field(
+        "ici.hop_latency_s", [](HardwareConfig& c) -> double& { return c.ici.hop_latency_s; },
+        kLatencyRange));
+    t.push_back(number_field(
+        "ici.message_overhead_s",
+        [](HardwareConfig& c) -> double& { return c.ici.message_overhead_s; }, kLatencyRange));
+    t.push_back(choice_field(
+        "ici.collective_algorithm",
+        [](HardwareConfig& c) -> CollectiveAlgorithm& { return c.ici.collective_algorithm; },
+        collective_algorithm_names()));
+    t.push_back(int_field(
+        "ici.collective_chunks",
+        [](HardwareConfig& c) -> int64_t& { return c.ici.collective_chunks; },
+        count_range(kMaxCollectiveChunks, "1 = no pipelining; a few to a few dozen chunks")));
+    t.push_back(number_field(
+        "ici.ring_step_overhead_s",
+        [](HardwareConfig& c) -> double& { return c.ici.ring_step_overhead_s; }, kLatencyRange));
+    t.push_back(int_field(
+        "ici.collectives_in_flight_per_kind",
+        [](HardwareConfig& c) -> int64_t& { return c.ici.collectives_in_flight_per_kind; },
+        count_range(kMaxCollectivesInFlight, "XLA's latency-hiding scheduler allows 1 per kind")));
+    t.push_back(int_field(
+        "ici.collectives_in_flight",
+        [](HardwareConfig& c) -> int64_t& { return c.ici.collectives_in_flight; },
+        count_range(kMaxCollectivesInFlight, "1 runs a device's collectives one at a time")));
     return t;
   }();
   return table;
@@ -363,10 +424,10 @@ bool is_section(const std::string& dotted) {
 // close, else the valid keys (of `section`, when given).
 std::string unknown_key_hint(const std::string& dotted, const std::string& section = "") {
   const std::string guess = closest(dotted, hardware_keys());
-  if (!guess.empty())
-    return fmt::format("did you mean '{}'?", guess);
+  if (!guess.empty()) return fmt::format("did you mean '{}'?", guess);
   if (!section.empty())
-    return fmt::format("valid keys under '{}': {}", section, fmt::join(keys_below(section + "."), ", "));
+    return fmt::format("valid keys under '{}': {}", section,
+                       fmt::join(keys_below(section + "."), ", "));
   return fmt::format("valid keys: {}", fmt::join(hardware_keys(), ", "));
 }
 
@@ -382,25 +443,29 @@ std::string override_guess(const std::string& key) {
   std::string best;
   for (const std::string& valid : hardware_keys()) {
     const std::string flat_valid = flat(valid);
-    if (flat_key.ends_with(flat_valid) && (flat_key.size() == flat_valid.size() ||
-                                           flat_key[flat_key.size() - flat_valid.size() - 1] == '_'))
+    if (flat_key.ends_with(flat_valid) &&
+        (flat_key.size() == flat_valid.size() ||
+         flat_key[flat_key.size() - flat_valid.size() - 1] == '_'))
       if (flat_valid.size() > best.size()) best = valid;
   }
   return best.empty() ? closest(key, hardware_keys()) : best;
 }
 
-[[noreturn]] void unknown_key(const SourceLocation& loc, const std::string& prefix, const std::string& name) {
+[[noreturn]] void unknown_key(const SourceLocation& loc, const std::string& prefix,
+                              const std::string& name) {
   const std::string section = prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1);
   const std::string guess = closest(name, keys_below(prefix));
   throw UserError(loc, fmt::format("unknown hardware key '{}{}'", prefix, name),
-                  guess.empty() || prefix.empty() ? unknown_key_hint(prefix + name, section)
-                                                  : fmt::format("did you mean '{}{}'?", prefix, guess));
+                  guess.empty() || prefix.empty()
+                      ? unknown_key_hint(prefix + name, section)
+                      : fmt::format("did you mean '{}{}'?", prefix, guess));
 }
 
 void check_consistency(const HardwareConfig& c, const SourceLocation& loc) {
   if (c.ici.pod_dims.size() != c.ici.pod_wraparound.size())
-    throw UserError(loc, fmt::format("ici.pod_wraparound has {} entries but ici.pod_dims has {}",
-                                     c.ici.pod_wraparound.size(), c.ici.pod_dims.size()),
+    throw UserError(loc,
+                    fmt::format("ici.pod_wraparound has {} entries but ici.pod_dims has {}",
+                                c.ici.pod_wraparound.size(), c.ici.pod_dims.size()),
                     "give one wraparound flag per pod dimension");
 }
 
@@ -409,12 +474,13 @@ struct DocumentReader {
   HardwareConfig& config;
   std::set<std::string> assigned;
   std::map<std::string, SourceLocation> positions;  // where each assigned key's value is
-  std::set<std::string> sourced;  // keys this document gives a source for
+  std::set<std::string> sourced;                    // keys this document gives a source for
 
   // Keys in document order; a key of no field or section is an error at
   // its position with the nearest valid key.
   void read_map(const YAML::Node& map, const std::string& prefix) {
-    const yaml::MapReader reader(doc, map, prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1), "hardware key");
+    const yaml::MapReader reader(
+        doc, map, prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1), "hardware key");
     for (const yaml::MapReader::Entry& e : reader.entries()) {
       const std::string key = prefix + e.key;
       const SourceLocation loc = doc.at(e.value);
@@ -437,13 +503,16 @@ struct DocumentReader {
   }
 
   void read_sources(const YAML::Node& map) {
-    if (!map.IsMap()) bad_value(doc.at(map), "sources", "a map from hardware keys to source notes", map);
+    if (!map.IsMap())
+      bad_value(doc.at(map), "sources", "a map from hardware keys to source notes", map);
     const yaml::MapReader reader(doc, map, "sources");
     for (const yaml::MapReader::Entry& e : reader.entries()) {
       if (!find_field(e.key))
-        throw UserError(doc.at(e.key_node), fmt::format("'sources' names unknown hardware key '{}'", e.key),
+        throw UserError(doc.at(e.key_node),
+                        fmt::format("'sources' names unknown hardware key '{}'", e.key),
                         unknown_key_hint(e.key));
-      if (!e.value.IsScalar()) bad_value(doc.at(e.value), "sources." + e.key, "a text note", e.value);
+      if (!e.value.IsScalar())
+        bad_value(doc.at(e.value), "sources." + e.key, "a text note", e.value);
       config.sources[e.key] = e.value.Scalar();
       sourced.insert(e.key);
     }
@@ -462,13 +531,14 @@ HardwareConfig load_document(const yaml::Document& doc, int depth);
 HardwareConfig load_file(const std::string& name_or_path, int depth) {
   const std::filesystem::path path = resolve_preset(name_or_path);
   if (!std::filesystem::exists(path)) {
-    throw UserError(SourceLocation{name_or_path, 0, 0},
-                    fmt::format("no hardware preset or file named '{}'", name_or_path),
-                    fmt::format("{}presets: {} (podsim hardware list); or give a path to a .yaml file",
-                                closest(name_or_path, preset_names()).empty()
-                                    ? ""
-                                    : fmt::format("did you mean '{}'? ", closest(name_or_path, preset_names())),
-                                fmt::join(preset_names(), ", ")));
+    throw UserError(
+        SourceLocation{name_or_path, 0, 0},
+        fmt::format("no hardware preset or file named '{}'", name_or_path),
+        fmt::format("{}presets: {} (podsim hardware list); or give a path to a .yaml file",
+                    closest(name_or_path, preset_names()).empty()
+                        ? ""
+                        : fmt::format("did you mean '{}'? ", closest(name_or_path, preset_names())),
+                    fmt::join(preset_names(), ", ")));
   }
   return load_document(yaml::Document::load(path.string(), "hardware file"), depth);
 }
@@ -502,9 +572,10 @@ HardwareConfig load_document_body(const yaml::Document& document, int depth) {
     for (const Field& f : fields())
       if (!reader.assigned.count(f.key)) missing.push_back(f.key);
     if (!missing.empty())
-      throw UserError(SourceLocation{origin, 0, 0},
-                      fmt::format("hardware document lacks key(s): {}", fmt::join(missing, ", ")),
-                      "every key must be given (no silent defaults), or start the file with 'base: tpuv3'");
+      throw UserError(
+          SourceLocation{origin, 0, 0},
+          fmt::format("hardware document lacks key(s): {}", fmt::join(missing, ", ")),
+          "every key must be given (no silent defaults), or start the file with 'base: tpuv3'");
   }
   for (const std::string& key : reader.assigned)
     if (has_base && !reader.sourced.count(key)) config.sources[key] = "set in " + origin;
@@ -540,22 +611,25 @@ void apply_overrides(HardwareConfig& config, const Overrides& overrides) {
     const Field* field = find_field(key);
     if (!field) {
       const std::string guess = override_guess(key);
-      throw UserError(SourceLocation{origin, 0, 0}, fmt::format("unknown hardware key '{}' in override", key),
-                      guess.empty() ? unknown_key_hint(key)
-                                    : fmt::format("did you mean --set hardware.{}={}?", guess, text));
+      throw UserError(
+          SourceLocation{origin, 0, 0}, fmt::format("unknown hardware key '{}' in override", key),
+          guess.empty() ? unknown_key_hint(key)
+                        : fmt::format("did you mean --set hardware.{}={}?", guess, text));
     }
     YAML::Node value;
     try {
       value = YAML::Load(text);
     } catch (const YAML::ParserException& e) {
-      throw UserError(SourceLocation{origin, 0, 0}, fmt::format("bad value for hardware key '{}': {}", key, e.msg));
+      throw UserError(SourceLocation{origin, 0, 0},
+                      fmt::format("bad value for hardware key '{}': {}", key, e.msg));
     }
     field->set(config, value, SourceLocation{origin, 0, 0});
     config.sources[key] = "override (--set)";
   }
   if (overrides.empty()) return;
   std::vector<std::string> flags;
-  for (const auto& [key, text] : overrides) flags.push_back(fmt::format("--set hardware.{}={}", key, text));
+  for (const auto& [key, text] : overrides)
+    flags.push_back(fmt::format("--set hardware.{}={}", key, text));
   check_consistency(config, SourceLocation{fmt::format("{}", fmt::join(flags, " ")), 0, 0});
 }
 
@@ -579,15 +653,19 @@ std::vector<std::string> preset_names() {
   return names;
 }
 
-int64_t mxus_per_device(const CoreConfig& core) { return core.tensor_cores_per_device * core.mxus_per_tensor_core; }
+int64_t mxus_per_device(const CoreConfig& core) {
+  return core.tensor_cores_per_device * core.mxus_per_tensor_core;
+}
 
 double peak_matmul_flops_per_device(const CoreConfig& core) {
   // One MAC per PE per cycle; a MAC is 2 FLOP (multiply + add).
-  return 2.0 * static_cast<double>(mxus_per_device(core) * core.mxu_rows * core.mxu_cols) * core.clock_hz;
+  return 2.0 * static_cast<double>(mxus_per_device(core) * core.mxu_rows * core.mxu_cols) *
+         core.clock_hz;
 }
 
 double vpu_elements_per_second(const CoreConfig& core) {
-  return static_cast<double>(core.tensor_cores_per_device * core.vpu_lanes * core.vpu_sublanes) * core.clock_hz;
+  return static_cast<double>(core.tensor_cores_per_device * core.vpu_lanes * core.vpu_sublanes) *
+         core.clock_hz;
 }
 
 }  // namespace podsim::hw

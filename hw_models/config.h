@@ -35,24 +35,33 @@ struct VpuCycles {
 enum class CoreModelKind { kSystolic, kRoofline };
 // Collective algorithms, by name in ici.collective_algorithm (the registry:
 // hw_models/ici/collectives.h collective_algorithms()); kAuto picks per collective.
-enum class CollectiveAlgorithm { kAuto, kRing, kBidirectionalRing, kTorus, kDirect, kRingPerDim, kTorusPipelined };
+enum class CollectiveAlgorithm {
+  kAuto,
+  kRing,
+  kBidirectionalRing,
+  kTorus,
+  kDirect,
+  kRingPerDim,
+  kTorusPipelined
+};
 
 struct CoreConfig {
   CoreModelKind model = CoreModelKind::kSystolic;  // the implementation
   double clock_hz = 0;
   int64_t tensor_cores_per_device = 0;
   int64_t mxus_per_tensor_core = 0;
-  int64_t mxu_rows = 0;              // systolic array height (contraction dim K)
-  int64_t mxu_cols = 0;              // systolic array width (output dim N)
-  double mxu_weight_load_cycles = 0; // cycles to shift one weight tile into an MXU
-  double mxu_fill_drain_cycles = 0;  // pipeline fill + drain of one MXU pass
-  double f32_matmul_passes = 0;      // bf16 passes an f32 x f32 matmul costs
-  double mxu_sustained_fraction = 0; // fraction of a tile loop's cycles that stream a row (1 = ideal;
-                                     // below: operand pushes, result pops and DMA waits the loop does not hide)
+  int64_t mxu_rows = 0;               // systolic array height (contraction dim K)
+  int64_t mxu_cols = 0;               // systolic array width (output dim N)
+  double mxu_weight_load_cycles = 0;  // cycles to shift one weight tile into an MXU
+  double mxu_fill_drain_cycles = 0;   // pipeline fill + drain of one MXU pass
+  double f32_matmul_passes = 0;       // bf16 passes an f32 x f32 matmul costs
+  double mxu_sustained_fraction =
+      0;  // fraction of a tile loop's cycles that stream a row (1 = ideal;
+          // below: operand pushes, result pops and DMA waits the loop does not hide)
   int64_t vpu_lanes = 0;
   int64_t vpu_sublanes = 0;
   VpuCycles vpu_cycles;
-  double op_overhead_s = 0;          // fixed issue cost of one (fused) op
+  double op_overhead_s = 0;  // fixed issue cost of one (fused) op
 };
 
 struct HbmConfig {
@@ -78,13 +87,13 @@ struct IciConfig {
   // (and flagged in pod_wraparound) closes into a ring, as TPU v4's optical
   // switches join the faces of its 4x4x4 cubes; 0 = only the full pod wraps.
   int64_t torus_block = 0;
-  double link_bandwidth = 0;         // bytes/s per link per direction (raw signalling rate)
+  double link_bandwidth = 0;  // bytes/s per link per direction (raw signalling rate)
   // Fraction of link_bandwidth that collective payload achieves (packet
   // headers, flow control, DMA gaps): collectives and contention run on
   // link_bandwidth x link_efficiency; datasheet figures of raw capacity
   // (bisection) use link_bandwidth.
   double link_efficiency = 1.0;
-  double hop_latency_s = 0;          // per chip-to-chip hop
+  double hop_latency_s = 0;  // per chip-to-chip hop
   // Issue cost of one message (DMA descriptor) at its source: a direct
   // all-to-all sends n-1 messages per device, one after another.
   double message_overhead_s = 0;
@@ -121,7 +130,8 @@ using Overrides = std::vector<std::pair<std::string, std::string>>;
 // `preset_name_or_path`: a preset name ("tpuv3", "tpuv4", looked up in
 // PODSIM_PRESET_DIR) or a path to a YAML file. A file may start with
 // `base: <preset or path>` and then give only the keys it changes.
-HardwareConfig load_hardware(const std::string& preset_name_or_path, const Overrides& overrides = {});
+HardwareConfig load_hardware(const std::string& preset_name_or_path,
+                             const Overrides& overrides = {});
 
 // Same, from YAML text (tests, embedded documents); `origin` names it in errors.
 HardwareConfig load_hardware_from_string(const std::string& yaml_text, const std::string& origin,

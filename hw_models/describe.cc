@@ -11,7 +11,8 @@ namespace podsim::hw {
 DerivedFigures derive_figures(const HardwareConfig& config) {
   DerivedFigures f;
   f.peak_flops_per_device = peak_matmul_flops_per_device(config.core);
-  f.peak_flops_per_chip = f.peak_flops_per_device * static_cast<double>(config.chip.devices_per_chip);
+  f.peak_flops_per_chip =
+      f.peak_flops_per_device * static_cast<double>(config.chip.devices_per_chip);
   // Achieved figures (all-reduce bandwidth) on effective links, datasheet
   // capacity (bisection) on raw links.
   const Topology pod(full_pod(config), link_params(config));
@@ -43,37 +44,46 @@ std::string describe_hardware(const HardwareConfig& config) {
   const DerivedFigures f = derive_figures(config);
   const Topology pod(full_pod(config), link_params(config));
   out += "\nderived\n";
-  out += fmt::format("  peak bf16 FLOP/s per device   {:.1f} TFLOP/s  (2 x {} MXU x {}x{} x {:g} MHz)\n",
-                     f.peak_flops_per_device / 1e12, mxus_per_device(config.core), config.core.mxu_rows,
-                     config.core.mxu_cols, config.core.clock_hz / 1e6);
+  out += fmt::format(
+      "  peak bf16 FLOP/s per device   {:.1f} TFLOP/s  (2 x {} MXU x {}x{} x {:g} MHz)\n",
+      f.peak_flops_per_device / 1e12, mxus_per_device(config.core), config.core.mxu_rows,
+      config.core.mxu_cols, config.core.clock_hz / 1e6);
   out += fmt::format("  peak bf16 FLOP/s per chip     {:.1f} TFLOP/s  ({} device(s) per chip)\n",
                      f.peak_flops_per_chip / 1e12, config.chip.devices_per_chip);
-  out += fmt::format("  peak bf16 FLOP/s per pod      {:.1f} PFLOP/s\n", f.peak_flops_per_pod / 1e15);
+  out +=
+      fmt::format("  peak bf16 FLOP/s per pod      {:.1f} PFLOP/s\n", f.peak_flops_per_pod / 1e15);
   out += fmt::format("  HBM per device                {:.1f} GiB at {:.0f} GB/s\n",
-                     f.hbm_bytes_per_device / (1024.0 * 1024 * 1024), f.hbm_bandwidth_per_device / 1e9);
-  out += fmt::format("  pod                           {}: {} chips, {} devices\n", pod.slice().to_string(), f.pod_chips,
-                     f.pod_devices);
-  out += fmt::format("  ICI links per chip            {} at {:g} GB/s per direction ({:g} GB/s achieved, efficiency {:g})\n",
-                     f.ici_links_per_chip, config.ici.link_bandwidth / 1e9,
-                     config.ici.link_bandwidth * config.ici.link_efficiency / 1e9, config.ici.link_efficiency);
-  out += fmt::format("  pod all-reduce bandwidth      {:.1f} TB/s  (achieved one-way bandwidth summed over all {} directed links)\n",
-                     f.pod_all_reduce_bandwidth / 1e12, f.ici_links_per_chip * f.pod_chips);
-  out += fmt::format("  bisection bandwidth           {:.2f} TB/s  (one way across the weakest halving cut)\n",
-                     f.bisection_bandwidth / 1e12);
+                     f.hbm_bytes_per_device / (1024.0 * 1024 * 1024),
+                     f.hbm_bandwidth_per_device / 1e9);
+  out += fmt::format("  pod                           {}: {} chips, {} devices\n",
+                     pod.slice().to_string(), f.pod_chips, f.pod_devices);
+  out += fmt::format(
+      "  ICI links per chip            {} at {:g} GB/s per direction ({:g} GB/s achieved, "
+      "efficiency {:g})\n",
+      f.ici_links_per_chip, config.ici.link_bandwidth / 1e9,
+      config.ici.link_bandwidth * config.ici.link_efficiency / 1e9, config.ici.link_efficiency);
+  out += fmt::format(
+      "  pod all-reduce bandwidth      {:.1f} TB/s  (achieved one-way bandwidth summed over all {} "
+      "directed links)\n",
+      f.pod_all_reduce_bandwidth / 1e12, f.ici_links_per_chip * f.pod_chips);
+  out += fmt::format(
+      "  bisection bandwidth           {:.2f} TB/s  (one way across the weakest halving cut)\n",
+      f.bisection_bandwidth / 1e12);
   return out;
 }
 
 std::string describe_presets() {
-  std::string text =
-      fmt::format("{:<10} {:>8} {:>14} {:>10} {:>8}  {}\n", "preset", "devices", "peak TFLOP/s", "HBM GiB", "chips", "torus");
+  std::string text = fmt::format("{:<10} {:>8} {:>14} {:>10} {:>8}  {}\n", "preset", "devices",
+                                 "peak TFLOP/s", "HBM GiB", "chips", "torus");
   for (const std::string& name : preset_names()) {
     const HardwareConfig c = load_hardware(name);
     int64_t chips = 1;
     for (int64_t d : c.ici.pod_dims) chips *= d;
     const std::string torus = fmt::format("{}", fmt::join(c.ici.pod_dims, "x"));
-    text += fmt::format("{:<10} {:>8} {:>14.4g} {:>10.4g} {:>8}  {}\n", name, chips * c.chip.devices_per_chip,
-                        peak_matmul_flops_per_device(c.core) / 1e12, c.hbm.capacity_bytes / (1024.0 * 1024 * 1024),
-                        chips, torus);
+    text +=
+        fmt::format("{:<10} {:>8} {:>14.4g} {:>10.4g} {:>8}  {}\n", name,
+                    chips * c.chip.devices_per_chip, peak_matmul_flops_per_device(c.core) / 1e12,
+                    c.hbm.capacity_bytes / (1024.0 * 1024 * 1024), chips, torus);
   }
   text += "details: podsim hardware show <preset>\n";
   return text;

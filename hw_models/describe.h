@@ -19,12 +19,12 @@ struct DerivedFigures {
   double hbm_bandwidth_per_device = 0;
   int64_t pod_chips = 0;
   int64_t pod_devices = 0;
-  int64_t ici_links_per_chip = 0;        // physical (bidirectional) links
+  int64_t ici_links_per_chip = 0;  // physical (bidirectional) links
   // Sum of one-way bandwidth over every directed ICI link of the full pod:
   // the bandwidth an all-reduce keeping every link busy in both directions
   // moves. (Cloud TPU docs' "all-reduce bandwidth per Pod".)
   double pod_all_reduce_bandwidth = 0;
-  double bisection_bandwidth = 0;        // one way, weakest halving cut of the pod
+  double bisection_bandwidth = 0;  // one way, weakest halving cut of the pod
 };
 
 DerivedFigures derive_figures(const HardwareConfig& config);

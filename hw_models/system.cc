@@ -9,8 +9,8 @@ namespace {
 
 Slice choose_slice(const HardwareConfig& config, const MeshLayout& layout) {
   if (!layout.physical.empty()) return slice_from_physical(config, layout.physical);
-  const int64_t devices =
-      std::accumulate(layout.mesh_shape.begin(), layout.mesh_shape.end(), int64_t{1}, std::multiplies<>());
+  const int64_t devices = std::accumulate(layout.mesh_shape.begin(), layout.mesh_shape.end(),
+                                          int64_t{1}, std::multiplies<>());
   return default_slice(config, devices);
 }
 
@@ -20,8 +20,8 @@ System::System(HardwareConfig config, const MeshLayout& layout)
     : config_(std::move(config)),
       core_(make_core_model(config_)),
       topology_(choose_slice(config_, layout), link_params(config_)),
-      placement_(place_mesh(topology_.slice(),
-                            PlacementQuery{layout.mesh_shape, layout.order, layout.explicit_devices})) {}
+      placement_(place_mesh(topology_.slice(), PlacementQuery{layout.mesh_shape, layout.order,
+                                                              layout.explicit_devices})) {}
 
 CollectivePlan System::plan(CollectiveQuery query) const {
   if (query.algorithm == CollectiveAlgorithm::kAuto)

@@ -16,8 +16,8 @@ namespace podsim::hw {
 
 // The workload's `mesh:` section in hardware terms.
 struct MeshLayout {
-  std::vector<int64_t> mesh_shape;        // logical mesh axes, in order
-  std::vector<int64_t> physical;          // [chip dims..., devices per chip]; empty = default slice
+  std::vector<int64_t> mesh_shape;  // logical mesh axes, in order
+  std::vector<int64_t> physical;    // [chip dims..., devices per chip]; empty = default slice
   PlacementOrder order = PlacementOrder::kRowMajor;
   std::vector<int64_t> explicit_devices;  // PlacementOrder::kExplicit only
 };

@@ -81,10 +81,12 @@ std::vector<std::string> report_columns() {
   // Every collective kind and memory role, as summarize() lists them (the
   // role order is report.cc's), so the flat keys are those of a real run.
   Report shape;
-  for (const std::string& kind : collective_kinds()) shape.collectives.push_back(CollectiveStats{kind});
+  for (const std::string& kind : collective_kinds())
+    shape.collectives.push_back(CollectiveStats{kind});
   for (compiler::ValueRole role :
-       {compiler::ValueRole::kParameter, compiler::ValueRole::kOptimizerState, compiler::ValueRole::kGradient,
-        compiler::ValueRole::kActivation, compiler::ValueRole::kInput, compiler::ValueRole::kTemporary,
+       {compiler::ValueRole::kParameter, compiler::ValueRole::kOptimizerState,
+        compiler::ValueRole::kGradient, compiler::ValueRole::kActivation,
+        compiler::ValueRole::kInput, compiler::ValueRole::kTemporary,
         compiler::ValueRole::kCollectiveBuffer})
     shape.memory_breakdown.push_back(MemoryPart{memory_role_key(role), 0});
   shape.parts = summarize_parts({}, 0);  // every pass and component key

@@ -19,7 +19,8 @@ class FlatReport {
   using Field = std::pair<std::string, std::string>;
 
   FlatReport() = default;
-  FlatReport(std::vector<Field> fields) : fields_(std::move(fields)) {}  // NOLINT: a list of fields is one
+  FlatReport(std::vector<Field> fields)
+      : fields_(std::move(fields)) {}  // NOLINT: a list of fields is one
   FlatReport(std::initializer_list<Field> fields) : fields_(fields) {}
 
   // The text of the first field named `key`; nullopt when there is none.

@@ -44,7 +44,8 @@ nlohmann::ordered_json seconds_by_name(const std::vector<NamedSeconds>& list) {
 void flatten(const std::string& prefix, const nlohmann::ordered_json& value,
              std::vector<std::pair<std::string, std::string>>& out) {
   if (value.is_object()) {
-    for (const auto& [key, child] : value.items()) flatten(prefix.empty() ? key : prefix + "." + key, child, out);
+    for (const auto& [key, child] : value.items())
+      flatten(prefix.empty() ? key : prefix + "." + key, child, out);
   } else if (value.is_string()) {
     out.emplace_back(prefix, value.get<std::string>());
   } else {
@@ -59,15 +60,20 @@ Format format_from_name(const std::string& name) {
   if (name == "json") return Format::kJson;
   if (name == "csv") return Format::kCsv;
   if (name == "markdown") return Format::kMarkdown;
-  throw UserError(fmt::format("unknown report format '{}'", name), "use one of: table, json, csv, markdown");
+  throw UserError(fmt::format("unknown report format '{}'", name),
+                  "use one of: table, json, csv, markdown");
 }
 
 std::string format_report(const Report& report, Format format, const FormatOptions& options) {
   switch (format) {
-    case Format::kTable: return report_table(report);
-    case Format::kJson: return report_json(report, options);
-    case Format::kCsv: return report_csv(report, options);
-    case Format::kMarkdown: return report_markdown(report);
+    case Format::kTable:
+      return report_table(report);
+    case Format::kJson:
+      return report_json(report, options);
+    case Format::kCsv:
+      return report_csv(report, options);
+    case Format::kMarkdown:
+      return report_markdown(report);
   }
   return report_table(report);
 }
@@ -177,7 +183,8 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
   for (const TopOp& op : r.top_op_groups) op_groups.push_back(top_op_json(op, false, true));
   j["top_op_groups"] = op_groups;
   nlohmann::ordered_json collective_groups = nlohmann::ordered_json::array();
-  for (const TopOp& op : r.top_collective_groups) collective_groups.push_back(top_op_json(op, true, true));
+  for (const TopOp& op : r.top_collective_groups)
+    collective_groups.push_back(top_op_json(op, true, true));
   j["top_collective_groups"] = collective_groups;
   nlohmann::ordered_json parts = nlohmann::ordered_json::array();
   for (const PartTime& part : r.parts.parts) {
@@ -214,7 +221,8 @@ FlatReport report_flat_fields(const Report& report, const FormatOptions& options
   j.erase("memory_peak_buffers");
   j.erase("memory_timeline");
   if (j.contains("unknown_custom_calls"))
-    j["unknown_custom_calls"]["targets"] = fmt::format("{}", fmt::join(report.unknown_custom_calls.targets, " "));
+    j["unknown_custom_calls"]["targets"] =
+        fmt::format("{}", fmt::join(report.unknown_custom_calls.targets, " "));
   std::vector<std::pair<std::string, std::string>> fields;
   flatten("", j, fields);
   return fields;

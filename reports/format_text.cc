@@ -42,7 +42,9 @@ std::string format_bytes(double bytes) {
   return fmt::format("{:.0f} B", bytes);
 }
 
-std::string format_tflops(double flops_per_second) { return fmt::format("{:.1f} TFLOP/s", flops_per_second / 1e12); }
+std::string format_tflops(double flops_per_second) {
+  return fmt::format("{:.1f} TFLOP/s", flops_per_second / 1e12);
+}
 
 std::string format_percent(double fraction) { return fmt::format("{:.1f} %", fraction * 100.0); }
 
@@ -61,7 +63,8 @@ double fraction_of(double part, double whole) { return whole > 0 ? part / whole 
 
 std::string fits_text(const Report& r) {
   return r.fits_in_memory ? "fits"
-                          : fmt::format("DOES NOT FIT: {} over", format_bytes(r.peak_memory_bytes - r.hbm_capacity_bytes));
+                          : fmt::format("DOES NOT FIT: {} over",
+                                        format_bytes(r.peak_memory_bytes - r.hbm_capacity_bytes));
 }
 
 // "after fusion.12 (backward: bwd/layer_1/ffn/wi), instruction 812 of 1911
@@ -70,15 +73,17 @@ std::string peak_point_text(const MemoryPeak& peak) {
   if (peak.instruction.empty()) return "";
   std::string what = peak.pass == "other" ? "" : peak.pass;  // a module without podsim's op_names
   if (!peak.op_name.empty()) what += (what.empty() ? "" : ": ") + peak.op_name;
-  return fmt::format("while {} runs{}, instruction {} of {} in the step's schedule", peak.instruction,
-                     what.empty() ? "" : " (" + what + ")", peak.schedule_position + 1, peak.schedule_length);
+  return fmt::format("while {} runs{}, instruction {} of {} in the step's schedule",
+                     peak.instruction, what.empty() ? "" : " (" + what + ")",
+                     peak.schedule_position + 1, peak.schedule_length);
 }
 
 std::string or_dash(const std::string& text) { return text.empty() ? "-" : text; }
 
 // What the collectives table's columns count.
 constexpr const char* kCollectiveLegend =
-    "runs: executions in the step, a loop's once per trip; in program: instructions the partitioner emitted; "
+    "runs: executions in the step, a loop's once per trip; in program: instructions the "
+    "partitioner emitted; "
     "bytes and busy time: per device, summed over runs";
 
 struct TimeRow {
@@ -99,7 +104,9 @@ std::vector<TimeRow> time_rows(const Report& r) {
 
 std::string op_label(const TopOp& op) { return op.op_name.empty() ? op.name : op.op_name; }
 
-std::string kernel_of(const TopOp& op) { return op.kernel.empty() ? kernel_label(op.opcode, op.name) : op.kernel; }
+std::string kernel_of(const TopOp& op) {
+  return op.kernel.empty() ? kernel_label(op.opcode, op.name) : op.kernel;
+}
 
 }  // namespace
 
@@ -108,40 +115,48 @@ std::string report_table(const Report& r) {
   auto line = [&out](const std::string& label, const std::string& value) {
     out += fmt::format("  {:<24} {}\n", label, value);
   };
-  const std::string mode = r.mode.empty() ? ""
+  const std::string mode = r.mode.empty()      ? ""
                            : r.mode == "as-is" ? "run as-is (XLA's per-device program), "
                                                : "partitioned by podsim, ";
-  out += fmt::format("{} on {}: {} devices, {}{} fidelity ({} simulated)\n", r.workload, r.hardware, r.devices, mode,
-                     r.fidelity, r.devices_simulated);
+  out += fmt::format("{} on {}: {} devices, {}{} fidelity ({} simulated)\n", r.workload, r.hardware,
+                     r.devices, mode, r.fidelity, r.devices_simulated);
   for (const std::string& note : r.notes) out += fmt::format("  note: {}\n", note);
   if (r.unknown_custom_calls.count > 0)
     out += fmt::format("  {} unknown custom-call{}, {} ({}): costed by the bytes they move\n",
                        r.unknown_custom_calls.count, r.unknown_custom_calls.count == 1 ? "" : "s",
-                       format_seconds(r.unknown_custom_calls.seconds), fmt::join(r.unknown_custom_calls.targets, ", "));
-  if (!r.fallback_reason.empty()) out += fmt::format("  (fast fell back to full: {})\n", r.fallback_reason);
-  if (!r.approximation_note.empty()) out += fmt::format("  (approximate: {})\n", r.approximation_note);
-  line(r.mode.empty() ? "parameters" : "entry float elements", format_count(static_cast<double>(r.parameters)));
+                       format_seconds(r.unknown_custom_calls.seconds),
+                       fmt::join(r.unknown_custom_calls.targets, ", "));
+  if (!r.fallback_reason.empty())
+    out += fmt::format("  (fast fell back to full: {})\n", r.fallback_reason);
+  if (!r.approximation_note.empty())
+    out += fmt::format("  (approximate: {})\n", r.approximation_note);
+  line(r.mode.empty() ? "parameters" : "entry float elements",
+       format_count(static_cast<double>(r.parameters)));
   line("step time", format_seconds(r.step_time_s));
-  line("tokens/s", r.tokens_per_step > 0 || r.mode.empty() ? fmt::format("{:.0f}", r.tokens_per_second)
-                                                           : std::string("n/a (give the tokens per step: --tokens N)"));
+  line("tokens/s", r.tokens_per_step > 0 || r.mode.empty()
+                       ? fmt::format("{:.0f}", r.tokens_per_second)
+                       : std::string("n/a (give the tokens per step: --tokens N)"));
   line("MFU", fmt::format("{}  ({} of {} per device)", format_percent(r.mfu),
-                          format_tflops(r.model_flops_per_second_per_device), format_tflops(r.peak_flops_per_device)));
+                          format_tflops(r.model_flops_per_second_per_device),
+                          format_tflops(r.peak_flops_per_device)));
   line("HFU", format_percent(r.hfu));
 
   out += fmt::format("memory per device at its peak: {} of {} ({})\n",
-                     format_bytes(static_cast<double>(r.peak_memory_bytes)), format_bytes(r.hbm_capacity_bytes),
-                     fits_text(r));
+                     format_bytes(static_cast<double>(r.peak_memory_bytes)),
+                     format_bytes(r.hbm_capacity_bytes), fits_text(r));
   if (const std::string at = peak_point_text(r.memory_peak); !at.empty()) line("peak", at);
   out += "  live at the peak, by role:\n";
   for (const MemoryPart& part : r.memory_breakdown)
     line("  " + part.name, fmt::format("{:>12}", format_bytes(static_cast<double>(part.bytes))));
   if (!r.memory_peak.top_buffers.empty()) {
-    out += fmt::format("  largest buffers live at the peak ({} of {}):\n    {:>12} {:<18} {:<9} {}\n",
-                       r.memory_peak.top_buffers.size(), r.memory_peak.live_buffers, "bytes", "role", "pass",
-                       "buffer shape sharding (op)");
+    out +=
+        fmt::format("  largest buffers live at the peak ({} of {}):\n    {:>12} {:<18} {:<9} {}\n",
+                    r.memory_peak.top_buffers.size(), r.memory_peak.live_buffers, "bytes", "role",
+                    "pass", "buffer shape sharding (op)");
     for (const PeakBuffer& b : r.memory_peak.top_buffers)
-      out += fmt::format("    {:>12} {:<18} {:<9} {} {} {}{}\n", format_bytes(static_cast<double>(b.bytes)), b.role,
-                         or_dash(b.pass), b.name, b.shape, or_dash(b.sharding),
+      out += fmt::format("    {:>12} {:<18} {:<9} {} {} {}{}\n",
+                         format_bytes(static_cast<double>(b.bytes)), b.role, or_dash(b.pass),
+                         b.name, b.shape, or_dash(b.sharding),
                          b.op_name.empty() ? "" : " (" + b.op_name + ")");
   }
 
@@ -150,48 +165,58 @@ std::string report_table(const Report& r) {
     line(row.label, fmt::format("{:>14}  {:>7}", format_seconds(row.seconds),
                                 format_percent(fraction_of(row.seconds, r.step_time_s))));
 
-  out += fmt::format("collectives:\n  ({})\n  {:<24} {:>8} {:>10} {:>14} {:>14}\n", kCollectiveLegend, "kind", "runs",
-                     "in program", "bytes/device", "busy time");
+  out += fmt::format("collectives:\n  ({})\n  {:<24} {:>8} {:>10} {:>14} {:>14}\n",
+                     kCollectiveLegend, "kind", "runs", "in program", "bytes/device", "busy time");
   for (const CollectiveStats& c : r.collectives)
-    out += fmt::format("  {:<24} {:>8} {:>10} {:>14} {:>14}\n", c.kind, c.count, c.static_count, format_bytes(c.bytes),
-                       format_seconds(c.seconds));
+    out += fmt::format("  {:<24} {:>8} {:>10} {:>14} {:>14}\n", c.kind, c.count, c.static_count,
+                       format_bytes(c.bytes), format_seconds(c.seconds));
 
   // Parts come from the op names podsim's model builders write; a module
   // from elsewhere is all "other".
-  const bool parts_known = std::any_of(r.parts.parts.begin(), r.parts.parts.end(),
-                                       [](const PartTime& p) { return p.pass != "other" || p.component != "other"; });
+  const bool parts_known =
+      std::any_of(r.parts.parts.begin(), r.parts.parts.end(),
+                  [](const PartTime& p) { return p.pass != "other" || p.component != "other"; });
   if (parts_known) {
-    out += fmt::format("time by part (compute + exposed communication):\n  {:<10} {:<19} {:>14} {:>7} {:>14} {:>9}\n",
-                       "pass", "component", "time", "step", "exposed", "TFLOP/s");
+    out += fmt::format(
+        "time by part (compute + exposed communication):\n  {:<10} {:<19} {:>14} {:>7} {:>14} "
+        "{:>9}\n",
+        "pass", "component", "time", "step", "exposed", "TFLOP/s");
     for (const PartTime& part : r.parts.parts)
-      out += fmt::format("  {:<10} {:<19} {:>14} {:>7} {:>14} {:>9.1f}\n", part.pass, part.component,
-                         format_seconds(part.seconds()), format_percent(fraction_of(part.seconds(), r.step_time_s)),
+      out += fmt::format("  {:<10} {:<19} {:>14} {:>7} {:>14} {:>9.1f}\n", part.pass,
+                         part.component, format_seconds(part.seconds()),
+                         format_percent(fraction_of(part.seconds(), r.step_time_s)),
                          format_seconds(part.exposed_s), part.flops_per_second() / 1e12);
-    line("layer matmuls", fmt::format("{} of peak while running", format_percent(r.parts.layer_matmul_utilization)));
-    line("attention core", fmt::format("{} of peak while running", format_percent(r.parts.attention_core_utilization)));
+    line("layer matmuls",
+         fmt::format("{} of peak while running", format_percent(r.parts.layer_matmul_utilization)));
+    line("attention core", fmt::format("{} of peak while running",
+                                       format_percent(r.parts.attention_core_utilization)));
   }
   // The groups (the same op in every layer, summed): a single op of a model
   // of many layers is a small share of its step; json also has the ops.
   if (!r.top_op_groups.empty()) {
-    out += fmt::format("top ops (summed over layers; layer_* = every layer):\n  {:>14} {:>7} {:>6} {:<9} {}\n",
-                       "time", "step", "count", "bound", "op");
+    out += fmt::format(
+        "top ops (summed over layers; layer_* = every layer):\n  {:>14} {:>7} {:>6} {:<9} {}\n",
+        "time", "step", "count", "bound", "op");
     for (const TopOp& op : r.top_op_groups)
       out += fmt::format("  {:>14} {:>7} {:>6} {:<9} {} {} {}\n", format_seconds(op.seconds),
-                         format_percent(op.step_fraction), op.instances, op.bound, op_label(op), op.shape,
-                         kernel_of(op));
+                         format_percent(op.step_fraction), op.instances, op.bound, op_label(op),
+                         op.shape, kernel_of(op));
   }
   if (!r.top_collective_groups.empty()) {
-    out += fmt::format("top collectives (summed over layers):\n  {:>14} {:>14} {:>6} {:>12} {}\n", "time", "exposed",
-                       "count", "bytes", "op");
+    out += fmt::format("top collectives (summed over layers):\n  {:>14} {:>14} {:>6} {:>12} {}\n",
+                       "time", "exposed", "count", "bytes", "op");
     for (const TopOp& op : r.top_collective_groups)
       out += fmt::format("  {:>14} {:>14} {:>6} {:>12} {} {} {}\n", format_seconds(op.seconds),
-                         format_seconds(op.exposed_seconds), op.instances, format_bytes(op.bytes), op.opcode,
-                         op_label(op), op.shape);
+                         format_seconds(op.exposed_seconds), op.instances, format_bytes(op.bytes),
+                         op.opcode, op_label(op), op.shape);
   }
-  out += fmt::format("compile: {} -> {} instructions, {} full replications, {} default fallbacks, remat {}\n",
-                     r.compile.instructions_annotated, r.compile.instructions_partitioned, r.compile.full_replications,
-                     r.compile.default_fallbacks, r.compile.remat_applied.empty() ? "none" : r.compile.remat_applied);
-  out += fmt::format("wall time: compile {:.2f} s, simulate {:.2f} s\n", r.compile_wall_s, r.simulate_wall_s);
+  out += fmt::format(
+      "compile: {} -> {} instructions, {} full replications, {} default fallbacks, remat {}\n",
+      r.compile.instructions_annotated, r.compile.instructions_partitioned,
+      r.compile.full_replications, r.compile.default_fallbacks,
+      r.compile.remat_applied.empty() ? "none" : r.compile.remat_applied);
+  out += fmt::format("wall time: compile {:.2f} s, simulate {:.2f} s\n", r.compile_wall_s,
+                     r.simulate_wall_s);
   return out;
 }
 
@@ -199,30 +224,39 @@ std::string report_markdown(const Report& r) {
   std::string out;
   out += fmt::format("## {} on {}\n\n", r.workload, r.hardware);
   out += "| metric | value |\n|---|---:|\n";
-  auto row = [&out](const std::string& k, const std::string& v) { out += fmt::format("| {} | {} |\n", k, v); };
-  row("devices", fmt::format("{} ({} fidelity, {} simulated)", r.devices, r.fidelity, r.devices_simulated));
-  row(r.mode.empty() ? "parameters" : "entry float elements", format_count(static_cast<double>(r.parameters)));
+  auto row = [&out](const std::string& k, const std::string& v) {
+    out += fmt::format("| {} | {} |\n", k, v);
+  };
+  row("devices",
+      fmt::format("{} ({} fidelity, {} simulated)", r.devices, r.fidelity, r.devices_simulated));
+  row(r.mode.empty() ? "parameters" : "entry float elements",
+      format_count(static_cast<double>(r.parameters)));
   row("step time", format_seconds(r.step_time_s));
   row("tokens/s", fmt::format("{:.0f}", r.tokens_per_second));
   row("MFU", format_percent(r.mfu));
   row("HFU", format_percent(r.hfu));
-  row("peak memory per device", fmt::format("{} of {} ({})", format_bytes(static_cast<double>(r.peak_memory_bytes)),
-                                            format_bytes(r.hbm_capacity_bytes), fits_text(r)));
+  row("peak memory per device",
+      fmt::format("{} of {} ({})", format_bytes(static_cast<double>(r.peak_memory_bytes)),
+                  format_bytes(r.hbm_capacity_bytes), fits_text(r)));
   if (const std::string at = peak_point_text(r.memory_peak); !at.empty()) row("memory peak", at);
-  row("compile / simulate wall", fmt::format("{:.2f} s / {:.2f} s", r.compile_wall_s, r.simulate_wall_s));
+  row("compile / simulate wall",
+      fmt::format("{:.2f} s / {:.2f} s", r.compile_wall_s, r.simulate_wall_s));
 
   out += "\n### Memory at the peak\n\n";
-  if (const std::string at = peak_point_text(r.memory_peak); !at.empty()) out += "The peak: " + at + ".\n\n";
+  if (const std::string at = peak_point_text(r.memory_peak); !at.empty())
+    out += "The peak: " + at + ".\n\n";
   out += "| role | live at the peak |\n|---|---:|\n";
   for (const MemoryPart& part : r.memory_breakdown)
     out += fmt::format("| {} | {} |\n", part.name, format_bytes(static_cast<double>(part.bytes)));
   if (!r.memory_peak.top_buffers.empty()) {
-    out += fmt::format("\nLargest buffers live at the peak ({} of {}):\n\n"
-                       "| buffer | op | shape | sharding | role | pass | size |\n|---|---|---|---|---|---|---:|\n",
-                       r.memory_peak.top_buffers.size(), r.memory_peak.live_buffers);
+    out += fmt::format(
+        "\nLargest buffers live at the peak ({} of {}):\n\n"
+        "| buffer | op | shape | sharding | role | pass | size |\n|---|---|---|---|---|---|---:|\n",
+        r.memory_peak.top_buffers.size(), r.memory_peak.live_buffers);
     for (const PeakBuffer& b : r.memory_peak.top_buffers)
-      out += fmt::format("| `{}` | `{}` | `{}` | `{}` | {} | {} | {} |\n", b.name, or_dash(b.op_name), b.shape,
-                         or_dash(b.sharding), b.role, or_dash(b.pass), format_bytes(static_cast<double>(b.bytes)));
+      out += fmt::format("| `{}` | `{}` | `{}` | `{}` | {} | {} | {} |\n", b.name,
+                         or_dash(b.op_name), b.shape, or_dash(b.sharding), b.role, or_dash(b.pass),
+                         format_bytes(static_cast<double>(b.bytes)));
   }
 
   out += "\n### Time per step\n\n| part | time | % of step |\n|---|---:|---:|\n";
@@ -237,37 +271,46 @@ std::string report_markdown(const Report& r) {
                        fraction_of(t.seconds, r.step_time_s) * 100.0);
   }
 
-  out += fmt::format("\n### Collectives\n\n{}.\n\n| kind | runs | in program | bytes per device | busy time |\n"
-                     "|---|---:|---:|---:|---:|\n",
-                     kCollectiveLegend);
+  out += fmt::format(
+      "\n### Collectives\n\n{}.\n\n| kind | runs | in program | bytes per device | busy time |\n"
+      "|---|---:|---:|---:|---:|\n",
+      kCollectiveLegend);
   for (const CollectiveStats& c : r.collectives)
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", c.kind, c.count, c.static_count, format_bytes(c.bytes),
-                       format_seconds(c.seconds));
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", c.kind, c.count, c.static_count,
+                       format_bytes(c.bytes), format_seconds(c.seconds));
 
   if (!r.parts.parts.empty()) {
-    out += "\n### Time by part\n\n| pass | component | time | % of step | exposed | TFLOP/s |\n|---|---|---:|---:|---:|---:|\n";
+    out +=
+        "\n### Time by part\n\n| pass | component | time | % of step | exposed | TFLOP/s "
+        "|\n|---|---|---:|---:|---:|---:|\n";
     for (const PartTime& part : r.parts.parts)
       out += fmt::format("| {} | {} | {} | {:.1f} | {} | {:.1f} |\n", part.pass, part.component,
-                         format_seconds(part.seconds()), fraction_of(part.seconds(), r.step_time_s) * 100.0,
-                         format_seconds(part.exposed_s),
-                         part.flops_per_second() / 1e12);
+                         format_seconds(part.seconds()),
+                         fraction_of(part.seconds(), r.step_time_s) * 100.0,
+                         format_seconds(part.exposed_s), part.flops_per_second() / 1e12);
     out += fmt::format("\nLayer matmuls run at {} of peak, the attention core at {}.\n",
                        format_percent(r.parts.layer_matmul_utilization),
                        format_percent(r.parts.attention_core_utilization));
   }
   if (!r.top_op_groups.empty()) {
-    out += "\n### Top ops (summed over layers)\n\n| op | shape | kernel | count | bound | time | % of step |\n"
-           "|---|---|---|---:|---|---:|---:|\n";
+    out +=
+        "\n### Top ops (summed over layers)\n\n| op | shape | kernel | count | bound | time | % of "
+        "step |\n"
+        "|---|---|---|---:|---|---:|---:|\n";
     for (const TopOp& op : r.top_op_groups)
-      out += fmt::format("| `{}` | `{}` | `{}` | {} | {} | {} | {:.1f} |\n", op_label(op), op.shape, kernel_of(op),
-                         op.instances, op.bound, format_seconds(op.seconds), op.step_fraction * 100.0);
+      out += fmt::format("| `{}` | `{}` | `{}` | {} | {} | {} | {:.1f} |\n", op_label(op), op.shape,
+                         kernel_of(op), op.instances, op.bound, format_seconds(op.seconds),
+                         op.step_fraction * 100.0);
   }
   if (!r.top_collective_groups.empty()) {
-    out += "\n### Top collectives (summed over layers)\n\n| op | kind | count | bytes | time | exposed |\n"
-           "|---|---|---:|---:|---:|---:|\n";
+    out +=
+        "\n### Top collectives (summed over layers)\n\n| op | kind | count | bytes | time | "
+        "exposed |\n"
+        "|---|---|---:|---:|---:|---:|\n";
     for (const TopOp& op : r.top_collective_groups)
-      out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", op_label(op), op.opcode, op.instances,
-                         format_bytes(op.bytes), format_seconds(op.seconds), format_seconds(op.exposed_seconds));
+      out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", op_label(op), op.opcode,
+                         op.instances, format_bytes(op.bytes), format_seconds(op.seconds),
+                         format_seconds(op.exposed_seconds));
   }
   return out;
 }

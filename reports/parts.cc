@@ -18,8 +18,9 @@ bool numbered(std::string_view segment, std::string_view stem) {
 }
 
 bool structural(std::string_view segment) {
-  return segment == "encoder" || segment == "decoder" || segment == "scan" || numbered(segment, "layer_") ||
-         numbered(segment, "pipeline_iter_") || numbered(segment, "stage_");
+  return segment == "encoder" || segment == "decoder" || segment == "scan" ||
+         numbered(segment, "layer_") || numbered(segment, "pipeline_iter_") ||
+         numbered(segment, "stage_");
 }
 
 std::string pass_of(std::string_view first) {
@@ -31,10 +32,12 @@ std::string pass_of(std::string_view first) {
 }
 
 std::string component_of(std::string_view segment) {
-  if (segment == "attention" || segment == "cross_attention" || segment == "attention_setup") return "attention";
+  if (segment == "attention" || segment == "cross_attention" || segment == "attention_setup")
+    return "attention";
   if (segment == "ffn") return "ffn";
   if (segment == "moe") return "moe";
-  if (segment == "embedding" || segment == "loss" || segment == "final_norm") return "embedding_and_loss";
+  if (segment == "embedding" || segment == "loss" || segment == "final_norm")
+    return "embedding_and_loss";
   return "other";
 }
 
@@ -42,8 +45,8 @@ std::string component_of(std::string_view segment) {
 // transformer_blocks.cc, moe_layer.cc): attention projections and FFN /
 // expert matrices (gated FFNs have wi_0, wi_1).
 bool weight_matmul_leaf(std::string_view leaf) {
-  return leaf == "q" || leaf == "k" || leaf == "v" || leaf == "output" || leaf == "wi" || leaf == "wo" ||
-         numbered(leaf, "wi_");
+  return leaf == "q" || leaf == "k" || leaf == "v" || leaf == "output" || leaf == "wi" ||
+         leaf == "wo" || numbered(leaf, "wi_");
 }
 
 std::vector<std::string_view> split_path(std::string_view text) {
@@ -65,12 +68,14 @@ size_t index_of(const std::vector<std::string>& keys, const std::string& key) {
 }  // namespace
 
 const std::vector<std::string>& pass_keys() {
-  static const std::vector<std::string> keys = {"forward", "recompute", "backward", "optimizer", "other"};
+  static const std::vector<std::string> keys = {"forward", "recompute", "backward", "optimizer",
+                                                "other"};
   return keys;
 }
 
 const std::vector<std::string>& component_keys() {
-  static const std::vector<std::string> keys = {"attention", "ffn", "moe", "embedding_and_loss", "other"};
+  static const std::vector<std::string> keys = {"attention", "ffn", "moe", "embedding_and_loss",
+                                                "other"};
   return keys;
 }
 
@@ -90,9 +95,10 @@ OpNameParts classify_op_name(std::string_view op_name) {
       if (i + 1 < segments.size()) parts.leaf = std::string(segments.back());
       break;
     }
-  parts.layer_matmul = parts.pass != "optimizer" && (parts.component == "attention" || parts.component == "ffn" ||
-                                                     parts.component == "moe") &&
-                       weight_matmul_leaf(parts.leaf);
+  parts.layer_matmul =
+      parts.pass != "optimizer" &&
+      (parts.component == "attention" || parts.component == "ffn" || parts.component == "moe") &&
+      weight_matmul_leaf(parts.leaf);
   return parts;
 }
 
@@ -101,7 +107,8 @@ std::string op_name_pattern(std::string_view op_name) {
   out.reserve(op_name.size());
   for (size_t start = 0;;) {
     const size_t slash = op_name.find('/', start);
-    const std::string_view segment = op_name.substr(start, slash == std::string_view::npos ? slash : slash - start);
+    const std::string_view segment =
+        op_name.substr(start, slash == std::string_view::npos ? slash : slash - start);
     if (numbered(segment, "layer_"))
       out += "layer_*";
     else if (numbered(segment, "pipeline_iter_"))
@@ -132,7 +139,8 @@ PartsSummary summarize_parts(const std::vector<sim::OpRecord>& ops, double peak_
     }
     part.compute_s += op.seconds;
     part.flops += op.flops;
-    const bool in_model_pass = what.pass == "forward" || what.pass == "recompute" || what.pass == "backward";
+    const bool in_model_pass =
+        what.pass == "forward" || what.pass == "recompute" || what.pass == "backward";
     if (what.layer_matmul) {
       matmul_flops += op.flops;
       matmul_s += op.seconds;
@@ -155,7 +163,8 @@ PartsSummary summarize_parts(const std::vector<sim::OpRecord>& ops, double peak_
       summary.parts.push_back(part);
     }
   auto utilization = [peak_flops_per_device](double flops, double seconds) {
-    return seconds > 0 && peak_flops_per_device > 0 ? flops / (seconds * peak_flops_per_device) : 0.0;
+    return seconds > 0 && peak_flops_per_device > 0 ? flops / (seconds * peak_flops_per_device)
+                                                    : 0.0;
   };
   summary.layer_matmul_utilization = utilization(matmul_flops, matmul_s);
   summary.attention_core_utilization = utilization(attention_flops, attention_s);

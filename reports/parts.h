@@ -17,9 +17,9 @@ namespace podsim::reports {
 
 // What an op_name says about the op; empty fields when it says nothing.
 struct OpNameParts {
-  std::string pass;       // "forward" | "recompute" | "backward" | "optimizer" | "other"
-  std::string component;  // "attention" | "ffn" | "moe" | "embedding_and_loss" | "other"
-  std::string leaf;       // last segment ("wi_0", "scores", ...), "" if none
+  std::string pass;           // "forward" | "recompute" | "backward" | "optimizer" | "other"
+  std::string component;      // "attention" | "ffn" | "moe" | "embedding_and_loss" | "other"
+  std::string leaf;           // last segment ("wi_0", "scores", ...), "" if none
   bool layer_matmul = false;  // leaf names a layer weight's matmul (see above)
 };
 

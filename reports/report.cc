@@ -15,26 +15,31 @@
 
 #include "common/error.h"
 #include "compiler/backend/memory_plan.h"
+#include "compiler/ir/trip_count.h"
 #include "compiler/sharding/sharding.h"
 #include "reports/formats.h"
 #include "sim/custom_call_cost.h"
-#include "compiler/ir/trip_count.h"
 
 namespace podsim::reports {
 
 namespace {
 
 constexpr compiler::ValueRole kRolesInOrder[] = {
-    compiler::ValueRole::kParameter,   compiler::ValueRole::kOptimizerState, compiler::ValueRole::kGradient,
-    compiler::ValueRole::kActivation,  compiler::ValueRole::kInput,          compiler::ValueRole::kTemporary,
+    compiler::ValueRole::kParameter,       compiler::ValueRole::kOptimizerState,
+    compiler::ValueRole::kGradient,        compiler::ValueRole::kActivation,
+    compiler::ValueRole::kInput,           compiler::ValueRole::kTemporary,
     compiler::ValueRole::kCollectiveBuffer};
 
 std::string bound_key(hw::Bound bound) {
   switch (bound) {
-    case hw::Bound::kMxu: return "mxu";
-    case hw::Bound::kVpu: return "vpu";
-    case hw::Bound::kHbm: return "hbm";
-    case hw::Bound::kOverhead: return "overhead";
+    case hw::Bound::kMxu:
+      return "mxu";
+    case hw::Bound::kVpu:
+      return "vpu";
+    case hw::Bound::kHbm:
+      return "hbm";
+    case hw::Bound::kOverhead:
+      return "overhead";
   }
   return "overhead";
 }
@@ -66,14 +71,16 @@ TopOp top_op_of(const sim::OpRecord& op, double step_time_s) {
 
 // The n longest ops of one kind (collective or not); ties broken by name so
 // the order does not depend on the simulator's sort.
-std::vector<TopOp> top_ops(const std::vector<sim::OpRecord>& ops, bool collectives, int n, double step_time_s) {
+std::vector<TopOp> top_ops(const std::vector<sim::OpRecord>& ops, bool collectives, int n,
+                           double step_time_s) {
   std::vector<const sim::OpRecord*> picked;
   for (const sim::OpRecord& op : ops)
     if (op.collective == collectives) picked.push_back(&op);
-  std::stable_sort(picked.begin(), picked.end(), [](const sim::OpRecord* a, const sim::OpRecord* b) {
-    if (a->seconds != b->seconds) return a->seconds > b->seconds;
-    return a->name < b->name;
-  });
+  std::stable_sort(picked.begin(), picked.end(),
+                   [](const sim::OpRecord* a, const sim::OpRecord* b) {
+                     if (a->seconds != b->seconds) return a->seconds > b->seconds;
+                     return a->name < b->name;
+                   });
   if (static_cast<int>(picked.size()) > n) picked.resize(std::max(n, 0));
   std::vector<TopOp> rows;
   for (const sim::OpRecord* op : picked) rows.push_back(top_op_of(*op, step_time_s));
@@ -101,11 +108,13 @@ std::vector<TopOp> top_op_groups(const std::vector<sim::OpRecord>& ops, bool col
     // The name without its number too ("add.16" -> "add"), so two kernels
     // of one layer with equal shapes stay apart.
     std::string kernel = op.opcode + ":" + name_stem(op.name);
-    auto [it, inserted] = groups.try_emplace(std::make_tuple(row.op_name, std::move(kernel), row.shape, row.bound),
-                                             Group{row, op.seconds});
+    auto [it, inserted] =
+        groups.try_emplace(std::make_tuple(row.op_name, std::move(kernel), row.shape, row.bound),
+                           Group{row, op.seconds});
     if (inserted) continue;
     Group& group = it->second;
-    if (op.seconds > group.longest_s || (op.seconds == group.longest_s && op.name < group.sum.name)) {
+    if (op.seconds > group.longest_s ||
+        (op.seconds == group.longest_s && op.name < group.sum.name)) {
       group.longest_s = op.seconds;
       group.sum.name = op.name;
     }
@@ -129,7 +138,9 @@ std::vector<TopOp> top_op_groups(const std::vector<sim::OpRecord>& ops, bool col
   return rows;
 }
 
-bool is_matmul(compiler::Opcode op) { return op == compiler::Opcode::kDot || op == compiler::Opcode::kConvolution; }
+bool is_matmul(compiler::Opcode op) {
+  return op == compiler::Opcode::kDot || op == compiler::Opcode::kConvolution;
+}
 
 // TopOp::kernel for every row: a fusion that holds a dot or convolution is
 // "fusion(dot+<root>)" ("fusion(dot)" when the dot is the root), since a
@@ -143,12 +154,14 @@ void label_kernels(const compiler::SpmdProgram& program, std::vector<TopOp*> row
   std::map<std::string, std::string> matmul_of;  // fusion root name -> its matmul opcode
   const auto count = static_cast<size_t>(program.module.computation_count());
   for (size_t c = 0; c < count && c < program.fusion.size(); ++c) {
-    const compiler::Computation& comp = program.module.computation(static_cast<compiler::CompId>(c));
+    const compiler::Computation& comp =
+        program.module.computation(static_cast<compiler::CompId>(c));
     for (const compiler::FusionGroup& group : program.fusion[c].groups) {
       if (group.members.empty() || !fusions.count(comp.instr(group.members.back()).name)) continue;
       for (compiler::InstrId m : group.members)
         if (is_matmul(comp.instr(m).opcode)) {
-          matmul_of[comp.instr(group.members.back()).name] = std::string(compiler::opcode_name(comp.instr(m).opcode));
+          matmul_of[comp.instr(group.members.back()).name] =
+              std::string(compiler::opcode_name(comp.instr(m).opcode));
           break;
         }
     }
@@ -158,7 +171,8 @@ void label_kernels(const compiler::SpmdProgram& program, std::vector<TopOp*> row
     auto it = matmul_of.find(row->name);
     if (it == matmul_of.end()) continue;
     const std::string root = name_stem(row->name);
-    row->kernel = root == it->second ? "fusion(" + root + ")" : "fusion(" + it->second + "+" + root + ")";
+    row->kernel =
+        root == it->second ? "fusion(" + root + ")" : "fusion(" + it->second + "+" + root + ")";
   }
 }
 
@@ -171,7 +185,8 @@ MemoryPeak memory_peak_of(const compiler::SpmdProgram& program, int top_n, int t
   if (module.entry_id() == compiler::kNoId) return peak;
   const compiler::MemoryPlanInput plan_input{
       module, program.schedule, program.fusion,
-      compiler::MemoryPlanOptions{.outputs_alias_parameters = program.memory.outputs_alias_parameters}};
+      compiler::MemoryPlanOptions{.outputs_alias_parameters =
+                                      program.memory.outputs_alias_parameters}};
   const compiler::Computation& entry = module.entry();
   peak.schedule_length = entry.size();
   if (program.memory.peak_at != compiler::kNoId) {
@@ -181,19 +196,22 @@ MemoryPeak memory_peak_of(const compiler::SpmdProgram& program, int top_n, int t
     peak.pass = classify_op_name(at.op_name).pass;
     const auto entry_id = static_cast<size_t>(module.entry_id());
     const std::vector<compiler::InstrId>* order =
-        entry_id < program.schedule.size() && program.schedule[entry_id].size() == static_cast<size_t>(entry.size())
+        entry_id < program.schedule.size() &&
+                program.schedule[entry_id].size() == static_cast<size_t>(entry.size())
             ? &program.schedule[entry_id]
             : nullptr;
     peak.schedule_position =
-        order ? std::find(order->begin(), order->end(), program.memory.peak_at) - order->begin() : program.memory.peak_at;
+        order ? std::find(order->begin(), order->end(), program.memory.peak_at) - order->begin()
+              : program.memory.peak_at;
   }
   compiler::MemoryPlanDetail detail = compiler::describe_memory_plan(plan_input);
   const std::vector<compiler::LiveBufferAtPeak>& live = detail.live_at_peak;
   peak.live_buffers = static_cast<int64_t>(live.size());
   for (const compiler::LiveBufferAtPeak& b : live) {
     if (static_cast<int>(peak.top_buffers.size()) >= top_n) break;
-    peak.top_buffers.push_back({b.instruction, b.op_name, b.shape, b.sharding, memory_role_key(b.role),
-                                classify_op_name(b.op_name).pass, b.bytes});
+    peak.top_buffers.push_back({b.instruction, b.op_name, b.shape, b.sharding,
+                                memory_role_key(b.role), classify_op_name(b.op_name).pass,
+                                b.bytes});
   }
   const std::vector<int64_t>& series = detail.live_by_position;
   const auto n = static_cast<int64_t>(series.size());
@@ -219,7 +237,9 @@ void add_padding_note(Report& r, const compiler::Module& annotated) {
     std::vector<int64_t> padded_dims;
     int64_t elements = 0;
     int64_t padded_elements = 0;
-    double fraction() const { return padded_elements > 0 ? 1.0 - double(elements) / double(padded_elements) : 0; }
+    double fraction() const {
+      return padded_elements > 0 ? 1.0 - double(elements) / double(padded_elements) : 0;
+    }
   };
   std::map<std::string, Padded> padded;  // by what + sharding text
   for (const compiler::Computation& comp : annotated.computations())
@@ -239,7 +259,8 @@ void add_padding_note(Report& r, const compiler::Module& annotated) {
       p.padded_elements = 1;
       bool uneven = false;
       for (int i = 0; i < instr.shape.rank(); ++i) {
-        const int64_t d = instr.shape.dim(i), t = std::max<int64_t>(tiles[static_cast<size_t>(i)], 1);
+        const int64_t d = instr.shape.dim(i),
+                      t = std::max<int64_t>(tiles[static_cast<size_t>(i)], 1);
         const int64_t padded_d = (d + t - 1) / t * t;
         uneven |= padded_d != d;
         p.padded_dims.push_back(padded_d);
@@ -247,8 +268,9 @@ void add_padding_note(Report& r, const compiler::Module& annotated) {
         p.padded_elements *= padded_d;
       }
       if (!uneven) continue;
-      p.what = fmt::format("{} {}", instr.op_name.empty() ? instr.name : op_name_pattern(instr.op_name),
-                           instr.shape.to_string(false));
+      p.what =
+          fmt::format("{} {}", instr.op_name.empty() ? instr.name : op_name_pattern(instr.op_name),
+                      instr.shape.to_string(false));
       padded.try_emplace(p.what + " " + *instr.sharding, std::move(p));
     }
   if (padded.empty()) return;
@@ -267,8 +289,10 @@ void add_padding_note(Report& r, const compiler::Module& annotated) {
     list += fmt::format("{}{} to [{}] ({:.1f} % padding)", i ? "; " : "", rows[i]->what,
                         fmt::join(rows[i]->padded_dims, ","), rows[i]->fraction() * 100);
   r.notes.push_back(fmt::format(
-      "uneven sharding: {} annotated tensor(s) have a dim that does not divide by its tiles, so each shard is padded "
-      "(the ops on them do that much more work; HFU counts it, MFU does not): {}{}; {} padded elements, {:.1f} % of "
+      "uneven sharding: {} annotated tensor(s) have a dim that does not divide by its tiles, so "
+      "each shard is padded "
+      "(the ops on them do that much more work; HFU counts it, MFU does not): {}{}; {} padded "
+      "elements, {:.1f} % of "
       "those tensors",
       rows.size(), list, rows.size() > kShown ? "; ..." : "", padded_elements - elements,
       100.0 * (1.0 - double(elements) / double(padded_elements))));
@@ -280,27 +304,33 @@ void add_padding_note(Report& r, const compiler::Module& annotated) {
 std::string collective_cause(const TopOp& op, const std::string& computation) {
   const bool windowed = computation.rfind("windowed_", 0) == 0;
   if (windowed)
-    return "a step of a windowed-einsum loop (compiler.windowed_einsum chose to window this dot; its transfers are "
+    return "a step of a windowed-einsum loop (compiler.windowed_einsum chose to window this dot; "
+           "its transfers are "
            "not hidden behind the loop's matmul steps)";
   // A group's op_name is a pattern (layer_*): classify it as one layer's.
   std::string one_layer = op.op_name;
-  for (size_t star = one_layer.find("_*"); star != std::string::npos; star = one_layer.find("_*", star))
+  for (size_t star = one_layer.find("_*"); star != std::string::npos;
+       star = one_layer.find("_*", star))
     one_layer.replace(star + 1, 1, "0");
   const OpNameParts parts = classify_op_name(one_layer);
   const std::string& kind = op.opcode;
   auto is = [&kind](const char* k) { return kind.rfind(k, 0) == 0; };
   if (is("all-gather"))
-    return parts.layer_matmul ? "the dot's strategy gathers a sharded operand whole (not windowed: see "
-                                "compiler.windowed_einsum threshold_mib and overlap_test)"
-                              : "a reshard to a less sharded layout (an operand gathered for its op)";
+    return parts.layer_matmul
+               ? "the dot's strategy gathers a sharded operand whole (not windowed: see "
+                 "compiler.windowed_einsum threshold_mib and overlap_test)"
+               : "a reshard to a less sharded layout (an operand gathered for its op)";
   if (is("reduce-scatter"))
-    return parts.layer_matmul ? "the dot's partial sums scattered to its output's sharding (not windowed: see "
-                                "compiler.windowed_einsum)"
-                              : "partial sums scattered to the result's sharding";
+    return parts.layer_matmul
+               ? "the dot's partial sums scattered to its output's sharding (not windowed: see "
+                 "compiler.windowed_einsum)"
+               : "partial sums scattered to the result's sharding";
   if (is("all-reduce")) {
-    if (parts.pass == "optimizer") return "a sum over the devices that split a weight or its gradient (e.g. a norm)";
+    if (parts.pass == "optimizer")
+      return "a sum over the devices that split a weight or its gradient (e.g. a norm)";
     if (parts.pass == "backward")
-      return "partial sums of a backward dot contracted over a sharded dim, or a gradient summed over its "
+      return "partial sums of a backward dot contracted over a sharded dim, or a gradient summed "
+             "over its "
              "data-parallel copies";
     return "partial sums of a dot contracted over a sharded dim";
   }
@@ -311,12 +341,14 @@ std::string collective_cause(const TopOp& op, const std::string& computation) {
 
 // When the compute stream waits long on communication, which collectives
 // (summed over layers) it waits on and which compiler decision made them.
-void add_exposed_communication_note(Report& r, const sim::Timeline& t, const compiler::SpmdProgram& program) {
+void add_exposed_communication_note(Report& r, const sim::Timeline& t,
+                                    const compiler::SpmdProgram& program) {
   constexpr double kLargeFraction = 0.1;  // of the step
   if (t.step_time_s <= 0 || t.exposed_communication_s < kLargeFraction * t.step_time_s) return;
   std::vector<TopOp> groups = top_op_groups(t.ops, true, INT_MAX, t.step_time_s);
-  std::stable_sort(groups.begin(), groups.end(),
-                   [](const TopOp& a, const TopOp& b) { return a.exposed_seconds > b.exposed_seconds; });
+  std::stable_sort(groups.begin(), groups.end(), [](const TopOp& a, const TopOp& b) {
+    return a.exposed_seconds > b.exposed_seconds;
+  });
   std::map<std::string, std::string> computation_of;  // instruction name -> its computation's name
   for (const compiler::Computation& comp : program.module.computations())
     for (const compiler::Instruction& instr : comp.instructions())
@@ -327,15 +359,17 @@ void add_exposed_communication_note(Report& r, const sim::Timeline& t, const com
   for (size_t i = 0; i < groups.size() && i < kShown && groups[i].exposed_seconds > 0; ++i) {
     const TopOp& g = groups[i];
     auto it = computation_of.find(g.name);
-    list += fmt::format("{}{} {} {} ({} exposed, {:.0f} % of it, {} op(s)): {}", i ? "; " : "", g.opcode,
-                        g.op_name.empty() ? g.name : g.op_name, g.shape, format_seconds(g.exposed_seconds),
+    list += fmt::format("{}{} {} {} ({} exposed, {:.0f} % of it, {} op(s)): {}", i ? "; " : "",
+                        g.opcode, g.op_name.empty() ? g.name : g.op_name, g.shape,
+                        format_seconds(g.exposed_seconds),
                         100 * g.exposed_seconds / t.exposed_communication_s, g.instances,
                         collective_cause(g, it == computation_of.end() ? "" : it->second));
   }
   if (list.empty()) return;
-  r.notes.push_back(fmt::format("exposed communication is {} ({:.1f} % of the step); most of it: {}",
-                                format_seconds(t.exposed_communication_s),
-                                100 * t.exposed_communication_s / t.step_time_s, list));
+  r.notes.push_back(
+      fmt::format("exposed communication is {} ({:.1f} % of the step); most of it: {}",
+                  format_seconds(t.exposed_communication_s),
+                  100 * t.exposed_communication_s / t.step_time_s, list));
 }
 
 }  // namespace
@@ -345,20 +379,27 @@ std::string kernel_label(const std::string& opcode, const std::string& name) {
 }
 
 const std::vector<std::string>& collective_kinds() {
-  static const std::vector<std::string> kinds = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-                                                 "collective-permute"};
+  static const std::vector<std::string> kinds = {"all-reduce", "all-gather", "reduce-scatter",
+                                                 "all-to-all", "collective-permute"};
   return kinds;
 }
 
 std::string memory_role_key(compiler::ValueRole role) {
   switch (role) {
-    case compiler::ValueRole::kParameter: return "parameters";
-    case compiler::ValueRole::kOptimizerState: return "optimizer_state";
-    case compiler::ValueRole::kInput: return "inputs";
-    case compiler::ValueRole::kGradient: return "gradients";
-    case compiler::ValueRole::kActivation: return "activations";
-    case compiler::ValueRole::kTemporary: return "temporaries";
-    case compiler::ValueRole::kCollectiveBuffer: return "collective_buffers";
+    case compiler::ValueRole::kParameter:
+      return "parameters";
+    case compiler::ValueRole::kOptimizerState:
+      return "optimizer_state";
+    case compiler::ValueRole::kInput:
+      return "inputs";
+    case compiler::ValueRole::kGradient:
+      return "gradients";
+    case compiler::ValueRole::kActivation:
+      return "activations";
+    case compiler::ValueRole::kTemporary:
+      return "temporaries";
+    case compiler::ValueRole::kCollectiveBuffer:
+      return "collective_buffers";
   }
   return "temporaries";
 }
@@ -371,18 +412,24 @@ Report summarize(const SummaryInput& input) {
   r.workload = input.workload_name;
   r.mode = input.mode;
   if (!r.mode.empty())
-    r.notes.push_back("'entry float elements' (json: parameters) counts every floating-point element the entry takes, "
-                      "over all devices: weights, optimizer state and float inputs alike (an HLO module does not say "
-                      "which is which)");
+    r.notes.push_back(
+        "'entry float elements' (json: parameters) counts every floating-point element the entry "
+        "takes, "
+        "over all devices: weights, optimizer state and float inputs alike (an HLO module does not "
+        "say "
+        "which is which)");
   if (r.mode == "as-is")
-    r.notes.push_back("MFU counts every matmul FLOP the program executes (an XLA module does not mark "
-                      "recomputation), so MFU = HFU's matmul part");
+    r.notes.push_back(
+        "MFU counts every matmul FLOP the program executes (an XLA module does not mark "
+        "recomputation), so MFU = HFU's matmul part");
   if (t.unknown_trip_counts > 0)
-    r.notes.push_back(fmt::format("{} while loop(s) with a trip count podsim could not derive ran once",
-                                  t.unknown_trip_counts));
+    r.notes.push_back(
+        fmt::format("{} while loop(s) with a trip count podsim could not derive ran once",
+                    t.unknown_trip_counts));
   if (t.conditionals_first_branch > 0)
-    r.notes.push_back(fmt::format("{} conditional(s) ran their first branch (the branch taken is a run-time value)",
-                                  t.conditionals_first_branch));
+    r.notes.push_back(fmt::format(
+        "{} conditional(s) ran their first branch (the branch taken is a run-time value)",
+        t.conditionals_first_branch));
   {
     int64_t offloaded = 0, offloaded_bytes = 0;
     for (const compiler::Computation& comp : program.module.computations())
@@ -392,11 +439,13 @@ Report summarize(const SummaryInput& input) {
           offloaded_bytes += instr.shape.byte_size();
         }
     if (offloaded > 0)
-      r.notes.push_back(fmt::format(
-          "{} value(s) offloaded to host memory ({} bytes per device, one of each): podsim does not model host "
-          "memory, so they stay in the HBM plan too (peak memory is an upper bound); each transfer is timed over "
-          "the host link (chip.host_bandwidth)",
-          offloaded, offloaded_bytes));
+      r.notes.push_back(
+          fmt::format("{} value(s) offloaded to host memory ({} bytes per device, one of each): "
+                      "podsim does not model host "
+                      "memory, so they stay in the HBM plan too (peak memory is an upper bound); "
+                      "each transfer is timed over "
+                      "the host link (chip.host_bandwidth)",
+                      offloaded, offloaded_bytes));
   }
   {
     std::set<std::string> unknown_names, targets;
@@ -409,7 +458,8 @@ Report summarize(const SummaryInput& input) {
           targets.insert(instr.attrs.custom_call_target);
         }
     for (const sim::OpRecord& op : t.ops)
-      if (op.opcode == "custom-call" && unknown_names.count(op.name)) r.unknown_custom_calls.seconds += op.seconds;
+      if (op.opcode == "custom-call" && unknown_names.count(op.name))
+        r.unknown_custom_calls.seconds += op.seconds;
     r.unknown_custom_calls.targets.assign(targets.begin(), targets.end());
   }
   r.hardware = input.hardware_name;
@@ -427,9 +477,11 @@ Report summarize(const SummaryInput& input) {
   r.peak_flops_per_device = input.peak_flops_per_device;
   if (t.step_time_s > 0) {
     r.tokens_per_second = static_cast<double>(r.tokens_per_step) / t.step_time_s;
-    if (t.devices > 0) r.model_flops_per_second_per_device = r.model_flops_per_step / (t.step_time_s * t.devices);
+    if (t.devices > 0)
+      r.model_flops_per_second_per_device = r.model_flops_per_step / (t.step_time_s * t.devices);
     // Peak FLOPs the devices could have done in the step (report.h formulas).
-    double peak_flops_in_step = t.step_time_s * static_cast<double>(t.devices) * input.peak_flops_per_device;
+    double peak_flops_in_step =
+        t.step_time_s * static_cast<double>(t.devices) * input.peak_flops_per_device;
     if (peak_flops_in_step > 0) {
       r.mfu = r.model_flops_per_step / peak_flops_in_step;
       r.hfu = r.executed_flops_per_step / peak_flops_in_step;
@@ -441,7 +493,8 @@ Report summarize(const SummaryInput& input) {
   r.fits_in_memory = static_cast<double>(r.peak_memory_bytes) <= input.hbm_capacity_bytes;
   for (compiler::ValueRole role : kRolesInOrder) {
     auto it = program.memory.at_peak.bytes.find(role);
-    r.memory_breakdown.push_back({memory_role_key(role), it == program.memory.at_peak.bytes.end() ? 0 : it->second});
+    r.memory_breakdown.push_back(
+        {memory_role_key(role), it == program.memory.at_peak.bytes.end() ? 0 : it->second});
   }
   r.memory_peak = memory_peak_of(program, input.memory_top_n, input.memory_timeline_points);
 
@@ -477,7 +530,8 @@ Report summarize(const SummaryInput& input) {
   add_exposed_communication_note(r, t, program);
   {
     std::vector<TopOp*> rows;
-    for (std::vector<TopOp>* list : {&r.top_ops, &r.top_collectives, &r.top_op_groups, &r.top_collective_groups})
+    for (std::vector<TopOp>* list :
+         {&r.top_ops, &r.top_collectives, &r.top_op_groups, &r.top_collective_groups})
       for (TopOp& op : *list) rows.push_back(&op);
     label_kernels(program, rows);
   }

@@ -60,9 +60,9 @@ struct MemoryPeak {
   std::string instruction;  // the entry instruction running at the peak
   std::string op_name;
   std::string pass;
-  int64_t schedule_position = 0;  // of `instruction` in the entry's schedule
-  int64_t schedule_length = 0;    // entry instructions
-  int64_t live_buffers = 0;       // buffers live at the peak
+  int64_t schedule_position = 0;        // of `instruction` in the entry's schedule
+  int64_t schedule_length = 0;          // entry instructions
+  int64_t live_buffers = 0;             // buffers live at the peak
   std::vector<PeakBuffer> top_buffers;  // the largest, largest first
   // Live bytes over the step: the maximum over each bucket of schedule
   // positions [timeline_positions[i], timeline_positions[i + 1]) (the last
@@ -89,8 +89,8 @@ struct TopOp {
   double seconds = 0;
   double step_fraction = 0;  // seconds / step time
   double flops = 0;
-  std::string bound;  // "mxu" | "vpu" | "hbm" | "overhead" | "collective"
-  double bytes = 0;   // collectives: per device; compute ops: HBM traffic
+  std::string bound;           // "mxu" | "vpu" | "hbm" | "overhead" | "collective"
+  double bytes = 0;            // collectives: per device; compute ops: HBM traffic
   double exposed_seconds = 0;  // collectives only
   int64_t instances = 1;       // op groups: ops merged (the same op in that many layers)
   // What the kernel computes: kernel_label, or for a fusion that holds a
@@ -102,7 +102,6 @@ struct TopOp {
 // (the root's name without its number), else the opcode ("dot"). Op groups
 // keep ops with different kernels apart.
 std::string kernel_label(const std::string& opcode, const std::string& name);
-
 
 struct CompileSummary {
   int64_t instructions_annotated = 0;
@@ -116,8 +115,8 @@ struct CompileSummary {
 // Custom-calls whose target podsim does not know (sim/custom_call_cost.h):
 // costed by the bytes they read and write.
 struct UnknownCustomCalls {
-  int64_t count = 0;            // instructions
-  double seconds = 0;           // their time in the step
+  int64_t count = 0;                 // instructions
+  double seconds = 0;                // their time in the step
   std::vector<std::string> targets;  // distinct, sorted
 };
 
@@ -166,7 +165,7 @@ struct Report {
   // a model of many identical layers, each of whose ops is a small share.
   std::vector<TopOp> top_op_groups;
   std::vector<TopOp> top_collective_groups;
-  PartsSummary parts;                        // time by pass and component (parts.h)
+  PartsSummary parts;  // time by pass and component (parts.h)
   CompileSummary compile;
 
   double compile_wall_s = 0;
@@ -182,12 +181,12 @@ struct SummaryInput {
   workloads::ModelInfo model;
   std::string workload_name;
   std::string hardware_name;
-  std::string mode;  // Report::mode
+  std::string mode;                  // Report::mode
   double peak_flops_per_device = 0;  // hw::peak_matmul_flops_per_device
   double hbm_capacity_bytes = 0;     // per device
   double compile_wall_s = 0;
   double simulate_wall_s = 0;
-  int top_n = 10;  // rows of top_ops, top_collectives and their groups
+  int top_n = 10;                    // rows of top_ops, top_collectives and their groups
   int memory_top_n = 10;             // MemoryPeak::top_buffers
   int memory_timeline_points = 200;  // MemoryPeak timeline buckets
 };

@@ -60,33 +60,48 @@ std::string plot_axis_label(const std::string& name) {
   const std::string group = dot == std::string::npos ? "" : name.substr(0, dot);
   auto ends = [&](const char* suffix) { return last.ends_with(suffix); };
   std::string unit;
-  if (ends("_bytes_per_s") || ends("bandwidth")) unit = "bytes/s";
+  if (ends("_bytes_per_s") || ends("bandwidth"))
+    unit = "bytes/s";
   else if (ends("_per_s") || ends("_per_second")) {
     const std::string stem = last.substr(0, last.rfind("_per_s"));
-    unit = stem.substr(stem.find_last_of('_') == std::string::npos ? 0 : stem.find_last_of('_') + 1) + "/s";
-  } else if (ends("_hz")) unit = "Hz";
-  else if (ends("_bytes") || last == "bytes") unit = "bytes";
-  else if (ends("_ms")) unit = "ms";
-  else if (ends("_s") || last == "seconds") unit = "s";
-  else if (ends("_pct") || ends("_percent")) unit = "%";
-  else if (group.ends_with("_bytes")) unit = "bytes";
-  else if (group.ends_with("_s")) unit = "s";
+    unit =
+        stem.substr(stem.find_last_of('_') == std::string::npos ? 0 : stem.find_last_of('_') + 1) +
+        "/s";
+  } else if (ends("_hz"))
+    unit = "Hz";
+  else if (ends("_bytes") || last == "bytes")
+    unit = "bytes";
+  else if (ends("_ms"))
+    unit = "ms";
+  else if (ends("_s") || last == "seconds")
+    unit = "s";
+  else if (ends("_pct") || ends("_percent"))
+    unit = "%";
+  else if (group.ends_with("_bytes"))
+    unit = "bytes";
+  else if (group.ends_with("_s"))
+    unit = "s";
   return unit.empty() ? name : fmt::format("{} ({})", name, unit);
 }
 
-void check_plot_metrics(const std::vector<std::string>& metrics, const std::vector<std::string>& report_fields) {
+void check_plot_metrics(const std::vector<std::string>& metrics,
+                        const std::vector<std::string>& report_fields) {
   for (const std::string& metric : metrics) {
-    if (std::find(report_fields.begin(), report_fields.end(), metric) != report_fields.end()) continue;
+    if (std::find(report_fields.begin(), report_fields.end(), metric) != report_fields.end())
+      continue;
     const std::string guess = closest(metric, report_fields);
     throw UserError(SourceLocation{"--plot-metric " + metric, 0, 0},
                     fmt::format("'{}' is not a report field", metric),
-                    guess.empty() ? "the CSV header of `podsim run W.yaml --format csv` lists the fields"
-                                  : fmt::format("did you mean '{}'?", guess));
+                    guess.empty()
+                        ? "the CSV header of `podsim run W.yaml --format csv` lists the fields"
+                        : fmt::format("did you mean '{}'?", guess));
   }
 }
 
-std::string sweep_gnuplot_script(const SweepPlotAxes& axes, const std::vector<std::vector<std::string>>& table,
-                                 const std::vector<std::string>& metrics, const std::string& plot_path) {
+std::string sweep_gnuplot_script(const SweepPlotAxes& axes,
+                                 const std::vector<std::vector<std::string>>& table,
+                                 const std::vector<std::string>& metrics,
+                                 const std::string& plot_path) {
   if (axes.axis_keys.empty() || table.empty()) return "";
   const std::vector<std::string>& header = table[0];
   const std::string x_key = axes.axis_keys[0];
@@ -101,7 +116,8 @@ std::string sweep_gnuplot_script(const SweepPlotAxes& axes, const std::vector<st
     if (x_col < 0 || x_col >= static_cast<int>(table[r].size())) continue;
     const std::string& v = table[r][x_col];
     if (!number(v)) numeric_x = false;
-    if (std::find(categories.begin(), categories.end(), v) == categories.end()) categories.push_back(v);
+    if (std::find(categories.begin(), categories.end(), v) == categories.end())
+      categories.push_back(v);
   }
   std::vector<double> xs;
   if (numeric_x)
@@ -115,7 +131,8 @@ std::string sweep_gnuplot_script(const SweepPlotAxes& axes, const std::vector<st
   s += fmt::format("set terminal {} size 900,{} noenhanced\n", terminal, height);
   s += fmt::format("set output {}\n", quoted(plot_path));
   s += "set grid\nset key outside right top box\n";
-  if (panels > 1) s += fmt::format("set multiplot layout {},1 title {} noenhanced\n", panels, quoted(axes.title));
+  if (panels > 1)
+    s += fmt::format("set multiplot layout {},1 title {} noenhanced\n", panels, quoted(axes.title));
   for (size_t m = 0; m < metrics.size(); ++m) {
     const std::string& metric = metrics[m];
     const int y_col = column(header, metric);
@@ -124,19 +141,24 @@ std::string sweep_gnuplot_script(const SweepPlotAxes& axes, const std::vector<st
     std::vector<double> ys;
     for (size_t r = 1; r < table.size(); ++r) {
       const std::vector<std::string>& row = table[r];
-      auto cell = [&](int c) { return c >= 0 && c < static_cast<int>(row.size()) ? row[c] : std::string(); };
+      auto cell = [&](int c) {
+        return c >= 0 && c < static_cast<int>(row.size()) ? row[c] : std::string();
+      };
       if (status_col >= 0 && cell(status_col) != "ok") continue;
       const std::optional<double> y = number(cell(y_col));
       if (!y || x_col < 0) continue;
       std::vector<std::string> parts;
       for (const std::string& k : series_keys) parts.push_back(k + "=" + cell(column(header, k)));
-      const std::string label = series_keys.empty() ? metric : fmt::format("{}", fmt::join(parts, ", "));
-      auto it = std::find_if(series.begin(), series.end(), [&](const auto& e) { return e.first == label; });
+      const std::string label =
+          series_keys.empty() ? metric : fmt::format("{}", fmt::join(parts, ", "));
+      auto it = std::find_if(series.begin(), series.end(),
+                             [&](const auto& e) { return e.first == label; });
       if (it == series.end()) it = series.insert(series.end(), {label, {}});
       const std::string xt = cell(x_col);
-      const double x = numeric_x ? *number(xt)
-                                 : static_cast<double>(std::find(categories.begin(), categories.end(), xt) -
-                                                       categories.begin());
+      const double x =
+          numeric_x ? *number(xt)
+                    : static_cast<double>(std::find(categories.begin(), categories.end(), xt) -
+                                          categories.begin());
       it->second.push_back(Point{x, xt, *y});
       ys.push_back(*y);
     }
@@ -144,7 +166,8 @@ std::string sweep_gnuplot_script(const SweepPlotAxes& axes, const std::vector<st
     const std::string block = fmt::format("$m{}s", m);
     for (size_t i = 0; i < series.size(); ++i) {
       std::vector<Point>& points = series[i].second;
-      std::stable_sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
+      std::stable_sort(points.begin(), points.end(),
+                       [](const Point& a, const Point& b) { return a.x < b.x; });
       s += fmt::format("{}{} << EOD\n", block, i);
       for (const Point& p : points)
         s += numeric_x ? fmt::format("{:.17g} {:.17g}\n", p.x, p.y)
@@ -157,10 +180,12 @@ std::string sweep_gnuplot_script(const SweepPlotAxes& axes, const std::vector<st
     s += log_x ? "set logscale x\n" : "unset logscale x\n";
     s += log_y ? "set logscale y\n" : "unset logscale y\n";
     if (!series_keys.empty())
-      s += fmt::format("set key title {} noenhanced\n", quoted(fmt::format("{}", fmt::join(series_keys, ", "))));
+      s += fmt::format("set key title {} noenhanced\n",
+                       quoted(fmt::format("{}", fmt::join(series_keys, ", "))));
     if (series.empty()) {
-      s += fmt::format("set label 1 {} at graph 0.5,0.5 center noenhanced\nplot NaN notitle\nunset label 1\n",
-                       quoted("no successful point has " + metric));
+      s += fmt::format(
+          "set label 1 {} at graph 0.5,0.5 center noenhanced\nplot NaN notitle\nunset label 1\n",
+          quoted("no successful point has " + metric));
       continue;
     }
     std::vector<std::string> plots;

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-
 namespace podsim::reports {
 
 // What the plot draws against: the sweep's name (the title) and the first
@@ -20,12 +19,15 @@ struct SweepPlotAxes {
 
 // `table`: the sweep CSV parsed (header row first). Rows with status other
 // than ok, or without a number in a metric, are left out of that panel.
-std::string sweep_gnuplot_script(const SweepPlotAxes& axes, const std::vector<std::vector<std::string>>& table,
-                                 const std::vector<std::string>& metrics, const std::string& plot_path);
+std::string sweep_gnuplot_script(const SweepPlotAxes& axes,
+                                 const std::vector<std::vector<std::string>>& table,
+                                 const std::vector<std::string>& metrics,
+                                 const std::string& plot_path);
 
 // UserError (with the nearest valid name) for a --plot-metric that is no
 // report field; run before the sweep starts.
-void check_plot_metrics(const std::vector<std::string>& metrics, const std::vector<std::string>& report_fields);
+void check_plot_metrics(const std::vector<std::string>& metrics,
+                        const std::vector<std::string>& report_fields);
 
 // An axis label: the name as written plus its unit from the suffix
 // ("step_time_s" -> "step_time_s (s)", "hardware.ici.link_bandwidth" ->

@@ -6,8 +6,8 @@
 #include "reports/trace.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -72,7 +72,8 @@ struct CounterSample {
 
 // A counter's samples from intervals that add `value` while they last:
 // the sum after every change, a sample only when the sum changes.
-std::vector<std::pair<int64_t, double>> counter_samples(std::vector<std::pair<int64_t, double>> changes) {
+std::vector<std::pair<int64_t, double>> counter_samples(
+    std::vector<std::pair<int64_t, double>> changes) {
   std::stable_sort(changes.begin(), changes.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::pair<int64_t, double>> samples;
@@ -88,23 +89,27 @@ std::vector<std::pair<int64_t, double>> counter_samples(std::vector<std::pair<in
 
 }  // namespace
 
-int64_t write_trace(std::ostream& out, const sim::Timeline& timeline, const std::string& workload_name) {
+int64_t write_trace(std::ostream& out, const sim::Timeline& timeline,
+                    const std::string& workload_name) {
   const std::vector<sim::TraceEvent>& events = timeline.events;
 
   // Lanes: per (device, track), slices by start (longer first); each goes to
   // the first lane whose last slice has ended.
   std::map<std::pair<int64_t, std::string>, std::vector<size_t>> by_track;
-  for (size_t i = 0; i < events.size(); ++i) by_track[{events[i].device, events[i].track}].push_back(i);
+  for (size_t i = 0; i < events.size(); ++i)
+    by_track[{events[i].device, events[i].track}].push_back(i);
   std::vector<Placed> placed(events.size());
   // (device) -> ordered (track order key, lane name)
-  std::map<int64_t, std::map<std::pair<std::pair<int, std::string>, int64_t>, std::string>> lanes_of_device;
+  std::map<int64_t, std::map<std::pair<std::pair<int, std::string>, int64_t>, std::string>>
+      lanes_of_device;
   std::map<std::pair<int64_t, std::string>, std::vector<int64_t>> lane_ends;  // per (device, track)
   std::vector<std::tuple<int64_t, std::string, int64_t>> lane_of_event(events.size());
   for (auto& [key, indices] : by_track) {
     for (size_t i : indices) {
       placed[i].event = i;
       placed[i].start_ns = to_ns(events[i].start_s);
-      placed[i].end_ns = std::max(placed[i].start_ns, to_ns(events[i].start_s + events[i].duration_s));
+      placed[i].end_ns =
+          std::max(placed[i].start_ns, to_ns(events[i].start_s + events[i].duration_s));
     }
     std::stable_sort(indices.begin(), indices.end(), [&](size_t a, size_t b) {
       if (placed[a].start_ns != placed[b].start_ns) return placed[a].start_ns < placed[b].start_ns;
@@ -146,16 +151,20 @@ int64_t write_trace(std::ostream& out, const sim::Timeline& timeline, const std:
   // Metadata: a process per device, a thread per lane, in track order.
   std::map<std::tuple<int64_t, std::string, int64_t>, int64_t> tid_of;
   for (int64_t device : devices) {
-    emit(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"device {}"}}}})", device, device));
-    emit(fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", device,
-                     device));
+    emit(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"device {}"}}}})",
+                     device, device));
+    emit(fmt::format(
+        R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", device,
+        device));
     int64_t tid = 1;
     for (const auto& [order, name] : lanes_of_device[device]) {
       tid_of[{device, order.first.second, order.second}] = tid;
-      emit(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", device, tid,
-                       quoted(name)));
-      emit(fmt::format(R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
-                       device, tid, tid));
+      emit(
+          fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                      device, tid, quoted(name)));
+      emit(fmt::format(
+          R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+          device, tid, tid));
       ++tid;
     }
   }
@@ -166,7 +175,8 @@ int64_t write_trace(std::ostream& out, const sim::Timeline& timeline, const std:
   // Slices.
   for (size_t i = 0; i < events.size(); ++i) {
     placed[i].tid = tid_of.at(lane_of_event[i]);
-    outs.push_back({placed[i].start_ns, kSliceRank, placed[i].start_ns - placed[i].end_ns, i, -1, 'X'});
+    outs.push_back(
+        {placed[i].start_ns, kSliceRank, placed[i].start_ns - placed[i].end_ns, i, -1, 'X'});
   }
   // Flows: the members of one collective run, by device: s, t..., f.
   std::map<int64_t, std::vector<size_t>> flows;
@@ -193,7 +203,8 @@ int64_t write_trace(std::ostream& out, const sim::Timeline& timeline, const std:
   }
   std::vector<CounterSample> samples;
   for (auto& [device, changes] : hbm)
-    for (const auto& [t, value] : counter_samples(std::move(changes))) samples.push_back({device, nullptr, t, value});
+    for (const auto& [t, value] : counter_samples(std::move(changes)))
+      samples.push_back({device, nullptr, t, value});
   std::map<std::pair<int64_t, std::string>, std::vector<std::pair<int64_t, double>>> links;
   for (const sim::LinkLoad& l : timeline.link_loads) {
     const int64_t start = to_ns(l.start_s), end = to_ns(l.start_s + l.duration_s);
@@ -217,19 +228,20 @@ int64_t write_trace(std::ostream& out, const sim::Timeline& timeline, const std:
     if (o.phase == 'C') {
       const CounterSample& c = samples[o.index];
       if (c.name == nullptr)
-        emit(fmt::format(R"({{"name":"HBM","ph":"C","pid":{},"ts":{},"args":{{"GB/s":{}}}}})", c.device, us(c.ts_ns),
-                         number(c.value)));
-      else
-        emit(fmt::format(R"({{"name":{},"ph":"C","pid":{},"ts":{},"args":{{"utilisation":{}}}}})", quoted(*c.name),
+        emit(fmt::format(R"({{"name":"HBM","ph":"C","pid":{},"ts":{},"args":{{"GB/s":{}}}}})",
                          c.device, us(c.ts_ns), number(c.value)));
+      else
+        emit(fmt::format(R"({{"name":{},"ph":"C","pid":{},"ts":{},"args":{{"utilisation":{}}}}})",
+                         quoted(*c.name), c.device, us(c.ts_ns), number(c.value)));
       continue;
     }
     const sim::TraceEvent& e = events[o.index];
     const Placed& p = placed[o.index];
     if (o.phase != 'X') {
-      emit(fmt::format(R"({{"name":{},"cat":"collective","ph":"{}","id":{},"pid":{},"tid":{},"ts":{}{}}})",
-                       quoted(e.name), o.phase, o.flow, e.device, p.tid, us(p.start_ns),
-                       o.phase == 'f' ? R"(,"bp":"e")" : ""));
+      emit(fmt::format(
+          R"({{"name":{},"cat":"collective","ph":"{}","id":{},"pid":{},"tid":{},"ts":{}{}}})",
+          quoted(e.name), o.phase, o.flow, e.device, p.tid, us(p.start_ns),
+          o.phase == 'f' ? R"(,"bp":"e")" : ""));
       continue;
     }
     std::string args;
@@ -237,9 +249,10 @@ int64_t write_trace(std::ostream& out, const sim::Timeline& timeline, const std:
       args += fmt::format("{}{}:{}", args.empty() ? "" : ",", quoted(key), quoted(value));
     for (const auto& [key, value] : e.numbers)
       args += fmt::format("{}{}:{}", args.empty() ? "" : ",", quoted(key), number(value));
-    emit(fmt::format(R"({{"name":{},"cat":{},"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
-                     quoted(e.name), quoted(e.track), e.device, p.tid, us(p.start_ns), us(p.end_ns - p.start_ns),
-                     args));
+    emit(fmt::format(
+        R"({{"name":{},"cat":{},"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
+        quoted(e.name), quoted(e.track), e.device, p.tid, us(p.start_ns), us(p.end_ns - p.start_ns),
+        args));
   }
 
   nlohmann::ordered_json other;
@@ -249,13 +262,16 @@ int64_t write_trace(std::ostream& out, const sim::Timeline& timeline, const std:
   other["traced_devices"] = timeline.traced_devices;
   other["step_time_s"] = timeline.step_time_s;
   const sim::TraceSelection& sel = timeline.trace_selection;
-  const double end_s = timeline.trace_cut_s >= 0 ? timeline.trace_cut_s : std::min(sel.window_end_s, timeline.step_time_s);
+  const double end_s = timeline.trace_cut_s >= 0 ? timeline.trace_cut_s
+                                                 : std::min(sel.window_end_s, timeline.step_time_s);
   other["window_ms"] = {sel.window_begin_s * 1e3, std::max(sel.window_begin_s, end_s) * 1e3};
   if (timeline.trace_cut_s >= 0)
-    other["note"] = fmt::format("the trace limit was reached at {:.6g} ms: the step's first part only "
-                                "(--trace-window chooses the part, --trace-devices the devices, --trace-limit the size)",
-                                timeline.trace_cut_s * 1e3);
-  const std::string tail = fmt::format("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{}}}\n", other.dump());
+    other["note"] = fmt::format(
+        "the trace limit was reached at {:.6g} ms: the step's first part only "
+        "(--trace-window chooses the part, --trace-devices the devices, --trace-limit the size)",
+        timeline.trace_cut_s * 1e3);
+  const std::string tail =
+      fmt::format("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{}}}\n", other.dump());
   out << tail;
   bytes += static_cast<int64_t>(tail.size());
   return bytes;
@@ -267,8 +283,8 @@ std::string trace_json(const sim::Timeline& timeline, const std::string& workloa
   return out.str();
 }
 
-int64_t write_trace_file(const std::string& path, const sim::Timeline& timeline, const std::string& workload_name,
-                         double max_bytes) {
+int64_t write_trace_file(const std::string& path, const sim::Timeline& timeline,
+                         const std::string& workload_name, double max_bytes) {
   // Same directory as the target so the rename never crosses file systems.
   const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(getpid()));
   int64_t bytes = 0;
@@ -289,11 +305,13 @@ int64_t write_trace_file(const std::string& path, const sim::Timeline& timeline,
   }
   if (max_bytes > 0 && static_cast<double>(bytes) > max_bytes) {
     std::filesystem::remove(tmp, ignored);
-    throw UserError(SourceLocation{path, 0, 0},
-                    fmt::format("the trace came to {:.3g} MB, over the {:.3g} MB limit; nothing was written",
-                                static_cast<double>(bytes) / 1e6, max_bytes / 1e6),
-                    "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices, or raise "
-                    "--trace-limit");
+    throw UserError(
+        SourceLocation{path, 0, 0},
+        fmt::format("the trace came to {:.3g} MB, over the {:.3g} MB limit; nothing was written",
+                    static_cast<double>(bytes) / 1e6, max_bytes / 1e6),
+        "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices, or "
+        "raise "
+        "--trace-limit");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::filesystem::remove(tmp, ignored);

@@ -22,13 +22,14 @@ constexpr double kTraceBytesPerItem = 400;
 constexpr double kDefaultTraceLimitBytes = 20e6;
 
 // Streams the trace; returns the bytes written.
-int64_t write_trace(std::ostream& out, const sim::Timeline& timeline, const std::string& workload_name);
+int64_t write_trace(std::ostream& out, const sim::Timeline& timeline,
+                    const std::string& workload_name);
 // The same as one string (tests, small traces).
 std::string trace_json(const sim::Timeline& timeline, const std::string& workload_name);
 // Streams the trace to `path` through a temp file and a rename (written
 // whole or not at all); UserError when it cannot be written, or when it
 // came to more than max_bytes (> 0): the per-item estimate was low.
-int64_t write_trace_file(const std::string& path, const sim::Timeline& timeline, const std::string& workload_name,
-                         double max_bytes = 0);
+int64_t write_trace_file(const std::string& path, const sim::Timeline& timeline,
+                         const std::string& workload_name, double max_bytes = 0);
 
 }  // namespace podsim::reports

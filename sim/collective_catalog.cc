@@ -2,10 +2,10 @@
 // timing of all groups at once (see collective_catalog.h).
 #include "sim/collective_catalog.h"
 
-#include <algorithm>
-#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -24,13 +24,18 @@ namespace {
 // all-to-all of its input buffer.
 hw::CollectiveKind kind_of(Opcode op) {
   switch (op) {
-    case Opcode::kAllReduce: return hw::CollectiveKind::kAllReduce;
+    case Opcode::kAllReduce:
+      return hw::CollectiveKind::kAllReduce;
     case Opcode::kAllGather:
-    case Opcode::kCollectiveBroadcast: return hw::CollectiveKind::kAllGather;
-    case Opcode::kReduceScatter: return hw::CollectiveKind::kReduceScatter;
+    case Opcode::kCollectiveBroadcast:
+      return hw::CollectiveKind::kAllGather;
+    case Opcode::kReduceScatter:
+      return hw::CollectiveKind::kReduceScatter;
     case Opcode::kAllToAll:
-    case Opcode::kRaggedAllToAll: return hw::CollectiveKind::kAllToAll;
-    default: return hw::CollectiveKind::kCollectivePermute;
+    case Opcode::kRaggedAllToAll:
+      return hw::CollectiveKind::kAllToAll;
+    default:
+      return hw::CollectiveKind::kCollectivePermute;
   }
 }
 
@@ -43,7 +48,8 @@ double collective_bytes(const compiler::Computation& c, const Instruction& instr
   if (op == Opcode::kRaggedAllToAll && instr.operand_count() > 0) {
     operand = static_cast<double>(c.instr(instr.operand(0)).shape.byte_size());
   } else {
-    for (compiler::InstrId id : instr.operands) operand += static_cast<double>(c.instr(id).shape.byte_size());
+    for (compiler::InstrId id : instr.operands)
+      operand += static_cast<double>(c.instr(id).shape.byte_size());
   }
   const compiler::Shape& result_shape =
       op != instr.opcode && instr.opcode != Opcode::kAllReduceStart && instr.shape.is_tuple() &&
@@ -53,9 +59,12 @@ double collective_bytes(const compiler::Computation& c, const Instruction& instr
   const auto result = static_cast<double>(result_shape.byte_size());
   switch (op) {
     case Opcode::kCollectiveBroadcast:
-    case Opcode::kAllGather: return result;  // the full result
-    case Opcode::kAllReduce: return result;  // operand = result
-    default: return operand;                 // reduce-scatter: full operand; all-to-all, permute: operand
+    case Opcode::kAllGather:
+      return result;  // the full result
+    case Opcode::kAllReduce:
+      return result;  // operand = result
+    default:
+      return operand;  // reduce-scatter: full operand; all-to-all, permute: operand
   }
 }
 
@@ -88,7 +97,8 @@ std::string groups_key(const Instruction& instr) {
 
 Opcode collective_opcode(const Instruction& instr) {
   if (const auto wrapped = compiler::async_wrapped_opcode(instr.opcode)) return *wrapped;
-  if (instr.opcode == Opcode::kAsyncStart && instr.attrs.async_wrapped) return *instr.attrs.async_wrapped;
+  if (instr.opcode == Opcode::kAsyncStart && instr.attrs.async_wrapped)
+    return *instr.attrs.async_wrapped;
   return instr.opcode;
 }
 
@@ -105,7 +115,8 @@ std::vector<int64_t> physical_coords(hw::CoreId core, const std::vector<int64_t>
 
 }  // namespace
 
-std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group, const hw::Slice& slice) {
+std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group,
+                                         const hw::Slice& slice) {
   const std::vector<int64_t> physical = slice.physical_shape();
   const size_t n = group.size();
   if (n < 4) return {};
@@ -123,7 +134,8 @@ std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group, c
     }
   }
   if (varying.size() < 2) return {};
-  if (std::accumulate(extent.begin(), extent.end(), int64_t{1}, std::multiplies<>()) != static_cast<int64_t>(n))
+  if (std::accumulate(extent.begin(), extent.end(), int64_t{1}, std::multiplies<>()) !=
+      static_cast<int64_t>(n))
     return {};
   // Try every order of the varying dims as the grid's row-major order.
   std::vector<size_t> order(varying.size());
@@ -142,7 +154,8 @@ std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group, c
         const int dim = varying[order[j]];
         // The coordinate along the grid's axis j: that of the member at
         // position index on the axis, the other axes at 0.
-        expected[static_cast<size_t>(dim)] = coords[static_cast<size_t>(index * stride[j])][static_cast<size_t>(dim)];
+        expected[static_cast<size_t>(dim)] =
+            coords[static_cast<size_t>(index * stride[j])][static_cast<size_t>(dim)];
       }
       ok = expected == coords[i];
     }
@@ -151,7 +164,8 @@ std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group, c
   return {};
 }
 
-bool merge_concurrent_plans(const hw::Topology& topology, const std::vector<hw::CollectivePlan>& plans,
+bool merge_concurrent_plans(const hw::Topology& topology,
+                            const std::vector<hw::CollectivePlan>& plans,
                             hw::CollectivePlan& merged) {
   merged = hw::CollectivePlan{};
   if (plans.empty()) return true;
@@ -192,7 +206,8 @@ bool merge_concurrent_plans(const hw::Topology& topology, const std::vector<hw::
     merged.analytic_time_s += static_cast<double>(phase.repeat) * phase.step_time_s;
     merged.phases.push_back(std::move(phase));
   }
-  for (const auto& p : plans) merged.bytes_sent_per_device = std::max(merged.bytes_sent_per_device, p.bytes_sent_per_device);
+  for (const auto& p : plans)
+    merged.bytes_sent_per_device = std::max(merged.bytes_sent_per_device, p.bytes_sent_per_device);
   return true;
 }
 
@@ -200,7 +215,8 @@ namespace {
 
 // The members of `group`, laid row-major over `shape`, re-listed row-major
 // over the axes in `order` (new axis i = old axis order[i]).
-std::vector<hw::CoreId> transpose_group(const std::vector<hw::CoreId>& group, const std::vector<int64_t>& shape,
+std::vector<hw::CoreId> transpose_group(const std::vector<hw::CoreId>& group,
+                                        const std::vector<int64_t>& shape,
                                         const std::vector<size_t>& order) {
   std::vector<int64_t> stride(shape.size(), 1);
   for (size_t d = shape.size() - 1; d-- > 0;) stride[d] = stride[d + 1] * shape[d + 1];
@@ -222,9 +238,10 @@ std::vector<hw::CoreId> transpose_group(const std::vector<hw::CoreId>& group, co
 }  // namespace
 
 std::string GroupPlan::label() const {
-  return fmt::format("{} [{}], {}", hw::collective_algorithm_name(plan.algorithm),
-                     shape.empty() ? std::to_string(group.size()) : fmt::format("{}", fmt::join(shape, ", ")),
-                     layout);
+  return fmt::format(
+      "{} [{}], {}", hw::collective_algorithm_name(plan.algorithm),
+      shape.empty() ? std::to_string(group.size()) : fmt::format("{}", fmt::join(shape, ", ")),
+      layout);
 }
 
 GroupPlan plan_group(const hw::System& system, hw::CollectiveQuery query) {
@@ -237,10 +254,12 @@ GroupPlan plan_group(const hw::System& system, hw::CollectiveQuery query) {
     hw::CollectiveQuery q = query;
     q.group = group;
     q.group_shape = shape;
-    candidates.push_back(GroupPlan{system.plan(q), std::move(group), std::move(shape), std::move(layout)});
+    candidates.push_back(
+        GroupPlan{system.plan(q), std::move(group), std::move(shape), std::move(layout)});
   };
   add(query.group, query.group_shape, "mesh order");
-  if (query.kind == hw::CollectiveKind::kAllReduce || query.kind == hw::CollectiveKind::kAllGather ||
+  if (query.kind == hw::CollectiveKind::kAllReduce ||
+      query.kind == hw::CollectiveKind::kAllGather ||
       query.kind == hw::CollectiveKind::kReduceScatter) {
     // Any member order moves the same bytes (a ring or torus pass can hand
     // any chunk to any member; ownership is a relabelling), so the runtime
@@ -252,8 +271,10 @@ GroupPlan plan_group(const hw::System& system, hw::CollectiveQuery query) {
     std::sort(sorted.begin(), sorted.end());
     const std::vector<int64_t> grid = physical_grid_shape(sorted, system.slice());
     const hw::Topology& topology = system.topology();
-    const bool over_cores = !grid.empty() && topology.chip_of(sorted[0]) == topology.chip_of(sorted[1]);
-    if (!grid.empty() && !over_cores && query.group_shape.empty()) add(sorted, grid, "physical order");
+    const bool over_cores =
+        !grid.empty() && topology.chip_of(sorted[0]) == topology.chip_of(sorted[1]);
+    if (!grid.empty() && !over_cores && query.group_shape.empty())
+      add(sorted, grid, "physical order");
     // A grid over chips and the devices of each chip (row-major, so the
     // in-chip axis is last): per-device rings on the chips' links (above),
     // the on-chip axis first (each device's rings then carry 1/c of the
@@ -276,7 +297,8 @@ GroupPlan plan_group(const hw::System& system, hw::CollectiveQuery query) {
         for (size_t d = 0; d + 2 < k; ++d) first.push_back(d);
         std::vector<int64_t> first_shape{grid[k - 2] * grid[k - 1]};
         first_shape.insert(first_shape.end(), grid.begin(), grid.end() - 2);
-        add(transpose_group(sorted, grid, first), first_shape, "one ring through the cores of each chip, first");
+        add(transpose_group(sorted, grid, first), first_shape,
+            "one ring through the cores of each chip, first");
       }
     }
   }
@@ -289,7 +311,8 @@ GroupPlan plan_group(const hw::System& system, hw::CollectiveQuery query) {
 CollectiveCatalog::CollectiveCatalog(const hw::System& system, int64_t num_devices)
     : system_(system), num_devices_(num_devices) {}
 
-int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, const Instruction& instr) {
+int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation,
+                                   const Instruction& instr) {
   const double bytes = collective_bytes(computation, instr);
   std::string key = groups_key(instr);
   key.append(reinterpret_cast<const char*>(&bytes), sizeof(bytes));
@@ -305,10 +328,11 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation, con
   const hw::Placement& placement = system_.placement();
   auto check_device = [&](int64_t device) {
     if (device < 0 || device >= num_devices_)
-      throw UserError(instr.location,
-                      fmt::format("{} '{}' names device {} but the program has {} devices",
-                                  compiler::opcode_name(instr.opcode), instr.name, device, num_devices_),
-                      "device groups must use partition ids 0..num_partitions-1");
+      throw UserError(
+          instr.location,
+          fmt::format("{} '{}' names device {} but the program has {} devices",
+                      compiler::opcode_name(instr.opcode), instr.name, device, num_devices_),
+          "device groups must use partition ids 0..num_partitions-1");
   };
   if (op == Opcode::kCollectivePermute) {
     std::vector<hw::CoreId> members;
@@ -390,15 +414,16 @@ const FastCollectiveTiming& CollectiveCatalog::fast_timing(int32_t index) {
   if (s.plans.empty()) timing->fastest_group_s = 0;
   hw::CollectivePlan merged;
   const bool aligned = merge_concurrent_plans(system_.topology(), s.plans, merged);
-  timing->symmetric =
-      aligned && timing->slowest_group_s - timing->fastest_group_s <= 1e-9 * std::max(timing->slowest_group_s, 1e-30);
+  timing->symmetric = aligned && timing->slowest_group_s - timing->fastest_group_s <=
+                                     1e-9 * std::max(timing->slowest_group_s, 1e-30);
   if (!aligned) {
     timing->seconds = timing->slowest_group_s;  // no common phases: the slowest group alone
   } else {
     size_t flows = 0;
     for (const auto& phase : merged.phases) flows += phase.flows.size();
     timing->fair_share = flows <= kFairShareFlowLimit;
-    timing->seconds = timing->fair_share ? hw::time_plan_fair_share(system_.topology(), merged) : merged.analytic_time_s;
+    timing->seconds = timing->fair_share ? hw::time_plan_fair_share(system_.topology(), merged)
+                                         : merged.analytic_time_s;
   }
   // Link busy times: of the merged plan, or (no common phases) of every
   // group's own plan summed, the groups running at once either way.
@@ -406,11 +431,13 @@ const FastCollectiveTiming& CollectiveCatalog::fast_timing(int32_t index) {
   auto add_plan = [&](const hw::CollectivePlan& plan) {
     for (const auto& phase : plan.phases)
       for (const auto& t : phase.link_loads)
-        busy[t.link] += static_cast<double>(phase.repeat) * t.bytes / system_.topology().link(t.link).bandwidth;
+        busy[t.link] +=
+            static_cast<double>(phase.repeat) * t.bytes / system_.topology().link(t.link).bandwidth;
   };
   auto latency_of = [](const hw::CollectivePlan& plan) {
     double latency = 0;
-    for (const auto& phase : plan.phases) latency += static_cast<double>(phase.repeat) * phase.latency_s;
+    for (const auto& phase : plan.phases)
+      latency += static_cast<double>(phase.repeat) * phase.latency_s;
     return latency;
   };
   if (aligned) {

@@ -24,10 +24,10 @@ inline constexpr size_t kFairShareFlowLimit = 4096;
 struct CollectiveSpec {
   hw::CollectiveKind kind = hw::CollectiveKind::kAllReduce;
   double bytes_per_device = 0;
-  std::vector<std::vector<hw::CoreId>> groups;     // cores per group, in group order
-  std::vector<std::vector<int64_t>> group_shapes;  // per group; empty = ring
+  std::vector<std::vector<hw::CoreId>> groups;                   // cores per group, in group order
+  std::vector<std::vector<int64_t>> group_shapes;                // per group; empty = ring
   std::vector<std::pair<hw::CoreId, hw::CoreId>> permute_pairs;  // collective-permute (cores)
-  std::vector<int32_t> group_of_device;  // logical device -> group, -1 = not taking part
+  std::vector<int32_t> group_of_device;   // logical device -> group, -1 = not taking part
   std::vector<hw::CollectivePlan> plans;  // per group (a permute: one plan for all pairs)
   std::vector<std::string> plan_labels;   // per group: GroupPlan::label() of the plan chosen
   // HBM bytes the collective's DMAs move on its busiest member while it
@@ -62,11 +62,13 @@ compiler::Opcode collective_opcode(const compiler::Instruction& instr);
 
 // The row-major grid shape of `group` over the physical dims of `slice`, or
 // empty when it is not one (or varies along fewer than two dims).
-std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group, const hw::Slice& slice);
+std::vector<int64_t> physical_grid_shape(const std::vector<hw::CoreId>& group,
+                                         const hw::Slice& slice);
 
 // Merges per-group plans into one (phase i of every group runs together).
 // False when the plans' phase structures differ.
-bool merge_concurrent_plans(const hw::Topology& topology, const std::vector<hw::CollectivePlan>& plans,
+bool merge_concurrent_plans(const hw::Topology& topology,
+                            const std::vector<hw::CollectivePlan>& plans,
                             hw::CollectivePlan& merged);
 
 // A group's plan and the member order it runs in.

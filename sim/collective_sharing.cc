@@ -42,8 +42,10 @@ std::vector<double> shared_speeds(const std::vector<SharedCollective>& running) 
     for (const auto* on_link : shared) {
       double fixed = 0, rising = 0;
       for (const auto& [j, busy] : *on_link) {
-        if (frozen[j]) fixed += rate[j] * busy;
-        else rising += busy;
+        if (frozen[j])
+          fixed += rate[j] * busy;
+        else
+          rising += busy;
       }
       if (rising <= 0) continue;
       const double at = std::max(0.0, 1.0 - fixed) / rising;

@@ -15,7 +15,7 @@
 namespace podsim::sim {
 
 struct SharedCollective {
-  double alone_s = 0;                                     // uncontended transfer time
+  double alone_s = 0;  // uncontended transfer time
   const std::vector<std::pair<hw::LinkId, double>>* link_busy_s = nullptr;  // by link id
 };
 
@@ -27,7 +27,8 @@ std::vector<double> shared_speeds(const std::vector<SharedCollective>& running);
 class SharingCache {
  public:
   // `specs` and `running` in the same order.
-  const std::vector<double>& speeds(const std::vector<int32_t>& specs, const std::vector<SharedCollective>& running);
+  const std::vector<double>& speeds(const std::vector<int32_t>& specs,
+                                    const std::vector<SharedCollective>& running);
 
  private:
   std::map<std::vector<int32_t>, std::vector<double>> cache_;

@@ -18,13 +18,17 @@ using compiler::Shape;
 
 namespace {
 
-bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
 
 hw::MatmulInputKind input_of(compiler::DType t) {
   return compiler::dtype_bytes(t) <= 2 ? hw::MatmulInputKind::kBf16 : hw::MatmulInputKind::kF32;
 }
 
-const Shape& operand(const Computation& c, const Instruction& call, int i) { return c.instr(call.operand(i)).shape; }
+const Shape& operand(const Computation& c, const Instruction& call, int i) {
+  return c.instr(call.operand(i)).shape;
+}
 
 // Fused attention over q [B, S, H, D] and k [B, T, Hkv, D] (Transformer
 // Engine's and cuDNN's BSHD layout): logits QK^T are B*H x S x T x D MACs,
@@ -57,14 +61,17 @@ void add_gemm(const Computation& c, const Instruction& call, hw::OpQuery& q) {
   const Shape& lhs = operand(c, call, 0);
   const Shape& rhs = operand(c, call, 1);
   if (!lhs.is_array() || !rhs.is_array() || lhs.rank() < 2 || rhs.rank() < 2) return;
-  std::vector<int64_t> lhs_contracting{lhs.rank() - 1}, lhs_batch, rhs_contracting{rhs.rank() - 2}, rhs_batch;
-  const nlohmann::json config = nlohmann::json::parse(call.attrs.backend_config, nullptr, /*allow_exceptions=*/false);
+  std::vector<int64_t> lhs_contracting{lhs.rank() - 1}, lhs_batch, rhs_contracting{rhs.rank() - 2},
+      rhs_batch;
+  const nlohmann::json config =
+      nlohmann::json::parse(call.attrs.backend_config, nullptr, /*allow_exceptions=*/false);
   auto dims = [](const nlohmann::json& j, const char* key, std::vector<int64_t>& out) {
     if (!j.contains(key) || !j[key].is_array()) return;
     out.clear();
     for (const auto& v : j[key]) {
       int64_t d = -1;  // anything but a number or a numeric string is ignored
-      if (v.is_number_integer()) d = v.get<int64_t>();
+      if (v.is_number_integer())
+        d = v.get<int64_t>();
       else if (v.is_string()) {
         const std::string& text = v.get_ref<const std::string&>();
         std::from_chars(text.data(), text.data() + text.size(), d);
@@ -73,7 +80,8 @@ void add_gemm(const Computation& c, const Instruction& call, hw::OpQuery& q) {
     }
   };
   if (config.is_object()) {
-    const nlohmann::json& gemm = config.contains("gemm_backend_config") ? config["gemm_backend_config"] : config;
+    const nlohmann::json& gemm =
+        config.contains("gemm_backend_config") ? config["gemm_backend_config"] : config;
     if (gemm.contains("dot_dimension_numbers")) {
       const nlohmann::json& d = gemm["dot_dimension_numbers"];
       dims(d, "lhs_contracting_dimensions", lhs_contracting);
@@ -92,7 +100,8 @@ void add_gemm(const Computation& c, const Instruction& call, hw::OpQuery& q) {
   w.batch = product(lhs, lhs_batch);
   w.k = product(lhs, lhs_contracting);
   w.m = lhs.num_elements() / std::max<int64_t>(1, w.batch * w.k);
-  w.n = rhs.num_elements() / std::max<int64_t>(1, product(rhs, rhs_batch) * product(rhs, rhs_contracting));
+  w.n = rhs.num_elements() /
+        std::max<int64_t>(1, product(rhs, rhs_batch) * product(rhs, rhs_contracting));
   w.input = input_of(lhs.dtype());
   q.matmuls.push_back(w);
 }
@@ -107,7 +116,8 @@ std::optional<std::string> buffer_placement(const compiler::Instruction& call) {
 }  // namespace
 
 CustomCallKind classify_custom_call(const compiler::Instruction& call) {
-  if (auto placement = buffer_placement(call); placement && (*placement == "pinned_host" || *placement == "device"))
+  if (auto placement = buffer_placement(call);
+      placement && (*placement == "pinned_host" || *placement == "device"))
     return CustomCallKind::kHostTransfer;
   return classify_custom_call(call.attrs.custom_call_target);
 }
@@ -120,39 +130,51 @@ bool moves_to_host(const compiler::Instruction& call) {
 }
 
 CustomCallKind classify_custom_call(std::string_view target) {
-  if (target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||
-      target == compiler::kStopGradientTarget || target == "annotate_device_placement" ||
-      target == "LayoutConstraint" || target.starts_with("xla.sdy.") || target == "ShardBarrierFrom" ||
-      target == "ShardBarrierTo" || target == "X64Combine" || target == "X64SplitLow" || target == "X64SplitHigh")
+  if (target == "Sharding" || target == "SPMDFullToShardShape" ||
+      target == "SPMDShardToFullShape" || target == compiler::kStopGradientTarget ||
+      target == "annotate_device_placement" || target == "LayoutConstraint" ||
+      target.starts_with("xla.sdy.") || target == "ShardBarrierFrom" ||
+      target == "ShardBarrierTo" || target == "X64Combine" || target == "X64SplitLow" ||
+      target == "X64SplitHigh")
     return CustomCallKind::kMarker;
   if (target == "MoveToHost" || target == "MoveToDevice") return CustomCallKind::kHostTransfer;
-  if (contains(target, "fused_attn") || contains(target, "fmha") || contains(target, "flash_attention")) {
+  if (contains(target, "fused_attn") || contains(target, "fmha") ||
+      contains(target, "flash_attention")) {
     return contains(target, "backward") || contains(target, "Backward") || contains(target, "bwd")
                ? CustomCallKind::kAttentionBackward
                : CustomCallKind::kAttentionForward;
   }
-  if (target == "__cublas$gemm" || target == "__cublas$lt$matmul" || target.starts_with("__cublas$lt$matmul$"))
+  if (target == "__cublas$gemm" || target == "__cublas$lt$matmul" ||
+      target.starts_with("__cublas$lt$matmul$"))
     return CustomCallKind::kGemm;
   if (target == "TopK") return CustomCallKind::kTopK;
   return CustomCallKind::kUnknown;
 }
 
-void add_custom_call_work(const Computation& computation, const Instruction& call, CustomCallKind kind,
-                          hw::OpQuery& query) {
+void add_custom_call_work(const Computation& computation, const Instruction& call,
+                          CustomCallKind kind, hw::OpQuery& query) {
   switch (kind) {
-    case CustomCallKind::kAttentionForward: add_attention(computation, call, false, query); break;
-    case CustomCallKind::kAttentionBackward: add_attention(computation, call, true, query); break;
-    case CustomCallKind::kGemm: add_gemm(computation, call, query); break;
+    case CustomCallKind::kAttentionForward:
+      add_attention(computation, call, false, query);
+      break;
+    case CustomCallKind::kAttentionBackward:
+      add_attention(computation, call, true, query);
+      break;
+    case CustomCallKind::kGemm:
+      add_gemm(computation, call, query);
+      break;
     case CustomCallKind::kTopK: {
       // A sorting network over the last dim: n log2 n compare-exchanges per row.
       if (call.operand_count() < 1 || !computation.instr(call.operand(0)).shape.is_array()) break;
       const Shape& in = computation.instr(call.operand(0)).shape;
       const int64_t n = in.rank() > 0 ? in.dim(in.rank() - 1) : 1;
-      const auto log_n = static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(2, n)))));
+      const auto log_n =
+          static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(2, n)))));
       query.vector_work.push_back({in.num_elements() * log_n, hw::VectorCostClass::kSimple});
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 

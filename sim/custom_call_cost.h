@@ -13,7 +13,7 @@
 namespace podsim::sim {
 
 enum class CustomCallKind {
-  kMarker,             // Sharding, SPMD*Shape, StopGradient, annotate_device_placement, xla.sdy.*: no kernel
+  kMarker,  // Sharding, SPMD*Shape, StopGradient, annotate_device_placement, xla.sdy.*: no kernel
   kHostTransfer,       // MoveToHost / MoveToDevice: bytes over the host link
   kAttentionForward,   // fused attention (Transformer Engine, cuDNN): softmax(QK^T)V
   kAttentionBackward,  // its gradient
@@ -33,7 +33,8 @@ bool moves_to_host(const compiler::Instruction& call);
 
 // Adds the MXU / VPU work of a custom-call of kind kAttention*, kGemm or
 // kTopK to `query` (others add none). Shapes are read from the operands.
-void add_custom_call_work(const compiler::Computation& computation, const compiler::Instruction& call,
-                          CustomCallKind kind, hw::OpQuery& query);
+void add_custom_call_work(const compiler::Computation& computation,
+                          const compiler::Instruction& call, CustomCallKind kind,
+                          hw::OpQuery& query);
 
 }  // namespace podsim::sim

@@ -3,10 +3,10 @@
 
 #include <systemc>
 
+#include <fmt/format.h>
 #include <array>
 #include <cstdlib>
 #include <deque>
-#include <fmt/format.h>
 #include <memory>
 #include <stdexcept>
 #include <unordered_map>
@@ -21,8 +21,8 @@ int sc_main(int, char**) { return 0; }
 
 namespace podsim::sim {
 
-using sc_core::sc_time;
 using sc_core::SC_SEC;
+using sc_core::sc_time;
 using sc_core::SC_ZERO_TIME;
 
 namespace {
@@ -42,8 +42,8 @@ static_assert(static_cast<size_t>(hw::CollectiveKind::kCollectivePermute) + 1 ==
 // A collective this device is running.
 struct Running {
   int32_t ordinal = -1;
-  int32_t op = -1;      // StepProgram op
-  int32_t spec = -1;    // catalog spec
+  int32_t op = -1;    // StepProgram op
+  int32_t spec = -1;  // catalog spec
   size_t kind = 0;
   double start_s = 0;
   // Fast mode: a transfer part (the fraction left, its uncontended
@@ -79,12 +79,12 @@ struct Device {
   // fewer than the kind's in-flight limit run; kinds run concurrently.
   int32_t issued = 0;
   int32_t completed_count = 0;
-  std::vector<char> completed;  // per ordinal
+  std::vector<char> completed;   // per ordinal
   int32_t first_unfinished = 0;  // the step's tail: no ordinal below it is running
   std::array<std::deque<int32_t>, kCollectiveKinds> queued;
   std::array<int64_t, kCollectiveKinds> running_of_kind{};
   std::vector<Running> running;
-  double shares_updated_s = 0;   // fast mode: when `remaining` was last advanced
+  double shares_updated_s = 0;                     // fast mode: when `remaining` was last advanced
   std::vector<double> own_ready_s, group_start_s;  // per ordinal
   sc_core::sc_event collective_wake, done_event, hbm_change;
   DeviceAccount account;
@@ -100,7 +100,8 @@ std::string plan_label(const CollectiveSpec& spec, int64_t device) {
 
 std::string link_label(const hw::Topology& topology, hw::LinkId id) {
   const hw::Link& link = topology.link(id);
-  if (link.kind == hw::LinkKind::kOnChip) return fmt::format("ici {} on-chip {}->{}", id, link.src_core, link.dst_core);
+  if (link.kind == hw::LinkKind::kOnChip)
+    return fmt::format("ici {} on-chip {}->{}", id, link.src_core, link.dst_core);
   return fmt::format("ici {} chip {}->{} dim {}{}", id, link.src_chip, link.dst_chip, link.dim,
                      link.direction > 0 ? '+' : '-');
 }
@@ -126,10 +127,12 @@ class EngineRun {
     if (in_.fidelity == Fidelity::kFull) {
       LinkTraceHook hook;
       if (in_.record_trace)
-        hook.on_transfer = [this](hw::LinkId link, int32_t, double start, double duration, double bytes) {
+        hook.on_transfer = [this](hw::LinkId link, int32_t, double start, double duration,
+                                  double bytes) {
           const int64_t device = device_of_link(link);
           if (!traced(device) || duration <= 0) return;
-          const double utilisation = std::min(1.0, bytes / (duration * in_.topology.link(link).bandwidth));
+          const double utilisation =
+              std::min(1.0, bytes / (duration * in_.topology.link(link).bandwidth));
           record(LinkLoad{device, link_label(in_.topology, link), start, duration, utilisation});
         };
       fabric_ = std::make_unique<Fabric>(in_.topology, std::move(hook), [this] { return now(); });
@@ -139,8 +142,10 @@ class EngineRun {
     method.spawn_method();
     for (auto& d : devices_) {
       Device* device = d.get();
-      processes.push_back(sc_core::sc_spawn([this, device] { on_compute(*device); }, nullptr, &method));
-      processes.push_back(sc_core::sc_spawn([this, device] { on_collective(*device); }, nullptr, &method));
+      processes.push_back(
+          sc_core::sc_spawn([this, device] { on_compute(*device); }, nullptr, &method));
+      processes.push_back(
+          sc_core::sc_spawn([this, device] { on_collective(*device); }, nullptr, &method));
     }
     if (fabric_) {
       Fabric* fabric = fabric_.get();
@@ -150,8 +155,8 @@ class EngineRun {
     for (auto& p : processes) p.kill();
     for (const auto& d : devices_)
       if (d->compute != ComputeState::kDone)
-        throw std::logic_error(fmt::format("simulation stalled: device {} at step {} of {}", d->id, d->cursor,
-                                           steps_.size()));
+        throw std::logic_error(fmt::format("simulation stalled: device {} at step {} of {}", d->id,
+                                           d->cursor, steps_.size()));
     for (auto& d : devices_) result_.devices.push_back(std::move(d->account));
     result_.kernel_events = activations_ + (fabric_ ? fabric_->activations() : 0);
     return std::move(result_);
@@ -164,11 +169,13 @@ class EngineRun {
   // sending core).
   int64_t device_of_link(hw::LinkId id) const {
     const hw::Link& l = in_.topology.link(id);
-    return l.kind == hw::LinkKind::kOnChip ? l.src_core : l.src_chip * in_.topology.slice().devices_per_chip;
+    return l.kind == hw::LinkKind::kOnChip ? l.src_core
+                                           : l.src_chip * in_.topology.slice().devices_per_chip;
   }
 
   bool traced(int64_t device) const {
-    return device >= 0 && static_cast<size_t>(device) < in_.traced.size() && in_.traced[static_cast<size_t>(device)];
+    return device >= 0 && static_cast<size_t>(device) < in_.traced.size() &&
+           in_.traced[static_cast<size_t>(device)];
   }
 
   // Trace recording, bounded by the selection's max_events: true when an
@@ -209,7 +216,9 @@ class EngineRun {
     return *slot;
   }
 
-  const OpInfo& op_of_step(size_t step) const { return in_.program.ops[static_cast<size_t>(steps_[step].op)]; }
+  const OpInfo& op_of_step(size_t step) const {
+    return in_.program.ops[static_cast<size_t>(steps_[step].op)];
+  }
 
   void on_compute(Device& d) {
     ++activations_;
@@ -231,8 +240,10 @@ class EngineRun {
           return;
         }
         break;
-      case ComputeState::kDone: return;
-      case ComputeState::kStart: break;
+      case ComputeState::kDone:
+        return;
+      case ComputeState::kStart:
+        break;
     }
     d.compute = ComputeState::kStart;
     while (true) {
@@ -261,7 +272,8 @@ class EngineRun {
       d.busy_start_s = t;
       d.op_progress = 0;
       d.op_progress_s = t;
-      sc_core::next_trigger(sc_time(seconds_with_hbm_share(cost, d.hbm_share), SC_SEC), d.hbm_change);
+      sc_core::next_trigger(sc_time(seconds_with_hbm_share(cost, d.hbm_share), SC_SEC),
+                            d.hbm_change);
       return;
     }
   }
@@ -287,7 +299,8 @@ class EngineRun {
   // share): true when the op is done, else it sleeps until the op's new end.
   bool op_done(Device& d, double t) {
     advance_op(d, t);
-    const double left_s = (1 - d.op_progress) * seconds_with_hbm_share(op_of_step(d.cursor).cost, d.hbm_share);
+    const double left_s =
+        (1 - d.op_progress) * seconds_with_hbm_share(op_of_step(d.cursor).cost, d.hbm_share);
     if (left_s <= kTimeResolution_s) return true;
     sc_core::next_trigger(sc_time(left_s, SC_SEC), d.hbm_change);
     return false;
@@ -349,10 +362,18 @@ class EngineRun {
     a.hbm_s += busy - alone;
     a.hbm_contention_s += busy - alone;
     switch (op.cost.bound) {
-      case hw::Bound::kMxu: a.mxu_s += unit; break;
-      case hw::Bound::kVpu: a.vpu_s += unit; break;
-      case hw::Bound::kHbm: a.hbm_s += unit; break;
-      case hw::Bound::kOverhead: a.overhead_s += unit; break;
+      case hw::Bound::kMxu:
+        a.mxu_s += unit;
+        break;
+      case hw::Bound::kVpu:
+        a.vpu_s += unit;
+        break;
+      case hw::Bound::kHbm:
+        a.hbm_s += unit;
+        break;
+      case hw::Bound::kOverhead:
+        a.overhead_s += unit;
+        break;
     }
     if (in_.record_trace && traced(d.id))
       record(TraceEvent{d.id,
@@ -381,7 +402,8 @@ class EngineRun {
     const double idle = std::max(0.0, peer_to - peer_from);
     d.account.idle_s += idle;
     d.account.exposed_s += wait - idle;
-    d.account.collective_exposed_s[static_cast<size_t>(op_of_ordinal(d.waiting_for))] += wait - idle;
+    d.account.collective_exposed_s[static_cast<size_t>(op_of_ordinal(d.waiting_for))] +=
+        wait - idle;
   }
 
   // The collective stream: retire what finished, start what the per-kind
@@ -394,7 +416,8 @@ class EngineRun {
     if (fast) advance_shares(d, t);
     for (size_t i = 0; i < d.running.size();) {
       const Running& r = d.running[i];
-      const bool finished = fast ? r.finish_s >= 0 && r.finish_s <= t + kTimeResolution_s : r.run->done;
+      const bool finished =
+          fast ? r.finish_s >= 0 && r.finish_s <= t + kTimeResolution_s : r.run->done;
       if (!finished) {
         ++i;
         continue;
@@ -411,8 +434,10 @@ class EngineRun {
       for (size_t k = 0; k < kCollectiveKinds; ++k)
         if (!d.queued[k].empty() && d.running_of_kind[k] < in_.in_flight_per_kind &&
             (best == kCollectiveKinds || d.queued[k].front() < d.queued[best].front()) &&
-            first_unfinished_read(d, steps_[static_cast<size_t>(
-                                         in_.program.collective_steps[static_cast<size_t>(d.queued[k].front())])]) < 0)
+            first_unfinished_read(
+                d, steps_[static_cast<size_t>(
+                       in_.program.collective_steps[static_cast<size_t>(d.queued[k].front())])]) <
+                0)
           best = k;
       if (best == kCollectiveKinds) break;
       const int32_t ordinal = d.queued[best].front();
@@ -441,7 +466,8 @@ class EngineRun {
   }
 
   int32_t op_of_ordinal(int32_t ordinal) const {
-    return steps_[static_cast<size_t>(in_.program.collective_steps[static_cast<size_t>(ordinal)])].op;
+    return steps_[static_cast<size_t>(in_.program.collective_steps[static_cast<size_t>(ordinal)])]
+        .op;
   }
   int32_t spec_of_ordinal(int32_t ordinal) const {
     return in_.program.ops[static_cast<size_t>(op_of_ordinal(ordinal))].collective;
@@ -549,13 +575,17 @@ class EngineRun {
     d.account.op_busy_s[static_cast<size_t>(r.op)] += busy;
     if (in_.record_trace && traced(d.id)) {
       const CollectiveSpec& spec = in_.collectives.spec(op.collective);
-      const int64_t flow = r.run ? static_cast<int64_t>(r.ordinal) * (in_.devices + 1) + r.group : -1;
+      const int64_t flow =
+          r.run ? static_cast<int64_t>(r.ordinal) * (in_.devices + 1) + r.group : -1;
       record(TraceEvent{d.id,
                         fmt::format("collectives {}", hw::collective_kind_name(spec.kind)),
                         op.name,
                         start_s,
                         busy,
-                        {{"op_name", op.op_name}, {"opcode", op.opcode}, {"shape", op.shape}, {"plan", plan_label(spec, d.id)}},
+                        {{"op_name", op.op_name},
+                         {"opcode", op.opcode},
+                         {"shape", op.shape},
+                         {"plan", plan_label(spec, d.id)}},
                         {{"bytes", spec.bytes_per_device}},
                         busy > 0 ? spec.dma_hbm_bytes / busy : 0.0,
                         flow});
@@ -590,7 +620,8 @@ class EngineRun {
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<Fabric> fabric_;
   std::unordered_map<int64_t, std::unique_ptr<GroupRun>> runs_;
-  std::unordered_map<int32_t, std::unique_ptr<std::vector<std::pair<hw::LinkId, double>>>> traced_links_;
+  std::unordered_map<int32_t, std::unique_ptr<std::vector<std::pair<hw::LinkId, double>>>>
+      traced_links_;
   SharingCache sharing_;
   EngineResult result_;
   uint64_t activations_ = 0;

@@ -37,10 +37,10 @@ struct EngineInputs {
   CollectiveCatalog& collectives;
   const hw::Topology& topology;
   Fidelity fidelity = Fidelity::kFast;
-  int64_t devices = 1;                      // program devices
-  std::vector<double> fast_collective_s;    // fast: per catalog spec
-  int64_t in_flight = 1;                    // ici.collectives_in_flight
-  int64_t in_flight_per_kind = 1;           // ici.collectives_in_flight_per_kind
+  int64_t devices = 1;                    // program devices
+  std::vector<double> fast_collective_s;  // fast: per catalog spec
+  int64_t in_flight = 1;                  // ici.collectives_in_flight
+  int64_t in_flight_per_kind = 1;         // ici.collectives_in_flight_per_kind
   bool record_trace = false;
   // Fraction of steps x simulated devices passed so far (0..1, monotone,
   // about every 1%); the simulator adds the final 1.

@@ -68,7 +68,8 @@ void Fabric::on_wake() {
         changed = true;
         continue;
       }
-      if (!job.in_latency && (job.remaining <= 1e-12 || (job.rate > 0 && job.remaining / job.rate <= kTimeEpsilon))) {
+      if (!job.in_latency &&
+          (job.remaining <= 1e-12 || (job.rate > 0 && job.remaining / job.rate <= kTimeEpsilon))) {
         if (hook_.on_transfer)
           for (const auto& t : phase_of(job).link_loads)
             hook_.on_transfer(t.link, job.run->op, job.transfer_start_s, now - job.transfer_start_s,
@@ -89,8 +90,10 @@ void Fabric::on_wake() {
   assign_rates();
   double next = std::numeric_limits<double>::infinity();
   for (const Job& job : jobs_) {
-    if (job.in_latency) next = std::min(next, job.latency_until_s - now);
-    else if (job.rate > 0) next = std::min(next, job.remaining / job.rate);
+    if (job.in_latency)
+      next = std::min(next, job.latency_until_s - now);
+    else if (job.rate > 0)
+      next = std::min(next, job.remaining / job.rate);
   }
   if (next < std::numeric_limits<double>::infinity())
     sc_core::next_trigger(sc_core::sc_time(std::max(next, 0.0), sc_core::SC_SEC), wake_);

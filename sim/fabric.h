@@ -20,11 +20,11 @@ namespace podsim::sim {
 // One collective instance on one device group (full mode).
 struct GroupRun {
   const hw::CollectivePlan* plan = nullptr;
-  int32_t op = -1;          // StepProgram op, for traces
-  int64_t expected = 0;     // members
+  int32_t op = -1;       // StepProgram op, for traces
+  int64_t expected = 0;  // members
   int64_t arrived = 0;
   int64_t released = 0;
-  double start_s = 0;       // when the last member arrived
+  double start_s = 0;  // when the last member arrived
   double end_s = 0;
   bool started = false;
   bool done = false;

@@ -2,8 +2,8 @@
 // op_cost.h for the mapping).
 #include "sim/op_cost.h"
 
-#include "compiler/ir/shape_inference.h"
 #include "compiler/backend/fusion.h"
+#include "compiler/ir/shape_inference.h"
 #include "sim/custom_call_cost.h"
 
 #include <algorithm>
@@ -29,11 +29,14 @@ int64_t product_of(const std::vector<int64_t>& dims, const std::vector<int64_t>&
 }
 
 // Product of the dims of `dims` not listed in `a` or `b`.
-int64_t product_except(const std::vector<int64_t>& dims, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+int64_t product_except(const std::vector<int64_t>& dims, const std::vector<int64_t>& a,
+                       const std::vector<int64_t>& b) {
   int64_t p = 1;
   for (size_t d = 0; d < dims.size(); ++d) {
     const auto di = static_cast<int64_t>(d);
-    if (std::find(a.begin(), a.end(), di) != a.end() || std::find(b.begin(), b.end(), di) != b.end()) continue;
+    if (std::find(a.begin(), a.end(), di) != a.end() ||
+        std::find(b.begin(), b.end(), di) != b.end())
+      continue;
     p *= dims[d];
   }
   return p;
@@ -50,8 +53,10 @@ hw::MatmulInputKind input_kind(DType dtype) {
     case DType::kBF16:
     case DType::kF16:
     case DType::kS8:
-    case DType::kU8: return hw::MatmulInputKind::kBf16;
-    default: return hw::MatmulInputKind::kF32;
+    case DType::kU8:
+      return hw::MatmulInputKind::kBf16;
+    default:
+      return hw::MatmulInputKind::kF32;
   }
 }
 
@@ -64,7 +69,8 @@ const Shape& operand_shape(const Computation& c, const Instruction& instr, int i
 Shape logical_dot_operand(const Computation& c, const Instruction& instr, int i) {
   const Shape& shape = operand_shape(c, instr, i);
   const std::optional<compiler::DotSparsity> sparse = compiler::dot_sparsity(instr.attrs);
-  if (sparse && sparse->operand == i && instr.operand_count() == 3 && sparse->dim >= 0 && sparse->dim < shape.rank())
+  if (sparse && sparse->operand == i && instr.operand_count() == 3 && sparse->dim >= 0 &&
+      sparse->dim < shape.rank())
     return sparse->logical_shape(shape);
   return shape;
 }
@@ -153,14 +159,17 @@ void add_work(const Computation& c, const Instruction& instr, hw::OpQuery& q) {
   } else if (op == Opcode::kSort || op == Opcode::kTopK) {
     // A sorting network along the sorted dim: n log2 n compare-exchanges per row, per operand.
     const Shape& keys = operand_shape(c, instr, 0);
-    const int64_t dim = op == Opcode::kSort && !instr.attrs.dimensions.empty() ? instr.attrs.dimensions[0]
-                                                                                 : keys.rank() - 1;
-    const int64_t n = keys.rank() > 0 && dim >= 0 && dim < keys.rank() ? keys.dim(static_cast<int>(dim)) : 1;
+    const int64_t dim = op == Opcode::kSort && !instr.attrs.dimensions.empty()
+                            ? instr.attrs.dimensions[0]
+                            : keys.rank() - 1;
+    const int64_t n =
+        keys.rank() > 0 && dim >= 0 && dim < keys.rank() ? keys.dim(static_cast<int>(dim)) : 1;
     const int64_t passes = ceil_log2(n);
     const int64_t sorted = op == Opcode::kSort ? instr.operand_count() : 1;
     q.vector_work.push_back({keys.num_elements() * passes * sorted, hw::VectorCostClass::kSimple});
   } else if (op == Opcode::kFft) {
-    // Radix-2 FFT: 5 N log2 N real flops over the transformed length (the usual count), one VPU op each.
+    // Radix-2 FFT: 5 N log2 N real flops over the transformed length (the usual count), one VPU op
+    // each.
     int64_t length = 1;
     for (int64_t l : instr.attrs.fft_length) length *= l;
     q.vector_work.push_back({5 * operand_shape(c, instr, 0).num_elements() * ceil_log2(length),
@@ -168,7 +177,8 @@ void add_work(const Computation& c, const Instruction& instr, hw::OpQuery& q) {
   } else if (op == Opcode::kSelectAndScatter) {
     int64_t window = 1;
     for (const auto& w : instr.attrs.window) window *= w.size;
-    q.vector_work.push_back({operand_shape(c, instr, 0).num_elements() * window, hw::VectorCostClass::kReduce});
+    q.vector_work.push_back(
+        {operand_shape(c, instr, 0).num_elements() * window, hw::VectorCostClass::kReduce});
   } else if (op == Opcode::kCholesky || op == Opcode::kTriangularSolve) {
     // Blocked factorizations run on the MXU: cholesky n^3/3 MACs, triangular solve m^2 k / 2.
     const Shape& a = operand_shape(c, instr, 0);
@@ -178,14 +188,18 @@ void add_work(const Computation& c, const Instruction& instr, hw::OpQuery& q) {
       w.batch = a.num_elements() / std::max<int64_t>(1, n * n);
       w.m = n;
       w.k = n;
-      w.n = op == Opcode::kCholesky ? std::max<int64_t>(1, n / 3)
-                                    : std::max<int64_t>(1, result_elements(instr) / std::max<int64_t>(1, w.batch * n) / 2);
+      w.n = op == Opcode::kCholesky
+                ? std::max<int64_t>(1, n / 3)
+                : std::max<int64_t>(1,
+                                    result_elements(instr) / std::max<int64_t>(1, w.batch * n) / 2);
       w.input = input_kind(a.dtype());
       q.matmuls.push_back(w);
     }
-  } else if (op == Opcode::kBatchNormTraining || op == Opcode::kBatchNormInference || op == Opcode::kBatchNormGrad) {
+  } else if (op == Opcode::kBatchNormTraining || op == Opcode::kBatchNormInference ||
+             op == Opcode::kBatchNormGrad) {
     // Mean, variance and the normalization: a few passes over the input.
-    q.vector_work.push_back({4 * operand_shape(c, instr, 0).num_elements(), hw::VectorCostClass::kSimple});
+    q.vector_work.push_back(
+        {4 * operand_shape(c, instr, 0).num_elements(), hw::VectorCostClass::kSimple});
   } else if (op == Opcode::kRng || op == Opcode::kRngBitGenerator || op == Opcode::kMap ||
              op == Opcode::kStochasticConvert || op == Opcode::kBitcastConvert) {
     q.vector_work.push_back({result_elements(instr), hw::VectorCostClass::kSimple});
@@ -224,7 +238,8 @@ std::pair<double, double> hbm_traffic(const Computation& c, const Instruction& i
     case Opcode::kConcatenate:
     case Opcode::kReverse:
     case Opcode::kCopy:
-    default: return {read, written};
+    default:
+      return {read, written};
   }
 }
 
@@ -238,11 +253,14 @@ std::pair<double, double> hbm_traffic(const Computation& c, const Instruction& i
 std::optional<double> window_read_bytes(const Instruction& member, int operand_index) {
   if (operand_index != 0) return std::nullopt;
   switch (member.opcode) {
-    case Opcode::kDynamicUpdateSlice: return 0.0;  // the buffer updated in place is not read
+    case Opcode::kDynamicUpdateSlice:
+      return 0.0;  // the buffer updated in place is not read
     case Opcode::kSlice:
     case Opcode::kDynamicSlice:
-    case Opcode::kGather: return result_bytes(member);
-    default: return std::nullopt;
+    case Opcode::kGather:
+      return result_bytes(member);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -266,7 +284,8 @@ std::string query_key(const hw::OpQuery& q) {
 // The compute work of every instruction of a called computation (nested
 // fusions and calls included), without HBM traffic: fused intermediates
 // stay on chip.
-void add_computation_work(const compiler::Module& module, compiler::CompId comp_id, hw::OpQuery& q, int depth = 0) {
+void add_computation_work(const compiler::Module& module, compiler::CompId comp_id, hw::OpQuery& q,
+                          int depth = 0) {
   if (comp_id == compiler::kNoId || depth > 16) return;
   const Computation& comp = module.computation(comp_id);
   for (const Instruction& member : comp.instructions()) {
@@ -282,8 +301,8 @@ void add_computation_work(const compiler::Module& module, compiler::CompId comp_
 // windows its slices, dynamic-slices and gathers keep when those are its
 // only readers (capped at the whole operand), nothing when its one reader
 // is a dynamic-update-slice updating it in place, else all of it.
-double parameter_read_bytes(const Computation& fused, compiler::InstrId p, const compiler::UserLists& users,
-                            double whole) {
+double parameter_read_bytes(const Computation& fused, compiler::InstrId p,
+                            const compiler::UserLists& users, double whole) {
   double window = 0;
   for (compiler::InstrId u : users[p]) {
     const Instruction& reader = fused.instr(u);
@@ -309,8 +328,10 @@ hw::OpQuery fused_computation_query(const compiler::Module& module, const Comput
   const std::vector<compiler::InstrId> params = fused.parameters();
   for (int i = 0; i < instr.operand_count(); ++i) {
     const double whole = bytes_of(operand_shape(computation, instr, i));
-    const bool known = static_cast<size_t>(i) < params.size() && params[static_cast<size_t>(i)] != compiler::kNoId;
-    q.hbm_bytes_read += known ? parameter_read_bytes(fused, params[static_cast<size_t>(i)], users, whole) : whole;
+    const bool known =
+        static_cast<size_t>(i) < params.size() && params[static_cast<size_t>(i)] != compiler::kNoId;
+    q.hbm_bytes_read +=
+        known ? parameter_read_bytes(fused, params[static_cast<size_t>(i)], users, whole) : whole;
   }
   const Instruction& root = fused.root_instr();
   q.hbm_bytes_written = root.opcode == Opcode::kDynamicUpdateSlice && root.operand_count() > 1
@@ -348,24 +369,31 @@ OpClass classify(const Instruction& instr) {
     // Device-to-device send/recv (outside the ICI collectives): not modelled.
     // Host transfers cost their bytes over the host link (OpCostModel).
     case Opcode::kSend:
-    case Opcode::kRecv: return instr.attrs.is_host_transfer ? OpClass::kCompute : OpClass::kFree;
+    case Opcode::kRecv:
+      return instr.attrs.is_host_transfer ? OpClass::kCompute : OpClass::kFree;
     case Opcode::kSendDone:
-    case Opcode::kRecvDone: return OpClass::kFree;
+    case Opcode::kRecvDone:
+      return OpClass::kFree;
     case Opcode::kInfeed:
-    case Opcode::kOutfeed: return OpClass::kCompute;
+    case Opcode::kOutfeed:
+      return OpClass::kCompute;
     case Opcode::kCustomCall:
       return classify_custom_call(instr) == CustomCallKind::kMarker ? OpClass::kFree
-                                                                                            : OpClass::kCompute;
+                                                                    : OpClass::kCompute;
     case Opcode::kWhile:
     case Opcode::kCall:
-    case Opcode::kConditional: return OpClass::kControl;
+    case Opcode::kConditional:
+      return OpClass::kControl;
     case Opcode::kAllGatherStart:
     case Opcode::kAllReduceStart:
-    case Opcode::kCollectivePermuteStart: return OpClass::kCollective;
+    case Opcode::kCollectivePermuteStart:
+      return OpClass::kCollective;
     case Opcode::kAsyncStart:
-      return instr.attrs.async_wrapped && compiler::is_collective(*instr.attrs.async_wrapped) ? OpClass::kCollective
-                                                                                              : OpClass::kCompute;
-    default: return compiler::is_collective(instr.opcode) ? OpClass::kCollective : OpClass::kCompute;
+      return instr.attrs.async_wrapped && compiler::is_collective(*instr.attrs.async_wrapped)
+                 ? OpClass::kCollective
+                 : OpClass::kCompute;
+    default:
+      return compiler::is_collective(instr.opcode) ? OpClass::kCollective : OpClass::kCompute;
   }
 }
 
@@ -373,7 +401,8 @@ hw::OpQuery op_query(const Computation& computation, const Instruction& instr) {
   return op_query(nullptr, computation, instr);
 }
 
-hw::OpQuery op_query(const compiler::Module* module, const Computation& computation, const Instruction& instr) {
+hw::OpQuery op_query(const compiler::Module* module, const Computation& computation,
+                     const Instruction& instr) {
   if (module && instr.opcode == Opcode::kFusion && instr.to_apply() != compiler::kNoId)
     return fused_computation_query(*module, computation, instr);
   if (instr.opcode == Opcode::kAsyncStart) {
@@ -384,7 +413,8 @@ hw::OpQuery op_query(const compiler::Module* module, const Computation& computat
     if (instr.attrs.async_wrapped) {
       Instruction wrapped = instr;
       wrapped.opcode = *instr.attrs.async_wrapped;
-      if (instr.shape.is_tuple() && instr.shape.tuple_shapes().size() >= 2) wrapped.shape = instr.shape.tuple_shape(1);
+      if (instr.shape.is_tuple() && instr.shape.tuple_shapes().size() >= 2)
+        wrapped.shape = instr.shape.tuple_shape(1);
       if (wrapped.opcode == Opcode::kCall && module && instr.to_apply() != compiler::kNoId)
         return fused_computation_query(*module, computation, wrapped);
       hw::OpQuery q;
@@ -413,10 +443,13 @@ hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionG
   };
   std::vector<InputRead> reads;
   auto note_read = [&reads](compiler::InstrId id, std::optional<double> window) {
-    auto it = std::find_if(reads.begin(), reads.end(), [id](const InputRead& r) { return r.id == id; });
+    auto it =
+        std::find_if(reads.begin(), reads.end(), [id](const InputRead& r) { return r.id == id; });
     if (it == reads.end()) it = reads.insert(reads.end(), InputRead{id});
-    if (window) it->window_bytes += *window;
-    else it->whole = true;
+    if (window)
+      it->window_bytes += *window;
+    else
+      it->whole = true;
   };
   for (compiler::InstrId id : group.members) {
     const Instruction& instr = computation.instr(id);
@@ -436,16 +469,18 @@ hw::OpQuery fusion_query(const Computation& computation, const compiler::FusionG
     // The root is written once; a dynamic-update-slice root writes only its update, in place.
     const compiler::InstrId root_id = group.members.back();
     const Instruction& root = computation.instr(root_id);
-    q.hbm_bytes_written = root.opcode == Opcode::kDynamicUpdateSlice ? bytes_of(operand_shape(computation, root, 1))
-                                                                     : bytes_of(root.shape);
+    q.hbm_bytes_written = root.opcode == Opcode::kDynamicUpdateSlice
+                              ? bytes_of(operand_shape(computation, root, 1))
+                              : bytes_of(root.shape);
     // Extra outputs (multi-output fusion): members read outside the group
     // that no reader recomputes.
     for (compiler::InstrId id : group.members) {
       if (id == root_id || context.duplicable[static_cast<size_t>(id)]) continue;
       const auto readers = context.users[id];
-      const bool read_outside = std::any_of(readers.begin(), readers.end(), [&](compiler::InstrId u) {
-        return !std::binary_search(members.begin(), members.end(), u);
-      });
+      const bool read_outside =
+          std::any_of(readers.begin(), readers.end(), [&](compiler::InstrId u) {
+            return !std::binary_search(members.begin(), members.end(), u);
+          });
       if (read_outside) q.hbm_bytes_written += bytes_of(computation.instr(id).shape);
     }
   }
@@ -490,18 +525,23 @@ OpCost OpCostModel::time(const std::string& signature, const hw::OpQuery& query)
 double host_transfer_bytes(const Computation& computation, const Instruction& instr) {
   switch (instr.opcode) {
     case Opcode::kCustomCall:
-      return classify_custom_call(instr) == CustomCallKind::kHostTransfer ? bytes_of(instr.shape) : 0.0;
-    case Opcode::kInfeed: return bytes_of(instr.shape);  // (data, token): the token has no bytes
+      return classify_custom_call(instr) == CustomCallKind::kHostTransfer ? bytes_of(instr.shape)
+                                                                          : 0.0;
+    case Opcode::kInfeed:
+      return bytes_of(instr.shape);  // (data, token): the token has no bytes
     case Opcode::kOutfeed:
       return instr.operand_count() > 0 ? bytes_of(computation.instr(instr.operand(0)).shape) : 0.0;
     case Opcode::kSend:
-      return instr.attrs.is_host_transfer && instr.operand_count() > 0 ? bytes_of(computation.instr(instr.operand(0)).shape)
-                                                                      : 0.0;
+      return instr.attrs.is_host_transfer && instr.operand_count() > 0
+                 ? bytes_of(computation.instr(instr.operand(0)).shape)
+                 : 0.0;
     case Opcode::kRecv:
-      return instr.attrs.is_host_transfer && instr.shape.is_tuple() && !instr.shape.tuple_shapes().empty()
+      return instr.attrs.is_host_transfer && instr.shape.is_tuple() &&
+                     !instr.shape.tuple_shapes().empty()
                  ? bytes_of(instr.shape.tuple_shape(0))
                  : 0.0;
-    default: return 0.0;
+    default:
+      return 0.0;
   }
 }
 

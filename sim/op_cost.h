@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "compiler/ir/module.h"
 #include "compiler/backend/program.h"
+#include "compiler/ir/module.h"
 #include "hw_models/core/core_model.h"
 
 namespace podsim::sim {
@@ -55,21 +55,24 @@ struct FusionContext {
 };
 // The OpQuery of a fusion group of `computation`: its root and extra
 // outputs are written.
-hw::OpQuery fusion_query(const compiler::Computation& computation, const compiler::FusionGroup& group,
-                         const FusionContext& context);
+hw::OpQuery fusion_query(const compiler::Computation& computation,
+                         const compiler::FusionGroup& group, const FusionContext& context);
 // The same, building the context (tests and one-off queries).
-hw::OpQuery fusion_query(const compiler::Computation& computation, const compiler::FusionGroup& group);
+hw::OpQuery fusion_query(const compiler::Computation& computation,
+                         const compiler::FusionGroup& group);
 
 // Bytes an instruction moves over the host link: host-offload custom-calls,
 // infeed / outfeed data, send / recv with is_host_transfer; 0 otherwise.
-double host_transfer_bytes(const compiler::Computation& computation, const compiler::Instruction& instr);
+double host_transfer_bytes(const compiler::Computation& computation,
+                           const compiler::Instruction& instr);
 
 class OpCostModel {
  public:
   // `module`: where fusion instructions' computations are (may be null);
   // `host_bandwidth`: bytes/s one device moves to or from its host (0: host
   // transfers cost only their HBM traffic).
-  explicit OpCostModel(const hw::CoreModel& core, const compiler::Module* module = nullptr, double host_bandwidth = 0)
+  explicit OpCostModel(const hw::CoreModel& core, const compiler::Module* module = nullptr,
+                       double host_bandwidth = 0)
       : core_(core), module_(module), host_bandwidth_(host_bandwidth) {}
 
   OpCost instruction(const compiler::Computation& computation, const compiler::Instruction& instr);

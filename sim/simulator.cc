@@ -4,17 +4,17 @@
 // a Timeline.
 #include "sim/simulator.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <map>
 
 #include "common/error.h"
+#include "compiler/ir/trip_count.h"
 #include "sim/engine.h"
 #include "sim/step_program.h"
-#include "compiler/ir/trip_count.h"
 
 namespace podsim::sim {
 
@@ -30,8 +30,8 @@ struct FidelityChoice {
   std::string approximation_note;
 };
 
-FidelityChoice choose_fidelity(const SimOptions& options, const StepProgram& steps, CollectiveCatalog& catalog,
-                               int64_t devices) {
+FidelityChoice choose_fidelity(const SimOptions& options, const StepProgram& steps,
+                               CollectiveCatalog& catalog, int64_t devices) {
   FidelityChoice choice{options.fidelity, {}, {}};
   if (options.fidelity == Fidelity::kFull) return choice;
   for (int32_t spec = 0; spec < catalog.size(); ++spec) {
@@ -45,26 +45,30 @@ FidelityChoice choose_fidelity(const SimOptions& options, const StepProgram& ste
         break;
       }
     const std::string reason = fmt::format(
-        "{} '{}': its device groups are not symmetric on the placement (alone, the fastest group takes {:.6g} s "
+        "{} '{}': its device groups are not symmetric on the placement (alone, the fastest group "
+        "takes {:.6g} s "
         "and the slowest {:.6g} s), so one representative device does not see every group's time",
-        hw::collective_kind_name(catalog.spec(spec).kind), name, t.fastest_group_s, t.slowest_group_s);
+        hw::collective_kind_name(catalog.spec(spec).kind), name, t.fastest_group_s,
+        t.slowest_group_s);
     const double work = static_cast<double>(devices) * static_cast<double>(steps.steps.size());
     if (work <= kFullFallbackBudget) {
       choice.fidelity = Fidelity::kFull;
       choice.fallback_reason = reason;
     } else {
       choice.approximation_note =
-          reason + fmt::format("; full mode ({} devices x {} steps) is too large to fall back to, so every group is "
-                               "charged the time of all groups running at once (the slowest)",
-                               devices, steps.steps.size());
+          reason +
+          fmt::format(
+              "; full mode ({} devices x {} steps) is too large to fall back to, so every group is "
+              "charged the time of all groups running at once (the slowest)",
+              devices, steps.steps.size());
     }
     break;
   }
   return choice;
 }
 
-void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog, const DeviceAccount& account,
-              Timeline& timeline) {
+void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog,
+              const DeviceAccount& account, Timeline& timeline) {
   std::vector<OpRecord> records(steps.ops.size());
   for (size_t i = 0; i < steps.ops.size(); ++i) {
     const OpInfo& op = steps.ops[i];
@@ -102,7 +106,8 @@ void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog, const 
     summary.bytes += r.collective_bytes;
     summary.seconds += r.seconds;
   }
-  records.erase(std::remove_if(records.begin(), records.end(), [](const OpRecord& r) { return r.executions == 0; }),
+  records.erase(std::remove_if(records.begin(), records.end(),
+                               [](const OpRecord& r) { return r.executions == 0; }),
                 records.end());
   std::stable_sort(records.begin(), records.end(),
                    [](const OpRecord& a, const OpRecord& b) { return a.seconds > b.seconds; });
@@ -112,7 +117,8 @@ void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog, const 
 
 // The devices a trace keeps: the selection's list or sample, among the
 // simulated ones (fast mode simulates device 0 alone).
-std::vector<int64_t> traced_devices(const TraceSelection& selection, int64_t program_devices, int64_t simulated) {
+std::vector<int64_t> traced_devices(const TraceSelection& selection, int64_t program_devices,
+                                    int64_t simulated) {
   std::vector<int64_t> traced;
   if (selection.sample > 0) {
     const int64_t n = std::min(selection.sample, simulated);
@@ -125,9 +131,10 @@ std::vector<int64_t> traced_devices(const TraceSelection& selection, int64_t pro
   }
   for (int64_t device : selection.devices) {
     if (device < 0 || device >= program_devices)
-      throw UserError(SourceLocation{"--trace-devices", 0, 0},
-                      fmt::format("device {} is not among the program's {} devices", device, program_devices),
-                      fmt::format("trace devices 0..{}, or sample:N", program_devices - 1));
+      throw UserError(
+          SourceLocation{"--trace-devices", 0, 0},
+          fmt::format("device {} is not among the program's {} devices", device, program_devices),
+          fmt::format("trace devices 0..{}, or sample:N", program_devices - 1));
     if (device < simulated) traced.push_back(device);
   }
   std::sort(traced.begin(), traced.end());
@@ -142,7 +149,8 @@ std::vector<int64_t> traced_devices(const TraceSelection& selection, int64_t pro
 // A window over the whole step gets one slice per compute step that takes
 // time and per collective step on every traced device (link loads come on
 // top): over the limit already, it is refused before the simulation runs.
-void check_trace_estimate(const TraceSelection& selection, const StepProgram& steps, size_t traced) {
+void check_trace_estimate(const TraceSelection& selection, const StepProgram& steps,
+                          size_t traced) {
   if (!selection.window_given || selection.max_events <= 0 || selection.window_begin_s > 0 ||
       std::isfinite(selection.window_end_s))
     return;
@@ -151,13 +159,14 @@ void check_trace_estimate(const TraceSelection& selection, const StepProgram& st
     if (step.collective || steps.ops[static_cast<size_t>(step.op)].cost.seconds > 0) ++per_device;
   const int64_t slices = per_device * static_cast<int64_t>(traced);
   if (slices <= selection.max_events) return;
-  throw UserError(SourceLocation{"--trace-window", 0, 0},
-                  fmt::format("the trace would hold at least {} events (about {:.3g} MB) in its window on {} "
-                              "device(s), over the {:.3g} MB limit; nothing was simulated or written",
-                              slices, static_cast<double>(slices) * selection.bytes_per_item / 1e6, traced,
-                              static_cast<double>(selection.max_events) * selection.bytes_per_item / 1e6),
-                  "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices (a list or "
-                  "sample:N), or raise --trace-limit (e.g. 200MB; 0 = none)");
+  throw UserError(
+      SourceLocation{"--trace-window", 0, 0},
+      fmt::format("the trace would hold at least {} events (about {:.3g} MB) in its window on {} "
+                  "device(s), over the {:.3g} MB limit; nothing was simulated or written",
+                  slices, static_cast<double>(slices) * selection.bytes_per_item / 1e6, traced,
+                  static_cast<double>(selection.max_events) * selection.bytes_per_item / 1e6),
+      "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices (a list or "
+      "sample:N), or raise --trace-limit (e.g. 200MB; 0 = none)");
 }
 
 // ---- steady-state loops (simulator.h) ----
@@ -175,7 +184,8 @@ constexpr double kSteadyMinShare = 0.1;
 constexpr size_t kSteadyMaxLoops = 4;
 
 // a + factor (c - b), field by field (c - b: one iteration's worth).
-DeviceAccount extrapolated(const DeviceAccount& a, const DeviceAccount& b, const DeviceAccount& c, double factor) {
+DeviceAccount extrapolated(const DeviceAccount& a, const DeviceAccount& b, const DeviceAccount& c,
+                           double factor) {
   DeviceAccount out = a;
   auto add = [&](double& o, double vb, double vc) { o += factor * (vc - vb); };
   add(out.finish_s, b.finish_s, c.finish_s);
@@ -187,7 +197,8 @@ DeviceAccount extrapolated(const DeviceAccount& a, const DeviceAccount& b, const
   add(out.hbm_contention_s, b.hbm_contention_s, c.hbm_contention_s);
   add(out.exposed_s, b.exposed_s, c.exposed_s);
   add(out.idle_s, b.idle_s, c.idle_s);
-  for (size_t i = 0; i < out.op_busy_s.size(); ++i) add(out.op_busy_s[i], b.op_busy_s[i], c.op_busy_s[i]);
+  for (size_t i = 0; i < out.op_busy_s.size(); ++i)
+    add(out.op_busy_s[i], b.op_busy_s[i], c.op_busy_s[i]);
   for (size_t i = 0; i < out.collective_exposed_s.size(); ++i)
     add(out.collective_exposed_s[i], b.collective_exposed_s[i], c.collective_exposed_s[i]);
   return out;
@@ -214,12 +225,14 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full,
       if (loop.trips >= kSteadyMinTrips && loop.trips > k + 2 &&
           static_cast<double>(loop.steps) >= kSteadyMinShare * all_steps)
         capped.push_back(loop);
-    std::stable_sort(capped.begin(), capped.end(), [](const EntryLoop& a, const EntryLoop& b) { return a.steps > b.steps; });
+    std::stable_sort(capped.begin(), capped.end(),
+                     [](const EntryLoop& a, const EntryLoop& b) { return a.steps > b.steps; });
     if (capped.size() > kSteadyMaxLoops) capped.resize(kSteadyMaxLoops);
     if (capped.empty()) return out;
     auto program_with = [&](int64_t key, int64_t iterations) {
       FlattenInputs inputs = base;
-      for (const EntryLoop& loop : capped) inputs.iteration_caps[loop.key] = loop.key == key ? iterations : k;
+      for (const EntryLoop& loop : capped)
+        inputs.iteration_caps[loop.key] = loop.key == key ? iterations : k;
       return flatten_program(inputs);
     };
     const StepProgram shortest = program_with(-1, k);
@@ -239,7 +252,8 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full,
         steady = false;
         break;
       }
-      total = extrapolated(total, one.devices[0], two.devices[0], static_cast<double>(loop.trips - k));
+      total =
+          extrapolated(total, one.devices[0], two.devices[0], static_cast<double>(loop.trips - k));
     }
     if (!steady) continue;
     result.devices[0] = std::move(total);
@@ -248,8 +262,10 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full,
     std::vector<std::string> loops;
     for (const EntryLoop& loop : capped) loops.push_back(fmt::format("{}", loop.trips));
     out.note = fmt::format(
-        "{} loop(s) of {} iterations simulated for their first {} (and {}, {} to test): the iteration time was "
-        "steady (consecutive iterations within {:.2g} %), the remaining iterations are counted at it",
+        "{} loop(s) of {} iterations simulated for their first {} (and {}, {} to test): the "
+        "iteration time was "
+        "steady (consecutive iterations within {:.2g} %), the remaining iterations are counted at "
+        "it",
         capped.size(), fmt::join(loops, ", "), k, k + 1, k + 2, 100 * std::max(worst, 0.0) + 0.0);
     return out;
   }
@@ -257,16 +273,19 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full,
 
 }  // namespace
 
-Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system, const SimOptions& options) {
+Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system,
+                  const SimOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   const auto placed = static_cast<int64_t>(system.placement().core_of_device.size());
   if (program.num_devices != placed)
-    throw UserError(fmt::format("the program is partitioned for {} devices but the hardware mesh places {}",
-                                program.num_devices, placed),
-                    "compile for the mesh the hardware is given (mesh shape product = devices)");
+    throw UserError(
+        fmt::format("the program is partitioned for {} devices but the hardware mesh places {}",
+                    program.num_devices, placed),
+        "compile for the mesh the hardware is given (mesh shape product = devices)");
   const hw::HardwareConfig& hardware = system.config();
   OpCostModel costs(system.core(), &program.module,
-                    hardware.chip.host_bandwidth / static_cast<double>(std::max<int64_t>(1, hardware.chip.devices_per_chip)));
+                    hardware.chip.host_bandwidth /
+                        static_cast<double>(std::max<int64_t>(1, hardware.chip.devices_per_chip)));
   CollectiveCatalog catalog(system, program.num_devices);
   const FlattenInputs flatten_inputs{program, costs, catalog};
   const StepProgram steps = flatten_program(flatten_inputs);
@@ -346,7 +365,8 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   timeline.trace_cut_s = result.trace_cut_s;
   timeline.kernel_events = result.kernel_events;
   if (options.progress) options.progress(1.0);
-  timeline.simulate_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  timeline.simulate_wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return timeline;
 }
 

@@ -29,6 +29,7 @@ struct SimOptions {
   bool steady_state_loops = true;
 };
 
-Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system, const SimOptions& options);
+Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system,
+                  const SimOptions& options);
 
 }  // namespace podsim::sim

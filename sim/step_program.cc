@@ -1,10 +1,10 @@
 // Flattening of the per-device schedule into steps (see step_program.h).
 #include "sim/step_program.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <iterator>
 #include <limits>
-#include <fmt/format.h>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -15,8 +15,8 @@ namespace podsim::sim {
 
 using compiler::CompId;
 using compiler::Computation;
-using compiler::Instruction;
 using compiler::InstrId;
+using compiler::Instruction;
 using compiler::Opcode;
 
 namespace {
@@ -86,7 +86,8 @@ LoopMoves plan_loop_moves(const compiler::Module& module, const Instruction& loo
     if (state_element(body, root.operand(k)) == k) steady[static_cast<size_t>(k)] = 1;
     if (next.opcode == Opcode::kAdd)
       for (int side = 0; side < 2; ++side)
-        if (state_element(body, next.operand(side)) == k && body.instr(next.operand(1 - side)).opcode == Opcode::kConstant)
+        if (state_element(body, next.operand(side)) == k &&
+            body.instr(next.operand(1 - side)).opcode == Opcode::kConstant)
           steady[static_cast<size_t>(k)] = 1;
   }
   std::vector<std::vector<InstrId>> users(n);
@@ -99,11 +100,12 @@ LoopMoves plan_loop_moves(const compiler::Module& module, const Instruction& loo
     std::vector<char> known(n, 0);
     for (InstrId id = 0; id < body.size(); ++id) {
       const Instruction& in = body.instr(id);
-      if (in.opcode == Opcode::kParameter || in.opcode == Opcode::kWhile || in.opcode == Opcode::kCall ||
-          in.opcode == Opcode::kConditional)
+      if (in.opcode == Opcode::kParameter || in.opcode == Opcode::kWhile ||
+          in.opcode == Opcode::kCall || in.opcode == Opcode::kConditional)
         continue;
       if (auto k = state_element(body, id)) {
-        known[static_cast<size_t>(id)] = static_cast<size_t>(*k) < steady.size() && steady[static_cast<size_t>(*k)];
+        known[static_cast<size_t>(id)] =
+            static_cast<size_t>(*k) < steady.size() && steady[static_cast<size_t>(*k)];
         continue;
       }
       bool all = true;
@@ -124,7 +126,8 @@ LoopMoves plan_loop_moves(const compiler::Module& module, const Instruction& loo
       moves.early[static_cast<size_t>(id)] = 1;
       moves.any = true;
       for (InstrId op : body.instr(id).operands)
-        if (known[static_cast<size_t>(op)] && !moves.early[static_cast<size_t>(op)]) stack.push_back(op);
+        if (known[static_cast<size_t>(op)] && !moves.early[static_cast<size_t>(op)])
+          stack.push_back(op);
     }
   }
   // Late: ops after a reduce-scatter / all-reduce whose values only reach
@@ -143,7 +146,8 @@ LoopMoves plan_loop_moves(const compiler::Module& module, const Instruction& loo
       if (body.instr(id).opcode != Opcode::kGetTupleElement) continue;
       if (auto k = state_element(body, id); k && static_cast<size_t>(*k) < steady.size())
         for (InstrId u : users[static_cast<size_t>(id)])
-          if (body.instr(u).opcode != Opcode::kTuple) element_readers[static_cast<size_t>(*k)].push_back(u);
+          if (body.instr(u).opcode != Opcode::kTuple)
+            element_readers[static_cast<size_t>(*k)].push_back(u);
     }
     // Greatest fixpoint: start from every candidate, drop those with a
     // reader that stays in the iteration.
@@ -151,8 +155,9 @@ LoopMoves plan_loop_moves(const compiler::Module& module, const Instruction& loo
       const Instruction& in = body.instr(id);
       const OpClass cls = classify(in);
       sinkable[static_cast<size_t>(id)] = id != body.root() && in.opcode != Opcode::kParameter &&
-                                          in.opcode != Opcode::kGetTupleElement && cls != OpClass::kCollective &&
-                                          cls != OpClass::kControl && !users[static_cast<size_t>(id)].empty();
+                                          in.opcode != Opcode::kGetTupleElement &&
+                                          cls != OpClass::kCollective && cls != OpClass::kControl &&
+                                          !users[static_cast<size_t>(id)].empty();
     }
     for (bool changed = true; changed;) {
       changed = false;
@@ -167,7 +172,8 @@ LoopMoves plan_loop_moves(const compiler::Module& module, const Instruction& loo
           for (int k = 0; k < root.operand_count() && ok; ++k) {
             if (root.operand(k) != id) continue;
             ok = !cond_reads[static_cast<size_t>(k)];
-            for (InstrId r : element_readers[static_cast<size_t>(k)]) ok = ok && sinkable[static_cast<size_t>(r)];
+            for (InstrId r : element_readers[static_cast<size_t>(k)])
+              ok = ok && sinkable[static_cast<size_t>(r)];
           }
         }
         if (!ok) {
@@ -186,7 +192,8 @@ LoopMoves plan_loop_moves(const compiler::Module& module, const Instruction& loo
                body.instr(at).opcode != Opcode::kGetTupleElement)
           at = body.instr(at).operand(0);
         const Instruction& o = body.instr(at);
-        waits = waits || (classify(o) == OpClass::kCollective && is_kind(o, {Opcode::kReduceScatter, Opcode::kAllReduce}));
+        waits = waits || (classify(o) == OpClass::kCollective &&
+                          is_kind(o, {Opcode::kReduceScatter, Opcode::kAllReduce}));
       }
     }
     if (waits)
@@ -234,7 +241,8 @@ class Flattener {
     const auto& fusion = in_.program.fusion;
     if (static_cast<size_t>(comp) >= fusion.size()) return nullptr;
     const auto& plan = fusion[static_cast<size_t>(comp)];
-    if (plan.group_of.size() != static_cast<size_t>(module_.computation(comp).size())) return nullptr;
+    if (plan.group_of.size() != static_cast<size_t>(module_.computation(comp).size()))
+      return nullptr;
     return &plan;
   }
 
@@ -249,12 +257,13 @@ class Flattener {
     info.op_name = instr.op_name;
     info.opcode = group ? "fusion" : std::string(compiler::opcode_name(instr.opcode));
     info.shape = instr.shape.to_string(false);
-    if (group) info.cost = in_.costs.fusion(c, *group);
+    if (group)
+      info.cost = in_.costs.fusion(c, *group);
     else if (classify(instr) == OpClass::kCollective) {
       info.collective = in_.collectives.spec_of(c, instr);
       info.collective_kind = std::string(compiler::opcode_name(collective_opcode(instr)));
-    }
-    else info.cost = in_.costs.instruction(c, instr);
+    } else
+      info.cost = in_.costs.instruction(c, instr);
     const auto index = static_cast<int32_t>(out_.ops.size());
     out_.ops.push_back(std::move(info));
     op_of_.emplace(key, index);
@@ -264,7 +273,8 @@ class Flattener {
   void emit(int32_t op, const Ordinals& reads, bool collective) {
     if (static_cast<int64_t>(out_.steps.size()) >= in_.max_steps ||
         out_.waits.size() + reads.size() > std::numeric_limits<uint32_t>::max())
-      throw UserError(fmt::format("the flattened program exceeds {} steps (while loops unrolled)", in_.max_steps),
+      throw UserError(fmt::format("the flattened program exceeds {} steps (while loops unrolled)",
+                                  in_.max_steps),
                       "reduce the trip counts or the number of layers");
     Step step;
     step.op = op;
@@ -272,8 +282,10 @@ class Flattener {
     step.wait_begin = static_cast<uint32_t>(out_.waits.size());
     out_.waits.insert(out_.waits.end(), reads.begin(), reads.end());
     step.wait_end = static_cast<uint32_t>(out_.waits.size());
-    if (step.collective) out_.collective_steps.push_back(static_cast<int32_t>(out_.steps.size()));
-    else out_.total_compute_s += out_.ops[static_cast<size_t>(step.op)].cost.seconds;
+    if (step.collective)
+      out_.collective_steps.push_back(static_cast<int32_t>(out_.steps.size()));
+    else
+      out_.total_compute_s += out_.ops[static_cast<size_t>(step.op)].cost.seconds;
     out_.steps.push_back(step);
   }
 
@@ -296,13 +308,17 @@ class Flattener {
     const auto key = (static_cast<int64_t>(comp) << 32) | static_cast<uint32_t>(id);
     auto it = moves_.find(key);
     if (it == moves_.end())
-      it = moves_.emplace(key, plan_loop_moves(module_, module_.computation(comp).instr(id), in_.program.loops)).first;
+      it = moves_
+               .emplace(key, plan_loop_moves(module_, module_.computation(comp).instr(id),
+                                             in_.program.loops))
+               .first;
     return it->second;
   }
 
   // Emits one step (a fusion group at its root, or an instruction) and
   // returns the value's pending collectives.
-  Pending emit_step(CompId comp, InstrId id, const compiler::FusionGroup* group, const Ordinals& reads) {
+  Pending emit_step(CompId comp, InstrId id, const compiler::FusionGroup* group,
+                    const Ordinals& reads) {
     const Instruction& instr = module_.computation(comp).instr(id);
     if (!group && classify(instr) == OpClass::kCollective) {
       emit(op_index(comp, id, nullptr), reads, true);
@@ -323,9 +339,11 @@ class Flattener {
       const int64_t key = loop_key(comp, id);
       auto it = std::find_if(out_.entry_loops.begin(), out_.entry_loops.end(),
                              [&](const EntryLoop& l) { return l.key == key; });
-      if (it == out_.entry_loops.end()) it = out_.entry_loops.insert(out_.entry_loops.end(), EntryLoop{key, n, 0});
+      if (it == out_.entry_loops.end())
+        it = out_.entry_loops.insert(out_.entry_loops.end(), EntryLoop{key, n, 0});
       record = &*it;
-      if (auto cap = in_.iteration_caps.find(key); cap != in_.iteration_caps.end()) n = std::min(n, cap->second);
+      if (auto cap = in_.iteration_caps.find(key); cap != in_.iteration_caps.end())
+        n = std::min(n, cap->second);
     }
     struct CountSteps {  // adds the steps this loop emitted to its record
       EntryLoop* record;
@@ -337,7 +355,9 @@ class Flattener {
     } count_steps{record, out_.steps, steps_before};
     const compiler::LoopOptimizations& loops = in_.program.loops;
     const LoopMoves* moves =
-        n >= 2 && (loops.pipelined_all_gather || loops.pipelined_reduce_scatter) ? &moves_of(comp, id) : nullptr;
+        n >= 2 && (loops.pipelined_all_gather || loops.pipelined_reduce_scatter)
+            ? &moves_of(comp, id)
+            : nullptr;
     if (!moves || !moves->any) {
       for (int64_t i = 0; i < n; ++i) state = flatten(instr.while_body(), {state});
       return state;
@@ -355,7 +375,8 @@ class Flattener {
       run.late_now.clear();
       state = flatten(instr.while_body(), {state}, &run);
     }
-    for (const Deferred& d : run.late_now) emit(d.op, d.reads, false);  // the last iteration's, after the loop
+    for (const Deferred& d : run.late_now)
+      emit(d.op, d.reads, false);  // the last iteration's, after the loop
     return state;
   }
 
@@ -363,7 +384,9 @@ class Flattener {
     const Computation& c = module_.computation(comp);
     const compiler::FusionPlan* fusion = fusion_of(comp);
     std::vector<Pending> pending(static_cast<size_t>(c.size()));
-    auto reads_of = [&](InstrId id) -> const Ordinals& { return pending[static_cast<size_t>(id)].reads; };
+    auto reads_of = [&](InstrId id) -> const Ordinals& {
+      return pending[static_cast<size_t>(id)].reads;
+    };
     auto operand_reads = [&](const Instruction& instr, Ordinals& into) {
       for (InstrId op : instr.operands) add_reads(into, reads_of(op));
     };
@@ -389,7 +412,8 @@ class Flattener {
       const int32_t group_index = fusion ? fusion->group_of[static_cast<size_t>(id)] : -1;
       const compiler::FusionGroup* group =
           group_index >= 0 ? &fusion->groups[static_cast<size_t>(group_index)] : nullptr;
-      if (group && (group->members.empty() || group->members.back() != id)) continue;  // runs at its root
+      if (group && (group->members.empty() || group->members.back() != id))
+        continue;  // runs at its root
       const OpClass cls = classify(instr);
       const bool step = group || cls == OpClass::kCompute || cls == OpClass::kCollective;
       if (run && step) {
@@ -420,7 +444,8 @@ class Flattener {
         emit(op_index(comp, id, group), reads, false);
         continue;
       }
-      if (run && run->prologue && cls != OpClass::kFree) continue;  // only early steps and free values
+      if (run && run->prologue && cls != OpClass::kFree)
+        continue;  // only early steps and free values
       switch (instr.opcode) {
         case Opcode::kParameter: {
           const auto n = static_cast<size_t>(instr.attrs.parameter_number);
@@ -428,7 +453,8 @@ class Flattener {
           break;
         }
         case Opcode::kTuple:
-          for (InstrId op : instr.operands) mine.elements.push_back(pending[static_cast<size_t>(op)]);
+          for (InstrId op : instr.operands)
+            mine.elements.push_back(pending[static_cast<size_t>(op)]);
           mine.reads = operands_read(instr);
           break;
         case Opcode::kGetTupleElement: {
@@ -457,13 +483,18 @@ class Flattener {
         }
         default:
           switch (cls) {
-            case OpClass::kFree: mine = merged(operands_read(instr)); break;
-            default: mine = emit_step(comp, id, nullptr, operands_read(instr)); break;
+            case OpClass::kFree:
+              mine = merged(operands_read(instr));
+              break;
+            default:
+              mine = emit_step(comp, id, nullptr, operands_read(instr));
+              break;
           }
       }
     }
     if (run && !run->prologue)
-      for (const Deferred& d : run->late_prev) emit(d.op, d.reads, false);  // the previous iteration's
+      for (const Deferred& d : run->late_prev)
+        emit(d.op, d.reads, false);  // the previous iteration's
     return c.root() == compiler::kNoId ? Pending{} : pending[static_cast<size_t>(c.root())];
   }
 

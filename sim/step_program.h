@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "compiler/backend/program.h"
+#include "compiler/ir/trip_count.h"
 #include "sim/collective_catalog.h"
 #include "sim/op_cost.h"
-#include "compiler/ir/trip_count.h"
 
 namespace podsim::sim {
 
@@ -23,8 +23,8 @@ struct OpInfo {
   std::string op_name;
   std::string opcode;  // "fusion" for a group
   std::string shape;
-  OpCost cost;               // compute ops
-  int32_t collective = -1;   // CollectiveCatalog spec, collectives only
+  OpCost cost;              // compute ops
+  int32_t collective = -1;  // CollectiveCatalog spec, collectives only
   // The synchronous collective it runs ("all-gather" for all-gather-start).
   std::string collective_kind;
 };
@@ -55,8 +55,8 @@ struct StepProgram {
   std::vector<int32_t> waits;             // Step::wait_begin/wait_end index it
   int64_t unknown_trip_counts = 0;
   int64_t conditionals_first_branch = 0;  // conditionals run as their first branch
-  double total_compute_s = 0;  // sum of compute step times (one device)
-  std::vector<EntryLoop> entry_loops;  // in first-run order, each once
+  double total_compute_s = 0;             // sum of compute step times (one device)
+  std::vector<EntryLoop> entry_loops;     // in first-run order, each once
 };
 
 struct FlattenInputs {

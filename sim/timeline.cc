@@ -5,8 +5,10 @@ namespace podsim::sim {
 
 const char* fidelity_name(Fidelity fidelity) {
   switch (fidelity) {
-    case Fidelity::kFast: return "fast";
-    case Fidelity::kFull: return "full";
+    case Fidelity::kFast:
+      return "fast";
+    case Fidelity::kFull:
+      return "full";
   }
   return "?";
 }

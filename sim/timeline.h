@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "hw_models/core/core_model.h"
 #include "compiler/ir/trip_count.h"
+#include "hw_models/core/core_model.h"
 
 namespace podsim::sim {
 
@@ -32,8 +32,8 @@ struct OpRecord {
   std::string opcode;   // XLA opcode, "fusion" for a fused group
   std::string shape;    // result shape text
   int64_t executions = 0;
-  double seconds = 0;   // busy time on its stream, all executions
-  double flops = 0;     // executed FLOPs, all executions
+  double seconds = 0;  // busy time on its stream, all executions
+  double flops = 0;    // executed FLOPs, all executions
   double hbm_bytes = 0;
   hw::Bound bound = hw::Bound::kOverhead;  // compute ops
   bool collective = false;
@@ -42,10 +42,10 @@ struct OpRecord {
 };
 
 struct CollectiveSummary {
-  std::string kind;  // "all-reduce", "all-gather", ...
-  int64_t count = 0;  // executions
-  double bytes = 0;   // per device, summed
-  double seconds = 0; // stream busy time, summed
+  std::string kind;    // "all-reduce", "all-gather", ...
+  int64_t count = 0;   // executions
+  double bytes = 0;    // per device, summed
+  double seconds = 0;  // stream busy time, summed
 };
 
 // Chrome trace-event material (reports/ writes the JSON).
@@ -86,7 +86,7 @@ struct TraceSelection {
   double window_begin_s = 0;
   double window_end_s = std::numeric_limits<double>::infinity();
   bool window_given = false;
-  int64_t max_events = 0;  // 0: unbounded
+  int64_t max_events = 0;     // 0: unbounded
   double bytes_per_item = 0;  // for messages: an item's JSON size (reports/trace.h)
 };
 
@@ -108,9 +108,9 @@ struct Timeline {
   double idle_s = 0;
   double executed_flops_per_device = 0;
   double executed_matmul_flops_per_device = 0;  // of it, the MXU's
-  int64_t unknown_trip_counts = 0;        // while loops run once: trip count not derived
-  int64_t conditionals_first_branch = 0;  // conditionals run as their first branch
-  std::vector<OpRecord> ops;  // sorted by seconds, descending
+  int64_t unknown_trip_counts = 0;              // while loops run once: trip count not derived
+  int64_t conditionals_first_branch = 0;        // conditionals run as their first branch
+  std::vector<OpRecord> ops;                    // sorted by seconds, descending
   std::vector<CollectiveSummary> collectives;
   std::vector<TraceEvent> events;  // only when SimOptions::record_trace
   std::vector<LinkLoad> link_loads;
@@ -119,7 +119,7 @@ struct Timeline {
   int64_t trace_events_seen = 0;  // in the selection, kept or not
   bool trace_over_limit = false;  // window given and more than max_events in it
   double trace_cut_s = -1;        // no window: the trace ends here (limit reached)
-  uint64_t kernel_events = 0;      // SystemC events processed (bench: events/s)
+  uint64_t kernel_events = 0;     // SystemC events processed (bench: events/s)
   double simulate_wall_s = 0;
 };
 

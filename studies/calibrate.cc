@@ -46,7 +46,8 @@ int fit(const MeasuredSet& set, const CalibrateRequest& r, const std::string& po
 int calibrate(const CalibrateRequest& r) {
   const std::string file =
       r.measured_file.empty()
-          ? (std::filesystem::path(shipped_baselines_dir("--measured FILE")) / "measured.yaml").string()
+          ? (std::filesystem::path(shipped_baselines_dir("--measured FILE")) / "measured.yaml")
+                .string()
           : r.measured_file;
   const MeasuredSet set = load_measured(file);
   ChildRunOptions children;
@@ -54,7 +55,9 @@ int calibrate(const CalibrateRequest& r) {
   children.jobs = std::max(1, r.jobs);
   if (r.fit) return fit(set, r, children.podsim_binary);
   ProgressLine progress(stderr, 0, progress_style_of(stderr));
-  children.on_progress = [&progress](int done, int total) { progress.update("calibrate", done, total); };
+  children.on_progress = [&progress](int done, int total) {
+    progress.update("calibrate", done, total);
+  };
   const CalibrationResult result = run_calibration(set, children);
   progress.finish();
   write_file_atomically(r.output, calibration_markdown(set, result.rows, result.checks));

@@ -13,8 +13,8 @@ struct CalibrateRequest {
   std::string output;         // markdown; empty or "-" = stdout
   int jobs = 1;
   std::string podsim_binary;  // empty = this executable
-  bool fit = false;            // fit the `fit:` parameters, with leave-one-out
-  int max_evaluations = 400;   // fit: variants per search at most
+  bool fit = false;           // fit the `fit:` parameters, with leave-one-out
+  int max_evaluations = 400;  // fit: variants per search at most
 };
 
 // Runs the workloads (progress on stderr) and writes the page. With `fit`,

@@ -26,7 +26,8 @@ namespace {
 using yaml::Document;
 using yaml::MapReader;
 
-std::string required_string(const Document& doc, MapReader& map, const YAML::Node& node, const std::string& key) {
+std::string required_string(const Document& doc, MapReader& map, const YAML::Node& node,
+                            const std::string& key) {
   YAML::Node n = map.get(key);
   if (!n || !n.IsScalar()) doc.fail(node, fmt::format("this entry needs '{}'", key));
   return n.Scalar();
@@ -35,7 +36,8 @@ std::string required_string(const Document& doc, MapReader& map, const YAML::Nod
 double number_at(const Document& doc, const YAML::Node& node, const std::string& what) {
   const std::string text = node.IsScalar() ? node.Scalar() : "";
   const std::optional<double> v = yaml::parse_double(text);
-  if (!v || !std::isfinite(*v)) doc.fail(node, fmt::format("'{}' must be a number, not '{}'", what, text));
+  if (!v || !std::isfinite(*v))
+    doc.fail(node, fmt::format("'{}' must be a number, not '{}'", what, text));
   return *v;
 }
 
@@ -56,10 +58,12 @@ void read_config_and_workload(const Document& doc, MapReader& map, const YAML::N
   m.workload_path = std::filesystem::path(m.workload).is_absolute()
                         ? m.workload
                         : (base / m.workload).lexically_normal().string();
-  if (const YAML::Node source = map.get("source"); source && source.IsScalar()) m.source = source.Scalar();
+  if (const YAML::Node source = map.get("source"); source && source.IsScalar())
+    m.source = source.Scalar();
 }
 
-MeasuredCheck parse_check(const Document& doc, const YAML::Node& c, const std::filesystem::path& base) {
+MeasuredCheck parse_check(const Document& doc, const YAML::Node& c,
+                          const std::filesystem::path& base) {
   if (!c.IsMap()) doc.fail(c, "each check must be a mapping");
   MapReader r(doc, c, "checks");
   MeasuredCheck m;
@@ -75,7 +79,8 @@ MeasuredCheck parse_check(const Document& doc, const YAML::Node& c, const std::f
       doc.fail(per_step, "'per_step' must be true or false");
     m.per_step = per_step.Scalar() == "true";
   }
-  const YAML::Node measured = r.get("measured"), at_least = r.get("at_least"), range = r.get("range");
+  const YAML::Node measured = r.get("measured"), at_least = r.get("at_least"),
+                   range = r.get("range");
   r.finish();
   const int given = (measured ? 1 : 0) + (at_least ? 1 : 0) + (range ? 1 : 0);
   if (given != 1)
@@ -106,23 +111,28 @@ FitParameter parse_fit_parameter(const Document& doc, const YAML::Node& f) {
   if (std::find(keys.begin(), keys.end(), p.key) == keys.end()) {
     const std::string guess = closest(p.key, keys);
     doc.fail(f["key"], fmt::format("'{}' is not a hardware key", p.key),
-             guess.empty() ? "use a key `podsim hardware show tpuv3` prints, e.g. core.op_overhead_s"
-                           : fmt::format("did you mean '{}'?", guess));
+             guess.empty()
+                 ? "use a key `podsim hardware show tpuv3` prints, e.g. core.op_overhead_s"
+                 : fmt::format("did you mean '{}'?", guess));
   }
   const YAML::Node range = r.get("range");
   if (!range || !range.IsSequence() || range.size() != 2)
-    doc.fail(range ? range : f, fmt::format("fit parameter '{}' needs 'range: [low, high]'", p.key));
+    doc.fail(range ? range : f,
+             fmt::format("fit parameter '{}' needs 'range: [low, high]'", p.key));
   p.low = number_at(doc, range[0], "range");
   p.high = number_at(doc, range[1], "range");
   // The search steps in ratios (studies/compass_search.h), so both ends are > 0.
-  if (!(p.low > 0 && p.low < p.high)) doc.fail(range, fmt::format("fit range of '{}' must have 0 < low < high", p.key));
+  if (!(p.low > 0 && p.low < p.high))
+    doc.fail(range, fmt::format("fit range of '{}' must have 0 < low < high", p.key));
   p.why = required_string(doc, r, f, "why");
   r.finish();
   return p;
 }
 
 // The field as a number, NaN when the report has none.
-double field_number(const JobOutcome& run, const std::string& name) { return run.metrics.number(name).value_or(NAN); }
+double field_number(const JobOutcome& run, const std::string& name) {
+  return run.metrics.number(name).value_or(NAN);
+}
 
 }  // namespace
 
@@ -130,12 +140,16 @@ MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file
   const Document doc = Document::parse(yaml_text, file_name);
   return yaml::guarded(file_name, "keys are plain words", [&] {
     const YAML::Node& root = doc.root();
-    if (!root.IsMap()) throw UserError(SourceLocation{file_name, 1, 1}, "the measured-numbers file must be a mapping");
+    if (!root.IsMap())
+      throw UserError(SourceLocation{file_name, 1, 1},
+                      "the measured-numbers file must be a mapping");
     MapReader top(doc, root, "", "key");
     MeasuredSet set;
     set.file = file_name;
-    if (const YAML::Node source = top.get("source"); source && source.IsScalar()) set.source = source.Scalar();
-    if (const YAML::Node notes = top.get("notes"); notes && notes.IsScalar()) set.notes = notes.Scalar();
+    if (const YAML::Node source = top.get("source"); source && source.IsScalar())
+      set.source = source.Scalar();
+    if (const YAML::Node notes = top.get("notes"); notes && notes.IsScalar())
+      set.notes = notes.Scalar();
     const YAML::Node points = top.get("points");
     const YAML::Node checks = top.get("checks");
     const YAML::Node fit = top.get("fit");
@@ -188,7 +202,8 @@ CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run
   }
   row.step_time_s = field_number(run, "step_time_s");
   row.mfu = field_number(run, "mfu");
-  row.predicted = point.metric == "steps_per_second" ? 1.0 / row.step_time_s : field_number(run, point.metric);
+  row.predicted =
+      point.metric == "steps_per_second" ? 1.0 / row.step_time_s : field_number(run, point.metric);
   if (!std::isfinite(row.predicted) || row.predicted <= 0) {
     row.error = "the report has no usable step time / throughput";
     return row;
@@ -218,8 +233,12 @@ CheckRow check_row(const MeasuredCheck& check, const JobOutcome& run) {
       row.relative_error = value / check.measured - 1.0;
       row.holds = std::abs(row.relative_error) <= kCalibrationTolerance;
       break;
-    case MeasuredCheck::Kind::kAtLeast: row.holds = value >= check.measured; break;
-    case MeasuredCheck::Kind::kRange: row.holds = value >= check.low && value <= check.high; break;
+    case MeasuredCheck::Kind::kAtLeast:
+      row.holds = value >= check.measured;
+      break;
+    case MeasuredCheck::Kind::kRange:
+      row.holds = value >= check.low && value <= check.high;
+      break;
   }
   return row;
 }
@@ -235,8 +254,10 @@ CalibrationResult run_calibration(const MeasuredSet& set, const ChildRunOptions&
   // Each workload runs once, however many points and checks read it.
   std::vector<std::string> workloads;
   std::vector<size_t> point_jobs, check_jobs;
-  for (const MeasuredPoint& p : set.points) point_jobs.push_back(workload_index(workloads, p.workload_path));
-  for (const MeasuredCheck& c : set.checks) check_jobs.push_back(workload_index(workloads, c.workload_path));
+  for (const MeasuredPoint& p : set.points)
+    point_jobs.push_back(workload_index(workloads, p.workload_path));
+  for (const MeasuredCheck& c : set.checks)
+    check_jobs.push_back(workload_index(workloads, c.workload_path));
   std::vector<RunJob> jobs;
   for (const std::string& w : workloads) jobs.push_back(RunJob{w, {}, "fast"});
   std::vector<JobOutcome> outcomes = run_jobs(jobs, options);

@@ -47,7 +47,7 @@ struct MeasuredPoint {
   std::string metric;         // "tokens_per_second" | "steps_per_second" | "mfu"
   double measured = 0;
   std::string source;
-  std::string inconsistent;   // non-empty: why the measurement is not a target
+  std::string inconsistent;  // non-empty: why the measurement is not a target
 };
 
 // One other measured number (see above); exactly one of measured / at_least
@@ -61,8 +61,8 @@ struct MeasuredCheck {
   std::string field;          // flat report field
   bool per_step = false;      // divide the field by step_time_s
   Kind kind = Kind::kValue;
-  double measured = 0;        // kValue, kAtLeast
-  double low = 0, high = 0;   // kRange
+  double measured = 0;       // kValue, kAtLeast
+  double low = 0, high = 0;  // kRange
   std::string source;
 };
 
@@ -106,7 +106,7 @@ struct CheckRow {
   bool ok = false;  // the run gave the field
   std::string error;
   double predicted = 0;
-  bool holds = false;  // kValue: within kCalibrationTolerance; else bound / range met
+  bool holds = false;         // kValue: within kCalibrationTolerance; else bound / range met
   double relative_error = 0;  // kValue: predicted / measured - 1
 };
 

@@ -18,25 +18,31 @@ std::string without_pipes(std::string text) {
   return text;
 }
 
-
 std::string checks_markdown(const std::vector<CheckRow>& checks) {
   std::string out = "\n## Other measured numbers\n\n";
-  out += "The other numbers the sources give (docs/reference/measurements.md), each a field of the run's report (`podsim run --format csv`;\n";
-  out += "\"/ step\" divides it by the step time). A value holds within the same 15%, a bound or range when met.\n\n";
-  out += "| config | quantity | report field | measured | predicted | verdict |\n|---|---|---|---|---|---|\n";
+  out +=
+      "The other numbers the sources give (docs/reference/measurements.md), each a field of the "
+      "run's report (`podsim run --format csv`;\n";
+  out +=
+      "\"/ step\" divides it by the step time). A value holds within the same 15%, a bound or "
+      "range when met.\n\n";
+  out +=
+      "| config | quantity | report field | measured | predicted | verdict "
+      "|\n|---|---|---|---|---|---|\n";
   int held = 0, ran = 0;
   for (const CheckRow& r : checks) {
     const MeasuredCheck& c = r.check;
     std::string field = fmt::format("`{}`{}", c.field, c.per_step ? " / step" : "");
     if (!r.ok) {
-      out += fmt::format("| {} | {} | {} | {} | failed | {} |\n", c.config, without_pipes(c.quantity), field,
-                         measured_text(c), without_pipes(r.error));
+      out +=
+          fmt::format("| {} | {} | {} | {} | failed | {} |\n", c.config, without_pipes(c.quantity),
+                      field, measured_text(c), without_pipes(r.error));
       continue;
     }
     ++ran;
     if (r.holds) ++held;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.config, without_pipes(c.quantity), field,
-                       measured_text(c), value_text(r.predicted), check_verdict(r));
+    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.config, without_pipes(c.quantity),
+                       field, measured_text(c), value_text(r.predicted), check_verdict(r));
   }
   out += fmt::format("\n{} of {} checks ran; {} hold.\n", ran, checks.size(), held);
   return out;
@@ -76,9 +82,12 @@ Summary summarize_rows(const std::vector<FitPointRow>& points, RowOf row_of) {
 
 std::string measured_text(const MeasuredCheck& c) {
   switch (c.kind) {
-    case MeasuredCheck::Kind::kValue: return value_text(c.measured);
-    case MeasuredCheck::Kind::kAtLeast: return ">= " + value_text(c.measured);
-    case MeasuredCheck::Kind::kRange: return fmt::format("{} to {}", value_text(c.low), value_text(c.high));
+    case MeasuredCheck::Kind::kValue:
+      return value_text(c.measured);
+    case MeasuredCheck::Kind::kAtLeast:
+      return ">= " + value_text(c.measured);
+    case MeasuredCheck::Kind::kRange:
+      return fmt::format("{} to {}", value_text(c.low), value_text(c.high));
   }
   return "";
 }
@@ -90,7 +99,9 @@ std::string check_verdict(const CheckRow& r) {
   return r.holds ? "holds" : "does not hold";
 }
 
-std::string value_text(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
+std::string value_text(double v) {
+  return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+}
 
 std::string calibration_markdown(const MeasuredSet& set, const std::vector<CalibrationRow>& rows,
                                  const std::vector<CheckRow>& checks) {
@@ -107,7 +118,8 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
   for (const CalibrationRow& r : rows) {
     std::string workload = std::filesystem::path(r.point.workload).filename().string();
     const bool target = r.point.inconsistent.empty();
-    const std::string config = target ? r.point.config : r.point.config + " (inconsistent, not a target)";
+    const std::string config =
+        target ? r.point.config : r.point.config + " (inconsistent, not a target)";
     if (target) ++targets;
     if (r.ok) {
       if (target) {
@@ -115,18 +127,19 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
         ++ran;
         if (std::abs(r.relative_error) <= kCalibrationTolerance) ++within;
       }
-      out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% | {:.3f} | {:.1f}% |\n", config, workload,
-                         r.point.metric, value_text(r.point.measured), value_text(r.predicted),
-                         100 * r.relative_error, r.step_time_s, 100 * r.mfu);
+      out +=
+          fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% | {:.3f} | {:.1f}% |\n", config,
+                      workload, r.point.metric, value_text(r.point.measured),
+                      value_text(r.predicted), 100 * r.relative_error, r.step_time_s, 100 * r.mfu);
     } else {
-      out += fmt::format("| {} | {} | {} | {} | failed | - | - | - |\n", r.point.config, workload, r.point.metric,
-                         value_text(r.point.measured));
+      out += fmt::format("| {} | {} | {} | {} | failed | - | - | - |\n", r.point.config, workload,
+                         r.point.metric, value_text(r.point.measured));
     }
   }
   out += fmt::format("\n{} of {} calibration configs ran", ran, targets);
   if (ran > 0)
-    out += fmt::format("; mean |error| over them {:.1f}%; {} of {} within {:.0f}%", 100 * abs_sum / ran, within,
-                       targets, 100 * kCalibrationTolerance);
+    out += fmt::format("; mean |error| over them {:.1f}%; {} of {} within {:.0f}%",
+                       100 * abs_sum / ran, within, targets, 100 * kCalibrationTolerance);
   out += ".\n";
   bool listed = false;
   for (const CalibrationRow& r : rows) {
@@ -143,33 +156,46 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
     out += fmt::format("- {}: {}\n", r.point.config, without_pipes(r.error));
   }
   if (!checks.empty()) out += checks_markdown(checks);
-  if (!set.notes.empty()) out += "\n## Notes\n\n" + set.notes + (set.notes.back() == '\n' ? "" : "\n");
+  if (!set.notes.empty())
+    out += "\n## Notes\n\n" + set.notes + (set.notes.back() == '\n' ? "" : "\n");
   return out;
 }
-
 
 std::string fit_markdown(const MeasuredSet& set, const FitResult& r) {
   std::string out = "# Calibration fit: what the measurements ask of the physical parameters\n\n";
   if (r.searches < r.searches_planned)
-    out += fmt::format("**Partial**: {} of {} searches done (the fit is running or was stopped); a left-out "
-                       "column of `-` has not run yet.\n\n",
-                       r.searches, r.searches_planned);
+    out += fmt::format(
+        "**Partial**: {} of {} searches done (the fit is running or was stopped); a left-out "
+        "column of `-` has not run yet.\n\n",
+        r.searches, r.searches_planned);
   out += "Generated by `podsim calibrate --fit -o docs/calibration-fit.md` (fast fidelity) from\n";
-  out += fmt::format("`{}`. The fit moves only the hardware parameters listed under `fit:` there,\n",
-                     std::filesystem::path(set.file).filename().string());
-  out += "each within the range physics allows, one value for every config (no per-workload factor), to\n";
-  out += "minimise the mean |ln(predicted / measured)| (compass search, Kolda, Lewis & Torczon 2003, steps\n";
-  out += "in ratios of the range). *Left out*: each config predicted by a fit to the other configs only,\n";
-  out += "i.e. what the fitted model is worth on a configuration it was not tuned on. The presets are\n";
+  out +=
+      fmt::format("`{}`. The fit moves only the hardware parameters listed under `fit:` there,\n",
+                  std::filesystem::path(set.file).filename().string());
+  out +=
+      "each within the range physics allows, one value for every config (no per-workload factor), "
+      "to\n";
+  out +=
+      "minimise the mean |ln(predicted / measured)| (compass search, Kolda, Lewis & Torczon 2003, "
+      "steps\n";
+  out +=
+      "in ratios of the range). *Left out*: each config predicted by a fit to the other configs "
+      "only,\n";
+  out +=
+      "i.e. what the fitted model is worth on a configuration it was not tuned on. The presets "
+      "are\n";
   out += "not changed by this command.\n\n";
 
-  out += "## Parameters\n\n| parameter | range | preset | fitted on all configs | why this range |\n|---|---|---|---|---|\n";
+  out +=
+      "## Parameters\n\n| parameter | range | preset | fitted on all configs | why this range "
+      "|\n|---|---|---|---|---|\n";
   for (size_t k = 0; k < set.fit.size(); ++k) {
     const FitParameter& p = set.fit[k];
     // A preset outside the range starts the search at the nearer end.
     const bool inside = r.preset_values[k] >= p.low && r.preset_values[k] <= p.high;
-    const std::string preset = inside ? fmt::format("{:g}", r.preset_values[k])
-                                      : fmt::format("{:g} (start {:g})", r.preset_values[k], r.start_values[k]);
+    const std::string preset =
+        inside ? fmt::format("{:g}", r.preset_values[k])
+               : fmt::format("{:g} (start {:g})", r.preset_values[k], r.start_values[k]);
     out += fmt::format("| `{}` | {:g} to {:g} | {} | {:.3g} | {} |\n", p.key, p.low, p.high, preset,
                        r.fitted_values[k], p.why);
   }
@@ -178,27 +204,35 @@ std::string fit_markdown(const MeasuredSet& set, const FitResult& r) {
   out += "| config | measured | preset | error | fitted | error | left out | error |\n";
   out += "|---|---|---|---|---|---|---|---|\n";
   for (const FitPointRow& p : r.points) {
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", p.start.point.config, value_text(p.start.point.measured),
-                       row_cells(p.start),
-                       row_cells(p.fitted), p.left_out_ran ? row_cells(p.left_out) : "- | -");
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", p.start.point.config,
+                       value_text(p.start.point.measured), row_cells(p.start), row_cells(p.fitted),
+                       p.left_out_ran ? row_cells(p.left_out) : "- | -");
   }
   auto line = [&](const char* what, const Summary& s) {
-    return fmt::format("- {}: mean |error| {:.1f}% over {} configs, {} within {:.0f}%\n", what, 100 * s.mean_abs,
-                       s.ran, s.within, 100 * kCalibrationTolerance);
+    return fmt::format("- {}: mean |error| {:.1f}% over {} configs, {} within {:.0f}%\n", what,
+                       100 * s.mean_abs, s.ran, s.within, 100 * kCalibrationTolerance);
   };
   out += "\n";
   out += line("preset", summarize_rows(r.points, [](const FitPointRow& p) { return &p.start; }));
-  out += line("fitted on all configs", summarize_rows(r.points, [](const FitPointRow& p) { return &p.fitted; }));
+  out += line("fitted on all configs",
+              summarize_rows(r.points, [](const FitPointRow& p) { return &p.fitted; }));
   out += line("left out (each predicted by a fit to the others)",
-              summarize_rows(r.points, [](const FitPointRow& p) { return p.left_out_ran ? &p.left_out : nullptr; }));
-  out += fmt::format("- objective (mean |ln(predicted / measured)|): preset {:.4f}, fitted {:.4f}; {} variants "
-                     "simulated in {} searches\n",
-                     r.start_objective, r.fitted_objective, r.variants_simulated, r.searches);
+              summarize_rows(r.points, [](const FitPointRow& p) {
+                return p.left_out_ran ? &p.left_out : nullptr;
+              }));
+  out += fmt::format(
+      "- objective (mean |ln(predicted / measured)|): preset {:.4f}, fitted {:.4f}; {} variants "
+      "simulated in {} searches\n",
+      r.start_objective, r.fitted_objective, r.variants_simulated, r.searches);
 
   if (!r.checks_start.empty()) {
     out += "\n## Other measured numbers, not fitted\n\n";
-    out += "The checks of the measured-numbers file on the configs above (docs/calibration.md), at the\n";
-    out += "preset and at the values fitted on all configs: a fit that meets the throughputs by moving a\n";
+    out +=
+        "The checks of the measured-numbers file on the configs above (docs/calibration.md), at "
+        "the\n";
+    out +=
+        "preset and at the values fitted on all configs: a fit that meets the throughputs by "
+        "moving a\n";
     out += "number it should not shows here.\n\n";
     out += "| config | quantity | measured | preset | fitted |\n|---|---|---|---|---|\n";
     for (size_t i = 0; i < r.checks_start.size() && i < r.checks_fitted.size(); ++i) {
@@ -209,8 +243,12 @@ std::string fit_markdown(const MeasuredSet& set, const FitResult& r) {
   }
 
   out += "\n## Pull of each parameter\n\n";
-  out += "Change of each config's prediction with one parameter at the low / high end of its range and the\n";
-  out += "others at the preset. A parameter that moves every config alike cannot close a gap between them.\n\n";
+  out +=
+      "Change of each config's prediction with one parameter at the low / high end of its range "
+      "and the\n";
+  out +=
+      "others at the preset. A parameter that moves every config alike cannot close a gap between "
+      "them.\n\n";
   out += "| parameter |";
   std::string rule = "|---|";
   for (const FitPointRow& p : r.points) {
@@ -222,11 +260,13 @@ std::string fit_markdown(const MeasuredSet& set, const FitResult& r) {
   for (size_t k = 0; k < set.fit.size(); ++k) {
     out += fmt::format("| `{}` |", set.fit[k].key);
     for (size_t i = 0; i < r.points.size(); ++i)
-      out += fmt::format(" {} / {} |", cell(r.sensitivity[k].at_low[i]), cell(r.sensitivity[k].at_high[i]));
+      out += fmt::format(" {} / {} |", cell(r.sensitivity[k].at_low[i]),
+                         cell(r.sensitivity[k].at_high[i]));
     out += "\n";
   }
 
-  bool any_left_out = std::any_of(r.points.begin(), r.points.end(), [](const FitPointRow& p) { return p.left_out_ran; });
+  bool any_left_out = std::any_of(r.points.begin(), r.points.end(),
+                                  [](const FitPointRow& p) { return p.left_out_ran; });
   if (any_left_out) {
     out += "\n## Values fitted without each config\n\n| left out |";
     std::string loo_rule = "|---|";

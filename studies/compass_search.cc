@@ -12,8 +12,8 @@ double clamp_unit(double u) { return std::clamp(u, 0.0, 1.0); }
 
 }  // namespace
 
-CompassSearchResult compass_search(const BatchObjective& evaluate, std::vector<double> start, double step,
-                                   double min_step, int max_evaluations) {
+CompassSearchResult compass_search(const BatchObjective& evaluate, std::vector<double> start,
+                                   double step, double min_step, int max_evaluations) {
   CompassSearchResult result;
   for (double& u : start) u = clamp_unit(u);
   result.best = start;
@@ -25,7 +25,8 @@ CompassSearchResult compass_search(const BatchObjective& evaluate, std::vector<d
       for (double sign : {-1.0, 1.0}) {
         std::vector<double> y = result.best;
         y[k] = clamp_unit(y[k] + sign * step);
-        if (y != result.best && std::find(polls.begin(), polls.end(), y) == polls.end()) polls.push_back(y);
+        if (y != result.best && std::find(polls.begin(), polls.end(), y) == polls.end())
+          polls.push_back(y);
       }
     std::vector<double> values = evaluate(polls);
     result.evaluations += static_cast<int>(polls.size());
@@ -35,7 +36,8 @@ CompassSearchResult compass_search(const BatchObjective& evaluate, std::vector<d
       if (values[i] < values[best]) best = i;
     // Sufficient decrease: a relative 1e-9 below the incumbent, so rounding
     // noise does not keep the step from shrinking.
-    if (!values.empty() && values[best] < result.value - 1e-9 * std::max(1.0, std::abs(result.value))) {
+    if (!values.empty() &&
+        values[best] < result.value - 1e-9 * std::max(1.0, std::abs(result.value))) {
       result.best = polls[best];
       result.value = values[best];
     } else {

@@ -21,9 +21,11 @@ struct CompassSearchResult {
   int iterations = 0;
 };
 
-using BatchObjective = std::function<std::vector<double>(const std::vector<std::vector<double>>& points)>;
+using BatchObjective =
+    std::function<std::vector<double>(const std::vector<std::vector<double>>& points)>;
 
-CompassSearchResult compass_search(const BatchObjective& evaluate, std::vector<double> start, double step = 0.25,
-                                   double min_step = 1.0 / 64, int max_evaluations = 400);
+CompassSearchResult compass_search(const BatchObjective& evaluate, std::vector<double> start,
+                                   double step = 0.25, double min_step = 1.0 / 64,
+                                   int max_evaluations = 400);
 
 }  // namespace podsim::studies

@@ -18,8 +18,8 @@
 namespace podsim::studies {
 
 using driver::HardwareVariant;
-using driver::workload_hardware;
 using driver::JobOutcome;
+using driver::workload_hardware;
 using driver::WorkloadServer;
 
 namespace {
@@ -49,7 +49,8 @@ double objective(const std::vector<CalibrationRow>& rows, const std::vector<bool
 class FitEvaluator {
  public:
   FitEvaluator(const MeasuredSet& set, const FitOptions& options) : set_(set) {
-    for (const MeasuredPoint& p : set.points) point_server_.push_back(workload_index(workloads_, p.workload_path));
+    for (const MeasuredPoint& p : set.points)
+      point_server_.push_back(workload_index(workloads_, p.workload_path));
     for (const std::string& w : workloads_)
       servers_.push_back(std::make_unique<WorkloadServer>(options.podsim_binary, w));
   }
@@ -63,7 +64,8 @@ class FitEvaluator {
       std::string key = key_of(v);
       keys.push_back(key);
       if (!cache_.contains(key) &&
-          std::none_of(missing.begin(), missing.end(), [&](const HardwareVariant& m) { return key_of(m) == key; }))
+          std::none_of(missing.begin(), missing.end(),
+                       [&](const HardwareVariant& m) { return key_of(m) == key; }))
         missing.push_back(v);
     }
     simulate(missing);
@@ -86,7 +88,8 @@ class FitEvaluator {
     std::vector<CheckRow> out;
     for (const MeasuredCheck& c : set_.checks) {
       auto it = std::find(workloads_.begin(), workloads_.end(), c.workload_path);
-      if (it != workloads_.end()) out.push_back(check_row(c, cache_.at(key)[static_cast<size_t>(it - workloads_.begin())]));
+      if (it != workloads_.end())
+        out.push_back(check_row(c, cache_.at(key)[static_cast<size_t>(it - workloads_.begin())]));
     }
     return out;
   }
@@ -146,20 +149,22 @@ double preset_value(const MeasuredSet& set, const FitParameter& p) {
   double value = NAN;
   std::string first_workload;
   for (const MeasuredPoint& point : set.points) {
-    const hw::HardwareConfig hardware = workload_hardware(workloads::load_workload(point.workload_path));
+    const hw::HardwareConfig hardware =
+        workload_hardware(workloads::load_workload(point.workload_path));
     const std::string text = hw::hardware_value_text(hardware, p.key);
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
     if (text.empty() || *end != '\0' || !std::isfinite(v))
-      throw UserError(SourceLocation{set.file, 0, 0}, fmt::format("'{}' is '{}', not a number to fit", p.key, text),
+      throw UserError(SourceLocation{set.file, 0, 0},
+                      fmt::format("'{}' is '{}', not a number to fit", p.key, text),
                       "fit numeric hardware keys (rates, latencies, efficiencies, cycle counts)");
     if (std::isnan(value)) {
       value = v;
       first_workload = point.workload;
     } else if (v != value) {
       throw UserError(SourceLocation{set.file, 0, 0},
-                      fmt::format("'{}' is {:g} in the hardware of {} but {:g} in that of {}", p.key, value,
-                                  first_workload, v, point.workload),
+                      fmt::format("'{}' is {:g} in the hardware of {} but {:g} in that of {}",
+                                  p.key, value, first_workload, v, point.workload),
                       "a fit sets one value for every config: fit points that share the parameter");
     }
   }
@@ -168,7 +173,9 @@ double preset_value(const MeasuredSet& set, const FitParameter& p) {
 
 }  // namespace
 
-double fit_value_at(const FitParameter& p, double u) { return p.low * std::pow(p.high / p.low, clamp_unit(u)); }
+double fit_value_at(const FitParameter& p, double u) {
+  return p.low * std::pow(p.high / p.low, clamp_unit(u));
+}
 
 double fit_unit_of(const FitParameter& p, double value) {
   return clamp_unit(std::log(std::clamp(value, p.low, p.high) / p.low) / std::log(p.high / p.low));
@@ -176,7 +183,8 @@ double fit_unit_of(const FitParameter& p, double value) {
 
 FitResult fit_calibration(const MeasuredSet& set, const FitOptions& options) {
   if (set.fit.empty())
-    throw UserError(SourceLocation{set.file, 0, 0}, "the measured-numbers file lists no parameter under 'fit:'",
+    throw UserError(SourceLocation{set.file, 0, 0},
+                    "the measured-numbers file lists no parameter under 'fit:'",
                     "add fit: - key: core.op_overhead_s, range: [low, high], why: ...");
   const size_t n = set.fit.size();
   FitResult result;
@@ -199,8 +207,8 @@ FitResult fit_calibration(const MeasuredSet& set, const FitOptions& options) {
   };
   evaluator.on_batch = [&] {
     if (options.on_progress)
-      options.on_progress(fmt::format("fit: {} of {} searches done, {} variants simulated", done, searches,
-                                      evaluator.variants_simulated()));
+      options.on_progress(fmt::format("fit: {} of {} searches done, {} variants simulated", done,
+                                      searches, evaluator.variants_simulated()));
   };
 
   // The preset, then each parameter alone at its range's ends.
@@ -227,7 +235,8 @@ FitResult fit_calibration(const MeasuredSet& set, const FitOptions& options) {
   // Points that fail at the preset, or are marked inconsistent, stay out of
   // every fit (their rows say why).
   std::vector<bool> ran(set.points.size());
-  for (size_t i = 0; i < set.points.size(); ++i) ran[i] = at_start[i].ok && set.points[i].inconsistent.empty();
+  for (size_t i = 0; i < set.points.size(); ++i)
+    ran[i] = at_start[i].ok && set.points[i].inconsistent.empty();
   auto search = [&](const std::vector<bool>& use) {
     BatchObjective f = [&](const std::vector<std::vector<double>>& units) {
       std::vector<double> values;
@@ -239,7 +248,8 @@ FitResult fit_calibration(const MeasuredSet& set, const FitOptions& options) {
 
   CompassSearchResult all = search(ran);
   const std::vector<CalibrationRow> fitted_rows = evaluator.rows({all.best})[0];
-  for (size_t k = 0; k < n; ++k) result.fitted_values.push_back(fit_value_at(set.fit[k], all.best[k]));
+  for (size_t k = 0; k < n; ++k)
+    result.fitted_values.push_back(fit_value_at(set.fit[k], all.best[k]));
   result.checks_start = evaluator.checks(start);
   result.checks_fitted = evaluator.checks(all.best);
   result.start_objective = objective(at_start, ran);
@@ -264,7 +274,8 @@ FitResult fit_calibration(const MeasuredSet& set, const FitOptions& options) {
       FitPointRow& row = result.points[i];
       row.left_out_ran = true;
       row.left_out = evaluator.rows({loo.best})[0][i];
-      for (size_t k = 0; k < n; ++k) row.left_out_values.push_back(fit_value_at(set.fit[k], loo.best[k]));
+      for (size_t k = 0; k < n; ++k)
+        row.left_out_values.push_back(fit_value_at(set.fit[k], loo.best[k]));
       search_done();
     }
   }

@@ -72,7 +72,7 @@ struct FitResult {
   // at the preset and at the values fitted on all points.
   std::vector<CheckRow> checks_start;
   std::vector<CheckRow> checks_fitted;
-  int variants_simulated = 0;               // distinct parameter sets
+  int variants_simulated = 0;  // distinct parameter sets
   int searches = 0;
   int searches_planned = 0;  // searches > 0 and < searches_planned: a partial result
 };

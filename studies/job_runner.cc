@@ -17,10 +17,10 @@
 
 namespace podsim::studies {
 
-using driver::ChildStreams;
-using driver::ScratchDir;
-using driver::require_executable;
 using driver::child_failure_text;
+using driver::ChildStreams;
+using driver::require_executable;
+using driver::ScratchDir;
 using driver::spawn_child;
 
 namespace {
@@ -35,12 +35,14 @@ struct Running {
 };
 
 pid_t spawn(const std::string& binary, const RunJob& job, const Running& files) {
-  std::vector<std::string> args = {binary, "run", job.workload_path, "--format", "csv", "--fidelity", job.fidelity};
+  std::vector<std::string> args = {binary, "run",        job.workload_path, "--format",
+                                   "csv",  "--fidelity", job.fidelity};
   for (const std::string& o : job.overrides) {
     args.push_back("--set");
     args.push_back(o);
   }
-  return spawn_child(std::move(args), ChildStreams{.stdout_path = files.out.string(), .stderr_path = files.err.string()});
+  return spawn_child(std::move(args), ChildStreams{.stdout_path = files.out.string(),
+                                                   .stderr_path = files.err.string()});
 }
 
 JobOutcome outcome_of(int status, const Running& r) {
@@ -86,13 +88,16 @@ std::vector<JobOutcome> run_jobs(const std::vector<RunJob>& jobs, const ChildRun
       if (got == running[i].pid) {
         outcomes[running[i].job] = outcome_of(status, running[i]);
         if (running[i].killed)
-          outcomes[running[i].job].error = fmt::format("timed out after {:g} s (killed)", options.timeout_seconds);
+          outcomes[running[i].job].error =
+              fmt::format("timed out after {:g} s (killed)", options.timeout_seconds);
         running.erase(running.begin() + static_cast<long>(i));
         ++done;
         reaped = true;
         if (options.on_progress) options.on_progress(done, static_cast<int>(jobs.size()));
       } else {
-        double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - running[i].start).count();
+        double age =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - running[i].start)
+                .count();
         if (options.timeout_seconds > 0 && age > options.timeout_seconds && !running[i].killed) {
           kill(running[i].pid, SIGKILL);
           running[i].killed = true;

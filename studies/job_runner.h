@@ -23,8 +23,8 @@ struct RunJob {
 };
 
 struct ChildRunOptions {
-  std::string podsim_binary;  // path of the podsim executable
-  int jobs = 1;               // children at once (>= 1)
+  std::string podsim_binary;   // path of the podsim executable
+  int jobs = 1;                // children at once (>= 1)
   double timeout_seconds = 0;  // > 0: a child running longer is killed (error row)
   // Called after each child ends with (done, total); may be empty.
   std::function<void(int done, int total)> on_progress;

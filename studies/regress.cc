@@ -25,7 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
-
 std::string number_text(double v) { return fmt::format("{}", v); }
 
 }  // namespace
@@ -52,9 +51,12 @@ Baseline parse_baseline(const std::string& json_text, const std::string& file_na
                "add \"workload\": \"../../workloads/small.yaml\"");
     b.workload = workload.Scalar();
     fs::path base = fs::path(file_name).parent_path();
-    b.workload_path = fs::path(b.workload).is_absolute() ? b.workload : (base / b.workload).lexically_normal().string();
+    b.workload_path = fs::path(b.workload).is_absolute()
+                          ? b.workload
+                          : (base / b.workload).lexically_normal().string();
     if (overrides) {
-      if (!overrides.IsSequence()) doc.fail(overrides, "\"overrides\" must be a list of \"key=value\" strings");
+      if (!overrides.IsSequence())
+        doc.fail(overrides, "\"overrides\" must be a list of \"key=value\" strings");
       for (const YAML::Node& o : overrides) {
         if (!is_string(o) || o.Scalar().find('=') == std::string::npos)
           doc.fail(o, "\"overrides\" must be a list of \"key=value\" strings");
@@ -78,7 +80,8 @@ Baseline parse_baseline(const std::string& json_text, const std::string& file_na
       MetricBaseline metric;
       metric.name = name;
       const YAML::Node v = m.get("value");
-      const std::optional<double> number = v.IsScalar() && !is_string(v) ? yaml::parse_double(v.Scalar()) : std::nullopt;
+      const std::optional<double> number =
+          v.IsScalar() && !is_string(v) ? yaml::parse_double(v.Scalar()) : std::nullopt;
       if (number) {
         metric.number = *number;
         metric.text = number_text(*metric.number);
@@ -87,13 +90,16 @@ Baseline parse_baseline(const std::string& json_text, const std::string& file_na
       } else if (is_string(v)) {
         metric.text = v.Scalar();
       } else {
-        doc.fail(v, fmt::format("metric '{}': \"value\" must be a number, boolean or string", name));
+        doc.fail(v,
+                 fmt::format("metric '{}': \"value\" must be a number, boolean or string", name));
       }
       for (const char* key : {"rel_tol", "abs_tol"}) {
         const YAML::Node tol = m.get(key);
         if (!tol) continue;
-        const std::optional<double> t = tol.IsScalar() && !is_string(tol) ? yaml::parse_double(tol.Scalar()) : std::nullopt;
-        if (!t || !(*t >= 0)) doc.fail(tol, fmt::format("metric '{}': \"{}\" must be a number >= 0", name, key));
+        const std::optional<double> t =
+            tol.IsScalar() && !is_string(tol) ? yaml::parse_double(tol.Scalar()) : std::nullopt;
+        if (!t || !(*t >= 0))
+          doc.fail(tol, fmt::format("metric '{}': \"{}\" must be a number >= 0", name, key));
         (std::string(key) == "rel_tol" ? metric.rel_tol : metric.abs_tol) = *t;
       }
       m.finish();
@@ -103,7 +109,9 @@ Baseline parse_baseline(const std::string& json_text, const std::string& file_na
   });
 }
 
-Baseline load_baseline(const std::string& path) { return parse_baseline(read_file_text(path, "baseline file"), path); }
+Baseline load_baseline(const std::string& path) {
+  return parse_baseline(read_file_text(path, "baseline file"), path);
+}
 
 std::string find_baselines_dir(const std::string& executable, const std::string& cwd) {
   std::error_code ec;
@@ -125,7 +133,8 @@ std::vector<std::string> baseline_files(const std::string& dir) {
                     "pass --baselines DIR (default reports/baselines)");
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path().string());
+    if (entry.is_regular_file() && entry.path().extension() == ".json")
+      files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty())
     throw UserError(SourceLocation{dir, 0, 0}, "the baselines folder holds no *.json baseline");
@@ -140,9 +149,12 @@ std::string baseline_json(const Baseline& b) {
   ordered_json metrics = ordered_json::object();
   for (const MetricBaseline& m : b.metrics) {
     ordered_json one;
-    if (m.number) one["value"] = *m.number;
-    else if (m.text == "true" || m.text == "false") one["value"] = m.text == "true";
-    else one["value"] = m.text;
+    if (m.number)
+      one["value"] = *m.number;
+    else if (m.text == "true" || m.text == "false")
+      one["value"] = m.text == "true";
+    else
+      one["value"] = m.text;
     if (m.number) {
       one["rel_tol"] = m.rel_tol;
       if (m.abs_tol > 0) one["abs_tol"] = m.abs_tol;
@@ -154,7 +166,8 @@ std::string baseline_json(const Baseline& b) {
 }
 
 bool BaselineComparison::passed() const {
-  return run_ok && std::all_of(metrics.begin(), metrics.end(), [](const MetricComparison& m) { return m.within_tolerance; });
+  return run_ok && std::all_of(metrics.begin(), metrics.end(),
+                               [](const MetricComparison& m) { return m.within_tolerance; });
 }
 
 BaselineComparison compare_with_baseline(const Baseline& baseline, const JobOutcome& run) {
@@ -191,7 +204,9 @@ BaselineComparison compare_with_baseline(const Baseline& baseline, const JobOutc
 }
 
 Baseline updated_baseline(const Baseline& baseline, const JobOutcome& run) {
-  if (!run.ok) throw UserError(SourceLocation{baseline.file, 0, 0}, fmt::format("cannot update: the run failed: {}", run.error));
+  if (!run.ok)
+    throw UserError(SourceLocation{baseline.file, 0, 0},
+                    fmt::format("cannot update: the run failed: {}", run.error));
   Baseline b = baseline;
   for (MetricBaseline& m : b.metrics) {
     const std::optional<std::string> actual = run.metrics.text(m.name);
@@ -214,7 +229,8 @@ std::string change_status(const MetricComparison& m) {
   const bool up = m.relative_change > 0;
   const std::string& n = m.name;
   if (n == "step_time_s" || n.starts_with("time_breakdown_s.") || n.starts_with("time_by_"))
-    return n == "step_time_s" ? (up ? "CHANGED: slower" : "CHANGED: faster") : (up ? "CHANGED: longer" : "CHANGED: shorter");
+    return n == "step_time_s" ? (up ? "CHANGED: slower" : "CHANGED: faster")
+                              : (up ? "CHANGED: longer" : "CHANGED: shorter");
   if (n == "tokens_per_second") return up ? "CHANGED: faster" : "CHANGED: slower";
   if (n == "peak_memory_bytes" || n.starts_with("memory_breakdown_bytes."))
     return up ? "CHANGED: more memory" : "CHANGED: less memory";
@@ -238,9 +254,11 @@ std::string regress_table(const std::vector<BaselineComparison>& comparisons, bo
       if (m.within_tolerance && !all_rows) continue;
       std::string change;
       if (m.numeric ? m.relative_change != 0 : m.actual != m.expected)
-        change = m.numeric && std::isfinite(m.relative_change) ? fmt::format("{:+.3f}%", 100 * m.relative_change)
-                                                               : "changed";
-      rows.push_back({name, m.name, m.expected, m.actual, change, m.within_tolerance ? "ok" : change_status(m)});
+        change = m.numeric && std::isfinite(m.relative_change)
+                     ? fmt::format("{:+.3f}%", 100 * m.relative_change)
+                     : "changed";
+      rows.push_back({name, m.name, m.expected, m.actual, change,
+                      m.within_tolerance ? "ok" : change_status(m)});
     }
   }
   std::string out;
@@ -262,23 +280,27 @@ std::string regress_table(const std::vector<BaselineComparison>& comparisons, bo
 
 RegressResult run_regress(const RegressOptions& options) {
   std::vector<Baseline> baselines;
-  for (const std::string& file : baseline_files(options.baselines_dir)) baselines.push_back(load_baseline(file));
+  for (const std::string& file : baseline_files(options.baselines_dir))
+    baselines.push_back(load_baseline(file));
   std::vector<RunJob> jobs;
-  for (const Baseline& b : baselines) jobs.push_back(RunJob{b.workload_path, b.overrides, b.fidelity});
+  for (const Baseline& b : baselines)
+    jobs.push_back(RunJob{b.workload_path, b.overrides, b.fidelity});
   std::vector<JobOutcome> outcomes = run_jobs(jobs, options.children);
   RegressResult result;
   for (size_t i = 0; i < baselines.size(); ++i) {
     result.comparisons.push_back(compare_with_baseline(baselines[i], outcomes[i]));
     if (!result.comparisons.back().passed()) result.regressed = true;
     if (options.update && outcomes[i].ok)
-      write_file_atomically(baselines[i].file, baseline_json(updated_baseline(baselines[i], outcomes[i])));
+      write_file_atomically(baselines[i].file,
+                            baseline_json(updated_baseline(baselines[i], outcomes[i])));
   }
   result.table = regress_table(result.comparisons, false);
   return result;
 }
 
 std::string shipped_baselines_dir(const std::string& flag) {
-  const std::string dir = find_baselines_dir(driver::current_executable(), fs::current_path().string());
+  const std::string dir =
+      find_baselines_dir(driver::current_executable(), fs::current_path().string());
   if (dir.empty())
     throw UserError("no reports/baselines folder here or in the source tree of this podsim",
                     fmt::format("run from the podsim repository, or pass {}", flag));
@@ -287,16 +309,21 @@ std::string shipped_baselines_dir(const std::string& flag) {
 
 int regress(const RegressRequest& r) {
   RegressOptions options;
-  options.baselines_dir = r.baselines_dir.empty() ? shipped_baselines_dir("--baselines DIR") : r.baselines_dir;
+  options.baselines_dir =
+      r.baselines_dir.empty() ? shipped_baselines_dir("--baselines DIR") : r.baselines_dir;
   options.update = r.update;
-  options.children.podsim_binary = r.podsim_binary.empty() ? driver::current_executable() : r.podsim_binary;
+  options.children.podsim_binary =
+      r.podsim_binary.empty() ? driver::current_executable() : r.podsim_binary;
   options.children.jobs = std::max(1, r.jobs);
   ProgressLine progress(stderr, 0, progress_style_of(stderr));
-  options.children.on_progress = [&progress](int done, int total) { progress.update("regress", done, total); };
+  options.children.on_progress = [&progress](int done, int total) {
+    progress.update("regress", done, total);
+  };
   RegressResult result = run_regress(options);
   progress.finish();
   fmt::print("{}", r.all_rows ? regress_table(result.comparisons, true) : result.table);
-  if (r.update) fmt::print("regress: baselines in {} rewritten from this run\n", options.baselines_dir);
+  if (r.update)
+    fmt::print("regress: baselines in {} rewritten from this run\n", options.baselines_dir);
   return result.regressed ? 1 : 0;
 }
 

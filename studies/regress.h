@@ -35,9 +35,9 @@ struct MetricBaseline {
 };
 
 struct Baseline {
-  std::string file;              // the baseline JSON
-  std::string workload;          // as written in the file
-  std::string workload_path;     // resolved against the file's folder
+  std::string file;           // the baseline JSON
+  std::string workload;       // as written in the file
+  std::string workload_path;  // resolved against the file's folder
   std::vector<std::string> overrides;
   std::string fidelity = "fast";
   std::vector<MetricBaseline> metrics;
@@ -54,9 +54,9 @@ std::string baseline_json(const Baseline& baseline);
 struct MetricComparison {
   std::string name;
   std::string expected;
-  std::string actual;           // "(missing)" when the run has no such field
-  bool numeric = false;         // both sides numbers: compared by value
-  double relative_change = 0;   // (actual - expected) / |expected|, numeric only
+  std::string actual;          // "(missing)" when the run has no such field
+  bool numeric = false;        // both sides numbers: compared by value
+  double relative_change = 0;  // (actual - expected) / |expected|, numeric only
   bool within_tolerance = true;
 };
 
@@ -75,7 +75,8 @@ Baseline updated_baseline(const Baseline& baseline, const JobOutcome& run);
 
 // A text table of the changes (only failing rows unless `all_rows`), then one
 // summary line.
-std::string regress_table(const std::vector<BaselineComparison>& comparisons, bool all_rows = false);
+std::string regress_table(const std::vector<BaselineComparison>& comparisons,
+                          bool all_rows = false);
 
 // Where the shipped baselines (reports/baselines, measured.yaml included)
 // are when no folder is given: under `cwd` when it holds them, else in the

@@ -25,24 +25,29 @@ namespace podsim::studies {
 using driver::require_executable;
 using driver::WorkloadServer;
 
-std::vector<CompileGroup> group_by_compile(const SweepSpec& spec, const std::vector<SweepPoint>& points) {
+std::vector<CompileGroup> group_by_compile(const SweepSpec& spec,
+                                           const std::vector<SweepPoint>& points) {
   constexpr std::string_view kHardware = "hardware.";
   std::vector<CompileGroup> groups;
   for (size_t i = 0; i < points.size(); ++i) {
     const std::vector<std::string> overrides = points[i].overrides(spec);
     // A whole-preset `hardware=...` override is applied in order with the
     // hardware.* keys by `run --set`: such a point keeps them all in --set.
-    const bool preset = std::any_of(overrides.begin(), overrides.end(),
-                                    [](const std::string& o) { return o.starts_with("hardware="); });
+    const bool preset = std::any_of(overrides.begin(), overrides.end(), [](const std::string& o) {
+      return o.starts_with("hardware=");
+    });
     std::vector<std::string> compile;
     std::vector<std::pair<std::string, std::string>> variant;
     for (const std::string& o : overrides) {
       const size_t eq = o.find('=');
       // A serve line is whitespace-separated words: a value with a space stays in --set.
       const bool serve_word = !preset && o.starts_with(kHardware) && eq != std::string::npos &&
-                              eq > kHardware.size() && o.find_first_of(" \t\r\n") == std::string::npos;
-      if (serve_word) variant.emplace_back(o.substr(kHardware.size(), eq - kHardware.size()), o.substr(eq + 1));
-      else compile.push_back(o);
+                              eq > kHardware.size() &&
+                              o.find_first_of(" \t\r\n") == std::string::npos;
+      if (serve_word)
+        variant.emplace_back(o.substr(kHardware.size(), eq - kHardware.size()), o.substr(eq + 1));
+      else
+        compile.push_back(o);
     }
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const CompileGroup& g) { return g.compile_overrides == compile; });
@@ -62,7 +67,8 @@ std::vector<CompileGroup> split_for_jobs(std::vector<CompileGroup> groups, size_
     size_t best = groups.size();
     for (size_t g = 0; g < groups.size(); ++g)
       if (groups[g].points.size() >= 2 * (parts[g] + 1) &&
-          (best == groups.size() || groups[g].points.size() * parts[best] > groups[best].points.size() * parts[g]))
+          (best == groups.size() ||
+           groups[g].points.size() * parts[best] > groups[best].points.size() * parts[g]))
         best = g;
     if (best == groups.size()) break;
     ++parts[best];
@@ -98,7 +104,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+std::vector<PointResult> run_sweep_points(const SweepSpec& spec,
+                                          const std::vector<SweepPoint>& points,
                                           const ChildRunOptions& options, SweepRunStats* stats) {
   const std::string fidelity = "fast";
   std::vector<PointResult> results(points.size());
@@ -115,8 +122,10 @@ std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vect
   std::vector<size_t> alone;  // points run as one-point children
   std::vector<size_t> to_serve;
   for (size_t g = 0; g < groups.size(); ++g) {
-    if (groups[g].points.size() >= 2) to_serve.push_back(g);
-    else alone.insert(alone.end(), groups[g].points.begin(), groups[g].points.end());
+    if (groups[g].points.size() >= 2)
+      to_serve.push_back(g);
+    else
+      alone.insert(alone.end(), groups[g].points.begin(), groups[g].points.end());
   }
   if (!to_serve.empty()) require_executable(options.podsim_binary);
   std::vector<Serving> serving;
@@ -148,7 +157,8 @@ std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vect
     for (size_t i = 0; i < serving.size(); ++i) {
       Serving& s = serving[i];
       const CompileGroup& g = groups[s.group];
-      const bool ready = s.server->buffered_answer() || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+      const bool ready =
+          s.server->buffered_answer() || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
       if (ready) {
         JobOutcome answer = s.server->receive();
         const size_t p = g.points[s.answered++];
@@ -169,11 +179,13 @@ std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vect
         while (s.answered < g.points.size()) alone.push_back(g.points[s.answered++]);
       }
     }
-    std::erase_if(serving, [&](const Serving& s) { return s.answered == groups[s.group].points.size(); });
+    std::erase_if(serving,
+                  [&](const Serving& s) { return s.answered == groups[s.group].points.size(); });
   }
   std::sort(alone.begin(), alone.end());
   std::vector<RunJob> jobs;
-  for (size_t p : alone) jobs.push_back(RunJob{spec.base_workload, points[p].overrides(spec), fidelity});
+  for (size_t p : alone)
+    jobs.push_back(RunJob{spec.base_workload, points[p].overrides(spec), fidelity});
   counted.point_children = static_cast<int>(jobs.size());
   ChildRunOptions alone_options = options;
   const int done_before = done;
@@ -192,7 +204,6 @@ std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vect
   return results;
 }
 
-
 namespace {
 
 // --plot's checks, before any point runs: a table to read, gnuplot present,
@@ -202,10 +213,12 @@ void check_plot_request(const SweepRequest& r, const std::vector<std::string>& m
   if (!r.plot.ends_with(".svg") && !r.plot.ends_with(".png"))
     throw UserError(where, "--plot writes an .svg or .png file", "e.g. --plot results.svg");
   if (r.output.empty() || r.output == "-")
-    throw UserError(where, "--plot reads the results table, which goes to stdout here", "add -o results.csv");
+    throw UserError(where, "--plot reads the results table, which goes to stdout here",
+                    "add -o results.csv");
   if (!gnuplot_installed())
-    throw UserError(where, "--plot needs gnuplot, which is not on PATH; nothing was run",
-                    "install it (apt-get install gnuplot-nox), or drop --plot and plot the CSV yourself");
+    throw UserError(
+        where, "--plot needs gnuplot, which is not on PATH; nothing was run",
+        "install it (apt-get install gnuplot-nox), or drop --plot and plot the CSV yourself");
   reports::check_plot_metrics(metrics, reports::report_columns());
 }
 
@@ -214,9 +227,11 @@ bool plot_sweep(const SweepSpec& spec, const std::string& csv_path, const std::s
                 const std::vector<std::string>& metrics) {
   reports::SweepPlotAxes axes{spec.name, {}};
   for (const SweepAxis& axis : spec.axes) axes.axis_keys.push_back(axis.keys.front());
-  const std::vector<std::vector<std::string>> rows = parse_csv(read_file_text(csv_path, "sweep table"), csv_path);
+  const std::vector<std::vector<std::string>> rows =
+      parse_csv(read_file_text(csv_path, "sweep table"), csv_path);
   const std::string script_path = plot_path + ".gp";
-  if (run_gnuplot(reports::sweep_gnuplot_script(axes, rows, metrics, plot_path), script_path)) return true;
+  if (run_gnuplot(reports::sweep_gnuplot_script(axes, rows, metrics, plot_path), script_path))
+    return true;
   fmt::print(stderr, "podsim sweep: gnuplot failed; the script is in {}\n", script_path);
   return false;
 }
@@ -226,14 +241,17 @@ bool plot_sweep(const SweepSpec& spec, const std::string& csv_path, const std::s
 void check_sweep_keys(const SweepSpec& spec, const std::vector<SweepPoint>& points) {
   if (points.empty()) return;
   try {
-    const workloads::Workload workload = workloads::load_workload(spec.base_workload, points.front().overrides(spec));
+    const workloads::Workload workload =
+        workloads::load_workload(spec.base_workload, points.front().overrides(spec));
     driver::workload_hardware(workload);
   } catch (const UserError& e) {
     if (!e.message().starts_with("unknown ")) return;
     for (const auto& [key, where] : spec.key_locations)
       if (e.location().file.starts_with("--set " + key + "="))
-        throw UserError(where, fmt::format("{} (a key of the base workload {})", e.message(), spec.base_workload),
-                        std::regex_replace(e.hint(), std::regex("--set ([^=]+)=[^?]*\\?"), "'$1'?"));
+        throw UserError(
+            where,
+            fmt::format("{} (a key of the base workload {})", e.message(), spec.base_workload),
+            std::regex_replace(e.hint(), std::regex("--set ([^=]+)=[^?]*\\?"), "'$1'?"));
   }
 }
 
@@ -244,7 +262,8 @@ int run_sweep(const SweepRequest& r) {
   if (r.jobs < 1) throw UserError(fmt::format("-j must be at least 1, not {}", r.jobs));
   const std::vector<std::string> metrics =
       r.plot_metrics.empty() ? std::vector<std::string>{"step_time_s"} : r.plot_metrics;
-  if (!r.plot.empty()) check_plot_request(r, metrics);
+  if (!r.plot.empty())
+    check_plot_request(r, metrics);
   else if (!r.plot_metrics.empty())
     throw UserError(SourceLocation{"--plot-metric " + r.plot_metrics.front(), 0, 0},
                     "--plot-metric chooses what --plot draws", "add --plot results.svg");
@@ -264,15 +283,20 @@ int run_sweep(const SweepRequest& r) {
   write_file_atomically(r.output, sweep_csv(spec, results, reports::report_columns()));
   if (!r.jsonl.empty()) write_file_atomically(r.jsonl, sweep_json_lines(spec, results));
   const bool plotted = r.plot.empty() || plot_sweep(spec, r.output, r.plot, metrics);
-  fmt::print(stderr, "sweep {}: {} point(s), {} failed; children: {} run --serve (points sharing a compile), {} one-point\n",
+  fmt::print(stderr,
+             "sweep {}: {} point(s), {} failed; children: {} run --serve (points sharing a "
+             "compile), {} one-point\n",
              spec.name, results.size(), failed, stats.serve_children, stats.point_children);
   return failed == 0 && plotted ? 0 : 1;
 }
 
 int merge_sweep_files(const std::vector<std::string>& inputs, const std::string& output) {
-  if (inputs.empty()) throw UserError("sweep merge needs at least one CSV", "podsim sweep merge A.csv B.csv -o out.csv");
+  if (inputs.empty())
+    throw UserError("sweep merge needs at least one CSV",
+                    "podsim sweep merge A.csv B.csv -o out.csv");
   std::vector<std::pair<std::string, std::string>> files;
-  for (const std::string& path : inputs) files.emplace_back(path, read_file_text(path, "sweep table"));
+  for (const std::string& path : inputs)
+    files.emplace_back(path, read_file_text(path, "sweep table"));
   write_file_atomically(output, merge_sweep_csvs(files));
   return 0;
 }

@@ -18,11 +18,13 @@ namespace podsim::studies {
 // keys (`compile_overrides`, for --set), each point's hardware.* overrides
 // (`variants`, for a `run --serve` line), in first-seen order.
 struct CompileGroup {
-  std::vector<std::string> compile_overrides;       // "key=value"
-  std::vector<size_t> points;                       // indices into the points
-  std::vector<std::vector<std::pair<std::string, std::string>>> variants;  // per point: key without "hardware."
+  std::vector<std::string> compile_overrides;  // "key=value"
+  std::vector<size_t> points;                  // indices into the points
+  std::vector<std::vector<std::pair<std::string, std::string>>>
+      variants;  // per point: key without "hardware."
 };
-std::vector<CompileGroup> group_by_compile(const SweepSpec& spec, const std::vector<SweepPoint>& points);
+std::vector<CompileGroup> group_by_compile(const SweepSpec& spec,
+                                           const std::vector<SweepPoint>& points);
 
 // Fewer groups than `jobs` leave cores idle: the largest groups are cut into
 // contiguous parts (neighbours in the grid tend to share a variant program
@@ -44,20 +46,22 @@ struct SweepRunStats {
 // are cut by split_for_jobs); timeout_seconds bounds each answer (the first
 // includes the compile). A point a server rejects, or could not answer, runs
 // alone as before.
-std::vector<PointResult> run_sweep_points(const SweepSpec& spec, const std::vector<SweepPoint>& points,
-                                          const ChildRunOptions& options, SweepRunStats* stats = nullptr);
+std::vector<PointResult> run_sweep_points(const SweepSpec& spec,
+                                          const std::vector<SweepPoint>& points,
+                                          const ChildRunOptions& options,
+                                          SweepRunStats* stats = nullptr);
 
 // What `podsim sweep SWEEP.yaml` was asked.
 struct SweepRequest {
   std::string sweep_file;
-  int jobs = 1;             // children at once
-  std::string shard;        // I/N, empty = all points
-  std::string output;       // results CSV, empty or "-" = stdout
-  std::string jsonl;        // also write JSON lines here
-  std::string plot;         // plot file (svg|png), drawn with gnuplot
+  int jobs = 1;                           // children at once
+  std::string shard;                      // I/N, empty = all points
+  std::string output;                     // results CSV, empty or "-" = stdout
+  std::string jsonl;                      // also write JSON lines here
+  std::string plot;                       // plot file (svg|png), drawn with gnuplot
   std::vector<std::string> plot_metrics;  // empty = step_time_s
-  std::string podsim_binary;  // empty = this executable
-  double timeout_seconds = 0;  // kill a point running longer (0 = never)
+  std::string podsim_binary;              // empty = this executable
+  double timeout_seconds = 0;             // kill a point running longer (0 = never)
 };
 
 // The sweep's keys checked against its base workload before any point runs:

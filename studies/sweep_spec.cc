@@ -13,9 +13,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "common/csv.h"
 #include "common/error.h"
 #include "common/files.h"
-#include "common/csv.h"
 #include "common/yaml_reader.h"
 
 namespace podsim::studies {
@@ -23,15 +23,19 @@ namespace {
 
 std::string scalar(const yaml::Document& doc, const YAML::Node& node, const std::string& what) {
   if (!node.IsScalar())
-    doc.fail(node, fmt::format("{} must be a single value", what), "write a number or a word, e.g. 16 or auto");
+    doc.fail(node, fmt::format("{} must be a single value", what),
+             "write a number or a word, e.g. 16 or auto");
   return node.Scalar();
 }
 
-std::vector<std::string> value_list(const yaml::Document& doc, const YAML::Node& node, const std::string& key) {
+std::vector<std::string> value_list(const yaml::Document& doc, const YAML::Node& node,
+                                    const std::string& key) {
   if (!node.IsSequence() || node.size() == 0)
-    doc.fail(node, fmt::format("'{}' must list the values to sweep", key), fmt::format("write e.g. {}: [8, 16, 32]", key));
+    doc.fail(node, fmt::format("'{}' must list the values to sweep", key),
+             fmt::format("write e.g. {}: [8, 16, 32]", key));
   std::vector<std::string> values;
-  for (const YAML::Node& v : node) values.push_back(scalar(doc, v, fmt::format("a value of '{}'", key)));
+  for (const YAML::Node& v : node)
+    values.push_back(scalar(doc, v, fmt::format("a value of '{}'", key)));
   return values;
 }
 
@@ -46,13 +50,15 @@ SweepAxis zip_group(const yaml::Document& doc, const YAML::Node& group, std::set
   // Keys are workload keys, checked by studies/sweep.cc before any point runs.
   const yaml::MapReader group_keys(doc, group, "zip");
   for (const yaml::MapReader::Entry& e : group_keys.entries()) {
-    if (!seen.insert(e.key).second) doc.fail(e.key_node, fmt::format("'{}' is swept twice", e.key), "sweep each key in one place");
+    if (!seen.insert(e.key).second)
+      doc.fail(e.key_node, fmt::format("'{}' is swept twice", e.key),
+               "sweep each key in one place");
     columns.push_back(value_list(doc, e.value, e.key));
     if (axis.keys.empty()) length = columns.back().size();
     if (columns.back().size() != length)
       doc.fail(e.value,
-               fmt::format("'{}' has {} values but the zip group's first key has {}", e.key, columns.back().size(),
-                           length),
+               fmt::format("'{}' has {} values but the zip group's first key has {}", e.key,
+                           columns.back().size(), length),
                "zipped lists advance together: give them the same length");
     axis.keys.push_back(e.key);
     key_locations.emplace_back(e.key, doc.at(e.key_node));
@@ -99,24 +105,32 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name
   const std::filesystem::path base_path(base);
   spec.base_workload = base_path.is_absolute()
                            ? base
-                           : (std::filesystem::path(file_name).parent_path() / base_path).lexically_normal().string();
+                           : (std::filesystem::path(file_name).parent_path() / base_path)
+                                 .lexically_normal()
+                                 .string();
   if (spec.name.empty()) spec.name = std::filesystem::path(file_name).stem().string();
   // The keys below set, grid and zip are workload keys: studies/sweep.cc
   // checks them against the base workload before any point runs.
   if (const YAML::Node set = top.get("set")) {
-    if (!set.IsMap()) doc.fail(set, "'set' must map keys to values", "write e.g. set: {training.remat: auto}");
+    if (!set.IsMap())
+      doc.fail(set, "'set' must map keys to values", "write e.g. set: {training.remat: auto}");
     const yaml::MapReader set_keys(doc, set, "set");
     for (const yaml::MapReader::Entry& e : set_keys.entries()) {
-      spec.fixed_overrides.push_back(e.key + "=" + scalar(doc, e.value, fmt::format("'set.{}'", e.key)));
+      spec.fixed_overrides.push_back(e.key + "=" +
+                                     scalar(doc, e.value, fmt::format("'set.{}'", e.key)));
       spec.key_locations.emplace_back(e.key, doc.at(e.key_node));
     }
   }
   std::set<std::string> seen;
   if (const YAML::Node grid = top.get("grid")) {
-    if (!grid.IsMap()) doc.fail(grid, "'grid' must map keys to value lists", "write e.g. grid: {model.layers: [32, 64]}");
+    if (!grid.IsMap())
+      doc.fail(grid, "'grid' must map keys to value lists",
+               "write e.g. grid: {model.layers: [32, 64]}");
     const yaml::MapReader grid_keys(doc, grid, "grid");
     for (const yaml::MapReader::Entry& e : grid_keys.entries()) {
-      if (!seen.insert(e.key).second) doc.fail(e.key_node, fmt::format("'{}' is swept twice", e.key), "sweep each key in one place");
+      if (!seen.insert(e.key).second)
+        doc.fail(e.key_node, fmt::format("'{}' is swept twice", e.key),
+                 "sweep each key in one place");
       spec.key_locations.emplace_back(e.key, doc.at(e.key_node));
       SweepAxis axis;
       axis.keys = {e.key};
@@ -126,7 +140,8 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name
   }
   if (const YAML::Node zip = top.get("zip")) {
     if (zip.IsSequence()) {
-      for (const YAML::Node& group : zip) spec.axes.push_back(zip_group(doc, group, seen, spec.key_locations));
+      for (const YAML::Node& group : zip)
+        spec.axes.push_back(zip_group(doc, group, seen, spec.key_locations));
     } else {
       spec.axes.push_back(zip_group(doc, zip, seen, spec.key_locations));
     }
@@ -137,7 +152,9 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file_name
   return spec;
 }
 
-SweepSpec load_sweep(const std::string& path) { return parse_sweep(read_file_text(path, "sweep file"), path); }
+SweepSpec load_sweep(const std::string& path) {
+  return parse_sweep(read_file_text(path, "sweep file"), path);
+}
 
 std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
   int64_t total = 1;
@@ -176,15 +193,18 @@ ShardSpec parse_shard(const std::string& text) {
     shard.count = std::stoll(count, &used);
     if (used != count.size()) throw std::invalid_argument("trailing");
   } catch (const std::exception&) {
-    throw UserError(where, fmt::format("bad shard '{}'", text), "write I/N with 1 <= I <= N, e.g. --shard 3/8");
+    throw UserError(where, fmt::format("bad shard '{}'", text),
+                    "write I/N with 1 <= I <= N, e.g. --shard 3/8");
   }
   if (shard.count < 1 || shard.index < 1 || shard.index > shard.count)
-    throw UserError(where, fmt::format("shard {} is not between 1 and {}", shard.index, shard.count),
-                    "write I/N with 1 <= I <= N, e.g. --shard 3/8 (as SLURM_ARRAY_TASK_ID/N with --array=1-N)");
+    throw UserError(
+        where, fmt::format("shard {} is not between 1 and {}", shard.index, shard.count),
+        "write I/N with 1 <= I <= N, e.g. --shard 3/8 (as SLURM_ARRAY_TASK_ID/N with --array=1-N)");
   return shard;
 }
 
-std::vector<SweepPoint> select_shard(const std::vector<SweepPoint>& points, const ShardSpec& shard) {
+std::vector<SweepPoint> select_shard(const std::vector<SweepPoint>& points,
+                                     const ShardSpec& shard) {
   std::vector<SweepPoint> out;
   for (const SweepPoint& p : points)
     if (p.index % shard.count == shard.index - 1) out.push_back(p);
@@ -194,8 +214,9 @@ std::vector<SweepPoint> select_shard(const std::vector<SweepPoint>& points, cons
 namespace {
 
 void sort_by_point(std::vector<PointResult>& results) {
-  std::sort(results.begin(), results.end(),
-            [](const PointResult& a, const PointResult& b) { return a.point.index < b.point.index; });
+  std::sort(results.begin(), results.end(), [](const PointResult& a, const PointResult& b) {
+    return a.point.index < b.point.index;
+  });
 }
 
 std::string csv_line(const std::vector<std::string>& fields) {
@@ -260,14 +281,17 @@ std::string sweep_json_lines(const SweepSpec& spec, std::vector<PointResult> res
   return out;
 }
 
-std::string merge_sweep_csvs(const std::vector<std::pair<std::string, std::string>>& files_and_texts) {
-  if (files_and_texts.empty()) throw UserError("sweep merge: no input files", "give the shard CSV files to join");
+std::string merge_sweep_csvs(
+    const std::vector<std::pair<std::string, std::string>>& files_and_texts) {
+  if (files_and_texts.empty())
+    throw UserError("sweep merge: no input files", "give the shard CSV files to join");
   std::vector<std::string> header;
   std::map<int64_t, std::vector<std::string>> rows;
   for (const auto& [file, text] : files_and_texts) {
     std::vector<std::vector<std::string>> table = parse_csv(text, file);
     if (table.empty() || table[0].empty() || table[0][0] != "point")
-      throw UserError(SourceLocation{file, 1, 1}, "not a sweep result table (no 'point' column first)",
+      throw UserError(SourceLocation{file, 1, 1},
+                      "not a sweep result table (no 'point' column first)",
                       "merge the CSV files written by 'podsim sweep -o'");
     if (header.empty()) {
       header = table[0];
@@ -281,11 +305,13 @@ std::string merge_sweep_csvs(const std::vector<std::pair<std::string, std::strin
       try {
         point = std::stoll(table[r][0]);
       } catch (const std::exception&) {
-        throw UserError(where, fmt::format("bad point number '{}'", table[r][0]), "is the file a sweep table?");
+        throw UserError(where, fmt::format("bad point number '{}'", table[r][0]),
+                        "is the file a sweep table?");
       }
       if (table[r].size() != header.size())
-        throw UserError(where, fmt::format("row has {} fields, the header {}", table[r].size(), header.size()),
-                        "is the file complete?");
+        throw UserError(
+            where, fmt::format("row has {} fields, the header {}", table[r].size(), header.size()),
+            "is the file complete?");
       if (!rows.emplace(point, table[r]).second)
         throw UserError(where, fmt::format("point {} appears twice", point),
                         "each shard must come from a different --shard I/N");

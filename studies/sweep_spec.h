@@ -35,7 +35,7 @@ struct SweepAxis {
 struct SweepSpec {
   std::string name;
   std::string source_file;
-  std::string base_workload;  // resolved path
+  std::string base_workload;                 // resolved path
   std::vector<std::string> fixed_overrides;  // "key=value"
   std::vector<SweepAxis> axes;
   // Where each key of set, grid and zip is written in the sweep file.
@@ -44,7 +44,7 @@ struct SweepSpec {
 };
 
 struct SweepPoint {
-  int64_t index = 0;  // 0-based position in the full grid
+  int64_t index = 0;                                        // 0-based position in the full grid
   std::vector<std::pair<std::string, std::string>> values;  // swept key -> value
   // fixed overrides then the swept ones, as "key=value" for --set
   std::vector<std::string> overrides(const SweepSpec& spec) const;
@@ -68,7 +68,7 @@ std::vector<SweepPoint> select_shard(const std::vector<SweepPoint>& points, cons
 struct PointResult {
   SweepPoint point;
   bool ok = false;
-  std::string error;  // one line, when !ok
+  std::string error;            // one line, when !ok
   reports::FlatReport metrics;  // the point's report, when ok
 };
 
@@ -84,7 +84,7 @@ std::string sweep_json_lines(const SweepSpec& spec, std::vector<PointResult> res
 // Joins the CSV tables of the shards of one sweep (same header) into one
 // table ordered by point; UserError (naming the file) on a header mismatch or
 // a point present twice.
-std::string merge_sweep_csvs(const std::vector<std::pair<std::string, std::string>>& files_and_texts);
-
+std::string merge_sweep_csvs(
+    const std::vector<std::pair<std::string, std::string>>& files_and_texts);
 
 }  // namespace podsim::studies

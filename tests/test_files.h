@@ -18,9 +18,13 @@ inline std::string read_file(const std::filesystem::path& path) {
 }
 
 // A path in the source tree (PODSIM_SOURCE_DIR is the repo root).
-inline std::string source_path(const std::string& relative) { return std::string(PODSIM_SOURCE_DIR) + "/" + relative; }
+inline std::string source_path(const std::string& relative) {
+  return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+}
 
 // The bytes of a source-tree file.
-inline std::string read_source_file(const std::string& relative) { return read_file(source_path(relative)); }
+inline std::string read_source_file(const std::string& relative) {
+  return read_file(source_path(relative));
+}
 
 }  // namespace podsim::test_files

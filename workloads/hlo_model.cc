@@ -23,7 +23,8 @@ namespace {
 double dot_flops(const compiler::Computation& comp, const compiler::Instruction& dot) {
   const compiler::Shape& lhs = comp.instr(dot.operand(0)).shape;
   double contracted = 1;
-  for (int64_t d : dot.attrs.dot.lhs_contracting) contracted *= static_cast<double>(lhs.dim(static_cast<int>(d)));
+  for (int64_t d : dot.attrs.dot.lhs_contracting)
+    contracted *= static_cast<double>(lhs.dim(static_cast<int>(d)));
   return 2.0 * static_cast<double>(dot.shape.num_elements()) * contracted;
 }
 
@@ -32,9 +33,10 @@ double dot_flops(const compiler::Computation& comp, const compiler::Instruction&
 BuiltModel build_hlo_model(const Workload& workload, compiler::DeviceMesh mesh) {
   const SourceLocation where{workload.source_file, 0, 0};
   if (!workload.sharding.empty())
-    throw UserError(workload.sharding_locations.empty() ? where : workload.sharding_locations.front(),
-                    "a 'sharding' section does not apply to model.kind hlo",
-                    "an HLO module carries its own sharding annotations; remove the section");
+    throw UserError(
+        workload.sharding_locations.empty() ? where : workload.sharding_locations.front(),
+        "a 'sharding' section does not apply to model.kind hlo",
+        "an HLO module carries its own sharding annotations; remove the section");
   std::filesystem::path file(workload.model.file);
   if (file.is_relative()) file = std::filesystem::path(workload.source_file).parent_path() / file;
   auto key_at = [&](const std::string& key) {
@@ -42,19 +44,22 @@ BuiltModel build_hlo_model(const Workload& workload, compiler::DeviceMesh mesh) 
     return it == workload.model.key_locations.end() ? where : it->second;
   };
   if (!std::filesystem::exists(file))
-    throw UserError(key_at("model.file"), fmt::format("model.file '{}' not found (looked at {})", workload.model.file, file.string()),
-                    "the path is relative to the workload YAML");
+    throw UserError(
+        key_at("model.file"),
+        fmt::format("model.file '{}' not found (looked at {})", workload.model.file, file.string()),
+        "the path is relative to the workload YAML");
   compiler::Module module = compiler::parse_hlo_file(file.string());
   compiler::verify_module(module);
   const int64_t devices = mesh.num_devices();
   if (module.num_partitions() > 1 && module.num_partitions() != devices)
-    throw UserError(workload.mesh.axes_location.file.empty() ? where : workload.mesh.axes_location,
-                    fmt::format("the HLO module is compiled for {} partitions but the mesh has {} devices",
-                                module.num_partitions(), devices),
-                    "make mesh.axes multiply to the module's num_partitions");
+    throw UserError(
+        workload.mesh.axes_location.file.empty() ? where : workload.mesh.axes_location,
+        fmt::format("the HLO module is compiled for {} partitions but the mesh has {} devices",
+                    module.num_partitions(), devices),
+        "make mesh.axes multiply to the module's num_partitions");
   module.set_num_partitions(devices);
-  ModelInfo info =
-      hlo_model_info(module, workload.training.enabled, workload.model.global_batch * workload.model.seq_len);
+  ModelInfo info = hlo_model_info(module, workload.training.enabled,
+                                  workload.model.global_batch * workload.model.seq_len);
   return BuiltModel{std::move(module), std::move(mesh), info};
 }
 
@@ -94,7 +99,9 @@ int64_t per_device_module_parameters(const compiler::Module& module) {
       int64_t tiles = 1;
       if (sharding) {
         const compiler::Sharding& leaf =
-            sharding->is_tuple() && i < sharding->tuple_elements().size() ? sharding->tuple_elements()[i] : *sharding;
+            sharding->is_tuple() && i < sharding->tuple_elements().size()
+                ? sharding->tuple_elements()[i]
+                : *sharding;
         tiles = leaf.is_tiled() ? leaf.num_tiles() : 1;
       }
       total += leaves[i]->num_elements() * tiles;

@@ -24,7 +24,8 @@ compiler::DeviceMesh make_mesh(const Workload& workload) {
   for (const auto& [name, size] : workload.mesh.axes) axes.push_back({name, size});
   // Logical device ids are row-major over the axes; `mesh.order` is where they
   // land on the physical cores (hw_models placement), not a relabelling here.
-  return compiler::DeviceMesh(std::move(axes), std::nullopt, SourceLocation{workload.source_file, 0, 0});
+  return compiler::DeviceMesh(std::move(axes), std::nullopt,
+                              SourceLocation{workload.source_file, 0, 0});
 }
 
 InstrId final_norm(TransformerContext& ctx, const std::string& name, InstrId x) {
@@ -55,17 +56,20 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
 
   std::optional<std::string> token_sharding;
   if (table.mapping("activations"))
-    token_sharding = table.sharding_of({table.axis_of("activations", 0), table.axis_of("activations", 1)});
+    token_sharding =
+        table.sharding_of({table.axis_of("activations", 0), table.axis_of("activations", 1)});
   const Shape token_shape(DType::kS32, {batch, m.seq_len});
   InstrId tokens = g.input("tokens", token_shape, token_sharding);
   InstrId targets = g.input("targets", token_shape, token_sharding);
   g.set_scope("embedding");
-  InstrId embedding = g.weight("embedding/token", {m.vocab, m.model_dim}, table.sharding("embedding"));
+  InstrId embedding =
+      g.weight("embedding/token", {m.vocab, m.model_dim}, table.sharding("embedding"));
   std::optional<InstrId> positions;
   if (m.position == PositionKind::kLearned) {
     std::optional<std::string> sharding;
     if (table.mapping("activations"))
-      sharding = table.sharding_of({table.axis_of("activations", 1), table.axis_of("activations", 2)});
+      sharding =
+          table.sharding_of({table.axis_of("activations", 1), table.axis_of("activations", 2)});
     positions = g.weight("embedding/position", {m.seq_len, m.model_dim}, sharding);
   }
 
@@ -78,8 +82,9 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     AttentionExtras extras = attention_extras(ctx, "encoder", /*causal=*/false);
     g.set_scope("encoder/embedding");
     InstrId x = embed(ctx, tokens, embedding, positions);
-    x = m.layer_loop == LayerLoop::kScan ? run_scanned_layers(ctx, encoder, x, extras, std::nullopt, where)
-                               : run_layers(ctx, encoder, x, extras, std::nullopt);
+    x = m.layer_loop == LayerLoop::kScan
+            ? run_scanned_layers(ctx, encoder, x, extras, std::nullopt, where)
+            : run_layers(ctx, encoder, x, extras, std::nullopt);
     memory = final_norm(ctx, "encoder/final_norm", x);
     // Teacher forcing: the decoder reads the targets shifted right by one,
     // with token 0 as the start token.
@@ -92,24 +97,28 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
   InstrId x;
   if (t.pipeline_stages > 1) {
     if (m.layer_loop == LayerLoop::kScan)
-      throw UserError(where, "model.layer_loop = scan with training.pipeline_stages > 1",
-                      "a pipelined stack already stacks its stages' weights: set model.layer_loop: unrolled");
+      throw UserError(
+          where, "model.layer_loop = scan with training.pipeline_stages > 1",
+          "a pipelined stack already stacks its stages' weights: set model.layer_loop: unrolled");
     // GSPMD pipelining: the decoder layers run as S stage-stacked stages
     // (pipelined_stack.h); embedding and loss stay outside the pipeline.
     g.set_scope("embedding");
     x = embed(ctx, decoder_tokens, embedding, positions);
-    x = run_pipelined_stack(ctx, x, PipelinedStackRequest{t.pipeline_stages, t.microbatches, where});
+    x = run_pipelined_stack(ctx, x,
+                            PipelinedStackRequest{t.pipeline_stages, t.microbatches, where});
   } else {
     AttentionExtras extras = attention_extras(ctx, "decoder", /*causal=*/true);
     g.set_scope("embedding");
     x = embed(ctx, decoder_tokens, embedding, positions);
-    x = m.layer_loop == LayerLoop::kScan ? run_scanned_layers(ctx, decoder, x, extras, memory, where)
-                               : run_layers(ctx, decoder, x, extras, memory);
+    x = m.layer_loop == LayerLoop::kScan
+            ? run_scanned_layers(ctx, decoder, x, extras, memory, where)
+            : run_layers(ctx, decoder, x, extras, memory);
   }
   x = final_norm(ctx, "final_norm", x);
   g.set_scope("embedding");
-  InstrId output_table =
-      m.tied_embedding ? embedding : g.weight("embedding/logits", {m.vocab, m.model_dim}, table.sharding("embedding"));
+  InstrId output_table = m.tied_embedding ? embedding
+                                          : g.weight("embedding/logits", {m.vocab, m.model_dim},
+                                                     table.sharding("embedding"));
   InstrId loss = softmax_cross_entropy(ctx, x, output_table, targets);
   g.finish(loss, workload.name);
   module.set_num_partitions(workload.mesh.device_count());
@@ -126,7 +135,8 @@ BuiltModel build_model(const Workload& workload) {
   std::vector<LayerPlan> plan = plan_layers(workload.model, where);
   compiler::Module module = build_transformer(workload, table, plan);
   compiler::verify_module(module);
-  return BuiltModel{std::move(module), std::move(mesh), transformer_model_info(workload.model, where)};
+  return BuiltModel{std::move(module), std::move(mesh),
+                    transformer_model_info(workload.model, where)};
 }
 
 }  // namespace podsim::workloads

@@ -15,8 +15,8 @@
 namespace podsim::workloads {
 
 struct ModelInfo {
-  int64_t parameters = 0;        // trainable parameter count (published totals)
-  int64_t tokens_per_step = 0;   // global_batch x seq_len
+  int64_t parameters = 0;       // trainable parameter count (published totals)
+  int64_t tokens_per_step = 0;  // global_batch x seq_len
   // Model FLOPs of one training step, global: 6 x P x tokens plus attention
   // (scores and context: 12 x layers x seq_len x heads x head_dim per token
   // with backward), no remat (the MFU numerator; PaLM appendix B).

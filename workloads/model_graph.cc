@@ -33,7 +33,8 @@ InstrId ModelGraph::weight_parameter(const std::string& name, std::vector<int64_
                                      const std::optional<std::string>& sharding) {
   weights_.push_back(WeightRecord{name, dims, sharding});
   if (weight_source_) return weight_source_(weights_.size() - 1, weights_.back());
-  InstrId p = builder_.parameter(next_parameter_++, Shape(param_, std::move(dims)), instruction_name("param", name));
+  InstrId p = builder_.parameter(next_parameter_++, Shape(param_, std::move(dims)),
+                                 instruction_name("param", name));
   builder_.set_op_name(p, "param/" + name);
   if (sharding) builder_.set_sharding(p, *sharding);
   return p;
@@ -48,8 +49,10 @@ InstrId ModelGraph::argument(const std::string& name, Shape shape) {
   return builder_.parameter(next_parameter_++, std::move(shape), name);
 }
 
-InstrId ModelGraph::input(const std::string& name, Shape shape, const std::optional<std::string>& sharding) {
-  InstrId p = builder_.parameter(next_parameter_++, std::move(shape), instruction_name("input", name));
+InstrId ModelGraph::input(const std::string& name, Shape shape,
+                          const std::optional<std::string>& sharding) {
+  InstrId p =
+      builder_.parameter(next_parameter_++, std::move(shape), instruction_name("input", name));
   builder_.set_op_name(p, "input/" + name);
   if (sharding) builder_.set_sharding(p, *sharding);
   return p;
@@ -62,14 +65,15 @@ InstrId ModelGraph::annotate(InstrId value, const std::optional<std::string>& sh
   return a;
 }
 
-InstrId ModelGraph::einsum(const std::string& spec, InstrId lhs, InstrId rhs, const std::string& name,
-                           std::optional<DType> result) {
+InstrId ModelGraph::einsum(const std::string& spec, InstrId lhs, InstrId rhs,
+                           const std::string& name, std::optional<DType> result) {
   const auto comma = spec.find(',');
   const auto arrow = spec.find("->");
   assert(comma != std::string::npos && arrow != std::string::npos);
   const std::string a = spec.substr(0, comma), b = spec.substr(comma + 1, arrow - comma - 1),
                     out = spec.substr(arrow + 2);
-  assert(static_cast<int>(a.size()) == shape(lhs).rank() && static_cast<int>(b.size()) == shape(rhs).rank());
+  assert(static_cast<int>(a.size()) == shape(lhs).rank() &&
+         static_cast<int>(b.size()) == shape(rhs).rank());
   auto has = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
   DotDims dims;
   std::string batch, lhs_free, rhs_free;
@@ -112,10 +116,12 @@ compiler::CompId ModelGraph::reducer(Opcode op, DType dtype) {
   auto key = std::make_pair(op, dtype);
   auto it = reducers_.find(key);
   if (it != reducers_.end()) return it->second;
-  const std::string name = fmt::format("{}_{}", compiler::opcode_name(op), compiler::dtype_name(dtype));
+  const std::string name =
+      fmt::format("{}_{}", compiler::opcode_name(op), compiler::dtype_name(dtype));
   // Another graph of the same module (a stage body) may have added it already.
   compiler::CompId id = module_.find_computation(name);
-  if (id == compiler::kNoId) id = module_.add_computation(compiler::scalar_binary_computation(name, op, dtype));
+  if (id == compiler::kNoId)
+    id = module_.add_computation(compiler::scalar_binary_computation(name, op, dtype));
   reducers_[key] = id;
   return id;
 }
@@ -139,15 +145,18 @@ InstrId ModelGraph::mean_last(InstrId x) {
   const std::vector<int64_t> d = dims(x);
   std::vector<int64_t> reduced_dims(d.begin(), d.end() - 1);
   InstrId inv_width = full(1.0 / static_cast<double>(d.back()), reduced_dims, shape(x).dtype());
-  return binary(Opcode::kMultiply, reduce(Opcode::kAdd, x, {static_cast<int64_t>(d.size()) - 1}), inv_width);
+  return binary(Opcode::kMultiply, reduce(Opcode::kAdd, x, {static_cast<int64_t>(d.size()) - 1}),
+                inv_width);
 }
 
 // x * rsqrt(mean_square + 1e-6) * scale, mean_square reduced over x's last dim.
 InstrId ModelGraph::divide_by_root(InstrId x, InstrId mean_square, InstrId scale) {
   const std::vector<int64_t> d = dims(x);
-  InstrId inv_root = unary(Opcode::kRsqrt, binary(Opcode::kAdd, mean_square, full_like(1e-6, mean_square)));
+  InstrId inv_root =
+      unary(Opcode::kRsqrt, binary(Opcode::kAdd, mean_square, full_like(1e-6, mean_square)));
   InstrId normed = binary(Opcode::kMultiply, x, expand_last(inv_root, d));
-  return binary(Opcode::kMultiply, normed, broadcast(scale, d, {static_cast<int64_t>(d.size()) - 1}));
+  return binary(Opcode::kMultiply, normed,
+                broadcast(scale, d, {static_cast<int64_t>(d.size()) - 1}));
 }
 
 InstrId ModelGraph::layer_norm(InstrId x, InstrId scale) {
@@ -169,7 +178,8 @@ InstrId ModelGraph::softmax(InstrId x) {
   const std::vector<int64_t> d = dims(x);
   const int64_t last = static_cast<int64_t>(d.size()) - 1;
   InstrId m = stop_gradient(reduce(Opcode::kMaximum, x, {last}));
-  InstrId sum = reduce(Opcode::kAdd, unary(Opcode::kExp, binary(Opcode::kSubtract, x, expand_last(m, d))), {last});
+  InstrId sum = reduce(
+      Opcode::kAdd, unary(Opcode::kExp, binary(Opcode::kSubtract, x, expand_last(m, d))), {last});
   InstrId log_sum_exp = binary(Opcode::kAdd, unary(Opcode::kLog, sum), m);
   return unary(Opcode::kExp, binary(Opcode::kSubtract, x, expand_last(log_sum_exp, d)));
 }
@@ -181,7 +191,8 @@ InstrId ModelGraph::stop_gradient(InstrId x) {
 InstrId ModelGraph::gelu(InstrId a) {
   InstrId cube = binary(Opcode::kMultiply, binary(Opcode::kMultiply, a, a), a);
   InstrId inner = binary(Opcode::kAdd, a, binary(Opcode::kMultiply, cube, full_like(0.044715, a)));
-  InstrId t = unary(Opcode::kTanh, binary(Opcode::kMultiply, inner, full_like(std::sqrt(2.0 / M_PI), a)));
+  InstrId t =
+      unary(Opcode::kTanh, binary(Opcode::kMultiply, inner, full_like(std::sqrt(2.0 / M_PI), a)));
   InstrId half_a = binary(Opcode::kMultiply, a, full_like(0.5, a));
   return binary(Opcode::kMultiply, half_a, binary(Opcode::kAdd, t, full_like(1.0, a)));
 }

@@ -51,7 +51,8 @@ class ModelGraph {
 
   // A trainable weight: entry parameter "param/<name>" of the param dtype with
   // `sharding` (XLA text, if any), returned converted to the activation dtype.
-  InstrId weight(const std::string& name, std::vector<int64_t> dims, const std::optional<std::string>& sharding);
+  InstrId weight(const std::string& name, std::vector<int64_t> dims,
+                 const std::optional<std::string>& sharding);
   // The same parameter unconverted (param dtype): stage-stacked weights, whose
   // conversion happens inside the stage body.
   InstrId weight_parameter(const std::string& name, std::vector<int64_t> dims,
@@ -67,7 +68,8 @@ class ModelGraph {
   // activation argument); numbered like the others.
   InstrId argument(const std::string& name, compiler::Shape shape);
   // A step input: entry parameter "input/<name>".
-  InstrId input(const std::string& name, compiler::Shape shape, const std::optional<std::string>& sharding);
+  InstrId input(const std::string& name, compiler::Shape shape,
+                const std::optional<std::string>& sharding);
   // custom-call "Sharding" (XLA with_sharding_constraint); identity if none.
   InstrId annotate(InstrId value, const std::optional<std::string>& sharding);
 
@@ -82,14 +84,18 @@ class ModelGraph {
 
   // Scalar `value` of `dtype` broadcast to `dims`.
   InstrId full(double value, std::vector<int64_t> dims, DType dtype);
-  InstrId full_like(double value, InstrId like) { return full(value, dims(like), shape(like).dtype()); }
+  InstrId full_like(double value, InstrId like) {
+    return full(value, dims(like), shape(like).dtype());
+  }
   // Broadcast `value` into `out_dims`, value's dims landing on `dimensions`.
   InstrId broadcast(InstrId value, std::vector<int64_t> out_dims, std::vector<int64_t> dimensions) {
     return builder_.broadcast(value, std::move(out_dims), std::move(dimensions));
   }
   InstrId binary(compiler::Opcode op, InstrId a, InstrId b) { return builder_.binary(op, a, b); }
   InstrId unary(compiler::Opcode op, InstrId a) { return builder_.unary(op, a); }
-  InstrId convert(InstrId a, DType to) { return shape(a).dtype() == to ? a : builder_.convert(a, to); }
+  InstrId convert(InstrId a, DType to) {
+    return shape(a).dtype() == to ? a : builder_.convert(a, to);
+  }
   // Reduces `dimensions` with add / maximum / minimum.
   InstrId reduce(compiler::Opcode op, InstrId value, std::vector<int64_t> dimensions);
   // Broadcast of a reduction result back over the reduced trailing dim.

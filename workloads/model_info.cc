@@ -12,9 +12,10 @@ std::vector<LayerPlan> plan_layers(const ModelSpec& model, const SourceLocation&
     // The workload reader rejects this at model.layers first; a ModelSpec
     // from code has no position but the caller's `where`.
     const auto layers = model.key_locations.find("model.layers");
-    throw UserError(layers != model.key_locations.end() ? layers->second : where,
-                    fmt::format("an encoder_decoder model needs an even layer count, got {}", model.layers),
-                    "model.layers counts both stacks (layers/2 encoder + layers/2 decoder)");
+    throw UserError(
+        layers != model.key_locations.end() ? layers->second : where,
+        fmt::format("an encoder_decoder model needs an even layer count, got {}", model.layers),
+        "model.layers counts both stacks (layers/2 encoder + layers/2 decoder)");
   }
   const int64_t per_stack = encoder_decoder ? model.layers / 2 : model.layers;
   std::vector<LayerPlan> plan;
@@ -36,7 +37,8 @@ ParameterCount count_parameters(const ModelSpec& m, const SourceLocation& where)
   const int64_t g = ffn_matrix_count(m.ffn);
   const int64_t attention = 4 * m.model_dim * m.heads * m.head_dim;  // Wq, Wk, Wv, Wo
   const int64_t dense_ffn = g * m.model_dim * m.ffn_dim;
-  const int64_t relative_bias = m.position == PositionKind::kRelative ? 32 * m.heads : 0;  // 32 buckets x N
+  const int64_t relative_bias =
+      m.position == PositionKind::kRelative ? 32 * m.heads : 0;  // 32 buckets x N
   ParameterCount count;
   int64_t stacks = 1;
   for (const LayerPlan& layer : plan_layers(m, where)) {
@@ -58,7 +60,8 @@ ParameterCount count_parameters(const ModelSpec& m, const SourceLocation& where)
       count.activated += dense_ffn;
     }
   }
-  int64_t embeddings = m.vocab * m.model_dim + stacks * m.model_dim;  // shared table + final norm(s)
+  int64_t embeddings =
+      m.vocab * m.model_dim + stacks * m.model_dim;  // shared table + final norm(s)
   if (m.position == PositionKind::kLearned) embeddings += m.seq_len * m.model_dim;
   if (!m.tied_embedding) embeddings += m.vocab * m.model_dim;  // separate output table
   count.total += embeddings;
@@ -77,7 +80,8 @@ ModelInfo transformer_model_info(const ModelSpec& m, const SourceLocation& where
   const double attention_per_token = 12.0 * static_cast<double>(count.attention_blocks) *
                                      static_cast<double>(m.seq_len) * static_cast<double>(m.heads) *
                                      static_cast<double>(m.head_dim);
-  info.model_flops_per_step = 6.0 * static_cast<double>(count.activated) * tokens + attention_per_token * tokens;
+  info.model_flops_per_step =
+      6.0 * static_cast<double>(count.activated) * tokens + attention_per_token * tokens;
   return info;
 }
 

@@ -1,7 +1,8 @@
 // Model-level facts from a ModelSpec in closed form: the layer plan the
 // builders follow, the exact trainable parameter count and the model FLOPs.
 //
-// Parameters (docs/reference/measurements.md#dense-model-and-parameter-count; reproduces the published GSPMD totals exactly):
+// Parameters (docs/reference/measurements.md#dense-model-and-parameter-count; reproduces the
+// published GSPMD totals exactly):
 //   P = L (g M H + 4 M N D) + V M + 2 M L + M  (+ 32 N L relative bias)
 //       (+ S M learned positions), g = 3 for gated GELU, 2 for GELU/ReLU.
 // MoE layers replace g M H by E g M H + M E (experts + gating weights).
@@ -36,8 +37,8 @@ std::vector<LayerPlan> plan_layers(const ModelSpec& model, const SourceLocation&
 int64_t ffn_matrix_count(FfnKind ffn);
 
 struct ParameterCount {
-  int64_t total = 0;      // every trainable weight
-  int64_t activated = 0;  // per token: each MoE layer counts top_k experts, not E
+  int64_t total = 0;             // every trainable weight
+  int64_t activated = 0;         // per token: each MoE layer counts top_k experts, not E
   int64_t attention_blocks = 0;  // self + cross attentions over all layers
 };
 

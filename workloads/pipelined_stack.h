@@ -21,14 +21,15 @@ namespace podsim::workloads {
 
 struct PipelinedStackRequest {
   int64_t stages = 2;
-  int64_t microbatches = 1;   // M: x's batch is M microbatches of B / M rows
-  SourceLocation where;       // for errors (the workload file)
+  int64_t microbatches = 1;  // M: x's batch is M microbatches of B / M rows
+  SourceLocation where;      // for errors (the workload file)
 };
 
 // x [B, L, M] (B = ctx.batch) -> the stack's output [B, L, M] in x's row order.
 // UserError when layers do not divide into the stages, the model is not a
 // dense decoder-only Transformer, or `sharding.stage` is missing or does
 // not divide the stages.
-InstrId run_pipelined_stack(TransformerContext& ctx, InstrId x, const PipelinedStackRequest& request);
+InstrId run_pipelined_stack(TransformerContext& ctx, InstrId x,
+                            const PipelinedStackRequest& request);
 
 }  // namespace podsim::workloads

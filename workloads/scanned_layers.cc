@@ -18,9 +18,10 @@ bool same_kind(const LayerPlan& a, const LayerPlan& b) {
 }
 
 // The first period of layers on x (scoped by their indices): the body.
-InstrId body_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers, size_t period, InstrId x,
-                    const AttentionExtras& extras, std::optional<InstrId> memory) {
-  const std::vector<LayerPlan> body(layers.begin(), layers.begin() + static_cast<std::ptrdiff_t>(period));
+InstrId body_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers, size_t period,
+                    InstrId x, const AttentionExtras& extras, std::optional<InstrId> memory) {
+  const std::vector<LayerPlan> body(layers.begin(),
+                                    layers.begin() + static_cast<std::ptrdiff_t>(period));
   return run_layers(ctx, body, x, extras, memory);
 }
 
@@ -36,7 +37,8 @@ std::optional<size_t> scan_period(const std::vector<LayerPlan>& layers) {
   for (size_t p = 1; p < layers.size() || p == 1; ++p) {
     if (layers.empty() || layers.size() % p != 0) continue;
     bool repeats = true;
-    for (size_t i = p; i < layers.size() && repeats; ++i) repeats = same_kind(layers[i], layers[i % p]);
+    for (size_t i = p; i < layers.size() && repeats; ++i)
+      repeats = same_kind(layers[i], layers[i % p]);
     if (repeats) return p;
   }
   return std::nullopt;
@@ -47,8 +49,11 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
                            const SourceLocation& where) {
   const std::optional<size_t> period = scan_period(layers);
   if (!period)
-    throw UserError(where, fmt::format("model.layer_loop = scan: the {} layers do not repeat with a period", layers.size()),
-                    "set model.layer_loop: unrolled");
+    throw UserError(
+        where,
+        fmt::format("model.layer_loop = scan: the {} layers do not repeat with a period",
+                    layers.size()),
+        "set model.layer_loop: unrolled");
   ModelGraph& g = ctx.graph;
   compiler::Module& module = g.module();
   const int64_t trips = static_cast<int64_t>(layers.size() / *period);
@@ -63,7 +68,8 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
     InstrId sx = sg.argument("x", x_shape);
     AttentionExtras sextras;
     if (extras.causal_mask) sextras.causal_mask = sg.argument("mask", g.shape(*extras.causal_mask));
-    if (extras.relative_buckets) sextras.relative_buckets = sg.argument("buckets", g.shape(*extras.relative_buckets));
+    if (extras.relative_buckets)
+      sextras.relative_buckets = sg.argument("buckets", g.shape(*extras.relative_buckets));
     std::optional<InstrId> smemory;
     if (memory) smemory = sg.argument("memory", g.shape(*memory));
     body_layers(sctx, layers, *period, sx, sextras, smemory);
@@ -78,7 +84,8 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
   if (memory) invariant_extras.push_back(*memory);
   for (InstrId e : invariant_extras) carry.push_back(g.shape(e));
   const size_t weight_base = carry.size();
-  for (const WeightRecord& w : weights) carry.push_back(Shape(g.param_dtype(), prepend(trips, w.dims)));
+  for (const WeightRecord& w : weights)
+    carry.push_back(Shape(g.param_dtype(), prepend(trips, w.dims)));
   const Shape carry_shape = Shape::tuple(carry);
 
   // Pass 2: the while body.
@@ -89,7 +96,8 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
   body.set_scope("layers");
   InstrId p = body.argument("carry", carry_shape);
   std::vector<InstrId> elements;
-  for (size_t k = 0; k < carry.size(); ++k) elements.push_back(bb.get_tuple_element(p, static_cast<int64_t>(k)));
+  for (size_t k = 0; k < carry.size(); ++k)
+    elements.push_back(bb.get_tuple_element(p, static_cast<int64_t>(k)));
   const InstrId counter = elements[0];
   AttentionExtras bextras;
   size_t next_extra = 2;
@@ -114,7 +122,8 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
 
   compiler::ComputationBuilder cond(name + "_cond", &module);
   InstrId cp = cond.parameter(0, carry_shape, "carry");
-  InstrId more = cond.compare(cond.get_tuple_element(cp, 0), cond.scalar_constant(DType::kS32, static_cast<double>(trips)),
+  InstrId more = cond.compare(cond.get_tuple_element(cp, 0),
+                              cond.scalar_constant(DType::kS32, static_cast<double>(trips)),
                               ComparisonDirection::kLt);
   const compiler::CompId cond_id = module.add_computation(std::move(cond).build(more));
 

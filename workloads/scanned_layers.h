@@ -5,7 +5,8 @@
 // asks for becomes one entry parameter "param/scan/<name>" of shape
 // [layers / P, ...] (layer dim unsharded), sliced at the loop counter inside
 // the body. The carry is (counter s32, x, the stack's attention extras, the
-// encoder output for cross attention, stacked weights). compiler/training/while_autodiff.h differentiates it.
+// encoder output for cross attention, stacked weights). compiler/training/while_autodiff.h
+// differentiates it.
 #pragma once
 
 #include "workloads/transformer_blocks.h"

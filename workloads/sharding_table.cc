@@ -10,23 +10,26 @@ namespace podsim::workloads {
 
 const std::vector<KnownShardingName>& known_sharding_names() {
   static const std::vector<KnownShardingName> kNames = {
-      {"activations", "BLM"}, {"ffn_in", "MH"},     {"ffn_out", "HM"},      {"attn_qkv", "MND"},
-      {"attn_out", "NDM"},    {"embedding", "VM"},  {"qkv", "BLND"},        {"ffn_hidden", "BLH"},
-      {"logits", "BLV"},      {"experts", "E"},     {"stage", "S"},
+      {"activations", "BLM"}, {"ffn_in", "MH"},    {"ffn_out", "HM"}, {"attn_qkv", "MND"},
+      {"attn_out", "NDM"},    {"embedding", "VM"}, {"qkv", "BLND"},   {"ffn_hidden", "BLH"},
+      {"logits", "BLV"},      {"experts", "E"},    {"stage", "S"},
   };
   return kNames;
 }
 
-ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMesh& mesh) : mesh_(mesh) {
+ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMesh& mesh)
+    : mesh_(mesh) {
   const auto& known = known_sharding_names();
   for (size_t i = 0; i < workload.sharding.size(); ++i) {
     // Plain references, not a structured binding: clang 14 (the fuzz build)
     // cannot capture bindings in the lambda below.
     const std::string& name = workload.sharding[i].first;
     const auto& mapping = workload.sharding[i].second;
-    SourceLocation where = i < workload.sharding_locations.size() ? workload.sharding_locations[i]
-                                                                   : SourceLocation{workload.source_file, 0, 0};
-    auto it = std::find_if(known.begin(), known.end(), [&](const KnownShardingName& k) { return k.name == name; });
+    SourceLocation where = i < workload.sharding_locations.size()
+                               ? workload.sharding_locations[i]
+                               : SourceLocation{workload.source_file, 0, 0};
+    auto it = std::find_if(known.begin(), known.end(),
+                           [&](const KnownShardingName& k) { return k.name == name; });
     if (it == known.end()) {
       std::vector<std::string> names;
       for (const auto& k : known) names.push_back(fmt::format("{} ({})", k.name, k.dims));
@@ -34,16 +37,19 @@ ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMes
                       fmt::format("known names (dims): {}", fmt::join(names, ", ")));
     }
     if (name == "experts" && workload.model.kind != ModelKind::kMoeTransformer)
-      throw UserError(where, fmt::format("'sharding.experts' is given but model.kind is {}", name_of(workload.model.kind)),
+      throw UserError(where,
+                      fmt::format("'sharding.experts' is given but model.kind is {}",
+                                  name_of(workload.model.kind)),
                       "the experts dim exists in moe_transformer models only; remove the entry");
     if (mapping.size() != it->dims.size())
       throw UserError(where,
-                      fmt::format("'sharding.{}' lists {} dims but the tensor has {} ({})", name, mapping.size(),
-                                  it->dims.size(), it->dims),
+                      fmt::format("'sharding.{}' lists {} dims but the tensor has {} ({})", name,
+                                  mapping.size(), it->dims.size(), it->dims),
                       "give one mesh axis or null per tensor dim");
     if (name == "stage" && workload.training.pipeline_stages == 1)
       throw UserError(where, "'sharding.stage' is given but training.pipeline_stages is 1",
-                      "the stage dim exists with pipelining only: set training.pipeline_stages or remove the entry");
+                      "the stage dim exists with pipelining only: set training.pipeline_stages or "
+                      "remove the entry");
     mappings_[name] = mapping;
     texts_[name] = sharding_of(mapping);
   }
@@ -56,11 +62,15 @@ ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMes
     // cannot capture bindings in the lambda below.
     const std::string& name = workload.sharding[i].first;
     const auto& mapping = workload.sharding[i].second;
-    if (name == "stage" || std::find(mapping.begin(), mapping.end(), stage) == mapping.end()) continue;
-    SourceLocation where = i < workload.sharding_locations.size() ? workload.sharding_locations[i]
-                                                                   : SourceLocation{workload.source_file, 0, 0};
-    throw UserError(where, fmt::format("'sharding.{}' uses mesh axis '{}', the pipeline stage axis", name, *stage),
-                    "the stage axis (sharding.stage) may shard no other tensor: use another mesh axis here");
+    if (name == "stage" || std::find(mapping.begin(), mapping.end(), stage) == mapping.end())
+      continue;
+    SourceLocation where = i < workload.sharding_locations.size()
+                               ? workload.sharding_locations[i]
+                               : SourceLocation{workload.source_file, 0, 0};
+    throw UserError(
+        where,
+        fmt::format("'sharding.{}' uses mesh axis '{}', the pipeline stage axis", name, *stage),
+        "the stage axis (sharding.stage) may shard no other tensor: use another mesh axis here");
   }
 }
 
@@ -76,17 +86,20 @@ std::optional<std::string> ShardingTable::stacked_sharding(const std::optional<s
     assert(axes && static_cast<int64_t>(axes->size()) == inner_rank);
     mapping = *axes;
   }
-  mapping.insert(mapping.begin(), stage ? std::vector<std::string>{*stage} : std::vector<std::string>{});
+  mapping.insert(mapping.begin(),
+                 stage ? std::vector<std::string>{*stage} : std::vector<std::string>{});
   return compiler::mesh_split(inner_rank + 1, mesh_, mapping).to_string();
 }
 
-std::optional<std::vector<std::optional<std::string>>> ShardingTable::mapping(const std::string& name) const {
+std::optional<std::vector<std::optional<std::string>>> ShardingTable::mapping(
+    const std::string& name) const {
   auto it = mappings_.find(name);
   if (it == mappings_.end()) return std::nullopt;
   return it->second;
 }
 
-std::string ShardingTable::sharding_of(const std::vector<std::optional<std::string>>& mapping) const {
+std::string ShardingTable::sharding_of(
+    const std::vector<std::optional<std::string>>& mapping) const {
   return compiler::mesh_split(static_cast<int64_t>(mapping.size()), mesh_, mapping).to_string();
 }
 

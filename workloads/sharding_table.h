@@ -52,7 +52,8 @@ class ShardingTable {
   // `stage` axis, the other dims as `inner` (a text this table made for the
   // unstacked rank-`inner_rank` tensor; nullopt = unsharded). nullopt when
   // neither is given.
-  std::optional<std::string> stacked_sharding(const std::optional<std::string>& inner, int64_t inner_rank) const;
+  std::optional<std::string> stacked_sharding(const std::optional<std::string>& inner,
+                                              int64_t inner_rank) const;
   // Size of a mesh axis (1 for nullopt).
   int64_t axis_size(const std::optional<std::string>& axis) const;
 

@@ -14,9 +14,9 @@ using compiler::Shape;
 
 namespace {
 
-constexpr int64_t kRelativeBuckets = 32;       // T5 / Lingvo relative attention buckets
-constexpr double kRelativeMaxDistance = 128;   // T5 max_distance
-constexpr double kMaskedScore = -1e9;          // added where the causal mask hides a key
+constexpr int64_t kRelativeBuckets = 32;      // T5 / Lingvo relative attention buckets
+constexpr double kRelativeMaxDistance = 128;  // T5 max_distance
+constexpr double kMaskedScore = -1e9;         // added where the causal mask hides a key
 
 std::optional<std::string> activations_sharding(const TransformerContext& ctx) {
   return ctx.shardings.sharding("activations");
@@ -40,21 +40,28 @@ InstrId relative_bucket_ids(ModelGraph& g, int64_t length, bool causal) {
   InstrId distance;  // n >= 0
   std::optional<InstrId> offset;
   if (causal) {
-    distance = g.binary(Opcode::kMaximum, g.binary(Opcode::kSubtract, query, key), g.full(0, lt, DType::kS32));
+    distance = g.binary(Opcode::kMaximum, g.binary(Opcode::kSubtract, query, key),
+                        g.full(0, lt, DType::kS32));
   } else {
     InstrId relative = g.binary(Opcode::kSubtract, key, query);
     distance = g.unary(Opcode::kAbs, relative);
     InstrId after = b.compare(relative, g.full(0, lt, DType::kS32), ComparisonDirection::kGt);
-    offset = b.select(after, g.full(static_cast<double>(buckets), lt, DType::kS32), g.full(0, lt, DType::kS32));
+    offset = b.select(after, g.full(static_cast<double>(buckets), lt, DType::kS32),
+                      g.full(0, lt, DType::kS32));
   }
-  InstrId n = g.convert(g.binary(Opcode::kMaximum, distance, g.full(1, lt, DType::kS32)), DType::kF32);
+  InstrId n =
+      g.convert(g.binary(Opcode::kMaximum, distance, g.full(1, lt, DType::kS32)), DType::kF32);
   const double log_scale = static_cast<double>(buckets - exact) /
                            (std::log(kRelativeMaxDistance / static_cast<double>(exact)));
-  InstrId log_ratio = g.unary(Opcode::kLog, g.binary(Opcode::kMultiply, n, g.full(1.0 / exact, lt, DType::kF32)));
+  InstrId log_ratio =
+      g.unary(Opcode::kLog, g.binary(Opcode::kMultiply, n, g.full(1.0 / exact, lt, DType::kF32)));
   InstrId scaled = g.binary(Opcode::kMultiply, log_ratio, g.full(log_scale, lt, DType::kF32));
-  InstrId large = g.binary(Opcode::kAdd, g.convert(scaled, DType::kS32), g.full(static_cast<double>(exact), lt, DType::kS32));
-  large = g.binary(Opcode::kMinimum, large, g.full(static_cast<double>(buckets - 1), lt, DType::kS32));
-  InstrId small = b.compare(distance, g.full(static_cast<double>(exact), lt, DType::kS32), ComparisonDirection::kLt);
+  InstrId large = g.binary(Opcode::kAdd, g.convert(scaled, DType::kS32),
+                           g.full(static_cast<double>(exact), lt, DType::kS32));
+  large =
+      g.binary(Opcode::kMinimum, large, g.full(static_cast<double>(buckets - 1), lt, DType::kS32));
+  InstrId small = b.compare(distance, g.full(static_cast<double>(exact), lt, DType::kS32),
+                            ComparisonDirection::kLt);
   InstrId bucket = b.select(small, distance, large);
   if (offset) bucket = g.binary(Opcode::kAdd, bucket, *offset);
   return bucket;
@@ -64,8 +71,8 @@ namespace {
 
 // Multi-head attention of queries from h_query [B,L,M] over h_memory [B,T,M];
 // returns the output projection [B,L,M].
-InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_query, InstrId h_memory,
-               const AttentionExtras* extras) {
+InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_query,
+               InstrId h_memory, const AttentionExtras* extras) {
   ModelGraph& g = ctx.graph;
   const ModelSpec& m = ctx.spec;
   const auto qkv_w = ctx.shardings.sharding("attn_qkv");
@@ -74,7 +81,8 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
   InstrId wq = g.weight(prefix + "/wq", mnd, qkv_w);
   InstrId wk = g.weight(prefix + "/wk", mnd, qkv_w);
   InstrId wv = g.weight(prefix + "/wv", mnd, qkv_w);
-  InstrId wo = g.weight(prefix + "/wo", {m.heads, m.head_dim, m.model_dim}, ctx.shardings.sharding("attn_out"));
+  InstrId wo = g.weight(prefix + "/wo", {m.heads, m.head_dim, m.model_dim},
+                        ctx.shardings.sharding("attn_out"));
   InstrId q = g.annotate(g.einsum("BLM,MND->BLND", h_query, wq, "q"), qkv_act);
   InstrId k = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wk, "k"), qkv_act);
   InstrId v = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wv, "v"), qkv_act);
@@ -101,12 +109,15 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
   // for the context dot.
   const DType logits_dtype = m.dtypes.attention_logits;
   InstrId scores = g.einsum("BLND,BTND->BNLT", q, k, "scores", logits_dtype);
-  scores = g.binary(Opcode::kMultiply, scores, g.full_like(1.0 / std::sqrt(static_cast<double>(m.head_dim)), scores));
+  scores = g.binary(Opcode::kMultiply, scores,
+                    g.full_like(1.0 / std::sqrt(static_cast<double>(m.head_dim)), scores));
   const std::vector<int64_t> bnlt = g.dims(scores);
   if (extras && extras->relative_buckets) {
-    InstrId bias_table = g.weight(prefix + "/relative_bias", {kRelativeBuckets, m.heads}, std::nullopt);
+    InstrId bias_table =
+        g.weight(prefix + "/relative_bias", {kRelativeBuckets, m.heads}, std::nullopt);
     InstrId bias = g.einsum("LTK,KN->NLT", *extras->relative_buckets, bias_table, "relative_bias");
-    scores = g.binary(Opcode::kAdd, scores, g.broadcast(g.convert(bias, logits_dtype), bnlt, {1, 2, 3}));
+    scores =
+        g.binary(Opcode::kAdd, scores, g.broadcast(g.convert(bias, logits_dtype), bnlt, {1, 2, 3}));
   }
   if (extras && extras->causal_mask) {
     InstrId visible = g.broadcast(*extras->causal_mask, bnlt, {2, 3});
@@ -128,7 +139,8 @@ InstrId norm_scale(TransformerContext& ctx, const std::string& name) {
 
 InstrId normalize(TransformerContext& ctx, InstrId x, const std::string& scale_name) {
   InstrId scale = norm_scale(ctx, scale_name);
-  return ctx.spec.norm == NormKind::kLayer ? ctx.graph.layer_norm(x, scale) : ctx.graph.rms_norm(x, scale);
+  return ctx.spec.norm == NormKind::kLayer ? ctx.graph.layer_norm(x, scale)
+                                           : ctx.graph.rms_norm(x, scale);
 }
 
 AttentionExtras attention_extras(TransformerContext& ctx, const std::string& stack, bool causal) {
@@ -148,11 +160,13 @@ AttentionExtras attention_extras(TransformerContext& ctx, const std::string& sta
     const std::vector<int64_t> ld = {ctx.seq, d};
     InstrId pos = g.convert(g.builder().iota(Shape(DType::kS32, ld), 0), DType::kF32);
     InstrId i = g.convert(g.builder().iota(Shape(DType::kS32, ld), 1), DType::kF32);
-    InstrId mirror = g.binary(Opcode::kSubtract, g.full(static_cast<double>(d - 1), ld, DType::kF32), i);
+    InstrId mirror =
+        g.binary(Opcode::kSubtract, g.full(static_cast<double>(d - 1), ld, DType::kF32), i);
     InstrId pair = g.binary(Opcode::kMinimum, i, mirror);
-    InstrId inv_freq = g.unary(Opcode::kExp, g.binary(Opcode::kMultiply, pair,
-                                                      g.full(-2.0 * std::log(10000.0) / static_cast<double>(d), ld,
-                                                             DType::kF32)));
+    InstrId inv_freq = g.unary(
+        Opcode::kExp,
+        g.binary(Opcode::kMultiply, pair,
+                 g.full(-2.0 * std::log(10000.0) / static_cast<double>(d), ld, DType::kF32)));
     InstrId angle = g.binary(Opcode::kMultiply, pos, inv_freq);
     InstrId first_half = g.builder().compare(i, mirror, ComparisonDirection::kLt);
     InstrId sin = g.unary(Opcode::kSin, angle);
@@ -167,7 +181,8 @@ AttentionExtras attention_extras(TransformerContext& ctx, const std::string& sta
   return extras;
 }
 
-InstrId embed(TransformerContext& ctx, InstrId tokens, InstrId embedding, std::optional<InstrId> positions) {
+InstrId embed(TransformerContext& ctx, InstrId tokens, InstrId embedding,
+              std::optional<InstrId> positions) {
   ModelGraph& g = ctx.graph;
   InstrId one_hot = g.one_hot(tokens, ctx.spec.vocab, g.activation_dtype());
   InstrId x = g.einsum("BLV,VM->BLM", one_hot, embedding, "lookup");
@@ -184,7 +199,8 @@ InstrId self_attention_block(TransformerContext& ctx, const std::string& layer, 
   return g.binary(Opcode::kAdd, x, attend(ctx, prefix, h, h, &extras));
 }
 
-InstrId cross_attention_block(TransformerContext& ctx, const std::string& layer, InstrId x, InstrId memory) {
+InstrId cross_attention_block(TransformerContext& ctx, const std::string& layer, InstrId x,
+                              InstrId memory) {
   ModelGraph& g = ctx.graph;
   const std::string prefix = layer + "/cross_attention";
   g.set_scope(prefix);
@@ -204,14 +220,16 @@ InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, Instr
     // Gated GELU (Shazeer 2020, GLU variants): gelu(h wi_0) * (h wi_1).
     InstrId wi0 = g.weight(prefix + "/wi_0", {m.model_dim, m.ffn_dim}, wi_sharding);
     InstrId wi1 = g.weight(prefix + "/wi_1", {m.model_dim, m.ffn_dim}, wi_sharding);
-    hidden = g.binary(Opcode::kMultiply, g.gelu(g.einsum("BLM,MH->BLH", h, wi0, "wi_0")), g.einsum("BLM,MH->BLH", h, wi1, "wi_1"));
+    hidden = g.binary(Opcode::kMultiply, g.gelu(g.einsum("BLM,MH->BLH", h, wi0, "wi_0")),
+                      g.einsum("BLM,MH->BLH", h, wi1, "wi_1"));
   } else {
     InstrId wi = g.weight(prefix + "/wi", {m.model_dim, m.ffn_dim}, wi_sharding);
     InstrId pre = g.einsum("BLM,MH->BLH", h, wi, "wi");
     hidden = m.ffn == FfnKind::kGelu ? g.gelu(pre) : g.relu(pre);
   }
   hidden = g.annotate(hidden, ctx.shardings.sharding("ffn_hidden"));
-  InstrId wo = g.weight(prefix + "/wo", {m.ffn_dim, m.model_dim}, ctx.shardings.sharding("ffn_out"));
+  InstrId wo =
+      g.weight(prefix + "/wo", {m.ffn_dim, m.model_dim}, ctx.shardings.sharding("ffn_out"));
   return g.binary(Opcode::kAdd, x, g.einsum("BLH,HM->BLM", hidden, wo, "wo"));
 }
 
@@ -230,17 +248,20 @@ InstrId run_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers
   return x;
 }
 
-InstrId softmax_cross_entropy(TransformerContext& ctx, InstrId x, InstrId embedding, InstrId targets) {
+InstrId softmax_cross_entropy(TransformerContext& ctx, InstrId x, InstrId embedding,
+                              InstrId targets) {
   ModelGraph& g = ctx.graph;
   g.set_scope("loss");
-  InstrId logits = g.annotate(g.einsum("BLM,VM->BLV", x, embedding, "logits"), ctx.shardings.sharding("logits"));
+  InstrId logits =
+      g.annotate(g.einsum("BLM,VM->BLV", x, embedding, "logits"), ctx.shardings.sharding("logits"));
   InstrId z = g.convert(logits, DType::kF32);
   const std::vector<int64_t> blv = g.dims(z);
   // log-sum-exp with the max subtracted for stability; loss per token is
   // logsumexp(z) - z[target]; the step loss is the mean over B x L tokens.
   InstrId max = g.reduce(Opcode::kMaximum, z, {2});
   InstrId shifted = g.binary(Opcode::kSubtract, z, g.expand_last(max, blv));
-  InstrId log_sum = g.unary(Opcode::kLog, g.reduce(Opcode::kAdd, g.unary(Opcode::kExp, shifted), {2}));
+  InstrId log_sum =
+      g.unary(Opcode::kLog, g.reduce(Opcode::kAdd, g.unary(Opcode::kExp, shifted), {2}));
   InstrId log_sum_exp = g.binary(Opcode::kAdd, log_sum, max);
   InstrId target_mask = g.one_hot(targets, ctx.spec.vocab, DType::kF32);
   InstrId target_logit = g.reduce(Opcode::kAdd, g.binary(Opcode::kMultiply, z, target_mask), {2});

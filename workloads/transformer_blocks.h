@@ -25,8 +25,8 @@ struct TransformerContext {
 
 // Per-stack attention inputs shared by its layers (computed once).
 struct AttentionExtras {
-  std::optional<InstrId> causal_mask;        // pred [L, T], true where key <= query
-  std::optional<InstrId> relative_buckets;   // one-hot [L, T, 32] (activation dtype)
+  std::optional<InstrId> causal_mask;       // pred [L, T], true where key <= query
+  std::optional<InstrId> relative_buckets;  // one-hot [L, T, 32] (activation dtype)
   // position: rotary: cos and signed sin of each (position, head-dim) angle,
   // [L, D] in the activation dtype (Su et al. 2021, RoFormer).
   std::optional<InstrId> rotary_cos, rotary_sin;
@@ -42,13 +42,15 @@ InstrId relative_bucket_ids(ModelGraph& graph, int64_t length, bool causal);
 
 // Tokens [B, L] (s32) -> one-hot matmul with the shared embedding [V, M]
 // (+ learned positions [L, M] when position is learned) -> [B, L, M].
-InstrId embed(TransformerContext& ctx, InstrId tokens, InstrId embedding, std::optional<InstrId> positions);
+InstrId embed(TransformerContext& ctx, InstrId tokens, InstrId embedding,
+              std::optional<InstrId> positions);
 
 // Pre-layer-norm residual self attention: x + Wo(attend(LN(x))).
 InstrId self_attention_block(TransformerContext& ctx, const std::string& layer, InstrId x,
                              const AttentionExtras& extras);
 // Pre-layer-norm residual cross attention of x over `memory` [B, L, M].
-InstrId cross_attention_block(TransformerContext& ctx, const std::string& layer, InstrId x, InstrId memory);
+InstrId cross_attention_block(TransformerContext& ctx, const std::string& layer, InstrId x,
+                              InstrId memory);
 // Pre-layer-norm residual FFN with the spec's activation (gated GELU uses
 // wi_0, wi_1, wo; GELU/ReLU wi, wo).
 InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId x);
@@ -63,7 +65,8 @@ InstrId run_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers
 
 // Mean softmax cross-entropy (f32 scalar) of logits = x [B,L,M] . embedding^T
 // against targets [B, L] (s32).
-InstrId softmax_cross_entropy(TransformerContext& ctx, InstrId x, InstrId embedding, InstrId targets);
+InstrId softmax_cross_entropy(TransformerContext& ctx, InstrId x, InstrId embedding,
+                              InstrId targets);
 
 // The layer-norm scale weight [M], sharded like the activations' M dim.
 InstrId norm_scale(TransformerContext& ctx, const std::string& name);

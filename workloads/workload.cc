@@ -3,8 +3,8 @@
 // with the closest valid name; choices become the enums of workload.h.
 #include "workloads/workload.h"
 
-#include <yaml-cpp/yaml.h>
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,8 +20,8 @@
 #include "common/yaml_reader.h"
 #include "compiler/training/optimizers.h"
 #include "compiler/training/remat.h"
-#include "workloads/model_info.h"
 #include "hw_models/ici/placement.h"
+#include "workloads/model_info.h"
 
 namespace podsim::workloads {
 
@@ -30,8 +30,10 @@ int64_t MeshSpec::device_count() const {
   // overflows; a hand-built one that would is reported as -1.
   int64_t n = 1;
   for (const auto& [name, size] : axes)
-    if (std::optional<int64_t> next = checked_mul(n, size)) n = *next;
-    else return -1;
+    if (std::optional<int64_t> next = checked_mul(n, size))
+      n = *next;
+    else
+      return -1;
   return n;
 }
 
@@ -49,40 +51,48 @@ const yaml::NameTable<FfnKind>& ffn_names() {
 }
 
 const yaml::NameTable<PositionKind>& position_names() {
-  static const yaml::NameTable<PositionKind> table{
-      {PositionKind::kRelative, "relative"}, {PositionKind::kLearned, "learned"}, {PositionKind::kRotary, "rotary"}};
+  static const yaml::NameTable<PositionKind> table{{PositionKind::kRelative, "relative"},
+                                                   {PositionKind::kLearned, "learned"},
+                                                   {PositionKind::kRotary, "rotary"}};
   return table;
 }
 
 const yaml::NameTable<NormKind>& norm_names() {
-  static const yaml::NameTable<NormKind> table{{NormKind::kRms, "rms"}, {NormKind::kLayer, "layer"}};
+  static const yaml::NameTable<NormKind> table{{NormKind::kRms, "rms"},
+                                               {NormKind::kLayer, "layer"}};
   return table;
 }
 
 const yaml::NameTable<LayerLoop>& layer_loop_names() {
-  static const yaml::NameTable<LayerLoop> table{{LayerLoop::kUnrolled, "unrolled"}, {LayerLoop::kScan, "scan"}};
+  static const yaml::NameTable<LayerLoop> table{{LayerLoop::kUnrolled, "unrolled"},
+                                                {LayerLoop::kScan, "scan"}};
   return table;
 }
 
 const yaml::NameTable<ModelStructure>& structure_names() {
-  static const yaml::NameTable<ModelStructure> table{{ModelStructure::kDecoderOnly, "decoder_only"},
-                                                     {ModelStructure::kEncoderDecoder, "encoder_decoder"}};
+  static const yaml::NameTable<ModelStructure> table{
+      {ModelStructure::kDecoderOnly, "decoder_only"},
+      {ModelStructure::kEncoderDecoder, "encoder_decoder"}};
   return table;
 }
 
 const yaml::NameTable<compiler::DType>& workload_dtype_names() {
-  static const yaml::NameTable<compiler::DType> table{{compiler::DType::kF32, "f32"}, {compiler::DType::kBF16, "bf16"}};
+  static const yaml::NameTable<compiler::DType> table{{compiler::DType::kF32, "f32"},
+                                                      {compiler::DType::kBF16, "bf16"}};
   return table;
 }
 
 yaml::NameTable<compiler::OptimizerKind> optimizer_names() {
   std::vector<std::pair<compiler::OptimizerKind, std::string_view>> names;
-  for (const compiler::OptimizerEntry& e : compiler::optimizers()) names.emplace_back(e.kind, e.name);
+  for (const compiler::OptimizerEntry& e : compiler::optimizers())
+    names.emplace_back(e.kind, e.name);
   return yaml::NameTable<compiler::OptimizerKind>(std::move(names));
 }
 
 std::string name_of(ModelKind kind) { return std::string(model_kind_names().name(kind)); }
-std::string name_of(hw::PlacementOrder order) { return std::string(hw::placement_orders().name(order)); }
+std::string name_of(hw::PlacementOrder order) {
+  return std::string(hw::placement_orders().name(order));
+}
 
 namespace {
 
@@ -107,7 +117,8 @@ using yaml::MapReader;
 std::string as_string(const yaml::Document& ctx, const YAML::Node& n, const std::string& key) {
   return yaml::read_string(ctx, n, key);
 }
-int64_t as_int(const yaml::Document& ctx, const YAML::Node& n, const std::string& key, int64_t min_value = 1) {
+int64_t as_int(const yaml::Document& ctx, const YAML::Node& n, const std::string& key,
+               int64_t min_value = 1) {
   return yaml::read_int(ctx, n, key, min_value);
 }
 bool as_bool(const yaml::Document& ctx, const YAML::Node& n, const std::string& key) {
@@ -123,7 +134,8 @@ double as_double(const yaml::Document& ctx, const YAML::Node& n, const std::stri
 std::string as_choice(const yaml::Document& ctx, const YAML::Node& n, const std::string& key,
                       const std::vector<std::string>& choices) {
   std::string v = as_string(ctx, n, key);
-  if (std::find(choices.begin(), choices.end(), v) == choices.end()) yaml::bad_choice(ctx, n, key, v, choices);
+  if (std::find(choices.begin(), choices.end(), v) == choices.end())
+    yaml::bad_choice(ctx, n, key, v, choices);
   return v;
 }
 
@@ -131,7 +143,8 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
   MapReader r(ctx, node, "mesh");
   YAML::Node axes = r.require("axes");
   mesh.axes_location = ctx.at(axes);
-  if (!axes.IsMap() || axes.size() == 0) ctx.fail(axes, "'mesh.axes' must be a mapping of axis name to size, e.g. {x: 4, y: 2}");
+  if (!axes.IsMap() || axes.size() == 0)
+    ctx.fail(axes, "'mesh.axes' must be a mapping of axis name to size, e.g. {x: 4, y: 2}");
   const MapReader axis_keys(ctx, axes, "mesh.axes");  // free keys: the axis names
   for (const MapReader::Entry& axis : axis_keys.entries()) {
     const std::string& name = axis.key;
@@ -140,7 +153,8 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
     mesh.axes.emplace_back(name, as_int(ctx, axis.value, "mesh.axes." + name));
     const int64_t devices = mesh.device_count();  // -1 on int64 overflow
     if (devices < 0 || devices > kMaxDevices)
-      ctx.fail(axis.value, fmt::format("the mesh axes multiply to more than {} devices", kMaxDevices),
+      ctx.fail(axis.value,
+               fmt::format("the mesh axes multiply to more than {} devices", kMaxDevices),
                "podsim simulates up to 2^20 devices (a TPU v3 pod has 2048); check the axis sizes");
   }
   if (YAML::Node p = r.get("physical")) {
@@ -158,8 +172,9 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
       product = *next;
     }
     if (product != mesh.device_count())
-      ctx.fail(p, fmt::format("'mesh.physical' holds {} cores but the mesh has {} devices", product,
-                              mesh.device_count()),
+      ctx.fail(p,
+               fmt::format("'mesh.physical' holds {} cores but the mesh has {} devices", product,
+                           mesh.device_count()),
                "the product of mesh.physical must equal the product of mesh.axes");
   }
   // mesh.order: a placement name of hw::placement_orders()
@@ -169,36 +184,44 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
   YAML::Node devices = r.get("devices");
   YAML::Node o = r.get("order");
   if (o && o.IsSequence()) {
-    if (devices) ctx.fail(devices, "'mesh.devices' is given but 'mesh.order' already lists the devices",
-                          "give the list once: order: explicit with devices: [...], or order: [...]");
+    if (devices)
+      ctx.fail(devices, "'mesh.devices' is given but 'mesh.order' already lists the devices",
+               "give the list once: order: explicit with devices: [...], or order: [...]");
     devices = o;
   } else if (o) {
     const std::string order = as_string(ctx, o, "mesh.order");
     const std::optional<hw::PlacementOrder> known = hw::placement_orders().find(order);
     if (!known) {
       const std::string guess = order == "ring" ? "ring_preserving" : closest(order, kOrders);
-      ctx.fail(o, fmt::format("'mesh.order' must be one of {}, got '{}'", fmt::join(kOrders, " | "), order),
-               guess.empty() ? "or a list of device ids (an explicit placement)"
-                             : fmt::format("did you mean '{}'?", guess));
+      ctx.fail(
+          o,
+          fmt::format("'mesh.order' must be one of {}, got '{}'", fmt::join(kOrders, " | "), order),
+          guess.empty() ? "or a list of device ids (an explicit placement)"
+                        : fmt::format("did you mean '{}'?", guess));
     }
     mesh.order = *known;
     if (mesh.order == hw::PlacementOrder::kExplicit && !devices)
       ctx.fail(o, "'mesh.order: explicit' needs the device list in 'mesh.devices'",
                "add devices: [d0, d1, ...], one physical device id per logical device (row-major)");
     if (mesh.order != hw::PlacementOrder::kExplicit && devices)
-      ctx.fail(devices, fmt::format("'mesh.devices' is only read with 'mesh.order: explicit' (order is '{}')",
-                                    order),
-               "set order: explicit, or remove devices");
+      ctx.fail(
+          devices,
+          fmt::format("'mesh.devices' is only read with 'mesh.order: explicit' (order is '{}')",
+                      order),
+          "set order: explicit, or remove devices");
   } else if (devices) {
-    ctx.fail(devices, "'mesh.devices' is only read with 'mesh.order: explicit'", "add order: explicit");
+    ctx.fail(devices, "'mesh.devices' is only read with 'mesh.order: explicit'",
+             "add order: explicit");
   }
   if (devices) {
     mesh.order = hw::PlacementOrder::kExplicit;
-    if (!devices.IsSequence()) ctx.fail(devices, "the explicit device order must be a list of device ids");
+    if (!devices.IsSequence())
+      ctx.fail(devices, "the explicit device order must be a list of device ids");
     std::set<int64_t> seen;
     for (const auto& e : devices) {
       int64_t d = as_int(ctx, e, "mesh.devices", 0);
-      if (d >= mesh.device_count()) ctx.fail(e, fmt::format("device id {} out of range [0, {})", d, mesh.device_count()));
+      if (d >= mesh.device_count())
+        ctx.fail(e, fmt::format("device id {} out of range [0, {})", d, mesh.device_count()));
       if (!seen.insert(d).second) ctx.fail(e, fmt::format("device id {} listed twice", d));
       mesh.explicit_devices.push_back(d);
     }
@@ -233,13 +256,15 @@ void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m)
   int_key("global_batch", m.global_batch, true);
   m.ffn = r.choice("ffn", ffn_names()).value_or(m.ffn);
   m.position = r.choice("position", position_names()).value_or(m.position);
-  if (YAML::Node n = r.get("tied_embedding")) m.tied_embedding = as_bool(ctx, n, "model.tied_embedding");
+  if (YAML::Node n = r.get("tied_embedding"))
+    m.tied_embedding = as_bool(ctx, n, "model.tied_embedding");
   m.norm = r.choice("norm", norm_names()).value_or(m.norm);
   m.layer_loop = r.choice("layer_loop", layer_loop_names()).value_or(m.layer_loop);
   if (YAML::Node d = r.get("dtypes")) {
     MapReader dr(ctx, d, "model.dtypes");
     m.dtypes.params = dr.choice("params", workload_dtype_names()).value_or(m.dtypes.params);
-    m.dtypes.activations = dr.choice("activations", workload_dtype_names()).value_or(m.dtypes.activations);
+    m.dtypes.activations =
+        dr.choice("activations", workload_dtype_names()).value_or(m.dtypes.activations);
     m.dtypes.attention_logits =
         dr.choice("attention_logits", workload_dtype_names()).value_or(m.dtypes.attention_logits);
     dr.finish();
@@ -255,8 +280,9 @@ void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m)
       // group, so larger factors only grow the dispatch tensors: 10^4 is far
       // past any use. (stod reads "nan" and "inf": the negated test catches both.)
       if (!(m.capacity_factor > 0 && m.capacity_factor <= kMaxCapacityFactor))
-        ctx.fail(n, fmt::format("'model.capacity_factor' must be a number in (0, {}], got '{}'", kMaxCapacityFactor,
-                                n.Scalar()),
+        ctx.fail(n,
+                 fmt::format("'model.capacity_factor' must be a number in (0, {}], got '{}'",
+                             kMaxCapacityFactor, n.Scalar()),
                  "GShard uses 1 to 2; a factor of experts / top_k already keeps every token");
     }
     m.structure = r.choice("structure", structure_names()).value_or(m.structure);
@@ -279,8 +305,10 @@ void read_training(const yaml::Document& ctx, const YAML::Node& node, TrainingSp
     t.remat = modes.find(choice).value_or(RematMode::kSelective);
     if (t.remat == RematMode::kSelective) t.remat_policy = choice;
   }
-  if (YAML::Node n = r.get("microbatches")) t.microbatches = as_int(ctx, n, "training.microbatches");
-  if (YAML::Node n = r.get("pipeline_stages")) t.pipeline_stages = as_int(ctx, n, "training.pipeline_stages");
+  if (YAML::Node n = r.get("microbatches"))
+    t.microbatches = as_int(ctx, n, "training.microbatches");
+  if (YAML::Node n = r.get("pipeline_stages"))
+    t.pipeline_stages = as_int(ctx, n, "training.pipeline_stages");
   r.finish();
 }
 
@@ -293,11 +321,15 @@ void read_compiler(const yaml::Document& ctx, const YAML::Node& node, CompilerSp
       spec.threshold_mib = as_double(ctx, n, "compiler.windowed_einsum.threshold_mib");
       // 8e12 MiB (~7.6 EiB) is past any tensor, and its 8.4e18 bytes still fit an int64.
       if (!(spec.threshold_mib >= 0 && spec.threshold_mib <= 8.0e12))
-        ctx.fail(n, fmt::format("'compiler.windowed_einsum.threshold_mib' must be a size in MiB >= 0, got '{}'",
-                                n.Scalar()),
-                 "XLA's default is 256; 0 windows every eligible dot, a huge value none");
+        ctx.fail(
+            n,
+            fmt::format(
+                "'compiler.windowed_einsum.threshold_mib' must be a size in MiB >= 0, got '{}'",
+                n.Scalar()),
+            "XLA's default is 256; 0 windows every eligible dot, a huge value none");
     }
-    if (YAML::Node n = w.get("max_devices")) spec.max_devices = as_int(ctx, n, "compiler.windowed_einsum.max_devices");
+    if (YAML::Node n = w.get("max_devices"))
+      spec.max_devices = as_int(ctx, n, "compiler.windowed_einsum.max_devices");
     if (YAML::Node n = w.get("bidirectional"))
       spec.bidirectional = as_bool(ctx, n, "compiler.windowed_einsum.bidirectional");
     if (YAML::Node n = w.get("overlap_test"))
@@ -315,22 +347,27 @@ void read_compiler(const yaml::Document& ctx, const YAML::Node& node, CompilerSp
   r.finish();
 }
 
-void read_sharding(const yaml::Document& ctx, const YAML::Node& node, const MeshSpec& mesh, Workload& w) {
-  if (!node.IsMap()) ctx.fail(node, "'sharding' must map tensor names to per-dim mesh axes, e.g. ffn_in: [x, y]");
+void read_sharding(const yaml::Document& ctx, const YAML::Node& node, const MeshSpec& mesh,
+                   Workload& w) {
+  if (!node.IsMap())
+    ctx.fail(node, "'sharding' must map tensor names to per-dim mesh axes, e.g. ffn_in: [x, y]");
   const MapReader tensors(ctx, node, "sharding");  // free keys: tensor names the builders check
   for (const MapReader::Entry& entry : tensors.entries()) {
     const std::string& tensor = entry.key;
     const YAML::Node& dims = entry.value;
-    if (!dims.IsSequence()) ctx.fail(dims, fmt::format("'sharding.{}' must be a list of mesh axes or null", tensor));
+    if (!dims.IsSequence())
+      ctx.fail(dims, fmt::format("'sharding.{}' must be a list of mesh axes or null", tensor));
     std::vector<std::optional<std::string>> mapping;
     std::set<std::string> used;
     for (const auto& d : dims) {
-      if (d.IsNull() || (d.IsScalar() && (d.Scalar() == "null" || d.Scalar() == "~" || d.Scalar() == "-"))) {
+      if (d.IsNull() ||
+          (d.IsScalar() && (d.Scalar() == "null" || d.Scalar() == "~" || d.Scalar() == "-"))) {
         mapping.emplace_back(std::nullopt);
         continue;
       }
       std::string axis = as_string(ctx, d, "sharding." + tensor);
-      bool known = std::any_of(mesh.axes.begin(), mesh.axes.end(), [&](const auto& a) { return a.first == axis; });
+      bool known = std::any_of(mesh.axes.begin(), mesh.axes.end(),
+                               [&](const auto& a) { return a.first == axis; });
       if (!known) {
         std::vector<std::string> names;
         for (const auto& a : mesh.axes) names.push_back(a.first);
@@ -358,10 +395,13 @@ struct ImpliedSize {
 
 // Rejects models whose arrays or totals exceed the limits above, at the
 // largest of the keys that make the size (usually the absurd one).
-void check_model_sizes(const yaml::Document& ctx, const YAML::Node& model_node, const ModelSpec& m) {
+void check_model_sizes(const yaml::Document& ctx, const YAML::Node& model_node,
+                       const ModelSpec& m) {
   if (m.layers > kMaxLayers)
-    ctx.fail(model_node["layers"], fmt::format("'model.layers' is {}, more than the {} podsim builds", m.layers, kMaxLayers),
-             "every layer is unrolled into the program; deeper stacks take hours to compile");
+    ctx.fail(
+        model_node["layers"],
+        fmt::format("'model.layers' is {}, more than the {} podsim builds", m.layers, kMaxLayers),
+        "every layer is unrolled into the program; deeper stacks take hours to compile");
   using std::optional;
   auto mul = [](std::initializer_list<int64_t> f) { return checked_product(f); };
   const int64_t ffn_matrices = ffn_matrix_count(m.ffn);
@@ -381,34 +421,44 @@ void check_model_sizes(const yaml::Document& ctx, const YAML::Node& model_node, 
           : optional<int64_t>(0);
   const optional<int64_t> attention_weights = mul({4, m.model_dim, m.heads, m.head_dim});
   const optional<int64_t> ffn_weights = mul({ffn_matrices, m.model_dim, m.ffn_dim, experts});
-  const optional<int64_t> layer_activations = checked_add(
-      checked_add(checked_mul(tokens, checked_add(checked_add(m.model_dim, m.ffn_dim), mul({m.heads, m.head_dim}))),
-                  mul({m.global_batch, m.heads, m.seq_len, m.seq_len})),
-      checked_add(checked_mul(tokens, optional<int64_t>(experts)), dispatch));
+  const optional<int64_t> layer_activations =
+      checked_add(checked_add(checked_mul(tokens, checked_add(checked_add(m.model_dim, m.ffn_dim),
+                                                              mul({m.heads, m.head_dim}))),
+                              mul({m.global_batch, m.heads, m.seq_len, m.seq_len})),
+                  checked_add(checked_mul(tokens, optional<int64_t>(experts)), dispatch));
   const std::vector<ImpliedSize> sizes = {
-      {"an activation [global_batch, seq_len, model_dim]", {"global_batch", "seq_len", "model_dim"},
+      {"an activation [global_batch, seq_len, model_dim]",
+       {"global_batch", "seq_len", "model_dim"},
        mul({m.global_batch, m.seq_len, m.model_dim})},
-      {"an FFN activation [global_batch, seq_len, ffn_dim]", {"global_batch", "seq_len", "ffn_dim"},
+      {"an FFN activation [global_batch, seq_len, ffn_dim]",
+       {"global_batch", "seq_len", "ffn_dim"},
        mul({m.global_batch, m.seq_len, m.ffn_dim})},
-      {"the attention scores [global_batch, heads, seq_len, seq_len]", {"global_batch", "heads", "seq_len"},
+      {"the attention scores [global_batch, heads, seq_len, seq_len]",
+       {"global_batch", "heads", "seq_len"},
        mul({m.global_batch, m.heads, m.seq_len, m.seq_len})},
-      {"the logits [global_batch, seq_len, vocab]", {"global_batch", "seq_len", "vocab"},
+      {"the logits [global_batch, seq_len, vocab]",
+       {"global_batch", "seq_len", "vocab"},
        mul({m.global_batch, m.seq_len, m.vocab})},
-      {"an FFN weight [model_dim, ffn_dim] (x experts)", {"model_dim", "ffn_dim", "experts"},
+      {"an FFN weight [model_dim, ffn_dim] (x experts)",
+       {"model_dim", "ffn_dim", "experts"},
        mul({m.model_dim, m.ffn_dim, experts})},
-      {"an attention weight [model_dim, heads, head_dim]", {"model_dim", "heads", "head_dim"},
+      {"an attention weight [model_dim, heads, head_dim]",
+       {"model_dim", "heads", "head_dim"},
        mul({m.model_dim, m.heads, m.head_dim})},
       {"the embedding [vocab, model_dim]", {"vocab", "model_dim"}, mul({m.vocab, m.model_dim})},
       {"the MoE dispatch [groups, group_size, experts, capacity]",
-       {"global_batch", "seq_len", "group_size", "top_k", "experts"}, dispatch},
+       {"global_batch", "seq_len", "group_size", "top_k", "experts"},
+       dispatch},
       {"all weights (layers x (attention + FFN) + embedding)",
        {"layers", "model_dim", "ffn_dim", "experts", "heads", "head_dim", "vocab"},
-       checked_add(checked_mul(optional<int64_t>(m.layers), checked_add(attention_weights, ffn_weights)),
-                   mul({m.vocab, m.model_dim})),
+       checked_add(
+           checked_mul(optional<int64_t>(m.layers), checked_add(attention_weights, ffn_weights)),
+           mul({m.vocab, m.model_dim})),
        kMaxTotalElements},
       {"all activations (layers x per-layer activations + logits)",
        {"layers", "global_batch", "seq_len", "model_dim", "ffn_dim", "heads"},
-       checked_add(checked_mul(optional<int64_t>(m.layers), layer_activations), mul({m.global_batch, m.seq_len, m.vocab})),
+       checked_add(checked_mul(optional<int64_t>(m.layers), layer_activations),
+                   mul({m.global_batch, m.seq_len, m.vocab})),
        kMaxTotalElements},
   };
   for (const ImpliedSize& size : sizes) {
@@ -427,15 +477,18 @@ void check_model_sizes(const yaml::Document& ctx, const YAML::Node& model_node, 
       }
       if (v > largest) largest = v, culprit = key;
     }
-    const std::string amount = size.elements ? fmt::format("{} elements", *size.elements) : "more than 2^63 elements";
+    const std::string amount =
+        size.elements ? fmt::format("{} elements", *size.elements) : "more than 2^63 elements";
     const int limit_log2 = size.limit == kMaxTotalElements ? 52 : 50;
-    if (!culprit) ctx.fail(model_node, fmt::format("the model is too large: {} holds {}", size.what, amount));
-    ctx.fail(model_node[culprit],
-             fmt::format("the model is too large: {} holds {}, over podsim's limit of 2^{}", size.what, amount,
-                         limit_log2),
-             fmt::format("podsim counts bytes in 64-bit integers and keeps sizes far below overflow; "
-                         "check 'model.{}'",
-                         culprit));
+    if (!culprit)
+      ctx.fail(model_node, fmt::format("the model is too large: {} holds {}", size.what, amount));
+    ctx.fail(
+        model_node[culprit],
+        fmt::format("the model is too large: {} holds {}, over podsim's limit of 2^{}", size.what,
+                    amount, limit_log2),
+        fmt::format("podsim counts bytes in 64-bit integers and keeps sizes far below overflow; "
+                    "check 'model.{}'",
+                    culprit));
   }
 }
 
@@ -456,7 +509,8 @@ struct FirstAxis {
   YAML::Node node;
 };
 
-std::optional<FirstAxis> first_axis(const YAML::Node& doc, const Workload& w, const std::string& tensor) {
+std::optional<FirstAxis> first_axis(const YAML::Node& doc, const Workload& w,
+                                    const std::string& tensor) {
   for (const auto& [name, mapping] : w.sharding) {
     if (name != tensor || mapping.empty() || !mapping.front()) continue;
     FirstAxis first{*mapping.front(), 1, doc["sharding"][tensor][0]};
@@ -473,7 +527,8 @@ void record_key_locations(const yaml::Document& ctx, const YAML::Node& doc, Work
   for (auto it = model.begin(); it != model.end(); ++it)
     where["model." + it->first.as<std::string>()] = ctx.at(it->second);
   const YAML::Node training = doc["training"];
-  if (training && training["microbatches"]) where["training.microbatches"] = ctx.at(training["microbatches"]);
+  if (training && training["microbatches"])
+    where["training.microbatches"] = ctx.at(training["microbatches"]);
   if (std::optional<FirstAxis> experts = first_axis(doc, w, "experts"))
     where["sharding.experts"] = ctx.at(experts->node);
 }
@@ -491,28 +546,31 @@ void check_moe_groups(const yaml::Document& ctx, const YAML::Node& doc, const Wo
   const int64_t rows = split ? m.global_batch / t.microbatches : m.global_batch;
   const int64_t tokens = rows * m.seq_len;  // <= 2^50: check_model_sizes ran first
   const std::string made_of =
-      split ? fmt::format("model.global_batch {} / training.microbatches {} x model.seq_len {}", m.global_batch,
-                          t.microbatches, m.seq_len)
+      split ? fmt::format("model.global_batch {} / training.microbatches {} x model.seq_len {}",
+                          m.global_batch, t.microbatches, m.seq_len)
             : fmt::format("model.global_batch {} x model.seq_len {}", m.global_batch, m.seq_len);
   if (m.group_size > 0) {
     if (tokens % m.group_size != 0)
-      ctx.fail(node_of(doc, "model", "group_size"),
-               fmt::format("'model.group_size' ({}) does not divide the {} tokens of a forward ({})", m.group_size,
-                           tokens, made_of),
-               fmt::format("pick a group size that divides {}, or change global_batch, seq_len or "
-                           "training.microbatches",
-                           tokens));
+      ctx.fail(
+          node_of(doc, "model", "group_size"),
+          fmt::format("'model.group_size' ({}) does not divide the {} tokens of a forward ({})",
+                      m.group_size, tokens, made_of),
+          fmt::format("pick a group size that divides {}, or change global_batch, seq_len or "
+                      "training.microbatches",
+                      tokens));
     return;
   }
   const std::optional<FirstAxis> experts = first_axis(doc, w, "experts");
   if (experts && tokens % experts->size != 0)
-    ctx.fail(experts->node,
-             fmt::format("the {} tokens of a forward ({}) do not split into {} groups (one per device of mesh axis "
-                         "'{}', the experts axis)",
-                         tokens, made_of, experts->size, experts->axis),
-             fmt::format("set model.group_size to a divisor of {}, or change global_batch, seq_len or "
-                         "training.microbatches so the tokens divide by {}",
-                         tokens, experts->size));
+    ctx.fail(
+        experts->node,
+        fmt::format("the {} tokens of a forward ({}) do not split into {} groups (one per device "
+                    "of mesh axis "
+                    "'{}', the experts axis)",
+                    tokens, made_of, experts->size, experts->axis),
+        fmt::format("set model.group_size to a divisor of {}, or change global_batch, seq_len or "
+                    "training.microbatches so the tokens divide by {}",
+                    tokens, experts->size));
 }
 
 // What the model builders would reject for the structure of the model,
@@ -528,31 +586,39 @@ void check_model_structure(const yaml::Document& ctx, const YAML::Node& doc, con
              "model.layers counts both stacks (layers/2 encoder + layers/2 decoder)");
   // Each of the top_k choices picks an expert not chosen yet (moe_layer.cc).
   if (moe && m.top_k > m.experts)
-    ctx.fail(node_of(doc, "model", doc["model"]["top_k"] ? "top_k" : "experts"),
-             fmt::format("'model.top_k' ({}) is larger than 'model.experts' ({}): a token cannot pick that many "
-                         "different experts",
-                         m.top_k, m.experts),
-             "GShard routes each token to its top 2 experts (top_k default 2); use top_k <= experts");
+    ctx.fail(
+        node_of(doc, "model", doc["model"]["top_k"] ? "top_k" : "experts"),
+        fmt::format(
+            "'model.top_k' ({}) is larger than 'model.experts' ({}): a token cannot pick that many "
+            "different experts",
+            m.top_k, m.experts),
+        "GShard routes each token to its top 2 experts (top_k default 2); use top_k <= experts");
   if (moe && m.moe_every > m.layers)
-    ctx.fail(node_of(doc, "model", doc["model"]["moe_every"] ? "moe_every" : "layers"),
-             fmt::format("'model.moe_every' ({}) is larger than 'model.layers' ({}): no layer would be an MoE layer",
-                         m.moe_every, m.layers),
-             "MoE layers are every moe_every-th layer (default 2); lower model.moe_every or add layers");
+    ctx.fail(
+        node_of(doc, "model", doc["model"]["moe_every"] ? "moe_every" : "layers"),
+        fmt::format("'model.moe_every' ({}) is larger than 'model.layers' ({}): no layer would be "
+                    "an MoE layer",
+                    m.moe_every, m.layers),
+        "MoE layers are every moe_every-th layer (default 2); lower model.moe_every or add layers");
   if (t.pipeline_stages > 1) {
     const YAML::Node stages = node_of(doc, "training", "pipeline_stages");
     if (m.kind != ModelKind::kDenseTransformer)
       ctx.fail(stages,
-               fmt::format("training.pipeline_stages = {} is built for dense_transformer models only, model.kind is {}",
+               fmt::format("training.pipeline_stages = {} is built for dense_transformer models "
+                           "only, model.kind is {}",
                            t.pipeline_stages, name_of(m.kind)),
                "set training.pipeline_stages: 1 (MoE layers are not pipelined)");
     const std::optional<FirstAxis> stage = first_axis(doc, w, "stage");
     if (!stage)
       ctx.fail(stages,
-               fmt::format("training.pipeline_stages = {} needs the mesh axis of the stages", t.pipeline_stages),
-               "add 'stage: [<mesh axis>]' to the sharding section (an axis of size dividing the stages)");
+               fmt::format("training.pipeline_stages = {} needs the mesh axis of the stages",
+                           t.pipeline_stages),
+               "add 'stage: [<mesh axis>]' to the sharding section (an axis of size dividing the "
+               "stages)");
     if (t.pipeline_stages % stage->size != 0)
       ctx.fail(stage->node,
-               fmt::format("the stage axis '{}' has {} devices, which do not divide training.pipeline_stages ({})",
+               fmt::format("the stage axis '{}' has {} devices, which do not divide "
+                           "training.pipeline_stages ({})",
                            stage->axis, stage->size, t.pipeline_stages),
                "use a stage axis whose size divides the stage count (usually equal to it)");
   }
@@ -578,7 +644,8 @@ void check_hlo_model(const yaml::Document& ctx, const YAML::Node& doc, const Wor
 Workload read_document(const yaml::Document& ctx, YAML::Node doc) {
   Workload w;
   w.source_file = ctx.file();
-  if (!doc.IsMap()) ctx.fail(doc, "a workload file must be a YAML mapping", "see workloads/ for examples");
+  if (!doc.IsMap())
+    ctx.fail(doc, "a workload file must be a YAML mapping", "see workloads/ for examples");
   MapReader r(ctx, doc, "workload");
   w.name = as_string(ctx, r.require("name"), "name");
   if (YAML::Node h = r.get("hardware")) w.hardware = as_string(ctx, h, "hardware");
@@ -593,13 +660,14 @@ Workload read_document(const yaml::Document& ctx, YAML::Node doc) {
     check_model_sizes(ctx, doc["model"], m);
     if (m.global_batch % w.training.microbatches != 0)
       ctx.fail(doc["model"]["global_batch"],
-               fmt::format("model.global_batch ({}) is not divisible by training.microbatches ({})", m.global_batch,
-                           w.training.microbatches));
+               fmt::format("model.global_batch ({}) is not divisible by training.microbatches ({})",
+                           m.global_batch, w.training.microbatches));
     if (w.training.pipeline_stages > 1 && m.layers % w.training.pipeline_stages != 0)
       ctx.fail(doc["training"]["pipeline_stages"],
-               fmt::format("model.layers ({}) does not divide into training.pipeline_stages ({})", m.layers,
-                           w.training.pipeline_stages),
-               "every pipeline stage runs the same number of layers: pick a stage count that divides model.layers");
+               fmt::format("model.layers ({}) does not divide into training.pipeline_stages ({})",
+                           m.layers, w.training.pipeline_stages),
+               "every pipeline stage runs the same number of layers: pick a stage count that "
+               "divides model.layers");
   }
   record_key_locations(ctx, doc, w);
   if (m.kind != ModelKind::kHlo) check_model_structure(ctx, doc, w);
@@ -613,18 +681,19 @@ Workload parse_workload(const std::string& yaml_text, const std::string& file_na
                         const std::vector<std::string>& overrides) {
   yaml::Document doc = yaml::Document::parse(yaml_text, file_name);
   std::vector<std::pair<std::string, std::string>> hw;
-  Workload w = yaml::guarded(file_name, "keys must be plain words and values the types docs/design.md's workload schema lists",
-                             [&] {
-                               for (const std::string& o : overrides) {
-                                 // hardware.* keys are the hardware's (hw::apply_overrides checks them).
-                                 const auto eq = o.find('=');
-                                 if (o.rfind("hardware.", 0) == 0 && eq != std::string::npos)
-                                   hw.emplace_back(o.substr(9, eq - 9), o.substr(eq + 1));
-                                 else
-                                   doc.set(o);
-                               }
-                               return read_document(doc, doc.root());
-                             });
+  Workload w = yaml::guarded(
+      file_name,
+      "keys must be plain words and values the types docs/design.md's workload schema lists", [&] {
+        for (const std::string& o : overrides) {
+          // hardware.* keys are the hardware's (hw::apply_overrides checks them).
+          const auto eq = o.find('=');
+          if (o.rfind("hardware.", 0) == 0 && eq != std::string::npos)
+            hw.emplace_back(o.substr(9, eq - 9), o.substr(eq + 1));
+          else
+            doc.set(o);
+        }
+        return read_document(doc, doc.root());
+      });
   w.hardware_overrides = std::move(hw);
   return w;
 }

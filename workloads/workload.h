@@ -115,7 +115,7 @@ struct ModelSpec {
 };
 
 struct TrainingSpec {
-  bool enabled = true;                 // false: forward (inference) step only
+  bool enabled = true;  // false: forward (inference) step only
   compiler::OptimizerKind optimizer = compiler::OptimizerKind::kAdafactor;
   bool weight_update_sharding = true;
   RematMode remat = RematMode::kNone;
@@ -157,7 +157,7 @@ struct CompilerSpec {
 
 struct Workload {
   std::string name;
-  std::string source_file;      // the YAML path it was read from
+  std::string source_file;         // the YAML path it was read from
   std::string hardware = "tpuv3";  // preset name or path (resolved by hw_models)
   // `--set hardware.k=v` overrides, with the "hardware." prefix removed.
   std::vector<std::pair<std::string, std::string>> hardware_overrides;

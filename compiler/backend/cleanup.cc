@@ -25,17 +25,20 @@ CleanupStats clean_computation(Computation& comp, const char* target, bool remov
   for (InstrId id = 0; id < n; ++id) {
     const Instruction& instr = comp.instr(id);
     marker[static_cast<size_t>(id)] = is_marker(comp, instr, target);
-    resolved[static_cast<size_t>(id)] = marker[static_cast<size_t>(id)] ? resolved[static_cast<size_t>(instr.operand(0))] : id;
+    resolved[static_cast<size_t>(id)] =
+        marker[static_cast<size_t>(id)] ? resolved[static_cast<size_t>(instr.operand(0))] : id;
   }
   std::vector<bool> live(static_cast<size_t>(n), false);
   live[static_cast<size_t>(resolved[static_cast<size_t>(comp.root())])] = true;
   if (!remove_dead)
-    for (InstrId id = 0; id < n; ++id) live[static_cast<size_t>(id)] = !marker[static_cast<size_t>(id)];
+    for (InstrId id = 0; id < n; ++id)
+      live[static_cast<size_t>(id)] = !marker[static_cast<size_t>(id)];
   for (InstrId id = n - 1; id >= 0 && remove_dead; --id) {
     const Instruction& instr = comp.instr(id);
     if (instr.opcode == Opcode::kParameter) live[static_cast<size_t>(id)] = true;
     if (!live[static_cast<size_t>(id)]) continue;
-    for (InstrId op : instr.operands) live[static_cast<size_t>(resolved[static_cast<size_t>(op)])] = true;
+    for (InstrId op : instr.operands)
+      live[static_cast<size_t>(resolved[static_cast<size_t>(op)])] = true;
   }
   // Compaction in place: a kept instruction only moves down (its new id is
   // at most its old one), so no second instruction vector is allocated.
@@ -45,11 +48,14 @@ CleanupStats clean_computation(Computation& comp, const char* target, bool remov
   for (InstrId id = 0; id < n; ++id) {
     Instruction& instr = instructions[static_cast<size_t>(id)];
     if (!live[static_cast<size_t>(id)]) {
-      if (marker[static_cast<size_t>(id)]) ++stats.markers_removed;
-      else ++stats.dead_instructions_removed;
+      if (marker[static_cast<size_t>(id)])
+        ++stats.markers_removed;
+      else
+        ++stats.dead_instructions_removed;
       continue;
     }
-    for (InstrId& op : instr.operands) op = new_id[static_cast<size_t>(resolved[static_cast<size_t>(op)])];
+    for (InstrId& op : instr.operands)
+      op = new_id[static_cast<size_t>(resolved[static_cast<size_t>(op)])];
     new_id[static_cast<size_t>(id)] = kept;
     if (kept != id) instructions[static_cast<size_t>(kept)] = std::move(instr);
     ++kept;
@@ -87,7 +93,8 @@ CleanupStats remove_markers_and_dead_code(Module& module) {
   const std::vector<bool> control = control_computations(module);
   for (CompId c = 0; c < module.computation_count(); ++c) {
     if (!control[static_cast<size_t>(c)]) continue;
-    CleanupStats s = clean_computation(module.mutable_computation(c), "Sharding", /*remove_dead=*/true);
+    CleanupStats s =
+        clean_computation(module.mutable_computation(c), "Sharding", /*remove_dead=*/true);
     total.markers_removed += s.markers_removed;
     total.dead_instructions_removed += s.dead_instructions_removed;
   }
@@ -99,9 +106,9 @@ int64_t remove_stop_gradients(Module& module) {
   const std::vector<bool> control = control_computations(module);
   for (CompId c = 0; c < module.computation_count(); ++c)
     if (control[static_cast<size_t>(c)])
-      removed +=
-          clean_computation(module.mutable_computation(c), kStopGradientTarget, /*remove_dead=*/false)
-              .markers_removed;
+      removed += clean_computation(module.mutable_computation(c), kStopGradientTarget,
+                                   /*remove_dead=*/false)
+                     .markers_removed;
   return removed;
 }
 

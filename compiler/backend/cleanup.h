@@ -14,7 +14,7 @@
 namespace podsim::compiler {
 
 struct CleanupStats {
-  int64_t markers_removed = 0;  // custom-call markers forwarded to their operand
+  int64_t markers_removed = 0;            // custom-call markers forwarded to their operand
   int64_t dead_instructions_removed = 0;  // besides the markers
 };
 

@@ -35,9 +35,13 @@ bool is_free_to_recompute(Opcode op) {
 // XLA's "expensive" elementwise ops (transcendentals, divide, power,
 // remainder): recomputing them in every consumer costs real VPU work, so
 // XLA's instruction fusion never duplicates them.
-bool is_expensive_elementwise(Opcode op) { return is_transcendental(op) || op == Opcode::kRemainder; }
+bool is_expensive_elementwise(Opcode op) {
+  return is_transcendental(op) || op == Opcode::kRemainder;
+}
 
-bool is_cheap_to_duplicate(Opcode op) { return is_loop_fusible(op) && !is_expensive_elementwise(op); }
+bool is_cheap_to_duplicate(Opcode op) {
+  return is_loop_fusible(op) && !is_expensive_elementwise(op);
+}
 
 bool is_window_read(Opcode op) { return op == Opcode::kSlice || op == Opcode::kDynamicSlice; }
 
@@ -48,7 +52,8 @@ bool is_dot_like(Opcode op) { return op == Opcode::kDot || op == Opcode::kConvol
 // Can this instruction be a fusion member that reads other members?
 bool can_absorb_producers(const Instruction& instr) {
   if (!instr.shape.is_array()) return false;
-  return is_loop_fusible(instr.opcode) || instr.opcode == Opcode::kReduce || is_dot_like(instr.opcode);
+  return is_loop_fusible(instr.opcode) || instr.opcode == Opcode::kReduce ||
+         is_dot_like(instr.opcode);
 }
 
 bool can_be_fused_producer(const Instruction& instr) {
@@ -72,14 +77,16 @@ class FusionPlanner {
     for (InstrId id = comp_.size() - 1; id >= 0; --id) {
       int32_t g = group(id);
       if (g >= 0) {
-        if (plan_.groups[static_cast<size_t>(g)].members.back() == id) grow(g);  // output fusion root
+        if (plan_.groups[static_cast<size_t>(g)].members.back() == id)
+          grow(g);  // output fusion root
         continue;
       }
       // A broadcast/iota/constant is not worth a kernel of its own, and a
       // duplicable op is recomputed inside its users' kernels
       // (duplicate_cheap_producers).
       const Instruction& instr = comp_.instr(id);
-      if (!can_absorb_producers(instr) || is_free_to_recompute(instr.opcode) || duplicable(id)) continue;
+      if (!can_absorb_producers(instr) || is_free_to_recompute(instr.opcode) || duplicable(id))
+        continue;
       int32_t fresh = new_group({id});
       grow(fresh);
       // A kernel of one op stays a group when a duplicated producer will
@@ -139,7 +146,8 @@ class FusionPlanner {
 
   // A dynamic-update-slice whose update (operand 1, and only that operand) is `update`.
   bool writes_update_in_place(const Instruction& consumer, InstrId update) const {
-    if (consumer.opcode != Opcode::kDynamicUpdateSlice || consumer.operand(1) != update) return false;
+    if (consumer.opcode != Opcode::kDynamicUpdateSlice || consumer.operand(1) != update)
+      return false;
     for (int i = 0; i < consumer.operand_count(); ++i)
       if (i != 1 && consumer.operand(i) == update) return false;
     return true;
@@ -157,14 +165,17 @@ class FusionPlanner {
       if (p == last_seen) continue;  // an operand reached through several members
       last_seen = p;
       const Instruction& producer = comp_.instr(p);
-      if (group(p) >= 0 || !can_be_fused_producer(producer) || p == comp_.root() || reads_collective(p)) continue;
-      bool all_users_inside = std::all_of(users(p).begin(), users(p).end(), [&](InstrId u) { return group(u) == g; });
+      if (group(p) >= 0 || !can_be_fused_producer(producer) || p == comp_.root() ||
+          reads_collective(p))
+        continue;
+      bool all_users_inside =
+          std::all_of(users(p).begin(), users(p).end(), [&](InstrId u) { return group(u) == g; });
       if (!all_users_inside) continue;
       plan_.group_of[static_cast<size_t>(p)] = g;
       plan_.groups[static_cast<size_t>(g)].members.push_back(p);
       if (is_window_read(producer.opcode))
-        restricted_[static_cast<size_t>(p)] =
-            std::any_of(users(p).begin(), users(p).end(), [&](InstrId u) { return waits_for_collective(u); });
+        restricted_[static_cast<size_t>(p)] = std::any_of(
+            users(p).begin(), users(p).end(), [&](InstrId u) { return waits_for_collective(u); });
       push_operands(p, candidates);
     }
   }
@@ -202,17 +213,22 @@ class FusionPlanner {
     restricted_if_fused_.assign(n, false);
     for (InstrId id = comp_.size() - 1; id >= 0; --id) {
       if (!is_window_read(comp_.instr(id).opcode)) continue;
-      restricted_if_fused_[static_cast<size_t>(id)] = std::any_of(users(id).begin(), users(id).end(), [&](InstrId u) {
-        return reads_collective(u) || restricted_if_fused_[static_cast<size_t>(u)];
-      });
+      restricted_if_fused_[static_cast<size_t>(id)] =
+          std::any_of(users(id).begin(), users(id).end(), [&](InstrId u) {
+            return reads_collective(u) || restricted_if_fused_[static_cast<size_t>(u)];
+          });
     }
     duplicable_.assign(n, false);
     std::vector<double> reads_through(n, 0);
     for (InstrId id = 0; id < comp_.size(); ++id) {
       const Instruction& instr = comp_.instr(id);
-      if (!can_be_fused_producer(instr) || !is_cheap_to_duplicate(instr.opcode) || id == comp_.root()) continue;
-      if ((reads_collective(id) && !is_free_to_recompute(instr.opcode)) || users(id).empty()) continue;
-      if (!std::all_of(users(id).begin(), users(id).end(), [&](InstrId u) { return absorbs(u, instr.opcode); }))
+      if (!can_be_fused_producer(instr) || !is_cheap_to_duplicate(instr.opcode) ||
+          id == comp_.root())
+        continue;
+      if ((reads_collective(id) && !is_free_to_recompute(instr.opcode)) || users(id).empty())
+        continue;
+      if (!std::all_of(users(id).begin(), users(id).end(),
+                       [&](InstrId u) { return absorbs(u, instr.opcode); }))
         continue;
       const auto own = static_cast<double>(instr.shape.byte_size());
       double reads = 0;
@@ -220,14 +236,17 @@ class FusionPlanner {
         const InstrId q = instr.operand(i);
         const Shape& qs = comp_.instr(q).shape;
         if (qs.is_array() && qs.rank() == 0) continue;
-        if (std::find(instr.operands.begin(), instr.operands.begin() + i, q) != instr.operands.begin() + i) continue;
+        if (std::find(instr.operands.begin(), instr.operands.begin() + i, q) !=
+            instr.operands.begin() + i)
+          continue;
         double r = duplicable_[static_cast<size_t>(q)] ? reads_through[static_cast<size_t>(q)]
-                                                        : static_cast<double>(qs.byte_size());
+                                                       : static_cast<double>(qs.byte_size());
         if (i == 0 && is_window_read(instr.opcode)) r = std::min(r, own);
         reads += r;
       }
       reads_through[static_cast<size_t>(id)] = reads;
-      duplicable_[static_cast<size_t>(id)] = is_free_to_recompute(instr.opcode) || (instr.shape.rank() > 0 && reads <= own);
+      duplicable_[static_cast<size_t>(id)] =
+          is_free_to_recompute(instr.opcode) || (instr.shape.rank() > 0 && reads <= own);
     }
   }
   bool duplicable(InstrId id) const { return duplicable_[static_cast<size_t>(id)]; }
@@ -235,7 +254,8 @@ class FusionPlanner {
   // recomputed inside this op's kernel.
   bool has_deferred_operand(InstrId id) const {
     const auto& ops = comp_.instr(id).operands;
-    return std::any_of(ops.begin(), ops.end(), [&](InstrId q) { return duplicable(q) && group(q) < 0; });
+    return std::any_of(ops.begin(), ops.end(),
+                       [&](InstrId q) { return duplicable(q) && group(q) < 0; });
   }
 
   // ---- multi-output fusion (XLA's producer-consumer multi-output fusion): a reduce's kernel also
@@ -247,16 +267,21 @@ class FusionPlanner {
     for (const FusionGroup& g : plan_.groups)
       for (InstrId m : g.members) ++memberships[static_cast<size_t>(m)];
     auto recomputed = [&](InstrId m) { return memberships[static_cast<size_t>(m)] > 1; };
-    auto root_of = [](const FusionGroup& g) { return *std::max_element(g.members.begin(), g.members.end()); };
+    auto root_of = [](const FusionGroup& g) {
+      return *std::max_element(g.members.begin(), g.members.end());
+    };
     auto any_waits = [&](const FusionGroup& g) {
-      return std::any_of(g.members.begin(), g.members.end(), [&](InstrId m) { return waits_for_collective(m); });
+      return std::any_of(g.members.begin(), g.members.end(),
+                         [&](InstrId m) { return waits_for_collective(m); });
     };
     bool merged_any = false;
     for (size_t ri = 0; ri < plan_.groups.size(); ++ri) {
       if (plan_.groups[ri].members.empty()) continue;
       const InstrId root = root_of(plan_.groups[ri]);
       const Instruction& reduce = comp_.instr(root);
-      if (reduce.opcode != Opcode::kReduce || !reduce.shape.is_array() || any_waits(plan_.groups[ri])) continue;
+      if (reduce.opcode != Opcode::kReduce || !reduce.shape.is_array() ||
+          any_waits(plan_.groups[ri]))
+        continue;
       const std::vector<int64_t>& loop_dims = comp_.instr(reduce.operand(0)).shape.dims();
       const auto consumer = static_cast<int32_t>(ri);
       for (bool merged = true; merged;) {
@@ -266,7 +291,8 @@ class FusionPlanner {
             const int32_t pg = group(p);
             if (pg == consumer || recomputed(p) || duplicable(p) || p == comp_.root()) continue;
             const Instruction& pi = comp_.instr(p);
-            if (!is_elementwise(pi.opcode) || !pi.shape.is_array() || pi.shape.dims() != loop_dims) continue;
+            if (!is_elementwise(pi.opcode) || !pi.shape.is_array() || pi.shape.dims() != loop_dims)
+              continue;
             // The loop kernel: p's group, or p alone when it is unfused.
             if (pg >= 0) {
               const FusionGroup& producer = plan_.groups[static_cast<size_t>(pg)];
@@ -314,7 +340,8 @@ class FusionPlanner {
         if (std::find(kernel.begin(), kernel.end(), input) != kernel.end()) continue;
         if (comp_.instr(input).opcode == Opcode::kParameter) continue;
         const auto readers = users(input);
-        if (std::all_of(readers.begin(), readers.end(), [&](InstrId u) { return u <= p; })) freed.push_back(input);
+        if (std::all_of(readers.begin(), readers.end(), [&](InstrId u) { return u <= p; }))
+          freed.push_back(input);
       }
     }
     std::sort(freed.begin(), freed.end());
@@ -396,7 +423,8 @@ class FusionPlanner {
           drop_last_group(id);
           continue;
         }
-        for (InstrId m : plan_.groups[static_cast<size_t>(own)].members) groups_containing[static_cast<size_t>(m)] = {own};
+        for (InstrId m : plan_.groups[static_cast<size_t>(own)].members)
+          groups_containing[static_cast<size_t>(m)] = {own};
         continue;
       }
       std::sort(user_groups.begin(), user_groups.end());
@@ -413,9 +441,9 @@ class FusionPlanner {
   const Computation& comp_;
   UserLists users_;
   std::vector<bool> reads_collective_;
-  std::vector<bool> restricted_;  // window reads pulled into a collective reader's kernel
+  std::vector<bool> restricted_;           // window reads pulled into a collective reader's kernel
   std::vector<bool> restricted_if_fused_;  // window reads with a user that waits for a collective
-  std::vector<bool> duplicable_;  // mark_duplicable
+  std::vector<bool> duplicable_;           // mark_duplicable
   FusionPlan plan_;
 };
 
@@ -423,7 +451,9 @@ class FusionPlanner {
 
 FusionPlan plan_fusion(const Computation& computation) { return FusionPlanner(computation).run(); }
 
-std::vector<bool> duplicable_ops(const Computation& computation) { return FusionPlanner(computation).duplicable_ops(); }
+std::vector<bool> duplicable_ops(const Computation& computation) {
+  return FusionPlanner(computation).duplicable_ops();
+}
 
 std::vector<bool> duplicated_members(const FusionPlan& plan, int instruction_count) {
   std::vector<int32_t> memberships(static_cast<size_t>(instruction_count), 0);

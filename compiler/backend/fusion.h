@@ -7,8 +7,8 @@
 // docs/compiler-backend.md#fusion
 #pragma once
 
-#include "compiler/ir/module.h"
 #include "compiler/backend/program.h"
+#include "compiler/ir/module.h"
 
 namespace podsim::compiler {
 

@@ -20,7 +20,9 @@ namespace {
 constexpr size_t kRoleCount = 7;
 using RoleBytes = std::array<int64_t, kRoleCount>;
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 
 struct Buffer {
   int64_t bytes = 0;
@@ -28,7 +30,7 @@ struct Buffer {
   int64_t written = 0;   // schedule position of its producer
   int64_t last_use = 0;  // last schedule position that reads it
   InstrId producer = kNoId;
-  DType dtype = DType::kF32;  // of the leaf
+  DType dtype = DType::kF32;    // of the leaf
   const Shape* leaf = nullptr;  // in the producer's shape
 };
 
@@ -36,14 +38,16 @@ struct ComputationPeak {
   int64_t peak_bytes = 0;
   RoleBytes by_role{};
   InstrId peak_at = kNoId;
-  std::vector<LiveBufferAtPeak> live;  // only when the planner collects them
+  std::vector<LiveBufferAtPeak> live;     // only when the planner collects them
   std::vector<int64_t> live_by_position;  // the entry's, only when collected
 };
 
 class MemoryPlanner {
  public:
   MemoryPlanner(const MemoryPlanInput& in, bool collect_live)
-      : in_(in), collect_live_(collect_live), memo_(static_cast<size_t>(in.module.computation_count())) {}
+      : in_(in),
+        collect_live_(collect_live),
+        memo_(static_cast<size_t>(in.module.computation_count())) {}
 
   ComputationPeak plan(CompId comp_id, bool is_entry);
 
@@ -60,7 +64,10 @@ class MemoryPlanner {
 class MemoryPlanner::ComputationSweep {
  public:
   ComputationSweep(MemoryPlanner& planner, CompId id, bool is_entry)
-      : planner_(planner), comp_id_(id), comp_(planner.input().module.computation(id)), is_entry_(is_entry) {}
+      : planner_(planner),
+        comp_id_(id),
+        comp_(planner.input().module.computation(id)),
+        is_entry_(is_entry) {}
 
   ComputationPeak run() {
     const int n = comp_.size();
@@ -78,7 +85,8 @@ class MemoryPlanner::ComputationSweep {
       // live-out buffers share no memory with temporaries).
       if (is_entry_ && b != kNoId) buffers_[static_cast<size_t>(b)].def = 0;
     }
-    if (is_entry_ && planner_.input().options.outputs_alias_parameters) alias_outputs_to_parameters();
+    if (is_entry_ && planner_.input().options.outputs_alias_parameters)
+      alias_outputs_to_parameters();
     return sweep();
   }
 
@@ -87,7 +95,8 @@ class MemoryPlanner::ComputationSweep {
   void set_positions() {
     const auto n = static_cast<size_t>(comp_.size());
     const auto& schedules = planner_.input().schedule;
-    if (static_cast<size_t>(comp_id_) < schedules.size() && schedules[static_cast<size_t>(comp_id_)].size() == n) {
+    if (static_cast<size_t>(comp_id_) < schedules.size() &&
+        schedules[static_cast<size_t>(comp_id_)].size() == n) {
       order_ = schedules[static_cast<size_t>(comp_id_)];
     } else {
       order_.resize(n);
@@ -96,7 +105,8 @@ class MemoryPlanner::ComputationSweep {
     pos_.assign(n, 0);
     for (size_t p = 0; p < n; ++p) pos_[static_cast<size_t>(order_[p])] = static_cast<int64_t>(p);
     const auto& fusions = planner_.input().fusion;
-    if (static_cast<size_t>(comp_id_) < fusions.size() && fusions[static_cast<size_t>(comp_id_)].group_of.size() == n)
+    if (static_cast<size_t>(comp_id_) < fusions.size() &&
+        fusions[static_cast<size_t>(comp_id_)].group_of.size() == n)
       fusion_ = &fusions[static_cast<size_t>(comp_id_)];
   }
 
@@ -117,7 +127,9 @@ class MemoryPlanner::ComputationSweep {
         if (m == root) continue;
         // Listed in another group than its own and not a cheap op that each
         // group recomputes: an inconsistent plan; it belongs to its own.
-        if (fusion_->group_of[sm] != static_cast<int32_t>(gi) && !is_cheap_to_duplicate(comp_.instr(m).opcode)) continue;
+        if (fusion_->group_of[sm] != static_cast<int32_t>(gi) &&
+            !is_cheap_to_duplicate(comp_.instr(m).opcode))
+          continue;
         // A multi-output fusion's extra output (read outside its group) is
         // written by the kernel: a buffer from its (contiguous) position.
         if (!recomputed[sm] && std::any_of(users_[sm].begin(), users_[sm].end(), [&](InstrId u) {
@@ -125,7 +137,8 @@ class MemoryPlanner::ComputationSweep {
             }))
           continue;
         materialized_[sm] = false;
-        read_pos_[sm] = seen[sm] ? std::max(read_pos_[sm], pos_[static_cast<size_t>(root)]) : pos_[static_cast<size_t>(root)];
+        read_pos_[sm] = seen[sm] ? std::max(read_pos_[sm], pos_[static_cast<size_t>(root)])
+                                 : pos_[static_cast<size_t>(root)];
         seen[sm] = true;
       }
     }
@@ -136,7 +149,9 @@ class MemoryPlanner::ComputationSweep {
   // and data movement): the ops fusion duplicates (fusion.h), so an
   // expensive one (exp, log, divide, ...) is written, as XLA writes it, and
   // the simulator charges that write.
-  static bool is_cheap_expansion_op(Opcode op) { return op != Opcode::kConstant && is_cheap_to_duplicate(op); }
+  static bool is_cheap_expansion_op(Opcode op) {
+    return op != Opcode::kConstant && is_cheap_to_duplicate(op);
+  }
   // Readers that need the value in a buffer of its own.
   static bool needs_buffer(Opcode reader) {
     switch (reader) {
@@ -174,14 +189,16 @@ class MemoryPlanner::ComputationSweep {
         continue;
       }
       int64_t inputs = 0;
-      for (InstrId op : instr.operands) inputs = std::min(kNotCheap, inputs + input_bytes[static_cast<size_t>(op)]);
+      for (InstrId op : instr.operands)
+        inputs = std::min(kNotCheap, inputs + input_bytes[static_cast<size_t>(op)]);
       if (!materialized_[sid]) {
         input_bytes[sid] = inputs;
         continue;
       }
       const bool expands = id != comp_.root() && inputs <= own / kExpansionRatio &&
-                           std::none_of(users_[sid].begin(), users_[sid].end(),
-                                        [&](InstrId u) { return needs_buffer(comp_.instr(u).opcode); });
+                           std::none_of(users_[sid].begin(), users_[sid].end(), [&](InstrId u) {
+                             return needs_buffer(comp_.instr(u).opcode);
+                           });
       expansion_[sid] = expands;
       input_bytes[sid] = expands ? inputs : own;
     }
@@ -239,7 +256,7 @@ class MemoryPlanner::ComputationSweep {
           mine.assign(src.begin() + begin, src.begin() + begin + count);
         return;
       }
-      case Opcode::kWhile:  // the loop state is updated in place
+      case Opcode::kWhile:    // the loop state is updated in place
       case Opcode::kBitcast:  // views of their operand's buffers
       case Opcode::kOptimizationBarrier:
       case Opcode::kAddDependency:
@@ -296,7 +313,8 @@ class MemoryPlanner::ComputationSweep {
       return u == id || (op != Opcode::kTuple && op != Opcode::kGetTupleElement &&
                          read_pos_[static_cast<size_t>(u)] <= read_pos_[static_cast<size_t>(id)]);
     });
-    if (!last_reader || !materialized_[st] || expansion_[st] || leaves_[st].size() != 1) return false;
+    if (!last_reader || !materialized_[st] || expansion_[st] || leaves_[st].size() != 1)
+      return false;
     const int32_t b = leaves_[st][0];
     if (b == kNoId) return true;
     const Buffer& buffer = buffers_[static_cast<size_t>(b)];
@@ -338,13 +356,16 @@ class MemoryPlanner::ComputationSweep {
 
   std::pair<int64_t, int64_t> element_leaf_range(InstrId tuple, int64_t index) {
     const Shape& shape = comp_.instr(tuple).shape;
-    if (!shape.is_tuple() || index < 0 || index >= static_cast<int64_t>(shape.tuple_shapes().size())) return {0, 0};
+    if (!shape.is_tuple() || index < 0 ||
+        index >= static_cast<int64_t>(shape.tuple_shapes().size()))
+      return {0, 0};
     auto [it, inserted] = leaf_offsets_.try_emplace(tuple);
     std::vector<int64_t>& offsets = it->second;
     if (inserted) {
       offsets.reserve(shape.tuple_shapes().size() + 1);
       offsets.push_back(0);
-      for (const Shape& element : shape.tuple_shapes()) offsets.push_back(offsets.back() + element.leaf_count());
+      for (const Shape& element : shape.tuple_shapes())
+        offsets.push_back(offsets.back() + element.leaf_count());
     }
     const auto i = static_cast<size_t>(index);
     return {offsets[i], offsets[i + 1] - offsets[i]};
@@ -358,7 +379,8 @@ class MemoryPlanner::ComputationSweep {
 
   void record_reads(InstrId id) {
     const Instruction& instr = comp_.instr(id);
-    if (instr.opcode == Opcode::kTuple || instr.opcode == Opcode::kGetTupleElement) return;  // aliases, no read
+    if (instr.opcode == Opcode::kTuple || instr.opcode == Opcode::kGetTupleElement)
+      return;  // aliases, no read
     const int64_t at = read_pos_[static_cast<size_t>(id)];
     for (InstrId op : instr.operands)
       for (int32_t b : leaves_[static_cast<size_t>(op)]) extend(b, at);
@@ -428,7 +450,8 @@ class MemoryPlanner::ComputationSweep {
     int64_t live = 0, peak_pos = 0;
     for (int64_t p = 0; p < n; ++p) {
       live += delta[static_cast<size_t>(p)];
-      const int64_t total = live + inner[static_cast<size_t>(order_[static_cast<size_t>(p)])].peak_bytes;
+      const int64_t total =
+          live + inner[static_cast<size_t>(order_[static_cast<size_t>(p)])].peak_bytes;
       if (is_entry_ && planner_.collect_live()) result.live_by_position.push_back(total);
       if (total > result.peak_bytes) {
         result.peak_bytes = total;
@@ -438,7 +461,8 @@ class MemoryPlanner::ComputationSweep {
     result.peak_at = order_[static_cast<size_t>(peak_pos)];
     int64_t first_backward = n;  // activations: forward values still live when the backward starts
     for (InstrId id = 0; id < n; ++id)
-      if (starts_with(comp_.instr(id).op_name, "bwd/")) first_backward = std::min(first_backward, pos_[static_cast<size_t>(id)]);
+      if (starts_with(comp_.instr(id).op_name, "bwd/"))
+        first_backward = std::min(first_backward, pos_[static_cast<size_t>(id)]);
     for (size_t i = 0; i < buffers_.size(); ++i) {
       const Buffer& b = buffers_[i];
       if (b.def > peak_pos || peak_pos > b.last_use || b.bytes == 0) continue;
@@ -475,7 +499,7 @@ class MemoryPlanner::ComputationSweep {
   std::vector<int64_t> pos_;
   std::vector<int64_t> read_pos_;
   std::vector<bool> materialized_;
-  std::vector<bool> expansion_;  // mark_expansions
+  std::vector<bool> expansion_;                                // mark_expansions
   std::unordered_map<InstrId, std::vector<int32_t>> through_;  // read_through memo
   std::vector<std::vector<InstrId>> users_;
   std::vector<std::vector<int32_t>> leaves_;  // buffer ids per instruction leaf (kNoId: caller's)

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/ir/module.h"
 #include "compiler/backend/program.h"
+#include "compiler/ir/module.h"
 
 namespace podsim::compiler {
 
@@ -39,7 +39,8 @@ struct LiveBufferAtPeak {
   std::string instruction;  // the producer's name
   std::string op_name;      // the producer's op_name (model-level name)
   std::string shape;        // the buffer's leaf shape, XLA text
-  std::string sharding;     // the producer's sharding attribute, else the global value's it holds a shard of ("" if none)
+  std::string sharding;     // the producer's sharding attribute, else the global value's it holds a
+                            // shard of ("" if none)
   ValueRole role = ValueRole::kTemporary;
   int64_t bytes = 0;
 };

@@ -5,13 +5,20 @@ namespace podsim::compiler {
 
 const char* value_role_name(ValueRole role) {
   switch (role) {
-    case ValueRole::kParameter: return "parameters";
-    case ValueRole::kOptimizerState: return "optimizer_state";
-    case ValueRole::kInput: return "inputs";
-    case ValueRole::kGradient: return "gradients";
-    case ValueRole::kActivation: return "activations";
-    case ValueRole::kTemporary: return "temporaries";
-    case ValueRole::kCollectiveBuffer: return "collective_buffers";
+    case ValueRole::kParameter:
+      return "parameters";
+    case ValueRole::kOptimizerState:
+      return "optimizer_state";
+    case ValueRole::kInput:
+      return "inputs";
+    case ValueRole::kGradient:
+      return "gradients";
+    case ValueRole::kActivation:
+      return "activations";
+    case ValueRole::kTemporary:
+      return "temporaries";
+    case ValueRole::kCollectiveBuffer:
+      return "collective_buffers";
   }
   return "unknown";
 }

@@ -13,12 +13,11 @@
 
 namespace podsim::compiler {
 
-// What a live value is, for the memory breakdown (docs/design.md, "Hardware and simulation": memory).
-// Derived from op_name prefixes (compiler/training/training_step.h):
-// "param/" weights, "opt_state/" slots, "input/" inputs, "bwd/" results that
-// feed the optimizer are gradients, "fwd/" values live into the backward
-// pass are activations kept for backward; collective results are collective
-// buffers while their collective runs; everything else is a temporary.
+// What a live value is, for the memory breakdown (docs/design.md, "Hardware and simulation":
+// memory). Derived from op_name prefixes (compiler/training/training_step.h): "param/" weights,
+// "opt_state/" slots, "input/" inputs, "bwd/" results that feed the optimizer are gradients, "fwd/"
+// values live into the backward pass are activations kept for backward; collective results are
+// collective buffers while their collective runs; everything else is a temporary.
 enum class ValueRole {
   kParameter,
   kOptimizerState,
@@ -59,13 +58,13 @@ struct MemoryPlan {
 
 struct CompileStats {
   SpmdStats spmd;
-  int64_t instructions_annotated = 0;  // entry instructions before partitioning
+  int64_t instructions_annotated = 0;    // entry instructions before partitioning
   int64_t instructions_partitioned = 0;  // entry, as the partitioner emitted it
   // Removed from the partitioned program before fusion (pipeline/cleanup.h).
   int64_t sharding_markers_removed = 0;
   int64_t dead_instructions_removed = 0;
-  std::string remat_applied;           // "none", "full", "save_dots", ...
-  double recomputed_flops = 0;         // global, 2 per MAC
+  std::string remat_applied;    // "none", "full", "save_dots", ...
+  double recomputed_flops = 0;  // global, 2 per MAC
   double propagate_wall_s = 0;
   double partition_wall_s = 0;
   double total_wall_s = 0;

@@ -5,8 +5,8 @@
 
 namespace podsim::compiler {
 
-SpmdProgram compile_with_auto_remat(const std::vector<RematChoice>& choices, int64_t hbm_budget_bytes,
-                                    const CompileOneChoice& compile_one) {
+SpmdProgram compile_with_auto_remat(const std::vector<RematChoice>& choices,
+                                    int64_t hbm_budget_bytes, const CompileOneChoice& compile_one) {
   assert(!choices.empty());
   SpmdProgram program;
   int64_t attempts = 0;

@@ -19,7 +19,7 @@ using CompileOneChoice = std::function<SpmdProgram(const RematChoice&)>;
 
 // Sets stats.remat_applied (the choice's name) and stats.remat_attempts.
 // `choices` must not be empty.
-SpmdProgram compile_with_auto_remat(const std::vector<RematChoice>& choices, int64_t hbm_budget_bytes,
-                                    const CompileOneChoice& compile_one);
+SpmdProgram compile_with_auto_remat(const std::vector<RematChoice>& choices,
+                                    int64_t hbm_budget_bytes, const CompileOneChoice& compile_one);
 
 }  // namespace podsim::compiler

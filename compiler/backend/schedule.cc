@@ -21,18 +21,19 @@ struct Key {
 };
 
 struct UnitGraph {
-  std::vector<int32_t> unit_of;                 // per instruction; -1: folded (recomputed by its readers' units)
-  std::vector<std::vector<InstrId>> members;    // per unit, ascending ids
+  std::vector<int32_t> unit_of;  // per instruction; -1: folded (recomputed by its readers' units)
+  std::vector<std::vector<InstrId>> members;  // per unit, ascending ids
   // Per unit: duplicated cheap members its kernel recomputes (folded, see
   // fold_recomputed_members), ascending ids; emitted with the first of
   // their units that runs.
   std::vector<std::vector<InstrId>> recomputed;
-  std::vector<InstrId> position;                // per unit: its largest member id
-  std::vector<std::vector<int32_t>> operands;   // per unit: operand units (may repeat)
-  std::vector<std::vector<int32_t>> users;      // per unit: user units (may repeat)
+  std::vector<InstrId> position;               // per unit: its largest member id
+  std::vector<std::vector<int32_t>> operands;  // per unit: operand units (may repeat)
+  std::vector<std::vector<int32_t>> users;     // per unit: user units (may repeat)
   std::vector<bool> is_collective;
   std::vector<bool> is_format_change;  // convert / copy / reshape / transpose members only
-  std::vector<int64_t> extra_output_bytes;  // per unit: members other than the root read by other units
+  std::vector<int64_t>
+      extra_output_bytes;  // per unit: members other than the root read by other units
 };
 
 // Members listed in several groups that are recomputed in each (cheap ops,
@@ -40,7 +41,8 @@ struct UnitGraph {
 // belongs to its group_of group only.
 std::vector<bool> recomputed_members(const Computation& comp, const FusionPlan& fusion) {
   const int n = comp.size();
-  if (fusion.group_of.size() != static_cast<size_t>(n)) return std::vector<bool>(static_cast<size_t>(n), false);
+  if (fusion.group_of.size() != static_cast<size_t>(n))
+    return std::vector<bool>(static_cast<size_t>(n), false);
   std::vector<bool> duplicated = duplicated_members(fusion, n);
   for (InstrId id = 0; id < n; ++id)
     if (duplicated[static_cast<size_t>(id)] && !is_cheap_to_duplicate(comp.instr(id).opcode))
@@ -58,18 +60,23 @@ std::vector<bool> fold_recomputed_members(const Computation& comp, const FusionP
   std::vector<bool> folded(n, false);
   std::vector<std::vector<int32_t>> listed_in(n);  // per instruction: groups listing it, ascending
   for (size_t grp = 0; grp < fusion.groups.size(); ++grp)
-    for (InstrId m : fusion.groups[grp].members) listed_in[static_cast<size_t>(m)].push_back(static_cast<int32_t>(grp));
-  for (auto& groups : listed_in) groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+    for (InstrId m : fusion.groups[grp].members)
+      listed_in[static_cast<size_t>(m)].push_back(static_cast<int32_t>(grp));
+  for (auto& groups : listed_in)
+    groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   const UserLists users(comp);
   for (InstrId d = comp.size() - 1; d >= 0; --d) {
     const auto sd = static_cast<size_t>(d);
     if (!duplicated[sd] || d == comp.root() || users[d].empty()) continue;
     const auto& mine = listed_in[sd];
-    if (!std::all_of(mine.begin(), mine.end(), [&](int32_t grp) { return group_has_unit[static_cast<size_t>(grp)]; }))
+    if (!std::all_of(mine.begin(), mine.end(),
+                     [&](int32_t grp) { return group_has_unit[static_cast<size_t>(grp)]; }))
       continue;
     folded[sd] = std::all_of(users[d].begin(), users[d].end(), [&](InstrId u) {
       const auto su = static_cast<size_t>(u);
-      if (duplicated[su]) return folded[su] && std::includes(mine.begin(), mine.end(), listed_in[su].begin(), listed_in[su].end());
+      if (duplicated[su])
+        return folded[su] &&
+               std::includes(mine.begin(), mine.end(), listed_in[su].begin(), listed_in[su].end());
       const int32_t grp = fusion.group_of[su];
       return grp >= 0 && std::binary_search(mine.begin(), mine.end(), grp);
     });
@@ -86,15 +93,18 @@ UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
   std::vector<int32_t> unit_of_group(has_plan ? fusion.groups.size() : 0, -1);
   for (InstrId id = 0; id < n; ++id) {
     int32_t grp = has_plan ? fusion.group_of[static_cast<size_t>(id)] : -1;
-    if (grp >= 0 && !duplicated[static_cast<size_t>(id)] && unit_of_group[static_cast<size_t>(grp)] < 0) {
+    if (grp >= 0 && !duplicated[static_cast<size_t>(id)] &&
+        unit_of_group[static_cast<size_t>(grp)] < 0) {
       unit_of_group[static_cast<size_t>(grp)] = static_cast<int32_t>(g.members.size());
       g.members.emplace_back();
     }
   }
   std::vector<bool> group_has_unit(unit_of_group.size());
-  for (size_t grp = 0; grp < unit_of_group.size(); ++grp) group_has_unit[grp] = unit_of_group[grp] >= 0;
+  for (size_t grp = 0; grp < unit_of_group.size(); ++grp)
+    group_has_unit[grp] = unit_of_group[grp] >= 0;
   const std::vector<bool> folded =
-      has_plan ? fold_recomputed_members(comp, fusion, duplicated, group_has_unit) : std::vector<bool>(static_cast<size_t>(n), false);
+      has_plan ? fold_recomputed_members(comp, fusion, duplicated, group_has_unit)
+               : std::vector<bool>(static_cast<size_t>(n), false);
   for (InstrId id = 0; id < n; ++id) {
     const auto sid = static_cast<size_t>(id);
     if (folded[sid]) continue;
@@ -114,7 +124,8 @@ UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
   if (has_plan) {
     for (size_t grp = 0; grp < fusion.groups.size(); ++grp)
       for (InstrId m : fusion.groups[grp].members)
-        if (folded[static_cast<size_t>(m)]) g.recomputed[static_cast<size_t>(unit_of_group[grp])].push_back(m);
+        if (folded[static_cast<size_t>(m)])
+          g.recomputed[static_cast<size_t>(unit_of_group[grp])].push_back(m);
     for (auto& r : g.recomputed) {
       std::sort(r.begin(), r.end());
       r.erase(std::unique(r.begin(), r.end()), r.end());
@@ -128,13 +139,16 @@ UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
   g.extra_output_bytes.assign(units, 0);
   auto is_format_op = [&](InstrId id) {
     const Opcode op = comp.instr(id).opcode;
-    return op == Opcode::kConvert || op == Opcode::kCopy || op == Opcode::kReshape || op == Opcode::kTranspose;
+    return op == Opcode::kConvert || op == Opcode::kCopy || op == Opcode::kReshape ||
+           op == Opcode::kTranspose;
   };
   for (size_t u = 0; u < units; ++u) {
     g.position[u] = g.members[u].back();
-    g.is_collective[u] = g.members[u].size() == 1 && is_collective(comp.instr(g.members[u][0]).opcode);
-    g.is_format_change[u] = std::all_of(g.members[u].begin(), g.members[u].end(), is_format_op) &&
-                            std::all_of(g.recomputed[u].begin(), g.recomputed[u].end(), is_format_op);
+    g.is_collective[u] =
+        g.members[u].size() == 1 && is_collective(comp.instr(g.members[u][0]).opcode);
+    g.is_format_change[u] =
+        std::all_of(g.members[u].begin(), g.members[u].end(), is_format_op) &&
+        std::all_of(g.recomputed[u].begin(), g.recomputed[u].end(), is_format_op);
   }
   // A member other than its unit's root read by another unit is an extra
   // output of a multi-output kernel (fusion.h): the kernel writes it.
@@ -163,12 +177,14 @@ UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
   if (has_plan) {
     for (size_t grp = 0; grp < fusion.groups.size(); ++grp)
       for (InstrId m : fusion.groups[grp].members)
-        if (duplicated[static_cast<size_t>(m)] && !folded[static_cast<size_t>(m)] && unit_of_group[grp] >= 0)
+        if (duplicated[static_cast<size_t>(m)] && !folded[static_cast<size_t>(m)] &&
+            unit_of_group[grp] >= 0)
           add_edge(m, unit_of_group[grp]);
   }
   for (size_t u = 0; u < units; ++u)
     for (InstrId m : g.members[u])
-      if (m != g.position[u] && read_outside[static_cast<size_t>(m)]) g.extra_output_bytes[u] += comp.instr(m).shape.byte_size();
+      if (m != g.position[u] && read_outside[static_cast<size_t>(m)])
+        g.extra_output_bytes[u] += comp.instr(m).shape.byte_size();
   return g;
 }
 
@@ -177,7 +193,9 @@ std::vector<Key> priority_keys(const UnitGraph& g, const ScheduleOptions& option
   // Units sorted by position form a topological order.
   std::vector<int32_t> order(units);
   for (size_t u = 0; u < units; ++u) order[u] = static_cast<int32_t>(u);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return g.position[static_cast<size_t>(a)] < g.position[static_cast<size_t>(b)]; });
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return g.position[static_cast<size_t>(a)] < g.position[static_cast<size_t>(b)];
+  });
 
   std::vector<Key> key(units);
   for (int32_t u : order) {
@@ -198,28 +216,38 @@ std::vector<Key> priority_keys(const UnitGraph& g, const ScheduleOptions& option
       if (!feeds_only_collectives || options.max_collective_hoist <= 0) continue;
       int64_t first_user = INT64_MAX;
       for (int32_t user : g.users[su])
-        first_user = std::min(first_user, static_cast<int64_t>(g.position[static_cast<size_t>(user)]));
+        first_user =
+            std::min(first_user, static_cast<int64_t>(g.position[static_cast<size_t>(user)]));
       Key latest_operand{INT64_MIN, 0};
-      for (int32_t op : g.operands[su]) latest_operand = std::max(latest_operand, key[static_cast<size_t>(op)]);
+      for (int32_t op : g.operands[su])
+        latest_operand = std::max(latest_operand, key[static_cast<size_t>(op)]);
       latest_operand.minor += 1;
-      key[su] = std::min(key[su], std::max(latest_operand, Key{first_user - options.max_collective_hoist, -1}));
+      key[su] = std::min(
+          key[su], std::max(latest_operand, Key{first_user - options.max_collective_hoist, -1}));
       continue;
     }
-    Key earliest{options.max_collective_hoist > 0 ? g.position[su] - options.max_collective_hoist : INT64_MIN, 0};
+    Key earliest{options.max_collective_hoist > 0 ? g.position[su] - options.max_collective_hoist
+                                                  : INT64_MIN,
+                 0};
     Key latest_operand{INT64_MIN, 0};
-    for (int32_t op : g.operands[su]) latest_operand = std::max(latest_operand, key[static_cast<size_t>(op)]);
-    if (g.operands[su].empty()) latest_operand = earliest;
-    else latest_operand.minor += 1;
+    for (int32_t op : g.operands[su])
+      latest_operand = std::max(latest_operand, key[static_cast<size_t>(op)]);
+    if (g.operands[su].empty())
+      latest_operand = earliest;
+    else
+      latest_operand.minor += 1;
     key[su] = std::min(key[su], std::max(latest_operand, earliest));
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const auto su = static_cast<size_t>(*it);
     if (g.is_collective[su] || g.users[su].empty()) continue;
-    bool reads_collective = std::any_of(g.operands[su].begin(), g.operands[su].end(),
-                                        [&](int32_t op) { return g.is_collective[static_cast<size_t>(op)]; });
+    bool reads_collective =
+        std::any_of(g.operands[su].begin(), g.operands[su].end(),
+                    [&](int32_t op) { return g.is_collective[static_cast<size_t>(op)]; });
     if (!reads_collective) continue;
     Key first_user{INT64_MAX, 0};
-    for (int32_t user : g.users[su]) first_user = std::min(first_user, key[static_cast<size_t>(user)]);
+    for (int32_t user : g.users[su])
+      first_user = std::min(first_user, key[static_cast<size_t>(user)]);
     first_user.minor -= 1;
     key[su] = std::max(key[su], first_user);
   }
@@ -231,7 +259,8 @@ std::vector<Key> priority_keys(const UnitGraph& g, const ScheduleOptions& option
 // get-tuple-element, while) and for a duplicated cheap member that stays a
 // unit of its own (recomputed inside the groups that list it; folded ones
 // are no unit at all).
-int64_t allocated_bytes(const Computation& comp, const UnitGraph& g, size_t unit, const std::vector<bool>& duplicated) {
+int64_t allocated_bytes(const Computation& comp, const UnitGraph& g, size_t unit,
+                        const std::vector<bool>& duplicated) {
   const InstrId root = g.members[unit].back();
   if (g.members[unit].size() == 1 && duplicated[static_cast<size_t>(root)]) return 0;
   switch (comp.instr(root).opcode) {
@@ -262,8 +291,8 @@ class MemoryAwareQueue {
  public:
   static constexpr size_t kTailFractionOfUnits = 16;
 
-  MemoryAwareQueue(const Computation& comp, const FusionPlan& fusion, const UnitGraph& g, const std::vector<Key>& key,
-                   const ScheduleOptions& options)
+  MemoryAwareQueue(const Computation& comp, const FusionPlan& fusion, const UnitGraph& g,
+                   const std::vector<Key>& key, const ScheduleOptions& options)
       : g_(g), key_(key), options_(options) {
     const size_t units = g.members.size();
     const std::vector<bool> duplicated = recomputed_members(comp, fusion);
@@ -296,12 +325,14 @@ class MemoryAwareQueue {
       if (comp.instr(g.members[u].back()).opcode == Opcode::kParameter) static_[u] = false;
     std::vector<size_t> by_position(units);
     for (size_t u = 0; u < units; ++u) by_position[u] = u;
-    std::sort(by_position.begin(), by_position.end(), [&](size_t a, size_t b) { return g.position[a] < g.position[b]; });
+    std::sort(by_position.begin(), by_position.end(),
+              [&](size_t a, size_t b) { return g.position[a] < g.position[b]; });
     for (size_t u : by_position)
       for (int32_t op : operands_[u]) static_[u] = static_[u] && static_[static_cast<size_t>(op)];
     pending_dynamic_.assign(units, 0);
     for (size_t u = 0; u < units; ++u)
-      for (int32_t op : operands_[u]) pending_dynamic_[u] += static_[static_cast<size_t>(op)] ? 0 : 1;
+      for (int32_t op : operands_[u])
+        pending_dynamic_[u] += static_[static_cast<size_t>(op)] ? 0 : 1;
     root_unit_ = g.unit_of[static_cast<size_t>(comp.root())];
     if (options.memory_aware) mark_tails(root_unit_);
     for (size_t u = 0; u < units; ++u)
@@ -310,7 +341,8 @@ class MemoryAwareQueue {
 
   bool empty() {
     while (!ready_.empty() && done_[static_cast<size_t>(std::get<4>(ready_.top()))]) ready_.pop();
-    while (!ready_collectives_.empty() && done_[static_cast<size_t>(ready_collectives_.top().second)])
+    while (!ready_collectives_.empty() &&
+           done_[static_cast<size_t>(ready_collectives_.top().second)])
       ready_collectives_.pop();
     return ready_.empty();
   }
@@ -351,8 +383,8 @@ class MemoryAwareQueue {
       const auto sr = static_cast<size_t>(reader);
       if (--pending_[sr] == 0) {
         push_ready(sr);
-      } else if (!static_[u] && --pending_dynamic_[sr] == 0 && options_.memory_aware && !g_.is_collective[sr] &&
-                 reduces_memory(sr)) {
+      } else if (!static_[u] && --pending_dynamic_[sr] == 0 && options_.memory_aware &&
+                 !g_.is_collective[sr] && reduces_memory(sr)) {
         for (int32_t op : operands_[sr]) pull_constants(static_cast<size_t>(op));
       }
     }
@@ -373,7 +405,8 @@ class MemoryAwareQueue {
     std::vector<std::vector<int32_t>> dependents(units);
     std::vector<size_t> by_position(units);
     for (size_t u = 0; u < units; ++u) by_position[u] = u;
-    std::sort(by_position.begin(), by_position.end(), [&](size_t a, size_t b) { return g_.position[a] > g_.position[b]; });
+    std::sort(by_position.begin(), by_position.end(),
+              [&](size_t a, size_t b) { return g_.position[a] > g_.position[b]; });
     for (size_t u : by_position) {
       if (static_cast<int32_t>(u) == root_unit) continue;
       bool small = true;
@@ -417,8 +450,9 @@ class MemoryAwareQueue {
     return std::any_of(operands_[u].begin(), operands_[u].end(), [&](int32_t op) {
       const auto so = static_cast<size_t>(op);
       return !static_[so] && alloc_[so] > 0 &&
-             std::all_of(readers_[so].begin(), readers_[so].end(),
-                         [&](int32_t r) { return tail_[static_cast<size_t>(r)] || r == root_unit_; });
+             std::all_of(readers_[so].begin(), readers_[so].end(), [&](int32_t r) {
+               return tail_[static_cast<size_t>(r)] || r == root_unit_;
+             });
     });
   }
 
@@ -436,7 +470,9 @@ class MemoryAwareQueue {
   }
 
   // Emitted before its static key (ran early, see reduces_memory).
-  bool memory_aware_early(size_t u) const { return options_.memory_aware && emitted_key_[u] < key_[u]; }
+  bool memory_aware_early(size_t u) const {
+    return options_.memory_aware && emitted_key_[u] < key_[u];
+  }
 
   // Right after the latest operand as emitted; collective operands add the lag.
   Key after_operands(size_t u, int64_t collective_lag) const {
@@ -461,8 +497,9 @@ class MemoryAwareQueue {
     if (g_.is_collective[u] && !operands_[u].empty()) {
       // The hoist limit keeps prefetches (e.g. weight all-gathers) near
       // their use; a collective of work that ran early follows that work.
-      const bool follows_early_work = std::any_of(operands_[u].begin(), operands_[u].end(),
-                                                  [&](int32_t op) { return ran_early_[static_cast<size_t>(op)]; });
+      const bool follows_early_work =
+          std::any_of(operands_[u].begin(), operands_[u].end(),
+                      [&](int32_t op) { return ran_early_[static_cast<size_t>(op)]; });
       const Key earliest{options_.max_collective_hoist > 0 && !follows_early_work
                              ? g_.position[u] - options_.max_collective_hoist
                              : INT64_MIN,
@@ -479,14 +516,17 @@ class MemoryAwareQueue {
   }
 
   void push_if_eager(size_t u) {
-    if (!options_.memory_aware || eager_pushed_[u] || g_.is_collective[u] || !reduces_memory(u)) return;
-    const Key eager = operands_[u].empty() ? Key{INT64_MIN / 2, 0} : after_operands(u, options_.collective_result_lag);
+    if (!options_.memory_aware || eager_pushed_[u] || g_.is_collective[u] || !reduces_memory(u))
+      return;
+    const Key eager = operands_[u].empty() ? Key{INT64_MIN / 2, 0}
+                                           : after_operands(u, options_.collective_result_lag);
     if (!(eager < key_[u])) return;
     eager_pushed_[u] = true;
     push(u, eager);
   }
 
-  using Entry = std::tuple<int64_t, int64_t, int, InstrId, int32_t>;  // key, collectives first, position, unit
+  using Entry = std::tuple<int64_t, int64_t, int, InstrId,
+                           int32_t>;  // key, collectives first, position, unit
   const UnitGraph& g_;
   const std::vector<Key>& key_;
   const ScheduleOptions& options_;
@@ -533,7 +573,8 @@ std::vector<InstrId> schedule_computation(const Computation& computation, const 
     std::vector<size_t> rest;
     for (size_t u = 0; u < g.members.size(); ++u)
       if (!scheduled[u]) rest.push_back(u);
-    std::sort(rest.begin(), rest.end(), [&](size_t a, size_t b) { return g.position[a] < g.position[b]; });
+    std::sort(rest.begin(), rest.end(),
+              [&](size_t a, size_t b) { return g.position[a] < g.position[b]; });
     for (size_t u : rest) emit(u);
   }
   return schedule;
@@ -547,7 +588,8 @@ void order_members_by_schedule(FusionPlan& fusion, const std::vector<InstrId>& s
   for (const FusionGroup& group : fusion.groups)
     for (InstrId id : group.members) max_id = std::max(max_id, id);
   std::vector<int64_t> place(static_cast<size_t>(max_id + 1), -1);
-  for (size_t i = 0; i < schedule.size(); ++i) place[static_cast<size_t>(schedule[i])] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < schedule.size(); ++i)
+    place[static_cast<size_t>(schedule[i])] = static_cast<int64_t>(i);
   for (FusionGroup& group : fusion.groups) {
     InstrId root = group.members.back();  // plan_fusion's root: largest id
     std::sort(group.members.begin(), group.members.end(), [&](InstrId a, InstrId b) {

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "compiler/ir/module.h"
 #include "compiler/backend/program.h"
+#include "compiler/ir/module.h"
 
 namespace podsim::compiler {
 

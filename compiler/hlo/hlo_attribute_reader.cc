@@ -23,9 +23,8 @@ NameRef read_computation_ref(HloCursor& c) {
 
 // Attributes whose values podsim neither models nor prints back.
 bool is_skipped(std::string_view key) {
-  return key == "operand_precision" ||
-         key == "precision_config" || key == "statistics" || key == "schedule" ||
-         key == "result_accuracy";
+  return key == "operand_precision" || key == "precision_config" || key == "statistics" ||
+         key == "schedule" || key == "result_accuracy";
 }
 
 // The op_name="..." entry of a metadata={...} value ("" when absent); the
@@ -162,8 +161,10 @@ void read_attribute(HloCursor& c, PendingInstruction& pending, std::string_view 
     a.is_stable = read_bool(c);
   } else if (key == "fft_type") {
     a.fft_type = std::string(c.name("an FFT type (FFT, IFFT, RFFT, IRFFT)"));
-    if (a.fft_type != "FFT" && a.fft_type != "IFFT" && a.fft_type != "RFFT" && a.fft_type != "IRFFT")
-      c.fail_at(value_pos, fmt::format("unknown fft_type '{}'", a.fft_type), "fft types: FFT, IFFT, RFFT, IRFFT");
+    if (a.fft_type != "FFT" && a.fft_type != "IFFT" && a.fft_type != "RFFT" &&
+        a.fft_type != "IRFFT")
+      c.fail_at(value_pos, fmt::format("unknown fft_type '{}'", a.fft_type),
+                "fft types: FFT, IFFT, RFFT, IRFFT");
   } else if (key == "fft_length") {
     a.fft_length = read_int_list(c);
   } else if (key == "distribution") {
@@ -172,7 +173,8 @@ void read_attribute(HloCursor& c, PendingInstruction& pending, std::string_view 
       c.fail_at(value_pos, fmt::format("unknown rng distribution '{}'", a.rng_distribution),
                 "distributions: rng_uniform, rng_normal");
   } else if (key == "algorithm") {
-    a.rng_algorithm = std::string(c.name("an rng algorithm (rng_default, rng_three_fry, rng_philox)"));
+    a.rng_algorithm =
+        std::string(c.name("an rng algorithm (rng_default, rng_three_fry, rng_philox)"));
   } else if (key == "exponent_bits") {
     a.exponent_bits = c.integer("an integer exponent bit count");
   } else if (key == "mantissa_bits") {

@@ -116,7 +116,8 @@ int64_t HloCursor::integer(std::string_view what) {
   int64_t value = 0;
   const char* first = text_.data() + start + (text_[start] == '+' ? 1 : 0);
   auto [ptr, ec] = std::from_chars(first, text_.data() + p, value);
-  if (ec != std::errc()) fail_at(start, fmt::format("integer '{}' is out of range", text_.substr(start, p - start)));
+  if (ec != std::errc())
+    fail_at(start, fmt::format("integer '{}' is out of range", text_.substr(start, p - start)));
   pos_ = p;
   return value;
 }
@@ -128,11 +129,13 @@ double HloCursor::number(std::string_view what) {
   bool negative = false;
   if (p < text_.size() && (text_[p] == '-' || text_[p] == '+')) negative = text_[p++] == '-';
   auto word_at = [&](std::string_view w) {
-    return text_.substr(p, w.size()) == w && (p + w.size() >= text_.size() || !is_name_char(text_[p + w.size()]));
+    return text_.substr(p, w.size()) == w &&
+           (p + w.size() >= text_.size() || !is_name_char(text_[p + w.size()]));
   };
   if (word_at("inf")) {
     pos_ = p + 3;
-    return negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    return negative ? -std::numeric_limits<double>::infinity()
+                    : std::numeric_limits<double>::infinity();
   }
   if (word_at("nan")) {
     pos_ = p + 3;
@@ -162,7 +165,8 @@ double HloCursor::number(std::string_view what) {
   std::string token(text_.substr(start, p - start));
   char* end = nullptr;
   double value = std::strtod(token.c_str(), &end);
-  if (end != token.c_str() + token.size()) fail_at(start, fmt::format("malformed number '{}'", token));
+  if (end != token.c_str() + token.size())
+    fail_at(start, fmt::format("malformed number '{}'", token));
   pos_ = p;
   return value;
 }

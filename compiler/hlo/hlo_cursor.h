@@ -60,7 +60,8 @@ class HloCursor {
 
   // Describes the token at the current position for error messages.
   std::string describe_next();
-  [[noreturn]] void fail_at(size_t pos, const std::string& message, const std::string& hint = "") const;
+  [[noreturn]] void fail_at(size_t pos, const std::string& message,
+                            const std::string& hint = "") const;
   // "expected <what> but found '<next>'" at the next significant position.
   [[noreturn]] void fail_expected(std::string_view what, const std::string& hint = "");
 

@@ -94,7 +94,8 @@ std::string opcode_hint(const std::string& text) {
   std::vector<std::string> names;
   for (int i = 0; i < opcode_count(); ++i) names.emplace_back(opcode_name(static_cast<Opcode>(i)));
   const std::string guess = closest(text, names);
-  return guess.empty() ? std::string(kOpcodeHint) : fmt::format("did you mean '{}'? {}", guess, kOpcodeHint);
+  return guess.empty() ? std::string(kOpcodeHint)
+                       : fmt::format("did you mean '{}'? {}", guess, kOpcodeHint);
 }
 
 class Parser {
@@ -123,8 +124,10 @@ class Parser {
       if (key == "num_partitions" || key == "replica_count") {
         int64_t n = c_.integer("an integer");
         if (n < 1) c_.fail_at(value_pos, fmt::format("{} must be at least 1, got {}", key, n));
-        if (key == "num_partitions") module.set_num_partitions(n);
-        else module.set_replica_count(n);
+        if (key == "num_partitions")
+          module.set_num_partitions(n);
+        else
+          module.set_replica_count(n);
       } else if (key == "is_scheduled") {
         module.set_is_scheduled(c_.raw_value() == "true");
       } else if (key == "allow_spmd_sharding_propagation_to_parameters" ||
@@ -134,13 +137,16 @@ class Parser {
         if (!c_.consume('}')) {
           do {
             const std::string word(c_.name("true or false"));
-            if (word != "true" && word != "false") c_.fail_at(value_pos, "expected true or false in " + key);
+            if (word != "true" && word != "false")
+              c_.fail_at(value_pos, "expected true or false in " + key);
             flags.push_back(word == "true");
           } while (c_.consume(','));
           c_.expect('}');
         }
-        if (key.ends_with("parameters")) module.set_propagation_to_parameters(std::move(flags));
-        else module.set_propagation_to_output(std::move(flags));
+        if (key.ends_with("parameters"))
+          module.set_propagation_to_parameters(std::move(flags));
+        else
+          module.set_propagation_to_output(std::move(flags));
       } else if (key == "frontend_attributes") {
         if (c_.peek() != '{') c_.fail_expected("'{' starting frontend_attributes");
         module.set_frontend_attributes(std::string(c_.raw_value()));
@@ -181,8 +187,8 @@ class Parser {
                         p.attrs.parameter_number < static_cast<int64_t>(i)
                             ? fmt::format("computation '{}' has parameter({}) twice", comp.name(),
                                           p.attrs.parameter_number)
-                            : fmt::format("computation '{}' has parameter({}) but no parameter({})", comp.name(),
-                                          p.attrs.parameter_number, i),
+                            : fmt::format("computation '{}' has parameter({}) but no parameter({})",
+                                          comp.name(), p.attrs.parameter_number, i),
                         fmt::format("number the {} parameters 0 to {}, each once", numbered.size(),
                                     numbered.size() - 1));
     }
@@ -190,12 +196,14 @@ class Parser {
     const auto& expected = *pending.signature_parameters;
     std::vector<InstrId> params = comp.parameters();
     if (params.size() != expected.size())
-      c_.fail_at(pending.signature_pos, fmt::format("computation '{}' declares {} parameters but has {}", comp.name(),
-                                                    expected.size(), params.size()));
+      c_.fail_at(pending.signature_pos,
+                 fmt::format("computation '{}' declares {} parameters but has {}", comp.name(),
+                             expected.size(), params.size()));
     for (size_t i = 0; i < params.size(); ++i) {
       const Instruction& p = comp.instr(params[i]);
       if (p.attrs.parameter_number != static_cast<int64_t>(i))
-        c_.fail_at(pending.signature_pos, fmt::format("computation '{}' has no parameter({})", comp.name(), i));
+        c_.fail_at(pending.signature_pos,
+                   fmt::format("computation '{}' has no parameter({})", comp.name(), i));
       // A declared parameter shape that differs from the parameter
       // instruction's is accepted, as XLA's parser does (XLA's own tests
       // write "(arg_tuple.1: ())" over a bf16 array parameter): the
@@ -203,9 +211,9 @@ class Parser {
     }
     if (!(comp.root_instr().shape == pending.signature_result))
       c_.fail_at(pending.signature_pos,
-                 fmt::format("computation '{}' declares result {} but its root '{}' is {}", comp.name(),
-                             pending.signature_result.to_string(false), comp.root_instr().name,
-                             comp.root_instr().shape.to_string(false)));
+                 fmt::format("computation '{}' declares result {} but its root '{}' is {}",
+                             comp.name(), pending.signature_result.to_string(false),
+                             comp.root_instr().name, comp.root_instr().shape.to_string(false)));
   }
 
   PendingComputation read_computation() {
@@ -213,7 +221,8 @@ class Parser {
     comp.is_entry = c_.consume_keyword("ENTRY");
     c_.skip_space();
     comp.name_pos = c_.pos();
-    comp.name = std::string(c_.name(comp.is_entry ? "a computation name" : "a computation ('ENTRY' or a name)"));
+    comp.name = std::string(
+        c_.name(comp.is_entry ? "a computation name" : "a computation ('ENTRY' or a name)"));
     if (c_.peek() == '(') read_signature(comp);
     while (c_.consume(',')) {  // e.g. execution_thread="main"
       c_.name("a computation attribute name");
@@ -263,11 +272,13 @@ class Parser {
     if (!opcode) {
       // XLA's short async form: "<op>-start" / "<op>-update" / "<op>-done"
       // for an op without its own async opcodes (all-to-all-start, call-done).
-      for (auto [suffix, async_op] : {std::pair<std::string_view, Opcode>{"-start", Opcode::kAsyncStart},
-                                      {"-update", Opcode::kAsyncUpdate},
-                                      {"-done", Opcode::kAsyncDone}}) {
+      for (auto [suffix, async_op] :
+           {std::pair<std::string_view, Opcode>{"-start", Opcode::kAsyncStart},
+            {"-update", Opcode::kAsyncUpdate},
+            {"-done", Opcode::kAsyncDone}}) {
         std::string_view text = opcode_text;
-        if (text.size() <= suffix.size() || text.substr(text.size() - suffix.size()) != suffix) continue;
+        if (text.size() <= suffix.size() || text.substr(text.size() - suffix.size()) != suffix)
+          continue;
         auto wrapped = parse_opcode(text.substr(0, text.size() - suffix.size()));
         if (!wrapped) break;
         opcode = async_op;
@@ -275,7 +286,9 @@ class Parser {
         break;
       }
     }
-    if (!opcode) c_.fail_at(opcode_pos, fmt::format("unknown opcode '{}'", opcode_text), opcode_hint(opcode_text));
+    if (!opcode)
+      c_.fail_at(opcode_pos, fmt::format("unknown opcode '{}'", opcode_text),
+                 opcode_hint(opcode_text));
     p.instr.opcode = *opcode;
     if (!p.has_shape && !may_omit_shape(*opcode))
       c_.fail_at(opcode_pos, fmt::format("'{}' needs its result shape written", opcode_text),
@@ -311,14 +324,18 @@ class Parser {
     for (size_t i = 0; i < n; ++i) {
       const auto& p = comp.instructions[i];
       if (!index_of.emplace(p.instr.name, static_cast<int32_t>(i)).second)
-        c_.fail_at(p.name_pos, fmt::format("duplicate instruction name '{}' in computation '{}'", p.instr.name, comp.name),
+        c_.fail_at(p.name_pos,
+                   fmt::format("duplicate instruction name '{}' in computation '{}'", p.instr.name,
+                               comp.name),
                    "instruction names must be unique within a computation");
       if (p.is_root) {
-        if (root != kNoId) c_.fail_at(p.name_pos, fmt::format("computation '{}' has a second ROOT", comp.name));
+        if (root != kNoId)
+          c_.fail_at(p.name_pos, fmt::format("computation '{}' has a second ROOT", comp.name));
         root = static_cast<int32_t>(i);
       }
     }
-    if (n == 0) c_.fail_at(comp.name_pos, fmt::format("computation '{}' has no instructions", comp.name));
+    if (n == 0)
+      c_.fail_at(comp.name_pos, fmt::format("computation '{}' has no instructions", comp.name));
     if (root == kNoId) root = static_cast<int32_t>(n - 1);  // XLA: the last instruction is the root
 
     std::vector<std::vector<int32_t>> source_operands(n);
@@ -326,7 +343,8 @@ class Parser {
       for (const NameRef& ref : comp.instructions[i].operand_names) {
         auto it = index_of.find(ref.name);
         if (it == index_of.end())
-          c_.fail_at(ref.pos, fmt::format("undefined operand '{}' in computation '{}'", ref.name, comp.name));
+          c_.fail_at(ref.pos, fmt::format("undefined operand '{}' in computation '{}'", ref.name,
+                                          comp.name));
         source_operands[i].push_back(it->second);
       }
     }
@@ -348,10 +366,11 @@ class Parser {
           int32_t op = ops[next++];
           if (state[static_cast<size_t>(op)] == 1) {
             const auto& on_cycle = comp.instructions[static_cast<size_t>(op)];
-            c_.fail_at(on_cycle.name_pos,
-                       fmt::format("cyclic graph: instruction '{}' in computation '{}' depends on itself", on_cycle.instr.name,
-                                   comp.name),
-                       "an instruction's operands must not (transitively) use it");
+            c_.fail_at(
+                on_cycle.name_pos,
+                fmt::format("cyclic graph: instruction '{}' in computation '{}' depends on itself",
+                            on_cycle.instr.name, comp.name),
+                "an instruction's operands must not (transitively) use it");
           }
           if (state[static_cast<size_t>(op)] == 0) {
             state[static_cast<size_t>(op)] = 1;
@@ -369,16 +388,19 @@ class Parser {
     Computation out(comp.name);
     out.mutable_instructions().reserve(n);
     for (int32_t old : order) {
-      if (!comp.instructions[static_cast<size_t>(old)].has_shape) shapeless.push_back(static_cast<InstrId>(out.size()));
+      if (!comp.instructions[static_cast<size_t>(old)].has_shape)
+        shapeless.push_back(static_cast<InstrId>(out.size()));
       Instruction instr = std::move(comp.instructions[static_cast<size_t>(old)].instr);
-      for (int32_t op : source_operands[static_cast<size_t>(old)]) instr.operands.push_back(new_id[static_cast<size_t>(op)]);
+      for (int32_t op : source_operands[static_cast<size_t>(old)])
+        instr.operands.push_back(new_id[static_cast<size_t>(op)]);
       out.append(std::move(instr));
     }
     out.set_root(new_id[static_cast<size_t>(root)]);
     return out;
   }
 
-  CompId resolve_computation(const std::unordered_map<std::string_view, CompId>& ids, const NameRef& ref) {
+  CompId resolve_computation(const std::unordered_map<std::string_view, CompId>& ids,
+                             const NameRef& ref) {
     auto it = ids.find(ref.name);
     if (it == ids.end()) c_.fail_at(ref.pos, fmt::format("undefined computation '{}'", ref.name));
     return it->second;
@@ -390,28 +412,34 @@ class Parser {
     std::vector<CompId> called;
     if (p.instr.opcode == Opcode::kWhile) {
       if (!p.condition || !p.body)
-        c_.fail_at(p.name_pos, fmt::format("while '{}' needs both condition= and body=", p.instr.name));
+        c_.fail_at(p.name_pos,
+                   fmt::format("while '{}' needs both condition= and body=", p.instr.name));
       called.push_back(resolve_computation(ids, *p.condition));
       called.push_back(resolve_computation(ids, *p.body));
     } else if (p.instr.opcode == Opcode::kConditional) {
       if (p.true_computation || p.false_computation) {
         if (!p.true_computation || !p.false_computation || !p.branch_computations.empty())
-          c_.fail_at(p.name_pos,
-                     fmt::format("conditional '{}' needs both true_computation= and false_computation= "
-                                 "(or branch_computations= alone)",
-                                 p.instr.name));
+          c_.fail_at(
+              p.name_pos,
+              fmt::format("conditional '{}' needs both true_computation= and false_computation= "
+                          "(or branch_computations= alone)",
+                          p.instr.name));
         called.push_back(resolve_computation(ids, *p.true_computation));
         called.push_back(resolve_computation(ids, *p.false_computation));
       } else {
         if (p.branch_computations.empty())
-          c_.fail_at(p.name_pos, fmt::format("conditional '{}' needs branch_computations={{...}} or "
-                                             "true_computation= and false_computation=",
-                                             p.instr.name));
-        for (const NameRef& ref : p.branch_computations) called.push_back(resolve_computation(ids, ref));
+          c_.fail_at(p.name_pos,
+                     fmt::format("conditional '{}' needs branch_computations={{...}} or "
+                                 "true_computation= and false_computation=",
+                                 p.instr.name));
+        for (const NameRef& ref : p.branch_computations)
+          called.push_back(resolve_computation(ids, ref));
       }
     } else if (p.instr.opcode == Opcode::kSelectAndScatter) {
       if (!p.select || !p.scatter)
-        c_.fail_at(p.name_pos, fmt::format("select-and-scatter '{}' needs both select= and scatter=", p.instr.name));
+        c_.fail_at(
+            p.name_pos,
+            fmt::format("select-and-scatter '{}' needs both select= and scatter=", p.instr.name));
       called.push_back(resolve_computation(ids, *p.select));
       called.push_back(resolve_computation(ids, *p.scatter));
     } else if (p.to_apply) {
@@ -448,14 +476,17 @@ class Parser {
     // Shapes left out are inferred callees first (a call's shape is its
     // callee's root shape), each computation in its topological order.
     std::vector<uint8_t> state(computations.size(), 0);
-    for (size_t i = 0; i < computations.size(); ++i) infer_missing_shapes(module, static_cast<CompId>(i), shapeless, state);
+    for (size_t i = 0; i < computations.size(); ++i)
+      infer_missing_shapes(module, static_cast<CompId>(i), shapeless, state);
     for (size_t i = 0; i < computations.size(); ++i)
       check_signature(computations[i], module.computation(static_cast<CompId>(i)));
   }
 
-  void infer_missing_shapes(Module& module, CompId id, const std::vector<std::vector<InstrId>>& shapeless,
+  void infer_missing_shapes(Module& module, CompId id,
+                            const std::vector<std::vector<InstrId>>& shapeless,
                             std::vector<uint8_t>& state) {
-    if (state[static_cast<size_t>(id)] != 0) return;  // done, or on the call stack (a recursive call)
+    if (state[static_cast<size_t>(id)] != 0)
+      return;  // done, or on the call stack (a recursive call)
     state[static_cast<size_t>(id)] = 1;
     for (InstrId instr_id : shapeless[static_cast<size_t>(id)])
       for (CompId callee : module.computation(id).instr(instr_id).called)

@@ -20,7 +20,8 @@ class Printer {
     out_.reserve(256);
     out_ += "HloModule ";
     out_ += module_.name();
-    if (module_.replica_count() != 1) fmt::format_to(std::back_inserter(out_), ", replica_count={}", module_.replica_count());
+    if (module_.replica_count() != 1)
+      fmt::format_to(std::back_inserter(out_), ", replica_count={}", module_.replica_count());
     if (module_.num_partitions() != 1)
       fmt::format_to(std::back_inserter(out_), ", num_partitions={}", module_.num_partitions());
     if (module_.is_scheduled()) out_ += ", is_scheduled=true";
@@ -35,7 +36,8 @@ class Printer {
     };
     flags("allow_spmd_sharding_propagation_to_parameters", module_.propagation_to_parameters());
     flags("allow_spmd_sharding_propagation_to_output", module_.propagation_to_output());
-    if (!module_.frontend_attributes().empty()) out_ += ", frontend_attributes=" + module_.frontend_attributes();
+    if (!module_.frontend_attributes().empty())
+      out_ += ", frontend_attributes=" + module_.frontend_attributes();
     out_ += "\n";
     for (CompId id : computation_order()) {
       out_ += "\n";
@@ -58,7 +60,8 @@ class Printer {
     std::vector<uint8_t> state(static_cast<size_t>(n), 0);
     std::vector<CompId> order;
     std::vector<std::pair<CompId, size_t>> stack;
-    stack.reserve(static_cast<size_t>(n) + 1);  // each computation is pushed once: references stay valid
+    stack.reserve(static_cast<size_t>(n) +
+                  1);  // each computation is pushed once: references stay valid
     auto visit = [&](CompId root) {
       if (state[static_cast<size_t>(root)]) return;
       state[static_cast<size_t>(root)] = 1;
@@ -131,7 +134,9 @@ class Printer {
     append_ints(values);
     out_ += '}';
   }
-  void append_int(std::string_view key, int64_t value) { fmt::format_to(std::back_inserter(out_), ", {}={}", key, value); }
+  void append_int(std::string_view key, int64_t value) {
+    fmt::format_to(std::back_inserter(out_), ", {}={}", key, value);
+  }
   void append_true(std::string_view key, bool value) {
     if (!value) return;
     out_ += ", ";
@@ -217,7 +222,8 @@ class Printer {
       if (i) out_ += 'x';
       fmt::format_to(std::back_inserter(out_), "{}", window[i].size);
     }
-    if (any([](const WindowDim& d) { return d.stride != 1; })) field("stride", [](const WindowDim& d) { return d.stride; });
+    if (any([](const WindowDim& d) { return d.stride != 1; }))
+      field("stride", [](const WindowDim& d) { return d.stride; });
     if (any([](const WindowDim& d) { return d.pad_low != 0 || d.pad_high != 0; })) {
       out_ += " pad=";
       for (size_t i = 0; i < window.size(); ++i) {
@@ -241,7 +247,8 @@ class Printer {
     if (first >= 0 && first < rank) labels[static_cast<size_t>(first)] = first_char;
     if (second >= 0 && second < rank) labels[static_cast<size_t>(second)] = second_char;
     for (size_t k = 0; k < spatial.size(); ++k)
-      if (spatial[k] >= 0 && spatial[k] < rank) labels[static_cast<size_t>(spatial[k])] = static_cast<char>('0' + k);
+      if (spatial[k] >= 0 && spatial[k] < rank)
+        labels[static_cast<size_t>(spatial[k])] = static_cast<char>('0' + k);
     out_ += labels;
   }
 
@@ -250,7 +257,8 @@ class Printer {
     out_ += ", dim_labels=";
     append_labels(rank, d.input_batch, 'b', d.input_feature, 'f', d.input_spatial);
     out_ += '_';
-    append_labels(rank, d.kernel_input_feature, 'i', d.kernel_output_feature, 'o', d.kernel_spatial);
+    append_labels(rank, d.kernel_input_feature, 'i', d.kernel_output_feature, 'o',
+                  d.kernel_spatial);
     out_ += "->";
     append_labels(rank, d.output_batch, 'b', d.output_feature, 'f', d.output_spatial);
   }
@@ -258,7 +266,8 @@ class Printer {
   void append_replica_groups(const ReplicaGroups& g) {
     out_ += ", replica_groups=";
     if (g.iota) {
-      fmt::format_to(std::back_inserter(out_), "[{},{}]<=[", g.iota->num_groups, g.iota->group_size);
+      fmt::format_to(std::back_inserter(out_), "[{},{}]<=[", g.iota->num_groups,
+                     g.iota->group_size);
       append_ints(g.iota->reshape_dims);
       out_ += ']';
       if (!g.iota->transpose_perm.empty()) {
@@ -279,8 +288,9 @@ class Printer {
   }
 
   std::string_view computation_name(CompId id) const {
-    return id >= 0 && id < module_.computation_count() ? std::string_view(module_.computation(id).name())
-                                                       : std::string_view("<invalid>");
+    return id >= 0 && id < module_.computation_count()
+               ? std::string_view(module_.computation(id).name())
+               : std::string_view("<invalid>");
   }
 
   void append_called(std::string_view key, CompId id) {
@@ -317,7 +327,8 @@ class Printer {
     } else if (op == Opcode::kConditional) {
       // The pred form (two branches selected by a pred) or the index form.
       const bool pred_form = in.called.size() == 2 && !in.operands.empty() && in.operands[0] >= 0 &&
-                             in.operands[0] < comp.size() && comp.instr(in.operands[0]).shape.is_array() &&
+                             in.operands[0] < comp.size() &&
+                             comp.instr(in.operands[0]).shape.is_array() &&
                              comp.instr(in.operands[0]).shape.dtype() == DType::kPred;
       if (pred_form) {
         append_called("true_computation", in.called[0]);
@@ -335,9 +346,10 @@ class Printer {
       append_called("select", in.called[0]);
       append_called("scatter", in.called[1]);
     } else if (!in.called.empty()) {
-      const bool calls = op == Opcode::kFusion ||
-                         ((op == Opcode::kAsyncStart || op == Opcode::kAsyncUpdate || op == Opcode::kAsyncDone) &&
-                          !in.attrs.async_wrapped);
+      const bool calls =
+          op == Opcode::kFusion ||
+          ((op == Opcode::kAsyncStart || op == Opcode::kAsyncUpdate || op == Opcode::kAsyncDone) &&
+           !in.attrs.async_wrapped);
       append_called(calls ? "calls" : "to_apply", in.called[0]);
     }
   }
@@ -345,10 +357,12 @@ class Printer {
   void append_attributes(const Instruction& in, const Computation& comp) {
     const Attributes& a = in.attrs;
     const Opcode op = attribute_opcode(in);
-    const bool always_dimensions = op == Opcode::kBroadcast || op == Opcode::kTranspose || op == Opcode::kReduce ||
-                                   op == Opcode::kReverse || op == Opcode::kConcatenate ||
-                                   op == Opcode::kAllGather || op == Opcode::kReduceScatter;
-    if (a.channel_id && !is_collective(op)) append_int("channel_id", *a.channel_id);  // send/recv, ...
+    const bool always_dimensions = op == Opcode::kBroadcast || op == Opcode::kTranspose ||
+                                   op == Opcode::kReduce || op == Opcode::kReverse ||
+                                   op == Opcode::kConcatenate || op == Opcode::kAllGather ||
+                                   op == Opcode::kReduceScatter;
+    if (a.channel_id && !is_collective(op))
+      append_int("channel_id", *a.channel_id);  // send/recv, ...
     if (is_collective(op)) {
       if (a.channel_id) append_int("channel_id", *a.channel_id);
       if (op == Opcode::kCollectivePermute) {
@@ -366,13 +380,16 @@ class Printer {
     if (always_dimensions || !a.dimensions.empty()) append_int_list("dimensions", a.dimensions);
     if (is_collective(op)) append_true("use_global_device_ids", a.use_global_device_ids);
     switch (op) {
-      case Opcode::kIota: append_int("iota_dimension", a.iota_dimension); break;
+      case Opcode::kIota:
+        append_int("iota_dimension", a.iota_dimension);
+        break;
       case Opcode::kSlice:
         out_ += ", slice={";
         for (size_t i = 0; i < a.slice.size(); ++i) {
           if (i) out_ += ", ";
           fmt::format_to(std::back_inserter(out_), "[{}:{}", a.slice[i].start, a.slice[i].limit);
-          if (a.slice[i].stride != 1) fmt::format_to(std::back_inserter(out_), ":{}", a.slice[i].stride);
+          if (a.slice[i].stride != 1)
+            fmt::format_to(std::back_inserter(out_), ":{}", a.slice[i].stride);
           out_ += ']';
         }
         out_ += '}';
@@ -388,7 +405,9 @@ class Printer {
         }
         break;
       }
-      case Opcode::kDynamicSlice: append_int_list("dynamic_slice_sizes", a.dynamic_slice_sizes); break;
+      case Opcode::kDynamicSlice:
+        append_int_list("dynamic_slice_sizes", a.dynamic_slice_sizes);
+        break;
       case Opcode::kCompare:
         out_ += ", direction=";
         out_ += comparison_direction_name(a.comparison);
@@ -437,7 +456,9 @@ class Printer {
         append_true("indices_are_sorted", a.indices_are_sorted);
         append_true("unique_indices", a.unique_indices);
         break;
-      case Opcode::kGetTupleElement: append_int("index", a.tuple_index); break;
+      case Opcode::kGetTupleElement:
+        append_int("index", a.tuple_index);
+        break;
       case Opcode::kCustomCall:
         out_ += ", custom_call_target=\"";
         for (char ch : a.custom_call_target) {
@@ -446,13 +467,19 @@ class Printer {
         }
         out_ += '"';
         break;
-      case Opcode::kSort: append_true("is_stable", a.is_stable); break;
+      case Opcode::kSort:
+        append_true("is_stable", a.is_stable);
+        break;
       case Opcode::kFft:
         append_verbatim("fft_type", a.fft_type);
         append_int_list("fft_length", a.fft_length);
         break;
-      case Opcode::kRng: append_verbatim("distribution", a.rng_distribution); break;
-      case Opcode::kRngBitGenerator: append_verbatim("algorithm", a.rng_algorithm); break;
+      case Opcode::kRng:
+        append_verbatim("distribution", a.rng_distribution);
+        break;
+      case Opcode::kRngBitGenerator:
+        append_verbatim("algorithm", a.rng_algorithm);
+        break;
       case Opcode::kReducePrecision:
         append_int("exponent_bits", a.exponent_bits);
         append_int("mantissa_bits", a.mantissa_bits);
@@ -461,8 +488,12 @@ class Printer {
         append_int("k", a.k);
         out_ += a.largest ? ", largest=true" : ", largest=false";
         break;
-      case Opcode::kFusion: append_verbatim("kind", a.fusion_kind); break;
-      case Opcode::kCholesky: append_true("lower", a.lower); break;
+      case Opcode::kFusion:
+        append_verbatim("kind", a.fusion_kind);
+        break;
+      case Opcode::kCholesky:
+        append_true("lower", a.lower);
+        break;
       case Opcode::kTriangularSolve:
         append_true("left_side", a.left_side);
         append_true("lower", a.lower);
@@ -478,8 +509,11 @@ class Printer {
       case Opcode::kSend:
       case Opcode::kSendDone:
       case Opcode::kRecv:
-      case Opcode::kRecvDone: append_true("is_host_transfer", a.is_host_transfer); break;
-      default: break;
+      case Opcode::kRecvDone:
+        append_true("is_host_transfer", a.is_host_transfer);
+        break;
+      default:
+        break;
     }
     append_called_computations(in, comp);
     if (!a.backend_config.empty()) {
@@ -515,10 +549,13 @@ class Printer {
     out_ += in.shape.to_string();
     out_ += ' ';
     if (in.attrs.async_wrapped &&
-        (in.opcode == Opcode::kAsyncStart || in.opcode == Opcode::kAsyncUpdate || in.opcode == Opcode::kAsyncDone)) {
+        (in.opcode == Opcode::kAsyncStart || in.opcode == Opcode::kAsyncUpdate ||
+         in.opcode == Opcode::kAsyncDone)) {
       // XLA's short async form: "all-to-all-start", "call-update", "call-done".
       out_ += opcode_name(*in.attrs.async_wrapped);
-      out_ += in.opcode == Opcode::kAsyncStart ? "-start" : in.opcode == Opcode::kAsyncUpdate ? "-update" : "-done";
+      out_ += in.opcode == Opcode::kAsyncStart    ? "-start"
+              : in.opcode == Opcode::kAsyncUpdate ? "-update"
+                                                  : "-done";
     } else {
       out_ += opcode_name(in.opcode);
     }
@@ -532,7 +569,8 @@ class Printer {
         if (i) out_ += ", ";
         out_ += '%';
         InstrId op = in.operands[i];
-        out_ += op >= 0 && op < comp.size() ? std::string_view(comp.instr(op).name) : std::string_view("<invalid>");
+        out_ += op >= 0 && op < comp.size() ? std::string_view(comp.instr(op).name)
+                                            : std::string_view("<invalid>");
       }
     }
     out_ += ')';

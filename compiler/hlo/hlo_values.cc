@@ -10,7 +10,8 @@ namespace podsim::compiler::hlo_detail {
 
 namespace {
 constexpr const char* kDtypeHint =
-    "known element types: pred s2 s4 s8 s16 s32 s64 u2 u4 u8 u16 u32 u64 bf16 f16 f32 f64 f8e4m3fn f8e5m2 "
+    "known element types: pred s2 s4 s8 s16 s32 s64 u2 u4 u8 u16 u32 u64 bf16 f16 f32 f64 f8e4m3fn "
+    "f8e5m2 "
     "f8e4m3fnuz f8e5m2fnuz f8e4m3b11fnuz f8e4m3 f8e3m4 c64 c128 token";
 
 // Reads 'x'-separated integers ("3x3"); the first integer is required.
@@ -50,7 +51,8 @@ Shape read_shape(HloCursor& c) {
   dtype_pos = c.pos();
   std::string_view dtype_text = c.name("a shape");
   auto dtype = parse_dtype(dtype_text);
-  if (!dtype) c.fail_at(dtype_pos, fmt::format("unknown element type '{}'", dtype_text), kDtypeHint);
+  if (!dtype)
+    c.fail_at(dtype_pos, fmt::format("unknown element type '{}'", dtype_text), kDtypeHint);
   c.expect('[');
   std::vector<int64_t> dims;
   if (!c.consume(']')) {
@@ -69,8 +71,10 @@ Shape read_shape(HloCursor& c) {
   int64_t bytes = dtype_bytes(*dtype);
   for (int64_t d : dims)
     if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > (int64_t{1} << 60))
-      c.fail_at(dtype_pos, fmt::format("shape {}[{}] is larger than 2^60 bytes", dtype_text, fmt::join(dims, ",")),
-                "podsim models arrays up to 1 EiB; check the dimension sizes");
+      c.fail_at(
+          dtype_pos,
+          fmt::format("shape {}[{}] is larger than 2^60 bytes", dtype_text, fmt::join(dims, ",")),
+          "podsim models arrays up to 1 EiB; check the dimension sizes");
   Shape shape(*dtype, std::move(dims));
   // A layout follows the ']' directly; "f32[] {" is a scalar then a body.
   if (c.peek_raw() == '{') {
@@ -167,11 +171,13 @@ std::vector<WindowDim> read_window(HloCursor& c) {
   auto check_count = [&](size_t pos, size_t count, std::string_view key) {
     if (!have_size) c.fail_at(pos, fmt::format("window '{}' given before 'size'", key));
     if (count != dims.size())
-      c.fail_at(pos, fmt::format("window '{}' has {} dims but 'size' has {}", key, count, dims.size()));
+      c.fail_at(pos,
+                fmt::format("window '{}' has {} dims but 'size' has {}", key, count, dims.size()));
   };
   while (!c.consume('}')) {
     size_t key_pos = c.pos();
-    std::string key(c.name("a window field (size, stride, pad, lhs_dilate, rhs_dilate, rhs_reversal) or '}'"));
+    std::string key(
+        c.name("a window field (size, stride, pad, lhs_dilate, rhs_dilate, rhs_reversal) or '}'"));
     c.expect('=');
     size_t value_pos = c.pos();
     if (key == "size") {
@@ -186,7 +192,8 @@ std::vector<WindowDim> read_window(HloCursor& c) {
         dims[i].pad_low = pads[i].low;
         dims[i].pad_high = pads[i].high;
       }
-    } else if (key == "stride" || key == "lhs_dilate" || key == "rhs_dilate" || key == "rhs_reversal") {
+    } else if (key == "stride" || key == "lhs_dilate" || key == "rhs_dilate" ||
+               key == "rhs_reversal") {
       auto values = read_x_separated(c, "a window value");
       check_count(value_pos, values.size(), key);
       for (size_t i = 0; i < values.size(); ++i) {
@@ -223,7 +230,8 @@ LabelPositions read_labels(HloCursor& c, char first, char second, std::string_vi
       out.first = index;
     } else if (ch == second && out.second < 0) {
       out.second = index;
-    } else if (std::isdigit(static_cast<unsigned char>(ch)) && spatial_at[static_cast<size_t>(ch - '0')] < 0) {
+    } else if (std::isdigit(static_cast<unsigned char>(ch)) &&
+               spatial_at[static_cast<size_t>(ch - '0')] < 0) {
       spatial_at[static_cast<size_t>(ch - '0')] = index;
       ++spatial_count;
     } else {
@@ -233,7 +241,8 @@ LabelPositions read_labels(HloCursor& c, char first, char second, std::string_vi
     ++index;
   }
   if (out.first < 0 || out.second < 0)
-    c.fail_at(start, fmt::format("{} dim labels need '{}' and '{}' exactly once", side, first, second),
+    c.fail_at(start,
+              fmt::format("{} dim labels need '{}' and '{}' exactly once", side, first, second),
               "dim_labels look like b01f_01io->b01f");
   for (int k = 0; k < spatial_count; ++k) {
     if (spatial_at[static_cast<size_t>(k)] < 0)
@@ -254,8 +263,10 @@ ConvDims read_dim_labels(HloCursor& c) {
   if (c.text().substr(c.pos(), 2) != "->") c.fail_expected("'->' after the kernel dim labels");
   c.set_pos(c.pos() + 2);
   LabelPositions output = read_labels(c, 'b', 'f', "output");
-  if (input.spatial.size() != kernel.spatial.size() || input.spatial.size() != output.spatial.size())
-    c.fail_at(start, "dim labels have different numbers of spatial dims on input, kernel and output");
+  if (input.spatial.size() != kernel.spatial.size() ||
+      input.spatial.size() != output.spatial.size())
+    c.fail_at(start,
+              "dim labels have different numbers of spatial dims on input, kernel and output");
   ConvDims d;
   d.input_batch = input.first;
   d.input_feature = input.second;
@@ -299,10 +310,13 @@ ReplicaGroups read_replica_groups(HloCursor& c) {
   int64_t product = 1;
   for (int64_t d : iota.reshape_dims) product *= d;
   if (product != iota.num_groups * iota.group_size)
-    c.fail_at(start, fmt::format("iota replica groups [{},{}] need {} devices but the reshape dims hold {}",
-                                 iota.num_groups, iota.group_size, iota.num_groups * iota.group_size, product));
+    c.fail_at(
+        start,
+        fmt::format("iota replica groups [{},{}] need {} devices but the reshape dims hold {}",
+                    iota.num_groups, iota.group_size, iota.num_groups * iota.group_size, product));
   if (!iota.transpose_perm.empty() && iota.transpose_perm.size() != iota.reshape_dims.size())
-    c.fail_at(start, "iota replica groups: the transpose has a different rank than the reshape dims");
+    c.fail_at(start,
+              "iota replica groups: the transpose has a different rank than the reshape dims");
   groups.iota = std::move(iota);
   return groups;
 }
@@ -311,7 +325,8 @@ std::vector<std::pair<int64_t, int64_t>> read_source_target_pairs(HloCursor& c) 
   size_t start = c.pos();
   std::vector<std::pair<int64_t, int64_t>> pairs;
   for (const auto& pair : read_int_list_list(c)) {
-    if (pair.size() != 2) c.fail_at(start, "each source_target_pairs entry needs exactly two ids {source,target}");
+    if (pair.size() != 2)
+      c.fail_at(start, "each source_target_pairs entry needs exactly two ids {source,target}");
     pairs.emplace_back(pair[0], pair[1]);
   }
   return pairs;
@@ -364,8 +379,9 @@ Literal read_literal(HloCursor& c, const Shape& shape) {
   const int64_t per_element = Literal::values_per_element(shape.dtype());
   if (static_cast<int64_t>(values.size()) != shape.num_elements() * per_element)
     c.fail_at(start,
-              fmt::format("constant has {} values but shape {} needs {}", static_cast<int64_t>(values.size()) / per_element,
-                          shape.to_string(false), shape.num_elements()),
+              fmt::format("constant has {} values but shape {} needs {}",
+                          static_cast<int64_t>(values.size()) / per_element, shape.to_string(false),
+                          shape.num_elements()),
               "list one value per element, nested in braces per dimension");
   return Literal(shape, std::move(values));
 }

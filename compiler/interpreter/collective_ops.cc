@@ -31,7 +31,8 @@ int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
 
 // Row-major concatenation: for each outer index (dims before `dim`), the
 // parts' contiguous blocks follow each other.
-Literal concat_along(const std::vector<const Literal*>& parts, int64_t dim, const Shape& out_shape) {
+Literal concat_along(const std::vector<const Literal*>& parts, int64_t dim,
+                     const Shape& out_shape) {
   Literal out(out_shape);
   const auto& dims = out_shape.dims();
   const auto d = static_cast<size_t>(dim);
@@ -60,7 +61,8 @@ std::vector<Literal> split_along(const Literal& value, int64_t dim, int64_t coun
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < count; ++c) {
       auto src = value.values().begin() + (o * count + c) * block;
-      std::copy(src, src + block, pieces[static_cast<size_t>(c)].mutable_values().begin() + o * block);
+      std::copy(src, src + block,
+                pieces[static_cast<size_t>(c)].mutable_values().begin() + o * block);
     }
   return pieces;
 }
@@ -72,8 +74,9 @@ std::vector<Literal> split_along(const Literal& value, int64_t dim, int64_t coun
 // partition ids, a lenient reading of a module XLA would reject with one
 // replica.)
 bool cross_replica_only(const Instruction& instr, const Module& module) {
-  return !instr.attrs.channel_id && !instr.attrs.use_global_device_ids && instr.attrs.replica_groups.is_all_devices() &&
-         module.replica_count() <= 1 && module.num_partitions() > 1;
+  return !instr.attrs.channel_id && !instr.attrs.use_global_device_ids &&
+         instr.attrs.replica_groups.is_all_devices() && module.replica_count() <= 1 &&
+         module.num_partitions() > 1;
 }
 
 Groups device_groups(const Instruction& instr, int64_t num_devices, const Module& module) {
@@ -90,26 +93,32 @@ Groups device_groups(const Instruction& instr, int64_t num_devices, const Module
     std::vector<int64_t> perm = rg.iota->transpose_perm;
     std::sort(perm.begin(), perm.end());
     bool perm_ok = perm.empty() || perm.size() == rg.iota->reshape_dims.size();
-    for (size_t i = 0; perm_ok && i < perm.size(); ++i) perm_ok = perm[i] == static_cast<int64_t>(i);
+    for (size_t i = 0; perm_ok && i < perm.size(); ++i)
+      perm_ok = perm[i] == static_cast<int64_t>(i);
     if (total != rg.iota->num_groups * rg.iota->group_size || !perm_ok)
       fail(instr, "iota replica groups: reshape dims or transpose do not match the group sizes");
   }
   Groups groups = rg.expand(num_devices);
   std::vector<int> seen(static_cast<size_t>(num_devices), 0);
   for (const auto& g : groups) {
-    if (g.empty() || g.size() != groups[0].size()) fail(instr, "replica groups must be non-empty and of equal size");
+    if (g.empty() || g.size() != groups[0].size())
+      fail(instr, "replica groups must be non-empty and of equal size");
     for (int64_t d : g) {
       if (d < 0 || d >= num_devices)
-        fail(instr, fmt::format("device {} in replica groups, but only {} devices", d, num_devices));
-      if (seen[static_cast<size_t>(d)]++) fail(instr, fmt::format("device {} is in two replica groups", d));
+        fail(instr,
+             fmt::format("device {} in replica groups, but only {} devices", d, num_devices));
+      if (seen[static_cast<size_t>(d)]++)
+        fail(instr, fmt::format("device {} is in two replica groups", d));
     }
   }
   for (int64_t d = 0; d < num_devices; ++d)
-    if (!seen[static_cast<size_t>(d)]) fail(instr, fmt::format("device {} is in no replica group", d));
+    if (!seen[static_cast<size_t>(d)])
+      fail(instr, fmt::format("device {} is in no replica group", d));
   return groups;
 }
 
-const Literal& array_operand(const Instruction& instr, const std::vector<Operands>& ops, int64_t device, size_t i) {
+const Literal& array_operand(const Instruction& instr, const std::vector<Operands>& ops,
+                             int64_t device, size_t i) {
   const auto& lane = ops[static_cast<size_t>(device)];
   if (i >= lane.size() || lane[i]->is_tuple()) fail(instr, "operand must be an array");
   return *lane[i];
@@ -123,12 +132,13 @@ int64_t split_dimension(const Instruction& instr, const Literal& operand) {
 }
 
 // Element-wise fold of operand i over the group members, in group order.
-Literal fold_group(const Instruction& instr, const std::vector<Operands>& ops, const std::vector<int64_t>& group,
-                   size_t i, const ScalarFunction& combine) {
+Literal fold_group(const Instruction& instr, const std::vector<Operands>& ops,
+                   const std::vector<int64_t>& group, size_t i, const ScalarFunction& combine) {
   Literal acc = array_operand(instr, ops, group[0], i);
   for (size_t m = 1; m < group.size(); ++m) {
     const Literal& v = array_operand(instr, ops, group[m], i);
-    if (v.shape().dims() != acc.shape().dims()) fail(instr, "group members' operands differ in shape");
+    if (v.shape().dims() != acc.shape().dims())
+      fail(instr, "group members' operands differ in shape");
     auto& a = acc.mutable_values();
     for (size_t e = 0; e < a.size(); ++e) a[e] = combine.apply(a[e], v.values()[e]);
   }
@@ -149,7 +159,8 @@ std::vector<Literal> all_reduce(const Instruction& instr, const std::vector<Oper
     }
   }
   std::vector<Literal> results;
-  for (auto& l : leaves) results.push_back(count == 1 ? std::move(l[0]) : Literal::tuple(std::move(l)));
+  for (auto& l : leaves)
+    results.push_back(count == 1 ? std::move(l[0]) : Literal::tuple(std::move(l)));
   return results;
 }
 
@@ -164,7 +175,8 @@ std::vector<Literal> all_gather(const Instruction& instr, const std::vector<Oper
     std::vector<int64_t> out_dims = parts[0]->shape().dims();
     out_dims[static_cast<size_t>(dim)] *= static_cast<int64_t>(group.size());
     for (const Literal* p : parts)
-      if (p->shape().dims() != parts[0]->shape().dims()) fail(instr, "group members' operands differ in shape");
+      if (p->shape().dims() != parts[0]->shape().dims())
+        fail(instr, "group members' operands differ in shape");
     Literal gathered = concat_along(parts, dim, Shape(instr.shape.dtype(), out_dims));
     for (int64_t d : group) results[static_cast<size_t>(d)] = gathered;
   }
@@ -182,9 +194,11 @@ std::vector<Literal> reduce_scatter(const Instruction& instr, const std::vector<
     const int64_t dim = split_dimension(instr, reduced);
     const auto size = static_cast<int64_t>(group.size());
     if (reduced.shape().dim(static_cast<int>(dim)) % size != 0)
-      fail(instr, fmt::format("dimension of size {} does not split into {} chunks", reduced.shape().dim(static_cast<int>(dim)), size));
+      fail(instr, fmt::format("dimension of size {} does not split into {} chunks",
+                              reduced.shape().dim(static_cast<int>(dim)), size));
     auto chunks = split_along(reduced, dim, size);
-    for (size_t m = 0; m < group.size(); ++m) results[static_cast<size_t>(group[m])] = std::move(chunks[m]);
+    for (size_t m = 0; m < group.size(); ++m)
+      results[static_cast<size_t>(group[m])] = std::move(chunks[m]);
   }
   return results;
 }
@@ -200,7 +214,8 @@ std::vector<Literal> all_to_all(const Instruction& instr, const std::vector<Oper
       for (size_t j = 0; j < size; ++j) {
         std::vector<Literal> received;
         for (int64_t sender : group) {
-          if (ops[static_cast<size_t>(sender)].size() != size) fail(instr, "tuple all-to-all needs one operand per member");
+          if (ops[static_cast<size_t>(sender)].size() != size)
+            fail(instr, "tuple all-to-all needs one operand per member");
           received.push_back(*ops[static_cast<size_t>(sender)][j]);
         }
         results[static_cast<size_t>(group[j])] = Literal::tuple(std::move(received));
@@ -222,7 +237,8 @@ std::vector<Literal> all_to_all(const Instruction& instr, const std::vector<Oper
       for (size_t s = 0; s < size; ++s) parts.push_back(&chunks[s][r]);
       std::vector<int64_t> out_dims = parts[0]->shape().dims();
       out_dims[static_cast<size_t>(dim)] *= static_cast<int64_t>(size);
-      results[static_cast<size_t>(group[r])] = concat_along(parts, dim, Shape(instr.shape.dtype(), out_dims));
+      results[static_cast<size_t>(group[r])] =
+          concat_along(parts, dim, Shape(instr.shape.dtype(), out_dims));
     }
   }
   return results;
@@ -234,8 +250,10 @@ std::vector<Literal> collective_permute(const Instruction& instr, const std::vec
   std::vector<bool> targeted(static_cast<size_t>(ctx.num_devices), false);
   for (const auto& [source, target] : instr.attrs.source_target_pairs) {
     if (source < 0 || source >= ctx.num_devices || target < 0 || target >= ctx.num_devices)
-      fail(instr, fmt::format("pair {{{},{}}} names a device outside 0..{}", source, target, ctx.num_devices - 1));
-    if (targeted[static_cast<size_t>(target)]) fail(instr, fmt::format("device {} is the target of two pairs", target));
+      fail(instr, fmt::format("pair {{{},{}}} names a device outside 0..{}", source, target,
+                              ctx.num_devices - 1));
+    if (targeted[static_cast<size_t>(target)])
+      fail(instr, fmt::format("device {} is the target of two pairs", target));
     targeted[static_cast<size_t>(target)] = true;
     results[static_cast<size_t>(target)] = array_operand(instr, ops, source, 0);
   }
@@ -243,12 +261,14 @@ std::vector<Literal> collective_permute(const Instruction& instr, const std::vec
 }
 
 // collective-broadcast: every member gets the group's first member's value.
-std::vector<Literal> collective_broadcast(const Instruction& instr, const std::vector<Operands>& ops,
+std::vector<Literal> collective_broadcast(const Instruction& instr,
+                                          const std::vector<Operands>& ops,
                                           const CollectiveContext& ctx) {
   const Groups groups = device_groups(instr, ctx.num_devices, ctx.module);
   std::vector<Literal> results(static_cast<size_t>(ctx.num_devices));
   for (const auto& group : groups)
-    for (int64_t d : group) results[static_cast<size_t>(d)] = array_operand(instr, ops, group[0], 0);
+    for (int64_t d : group)
+      results[static_cast<size_t>(d)] = array_operand(instr, ops, group[0], 0);
   return results;
 }
 
@@ -274,7 +294,8 @@ std::vector<Literal> ragged_all_to_all(const Instruction& instr, const std::vect
       const Literal& out_offsets = array_operand(instr, ops, sender, 4);
       if (in_offsets.values().size() != group.size() || sizes.values().size() != group.size() ||
           out_offsets.values().size() != group.size())
-        fail(instr, fmt::format("offsets and sizes need one entry per group member ({})", group.size()));
+        fail(instr,
+             fmt::format("offsets and sizes need one entry per group member ({})", group.size()));
       if (input.shape().rank() < 1) fail(instr, "input must have a leading dimension");
       const int64_t row = input.shape().num_elements() / std::max<int64_t>(1, input.shape().dim(0));
       for (size_t k = 0; k < group.size(); ++k) {
@@ -285,9 +306,12 @@ std::vector<Literal> ragged_all_to_all(const Instruction& instr, const std::vect
         if (count < 0 || from < 0 || to < 0 || from + count > input.shape().dim(0) ||
             out.shape().rank() < 1 || to + count > out.shape().dim(0) ||
             out.shape().num_elements() / std::max<int64_t>(1, out.shape().dim(0)) != row)
-          fail(instr, fmt::format("device {} sends rows [{}, {}) to rows [{}, {}) of device {}: out of range", sender,
-                                  from, from + count, to, to + count, group[k]));
-        std::copy_n(input.values().begin() + from * row, count * row, out.mutable_values().begin() + to * row);
+          fail(instr,
+               fmt::format(
+                   "device {} sends rows [{}, {}) to rows [{}, {}) of device {}: out of range",
+                   sender, from, from + count, to, to + count, group[k]));
+        std::copy_n(input.values().begin() + from * row, count * row,
+                    out.mutable_values().begin() + to * row);
       }
     }
   }
@@ -296,18 +320,22 @@ std::vector<Literal> ragged_all_to_all(const Instruction& instr, const std::vect
 
 }  // namespace
 
-std::vector<Literal> evaluate_collective(const Instruction& instr, const std::vector<Operands>& operands_per_lane,
+std::vector<Literal> evaluate_collective(const Instruction& instr,
+                                         const std::vector<Operands>& operands_per_lane,
                                          const CollectiveContext& context) {
   if (static_cast<int64_t>(context.partition_ids.size()) != context.num_devices)
-    fail(instr, "collectives are not allowed inside per-device computations (reduce/scatter bodies)");
-  if (operands_per_lane.empty() || operands_per_lane[0].empty()) fail(instr, "collective without operands");
+    fail(instr,
+         "collectives are not allowed inside per-device computations (reduce/scatter bodies)");
+  if (operands_per_lane.empty() || operands_per_lane[0].empty())
+    fail(instr, "collective without operands");
   // Several operands (XLA's combined collectives): all-gather, reduce-scatter,
   // collective-permute and collective-broadcast act on each operand alone and
   // return the tuple of the results (all-reduce and tuple all-to-all take
   // their operands together).
   const size_t count = operands_per_lane[0].size();
-  const bool per_operand = instr.opcode == Opcode::kAllGather || instr.opcode == Opcode::kReduceScatter ||
-                           instr.opcode == Opcode::kCollectivePermute || instr.opcode == Opcode::kCollectiveBroadcast;
+  const bool per_operand =
+      instr.opcode == Opcode::kAllGather || instr.opcode == Opcode::kReduceScatter ||
+      instr.opcode == Opcode::kCollectivePermute || instr.opcode == Opcode::kCollectiveBroadcast;
   if (per_operand && count > 1) {
     if (!instr.shape.is_tuple() || instr.shape.tuple_shapes().size() != count)
       fail(instr, fmt::format("{} operands but the result is not a tuple of {}", count, count));
@@ -329,14 +357,22 @@ std::vector<Literal> evaluate_collective(const Instruction& instr, const std::ve
     return results;
   }
   switch (instr.opcode) {
-    case Opcode::kAllReduce: return all_reduce(instr, operands_per_lane, context);
-    case Opcode::kAllGather: return all_gather(instr, operands_per_lane, context);
-    case Opcode::kReduceScatter: return reduce_scatter(instr, operands_per_lane, context);
-    case Opcode::kAllToAll: return all_to_all(instr, operands_per_lane, context);
-    case Opcode::kCollectivePermute: return collective_permute(instr, operands_per_lane, context);
-    case Opcode::kCollectiveBroadcast: return collective_broadcast(instr, operands_per_lane, context);
-    case Opcode::kRaggedAllToAll: return ragged_all_to_all(instr, operands_per_lane, context);
-    default: fail(instr, "not a collective");
+    case Opcode::kAllReduce:
+      return all_reduce(instr, operands_per_lane, context);
+    case Opcode::kAllGather:
+      return all_gather(instr, operands_per_lane, context);
+    case Opcode::kReduceScatter:
+      return reduce_scatter(instr, operands_per_lane, context);
+    case Opcode::kAllToAll:
+      return all_to_all(instr, operands_per_lane, context);
+    case Opcode::kCollectivePermute:
+      return collective_permute(instr, operands_per_lane, context);
+    case Opcode::kCollectiveBroadcast:
+      return collective_broadcast(instr, operands_per_lane, context);
+    case Opcode::kRaggedAllToAll:
+      return ragged_all_to_all(instr, operands_per_lane, context);
+    default:
+      fail(instr, "not a collective");
   }
 }
 

@@ -22,7 +22,8 @@ struct CollectiveContext {
 
 // operands_per_lane[l] = the instruction's operands on lane l; returns the
 // result per lane.
-std::vector<Literal> evaluate_collective(const Instruction& instr, const std::vector<Operands>& operands_per_lane,
+std::vector<Literal> evaluate_collective(const Instruction& instr,
+                                         const std::vector<Operands>& operands_per_lane,
                                          const CollectiveContext& context);
 
 }  // namespace podsim::compiler::interp

@@ -29,7 +29,7 @@ double elements(const Shape& shape) {
 }
 
 struct CompCost {
-  double peak_bytes = 0;   // per lane, including its parameters
+  double peak_bytes = 0;  // per lane, including its parameters
   double element_ops = 0;
   int64_t unknown_trip_loops = 0;
 };
@@ -99,10 +99,12 @@ class Estimator {
 
   // Work of one instruction; sets `temp` to the bytes it holds besides its
   // result while it runs (called computations, copies).
-  double instruction_ops(const Computation& comp, const Instruction& in, double& temp, int64_t& unknown_loops) {
+  double instruction_ops(const Computation& comp, const Instruction& in, double& temp,
+                         int64_t& unknown_loops) {
     const double out = elements(in.shape);
     const double touched = out + operand_elements(comp, in);
-    const bool topk_call = in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "TopK";
+    const bool topk_call =
+        in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "TopK";
     switch (topk_call ? Opcode::kTopK : in.opcode) {
       case Opcode::kDot: {
         double k = 1;
@@ -110,13 +112,15 @@ class Estimator {
           for (int64_t d : in.attrs.dot.lhs_contracting)
             if (d >= 0 && d < lhs->rank()) k *= static_cast<double>(lhs->dim(static_cast<int>(d)));
         temp = operand_bytes(comp, in);  // float dots pack both operands
-        if (const std::optional<DotSparsity> sparse = dot_sparsity(in.attrs); sparse && in.operand_count() == 3) {
+        if (const std::optional<DotSparsity> sparse = dot_sparsity(in.attrs);
+            sparse && in.operand_count() == 3) {
           // The stored operand is expanded to its logical size (m / n times) first.
           const double expansion = static_cast<double>(sparse->m) / static_cast<double>(sparse->n);
           if (const Shape* stored = operand_shape(comp, in, sparse->operand))
             temp += 2 * interpreter_value_bytes(*stored) * expansion;
           const auto& contracting = in.attrs.dot.lhs_contracting;
-          if (sparse->operand == 0 && std::find(contracting.begin(), contracting.end(), sparse->dim) != contracting.end())
+          if (sparse->operand == 0 &&
+              std::find(contracting.begin(), contracting.end(), sparse->dim) != contracting.end())
             k *= expansion;  // the contracting size above was the stored one
         }
         return touched + out * k;
@@ -126,7 +130,9 @@ class Estimator {
         double per_output = 1;
         if (const Shape* kernel = operand_shape(comp, in, 1); kernel && kernel->is_array()) {
           const int64_t f = in.attrs.conv.kernel_output_feature;
-          const double features = f >= 0 && f < kernel->rank() ? static_cast<double>(kernel->dim(static_cast<int>(f))) : 1;
+          const double features = f >= 0 && f < kernel->rank()
+                                      ? static_cast<double>(kernel->dim(static_cast<int>(f)))
+                                      : 1;
           per_output = static_cast<double>(kernel->num_elements()) / std::max(1.0, features);
         }
         return touched + out * per_output * kConvolutionMacWeight;
@@ -155,12 +161,15 @@ class Estimator {
         double n = first && first->is_array() && first->rank() > 0
                        ? static_cast<double>(first->dim(first->rank() - 1))
                        : 1;
-        if (in.opcode == Opcode::kSort && first && first->is_array() && !in.attrs.dimensions.empty()) {  // else last dim
+        if (in.opcode == Opcode::kSort && first && first->is_array() &&
+            !in.attrs.dimensions.empty()) {  // else last dim
           const int64_t d = in.attrs.dimensions[0];
           if (d >= 0 && d < first->rank()) n = static_cast<double>(first->dim(static_cast<int>(d)));
         }
-        const double count = first && first->is_array() ? static_cast<double>(first->num_elements()) : 0;
-        return touched + count * std::max(1.0, std::log2(std::max(2.0, n))) * body_size(in.to_apply());
+        const double count =
+            first && first->is_array() ? static_cast<double>(first->num_elements()) : 0;
+        return touched +
+               count * std::max(1.0, std::log2(std::max(2.0, n))) * body_size(in.to_apply());
       }
       case Opcode::kFft: {
         double length = 1;
@@ -171,7 +180,8 @@ class Estimator {
       case Opcode::kCholesky:
       case Opcode::kTriangularSolve: {
         const Shape* a = operand_shape(comp, in, 0);
-        const double n = a && a->is_array() && a->rank() >= 1 ? static_cast<double>(a->dim(a->rank() - 1)) : 1;
+        const double n =
+            a && a->is_array() && a->rank() >= 1 ? static_cast<double>(a->dim(a->rank() - 1)) : 1;
         return touched + out * n;
       }
       case Opcode::kWhile: {
@@ -204,7 +214,8 @@ class Estimator {
         temp = callee.peak_bytes + operand_bytes(comp, in);
         return touched + callee.element_ops;
       }
-      default: break;
+      default:
+        break;
     }
     if (is_collective(in.opcode) || is_async_start(in.opcode)) {
       // Group folds and gathered copies: one extra result-sized value.
@@ -223,7 +234,8 @@ std::vector<CompId> reachable(const Module& module) {
   std::vector<CompId> order;
   std::vector<bool> seen(static_cast<size_t>(module.computation_count()), false);
   std::vector<CompId> stack;
-  if (module.entry_id() >= 0 && module.entry_id() < module.computation_count()) stack.push_back(module.entry_id());
+  if (module.entry_id() >= 0 && module.entry_id() < module.computation_count())
+    stack.push_back(module.entry_id());
   while (!stack.empty()) {
     const CompId c = stack.back();
     stack.pop_back();
@@ -232,15 +244,16 @@ std::vector<CompId> reachable(const Module& module) {
     order.push_back(c);
     for (const Instruction& in : module.computation(c).instructions())
       for (CompId callee : in.called)
-        if (callee >= 0 && callee < module.computation_count() && !seen[static_cast<size_t>(callee)])
+        if (callee >= 0 && callee < module.computation_count() &&
+            !seen[static_cast<size_t>(callee)])
           stack.push_back(callee);
   }
   return order;
 }
 
 bool is_identity_custom_call(const std::string& target) {
-  return target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||
-         target == kStopGradientTarget;
+  return target == "Sharding" || target == "SPMDFullToShardShape" ||
+         target == "SPMDShardToFullShape" || target == kStopGradientTarget;
 }
 
 bool has_complex_leaf(const Shape& shape) {
@@ -278,7 +291,8 @@ bool runs_on_complex(const Instruction& in) {
     case Opcode::kFusion:
     case Opcode::kConditional:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -296,7 +310,8 @@ bool has_no_defined_value(const Instruction& in) {
     case Opcode::kRecvDone:
       return true;
     case Opcode::kCustomCall:
-      return !is_identity_custom_call(in.attrs.custom_call_target) && in.attrs.custom_call_target != "TopK";
+      return !is_identity_custom_call(in.attrs.custom_call_target) &&
+             in.attrs.custom_call_target != "TopK";
     case Opcode::kAsyncStart:
     case Opcode::kAsyncUpdate:
     case Opcode::kAsyncDone:
@@ -306,7 +321,8 @@ bool has_no_defined_value(const Instruction& in) {
         return has_no_defined_value(wrapped);
       }
       return false;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -320,11 +336,13 @@ bool complex_unsupported(const Computation& comp, const Instruction& in) {
 }
 
 std::string kind_of(const Instruction& in) {
-  const Opcode op = in.attrs.async_wrapped && (in.opcode == Opcode::kAsyncStart || in.opcode == Opcode::kAsyncUpdate ||
-                                               in.opcode == Opcode::kAsyncDone)
+  const Opcode op = in.attrs.async_wrapped &&
+                            (in.opcode == Opcode::kAsyncStart ||
+                             in.opcode == Opcode::kAsyncUpdate || in.opcode == Opcode::kAsyncDone)
                         ? *in.attrs.async_wrapped
                         : in.opcode;
-  if (op == Opcode::kCustomCall) return fmt::format("custom-call '{}'", in.attrs.custom_call_target);
+  if (op == Opcode::kCustomCall)
+    return fmt::format("custom-call '{}'", in.attrs.custom_call_target);
   return std::string(opcode_name(op));
 }
 
@@ -347,8 +365,10 @@ InterpreterEstimate estimate_interpreter(const Module& module, int64_t lanes) {
   e.peak_bytes = n * entry.peak_bytes;
   e.element_ops = n * entry.element_ops;
   e.unknown_trip_loops = entry.unknown_trip_loops;
-  for (InstrId p : module.entry().parameters()) e.parameter_bytes += interpreter_value_bytes(module.entry().instr(p).shape);
-  if (module.entry().root() >= 0) e.root_bytes = interpreter_value_bytes(module.entry().root_instr().shape);
+  for (InstrId p : module.entry().parameters())
+    e.parameter_bytes += interpreter_value_bytes(module.entry().instr(p).shape);
+  if (module.entry().root() >= 0)
+    e.root_bytes = interpreter_value_bytes(module.entry().root_instr().shape);
   return e;
 }
 
@@ -356,7 +376,8 @@ std::vector<const Instruction*> uninterpretable_instructions(const Module& modul
   std::vector<const Instruction*> out;
   for (CompId c : reachable(module))
     for (const Instruction& in : module.computation(c).instructions())
-      if (has_no_defined_value(in) || complex_unsupported(module.computation(c), in)) out.push_back(&in);
+      if (has_no_defined_value(in) || complex_unsupported(module.computation(c), in))
+        out.push_back(&in);
   return out;
 }
 
@@ -365,20 +386,26 @@ void check_interpretable(const Module& module) {
   if (bad.empty()) return;
   std::vector<std::pair<std::string, int64_t>> kinds;  // first-appearance order
   for (const Instruction* in : bad) {
-    const std::string kind = has_no_defined_value(*in) ? kind_of(*in) : kind_of(*in) + " on complex values";
-    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
-    if (it == kinds.end()) kinds.emplace_back(kind, 1);
-    else ++it->second;
+    const std::string kind =
+        has_no_defined_value(*in) ? kind_of(*in) : kind_of(*in) + " on complex values";
+    auto it =
+        std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
+    if (it == kinds.end())
+      kinds.emplace_back(kind, 1);
+    else
+      ++it->second;
   }
   std::string list;
-  for (const auto& [kind, count] : kinds) list += fmt::format("{}{} (x{})", list.empty() ? "" : ", ", kind, count);
-  throw UserError(bad.front()->location,
-                  fmt::format("the interpreter cannot run {} instruction{}: {}", bad.size(),
-                              bad.size() == 1 ? "" : "s", list),
-                  "these ops have no value the reference interpreter can compute (random numbers, host "
-                  "transfers, unknown custom-calls) or are not implemented there (ragged-all-to-all, data "
-                  "movement and reductions of complex values); verify a module without them, e.g. with their "
-                  "results passed in as parameters");
+  for (const auto& [kind, count] : kinds)
+    list += fmt::format("{}{} (x{})", list.empty() ? "" : ", ", kind, count);
+  throw UserError(
+      bad.front()->location,
+      fmt::format("the interpreter cannot run {} instruction{}: {}", bad.size(),
+                  bad.size() == 1 ? "" : "s", list),
+      "these ops have no value the reference interpreter can compute (random numbers, host "
+      "transfers, unknown custom-calls) or are not implemented there (ragged-all-to-all, data "
+      "movement and reductions of complex values); verify a module without them, e.g. with their "
+      "results passed in as parameters");
 }
 
 }  // namespace podsim::compiler

@@ -13,8 +13,8 @@ namespace podsim::compiler::interp {
 namespace {
 
 // dst[k] (k row-major over dims) = src[offset + sum_j idx[j] * src_strides[j]].
-void strided_read(const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides, int64_t offset,
-                  const double* src, double* dst) {
+void strided_read(const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
+                  int64_t offset, const double* src, double* dst) {
   for (int64_t d : dims)
     if (d == 0) return;
   const size_t rank = dims.size();
@@ -37,8 +37,8 @@ void strided_read(const std::vector<int64_t>& dims, const std::vector<int64_t>& 
 }
 
 // dst[offset + sum_j idx[j] * dst_strides[j]] = src[k] (k row-major over dims).
-void strided_write(const std::vector<int64_t>& dims, const std::vector<int64_t>& dst_strides, int64_t offset,
-                   const double* src, double* dst) {
+void strided_write(const std::vector<int64_t>& dims, const std::vector<int64_t>& dst_strides,
+                   int64_t offset, const double* src, double* dst) {
   for (int64_t d : dims)
     if (d == 0) return;
   int64_t k = 0;
@@ -51,13 +51,14 @@ void strided_write(const std::vector<int64_t>& dims, const std::vector<int64_t>&
 
 void check_array(const Instruction& instr, const Literal& operand, int expected_rank) {
   if (operand.is_tuple() || operand.shape().rank() != expected_rank)
-    fail(instr, fmt::format("operand has shape {}, expected rank {}", operand.shape().to_string(false),
-                            expected_rank));
+    fail(instr, fmt::format("operand has shape {}, expected rank {}",
+                            operand.shape().to_string(false), expected_rank));
 }
 
 // Start indices of dynamic-slice / dynamic-update-slice: either one scalar
 // operand per dimension (from operand `first`) or one rank-1 vector operand.
-std::vector<int64_t> start_indices(const Instruction& instr, const Operands& operands, size_t first, int rank) {
+std::vector<int64_t> start_indices(const Instruction& instr, const Operands& operands, size_t first,
+                                   int rank) {
   std::vector<int64_t> starts;
   if (operands.size() == first + 1 && operands[first]->shape().rank() == 1) {
     for (double v : operands[first]->values()) starts.push_back(static_cast<int64_t>(v));
@@ -82,7 +83,8 @@ int64_t clamp_start(int64_t start, int64_t dim, int64_t size) {
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> strides(dims.size(), 1);
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
-    strides[static_cast<size_t>(i)] = strides[static_cast<size_t>(i) + 1] * dims[static_cast<size_t>(i) + 1];
+    strides[static_cast<size_t>(i)] =
+        strides[static_cast<size_t>(i) + 1] * dims[static_cast<size_t>(i) + 1];
   return strides;
 }
 
@@ -94,7 +96,8 @@ Literal eval_iota(const Instruction& instr) {
   auto& values = result.mutable_values();
   int64_t k = 0;
   for_each_index(shape.dims(), [&](const std::vector<int64_t>& idx) {
-    values[static_cast<size_t>(k++)] = round_to_dtype(shape.dtype(), static_cast<double>(idx[static_cast<size_t>(dim)]));
+    values[static_cast<size_t>(k++)] =
+        round_to_dtype(shape.dtype(), static_cast<double>(idx[static_cast<size_t>(dim)]));
   });
   return result;
 }
@@ -121,14 +124,16 @@ Literal on_pairs(const Instruction& instr, const Literal& operand, Op op) {
 }  // namespace
 
 Literal eval_broadcast(const Instruction& instr, const Literal& operand) {
-  if (!operand.is_tuple() && is_complex(operand.shape().dtype())) return on_pairs(instr, operand, eval_broadcast);
+  if (!operand.is_tuple() && is_complex(operand.shape().dtype()))
+    return on_pairs(instr, operand, eval_broadcast);
   const Shape& out = instr.shape;
   const auto& dims = instr.attrs.dimensions;
   check_array(instr, operand, static_cast<int>(dims.size()));
   const auto in_strides = row_major_strides(operand.shape().dims());
   std::vector<int64_t> src_strides(static_cast<size_t>(out.rank()), 0);
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0 || dims[i] >= out.rank() || out.dim(static_cast<int>(dims[i])) != operand.shape().dim(static_cast<int>(i)))
+    if (dims[i] < 0 || dims[i] >= out.rank() ||
+        out.dim(static_cast<int>(dims[i])) != operand.shape().dim(static_cast<int>(i)))
       fail(instr, fmt::format("broadcast dimension {} does not match the result shape", i));
     src_strides[static_cast<size_t>(dims[i])] = in_strides[i];
   }
@@ -144,7 +149,8 @@ Literal eval_reshape(const Instruction& instr, const Literal& operand) {
 }
 
 Literal eval_transpose(const Instruction& instr, const Literal& operand) {
-  if (!operand.is_tuple() && is_complex(operand.shape().dtype())) return on_pairs(instr, operand, eval_transpose);
+  if (!operand.is_tuple() && is_complex(operand.shape().dtype()))
+    return on_pairs(instr, operand, eval_transpose);
   const auto& perm = instr.attrs.dimensions;
   check_array(instr, operand, static_cast<int>(perm.size()));
   const auto in_strides = row_major_strides(operand.shape().dims());
@@ -156,7 +162,8 @@ Literal eval_transpose(const Instruction& instr, const Literal& operand) {
     src_strides[i] = in_strides[static_cast<size_t>(perm[i])];
   }
   Literal result(instr.shape);
-  strided_read(instr.shape.dims(), src_strides, 0, operand.values().data(), result.mutable_values().data());
+  strided_read(instr.shape.dims(), src_strides, 0, operand.values().data(),
+               result.mutable_values().data());
   return result;
 }
 
@@ -172,12 +179,14 @@ Literal eval_slice(const Instruction& instr, const Literal& operand) {
     // Result size along a dim: ceil((limit - start) / stride).
     if (s.stride < 1 || s.start < 0 || s.limit > n || s.start > s.limit ||
         instr.shape.dim(static_cast<int>(i)) != (s.limit - s.start + s.stride - 1) / s.stride)
-      fail(instr, fmt::format("slice [{}:{}:{}] invalid for dimension {} of size {}", s.start, s.limit, s.stride, i, n));
+      fail(instr, fmt::format("slice [{}:{}:{}] invalid for dimension {} of size {}", s.start,
+                              s.limit, s.stride, i, n));
     src_strides[i] = in_strides[i] * s.stride;
     offset += s.start * in_strides[i];
   }
   Literal result(instr.shape);
-  strided_read(instr.shape.dims(), src_strides, offset, operand.values().data(), result.mutable_values().data());
+  strided_read(instr.shape.dims(), src_strides, offset, operand.values().data(),
+               result.mutable_values().data());
   return result;
 }
 
@@ -195,7 +204,8 @@ Literal eval_pad(const Instruction& instr, const Literal& operand, const Literal
       fail(instr, fmt::format("padding of dimension {} does not give the result size", i));
   }
   Literal result(out);
-  std::fill(result.mutable_values().begin(), result.mutable_values().end(), padding_value.values().at(0));
+  std::fill(result.mutable_values().begin(), result.mutable_values().end(),
+            padding_value.values().at(0));
   const auto out_strides = row_major_strides(out.dims());
   int64_t k = 0;
   for_each_index(operand.shape().dims(), [&](const std::vector<int64_t>& idx) {
@@ -222,19 +232,22 @@ Literal eval_concatenate(const Instruction& instr, const Operands& operands) {
   for (const Literal* op : operands) {
     check_array(instr, *op, out.rank());
     for (int i = 0; i < out.rank(); ++i)
-      if (i != dim && op->shape().dim(i) != out.dim(i)) fail(instr, "concatenate operand shapes differ");
+      if (i != dim && op->shape().dim(i) != out.dim(i))
+        fail(instr, "concatenate operand shapes differ");
     if (position + op->shape().dim(static_cast<int>(dim)) > out.dim(static_cast<int>(dim)))
       fail(instr, "concatenate operands exceed the result size");
     strided_write(op->shape().dims(), out_strides, position * out_strides[static_cast<size_t>(dim)],
                   op->values().data(), result.mutable_values().data());
     position += op->shape().dim(static_cast<int>(dim));
   }
-  if (position != out.dim(static_cast<int>(dim))) fail(instr, "concatenate operands do not fill the result");
+  if (position != out.dim(static_cast<int>(dim)))
+    fail(instr, "concatenate operands do not fill the result");
   return result;
 }
 
 Literal eval_reverse(const Instruction& instr, const Literal& operand) {
-  if (operand.is_tuple() || !(operand.shape() == instr.shape)) fail(instr, "reverse changes the shape");
+  if (operand.is_tuple() || !(operand.shape() == instr.shape))
+    fail(instr, "reverse changes the shape");
   auto strides = row_major_strides(operand.shape().dims());
   int64_t offset = 0;
   for (int64_t d : instr.attrs.dimensions) {
@@ -244,7 +257,8 @@ Literal eval_reverse(const Instruction& instr, const Literal& operand) {
     strides[ud] = -strides[ud];
   }
   Literal result(instr.shape);
-  strided_read(instr.shape.dims(), strides, offset, operand.values().data(), result.mutable_values().data());
+  strided_read(instr.shape.dims(), strides, offset, operand.values().data(),
+               result.mutable_values().data());
   return result;
 }
 
@@ -258,11 +272,13 @@ Literal eval_dynamic_slice(const Instruction& instr, const Operands& operands) {
   for (size_t i = 0; i < sizes.size(); ++i) {
     const int64_t n = operand.shape().dim(static_cast<int>(i));
     if (sizes[i] < 0 || sizes[i] > n || instr.shape.dim(static_cast<int>(i)) != sizes[i])
-      fail(instr, fmt::format("dynamic slice size {} invalid for dimension of size {}", sizes[i], n));
+      fail(instr,
+           fmt::format("dynamic slice size {} invalid for dimension of size {}", sizes[i], n));
     offset += clamp_start(starts[i], n, sizes[i]) * in_strides[i];
   }
   Literal result(instr.shape);
-  strided_read(instr.shape.dims(), in_strides, offset, operand.values().data(), result.mutable_values().data());
+  strided_read(instr.shape.dims(), in_strides, offset, operand.values().data(),
+               result.mutable_values().data());
   return result;
 }
 
@@ -277,10 +293,12 @@ Literal eval_dynamic_update_slice(const Instruction& instr, const Operands& oper
   for (int i = 0; i < rank; ++i) {
     const int64_t n = operand.shape().dim(i);
     if (update.shape().dim(i) > n) fail(instr, "update is larger than the operand");
-    offset += clamp_start(starts[static_cast<size_t>(i)], n, update.shape().dim(i)) * strides[static_cast<size_t>(i)];
+    offset += clamp_start(starts[static_cast<size_t>(i)], n, update.shape().dim(i)) *
+              strides[static_cast<size_t>(i)];
   }
   Literal result = operand;
-  strided_write(update.shape().dims(), strides, offset, update.values().data(), result.mutable_values().data());
+  strided_write(update.shape().dims(), strides, offset, update.values().data(),
+                result.mutable_values().data());
   return result;
 }
 

@@ -19,10 +19,14 @@ namespace {
 class Accumulator {
  public:
   explicit Accumulator(DType result) : integral_(!is_floating(result)), dtype_(result) {}
-  void reset() { real_ = 0.0; integer_ = 0; }
+  void reset() {
+    real_ = 0.0;
+    integer_ = 0;
+  }
   void add(double a, double b) {
     if (integral_) {
-      const auto product = static_cast<uint64_t>(static_cast<int64_t>(a)) * static_cast<uint64_t>(static_cast<int64_t>(b));
+      const auto product = static_cast<uint64_t>(static_cast<int64_t>(a)) *
+                           static_cast<uint64_t>(static_cast<int64_t>(b));
       integer_ = static_cast<int64_t>(static_cast<uint64_t>(integer_) + product);
     } else {
       real_ += a * b;
@@ -39,7 +43,8 @@ class Accumulator {
   int64_t integer_ = 0;
 };
 
-std::vector<int64_t> free_dims(int rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting) {
+std::vector<int64_t> free_dims(int rank, const std::vector<int64_t>& batch,
+                               const std::vector<int64_t>& contracting) {
   std::vector<int64_t> free;
   for (int64_t d = 0; d < rank; ++d) {
     bool used = false;
@@ -62,7 +67,8 @@ void check_labels(const Instruction& instr, std::vector<int64_t> labels, const c
 
 void check_dims_in_range(const Instruction& instr, const std::vector<int64_t>& dims, int rank) {
   for (int64_t d : dims)
-    if (d < 0 || d >= rank) fail(instr, fmt::format("dimension {} out of range for rank {}", d, rank));
+    if (d < 0 || d >= rank)
+      fail(instr, fmt::format("dimension {} out of range for rank {}", d, rank));
 }
 
 }  // namespace
@@ -81,36 +87,45 @@ Literal expand_sparse_operand(const Instruction& instr, const Literal& stored, c
   const auto d = static_cast<size_t>(sparsity.dim);
   const int64_t stored_size = ss.dims()[d];
   if (stored_size % sparsity.n != 0)
-    fail(instr, fmt::format("sparse dimension holds {} values, not a multiple of n = {}", stored_size, sparsity.n));
+    fail(instr, fmt::format("sparse dimension holds {} values, not a multiple of n = {}",
+                            stored_size, sparsity.n));
   if (!is_integral(ms.dtype()) || ms.rank() != ss.rank())
     fail(instr, "sparsity metadata must be an integer array of the stored operand's rank");
   const int index_bits = sparsity.index_bits();
   const int64_t fields_per_element = sparsity.values_per_element(ms.dtype());
   for (size_t i = 0; i < ss.dims().size(); ++i) {
-    const bool fits = i == d ? ms.dims()[i] * fields_per_element >= stored_size : ms.dims()[i] == ss.dims()[i];
+    const bool fits =
+        i == d ? ms.dims()[i] * fields_per_element >= stored_size : ms.dims()[i] == ss.dims()[i];
     if (!fits)
-      fail(instr, fmt::format("sparsity metadata {} does not describe the stored operand {} ({} indices of {} bits "
-                              "per element along the sparse dimension)",
-                              ms.to_string(), ss.to_string(), fields_per_element, index_bits));
+      fail(
+          instr,
+          fmt::format(
+              "sparsity metadata {} does not describe the stored operand {} ({} indices of {} bits "
+              "per element along the sparse dimension)",
+              ms.to_string(), ss.to_string(), fields_per_element, index_bits));
   }
   Literal dense(sparsity.logical_shape(ss));
   const uint64_t field_mask = (uint64_t{1} << index_bits) - 1;
-  const uint64_t element_mask = integral_bits(ms.dtype()) >= 64 ? ~uint64_t{0}
-                                                                 : (uint64_t{1} << integral_bits(ms.dtype())) - 1;
+  const uint64_t element_mask = integral_bits(ms.dtype()) >= 64
+                                    ? ~uint64_t{0}
+                                    : (uint64_t{1} << integral_bits(ms.dtype())) - 1;
   std::vector<int64_t> meta_index, dense_index;
   for_each_index(ss.dims(), [&](const std::vector<int64_t>& idx) {
     const int64_t j = idx[d];
     meta_index = idx;
     meta_index[d] = j / fields_per_element;
-    const auto word = static_cast<uint64_t>(static_cast<int64_t>(meta.at(meta_index))) & element_mask;
-    const auto field = static_cast<int64_t>((word >> ((j % fields_per_element) * index_bits)) & field_mask);
+    const auto word =
+        static_cast<uint64_t>(static_cast<int64_t>(meta.at(meta_index))) & element_mask;
+    const auto field =
+        static_cast<int64_t>((word >> ((j % fields_per_element) * index_bits)) & field_mask);
     if (field >= sparsity.m)
-      fail(instr, fmt::format("sparsity metadata index {} is out of range for {}:{} sparsity", field, sparsity.n,
-                              sparsity.m));
+      fail(instr, fmt::format("sparsity metadata index {} is out of range for {}:{} sparsity",
+                              field, sparsity.n, sparsity.m));
     dense_index = idx;
     dense_index[d] = j / sparsity.n * sparsity.m + field;
     const int64_t at = dense.linear_index(dense_index);
-    dense.mutable_values()[static_cast<size_t>(at)] += stored.values()[static_cast<size_t>(stored.linear_index(idx))];
+    dense.mutable_values()[static_cast<size_t>(at)] +=
+        stored.values()[static_cast<size_t>(stored.linear_index(idx))];
   });
   return dense;
 }
@@ -124,7 +139,8 @@ Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rh
   check_dims_in_range(instr, dd.lhs_contracting, ls.rank());
   check_dims_in_range(instr, dd.rhs_batch, rs.rank());
   check_dims_in_range(instr, dd.rhs_contracting, rs.rank());
-  if (dd.lhs_batch.size() != dd.rhs_batch.size() || dd.lhs_contracting.size() != dd.rhs_contracting.size())
+  if (dd.lhs_batch.size() != dd.rhs_batch.size() ||
+      dd.lhs_contracting.size() != dd.rhs_contracting.size())
     fail(instr, "lhs and rhs have different numbers of batch or contracting dims");
   const auto lhs_free = free_dims(ls.rank(), dd.lhs_batch, dd.lhs_contracting);
   const auto rhs_free = free_dims(rs.rank(), dd.rhs_batch, dd.rhs_contracting);
@@ -151,7 +167,8 @@ Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rh
     out_lhs_stride.push_back(0);
     out_rhs_stride.push_back(rs_strides[static_cast<size_t>(d)]);
   }
-  if (instr.shape.is_tuple() || instr.shape.dims() != out_dims) fail(instr, "result shape does not match the dot");
+  if (instr.shape.is_tuple() || instr.shape.dims() != out_dims)
+    fail(instr, "result shape does not match the dot");
 
   // Offsets of every contracting position in lhs and rhs.
   std::vector<int64_t> contract_sizes;
@@ -178,7 +195,8 @@ Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rh
   if (is_complex(instr.shape.dtype())) {
     // Complex: (re, im) pairs, so element offsets are doubled; accumulate in
     // complex<double>, round each part once.
-    if (!is_complex(ls.dtype()) || !is_complex(rs.dtype())) fail(instr, "complex dot needs complex operands");
+    if (!is_complex(ls.dtype()) || !is_complex(rs.dtype()))
+      fail(instr, "complex dot needs complex operands");
     const DType dt = instr.shape.dtype();
     size_t k = 0;
     for_each_index(out_dims, [&](const std::vector<int64_t>& idx) {
@@ -210,7 +228,8 @@ Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rh
       }
       acc.reset();
       for (size_t c = 0; c < lhs_offsets.size(); ++c)
-        acc.add(a[static_cast<size_t>(lhs_base + lhs_offsets[c])], b[static_cast<size_t>(rhs_base + rhs_offsets[c])]);
+        acc.add(a[static_cast<size_t>(lhs_base + lhs_offsets[c])],
+                b[static_cast<size_t>(rhs_base + rhs_offsets[c])]);
       result.mutable_values()[k++] = acc.result();
     });
     return result;
@@ -247,9 +266,11 @@ Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rh
   const size_t N = batches == 0 ? 0 : col_bases.size() / static_cast<size_t>(batches);
   std::vector<double> L(row_bases.size() * K), R(col_bases.size() * K);
   for (size_t r = 0; r < row_bases.size(); ++r)
-    for (size_t c = 0; c < K; ++c) L[r * K + c] = a[static_cast<size_t>(row_bases[r] + lhs_offsets[c])];
+    for (size_t c = 0; c < K; ++c)
+      L[r * K + c] = a[static_cast<size_t>(row_bases[r] + lhs_offsets[c])];
   for (size_t r = 0; r < col_bases.size(); ++r)
-    for (size_t c = 0; c < K; ++c) R[r * K + c] = b[static_cast<size_t>(col_bases[r] + rhs_offsets[c])];
+    for (size_t c = 0; c < K; ++c)
+      R[r * K + c] = b[static_cast<size_t>(col_bases[r] + rhs_offsets[c])];
   const DType dt = instr.shape.dtype();
   double* out = result.mutable_values().data();
   for (size_t bt = 0; bt < static_cast<size_t>(batches); ++bt)
@@ -286,10 +307,13 @@ Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rh
 }
 
 // A dot with a third (metadata) operand: N:M structured sparsity on one side.
-Literal eval_sparse_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs, const Literal& meta) {
+Literal eval_sparse_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs,
+                        const Literal& meta) {
   const std::optional<DotSparsity> sparsity = dot_sparsity(instr.attrs);
-  if (!sparsity) fail(instr, "a dot with three operands needs a sparsity=L.dim@n:m (or R.) attribute");
-  if (sparsity->operand == 0) return eval_dot(instr, expand_sparse_operand(instr, lhs, meta, *sparsity), rhs);
+  if (!sparsity)
+    fail(instr, "a dot with three operands needs a sparsity=L.dim@n:m (or R.) attribute");
+  if (sparsity->operand == 0)
+    return eval_dot(instr, expand_sparse_operand(instr, lhs, meta, *sparsity), rhs);
   return eval_dot(instr, lhs, expand_sparse_operand(instr, rhs, meta, *sparsity));
 }
 
@@ -308,7 +332,8 @@ Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Lit
   const size_t spatial = window.size();
   if (lhs.is_tuple() || rhs.is_tuple() || os.is_tuple() || cd.input_spatial.size() != spatial ||
       cd.kernel_spatial.size() != spatial || cd.output_spatial.size() != spatial ||
-      ls.rank() != static_cast<int>(spatial + 2) || ks.rank() != ls.rank() || os.rank() != ls.rank())
+      ls.rank() != static_cast<int>(spatial + 2) || ks.rank() != ls.rank() ||
+      os.rank() != ls.rank())
     fail(instr, "convolution ranks and dimension labels do not match");
   auto with = [](std::vector<int64_t> spatial_dims, int64_t a, int64_t b) {
     spatial_dims.push_back(a);
@@ -316,7 +341,8 @@ Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Lit
     return spatial_dims;
   };
   check_labels(instr, with(cd.input_spatial, cd.input_batch, cd.input_feature), "input");
-  check_labels(instr, with(cd.kernel_spatial, cd.kernel_input_feature, cd.kernel_output_feature), "kernel");
+  check_labels(instr, with(cd.kernel_spatial, cd.kernel_input_feature, cd.kernel_output_feature),
+               "kernel");
   check_labels(instr, with(cd.output_spatial, cd.output_batch, cd.output_feature), "output");
   const int64_t groups = instr.attrs.feature_group_count;
   const int64_t batch_groups = instr.attrs.batch_group_count;
@@ -324,10 +350,12 @@ Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Lit
   const int64_t c = ls.dim(static_cast<int>(cd.input_feature));
   const int64_t kc = ks.dim(static_cast<int>(cd.kernel_input_feature));
   const int64_t o = ks.dim(static_cast<int>(cd.kernel_output_feature));
-  if (groups < 1 || batch_groups < 1 || c != kc * groups || o % groups != 0 || n % batch_groups != 0 ||
-      o % batch_groups != 0)
-    fail(instr, fmt::format("feature/batch group counts {}/{} do not divide the features", groups, batch_groups));
-  if (os.dim(static_cast<int>(cd.output_batch)) != n / batch_groups || os.dim(static_cast<int>(cd.output_feature)) != o)
+  if (groups < 1 || batch_groups < 1 || c != kc * groups || o % groups != 0 ||
+      n % batch_groups != 0 || o % batch_groups != 0)
+    fail(instr, fmt::format("feature/batch group counts {}/{} do not divide the features", groups,
+                            batch_groups));
+  if (os.dim(static_cast<int>(cd.output_batch)) != n / batch_groups ||
+      os.dim(static_cast<int>(cd.output_feature)) != o)
     fail(instr, "result batch or feature size does not match the convolution");
   std::vector<int64_t> kernel_sizes;
   for (size_t i = 0; i < spatial; ++i) {
@@ -374,8 +402,10 @@ Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Lit
       }
       for (int64_t f = 0; f < kc; ++f) {
         const int64_t in_feature = feature_group * kc + f;
-        acc.add(lhs.values()[static_cast<size_t>(l_off + in_feature * l_strides[static_cast<size_t>(cd.input_feature)])],
-                rhs.values()[static_cast<size_t>(k_off + f * k_strides[static_cast<size_t>(cd.kernel_input_feature)])]);
+        acc.add(lhs.values()[static_cast<size_t>(
+                    l_off + in_feature * l_strides[static_cast<size_t>(cd.input_feature)])],
+                rhs.values()[static_cast<size_t>(
+                    k_off + f * k_strides[static_cast<size_t>(cd.kernel_input_feature)])]);
       }
     });
     result.mutable_values()[k++] = acc.result();

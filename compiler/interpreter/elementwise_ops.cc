@@ -24,7 +24,9 @@ void check_same_dims_or_scalar(const Instruction& instr, const Literal& a, const
   check_same_dims(instr, a, expected);
 }
 
-double element(const Literal& l, size_t i) { return l.values().size() == 1 ? l.values()[0] : l.values()[i]; }
+double element(const Literal& l, size_t i) {
+  return l.values().size() == 1 ? l.values()[0] : l.values()[i];
+}
 
 using Complex = std::complex<double>;
 
@@ -38,39 +40,60 @@ double reduce_precision(double x, int64_t exponent_bits, int64_t mantissa_bits) 
   const double quantum = std::ldexp(1.0, exp - 1 - static_cast<int>(mantissa_bits));
   const double r = std::nearbyint(x / quantum) * quantum;
   const int64_t bias = (int64_t{1} << (exponent_bits - 1)) - 1;
-  if (std::fabs(r) >= std::ldexp(1.0, static_cast<int>(bias + 1))) return std::copysign(INFINITY, x);
+  if (std::fabs(r) >= std::ldexp(1.0, static_cast<int>(bias + 1)))
+    return std::copysign(INFINITY, x);
   if (std::fabs(r) < std::ldexp(1.0, static_cast<int>(1 - bias))) return std::copysign(0.0, x);
   return r;
 }
 
 Complex complex_unary(const Instruction& instr, Complex z) {
   switch (instr.opcode) {
-    case Opcode::kNegate: return -z;
-    case Opcode::kExp: return std::exp(z);
-    case Opcode::kExpm1: return std::exp(z) - 1.0;
-    case Opcode::kLog: return std::log(z);
-    case Opcode::kLog1p: return std::log(z + 1.0);
-    case Opcode::kSqrt: return std::sqrt(z);
-    case Opcode::kRsqrt: return 1.0 / std::sqrt(z);
-    case Opcode::kTanh: return std::tanh(z);
-    case Opcode::kCos: return std::cos(z);
-    case Opcode::kSin: return std::sin(z);
-    case Opcode::kTan: return std::tan(z);
-    case Opcode::kSign: return z == 0.0 ? z : z / std::abs(z);
+    case Opcode::kNegate:
+      return -z;
+    case Opcode::kExp:
+      return std::exp(z);
+    case Opcode::kExpm1:
+      return std::exp(z) - 1.0;
+    case Opcode::kLog:
+      return std::log(z);
+    case Opcode::kLog1p:
+      return std::log(z + 1.0);
+    case Opcode::kSqrt:
+      return std::sqrt(z);
+    case Opcode::kRsqrt:
+      return 1.0 / std::sqrt(z);
+    case Opcode::kTanh:
+      return std::tanh(z);
+    case Opcode::kCos:
+      return std::cos(z);
+    case Opcode::kSin:
+      return std::sin(z);
+    case Opcode::kTan:
+      return std::tan(z);
+    case Opcode::kSign:
+      return z == 0.0 ? z : z / std::abs(z);
     case Opcode::kCopy:
-    case Opcode::kConvert: return z;
-    default: fail(instr, "not defined on complex values");
+    case Opcode::kConvert:
+      return z;
+    default:
+      fail(instr, "not defined on complex values");
   }
 }
 
 Complex complex_binary(const Instruction& instr, Complex a, Complex b) {
   switch (instr.opcode) {
-    case Opcode::kAdd: return a + b;
-    case Opcode::kSubtract: return a - b;
-    case Opcode::kMultiply: return a * b;
-    case Opcode::kDivide: return a / b;
-    case Opcode::kPower: return std::pow(a, b);
-    default: fail(instr, "not defined on complex values");
+    case Opcode::kAdd:
+      return a + b;
+    case Opcode::kSubtract:
+      return a - b;
+    case Opcode::kMultiply:
+      return a * b;
+    case Opcode::kDivide:
+      return a / b;
+    case Opcode::kPower:
+      return std::pow(a, b);
+    default:
+      fail(instr, "not defined on complex values");
   }
 }
 
@@ -89,13 +112,21 @@ Literal complex_or_part_unary(const Instruction& instr, const Literal& operand) 
       double v = 0;
       switch (instr.opcode) {
         case Opcode::kReal:
-        case Opcode::kConvert: v = z.real(); break;
-        case Opcode::kImag: v = z.imag(); break;
-        case Opcode::kAbs: v = std::abs(z); break;
-        default: fail(instr, "result must be complex");
+        case Opcode::kConvert:
+          v = z.real();
+          break;
+        case Opcode::kImag:
+          v = z.imag();
+          break;
+        case Opcode::kAbs:
+          v = std::abs(z);
+          break;
+        default:
+          fail(instr, "result must be complex");
       }
-      out[u] = instr.opcode == Opcode::kConvert ? convert_value(is_complex(from) ? DType::kF64 : from, to, v)
-                                                : round_to_dtype(to, v);
+      out[u] = instr.opcode == Opcode::kConvert
+                   ? convert_value(is_complex(from) ? DType::kF64 : from, to, v)
+                   : round_to_dtype(to, v);
       continue;
     }
     const Complex r = complex_unary(instr, z);
@@ -113,7 +144,8 @@ Literal eval_unary(const Instruction& instr, const Literal& operand) {
   const DType to = instr.shape.dtype();
   if (!op_supports_dtype(instr.opcode, from))
     fail(instr, fmt::format("not defined on {}", dtype_name(from)));
-  if (is_complex(from) || is_complex(to) || instr.opcode == Opcode::kReal || instr.opcode == Opcode::kImag)
+  if (is_complex(from) || is_complex(to) || instr.opcode == Opcode::kReal ||
+      instr.opcode == Opcode::kImag)
     return complex_or_part_unary(instr, operand);
   Literal result(instr.shape);
   auto& out = result.mutable_values();
@@ -123,9 +155,11 @@ Literal eval_unary(const Instruction& instr, const Literal& operand) {
     for (size_t i = 0; i < in.size(); ++i) out[i] = std::isfinite(in[i]) ? 1.0 : 0.0;
   } else if (instr.opcode == Opcode::kReducePrecision) {
     const int64_t e = instr.attrs.exponent_bits, m = instr.attrs.mantissa_bits;
-    if (e < 1 || e > 11 || m < 0 || m > 52) fail(instr, "exponent_bits must be in [1, 11], mantissa_bits in [0, 52]");
+    if (e < 1 || e > 11 || m < 0 || m > 52)
+      fail(instr, "exponent_bits must be in [1, 11], mantissa_bits in [0, 52]");
     if (from != to) fail(instr, "result dtype differs from the operand dtype");
-    for (size_t i = 0; i < in.size(); ++i) out[i] = round_to_dtype(to, reduce_precision(in[i], e, m));
+    for (size_t i = 0; i < in.size(); ++i)
+      out[i] = round_to_dtype(to, reduce_precision(in[i], e, m));
   } else if (instr.opcode == Opcode::kConvert) {
     for (size_t i = 0; i < in.size(); ++i) out[i] = convert_value(from, to, in[i]);
   } else {
@@ -179,8 +213,10 @@ Literal eval_binary(const Instruction& instr, const Literal& lhs, const Literal&
   }
   if (!op_supports_dtype(instr.opcode, operand_type))
     fail(instr, fmt::format("not defined on {}", dtype_name(operand_type)));
-  if (instr.shape.dtype() != operand_type) fail(instr, "result dtype differs from the operand dtype");
-  for (size_t i = 0; i < a.size(); ++i) out[i] = binary_value(instr.opcode, operand_type, a[i], b[i]);
+  if (instr.shape.dtype() != operand_type)
+    fail(instr, "result dtype differs from the operand dtype");
+  for (size_t i = 0; i < a.size(); ++i)
+    out[i] = binary_value(instr.opcode, operand_type, a[i], b[i]);
   return result;
 }
 

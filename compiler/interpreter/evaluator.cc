@@ -49,16 +49,19 @@ std::vector<Literal> Evaluator::evaluate_while(const Instruction& instr, std::ve
       fail(instr, fmt::format("did not terminate within {} iterations", kMaxWhileIterations));
     std::vector<std::vector<Literal>> cond_args;
     for (const Literal& s : state) cond_args.push_back({s});
-    const std::vector<Literal> cond = run(instr.while_condition(), std::move(cond_args), partition_ids);
+    const std::vector<Literal> cond =
+        run(instr.while_condition(), std::move(cond_args), partition_ids);
     bool first = false;
     for (size_t l = 0; l < cond.size(); ++l) {
-      if (cond[l].is_tuple() || !cond[l].shape().is_scalar() || cond[l].shape().dtype() != DType::kPred)
+      if (cond[l].is_tuple() || !cond[l].shape().is_scalar() ||
+          cond[l].shape().dtype() != DType::kPred)
         fail(instr, "condition must return a pred scalar");
       const bool value = cond[l].values()[0] != 0.0;
       if (l == 0) first = value;
       if (value != first)
-        fail(instr, fmt::format("devices disagree on while condition (device {}: {}, device {}: {})",
-                                partition_ids[0], first, partition_ids[l], value));
+        fail(instr,
+             fmt::format("devices disagree on while condition (device {}: {}, device {}: {})",
+                         partition_ids[0], first, partition_ids[l], value));
     }
     if (!first) return state;
     std::vector<std::vector<Literal>> body_args;
@@ -70,12 +73,14 @@ std::vector<Literal> Evaluator::evaluate_while(const Instruction& instr, std::ve
   }
 }
 
-std::vector<Literal> Evaluator::evaluate_plain(const Instruction& in, const std::vector<Operands>& per_lane,
+std::vector<Literal> Evaluator::evaluate_plain(const Instruction& in,
+                                               const std::vector<Operands>& per_lane,
                                                const std::vector<int64_t>& partition_ids) {
   std::vector<Literal> results;
   if (is_collective(in.opcode)) {
-    const CollectiveContext context{module_, num_devices_, partition_ids,
-                                    [this](CompId c, int64_t pid) -> const ScalarFunction& { return combiner(c, pid); }};
+    const CollectiveContext context{
+        module_, num_devices_, partition_ids,
+        [this](CompId c, int64_t pid) -> const ScalarFunction& { return combiner(c, pid); }};
     return evaluate_collective(in, per_lane, context);
   }
   if (in.opcode == Opcode::kCopy && per_lane.size() == partition_ids.size() && !per_lane.empty() &&
@@ -85,7 +90,8 @@ std::vector<Literal> Evaluator::evaluate_plain(const Instruction& in, const std:
   }
   for (size_t l = 0; l < partition_ids.size(); ++l) {
     const int64_t pid = partition_ids[l];
-    const OpContext context{module_, pid, [this, pid](CompId c) -> const ScalarFunction& { return combiner(c, pid); }};
+    const OpContext context{
+        module_, pid, [this, pid](CompId c) -> const ScalarFunction& { return combiner(c, pid); }};
     results.push_back(evaluate_local_op(in, per_lane[l], context));
   }
   return results;
@@ -95,23 +101,28 @@ std::vector<Literal> Evaluator::evaluate_plain(const Instruction& in, const std:
 // conditional(index, operands...) runs branch index, an index outside
 // [0, N) runs the last branch. Lanes that agree run in lock-step (so the
 // branch may hold collectives); lanes that disagree run one by one.
-std::vector<Literal> Evaluator::evaluate_conditional(const Instruction& in, const std::vector<Operands>& per_lane,
+std::vector<Literal> Evaluator::evaluate_conditional(const Instruction& in,
+                                                     const std::vector<Operands>& per_lane,
                                                      const std::vector<int64_t>& partition_ids) {
   const auto branches = static_cast<int64_t>(in.called.size());
   if (branches < 1 || in.operand_count() != branches + 1)
-    fail(in, fmt::format("has {} branches and {} operands, expected one operand per branch after the selector",
-                         branches, in.operand_count()));
+    fail(in,
+         fmt::format(
+             "has {} branches and {} operands, expected one operand per branch after the selector",
+             branches, in.operand_count()));
   const size_t lanes = partition_ids.size();
   std::vector<int64_t> choice(lanes);
   for (size_t l = 0; l < lanes; ++l) {
     const Literal& selector = *per_lane[l][0];
-    if (selector.is_tuple() || !selector.shape().is_scalar()) fail(in, "the branch selector must be a scalar");
+    if (selector.is_tuple() || !selector.shape().is_scalar())
+      fail(in, "the branch selector must be a scalar");
     const double v = selector.values()[0];
     if (selector.shape().dtype() == DType::kPred) {
       if (branches != 2) fail(in, "a pred selector needs two branches");
       choice[l] = v != 0.0 ? 0 : 1;
     } else {
-      choice[l] = v < 0 || v >= static_cast<double>(branches) ? branches - 1 : static_cast<int64_t>(v);
+      choice[l] =
+          v < 0 || v >= static_cast<double>(branches) ? branches - 1 : static_cast<int64_t>(v);
     }
   }
   auto branch_args = [&](size_t l) {
@@ -125,7 +136,8 @@ std::vector<Literal> Evaluator::evaluate_conditional(const Instruction& in, cons
   }
   std::vector<Literal> results;
   for (size_t l = 0; l < lanes; ++l)
-    results.push_back(run_single(in.called[static_cast<size_t>(choice[l])], branch_args(l), partition_ids[l]));
+    results.push_back(
+        run_single(in.called[static_cast<size_t>(choice[l])], branch_args(l), partition_ids[l]));
   return results;
 }
 
@@ -135,7 +147,8 @@ std::vector<Literal> Evaluator::evaluate_conditional(const Instruction& in, cons
 // (all-gather-, collective-permute-, async-start), or (result, operand,
 // context) for copy-start; context elements are zero. update passes its
 // operand through; done extracts the result.
-std::vector<Literal> Evaluator::evaluate_async(const Instruction& in, const std::vector<Operands>& per_lane,
+std::vector<Literal> Evaluator::evaluate_async(const Instruction& in,
+                                               const std::vector<Operands>& per_lane,
                                                const std::vector<int64_t>& partition_ids) {
   const size_t lanes = partition_ids.size();
   const bool is_copy = in.opcode == Opcode::kCopyStart || in.opcode == Opcode::kCopyDone;
@@ -156,8 +169,10 @@ std::vector<Literal> Evaluator::evaluate_async(const Instruction& in, const std:
   }
   // The wrapped op's result shape inside the start's shape.
   const bool tuple_form = in.shape.is_tuple();
-  if (tuple_form && in.shape.tuple_shapes().size() <= result_index) fail(in, "start tuple has no result element");
-  const Shape result_shape = tuple_form ? in.shape.tuple_shape(static_cast<int>(result_index)) : in.shape;
+  if (tuple_form && in.shape.tuple_shapes().size() <= result_index)
+    fail(in, "start tuple has no result element");
+  const Shape result_shape =
+      tuple_form ? in.shape.tuple_shape(static_cast<int>(result_index)) : in.shape;
   std::vector<Literal> wrapped_results;
   const std::optional<Opcode> wrapped_op =
       in.opcode == Opcode::kAsyncStart ? in.attrs.async_wrapped : async_wrapped_opcode(in.opcode);
@@ -207,10 +222,11 @@ std::vector<Literal> Evaluator::run(CompId computation, std::vector<std::vector<
   const size_t num_params = comp.parameters().size();
   for (const auto& lane_args : args)
     if (lane_args.size() != num_params)
-      throw UserError(fmt::format("computation '{}' takes {} arguments, got {}", comp.name(), num_params,
-                                  lane_args.size()));
+      throw UserError(fmt::format("computation '{}' takes {} arguments, got {}", comp.name(),
+                                  num_params, lane_args.size()));
   const std::vector<InstrId> last_use = last_uses(comp);
-  std::vector<std::vector<Literal>> values(lanes, std::vector<Literal>(static_cast<size_t>(comp.size())));
+  std::vector<std::vector<Literal>> values(lanes,
+                                           std::vector<Literal>(static_cast<size_t>(comp.size())));
   std::vector<bool> parameter_taken(num_params, false);
   Operands operands;
 
@@ -224,21 +240,24 @@ std::vector<Literal> Evaluator::run(CompId computation, std::vector<std::vector<
     };
     if (in.opcode == Opcode::kParameter) {
       const int64_t number = in.attrs.parameter_number;
-      if (number < 0 || number >= static_cast<int64_t>(num_params) || parameter_taken[static_cast<size_t>(number)])
+      if (number < 0 || number >= static_cast<int64_t>(num_params) ||
+          parameter_taken[static_cast<size_t>(number)])
         fail(in, "parameter number out of range or repeated");
       parameter_taken[static_cast<size_t>(number)] = true;
       for (size_t l = 0; l < lanes; ++l) {
         Literal& arg = args[l][static_cast<size_t>(number)];
         if (!(arg.shape() == in.shape))
-          throw UserError(in.location, fmt::format("argument {} of '{}' has shape {}, parameter '{}' expects {}",
-                                                   number, comp.name(), arg.shape().to_string(false), in.name,
-                                                   in.shape.to_string(false)));
+          throw UserError(in.location,
+                          fmt::format("argument {} of '{}' has shape {}, parameter '{}' expects {}",
+                                      number, comp.name(), arg.shape().to_string(false), in.name,
+                                      in.shape.to_string(false)));
         values[l][ui] = std::move(arg);
       }
     } else if (in.opcode == Opcode::kWhile) {
       if (in.operands.size() != 1) fail(in, "while takes one operand");
       std::vector<Literal> init;
-      for (size_t l = 0; l < lanes; ++l) init.push_back(values[l][static_cast<size_t>(in.operand(0))]);
+      for (size_t l = 0; l < lanes; ++l)
+        init.push_back(values[l][static_cast<size_t>(in.operand(0))]);
       auto results = evaluate_while(in, std::move(init), partition_ids);
       for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
     } else if (in.opcode == Opcode::kCall || in.opcode == Opcode::kFusion) {
@@ -252,7 +271,8 @@ std::vector<Literal> Evaluator::run(CompId computation, std::vector<std::vector<
       for (size_t l = 0; l < lanes; ++l) per_lane.push_back(lane_operands(l));
       auto results = evaluate_conditional(in, per_lane, partition_ids);
       for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
-    } else if (is_async_start(in.opcode) || is_async_done(in.opcode) || in.opcode == Opcode::kAsyncUpdate) {
+    } else if (is_async_start(in.opcode) || is_async_done(in.opcode) ||
+               in.opcode == Opcode::kAsyncUpdate) {
       std::vector<Operands> per_lane;
       for (size_t l = 0; l < lanes; ++l) per_lane.push_back(lane_operands(l));
       auto results = evaluate_async(in, per_lane, partition_ids);
@@ -265,15 +285,16 @@ std::vector<Literal> Evaluator::run(CompId computation, std::vector<std::vector<
     }
     for (size_t l = 0; l < lanes; ++l)
       if (!(values[l][ui].shape() == in.shape))
-        fail(in, fmt::format("evaluates to shape {} but is declared {}", values[l][ui].shape().to_string(false),
-                             in.shape.to_string(false)));
+        fail(in, fmt::format("evaluates to shape {} but is declared {}",
+                             values[l][ui].shape().to_string(false), in.shape.to_string(false)));
     // Free operands that have no later use.
     for (InstrId op : in.operands)
       if (last_use[static_cast<size_t>(op)] == i && op != comp.root())
         for (size_t l = 0; l < lanes; ++l) values[l][static_cast<size_t>(op)] = Literal();
   }
   std::vector<Literal> roots;
-  for (size_t l = 0; l < lanes; ++l) roots.push_back(std::move(values[l][static_cast<size_t>(comp.root())]));
+  for (size_t l = 0; l < lanes; ++l)
+    roots.push_back(std::move(values[l][static_cast<size_t>(comp.root())]));
   return roots;
 }
 

@@ -21,7 +21,8 @@ namespace podsim::compiler::interp {
 
 class Evaluator : public ComputationRunner {
  public:
-  Evaluator(const Module& module, int64_t num_devices) : module_(module), num_devices_(num_devices) {}
+  Evaluator(const Module& module, int64_t num_devices)
+      : module_(module), num_devices_(num_devices) {}
 
   // args[lane][parameter number]; lane l runs as partition partition_ids[l].
   // Returns the root value per lane.
@@ -35,11 +36,14 @@ class Evaluator : public ComputationRunner {
  private:
   const ScalarFunction& combiner(CompId computation, int64_t partition_id);
   // One instruction on every lane: collectives across lanes, others per lane.
-  std::vector<Literal> evaluate_plain(const Instruction& instr, const std::vector<Operands>& per_lane,
+  std::vector<Literal> evaluate_plain(const Instruction& instr,
+                                      const std::vector<Operands>& per_lane,
                                       const std::vector<int64_t>& partition_ids);
-  std::vector<Literal> evaluate_conditional(const Instruction& instr, const std::vector<Operands>& per_lane,
+  std::vector<Literal> evaluate_conditional(const Instruction& instr,
+                                            const std::vector<Operands>& per_lane,
                                             const std::vector<int64_t>& partition_ids);
-  std::vector<Literal> evaluate_async(const Instruction& instr, const std::vector<Operands>& per_lane,
+  std::vector<Literal> evaluate_async(const Instruction& instr,
+                                      const std::vector<Operands>& per_lane,
                                       const std::vector<int64_t>& partition_ids);
   std::vector<Literal> evaluate_while(const Instruction& instr, std::vector<Literal> init,
                                       const std::vector<int64_t>& partition_ids);

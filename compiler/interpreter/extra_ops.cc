@@ -22,7 +22,8 @@ namespace {
 using Complex = std::complex<double>;
 
 const Literal& array(const Instruction& instr, const Operands& operands, size_t i) {
-  if (i >= operands.size() || operands[i]->is_tuple()) fail(instr, fmt::format("operand {} must be an array", i));
+  if (i >= operands.size() || operands[i]->is_tuple())
+    fail(instr, fmt::format("operand {} must be an array", i));
   return *operands[i];
 }
 
@@ -46,7 +47,8 @@ std::vector<int64_t> physical_order(const Shape& shape) {
   size_t p = 0;
   for_each_index(dims, [&](const std::vector<int64_t>& index) {
     int64_t linear = 0;
-    for (size_t k = 0; k < index.size(); ++k) linear += index[k] * strides[static_cast<size_t>(major_to_minor[k])];
+    for (size_t k = 0; k < index.size(); ++k)
+      linear += index[k] * strides[static_cast<size_t>(major_to_minor[k])];
     order[p++] = linear;
   });
   return order;
@@ -69,11 +71,13 @@ bool is_permutation_layout(const Shape& shape) {
 Literal eval_bitcast(const Instruction& instr, const Literal& operand) {
   if (operand.is_tuple() || operand.shape().num_elements() != instr.shape.num_elements() ||
       operand.shape().dtype() != instr.shape.dtype())
-    fail(instr, "bitcast must keep the element type and count (use bitcast-convert to change the type)");
+    fail(instr,
+         "bitcast must keep the element type and count (use bitcast-convert to change the type)");
   const Shape& from = operand.shape();
-  if (!is_permutation_layout(from) || !is_permutation_layout(instr.shape)) fail(instr, "layout is not a permutation");
-  if (from.layout() == instr.shape.layout() || (from.layout().empty() && instr.shape.layout().empty()) ||
-      from.num_elements() == 0)
+  if (!is_permutation_layout(from) || !is_permutation_layout(instr.shape))
+    fail(instr, "layout is not a permutation");
+  if (from.layout() == instr.shape.layout() ||
+      (from.layout().empty() && instr.shape.layout().empty()) || from.num_elements() == 0)
     return Literal(instr.shape, operand.values());
   const auto in_order = physical_order(from);
   const auto out_order = physical_order(instr.shape);
@@ -82,7 +86,8 @@ Literal eval_bitcast(const Instruction& instr, const Literal& operand) {
   auto& out = result.mutable_values();
   for (size_t p = 0; p < in_order.size(); ++p)
     for (int64_t c = 0; c < per; ++c)
-      out[static_cast<size_t>(out_order[p] * per + c)] = operand.values()[static_cast<size_t>(in_order[p] * per + c)];
+      out[static_cast<size_t>(out_order[p] * per + c)] =
+          operand.values()[static_cast<size_t>(in_order[p] * per + c)];
   return result;
 }
 
@@ -101,7 +106,8 @@ uint64_t f16_bits(double v) {
   const double m = std::frexp(a, &exp);  // a = m * 2^exp, m in [0.5, 1)
   const int e = exp - 1;                 // a = (2m) * 2^e
   if (e < -14) return sign | static_cast<uint64_t>(std::nearbyint(a * std::ldexp(1.0, 24)));
-  return sign | (static_cast<uint64_t>(e + 15) << 10) | static_cast<uint64_t>(std::nearbyint((2 * m - 1) * 1024));
+  return sign | (static_cast<uint64_t>(e + 15) << 10) |
+         static_cast<uint64_t>(std::nearbyint((2 * m - 1) * 1024));
 }
 
 double f16_value(uint64_t bits) {
@@ -117,41 +123,57 @@ double f16_value(uint64_t bits) {
 uint64_t element_bits(const Instruction& instr, DType t, double v) {
   switch (t) {
     case DType::kF32:
-    case DType::kC64: return std::bit_cast<uint32_t>(static_cast<float>(v));
+    case DType::kC64:
+      return std::bit_cast<uint32_t>(static_cast<float>(v));
     case DType::kF64:
-    case DType::kC128: return std::bit_cast<uint64_t>(v);
-    case DType::kBF16: return std::bit_cast<uint32_t>(static_cast<float>(v)) >> 16;
-    case DType::kF16: return f16_bits(v);
-    case DType::kPred: return v != 0.0 ? 1 : 0;
-    default: break;
+    case DType::kC128:
+      return std::bit_cast<uint64_t>(v);
+    case DType::kBF16:
+      return std::bit_cast<uint32_t>(static_cast<float>(v)) >> 16;
+    case DType::kF16:
+      return f16_bits(v);
+    case DType::kPred:
+      return v != 0.0 ? 1 : 0;
+    default:
+      break;
   }
   if (is_integral(t) && integral_bits(t) % 8 == 0) {
     const auto i = static_cast<int64_t>(v);
     const int bits = integral_bits(t);
-    return bits == 64 ? static_cast<uint64_t>(i) : static_cast<uint64_t>(i) & ((uint64_t{1} << bits) - 1);
+    return bits == 64 ? static_cast<uint64_t>(i)
+                      : static_cast<uint64_t>(i) & ((uint64_t{1} << bits) - 1);
   }
-  fail(instr, fmt::format("bitcast-convert of {} is not supported by the interpreter", dtype_name(t)));
+  fail(instr,
+       fmt::format("bitcast-convert of {} is not supported by the interpreter", dtype_name(t)));
 }
 
 double element_value(const Instruction& instr, DType t, uint64_t bits) {
   switch (t) {
     case DType::kF32:
-    case DType::kC64: return std::bit_cast<float>(static_cast<uint32_t>(bits));
+    case DType::kC64:
+      return std::bit_cast<float>(static_cast<uint32_t>(bits));
     case DType::kF64:
-    case DType::kC128: return std::bit_cast<double>(bits);
-    case DType::kBF16: return std::bit_cast<float>(static_cast<uint32_t>(bits << 16));
-    case DType::kF16: return f16_value(bits);
-    case DType::kPred: return bits != 0 ? 1.0 : 0.0;
-    default: break;
+    case DType::kC128:
+      return std::bit_cast<double>(bits);
+    case DType::kBF16:
+      return std::bit_cast<float>(static_cast<uint32_t>(bits << 16));
+    case DType::kF16:
+      return f16_value(bits);
+    case DType::kPred:
+      return bits != 0 ? 1.0 : 0.0;
+    default:
+      break;
   }
   if (is_integral(t) && integral_bits(t) % 8 == 0) {
     const int bits_n = integral_bits(t);
     if (!is_signed_integral(t)) return static_cast<double>(bits);
     const uint64_t sign = uint64_t{1} << (bits_n - 1);
-    const int64_t value = (bits & sign) ? static_cast<int64_t>(bits | ~((sign << 1) - 1)) : static_cast<int64_t>(bits);
+    const int64_t value = (bits & sign) ? static_cast<int64_t>(bits | ~((sign << 1) - 1))
+                                        : static_cast<int64_t>(bits);
     return static_cast<double>(bits_n == 64 ? static_cast<int64_t>(bits) : value);
   }
-  fail(instr, fmt::format("bitcast-convert to {} is not supported by the interpreter", dtype_name(t)));
+  fail(instr,
+       fmt::format("bitcast-convert to {} is not supported by the interpreter", dtype_name(t)));
 }
 
 // Component width in bytes (a complex element is two components).
@@ -180,11 +202,13 @@ Literal eval_bitcast_convert(const Instruction& instr, const Literal& operand) {
   Literal result(instr.shape);
   auto& out = result.mutable_values();
   if (static_cast<int64_t>(out.size()) * tb != static_cast<int64_t>(bytes.size()))
-    fail(instr, fmt::format("{} bytes do not make {} (sizes must match up to the minor-most dim)", bytes.size(),
-                            instr.shape.to_string(false)));
+    fail(instr, fmt::format("{} bytes do not make {} (sizes must match up to the minor-most dim)",
+                            bytes.size(), instr.shape.to_string(false)));
   for (size_t i = 0; i < out.size(); ++i) {
     uint64_t bits = 0;
-    for (int64_t b = 0; b < tb; ++b) bits |= static_cast<uint64_t>(bytes[i * static_cast<size_t>(tb) + static_cast<size_t>(b)]) << (8 * b);
+    for (int64_t b = 0; b < tb; ++b)
+      bits |= static_cast<uint64_t>(bytes[i * static_cast<size_t>(tb) + static_cast<size_t>(b)])
+              << (8 * b);
     out[i] = element_value(instr, to, bits);
   }
   return result;
@@ -214,8 +238,10 @@ Literal eval_sort(const Instruction& instr, const Operands& operands, const OpCo
   if (operands.empty()) fail(instr, "needs an operand");
   const Shape& shape = array(instr, operands, 0).shape();
   for (size_t i = 0; i < operands.size(); ++i)
-    if (array(instr, operands, i).shape().dims() != shape.dims()) fail(instr, "operands differ in dims");
-  if (instr.attrs.dimensions.size() != 1 || instr.attrs.dimensions[0] < 0 || instr.attrs.dimensions[0] >= shape.rank())
+    if (array(instr, operands, i).shape().dims() != shape.dims())
+      fail(instr, "operands differ in dims");
+  if (instr.attrs.dimensions.size() != 1 || instr.attrs.dimensions[0] < 0 ||
+      instr.attrs.dimensions[0] >= shape.rank())
     fail(instr, "needs one sort dimension within the rank");
   const ScalarFunction& less = context.combiner(instr.to_apply());
   if (less.num_parameters() != 2 * static_cast<int>(operands.size()) || less.num_results() != 1)
@@ -224,23 +250,25 @@ Literal eval_sort(const Instruction& instr, const Operands& operands, const OpCo
   for (const Literal* op : operands) sorted.push_back(*op);
   std::vector<double> args(2 * operands.size());
   std::vector<int64_t> perm;
-  for_each_line(shape.dims(), instr.attrs.dimensions[0], [&](int64_t base, int64_t stride, int64_t n) {
-    perm.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
-    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-      for (size_t k = 0; k < operands.size(); ++k) {
-        args[2 * k] = operands[k]->values()[static_cast<size_t>(base + a * stride)];
-        args[2 * k + 1] = operands[k]->values()[static_cast<size_t>(base + b * stride)];
-      }
-      double r = 0;
-      less.apply(args.data(), &r);
-      return r != 0.0;
-    });
-    for (size_t k = 0; k < operands.size(); ++k)
-      for (int64_t i = 0; i < n; ++i)
-        sorted[k].mutable_values()[static_cast<size_t>(base + i * stride)] =
-            operands[k]->values()[static_cast<size_t>(base + perm[static_cast<size_t>(i)] * stride)];
-  });
+  for_each_line(
+      shape.dims(), instr.attrs.dimensions[0], [&](int64_t base, int64_t stride, int64_t n) {
+        perm.resize(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
+        std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+          for (size_t k = 0; k < operands.size(); ++k) {
+            args[2 * k] = operands[k]->values()[static_cast<size_t>(base + a * stride)];
+            args[2 * k + 1] = operands[k]->values()[static_cast<size_t>(base + b * stride)];
+          }
+          double r = 0;
+          less.apply(args.data(), &r);
+          return r != 0.0;
+        });
+        for (size_t k = 0; k < operands.size(); ++k)
+          for (int64_t i = 0; i < n; ++i)
+            sorted[k].mutable_values()[static_cast<size_t>(base + i * stride)] =
+                operands[k]
+                    ->values()[static_cast<size_t>(base + perm[static_cast<size_t>(i)] * stride)];
+      });
   if (sorted.size() == 1) return std::move(sorted[0]);
   return Literal::tuple(std::move(sorted));
 }
@@ -252,7 +280,8 @@ Literal eval_sort(const Instruction& instr, const Operands& operands, const OpCo
 Literal eval_topk(const Instruction& instr, const Literal& operand, const OpContext& context) {
   const Shape& shape = operand.shape();
   if (operand.is_tuple() || shape.rank() < 1) fail(instr, "operand must be an array of rank >= 1");
-  if (!instr.shape.is_tuple() || instr.shape.tuple_shapes().size() != 2 || instr.shape.tuple_shape(0).rank() < 1)
+  if (!instr.shape.is_tuple() || instr.shape.tuple_shapes().size() != 2 ||
+      instr.shape.tuple_shape(0).rank() < 1)
     fail(instr, "result must be (values, indices)");
   const bool custom = instr.opcode == Opcode::kCustomCall;
   const Shape& values_shape = instr.shape.tuple_shape(0);
@@ -285,7 +314,8 @@ Literal eval_topk(const Instruction& instr, const Literal& operand, const OpCont
     });
     for (int64_t i = 0; i < k; ++i) {
       values.mutable_values()[static_cast<size_t>(r * k + i)] = row[perm[static_cast<size_t>(i)]];
-      indices.mutable_values()[static_cast<size_t>(r * k + i)] = static_cast<double>(perm[static_cast<size_t>(i)]);
+      indices.mutable_values()[static_cast<size_t>(r * k + i)] =
+          static_cast<double>(perm[static_cast<size_t>(i)]);
     }
   }
   return Literal::tuple({std::move(values), std::move(indices)});
@@ -295,23 +325,28 @@ namespace {
 
 // In-place 1-D DFT of every line along `dim`: X[k] = sum_n x[n] w^(nk),
 // w = exp(-+2 pi i / n), scaled by 1/n for the inverse (naive, O(n^2)).
-void dft_along(std::vector<Complex>& data, const std::vector<int64_t>& dims, int64_t dim, bool inverse) {
+void dft_along(std::vector<Complex>& data, const std::vector<int64_t>& dims, int64_t dim,
+               bool inverse) {
   std::vector<Complex> line, out;
   const int64_t n = dims[static_cast<size_t>(dim)];
   std::vector<Complex> twiddle(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j)
-    twiddle[static_cast<size_t>(j)] = std::polar(1.0, (inverse ? 2 : -2) * std::numbers::pi * static_cast<double>(j) /
-                                                          static_cast<double>(n));
+    twiddle[static_cast<size_t>(j)] =
+        std::polar(1.0, (inverse ? 2 : -2) * std::numbers::pi * static_cast<double>(j) /
+                            static_cast<double>(n));
   for_each_line(dims, dim, [&](int64_t base, int64_t stride, int64_t len) {
     line.resize(static_cast<size_t>(len));
     out.assign(static_cast<size_t>(len), Complex(0, 0));
-    for (int64_t i = 0; i < len; ++i) line[static_cast<size_t>(i)] = data[static_cast<size_t>(base + i * stride)];
+    for (int64_t i = 0; i < len; ++i)
+      line[static_cast<size_t>(i)] = data[static_cast<size_t>(base + i * stride)];
     for (int64_t kk = 0; kk < len; ++kk) {
       Complex s(0, 0);
-      for (int64_t j = 0; j < len; ++j) s += line[static_cast<size_t>(j)] * twiddle[static_cast<size_t>((j * kk) % len)];
+      for (int64_t j = 0; j < len; ++j)
+        s += line[static_cast<size_t>(j)] * twiddle[static_cast<size_t>((j * kk) % len)];
       out[static_cast<size_t>(kk)] = inverse ? s / static_cast<double>(len) : s;
     }
-    for (int64_t i = 0; i < len; ++i) data[static_cast<size_t>(base + i * stride)] = out[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < len; ++i)
+      data[static_cast<size_t>(base + i * stride)] = out[static_cast<size_t>(i)];
   });
 }
 
@@ -327,22 +362,27 @@ Literal eval_fft(const Instruction& instr, const Literal& operand) {
   const Shape& in_shape = operand.shape();
   const auto rank = static_cast<int64_t>(in_shape.rank());
   const auto L = static_cast<int64_t>(lengths.size());
-  if (operand.is_tuple() || L < 1 || L > 3 || L > rank) fail(instr, "fft_length must name 1 to 3 trailing dims");
+  if (operand.is_tuple() || L < 1 || L > 3 || L > rank)
+    fail(instr, "fft_length must name 1 to 3 trailing dims");
   const bool real_in = type == "RFFT";
   if (type != "FFT" && type != "IFFT" && type != "RFFT" && type != "IRFFT")
     fail(instr, fmt::format("unknown fft_type '{}'", type));
-  if (real_in == is_complex(in_shape.dtype())) fail(instr, "operand type does not match the fft_type");
+  if (real_in == is_complex(in_shape.dtype()))
+    fail(instr, "operand type does not match the fft_type");
   // Complex working buffer with the full (un-truncated) transform dims.
   std::vector<int64_t> dims = in_shape.dims();
   for (int64_t i = 0; i < L; ++i) {
     const auto d = static_cast<size_t>(rank - L + i);
-    const int64_t expected = (type == "IRFFT" && i == L - 1) ? lengths[static_cast<size_t>(i)] / 2 + 1
-                                                              : lengths[static_cast<size_t>(i)];
-    if (dims[d] != expected) fail(instr, fmt::format("dim {} is {}, fft_length needs {}", d, dims[d], expected));
+    const int64_t expected = (type == "IRFFT" && i == L - 1)
+                                 ? lengths[static_cast<size_t>(i)] / 2 + 1
+                                 : lengths[static_cast<size_t>(i)];
+    if (dims[d] != expected)
+      fail(instr, fmt::format("dim {} is {}, fft_length needs {}", d, dims[d], expected));
   }
   std::vector<Complex> data(static_cast<size_t>(in_shape.num_elements()));
   for (size_t i = 0; i < data.size(); ++i)
-    data[i] = real_in ? Complex(operand.values()[i], 0) : Complex(operand.values()[2 * i], operand.values()[2 * i + 1]);
+    data[i] = real_in ? Complex(operand.values()[i], 0)
+                      : Complex(operand.values()[2 * i], operand.values()[2 * i + 1]);
   const bool inverse = type == "IFFT" || type == "IRFFT";
   const int64_t last_transformed = type == "IRFFT" ? L - 1 : L;  // IRFFT's last dim is done below
   for (int64_t i = 0; i < last_transformed; ++i) dft_along(data, dims, rank - L + i, inverse);
@@ -360,7 +400,8 @@ Literal eval_fft(const Instruction& instr, const Literal& operand) {
   const int64_t half = n / 2 + 1;
   const int64_t rows = static_cast<int64_t>(data.size()) / dims.back();
   if (type == "RFFT") {
-    if (instr.shape.num_elements() != rows * half) fail(instr, "result shape does not hold L/2 + 1 outputs");
+    if (instr.shape.num_elements() != rows * half)
+      fail(instr, "result shape does not hold L/2 + 1 outputs");
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t kk = 0; kk < half; ++kk) {
         const Complex v = data[static_cast<size_t>(r * n + kk)];
@@ -377,9 +418,11 @@ Literal eval_fft(const Instruction& instr, const Literal& operand) {
       for (int64_t kk = 0; kk < n; ++kk) {
         const Complex X = kk < half ? data[static_cast<size_t>(r * half + kk)]
                                     : std::conj(data[static_cast<size_t>(r * half + (n - kk))]);
-        s += X * std::polar(1.0, 2 * std::numbers::pi * static_cast<double>((j * kk) % n) / static_cast<double>(n));
+        s += X * std::polar(1.0, 2 * std::numbers::pi * static_cast<double>((j * kk) % n) /
+                                     static_cast<double>(n));
       }
-      out[static_cast<size_t>(r * n + j)] = round_to_dtype(out_type, s.real() / static_cast<double>(n));
+      out[static_cast<size_t>(r * n + j)] =
+          round_to_dtype(out_type, s.real() / static_cast<double>(n));
     }
   return result;
 }
@@ -390,7 +433,8 @@ Literal eval_map(const Instruction& instr, const Operands& operands, const OpCon
   if (fn.num_parameters() != static_cast<int>(operands.size()) || fn.num_results() != 1)
     fail(instr, "computation must take one scalar per operand and return one");
   for (size_t i = 0; i < operands.size(); ++i)
-    if (array(instr, operands, i).shape().dims() != instr.shape.dims()) fail(instr, "operand dims differ from the result");
+    if (array(instr, operands, i).shape().dims() != instr.shape.dims())
+      fail(instr, "operand dims differ from the result");
   Literal result(instr.shape);
   std::vector<double> args(operands.size());
   auto& out = result.mutable_values();
@@ -406,14 +450,17 @@ Literal eval_map(const Instruction& instr, const Operands& operands, const OpCon
 // select computation keeps against every later one (select(cur, e) false ->
 // e); the source value is scattered into it with the scatter computation.
 // Padding positions are never selected. Result starts at init.
-Literal eval_select_and_scatter(const Instruction& instr, const Operands& operands, const OpContext& context) {
-  if (operands.size() != 3 || instr.called.size() != 2) fail(instr, "needs operand, source, init and two computations");
+Literal eval_select_and_scatter(const Instruction& instr, const Operands& operands,
+                                const OpContext& context) {
+  if (operands.size() != 3 || instr.called.size() != 2)
+    fail(instr, "needs operand, source, init and two computations");
   const Literal& operand = array(instr, operands, 0);
   const Literal& source = array(instr, operands, 1);
   const Literal& init = array(instr, operands, 2);
   const auto& window = instr.attrs.window;
   const int rank = operand.shape().rank();
-  if (static_cast<int>(window.size()) != rank || source.shape().rank() != rank || !init.shape().is_scalar())
+  if (static_cast<int>(window.size()) != rank || source.shape().rank() != rank ||
+      !init.shape().is_scalar())
     fail(instr, "window, operand and source ranks differ (or init is not a scalar)");
   const ScalarFunction& select = context.combiner(instr.called[0]);
   const ScalarFunction& scatter = context.combiner(instr.called[1]);
@@ -467,7 +514,8 @@ int64_t batch_count(const Shape& s) {
 // triangle is zero; a matrix that is not positive definite gives NaNs.
 Literal eval_cholesky(const Instruction& instr, const Literal& a) {
   const Shape& s = a.shape();
-  if (a.is_tuple() || s.rank() < 2 || s.dim(s.rank() - 1) != s.dim(s.rank() - 2)) fail(instr, "operand must be [..., n, n]");
+  if (a.is_tuple() || s.rank() < 2 || s.dim(s.rank() - 1) != s.dim(s.rank() - 2))
+    fail(instr, "operand must be [..., n, n]");
   const int64_t n = s.dim(s.rank() - 1);
   const bool lower = instr.attrs.lower;
   Literal result(instr.shape);
@@ -479,19 +527,22 @@ Literal eval_cholesky(const Instruction& instr, const Literal& a) {
     std::vector<double> L(static_cast<size_t>(n * n), 0.0);
     for (int64_t j = 0; j < n; ++j) {
       double d = M(j, j);
-      for (int64_t k = 0; k < j; ++k) d -= L[static_cast<size_t>(j * n + k)] * L[static_cast<size_t>(j * n + k)];
+      for (int64_t k = 0; k < j; ++k)
+        d -= L[static_cast<size_t>(j * n + k)] * L[static_cast<size_t>(j * n + k)];
       const double ljj = std::sqrt(d);
       L[static_cast<size_t>(j * n + j)] = ljj;
       for (int64_t i = j + 1; i < n; ++i) {
         double v = M(i, j);
-        for (int64_t k = 0; k < j; ++k) v -= L[static_cast<size_t>(i * n + k)] * L[static_cast<size_t>(j * n + k)];
+        for (int64_t k = 0; k < j; ++k)
+          v -= L[static_cast<size_t>(i * n + k)] * L[static_cast<size_t>(j * n + k)];
         L[static_cast<size_t>(i * n + j)] = v / ljj;
       }
     }
     double* out = result.mutable_values().data() + b * n * n;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j)
-        out[i * n + j] = round_to_dtype(t, lower ? L[static_cast<size_t>(i * n + j)] : L[static_cast<size_t>(j * n + i)]);
+        out[i * n + j] = round_to_dtype(
+            t, lower ? L[static_cast<size_t>(i * n + j)] : L[static_cast<size_t>(j * n + i)]);
   }
   return result;
 }
@@ -502,12 +553,15 @@ Literal eval_cholesky(const Instruction& instr, const Literal& a) {
 Literal eval_triangular_solve(const Instruction& instr, const Literal& a, const Literal& b) {
   const Shape& as = a.shape();
   const Shape& bs = b.shape();
-  if (a.is_tuple() || b.is_tuple() || as.rank() < 2 || bs.rank() != as.rank()) fail(instr, "operands must be [..., n, n] and [..., m, k]");
+  if (a.is_tuple() || b.is_tuple() || as.rank() < 2 || bs.rank() != as.rank())
+    fail(instr, "operands must be [..., n, n] and [..., m, k]");
   const int64_t n = as.dim(as.rank() - 1);
   const int64_t rows = bs.dim(bs.rank() - 2), cols = bs.dim(bs.rank() - 1);
   const bool left = instr.attrs.left_side;
-  if (as.dim(as.rank() - 2) != n || (left ? rows : cols) != n) fail(instr, "a's size does not match b");
-  const bool transpose = instr.attrs.transpose_a == "TRANSPOSE" || instr.attrs.transpose_a == "ADJOINT";
+  if (as.dim(as.rank() - 2) != n || (left ? rows : cols) != n)
+    fail(instr, "a's size does not match b");
+  const bool transpose =
+      instr.attrs.transpose_a == "TRANSPOSE" || instr.attrs.transpose_a == "ADJOINT";
   const DType t = instr.shape.dtype();
   Literal result(instr.shape);
   for (int64_t batch = 0; batch < batch_count(as); ++batch) {
@@ -555,15 +609,19 @@ struct FeatureStats {
 FeatureStats feature_stats(const Literal& x, int64_t feature) {
   const auto& dims = x.shape().dims();
   const int64_t f = dims[static_cast<size_t>(feature)];
-  FeatureStats s{std::vector<double>(static_cast<size_t>(f), 0.0), std::vector<double>(static_cast<size_t>(f), 0.0)};
-  const double count = static_cast<double>(x.shape().num_elements()) / static_cast<double>(std::max<int64_t>(f, 1));
+  FeatureStats s{std::vector<double>(static_cast<size_t>(f), 0.0),
+                 std::vector<double>(static_cast<size_t>(f), 0.0)};
+  const double count =
+      static_cast<double>(x.shape().num_elements()) / static_cast<double>(std::max<int64_t>(f, 1));
   for_each_line(dims, feature, [&](int64_t base, int64_t stride, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) s.mean[static_cast<size_t>(i)] += x.values()[static_cast<size_t>(base + i * stride)];
+    for (int64_t i = 0; i < n; ++i)
+      s.mean[static_cast<size_t>(i)] += x.values()[static_cast<size_t>(base + i * stride)];
   });
   for (double& m : s.mean) m /= count;
   for_each_line(dims, feature, [&](int64_t base, int64_t stride, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
-      const double d = x.values()[static_cast<size_t>(base + i * stride)] - s.mean[static_cast<size_t>(i)];
+      const double d =
+          x.values()[static_cast<size_t>(base + i * stride)] - s.mean[static_cast<size_t>(i)];
       s.var[static_cast<size_t>(i)] += d * d;
     }
   });
@@ -572,16 +630,17 @@ FeatureStats feature_stats(const Literal& x, int64_t feature) {
 }
 
 // y = scale (x - mean) / sqrt(var + eps) + offset per feature.
-Literal normalize(const Shape& shape, const Literal& x, int64_t feature, const std::vector<double>& scale,
-                  const std::vector<double>& offset, const std::vector<double>& mean, const std::vector<double>& var,
-                  double eps) {
+Literal normalize(const Shape& shape, const Literal& x, int64_t feature,
+                  const std::vector<double>& scale, const std::vector<double>& offset,
+                  const std::vector<double>& mean, const std::vector<double>& var, double eps) {
   Literal y(shape);
   const DType t = shape.dtype();
   for_each_line(x.shape().dims(), feature, [&](int64_t base, int64_t stride, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
       const auto u = static_cast<size_t>(i);
       const auto at = static_cast<size_t>(base + i * stride);
-      y.mutable_values()[at] = round_to_dtype(t, scale[u] * (x.values()[at] - mean[u]) / std::sqrt(var[u] + eps) + offset[u]);
+      y.mutable_values()[at] = round_to_dtype(
+          t, scale[u] * (x.values()[at] - mean[u]) / std::sqrt(var[u] + eps) + offset[u]);
     }
   });
   return y;
@@ -602,7 +661,8 @@ Literal eval_batch_norm(const Instruction& instr, const Operands& operands) {
   const int64_t f = x.shape().dim(static_cast<int>(feature));
   auto vec = [&](size_t i) {
     const Literal& v = array(instr, operands, i);
-    if (v.shape().rank() != 1 || v.shape().dim(0) != f) fail(instr, fmt::format("operand {} must be [{}]", i, f));
+    if (v.shape().rank() != 1 || v.shape().dim(0) != f)
+      fail(instr, fmt::format("operand {} must be [{}]", i, f));
     return v.values();
   };
   const double eps = instr.attrs.epsilon;
@@ -615,20 +675,25 @@ Literal eval_batch_norm(const Instruction& instr, const Operands& operands) {
       if (operands.size() != 3 || !instr.shape.is_tuple() || instr.shape.tuple_shapes().size() != 3)
         fail(instr, "takes operand, scale, offset and returns (output, mean, variance)");
       const FeatureStats s = feature_stats(x, feature);
-      return Literal::tuple({normalize(instr.shape.tuple_shape(0), x, feature, vec(1), vec(2), s.mean, s.var, eps),
-                             vector_literal(instr.shape.tuple_shape(1), s.mean),
-                             vector_literal(instr.shape.tuple_shape(2), s.var)});
+      return Literal::tuple(
+          {normalize(instr.shape.tuple_shape(0), x, feature, vec(1), vec(2), s.mean, s.var, eps),
+           vector_literal(instr.shape.tuple_shape(1), s.mean),
+           vector_literal(instr.shape.tuple_shape(2), s.var)});
     }
-    default: break;
+    default:
+      break;
   }
   // batch-norm-grad(x, scale, mean, var, dy) -> (dx, dscale, doffset), with
   // sigma = sqrt(var + eps), m elements per feature (XLA's formula):
   //   doffset = sum dy;  dscale = sum dy (x - mean) / sigma;
   //   dx = scale / (sigma m) (m dy - sum dy - (x - mean) / sigma^2 sum dy (x - mean)).
   if (operands.size() != 5 || !instr.shape.is_tuple() || instr.shape.tuple_shapes().size() != 3)
-    fail(instr, "takes operand, scale, mean, variance, grad_output and returns (grad_operand, grad_scale, grad_offset)");
+    fail(instr,
+         "takes operand, scale, mean, variance, grad_output and returns (grad_operand, grad_scale, "
+         "grad_offset)");
   const Literal& dy = array(instr, operands, 4);
-  if (dy.shape().dims() != x.shape().dims()) fail(instr, "grad_output dims differ from the operand");
+  if (dy.shape().dims() != x.shape().dims())
+    fail(instr, "grad_output dims differ from the operand");
   const auto scale = vec(1), mean = vec(2), var = vec(3);
   std::vector<double> sum_dy(static_cast<size_t>(f), 0.0), sum_dy_xc(static_cast<size_t>(f), 0.0);
   for_each_line(x.shape().dims(), feature, [&](int64_t base, int64_t stride, int64_t n) {
@@ -639,7 +704,8 @@ Literal eval_batch_norm(const Instruction& instr, const Operands& operands) {
       sum_dy_xc[u] += dy.values()[at] * (x.values()[at] - mean[u]);
     }
   });
-  const double m = static_cast<double>(x.shape().num_elements()) / static_cast<double>(std::max<int64_t>(f, 1));
+  const double m =
+      static_cast<double>(x.shape().num_elements()) / static_cast<double>(std::max<int64_t>(f, 1));
   Literal dx(instr.shape.tuple_shape(0));
   const DType t = dx.shape().dtype();
   for_each_line(x.shape().dims(), feature, [&](int64_t base, int64_t stride, int64_t n) {
@@ -648,9 +714,10 @@ Literal eval_batch_norm(const Instruction& instr, const Operands& operands) {
       const auto at = static_cast<size_t>(base + i * stride);
       const double var_eps = var[u] + eps;
       const double sigma = std::sqrt(var_eps);
-      dx.mutable_values()[at] = round_to_dtype(
-          t, scale[u] / (sigma * m) *
-                 (m * dy.values()[at] - sum_dy[u] - (x.values()[at] - mean[u]) / var_eps * sum_dy_xc[u]));
+      dx.mutable_values()[at] =
+          round_to_dtype(t, scale[u] / (sigma * m) *
+                                (m * dy.values()[at] - sum_dy[u] -
+                                 (x.values()[at] - mean[u]) / var_eps * sum_dy_xc[u]));
     }
   });
   std::vector<double> dscale(static_cast<size_t>(f));

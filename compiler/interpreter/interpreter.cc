@@ -24,7 +24,8 @@ Literal evaluate(const Module& module, const std::vector<Literal>& args) {
   return evaluator.run_single(module.entry_id(), args, 0);
 }
 
-std::vector<Literal> evaluate_spmd(const Module& module, const std::vector<std::vector<Literal>>& args_per_device) {
+std::vector<Literal> evaluate_spmd(const Module& module,
+                                   const std::vector<std::vector<Literal>>& args_per_device) {
   check_entry(module);
   if (args_per_device.empty()) throw UserError("evaluate_spmd needs at least one device");
   const auto num_devices = static_cast<int64_t>(args_per_device.size());

@@ -32,13 +32,16 @@ Literal random_leaf(const Shape& shape, uint64_t& state) {
       v = 0;
     } else if (is_floating(dt) || is_complex(dt)) {
       v = static_cast<double>(static_cast<int64_t>(r % 129) - 64) / 64.0;  // k/64, k in [-64, 64]
-      if (significand_bits(dt) < 8) v = round_to_dtype(dt, v);  // f8: k/64 needs 7 bits; the nearest value it holds
+      if (significand_bits(dt) < 8)
+        v = round_to_dtype(dt, v);  // f8: k/64 needs 7 bits; the nearest value it holds
     } else if (is_signed_integral(dt)) {
       // [-8, 8], or the whole range of s4 / s2.
       v = bits >= 5 ? static_cast<double>(static_cast<int64_t>(r % 17) - 8)
-                    : static_cast<double>(static_cast<int64_t>(r % (uint64_t{1} << bits)) - (int64_t{1} << (bits - 1)));
+                    : static_cast<double>(static_cast<int64_t>(r % (uint64_t{1} << bits)) -
+                                          (int64_t{1} << (bits - 1)));
     } else if (is_integral(dt)) {
-      v = static_cast<double>(r % (bits >= 4 ? 16 : uint64_t{1} << bits));  // [0, 15], or u2's [0, 3]
+      v = static_cast<double>(r %
+                              (bits >= 4 ? 16 : uint64_t{1} << bits));  // [0, 15], or u2's [0, 3]
     } else {
       v = static_cast<double>(r & 1u);
     }
@@ -63,8 +66,8 @@ std::string index_text(const Shape& shape, size_t linear) {
   return fmt::format("[{}]", fmt::join(index, ","));
 }
 
-void compare_into(const Literal& expected, const Literal& actual, double tolerance, CompareScale scale,
-                  const std::string& path, Comparison& result) {
+void compare_into(const Literal& expected, const Literal& actual, double tolerance,
+                  CompareScale scale, const std::string& path, Comparison& result) {
   auto mismatch = [&](std::string text) {
     if (result.ok) result.first_mismatch = std::move(text);
     result.ok = false;
@@ -76,11 +79,12 @@ void compare_into(const Literal& expected, const Literal& actual, double toleran
   }
   if (expected.is_tuple()) {
     for (size_t i = 0; i < expected.elements().size(); ++i)
-      compare_into(expected.elements()[i], actual.elements()[i], tolerance, scale, fmt::format("{}{{{}}}", path, i),
-                   result);
+      compare_into(expected.elements()[i], actual.elements()[i], tolerance, scale,
+                   fmt::format("{}{{{}}}", path, i), result);
     return;
   }
-  const bool floating = is_floating(expected.shape().dtype()) || is_complex(expected.shape().dtype());
+  const bool floating =
+      is_floating(expected.shape().dtype()) || is_complex(expected.shape().dtype());
   // The leaf's RMS over its finite values (kLeafRms).
   double rms = 0;
   if (scale == CompareScale::kLeafRms && floating) {
@@ -101,14 +105,16 @@ void compare_into(const Literal& expected, const Literal& actual, double toleran
       equal = std::isnan(e) && std::isnan(a);
     } else if (std::isinf(e) || std::isinf(a) || !floating) {
       equal = e == a;
-      if (equal || !floating) result.max_abs_error = std::max(result.max_abs_error, equal ? 0.0 : std::fabs(e - a));
+      if (equal || !floating)
+        result.max_abs_error = std::max(result.max_abs_error, equal ? 0.0 : std::fabs(e - a));
     } else {
       const double error = std::fabs(e - a);
       result.max_abs_error = std::max(result.max_abs_error, error);
       equal = error <= tolerance * (1.0 + std::max(std::fabs(e), rms));
     }
     if (!equal)
-      mismatch(fmt::format("{}{}: expected {}, got {}", path, index_text(expected.shape(), i), e, a));
+      mismatch(
+          fmt::format("{}{}: expected {}, got {}", path, index_text(expected.shape(), i), e, a));
   }
 }
 
@@ -119,7 +125,8 @@ Literal random_literal(const Shape& shape, uint64_t seed) {
   return random_value(shape, state);
 }
 
-Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance, CompareScale scale) {
+Comparison compare_literals(const Literal& expected, const Literal& actual, double tolerance,
+                            CompareScale scale) {
   Comparison result;
   compare_into(expected, actual, tolerance, scale, "", result);
   return result;

@@ -26,7 +26,8 @@ struct OpContext {
 
 using Operands = std::vector<const Literal*>;
 
-Literal evaluate_local_op(const Instruction& instr, const Operands& operands, const OpContext& context);
+Literal evaluate_local_op(const Instruction& instr, const Operands& operands,
+                          const OpContext& context);
 
 // A UserError naming the instruction, at its source location.
 [[noreturn]] void fail(const Instruction& instr, const std::string& message);
@@ -57,10 +58,12 @@ Literal eval_clamp(const Instruction& instr, const Literal& min, const Literal& 
                    const Literal& max);
 
 Literal eval_reduce(const Instruction& instr, const Operands& operands, const OpContext& context);
-Literal eval_reduce_window(const Instruction& instr, const Operands& operands, const OpContext& context);
+Literal eval_reduce_window(const Instruction& instr, const Operands& operands,
+                           const OpContext& context);
 
 Literal eval_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs);
-Literal eval_sparse_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs, const Literal& meta);
+Literal eval_sparse_dot(const Instruction& instr, const Literal& lhs, const Literal& rhs,
+                        const Literal& meta);
 Literal eval_convolution(const Instruction& instr, const Literal& lhs, const Literal& rhs);
 
 Literal eval_gather(const Instruction& instr, const Literal& operand, const Literal& indices);
@@ -75,7 +78,8 @@ Literal eval_sort(const Instruction& instr, const Operands& operands, const OpCo
 Literal eval_topk(const Instruction& instr, const Literal& operand, const OpContext& context);
 Literal eval_fft(const Instruction& instr, const Literal& operand);
 Literal eval_map(const Instruction& instr, const Operands& operands, const OpContext& context);
-Literal eval_select_and_scatter(const Instruction& instr, const Operands& operands, const OpContext& context);
+Literal eval_select_and_scatter(const Instruction& instr, const Operands& operands,
+                                const OpContext& context);
 Literal eval_cholesky(const Instruction& instr, const Literal& a);
 Literal eval_triangular_solve(const Instruction& instr, const Literal& a, const Literal& b);
 Literal eval_batch_norm(const Instruction& instr, const Operands& operands);

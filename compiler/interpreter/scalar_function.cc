@@ -22,10 +22,13 @@ bool supported_in_scalar_program(const Instruction& in, bool is_root) {
     case Opcode::kReducePrecision:
     case Opcode::kReal:
     case Opcode::kImag:
-    case Opcode::kComplex: return false;  // not one-dtype element functions
+    case Opcode::kComplex:
+      return false;  // not one-dtype element functions
     case Opcode::kConstant:
-      return in.attrs.literal && !in.attrs.literal->is_tuple() && in.attrs.literal->values().size() == 1;
-    case Opcode::kBitcastConvert: return true;  // scalar to scalar: the same width (checked by the verifier)
+      return in.attrs.literal && !in.attrs.literal->is_tuple() &&
+             in.attrs.literal->values().size() == 1;
+    case Opcode::kBitcastConvert:
+      return true;  // scalar to scalar: the same width (checked by the verifier)
     case Opcode::kParameter:
     case Opcode::kCompare:
     case Opcode::kSelect:
@@ -102,25 +105,33 @@ void ScalarFunction::apply(const double* args, double* results) const {
         const DType dt = in.shape.dtype();
         double v = 0.0;
         switch (in.opcode) {
-          case Opcode::kParameter: v = args[in.attrs.parameter_number]; break;
-          case Opcode::kConstant: v = in.attrs.literal->values().at(0); break;
-          case Opcode::kTuple: continue;
+          case Opcode::kParameter:
+            v = args[in.attrs.parameter_number];
+            break;
+          case Opcode::kConstant:
+            v = in.attrs.literal->values().at(0);
+            break;
+          case Opcode::kTuple:
+            continue;
           case Opcode::kConvert:
             v = convert_value(c.instr(in.operand(0)).shape.dtype(), dt, slot(in.operand(0)));
             break;
           case Opcode::kBitcastConvert:
-            v = bitcast_convert_scalar(in, c.instr(in.operand(0)).shape.dtype(), dt, slot(in.operand(0)));
+            v = bitcast_convert_scalar(in, c.instr(in.operand(0)).shape.dtype(), dt,
+                                       slot(in.operand(0)));
             break;
           case Opcode::kCompare:
-            v = compare_value(in.attrs.comparison, slot(in.operand(0)), slot(in.operand(1))) ? 1.0 : 0.0;
+            v = compare_value(in.attrs.comparison, slot(in.operand(0)), slot(in.operand(1))) ? 1.0
+                                                                                             : 0.0;
             break;
           case Opcode::kSelect:
             v = slot(in.operand(0)) != 0.0 ? slot(in.operand(1)) : slot(in.operand(2));
             break;
           case Opcode::kClamp:
-            v = binary_value(Opcode::kMinimum, dt,
-                             binary_value(Opcode::kMaximum, dt, slot(in.operand(1)), slot(in.operand(0))),
-                             slot(in.operand(2)));
+            v = binary_value(
+                Opcode::kMinimum, dt,
+                binary_value(Opcode::kMaximum, dt, slot(in.operand(1)), slot(in.operand(0))),
+                slot(in.operand(2)));
             break;
           default:
             if (is_elementwise_unary(in.opcode)) {

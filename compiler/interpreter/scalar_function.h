@@ -21,7 +21,8 @@ namespace podsim::compiler::interp {
 class ComputationRunner {
  public:
   virtual ~ComputationRunner() = default;
-  virtual Literal run_single(CompId computation, std::vector<Literal> args, int64_t partition_id) = 0;
+  virtual Literal run_single(CompId computation, std::vector<Literal> args,
+                             int64_t partition_id) = 0;
 };
 
 class ScalarFunction {

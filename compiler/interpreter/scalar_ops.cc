@@ -77,9 +77,14 @@ int64_t int_shift(Opcode op, DType dtype, int64_t a, int64_t b) {
   const int bits = dtype == DType::kPred ? 1 : integral_bits(dtype);
   const uint64_t amount = bit_pattern(dtype, b);
   switch (op) {
-    case Opcode::kShiftLeft: return amount >= static_cast<uint64_t>(bits) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << amount);
+    case Opcode::kShiftLeft:
+      return amount >= static_cast<uint64_t>(bits)
+                 ? 0
+                 : static_cast<int64_t>(static_cast<uint64_t>(a) << amount);
     case Opcode::kShiftRightLogical:
-      return amount >= static_cast<uint64_t>(bits) ? 0 : static_cast<int64_t>(bit_pattern(dtype, a) >> amount);
+      return amount >= static_cast<uint64_t>(bits)
+                 ? 0
+                 : static_cast<int64_t>(bit_pattern(dtype, a) >> amount);
     default:  // arithmetic: a is sign-extended already (stored as its value)
       if (amount >= static_cast<uint64_t>(bits)) return a < 0 ? -1 : 0;
       return a >> amount;
@@ -92,19 +97,45 @@ double int_binary(Opcode op, DType dtype, double x, double y) {
   switch (op) {
     case Opcode::kShiftLeft:
     case Opcode::kShiftRightLogical:
-    case Opcode::kShiftRightArithmetic: r = int_shift(op, dtype, a, b); break;
-    case Opcode::kAdd: r = wrap_add(a, b); break;
-    case Opcode::kSubtract: r = wrap_sub(a, b); break;
-    case Opcode::kMultiply: r = wrap_mul(a, b); break;
-    case Opcode::kDivide: r = int_divide(a, b); break;
-    case Opcode::kRemainder: r = int_remainder(a, b); break;
-    case Opcode::kMaximum: r = a > b ? a : b; break;
-    case Opcode::kMinimum: r = a < b ? a : b; break;
-    case Opcode::kPower: r = int_power(a, b); break;
-    case Opcode::kAnd: r = a & b; break;
-    case Opcode::kOr: r = a | b; break;
-    case Opcode::kXor: r = a ^ b; break;
-    default: assert(false && "not an integer binary op"); break;
+    case Opcode::kShiftRightArithmetic:
+      r = int_shift(op, dtype, a, b);
+      break;
+    case Opcode::kAdd:
+      r = wrap_add(a, b);
+      break;
+    case Opcode::kSubtract:
+      r = wrap_sub(a, b);
+      break;
+    case Opcode::kMultiply:
+      r = wrap_mul(a, b);
+      break;
+    case Opcode::kDivide:
+      r = int_divide(a, b);
+      break;
+    case Opcode::kRemainder:
+      r = int_remainder(a, b);
+      break;
+    case Opcode::kMaximum:
+      r = a > b ? a : b;
+      break;
+    case Opcode::kMinimum:
+      r = a < b ? a : b;
+      break;
+    case Opcode::kPower:
+      r = int_power(a, b);
+      break;
+    case Opcode::kAnd:
+      r = a & b;
+      break;
+    case Opcode::kOr:
+      r = a | b;
+      break;
+    case Opcode::kXor:
+      r = a ^ b;
+      break;
+    default:
+      assert(false && "not an integer binary op");
+      break;
   }
   if (dtype == DType::kPred) {
     // pred arithmetic is on {0,1}: logical ops stay in range; add acts as or.
@@ -126,16 +157,36 @@ double float_min(double a, double b) {
 double float_binary(Opcode op, DType dtype, double a, double b) {
   double r = 0.0;
   switch (op) {
-    case Opcode::kAdd: r = a + b; break;
-    case Opcode::kSubtract: r = a - b; break;
-    case Opcode::kMultiply: r = a * b; break;
-    case Opcode::kDivide: r = a / b; break;
-    case Opcode::kRemainder: r = std::fmod(a, b); break;
-    case Opcode::kMaximum: r = float_max(a, b); break;
-    case Opcode::kMinimum: r = float_min(a, b); break;
-    case Opcode::kPower: r = std::pow(a, b); break;
-    case Opcode::kAtan2: r = std::atan2(a, b); break;
-    default: assert(false && "not a float binary op"); break;
+    case Opcode::kAdd:
+      r = a + b;
+      break;
+    case Opcode::kSubtract:
+      r = a - b;
+      break;
+    case Opcode::kMultiply:
+      r = a * b;
+      break;
+    case Opcode::kDivide:
+      r = a / b;
+      break;
+    case Opcode::kRemainder:
+      r = std::fmod(a, b);
+      break;
+    case Opcode::kMaximum:
+      r = float_max(a, b);
+      break;
+    case Opcode::kMinimum:
+      r = float_min(a, b);
+      break;
+    case Opcode::kPower:
+      r = std::pow(a, b);
+      break;
+    case Opcode::kAtan2:
+      r = std::atan2(a, b);
+      break;
+    default:
+      assert(false && "not a float binary op");
+      break;
   }
   return round_to_dtype(dtype, r);
 }
@@ -157,14 +208,17 @@ bool op_supports_dtype(Opcode op, DType dtype) {
     case Opcode::kClz:
     case Opcode::kShiftLeft:
     case Opcode::kShiftRightLogical:
-    case Opcode::kShiftRightArithmetic: return is_int_like(dtype);
+    case Opcode::kShiftRightArithmetic:
+      return is_int_like(dtype);
     case Opcode::kAtan2:
     case Opcode::kCbrt:
     case Opcode::kTan:
     case Opcode::kErf:
     case Opcode::kRoundNearestAfz:
-    case Opcode::kRoundNearestEven: return is_floating(dtype) || is_complex(dtype);
-    default: return true;
+    case Opcode::kRoundNearestEven:
+      return is_floating(dtype) || is_complex(dtype);
+    default:
+      return true;
   }
 }
 
@@ -172,9 +226,12 @@ double unary_value(Opcode op, DType dtype, double x) {
   if (is_int_like(dtype)) {
     const int64_t a = to_int(x);
     switch (op) {
-      case Opcode::kNegate: return round_to_dtype(dtype, static_cast<double>(wrap_sub(0, a)));
-      case Opcode::kAbs: return round_to_dtype(dtype, static_cast<double>(a < 0 ? wrap_sub(0, a) : a));
-      case Opcode::kSign: return static_cast<double>((a > 0) - (a < 0));
+      case Opcode::kNegate:
+        return round_to_dtype(dtype, static_cast<double>(wrap_sub(0, a)));
+      case Opcode::kAbs:
+        return round_to_dtype(dtype, static_cast<double>(a < 0 ? wrap_sub(0, a) : a));
+      case Opcode::kSign:
+        return static_cast<double>((a > 0) - (a < 0));
       case Opcode::kNot:
         if (dtype == DType::kPred) return a != 0 ? 0.0 : 1.0;
         return round_to_dtype(dtype, static_cast<double>(~a));
@@ -182,39 +239,86 @@ double unary_value(Opcode op, DType dtype, double x) {
       case Opcode::kFloor:
       case Opcode::kCeil:
       case Opcode::kRoundNearestAfz:
-      case Opcode::kRoundNearestEven: return x;
-      case Opcode::kPopcnt: return static_cast<double>(std::popcount(bit_pattern(dtype, a)));
+      case Opcode::kRoundNearestEven:
+        return x;
+      case Opcode::kPopcnt:
+        return static_cast<double>(std::popcount(bit_pattern(dtype, a)));
       case Opcode::kClz: {
         const int bits = dtype == DType::kPred ? 1 : integral_bits(dtype);
         return static_cast<double>(bits - std::bit_width(bit_pattern(dtype, a)));
       }
-      default: break;  // transcendental ops on integers: computed as floats below
+      default:
+        break;  // transcendental ops on integers: computed as floats below
     }
   }
   double r = 0.0;
   switch (op) {
-    case Opcode::kNegate: r = -x; break;
-    case Opcode::kExp: r = std::exp(x); break;
-    case Opcode::kExpm1: r = std::expm1(x); break;
-    case Opcode::kLog: r = std::log(x); break;
-    case Opcode::kLog1p: r = std::log1p(x); break;
-    case Opcode::kTanh: r = std::tanh(x); break;
-    case Opcode::kSqrt: r = std::sqrt(x); break;
-    case Opcode::kRsqrt: r = 1.0 / std::sqrt(x); break;
-    case Opcode::kAbs: r = std::fabs(x); break;
-    case Opcode::kSign: r = sign_of(x); break;
-    case Opcode::kFloor: r = std::floor(x); break;
-    case Opcode::kCeil: r = std::ceil(x); break;
-    case Opcode::kCos: r = std::cos(x); break;
-    case Opcode::kSin: r = std::sin(x); break;
-    case Opcode::kLogistic: r = 1.0 / (1.0 + std::exp(-x)); break;
-    case Opcode::kCopy: r = x; break;
-    case Opcode::kRoundNearestAfz: r = std::round(x); break;       // halves away from zero
-    case Opcode::kRoundNearestEven: r = std::nearbyint(x); break;  // default mode: halves to even
-    case Opcode::kCbrt: r = std::cbrt(x); break;
-    case Opcode::kTan: r = std::tan(x); break;
-    case Opcode::kErf: r = std::erf(x); break;
-    default: assert(false && "not a unary op"); break;
+    case Opcode::kNegate:
+      r = -x;
+      break;
+    case Opcode::kExp:
+      r = std::exp(x);
+      break;
+    case Opcode::kExpm1:
+      r = std::expm1(x);
+      break;
+    case Opcode::kLog:
+      r = std::log(x);
+      break;
+    case Opcode::kLog1p:
+      r = std::log1p(x);
+      break;
+    case Opcode::kTanh:
+      r = std::tanh(x);
+      break;
+    case Opcode::kSqrt:
+      r = std::sqrt(x);
+      break;
+    case Opcode::kRsqrt:
+      r = 1.0 / std::sqrt(x);
+      break;
+    case Opcode::kAbs:
+      r = std::fabs(x);
+      break;
+    case Opcode::kSign:
+      r = sign_of(x);
+      break;
+    case Opcode::kFloor:
+      r = std::floor(x);
+      break;
+    case Opcode::kCeil:
+      r = std::ceil(x);
+      break;
+    case Opcode::kCos:
+      r = std::cos(x);
+      break;
+    case Opcode::kSin:
+      r = std::sin(x);
+      break;
+    case Opcode::kLogistic:
+      r = 1.0 / (1.0 + std::exp(-x));
+      break;
+    case Opcode::kCopy:
+      r = x;
+      break;
+    case Opcode::kRoundNearestAfz:
+      r = std::round(x);
+      break;  // halves away from zero
+    case Opcode::kRoundNearestEven:
+      r = std::nearbyint(x);
+      break;  // default mode: halves to even
+    case Opcode::kCbrt:
+      r = std::cbrt(x);
+      break;
+    case Opcode::kTan:
+      r = std::tan(x);
+      break;
+    case Opcode::kErf:
+      r = std::erf(x);
+      break;
+    default:
+      assert(false && "not a unary op");
+      break;
   }
   return round_to_dtype(dtype, r);
 }
@@ -227,12 +331,18 @@ double binary_value(Opcode op, DType dtype, double a, double b) {
 bool compare_value(ComparisonDirection direction, double a, double b) {
   // IEEE: every ordered comparison with NaN is false, NE is true.
   switch (direction) {
-    case ComparisonDirection::kEq: return a == b;
-    case ComparisonDirection::kNe: return a != b;
-    case ComparisonDirection::kLt: return a < b;
-    case ComparisonDirection::kLe: return a <= b;
-    case ComparisonDirection::kGt: return a > b;
-    case ComparisonDirection::kGe: return a >= b;
+    case ComparisonDirection::kEq:
+      return a == b;
+    case ComparisonDirection::kNe:
+      return a != b;
+    case ComparisonDirection::kLt:
+      return a < b;
+    case ComparisonDirection::kLe:
+      return a <= b;
+    case ComparisonDirection::kGt:
+      return a > b;
+    case ComparisonDirection::kGe:
+      return a >= b;
   }
   return false;
 }
@@ -245,12 +355,30 @@ double convert_value(DType from, DType to, double x) {
   if (std::isnan(x)) return 0.0;
   double lo = 0.0, hi = 0.0;
   switch (to) {
-    case DType::kS8: lo = -128.0; hi = 127.0; break;
-    case DType::kS32: lo = -2147483648.0; hi = 2147483647.0; break;
-    case DType::kS64: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
-    case DType::kU8: lo = 0.0; hi = 255.0; break;
-    case DType::kU32: lo = 0.0; hi = 4294967295.0; break;
-    case DType::kU64: lo = 0.0; hi = 18446744073709551615.0; break;
+    case DType::kS8:
+      lo = -128.0;
+      hi = 127.0;
+      break;
+    case DType::kS32:
+      lo = -2147483648.0;
+      hi = 2147483647.0;
+      break;
+    case DType::kS64:
+      lo = -9223372036854775808.0;
+      hi = 9223372036854775807.0;
+      break;
+    case DType::kU8:
+      lo = 0.0;
+      hi = 255.0;
+      break;
+    case DType::kU32:
+      lo = 0.0;
+      hi = 4294967295.0;
+      break;
+    case DType::kU64:
+      lo = 0.0;
+      hi = 18446744073709551615.0;
+      break;
     default: {
       const int bits = integral_bits(to);
       if (bits == 0) return round_to_dtype(to, x);

@@ -42,7 +42,8 @@ std::vector<std::vector<int64_t>> ReplicaGroups::expand(int64_t num_devices) con
   // Strides of the source (untransposed) array.
   std::vector<int64_t> src_stride(rank, 1);
   for (int i = static_cast<int>(rank) - 2; i >= 0; --i)
-    src_stride[static_cast<size_t>(i)] = src_stride[static_cast<size_t>(i) + 1] * dims[static_cast<size_t>(i) + 1];
+    src_stride[static_cast<size_t>(i)] =
+        src_stride[static_cast<size_t>(i) + 1] * dims[static_cast<size_t>(i) + 1];
   std::vector<int64_t> out_dims(rank);
   for (size_t i = 0; i < rank; ++i) out_dims[i] = dims[static_cast<size_t>(perm[i])];
   std::vector<int64_t> flat;
@@ -54,7 +55,8 @@ std::vector<std::vector<int64_t>> ReplicaGroups::expand(int64_t num_devices) con
   });
   assert(static_cast<int64_t>(flat.size()) == iota->num_groups * iota->group_size);
   for (int64_t g = 0; g < iota->num_groups; ++g)
-    groups.emplace_back(flat.begin() + g * iota->group_size, flat.begin() + (g + 1) * iota->group_size);
+    groups.emplace_back(flat.begin() + g * iota->group_size,
+                        flat.begin() + (g + 1) * iota->group_size);
   return groups;
 }
 

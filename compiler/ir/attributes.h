@@ -95,7 +95,7 @@ std::optional<ComparisonDirection> parse_comparison_direction(const std::string&
 struct IotaGroups {
   int64_t num_groups = 1;
   int64_t group_size = 1;
-  std::vector<int64_t> reshape_dims;  // product == num_groups * group_size
+  std::vector<int64_t> reshape_dims;    // product == num_groups * group_size
   std::vector<int64_t> transpose_perm;  // empty = identity
   bool operator==(const IotaGroups&) const = default;
 };
@@ -113,15 +113,15 @@ struct ReplicaGroups {
 };
 
 struct Attributes {
-  int64_t parameter_number = 0;             // parameter
-  std::optional<Literal> literal;           // constant
-  std::vector<int64_t> dimensions;          // broadcast, transpose, reduce, reverse,
-                                            // concatenate, all-gather, all-to-all,
-                                            // reduce-scatter ("dimensions={..}")
-  int64_t iota_dimension = 0;               // iota
-  std::vector<SliceDim> slice;              // slice
-  std::vector<PadDim> padding;              // pad
-  std::vector<int64_t> dynamic_slice_sizes; // dynamic-slice
+  int64_t parameter_number = 0;              // parameter
+  std::optional<Literal> literal;            // constant
+  std::vector<int64_t> dimensions;           // broadcast, transpose, reduce, reverse,
+                                             // concatenate, all-gather, all-to-all,
+                                             // reduce-scatter ("dimensions={..}")
+  int64_t iota_dimension = 0;                // iota
+  std::vector<SliceDim> slice;               // slice
+  std::vector<PadDim> padding;               // pad
+  std::vector<int64_t> dynamic_slice_sizes;  // dynamic-slice
   ComparisonDirection comparison = ComparisonDirection::kEq;  // compare
   std::string comparison_type;              // compare "type=" (optional, kept verbatim)
   DotDims dot;                              // dot
@@ -137,31 +137,31 @@ struct Attributes {
   int64_t tuple_index = 0;                  // get-tuple-element
   ReplicaGroups replica_groups;             // all-reduce, all-gather, reduce-scatter, all-to-all
   std::vector<std::pair<int64_t, int64_t>> source_target_pairs;  // collective-permute
-  std::optional<int64_t> channel_id;        // collectives
-  bool use_global_device_ids = false;       // collectives
-  std::string custom_call_target;           // custom-call (kStopGradientTarget, "Sharding", ...)
-  std::string backend_config;               // custom-call, fusion, async ops (verbatim)
-  bool is_stable = false;                   // sort
-  std::string fft_type;                     // fft: FFT | IFFT | RFFT | IRFFT
-  std::vector<int64_t> fft_length;          // fft
-  std::string rng_distribution;             // rng: rng_uniform | rng_normal
-  std::string rng_algorithm;                // rng-bit-generator: rng_default | rng_three_fry | rng_philox
-  int64_t exponent_bits = 0;                // reduce-precision
-  int64_t mantissa_bits = 0;                // reduce-precision
-  int64_t k = 0;                            // topk
-  bool largest = true;                      // topk
-  std::string fusion_kind;                  // fusion: kLoop | kInput | kOutput | kCustom
+  std::optional<int64_t> channel_id;                             // collectives
+  bool use_global_device_ids = false;                            // collectives
+  std::string custom_call_target;   // custom-call (kStopGradientTarget, "Sharding", ...)
+  std::string backend_config;       // custom-call, fusion, async ops (verbatim)
+  bool is_stable = false;           // sort
+  std::string fft_type;             // fft: FFT | IFFT | RFFT | IRFFT
+  std::vector<int64_t> fft_length;  // fft
+  std::string rng_distribution;     // rng: rng_uniform | rng_normal
+  std::string rng_algorithm;        // rng-bit-generator: rng_default | rng_three_fry | rng_philox
+  int64_t exponent_bits = 0;        // reduce-precision
+  int64_t mantissa_bits = 0;        // reduce-precision
+  int64_t k = 0;                    // topk
+  bool largest = true;              // topk
+  std::string fusion_kind;          // fusion: kLoop | kInput | kOutput | kCustom
   // async-start / async-update / async-done written in XLA's short form
   // ("all-to-all-start", "call-done"): the op they run, whose attributes
   // are the instruction's own. Unset for the long form (calls= a computation).
   std::optional<Opcode> async_wrapped;
-  bool left_side = false;                   // triangular-solve
-  bool lower = false;                       // triangular-solve, cholesky
-  bool unit_diagonal = false;               // triangular-solve
-  std::string transpose_a;                  // triangular-solve: NO_TRANSPOSE | TRANSPOSE | ADJOINT
-  double epsilon = 0;                       // batch-norm-*
-  int64_t feature_index = 0;                // batch-norm-*
-  bool is_host_transfer = false;            // send, recv, send-done, recv-done
+  bool left_side = false;         // triangular-solve
+  bool lower = false;             // triangular-solve, cholesky
+  bool unit_diagonal = false;     // triangular-solve
+  std::string transpose_a;        // triangular-solve: NO_TRANSPOSE | TRANSPOSE | ADJOINT
+  double epsilon = 0;             // batch-norm-*
+  int64_t feature_index = 0;      // batch-norm-*
+  bool is_host_transfer = false;  // send, recv, send-done, recv-done
   // frontend_attributes={...} verbatim (Shardy's xla.sdy.sharding lives here).
   std::string frontend_attributes;
   // Attributes podsim does not interpret but keeps for printing, as

@@ -108,7 +108,8 @@ InstrId ComputationBuilder::slice(InstrId operand, std::vector<SliceDim> slice) 
   return make(Opcode::kSlice, {operand}, std::move(a));
 }
 
-InstrId ComputationBuilder::pad(InstrId operand, InstrId padding_value, std::vector<PadDim> padding) {
+InstrId ComputationBuilder::pad(InstrId operand, InstrId padding_value,
+                                std::vector<PadDim> padding) {
   Attributes a;
   a.padding = std::move(padding);
   return make(Opcode::kPad, {operand, padding_value}, std::move(a));
@@ -152,7 +153,9 @@ InstrId ComputationBuilder::convert(InstrId operand, DType to) {
   return add_inferred(std::move(instr));
 }
 
-InstrId ComputationBuilder::binary(Opcode op, InstrId lhs, InstrId rhs) { return make(op, {lhs, rhs}); }
+InstrId ComputationBuilder::binary(Opcode op, InstrId lhs, InstrId rhs) {
+  return make(op, {lhs, rhs});
+}
 
 InstrId ComputationBuilder::compare(InstrId lhs, InstrId rhs, ComparisonDirection direction) {
   Attributes a;
@@ -176,14 +179,15 @@ InstrId ComputationBuilder::reduce(std::vector<InstrId> operands, std::vector<In
   return make(Opcode::kReduce, std::move(operands), std::move(a), {to_apply});
 }
 
-InstrId ComputationBuilder::reduce_window(InstrId operand, InstrId init_value, std::vector<WindowDim> window,
-                                          CompId to_apply) {
+InstrId ComputationBuilder::reduce_window(InstrId operand, InstrId init_value,
+                                          std::vector<WindowDim> window, CompId to_apply) {
   Attributes a;
   a.window = std::move(window);
   return make(Opcode::kReduceWindow, {operand, init_value}, std::move(a), {to_apply});
 }
 
-InstrId ComputationBuilder::dot(InstrId lhs, InstrId rhs, DotDims dims, std::optional<DType> result_type) {
+InstrId ComputationBuilder::dot(InstrId lhs, InstrId rhs, DotDims dims,
+                                std::optional<DType> result_type) {
   Instruction instr;
   instr.opcode = Opcode::kDot;
   instr.operands = {lhs, rhs};
@@ -212,8 +216,8 @@ InstrId ComputationBuilder::gather(InstrId operand, InstrId start_indices, Gathe
   return make(Opcode::kGather, {operand, start_indices}, std::move(a));
 }
 
-InstrId ComputationBuilder::scatter(InstrId operand, InstrId scatter_indices, InstrId updates, ScatterDims dims,
-                                    CompId to_apply) {
+InstrId ComputationBuilder::scatter(InstrId operand, InstrId scatter_indices, InstrId updates,
+                                    ScatterDims dims, CompId to_apply) {
   Attributes a;
   a.scatter = std::move(dims);
   return make(Opcode::kScatter, {operand, scatter_indices, updates}, std::move(a), {to_apply});
@@ -233,7 +237,9 @@ InstrId ComputationBuilder::call(std::vector<InstrId> operands, CompId callee) {
   throw UserError("call: the builder needs the module to infer the callee's result shape");
 }
 
-InstrId ComputationBuilder::tuple(std::vector<InstrId> elements) { return make(Opcode::kTuple, std::move(elements)); }
+InstrId ComputationBuilder::tuple(std::vector<InstrId> elements) {
+  return make(Opcode::kTuple, std::move(elements));
+}
 
 InstrId ComputationBuilder::get_tuple_element(InstrId tuple, int64_t index) {
   Attributes a;
@@ -282,15 +288,16 @@ InstrId ComputationBuilder::all_to_all(InstrId operand, int64_t dimension, Repli
   return make(Opcode::kAllToAll, {operand}, std::move(a));
 }
 
-InstrId ComputationBuilder::collective_permute(InstrId operand,
-                                               std::vector<std::pair<int64_t, int64_t>> source_target_pairs) {
+InstrId ComputationBuilder::collective_permute(
+    InstrId operand, std::vector<std::pair<int64_t, int64_t>> source_target_pairs) {
   Attributes a;
   a.channel_id = 1;
   a.source_target_pairs = std::move(source_target_pairs);
   return make(Opcode::kCollectivePermute, {operand}, std::move(a));
 }
 
-InstrId ComputationBuilder::custom_call(std::vector<InstrId> operands, std::string target, Shape shape) {
+InstrId ComputationBuilder::custom_call(std::vector<InstrId> operands, std::string target,
+                                        Shape shape) {
   Instruction instr;
   instr.opcode = Opcode::kCustomCall;
   instr.operands = std::move(operands);

@@ -48,14 +48,16 @@ class ComputationBuilder {
   InstrId constant(Literal literal);
   InstrId scalar_constant(DType dtype, double value);
   InstrId iota(Shape shape, int64_t iota_dimension);
-  InstrId broadcast(InstrId operand, std::vector<int64_t> out_dims, std::vector<int64_t> dimensions);
+  InstrId broadcast(InstrId operand, std::vector<int64_t> out_dims,
+                    std::vector<int64_t> dimensions);
   InstrId reshape(InstrId operand, std::vector<int64_t> out_dims);
   InstrId transpose(InstrId operand, std::vector<int64_t> permutation);
   InstrId slice(InstrId operand, std::vector<SliceDim> slice);
   InstrId pad(InstrId operand, InstrId padding_value, std::vector<PadDim> padding);
   InstrId concatenate(std::vector<InstrId> operands, int64_t dimension);
   InstrId reverse(InstrId operand, std::vector<int64_t> dimensions);
-  InstrId dynamic_slice(InstrId operand, std::vector<InstrId> start_indices, std::vector<int64_t> sizes);
+  InstrId dynamic_slice(InstrId operand, std::vector<InstrId> start_indices,
+                        std::vector<int64_t> sizes);
   InstrId dynamic_update_slice(InstrId operand, InstrId update, std::vector<InstrId> start_indices);
   InstrId unary(Opcode op, InstrId operand);
   InstrId convert(InstrId operand, DType to);
@@ -67,9 +69,11 @@ class ComputationBuilder {
   // there is more than one operand.
   InstrId reduce(std::vector<InstrId> operands, std::vector<InstrId> init_values,
                  std::vector<int64_t> dimensions, CompId to_apply);
-  InstrId reduce_window(InstrId operand, InstrId init_value, std::vector<WindowDim> window, CompId to_apply);
+  InstrId reduce_window(InstrId operand, InstrId init_value, std::vector<WindowDim> window,
+                        CompId to_apply);
   // result_type defaults to the lhs element type.
-  InstrId dot(InstrId lhs, InstrId rhs, DotDims dims, std::optional<DType> result_type = std::nullopt);
+  InstrId dot(InstrId lhs, InstrId rhs, DotDims dims,
+              std::optional<DType> result_type = std::nullopt);
   struct ConvolutionSpec {
     std::vector<WindowDim> window;
     ConvDims dims;
@@ -77,8 +81,10 @@ class ComputationBuilder {
     int64_t batch_group_count = 1;
   };
   InstrId convolution(InstrId lhs, InstrId rhs, ConvolutionSpec spec);
-  InstrId gather(InstrId operand, InstrId start_indices, GatherDims dims, std::vector<int64_t> slice_sizes);
-  InstrId scatter(InstrId operand, InstrId scatter_indices, InstrId updates, ScatterDims dims, CompId to_apply);
+  InstrId gather(InstrId operand, InstrId start_indices, GatherDims dims,
+                 std::vector<int64_t> slice_sizes);
+  InstrId scatter(InstrId operand, InstrId scatter_indices, InstrId updates, ScatterDims dims,
+                  CompId to_apply);
   InstrId while_loop(InstrId init, CompId condition, CompId body);
   InstrId call(std::vector<InstrId> operands, CompId callee);
   InstrId tuple(std::vector<InstrId> elements);
@@ -90,7 +96,8 @@ class ComputationBuilder {
   // Array all-to-all: splits `dimension` into group_size chunks, sends chunk i
   // to the i-th group member and concatenates received chunks on the same dim.
   InstrId all_to_all(InstrId operand, int64_t dimension, ReplicaGroups groups);
-  InstrId collective_permute(InstrId operand, std::vector<std::pair<int64_t, int64_t>> source_target_pairs);
+  InstrId collective_permute(InstrId operand,
+                             std::vector<std::pair<int64_t, int64_t>> source_target_pairs);
   // custom-call with an explicit result shape (e.g. "Sharding" annotations).
   InstrId custom_call(std::vector<InstrId> operands, std::string target, Shape shape);
 

@@ -65,51 +65,68 @@ bool is_floating(DType t) {
     case DType::kF8E5M2FNUZ:
     case DType::kF8E4M3B11FNUZ:
     case DType::kF8E4M3:
-    case DType::kF8E3M4: return true;
-    default: return false;
+    case DType::kF8E3M4:
+      return true;
+    default:
+      return false;
   }
 }
 int significand_bits(DType t) {
   switch (t) {
-    case DType::kBF16: return 8;
-    case DType::kF16: return 11;
+    case DType::kBF16:
+      return 8;
+    case DType::kF16:
+      return 11;
     case DType::kF32:
-    case DType::kC64: return 24;
+    case DType::kC64:
+      return 24;
     case DType::kF64:
-    case DType::kC128: return 53;
+    case DType::kC128:
+      return 53;
     case DType::kF8E4M3FN:
     case DType::kF8E4M3FNUZ:
     case DType::kF8E4M3B11FNUZ:
-    case DType::kF8E4M3: return 4;
+    case DType::kF8E4M3:
+      return 4;
     case DType::kF8E5M2:
-    case DType::kF8E5M2FNUZ: return 3;
-    case DType::kF8E3M4: return 5;
-    default: return 0;
+    case DType::kF8E5M2FNUZ:
+      return 3;
+    case DType::kF8E3M4:
+      return 5;
+    default:
+      return 0;
   }
 }
 
 bool is_complex(DType t) { return t == DType::kC64 || t == DType::kC128; }
 bool is_signed_integral(DType t) {
-  return t == DType::kS8 || t == DType::kS32 || t == DType::kS64 || t == DType::kS16 || t == DType::kS4 ||
-         t == DType::kS2;
+  return t == DType::kS8 || t == DType::kS32 || t == DType::kS64 || t == DType::kS16 ||
+         t == DType::kS4 || t == DType::kS2;
 }
 bool is_integral(DType t) { return integral_bits(t) > 0; }
 
 int integral_bits(DType t) {
   switch (t) {
     case DType::kS2:
-    case DType::kU2: return 2;
+    case DType::kU2:
+      return 2;
     case DType::kS4:
-    case DType::kU4: return 4;
+    case DType::kU4:
+      return 4;
     case DType::kS8:
-    case DType::kU8: return 8;
+    case DType::kU8:
+      return 8;
     case DType::kS16:
-    case DType::kU16: return 16;
+    case DType::kU16:
+      return 16;
     case DType::kS32:
-    case DType::kU32: return 32;
+    case DType::kU32:
+      return 32;
     case DType::kS64:
-    case DType::kU64: return 64;
-    default: return 0;
+    case DType::kU64:
+      return 64;
+    default:
+      return 0;
   }
 }
 

@@ -13,10 +13,33 @@ namespace podsim::compiler {
 // s2, u2) occupy one byte each, as in XLA's default (unpacked) layout;
 // token is a zero-byte ordering value; c64/c128 are (real, imag) pairs.
 enum class DType : uint8_t {
-  kPred, kS8, kS32, kS64, kU8, kU32, kBF16, kF16, kF32, kF64,
-  kS16, kU16, kU64, kS4, kU4, kS2, kU2,
-  kF8E4M3FN, kF8E5M2, kF8E4M3FNUZ, kF8E5M2FNUZ, kF8E4M3B11FNUZ, kF8E4M3, kF8E3M4,
-  kC64, kC128, kToken
+  kPred,
+  kS8,
+  kS32,
+  kS64,
+  kU8,
+  kU32,
+  kBF16,
+  kF16,
+  kF32,
+  kF64,
+  kS16,
+  kU16,
+  kU64,
+  kS4,
+  kU4,
+  kS2,
+  kU2,
+  kF8E4M3FN,
+  kF8E5M2,
+  kF8E4M3FNUZ,
+  kF8E5M2FNUZ,
+  kF8E4M3B11FNUZ,
+  kF8E4M3,
+  kF8E3M4,
+  kC64,
+  kC128,
+  kToken
 };
 
 // XLA's lower-case name: "pred", "s32", "bf16", ...

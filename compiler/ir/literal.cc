@@ -14,7 +14,8 @@ Literal::Literal(Shape shape) : shape_(std::move(shape)) {
   if (shape_.is_tuple()) {
     for (const auto& s : shape_.tuple_shapes()) elements_.emplace_back(s);
   } else {
-    values_.assign(static_cast<size_t>(shape_.num_elements() * values_per_element(shape_.dtype())), 0.0);
+    values_.assign(static_cast<size_t>(shape_.num_elements() * values_per_element(shape_.dtype())),
+                   0.0);
   }
 }
 
@@ -22,8 +23,8 @@ int64_t Literal::values_per_element(DType dtype) { return is_complex(dtype) ? 2 
 
 Literal::Literal(Shape shape, std::vector<double> values)
     : shape_(std::move(shape)), values_(std::move(values)) {
-  assert(shape_.is_array() &&
-         static_cast<int64_t>(values_.size()) == shape_.num_elements() * values_per_element(shape_.dtype()));
+  assert(shape_.is_array() && static_cast<int64_t>(values_.size()) ==
+                                  shape_.num_elements() * values_per_element(shape_.dtype()));
 }
 
 Literal Literal::scalar(DType dtype, double value) {
@@ -75,7 +76,8 @@ double round_f16(double v) {
 // A binary float with `mantissa` stored bits and smallest normal exponent
 // `min_exponent`, rounded to nearest even; past `max_finite` it overflows to
 // infinity, or to NaN for the formats without one (XLA's f8 "fn"/"fnuz").
-double round_small_float(double v, int mantissa, int min_exponent, double max_finite, bool has_inf) {
+double round_small_float(double v, int mantissa, int min_exponent, double max_finite,
+                         bool has_inf) {
   if (!std::isfinite(v) || v == 0.0) return v;
   double a = std::fabs(v);
   int exp;
@@ -107,34 +109,61 @@ double wrap_unsigned(double v, int bits) {
 
 double round_to_dtype(DType dtype, double value) {
   switch (dtype) {
-    case DType::kPred: return value != 0.0 ? 1.0 : 0.0;
-    case DType::kS8: return wrap_signed(value, 8);
-    case DType::kS32: return wrap_signed(value, 32);
-    case DType::kS64: return std::trunc(value);  // beyond 2^53 doubles lose precision anyway
-    case DType::kU8: return wrap_unsigned(value, 8);
-    case DType::kU32: return wrap_unsigned(value, 32);
-    case DType::kBF16: return round_bf16(value);
-    case DType::kF16: return round_f16(value);
-    case DType::kF32: return static_cast<double>(static_cast<float>(value));
-    case DType::kF64: return value;
-    case DType::kS16: return wrap_signed(value, 16);
-    case DType::kS4: return wrap_signed(value, 4);
-    case DType::kS2: return wrap_signed(value, 2);
-    case DType::kU16: return wrap_unsigned(value, 16);
-    case DType::kU64: return std::trunc(value) < 0 ? 0.0 : std::trunc(value);  // doubles hold 53 bits
-    case DType::kU4: return wrap_unsigned(value, 4);
-    case DType::kU2: return wrap_unsigned(value, 2);
+    case DType::kPred:
+      return value != 0.0 ? 1.0 : 0.0;
+    case DType::kS8:
+      return wrap_signed(value, 8);
+    case DType::kS32:
+      return wrap_signed(value, 32);
+    case DType::kS64:
+      return std::trunc(value);  // beyond 2^53 doubles lose precision anyway
+    case DType::kU8:
+      return wrap_unsigned(value, 8);
+    case DType::kU32:
+      return wrap_unsigned(value, 32);
+    case DType::kBF16:
+      return round_bf16(value);
+    case DType::kF16:
+      return round_f16(value);
+    case DType::kF32:
+      return static_cast<double>(static_cast<float>(value));
+    case DType::kF64:
+      return value;
+    case DType::kS16:
+      return wrap_signed(value, 16);
+    case DType::kS4:
+      return wrap_signed(value, 4);
+    case DType::kS2:
+      return wrap_signed(value, 2);
+    case DType::kU16:
+      return wrap_unsigned(value, 16);
+    case DType::kU64:
+      return std::trunc(value) < 0 ? 0.0 : std::trunc(value);  // doubles hold 53 bits
+    case DType::kU4:
+      return wrap_unsigned(value, 4);
+    case DType::kU2:
+      return wrap_unsigned(value, 2);
     // f8 formats (OCP FP8 and the fnuz variants; ml_dtypes' parameters).
-    case DType::kF8E4M3FN: return round_small_float(value, 3, -6, 448.0, false);
-    case DType::kF8E5M2: return round_small_float(value, 2, -14, 57344.0, true);
-    case DType::kF8E4M3FNUZ: return round_small_float(value, 3, -7, 240.0, false);
-    case DType::kF8E5M2FNUZ: return round_small_float(value, 2, -15, 57344.0, false);
-    case DType::kF8E4M3B11FNUZ: return round_small_float(value, 3, -10, 30.0, false);
-    case DType::kF8E4M3: return round_small_float(value, 3, -6, 240.0, true);
-    case DType::kF8E3M4: return round_small_float(value, 4, -2, 15.5, true);
-    case DType::kC64: return static_cast<double>(static_cast<float>(value));  // one component
-    case DType::kC128: return value;
-    case DType::kToken: return 0.0;
+    case DType::kF8E4M3FN:
+      return round_small_float(value, 3, -6, 448.0, false);
+    case DType::kF8E5M2:
+      return round_small_float(value, 2, -14, 57344.0, true);
+    case DType::kF8E4M3FNUZ:
+      return round_small_float(value, 3, -7, 240.0, false);
+    case DType::kF8E5M2FNUZ:
+      return round_small_float(value, 2, -15, 57344.0, false);
+    case DType::kF8E4M3B11FNUZ:
+      return round_small_float(value, 3, -10, 30.0, false);
+    case DType::kF8E4M3:
+      return round_small_float(value, 3, -6, 240.0, true);
+    case DType::kF8E3M4:
+      return round_small_float(value, 4, -2, 15.5, true);
+    case DType::kC64:
+      return static_cast<double>(static_cast<float>(value));  // one component
+    case DType::kC128:
+      return value;
+    case DType::kToken:
+      return 0.0;
   }
   return value;
 }

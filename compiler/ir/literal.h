@@ -19,9 +19,10 @@ namespace podsim::compiler {
 class Literal {
  public:
   static int64_t values_per_element(DType dtype);
-  Literal() = default;  // empty tuple
+  Literal() = default;            // empty tuple
   explicit Literal(Shape shape);  // zero-filled array, or tuple of zero leaves
-  Literal(Shape shape, std::vector<double> values);  // array; values.size() == elements (x2 complex)
+  Literal(Shape shape,
+          std::vector<double> values);  // array; values.size() == elements (x2 complex)
   static Literal scalar(DType dtype, double value);
   static Literal tuple(std::vector<Literal> elements);
 

@@ -151,8 +151,12 @@ class Module {
   // output leaf; empty when the line has none (allowed).
   const std::vector<bool>& propagation_to_parameters() const { return propagation_to_parameters_; }
   const std::vector<bool>& propagation_to_output() const { return propagation_to_output_; }
-  void set_propagation_to_parameters(std::vector<bool> flags) { propagation_to_parameters_ = std::move(flags); }
-  void set_propagation_to_output(std::vector<bool> flags) { propagation_to_output_ = std::move(flags); }
+  void set_propagation_to_parameters(std::vector<bool> flags) {
+    propagation_to_parameters_ = std::move(flags);
+  }
+  void set_propagation_to_output(std::vector<bool> flags) {
+    propagation_to_output_ = std::move(flags);
+  }
   void set_frontend_attributes(std::string text) { frontend_attributes_ = std::move(text); }
 
  private:

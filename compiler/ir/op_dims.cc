@@ -27,8 +27,8 @@ Dims index_batch_dims(const Shape& indices, int64_t index_vector_dim) {
 }
 
 bool trivial_window(const WindowDim& w) {
-  return w.size == 1 && w.stride == 1 && w.pad_low == 0 && w.pad_high == 0 && w.base_dilation == 1 &&
-         w.window_dilation == 1 && !w.reversal;
+  return w.size == 1 && w.stride == 1 && w.pad_low == 0 && w.pad_high == 0 &&
+         w.base_dilation == 1 && w.window_dilation == 1 && !w.reversal;
 }
 
 // The role of convolution spatial dim i (output size > 1) by its window:
@@ -39,13 +39,14 @@ LabelKind spatial_kind(const WindowDim& w, int64_t in_size, int64_t out_size) {
   const bool unpadded = w.pad_low == 0 && w.pad_high == 0;
   const int64_t step = std::max<int64_t>(1, in_size - 1);
   if (in_size == w.size && w.base_dilation == in_size && unpadded && !w.reversal &&
-      ((w.stride == step && w.window_dilation == 1) || (w.window_dilation == step && w.stride == 1)))
+      ((w.stride == step && w.window_dilation == 1) ||
+       (w.window_dilation == step && w.stride == 1)))
     return LabelKind::kBatch;
   if (w.size == 1 && in_size == out_size && w.stride == 1 && unpadded && w.base_dilation == 1 &&
       w.window_dilation == 1)
     return LabelKind::kLhsFree;
-  if (in_size == 1 && w.size == out_size && w.stride == 1 && w.pad_low == w.size - 1 && w.pad_high == w.size - 1 &&
-      w.reversal && w.base_dilation == 1 && w.window_dilation == 1)
+  if (in_size == 1 && w.size == out_size && w.stride == 1 && w.pad_low == w.size - 1 &&
+      w.pad_high == w.size - 1 && w.reversal && w.base_dilation == 1 && w.window_dilation == 1)
     return LabelKind::kRhsFree;
   return LabelKind::kWindowed;
 }
@@ -53,8 +54,9 @@ LabelKind spatial_kind(const WindowDim& w, int64_t in_size, int64_t out_size) {
 // Index-parallel dims: explicit batching dims, then iota index components
 // (the indices are an iota, or a concatenate of iotas along the index vector
 // dim) over a collapsed / inserted operand dim of the same size.
-IndexParallelDims index_parallel_dims(const Computation& comp, InstrId indices_id, int64_t index_vector_dim,
-                                      const Dims& index_map, const Dims& unit_operand_dims, const Shape& operand,
+IndexParallelDims index_parallel_dims(const Computation& comp, InstrId indices_id,
+                                      int64_t index_vector_dim, const Dims& index_map,
+                                      const Dims& unit_operand_dims, const Shape& operand,
                                       const Dims& operand_batching, const Dims& indices_batching) {
   IndexParallelDims p{operand_batching, indices_batching};
   const Instruction& indices = comp.instr(indices_id);
@@ -62,12 +64,14 @@ IndexParallelDims index_parallel_dims(const Computation& comp, InstrId indices_i
   // The iota dimension of each index component, -1 when not an iota.
   Dims component_iota;
   auto add_part = [&](const Instruction& part) {
-    const int64_t n = index_vector_dim < rank ? part.shape.dim(static_cast<int>(index_vector_dim)) : 1;
-    const bool iota = part.opcode == Opcode::kIota && (n == 1) && part.attrs.iota_dimension != index_vector_dim;
+    const int64_t n =
+        index_vector_dim < rank ? part.shape.dim(static_cast<int>(index_vector_dim)) : 1;
+    const bool iota =
+        part.opcode == Opcode::kIota && (n == 1) && part.attrs.iota_dimension != index_vector_dim;
     for (int64_t c = 0; c < n; ++c) component_iota.push_back(iota ? part.attrs.iota_dimension : -1);
   };
-  if (indices.opcode == Opcode::kConcatenate && index_vector_dim < rank && indices.attrs.dimensions.size() == 1 &&
-      indices.attrs.dimensions[0] == index_vector_dim) {
+  if (indices.opcode == Opcode::kConcatenate && index_vector_dim < rank &&
+      indices.attrs.dimensions.size() == 1 && indices.attrs.dimensions[0] == index_vector_dim) {
     for (InstrId part : indices.operands) add_part(comp.instr(part));
   } else {
     add_part(indices);
@@ -75,7 +79,9 @@ IndexParallelDims index_parallel_dims(const Computation& comp, InstrId indices_i
   if (component_iota.size() != index_map.size()) return p;
   for (size_t c = 0; c < index_map.size(); ++c) {
     const int64_t d = component_iota[c], od = index_map[c];
-    if (d < 0 || !contains(unit_operand_dims, od) || contains(p.operand, od) || contains(p.indices, d)) continue;
+    if (d < 0 || !contains(unit_operand_dims, od) || contains(p.operand, od) ||
+        contains(p.indices, d))
+      continue;
     if (operand.dim(static_cast<int>(od)) != indices.shape.dim(static_cast<int>(d))) continue;
     p.operand.push_back(od);
     p.indices.push_back(d);
@@ -85,8 +91,9 @@ IndexParallelDims index_parallel_dims(const Computation& comp, InstrId indices_i
 
 }  // namespace
 
-DimCorrespondence correspondence(const std::vector<DimLabel>& labels, std::initializer_list<LabelKind> kinds,
-                                 EinsumSide from, EinsumSide to, int64_t to_rank) {
+DimCorrespondence correspondence(const std::vector<DimLabel>& labels,
+                                 std::initializer_list<LabelKind> kinds, EinsumSide from,
+                                 EinsumSide to, int64_t to_rank) {
   DimCorrespondence c;
   c.target_rank = to_rank;
   for (const DimLabel& label : labels) {
@@ -108,8 +115,10 @@ std::vector<DimLabel> dot_labels(const DotDims& d, int64_t lhs_rank, int64_t rhs
   Dims lhs_used = d.lhs_batch, rhs_used = d.rhs_batch;
   lhs_used.insert(lhs_used.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
   rhs_used.insert(rhs_used.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
-  for (int64_t l : complement(lhs_rank, lhs_used)) labels.push_back({LabelKind::kLhsFree, l, -1, out++});
-  for (int64_t r : complement(rhs_rank, rhs_used)) labels.push_back({LabelKind::kRhsFree, -1, r, out++});
+  for (int64_t l : complement(lhs_rank, lhs_used))
+    labels.push_back({LabelKind::kLhsFree, l, -1, out++});
+  for (int64_t r : complement(rhs_rank, rhs_used))
+    labels.push_back({LabelKind::kRhsFree, -1, r, out++});
   return labels;
 }
 
@@ -117,12 +126,16 @@ ConvLabels conv_labels(const Instruction& conv, const Shape& lhs) {
   const ConvDims& c = conv.attrs.conv;
   ConvLabels l;
   l.ungrouped = conv.attrs.feature_group_count == 1 && conv.attrs.batch_group_count == 1;
-  l.dot_like = l.ungrouped && std::all_of(conv.attrs.window.begin(), conv.attrs.window.end(), trivial_window);
+  l.dot_like = l.ungrouped &&
+               std::all_of(conv.attrs.window.begin(), conv.attrs.window.end(), trivial_window);
   const DimLabel batch{LabelKind::kLhsFree, c.input_batch, -1, c.output_batch};
   if (conv.attrs.feature_group_count > 1)
-    l.features = {DimLabel{LabelKind::kBatch, c.input_feature, c.kernel_output_feature, c.output_feature}, batch};
+    l.features = {
+        DimLabel{LabelKind::kBatch, c.input_feature, c.kernel_output_feature, c.output_feature},
+        batch};
   else
-    l.features = {DimLabel{LabelKind::kContracting, c.input_feature, c.kernel_input_feature, -1}, batch,
+    l.features = {DimLabel{LabelKind::kContracting, c.input_feature, c.kernel_input_feature, -1},
+                  batch,
                   DimLabel{LabelKind::kRhsFree, -1, c.kernel_output_feature, c.output_feature}};
   if (conv.attrs.batch_group_count == 1) l.windowed.push_back(batch);
   for (size_t i = 0; i < c.input_spatial.size(); ++i) {
@@ -143,7 +156,8 @@ ConvLabels conv_labels(const Instruction& conv, const Shape& lhs) {
         l.spatial.push_back({LabelKind::kRhsFree, -1, kernel, c.output_spatial[i]});
         break;
       default:
-        l.spatial.push_back({LabelKind::kWindowed, c.input_spatial[i], kernel, c.output_spatial[i]});
+        l.spatial.push_back(
+            {LabelKind::kWindowed, c.input_spatial[i], kernel, c.output_spatial[i]});
         break;
     }
   }
@@ -188,26 +202,32 @@ ScatterDimMap scatter_dim_map(const Instruction& s, const Shape& operand, const 
   for (int64_t d : sd.scatter_dims_to_operand_dims) {
     const auto it = std::find(window.begin(), window.end(), d);
     const int64_t extent =
-        it == window.end() ? 1 : updates.dim(static_cast<int>(sd.update_window_dims[static_cast<size_t>(it - window.begin())]));
+        it == window.end() ? 1
+                           : updates.dim(static_cast<int>(
+                                 sd.update_window_dims[static_cast<size_t>(it - window.begin())]));
     if (extent == 1) m.unit_window.push_back(d);
   }
   return m;
 }
 
-IndexParallelDims gather_parallel_dims(const Computation& comp, const Instruction& g, const Shape& operand) {
+IndexParallelDims gather_parallel_dims(const Computation& comp, const Instruction& g,
+                                       const Shape& operand) {
   const GatherDims& gd = g.attrs.gather;
-  return index_parallel_dims(comp, g.operand(1), gd.index_vector_dim, gd.start_index_map, gd.collapsed_slice_dims,
-                             operand, gd.operand_batching_dims, gd.start_indices_batching_dims);
+  return index_parallel_dims(comp, g.operand(1), gd.index_vector_dim, gd.start_index_map,
+                             gd.collapsed_slice_dims, operand, gd.operand_batching_dims,
+                             gd.start_indices_batching_dims);
 }
 
-IndexParallelDims scatter_parallel_dims(const Computation& comp, const Instruction& s, const Shape& operand) {
+IndexParallelDims scatter_parallel_dims(const Computation& comp, const Instruction& s,
+                                        const Shape& operand) {
   const ScatterDims& sd = s.attrs.scatter;
   return index_parallel_dims(comp, s.operand((s.operand_count() - 1) / 2), sd.index_vector_dim,
                              sd.scatter_dims_to_operand_dims, sd.inserted_window_dims, operand,
                              sd.input_batching_dims, sd.scatter_indices_batching_dims);
 }
 
-std::vector<int64_t> map_index_batch_dims(const std::vector<int64_t>& dims, const std::vector<int64_t>& from_order,
+std::vector<int64_t> map_index_batch_dims(const std::vector<int64_t>& dims,
+                                          const std::vector<int64_t>& from_order,
                                           const std::vector<int64_t>& to_order) {
   Dims out;
   for (int64_t d : dims) {

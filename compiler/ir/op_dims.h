@@ -23,14 +23,17 @@ enum class EinsumSide : uint8_t { kLhs, kRhs, kOut };
 struct DimLabel {
   LabelKind kind = LabelKind::kBatch;
   int64_t lhs = -1, rhs = -1, out = -1;
-  int64_t dim(EinsumSide side) const { return side == EinsumSide::kLhs ? lhs : side == EinsumSide::kRhs ? rhs : out; }
+  int64_t dim(EinsumSide side) const {
+    return side == EinsumSide::kLhs ? lhs : side == EinsumSide::kRhs ? rhs : out;
+  }
   bool operator==(const DimLabel&) const = default;
 };
 
 // The labels of `kinds` present on both sides, as a correspondence from
 // `from`'s dims to `to`'s (a tensor of rank `to_rank`), in label order.
-DimCorrespondence correspondence(const std::vector<DimLabel>& labels, std::initializer_list<LabelKind> kinds,
-                                 EinsumSide from, EinsumSide to, int64_t to_rank);
+DimCorrespondence correspondence(const std::vector<DimLabel>& labels,
+                                 std::initializer_list<LabelKind> kinds, EinsumSide from,
+                                 EinsumSide to, int64_t to_rank);
 
 // Dot (XLA DotGeneral): batch labels, contracting labels, lhs free, rhs free
 // (each in dim order); result dims are [batch..., lhs free..., rhs free...].
@@ -51,7 +54,8 @@ std::vector<DimLabel> dot_labels(const DotDims& dot, int64_t lhs_rank, int64_t r
 struct ConvLabels {
   std::vector<DimLabel> features, spatial, windowed;
   bool ungrouped = true;  // feature_group_count == batch_group_count == 1
-  bool dot_like = false;  // ungrouped and every window trivial (size 1, no stride/pad/dilation/reversal)
+  bool dot_like =
+      false;  // ungrouped and every window trivial (size 1, no stride/pad/dilation/reversal)
 };
 ConvLabels conv_labels(const Instruction& conv, const Shape& lhs);
 
@@ -73,8 +77,8 @@ struct ScatterDimMap {
   std::vector<int64_t> index_batch, update_scatter;
   std::vector<int64_t> unit_window;
 };
-ScatterDimMap scatter_dim_map(const Instruction& scatter, const Shape& operand, const Shape& indices,
-                              const Shape& updates);
+ScatterDimMap scatter_dim_map(const Instruction& scatter, const Shape& operand,
+                              const Shape& indices, const Shape& updates);
 
 // Index-parallel dims of a gather / scatter in `comp`: operand dims that an
 // indices batch dim walks in step (pairwise): the explicit batching dims,
@@ -83,13 +87,16 @@ ScatterDimMap scatter_dim_map(const Instruction& scatter, const Shape& operand, 
 struct IndexParallelDims {
   std::vector<int64_t> operand, indices;
 };
-IndexParallelDims gather_parallel_dims(const Computation& comp, const Instruction& gather, const Shape& operand);
-IndexParallelDims scatter_parallel_dims(const Computation& comp, const Instruction& scatter, const Shape& operand);
+IndexParallelDims gather_parallel_dims(const Computation& comp, const Instruction& gather,
+                                       const Shape& operand);
+IndexParallelDims scatter_parallel_dims(const Computation& comp, const Instruction& scatter,
+                                        const Shape& operand);
 
 // Indices batch dims `dims` -> the output (gather) or update (scatter) dims
 // at the same positions: `to_order` is out_batch or update_scatter,
 // `from_order` index_batch.
-std::vector<int64_t> map_index_batch_dims(const std::vector<int64_t>& dims, const std::vector<int64_t>& from_order,
+std::vector<int64_t> map_index_batch_dims(const std::vector<int64_t>& dims,
+                                          const std::vector<int64_t>& from_order,
                                           const std::vector<int64_t>& to_order);
 
 }  // namespace podsim::compiler

@@ -92,14 +92,19 @@ bool is_async_done(Opcode op) {
 std::optional<Opcode> async_wrapped_opcode(Opcode op) {
   switch (op) {
     case Opcode::kAllGatherStart:
-    case Opcode::kAllGatherDone: return Opcode::kAllGather;
+    case Opcode::kAllGatherDone:
+      return Opcode::kAllGather;
     case Opcode::kAllReduceStart:
-    case Opcode::kAllReduceDone: return Opcode::kAllReduce;
+    case Opcode::kAllReduceDone:
+      return Opcode::kAllReduce;
     case Opcode::kCollectivePermuteStart:
-    case Opcode::kCollectivePermuteDone: return Opcode::kCollectivePermute;
+    case Opcode::kCollectivePermuteDone:
+      return Opcode::kCollectivePermute;
     case Opcode::kCopyStart:
-    case Opcode::kCopyDone: return Opcode::kCopy;
-    default: return std::nullopt;
+    case Opcode::kCopyDone:
+      return Opcode::kCopy;
+    default:
+      return std::nullopt;
   }
 }
 

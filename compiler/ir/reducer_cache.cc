@@ -12,7 +12,8 @@ CompId ScalarReducerCache::get(Opcode op, DType dtype) {
   if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
   std::string name = fmt::format("{}_{}_{}", prefix_, opcode_name(op), dtype_name(dtype));
   CompId id = existing_ == Existing::kReuse ? module_->find_computation(name) : kNoId;
-  if (id == kNoId) id = module_->add_computation(scalar_binary_computation(std::move(name), op, dtype));
+  if (id == kNoId)
+    id = module_->add_computation(scalar_binary_computation(std::move(name), op, dtype));
   cache_.emplace(key, id);
   return id;
 }

@@ -14,7 +14,8 @@ namespace podsim::compiler {
 class Shape {
  public:
   Shape() = default;  // an empty tuple
-  Shape(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)), is_tuple_(false) {}
+  Shape(DType dtype, std::vector<int64_t> dims)
+      : dtype_(dtype), dims_(std::move(dims)), is_tuple_(false) {}
   static Shape tuple(std::vector<Shape> elements);
   static Shape scalar(DType dtype) { return Shape(dtype, {}); }
 

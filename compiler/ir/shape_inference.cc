@@ -27,15 +27,16 @@ class Inferrer {
  private:
   [[noreturn]] void fail(const std::string& what, const std::string& hint = "") const {
     throw UserError(instr_.location,
-                    fmt::format("{} '{}': {}", opcode_name(instr_.opcode), instr_.name, what), hint);
+                    fmt::format("{} '{}': {}", opcode_name(instr_.opcode), instr_.name, what),
+                    hint);
   }
   void expect_operands(size_t n) const {
-    if (ops_.size() != n)
-      fail(fmt::format("expected {} operand(s), got {}", n, ops_.size()));
+    if (ops_.size() != n) fail(fmt::format("expected {} operand(s), got {}", n, ops_.size()));
   }
   const Shape& array_operand(size_t i) const {
     const Shape& s = *ops_[i];
-    if (!s.is_array()) fail(fmt::format("operand {} must be an array, got {}", i, s.to_string(false)));
+    if (!s.is_array())
+      fail(fmt::format("operand {} must be an array, got {}", i, s.to_string(false)));
     return s;
   }
   void check_dim_index(int64_t d, int rank, const char* what) const {
@@ -55,17 +56,20 @@ class Inferrer {
   }
   void check_same_dtype(const Shape& a, const Shape& b) const {
     if (a.dtype() != b.dtype())
-      fail(fmt::format("element types differ: {} vs {}", dtype_name(a.dtype()), dtype_name(b.dtype())));
+      fail(fmt::format("element types differ: {} vs {}", dtype_name(a.dtype()),
+                       dtype_name(b.dtype())));
   }
   const Computation* callee(size_t i) const {
     if (instr_.called.size() <= i) fail("missing called computation");
     if (!ctx_.module) return nullptr;
     CompId id = instr_.called[i];
-    if (id < 0 || id >= ctx_.module->computation_count()) fail("called computation id out of range");
+    if (id < 0 || id >= ctx_.module->computation_count())
+      fail("called computation id out of range");
     return &ctx_.module->computation(id);
   }
   int64_t group_size() const {
-    int64_t devices = ctx_.module ? std::max(ctx_.num_devices, ctx_.module->num_partitions()) : ctx_.num_devices;
+    int64_t devices =
+        ctx_.module ? std::max(ctx_.num_devices, ctx_.module->num_partitions()) : ctx_.num_devices;
     return instr_.attrs.replica_groups.group_size(devices);
   }
   int64_t collective_dim(const Shape& s) const {
@@ -144,12 +148,14 @@ Shape Inferrer::elementwise_unary() {
   const Shape& x = array_operand(0);
   const DType t = x.dtype();
   switch (op) {
-    case Opcode::kConvert: return Shape(instr_.shape.dtype(), x.dims());
+    case Opcode::kConvert:
+      return Shape(instr_.shape.dtype(), x.dims());
     case Opcode::kNot:
       if (!(t == DType::kPred || is_integral(t))) fail("not needs pred or integer operands");
       break;
     case Opcode::kIsFinite:
-      if (!is_floating(t)) fail(fmt::format("is-finite needs a floating-point operand, got {}", dtype_name(t)));
+      if (!is_floating(t))
+        fail(fmt::format("is-finite needs a floating-point operand, got {}", dtype_name(t)));
       return Shape(DType::kPred, x.dims());
     case Opcode::kReal:
     case Opcode::kImag:
@@ -159,13 +165,15 @@ Shape Inferrer::elementwise_unary() {
       return Shape(real_part_type(t), x.dims());
     case Opcode::kPopcnt:
     case Opcode::kClz:
-      if (!is_integral(t)) fail(fmt::format("{} needs an integer operand, got {}", opcode_name(op), dtype_name(t)));
+      if (!is_integral(t))
+        fail(fmt::format("{} needs an integer operand, got {}", opcode_name(op), dtype_name(t)));
       break;
     case Opcode::kReducePrecision:
       if (!is_floating(t)) fail("reduce-precision needs a floating-point operand");
       if (instr_.attrs.exponent_bits < 1 || instr_.attrs.mantissa_bits < 0)
-        fail(fmt::format("exponent_bits={} mantissa_bits={}: need exponent_bits >= 1 and mantissa_bits >= 0",
-                         instr_.attrs.exponent_bits, instr_.attrs.mantissa_bits));
+        fail(fmt::format(
+            "exponent_bits={} mantissa_bits={}: need exponent_bits >= 1 and mantissa_bits >= 0",
+            instr_.attrs.exponent_bits, instr_.attrs.mantissa_bits));
       break;
     case Opcode::kRoundNearestAfz:
     case Opcode::kRoundNearestEven:
@@ -173,9 +181,11 @@ Shape Inferrer::elementwise_unary() {
     case Opcode::kTan:
     case Opcode::kErf:
       if (!is_floating(t) && !is_complex(t))
-        fail(fmt::format("{} needs a floating-point operand, got {}", opcode_name(op), dtype_name(t)));
+        fail(fmt::format("{} needs a floating-point operand, got {}", opcode_name(op),
+                         dtype_name(t)));
       break;
-    default: break;
+    default:
+      break;
   }
   return Shape(t, x.dims());
 }
@@ -193,7 +203,8 @@ Shape Inferrer::elementwise_binary() {
       !(a.dtype() == DType::kPred || is_integral(a.dtype())))
     fail("logical ops need pred or integer operands");
   if (op == Opcode::kCompare) return Shape(DType::kPred, a.dims());
-  if ((op == Opcode::kShiftLeft || op == Opcode::kShiftRightLogical || op == Opcode::kShiftRightArithmetic) &&
+  if ((op == Opcode::kShiftLeft || op == Opcode::kShiftRightLogical ||
+       op == Opcode::kShiftRightArithmetic) &&
       !is_integral(a.dtype()))
     fail("shifts need integer operands");
   if (op == Opcode::kComplex) {  // complex(re, im): f32 -> c64, f64 -> c128
@@ -210,12 +221,14 @@ Shape Inferrer::broadcast() {
   const auto& out = instr_.shape.dims();
   const auto& map = instr_.attrs.dimensions;
   if (static_cast<int>(map.size()) != x.rank())
-    fail(fmt::format("dimensions={{{}}} must have one entry per operand dim ({})", fmt::join(map, ","), x.rank()));
+    fail(fmt::format("dimensions={{{}}} must have one entry per operand dim ({})",
+                     fmt::join(map, ","), x.rank()));
   check_unique_dims(map, static_cast<int>(out.size()), "broadcast dimension");
   for (int i = 0; i < x.rank(); ++i)
     if (out[static_cast<size_t>(map[static_cast<size_t>(i)])] != x.dim(i))
       fail(fmt::format("operand dim {} (size {}) maps to output dim {} of size {}", i, x.dim(i),
-                       map[static_cast<size_t>(i)], out[static_cast<size_t>(map[static_cast<size_t>(i)])]));
+                       map[static_cast<size_t>(i)],
+                       out[static_cast<size_t>(map[static_cast<size_t>(i)])]));
   return Shape(x.dtype(), out);
 }
 
@@ -228,7 +241,8 @@ Shape Inferrer::slice() {
   for (int i = 0; i < x.rank(); ++i) {
     const SliceDim& s = sl[static_cast<size_t>(i)];
     if (s.start < 0 || s.start > s.limit || s.limit > x.dim(i) || s.stride < 1)
-      fail(fmt::format("slice [{}:{}:{}] invalid for dim {} of size {}", s.start, s.limit, s.stride, i, x.dim(i)));
+      fail(fmt::format("slice [{}:{}:{}] invalid for dim {} of size {}", s.start, s.limit, s.stride,
+                       i, x.dim(i)));
     out.push_back((s.limit - s.start + s.stride - 1) / s.stride);  // ceil((limit-start)/stride)
   }
   return Shape(x.dtype(), out);
@@ -279,10 +293,12 @@ Shape Inferrer::dynamic_slice() {
   expect_operands(static_cast<size_t>(x.rank()) + 1);
   for (size_t i = 1; i < ops_.size(); ++i) check_scalar_int(i);
   const auto& sizes = instr_.attrs.dynamic_slice_sizes;
-  if (static_cast<int>(sizes.size()) != x.rank()) fail("dynamic_slice_sizes needs one size per dim");
+  if (static_cast<int>(sizes.size()) != x.rank())
+    fail("dynamic_slice_sizes needs one size per dim");
   for (int i = 0; i < x.rank(); ++i)
     if (sizes[static_cast<size_t>(i)] < 0 || sizes[static_cast<size_t>(i)] > x.dim(i))
-      fail(fmt::format("slice size {} invalid for dim {} of size {}", sizes[static_cast<size_t>(i)], i, x.dim(i)));
+      fail(fmt::format("slice size {} invalid for dim {} of size {}", sizes[static_cast<size_t>(i)],
+                       i, x.dim(i)));
   return Shape(x.dtype(), sizes);
 }
 
@@ -305,8 +321,10 @@ Shape Inferrer::select() {
   const Shape& t = array_operand(1);
   const Shape& f = array_operand(2);
   if (p.dtype() != DType::kPred) fail("predicate must be pred");
-  if (!(t == f)) fail(fmt::format("branches differ: {} vs {}", t.to_string(false), f.to_string(false)));
-  if (!p.is_scalar() && p.dims() != t.dims()) fail("predicate dims must match the branches (or be scalar)");
+  if (!(t == f))
+    fail(fmt::format("branches differ: {} vs {}", t.to_string(false), f.to_string(false)));
+  if (!p.is_scalar() && p.dims() != t.dims())
+    fail("predicate dims must match the branches (or be scalar)");
   return Shape(t.dtype(), t.dims());
 }
 
@@ -317,7 +335,8 @@ Shape Inferrer::clamp() {
   const Shape& hi = array_operand(2);
   for (const Shape* b : {&lo, &hi}) {
     check_same_dtype(*b, x);
-    if (!b->is_scalar() && b->dims() != x.dims()) fail("clamp bounds must be scalars or match the operand");
+    if (!b->is_scalar() && b->dims() != x.dims())
+      fail("clamp bounds must be scalars or match the operand");
   }
   return Shape(x.dtype(), x.dims());
 }
@@ -357,7 +376,8 @@ Shape Inferrer::reduce_window() {
   const auto& w = instr_.attrs.window;
   if (static_cast<int>(w.size()) != first.rank()) fail("window needs one entry per operand dim");
   std::vector<int64_t> out;
-  for (int i = 0; i < first.rank(); ++i) out.push_back(window_output(first.dim(i), w[static_cast<size_t>(i)]));
+  for (int i = 0; i < first.rank(); ++i)
+    out.push_back(window_output(first.dim(i), w[static_cast<size_t>(i)]));
   std::vector<Shape> results;
   for (size_t i = 0; i < n; ++i) {
     const Shape& x = array_operand(i);
@@ -386,7 +406,8 @@ Shape Inferrer::dot() {
   const Shape& r = sparse_logical[1] ? *sparse_logical[1] : array_operand(1);
   const DotDims& d = instr_.attrs.dot;
   if (d.lhs_batch.size() != d.rhs_batch.size()) fail("lhs and rhs batch dims differ in count");
-  if (d.lhs_contracting.size() != d.rhs_contracting.size()) fail("lhs and rhs contracting dims differ in count");
+  if (d.lhs_contracting.size() != d.rhs_contracting.size())
+    fail("lhs and rhs contracting dims differ in count");
   std::vector<int64_t> lhs_used = d.lhs_batch, rhs_used = d.rhs_batch;
   lhs_used.insert(lhs_used.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
   rhs_used.insert(rhs_used.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
@@ -394,12 +415,15 @@ Shape Inferrer::dot() {
   check_unique_dims(rhs_used, r.rank(), "rhs dot dimension");
   for (size_t i = 0; i < d.lhs_batch.size(); ++i)
     if (l.dim(static_cast<int>(d.lhs_batch[i])) != r.dim(static_cast<int>(d.rhs_batch[i])))
-      fail(fmt::format("batch dim sizes differ: lhs {} vs rhs {}", l.dim(static_cast<int>(d.lhs_batch[i])),
+      fail(fmt::format("batch dim sizes differ: lhs {} vs rhs {}",
+                       l.dim(static_cast<int>(d.lhs_batch[i])),
                        r.dim(static_cast<int>(d.rhs_batch[i]))));
   for (size_t i = 0; i < d.lhs_contracting.size(); ++i)
-    if (l.dim(static_cast<int>(d.lhs_contracting[i])) != r.dim(static_cast<int>(d.rhs_contracting[i])))
+    if (l.dim(static_cast<int>(d.lhs_contracting[i])) !=
+        r.dim(static_cast<int>(d.rhs_contracting[i])))
       fail(fmt::format("contracting dim sizes differ: lhs {} vs rhs {}",
-                       l.dim(static_cast<int>(d.lhs_contracting[i])), r.dim(static_cast<int>(d.rhs_contracting[i]))));
+                       l.dim(static_cast<int>(d.lhs_contracting[i])),
+                       r.dim(static_cast<int>(d.rhs_contracting[i]))));
   // Output: batch dims, then lhs free dims, then rhs free dims (XLA DotGeneral).
   std::vector<int64_t> out;
   for (int64_t b : d.lhs_batch) out.push_back(l.dim(static_cast<int>(b)));
@@ -430,8 +454,9 @@ Shape Inferrer::convolution() {
   // XLA: input features = kernel input features * feature_group_count, and the
   // kernel's output features are divisible by both group counts.
   if (in_features % fgc != 0 || in_features / fgc != k_in)
-    fail(fmt::format("input features {} / feature_group_count {} must equal kernel input features {}",
-                     in_features, fgc, k_in));
+    fail(fmt::format(
+        "input features {} / feature_group_count {} must equal kernel input features {}",
+        in_features, fgc, k_in));
   if (k_out % fgc != 0 || k_out % bgc != 0)
     fail("kernel output features must be divisible by the group counts");
   if (batch % bgc != 0) fail("batch must be divisible by batch_group_count");
@@ -443,7 +468,8 @@ Shape Inferrer::convolution() {
     int64_t ksize = k.dim(static_cast<int>(c.kernel_spatial[i]));
     if (w.size != ksize)
       fail(fmt::format("window size {} differs from kernel spatial size {}", w.size, ksize));
-    out[static_cast<size_t>(c.output_spatial[i])] = window_output(in.dim(static_cast<int>(c.input_spatial[i])), w);
+    out[static_cast<size_t>(c.output_spatial[i])] =
+        window_output(in.dim(static_cast<int>(c.input_spatial[i])), w);
   }
   return Shape(instr_.shape.is_array() ? instr_.shape.dtype() : in.dtype(), out);
 }
@@ -455,26 +481,33 @@ Shape Inferrer::gather() {
   if (!is_integral(idx.dtype())) fail("start indices must be integers");
   const GatherDims& g = instr_.attrs.gather;
   const auto& sizes = instr_.attrs.gather_slice_sizes;
-  if (static_cast<int>(sizes.size()) != x.rank()) fail("slice_sizes needs one entry per operand dim");
-  if (g.index_vector_dim < 0 || g.index_vector_dim > idx.rank()) fail("index_vector_dim out of range");
-  int64_t index_len = g.index_vector_dim == idx.rank() ? 1 : idx.dim(static_cast<int>(g.index_vector_dim));
+  if (static_cast<int>(sizes.size()) != x.rank())
+    fail("slice_sizes needs one entry per operand dim");
+  if (g.index_vector_dim < 0 || g.index_vector_dim > idx.rank())
+    fail("index_vector_dim out of range");
+  int64_t index_len =
+      g.index_vector_dim == idx.rank() ? 1 : idx.dim(static_cast<int>(g.index_vector_dim));
   if (static_cast<int64_t>(g.start_index_map.size()) != index_len)
-    fail(fmt::format("start_index_map has {} entries, index vectors have {}", g.start_index_map.size(), index_len));
+    fail(fmt::format("start_index_map has {} entries, index vectors have {}",
+                     g.start_index_map.size(), index_len));
   check_unique_dims(g.start_index_map, x.rank(), "start_index_map entry");
   std::vector<int64_t> dropped = g.collapsed_slice_dims;
   dropped.insert(dropped.end(), g.operand_batching_dims.begin(), g.operand_batching_dims.end());
   check_unique_dims(dropped, x.rank(), "collapsed/batching operand dim");
   for (int64_t d : dropped)
-    if (sizes[static_cast<size_t>(d)] > 1) fail(fmt::format("collapsed dim {} must have slice size <= 1", d));
+    if (sizes[static_cast<size_t>(d)] > 1)
+      fail(fmt::format("collapsed dim {} must have slice size <= 1", d));
   for (int i = 0; i < x.rank(); ++i)
     if (sizes[static_cast<size_t>(i)] < 0 || sizes[static_cast<size_t>(i)] > x.dim(i))
-      fail(fmt::format("slice size {} invalid for operand dim {}", sizes[static_cast<size_t>(i)], i));
+      fail(fmt::format("slice size {} invalid for operand dim {}", sizes[static_cast<size_t>(i)],
+                       i));
   std::vector<int64_t> offset_sizes;
   for (int i = 0; i < x.rank(); ++i)
     if (std::find(dropped.begin(), dropped.end(), i) == dropped.end())
       offset_sizes.push_back(sizes[static_cast<size_t>(i)]);
   if (offset_sizes.size() != g.offset_dims.size())
-    fail(fmt::format("offset_dims has {} entries, expected {}", g.offset_dims.size(), offset_sizes.size()));
+    fail(fmt::format("offset_dims has {} entries, expected {}", g.offset_dims.size(),
+                     offset_sizes.size()));
   std::vector<int64_t> batch_sizes;
   for (int i = 0; i < idx.rank(); ++i)
     if (i != g.index_vector_dim) batch_sizes.push_back(idx.dim(i));
@@ -496,7 +529,8 @@ Shape Inferrer::gather() {
 // scatter(x_0..x_{n-1}, indices, u_0..u_{n-1}): one result per operand, a
 // tuple when variadic; every operand (and update) has the first one's dims.
 Shape Inferrer::scatter() {
-  if (ops_.size() < 3 || ops_.size() % 2 == 0) fail(fmt::format("expected 2N+1 operands, got {}", ops_.size()));
+  if (ops_.size() < 3 || ops_.size() % 2 == 0)
+    fail(fmt::format("expected 2N+1 operands, got {}", ops_.size()));
   const size_t n = (ops_.size() - 1) / 2;
   const Shape& x = array_operand(0);
   const Shape& idx = array_operand(n);
@@ -506,16 +540,19 @@ Shape Inferrer::scatter() {
   for (size_t i = 0; i < n; ++i) {
     const Shape& xi = array_operand(i);
     const Shape& ui = array_operand(n + 1 + i);
-    if (xi.dims() != x.dims() || ui.dims() != upd.dims()) fail("variadic scatter operands must have equal dims");
+    if (xi.dims() != x.dims() || ui.dims() != upd.dims())
+      fail("variadic scatter operands must have equal dims");
     check_same_dtype(xi, ui);
     results.emplace_back(xi.dtype(), xi.dims());
   }
   const ScatterDims& s = instr_.attrs.scatter;
-  if (s.index_vector_dim < 0 || s.index_vector_dim > idx.rank()) fail("index_vector_dim out of range");
+  if (s.index_vector_dim < 0 || s.index_vector_dim > idx.rank())
+    fail("index_vector_dim out of range");
   int64_t scatter_rank = idx.rank() - (s.index_vector_dim < idx.rank() ? 1 : 0);
-  if (upd.rank() != static_cast<int>(s.update_window_dims.size() + static_cast<size_t>(scatter_rank)))
-    fail(fmt::format("updates rank {} must be update_window_dims ({}) + scatter dims ({})", upd.rank(),
-                     s.update_window_dims.size(), scatter_rank));
+  if (upd.rank() !=
+      static_cast<int>(s.update_window_dims.size() + static_cast<size_t>(scatter_rank)))
+    fail(fmt::format("updates rank {} must be update_window_dims ({}) + scatter dims ({})",
+                     upd.rank(), s.update_window_dims.size(), scatter_rank));
   if (x.rank() != static_cast<int>(s.update_window_dims.size() + s.inserted_window_dims.size() +
                                    s.input_batching_dims.size()))
     fail("operand rank must equal update window dims + inserted window dims + batching dims");
@@ -532,14 +569,16 @@ Shape Inferrer::while_loop() {
     auto check_param = [&](const Computation& c) {
       auto params = c.parameters();
       if (params.size() != 1 || !(c.instr(params[0]).shape == init))
-        fail(fmt::format("'{}' must take one parameter of shape {}", c.name(), init.to_string(false)));
+        fail(fmt::format("'{}' must take one parameter of shape {}", c.name(),
+                         init.to_string(false)));
     };
     check_param(*cond);
     check_param(*body);
     if (!(cond->root_instr().shape == Shape::scalar(DType::kPred)))
       fail(fmt::format("condition '{}' must return pred[]", cond->name()));
     if (!(body->root_instr().shape == init))
-      fail(fmt::format("body '{}' must return the loop state shape {}", body->name(), init.to_string(false)));
+      fail(fmt::format("body '{}' must return the loop state shape {}", body->name(),
+                       init.to_string(false)));
   }
   return init;
 }
@@ -549,11 +588,12 @@ Shape Inferrer::call() {
   if (!c) return instr_.shape;
   auto params = c->parameters();
   if (params.size() != ops_.size())
-    fail(fmt::format("'{}' takes {} parameters, called with {}", c->name(), params.size(), ops_.size()));
+    fail(fmt::format("'{}' takes {} parameters, called with {}", c->name(), params.size(),
+                     ops_.size()));
   for (size_t i = 0; i < params.size(); ++i)
     if (!(c->instr(params[i]).shape == *ops_[i]))
-      fail(fmt::format("argument {} has shape {}, '{}' expects {}", i, ops_[i]->to_string(false), c->name(),
-                       c->instr(params[i]).shape.to_string(false)));
+      fail(fmt::format("argument {} has shape {}, '{}' expects {}", i, ops_[i]->to_string(false),
+                       c->name(), c->instr(params[i]).shape.to_string(false)));
   return c->root_instr().shape;
 }
 
@@ -582,7 +622,8 @@ int64_t Inferrer::divisible_collective_dim(const Shape& x) const {
   int64_t d = collective_dim(x);
   int64_t g = group_size();
   if (x.dim(static_cast<int>(d)) % g != 0)
-    fail(fmt::format("dim {} of size {} is not divisible by the group size {}", d, x.dim(static_cast<int>(d)), g));
+    fail(fmt::format("dim {} of size {} is not divisible by the group size {}", d,
+                     x.dim(static_cast<int>(d)), g));
   return d;
 }
 
@@ -602,12 +643,14 @@ Shape Inferrer::all_to_all() {
   // Tuple all-to-all: operand i is the chunk sent to group member i; no
   // split dimension, every chunk the same shape.
   if (ops_.empty()) fail("needs at least one operand");
-  if (!instr_.attrs.dimensions.empty()) fail("an all-to-all of several operands takes no dimensions={}");
+  if (!instr_.attrs.dimensions.empty())
+    fail("an all-to-all of several operands takes no dimensions={}");
   if (static_cast<int64_t>(ops_.size()) != group_size())
     fail(fmt::format("{} operands for a group of {}", ops_.size(), group_size()));
   std::vector<Shape> results;
   for (size_t i = 0; i < ops_.size(); ++i) {
-    if (!(array_operand(i) == array_operand(0))) fail("tuple all-to-all chunks must have equal shapes");
+    if (!(array_operand(i) == array_operand(0)))
+      fail("tuple all-to-all chunks must have equal shapes");
     results.push_back(*ops_[i]);
   }
   return Shape::tuple(std::move(results));
@@ -628,8 +671,9 @@ Shape Inferrer::bitcast_convert() {
     dims.push_back(in_bytes / out_bytes);
   } else if (in_bytes < out_bytes) {
     if (dims.empty() || dims.back() != out_bytes / in_bytes)
-      fail(fmt::format("bitcast-convert {} to {} needs a minor dim of {}, got {}", dtype_name(x.dtype()),
-                       dtype_name(to), out_bytes / in_bytes, x.to_string(false)),
+      fail(fmt::format("bitcast-convert {} to {} needs a minor dim of {}, got {}",
+                       dtype_name(x.dtype()), dtype_name(to), out_bytes / in_bytes,
+                       x.to_string(false)),
            "the narrower operand's last dim holds the pieces of one wider element");
     dims.pop_back();
   }
@@ -641,18 +685,21 @@ Shape Inferrer::bitcast_convert() {
 Shape Inferrer::sort() {
   if (ops_.empty()) fail("needs at least one operand");
   const Shape& first = array_operand(0);
-  if (instr_.attrs.dimensions.size() != 1) fail("expected dimensions={d} naming the sort dimension");
+  if (instr_.attrs.dimensions.size() != 1)
+    fail("expected dimensions={d} naming the sort dimension");
   check_dim_index(instr_.attrs.dimensions[0], first.rank(), "sort dimension");
   std::vector<Shape> results;
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Shape& s = array_operand(i);
     if (s.dims() != first.dims())
-      fail(fmt::format("operand {} is {} but operand 0 is {}", i, s.to_string(false), first.to_string(false)));
+      fail(fmt::format("operand {} is {} but operand 0 is {}", i, s.to_string(false),
+                       first.to_string(false)));
     results.push_back(s);
   }
   if (const Computation* cmp = callee(0)) {
     if (cmp->parameters().size() != 2 * ops_.size())
-      fail(fmt::format("comparator '{}' must take {} parameters (two per operand)", cmp->name(), 2 * ops_.size()));
+      fail(fmt::format("comparator '{}' must take {} parameters (two per operand)", cmp->name(),
+                       2 * ops_.size()));
     if (!(cmp->root_instr().shape == Shape::scalar(DType::kPred)))
       fail(fmt::format("comparator '{}' must return pred[]", cmp->name()));
   }
@@ -680,14 +727,16 @@ Shape Inferrer::fft() {
   const Shape& x = array_operand(0);
   const auto& len = instr_.attrs.fft_length;
   if (len.empty() || len.size() > 3) fail("fft_length needs 1 to 3 entries");
-  if (static_cast<int>(len.size()) > x.rank()) fail("fft_length has more entries than the operand has dims");
+  if (static_cast<int>(len.size()) > x.rank())
+    fail("fft_length has more entries than the operand has dims");
   const std::string& type = instr_.attrs.fft_type;
   const size_t first = static_cast<size_t>(x.rank()) - len.size();
   std::vector<int64_t> dims = x.dims();
   auto check_dims = [&](size_t upto, const char* what) {
     for (size_t i = 0; i < upto; ++i)
       if (dims[first + i] != len[i])
-        fail(fmt::format("{} dim {} is {} but fft_length says {}", what, first + i, dims[first + i], len[i]));
+        fail(fmt::format("{} dim {} is {} but fft_length says {}", what, first + i, dims[first + i],
+                         len[i]));
   };
   if (type == "FFT" || type == "IFFT") {
     if (!is_complex(x.dtype())) fail(fmt::format("{} needs a complex operand", type));
@@ -695,7 +744,8 @@ Shape Inferrer::fft() {
     return x;
   }
   if (type == "RFFT") {
-    if (x.dtype() != DType::kF32 && x.dtype() != DType::kF64) fail("RFFT needs an f32 or f64 operand");
+    if (x.dtype() != DType::kF32 && x.dtype() != DType::kF64)
+      fail("RFFT needs an f32 or f64 operand");
     check_dims(len.size(), "operand");
     dims.back() = len.back() / 2 + 1;
     return Shape(x.dtype() == DType::kF32 ? DType::kC64 : DType::kC128, dims);
@@ -704,8 +754,8 @@ Shape Inferrer::fft() {
     if (!is_complex(x.dtype())) fail("IRFFT needs a complex operand");
     check_dims(len.size() - 1, "operand");
     if (dims.back() != len.back() / 2 + 1)
-      fail(fmt::format("IRFFT operand's last dim is {} but fft_length {} needs {}", dims.back(), len.back(),
-                       len.back() / 2 + 1));
+      fail(fmt::format("IRFFT operand's last dim is {} but fft_length {} needs {}", dims.back(),
+                       len.back(), len.back() / 2 + 1));
     dims.back() = len.back();
     return Shape(real_part_type(x.dtype()), dims);
   }
@@ -718,11 +768,13 @@ Shape Inferrer::fft() {
 Shape Inferrer::conditional() {
   if (ops_.empty()) fail("needs a selector operand");
   const Shape& selector = array_operand(0);
-  if (!selector.is_scalar() || (selector.dtype() != DType::kPred && selector.dtype() != DType::kS32))
+  if (!selector.is_scalar() ||
+      (selector.dtype() != DType::kPred && selector.dtype() != DType::kS32))
     fail(fmt::format("the selector must be pred[] or s32[], got {}", selector.to_string(false)));
   const size_t branches = instr_.called.size();
   if (branches == 0) fail("needs at least one branch computation");
-  if (selector.dtype() == DType::kPred && branches != 2) fail("a pred selector needs exactly two branches");
+  if (selector.dtype() == DType::kPred && branches != 2)
+    fail("a pred selector needs exactly two branches");
   expect_operands(branches + 1);
   if (!ctx_.module) return instr_.shape;
   std::optional<Shape> result;
@@ -734,8 +786,8 @@ Shape Inferrer::conditional() {
                        ops_[b + 1]->to_string(false)));
     const Shape& root = branch->root_instr().shape;
     if (result && !(root == *result))
-      fail(fmt::format("branch '{}' returns {} but branch 0 returns {}", branch->name(), root.to_string(false),
-                       result->to_string(false)));
+      fail(fmt::format("branch '{}' returns {} but branch 0 returns {}", branch->name(),
+                       root.to_string(false), result->to_string(false)));
     result = root;
   }
   return *result;
@@ -753,10 +805,11 @@ Shape Inferrer::select_and_scatter() {
   const auto& w = instr_.attrs.window;
   if (static_cast<int>(w.size()) != x.rank()) fail("window needs one entry per operand dim");
   std::vector<int64_t> windows;
-  for (int i = 0; i < x.rank(); ++i) windows.push_back(window_output(x.dim(i), w[static_cast<size_t>(i)]));
+  for (int i = 0; i < x.rank(); ++i)
+    windows.push_back(window_output(x.dim(i), w[static_cast<size_t>(i)]));
   if (src.dims() != windows)
-    fail(fmt::format("source is {} but the window over the operand gives [{}]", src.to_string(false),
-                     fmt::join(windows, ",")));
+    fail(fmt::format("source is {} but the window over the operand gives [{}]",
+                     src.to_string(false), fmt::join(windows, ",")));
   callee(0);
   callee(1);
   return Shape(x.dtype(), x.dims());
@@ -769,9 +822,11 @@ Shape Inferrer::map() {
   for (size_t i = 1; i < ops_.size(); ++i)
     if (array_operand(i).dims() != first.dims()) fail("map operands must have equal dims");
   const Computation* f = callee(0);
-  if (!f) return Shape(instr_.shape.is_array() ? instr_.shape.dtype() : first.dtype(), first.dims());
+  if (!f)
+    return Shape(instr_.shape.is_array() ? instr_.shape.dtype() : first.dtype(), first.dims());
   if (f->parameters().size() != ops_.size())
-    fail(fmt::format("'{}' takes {} parameters, map has {} operands", f->name(), f->parameters().size(), ops_.size()));
+    fail(fmt::format("'{}' takes {} parameters, map has {} operands", f->name(),
+                     f->parameters().size(), ops_.size()));
   const Shape& root = f->root_instr().shape;
   if (!root.is_scalar()) fail(fmt::format("'{}' must return a scalar", f->name()));
   return Shape(root.dtype(), first.dims());
@@ -782,8 +837,8 @@ Shape Inferrer::fusion() {
   const Computation* f = callee(0);
   if (!f) return instr_.shape;
   if (f->parameters().size() != ops_.size())
-    fail(fmt::format("fused computation '{}' takes {} parameters, fusion has {} operands", f->name(),
-                     f->parameters().size(), ops_.size()));
+    fail(fmt::format("fused computation '{}' takes {} parameters, fusion has {} operands",
+                     f->name(), f->parameters().size(), ops_.size()));
   return f->root_instr().shape;
 }
 
@@ -801,7 +856,8 @@ Shape Inferrer::batch_norm() {
     const bool full = op == Opcode::kBatchNormGrad && i == 4;
     const Shape& expected = full ? x : feature;
     if (!(array_operand(i) == expected))
-      fail(fmt::format("operand {} is {}, expected {}", i, ops_[i]->to_string(false), expected.to_string(false)));
+      fail(fmt::format("operand {} is {}, expected {}", i, ops_[i]->to_string(false),
+                       expected.to_string(false)));
   }
   if (op == Opcode::kBatchNormInference) return x;
   return Shape::tuple({x, feature, feature});
@@ -815,11 +871,13 @@ Shape Inferrer::triangular_solve() {
   check_same_dtype(a, b);
   if (a.rank() < 2 || a.rank() != b.rank()) fail("a and b need equal rank >= 2");
   const int r = a.rank();
-  if (a.dim(r - 1) != a.dim(r - 2)) fail(fmt::format("a must be square in its minor dims, got {}", a.to_string(false)));
+  if (a.dim(r - 1) != a.dim(r - 2))
+    fail(fmt::format("a must be square in its minor dims, got {}", a.to_string(false)));
   const int64_t solved = instr_.attrs.left_side ? b.dim(r - 2) : b.dim(r - 1);
   if (solved != a.dim(r - 1))
-    fail(fmt::format("b's {} dim is {} but a is {}x{}", instr_.attrs.left_side ? "second-minor" : "minor", solved,
-                     a.dim(r - 1), a.dim(r - 1)));
+    fail(fmt::format("b's {} dim is {} but a is {}x{}",
+                     instr_.attrs.left_side ? "second-minor" : "minor", solved, a.dim(r - 1),
+                     a.dim(r - 1)));
   for (int i = 0; i < r - 2; ++i)
     if (a.dim(i) != b.dim(i)) fail("a and b batch dims differ");
   return b;
@@ -837,8 +895,8 @@ Shape Inferrer::cholesky() {
 const Shape& Inferrer::tuple_operand_element(size_t operand, int64_t index) const {
   const Shape& t = *ops_[operand];
   if (!t.is_tuple() || index >= static_cast<int64_t>(t.tuple_shapes().size()))
-    fail(fmt::format("operand {} must be a tuple of at least {} elements, got {}", operand, index + 1,
-                     t.to_string(false)));
+    fail(fmt::format("operand {} must be a tuple of at least {} elements, got {}", operand,
+                     index + 1, t.to_string(false)));
   return t.tuple_shape(static_cast<int>(index));
 }
 
@@ -850,7 +908,8 @@ const Shape& Inferrer::tuple_operand_element(size_t operand, int64_t index) cons
 Shape Inferrer::async_start() {
   const Shape& written = instr_.shape;
   if (!written.is_tuple() || written.tuple_shapes().size() < 2)
-    fail(fmt::format("result must be a tuple (operands, result, ...), got {}", written.to_string(false)));
+    fail(fmt::format("result must be a tuple (operands, result, ...), got {}",
+                     written.to_string(false)));
   const Opcode op = instr_.opcode;
   Shape operands;
   if (op == Opcode::kAsyncStart || (op == Opcode::kAllGatherStart && ops_.size() > 1)) {
@@ -863,7 +922,8 @@ Shape Inferrer::async_start() {
   }
   const size_t operands_at = op == Opcode::kCopyStart ? 1 : 0;
   if (!(written.tuple_shape(static_cast<int>(operands_at)) == operands))
-    fail(fmt::format("tuple element {} must be the operands {}, got {}", operands_at, operands.to_string(false),
+    fail(fmt::format("tuple element {} must be the operands {}, got {}", operands_at,
+                     operands.to_string(false),
                      written.tuple_shape(static_cast<int>(operands_at)).to_string(false)));
   // The result: what the wrapped op gives, inferred as if it ran alone.
   std::optional<Shape> result;
@@ -871,7 +931,8 @@ Shape Inferrer::async_start() {
     result = *ops_[0];
   } else if (op == Opcode::kAllGatherStart || instr_.attrs.async_wrapped) {
     Instruction wrapped = instr_;
-    wrapped.opcode = op == Opcode::kAllGatherStart ? Opcode::kAllGather : *instr_.attrs.async_wrapped;
+    wrapped.opcode =
+        op == Opcode::kAllGatherStart ? Opcode::kAllGather : *instr_.attrs.async_wrapped;
     wrapped.attrs.async_wrapped.reset();
     wrapped.shape = written.tuple_shape(op == Opcode::kCopyStart ? 0 : 1);
     result = Inferrer(wrapped, ops_, ctx_).run();
@@ -880,8 +941,8 @@ Shape Inferrer::async_start() {
   }
   const int result_at = op == Opcode::kCopyStart ? 0 : 1;
   if (result && !(written.tuple_shape(result_at) == *result))
-    fail(fmt::format("tuple element {} must be the result {}, got {}", result_at, result->to_string(false),
-                     written.tuple_shape(result_at).to_string(false)));
+    fail(fmt::format("tuple element {} must be the result {}, got {}", result_at,
+                     result->to_string(false), written.tuple_shape(result_at).to_string(false)));
   return written;
 }
 
@@ -898,7 +959,8 @@ Shape Inferrer::run() {
     case Opcode::kConstant:
       expect_operands(0);
       if (instr_.attrs.literal && !(instr_.attrs.literal->shape() == instr_.shape))
-        fail(fmt::format("literal of shape {} does not match {}", instr_.attrs.literal->shape().to_string(false),
+        fail(fmt::format("literal of shape {} does not match {}",
+                         instr_.attrs.literal->shape().to_string(false),
                          instr_.shape.to_string(false)));
       return instr_.shape;
     case Opcode::kIota:
@@ -906,46 +968,64 @@ Shape Inferrer::run() {
       if (!instr_.shape.is_array()) fail("iota must produce an array");
       check_dim_index(instr_.attrs.iota_dimension, instr_.shape.rank(), "iota_dimension");
       return instr_.shape;
-    case Opcode::kBroadcast: return broadcast();
+    case Opcode::kBroadcast:
+      return broadcast();
     case Opcode::kReshape: {
       expect_operands(1);
       const Shape& x = array_operand(0);
       Shape out(x.dtype(), instr_.shape.dims());
       if (out.num_elements() != x.num_elements())
-        fail(fmt::format("cannot reshape {} to {}: element counts differ", x.to_string(false), out.to_string(false)));
+        fail(fmt::format("cannot reshape {} to {}: element counts differ", x.to_string(false),
+                         out.to_string(false)));
       return out;
     }
     case Opcode::kTranspose: {
       expect_operands(1);
       const Shape& x = array_operand(0);
       const auto& perm = instr_.attrs.dimensions;
-      if (static_cast<int>(perm.size()) != x.rank()) fail("permutation must have one entry per dim");
+      if (static_cast<int>(perm.size()) != x.rank())
+        fail("permutation must have one entry per dim");
       check_unique_dims(perm, x.rank(), "permutation entry");
       std::vector<int64_t> out;
       for (int64_t p : perm) out.push_back(x.dim(static_cast<int>(p)));
       return Shape(x.dtype(), out);
     }
-    case Opcode::kSlice: return slice();
-    case Opcode::kPad: return pad();
-    case Opcode::kConcatenate: return concatenate();
+    case Opcode::kSlice:
+      return slice();
+    case Opcode::kPad:
+      return pad();
+    case Opcode::kConcatenate:
+      return concatenate();
     case Opcode::kReverse: {
       expect_operands(1);
       const Shape& x = array_operand(0);
       check_unique_dims(instr_.attrs.dimensions, x.rank(), "reverse dimension");
       return x;
     }
-    case Opcode::kDynamicSlice: return dynamic_slice();
-    case Opcode::kDynamicUpdateSlice: return dynamic_update_slice();
-    case Opcode::kSelect: return select();
-    case Opcode::kClamp: return clamp();
-    case Opcode::kReduce: return reduce();
-    case Opcode::kReduceWindow: return reduce_window();
-    case Opcode::kDot: return dot();
-    case Opcode::kConvolution: return convolution();
-    case Opcode::kGather: return gather();
-    case Opcode::kScatter: return scatter();
-    case Opcode::kWhile: return while_loop();
-    case Opcode::kCall: return call();
+    case Opcode::kDynamicSlice:
+      return dynamic_slice();
+    case Opcode::kDynamicUpdateSlice:
+      return dynamic_update_slice();
+    case Opcode::kSelect:
+      return select();
+    case Opcode::kClamp:
+      return clamp();
+    case Opcode::kReduce:
+      return reduce();
+    case Opcode::kReduceWindow:
+      return reduce_window();
+    case Opcode::kDot:
+      return dot();
+    case Opcode::kConvolution:
+      return convolution();
+    case Opcode::kGather:
+      return gather();
+    case Opcode::kScatter:
+      return scatter();
+    case Opcode::kWhile:
+      return while_loop();
+    case Opcode::kCall:
+      return call();
     case Opcode::kTuple: {
       std::vector<Shape> elems;
       for (const Shape* s : ops_) elems.push_back(*s);
@@ -967,13 +1047,18 @@ Shape Inferrer::run() {
     case Opcode::kAllReduce:
       callee(0);
       return per_operand(&Inferrer::all_reduce_one);
-    case Opcode::kAllGather: return per_operand(&Inferrer::all_gather_one);
-    case Opcode::kReduceScatter: callee(0); return per_operand(&Inferrer::reduce_scatter_one);
-    case Opcode::kAllToAll: return all_to_all();
+    case Opcode::kAllGather:
+      return per_operand(&Inferrer::all_gather_one);
+    case Opcode::kReduceScatter:
+      callee(0);
+      return per_operand(&Inferrer::reduce_scatter_one);
+    case Opcode::kAllToAll:
+      return all_to_all();
     case Opcode::kCollectivePermute:
       expect_operands(1);
       return array_operand(0);
-    case Opcode::kCustomCall: return instr_.shape;
+    case Opcode::kCustomCall:
+      return instr_.shape;
     case Opcode::kBitcast:
       // A layout-changing reinterpretation: the written shape, same bytes.
       expect_operands(1);
@@ -981,7 +1066,8 @@ Shape Inferrer::run() {
         fail(fmt::format("bitcast from {} to {} changes the byte size", ops_[0]->to_string(false),
                          instr_.shape.to_string(false)));
       return instr_.shape;
-    case Opcode::kBitcastConvert: return bitcast_convert();
+    case Opcode::kBitcastConvert:
+      return bitcast_convert();
     case Opcode::kStochasticConvert: {
       expect_operands(2);
       const Shape& x = array_operand(0);
@@ -993,16 +1079,21 @@ Shape Inferrer::run() {
     case Opcode::kOptimizationBarrier:
       expect_operands(1);
       return *ops_[0];
-    case Opcode::kSort: return sort();
-    case Opcode::kTopK: return topk();
-    case Opcode::kFft: return fft();
+    case Opcode::kSort:
+      return sort();
+    case Opcode::kTopK:
+      return topk();
+    case Opcode::kFft:
+      return fft();
     case Opcode::kRng: {
       // rng(a, b): scalar parameters of the result's element type.
       expect_operands(2);
       for (size_t i = 0; i < 2; ++i)
-        if (!array_operand(i).is_scalar() || (instr_.shape.is_array() && ops_[i]->dtype() != instr_.shape.dtype()))
+        if (!array_operand(i).is_scalar() ||
+            (instr_.shape.is_array() && ops_[i]->dtype() != instr_.shape.dtype()))
           fail(fmt::format("operand {} must be a scalar of the result's element type", i));
-      if (instr_.attrs.rng_distribution.empty()) fail("needs distribution=rng_uniform or rng_normal");
+      if (instr_.attrs.rng_distribution.empty())
+        fail("needs distribution=rng_uniform or rng_normal");
       return instr_.shape;
     }
     case Opcode::kRngGetAndUpdateState:
@@ -1028,20 +1119,27 @@ Shape Inferrer::run() {
       const size_t n = instr_.opcode == Opcode::kInfeed ? 2 : 3;
       if (!instr_.shape.is_tuple() || instr_.shape.tuple_shapes().size() != n ||
           !(instr_.shape.tuple_shapes().back() == Shape::scalar(DType::kToken)))
-        fail(fmt::format("result must be a {}-tuple ending in token[], got {}", n, instr_.shape.to_string(false)));
+        fail(fmt::format("result must be a {}-tuple ending in token[], got {}", n,
+                         instr_.shape.to_string(false)));
       return instr_.shape;
     }
     case Opcode::kCopyStart:
     case Opcode::kAllGatherStart:
     case Opcode::kCollectivePermuteStart:
-    case Opcode::kAsyncStart: return async_start();
-    case Opcode::kConditional: return conditional();
-    case Opcode::kSelectAndScatter: return select_and_scatter();
-    case Opcode::kMap: return map();
-    case Opcode::kFusion: return fusion();
+    case Opcode::kAsyncStart:
+      return async_start();
+    case Opcode::kConditional:
+      return conditional();
+    case Opcode::kSelectAndScatter:
+      return select_and_scatter();
+    case Opcode::kMap:
+      return map();
+    case Opcode::kFusion:
+      return fusion();
     case Opcode::kAfterAll:
       for (size_t i = 0; i < ops_.size(); ++i)
-        if (!(*ops_[i] == Shape::scalar(DType::kToken))) fail(fmt::format("operand {} must be a token", i));
+        if (!(*ops_[i] == Shape::scalar(DType::kToken)))
+          fail(fmt::format("operand {} must be a token", i));
       return Shape::scalar(DType::kToken);
     case Opcode::kAddDependency:
       expect_operands(2);
@@ -1064,11 +1162,14 @@ Shape Inferrer::run() {
       check_scalar_int(1);
       return x;
     }
-    case Opcode::kCholesky: return cholesky();
-    case Opcode::kTriangularSolve: return triangular_solve();
+    case Opcode::kCholesky:
+      return cholesky();
+    case Opcode::kTriangularSolve:
+      return triangular_solve();
     case Opcode::kBatchNormTraining:
     case Opcode::kBatchNormInference:
-    case Opcode::kBatchNormGrad: return batch_norm();
+    case Opcode::kBatchNormGrad:
+      return batch_norm();
     case Opcode::kOutfeed:
       expect_operands(2);
       return Shape::scalar(DType::kToken);
@@ -1107,7 +1208,8 @@ Shape Inferrer::run() {
     case Opcode::kCollectiveBroadcast:
       expect_operands(1);
       return *ops_[0];
-    default: break;
+    default:
+      break;
   }
   fail("no shape rule for this opcode");
 }
@@ -1119,8 +1221,8 @@ std::optional<DotSparsity> dot_sparsity(const Attributes& attrs) {
     if (key != "sparsity") continue;
     long long dim = 0, n = 0, m = 0;
     char side = 0;
-    if (std::sscanf(value.c_str(), "%c.%lld@%lld:%lld", &side, &dim, &n, &m) != 4 || n < 1 || m < n ||
-        (side != 'L' && side != 'R'))
+    if (std::sscanf(value.c_str(), "%c.%lld@%lld:%lld", &side, &dim, &n, &m) != 4 || n < 1 ||
+        m < n || (side != 'L' && side != 'R'))
       return std::nullopt;
     return DotSparsity{side == 'R' ? 1 : 0, dim, n, m};
   }

@@ -20,13 +20,15 @@ namespace {
 const Computation* computation_holding(const Module& module, const Instruction& instr) {
   for (const Computation& comp : module.computations()) {
     const auto& instrs = comp.instructions();
-    if (!instrs.empty() && &instr >= instrs.data() && &instr < instrs.data() + instrs.size()) return &comp;
+    if (!instrs.empty() && &instr >= instrs.data() && &instr < instrs.data() + instrs.size())
+      return &comp;
   }
   // A copy of the instruction: the computation with a while of that name and
   // the same condition/body.
   for (const Computation& comp : module.computations()) {
     InstrId id = comp.find(instr.name);
-    if (id != kNoId && comp.instr(id).opcode == Opcode::kWhile && comp.instr(id).called == instr.called)
+    if (id != kNoId && comp.instr(id).opcode == Opcode::kWhile &&
+        comp.instr(id).called == instr.called)
       return &comp;
   }
   return nullptr;
@@ -35,7 +37,8 @@ const Computation* computation_holding(const Module& module, const Instruction& 
 std::optional<int64_t> integer_constant(const Instruction& instr) {
   if (instr.opcode != Opcode::kConstant || !instr.attrs.literal) return std::nullopt;
   const Literal& lit = *instr.attrs.literal;
-  if (lit.is_tuple() || !lit.shape().is_scalar() || !is_integral(lit.shape().dtype())) return std::nullopt;
+  if (lit.is_tuple() || !lit.shape().is_scalar() || !is_integral(lit.shape().dtype()))
+    return std::nullopt;
   return static_cast<int64_t>(lit.scalar_value());
 }
 
@@ -43,7 +46,8 @@ std::optional<int64_t> integer_constant(const Instruction& instr) {
 // through get-tuple-element(tuple(..., e_j, ...), j) -> e_j (a copied body).
 std::optional<int64_t> state_element_index(const Computation& comp, const Instruction& instr_ref) {
   const Instruction* at = &instr_ref;
-  while (at->opcode == Opcode::kGetTupleElement && comp.instr(at->operand(0)).opcode == Opcode::kTuple)
+  while (at->opcode == Opcode::kGetTupleElement &&
+         comp.instr(at->operand(0)).opcode == Opcode::kTuple)
     at = &comp.instr(comp.instr(at->operand(0)).operand(static_cast<int>(at->attrs.tuple_index)));
   const Instruction& instr = *at;
   if (instr.opcode != Opcode::kGetTupleElement) return std::nullopt;
@@ -53,8 +57,8 @@ std::optional<int64_t> state_element_index(const Computation& comp, const Instru
 }
 
 struct LoopParts {
-  const Computation& outer;      // holds the while
-  const Instruction& init;       // the while's operand
+  const Computation& outer;  // holds the while
+  const Instruction& init;   // the while's operand
   const Computation& condition;
   const Computation& body;
 };
@@ -98,7 +102,8 @@ std::optional<int64_t> counter_step(const LoopParts& loop, int64_t k) {
 int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 
 // Iterations of `for (i = start; i <dir> limit; i += step)` on integers.
-std::optional<int64_t> iterations(int64_t start, int64_t limit, int64_t step, ComparisonDirection dir) {
+std::optional<int64_t> iterations(int64_t start, int64_t limit, int64_t step,
+                                  ComparisonDirection dir) {
   if (step == 0) return std::nullopt;  // runs forever or never: not a counted loop
   switch (dir) {
     case ComparisonDirection::kLt:  // i < limit: (limit - start) / step rounded up
@@ -124,11 +129,16 @@ std::optional<int64_t> iterations(int64_t start, int64_t limit, int64_t step, Co
 // The direction seen from the counter when it is the compare's right operand.
 ComparisonDirection swapped(ComparisonDirection d) {
   switch (d) {
-    case ComparisonDirection::kLt: return ComparisonDirection::kGt;
-    case ComparisonDirection::kLe: return ComparisonDirection::kGe;
-    case ComparisonDirection::kGt: return ComparisonDirection::kLt;
-    case ComparisonDirection::kGe: return ComparisonDirection::kLe;
-    default: return d;
+    case ComparisonDirection::kLt:
+      return ComparisonDirection::kGt;
+    case ComparisonDirection::kLe:
+      return ComparisonDirection::kGe;
+    case ComparisonDirection::kGt:
+      return ComparisonDirection::kLt;
+    case ComparisonDirection::kGe:
+      return ComparisonDirection::kLe;
+    default:
+      return d;
   }
 }
 
@@ -169,7 +179,8 @@ std::optional<int64_t> backend_config_trip_count(const std::string& config) {
 
 namespace {
 
-std::optional<int64_t> trip_count_in(const Module& module, const Computation* outer, const Instruction& while_instr) {
+std::optional<int64_t> trip_count_in(const Module& module, const Computation* outer,
+                                     const Instruction& while_instr) {
   if (while_instr.opcode != Opcode::kWhile || while_instr.called.size() != 2 ||
       while_instr.operand_count() != 1)
     return std::nullopt;

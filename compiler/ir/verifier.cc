@@ -22,17 +22,20 @@ void verify_computation(const Module& module, const Computation& comp) {
     const Instruction& instr = comp.instr(id);
     auto fail = [&](const std::string& what, const std::string& hint = "") {
       throw UserError(instr.location,
-                      fmt::format("{} '{}' in '{}': {}", opcode_name(instr.opcode), instr.name, comp.name(), what),
+                      fmt::format("{} '{}' in '{}': {}", opcode_name(instr.opcode), instr.name,
+                                  comp.name(), what),
                       hint);
     };
     if (!names.insert(instr.name).second) fail("duplicate instruction name");
     for (InstrId op : instr.operands) {
       if (op < 0 || op >= comp.size()) fail(fmt::format("operand id {} out of range", op));
-      if (op >= id) fail(fmt::format("operand '{}' is not defined before its use", comp.instr(op).name),
-                         "instructions must be in topological order (a cycle?)");
+      if (op >= id)
+        fail(fmt::format("operand '{}' is not defined before its use", comp.instr(op).name),
+             "instructions must be in topological order (a cycle?)");
     }
     for (CompId c : instr.called)
-      if (c < 0 || c >= module.computation_count()) fail(fmt::format("called computation id {} out of range", c));
+      if (c < 0 || c >= module.computation_count())
+        fail(fmt::format("called computation id {} out of range", c));
     if (instr.opcode == Opcode::kParameter) {
       int64_t n = instr.attrs.parameter_number;
       if (n < 0) fail("negative parameter number");
@@ -45,7 +48,8 @@ void verify_computation(const Module& module, const Computation& comp) {
       fail(fmt::format("declared shape {} but the operands give {}", instr.shape.to_string(false),
                        inferred.to_string(false)));
   }
-  if (!param_numbers.empty() && *param_numbers.rbegin() != static_cast<int64_t>(param_numbers.size()) - 1)
+  if (!param_numbers.empty() &&
+      *param_numbers.rbegin() != static_cast<int64_t>(param_numbers.size()) - 1)
     throw UserError(fmt::format("computation '{}': parameter numbers must be 0..{}", comp.name(),
                                 param_numbers.size() - 1));
 }
@@ -58,7 +62,8 @@ void verify_module(const Module& module) {
   std::set<std::string> names;
   for (const Computation& c : module.computations()) {
     if (!names.insert(c.name()).second)
-      throw UserError(fmt::format("module '{}': duplicate computation name '{}'", module.name(), c.name()));
+      throw UserError(
+          fmt::format("module '{}': duplicate computation name '{}'", module.name(), c.name()));
     verify_computation(module, c);
   }
 }

@@ -34,7 +34,8 @@ Dims complement(int64_t rank, const Dims& used) {
   return out;
 }
 
-std::optional<Sharding> along(const Sharding& s, const Dims& src, const Dims& tgt, int64_t tgt_rank) {
+std::optional<Sharding> along(const Sharding& s, const Dims& src, const Dims& tgt,
+                              int64_t tgt_rank) {
   if (!s.is_tiled()) {
     if (s.is_replicated() || s.is_manual()) return s;
     return std::nullopt;  // maximal: device placement does not spread
@@ -50,12 +51,13 @@ std::optional<Sharding> along(const Sharding& s, const DimCorrespondence& c) {
 
 // From operand k's sharding to the dot output: batch -> batch, own free
 // dims -> output; contracting dims become partial replication.
-std::optional<Sharding> dot_forward_from(const Instruction& dot, const Shape& lhs, const Shape& rhs, int k,
-                                         const Sharding& s) {
+std::optional<Sharding> dot_forward_from(const Instruction& dot, const Shape& lhs, const Shape& rhs,
+                                         int k, const Sharding& s) {
   const std::vector<DimLabel> labels = dot_labels(dot.attrs.dot, lhs.rank(), rhs.rank());
   const LabelKind free = k == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree;
-  return along(s, correspondence(labels, {LabelKind::kBatch, free}, k == 0 ? EinsumSide::kLhs : EinsumSide::kRhs,
-                                 EinsumSide::kOut, dot.shape.rank()));
+  return along(s, correspondence(labels, {LabelKind::kBatch, free},
+                                 k == 0 ? EinsumSide::kLhs : EinsumSide::kRhs, EinsumSide::kOut,
+                                 dot.shape.rank()));
 }
 
 // A convolution's einsum labels: its non-spatial and its spatial dims.
@@ -203,7 +205,8 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       if (!op_sharding(i) || op_sharding(i)->is_tuple()) continue;
       std::optional<Sharding> s = without_sorted_dim(*op_sharding(i), dim);
       if (!s) continue;
-      if (in.shape.is_tuple()) s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *s));
+      if (in.shape.is_tuple())
+        s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *s));
       out.push_back(*s);
     }
     // The results (values and indices) share one shape: a tiled leaf (from
@@ -215,8 +218,9 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     return out;
   }
 
-  if (is_elementwise(in.opcode) || in.opcode == Opcode::kAllReduce || in.opcode == Opcode::kStochasticConvert ||
-      in.opcode == Opcode::kBitcastConvert || (in.opcode == Opcode::kCustomCall && in.shape.is_array())) {
+  if (is_elementwise(in.opcode) || in.opcode == Opcode::kAllReduce ||
+      in.opcode == Opcode::kStochasticConvert || in.opcode == Opcode::kBitcastConvert ||
+      (in.opcode == Opcode::kCustomCall && in.shape.is_array())) {
     // Operands of the result's dims (scalar select predicates / clamp bounds
     // carry nothing). Level 0: only the most specific; later: each, to merge.
     std::vector<Sharding> cands;
@@ -253,7 +257,8 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     }
     case Opcode::kBroadcast: {
       if (level < 3 || !op_sharding(0) || op_sharding(0)->is_replicated()) return out;
-      offer(along(*op_sharding(0), iota_dims(op_shape(0).rank()), in.attrs.dimensions, in.shape.rank()));
+      offer(along(*op_sharding(0), iota_dims(op_shape(0).rank()), in.attrs.dimensions,
+                  in.shape.rank()));
       return out;
     }
     case Opcode::kReduce: {
@@ -261,17 +266,20 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       Dims kept = complement(op_shape(0).rank(), in.attrs.dimensions);
       for (int i = 0; i < n; ++i) {
         if (!op_sharding(i)) continue;
-        std::optional<Sharding> s = along(*op_sharding(i), kept, iota_dims(static_cast<int64_t>(kept.size())),
-                                          static_cast<int64_t>(kept.size()));
+        std::optional<Sharding> s =
+            along(*op_sharding(i), kept, iota_dims(static_cast<int64_t>(kept.size())),
+                  static_cast<int64_t>(kept.size()));
         if (!s) continue;
-        if (in.shape.is_tuple()) s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(n), *s));
+        if (in.shape.is_tuple())
+          s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(n), *s));
         out.push_back(*s);
       }
       return out;
     }
     case Opcode::kTranspose:
-      if (op_sharding(0)) offer(op_sharding(0)->is_tiled() ? transpose_sharding(*op_sharding(0), in.attrs.dimensions)
-                                                           : *op_sharding(0));
+      if (op_sharding(0))
+        offer(op_sharding(0)->is_tiled() ? transpose_sharding(*op_sharding(0), in.attrs.dimensions)
+                                         : *op_sharding(0));
       return out;
     case Opcode::kReshape:
     case Opcode::kBitcast: {
@@ -302,12 +310,14 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
         if (!op_sharding(i) || op_sharding(i)->is_tuple()) return out;
         leaves.push_back(*op_sharding(i));
       }
-      if (static_cast<int64_t>(leaves.size()) == in.shape.leaf_count()) out.push_back(Sharding::tuple(std::move(leaves)));
+      if (static_cast<int64_t>(leaves.size()) == in.shape.leaf_count())
+        out.push_back(Sharding::tuple(std::move(leaves)));
       return out;
     }
     case Opcode::kReverse:
       if (op_sharding(0))
-        offer(op_sharding(0)->is_tiled() ? reverse_sharding(*op_sharding(0), in.attrs.dimensions) : *op_sharding(0));
+        offer(op_sharding(0)->is_tiled() ? reverse_sharding(*op_sharding(0), in.attrs.dimensions)
+                                         : *op_sharding(0));
       return out;
     case Opcode::kConcatenate: {
       std::vector<Sharding> cands;
@@ -315,8 +325,7 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
         if (!op_sharding(i)) continue;
         const Sharding& s = *op_sharding(i);
         // Level 0: not through a sharded concat dim.
-        if (level == 0 && s.is_tiled() &&
-            s.tile_assignment().dim(in.attrs.dimensions[0]) > 1)
+        if (level == 0 && s.is_tiled() && s.tile_assignment().dim(in.attrs.dimensions[0]) > 1)
           continue;
         cands.push_back(s);
       }
@@ -329,13 +338,17 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       auto sliced_dims = [&](const Shape& part) {
         Dims d;
         for (int64_t i = 0; i < in.shape.rank(); ++i)
-          if (part.dim(static_cast<int>(i)) != (in.opcode == Opcode::kDynamicSlice ? op_shape(0) : in.shape).dim(static_cast<int>(i)))
+          if (part.dim(static_cast<int>(i)) !=
+              (in.opcode == Opcode::kDynamicSlice ? op_shape(0) : in.shape)
+                  .dim(static_cast<int>(i)))
             d.push_back(i);
         return d;
       };
       if (op_sharding(0)) {
         const Sharding& s = *op_sharding(0);
-        offer(s.is_tiled() && in.opcode == Opcode::kDynamicSlice ? partially_replicate_on_dims(s, sliced_dims(in.shape)) : s);
+        offer(s.is_tiled() && in.opcode == Opcode::kDynamicSlice
+                  ? partially_replicate_on_dims(s, sliced_dims(in.shape))
+                  : s);
       }
       if (in.opcode == Opcode::kDynamicUpdateSlice && op_sharding(1)) {
         const Sharding& u = *op_sharding(1);
@@ -363,15 +376,18 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       // the larger operand first.
       const ConvLabels cl = conv_labels(in, op_shape(0));
       const std::vector<DimLabel> e = conv_einsum(cl);
-      if (cl.ungrouped && !tiles_any(op_sharding(0), dims_of(e, LabelKind::kWindowed, EinsumSide::kLhs)) &&
+      if (cl.ungrouped &&
+          !tiles_any(op_sharding(0), dims_of(e, LabelKind::kWindowed, EinsumSide::kLhs)) &&
           !tiles_any(op_sharding(1), dims_of(e, LabelKind::kWindowed, EinsumSide::kRhs))) {
         std::optional<Sharding> from_lhs, from_rhs;
         if (op_sharding(0))
-          from_lhs = along(*op_sharding(0), correspondence(e, {LabelKind::kBatch, LabelKind::kLhsFree}, EinsumSide::kLhs,
-                                                           EinsumSide::kOut, in.shape.rank()));
+          from_lhs = along(*op_sharding(0),
+                           correspondence(e, {LabelKind::kBatch, LabelKind::kLhsFree},
+                                          EinsumSide::kLhs, EinsumSide::kOut, in.shape.rank()));
         if (op_sharding(1))
-          from_rhs = along(*op_sharding(1), correspondence(e, {LabelKind::kBatch, LabelKind::kRhsFree}, EinsumSide::kRhs,
-                                                           EinsumSide::kOut, in.shape.rank()));
+          from_rhs = along(*op_sharding(1),
+                           correspondence(e, {LabelKind::kBatch, LabelKind::kRhsFree},
+                                          EinsumSide::kRhs, EinsumSide::kOut, in.shape.rank()));
         if (op_shape(1).byte_size() > op_shape(0).byte_size()) std::swap(from_lhs, from_rhs);
         offer(from_lhs);
         offer(from_rhs);
@@ -382,22 +398,27 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
         // LHS drives the output: batch -> batch, and spatial -> spatial only
         // if the input feature dim is not sharded (small-kernel forward conv).
         const bool spatial = !(s.is_tiled() && s.tile_assignment().dim(c.input_feature) > 1);
-        offer(along(s, correspondence(cl.windowed, {LabelKind::kLhsFree, spatial ? LabelKind::kWindowed : LabelKind::kLhsFree},
+        offer(along(s, correspondence(cl.windowed,
+                                      {LabelKind::kLhsFree,
+                                       spatial ? LabelKind::kWindowed : LabelKind::kLhsFree},
                                       EinsumSide::kLhs, EinsumSide::kOut, in.shape.rank())));
       }
       // The kernel's output features are the result's (ungrouped convs).
       if (op_sharding(1) && cl.ungrouped)
         offer(along(*op_sharding(1),
-                    correspondence(cl.features, {LabelKind::kRhsFree}, EinsumSide::kRhs, EinsumSide::kOut, in.shape.rank())));
+                    correspondence(cl.features, {LabelKind::kRhsFree}, EinsumSide::kRhs,
+                                   EinsumSide::kOut, in.shape.rank())));
       return out;
     }
     case Opcode::kGather: {
       const GatherDimMap m = gather_dim_map(in, op_shape(0), op_shape(1));
-      if (op_sharding(1)) offer(along(*op_sharding(1), m.index_batch, m.out_batch, in.shape.rank()));
+      if (op_sharding(1))
+        offer(along(*op_sharding(1), m.index_batch, m.out_batch, in.shape.rank()));
       if (op_sharding(0)) {
         const IndexParallelDims par = gather_parallel_dims(comp, in, op_shape(0));
         offer(along(*op_sharding(0), concat(m.operand_passthrough, par.operand),
-                    concat(m.out_passthrough, map_index_batch_dims(par.indices, m.index_batch, m.out_batch)),
+                    concat(m.out_passthrough,
+                           map_index_batch_dims(par.indices, m.index_batch, m.out_batch)),
                     in.shape.rank()));
       }
       return out;
@@ -423,7 +444,8 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
         const ScatterDimMap m = scatter_dim_map(in, op_shape(0), op_shape(n), op_shape(j));
         offer_leaf(j - n - 1,
                    along(*op_sharding(j),
-                         concat(m.update_passthrough, map_index_batch_dims(par.indices, m.index_batch, m.update_scatter)),
+                         concat(m.update_passthrough,
+                                map_index_batch_dims(par.indices, m.index_batch, m.update_scatter)),
                          concat(m.operand_passthrough, par.operand), rank));
       }
       // Indices tile the operand only along index-parallel dims; in a
@@ -462,7 +484,8 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
       return out;
     }
     case Opcode::kGetTupleElement:
-      if (op_sharding(0)) out.push_back(sub_sharding(*op_sharding(0), op_shape(0), in.attrs.tuple_index));
+      if (op_sharding(0))
+        out.push_back(sub_sharding(*op_sharding(0), op_shape(0), in.attrs.tuple_index));
       return out;
     case Opcode::kWhile:
       offer(op_sharding(0));
@@ -481,7 +504,8 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
   }
 }
 
-std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef user_ref, int k, int level) {
+std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef user_ref, int k,
+                                           int level) {
   const Instruction& user = st.instr(user_ref);
   if (user.opcode == Opcode::kCall) {
     const Computation& callee = st.module().computation(user.to_apply());
@@ -502,7 +526,8 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
   const Computation& comp = st.module().computation(user_ref.comp);
   const Shape& operand = comp.instr(user.operand(k)).shape;
   if (level == 0 && !is_pass_through(user.opcode)) return std::nullopt;
-  if (is_manual_boundary(user) || blocks_backward(user) || is_cross_partition_all_reduce(user)) return std::nullopt;
+  if (is_manual_boundary(user) || blocks_backward(user) || is_cross_partition_all_reduce(user))
+    return std::nullopt;
   if (user.opcode == Opcode::kCopy && user.shape.is_tuple()) return *us;
 
   if (const int64_t dim = operand.is_array() ? sorted_dim(user, operand) : -1; dim >= 0) {
@@ -518,9 +543,11 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     return without_sorted_dim(leaf, dim);
   }
 
-  if (is_elementwise(user.opcode) || user.opcode == Opcode::kAllReduce || user.opcode == Opcode::kCustomCall ||
-      user.opcode == Opcode::kStochasticConvert || user.opcode == Opcode::kBitcastConvert) {
-    if (operand.is_array() && user.shape.is_array() && operand.dims() == user.shape.dims() && !us->is_tuple())
+  if (is_elementwise(user.opcode) || user.opcode == Opcode::kAllReduce ||
+      user.opcode == Opcode::kCustomCall || user.opcode == Opcode::kStochasticConvert ||
+      user.opcode == Opcode::kBitcastConvert) {
+    if (operand.is_array() && user.shape.is_array() && operand.dims() == user.shape.dims() &&
+        !us->is_tuple())
       return *us;
     return std::nullopt;
   }
@@ -548,7 +575,8 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       if (!s.is_tiled()) return s;
       const Dims& perm = user.attrs.dimensions;
       Dims inverse(perm.size());
-      for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+      for (size_t i = 0; i < perm.size(); ++i)
+        inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
       return transpose_sharding(s, inverse);
     }
     case Opcode::kReshape: {
@@ -574,21 +602,24 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     case Opcode::kDynamicUpdateSlice:
       return k <= 1 ? std::optional<Sharding>(s) : std::nullopt;
     case Opcode::kDot: {
-      const std::vector<DimLabel> labels = dot_labels(user.attrs.dot, comp.instr(user.operand(0)).shape.rank(),
-                                                      comp.instr(user.operand(1)).shape.rank());
+      const std::vector<DimLabel> labels =
+          dot_labels(user.attrs.dot, comp.instr(user.operand(0)).shape.rank(),
+                     comp.instr(user.operand(1)).shape.rank());
       const EinsumSide me = k == 0 ? EinsumSide::kLhs : EinsumSide::kRhs;
       const EinsumSide them = k == 0 ? EinsumSide::kRhs : EinsumSide::kLhs;
       // From the output: batch and own free dims; the other operand's free
       // output dims become replication; contracting dims unsharded.
-      std::optional<Sharding> cand =
-          along(s, correspondence(labels, {LabelKind::kBatch, k == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree},
-                                  EinsumSide::kOut, me, operand.rank()));
+      std::optional<Sharding> cand = along(
+          s, correspondence(labels,
+                            {LabelKind::kBatch, k == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree},
+                            EinsumSide::kOut, me, operand.rank()));
       // BackwardDotFromContracting: the other operand's batch and
       // contracting tiling maps onto this operand's; merged in if compatible.
       const std::optional<Sharding>& other = st.sharding({user_ref.comp, user.operand(1 - k)});
       if (cand && other && other->is_tiled() && level >= 1) {
         if (auto from_other =
-                along(*other, correspondence(labels, {LabelKind::kBatch, LabelKind::kContracting}, them, me, operand.rank()))) {
+                along(*other, correspondence(labels, {LabelKind::kBatch, LabelKind::kContracting},
+                                             them, me, operand.rank()))) {
           // Combine only when both fit together; otherwise keep the output's.
           if (auto merged = merge_if_compatible(*cand, *from_other)) cand = *merged;
         }
@@ -601,26 +632,31 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       if (cl.ungrouped && !tiles_any(s, dims_of(e, LabelKind::kWindowed, EinsumSide::kOut))) {
         // An einsum from the result's view: batch and own free dims.
         if (k == 0)
-          return along(s, correspondence(e, {LabelKind::kBatch, LabelKind::kLhsFree}, EinsumSide::kOut, EinsumSide::kLhs,
-                                         operand.rank()));
-        return along(s, correspondence(e, {LabelKind::kBatch, LabelKind::kRhsFree}, EinsumSide::kOut, EinsumSide::kRhs,
-                                       operand.rank()));
+          return along(s, correspondence(e, {LabelKind::kBatch, LabelKind::kLhsFree},
+                                         EinsumSide::kOut, EinsumSide::kLhs, operand.rank()));
+        return along(s, correspondence(e, {LabelKind::kBatch, LabelKind::kRhsFree},
+                                       EinsumSide::kOut, EinsumSide::kRhs, operand.rank()));
       }
       if (k == 0) {
         // Input takes batch (and, unless the conv is an einsum, spatial) tiling from the output.
-        return along(s, correspondence(cl.windowed, {LabelKind::kLhsFree, cl.dot_like ? LabelKind::kLhsFree : LabelKind::kWindowed},
+        return along(s, correspondence(cl.windowed,
+                                       {LabelKind::kLhsFree,
+                                        cl.dot_like ? LabelKind::kLhsFree : LabelKind::kWindowed},
                                        EinsumSide::kOut, EinsumSide::kLhs, operand.rank()));
       }
       if (!cl.ungrouped) return std::nullopt;
-      return along(s, correspondence(cl.features, {LabelKind::kRhsFree}, EinsumSide::kOut, EinsumSide::kRhs, operand.rank()));
+      return along(s, correspondence(cl.features, {LabelKind::kRhsFree}, EinsumSide::kOut,
+                                     EinsumSide::kRhs, operand.rank()));
     }
     case Opcode::kGather: {
-      const GatherDimMap m =
-          gather_dim_map(user, comp.instr(user.operand(0)).shape, comp.instr(user.operand(1)).shape);
+      const GatherDimMap m = gather_dim_map(user, comp.instr(user.operand(0)).shape,
+                                            comp.instr(user.operand(1)).shape);
       if (k == 1) return along(s, m.out_batch, m.index_batch, operand.rank());
       const IndexParallelDims par = gather_parallel_dims(comp, user, operand);
-      return along(s, concat(m.out_passthrough, map_index_batch_dims(par.indices, m.index_batch, m.out_batch)),
-                   concat(m.operand_passthrough, par.operand), operand.rank());
+      return along(
+          s,
+          concat(m.out_passthrough, map_index_batch_dims(par.indices, m.index_batch, m.out_batch)),
+          concat(m.operand_passthrough, par.operand), operand.rank());
     }
     case Opcode::kScatter: {
       // Operands: n inputs, the indices, n updates; leaf i of a variadic
@@ -641,7 +677,8 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
         const ScatterDimMap m = scatter_dim_map(user, target, indices, operand);
         std::optional<Sharding> cand =
             along(*result, concat(m.operand_passthrough, par.operand),
-                  concat(m.update_passthrough, map_index_batch_dims(par.indices, m.index_batch, m.update_scatter)),
+                  concat(m.update_passthrough,
+                         map_index_batch_dims(par.indices, m.index_batch, m.update_scatter)),
                   operand.rank());
         // Index pass-through from the indices' sharding.
         const std::optional<Sharding>& is = st.sharding({user_ref.comp, user.operand(n)});
@@ -660,7 +697,8 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       }
       const std::optional<Sharding>& ups = st.sharding({user_ref.comp, user.operand(n + 1)});
       if (!ups || ups->is_tuple()) return std::nullopt;
-      const ScatterDimMap m = scatter_dim_map(user, target, indices, comp.instr(user.operand(n + 1)).shape);
+      const ScatterDimMap m =
+          scatter_dim_map(user, target, indices, comp.instr(user.operand(n + 1)).shape);
       return along(*ups, m.update_scatter, m.index_batch, operand.rank());
     }
     case Opcode::kTuple:
@@ -670,7 +708,8 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       const std::optional<Sharding>& cur = st.sharding({user_ref.comp, user.operand(0)});
       std::vector<Sharding> leaves =
           cur ? leaves_of(*cur, operand)
-              : std::vector<Sharding>(static_cast<size_t>(operand.leaf_count()), Sharding::replicated());
+              : std::vector<Sharding>(static_cast<size_t>(operand.leaf_count()),
+                                      Sharding::replicated());
       int64_t first = leaf_offset(operand, user.attrs.tuple_index);
       std::vector<Sharding> mine = leaves_of(s, user.shape);
       for (size_t i = 0; i < mine.size(); ++i) leaves[static_cast<size_t>(first) + i] = mine[i];

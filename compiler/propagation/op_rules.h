@@ -21,8 +21,8 @@ std::vector<Sharding> forward_candidates(const PropagationState& state, ValueRef
 
 // Candidate sharding for operand `operand_index` of `user`, from the user's
 // current sharding (and, for dots, the other operand's).
-std::optional<Sharding> backward_candidate(const PropagationState& state, ValueRef user, int operand_index,
-                                           int level);
+std::optional<Sharding> backward_candidate(const PropagationState& state, ValueRef user,
+                                           int operand_index, int level);
 
 // Ops that propagate at level 0 (pass-through, no choice involved).
 bool is_pass_through(Opcode op);

@@ -11,8 +11,8 @@
 
 #include "compiler/propagation/op_rules.h"
 #include "compiler/propagation/propagation_state.h"
-#include "compiler/sharding/shardy.h"
 #include "compiler/sharding/sharding_util.h"
+#include "compiler/sharding/shardy.h"
 
 namespace podsim::compiler {
 
@@ -31,14 +31,18 @@ std::vector<int64_t> leaf_ranks(const Shape& s) {
 // on 8): XLA's propagation accepts them (ids in range, each once), so a
 // leaf whose tile array is smaller than the device count is checked that
 // way; everything else by Sharding::validate.
-void validate_annotation_leaf(const Sharding& s, int64_t rank, int64_t num_devices, const SourceLocation& where) {
-  if (!s.is_tiled() || s.tile_assignment().num_elements() >= num_devices || s.tiled_data_rank() != rank)
+void validate_annotation_leaf(const Sharding& s, int64_t rank, int64_t num_devices,
+                              const SourceLocation& where) {
+  if (!s.is_tiled() || s.tile_assignment().num_elements() >= num_devices ||
+      s.tiled_data_rank() != rank)
     return s.validate(rank, num_devices, where);
   std::vector<bool> seen(static_cast<size_t>(num_devices), false);
   for (int64_t device : s.tile_assignment().to_vector()) {
     if (device < 0 || device >= num_devices || seen[static_cast<size_t>(device)])
-      throw UserError(where, fmt::format("{}: device {} is out of range or appears twice", s.to_string(), device),
-                      fmt::format("device ids must be in [0, {}), each once", num_devices));
+      throw UserError(
+          where,
+          fmt::format("{}: device {} is out of range or appears twice", s.to_string(), device),
+          fmt::format("device ids must be in [0, {}), each once", num_devices));
     seen[static_cast<size_t>(device)] = true;
   }
 }
@@ -49,16 +53,19 @@ void validate_annotation(const Sharding& s, const std::vector<int64_t>& ranks, i
     if (ranks.size() == 1) return validate_annotation_leaf(s, ranks[0], num_devices, where);
     return s.validate_leaves(ranks, num_devices, where);
   }
-  if (s.tuple_elements().size() != ranks.size()) return s.validate_leaves(ranks, num_devices, where);
+  if (s.tuple_elements().size() != ranks.size())
+    return s.validate_leaves(ranks, num_devices, where);
   for (size_t i = 0; i < ranks.size(); ++i)
     validate_annotation_leaf(s.tuple_elements()[i], ranks[i], num_devices, where);
 }
 
-// One leaf of the "better sharding" decision (docs/reference/gspmd.md#which-sharding-is-better). Returns the
-// sharding to store, or nullopt to keep the current one.
-std::optional<Sharding> improve_leaf(const std::optional<Sharding>& current, const Sharding& candidate,
-                                     const std::vector<int64_t>& dims, bool may_combine, bool aggressive) {
-  if (candidate.is_maximal() || candidate.is_unknown()) return std::nullopt;  // placement does not spread
+// One leaf of the "better sharding" decision (docs/reference/gspmd.md#which-sharding-is-better).
+// Returns the sharding to store, or nullopt to keep the current one.
+std::optional<Sharding> improve_leaf(const std::optional<Sharding>& current,
+                                     const Sharding& candidate, const std::vector<int64_t>& dims,
+                                     bool may_combine, bool aggressive) {
+  if (candidate.is_maximal() || candidate.is_unknown())
+    return std::nullopt;  // placement does not spread
   if (!current) return candidate;
   if (*current == candidate || current->is_manual()) return std::nullopt;
   MergeOutcome m = merge_sharding(*current, candidate, may_combine);
@@ -67,7 +74,8 @@ std::optional<Sharding> improve_leaf(const std::optional<Sharding>& current, con
   // current sharding (IsSubTilingOrEqualSharding), unless this value has a
   // single user so at most one reshard appears downstream.
   bool was_merge = m.sharding.num_tiles() != candidate.num_tiles();
-  if (!aggressive && !was_merge && current->is_tiled() && !is_subtiling_or_equal(dims, m.sharding, *current))
+  if (!aggressive && !was_merge && current->is_tiled() &&
+      !is_subtiling_or_equal(dims, m.sharding, *current))
     return std::nullopt;
   return m.sharding;
 }
@@ -78,7 +86,8 @@ std::optional<Sharding> improve_leaf(const std::optional<Sharding>& current, con
 // computation in every sweep is mostly cache misses.
 struct CompactGraph {
   std::vector<Opcode> opcode;
-  std::vector<uint32_t> first_operand;  // operands of i: operand_ids[first_operand[i] .. first_operand[i + 1])
+  std::vector<uint32_t>
+      first_operand;  // operands of i: operand_ids[first_operand[i] .. first_operand[i + 1])
   std::vector<InstrId> operand_ids;
 
   explicit CompactGraph(const Computation& comp) {
@@ -96,7 +105,8 @@ struct CompactGraph {
 // Shardy meshes: the options' text, else the module's xla.sdy.meshes.
 SdyMeshes read_meshes(const Module& module, const PropagationOptions& options) {
   if (!options.sdy_meshes.empty()) return parse_sdy_meshes(options.sdy_meshes);
-  if (auto text = frontend_attribute(module.frontend_attributes(), "xla.sdy.meshes")) return parse_sdy_meshes(*text);
+  if (auto text = frontend_attribute(module.frontend_attributes(), "xla.sdy.meshes"))
+    return parse_sdy_meshes(*text);
   return {};
 }
 
@@ -109,7 +119,8 @@ class Propagator {
         options_(options),
         meshes_(read_meshes(module, options)) {
     graphs_.resize(static_cast<size_t>(module.computation_count()));
-    for (CompId c : state_.reachable()) graphs_[static_cast<size_t>(c)].emplace(module.computation(c));
+    for (CompId c : state_.reachable())
+      graphs_[static_cast<size_t>(c)].emplace(module.computation(c));
   }
 
   PropagationStats run() {
@@ -134,17 +145,22 @@ class Propagator {
   // sharding in its frontend attributes (open dims recorded), else for
   // Shardy's manual-region custom-calls what the region says.
   std::optional<Sharding> annotation(ValueRef r, const Instruction& in) {
-    if (in.opcode == Opcode::kOutfeed) return std::nullopt;  // describes its operand: read_outfeed_operand
+    if (in.opcode == Opcode::kOutfeed)
+      return std::nullopt;  // describes its operand: read_outfeed_operand
     if (in.sharding) return parse_sharding(*in.sharding, in.location);
     const std::string& fa = in.attrs.frontend_attributes;
     if (fa.empty()) return std::nullopt;
-    if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "xla.sdy.GlobalToLocalShape")
-      return in.shape.is_tuple() ? Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()),
-                                                                         Sharding::manual()))
-                                 : Sharding::manual();
+    if (in.opcode == Opcode::kCustomCall &&
+        in.attrs.custom_call_target == "xla.sdy.GlobalToLocalShape")
+      return in.shape.is_tuple()
+                 ? Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()),
+                                                         Sharding::manual()))
+                 : Sharding::manual();
     std::optional<SdySharding> sdy;
-    if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "xla.sdy.LocalToGlobalShape") {
-      if (auto out = frontend_attribute(fa, "xla.sdy.out_shardings")) sdy = parse_sdy_sharding(*out, meshes_, in.location);
+    if (in.opcode == Opcode::kCustomCall &&
+        in.attrs.custom_call_target == "xla.sdy.LocalToGlobalShape") {
+      if (auto out = frontend_attribute(fa, "xla.sdy.out_shardings"))
+        sdy = parse_sdy_sharding(*out, meshes_, in.location);
     } else {
       sdy = sharding_from_frontend_attributes(fa, meshes_, in.location);
     }
@@ -152,23 +168,27 @@ class Propagator {
     if (!in.shape.is_tuple() && sdy->open_dims.size() == 1 && !sdy->open_dims[0].empty())
       open_dims_[r] = sdy->open_dims[0];
     if (in.shape.is_tuple() && !sdy->sharding.is_tuple())
-      return Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), sdy->sharding));
+      return Sharding::tuple(
+          std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), sdy->sharding));
     return sdy->sharding;
   }
 
   // Shardy's xla.sdy.GlobalToLocalShape carries its operands' shardings
   // (xla.sdy.in_shardings, one per operand) for operands that have none.
   void read_manual_region_operands(CompId c, const Instruction& in) {
-    if (in.opcode != Opcode::kCustomCall || in.attrs.custom_call_target != "xla.sdy.GlobalToLocalShape") return;
+    if (in.opcode != Opcode::kCustomCall ||
+        in.attrs.custom_call_target != "xla.sdy.GlobalToLocalShape")
+      return;
     auto text = frontend_attribute(in.attrs.frontend_attributes, "xla.sdy.in_shardings");
     if (!text) return;
     SdySharding sdy = parse_sdy_sharding(*text, meshes_, in.location);
-    std::vector<Sharding> leaves =
-        sdy.sharding.is_tuple() ? sdy.sharding.tuple_elements() : std::vector<Sharding>{sdy.sharding};
+    std::vector<Sharding> leaves = sdy.sharding.is_tuple() ? sdy.sharding.tuple_elements()
+                                                           : std::vector<Sharding>{sdy.sharding};
     for (int k = 0; k < in.operand_count() && k < static_cast<int>(leaves.size()); ++k) {
       ValueRef operand{c, in.operand(k)};
       if (!state_.sharding(operand) && state_.instr(operand).shape.is_array()) {
-        leaves[static_cast<size_t>(k)].validate(state_.instr(operand).shape.rank(), num_devices_, in.location);
+        leaves[static_cast<size_t>(k)].validate(state_.instr(operand).shape.rank(), num_devices_,
+                                                in.location);
         state_.set(operand, leaves[static_cast<size_t>(k)]);
       }
     }
@@ -210,7 +230,8 @@ class Propagator {
         // A leaf sharding on a tuple-shaped value applies to every leaf (XLA
         // reads {replicated} on a while loop's state, or one tiling on a
         // variadic scatter, so).
-        if (!s.is_tuple() && in.shape.is_tuple()) s = Sharding::tuple(std::vector<Sharding>(ranks.size(), s));
+        if (!s.is_tuple() && in.shape.is_tuple())
+          s = Sharding::tuple(std::vector<Sharding>(ranks.size(), s));
         validate_annotation(s, ranks, num_devices_, in.location);
         state_.set_provided({c, i}, s);
         if (auto open = unspecified_dims(in); !open.empty()) open_dims_[{c, i}] = std::move(open);
@@ -225,7 +246,8 @@ class Propagator {
         const Instruction& in = comp.instr(i);
         read_manual_region_operands(c, in);
         read_outfeed_operand(c, in);
-        if (in.opcode != Opcode::kCustomCall || !is_sharding_custom_call_target(in.attrs.custom_call_target) ||
+        if (in.opcode != Opcode::kCustomCall ||
+            !is_sharding_custom_call_target(in.attrs.custom_call_target) ||
             !state_.provided({c, i}) || in.operand_count() != 1)
           continue;
         ValueRef operand{c, in.operand(0)};
@@ -245,8 +267,10 @@ class Propagator {
           !state_.sharding({module_.entry_id(), parameters[i]}))
         state_.set_provided({module_.entry_id(), parameters[i]}, Sharding());
     const std::vector<bool>& output_flags = module_.propagation_to_output();
-    const bool output_allowed = std::all_of(output_flags.begin(), output_flags.end(), [](bool b) { return b; });
-    if (!(options_.propagate_to_output && output_allowed) && !state_.sharding({module_.entry_id(), entry.root()}))
+    const bool output_allowed =
+        std::all_of(output_flags.begin(), output_flags.end(), [](bool b) { return b; });
+    if (!(options_.propagate_to_output && output_allowed) &&
+        !state_.sharding({module_.entry_id(), entry.root()}))
       state_.set_provided({module_.entry_id(), entry.root()}, Sharding());
     state_.sync_provided_groups();
   }
@@ -255,7 +279,9 @@ class Propagator {
   // "unspecified_dims=[1,2]"); those dims can be refined by neighbours.
   static std::vector<int64_t> unspecified_dims(const Instruction& in) {
     std::vector<int64_t> dims;
-    if (in.opcode != Opcode::kCustomCall || !is_sharding_custom_call_target(in.attrs.custom_call_target)) return dims;
+    if (in.opcode != Opcode::kCustomCall ||
+        !is_sharding_custom_call_target(in.attrs.custom_call_target))
+      return dims;
     // The regex needs this text; most annotations have none (and building
     // the regex per annotation is costly).
     if (in.attrs.backend_config.find("unspecified_dims=[") == std::string::npos) return dims;
@@ -269,7 +295,8 @@ class Propagator {
       if (item.find_first_of("0123456789") != std::string::npos) {
         int64_t d = std::stoll(item);
         if (d < 0 || d >= in.shape.rank())
-          throw UserError(in.location, fmt::format("unspecified dim {} out of range for rank {}", d, in.shape.rank()));
+          throw UserError(in.location, fmt::format("unspecified dim {} out of range for rank {}", d,
+                                                   in.shape.rank()));
         dims.push_back(d);
       }
       if (end == std::string::npos) break;
@@ -340,7 +367,8 @@ class Propagator {
   }
 
   std::optional<Sharding> improve_tuple(const Shape& shape, const std::optional<Sharding>& current,
-                                        const Sharding& candidate, bool may_combine, bool aggressive) {
+                                        const Sharding& candidate, bool may_combine,
+                                        bool aggressive) {
     const std::vector<const Shape*> leaves = shape.leaves();
     auto split = [&](const Sharding& s) {
       return s.is_tuple() ? s.tuple_elements() : std::vector<Sharding>(leaves.size(), s);
@@ -369,19 +397,22 @@ class Propagator {
   std::optional<bool> improve_from_get_tuple_element(ValueRef tuple, ValueRef gte, int level) {
     const Instruction& in = state_.instr(tuple);
     const std::optional<Sharding>& current = state_.sharding(tuple);
-    if (state_.provided(tuple) || !in.shape.is_tuple() || !current || !current->is_tuple()) return std::nullopt;
+    if (state_.provided(tuple) || !in.shape.is_tuple() || !current || !current->is_tuple())
+      return std::nullopt;
     const std::vector<const Shape*> leaves = in.shape.leaves();
     if (current->tuple_elements().size() != leaves.size()) return std::nullopt;
     const std::optional<Sharding>& gte_sharding = state_.sharding(gte);
     if (!gte_sharding) return false;  // backward_candidate offers nothing
     const Instruction& user = state_.instr(gte);
     int64_t first = 0;
-    for (int64_t e = 0; e < user.attrs.tuple_index; ++e) first += in.shape.tuple_shape(static_cast<int>(e)).leaf_count();
+    for (int64_t e = 0; e < user.attrs.tuple_index; ++e)
+      first += in.shape.tuple_shape(static_cast<int>(e)).leaf_count();
     const int64_t count = user.shape.leaf_count();
     const std::vector<Sharding> mine =
         gte_sharding->is_tuple() ? gte_sharding->tuple_elements()
                                  : std::vector<Sharding>(static_cast<size_t>(count), *gte_sharding);
-    if (first + static_cast<int64_t>(mine.size()) > static_cast<int64_t>(leaves.size())) return std::nullopt;
+    if (first + static_cast<int64_t>(mine.size()) > static_cast<int64_t>(leaves.size()))
+      return std::nullopt;
     const Computation& comp = module_.computation(tuple.comp);
     const bool may_combine = level > 0;
     const bool aggressive = state_.users(tuple).size() == 1 && comp.root() != tuple.instr;
@@ -430,7 +461,8 @@ class Propagator {
 
   // True when neither instruction i nor any of its operands was written after
   // tick t (`ticks` = the computation's change ticks).
-  bool unchanged_since(const CompactGraph& graph, const std::vector<uint64_t>& ticks, InstrId i, uint64_t t) const {
+  bool unchanged_since(const CompactGraph& graph, const std::vector<uint64_t>& ticks, InstrId i,
+                       uint64_t t) const {
     if (t == 0 || options_.rerun_every_rule || ticks[static_cast<size_t>(i)] > t) return false;
     const uint32_t end = graph.first_operand[static_cast<size_t>(i) + 1];
     for (uint32_t k = graph.first_operand[static_cast<size_t>(i)]; k < end; ++k)
@@ -447,7 +479,9 @@ class Propagator {
     bool changed = false;
     for (InstrId i = 0; i < comp.size(); ++i) {
       uint64_t& clean = clean_forward[static_cast<size_t>(i)];
-      if (graph.opcode[static_cast<size_t>(i)] != Opcode::kParameter && unchanged_since(graph, ticks, i, clean)) continue;
+      if (graph.opcode[static_cast<size_t>(i)] != Opcode::kParameter &&
+          unchanged_since(graph, ticks, i, clean))
+        continue;
       bool step_changed = false;
       for (const Sharding& cand : propagation::forward_candidates(state_, {c, i}, level))
         step_changed |= improve({c, i}, cand, level);
@@ -460,7 +494,8 @@ class Propagator {
       bool step_changed = false;
       for (InstrId u : state_.users({c, i})) {
         if (graph.opcode[static_cast<size_t>(u)] != Opcode::kCall &&
-            graph.opcode[static_cast<size_t>(u)] != Opcode::kConditional && unchanged_since(graph, ticks, u, clean_since))
+            graph.opcode[static_cast<size_t>(u)] != Opcode::kConditional &&
+            unchanged_since(graph, ticks, u, clean_since))
           continue;
         const Instruction& user = comp.instr(u);
         for (int k = 0; k < user.operand_count(); ++k) {
@@ -486,7 +521,8 @@ class Propagator {
       Computation& comp = module_.mutable_computation(c);
       for (InstrId i = 0; i < comp.size(); ++i) {
         const std::optional<Sharding>& s = state_.sharding({c, i});
-        if (comp.instr(i).opcode == Opcode::kOutfeed && comp.instr(i).sharding) continue;  // keeps the data's
+        if (comp.instr(i).opcode == Opcode::kOutfeed && comp.instr(i).sharding)
+          continue;  // keeps the data's
         if (s) {
           comp.mutable_instr(i).sharding = s->to_string();
         } else {
@@ -506,7 +542,7 @@ class Propagator {
   std::map<std::pair<int64_t, ShardGroup::Kind>, std::vector<ValueRef>> groups_;
   std::map<ValueRef, std::vector<int64_t>> open_dims_;
   std::vector<std::vector<uint64_t>> clean_forward_, clean_backward_;  // see sweep()
-  std::vector<std::optional<CompactGraph>> graphs_;  // per reachable computation
+  std::vector<std::optional<CompactGraph>> graphs_;                    // per reachable computation
 };
 
 }  // namespace

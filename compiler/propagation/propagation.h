@@ -37,10 +37,10 @@ struct PropagationOptions {
 };
 
 struct PropagationStats {
-  int64_t sweeps = 0;               // forward+backward sweeps over all levels
-  int64_t changes = 0;              // sharding improvements applied
-  int64_t annotated = 0;            // user annotations found
-  int64_t defaulted_replicated = 0; // instructions nothing reached (replicated)
+  int64_t sweeps = 0;                // forward+backward sweeps over all levels
+  int64_t changes = 0;               // sharding improvements applied
+  int64_t annotated = 0;             // user annotations found
+  int64_t defaulted_replicated = 0;  // instructions nothing reached (replicated)
 };
 
 // Completes Instruction::sharding of every instruction (XLA text form).

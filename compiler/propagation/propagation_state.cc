@@ -24,7 +24,9 @@ PropagationState::PropagationState(const Module& module) : module_(module) {
     const Computation& comp = module.computation(c);
     for (InstrId i = 0; i < comp.size(); ++i) {
       const Instruction& in = comp.instr(i);
-      if (in.opcode != Opcode::kWhile && in.opcode != Opcode::kCall && in.opcode != Opcode::kConditional) continue;
+      if (in.opcode != Opcode::kWhile && in.opcode != Opcode::kCall &&
+          in.opcode != Opcode::kConditional)
+        continue;
       for (CompId callee : in.called) {
         if (!callers_[idx(callee)]) callers_[idx(callee)] = CallSite{c, i};
         if (seen.insert(callee).second) stack.push_back(callee);
@@ -54,7 +56,8 @@ PropagationState::PropagationState(const Module& module) : module_(module) {
       } else if (in.opcode == Opcode::kConditional) {
         // The result and every branch root agree.
         std::vector<ValueRef> members{{c, i}};
-        for (CompId branch : in.called) members.push_back({branch, module.computation(branch).root()});
+        for (CompId branch : in.called)
+          members.push_back({branch, module.computation(branch).root()});
         add_group(std::move(members));
       }
     }

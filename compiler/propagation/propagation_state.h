@@ -38,14 +38,18 @@ class PropagationState {
   const Module& module() const { return module_; }
   const std::vector<CompId>& reachable() const { return reachable_; }
   const Instruction& instr(ValueRef r) const { return module_.computation(r.comp).instr(r.instr); }
-  const std::optional<Sharding>& sharding(ValueRef r) const { return shardings_[idx(r.comp)][idx(r.instr)]; }
+  const std::optional<Sharding>& sharding(ValueRef r) const {
+    return shardings_[idx(r.comp)][idx(r.instr)];
+  }
   bool provided(ValueRef r) const { return provided_[idx(r.comp)][idx(r.instr)]; }
   std::span<const InstrId> users(ValueRef r) const { return (*users_[idx(r.comp)])[r.instr]; }
   const std::optional<CallSite>& caller(CompId c) const { return callers_[idx(c)]; }
   // The change clock: ticks once per sharding write; starts at 1.
   uint64_t clock() const { return clock_; }
   // True when the value's sharding (or provided flag) was written after tick `t`.
-  bool changed_since(ValueRef r, uint64_t t) const { return changed_at_[idx(r.comp)][idx(r.instr)] > t; }
+  bool changed_since(ValueRef r, uint64_t t) const {
+    return changed_at_[idx(r.comp)][idx(r.instr)] > t;
+  }
   // Per instruction of computation c: the tick of its last write (0 = never).
   const std::vector<uint64_t>& change_ticks(CompId c) const { return changed_at_[idx(c)]; }
 

@@ -56,7 +56,8 @@ DeviceMesh::DeviceMesh(std::vector<MeshAxis> axes, std::optional<std::vector<int
   std::vector<bool> seen(static_cast<size_t>(n), false);
   for (int64_t d : *devices) {
     if (d < 0 || d >= n || seen[static_cast<size_t>(d)]) {
-      throw UserError(where, fmt::format("mesh device list: device {} is out of range or repeated", d),
+      throw UserError(where,
+                      fmt::format("mesh device list: device {} is out of range or repeated", d),
                       fmt::format("the list must be a permutation of 0..{}", n - 1));
     }
     seen[static_cast<size_t>(d)] = true;

@@ -76,8 +76,8 @@ Sharding Sharding::subgroup(TileAssignment tiles, std::vector<SubgroupType> type
   if (types.empty()) return tiled(std::move(tiles));
   const std::span<const int64_t> data_dims(tiles.dims().data(), static_cast<size_t>(data_rank));
   // 2. Nothing tiled and one kind of subgroup: the whole value is manual/replicated.
-  const bool one_type = std::all_of(types.begin(), types.end(),
-                                    [&](SubgroupType t) { return t == types[0]; });
+  const bool one_type =
+      std::all_of(types.begin(), types.end(), [&](SubgroupType t) { return t == types[0]; });
   if (all_ones(data_dims) && one_type) {
     return types[0] == SubgroupType::kManual ? manual() : replicated();
   }
@@ -338,8 +338,7 @@ std::vector<int64_t> shard_shape(const Sharding& sharding, std::span<const int64
   return shape;
 }
 
-ShardRegion shard_region(const Sharding& sharding, std::span<const int64_t> dims,
-                         int64_t device) {
+ShardRegion shard_region(const Sharding& sharding, std::span<const int64_t> dims, int64_t device) {
   ShardRegion region{std::vector<int64_t>(dims.size(), 0),
                      std::vector<int64_t>(dims.begin(), dims.end())};
   if (!sharding.is_tiled()) return region;

@@ -82,10 +82,11 @@ class Sharding {
   const std::optional<ShardGroup>& group() const { return group_; }
   const std::vector<std::string>& metadata() const { return metadata_; }
 
-  // Derived quantities (docs/reference/gspmd.md#tile-extents-and-padding). Data rank is only defined for kTiled.
+  // Derived quantities (docs/reference/gspmd.md#tile-extents-and-padding). Data rank is only
+  // defined for kTiled.
   int64_t tiled_data_rank() const;
-  int64_t num_tiles() const;        // distinct data tiles; 1 unless tiled
-  int64_t total_num_tiles() const;  // devices used; 1 unless tiled
+  int64_t num_tiles() const;                 // distinct data tiles; 1 unless tiled
+  int64_t total_num_tiles() const;           // devices used; 1 unless tiled
   int64_t subgroup_replication_dim() const;  // tile dim index or -1
   int64_t subgroup_manual_dim() const;       // tile dim index or -1
   // Data tile dims of a tiled sharding (tile dims without subgroup dims).

@@ -70,8 +70,9 @@ GroupedSharding group_sharding_on_dims(const Sharding& sharding,
   const auto values = tiles.reshape(expanded).transpose(perm).to_vector();
   const int64_t group_size = product_of(inner_dims);
   for (size_t start = 0; start < values.size(); start += static_cast<size_t>(group_size)) {
-    grouped.device_groups.emplace_back(values.begin() + static_cast<std::ptrdiff_t>(start),
-                                       values.begin() + static_cast<std::ptrdiff_t>(start) + group_size);
+    grouped.device_groups.emplace_back(
+        values.begin() + static_cast<std::ptrdiff_t>(start),
+        values.begin() + static_cast<std::ptrdiff_t>(start) + group_size);
   }
   grouped.inner = Sharding::subgroup(TileAssignment::iota(inner_dims), sharding.subgroup_types());
   return grouped;

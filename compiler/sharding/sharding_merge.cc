@@ -101,8 +101,10 @@ std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b
                                             int64_t min_tiles) {
   const Sharding lhs = a.without_group_and_metadata();
   const Sharding rhs = b.without_group_and_metadata();
-  if (lhs.is_replicated() && rhs.is_tiled()) return rhs.num_tiles() >= min_tiles ? std::optional(rhs) : std::nullopt;
-  if (rhs.is_replicated() && lhs.is_tiled()) return lhs.num_tiles() >= min_tiles ? std::optional(lhs) : std::nullopt;
+  if (lhs.is_replicated() && rhs.is_tiled())
+    return rhs.num_tiles() >= min_tiles ? std::optional(rhs) : std::nullopt;
+  if (rhs.is_replicated() && lhs.is_tiled())
+    return lhs.num_tiles() >= min_tiles ? std::optional(lhs) : std::nullopt;
   if (lhs == rhs) return lhs.num_tiles() >= min_tiles ? std::optional(lhs) : std::nullopt;
   if (!lhs.is_tiled() || !rhs.is_tiled()) return std::nullopt;
   const int64_t rank = lhs.tiled_data_rank();
@@ -132,12 +134,14 @@ std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b
   // Tile position of every device under each input: pos[device] = flat
   // position, -1 if absent. The inputs are checked to be permutations of
   // [0, devices) (every validated sharding is); anything else has no merge.
-  auto positions_by_device = [devices](const TileAssignment& tiles) -> std::optional<std::vector<int64_t>> {
+  auto positions_by_device =
+      [devices](const TileAssignment& tiles) -> std::optional<std::vector<int64_t>> {
     std::vector<int64_t> pos(static_cast<size_t>(devices), -1);
     const std::vector<int64_t> values = tiles.to_vector();
     for (size_t p = 0; p < values.size(); ++p) {
       const int64_t device = values[p];
-      if (device < 0 || device >= devices || pos[static_cast<size_t>(device)] >= 0) return std::nullopt;
+      if (device < 0 || device >= devices || pos[static_cast<size_t>(device)] >= 0)
+        return std::nullopt;
       pos[static_cast<size_t>(device)] = static_cast<int64_t>(p);
     }
     return pos;
@@ -147,7 +151,8 @@ std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b
   if (!a_pos || !b_pos) return std::nullopt;
   const auto& a_dims = lhs.tile_assignment().dims();
   const auto& b_dims = rhs.tile_assignment().dims();
-  auto unravel_into = [](int64_t flat, const std::vector<int64_t>& dims, std::vector<int64_t>& index) {
+  auto unravel_into = [](int64_t flat, const std::vector<int64_t>& dims,
+                         std::vector<int64_t>& index) {
     for (size_t i = dims.size(); i-- > 0;) {
       index[i] = flat % dims[i];
       flat /= dims[i];
@@ -221,8 +226,8 @@ MergeOutcome merge_sharding(const Sharding& to_merge, const Sharding& dst,
     }
     return {Sharding::tuple(std::move(leaves)), wins};
   }
-  if (may_combine_partial && to_merge.has_partial_replication() &&
-      dst.has_partial_replication() && to_merge.total_num_tiles() == dst.total_num_tiles()) {
+  if (may_combine_partial && to_merge.has_partial_replication() && dst.has_partial_replication() &&
+      to_merge.total_num_tiles() == dst.total_num_tiles()) {
     const int64_t min_tiles = std::max(to_merge.num_tiles(), dst.num_tiles()) + 1;
     if (auto merged = merge_if_compatible(to_merge, dst, min_tiles)) return {*merged, true};
   }
@@ -257,7 +262,8 @@ bool is_subtiling_or_equal(std::span<const int64_t> dims, const Sharding& sub,
   const auto outer_shape = shard_shape(sharding, dims);
   std::vector<int64_t> inner_index(static_cast<size_t>(sub_tiles.rank()));
   std::vector<int64_t> outer_index(static_cast<size_t>(outer_tiles.rank()));
-  auto unravel_into = [](int64_t flat, const std::vector<int64_t>& tile_dims, std::vector<int64_t>& index) {
+  auto unravel_into = [](int64_t flat, const std::vector<int64_t>& tile_dims,
+                         std::vector<int64_t>& index) {
     for (size_t i = tile_dims.size(); i-- > 0;) {
       index[i] = flat % tile_dims[i];
       flat /= tile_dims[i];
@@ -272,7 +278,8 @@ bool is_subtiling_or_equal(std::span<const int64_t> dims, const Sharding& sub,
     unravel_into(outer_pos[static_cast<size_t>(device)], outer_tiles.dims(), outer_index);
     bool inner_empty = false;
     for (size_t d = 0; d < dims.size(); ++d) {
-      if (std::min(inner_index[d] * sub_shape[d], dims[d]) >= std::min((inner_index[d] + 1) * sub_shape[d], dims[d]))
+      if (std::min(inner_index[d] * sub_shape[d], dims[d]) >=
+          std::min((inner_index[d] + 1) * sub_shape[d], dims[d]))
         inner_empty = true;
     }
     if (inner_empty) continue;  // padding only: holds no data

@@ -152,8 +152,7 @@ Sharding all_data_dims_replicated(const Sharding& sharding, int64_t rank) {
 struct Block {
   int64_t src_begin, src_end, tgt_begin, tgt_end;
 };
-std::vector<Block> independent_blocks(std::span<const int64_t> src,
-                                      std::span<const int64_t> tgt) {
+std::vector<Block> independent_blocks(std::span<const int64_t> src, std::span<const int64_t> tgt) {
   std::vector<Block> blocks;
   size_t i = 0, j = 0;
   while (i < src.size() || j < tgt.size()) {
@@ -192,15 +191,15 @@ std::optional<Sharding> reshape_block(std::span<const int64_t> src, std::span<co
   const auto src_rank = static_cast<int64_t>(src.size());
   const Sharding part = partially_replicate_on_all_dims_except(sharding, keep);
   if (!part.is_tiled() || part.num_tiles() == 1) return std::nullopt;
-  const Sharding local = remove_shape_dims(part, range_complement(b.src_begin, b.src_end, src_rank));
-  auto reshaped = reshape_sharding(src.subspan(static_cast<size_t>(b.src_begin),
-                                               static_cast<size_t>(b.src_end - b.src_begin)),
-                                   tgt.subspan(static_cast<size_t>(b.tgt_begin),
-                                               static_cast<size_t>(b.tgt_end - b.tgt_begin)),
-                                   local);
+  const Sharding local =
+      remove_shape_dims(part, range_complement(b.src_begin, b.src_end, src_rank));
+  auto reshaped = reshape_sharding(
+      src.subspan(static_cast<size_t>(b.src_begin), static_cast<size_t>(b.src_end - b.src_begin)),
+      tgt.subspan(static_cast<size_t>(b.tgt_begin), static_cast<size_t>(b.tgt_end - b.tgt_begin)),
+      local);
   if (!reshaped) return std::nullopt;
-  return add_shape_dims(*reshaped, range_complement(b.tgt_begin, b.tgt_end,
-                                                    static_cast<int64_t>(tgt.size())));
+  return add_shape_dims(*reshaped,
+                        range_complement(b.tgt_begin, b.tgt_end, static_cast<int64_t>(tgt.size())));
 }
 
 }  // namespace
@@ -216,8 +215,8 @@ std::optional<Sharding> reshape_sharding(std::span<const int64_t> source_dims,
   }
   // Size-1 dims: sharded source ones become replication, then drop them all.
   const auto src_unit = indices_of_size_one(source_dims);
-  const Sharding cleaned = remove_shape_dims(partially_replicate_on_dims(sharding, src_unit),
-                                             src_unit);
+  const Sharding cleaned =
+      remove_shape_dims(partially_replicate_on_dims(sharding, src_unit), src_unit);
   if (!cleaned.is_tiled() || cleaned.num_tiles() == 1) return std::nullopt;
   auto reshaped = reshape_without_unit_dims(without_size_one(source_dims),
                                             without_size_one(target_dims), cleaned);
@@ -226,8 +225,7 @@ std::optional<Sharding> reshape_sharding(std::span<const int64_t> source_dims,
 }
 
 Sharding propagate_through_reshape(std::span<const int64_t> source_dims,
-                                   std::span<const int64_t> target_dims,
-                                   const Sharding& sharding) {
+                                   std::span<const int64_t> target_dims, const Sharding& sharding) {
   if (!sharding.is_tiled()) return sharding;
   if (auto strict = reshape_sharding(source_dims, target_dims, sharding)) return *strict;
   const auto tiles = sharding.data_tile_dims();

@@ -20,10 +20,18 @@ namespace {
 std::string leaf_to_string(const Sharding& s) {
   std::string body;
   switch (s.kind()) {
-    case Sharding::Kind::kReplicated: body = "replicated"; break;
-    case Sharding::Kind::kManual: body = "manual"; break;
-    case Sharding::Kind::kUnknown: body = "unknown"; break;
-    case Sharding::Kind::kMaximal: body = fmt::format("maximal device={}", *s.unique_device()); break;
+    case Sharding::Kind::kReplicated:
+      body = "replicated";
+      break;
+    case Sharding::Kind::kManual:
+      body = "manual";
+      break;
+    case Sharding::Kind::kUnknown:
+      body = "unknown";
+      break;
+    case Sharding::Kind::kMaximal:
+      body = fmt::format("maximal device={}", *s.unique_device());
+      break;
     case Sharding::Kind::kTiled: {
       body = "devices=" + s.tile_assignment().to_string();
       if (s.replicate_on_last_tile_dim()) {
@@ -35,11 +43,13 @@ std::string leaf_to_string(const Sharding& s) {
       }
       break;
     }
-    case Sharding::Kind::kTuple: break;  // not a leaf
+    case Sharding::Kind::kTuple:
+      break;  // not a leaf
   }
   if (s.group()) {
-    body += fmt::format(" {} {}", s.group()->kind == ShardGroup::Kind::kAs ? "shard_as" : "shard_like",
-                        s.group()->id);
+    body +=
+        fmt::format(" {} {}", s.group()->kind == ShardGroup::Kind::kAs ? "shard_as" : "shard_like",
+                    s.group()->id);
   }
   return "{" + body + "}";
 }
@@ -86,7 +96,9 @@ class Parser {
     return true;
   }
   void expect(std::string_view token, std::string_view what) {
-    if (!accept(token)) fail(fmt::format("expected '{}' {}", token, what), "see XLA's sharding syntax, e.g. {devices=[2,1]0,1}");
+    if (!accept(token))
+      fail(fmt::format("expected '{}' {}", token, what),
+           "see XLA's sharding syntax, e.g. {devices=[2,1]0,1}");
   }
   std::string word() {
     skip_space();

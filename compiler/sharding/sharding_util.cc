@@ -22,8 +22,7 @@ Sharding transpose_sharding(const Sharding& sharding, std::span<const int64_t> p
   for (int64_t d = sharding.tiled_data_rank(); d < sharding.tile_assignment().rank(); ++d) {
     full.push_back(d);
   }
-  return Sharding::subgroup(sharding.tile_assignment().transpose(full),
-                            sharding.subgroup_types());
+  return Sharding::subgroup(sharding.tile_assignment().transpose(full), sharding.subgroup_types());
 }
 
 Sharding reverse_sharding(const Sharding& sharding, std::span<const int64_t> dims) {

@@ -67,17 +67,15 @@ Sharding move_and_merge_tiles(const Sharding& sharding, int64_t source_dim, int6
 // The first dim (other than source_dim) whose size is divisible by its tile
 // count times source_dim's, i.e. that can absorb source_dim's tiles evenly.
 std::optional<int64_t> first_target_dim_to_move_tiles(std::span<const int64_t> dims,
-                                                      const Sharding& sharding,
-                                                      int64_t source_dim);
+                                                      const Sharding& sharding, int64_t source_dim);
 
 // ---- Reshape (sharding_reshape.cc) ----
 
-// Strict reshape rule (docs/reference/gspmd.md#reshape-sharding): size-1 dims inserted/removed (a sharded size-1
-// dim becomes replication), merges where only the most major merged dim is
-// sharded, splits that hand the tile count to the major-most target dims
-// (gcd fallback; leftover becomes replication), any reshape of unsharded
-// dims. nullopt when a sharded dim is uneven where it must be divided, or no
-// tiling survives.
+// Strict reshape rule (docs/reference/gspmd.md#reshape-sharding): size-1 dims inserted/removed (a
+// sharded size-1 dim becomes replication), merges where only the most major merged dim is sharded,
+// splits that hand the tile count to the major-most target dims (gcd fallback; leftover becomes
+// replication), any reshape of unsharded dims. nullopt when a sharded dim is uneven where it must
+// be divided, or no tiling survives.
 std::optional<Sharding> reshape_sharding(std::span<const int64_t> source_dims,
                                          std::span<const int64_t> target_dims,
                                          const Sharding& sharding);
@@ -86,8 +84,7 @@ std::optional<Sharding> reshape_sharding(std::span<const int64_t> source_dims,
 // each block's tiling is reshaped on its own, merging what survives; all
 // else becomes replication. Never fails.
 Sharding propagate_through_reshape(std::span<const int64_t> source_dims,
-                                   std::span<const int64_t> target_dims,
-                                   const Sharding& sharding);
+                                   std::span<const int64_t> target_dims, const Sharding& sharding);
 
 // ---- Merging and ordering (sharding_merge.cc) ----
 
@@ -99,7 +96,8 @@ Sharding propagate_through_reshape(std::span<const int64_t> source_dims,
 std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b,
                                             int64_t min_tiles = 0);
 
-// The partial order of docs/reference/gspmd.md#which-sharding-is-better: is `a` strictly more specific than `b`?
+// The partial order of docs/reference/gspmd.md#which-sharding-is-better: is `a` strictly more
+// specific than `b`?
 bool is_more_specific(const Sharding& a, const Sharding& b);
 
 struct MergeOutcome {

@@ -60,8 +60,8 @@ class Cursor {
     skip_space();
     size_t start = pos_;
     while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' || text_[pos_] == '.' ||
-            text_[pos_] == '-' || text_[pos_] == '$'))
+           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' ||
+            text_[pos_] == '.' || text_[pos_] == '-' || text_[pos_] == '$'))
       ++pos_;
     if (start == pos_) fail("expected a name");
     return std::string(text_.substr(start, pos_ - start));
@@ -69,8 +69,9 @@ class Cursor {
   [[noreturn]] void fail(const std::string& message) const {
     SourceLocation at = where_;
     if (at.column > 0) at.column += static_cast<int>(pos_);
-    throw UserError(at, fmt::format("Shardy sharding: {} in '{}'", message, text_),
-                    "write e.g. #sdy.sharding<@mesh, [{\"x\"}, {}]> with the mesh in xla.sdy.meshes");
+    throw UserError(
+        at, fmt::format("Shardy sharding: {} in '{}'", message, text_),
+        "write e.g. #sdy.sharding<@mesh, [{\"x\"}, {}]> with the mesh in xla.sdy.meshes");
   }
 
  private:
@@ -202,8 +203,8 @@ Sharding to_sharding(const TensorSharding& t, const SdyMesh& mesh, Cursor& c) {
       if (it == sizes.end()) c.fail(fmt::format("unknown mesh axis \"{}\"", ref.name));
       if (ref.size == 0) continue;
       if (it->second % (ref.pre_size * ref.size) != 0)
-        c.fail(fmt::format("sub-axis \"{}\":({}){} does not divide the axis size {}", ref.name, ref.pre_size, ref.size,
-                           it->second));
+        c.fail(fmt::format("sub-axis \"{}\":({}){} does not divide the axis size {}", ref.name,
+                           ref.pre_size, ref.size, it->second));
       cuts[ref.name].insert(ref.pre_size);
       cuts[ref.name].insert(ref.pre_size * ref.size);
     }
@@ -220,7 +221,8 @@ Sharding to_sharding(const TensorSharding& t, const SdyMesh& mesh, Cursor& c) {
   for (const auto& dim : t.dims) {
     int64_t count = 1;
     for (const AxisRef& ref : dim) {
-      const int64_t lo = ref.pre_size, hi = ref.size == 0 ? sizes[ref.name] : ref.pre_size * ref.size;
+      const int64_t lo = ref.pre_size,
+                    hi = ref.size == 0 ? sizes[ref.name] : ref.pre_size * ref.size;
       for (size_t f = 0; f < factors.size(); ++f) {
         if (factors[f].axis != ref.name || factors[f].lo < lo || factors[f].hi > hi) continue;
         if (used[f]) c.fail(fmt::format("mesh axis \"{}\" is used twice", ref.name));
@@ -247,12 +249,14 @@ Sharding to_sharding(const TensorSharding& t, const SdyMesh& mesh, Cursor& c) {
     int64_t total = 1;
     for (int64_t s : factor_sizes) total *= s;
     if (static_cast<int64_t>(mesh.device_ids.size()) != total)
-      c.fail(fmt::format("the mesh has {} device ids for {} devices", mesh.device_ids.size(), total));
+      c.fail(
+          fmt::format("the mesh has {} device ids for {} devices", mesh.device_ids.size(), total));
     std::vector<int64_t> devices;
     for (int64_t v : tiles.to_vector()) devices.push_back(mesh.device_ids[static_cast<size_t>(v)]);
     tiles = TileAssignment::from_devices(dims, std::move(devices));
   }
-  return replicated > 1 ? Sharding::partial_tile(std::move(tiles)) : Sharding::tiled(std::move(tiles));
+  return replicated > 1 ? Sharding::partial_tile(std::move(tiles))
+                        : Sharding::tiled(std::move(tiles));
 }
 
 }  // namespace
@@ -279,7 +283,8 @@ SdyMeshes parse_sdy_meshes(std::string_view text, const SourceLocation& where) {
   return meshes;
 }
 
-SdySharding parse_sdy_sharding(std::string_view text, const SdyMeshes& meshes, const SourceLocation& where) {
+SdySharding parse_sdy_sharding(std::string_view text, const SdyMeshes& meshes,
+                               const SourceLocation& where) {
   Cursor c(text, where);
   std::vector<TensorSharding> values;
   if (c.consume("#sdy.sharding_per_value<")) {
@@ -306,7 +311,8 @@ SdySharding parse_sdy_sharding(std::string_view text, const SdyMeshes& meshes, c
     const SdyMesh* mesh = t.inline_mesh ? &*t.inline_mesh : nullptr;
     if (!mesh) {
       auto it = meshes.find(t.mesh_name);
-      if (it == meshes.end()) c.fail(fmt::format("unknown mesh @{} (not in the module's xla.sdy.meshes)", t.mesh_name));
+      if (it == meshes.end())
+        c.fail(fmt::format("unknown mesh @{} (not in the module's xla.sdy.meshes)", t.mesh_name));
       mesh = &it->second;
     }
     leaves.push_back(to_sharding(t, *mesh, c));
@@ -344,17 +350,20 @@ std::optional<std::string> frontend_attribute(std::string_view attributes, std::
       }
       ++i;
     } else {
-      while (i < attributes.size() && attributes[i] != ',' && attributes[i] != '}') value += attributes[i++];
+      while (i < attributes.size() && attributes[i] != ',' && attributes[i] != '}')
+        value += attributes[i++];
     }
     if (k == key) return value;
   }
   return std::nullopt;
 }
 
-std::optional<SdySharding> sharding_from_frontend_attributes(std::string_view attributes, const SdyMeshes& meshes,
+std::optional<SdySharding> sharding_from_frontend_attributes(std::string_view attributes,
+                                                             const SdyMeshes& meshes,
                                                              const SourceLocation& where) {
   if (attributes.empty()) return std::nullopt;
-  if (auto sdy = frontend_attribute(attributes, "xla.sdy.sharding")) return parse_sdy_sharding(*sdy, meshes, where);
+  if (auto sdy = frontend_attribute(attributes, "xla.sdy.sharding"))
+    return parse_sdy_sharding(*sdy, meshes, where);
   if (auto mhlo = frontend_attribute(attributes, "mhlo.sharding")) {
     SdySharding out;
     out.sharding = parse_sharding(*mhlo, where);
@@ -364,7 +373,8 @@ std::optional<SdySharding> sharding_from_frontend_attributes(std::string_view at
 }
 
 bool is_sharding_custom_call_target(std::string_view target) {
-  return target == "Sharding" || target == "xla.sdy.ShardingConstraint" || target == "xla.sdy.FuncResultSharding";
+  return target == "Sharding" || target == "xla.sdy.ShardingConstraint" ||
+         target == "xla.sdy.FuncResultSharding";
 }
 
 }  // namespace podsim::compiler

@@ -37,7 +37,8 @@ struct SdySharding {
   bool fully_open = false;
 };
 // "#sdy.sharding<...>" or "#sdy.sharding_per_value<[...]>".
-SdySharding parse_sdy_sharding(std::string_view text, const SdyMeshes& meshes, const SourceLocation& where = {});
+SdySharding parse_sdy_sharding(std::string_view text, const SdyMeshes& meshes,
+                               const SourceLocation& where = {});
 
 // The value of `key` in a verbatim frontend_attributes={...} text (quotes
 // removed, \" and \\ unescaped); nullopt when absent.
@@ -45,7 +46,8 @@ std::optional<std::string> frontend_attribute(std::string_view attributes, std::
 
 // The sharding an instruction's frontend attributes give (xla.sdy.sharding,
 // else mhlo.sharding); nullopt when none.
-std::optional<SdySharding> sharding_from_frontend_attributes(std::string_view attributes, const SdyMeshes& meshes,
+std::optional<SdySharding> sharding_from_frontend_attributes(std::string_view attributes,
+                                                             const SdyMeshes& meshes,
                                                              const SourceLocation& where = {});
 
 // Custom-call targets that are sharding annotations of their operand:

@@ -53,8 +53,7 @@ std::optional<Factors> detect_iota(const std::vector<int64_t>& devices) {
     const int64_t stride = devices[static_cast<size_t>(block)];
     if (stride <= 0) return std::nullopt;
     int64_t n = 1;
-    while ((n + 1) * block <= n_total &&
-           devices[static_cast<size_t>(n * block)] == n * stride) {
+    while ((n + 1) * block <= n_total && devices[static_cast<size_t>(n * block)] == n * stride) {
       ++n;
     }
     if (n_total % (block * n) != 0) return std::nullopt;
@@ -295,7 +294,8 @@ TileAssignment TileAssignment::sort_last_dim() const {
   return from_devices(dims_, std::move(values));
 }
 
-std::optional<std::vector<std::vector<TileAssignment::IotaFactor>>> TileAssignment::factors_by_dim() const {
+std::optional<std::vector<std::vector<TileAssignment::IotaFactor>>> TileAssignment::factors_by_dim()
+    const {
   if (!iota_) return std::nullopt;
   auto pieces = refine(dims_, *iota_);
   if (!pieces) return std::nullopt;
@@ -343,7 +343,8 @@ bool TileAssignment::operator==(const TileAssignment& other) const {
   return *devices_ == *other.devices_;
 }
 
-std::vector<TileAssignment::IotaFactor> canonical_iota_factors(const std::vector<TileAssignment::IotaFactor>& factors) {
+std::vector<TileAssignment::IotaFactor> canonical_iota_factors(
+    const std::vector<TileAssignment::IotaFactor>& factors) {
   std::vector<TileAssignment::IotaFactor> out;
   for (const auto& f : factors) {
     if (f.size == 1) continue;

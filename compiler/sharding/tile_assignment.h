@@ -83,8 +83,8 @@ class TileAssignment {
 
  private:
   std::vector<int64_t> dims_;
-  std::optional<std::vector<IotaFactor>> iota_;            // set when iota-expressible
-  std::shared_ptr<const std::vector<int64_t>> devices_;    // set otherwise
+  std::optional<std::vector<IotaFactor>> iota_;          // set when iota-expressible
+  std::shared_ptr<const std::vector<int64_t>> devices_;  // set otherwise
 };
 
 // Product of a list of dims (1 for an empty list).
@@ -93,6 +93,7 @@ int64_t product_of(std::span<const int64_t> dims);
 // Canonical form of a list of iota factors: size-1 factors dropped,
 // adjacent factors merged when they are one digit range (stride_k ==
 // stride_{k+1} * size_{k+1}). The same positional function of the id.
-std::vector<TileAssignment::IotaFactor> canonical_iota_factors(const std::vector<TileAssignment::IotaFactor>& factors);
+std::vector<TileAssignment::IotaFactor> canonical_iota_factors(
+    const std::vector<TileAssignment::IotaFactor>& factors);
 
 }  // namespace podsim::compiler

@@ -14,7 +14,8 @@ int64_t evaluate_pieces(const DigitPieces& pieces, int64_t device) {
   return value;
 }
 
-std::optional<std::vector<DigitPieces>> tile_coordinate_pieces(const Sharding& sharding, int64_t rank) {
+std::optional<std::vector<DigitPieces>> tile_coordinate_pieces(const Sharding& sharding,
+                                                               int64_t rank) {
   std::vector<DigitPieces> out(static_cast<size_t>(rank));
   if (!sharding.is_tiled()) return out;
   const auto by_dim = sharding.tile_assignment().factors_by_dim();
@@ -24,10 +25,11 @@ std::optional<std::vector<DigitPieces>> tile_coordinate_pieces(const Sharding& s
   return out;
 }
 
-std::optional<std::pair<DigitPieces, DigitPieces>> iota_matrix_pieces(int64_t rows, int64_t cols,
-                                                                      const std::vector<int64_t>& reshape_dims,
-                                                                      const std::vector<int64_t>& transpose_perm) {
-  const std::vector<int64_t> reshape = reshape_dims.empty() ? std::vector<int64_t>{rows * cols} : reshape_dims;
+std::optional<std::pair<DigitPieces, DigitPieces>> iota_matrix_pieces(
+    int64_t rows, int64_t cols, const std::vector<int64_t>& reshape_dims,
+    const std::vector<int64_t>& transpose_perm) {
+  const std::vector<int64_t> reshape =
+      reshape_dims.empty() ? std::vector<int64_t>{rows * cols} : reshape_dims;
   if (product_of(reshape) != rows * cols) return std::nullopt;
   const TileAssignment matrix = TileAssignment::iota({rows, cols}, reshape, transpose_perm);
   const auto by_dim = matrix.factors_by_dim();
@@ -57,13 +59,15 @@ DigitPieces DigitGrid::pieces_of(const DigitIds& digits) const {
 
 std::optional<GridLayouts> layouts_on_common_grid(std::span<const Sharding> shardings, int64_t rank,
                                                   int64_t devices) {
-  std::vector<std::vector<DigitPieces>> by_dim;  // per sharding: data dims, then the replication dim
+  std::vector<std::vector<DigitPieces>>
+      by_dim;  // per sharding: data dims, then the replication dim
   GridLayouts out;
   out.grid.bounds = {1, devices};
   for (const Sharding& s : shardings) {
     std::vector<DigitPieces> dims(static_cast<size_t>(rank) + 1);
     if (s.is_tiled()) {
-      if (s.has_manual_subgroup() || s.tiled_data_rank() != rank || s.total_num_tiles() != devices) return std::nullopt;
+      if (s.has_manual_subgroup() || s.tiled_data_rank() != rank || s.total_num_tiles() != devices)
+        return std::nullopt;
       const auto factors = s.tile_assignment().factors_by_dim();
       if (!factors) return std::nullopt;
       for (size_t d = 0; d < factors->size(); ++d) dims[d] = (*factors)[d];
@@ -87,7 +91,8 @@ std::optional<GridLayouts> layouts_on_common_grid(std::span<const Sharding> shar
     if (bounds[j + 1] % bounds[j] != 0) return std::nullopt;
   for (const auto& dims : by_dim) {
     ShardingDigits layout;
-    for (int64_t d = 0; d < rank; ++d) layout.data.push_back(out.grid.digits_of(dims[static_cast<size_t>(d)]));
+    for (int64_t d = 0; d < rank; ++d)
+      layout.data.push_back(out.grid.digits_of(dims[static_cast<size_t>(d)]));
     layout.replicated = out.grid.digits_of(dims.back());
     out.layouts.push_back(std::move(layout));
   }
@@ -98,7 +103,8 @@ namespace {
 
 // iota(reshape) with reshape = digit sizes by decreasing stride; result
 // position k reads reshape dim (digit_count - 1 - order[k]).
-TileAssignment iota_of_digit_order(const DigitGrid& grid, std::vector<int64_t> dims, const DigitIds& order) {
+TileAssignment iota_of_digit_order(const DigitGrid& grid, std::vector<int64_t> dims,
+                                   const DigitIds& order) {
   const size_t n = grid.digit_count();
   std::vector<int64_t> reshape, perm;
   for (size_t j = n; j-- > 0;) reshape.push_back(grid.size(j));
@@ -127,7 +133,8 @@ Sharding sharding_from_digits(const DigitGrid& grid, const std::vector<DigitIds>
   }
   const int64_t cells = product_of(dims);
   dims.push_back(grid.bounds.back() / cells);
-  return Sharding::partial_tile(iota_of_digit_order(grid, std::move(dims), complete_order(grid, order)));
+  return Sharding::partial_tile(
+      iota_of_digit_order(grid, std::move(dims), complete_order(grid, order)));
 }
 
 TileAssignment groups_from_digits(const DigitGrid& grid, const DigitIds& column) {

@@ -36,14 +36,15 @@ int64_t evaluate_pieces(const DigitPieces& pieces, int64_t device);
 // (its data dims), i.e. what tile_index_for_device returns, as functions.
 // A sharding that is not tiled (replicated, maximal, manual) has coordinate 0
 // everywhere: `rank` empty lists. nullopt for explicit tile arrays.
-std::optional<std::vector<DigitPieces>> tile_coordinate_pieces(const Sharding& sharding, int64_t rank);
+std::optional<std::vector<DigitPieces>> tile_coordinate_pieces(const Sharding& sharding,
+                                                               int64_t rank);
 
 // Coordinate functions of the two dims of an iota array [rows, cols]
 // (<= reshape_dims T(perm), perm empty = identity): .first gives a device's
 // row, .second its column. nullopt if a dim cuts an iota factor unevenly.
-std::optional<std::pair<DigitPieces, DigitPieces>> iota_matrix_pieces(int64_t rows, int64_t cols,
-                                                                      const std::vector<int64_t>& reshape_dims,
-                                                                      const std::vector<int64_t>& transpose_perm);
+std::optional<std::pair<DigitPieces, DigitPieces>> iota_matrix_pieces(
+    int64_t rows, int64_t cols, const std::vector<int64_t>& reshape_dims,
+    const std::vector<int64_t>& transpose_perm);
 
 // ---- Elementary digits: comparing the layouts of several shardings ----
 //

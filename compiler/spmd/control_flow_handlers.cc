@@ -25,23 +25,26 @@ std::pair<int64_t, int64_t> element_leaf_range(const Shape& shape, int64_t index
   return {first, shape.tuple_shape(static_cast<int>(index)).leaf_count()};
 }
 
-Sharding sharding_of_leaves(const std::vector<Sharding>& leaves, const Shape& shape, int64_t first, int64_t count) {
+Sharding sharding_of_leaves(const std::vector<Sharding>& leaves, const Shape& shape, int64_t first,
+                            int64_t count) {
   if (shape.is_array()) return leaves[static_cast<size_t>(first)];
-  return Sharding::tuple(std::vector<Sharding>(leaves.begin() + first, leaves.begin() + first + count));
+  return Sharding::tuple(
+      std::vector<Sharding>(leaves.begin() + first, leaves.begin() + first + count));
 }
 
 // Whether `sharding` gives each leaf of `shape` its own sharding (else one
 // sharding, or a one-element tuple of it, applies to every leaf).
 bool per_leaf(const Sharding& sharding, const Shape& shape) {
-  return sharding.is_tuple() && static_cast<int64_t>(sharding.tuple_elements().size()) == shape.leaf_count();
+  return sharding.is_tuple() &&
+         static_cast<int64_t>(sharding.tuple_elements().size()) == shape.leaf_count();
 }
 
 // Sharding of a tuple element `element` whose leaves are [first,
 // first + count), as leaf_shardings reads `sharding`, copying no other leaf:
 // a training step's root tuple has thousands of elements, and copying every
 // leaf sharding per element made tuples quadratic in their size.
-Sharding sharding_of_element(const Sharding& sharding, bool leaves_apart, const Shape& element, int64_t first,
-                             int64_t count) {
+Sharding sharding_of_element(const Sharding& sharding, bool leaves_apart, const Shape& element,
+                             int64_t first, int64_t count) {
   if (leaves_apart) return sharding_of_leaves(sharding.tuple_elements(), element, first, count);
   assert(!sharding.is_tuple() || sharding.tuple_elements().size() == 1);
   const Sharding& uniform = sharding.is_tuple() ? sharding.tuple_elements()[0] : sharding;
@@ -49,10 +52,12 @@ Sharding sharding_of_element(const Sharding& sharding, bool leaves_apart, const 
   return Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(count), uniform));
 }
 
-Shape partitioned_shape_of_leaves(const Shape& base, const std::vector<Sharding>& leaves, size_t& next) {
+Shape partitioned_shape_of_leaves(const Shape& base, const std::vector<Sharding>& leaves,
+                                  size_t& next) {
   if (base.is_array()) return Shape(base.dtype(), shard_shape(leaves[next++], base.dims()));
   std::vector<Shape> elements;
-  for (const Shape& element : base.tuple_shapes()) elements.push_back(partitioned_shape_of_leaves(element, leaves, next));
+  for (const Shape& element : base.tuple_shapes())
+    elements.push_back(partitioned_shape_of_leaves(element, leaves, next));
   return Shape::tuple(std::move(elements));
 }
 
@@ -69,8 +74,8 @@ std::vector<Sharding> leaf_shardings(const Sharding& sharding, const Shape& shap
 
 Sharding element_sharding(const Sharding& sharding, const Shape& shape, int64_t index) {
   auto [first, count] = element_leaf_range(shape, index);
-  return sharding_of_element(sharding, per_leaf(sharding, shape), shape.tuple_shape(static_cast<int>(index)), first,
-                             count);
+  return sharding_of_element(sharding, per_leaf(sharding, shape),
+                             shape.tuple_shape(static_cast<int>(index)), first, count);
 }
 
 std::vector<Sharding> element_shardings(const Sharding& sharding, const Shape& shape) {
@@ -92,14 +97,16 @@ Shape partitioned_shape(const Shape& base, const Sharding& sharding) {
   return partitioned_shape_of_leaves(base, leaves, next);
 }
 
-PartitionedValue reshard_tuple(SpmdContext& context, const PartitionedValue& value, const Sharding& target) {
+PartitionedValue reshard_tuple(SpmdContext& context, const PartitionedValue& value,
+                               const Sharding& target) {
   const Shape& shape = value.base_shape;
   const std::vector<Sharding> from = element_shardings(value.sharding, shape);
   const std::vector<Sharding> to = element_shardings(target, shape);
   std::vector<InstrId> elements;
   for (int64_t i = 0; i < static_cast<int64_t>(shape.tuple_shapes().size()); ++i) {
     const Shape& element = shape.tuple_shape(static_cast<int>(i));
-    PartitionedValue part{context.builder().get_tuple_element(value.id, i), element, from[static_cast<size_t>(i)]};
+    PartitionedValue part{context.builder().get_tuple_element(value.id, i), element,
+                          from[static_cast<size_t>(i)]};
     elements.push_back(reshard(context, part, to[static_cast<size_t>(i)]).id);
   }
   return PartitionedValue{context.builder().tuple(std::move(elements)), shape, target};
@@ -108,19 +115,23 @@ PartitionedValue reshard_tuple(SpmdContext& context, const PartitionedValue& val
 PartitionedValue handle_tuple(SpmdContext& context, const HandlerInput& in) {
   const std::vector<Sharding> targets = element_shardings(in.target, in.original.shape);
   std::vector<InstrId> elements;
-  for (size_t i = 0; i < in.operands.size(); ++i) elements.push_back(reshard(context, in.operands[i], targets[i]).id);
-  return PartitionedValue{context.builder().tuple(std::move(elements)), in.original.shape, in.target};
+  for (size_t i = 0; i < in.operands.size(); ++i)
+    elements.push_back(reshard(context, in.operands[i], targets[i]).id);
+  return PartitionedValue{context.builder().tuple(std::move(elements)), in.original.shape,
+                          in.target};
 }
 
 PartitionedValue handle_get_tuple_element(SpmdContext& context, const HandlerInput& in) {
   const PartitionedValue& operand = in.operands[0];
   const int64_t index = in.original.attrs.tuple_index;
-  PartitionedValue element{context.builder().get_tuple_element(operand.id, index), in.original.shape,
+  PartitionedValue element{context.builder().get_tuple_element(operand.id, index),
+                           in.original.shape,
                            element_sharding(operand.sharding, operand.base_shape, index)};
   return reshard(context, element, in.target);
 }
 
-CompId partition_callee(SpmdContext& context, CompId callee, const ComputationSignature& signature) {
+CompId partition_callee(SpmdContext& context, CompId callee,
+                        const ComputationSignature& signature) {
   const Module& source = context.source_module();
   const Computation& original = source.computation(callee);
   SpmdContext child(&context.module(), context.num_devices());
@@ -141,8 +152,10 @@ CompId partition_callee(SpmdContext& context, CompId callee, const ComputationSi
 PartitionedValue handle_while(SpmdContext& context, const HandlerInput& in) {
   const PartitionedValue init = reshard(context, in.operands[0], in.target);
   const CompId condition =
-      partition_callee(context, in.original.while_condition(), ComputationSignature{{in.target}, Sharding::replicated()});
-  const CompId body = partition_callee(context, in.original.while_body(), ComputationSignature{{in.target}, in.target});
+      partition_callee(context, in.original.while_condition(),
+                       ComputationSignature{{in.target}, Sharding::replicated()});
+  const CompId body = partition_callee(context, in.original.while_body(),
+                                       ComputationSignature{{in.target}, in.target});
   InstrId loop = context.builder().while_loop(init.id, condition, body);
   return PartitionedValue{loop, in.original.shape, in.target};
 }
@@ -177,7 +190,8 @@ PartitionedValue handle_conditional(SpmdContext& context, const HandlerInput& in
   }
   Instruction conditional = in.original;
   conditional.called = std::move(branches);
-  InstrId id = clone_with_shape(context, conditional, std::move(operands), partitioned_shape(in.original.shape, in.target));
+  InstrId id = clone_with_shape(context, conditional, std::move(operands),
+                                partitioned_shape(in.original.shape, in.target));
   return PartitionedValue{id, in.original.shape, in.target};
 }
 

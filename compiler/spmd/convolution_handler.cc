@@ -18,7 +18,8 @@
 namespace podsim::compiler {
 namespace {
 
-std::optional<PartitionedValue> spatially_tiled_convolution(SpmdContext& context, const HandlerInput& in) {
+std::optional<PartitionedValue> spatially_tiled_convolution(SpmdContext& context,
+                                                            const HandlerInput& in) {
   const ConvDims& c = in.original.attrs.conv;
   const PartitionedValue& lhs = in.operands[0];
   const PartitionedValue& rhs = in.operands[1];
@@ -29,12 +30,14 @@ std::optional<PartitionedValue> spatially_tiled_convolution(SpmdContext& context
   }
   const Sharding lhs_needed = propagate_along_dims_and_replicate_others(in.target, to_lhs);
   const Sharding rhs_needed = propagate_along_dims_and_replicate_others(
-      in.target, DimCorrespondence{{c.output_feature}, {c.kernel_output_feature}, rhs.base_shape.rank()});
+      in.target,
+      DimCorrespondence{{c.output_feature}, {c.kernel_output_feature}, rhs.base_shape.rank()});
   // Plan on a value carrying the needed sharding (ids are not read by planning).
   PartitionedValue planned{lhs.id, lhs.base_shape, lhs_needed};
   std::vector<WindowedDim> dims;
   for (size_t i = 0; i < c.input_spatial.size(); ++i)
-    dims.push_back(WindowedDim{c.input_spatial[i], in.original.shape.dim(static_cast<int>(c.output_spatial[i])),
+    dims.push_back(WindowedDim{c.input_spatial[i],
+                               in.original.shape.dim(static_cast<int>(c.output_spatial[i])),
                                in.original.attrs.window[i]});
   auto requests = plan_windowed_input(planned, dims, context.zero(lhs.base_shape.dtype()));
   if (!requests) return std::nullopt;
@@ -56,7 +59,8 @@ std::optional<PartitionedValue> spatially_tiled_convolution(SpmdContext& context
 
 PartitionedValue handle_convolution(SpmdContext& context, const HandlerInput& in) {
   const Instruction& conv = in.original;
-  if (in.operands.size() != 2 || conv.attrs.batch_group_count != 1) return handle_default(context, in);
+  if (in.operands.size() != 2 || conv.attrs.batch_group_count != 1)
+    return handle_default(context, in);
   bool spatial_output = false;
   for (int64_t d : conv.attrs.conv.output_spatial) spatial_output |= tile_count(in.target, d) > 1;
   if (spatial_output) {
@@ -64,7 +68,9 @@ PartitionedValue handle_convolution(SpmdContext& context, const HandlerInput& in
     if (auto result = spatially_tiled_convolution(context, in)) return *result;
     return handle_default(context, in);
   }
-  return partition_einsum(context, in, einsum_of_convolution(conv, in.operands[0].base_shape, in.operands[1].base_shape));
+  return partition_einsum(
+      context, in,
+      einsum_of_convolution(conv, in.operands[0].base_shape, in.operands[1].base_shape));
 }
 
 }  // namespace podsim::compiler

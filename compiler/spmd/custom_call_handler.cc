@@ -14,13 +14,15 @@
 namespace podsim::compiler {
 
 bool is_manual_region_entry(const Instruction& instr) {
-  return instr.opcode == Opcode::kCustomCall && (instr.attrs.custom_call_target == "SPMDFullToShardShape" ||
-                                                 instr.attrs.custom_call_target == "xla.sdy.GlobalToLocalShape");
+  return instr.opcode == Opcode::kCustomCall &&
+         (instr.attrs.custom_call_target == "SPMDFullToShardShape" ||
+          instr.attrs.custom_call_target == "xla.sdy.GlobalToLocalShape");
 }
 
 bool is_manual_region_exit(const Instruction& instr) {
-  return instr.opcode == Opcode::kCustomCall && (instr.attrs.custom_call_target == "SPMDShardToFullShape" ||
-                                                 instr.attrs.custom_call_target == "xla.sdy.LocalToGlobalShape");
+  return instr.opcode == Opcode::kCustomCall &&
+         (instr.attrs.custom_call_target == "SPMDShardToFullShape" ||
+          instr.attrs.custom_call_target == "xla.sdy.LocalToGlobalShape");
 }
 
 bool is_fully_manual(const Sharding& sharding) {
@@ -30,8 +32,8 @@ bool is_fully_manual(const Sharding& sharding) {
                      [](const Sharding& leaf) { return leaf.is_manual(); });
 }
 
-InstrId clone_with_shape(SpmdContext& context, const Instruction& original, std::vector<InstrId> operands,
-                         Shape shape) {
+InstrId clone_with_shape(SpmdContext& context, const Instruction& original,
+                         std::vector<InstrId> operands, Shape shape) {
   Instruction copy = original;
   copy.name.clear();
   copy.sharding.reset();
@@ -47,13 +49,15 @@ bool all_leaves(const Sharding& s, bool (*pred)(const Sharding&)) {
   return std::all_of(s.tuple_elements().begin(), s.tuple_elements().end(), pred);
 }
 
-void expect_local_shape(SpmdContext& context, const Instruction& instr, InstrId local, const Shape& expected,
-                        const char* what) {
+void expect_local_shape(SpmdContext& context, const Instruction& instr, InstrId local,
+                        const Shape& expected, const char* what) {
   if (context.local_shape(local) == expected) return;
-  throw UserError(instr.location,
-                  fmt::format("SPMD partitioner: {} '{}': the per-device shape is {}, the op says {}", what,
-                              instr.name, context.local_shape(local).to_string(false), expected.to_string(false)),
-                  "the sharding of the full-shape side must cut it into exactly the manual shape");
+  throw UserError(
+      instr.location,
+      fmt::format("SPMD partitioner: {} '{}': the per-device shape is {}, the op says {}", what,
+                  instr.name, context.local_shape(local).to_string(false),
+                  expected.to_string(false)),
+      "the sharding of the full-shape side must cut it into exactly the manual shape");
 }
 
 // Operands of a local op: array operands with the result's dims take the
@@ -62,7 +66,8 @@ std::vector<InstrId> local_operands(SpmdContext& context, const HandlerInput& in
   std::vector<InstrId> ids;
   for (const PartitionedValue& operand : in.operands) {
     const bool same_dims = in.original.shape.is_array() && operand.base_shape.is_array() &&
-                           operand.base_shape.dims() == in.original.shape.dims() && !in.target.is_tuple();
+                           operand.base_shape.dims() == in.original.shape.dims() &&
+                           !in.target.is_tuple();
     ids.push_back(same_dims ? reshard(context, operand, in.target).id : operand.id);
   }
   return ids;
@@ -73,17 +78,21 @@ std::vector<InstrId> local_operands(SpmdContext& context, const HandlerInput& in
 PartitionedValue handle_manual_op(SpmdContext& context, const HandlerInput& in) {
   std::vector<InstrId> operands;
   for (const PartitionedValue& operand : in.operands) {
-    const bool fits = all_leaves(operand.sharding, [](const Sharding& s) { return s.is_manual() || s.is_tile_maximal(); });
+    const bool fits = all_leaves(
+        operand.sharding, [](const Sharding& s) { return s.is_manual() || s.is_tile_maximal(); });
     if (!fits)
-      throw UserError(in.original.location,
-                      fmt::format("SPMD partitioner: '{}' is manual but its operand has the automatic sharding {}",
-                                  in.original.name, operand.sharding.to_string()),
-                      "enter the manual region through custom-call SPMDFullToShardShape");
+      throw UserError(
+          in.original.location,
+          fmt::format(
+              "SPMD partitioner: '{}' is manual but its operand has the automatic sharding {}",
+              in.original.name, operand.sharding.to_string()),
+          "enter the manual region through custom-call SPMDFullToShardShape");
     operands.push_back(operand.id);
   }
   // Inside a manual region every value has its declared (per-device) shape.
-  return PartitionedValue{clone_with_shape(context, in.original, std::move(operands), in.original.shape),
-                          in.original.shape, in.target};
+  return PartitionedValue{
+      clone_with_shape(context, in.original, std::move(operands), in.original.shape),
+      in.original.shape, in.target};
 }
 
 // Operand k of a region boundary is result leaf k (Shardy's boundaries take
@@ -94,15 +103,16 @@ PartitionedValue region_boundary(SpmdContext& context, const HandlerInput& in, b
   const std::vector<Sharding> leaves = leaf_shardings(in.target, in.original.shape);
   if (leaves.size() != in.operands.size())
     throw UserError(in.original.location,
-                    fmt::format("SPMD partitioner: '{}' has {} operands for {} results", in.original.name,
-                                in.operands.size(), leaves.size()),
+                    fmt::format("SPMD partitioner: '{}' has {} operands for {} results",
+                                in.original.name, in.operands.size(), leaves.size()),
                     "a manual-region boundary maps operand k to result k");
   const std::vector<const Shape*> shapes = in.original.shape.leaves();
   std::vector<InstrId> copies;
   for (size_t k = 0; k < in.operands.size(); ++k) {
     const PartitionedValue& operand = in.operands[k];
     InstrId local = operand.id;
-    if (entry && operand.sharding.is_tiled() && !evenly_partitions(operand.sharding, operand.base_shape.dims())) {
+    if (entry && operand.sharding.is_tiled() &&
+        !evenly_partitions(operand.sharding, operand.base_shape.dims())) {
       // Uneven tiles: XLA pads the partitioned operand with zeros.
       InstrId zero = context.builder().scalar_constant(context.local_shape(local).dtype(), 0);
       local = context.mask_padding(operand, sharded_dims(operand.sharding), zero);
@@ -111,7 +121,8 @@ PartitionedValue region_boundary(SpmdContext& context, const HandlerInput& in, b
                        entry ? "manual region entry" : "manual region exit");
     copies.push_back(context.builder().unary(Opcode::kCopy, local));
   }
-  const InstrId id = in.original.shape.is_tuple() ? context.builder().tuple(std::move(copies)) : copies[0];
+  const InstrId id =
+      in.original.shape.is_tuple() ? context.builder().tuple(std::move(copies)) : copies[0];
   return PartitionedValue{id, in.original.shape, in.target};
 }
 
@@ -133,7 +144,8 @@ namespace {
 // dim (k*n instead of the whole dim), sorted with the same comparator and
 // the first k kept, as XLA's PartitionSortInTopK. nullopt when it does not
 // apply (no comparator, uneven tiles, k above the shard).
-std::optional<PartitionedValue> topk_from_candidates(SpmdContext& context, const HandlerInput& in, int64_t dim) {
+std::optional<PartitionedValue> topk_from_candidates(SpmdContext& context, const HandlerInput& in,
+                                                     int64_t dim) {
   const Instruction& topk = in.original;
   const PartitionedValue& operand = in.operands.at(0);
   if (topk.opcode != Opcode::kCustomCall || topk.called.size() != 1 || !topk.shape.is_tuple() ||
@@ -149,7 +161,8 @@ std::optional<PartitionedValue> topk_from_candidates(SpmdContext& context, const
   candidate_dims[static_cast<size_t>(dim)] = k;
   const Shape values_shape(topk.shape.tuple_shape(0).dtype(), candidate_dims);
   const Shape index_shape(topk.shape.tuple_shape(1).dtype(), candidate_dims);
-  InstrId local = clone_with_shape(context, topk, {operand.id}, Shape::tuple({values_shape, index_shape}));
+  InstrId local =
+      clone_with_shape(context, topk, {operand.id}, Shape::tuple({values_shape, index_shape}));
   InstrId values = b.get_tuple_element(local, 0);
   InstrId indices = b.get_tuple_element(local, 1);
   InstrId offset = context.partition_offset(operand.sharding, operand.base_shape.dims(), dim);
@@ -178,7 +191,8 @@ std::optional<PartitionedValue> topk_from_candidates(SpmdContext& context, const
     leaves.push_back(b.slice(all, std::move(first_k)));
   }
   const Sharding result_leaf = partially_replicate_on_dims(operand.sharding, axis);
-  PartitionedValue result{b.tuple(std::move(leaves)), topk.shape, Sharding::tuple({result_leaf, result_leaf})};
+  PartitionedValue result{b.tuple(std::move(leaves)), topk.shape,
+                          Sharding::tuple({result_leaf, result_leaf})};
   return reshard(context, result, in.target);
 }
 
@@ -200,11 +214,13 @@ PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, 
     local = unsorted(first.sharding);
     const int64_t n = tile_count(first.sharding, dim);
     const auto& extents = first.base_shape.dims();
-    const auto& out = in.original.shape.is_tuple() ? in.original.shape.tuple_shape(0).dims() : in.original.shape.dims();
+    const auto& out = in.original.shape.is_tuple() ? in.original.shape.tuple_shape(0).dims()
+                                                   : in.original.shape.dims();
     for (int64_t d = 0; n > 1 && d < static_cast<int64_t>(extents.size()); ++d) {
       if (d == dim || d >= static_cast<int64_t>(out.size())) continue;
       const int64_t tiles = tile_count(first.sharding, d) * n;
-      if (extents[static_cast<size_t>(d)] % tiles == 0 && out[static_cast<size_t>(d)] % tiles == 0) {
+      if (extents[static_cast<size_t>(d)] % tiles == 0 &&
+          out[static_cast<size_t>(d)] % tiles == 0) {
         local = move_and_merge_tiles(first.sharding, dim, d);
         break;
       }
@@ -214,23 +230,26 @@ PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, 
       if (auto candidates = topk_from_candidates(context, in, dim)) return *candidates;
   }
   std::vector<InstrId> operands;
-  for (const PartitionedValue& operand : in.operands) operands.push_back(reshard(context, operand, local).id);
+  for (const PartitionedValue& operand : in.operands)
+    operands.push_back(reshard(context, operand, local).id);
   const Sharding result = in.original.shape.is_tuple()
                               ? Sharding::tuple(std::vector<Sharding>(
                                     static_cast<size_t>(in.original.shape.leaf_count()), local))
                               : local;
-  InstrId id = clone_with_shape(context, in.original, std::move(operands), partitioned_shape(in.original.shape, result));
+  InstrId id = clone_with_shape(context, in.original, std::move(operands),
+                                partitioned_shape(in.original.shape, result));
   return reshard(context, PartitionedValue{id, in.original.shape, result}, in.target);
 }
 
 PartitionedValue handle_custom_call(SpmdContext& context, const HandlerInput& in) {
   const Instruction& instr = in.original;
-  if (instr.attrs.custom_call_target == "TopK" && in.operands.size() == 1 && in.operands[0].base_shape.is_array() &&
-      in.operands[0].base_shape.rank() >= 1)
+  if (instr.attrs.custom_call_target == "TopK" && in.operands.size() == 1 &&
+      in.operands[0].base_shape.is_array() && in.operands[0].base_shape.rank() >= 1)
     return handle_sort_like(context, in, in.operands[0].base_shape.rank() - 1);
   if (instr.shape.is_tuple() && !in.target.is_tuple() && !in.target.is_tile_maximal())
     return handle_default(context, in);
-  InstrId id = clone_with_shape(context, instr, local_operands(context, in), partitioned_shape(instr.shape, in.target));
+  InstrId id = clone_with_shape(context, instr, local_operands(context, in),
+                                partitioned_shape(instr.shape, in.target));
   return PartitionedValue{id, instr.shape, in.target};
 }
 
@@ -239,7 +258,8 @@ PartitionedValue handle_outfeed(SpmdContext& context, const HandlerInput& in) {
   for (const PartitionedValue& operand : in.operands) operands.push_back(operand.id);
   if (!in.operands.empty() && in.original.sharding) {
     const PartitionedValue& data = in.operands[0];
-    Sharding s = parse_sharding(*in.original.sharding, in.original.location).without_group_and_metadata();
+    Sharding s =
+        parse_sharding(*in.original.sharding, in.original.location).without_group_and_metadata();
     const int64_t leaves = data.base_shape.leaf_count();
     bool fits = true;
     if (s.is_tuple()) {
@@ -252,7 +272,9 @@ PartitionedValue handle_outfeed(SpmdContext& context, const HandlerInput& in) {
     } else if (data.base_shape.is_tuple()) {
       s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(leaves), s));
     }
-    auto placed = [](const Sharding& leaf) { return leaf.is_maximal() ? Sharding::replicated() : leaf; };
+    auto placed = [](const Sharding& leaf) {
+      return leaf.is_maximal() ? Sharding::replicated() : leaf;
+    };
     if (s.is_tuple()) {
       std::vector<Sharding> mine;
       for (const Sharding& leaf : s.tuple_elements()) mine.push_back(placed(leaf));

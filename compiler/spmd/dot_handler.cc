@@ -30,16 +30,18 @@ const EinsumLabel* label_at(const EinsumSpec& spec, EinsumSide side, int64_t dim
 // permute of `permuted_bytes` (halved per link direction when bidirectional
 // and the chunk extent t on the rotated dim can be halved, t >= 2)?
 // partitioner.h derives the flops-per-byte threshold.
-bool step_hides_permute(const SpmdOptions& options, double step_flops, double permuted_bytes, int64_t t) {
+bool step_hides_permute(const SpmdOptions& options, double step_flops, double permuted_bytes,
+                        int64_t t) {
   const double directions = options.windowed_einsum_bidirectional && t >= 2 ? 2.0 : 1.0;
   return step_flops >= options.windowed_einsum_min_flops_per_byte * permuted_bytes / directions;
 }
 
-// The windowed form of docs/reference/gspmd.md#windowed-einsum for operand `side`, if the plan would all-gather
-// exactly one of its dims (a contracting dim or its own free dim) and the
-// options allow it.
+// The windowed form of docs/reference/gspmd.md#windowed-einsum for operand `side`, if the plan
+// would all-gather exactly one of its dims (a contracting dim or its own free dim) and the options
+// allow it.
 std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const HandlerInput& in,
-                                              const EinsumSpec& spec, const DotPlan& plan, int side) {
+                                              const EinsumSpec& spec, const DotPlan& plan,
+                                              int side) {
   const SpmdOptions& options = context.options();
   const PartitionedValue& value = in.operands[static_cast<size_t>(side)];
   const Sharding& needed = side == 0 ? plan.lhs : plan.rhs;
@@ -50,16 +52,19 @@ std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const 
     if (now != then && then != 1) return std::nullopt;
     if (now > 1 && then == 1) gathered.push_back(d);
   }
-  if (gathered.size() != 1 || partially_replicate_on_dims(value.sharding, gathered) != needed) return std::nullopt;
+  if (gathered.size() != 1 || partially_replicate_on_dims(value.sharding, gathered) != needed)
+    return std::nullopt;
   const int64_t p = tile_count(value.sharding, gathered[0]);
   if (p > options.windowed_einsum_max_devices) return std::nullopt;
   // Cost comparison (partitioner.h): per step 2 * (local multiply-adds of
   // the plan) / p flops against one permuted chunk (this device's shard of
   // the operand), split over the link directions used.
   double chunk_bytes = static_cast<double>(dtype_bytes(value.base_shape.dtype()));
-  for (int64_t e : shard_shape(value.sharding, value.base_shape.dims())) chunk_bytes *= static_cast<double>(e);
+  for (int64_t e : shard_shape(value.sharding, value.base_shape.dims()))
+    chunk_bytes *= static_cast<double>(e);
   const int64_t t = ceil_div(value.base_shape.dim(static_cast<int>(gathered[0])), p);
-  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), chunk_bytes, t)) return std::nullopt;
+  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), chunk_bytes, t))
+    return std::nullopt;
   const EinsumLabel* label = label_at(spec, side_of(side), gathered[0]);
   if (label == nullptr) return std::nullopt;
   const LabelKind own_free = side == 0 ? LabelKind::kLhsFree : LabelKind::kRhsFree;
@@ -82,9 +87,9 @@ std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const 
 // The reduce-scatter form of the windowed einsum: the plan's partial sums would be
 // reduce-scattered onto a free dim of the result, the result is big enough
 // and each step's block dot can hide the permute of one block.
-std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const SpmdContext& context,
-                                                                       const HandlerInput& in, const EinsumSpec& spec,
-                                                                       const DotPlan& plan, const ReplicaGroups& groups) {
+std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(
+    const SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec, const DotPlan& plan,
+    const ReplicaGroups& groups) {
   const SpmdOptions& options = context.options();
   const Shape& out = in.original.shape;
   if (out.byte_size() < options.windowed_einsum_threshold_bytes) return std::nullopt;
@@ -98,7 +103,8 @@ std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const Spm
   // Per step: 2 * multiply-adds / p flops against one block of the result.
   double block_bytes = static_cast<double>(dtype_bytes(out.dtype())) / static_cast<double>(p);
   for (int64_t x : shard_shape(plan.local_out, out.dims())) block_bytes *= static_cast<double>(x);
-  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), block_bytes, ceil_div(out.dim(static_cast<int>(e)), p)))
+  if (!step_hides_permute(options, 2 * plan.cost.flops / static_cast<double>(p), block_bytes,
+                          ceil_div(out.dim(static_cast<int>(e)), p)))
     return std::nullopt;
   WindowedReduceScatter w;
   w.original = &in.original;
@@ -114,20 +120,22 @@ std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(const Spm
 
 }  // namespace
 
-PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec,
-                                  const SparseOperand* sparse) {
-  const DotPlan plan =
-      choose_dot_plan(spec, DotShardings{in.operands[0].sharding, in.operands[1].sharding, in.target},
-                      context.num_devices(), &context.relabeled_plans());
+PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in,
+                                  const EinsumSpec& spec, const SparseOperand* sparse) {
+  const DotPlan plan = choose_dot_plan(
+      spec, DotShardings{in.operands[0].sharding, in.operands[1].sharding, in.target},
+      context.num_devices(), &context.relabeled_plans());
   if (sparse) {
     // Shards of the sparse dim must hold whole groups and whole metadata
     // elements, with no padding; otherwise nothing is split there.
     const Sharding& needed = sparse->side == 0 ? plan.lhs : plan.rhs;
     const int64_t t = tile_count(needed, sparse->dim);
-    const int64_t stored = in.operands[static_cast<size_t>(sparse->side)].base_shape.dim(static_cast<int>(sparse->dim));
+    const int64_t stored = in.operands[static_cast<size_t>(sparse->side)].base_shape.dim(
+        static_cast<int>(sparse->dim));
     const int64_t meta = sparse->metadata.base_shape.dim(static_cast<int>(sparse->dim));
     const int64_t unit = std::lcm(sparse->group, sparse->values_per_element);
-    if (t > 1 && (stored % (t * unit) != 0 || meta * sparse->values_per_element != stored || meta % t != 0))
+    if (t > 1 &&
+        (stored % (t * unit) != 0 || meta * sparse->values_per_element != stored || meta % t != 0))
       return handle_default(context, in);
   }
 
@@ -137,12 +145,14 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
   for (int side : {1, 0}) {
     if (sparse) break;
     auto w = windowed_candidate(context, in, spec, plan, side);
-    if (w && (!windowed || w->windowed.base_shape.byte_size() > windowed->windowed.base_shape.byte_size()))
+    if (w && (!windowed ||
+              w->windowed.base_shape.byte_size() > windowed->windowed.base_shape.byte_size()))
       windowed = std::move(w);
   }
 
   // Operands in the plan's layout; padding of tiled contracting dims zeroed
-  // on both sides (garbage * garbage could be NaN, docs/reference/gspmd.md#uneven-shapes-and-masking).
+  // on both sides (garbage * garbage could be NaN,
+  // docs/reference/gspmd.md#uneven-shapes-and-masking).
   std::vector<int64_t> masked_dims[2];
   for (int64_t j : plan.partial_tile_dims)
     for (int side = 0; side < 2; ++side)
@@ -153,16 +163,19 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
     PartitionedValue v = windowed && windowed->windowed_side == side
                              ? operand
                              : reshard(context, operand, side == 0 ? plan.lhs : plan.rhs);
-    locals[side] = context.mask_padding(v, masked_dims[side], context.zero(operand.base_shape.dtype()));
+    locals[side] =
+        context.mask_padding(v, masked_dims[side], context.zero(operand.base_shape.dtype()));
   }
 
   std::optional<ReplicaGroups> groups;
-  if (!plan.partial_tile_dims.empty()) groups = context.groups_along_tile_dims(plan.joint, plan.partial_tile_dims);
+  if (!plan.partial_tile_dims.empty())
+    groups = context.groups_along_tile_dims(plan.joint, plan.partial_tile_dims);
   if (!windowed && groups) {
     if (auto w = windowed_reduce_scatter_candidate(context, in, spec, plan, *groups)) {
       w->lhs = locals[0];
       w->rhs = locals[1];
-      return PartitionedValue{emit_windowed_reduce_scatter(context, *w), in.original.shape, in.target};
+      return PartitionedValue{emit_windowed_reduce_scatter(context, *w), in.original.shape,
+                              in.target};
     }
   }
   InstrId local = kNoId;
@@ -178,10 +191,12 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
         local_op.attrs.feature_group_count = g / tile_count(plan.joint, j);
     std::vector<InstrId> operands = {locals[0], locals[1]};
     if (sparse)
-      operands.push_back(reshard(context, sparse->metadata, sparse->side == 0 ? plan.lhs : plan.rhs).id);
+      operands.push_back(
+          reshard(context, sparse->metadata, sparse->side == 0 ? plan.lhs : plan.rhs).id);
     local = clone_with_operands(context, local_op, operands);
   }
-  if (!groups) return reshard(context, PartitionedValue{local, in.original.shape, plan.local_out}, in.target);
+  if (!groups)
+    return reshard(context, PartitionedValue{local, in.original.shape, plan.local_out}, in.target);
   PartialValue partial{local, in.original.shape, plan.local_out, *groups,
                        context.scalar_reducer(Opcode::kAdd, in.original.shape.dtype())};
   return reduce_scatter_partial(context, partial, in.target);
@@ -190,15 +205,17 @@ PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, 
 PartitionedValue handle_dot(SpmdContext& context, const HandlerInput& in) {
   if (in.original.shape.is_tuple()) return handle_default(context, in);
   if (in.operands.size() == 2)
-    return partition_einsum(context, in, einsum_of_dot(in.original, in.operands[0].base_shape, in.operands[1].base_shape));
+    return partition_einsum(
+        context, in,
+        einsum_of_dot(in.original, in.operands[0].base_shape, in.operands[1].base_shape));
   const std::optional<DotSparsity> sparsity = dot_sparsity(in.original.attrs);
   if (in.operands.size() != 3 || !sparsity) return handle_default(context, in);
   // Plans are chosen on the logical operands; the stored one is split alike.
   Shape logical[2] = {in.operands[0].base_shape, in.operands[1].base_shape};
   Shape& dense = logical[sparsity->operand];
   const PartitionedValue& metadata = in.operands[2];
-  if (sparsity->dim < 0 || sparsity->dim >= dense.rank() || metadata.base_shape.rank() != dense.rank() ||
-      !is_integral(metadata.base_shape.dtype()))
+  if (sparsity->dim < 0 || sparsity->dim >= dense.rank() ||
+      metadata.base_shape.rank() != dense.rank() || !is_integral(metadata.base_shape.dtype()))
     return handle_default(context, in);
   dense = sparsity->logical_shape(dense);
   const SparseOperand sparse{sparsity->operand, sparsity->dim, sparsity->n,

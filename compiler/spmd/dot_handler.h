@@ -26,8 +26,8 @@ struct SparseOperand {
   int64_t values_per_element = 1;  // stored values per metadata element
   PartitionedValue metadata;
 };
-PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in, const EinsumSpec& spec,
-                                  const SparseOperand* sparse = nullptr);
+PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in,
+                                  const EinsumSpec& spec, const SparseOperand* sparse = nullptr);
 
 // One operand rotated round its device ring instead of all-gathered
 // (windowed_einsum.cc). The plan needs `windowed` whole along `windowed_dim`
@@ -65,17 +65,19 @@ InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceS
 
 // Shared by both loops (windowed_einsum.cc).
 // Local result dims of `original` on operands of these shapes.
-std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& original, const Shape& lhs,
-                                      const Shape& rhs);
+std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& original,
+                                      const Shape& lhs, const Shape& rhs);
 // Pairs that move a value from group position j + 1 to j (mod p) in every
 // group (direction +1), or from j to j + 1 (direction -1).
-std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context, const ReplicaGroups& groups,
+std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context,
+                                                    const ReplicaGroups& groups,
                                                     int64_t direction = 1);
 // Step of a counted loop: (body builder, state elements incl. the counter
 // last, counter + 1) -> new state elements without the counter.
-using LoopStep = std::function<std::vector<InstrId>(ComputationBuilder&, const std::vector<InstrId>&, InstrId)>;
+using LoopStep =
+    std::function<std::vector<InstrId>(ComputationBuilder&, const std::vector<InstrId>&, InstrId)>;
 // while (i < trips) over (elements..., i = 0); returns the final elements.
-std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId> elements, int64_t trips,
-                                       const LoopStep& step);
+std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId> elements,
+                                       int64_t trips, const LoopStep& step);
 
 }  // namespace podsim::compiler

@@ -33,7 +33,8 @@ std::vector<int64_t> EinsumSpec::labels_of(LabelKind kind) const {
 EinsumSpec einsum_of_dot(const Instruction& dot, const Shape& lhs, const Shape& rhs) {
   EinsumSpec spec{{}, lhs, rhs, dot.shape};
   for (const DimLabel& l : dot_labels(dot.attrs.dot, lhs.rank(), rhs.rank())) {
-    const int64_t size = l.lhs >= 0 ? lhs.dim(static_cast<int>(l.lhs)) : rhs.dim(static_cast<int>(l.rhs));
+    const int64_t size =
+        l.lhs >= 0 ? lhs.dim(static_cast<int>(l.lhs)) : rhs.dim(static_cast<int>(l.rhs));
     spec.labels.push_back({l.kind, l.lhs, l.rhs, l.out, size});
   }
   return spec;
@@ -47,7 +48,8 @@ EinsumSpec einsum_of_convolution(const Instruction& conv, const Shape& lhs, cons
       spec.labels.push_back({l.kind, l.lhs, l.rhs, l.out, groups, groups});
       continue;
     }
-    const int64_t size = l.lhs >= 0 ? lhs.dim(static_cast<int>(l.lhs)) : rhs.dim(static_cast<int>(l.rhs));
+    const int64_t size =
+        l.lhs >= 0 ? lhs.dim(static_cast<int>(l.lhs)) : rhs.dim(static_cast<int>(l.rhs));
     spec.labels.push_back({l.kind, l.lhs, l.rhs, l.out, size});
   }
   return spec;
@@ -113,12 +115,13 @@ std::vector<int64_t> tile_index_or_zero(const Sharding& s, int64_t device, int64
 
 // The per-device form of the test in reduce_scatter_dim, for explicit tile
 // arrays or groups (O(devices)).
-bool scatters_by_device(const Sharding& from, const Sharding& to, const ReplicaGroups& groups, int64_t rank,
-                        int64_t devices, int64_t e) {
+bool scatters_by_device(const Sharding& from, const Sharding& to, const ReplicaGroups& groups,
+                        int64_t rank, int64_t devices, int64_t e) {
   for (const auto& group : groups.expand(devices)) {
     for (int64_t k = 0; k < static_cast<int64_t>(group.size()); ++k) {
       const int64_t device = group[static_cast<size_t>(k)];
-      std::vector<int64_t> a = tile_index_or_zero(from, device, rank), b = tile_index_or_zero(to, device, rank);
+      std::vector<int64_t> a = tile_index_or_zero(from, device, rank),
+                           b = tile_index_or_zero(to, device, rank);
       if (b[static_cast<size_t>(e)] != k) return false;
       a[static_cast<size_t>(e)] = k;
       if (a != b) return false;
@@ -129,8 +132,8 @@ bool scatters_by_device(const Sharding& from, const Sharding& to, const ReplicaG
 
 }  // namespace
 
-StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to, int64_t devices,
-                              RelabeledPlanCache* plans) {
+StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to,
+                              int64_t devices, RelabeledPlanCache* plans) {
   StrategyCost c;
   if (from == to || shape.is_scalar()) return c;
   const int64_t rank = shape.rank();
@@ -150,15 +153,17 @@ StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sh
     c.bytes = shard_bytes(shape, from) * (n - 1) / n;
   } else if (same_tile_shape(from, to)) {
     c.bytes = shard_bytes(shape, from);  // collective-permute of the shard
-  } else if (RelabeledPlanCache local; const auto& plan = (plans ? *plans : local).plan(
-                                           from, to, shape.dims(), devices, dtype_bytes(shape.dtype()))) {
+  } else if (RelabeledPlanCache local; const auto& plan = (plans ? *plans : local)
+                                                              .plan(from, to, shape.dims(), devices,
+                                                                    dtype_bytes(shape.dtype()))) {
     // The rung reshard() takes (reshard_relabel.cc). Refines are local; a
     // coarsen all-gathers m sub-tiles and a move all-to-alls a shard of the
     // same size: (m-1)/m of it each; a relabeling permute sends the whole
     // shard it moves (the source's when first, the target's when last).
     for (const DigitStep& step : plan->steps) {
       const double m = static_cast<double>(step.factor);
-      if (step.kind != DigitStep::Kind::kRefine) c.bytes += shard_bytes(shape, step.after) * (m - 1) / m;
+      if (step.kind != DigitStep::Kind::kRefine)
+        c.bytes += shard_bytes(shape, step.after) * (m - 1) / m;
     }
     if (plan->permute == RelabeledDigitPlan::Permute::kFirst) c.bytes += shard_bytes(shape, from);
     if (plan->permute == RelabeledDigitPlan::Permute::kLast) c.bytes += shard_bytes(shape, to);
@@ -170,8 +175,8 @@ StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sh
   return c;
 }
 
-int64_t reduce_scatter_dim(const Sharding& from, const Sharding& to, const ReplicaGroups& groups, int64_t rank,
-                           int64_t devices) {
+int64_t reduce_scatter_dim(const Sharding& from, const Sharding& to, const ReplicaGroups& groups,
+                           int64_t rank, int64_t devices) {
   if (!to.is_tiled() || (!from.is_tiled() && !from.is_replicated())) return -1;
   std::vector<int64_t> changed;
   for (int64_t d = 0; d < rank; ++d)
@@ -197,13 +202,15 @@ int64_t reduce_scatter_dim(const Sharding& from, const Sharding& to, const Repli
 }
 
 std::string DotPlan::describe() const {
-  return fmt::format("joint {} lhs {} rhs {} local_out {} partial over {} tile dims; cost: {} full, {} B, {} flops",
-                     joint.to_string(), lhs.to_string(), rhs.to_string(), local_out.to_string(),
-                     partial_tile_dims.size(), cost.full_replications, cost.bytes, cost.flops);
+  return fmt::format(
+      "joint {} lhs {} rhs {} local_out {} partial over {} tile dims; cost: {} full, {} B, {} "
+      "flops",
+      joint.to_string(), lhs.to_string(), rhs.to_string(), local_out.to_string(),
+      partial_tile_dims.size(), cost.full_replications, cost.bytes, cost.flops);
 }
 
-DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint, int64_t devices,
-                       RelabeledPlanCache* plans) {
+DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint,
+                       int64_t devices, RelabeledPlanCache* plans) {
   DotPlan plan;
   plan.joint = joint;
   plan.lhs = joint_to_tensor(spec, joint, EinsumSide::kLhs);
@@ -247,19 +254,22 @@ DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int
                                  tensor_to_joint(spec, current.rhs, EinsumSide::kRhs),
                                  tensor_to_joint(spec, current.target, EinsumSide::kOut)};
   // Merges first: a plan that matches several tensors at once is the
-  // "grouping" of docs/reference/gspmd.md#dot-strategies (e.g. batch on x from the out, contracting on y from
-  // the operands).
+  // "grouping" of docs/reference/gspmd.md#dot-strategies (e.g. batch on x from the out, contracting
+  // on y from the operands).
   std::vector<Sharding> candidates;
   auto merged = [&](std::vector<int> which) -> std::optional<Sharding> {
     std::optional<Sharding> m = bases[static_cast<size_t>(which[0])];
-    for (size_t i = 1; i < which.size() && m; ++i) m = merge_if_compatible(*m, bases[static_cast<size_t>(which[i])]);
+    for (size_t i = 1; i < which.size() && m; ++i)
+      m = merge_if_compatible(*m, bases[static_cast<size_t>(which[i])]);
     return m;
   };
-  for (const auto& which : std::vector<std::vector<int>>{{2, 0, 1}, {2, 0}, {2, 1}, {0, 1}, {2}, {0}, {1}})
+  for (const auto& which :
+       std::vector<std::vector<int>>{{2, 0, 1}, {2, 0}, {2, 1}, {0, 1}, {2}, {0}, {1}})
     if (auto m = merged(which)) candidates.push_back(*m);
   // Each with whole label classes replicated (the operand that would need
   // them gathered may be cheaper to move than the other).
-  const LabelKind kinds[] = {LabelKind::kBatch, LabelKind::kContracting, LabelKind::kLhsFree, LabelKind::kRhsFree};
+  const LabelKind kinds[] = {LabelKind::kBatch, LabelKind::kContracting, LabelKind::kLhsFree,
+                             LabelKind::kRhsFree};
   const size_t base_count = candidates.size();
   for (size_t c = 0; c < base_count; ++c) {
     for (int mask = 1; mask < 16; ++mask) {

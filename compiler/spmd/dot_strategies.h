@@ -20,8 +20,9 @@
 // Candidates are the shardings of lhs, rhs and out lifted to label space, their
 // compatible merges, and each of those with whole label classes replicated;
 // the cheapest by (full replications, bytes moved per device, local flops)
-// wins. Bytes per device, s = local shard bytes, g = group size (docs/reference/gspmd.md#reshard-message-sizes,
-// ring estimates as XLA's CommunicationCostInBytes):
+// wins. Bytes per device, s = local shard bytes, g = group size
+// (docs/reference/gspmd.md#reshard-message-sizes, ring estimates as XLA's
+// CommunicationCostInBytes):
 //   all-gather (g-1)/g * gathered bytes; all-to-all s (g-1)/g; permute s;
 //   digit refine 0, coarsen or move by m (m-1)/m * resulting shard;
 //   all-reduce 2 (g-1)/g * s; reduce-scatter (g-1)/g * s (s = input);
@@ -77,8 +78,8 @@ Sharding tensor_to_joint(const EinsumSpec& spec, const Sharding& sharding, Einsu
 
 struct StrategyCost {
   int64_t full_replications = 0;
-  double bytes = 0;   // moved per device
-  double flops = 0;   // local multiply-adds per device
+  double bytes = 0;  // moved per device
+  double flops = 0;  // local multiply-adds per device
   bool operator<(const StrategyCost& o) const;
 };
 
@@ -86,14 +87,14 @@ struct StrategyCost {
 // reshard.h (same, all-gather, local slice, all-to-all, permute, digit
 // refine/coarsen, full). `plans` (optional) remembers the digit rung's
 // plans across calls (a throwaway cache without it); the result is the same.
-StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to, int64_t devices,
-                              RelabeledPlanCache* plans = nullptr);
+StrategyCost estimate_reshard(const Shape& shape, const Sharding& from, const Sharding& to,
+                              int64_t devices, RelabeledPlanCache* plans = nullptr);
 
 // The dim a reduce-scatter over `groups` turns `from` into `to` with (device
 // k of every group holds tile k of that dim, nothing else changes), as
 // reduce_scatter_partial decides; -1 when it does not apply.
-int64_t reduce_scatter_dim(const Sharding& from, const Sharding& to, const ReplicaGroups& groups, int64_t rank,
-                           int64_t devices);
+int64_t reduce_scatter_dim(const Sharding& from, const Sharding& to, const ReplicaGroups& groups,
+                           int64_t rank, int64_t devices);
 
 struct DotPlan {
   Sharding joint;
@@ -110,7 +111,7 @@ struct DotShardings {
 DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int64_t devices,
                         RelabeledPlanCache* plans = nullptr);
 // The plan of one given joint sharding (tests, forced strategies).
-DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint, int64_t devices,
-                       RelabeledPlanCache* plans = nullptr);
+DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint,
+                       int64_t devices, RelabeledPlanCache* plans = nullptr);
 
 }  // namespace podsim::compiler

@@ -31,7 +31,8 @@ PartitionedValue handle_dynamic_slice(SpmdContext& context, const HandlerInput& 
   const int64_t rank = operand.base_shape.rank();
   std::vector<int64_t> sliced;
   for (int64_t d = 0; d < rank; ++d)
-    if (sizes[static_cast<size_t>(d)] != operand.base_shape.dim(static_cast<int>(d))) sliced.push_back(d);
+    if (sizes[static_cast<size_t>(d)] != operand.base_shape.dim(static_cast<int>(d)))
+      sliced.push_back(d);
   const Sharding layout = partially_replicate_on_dims(in.target, sliced);
   PartitionedValue x = reshard(context, operand, layout);
   const Shape local = context.local_shape(x.id);
@@ -39,10 +40,13 @@ PartitionedValue handle_dynamic_slice(SpmdContext& context, const HandlerInput& 
   std::vector<int64_t> local_sizes;
   for (int64_t d = 0; d < rank; ++d) {
     const bool is_sliced = std::find(sliced.begin(), sliced.end(), d) != sliced.end();
-    starts.push_back(is_sliced ? as_s32(context, reshard(context, in.operands[static_cast<size_t>(d + 1)],
-                                                         Sharding::replicated()).id)
-                               : context.zero(DType::kS32));
-    local_sizes.push_back(is_sliced ? sizes[static_cast<size_t>(d)] : local.dim(static_cast<int>(d)));
+    starts.push_back(is_sliced
+                         ? as_s32(context, reshard(context, in.operands[static_cast<size_t>(d + 1)],
+                                                   Sharding::replicated())
+                                               .id)
+                         : context.zero(DType::kS32));
+    local_sizes.push_back(is_sliced ? sizes[static_cast<size_t>(d)]
+                                    : local.dim(static_cast<int>(d)));
   }
   InstrId result = context.builder().dynamic_slice(x.id, std::move(starts), std::move(local_sizes));
   return reshard(context, PartitionedValue{result, in.original.shape, layout}, in.target);
@@ -60,13 +64,19 @@ PartitionedValue handle_dynamic_update_slice(SpmdContext& context, const Handler
     updated.push_back(d);
     if (tile_count(in.target, d) > 1) updated_tiled.push_back(d);
   }
-  auto is_updated = [&](int64_t d) { return std::find(updated.begin(), updated.end(), d) != updated.end(); };
+  auto is_updated = [&](int64_t d) {
+    return std::find(updated.begin(), updated.end(), d) != updated.end();
+  };
   // Start indices clamped to [0, D - u] (XLA semantics), s32.
   std::vector<InstrId> clamped(static_cast<size_t>(rank), kNoId);
   for (int64_t d : updated) {
-    InstrId index = as_s32(context, reshard(context, in.operands[static_cast<size_t>(d + 2)], Sharding::replicated()).id);
-    const double max_start = static_cast<double>(base.dim(static_cast<int>(d)) - update.base_shape.dim(static_cast<int>(d)));
-    clamped[static_cast<size_t>(d)] = b.clamp(context.zero(DType::kS32), index, b.scalar_constant(DType::kS32, max_start));
+    InstrId index = as_s32(
+        context,
+        reshard(context, in.operands[static_cast<size_t>(d + 2)], Sharding::replicated()).id);
+    const double max_start = static_cast<double>(base.dim(static_cast<int>(d)) -
+                                                 update.base_shape.dim(static_cast<int>(d)));
+    clamped[static_cast<size_t>(d)] =
+        b.clamp(context.zero(DType::kS32), index, b.scalar_constant(DType::kS32, max_start));
   }
   PartitionedValue x = reshard(context, operand, in.target);
   if (updated_tiled.empty()) {
@@ -79,7 +89,9 @@ PartitionedValue handle_dynamic_update_slice(SpmdContext& context, const Handler
   PartitionedValue u = reshard(context, update, partially_replicate_on_dims(in.target, updated));
   const Shape local = context.local_shape(x.id);
   std::vector<PadDim> padding(static_cast<size_t>(rank));
-  for (int64_t d : updated) padding[static_cast<size_t>(d)] = PadDim{local.dim(static_cast<int>(d)), local.dim(static_cast<int>(d)), 0};
+  for (int64_t d : updated)
+    padding[static_cast<size_t>(d)] =
+        PadDim{local.dim(static_cast<int>(d)), local.dim(static_cast<int>(d)), 0};
   InstrId padded = b.pad(u.id, context.zero(base.dtype()), std::move(padding));
   std::vector<InstrId> starts;
   InstrId inside = kNoId;
@@ -90,14 +102,18 @@ PartitionedValue handle_dynamic_update_slice(SpmdContext& context, const Handler
     }
     const int64_t s = local.dim(static_cast<int>(d));
     InstrId offset = context.partition_offset(in.target, base.dims(), d);
-    InstrId shifted = b.binary(Opcode::kAdd, b.scalar_constant(DType::kS32, static_cast<double>(s)), offset);
+    InstrId shifted =
+        b.binary(Opcode::kAdd, b.scalar_constant(DType::kS32, static_cast<double>(s)), offset);
     starts.push_back(b.binary(Opcode::kSubtract, shifted, clamped[static_cast<size_t>(d)]));
     // offset + q in [start, start + u)
-    InstrId position = b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, local.dims()), d), b.broadcast(offset, local.dims(), {}));
+    InstrId position = b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, local.dims()), d),
+                                b.broadcast(offset, local.dims(), {}));
     InstrId lo = b.broadcast(clamped[static_cast<size_t>(d)], local.dims(), {});
-    InstrId hi = b.broadcast(b.binary(Opcode::kAdd, clamped[static_cast<size_t>(d)],
-                                      b.scalar_constant(DType::kS32, static_cast<double>(update.base_shape.dim(static_cast<int>(d))))),
-                             local.dims(), {});
+    InstrId hi = b.broadcast(
+        b.binary(Opcode::kAdd, clamped[static_cast<size_t>(d)],
+                 b.scalar_constant(
+                     DType::kS32, static_cast<double>(update.base_shape.dim(static_cast<int>(d))))),
+        local.dims(), {});
     InstrId in_dim = b.binary(Opcode::kAnd, b.compare(position, lo, ComparisonDirection::kGe),
                               b.compare(position, hi, ComparisonDirection::kLt));
     inside = inside == kNoId ? in_dim : b.binary(Opcode::kAnd, inside, in_dim);

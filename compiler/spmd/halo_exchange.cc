@@ -50,7 +50,8 @@ std::pair<int64_t, int64_t> needed_range(const WindowRequest& r, const Extents& 
 // Pairs (device of tile j - distance) -> (device of tile j) along dim, for
 // every position of the tile array (replication copies included); negative
 // distance sends to the left.
-std::vector<std::pair<int64_t, int64_t>> neighbour_pairs(const Sharding& sharding, int64_t dim, int64_t distance) {
+std::vector<std::pair<int64_t, int64_t>> neighbour_pairs(const Sharding& sharding, int64_t dim,
+                                                         int64_t distance) {
   const TileAssignment& ta = sharding.tile_assignment();
   std::vector<std::pair<int64_t, int64_t>> pairs;
   std::vector<int64_t> index(static_cast<size_t>(ta.rank()), 0);
@@ -90,12 +91,15 @@ InstrId per_tile_scalar(SpmdContext& context, const Sharding& sharding, int64_t 
   for (int64_t j = 0; j < n; ++j) table[static_cast<size_t>(j)] = static_cast<double>(f(j));
   const double step = n > 1 ? table[1] - table[0] : 0;
   bool affine = true;
-  for (int64_t j = 0; j < n; ++j) affine &= table[static_cast<size_t>(j)] == table[0] + step * static_cast<double>(j);
+  for (int64_t j = 0; j < n; ++j)
+    affine &= table[static_cast<size_t>(j)] == table[0] + step * static_cast<double>(j);
   if (affine && step == 0) return b.scalar_constant(DType::kS32, table[0]);
   const InstrId j = context.tile_coordinate(sharding, dim);
   if (affine) {
-    InstrId value = step == 1 ? j : b.binary(Opcode::kMultiply, j, b.scalar_constant(DType::kS32, step));
-    if (table[0] != 0) value = b.binary(Opcode::kAdd, value, b.scalar_constant(DType::kS32, table[0]));
+    InstrId value =
+        step == 1 ? j : b.binary(Opcode::kMultiply, j, b.scalar_constant(DType::kS32, step));
+    if (table[0] != 0)
+      value = b.binary(Opcode::kAdd, value, b.scalar_constant(DType::kS32, table[0]));
     return value;
   }
   InstrId t = b.constant(Literal(Shape(DType::kS32, {n}), std::move(table)));
@@ -113,7 +117,8 @@ std::optional<HaloSize> plan_halo(const PartitionedValue& value, const WindowReq
   }
   h.left_pieces = ceil_div(h.left, e.s);
   h.right_pieces = ceil_div(h.right, e.s);
-  if (h.left_pieces > kMaxHaloPiecesPerSide || h.right_pieces > kMaxHaloPiecesPerSide) return std::nullopt;
+  if (h.left_pieces > kMaxHaloPiecesPerSide || h.right_pieces > kMaxHaloPiecesPerSide)
+    return std::nullopt;
   return h;
 }
 
@@ -152,7 +157,8 @@ InstrId exchange_halo(SpmdContext& context, const PartitionedValue& value, Instr
     if (lo >= hi) {
       offset[static_cast<size_t>(j)] = halo->left;  // own shard: don't care
     } else {
-      offset[static_cast<size_t>(j)] = request.start[static_cast<size_t>(j)] - (j * e.s - halo->left);
+      offset[static_cast<size_t>(j)] =
+          request.start[static_cast<size_t>(j)] - (j * e.s - halo->left);
     }
     extra_low = std::max(extra_low, -offset[static_cast<size_t>(j)]);
     extra_high = std::max(extra_high, offset[static_cast<size_t>(j)] + request.width - covered);
@@ -168,7 +174,8 @@ InstrId exchange_halo(SpmdContext& context, const PartitionedValue& value, Instr
   for (int64_t o : offset) uniform &= o == offset[0];
   InstrId window = kNoId;
   if (uniform) {
-    window = slice_along(b, extended, dim, offset[0] + extra_low, offset[0] + extra_low + request.width);
+    window =
+        slice_along(b, extended, dim, offset[0] + extra_low, offset[0] + extra_low + request.width);
   } else {
     const Shape ext = b.shape(extended);
     std::vector<InstrId> starts;
@@ -179,8 +186,9 @@ InstrId exchange_halo(SpmdContext& context, const PartitionedValue& value, Instr
         starts.push_back(context.zero(DType::kS32));
         continue;
       }
-      starts.push_back(per_tile_scalar(context, value.sharding, dim,
-                                       [&](int64_t j) { return offset[static_cast<size_t>(j)] + extra_low; }));
+      starts.push_back(per_tile_scalar(context, value.sharding, dim, [&](int64_t j) {
+        return offset[static_cast<size_t>(j)] + extra_low;
+      }));
     }
     window = b.dynamic_slice(extended, std::move(starts), std::move(sizes));
   }
@@ -195,10 +203,13 @@ InstrId exchange_halo(SpmdContext& context, const PartitionedValue& value, Instr
   }
   if (!may_leak) return window;
   const Shape shape = b.shape(window);
-  InstrId first = per_tile_scalar(context, value.sharding, dim, [&](int64_t j) { return request.start[static_cast<size_t>(j)]; });
-  InstrId position = b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, shape.dims()), dim), b.broadcast(first, shape.dims(), {}));
+  InstrId first = per_tile_scalar(context, value.sharding, dim,
+                                  [&](int64_t j) { return request.start[static_cast<size_t>(j)]; });
+  InstrId position = b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, shape.dims()), dim),
+                              b.broadcast(first, shape.dims(), {}));
   InstrId zero = b.broadcast(context.zero(DType::kS32), shape.dims(), {});
-  InstrId limit = b.broadcast(b.scalar_constant(DType::kS32, static_cast<double>(e.d)), shape.dims(), {});
+  InstrId limit =
+      b.broadcast(b.scalar_constant(DType::kS32, static_cast<double>(e.d)), shape.dims(), {});
   InstrId valid = b.binary(Opcode::kAnd, b.compare(position, zero, ComparisonDirection::kGe),
                            b.compare(position, limit, ComparisonDirection::kLt));
   return b.select(valid, window, b.broadcast(request.fill, shape.dims(), {}));

@@ -1,7 +1,7 @@
-// Halo exchange along one sharded dim (docs/reference/gspmd.md#halo-exchange, #windowed-input-resharding), the
-// building block of the windowed handlers (slice, pad, reverse, concatenate)
-// and per-tile scalars (a function of the device's tile coordinate, emitted
-// as arithmetic on partition-id or a table over the tiles, never per device).
+// Halo exchange along one sharded dim (docs/reference/gspmd.md#halo-exchange,
+// #windowed-input-resharding), the building block of the windowed handlers (slice, pad, reverse,
+// concatenate) and per-tile scalars (a function of the device's tile coordinate, emitted as
+// arithmetic on partition-id or a table over the tiles, never per device).
 //
 // A WindowRequest says, per tile index j along `dim` of the value's sharding,
 // which logical window [start[j], start[j] + width) device j needs. The

@@ -25,13 +25,16 @@ PartitionedValue handle_iota(SpmdContext& context, const HandlerInput& in) {
   return PartitionedValue{result, shape, in.target};
 }
 
-std::optional<PartitionedValue> handle_uniform_constant(SpmdContext& context, const HandlerInput& in) {
+std::optional<PartitionedValue> handle_uniform_constant(SpmdContext& context,
+                                                        const HandlerInput& in) {
   const Shape& shape = in.original.shape;
   const auto& literal = in.original.attrs.literal;
-  if (!shape.is_array() || shape.rank() == 0 || !literal || literal->values().empty()) return std::nullopt;
+  if (!shape.is_array() || shape.rank() == 0 || !literal || literal->values().empty())
+    return std::nullopt;
   const std::vector<double>& values = literal->values();
   for (double v : values)
-    if (!(v == values[0]) && !(v != v && values[0] != values[0])) return std::nullopt;  // NaNs count as equal
+    if (!(v == values[0]) && !(v != v && values[0] != values[0]))
+      return std::nullopt;  // NaNs count as equal
   auto& b = context.builder();
   InstrId scalar = b.scalar_constant(shape.dtype(), values[0]);
   InstrId result = b.broadcast(scalar, shard_shape(in.target, shape.dims()), {});

@@ -22,13 +22,15 @@ PartitionedValue handle_reduce(SpmdContext& context, const HandlerInput& in) {
   InstrId local = clone_with_operands(context, in.original, {masked.id, init.id});
   Sharding local_sharding = partially_replicate_on_dims(operand.sharding, reduced_tiled);
   if (local_sharding.is_tiled()) local_sharding = remove_shape_dims(local_sharding, reduced);
-  if (reduced_tiled.empty()) return reshard(context, PartitionedValue{local, in.original.shape, local_sharding}, in.target);
+  if (reduced_tiled.empty())
+    return reshard(context, PartitionedValue{local, in.original.shape, local_sharding}, in.target);
   // Partial sums over the devices holding other tiles of the reduced dims:
   // one reduce-scatter when the target splits a result dim over exactly
   // those devices (a weight-update-sharded vector gradient), else an
   // all-reduce and a reshard (reduce_scatter_partial decides).
   const PartialValue partial{local, in.original.shape, local_sharding,
-                             context.groups_along_tile_dims(operand.sharding, reduced_tiled), in.original.to_apply()};
+                             context.groups_along_tile_dims(operand.sharding, reduced_tiled),
+                             in.original.to_apply()};
   return reduce_scatter_partial(context, partial, in.target);
 }
 

@@ -9,10 +9,12 @@
 
 namespace podsim::compiler {
 
-PartitionedValue reduce_scatter_partial(SpmdContext& context, const PartialValue& partial, const Sharding& target) {
+PartitionedValue reduce_scatter_partial(SpmdContext& context, const PartialValue& partial,
+                                        const Sharding& target) {
   auto& b = context.builder();
   const int64_t rank = partial.base_shape.rank();
-  if (const int64_t e = reduce_scatter_dim(partial.sharding, target, partial.groups, rank, context.num_devices());
+  if (const int64_t e =
+          reduce_scatter_dim(partial.sharding, target, partial.groups, rank, context.num_devices());
       e >= 0) {
     const int64_t g = tile_count(target, e);
     const int64_t full = partial.base_shape.dim(static_cast<int>(e));

@@ -1,10 +1,9 @@
-// Reduce-window handler (docs/reference/gspmd.md#per-op-partitioning, #windowed-input-resharding): the
-// operand takes the result's sharding; on every tiled dim with a real window
-// (size, stride or padding) the input halos are exchanged with the
-// neighbours, positions outside the input filled with the init value (the
-// padding value of reduce-window), and the local reduce-window runs without
-// padding there. Dims with a trivial window stay local. Base dilation on a
-// tiled dim, or halos beyond the cap, take the default action.
+// Reduce-window handler (docs/reference/gspmd.md#per-op-partitioning, #windowed-input-resharding):
+// the operand takes the result's sharding; on every tiled dim with a real window (size, stride or
+// padding) the input halos are exchanged with the neighbours, positions outside the input filled
+// with the init value (the padding value of reduce-window), and the local reduce-window runs
+// without padding there. Dims with a trivial window stay local. Base dilation on a tiled dim, or
+// halos beyond the cap, take the default action.
 #include "compiler/spmd/spmd_handlers.h"
 #include "compiler/spmd/windowed_input.h"
 
@@ -24,7 +23,8 @@ PartitionedValue handle_reduce_window(SpmdContext& context, const HandlerInput& 
   std::vector<WindowedDim> dims;
   for (size_t d = 0; d < window.size(); ++d)
     if (!is_trivial(window[d]))
-      dims.push_back(WindowedDim{static_cast<int64_t>(d), in.original.shape.dim(static_cast<int>(d)), window[d]});
+      dims.push_back(WindowedDim{static_cast<int64_t>(d),
+                                 in.original.shape.dim(static_cast<int>(d)), window[d]});
   PartitionedValue planned{in.operands[0].id, in.operands[0].base_shape, in.target};
   auto requests = plan_windowed_input(planned, dims, init.id);
   if (!requests) return handle_default(context, in);

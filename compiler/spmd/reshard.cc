@@ -18,8 +18,11 @@ bool same_tile_shape(const Sharding& a, const Sharding& b) {
 
 }  // namespace
 
-std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& source, const Sharding& target) {
-  if (!source.is_tiled() || !target.is_tiled() || source.subgroup_types() != target.subgroup_types()) return std::nullopt;
+std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& source,
+                                                           const Sharding& target) {
+  if (!source.is_tiled() || !target.is_tiled() ||
+      source.subgroup_types() != target.subgroup_types())
+    return std::nullopt;
   const auto& s = source.tile_assignment().dims();
   const auto& t = target.tile_assignment().dims();
   if (s.size() != t.size()) return std::nullopt;
@@ -30,7 +33,8 @@ std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& sourc
   int64_t a = differing[0], b = differing[1];
   if (s[static_cast<size_t>(a)] == 1) std::swap(a, b);
   const int64_t n = s[static_cast<size_t>(a)];
-  if (n == 1 || s[static_cast<size_t>(b)] != 1 || t[static_cast<size_t>(a)] != 1 || t[static_cast<size_t>(b)] != n)
+  if (n == 1 || s[static_cast<size_t>(b)] != 1 || t[static_cast<size_t>(a)] != 1 ||
+      t[static_cast<size_t>(b)] != n)
     return std::nullopt;
   // Same devices in the same order: device of source tile (.., i@a, ..) holds
   // target tile (.., i@b, ..), other coordinates unchanged. Swapping tile
@@ -45,12 +49,16 @@ std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& sourc
 
 // The whole tile count n of a moves to b: groups along tile dim a, chunks
 // of ceil(Db/n), a ends at its logical extent.
-PartitionedValue all_to_all_move(SpmdContext& context, const PartitionedValue& value, const Sharding& target,
-                                 int64_t a, int64_t b) {
+PartitionedValue all_to_all_move(SpmdContext& context, const PartitionedValue& value,
+                                 const Sharding& target, int64_t a, int64_t b) {
   const int64_t n = tile_count(value.sharding, a);
   const int64_t full_b = value.base_shape.dim(static_cast<int>(b));
   const int64_t axis[] = {a};
-  const TileExchange exchange{a, b, n, context.groups_along_tile_dims(value.sharding, axis), (full_b + n - 1) / n,
+  const TileExchange exchange{a,
+                              b,
+                              n,
+                              context.groups_along_tile_dims(value.sharding, axis),
+                              (full_b + n - 1) / n,
                               value.base_shape.dim(static_cast<int>(a))};
   return PartitionedValue{exchange_tiles(context, value.id, exchange), value.base_shape, target};
 }
@@ -75,7 +83,8 @@ PartitionedValue all_gather_dims(SpmdContext& context, const PartitionedValue& v
       current = b.slice(current, std::move(slice));
     }
   }
-  return PartitionedValue{current, value.base_shape, partially_replicate_on_dims(value.sharding, dims)};
+  return PartitionedValue{current, value.base_shape,
+                          partially_replicate_on_dims(value.sharding, dims)};
 }
 
 // Source holds the full extent of `dims`: pad each to n * ceil(D/n) and
@@ -99,7 +108,8 @@ PartitionedValue slice_dims_locally(SpmdContext& context, const PartitionedValue
   std::vector<InstrId> starts;
   for (int d = 0; d < local.rank(); ++d) {
     bool sliced = std::find(dims.begin(), dims.end(), d) != dims.end();
-    starts.push_back(sliced ? context.partition_offset(target, base, d) : context.zero(DType::kS32));
+    starts.push_back(sliced ? context.partition_offset(target, base, d)
+                            : context.zero(DType::kS32));
   }
   InstrId result = b.dynamic_slice(source, std::move(starts), target_shard);
   return PartitionedValue{result, value.base_shape, target};
@@ -107,16 +117,19 @@ PartitionedValue slice_dims_locally(SpmdContext& context, const PartitionedValue
 
 // Tile t moves from the device holding it under the source to the one holding
 // it under the target (replication copies included, position by position).
-PartitionedValue permute_devices(SpmdContext& context, const PartitionedValue& value, const Sharding& target) {
+PartitionedValue permute_devices(SpmdContext& context, const PartitionedValue& value,
+                                 const Sharding& target) {
   const TileAssignment& from = value.sharding.tile_assignment();
   const TileAssignment& to = target.tile_assignment();
   std::vector<std::pair<int64_t, int64_t>> pairs;
-  for (int64_t p = 0; p < from.num_elements(); ++p) pairs.emplace_back(from.at_flat(p), to.at_flat(p));
+  for (int64_t p = 0; p < from.num_elements(); ++p)
+    pairs.emplace_back(from.at_flat(p), to.at_flat(p));
   InstrId result = context.builder().collective_permute(value.id, std::move(pairs));
   return PartitionedValue{result, value.base_shape, target};
 }
 
-PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value, const Sharding& target) {
+PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value,
+                         const Sharding& target) {
   if (value.sharding == target || value.base_shape.is_scalar()) {
     PartitionedValue same = value;
     same.sharding = target;
@@ -147,18 +160,21 @@ PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value, co
     result = all_to_all_move(context, value, target, moved->first, moved->second);
   } else if (same_tile_shape(value.sharding, target)) {
     result = permute_devices(context, value, target);
-  } else if (const auto& plan = context.relabeled_plans().plan(value.sharding, target, value.base_shape.dims(),
-                                                                 context.num_devices(),
-                                                                 dtype_bytes(value.base_shape.dtype()))) {
+  } else if (const auto& plan = context.relabeled_plans().plan(
+                 value.sharding, target, value.base_shape.dims(), context.num_devices(),
+                 dtype_bytes(value.base_shape.dtype()))) {
     result = apply_relabeled_digit_reshard(context, value, *plan, target);
   } else {
     ++context.stats().full_replications;
     PartitionedValue full = all_gather_dims(context, value, sharded_dims(value.sharding));
     assert(full.sharding.is_replicated());
-    result = target.is_replicated() ? full : slice_dims_locally(context, full, target, sharded_dims(target));
+    result = target.is_replicated()
+                 ? full
+                 : slice_dims_locally(context, full, target, sharded_dims(target));
   }
   result.sharding = target;
-  if (result.id != value.id) context.builder().mutable_instr(result.id).global_sharding = target.to_string();
+  if (result.id != value.id)
+    context.builder().mutable_instr(result.id).global_sharding = target.to_string();
   context.reshard_cache()[key] = result;
   return result;
 }

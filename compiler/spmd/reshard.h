@@ -15,7 +15,8 @@
 
 namespace podsim::compiler {
 
-PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value, const Sharding& target);
+PartitionedValue reshard(SpmdContext& context, const PartitionedValue& value,
+                         const Sharding& target);
 
 // Steps (exposed for tests and handlers).
 PartitionedValue all_gather_dims(SpmdContext& context, const PartitionedValue& value,
@@ -24,13 +25,16 @@ PartitionedValue slice_dims_locally(SpmdContext& context, const PartitionedValue
                                     const Sharding& target, std::span<const int64_t> dims);
 // (a, b) when target = source with dim a's n tiles moved to dim b, same
 // device order; nullopt otherwise.
-std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& source, const Sharding& target);
-PartitionedValue all_to_all_move(SpmdContext& context, const PartitionedValue& value, const Sharding& target,
-                                 int64_t a, int64_t b);
-PartitionedValue permute_devices(SpmdContext& context, const PartitionedValue& value, const Sharding& target);
+std::optional<std::pair<int64_t, int64_t>> all_to_all_dims(const Sharding& source,
+                                                           const Sharding& target);
+PartitionedValue all_to_all_move(SpmdContext& context, const PartitionedValue& value,
+                                 const Sharding& target, int64_t a, int64_t b);
+PartitionedValue permute_devices(SpmdContext& context, const PartitionedValue& value,
+                                 const Sharding& target);
 
 PartitionedValue apply_relabeled_digit_reshard(SpmdContext& context, const PartitionedValue& value,
-                                               const RelabeledDigitPlan& plan, const Sharding& target);
+                                               const RelabeledDigitPlan& plan,
+                                               const Sharding& target);
 // All-to-all that moves `factor` tiles from dim a (gaining extent) to dim b:
 // b is padded to factor * b_chunk, split into chunks exchanged within
 // `groups`, and the received chunks are merged into a (minor-most tiles
@@ -58,9 +62,11 @@ struct PartialValue {
 // reduce-scatter when the target adds the tiling of exactly one dim whose
 // tile index on every device is its position in its group (an all-reduce
 // followed by a local slice, fused); otherwise all-reduce, then reshard.
-PartitionedValue reduce_scatter_partial(SpmdContext& context, const PartialValue& partial, const Sharding& target);
+PartitionedValue reduce_scatter_partial(SpmdContext& context, const PartialValue& partial,
+                                        const Sharding& target);
 // Tuple values: leaf by leaf through get-tuple-element, then re-tupled
 // (control_flow_handlers.cc).
-PartitionedValue reshard_tuple(SpmdContext& context, const PartitionedValue& value, const Sharding& target);
+PartitionedValue reshard_tuple(SpmdContext& context, const PartitionedValue& value,
+                               const Sharding& target);
 
 }  // namespace podsim::compiler

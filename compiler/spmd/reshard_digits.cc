@@ -46,20 +46,22 @@ enum class Preference { kMoves, kWholeGathers };
 // Greedy planner state (see plan_digit_steps).
 class DigitPlanner {
  public:
-  DigitPlanner(const DigitGrid& grid, const std::vector<DigitIds>& from, const std::vector<DigitIds>& to,
-               std::span<const int64_t> base_dims, Preference preference)
+  DigitPlanner(const DigitGrid& grid, const std::vector<DigitIds>& from,
+               const std::vector<DigitIds>& to, std::span<const int64_t> base_dims,
+               Preference preference)
       : grid_(grid), base_dims_(base_dims), preference_(preference) {
     for (size_t d = 0; d < from.size(); ++d) {
       const size_t keep = common_prefix(from[d], to[d]).size();
-      dims_.push_back(DimState{from[d], from[d].size() - keep, DigitIds(to[d].begin() + static_cast<long>(keep), to[d].end())});
+      dims_.push_back(DimState{from[d], from[d].size() - keep,
+                               DigitIds(to[d].begin() + static_cast<long>(keep), to[d].end())});
     }
   }
 
   std::optional<std::vector<DigitStep>> run() {
     while (!done()) {
       const bool whole = preference_ == Preference::kWholeGathers;
-      if (try_refine() || (whole && try_whole_coarsen()) || try_move() || try_coarsen(/*forced=*/false) ||
-          try_coarsen(/*forced=*/true)) {
+      if (try_refine() || (whole && try_whole_coarsen()) || try_move() ||
+          try_coarsen(/*forced=*/false) || try_coarsen(/*forced=*/true)) {
         if (!feasible_) return std::nullopt;
         continue;
       }
@@ -71,7 +73,9 @@ class DigitPlanner {
 
  private:
   bool done() const {
-    return std::all_of(dims_.begin(), dims_.end(), [](const DimState& s) { return s.strip_left == 0 && s.append_left.empty(); });
+    return std::all_of(dims_.begin(), dims_.end(), [](const DimState& s) {
+      return s.strip_left == 0 && s.append_left.empty();
+    });
   }
   bool in_some_list(size_t digit) const {
     for (const DimState& s : dims_)
@@ -81,7 +85,8 @@ class DigitPlanner {
   // A digit stripped from a dim ends replicated unless some dim appends it.
   bool destined_to_replication(size_t digit) const {
     for (const DimState& s : dims_)
-      if (std::find(s.append_left.begin(), s.append_left.end(), digit) != s.append_left.end()) return false;
+      if (std::find(s.append_left.begin(), s.append_left.end(), digit) != s.append_left.end())
+        return false;
     return true;
   }
   // Nesting (file comment) of stripping a's last q digits / appending
@@ -89,9 +94,12 @@ class DigitPlanner {
   bool strip_nests(size_t a, size_t q) const {
     const DigitIds& digits = dims_[a].current;
     const DigitIds kept(digits.begin(), digits.end() - static_cast<long>(q));
-    return nests(base_dims_[a], grid_.product(kept), grid_.product(DigitIds(digits.end() - static_cast<long>(q), digits.end())));
+    return nests(base_dims_[a], grid_.product(kept),
+                 grid_.product(DigitIds(digits.end() - static_cast<long>(q), digits.end())));
   }
-  bool append_nests(size_t b, int64_t m) const { return nests(base_dims_[b], grid_.product(dims_[b].current), m); }
+  bool append_nests(size_t b, int64_t m) const {
+    return nests(base_dims_[b], grid_.product(dims_[b].current), m);
+  }
   void strip(size_t dim, size_t count) {
     DimState& s = dims_[dim];
     s.current.resize(s.current.size() - count);
@@ -100,7 +108,8 @@ class DigitPlanner {
   void append(size_t dim, const DigitIds& digits) {
     DimState& s = dims_[dim];
     s.current.insert(s.current.end(), digits.begin(), digits.end());
-    s.append_left.erase(s.append_left.begin(), s.append_left.begin() + static_cast<long>(digits.size()));
+    s.append_left.erase(s.append_left.begin(),
+                        s.append_left.begin() + static_cast<long>(digits.size()));
   }
   std::vector<DigitIds> layout() const {
     std::vector<DigitIds> out;
@@ -126,8 +135,10 @@ class DigitPlanner {
       if (run.empty()) continue;
       // A part of the digits now only if the rest can still nest below it
       // (else later, with the rest, where [c, c m) nests if the parts do not).
-      const DigitIds rest(s.append_left.begin() + static_cast<long>(run.size()), s.append_left.end());
-      if (!rest.empty() && !nests(base_dims_[b], grid_.product(s.current) * grid_.product(run), grid_.product(rest)))
+      const DigitIds rest(s.append_left.begin() + static_cast<long>(run.size()),
+                          s.append_left.end());
+      if (!rest.empty() &&
+          !nests(base_dims_[b], grid_.product(s.current) * grid_.product(run), grid_.product(rest)))
         continue;
       // The digits kept below cannot change any more: a refine that does
       // not nest now never will (nor will a part of it).
@@ -185,7 +196,8 @@ class DigitPlanner {
       const DimState& s = dims_[a];
       size_t q = 0;
       while (q < s.strip_left && destined_to_replication(s.current[s.current.size() - 1 - q])) ++q;
-      if (q == 0 && forced && s.strip_left > 0) q = preference_ == Preference::kWholeGathers ? s.strip_left : 1;
+      if (q == 0 && forced && s.strip_left > 0)
+        q = preference_ == Preference::kWholeGathers ? s.strip_left : 1;
       if (q == 0) continue;
       while (q < s.strip_left && !strip_nests(a, q)) ++q;
       if (!strip_nests(a, q)) continue;
@@ -246,15 +258,15 @@ double digit_steps_cost(const std::vector<DigitStep>& steps, std::span<const int
   double cost = 0;
   for (const DigitStep& step : steps)
     if (step.kind != DigitStep::Kind::kRefine)
-      cost += collective_latency_bytes + static_cast<double>(shard_elements(step.after, base_dims) * element_bytes) *
-                                            static_cast<double>(step.factor - 1) / static_cast<double>(step.factor);
+      cost += collective_latency_bytes +
+              static_cast<double>(shard_elements(step.after, base_dims) * element_bytes) *
+                  static_cast<double>(step.factor - 1) / static_cast<double>(step.factor);
   return cost;
 }
 
-std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, const std::vector<DigitIds>& from,
-                                                       const std::vector<DigitIds>& to,
-                                                       std::span<const int64_t> base_dims, int64_t element_bytes,
-                                                       double collective_latency_bytes) {
+std::optional<std::vector<DigitStep>> plan_digit_steps(
+    const DigitGrid& grid, const std::vector<DigitIds>& from, const std::vector<DigitIds>& to,
+    std::span<const int64_t> base_dims, int64_t element_bytes, double collective_latency_bytes) {
   auto moves = DigitPlanner(grid, from, to, base_dims, Preference::kMoves).run();
   auto gathers = DigitPlanner(grid, from, to, base_dims, Preference::kWholeGathers).run();
   if (!moves || !gathers) return moves ? std::move(moves) : std::move(gathers);
@@ -265,15 +277,17 @@ std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, co
              : std::move(moves);
 }
 
-std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source, const Sharding& target,
-                                                         std::span<const int64_t> base_dims, int64_t devices,
-                                                         int64_t element_bytes, double collective_latency_bytes) {
+std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source,
+                                                         const Sharding& target,
+                                                         std::span<const int64_t> base_dims,
+                                                         int64_t devices, int64_t element_bytes,
+                                                         double collective_latency_bytes) {
   const auto rank = static_cast<int64_t>(base_dims.size());
   const Sharding pair[] = {source, target};
   const auto on_grid = layouts_on_common_grid(pair, rank, devices);
   if (!on_grid) return std::nullopt;
-  return plan_digit_steps(on_grid->grid, on_grid->layouts[0].data, on_grid->layouts[1].data, base_dims, element_bytes,
-                          collective_latency_bytes);
+  return plan_digit_steps(on_grid->grid, on_grid->layouts[0].data, on_grid->layouts[1].data,
+                          base_dims, element_bytes, collective_latency_bytes);
 }
 
 InstrId exchange_tiles(SpmdContext& context, InstrId x, const TileExchange& e) {
@@ -306,7 +320,8 @@ InstrId exchange_tiles(SpmdContext& context, InstrId x, const TileExchange& e) {
   x = builder.reshape(x, merged);
   if (merged[a] > e.a_extent) {
     std::vector<SliceDim> slice;
-    for (size_t d = 0; d < merged.size(); ++d) slice.push_back(SliceDim{0, d == a ? e.a_extent : merged[d], 1});
+    for (size_t d = 0; d < merged.size(); ++d)
+      slice.push_back(SliceDim{0, d == a ? e.a_extent : merged[d], 1});
     x = builder.slice(x, std::move(slice));
   }
   return x;
@@ -326,15 +341,17 @@ PartitionedValue apply_digit_reshard(SpmdContext& context, const PartitionedValu
         const Shape gathered = context.local_shape(x);
         if (gathered.dims()[dim] > target_shard[dim]) {  // whole dim: drop the last tile's padding
           std::vector<SliceDim> slice;
-          for (int i = 0; i < gathered.rank(); ++i) slice.push_back(SliceDim{0, i == step.dim ? target_shard[dim] : gathered.dim(i), 1});
+          for (int i = 0; i < gathered.rank(); ++i)
+            slice.push_back(SliceDim{0, i == step.dim ? target_shard[dim] : gathered.dim(i), 1});
           x = b.slice(x, std::move(slice));
         }
         break;
       }
       case DigitStep::Kind::kMove: {
         const auto from = static_cast<size_t>(step.from_dim);
-        x = exchange_tiles(context, x, TileExchange{step.from_dim, step.dim, step.factor, step.groups, target_shard[dim],
-                                                    target_shard[from]});
+        x = exchange_tiles(context, x,
+                           TileExchange{step.from_dim, step.dim, step.factor, step.groups,
+                                        target_shard[dim], target_shard[from]});
         break;
       }
       case DigitStep::Kind::kRefine: {
@@ -347,7 +364,10 @@ PartitionedValue apply_digit_reshard(SpmdContext& context, const PartitionedValu
         }
         std::vector<InstrId> starts(static_cast<size_t>(local.rank()), context.zero(DType::kS32));
         const InstrId r = context.emit_digit_coordinate(step.minor);
-        starts[dim] = fine == 1 ? r : b.binary(Opcode::kMultiply, r, b.scalar_constant(DType::kS32, static_cast<double>(fine)));
+        starts[dim] = fine == 1
+                          ? r
+                          : b.binary(Opcode::kMultiply, r,
+                                     b.scalar_constant(DType::kS32, static_cast<double>(fine)));
         x = b.dynamic_slice(x, std::move(starts), target_shard);
         break;
       }

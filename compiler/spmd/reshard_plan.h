@@ -43,15 +43,15 @@ struct DigitStep {
 // extents cannot nest, or a coarsen would replicate the value (that is the
 // full-replication fallback, counted as such). element_bytes: the dtype's
 // size, for the cost.
-std::optional<std::vector<DigitStep>> plan_digit_reshard(const Sharding& source, const Sharding& target,
-                                                         std::span<const int64_t> base_dims, int64_t devices,
-                                                         int64_t element_bytes = 4,
-                                                         double collective_latency_bytes = kCollectiveLatencyBytes);
+std::optional<std::vector<DigitStep>> plan_digit_reshard(
+    const Sharding& source, const Sharding& target, std::span<const int64_t> base_dims,
+    int64_t devices, int64_t element_bytes = 4,
+    double collective_latency_bytes = kCollectiveLatencyBytes);
 // The same on a given grid: `from` and `to` are the data dims' digit lists.
-std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, const std::vector<DigitIds>& from,
-                                                       const std::vector<DigitIds>& to,
-                                                       std::span<const int64_t> base_dims, int64_t element_bytes = 4,
-                                                       double collective_latency_bytes = kCollectiveLatencyBytes);
+std::optional<std::vector<DigitStep>> plan_digit_steps(
+    const DigitGrid& grid, const std::vector<DigitIds>& from, const std::vector<DigitIds>& to,
+    std::span<const int64_t> base_dims, int64_t element_bytes = 4,
+    double collective_latency_bytes = kCollectiveLatencyBytes);
 // Cost of a plan, in bytes: per collective, the bytes a device receives
 // (all-gather / all-to-all of group m: out * (m - 1) / m; a
 // collective-permute: its shard -- XLA's CommunicationCostInBytes,
@@ -63,7 +63,8 @@ std::optional<std::vector<DigitStep>> plan_digit_steps(const DigitGrid& grid, co
 // TPUv3 value: the ~1 us ICI hop latency at 1e11 B/s per link
 // (docs/reference/hardware.md#latencies).
 double digit_steps_cost(const std::vector<DigitStep>& steps, std::span<const int64_t> base_dims,
-                        int64_t element_bytes, double collective_latency_bytes = kCollectiveLatencyBytes);
+                        int64_t element_bytes,
+                        double collective_latency_bytes = kCollectiveLatencyBytes);
 // Digit steps up to a relabeling of equal-size digits (reshard_relabel.cc):
 // the cheapest (digit_steps_cost + the permute's) over relabelings of
 // plan_digit_steps plus, unless the relabeling is the identity on the
@@ -76,8 +77,9 @@ struct RelabeledDigitPlan {
   std::vector<DigitStep> steps;
 };
 std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(
-    const Sharding& source, const Sharding& target, std::span<const int64_t> base_dims, int64_t devices,
-    int64_t element_bytes = 4, double collective_latency_bytes = kCollectiveLatencyBytes);
+    const Sharding& source, const Sharding& target, std::span<const int64_t> base_dims,
+    int64_t devices, int64_t element_bytes = 4,
+    double collective_latency_bytes = kCollectiveLatencyBytes);
 // plan_relabeled_digit_reshard remembered per (source, target, base dims,
 // devices, element bytes) for one collective latency: the plan is a pure
 // function of them, and a model's layers ask for the same reshards over and

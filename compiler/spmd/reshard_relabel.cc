@@ -27,21 +27,23 @@ int64_t elements(const Sharding& sharding, std::span<const int64_t> base_dims) {
 }
 
 int64_t step_count(const RelabeledDigitPlan& plan, DigitStep::Kind kind) {
-  return std::count_if(plan.steps.begin(), plan.steps.end(), [&](const DigitStep& step) { return step.kind == kind; });
+  return std::count_if(plan.steps.begin(), plan.steps.end(),
+                       [&](const DigitStep& step) { return step.kind == kind; });
 }
 
 // Ties on cost: fewer collectives, then fewer all-gathers (they grow the
 // shard), then the earlier relabeling (the identity first).
 bool better_tie(const RelabeledDigitPlan& a, const RelabeledDigitPlan& b) {
   auto collectives = [](const RelabeledDigitPlan& p) {
-    return (p.permute == RelabeledDigitPlan::Permute::kNone ? 0 : 1) + step_count(p, DigitStep::Kind::kCoarsen) +
-           step_count(p, DigitStep::Kind::kMove);
+    return (p.permute == RelabeledDigitPlan::Permute::kNone ? 0 : 1) +
+           step_count(p, DigitStep::Kind::kCoarsen) + step_count(p, DigitStep::Kind::kMove);
   };
   if (collectives(a) != collectives(b)) return collectives(a) < collectives(b);
   return step_count(a, DigitStep::Kind::kCoarsen) < step_count(b, DigitStep::Kind::kCoarsen);
 }
 
-std::vector<DigitIds> relabel(const std::vector<DigitIds>& lists, const std::vector<size_t>& sigma) {
+std::vector<DigitIds> relabel(const std::vector<DigitIds>& lists,
+                              const std::vector<size_t>& sigma) {
   std::vector<DigitIds> out = lists;
   for (DigitIds& list : out)
     for (size_t& digit : list) digit = sigma[digit];
@@ -58,7 +60,8 @@ GridLayouts split_into_prime_digits(const GridLayouts& coarse) {
   const DigitGrid& grid = coarse.grid;
   GridLayouts fine;
   fine.grid.bounds = {1};
-  std::vector<std::pair<size_t, size_t>> range(grid.digit_count());  // old digit -> new ids [first, last)
+  std::vector<std::pair<size_t, size_t>> range(
+      grid.digit_count());  // old digit -> new ids [first, last)
   for (size_t j = 0; j < grid.digit_count(); ++j) {
     const size_t first = fine.grid.bounds.size() - 1;
     int64_t rest = grid.size(j), stride = grid.bounds[j];
@@ -93,7 +96,8 @@ std::vector<std::vector<size_t>> free_digit_classes(const GridLayouts& on_grid) 
   const auto& to = on_grid.layouts[1].data;
   std::vector<bool> fixed(grid.digit_count(), false);
   for (size_t d = 0; d < from.size(); ++d)
-    for (size_t k = 0; k < std::min(from[d].size(), to[d].size()) && from[d][k] == to[d][k]; ++k) fixed[from[d][k]] = true;
+    for (size_t k = 0; k < std::min(from[d].size(), to[d].size()) && from[d][k] == to[d][k]; ++k)
+      fixed[from[d][k]] = true;
   std::map<int64_t, std::vector<size_t>> by_size;
   for (size_t j = 0; j < grid.digit_count(); ++j)
     if (!fixed[j]) by_size[grid.size(j)].push_back(j);
@@ -106,14 +110,16 @@ std::vector<std::vector<size_t>> free_digit_classes(const GridLayouts& on_grid) 
 int64_t relabeling_count(const std::vector<std::vector<size_t>>& classes) {
   int64_t count = 1;
   for (const auto& digits : classes)
-    for (size_t k = 2; k <= digits.size() && count <= kMaxRelabelings; ++k) count *= static_cast<int64_t>(k);
+    for (size_t k = 2; k <= digits.size() && count <= kMaxRelabelings; ++k)
+      count *= static_cast<int64_t>(k);
   return count;
 }
 
 // Calls visit(sigma) for every size-preserving permutation of the free
 // digits, identity first (each class starts sorted; odometer over classes).
 template <typename Visit>
-void for_each_relabeling(size_t digit_count, std::vector<std::vector<size_t>> classes, Visit visit) {
+void for_each_relabeling(size_t digit_count, std::vector<std::vector<size_t>> classes,
+                         Visit visit) {
   std::vector<std::vector<size_t>> images = classes;
   for (;;) {
     std::vector<size_t> sigma(digit_count);
@@ -129,9 +135,9 @@ void for_each_relabeling(size_t digit_count, std::vector<std::vector<size_t>> cl
 
 }  // namespace
 
-std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& source, const Sharding& target,
-                                                               std::span<const int64_t> base_dims, int64_t devices,
-                                                               int64_t element_bytes, double collective_latency_bytes) {
+std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(
+    const Sharding& source, const Sharding& target, std::span<const int64_t> base_dims,
+    int64_t devices, int64_t element_bytes, double collective_latency_bytes) {
   const auto rank = static_cast<int64_t>(base_dims.size());
   const Sharding pair[] = {source, target};
   const auto coarse = layouts_on_common_grid(pair, rank, devices);
@@ -139,8 +145,8 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
   std::optional<RelabeledDigitPlan> best;
   double best_cost = 0;
   // Candidate 0: the plain digit plan on the common grid.
-  if (auto steps = plan_digit_steps(coarse->grid, coarse->layouts[0].data, coarse->layouts[1].data, base_dims,
-                                    element_bytes, collective_latency_bytes)) {
+  if (auto steps = plan_digit_steps(coarse->grid, coarse->layouts[0].data, coarse->layouts[1].data,
+                                    base_dims, element_bytes, collective_latency_bytes)) {
     best = RelabeledDigitPlan{RelabeledDigitPlan::Permute::kNone, Sharding(), std::move(*steps)};
     best_cost = digit_steps_cost(best->steps, base_dims, element_bytes, collective_latency_bytes);
   }
@@ -163,24 +169,28 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
   // replicated ones) give the same relabeled target: plan each once.
   std::set<std::vector<DigitIds>> planned;
   std::vector<size_t> best_sigma;
-  for_each_relabeling(grid.digit_count(), std::move(classes), [&](const std::vector<size_t>& sigma) {
-    std::vector<DigitIds> relabeled = relabel(to, sigma);
-    if (!planned.insert(relabeled).second) return;
-    auto steps = plan_digit_steps(grid, from, relabeled, base_dims, element_bytes, collective_latency_bytes);
-    if (!steps) return;
-    RelabeledDigitPlan plan;
-    plan.steps = std::move(*steps);
-    double cost = digit_steps_cost(plan.steps, base_dims, element_bytes, collective_latency_bytes);
-    if (relabeled != to) {
-      plan.permute = source_shard < target_shard ? RelabeledDigitPlan::Permute::kFirst : RelabeledDigitPlan::Permute::kLast;
-      cost += collective_latency_bytes + std::min(source_shard, target_shard);
-    }
-    if (!best || cost < best_cost || (cost == best_cost && better_tie(plan, *best))) {
-      best = std::move(plan);
-      best_cost = cost;
-      best_sigma = sigma;
-    }
-  });
+  for_each_relabeling(
+      grid.digit_count(), std::move(classes), [&](const std::vector<size_t>& sigma) {
+        std::vector<DigitIds> relabeled = relabel(to, sigma);
+        if (!planned.insert(relabeled).second) return;
+        auto steps = plan_digit_steps(grid, from, relabeled, base_dims, element_bytes,
+                                      collective_latency_bytes);
+        if (!steps) return;
+        RelabeledDigitPlan plan;
+        plan.steps = std::move(*steps);
+        double cost =
+            digit_steps_cost(plan.steps, base_dims, element_bytes, collective_latency_bytes);
+        if (relabeled != to) {
+          plan.permute = source_shard < target_shard ? RelabeledDigitPlan::Permute::kFirst
+                                                     : RelabeledDigitPlan::Permute::kLast;
+          cost += collective_latency_bytes + std::min(source_shard, target_shard);
+        }
+        if (!best || cost < best_cost || (cost == best_cost && better_tie(plan, *best))) {
+          best = std::move(plan);
+          best_cost = cost;
+          best_sigma = sigma;
+        }
+      });
   if (!best || best->permute != RelabeledDigitPlan::Permute::kFirst) return best;
   // Permute first: relabel the source by sigma^-1 (then it reaches the
   // target itself by the same steps, renamed).
@@ -188,33 +198,37 @@ std::optional<RelabeledDigitPlan> plan_relabeled_digit_reshard(const Sharding& s
   for (size_t j = 0; j < best_sigma.size(); ++j) inverse[best_sigma[j]] = j;
   const std::vector<DigitIds> relabeled_source = relabel(from, inverse);
   best->relabeled_source = sharding_from_digits(grid, relabeled_source);
-  auto steps = plan_digit_steps(grid, relabeled_source, to, base_dims, element_bytes, collective_latency_bytes);
+  auto steps = plan_digit_steps(grid, relabeled_source, to, base_dims, element_bytes,
+                                collective_latency_bytes);
   if (!steps) return std::nullopt;  // relabeling commutes with planning: not expected
   best->steps = std::move(*steps);
   return best;
 }
 
-const std::optional<RelabeledDigitPlan>& RelabeledPlanCache::plan(const Sharding& source, const Sharding& target,
-                                                                   std::span<const int64_t> base_dims, int64_t devices,
-                                                                   int64_t element_bytes) {
-  std::string key = fmt::format("{}|{}|{}|{}|{}", source.to_string(), target.to_string(), fmt::join(base_dims, ","),
-                                devices, element_bytes);
+const std::optional<RelabeledDigitPlan>& RelabeledPlanCache::plan(
+    const Sharding& source, const Sharding& target, std::span<const int64_t> base_dims,
+    int64_t devices, int64_t element_bytes) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}", source.to_string(), target.to_string(),
+                                fmt::join(base_dims, ","), devices, element_bytes);
   auto found = plans_.find(key);
   if (found == plans_.end())
-    found =
-        plans_
-            .emplace(std::move(key), plan_relabeled_digit_reshard(source, target, base_dims, devices, element_bytes,
-                                                                 collective_latency_bytes_))
-            .first;
+    found = plans_
+                .emplace(std::move(key),
+                         plan_relabeled_digit_reshard(source, target, base_dims, devices,
+                                                      element_bytes, collective_latency_bytes_))
+                .first;
   return found->second;
 }
 
 PartitionedValue apply_relabeled_digit_reshard(SpmdContext& context, const PartitionedValue& value,
-                                               const RelabeledDigitPlan& plan, const Sharding& target) {
+                                               const RelabeledDigitPlan& plan,
+                                               const Sharding& target) {
   PartitionedValue current = value;
-  if (plan.permute == RelabeledDigitPlan::Permute::kFirst) current = permute_devices(context, current, plan.relabeled_source);
+  if (plan.permute == RelabeledDigitPlan::Permute::kFirst)
+    current = permute_devices(context, current, plan.relabeled_source);
   current = apply_digit_reshard(context, current, plan.steps);
-  if (plan.permute == RelabeledDigitPlan::Permute::kLast) current = permute_devices(context, current, target);
+  if (plan.permute == RelabeledDigitPlan::Permute::kLast)
+    current = permute_devices(context, current, target);
   current.sharding = target;
   return current;
 }

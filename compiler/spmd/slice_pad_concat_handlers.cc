@@ -1,10 +1,10 @@
 // Windowed data-movement handlers: slice, pad, reverse, concatenate
-// (docs/reference/gspmd.md#per-op-partitioning, #halo-exchange, #windowed-input-resharding). Along a dim the result is tiled on,
-// each device fetches the input window its result tile needs with a halo
-// exchange (collective-permutes of edge rows) and applies the op locally;
-// along other dims the op is local. A dim whose halo would span more than
-// kMaxHaloPiecesPerSide neighbours is all-gathered instead (that dim only),
-// and the local result is then dynamic-sliced to the target tiling.
+// (docs/reference/gspmd.md#per-op-partitioning, #halo-exchange, #windowed-input-resharding). Along
+// a dim the result is tiled on, each device fetches the input window its result tile needs with a
+// halo exchange (collective-permutes of edge rows) and applies the op locally; along other dims the
+// op is local. A dim whose halo would span more than kMaxHaloPiecesPerSide neighbours is
+// all-gathered instead (that dim only), and the local result is then dynamic-sliced to the target
+// tiling.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -17,7 +17,9 @@
 namespace podsim::compiler {
 namespace {
 
-bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 // Tiled dims of the target the operand does not tile yet: cheaper to keep
 // them whole (local op, then a local dynamic-slice) than to slice + exchange.
@@ -40,8 +42,8 @@ struct WindowPlan {
 
 // Decides per tiled dim of `layout` (the target tiling expressed on the
 // operand): local, windowed, or gathered when the halo does not fit.
-WindowPlan plan_windows(const Sharding& layout, const Shape& operand_shape, std::vector<int64_t> gathered,
-                        const WindowFn& window_for) {
+WindowPlan plan_windows(const Sharding& layout, const Shape& operand_shape,
+                        std::vector<int64_t> gathered, const WindowFn& window_for) {
   WindowPlan plan;
   for (int64_t d : sharded_dims(layout)) {
     if (contains(gathered, d)) continue;
@@ -60,7 +62,8 @@ WindowPlan plan_windows(const Sharding& layout, const Shape& operand_shape, std:
   return plan;
 }
 
-InstrId apply_windows(SpmdContext& context, const PartitionedValue& operand, const std::vector<WindowRequest>& windows) {
+InstrId apply_windows(SpmdContext& context, const PartitionedValue& operand,
+                      const std::vector<WindowRequest>& windows) {
   InstrId local = operand.id;
   for (const WindowRequest& w : windows) local = exchange_halo(context, operand, local, w);
   return local;
@@ -86,7 +89,8 @@ TileGeometry tiles_of(const Sharding& s, int64_t out_extent, int64_t dim) {
 // #per-op-partitioning, the newer strategy): move the dim's n tiles to another dim e that the
 // layout leaves whole and n divides (one all-to-all per operand), concatenate
 // locally, move them back (one all-to-all) -- instead of all-gathering.
-std::optional<PartitionedValue> concatenate_by_moving_tiles(SpmdContext& context, const HandlerInput& in,
+std::optional<PartitionedValue> concatenate_by_moving_tiles(SpmdContext& context,
+                                                            const HandlerInput& in,
                                                             const Sharding& layout) {
   const int64_t dim = in.original.attrs.dimensions.at(0);
   const Shape& out = in.original.shape;
@@ -96,7 +100,8 @@ std::optional<PartitionedValue> concatenate_by_moving_tiles(SpmdContext& context
     const Sharding moved = move_and_merge_tiles(layout, dim, e);
     if (!all_to_all_dims(layout, moved)) continue;
     std::vector<InstrId> locals;
-    for (const PartitionedValue& operand : in.operands) locals.push_back(reshard(context, operand, moved).id);
+    for (const PartitionedValue& operand : in.operands)
+      locals.push_back(reshard(context, operand, moved).id);
     InstrId result = context.builder().concatenate(std::move(locals), dim);
     PartitionedValue back = reshard(context, PartitionedValue{result, out, moved}, layout);
     return reshard(context, back, in.target);
@@ -115,7 +120,8 @@ PartitionedValue handle_slice(SpmdContext& context, const HandlerInput& in) {
   const Shape& out = in.original.shape;
   auto window_for = [&](int64_t d) -> std::optional<WindowRequest> {
     const SliceDim& sd = slice[static_cast<size_t>(d)];
-    if (sd.start == 0 && sd.stride == 1 && sd.limit == operand.base_shape.dim(static_cast<int>(d))) return std::nullopt;
+    if (sd.start == 0 && sd.stride == 1 && sd.limit == operand.base_shape.dim(static_cast<int>(d)))
+      return std::nullopt;
     const TileGeometry g = tiles_of(in.target, out.dim(static_cast<int>(d)), d);
     WindowRequest w;
     w.dim = d;
@@ -128,7 +134,8 @@ PartitionedValue handle_slice(SpmdContext& context, const HandlerInput& in) {
     w.fill = context.zero(out.dtype());
     return w;
   };
-  WindowPlan plan = plan_windows(in.target, operand.base_shape, dims_untiled_in(in.target, operand.sharding), window_for);
+  WindowPlan plan = plan_windows(in.target, operand.base_shape,
+                                 dims_untiled_in(in.target, operand.sharding), window_for);
   PartitionedValue x = reshard(context, operand, plan.operand_sharding);
   InstrId local = apply_windows(context, x, plan.windows);
   const Shape local_shape = context.local_shape(local);
@@ -201,7 +208,8 @@ PartitionedValue handle_pad(SpmdContext& context, const HandlerInput& in) {
     info[d] = di;
     return w;
   };
-  WindowPlan plan = plan_windows(in.target, operand.base_shape, dims_untiled_in(in.target, operand.sharding), window_for);
+  WindowPlan plan = plan_windows(in.target, operand.base_shape,
+                                 dims_untiled_in(in.target, operand.sharding), window_for);
   PartitionedValue x = reshard(context, operand, plan.operand_sharding);
   InstrId local = apply_windows(context, x, plan.windows);
   auto& b = context.builder();
@@ -228,8 +236,9 @@ PartitionedValue handle_pad(SpmdContext& context, const HandlerInput& in) {
       }
       const DimInfo& di = info[d];
       sizes[static_cast<size_t>(d)] = tiles_of(in.target, out.dim(d), d).t;
-      starts.push_back(per_tile_scalar(context, plan.operand_sharding, d,
-                                       [&](int64_t j) { return di.low - di.c[static_cast<size_t>(j)]; }));
+      starts.push_back(per_tile_scalar(context, plan.operand_sharding, d, [&](int64_t j) {
+        return di.low - di.c[static_cast<size_t>(j)];
+      }));
     }
     padded = b.dynamic_slice(padded, std::move(starts), std::move(sizes));
   }
@@ -264,7 +273,8 @@ PartitionedValue handle_reverse(SpmdContext& context, const HandlerInput& in) {
   for (int64_t d : reversed) {
     const int64_t n = tile_count(in.target, d);
     if (n == 1 || contains(gathered, d)) continue;
-    if (!plan_halo(PartitionedValue{kNoId, operand.base_shape, in.target}, window_for(d, n))) gathered.push_back(d);
+    if (!plan_halo(PartitionedValue{kNoId, operand.base_shape, in.target}, window_for(d, n)))
+      gathered.push_back(d);
   }
   const Sharding layout = partially_replicate_on_dims(in.target, gathered);
   const Sharding operand_sharding = reverse_sharding(layout, reversed);
@@ -308,7 +318,8 @@ PartitionedValue handle_concatenate(SpmdContext& context, const HandlerInput& in
       }
       PartitionedValue probe{kNoId, operand.base_shape, in.target};
       if (!plan_halo(probe, w)) {
-        if (auto moved = concatenate_by_moving_tiles(context, in, partially_replicate_on_dims(in.target, gathered)))
+        if (auto moved = concatenate_by_moving_tiles(
+                context, in, partially_replicate_on_dims(in.target, gathered)))
           return *moved;
         gathered.push_back(dim);
         break;
@@ -322,7 +333,8 @@ PartitionedValue handle_concatenate(SpmdContext& context, const HandlerInput& in
   auto& b = context.builder();
   if (tile_count(layout, dim) == 1) {
     std::vector<InstrId> locals;
-    for (const PartitionedValue& operand : in.operands) locals.push_back(reshard(context, operand, layout).id);
+    for (const PartitionedValue& operand : in.operands)
+      locals.push_back(reshard(context, operand, layout).id);
     InstrId result = b.concatenate(std::move(locals), dim);
     return reshard(context, PartitionedValue{result, out, layout}, in.target);
   }
@@ -334,12 +346,14 @@ PartitionedValue handle_concatenate(SpmdContext& context, const HandlerInput& in
     if (k == 0) {
       result = window;
       const Shape local = b.shape(window);
-      position = b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, local.dims()), dim),
-                          b.broadcast(context.partition_offset(layout, out.dims(), dim), local.dims(), {}));
+      position = b.binary(
+          Opcode::kAdd, b.iota(Shape(DType::kS32, local.dims()), dim),
+          b.broadcast(context.partition_offset(layout, out.dims(), dim), local.dims(), {}));
       continue;
     }
     const Shape local = b.shape(window);
-    InstrId first = b.broadcast(b.scalar_constant(DType::kS32, static_cast<double>(offsets[k])), local.dims(), {});
+    InstrId first = b.broadcast(b.scalar_constant(DType::kS32, static_cast<double>(offsets[k])),
+                                local.dims(), {});
     result = b.select(b.compare(position, first, ComparisonDirection::kGe), window, result);
   }
   return reshard(context, PartitionedValue{result, out, layout}, in.target);

@@ -4,8 +4,8 @@
 // tile array is computed from partition-id digits (tile_coordinates.h).
 #include "compiler/spmd/spmd_context.h"
 
-#include <cassert>
 #include <algorithm>
+#include <cassert>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -52,8 +52,10 @@ InstrId SpmdContext::partition_offset(const Sharding& sharding, std::span<const 
   auto it = offset_cache_.find(key);
   if (it != offset_cache_.end()) return it->second;
   const InstrId offset =
-      extent == 1 ? coordinate
-                  : builder_.binary(Opcode::kMultiply, coordinate, builder_.scalar_constant(DType::kS32, static_cast<double>(extent)));
+      extent == 1
+          ? coordinate
+          : builder_.binary(Opcode::kMultiply, coordinate,
+                            builder_.scalar_constant(DType::kS32, static_cast<double>(extent)));
   offset_cache_[key] = offset;
   return offset;
 }
@@ -76,14 +78,17 @@ InstrId SpmdContext::emit_digit_coordinate(const DigitPieces& pieces) {
   auto it = coordinate_cache_.find(key);
   if (it != coordinate_cache_.end()) return it->second;
   const InstrId pid = partition_id_s32();
-  auto constant = [&](int64_t v) { return builder_.scalar_constant(DType::kS32, static_cast<double>(v)); };
+  auto constant = [&](int64_t v) {
+    return builder_.scalar_constant(DType::kS32, static_cast<double>(v));
+  };
   InstrId value = kNoId;
   int64_t weight = 1;
   for (size_t k = pieces.size(); k-- > 0;) {
     const auto& f = pieces[k];
     InstrId term = pid;
     if (f.stride > 1) term = builder_.binary(Opcode::kDivide, term, constant(f.stride));
-    if (f.stride * f.size < num_devices_) term = builder_.binary(Opcode::kRemainder, term, constant(f.size));
+    if (f.stride * f.size < num_devices_)
+      term = builder_.binary(Opcode::kRemainder, term, constant(f.size));
     if (weight > 1) term = builder_.binary(Opcode::kMultiply, term, constant(weight));
     value = value == kNoId ? term : builder_.binary(Opcode::kAdd, value, term);
     weight *= f.size;
@@ -94,7 +99,8 @@ InstrId SpmdContext::emit_digit_coordinate(const DigitPieces& pieces) {
 
 InstrId SpmdContext::tile_coordinate(const Sharding& sharding, int64_t dim) {
   if (tile_count(sharding, dim) == 1) return zero(DType::kS32);
-  if (auto pieces = tile_coordinate_pieces(sharding, dim + 1)) return emit_digit_coordinate((*pieces)[static_cast<size_t>(dim)]);
+  if (auto pieces = tile_coordinate_pieces(sharding, dim + 1))
+    return emit_digit_coordinate((*pieces)[static_cast<size_t>(dim)]);
   // Explicit tile array: a table of every device's coordinate, read at
   // partition-id. One pass over the array: the device at flat position p has
   // coordinate (p / stride) % n along `dim` (stride = product of the minor
@@ -113,7 +119,8 @@ InstrId SpmdContext::tile_coordinate(const Sharding& sharding, int64_t dim) {
     const int64_t device = devices[p];
     if (device < 0 || device >= num_devices_ || seen[static_cast<size_t>(device)]) continue;
     seen[static_cast<size_t>(device)] = true;
-    table[static_cast<size_t>(device)] = static_cast<double>((static_cast<int64_t>(p) / stride) % n);
+    table[static_cast<size_t>(device)] =
+        static_cast<double>((static_cast<int64_t>(p) / stride) % n);
   }
   assert(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }));
   if (partition_id_ == kNoId) partition_id_ = builder_.partition_id();
@@ -144,18 +151,21 @@ ReplicaGroups groups_along_tile_dims(const Sharding& sharding, std::span<const i
   TileAssignment rows = ta.transpose(perm).reshape({total / group_size, group_size});
   ReplicaGroups groups;
   if (auto form = rows.iota_form()) {
-    groups.iota = IotaGroups{total / group_size, group_size, form->reshape_dims, form->transpose_perm};
+    groups.iota =
+        IotaGroups{total / group_size, group_size, form->reshape_dims, form->transpose_perm};
     return groups;
   }
   std::vector<int64_t> flat = rows.to_vector();
   for (int64_t g = 0; g < total / group_size; ++g)
-    groups.explicit_groups.emplace_back(flat.begin() + g * group_size, flat.begin() + (g + 1) * group_size);
+    groups.explicit_groups.emplace_back(flat.begin() + g * group_size,
+                                        flat.begin() + (g + 1) * group_size);
   return groups;
 }
 
 std::optional<std::pair<DigitPieces, DigitPieces>> group_digit_pieces(const ReplicaGroups& groups,
                                                                       int64_t num_devices) {
-  if (groups.is_all_devices()) return std::make_pair(DigitPieces{}, canonical_pieces({{num_devices, 1}}));
+  if (groups.is_all_devices())
+    return std::make_pair(DigitPieces{}, canonical_pieces({{num_devices, 1}}));
   if (!groups.iota) return std::nullopt;
   const IotaGroups& g = *groups.iota;
   if (g.num_groups * g.group_size != num_devices) return std::nullopt;
@@ -163,7 +173,8 @@ std::optional<std::pair<DigitPieces, DigitPieces>> group_digit_pieces(const Repl
 }
 
 // valid(i) = iota_dim(i) + offset < D; value = select(valid, value, fill).
-InstrId SpmdContext::mask_padding(const PartitionedValue& value, std::span<const int64_t> dims, InstrId fill) {
+InstrId SpmdContext::mask_padding(const PartitionedValue& value, std::span<const int64_t> dims,
+                                  InstrId fill) {
   const auto& base = value.base_shape.dims();
   const Shape local = local_shape(value.id);  // a copy: emitting grows the vector
   InstrId result = value.id;
@@ -172,10 +183,12 @@ InstrId SpmdContext::mask_padding(const PartitionedValue& value, std::span<const
     if (n == 1 || base[static_cast<size_t>(dim)] % n == 0) continue;
     Shape index_shape(DType::kS32, local.dims());
     InstrId iota = builder_.iota(index_shape, dim);
-    InstrId offset = builder_.broadcast(partition_offset(value.sharding, base, dim), local.dims(), {});
+    InstrId offset =
+        builder_.broadcast(partition_offset(value.sharding, base, dim), local.dims(), {});
     InstrId position = builder_.binary(Opcode::kAdd, iota, offset);
-    InstrId limit = builder_.broadcast(builder_.scalar_constant(DType::kS32, static_cast<double>(base[static_cast<size_t>(dim)])),
-                                       local.dims(), {});
+    InstrId limit = builder_.broadcast(
+        builder_.scalar_constant(DType::kS32, static_cast<double>(base[static_cast<size_t>(dim)])),
+        local.dims(), {});
     InstrId valid = builder_.compare(position, limit, ComparisonDirection::kLt);
     InstrId filler = builder_.broadcast(fill, local.dims(), {});
     result = builder_.select(valid, result, filler);

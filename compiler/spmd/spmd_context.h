@@ -47,7 +47,8 @@ class SpmdContext {
 
   // s32 scalar: offset of this device's tile along `dim` (tile index times
   // the padded shard extent); a constant 0 when the dim is not sharded.
-  InstrId partition_offset(const Sharding& sharding, std::span<const int64_t> base_dims, int64_t dim);
+  InstrId partition_offset(const Sharding& sharding, std::span<const int64_t> base_dims,
+                           int64_t dim);
   // s32 scalar: this device's tile coordinate along data dim `dim` of a
   // tiled sharding (digit arithmetic on partition-id for iota arrays, a
   // table indexed by partition-id otherwise).
@@ -58,7 +59,8 @@ class SpmdContext {
   // partition-id converted to s32 (cached).
   InstrId partition_id_s32();
   // See the free function groups_along_tile_dims.
-  ReplicaGroups groups_along_tile_dims(const Sharding& sharding, std::span<const int64_t> tile_dims) const;
+  ReplicaGroups groups_along_tile_dims(const Sharding& sharding,
+                                       std::span<const int64_t> tile_dims) const;
   // Replaces the padding of `dims` (positions >= the logical extent) of the
   // local value by `fill` (a scalar instruction). Even dims are skipped.
   InstrId mask_padding(const PartitionedValue& value, std::span<const int64_t> dims, InstrId fill);
@@ -67,7 +69,9 @@ class SpmdContext {
   CompId scalar_reducer(Opcode op, DType dtype);
 
   // Reshard cache: (new instruction, target sharding text) -> value.
-  std::map<std::pair<InstrId, std::string>, PartitionedValue>& reshard_cache() { return reshard_cache_; }
+  std::map<std::pair<InstrId, std::string>, PartitionedValue>& reshard_cache() {
+    return reshard_cache_;
+  }
 
   // Shared by the contexts of one partition_spmd run (the entry's and those
   // of while/call callees): the module being partitioned, read-only, and the
@@ -99,7 +103,7 @@ class SpmdContext {
   InstrId partition_id_s32_ = kNoId;
   std::map<std::vector<std::pair<int64_t, int64_t>>, InstrId> coordinate_cache_;
   SpmdStats stats_;
-  std::map<std::pair<InstrId, int64_t>, InstrId> offset_cache_;           // (coordinate, extent)
+  std::map<std::pair<InstrId, int64_t>, InstrId> offset_cache_;  // (coordinate, extent)
   std::map<std::pair<std::string, int64_t>, InstrId> coordinate_table_cache_;  // explicit arrays
   std::map<DType, InstrId> zero_cache_;
   ScalarReducerCache reducers_;

@@ -9,7 +9,8 @@
 
 namespace podsim::compiler {
 
-InstrId clone_with_operands(SpmdContext& context, const Instruction& original, std::vector<InstrId> operands) {
+InstrId clone_with_operands(SpmdContext& context, const Instruction& original,
+                            std::vector<InstrId> operands) {
   Instruction copy = original;
   copy.name.clear();
   copy.sharding.reset();
@@ -46,7 +47,8 @@ PartitionedValue handle_broadcast(SpmdContext& context, const HandlerInput& in) 
   for (int64_t d = 0; d < static_cast<int64_t>(out_dims.size()); ++d)
     if (std::find(mapped.begin(), mapped.end(), d) == mapped.end()) new_dims.push_back(d);
   const Sharding intermediate = partially_replicate_on_dims(in.target, new_dims);
-  const Sharding operand_sharding = intermediate.is_tiled() ? remove_shape_dims(intermediate, new_dims) : intermediate;
+  const Sharding operand_sharding =
+      intermediate.is_tiled() ? remove_shape_dims(intermediate, new_dims) : intermediate;
   PartitionedValue operand = reshard(context, in.operands[0], operand_sharding);
   InstrId local = context.builder().broadcast(operand.id, shard_shape(in.target, out_dims), mapped);
   return PartitionedValue{local, in.original.shape, in.target};
@@ -57,10 +59,12 @@ PartitionedValue handle_broadcast(SpmdContext& context, const HandlerInput& in) 
 PartitionedValue handle_transpose(SpmdContext& context, const HandlerInput& in) {
   const auto& perm = in.original.attrs.dimensions;
   std::vector<int64_t> inverse(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   const Sharding operand_sharding = transpose_sharding(in.target, inverse);
   PartitionedValue operand = reshard(context, in.operands[0], operand_sharding);
-  return PartitionedValue{clone_with_operands(context, in.original, {operand.id}), in.original.shape, in.target};
+  return PartitionedValue{clone_with_operands(context, in.original, {operand.id}),
+                          in.original.shape, in.target};
 }
 
 namespace {
@@ -106,19 +110,21 @@ PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in) {
   ++context.stats().default_fallbacks;
   std::vector<InstrId> operands;
   for (const PartitionedValue& operand : in.operands) {
-    const Sharding replicated = operand.base_shape.is_tuple()
-                                    ? Sharding::tuple(std::vector<Sharding>(
-                                          static_cast<size_t>(operand.base_shape.leaf_count()), Sharding::replicated()))
-                                    : Sharding::replicated();
+    const Sharding replicated =
+        operand.base_shape.is_tuple()
+            ? Sharding::tuple(std::vector<Sharding>(
+                  static_cast<size_t>(operand.base_shape.leaf_count()), Sharding::replicated()))
+            : Sharding::replicated();
     operands.push_back(reshard(context, operand, replicated).id);
   }
   // Every operand whole: the result has the op's own (full) shape, so no
   // shape rule is needed (ops without one, e.g. fft or cholesky, work too).
   InstrId whole = clone_with_shape(context, in.original, std::move(operands), in.original.shape);
-  const Sharding replicated = in.original.shape.is_tuple()
-                                  ? Sharding::tuple(std::vector<Sharding>(
-                                        static_cast<size_t>(in.original.shape.leaf_count()), Sharding::replicated()))
-                                  : Sharding::replicated();
+  const Sharding replicated =
+      in.original.shape.is_tuple()
+          ? Sharding::tuple(std::vector<Sharding>(
+                static_cast<size_t>(in.original.shape.leaf_count()), Sharding::replicated()))
+          : Sharding::replicated();
   return reshard(context, PartitionedValue{whole, in.original.shape, replicated}, in.target);
 }
 

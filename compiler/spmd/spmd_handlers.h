@@ -17,7 +17,8 @@ struct HandlerInput {
 };
 
 // Clones `original` with new operands and lets shape inference set the shape.
-InstrId clone_with_operands(SpmdContext& context, const Instruction& original, std::vector<InstrId> operands);
+InstrId clone_with_operands(SpmdContext& context, const Instruction& original,
+                            std::vector<InstrId> operands);
 
 PartitionedValue handle_elementwise(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_broadcast(SpmdContext& context, const HandlerInput& in);
@@ -40,7 +41,8 @@ PartitionedValue handle_dynamic_update_slice(SpmdContext& context, const Handler
 // iota_handlers.cc: shard-shaped iota plus the tile offset.
 PartitionedValue handle_iota(SpmdContext& context, const HandlerInput& in);
 // A constant whose elements are all equal, as a broadcast scalar; else nullopt.
-std::optional<PartitionedValue> handle_uniform_constant(SpmdContext& context, const HandlerInput& in);
+std::optional<PartitionedValue> handle_uniform_constant(SpmdContext& context,
+                                                        const HandlerInput& in);
 // gather_scatter_handlers.cc
 PartitionedValue handle_gather(SpmdContext& context, const HandlerInput& in);
 PartitionedValue handle_scatter(SpmdContext& context, const HandlerInput& in);
@@ -83,8 +85,8 @@ PartitionedValue handle_default(SpmdContext& context, const HandlerInput& in);
 
 // custom_call_handler.cc: custom-calls, manual regions, local ops.
 // Clones `original` with new operands and the given (per-device) shape.
-InstrId clone_with_shape(SpmdContext& context, const Instruction& original, std::vector<InstrId> operands,
-                         Shape shape);
+InstrId clone_with_shape(SpmdContext& context, const Instruction& original,
+                         std::vector<InstrId> operands, Shape shape);
 // SPMDFullToShardShape / xla.sdy.GlobalToLocalShape, and the way back.
 bool is_manual_region_entry(const Instruction& instr);
 bool is_manual_region_exit(const Instruction& instr);

@@ -43,20 +43,23 @@ Literal shard_of(const Literal& full, const Sharding& sharding, int64_t device) 
   return out;
 }
 
-Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding, const Shape& shape) {
+Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding,
+                   const Shape& shape) {
   Literal out(shape);
   for (size_t device = 0; device < shards.size(); ++device) {
     ShardRegion region = shard_region(sharding, shape.dims(), static_cast<int64_t>(device));
     std::vector<int64_t> extent;
-    for (size_t i = 0; i < region.offsets.size(); ++i) extent.push_back(region.limits[i] - region.offsets[i]);
+    for (size_t i = 0; i < region.offsets.size(); ++i)
+      extent.push_back(region.limits[i] - region.offsets[i]);
     // A shard smaller than its region (or of another rank) is a wrong
     // program, not something to read past: reported as a mismatch.
     const Shape& got = shards[device].shape();
     bool holds = got.is_array() && got.rank() == static_cast<int64_t>(extent.size());
     for (size_t i = 0; holds && i < extent.size(); ++i) holds = got.dims()[i] >= extent[i];
     if (!holds)
-      throw ShardShapeMismatch(fmt::format("device {}: the value is {}, its sharding {} needs at least [{}]", device,
-                                           got.to_string(), sharding.to_string(), fmt::join(extent, ",")));
+      throw ShardShapeMismatch(
+          fmt::format("device {}: the value is {}, its sharding {} needs at least [{}]", device,
+                      got.to_string(), sharding.to_string(), fmt::join(extent, ",")));
     std::vector<int64_t> target(extent.size());  // reused: no allocation per element
     for_each_index(extent, [&](const std::vector<int64_t>& index) {
       for (size_t i = 0; i < index.size(); ++i) target[i] = region.offsets[i] + index[i];
@@ -72,7 +75,8 @@ namespace {
 // as Sharding::tuple flattens): a tuple sharding gives one per leaf, a leaf
 // sharding on a tuple value applies to every leaf (XLA's convention for a
 // tuple annotated with one sharding). Maximal leaves count as replicated.
-std::vector<Sharding> leaf_shardings(const Shape& shape, const Sharding& sharding, const SourceLocation& where) {
+std::vector<Sharding> leaf_shardings(const Shape& shape, const Sharding& sharding,
+                                     const SourceLocation& where) {
   const int64_t leaves = shape.leaf_count();
   std::vector<Sharding> out;
   if (sharding.is_tuple()) {
@@ -82,27 +86,32 @@ std::vector<Sharding> leaf_shardings(const Shape& shape, const Sharding& shardin
     for (const Sharding& leaf : sharding.tuple_elements())
       out.push_back(leaf.is_maximal() ? Sharding::replicated() : leaf);
   } else {
-    out.assign(static_cast<size_t>(leaves), sharding.is_maximal() ? Sharding::replicated() : sharding);
+    out.assign(static_cast<size_t>(leaves),
+               sharding.is_maximal() ? Sharding::replicated() : sharding);
   }
   return out;
 }
 
 std::vector<Sharding> instr_leaf_shardings(const Instruction& instr) {
   if (!instr.sharding) return leaf_shardings(instr.shape, Sharding::replicated(), instr.location);
-  return leaf_shardings(instr.shape, parse_sharding(*instr.sharding, instr.location), instr.location);
+  return leaf_shardings(instr.shape, parse_sharding(*instr.sharding, instr.location),
+                        instr.location);
 }
 
 // `device`'s shard of a (possibly tuple) value, leaf `next_leaf` onwards.
-Literal shard_value(const Literal& full, const std::vector<Sharding>& leaves, size_t& next_leaf, int64_t device) {
+Literal shard_value(const Literal& full, const std::vector<Sharding>& leaves, size_t& next_leaf,
+                    int64_t device) {
   if (!full.is_tuple()) return shard_of(full, leaves[next_leaf++], device);
   std::vector<Literal> elements;
-  for (const Literal& element : full.elements()) elements.push_back(shard_value(element, leaves, next_leaf, device));
+  for (const Literal& element : full.elements())
+    elements.push_back(shard_value(element, leaves, next_leaf, device));
   return Literal::tuple(std::move(elements));
 }
 
 // The logical value of `shape` from every device's (possibly tuple) shard.
-Literal reassemble_value(const std::vector<const Literal*>& shards, const std::vector<Sharding>& leaves,
-                         size_t& next_leaf, const Shape& shape) {
+Literal reassemble_value(const std::vector<const Literal*>& shards,
+                         const std::vector<Sharding>& leaves, size_t& next_leaf,
+                         const Shape& shape) {
   if (shape.is_array()) {
     std::vector<Literal> leaf_shards;
     for (const Literal* shard : shards) leaf_shards.push_back(*shard);
@@ -119,9 +128,10 @@ Literal reassemble_value(const std::vector<const Literal*>& shards, const std::v
 
 // Compares leaf by leaf so a mismatch names the leaf (its index in the
 // root tuple, pre-order).
-void compare_leaves(const Literal& expected, const Literal& actual, double tolerance, CompareScale scale,
-                    const std::string& where, VerifyResult& result) {
-  if (expected.is_tuple() && actual.is_tuple() && expected.elements().size() == actual.elements().size()) {
+void compare_leaves(const Literal& expected, const Literal& actual, double tolerance,
+                    CompareScale scale, const std::string& where, VerifyResult& result) {
+  if (expected.is_tuple() && actual.is_tuple() &&
+      expected.elements().size() == actual.elements().size()) {
     for (size_t i = 0; i < expected.elements().size(); ++i)
       compare_leaves(expected.elements()[i], actual.elements()[i], tolerance, scale,
                      fmt::format("{}{{{}}}", where, i), result);
@@ -154,13 +164,14 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
   return verify_partitioning(annotated, partitioned, options);
 }
 
-VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, const VerifyOptions& options) {
+VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned,
+                                 const VerifyOptions& options) {
   const Computation& entry = annotated.entry();
   const int64_t devices = partitioned.num_partitions();
   const std::vector<InstrId> params = entry.parameters();
   if (!options.arguments.empty() && options.arguments.size() != params.size())
-    throw UserError(fmt::format("verify: {} arguments for {} entry parameters", options.arguments.size(),
-                                    params.size()));
+    throw UserError(fmt::format("verify: {} arguments for {} entry parameters",
+                                options.arguments.size(), params.size()));
   std::vector<Literal> args;
   std::vector<std::vector<Literal>> per_device(static_cast<size_t>(devices));
   for (InstrId param : params) {
@@ -169,7 +180,9 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
     args.push_back(options.arguments.empty() ? random_literal(instr.shape, options.seed + number)
                                              : options.arguments[number]);
     if (!(args.back().shape() == instr.shape))
-      throw UserError(instr.location, fmt::format("verify: argument {} does not have the parameter's shape", number));
+      throw UserError(
+          instr.location,
+          fmt::format("verify: argument {} does not have the parameter's shape", number));
     const std::vector<Sharding> leaves = instr_leaf_shardings(instr);
     for (int64_t d = 0; d < devices; ++d) {
       size_t next_leaf = 0;
@@ -186,11 +199,12 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
     VerifyResult r;
     r.devices = devices;
     r.ok = true;
-    const std::vector<Literal> expected_per_device =
-        evaluate_spmd(annotated, std::vector<std::vector<Literal>>(static_cast<size_t>(devices), args));
+    const std::vector<Literal> expected_per_device = evaluate_spmd(
+        annotated, std::vector<std::vector<Literal>>(static_cast<size_t>(devices), args));
     for (int64_t d = 0; d < devices && r.ok; ++d)
-      compare_leaves(expected_per_device[static_cast<size_t>(d)], shards[static_cast<size_t>(d)], options.tolerance,
-                     options.scale, fmt::format("entry result '{}' on device {}", root.name, d), r);
+      compare_leaves(expected_per_device[static_cast<size_t>(d)], shards[static_cast<size_t>(d)],
+                     options.tolerance, options.scale,
+                     fmt::format("entry result '{}' on device {}", root.name, d), r);
     return r;
   }
   Literal expected;
@@ -198,18 +212,20 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
     // The module's own collectives (an all-reduce over replica_groups of
     // device ids) act across the devices it is compiled for: its logical
     // result is what every device computes from the full inputs.
-    const std::vector<Literal> each =
-        evaluate_spmd(annotated, std::vector<std::vector<Literal>>(static_cast<size_t>(devices), args));
+    const std::vector<Literal> each = evaluate_spmd(
+        annotated, std::vector<std::vector<Literal>>(static_cast<size_t>(devices), args));
     for (int64_t d = 1; d < devices; ++d) {
       VerifyResult same;
       same.ok = true;
-      compare_leaves(each[0], each[static_cast<size_t>(d)], options.tolerance, options.scale, "", same);
+      compare_leaves(each[0], each[static_cast<size_t>(d)], options.tolerance, options.scale, "",
+                     same);
       if (!same.ok)
-        throw UserError(fmt::format("verify: the module's own collectives give device {} another result than "
-                                    "device 0{}; there is no one logical result to compare with",
-                                    d, same.first_mismatch),
-                        "verify a module whose collectives reduce over replicated values, or run it per device "
-                        "with 'podsim run'");
+        throw UserError(
+            fmt::format("verify: the module's own collectives give device {} another result than "
+                        "device 0{}; there is no one logical result to compare with",
+                        d, same.first_mismatch),
+            "verify a module whose collectives reduce over replicated values, or run it per device "
+            "with 'podsim run'");
     }
     expected = each[0];
   } else {
@@ -229,7 +245,8 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
     return r;
   }
   r.ok = true;
-  compare_leaves(expected, actual, options.tolerance, options.scale, fmt::format("entry result '{}'", root.name), r);
+  compare_leaves(expected, actual, options.tolerance, options.scale,
+                 fmt::format("entry result '{}'", root.name), r);
   return r;
 }
 
@@ -238,14 +255,16 @@ namespace {
 // The largest 4 u sqrt(n) over the module's rounded sums (see
 // verify_tolerance), each in its own result type's precision; records the
 // longest sum and whether any value is bf16/f16/f8.
-void sum_growth(const Module& module, int64_t devices, VerifyTolerance& t, double& growth, bool& low_precision) {
+void sum_growth(const Module& module, int64_t devices, VerifyTolerance& t, double& growth,
+                bool& low_precision) {
   for (const Computation& c : module.computations())
     for (const Instruction& in : c.instructions()) {
       int bits = 0;  // coarsest floating leaf of the result
       for (const Shape* leaf : in.shape.leaves()) {
         const int b = significand_bits(leaf->dtype());
         if (b > 0) bits = bits == 0 ? b : std::min(bits, b);
-        low_precision |= leaf->dtype() == DType::kBF16 || leaf->dtype() == DType::kF16 || (b > 0 && b < 8);
+        low_precision |=
+            leaf->dtype() == DType::kBF16 || leaf->dtype() == DType::kF16 || (b > 0 && b < 8);
       }
       if (bits == 0) continue;
       int64_t n = 0;
@@ -261,7 +280,8 @@ void sum_growth(const Module& module, int64_t devices, VerifyTolerance& t, doubl
       } else if (in.opcode == Opcode::kAllReduce || in.opcode == Opcode::kReduceScatter ||
                  in.opcode == Opcode::kAllReduceStart ||
                  (in.opcode == Opcode::kAsyncStart && in.attrs.async_wrapped &&
-                  (*in.attrs.async_wrapped == Opcode::kAllReduce || *in.attrs.async_wrapped == Opcode::kReduceScatter))) {
+                  (*in.attrs.async_wrapped == Opcode::kAllReduce ||
+                   *in.attrs.async_wrapped == Opcode::kReduceScatter))) {
         n = in.attrs.replica_groups.group_size(devices);
       } else if (in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution) {
         n = devices;  // at most one partial result per device
@@ -272,8 +292,9 @@ void sum_growth(const Module& module, int64_t devices, VerifyTolerance& t, doubl
         n = 1;
         if (updates.is_array())
           for (int64_t d = 0; d < updates.rank(); ++d)
-            if (std::find(in.attrs.scatter.update_window_dims.begin(), in.attrs.scatter.update_window_dims.end(), d) ==
-                in.attrs.scatter.update_window_dims.end())
+            if (std::find(in.attrs.scatter.update_window_dims.begin(),
+                          in.attrs.scatter.update_window_dims.end(),
+                          d) == in.attrs.scatter.update_window_dims.end())
               n *= updates.dim(static_cast<int>(d));
       }
       if (n <= 1) continue;
@@ -306,12 +327,14 @@ VerifyEstimate estimate_verify(const Module& annotated, const Module& partitione
   e.devices = std::max<int64_t>(1, partitioned.num_partitions());
   const auto n = static_cast<double>(e.devices);
   // A module with its own collectives runs on every device (verify_partitioning).
-  const InterpreterEstimate original = estimate_interpreter(annotated, has_collectives(annotated) ? e.devices : 1);
+  const InterpreterEstimate original =
+      estimate_interpreter(annotated, has_collectives(annotated) ? e.devices : 1);
   const InterpreterEstimate per_device = estimate_interpreter(partitioned, 1);
   const double inputs = original.parameter_bytes + n * per_device.parameter_bytes;
-  e.peak_bytes = kVerifyMemoryMargin * (inputs +
-                                        std::max(original.peak_bytes, original.root_bytes + n * per_device.peak_bytes) +
-                                        original.root_bytes);
+  e.peak_bytes =
+      kVerifyMemoryMargin *
+      (inputs + std::max(original.peak_bytes, original.root_bytes + n * per_device.peak_bytes) +
+       original.root_bytes);
   e.element_ops = original.element_ops + n * per_device.element_ops;
   e.unknown_trip_loops = original.unknown_trip_loops + per_device.unknown_trip_loops;
   return e;
@@ -327,8 +350,8 @@ std::string bytes_text(double bytes) {
   return fmt::format("{:.3g} {}", bytes, units[u]);
 }
 
-VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes,
-                                     const std::string& extra_hint) {
+VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned,
+                                     double limit_bytes, const std::string& extra_hint) {
   check_interpretable(annotated);
   check_interpretable(partitioned);
   const VerifyEstimate e = estimate_verify(annotated, partitioned);
@@ -337,16 +360,19 @@ VerifyEstimate check_verify_estimate(const Module& annotated, const Module& part
                                          e.unknown_trip_loops, e.unknown_trip_loops == 1 ? "" : "s")
                            : "";
   if (e.peak_bytes > limit_bytes)
-    throw UserError(fmt::format("--verify would need about {} of interpreter memory ({} devices){}, over the "
-                                "limit of {}",
-                                bytes_text(e.peak_bytes), e.devices, loops, bytes_text(limit_bytes)),
-                    "raise it with --verify-limit (e.g. --verify-limit 8GiB) if the machine has the memory, or "
-                    "verify a smaller configuration (fewer layers, smaller batch or sequence)" + extra_hint);
+    throw UserError(
+        fmt::format("--verify would need about {} of interpreter memory ({} devices){}, over the "
+                    "limit of {}",
+                    bytes_text(e.peak_bytes), e.devices, loops, bytes_text(limit_bytes)),
+        "raise it with --verify-limit (e.g. --verify-limit 8GiB) if the machine has the memory, or "
+        "verify a smaller configuration (fewer layers, smaller batch or sequence)" +
+            extra_hint);
   if (e.element_ops > kMaxVerifyElementOps)
-    throw UserError(fmt::format("--verify would take about {:.3g} element operations ({} devices){}, over the "
-                                "limit of {:.3g} (over a minute or two of interpreter time)",
-                                e.element_ops, e.devices, loops, kMaxVerifyElementOps),
-                    "verify a smaller configuration (fewer layers, smaller batch or sequence)" + extra_hint);
+    throw UserError(
+        fmt::format("--verify would take about {:.3g} element operations ({} devices){}, over the "
+                    "limit of {:.3g} (over a minute or two of interpreter time)",
+                    e.element_ops, e.devices, loops, kMaxVerifyElementOps),
+        "verify a smaller configuration (fewer layers, smaller batch or sequence)" + extra_hint);
   return e;
 }
 
@@ -365,7 +391,8 @@ std::map<std::string, int64_t> opcode_counts(const Module& module) {
 }
 
 // "while 1 -> 0, collective-permute 2 -> 0"; empty when equal.
-std::string count_difference(const std::map<std::string, int64_t>& full, const std::map<std::string, int64_t>& reduced) {
+std::string count_difference(const std::map<std::string, int64_t>& full,
+                             const std::map<std::string, int64_t>& reduced) {
   std::vector<std::string> parts;
   std::map<std::string, int64_t> all = full;
   for (const auto& [name, n] : reduced) all.emplace(name, 0);
@@ -402,8 +429,8 @@ std::string shrink_example(const Module& full, const Module& reduced) {
 
 }  // namespace
 
-ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
-                                double limit_bytes) {
+ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partitioned,
+                                const SpmdOptions& options, double limit_bytes) {
   ReduceAttempt attempt;
   int64_t largest = 1;
   for (const Computation& c : annotated.computations())
@@ -441,7 +468,8 @@ ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partition
       // partitioning while that alone is over the budget.
       const InterpreterEstimate own = estimate_interpreter(*shrunk.module, 1);
       const double at_least = kVerifyMemoryMargin * (own.parameter_bytes + own.peak_bytes);
-      if (at_least > kReducedVerifyMemoryShare * limit_bytes || own.element_ops > kReducedVerifyElementOps) {
+      if (at_least > kReducedVerifyMemoryShare * limit_bytes ||
+          own.element_ops > kReducedVerifyElementOps) {
         attempt.why_not = fmt::format("dims /{}: still needs at least {} and {:.3g} element-ops", k,
                                       bytes_text(at_least), own.element_ops);
         continue;
@@ -456,7 +484,8 @@ ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partition
       } catch (const UserError& e) {
         attempt.why_not = fmt::format("dims /{}: {}", k, e.message());
         continue;
-      } catch (const std::exception& e) {  // an internal error at reduced shapes refuses the factor only
+      } catch (
+          const std::exception& e) {  // an internal error at reduced shapes refuses the factor only
         attempt.why_not = fmt::format("dims /{}: {}", k, e.what());
         continue;
       }
@@ -488,8 +517,8 @@ ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partition
   return attempt;
 }
 
-VerifyPlan plan_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
-                       double limit_bytes, bool full_only) {
+VerifyPlan plan_verify(const Module& annotated, const Module& partitioned,
+                       const SpmdOptions& options, double limit_bytes, bool full_only) {
   check_interpretable(annotated);
   check_interpretable(partitioned);
   VerifyPlan plan;
@@ -502,21 +531,24 @@ VerifyPlan plan_verify(const Module& annotated, const Module& partitioned, const
       why_not = fmt::format("; no reduced shapes fit either ({})",
                             attempt.why_not.empty() ? "no dim divides" : attempt.why_not);
   }
-  plan.estimate =
-      plan.reduced ? plan.reduced->estimate : check_verify_estimate(annotated, partitioned, limit_bytes, why_not);
+  plan.estimate = plan.reduced
+                      ? plan.reduced->estimate
+                      : check_verify_estimate(annotated, partitioned, limit_bytes, why_not);
   return plan;
 }
 
 std::string VerifyPlan::reduced_text() const {
   if (!reduced) return "";
-  return fmt::format(" at reduced shapes (dims /{}: {}; full shapes need about {}, {:.3g} element-ops)",
-                     reduced->factor, reduced->example, bytes_text(full.peak_bytes), full.element_ops);
+  return fmt::format(
+      " at reduced shapes (dims /{}: {}; full shapes need about {}, {:.3g} element-ops)",
+      reduced->factor, reduced->example, bytes_text(full.peak_bytes), full.element_ops);
 }
 
 double parse_byte_size(const std::string& text, const std::string& option) {
   auto bad = [&]() -> UserError {
-    return UserError(SourceLocation{option + " " + text, 0, 0}, fmt::format("'{}' is not a byte size", text),
-                     fmt::format("write {} as a number of bytes or with a unit: 4GiB, 512MiB, 2G, 3GB", option));
+    return UserError(
+        SourceLocation{option + " " + text, 0, 0}, fmt::format("'{}' is not a byte size", text),
+        fmt::format("write {} as a number of bytes or with a unit: 4GiB, 512MiB, 2G, 3GB", option));
   };
   size_t used = 0;
   double value = 0;
@@ -530,9 +562,9 @@ double parse_byte_size(const std::string& text, const std::string& option) {
   for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   double scale = 0;
   const std::pair<const char*, double> units[] = {
-      {"", 1},          {"B", 1},          {"K", 0x1p10},     {"KIB", 0x1p10},   {"KB", 1e3},
-      {"M", 0x1p20},    {"MIB", 0x1p20},   {"MB", 1e6},       {"G", 0x1p30},     {"GIB", 0x1p30},
-      {"GB", 1e9},      {"T", 0x1p40},     {"TIB", 0x1p40},   {"TB", 1e12}};
+      {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KIB", 0x1p10}, {"KB", 1e3},
+      {"M", 0x1p20}, {"MIB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GIB", 0x1p30},
+      {"GB", 1e9},   {"T", 0x1p40},   {"TIB", 0x1p40}, {"TB", 1e12}};
   for (const auto& [name, factor] : units)
     if (unit == name) scale = factor;
   if (scale == 0 || !(value > 0) || !std::isfinite(value)) throw bad();

@@ -41,7 +41,8 @@ Literal shard_of(const Literal& full, const Sharding& sharding, int64_t device);
 struct ShardShapeMismatch : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding, const Shape& shape);
+Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding,
+                   const Shape& shape);
 
 // Whether the module has collectives of its own (all-reduce, all-gather,
 // collective-permute, ...). Such a module's logical result is what every
@@ -59,8 +60,8 @@ struct VerifyResult {
 // Runs both programs on inputs seeded by `seed` and compares the entry
 // results within `tolerance` (relative for floats). first_mismatch names the
 // root leaf by its tuple indices ("entry result 'r'{2}: ...").
-VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, uint64_t seed = 1,
-                                 double tolerance = 1e-4);
+VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned,
+                                 uint64_t seed = 1, double tolerance = 1e-4);
 
 struct VerifyOptions {
   uint64_t seed = 1;
@@ -81,11 +82,12 @@ struct VerifyOptions {
 struct VerifyTolerance {
   double tolerance = 1e-4;
   CompareScale scale = CompareScale::kElement;
-  int64_t longest_sum = 1;    // n of the sum that sets the tolerance (1: the floor does)
-  double unit_roundoff = 0;   // u of that sum's type
+  int64_t longest_sum = 1;   // n of the sum that sets the tolerance (1: the floor does)
+  double unit_roundoff = 0;  // u of that sum's type
 };
 VerifyTolerance verify_tolerance(const Module& annotated, const Module& partitioned);
-VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, const VerifyOptions& options);
+VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned,
+                                 const VerifyOptions& options);
 
 // What verify_partitioning will cost, estimated before it runs (interpreter
 // values are doubles: 8 bytes an element, 16 complex):
@@ -120,8 +122,8 @@ inline constexpr double kMaxVerifyElementOps = 2e10;
 // instructions the interpreter cannot run (one message naming them all).
 // Returns the estimate when it passes.
 // `extra_hint` is appended to the hint (why reduced shapes did not help).
-VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned, double limit_bytes,
-                                     const std::string& extra_hint = "");
+VerifyEstimate check_verify_estimate(const Module& annotated, const Module& partitioned,
+                                     double limit_bytes, const std::string& extra_hint = "");
 // Whether an estimate is within the memory limit and kMaxVerifyElementOps.
 bool verify_estimate_fits(const VerifyEstimate& estimate, double limit_bytes);
 
@@ -143,8 +145,8 @@ struct ReduceAttempt {
   std::optional<ReducedVerify> reduced;
   std::string why_not;  // when none fits: the last factor's reason
 };
-ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
-                                double limit_bytes);
+ReduceAttempt reduce_for_verify(const Module& annotated, const Module& partitioned,
+                                const SpmdOptions& options, double limit_bytes);
 
 // The check `podsim partition --verify` runs: the module and its program
 // when they fit the limits (check_verify_estimate refuses them otherwise),
@@ -158,8 +160,8 @@ struct VerifyPlan {
   // shapes need about 1.5 GiB, 3.3e+12 element-ops)", empty at full shapes.
   std::string reduced_text() const;
 };
-VerifyPlan plan_verify(const Module& annotated, const Module& partitioned, const SpmdOptions& options,
-                       double limit_bytes, bool full_only);
+VerifyPlan plan_verify(const Module& annotated, const Module& partitioned,
+                       const SpmdOptions& options, double limit_bytes, bool full_only);
 
 // "1.52 GiB"
 std::string bytes_text(double bytes);

@@ -56,7 +56,8 @@ struct Refusal {
 // one-to-one dim); each group's result dims give up the factor its operand
 // dims lost: as the rule shrinks them when that gives the group's product,
 // else the largest unpinned dims first.
-std::vector<int64_t> reshape_dims(const std::vector<int64_t>& old_in, const std::vector<int64_t>& old_out,
+std::vector<int64_t> reshape_dims(const std::vector<int64_t>& old_in,
+                                  const std::vector<int64_t>& old_out,
                                   const std::vector<int64_t>& new_in, const Rule& rule) {
   std::vector<int64_t> out = old_out;
   size_t i = 0, j = 0;
@@ -87,7 +88,8 @@ std::vector<int64_t> reshape_dims(const std::vector<int64_t>& old_in, const std:
     std::vector<size_t> order;  // pinned sizes keep theirs
     for (size_t b = j0; b < j; ++b)
       if (!rule.shrink.pinned.count(old_out[b])) order.push_back(b);
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return old_out[x] > old_out[y]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return old_out[x] > old_out[y]; });
     for (size_t b : order) {
       const int64_t g = std::gcd(out[b], left);
       out[b] /= g;
@@ -110,13 +112,15 @@ bool is_splat(const Literal& literal) {
 Literal splat_like(const Literal& literal, const Shape& shape) {
   const auto per = static_cast<size_t>(Literal::values_per_element(shape.dtype()));
   std::vector<double> values(static_cast<size_t>(shape.num_elements()) * per);
-  for (size_t i = 0; i < values.size(); ++i) values[i] = literal.values().empty() ? 0.0 : literal.values()[i % per];
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = literal.values().empty() ? 0.0 : literal.values()[i % per];
   return Literal(shape, std::move(values));
 }
 
 // Called computations before their callers (shape inference of a call,
 // while or conditional reads the callee's new signature).
-void post_order(const Module& module, CompId id, std::vector<bool>& seen, std::vector<CompId>& order) {
+void post_order(const Module& module, CompId id, std::vector<bool>& seen,
+                std::vector<CompId>& order) {
   if (seen[static_cast<size_t>(id)]) return;
   seen[static_cast<size_t>(id)] = true;
   for (const Instruction& in : module.computation(id).instructions())
@@ -127,10 +131,12 @@ void post_order(const Module& module, CompId id, std::vector<bool>& seen, std::v
 
 // The window dims of a reduce-window / select-and-scatter that span their
 // whole (old) operand dim follow the dim; the others keep their size.
-void shrink_windows(std::vector<WindowDim>& window, const Shape& old_operand, const Shape& new_operand) {
+void shrink_windows(std::vector<WindowDim>& window, const Shape& old_operand,
+                    const Shape& new_operand) {
   if (!old_operand.is_array() || static_cast<int>(window.size()) != old_operand.rank()) return;
   for (size_t i = 0; i < window.size(); ++i) {
-    const int64_t d = old_operand.dim(static_cast<int>(i)), d2 = new_operand.dim(static_cast<int>(i));
+    const int64_t d = old_operand.dim(static_cast<int>(i)),
+                  d2 = new_operand.dim(static_cast<int>(i));
     if (d == d2) continue;
     if (window[i].size == d) window[i].size = d2;
     if (window[i].stride == d) window[i].stride = d2;
@@ -138,12 +144,14 @@ void shrink_windows(std::vector<WindowDim>& window, const Shape& old_operand, co
 }
 
 void shrink_instruction(Instruction& in, const Instruction& old, const Computation& old_comp,
-                        const std::vector<const Shape*>& operands, const Rule& rule, const ShapeInferenceContext& ctx) {
+                        const std::vector<const Shape*>& operands, const Rule& rule,
+                        const ShapeInferenceContext& ctx) {
   auto old_operand = [&](int i) -> const Shape& { return old_comp.instr(old.operand(i)).shape; };
   in.shape = shrink_shape(old.shape, rule);
   // Per-dim slice sizes (dynamic-slice, gather) follow their operand's shrunk dims.
   auto shrink_slice_sizes = [&](std::vector<int64_t>& sizes) {
-    if (operands.empty() || !operands[0]->is_array() || sizes.size() != operands[0]->dims().size()) return;
+    if (operands.empty() || !operands[0]->is_array() || sizes.size() != operands[0]->dims().size())
+      return;
     for (size_t i = 0; i < sizes.size(); ++i)
       if (old_operand(0).dim(static_cast<int>(i)) != operands[0]->dim(static_cast<int>(i)))
         sizes[i] = std::min(rule.dim(sizes[i]), operands[0]->dim(static_cast<int>(i)));
@@ -160,34 +168,44 @@ void shrink_instruction(Instruction& in, const Instruction& old, const Computati
     case Opcode::kReshape:
       if (operands.size() == 1 && operands[0]->is_array() && in.shape.is_array() &&
           in.shape.num_elements() != operands[0]->num_elements())
-        in.shape.set_dims(reshape_dims(old_operand(0).dims(), old.shape.dims(), operands[0]->dims(), rule));
+        in.shape.set_dims(
+            reshape_dims(old_operand(0).dims(), old.shape.dims(), operands[0]->dims(), rule));
       break;
     case Opcode::kSlice:
-      if (operands.size() == 1 && operands[0]->is_array() && in.attrs.slice.size() == operands[0]->dims().size()) {
+      if (operands.size() == 1 && operands[0]->is_array() &&
+          in.attrs.slice.size() == operands[0]->dims().size()) {
         for (size_t i = 0; i < in.attrs.slice.size(); ++i) {
-          const int64_t d = old_operand(0).dim(static_cast<int>(i)), d2 = operands[0]->dim(static_cast<int>(i));
+          const int64_t d = old_operand(0).dim(static_cast<int>(i)),
+                        d2 = operands[0]->dim(static_cast<int>(i));
           if (d == d2) continue;
           SliceDim& s = in.attrs.slice[i];
           const int64_t r2 = rule.dim(old.shape.dim(static_cast<int>(i)));
           const int64_t span = r2 == 0 ? 0 : (r2 - 1) * s.stride + 1;
-          int64_t start = r2 == old.shape.dim(static_cast<int>(i)) ? s.start * d2 / d : rule.offset(s.start);
+          int64_t start =
+              r2 == old.shape.dim(static_cast<int>(i)) ? s.start * d2 / d : rule.offset(s.start);
           if (start + span > d2) start = d2 - span;
-          if (start < 0) throw Refusal{fmt::format("slice '{}' does not fit its shrunk operand", in.name)};
+          if (start < 0)
+            throw Refusal{fmt::format("slice '{}' does not fit its shrunk operand", in.name)};
           s.start = start;
           s.limit = start + span;
         }
       }
       break;
     case Opcode::kPad:
-      if (!operands.empty() && operands[0]->is_array() && in.attrs.padding.size() == operands[0]->dims().size())
+      if (!operands.empty() && operands[0]->is_array() &&
+          in.attrs.padding.size() == operands[0]->dims().size())
         for (size_t i = 0; i < in.attrs.padding.size(); ++i)
           if (old_operand(0).dim(static_cast<int>(i)) != operands[0]->dim(static_cast<int>(i))) {
             in.attrs.padding[i].low = rule.offset(in.attrs.padding[i].low);
             in.attrs.padding[i].high = rule.offset(in.attrs.padding[i].high);
           }
       break;
-    case Opcode::kDynamicSlice: shrink_slice_sizes(in.attrs.dynamic_slice_sizes); break;
-    case Opcode::kGather: shrink_slice_sizes(in.attrs.gather_slice_sizes); break;
+    case Opcode::kDynamicSlice:
+      shrink_slice_sizes(in.attrs.dynamic_slice_sizes);
+      break;
+    case Opcode::kGather:
+      shrink_slice_sizes(in.attrs.gather_slice_sizes);
+      break;
     case Opcode::kReduceWindow:
     case Opcode::kSelectAndScatter:
       if (!operands.empty()) shrink_windows(in.attrs.window, old_operand(0), *operands[0]);
@@ -212,10 +230,13 @@ void shrink_instruction(Instruction& in, const Instruction& old, const Computati
         // Group counts equal to the dim they split (depthwise, one group per
         // batch element) follow it.
         const ConvDims& cd = in.attrs.conv;
-        const int feature = static_cast<int>(cd.input_feature), batch = static_cast<int>(cd.input_batch);
-        if (in.attrs.feature_group_count > 1 && in.attrs.feature_group_count == old_operand(0).dim(feature))
+        const int feature = static_cast<int>(cd.input_feature),
+                  batch = static_cast<int>(cd.input_batch);
+        if (in.attrs.feature_group_count > 1 &&
+            in.attrs.feature_group_count == old_operand(0).dim(feature))
           in.attrs.feature_group_count = operands[0]->dim(feature);
-        if (in.attrs.batch_group_count > 1 && in.attrs.batch_group_count == old_operand(0).dim(batch))
+        if (in.attrs.batch_group_count > 1 &&
+            in.attrs.batch_group_count == old_operand(0).dim(batch))
           in.attrs.batch_group_count = operands[0]->dim(batch);
       }
       break;
@@ -224,7 +245,8 @@ void shrink_instruction(Instruction& in, const Instruction& old, const Computati
           in.attrs.k > operands[0]->dims().back())
         in.attrs.k = rule.dim(in.attrs.k);
       break;
-    default: break;
+    default:
+      break;
   }
   in.shape = infer_shape(in, operands, ctx);
 }
@@ -247,7 +269,8 @@ ShrinkOutcome shrink_module(const Module& module, const ShrinkRule& shrink_rule)
       for (InstrId id = 0; id < comp.size(); ++id) {
         std::vector<const Shape*> operands;
         for (InstrId op : comp.instr(id).operands) operands.push_back(&comp.instr(op).shape);
-        shrink_instruction(comp.mutable_instr(id), old_comp.instr(id), old_comp, operands, rule, ctx);
+        shrink_instruction(comp.mutable_instr(id), old_comp.instr(id), old_comp, operands, rule,
+                           ctx);
       }
     }
     verify_module(out);
@@ -267,7 +290,8 @@ namespace {
 std::vector<Sharding> leaves_of(const Instruction& in) {
   const Sharding s = parse_sharding(*in.sharding, in.location);
   const int64_t n = in.shape.leaf_count();
-  if (s.is_tuple() && static_cast<int64_t>(s.tuple_elements().size()) == n) return s.tuple_elements();
+  if (s.is_tuple() && static_cast<int64_t>(s.tuple_elements().size()) == n)
+    return s.tuple_elements();
   return std::vector<Sharding>(static_cast<size_t>(n), s);
 }
 
@@ -286,7 +310,8 @@ ShardingCheck check_shrunk_shardings(const Module& original, const Module& shrun
       for (size_t leaf = 0; leaf < old_leaves.size() && leaf < shardings.size(); ++leaf) {
         if (!shardings[leaf].is_tiled()) continue;
         const std::vector<int64_t> tiles = shardings[leaf].data_tile_dims();
-        for (size_t i = 0; i < tiles.size() && static_cast<int>(i) < old_leaves[leaf]->rank(); ++i) {
+        for (size_t i = 0; i < tiles.size() && static_cast<int>(i) < old_leaves[leaf]->rank();
+             ++i) {
           const int64_t t = tiles[i], d = old_leaves[leaf]->dim(static_cast<int>(i)),
                         d2 = new_leaves[leaf]->dim(static_cast<int>(i));
           if (t <= 1 || d == d2) continue;

@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/trip_count.h"
 #include "compiler/sharding/sharding_util.h"
 #include "compiler/spmd/dot_handler.h"
 #include "compiler/spmd/halo_exchange.h"
-#include "compiler/ir/trip_count.h"
 
 namespace podsim::compiler {
 namespace {
@@ -47,14 +47,16 @@ struct HeldPiece {
 // other operand's matching slices) are concatenated on the contracted dims
 // and multiplied by ONE dot, so a bidirectional step is one kernel as a
 // one-way step is (and no two dots' output fusions meet in one add).
-InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, const std::vector<HeldPiece>& pieces,
-                  InstrId acc) {
+InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other,
+                  const std::vector<HeldPiece>& pieces, InstrId acc) {
   const WindowedDot& w = s.w;
   const InstrId zero_index = b.scalar_constant(DType::kS32, 0);
   auto start_of = [&](const HeldPiece& held) {
-    InstrId offset = b.binary(Opcode::kMultiply, held.c, b.scalar_constant(DType::kS32, static_cast<double>(s.t)));
+    InstrId offset = b.binary(Opcode::kMultiply, held.c,
+                              b.scalar_constant(DType::kS32, static_cast<double>(s.t)));
     if (held.offset != 0)
-      offset = b.binary(Opcode::kAdd, offset, b.scalar_constant(DType::kS32, static_cast<double>(held.offset)));
+      offset = b.binary(Opcode::kAdd, offset,
+                        b.scalar_constant(DType::kS32, static_cast<double>(held.offset)));
     return offset;
   };
   auto starts_at = [&](const Shape& shape, int64_t dim, InstrId offset) {
@@ -77,10 +79,11 @@ InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, con
       InstrId masked = held.piece;
       const Shape shape = b.shape(held.piece);
       if (s.extent % s.p != 0) {  // zero the chunk's padding: position c*t + o + k >= D
-        InstrId position = b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, shape.dims()), w.windowed_dim),
-                                    broadcast_scalar(b, offset, shape.dims()));
-        InstrId limit =
-            broadcast_scalar(b, b.scalar_constant(DType::kS32, static_cast<double>(s.extent)), shape.dims());
+        InstrId position =
+            b.binary(Opcode::kAdd, b.iota(Shape(DType::kS32, shape.dims()), w.windowed_dim),
+                     broadcast_scalar(b, offset, shape.dims()));
+        InstrId limit = broadcast_scalar(
+            b, b.scalar_constant(DType::kS32, static_cast<double>(s.extent)), shape.dims());
         InstrId valid = b.compare(position, limit, ComparisonDirection::kLt);
         InstrId zero = broadcast_scalar(b, b.scalar_constant(shape.dtype(), 0), shape.dims());
         masked = b.select(valid, held.piece, zero);
@@ -89,10 +92,13 @@ InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, con
       std::vector<int64_t> sizes = other_shape.dims();
       sizes[static_cast<size_t>(w.other_dim)] = shape.dim(static_cast<int>(w.windowed_dim));
       masked_pieces.push_back(masked);
-      other_pieces.push_back(b.dynamic_slice(other, starts_at(other_shape, w.other_dim, offset), sizes));
+      other_pieces.push_back(
+          b.dynamic_slice(other, starts_at(other_shape, w.other_dim, offset), sizes));
     }
-    const InstrId piece = masked_pieces.size() == 1 ? masked_pieces[0] : b.concatenate(masked_pieces, w.windowed_dim);
-    const InstrId other_piece = other_pieces.size() == 1 ? other_pieces[0] : b.concatenate(other_pieces, w.other_dim);
+    const InstrId piece =
+        masked_pieces.size() == 1 ? masked_pieces[0] : b.concatenate(masked_pieces, w.windowed_dim);
+    const InstrId other_piece =
+        other_pieces.size() == 1 ? other_pieces[0] : b.concatenate(other_pieces, w.other_dim);
     return b.binary(Opcode::kAdd, acc, local_dot(piece, other_piece));
   }
   for (const HeldPiece& held : pieces) {
@@ -106,15 +112,16 @@ InstrId emit_step(ComputationBuilder& b, const StepParams& s, InstrId other, con
 // 0 <= i < p (so q - i + p > 0 needs no further wrap).
 InstrId held_chunk(ComputationBuilder& b, InstrId q, InstrId i, int64_t direction, int64_t p) {
   const InstrId ring = b.scalar_constant(DType::kS32, static_cast<double>(p));
-  const InstrId moved = direction > 0 ? b.binary(Opcode::kAdd, q, i)
-                                      : b.binary(Opcode::kSubtract, b.binary(Opcode::kAdd, q, ring), i);
+  const InstrId moved = direction > 0
+                            ? b.binary(Opcode::kAdd, q, i)
+                            : b.binary(Opcode::kSubtract, b.binary(Opcode::kAdd, q, ring), i);
   return b.binary(Opcode::kRemainder, moved, ring);
 }
 
 }  // namespace
 
-std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& original, const Shape& lhs,
-                                      const Shape& rhs) {
+std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& original,
+                                      const Shape& lhs, const Shape& rhs) {
   ComputationBuilder scratch("shape_probe", &context.module());
   Instruction copy = original;
   copy.name.clear();
@@ -123,22 +130,25 @@ std::vector<int64_t> infer_local_dims(SpmdContext& context, const Instruction& o
   return scratch.shape(scratch.add_inferred(std::move(copy))).dims();
 }
 
-std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context, const ReplicaGroups& groups,
+std::vector<std::pair<int64_t, int64_t>> ring_pairs(const SpmdContext& context,
+                                                    const ReplicaGroups& groups,
                                                     int64_t direction) {
   std::vector<std::pair<int64_t, int64_t>> pairs;
   for (const auto& group : groups.expand(context.num_devices()))
     for (size_t j = 0; j < group.size(); ++j) {
       const int64_t next = group[(j + 1) % group.size()];
-      if (direction > 0) pairs.emplace_back(next, group[j]);
-      else pairs.emplace_back(group[j], next);
+      if (direction > 0)
+        pairs.emplace_back(next, group[j]);
+      else
+        pairs.emplace_back(group[j], next);
     }
   return pairs;
 }
 
 // State = (elements..., counter i = 0); condition i < trips; body: i + 1
 // (the pattern known_trip_count derives) and the step's new elements.
-std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId> elements, int64_t trips,
-                                       const LoopStep& step) {
+std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId> elements,
+                                       int64_t trips, const LoopStep& step) {
   auto& b = context.builder();
   const size_t counter = elements.size();
   elements.push_back(b.scalar_constant(DType::kS32, 0));
@@ -152,7 +162,8 @@ std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId
   body.set_op_name_scope(b.op_name_scope());
   InstrId state = body.parameter(0, state_shape, "state");
   std::vector<InstrId> e;
-  for (size_t k = 0; k <= counter; ++k) e.push_back(body.get_tuple_element(state, static_cast<int64_t>(k)));
+  for (size_t k = 0; k <= counter; ++k)
+    e.push_back(body.get_tuple_element(state, static_cast<int64_t>(k)));
   InstrId next = body.binary(Opcode::kAdd, e[counter], body.scalar_constant(DType::kS32, 1));
   std::vector<InstrId> updated = step(body, e, next);
   updated.push_back(next);
@@ -161,13 +172,16 @@ std::vector<InstrId> emit_counted_loop(SpmdContext& context, std::vector<InstrId
 
   ComputationBuilder cond(fmt::format("windowed_einsum_condition.{}", suffix), &context.module());
   cond.set_op_name_scope(b.op_name_scope());
-  InstrId i = cond.get_tuple_element(cond.parameter(0, state_shape, "state"), static_cast<int64_t>(counter));
-  InstrId go = cond.compare(i, cond.scalar_constant(DType::kS32, static_cast<double>(trips)), ComparisonDirection::kLt);
+  InstrId i = cond.get_tuple_element(cond.parameter(0, state_shape, "state"),
+                                     static_cast<int64_t>(counter));
+  InstrId go = cond.compare(i, cond.scalar_constant(DType::kS32, static_cast<double>(trips)),
+                            ComparisonDirection::kLt);
   CompId cond_id = context.module().add_computation(std::move(cond).build(go));
 
   InstrId loop = b.while_loop(init, cond_id, body_id);
   std::vector<InstrId> out;
-  for (size_t k = 0; k < counter; ++k) out.push_back(b.get_tuple_element(loop, static_cast<int64_t>(k)));
+  for (size_t k = 0; k < counter; ++k)
+    out.push_back(b.get_tuple_element(loop, static_cast<int64_t>(k)));
   return out;
 }
 
@@ -200,9 +214,9 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
     dims[static_cast<size_t>(w.other_dim)] = s.t;
     other_piece = Shape(other_piece.dtype(), dims);
   }
-  std::vector<int64_t> acc_dims = w.windowed_side == 0
-                                      ? infer_local_dims(context, *w.original, b.shape(value.id), other_piece)
-                                      : infer_local_dims(context, *w.original, other_piece, b.shape(value.id));
+  std::vector<int64_t> acc_dims =
+      w.windowed_side == 0 ? infer_local_dims(context, *w.original, b.shape(value.id), other_piece)
+                           : infer_local_dims(context, *w.original, other_piece, b.shape(value.id));
   if (w.out_dim >= 0) acc_dims[static_cast<size_t>(w.out_dim)] = p * s.t;
   const InstrId acc = b.broadcast(context.zero(out_type), acc_dims, {});
 
@@ -216,26 +230,32 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
     streams.push_back(Stream{value.id, 0, +1});
   }
   const size_t n = streams.size();
-  const ReplicaGroups groups = context.groups_along_tile_dims(value.sharding, std::vector<int64_t>{w.windowed_dim});
+  const ReplicaGroups groups =
+      context.groups_along_tile_dims(value.sharding, std::vector<int64_t>{w.windowed_dim});
   std::vector<std::vector<std::pair<int64_t, int64_t>>> pairs;
-  for (const Stream& stream : streams) pairs.push_back(ring_pairs(context, groups, stream.direction));
+  for (const Stream& stream : streams)
+    pairs.push_back(ring_pairs(context, groups, stream.direction));
 
   // Loop state (other, pieces..., acc, q). Step i (i = 0 .. p-2): permute
   // every held piece on and, meanwhile, multiply the held pieces.
-  const InstrId position = per_tile_scalar(context, value.sharding, w.windowed_dim, [](int64_t j) { return j; });
+  const InstrId position =
+      per_tile_scalar(context, value.sharding, w.windowed_dim, [](int64_t j) { return j; });
   std::vector<InstrId> init{other};
   for (const Stream& stream : streams) init.push_back(stream.init);
   init.push_back(acc);
   init.push_back(position);
   const size_t acc_index = 1 + n, position_index = 2 + n;
   const std::vector<InstrId> out = emit_counted_loop(
-      context, init, p - 1, [&](ComputationBuilder& body, const std::vector<InstrId>& e, InstrId /*next*/) {
+      context, init, p - 1,
+      [&](ComputationBuilder& body, const std::vector<InstrId>& e, InstrId /*next*/) {
         const InstrId i = e.back();
         std::vector<InstrId> updated{e[0]};
-        for (size_t k = 0; k < n; ++k) updated.push_back(body.collective_permute(e[1 + k], pairs[k]));
+        for (size_t k = 0; k < n; ++k)
+          updated.push_back(body.collective_permute(e[1 + k], pairs[k]));
         std::vector<HeldPiece> held;
         for (size_t k = 0; k < n; ++k)
-          held.push_back(HeldPiece{e[1 + k], held_chunk(body, e[position_index], i, streams[k].direction, p),
+          held.push_back(HeldPiece{e[1 + k],
+                                   held_chunk(body, e[position_index], i, streams[k].direction, p),
                                    streams[k].offset});
         updated.push_back(emit_step(body, s, e[0], held, e[acc_index]));
         updated.push_back(e[position_index]);
@@ -247,7 +267,8 @@ InstrId emit_windowed_dot(SpmdContext& context, const WindowedDot& w) {
   const InstrId last = b.scalar_constant(DType::kS32, static_cast<double>(p - 1));
   std::vector<HeldPiece> held;
   for (size_t k = 0; k < n; ++k)
-    held.push_back(HeldPiece{out[1 + k], held_chunk(b, out[position_index], last, streams[k].direction, p),
+    held.push_back(HeldPiece{out[1 + k],
+                             held_chunk(b, out[position_index], last, streams[k].direction, p),
                              streams[k].offset});
   InstrId result = emit_step(b, s, out[0], held, out[acc_index]);
   if (w.out_dim >= 0 && p * s.t != extent) result = slice_along(b, result, w.out_dim, 0, extent);

@@ -6,7 +6,8 @@
 namespace podsim::compiler {
 
 std::optional<std::vector<WindowRequest>> plan_windowed_input(const PartitionedValue& operand,
-                                                              std::span<const WindowedDim> dims, InstrId fill) {
+                                                              std::span<const WindowedDim> dims,
+                                                              InstrId fill) {
   std::vector<WindowRequest> requests;
   for (const WindowedDim& wd : dims) {
     const int64_t n = tile_count(operand.sharding, wd.operand_dim);

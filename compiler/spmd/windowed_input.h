@@ -1,5 +1,5 @@
-// Windowed input resharding (docs/reference/gspmd.md#windowed-input-resharding ReshardAsWindowedInput,
-// simplified to no base dilation): a window op (convolution on its spatial
+// Windowed input resharding (docs/reference/gspmd.md#windowed-input-resharding
+// ReshardAsWindowedInput, simplified to no base dilation): a window op (convolution on its spatial
 // dims, reduce-window) whose output is tiled n ways on a dim gives tile j the
 // output windows [j*os, (j+1)*os), os = ceil(O/n). They read the input range
 //   start(j) = j*os*stride - pad_low,
@@ -27,7 +27,8 @@ struct WindowedDim {
 // Requests for every dim of `dims` tiled in `operand`; nullopt when one needs
 // base dilation or a halo wider than the cap of plan_halo.
 std::optional<std::vector<WindowRequest>> plan_windowed_input(const PartitionedValue& operand,
-                                                              std::span<const WindowedDim> dims, InstrId fill);
+                                                              std::span<const WindowedDim> dims,
+                                                              InstrId fill);
 
 // Exchanges the halos of `requests` one dim after another; returns the local
 // input of the windowed op.

@@ -30,11 +30,13 @@ InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceS
   const Shape sliced_shape = b.shape(sliced);
   if (sliced_shape.dim(static_cast<int>(w.sliced_dim)) != p * t) {
     std::vector<PadDim> padding(static_cast<size_t>(sliced_shape.rank()));
-    padding[static_cast<size_t>(w.sliced_dim)].high = p * t - sliced_shape.dim(static_cast<int>(w.sliced_dim));
+    padding[static_cast<size_t>(w.sliced_dim)].high =
+        p * t - sliced_shape.dim(static_cast<int>(w.sliced_dim));
     sliced = b.pad(sliced, context.zero(sliced_shape.dtype()), std::move(padding));
   }
   // Group position q: the tile index of out_dim under the target.
-  const InstrId position = per_tile_scalar(context, w.target, w.out_dim, [](int64_t j) { return j; });
+  const InstrId position =
+      per_tile_scalar(context, w.target, w.out_dim, [](int64_t j) { return j; });
 
   std::vector<SumStream> streams;
   if (w.bidirectional && t >= 2) {
@@ -47,17 +49,23 @@ InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceS
 
   // Partial of a stream's part of block c: local dot with the sliced operand
   // cut at c*t + offset.
-  auto block = [&](ComputationBuilder& builder, InstrId lhs, InstrId rhs, InstrId c, const SumStream& stream) {
+  auto block = [&](ComputationBuilder& builder, InstrId lhs, InstrId rhs, InstrId c,
+                   const SumStream& stream) {
     InstrId ops[2] = {lhs, rhs};
     const Shape shape = builder.shape(ops[w.sliced_side]);
-    std::vector<InstrId> starts(static_cast<size_t>(shape.rank()), builder.scalar_constant(DType::kS32, 0));
-    InstrId start = builder.binary(Opcode::kMultiply, c, builder.scalar_constant(DType::kS32, static_cast<double>(t)));
+    std::vector<InstrId> starts(static_cast<size_t>(shape.rank()),
+                                builder.scalar_constant(DType::kS32, 0));
+    InstrId start = builder.binary(Opcode::kMultiply, c,
+                                   builder.scalar_constant(DType::kS32, static_cast<double>(t)));
     if (stream.offset != 0)
-      start = builder.binary(Opcode::kAdd, start, builder.scalar_constant(DType::kS32, static_cast<double>(stream.offset)));
+      start =
+          builder.binary(Opcode::kAdd, start,
+                         builder.scalar_constant(DType::kS32, static_cast<double>(stream.offset)));
     starts[static_cast<size_t>(w.sliced_dim)] = start;
     std::vector<int64_t> sizes = shape.dims();
     sizes[static_cast<size_t>(w.sliced_dim)] = stream.extent;
-    ops[w.sliced_side] = builder.dynamic_slice(ops[w.sliced_side], std::move(starts), std::move(sizes));
+    ops[w.sliced_side] =
+        builder.dynamic_slice(ops[w.sliced_side], std::move(starts), std::move(sizes));
     Instruction copy = *w.original;
     copy.name.clear();
     copy.sharding.reset();
@@ -69,9 +77,12 @@ InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceS
   auto block_index = [&](ComputationBuilder& builder, InstrId q, InstrId i, int64_t direction) {
     const InstrId one = builder.scalar_constant(DType::kS32, 1);
     const InstrId ring = builder.scalar_constant(DType::kS32, static_cast<double>(p));
-    InstrId moved = direction > 0
-                        ? builder.binary(Opcode::kAdd, builder.binary(Opcode::kAdd, q, i), one)
-                        : builder.binary(Opcode::kSubtract, builder.binary(Opcode::kSubtract, builder.binary(Opcode::kAdd, q, ring), one), i);
+    InstrId moved =
+        direction > 0
+            ? builder.binary(Opcode::kAdd, builder.binary(Opcode::kAdd, q, i), one)
+            : builder.binary(
+                  Opcode::kSubtract,
+                  builder.binary(Opcode::kSubtract, builder.binary(Opcode::kAdd, q, ring), one), i);
     return builder.binary(Opcode::kRemainder, moved, ring);
   };
 
@@ -79,19 +90,26 @@ InstrId emit_windowed_reduce_scatter(SpmdContext& context, const WindowedReduceS
   // meanwhile, compute this step's blocks; then add.
   std::vector<InstrId> init{operands[0], operands[1]};
   for (const SumStream& stream : streams)
-    init.push_back(block(b, operands[0], operands[1], block_index(b, position, b.scalar_constant(DType::kS32, 0), stream.direction), stream));
+    init.push_back(block(
+        b, operands[0], operands[1],
+        block_index(b, position, b.scalar_constant(DType::kS32, 0), stream.direction), stream));
   init.push_back(position);
   std::vector<std::vector<std::pair<int64_t, int64_t>>> pairs;
-  for (const SumStream& stream : streams) pairs.push_back(ring_pairs(context, w.groups, stream.direction));
+  for (const SumStream& stream : streams)
+    pairs.push_back(ring_pairs(context, w.groups, stream.direction));
   enum : size_t { kLhs = 0, kRhs = 1, kFirstSum = 2 };
   const size_t position_index = kFirstSum + n;
   const std::vector<InstrId> out = emit_counted_loop(
-      context, init, p - 1, [&](ComputationBuilder& body, const std::vector<InstrId>& e, InstrId next) {
+      context, init, p - 1,
+      [&](ComputationBuilder& body, const std::vector<InstrId>& e, InstrId next) {
         std::vector<InstrId> received;
-        for (size_t k = 0; k < n; ++k) received.push_back(body.collective_permute(e[kFirstSum + k], pairs[k]));
+        for (size_t k = 0; k < n; ++k)
+          received.push_back(body.collective_permute(e[kFirstSum + k], pairs[k]));
         std::vector<InstrId> updated{e[kLhs], e[kRhs]};
         for (size_t k = 0; k < n; ++k) {
-          InstrId partial = block(body, e[kLhs], e[kRhs], block_index(body, e[position_index], next, streams[k].direction), streams[k]);
+          InstrId partial =
+              block(body, e[kLhs], e[kRhs],
+                    block_index(body, e[position_index], next, streams[k].direction), streams[k]);
           updated.push_back(body.binary(Opcode::kAdd, received[k], partial));
         }
         updated.push_back(e[position_index]);

@@ -20,7 +20,8 @@ std::vector<InstrId> copy_instructions(ComputationBuilder& builder, const Comput
   for (InstrId i = 0; i < source.size(); ++i) {
     const Instruction& in = source.instr(i);
     if (in.opcode == Opcode::kParameter) {
-      map[static_cast<size_t>(i)] = parameter_values.at(static_cast<size_t>(in.attrs.parameter_number));
+      map[static_cast<size_t>(i)] =
+          parameter_values.at(static_cast<size_t>(in.attrs.parameter_number));
       continue;
     }
     Instruction clone = in;
@@ -37,7 +38,8 @@ ForwardCopy copy_forward(ComputationBuilder& builder, Module& module, const Comp
   for (InstrId i = 0; i < source.size(); ++i) {
     const Instruction& in = source.instr(i);
     if (in.opcode == Opcode::kParameter) {
-      copy.map[static_cast<size_t>(i)] = parameter_values.at(static_cast<size_t>(in.attrs.parameter_number));
+      copy.map[static_cast<size_t>(i)] =
+          parameter_values.at(static_cast<size_t>(in.attrs.parameter_number));
       continue;
     }
     if (in.opcode == Opcode::kWhile) {
@@ -92,7 +94,10 @@ bool has_floating_leaf(const Shape& shape) {
 class ReverseSweep {
  public:
   ReverseSweep(ComputationBuilder& b, ReducerCache& reducers, const GradientRequest& request)
-      : b_(b), reducers_(reducers), request_(request), src_(*request.source),
+      : b_(b),
+        reducers_(reducers),
+        request_(request),
+        src_(*request.source),
         residuals_(src_, *request.forward_map, request.remat, b) {}
 
   GradientResult run() {
@@ -126,7 +131,8 @@ class ReverseSweep {
       if (it != element_adjoint_.end()) result.parameter_element_adjoints[number] = it->second;
     }
     result.recomputed_flops = residuals_.recomputed_flops() + recomputed_flops_;
-    result.recomputed_instructions = residuals_.recomputed_instructions() + recomputed_instructions_;
+    result.recomputed_instructions =
+        residuals_.recomputed_instructions() + recomputed_instructions_;
     return result;
   }
 
@@ -139,7 +145,8 @@ class ReverseSweep {
       const Instruction& in = src_.instr(i);
       bool d = in.opcode == Opcode::kParameter && wrt(in.attrs.parameter_number);
       for (InstrId op : in.operands) d = d || depends[static_cast<size_t>(op)];
-      if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == kStopGradientTarget) d = false;
+      if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == kStopGradientTarget)
+        d = false;
       depends[static_cast<size_t>(i)] = d;
     }
     useful[static_cast<size_t>(src_.root())] = true;
@@ -154,14 +161,17 @@ class ReverseSweep {
 
   bool wrt(int64_t parameter_number) const {
     const std::vector<bool>& w = request_.wrt_parameters;
-    return w.empty() || (static_cast<size_t>(parameter_number) < w.size() && w[static_cast<size_t>(parameter_number)]);
+    return w.empty() || (static_cast<size_t>(parameter_number) < w.size() &&
+                         w[static_cast<size_t>(parameter_number)]);
   }
 
   void accumulate(InstrId target, InstrId g) {
     if (g == kNoId || !active_[static_cast<size_t>(target)]) return;
     if (src_.instr(target).shape.is_tuple())
       throw UserError(src_.instr(target).location,
-                      fmt::format("autodiff: nested tuple value '{}' is not supported", src_.instr(target).name), "");
+                      fmt::format("autodiff: nested tuple value '{}' is not supported",
+                                  src_.instr(target).name),
+                      "");
     InstrId& slot = adjoint_[static_cast<size_t>(target)];
     slot = slot == kNoId ? g : add_adjoints(b_, slot, g);
   }
@@ -198,8 +208,8 @@ class ReverseSweep {
         const Instruction& init = src_.instr(in.operand(0));
         if (init.opcode == Opcode::kTuple)
           for (InstrId op : init.operands) init_active.push_back(active_[static_cast<size_t>(op)]);
-        WhileAdjoint w =
-            emit_while_adjoint({b_, reducers_, src_, id, request_.loops, request_.remat, init_active}, elements);
+        WhileAdjoint w = emit_while_adjoint(
+            {b_, reducers_, src_, id, request_.loops, request_.remat, init_active}, elements);
         recomputed_flops_ += w.recomputed_flops;
         recomputed_instructions_ += w.recomputed_instructions;
         for (size_t k = 0; k < w.init_element_adjoints.size(); ++k)
@@ -236,7 +246,8 @@ class ReverseSweep {
 
 }  // namespace
 
-GradientResult emit_gradients(ComputationBuilder& builder, ReducerCache& reducers, const GradientRequest& request) {
+GradientResult emit_gradients(ComputationBuilder& builder, ReducerCache& reducers,
+                              const GradientRequest& request) {
   return ReverseSweep(builder, reducers, request).run();
 }
 
@@ -254,7 +265,8 @@ Module build_gradient_module(const Module& forward, RematChoice remat) {
   const std::vector<InstrId>& map = forward_copy.map;
   const Shape& loss_shape = source.root_instr().shape;
   if (!loss_shape.is_array())
-    throw UserError(source.root_instr().location, "autodiff: the forward root must be an array (the loss)", "");
+    throw UserError(source.root_instr().location,
+                    "autodiff: the forward root must be an array (the loss)", "");
   b.set_op_name_scope("bwd/seed");
   GradientRequest request;
   request.source = &source;

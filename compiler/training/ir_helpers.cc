@@ -15,7 +15,8 @@ InstrId filled(ComputationBuilder& b, const Shape& shape_ref, double value) {
   return b.broadcast(scalar, shape.dims(), {});
 }
 
-InstrId reduce_sum(ComputationBuilder& b, ReducerCache& reducers, InstrId x, std::vector<int64_t> dims) {
+InstrId reduce_sum(ComputationBuilder& b, ReducerCache& reducers, InstrId x,
+                   std::vector<int64_t> dims) {
   if (dims.empty()) return x;
   const DType dtype = b.shape(x).dtype();
   InstrId zero = b.scalar_constant(dtype, 0.0);
@@ -60,7 +61,8 @@ void make_names_unique(Computation& computation) {
 
 std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& perm) {
   std::vector<int64_t> inverse(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   return inverse;
 }
 

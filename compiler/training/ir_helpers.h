@@ -19,13 +19,15 @@ namespace podsim::compiler::training {
 // computation of that name reused (compiler/ir/reducer_cache.h).
 class ReducerCache : public ScalarReducerCache {
  public:
-  explicit ReducerCache(Module* module) : ScalarReducerCache(module, "training", Existing::kReuse) {}
+  explicit ReducerCache(Module* module)
+      : ScalarReducerCache(module, "training", Existing::kReuse) {}
 };
 
 // Scalar constant broadcast to `shape` (an array shape).
 InstrId filled(ComputationBuilder& b, const Shape& shape, double value);
 // Sum of `x` over `dims` (dims removed), in x's dtype. No-op for empty dims.
-InstrId reduce_sum(ComputationBuilder& b, ReducerCache& reducers, InstrId x, std::vector<int64_t> dims);
+InstrId reduce_sum(ComputationBuilder& b, ReducerCache& reducers, InstrId x,
+                   std::vector<int64_t> dims);
 // Sum of all elements of x (a scalar).
 InstrId reduce_sum_all(ComputationBuilder& b, ReducerCache& reducers, InstrId x);
 // x annotated with an XLA-text sharding through a "Sharding" custom call (as

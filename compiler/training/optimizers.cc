@@ -71,14 +71,20 @@ struct Arith {
   InstrId div(InstrId x, InstrId y) { return b.binary(Opcode::kDivide, x, y); }
   InstrId scale(InstrId x, double v) { return mul(x, c(x, v)); }
   // decay * old + (1 - decay) * update
-  InstrId ema(InstrId old, InstrId update, double decay) { return add(scale(old, decay), scale(update, 1 - decay)); }
+  InstrId ema(InstrId old, InstrId update, double decay) {
+    return add(scale(old, decay), scale(update, 1 - decay));
+  }
   InstrId mean(InstrId x, int64_t dim) {
     double n = static_cast<double>(shape_of(x).dim(static_cast<int>(dim)));
     return scale(training::reduce_sum(b, reducers, x, {dim}), 1.0 / n);
   }
-  InstrId expand(InstrId x, const Shape& to, std::vector<int64_t> dims) { return b.broadcast(x, to.dims(), std::move(dims)); }
+  InstrId expand(InstrId x, const Shape& to, std::vector<int64_t> dims) {
+    return b.broadcast(x, to.dims(), std::move(dims));
+  }
   // A scalar broadcast to `to` (itself when `to` is a scalar).
-  InstrId splat(InstrId scalar, const Shape& to) { return to.rank() == 0 ? scalar : b.broadcast(scalar, to.dims(), {}); }
+  InstrId splat(InstrId scalar, const Shape& to) {
+    return to.rank() == 0 ? scalar : b.broadcast(scalar, to.dims(), {});
+  }
 };
 
 }  // namespace
@@ -86,15 +92,19 @@ struct Arith {
 std::vector<OptimizerSlot> optimizer_slots(const OptimizerOptions& options, const Shape& weight) {
   const DType t = weight.dtype();
   switch (options.kind) {
-    case OptimizerKind::kSgd: return {};
-    case OptimizerKind::kAdam: return {{"m", SlotLayout::kLikeWeight, weight}, {"v", SlotLayout::kLikeWeight, weight}};
+    case OptimizerKind::kSgd:
+      return {};
+    case OptimizerKind::kAdam:
+      return {{"m", SlotLayout::kLikeWeight, weight}, {"v", SlotLayout::kLikeWeight, weight}};
     case OptimizerKind::kAdafactor: {
       std::vector<OptimizerSlot> slots;
       if (options.beta1 > 0) slots.push_back({"m", SlotLayout::kLikeWeight, weight});
       if (adafactor_factored(options, weight)) {
         size_t r = static_cast<size_t>(weight.rank());
-        slots.push_back({"v_row", SlotLayout::kRowStats, Shape(t, without_dim(weight.dims(), r - 1))});
-        slots.push_back({"v_col", SlotLayout::kColumnStats, Shape(t, without_dim(weight.dims(), r - 2))});
+        slots.push_back(
+            {"v_row", SlotLayout::kRowStats, Shape(t, without_dim(weight.dims(), r - 1))});
+        slots.push_back(
+            {"v_col", SlotLayout::kColumnStats, Shape(t, without_dim(weight.dims(), r - 2))});
       } else {
         slots.push_back({"v", SlotLayout::kLikeWeight, weight});
       }
@@ -104,7 +114,9 @@ std::vector<OptimizerSlot> optimizer_slots(const OptimizerOptions& options, cons
   return {};
 }
 
-bool optimizer_needs_step(const OptimizerOptions& options) { return options.kind == OptimizerKind::kAdam; }
+bool optimizer_needs_step(const OptimizerOptions& options) {
+  return options.kind == OptimizerKind::kAdam;
+}
 
 OptimizerUpdate emit_optimizer_update(ComputationBuilder& b, training::ReducerCache& reducers,
                                       const OptimizerOptions& options, const OptimizerInputs& in) {
@@ -123,8 +135,11 @@ OptimizerUpdate emit_optimizer_update(ComputationBuilder& b, training::ReducerCa
       InstrId t = b.binary(Opcode::kAdd, in.step, b.scalar_constant(b.shape(in.step).dtype(), 1));
       auto correction = [&](double beta) {
         InstrId power = b.binary(Opcode::kPower, b.scalar_constant(b.shape(t).dtype(), beta), t);
-        InstrId one_minus = b.binary(Opcode::kSubtract, b.scalar_constant(b.shape(t).dtype(), 1), power);
-        InstrId typed = b.shape(t).dtype() == weight_shape.dtype() ? one_minus : b.convert(one_minus, weight_shape.dtype());
+        InstrId one_minus =
+            b.binary(Opcode::kSubtract, b.scalar_constant(b.shape(t).dtype(), 1), power);
+        InstrId typed = b.shape(t).dtype() == weight_shape.dtype()
+                            ? one_minus
+                            : b.convert(one_minus, weight_shape.dtype());
         return a.splat(typed, weight_shape);
       };
       InstrId m_hat = a.div(m, correction(options.beta1));
@@ -150,7 +165,8 @@ OptimizerUpdate emit_optimizer_update(ComputationBuilder& b, training::ReducerCa
         row_dims.push_back(r - 2);
         col_dims.push_back(r - 1);
         InstrId normalised_row = a.div(row, b.broadcast(row_mean, b.shape(row).dims(), leading));
-        v_hat = a.mul(a.expand(normalised_row, weight_shape, row_dims), a.expand(col, weight_shape, col_dims));
+        v_hat = a.mul(a.expand(normalised_row, weight_shape, row_dims),
+                      a.expand(col, weight_shape, col_dims));
         out.new_slots = {row, col};
       } else {
         v_hat = a.ema(in.slots.at(slot), g2, options.beta2);
@@ -160,11 +176,14 @@ OptimizerUpdate emit_optimizer_update(ComputationBuilder& b, training::ReducerCa
       if (options.clipping_threshold > 0) {
         // RMS(u) = sqrt(mean(u^2)); divide by max(1, RMS / d).
         double n = static_cast<double>(weight_shape.num_elements());
-        InstrId mean_sq = b.binary(Opcode::kMultiply, training::reduce_sum_all(b, reducers, a.mul(u, u)),
-                                   b.scalar_constant(weight_shape.dtype(), 1.0 / n));
-        InstrId ratio = b.binary(Opcode::kDivide, b.unary(Opcode::kSqrt, mean_sq),
-                                 b.scalar_constant(weight_shape.dtype(), options.clipping_threshold));
-        InstrId divisor = b.binary(Opcode::kMaximum, ratio, b.scalar_constant(weight_shape.dtype(), 1));
+        InstrId mean_sq =
+            b.binary(Opcode::kMultiply, training::reduce_sum_all(b, reducers, a.mul(u, u)),
+                     b.scalar_constant(weight_shape.dtype(), 1.0 / n));
+        InstrId ratio =
+            b.binary(Opcode::kDivide, b.unary(Opcode::kSqrt, mean_sq),
+                     b.scalar_constant(weight_shape.dtype(), options.clipping_threshold));
+        InstrId divisor =
+            b.binary(Opcode::kMaximum, ratio, b.scalar_constant(weight_shape.dtype(), 1));
         u = a.div(u, a.splat(divisor, weight_shape));
       }
       if (m_old != kNoId) {

@@ -36,16 +36,17 @@ const std::vector<OptimizerEntry>& optimizers();
 OptimizerOptions optimizer_defaults(OptimizerKind kind);
 
 // The per-weight slots of the optimizer for a weight of `weight_shape`.
-std::vector<OptimizerSlot> optimizer_slots(const OptimizerOptions& options, const Shape& weight_shape);
+std::vector<OptimizerSlot> optimizer_slots(const OptimizerOptions& options,
+                                           const Shape& weight_shape);
 // Adam keeps a global step count (a scalar f32 "opt_state/global/step") for
 // its bias correction; the other optimizers keep none.
 bool optimizer_needs_step(const OptimizerOptions& options);
 
 struct OptimizerInputs {
   InstrId weight = kNoId;
-  InstrId gradient = kNoId;          // same shape and dtype as the weight
-  std::vector<InstrId> slots;        // in optimizer_slots order
-  InstrId step = kNoId;              // the step count before this update (Adam only)
+  InstrId gradient = kNoId;    // same shape and dtype as the weight
+  std::vector<InstrId> slots;  // in optimizer_slots order
+  InstrId step = kNoId;        // the step count before this update (Adam only)
 };
 
 struct OptimizerUpdate {
@@ -55,6 +56,7 @@ struct OptimizerUpdate {
 
 // Emits the update of one weight into `b` (the caller sets the op_name scope).
 OptimizerUpdate emit_optimizer_update(ComputationBuilder& b, training::ReducerCache& reducers,
-                                      const OptimizerOptions& options, const OptimizerInputs& inputs);
+                                      const OptimizerOptions& options,
+                                      const OptimizerInputs& inputs);
 
 }  // namespace podsim::compiler

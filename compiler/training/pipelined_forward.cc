@@ -26,23 +26,30 @@ InstrId emit_pipeline(ComputationBuilder& b, const Module& module, const Pipelin
   const Computation& body = module.computation(r.stage_body);
   std::vector<InstrId> body_params = body.parameters();
   if (body_params.size() != r.stacked_weights.size() + 1)
-    throw UserError({}, fmt::format("pipelining: stage body '{}' takes {} parameters, expected activation + {} weights",
-                                    body.name(), body_params.size(), r.stacked_weights.size()),
-                    "");
+    throw UserError(
+        {},
+        fmt::format(
+            "pipelining: stage body '{}' takes {} parameters, expected activation + {} weights",
+            body.name(), body_params.size(), r.stacked_weights.size()),
+        "");
   const Shape act = body.instr(body_params[0]).shape;  // [mb, ...]
   const Shape in_shape = b.shape(r.inputs);
   if (act.rank() < 1 || in_shape.rank() != act.rank() || in_shape.dim(0) != act.dim(0) * M ||
       !(body.root_instr().shape == act))
-    throw UserError({}, fmt::format("pipelining: inputs {} do not split into {} microbatches of {} (or the stage "
-                                    "body does not return its activation shape)",
-                                    in_shape.to_string(false), M, act.to_string(false)),
-                    "");
+    throw UserError(
+        {},
+        fmt::format("pipelining: inputs {} do not split into {} microbatches of {} (or the stage "
+                    "body does not return its activation shape)",
+                    in_shape.to_string(false), M, act.to_string(false)),
+        "");
   for (size_t j = 0; j < r.stacked_weights.size(); ++j) {
     const Shape ws = b.shape(r.stacked_weights[j]);
-    Shape expected(body.instr(body_params[j + 1]).shape.dtype(), concat_dims({S}, body.instr(body_params[j + 1]).shape.dims()));
+    Shape expected(body.instr(body_params[j + 1]).shape.dtype(),
+                   concat_dims({S}, body.instr(body_params[j + 1]).shape.dims()));
     if (!(ws == expected))
-      throw UserError({}, fmt::format("pipelining: stacked weight {} is {}, expected {}", j, ws.to_string(false),
-                                      expected.to_string(false)),
+      throw UserError({},
+                      fmt::format("pipelining: stacked weight {} is {}, expected {}", j,
+                                  ws.to_string(false), expected.to_string(false)),
                       "stack the stage weights on a leading dim of size stages");
   }
   const int64_t mb = act.dim(0);
@@ -69,7 +76,9 @@ InstrId emit_pipeline(ComputationBuilder& b, const Module& module, const Pipelin
       for (int64_t d : rest) window.push_back({0, d, 1});
       next = b.slice(by_microbatch, window);  // [1, mb, ...]
     } else {
-      if (zero_microbatch == kNoId) zero_microbatch = training::filled(b, Shape(act.dtype(), concat_dims({1}, act.dims())), 0.0);
+      if (zero_microbatch == kNoId)
+        zero_microbatch =
+            training::filled(b, Shape(act.dtype(), concat_dims({1}, act.dims())), 0.0);
       next = zero_microbatch;
     }
     InstrId shifted = next;
@@ -102,10 +111,12 @@ void check_pipelined_forward(const Module& forward, int64_t stages) {
   const std::string marker = stages_marker(stages);
   for (const Instruction& in : forward.entry().instructions())
     if (in.op_name == marker) return;
-  throw UserError({}, fmt::format("training step: pipeline_stages = {} needs a forward built with emit_pipeline "
-                                  "for {} stages",
-                                  stages, stages),
-                  "see compiler/training/pipelined_forward.h for the model contract");
+  throw UserError(
+      {},
+      fmt::format("training step: pipeline_stages = {} needs a forward built with emit_pipeline "
+                  "for {} stages",
+                  stages, stages),
+      "see compiler/training/pipelined_forward.h for the model contract");
 }
 
 }  // namespace podsim::compiler

@@ -18,9 +18,9 @@ namespace podsim::compiler {
 struct PipelineRequest {
   int64_t stages = 2;
   int64_t microbatches = 2;
-  CompId stage_body = kNoId;            // in the module the builder points into
-  InstrId inputs = kNoId;               // [M mb, ...] in the builder
-  std::vector<InstrId> stacked_weights; // [S, ...] each, in stage_body parameter order (1..)
+  CompId stage_body = kNoId;             // in the module the builder points into
+  InstrId inputs = kNoId;                // [M mb, ...] in the builder
+  std::vector<InstrId> stacked_weights;  // [S, ...] each, in stage_body parameter order (1..)
   // XLA-text sharding of the state buffer [S, mb, ...], e.g. the stage dim
   // over the pipeline axis; "" leaves it to propagation.
   std::string state_sharding;

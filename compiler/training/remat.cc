@@ -15,16 +15,20 @@ using training::starts_with;
 
 std::string RematChoice::name() const {
   switch (kind) {
-    case RematKind::kNone: return "none";
-    case RematKind::kFull: return "full";
-    case RematKind::kSelective: return policy;
+    case RematKind::kNone:
+      return "none";
+    case RematKind::kFull:
+      return "full";
+    case RematKind::kSelective:
+      return policy;
   }
   return "none";
 }
 
 std::vector<RematChoice> remat_choices_by_recompute() {
   std::vector<RematChoice> choices{{RematKind::kNone, ""}};
-  for (const std::string& p : selective_remat_policies()) choices.push_back({RematKind::kSelective, p});
+  for (const std::string& p : selective_remat_policies())
+    choices.push_back({RematKind::kSelective, p});
   choices.push_back({RematKind::kFull, ""});
   return choices;
 }
@@ -36,14 +40,16 @@ double matmul_flops(const Instruction& instr, const Computation& computation) {
     // out elements x product of contracting dims = MACs.
     const Shape& lhs = computation.instr(instr.operand(0)).shape;
     double contracted = 1;
-    for (int64_t d : instr.attrs.dot.lhs_contracting) contracted *= static_cast<double>(lhs.dim(static_cast<int>(d)));
+    for (int64_t d : instr.attrs.dot.lhs_contracting)
+      contracted *= static_cast<double>(lhs.dim(static_cast<int>(d)));
     return 2.0 * static_cast<double>(instr.shape.num_elements()) * contracted;
   }
   if (instr.opcode == Opcode::kConvolution) {
     // Each output element reads kernel_input_feature x window elements.
     const Shape& kernel = computation.instr(instr.operand(1)).shape;
-    double per_output = static_cast<double>(kernel.num_elements()) /
-                        static_cast<double>(kernel.dim(static_cast<int>(instr.attrs.conv.kernel_output_feature)));
+    double per_output =
+        static_cast<double>(kernel.num_elements()) /
+        static_cast<double>(kernel.dim(static_cast<int>(instr.attrs.conv.kernel_output_feature)));
     return 2.0 * static_cast<double>(instr.shape.num_elements()) * per_output;
   }
   return 0.0;
@@ -63,8 +69,9 @@ std::string_view layer_scope(std::string_view op_name) {
 
 }  // namespace
 
-ResidualProvider::ResidualProvider(const Computation& source, const std::vector<InstrId>& forward_map,
-                                   RematChoice choice, ComputationBuilder& builder)
+ResidualProvider::ResidualProvider(const Computation& source,
+                                   const std::vector<InstrId>& forward_map, RematChoice choice,
+                                   ComputationBuilder& builder)
     : source_(source), forward_map_(forward_map), builder_(builder) {
   if (choice.kind == RematKind::kSelective) {
     bool known = false;
@@ -90,7 +97,8 @@ ResidualProvider::ResidualProvider(const Computation& source, const std::vector<
   std::vector<bool> checkpoint(n, false);
   for (InstrId i = 0; i < source.size(); ++i)
     for (InstrId op : source.instr(i).operands)
-      if (layer_of_[static_cast<size_t>(op)] != layer_of_[static_cast<size_t>(i)]) checkpoint[static_cast<size_t>(op)] = true;
+      if (layer_of_[static_cast<size_t>(op)] != layer_of_[static_cast<size_t>(i)])
+        checkpoint[static_cast<size_t>(op)] = true;
   if (source.root() != kNoId) checkpoint[static_cast<size_t>(source.root())] = true;
 
   for (InstrId i = 0; i < source.size(); ++i) {
@@ -113,7 +121,8 @@ InstrId ResidualProvider::get(InstrId id) {
   Instruction clone = source_.instr(id);
   for (InstrId& op : clone.operands) op = get(op);
   clone.name.clear();
-  clone.op_name = fmt::format("recompute/{}", training::strip_fwd_prefix(source_.instr(id).op_name));
+  clone.op_name =
+      fmt::format("recompute/{}", training::strip_fwd_prefix(source_.instr(id).op_name));
   recomputed_flops_ += matmul_flops(source_.instr(id), source_);
   ++recomputed_instructions_;
   recomputed_[k] = builder_.add(std::move(clone));

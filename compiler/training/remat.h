@@ -18,7 +18,7 @@ namespace podsim::compiler {
 // first: none, the selective policies, full.
 struct RematChoice {
   RematKind kind = RematKind::kNone;
-  std::string policy;  // kSelective only
+  std::string policy;        // kSelective only
   std::string name() const;  // "none", "save_dots", "full"
 };
 std::vector<RematChoice> remat_choices_by_recompute();
@@ -48,9 +48,9 @@ class ResidualProvider {
   const Computation& source_;
   const std::vector<InstrId>& forward_map_;
   ComputationBuilder& builder_;
-  std::vector<int32_t> layer_of_;     // -1 = not in a layer
-  std::vector<bool> recompute_;       // decided once per instruction
-  std::vector<InstrId> recomputed_;   // memo: clone id or kNoId
+  std::vector<int32_t> layer_of_;    // -1 = not in a layer
+  std::vector<bool> recompute_;      // decided once per instruction
+  std::vector<InstrId> recomputed_;  // memo: clone id or kNoId
   double recomputed_flops_ = 0;
   int64_t recomputed_instructions_ = 0;
 };

@@ -29,9 +29,9 @@ struct ParamInfo {
 };
 
 struct WeightPlan {
-  size_t param = 0;                       // index into the parameter list
-  std::optional<Sharding> sharding;       // the weight's own
-  std::optional<Sharding> update;         // optimizer ops and slots (like or finer)
+  size_t param = 0;                  // index into the parameter list
+  std::optional<Sharding> sharding;  // the weight's own
+  std::optional<Sharding> update;    // optimizer ops and slots (like or finer)
   std::vector<OptimizerSlot> slots;
   std::vector<InstrId> slot_params;
 };
@@ -40,20 +40,25 @@ std::string text_of(const std::optional<Sharding>& s) { return s ? s->to_string(
 
 Sharding slot_sharding(const Sharding& update, const OptimizerSlot& slot, int64_t weight_rank) {
   switch (slot.layout) {
-    case SlotLayout::kLikeWeight: return update;
-    case SlotLayout::kRowStats: return sharding_without_dim(update, weight_rank - 1);
-    case SlotLayout::kColumnStats: return sharding_without_dim(update, weight_rank - 2);
+    case SlotLayout::kLikeWeight:
+      return update;
+    case SlotLayout::kRowStats:
+      return sharding_without_dim(update, weight_rank - 1);
+    case SlotLayout::kColumnStats:
+      return sharding_without_dim(update, weight_rank - 2);
   }
   return update;
 }
 
-void check_contract(const Computation& entry, const TrainingStepOptions& options, std::vector<ParamInfo>& params) {
+void check_contract(const Computation& entry, const TrainingStepOptions& options,
+                    std::vector<ParamInfo>& params) {
   const Instruction& root = entry.root_instr();
   if (!root.shape.is_array() || root.shape.rank() != 0 || !is_floating(root.shape.dtype()))
-    throw UserError(root.location,
-                    fmt::format("training step: the forward root '{}' must be a scalar floating loss, not {}",
-                                root.name, root.shape.to_string(false)),
-                    "end the forward graph with the scalar f32 loss");
+    throw UserError(
+        root.location,
+        fmt::format("training step: the forward root '{}' must be a scalar floating loss, not {}",
+                    root.name, root.shape.to_string(false)),
+        "end the forward graph with the scalar f32 loss");
   bool any_weight = false;
   for (InstrId p : entry.parameters()) {
     const Instruction& in = entry.instr(p);
@@ -63,21 +68,27 @@ void check_contract(const Computation& entry, const TrainingStepOptions& options
       info.role = ParamRole::kWeight;
       info.tensor = in.op_name.substr(6);
       if (!in.shape.is_array() || !is_floating(in.shape.dtype()))
-        throw UserError(in.location, fmt::format("training step: weight '{}' must be a floating array", in.name), "");
+        throw UserError(in.location,
+                        fmt::format("training step: weight '{}' must be a floating array", in.name),
+                        "");
       any_weight = true;
     } else if (starts_with(in.op_name, "input/")) {
       info.role = ParamRole::kInput;
       info.tensor = in.op_name.substr(6);
-      if (options.microbatches > 1 && options.pipeline_stages == 1 && (!in.shape.is_array() || in.shape.rank() == 0))
-        throw UserError(in.location,
-                        fmt::format("training step: input '{}' {} has no batch dim 0 to split into microbatches",
-                                    in.name, in.shape.to_string(false)),
-                        "");
+      if (options.microbatches > 1 && options.pipeline_stages == 1 &&
+          (!in.shape.is_array() || in.shape.rank() == 0))
+        throw UserError(
+            in.location,
+            fmt::format(
+                "training step: input '{}' {} has no batch dim 0 to split into microbatches",
+                in.name, in.shape.to_string(false)),
+            "");
     }
     params.push_back(info);
   }
   if (!any_weight)
-    throw UserError(root.location, "training step: the forward module has no \"param/\" parameters (weights)",
+    throw UserError(root.location,
+                    "training step: the forward module has no \"param/\" parameters (weights)",
                     "name trainable parameters with op_name \"param/<tensor>\"");
   if (options.microbatches < 1 || options.pipeline_stages < 1)
     throw UserError({}, "training step: microbatches and pipeline_stages must be >= 1", "");
@@ -117,13 +128,17 @@ TrainingStep build_training_step(const Module& forward, const TrainingStepOption
     plan.param = i;
     if (in.sharding) plan.sharding = parse_sharding(*in.sharding, in.location);
     plan.update = plan.sharding;
-    if (options.weight_update_sharding && plan.sharding && options.mesh && !plan.sharding->is_tuple())
-      if (auto finer = weight_update_sharding(*plan.sharding, in.shape.dims(), *options.mesh)) plan.update = finer;
+    if (options.weight_update_sharding && plan.sharding && options.mesh &&
+        !plan.sharding->is_tuple())
+      if (auto finer = weight_update_sharding(*plan.sharding, in.shape.dims(), *options.mesh))
+        plan.update = finer;
     plan.slots = optimizer_slots(options.optimizer, in.shape);
     for (const OptimizerSlot& slot : plan.slots) {
-      InstrId sp = b.parameter(next_number++, slot.shape, fmt::format("opt_state.{}.{}", params[i].tensor, slot.name));
+      InstrId sp = b.parameter(next_number++, slot.shape,
+                               fmt::format("opt_state.{}.{}", params[i].tensor, slot.name));
       b.set_op_name(sp, fmt::format("opt_state/{}/{}", params[i].tensor, slot.name));
-      if (plan.update) b.set_sharding(sp, slot_sharding(*plan.update, slot, in.shape.rank()).to_string());
+      if (plan.update)
+        b.set_sharding(sp, slot_sharding(*plan.update, slot, in.shape.rank()).to_string());
       plan.slot_params.push_back(sp);
     }
     weights.push_back(std::move(plan));
@@ -175,15 +190,18 @@ TrainingStep build_training_step(const Module& forward, const TrainingStepOption
     InstrId microbatch_loss = map[static_cast<size_t>(source.root())];
     loss = loss == kNoId ? microbatch_loss : b.binary(Opcode::kAdd, loss, microbatch_loss);
     for (const WeightPlan& w : weights) {
-      size_t number = static_cast<size_t>(source.instr(params[w.param].source_id).attrs.parameter_number);
-      InstrId g = number < grads.parameter_adjoints.size() ? grads.parameter_adjoints[number] : kNoId;
+      size_t number =
+          static_cast<size_t>(source.instr(params[w.param].source_id).attrs.parameter_number);
+      InstrId g =
+          number < grads.parameter_adjoints.size() ? grads.parameter_adjoints[number] : kNoId;
       if (g == kNoId) continue;
       InstrId& sum = grad_sum[w.param];
       sum = sum == kNoId ? g : b.binary(Opcode::kAdd, sum, g);
     }
   }
   if (microbatches > 1)
-    loss = b.binary(Opcode::kMultiply, loss, b.scalar_constant(loss_shape.dtype(), 1.0 / static_cast<double>(microbatches)));
+    loss = b.binary(Opcode::kMultiply, loss,
+                    b.scalar_constant(loss_shape.dtype(), 1.0 / static_cast<double>(microbatches)));
 
   // Optimizer, one weight at a time.
   std::vector<InstrId> new_weights, new_slots;
@@ -205,10 +223,12 @@ TrainingStep build_training_step(const Module& forward, const TrainingStepOption
         if (!in.sharding && in.shape == shape) in.sharding = update_text;
       }
       for (size_t s = 0; s < update.new_slots.size(); ++s)
-        b.mutable_instr(update.new_slots[s]).sharding = slot_sharding(*w.update, w.slots[s], shape.rank()).to_string();
+        b.mutable_instr(update.new_slots[s]).sharding =
+            slot_sharding(*w.update, w.slots[s], shape.rank()).to_string();
     }
     InstrId new_weight = update.new_weight;
-    if (w.update && w.sharding && !(*w.update == *w.sharding)) new_weight = annotate_sharding(b, new_weight, w.sharding->to_string());
+    if (w.update && w.sharding && !(*w.update == *w.sharding))
+      new_weight = annotate_sharding(b, new_weight, w.sharding->to_string());
     new_weights.push_back(new_weight);
     new_slots.insert(new_slots.end(), update.new_slots.begin(), update.new_slots.end());
   }

@@ -27,8 +27,9 @@ std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& dims)
 
 }  // namespace
 
-InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const std::vector<InstrId>& batched_args,
-                        int64_t batch, const std::string& scope) {
+InstrId emit_vectorized(ComputationBuilder& b, const Computation& body,
+                        const std::vector<InstrId>& batched_args, int64_t batch,
+                        const std::string& scope) {
   const size_t n = static_cast<size_t>(body.size());
   std::vector<InstrId> value(n, kNoId);
   std::vector<bool> batched(n, false);
@@ -53,7 +54,8 @@ InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const st
     }
     std::string_view rest = training::strip_fwd_prefix(in.op_name);
     b.set_op_name_scope(scope.empty() ? in.op_name
-                                      : (rest.empty() ? fmt::format("fwd/{}", scope) : fmt::format("fwd/{}/{}", scope, rest)));
+                                      : (rest.empty() ? fmt::format("fwd/{}", scope)
+                                                      : fmt::format("fwd/{}/{}", scope, rest)));
     bool any_batched = false;
     for (InstrId op : in.operands) any_batched = any_batched || batched[static_cast<size_t>(op)];
     if (!any_batched) {  // loop-invariant: emitted once, unbatched
@@ -65,7 +67,10 @@ InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const st
       continue;
     }
     if (in.shape.is_tuple())
-      throw UserError(in.location, fmt::format("pipelining: tuple-shaped '{}' in a stage body is not supported", in.name), "");
+      throw UserError(
+          in.location,
+          fmt::format("pipelining: tuple-shaped '{}' in a stage body is not supported", in.name),
+          "");
     batched[k] = true;
     auto op = [&](int j) { return value[static_cast<size_t>(in.operand(j))]; };
     if (is_elementwise(in.opcode) || in.opcode == Opcode::kConvert) {
@@ -85,7 +90,9 @@ InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const st
         value[k] = b.broadcast(op(0), with_batch(batch, in.shape.dims()), dims);
         break;
       }
-      case Opcode::kReshape: value[k] = b.reshape(op(0), with_batch(batch, in.shape.dims())); break;
+      case Opcode::kReshape:
+        value[k] = b.reshape(op(0), with_batch(batch, in.shape.dims()));
+        break;
       case Opcode::kTranspose: {
         std::vector<int64_t> perm{0};
         for (int64_t d : in.attrs.dimensions) perm.push_back(d + 1);
@@ -100,7 +107,9 @@ InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const st
       }
       case Opcode::kPad: {
         if (batched[static_cast<size_t>(in.operand(1))])
-          throw UserError(in.location, "pipelining: a pad value computed from the stage's inputs is not supported", "");
+          throw UserError(
+              in.location,
+              "pipelining: a pad value computed from the stage's inputs is not supported", "");
         std::vector<PadDim> padding{{0, 0, 0}};
         padding.insert(padding.end(), in.attrs.padding.begin(), in.attrs.padding.end());
         value[k] = b.pad(op(0), op(1), padding);
@@ -115,9 +124,13 @@ InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const st
       case Opcode::kReduce: {
         for (int j = in.operand_count() / 2; j < in.operand_count(); ++j)
           if (batched[static_cast<size_t>(in.operand(j))])
-            throw UserError(in.location, "pipelining: a reduce init value computed from the stage's inputs is not supported", "");
+            throw UserError(
+                in.location,
+                "pipelining: a reduce init value computed from the stage's inputs is not supported",
+                "");
         std::vector<InstrId> operands, inits;
-        for (int j = 0; j < in.operand_count() / 2; ++j) operands.push_back(to_batched(in.operand(j)));
+        for (int j = 0; j < in.operand_count() / 2; ++j)
+          operands.push_back(to_batched(in.operand(j)));
         for (int j = in.operand_count() / 2; j < in.operand_count(); ++j) inits.push_back(op(j));
         value[k] = b.reduce(operands, inits, shifted(in.attrs.dimensions), in.to_apply());
         break;
@@ -130,7 +143,8 @@ InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const st
         nd.rhs_batch = with_batch(0, shifted(d.rhs_batch));
         nd.lhs_contracting = shifted(d.lhs_contracting);
         nd.rhs_contracting = shifted(d.rhs_contracting);
-        value[k] = b.dot(to_batched(in.operand(0)), to_batched(in.operand(1)), nd, in.shape.dtype());
+        value[k] =
+            b.dot(to_batched(in.operand(0)), to_batched(in.operand(1)), nd, in.shape.dtype());
         break;
       }
       case Opcode::kCustomCall:
@@ -144,11 +158,12 @@ InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const st
         }
         [[fallthrough]];
       default:
-        throw UserError(in.location,
-                        fmt::format("pipelining: '{}' ({}) in a stage body is not supported", in.name,
-                                    opcode_name(in.opcode)),
-                        "stage bodies may use elementwise ops, broadcast, reshape, transpose, slice, pad, "
-                        "concatenate, reduce and dot");
+        throw UserError(
+            in.location,
+            fmt::format("pipelining: '{}' ({}) in a stage body is not supported", in.name,
+                        opcode_name(in.opcode)),
+            "stage bodies may use elementwise ops, broadcast, reshape, transpose, slice, pad, "
+            "concatenate, reduce and dot");
     }
   }
   b.set_op_name_scope(saved_scope);

@@ -24,7 +24,8 @@ namespace podsim::compiler {
 // batched root ([batch] + root shape). op_names are kept, with `scope`
 // prepended to their part after "fwd/" when scope is not empty
 // ("fwd/ffn" -> "fwd/<scope>/ffn").
-InstrId emit_vectorized(ComputationBuilder& b, const Computation& body, const std::vector<InstrId>& batched_args,
-                        int64_t batch, const std::string& scope);
+InstrId emit_vectorized(ComputationBuilder& b, const Computation& body,
+                        const std::vector<InstrId>& batched_args, int64_t batch,
+                        const std::string& scope);
 
 }  // namespace podsim::compiler

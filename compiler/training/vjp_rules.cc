@@ -18,11 +18,12 @@ namespace podsim::compiler::training {
 namespace {
 
 [[noreturn]] void unsupported(const Instruction& in, const std::string& why = "") {
-  throw UserError(in.location,
-                  fmt::format("autodiff: cannot differentiate '{}' ({}){}", in.name, opcode_name(in.opcode),
-                              why.empty() ? "" : ": " + why),
-                  "training graphs may use dot, elementwise, broadcast, reduce (add/max/min), reshape, "
-                  "transpose, slice/pad/concatenate, gather/scatter, select, convert and counted while loops");
+  throw UserError(
+      in.location,
+      fmt::format("autodiff: cannot differentiate '{}' ({}){}", in.name, opcode_name(in.opcode),
+                  why.empty() ? "" : ": " + why),
+      "training graphs may use dot, elementwise, broadcast, reduce (add/max/min), reshape, "
+      "transpose, slice/pad/concatenate, gather/scatter, select, convert and counted while loops");
 }
 
 struct Rule {
@@ -36,7 +37,9 @@ struct Rule {
   bool wants(int operand) const { return ctx.active[static_cast<size_t>(in.operand(operand))]; }
   InstrId x(int operand) { return ctx.residuals.get(in.operand(operand)); }
   InstrId z() { return ctx.residuals.get(id); }
-  const Shape& operand_shape(int operand) const { return ctx.source.instr(in.operand(operand)).shape; }
+  const Shape& operand_shape(int operand) const {
+    return ctx.source.instr(in.operand(operand)).shape;
+  }
   void give(int operand, InstrId adjoint) {
     if (wants(operand)) out.push_back({operand, adjoint});
   }
@@ -62,27 +65,48 @@ struct Rule {
 
 void Rule::unary() {
   switch (in.opcode) {
-    case Opcode::kNegate: give(0, neg(g)); return;
-    case Opcode::kCopy: give(0, g); return;
-    case Opcode::kExp: give(0, mul(g, z())); return;                       // dz/dx = e^x = z
-    case Opcode::kExpm1: give(0, mul(g, add(z(), fill(1)))); return;       // e^x = z + 1
-    case Opcode::kLog: give(0, div(g, x(0))); return;                      // 1/x
-    case Opcode::kLog1p: give(0, div(g, add(x(0), fill(1)))); return;      // 1/(1+x)
-    case Opcode::kTanh: {                                                  // 1 - z^2
+    case Opcode::kNegate:
+      give(0, neg(g));
+      return;
+    case Opcode::kCopy:
+      give(0, g);
+      return;
+    case Opcode::kExp:
+      give(0, mul(g, z()));
+      return;  // dz/dx = e^x = z
+    case Opcode::kExpm1:
+      give(0, mul(g, add(z(), fill(1))));
+      return;  // e^x = z + 1
+    case Opcode::kLog:
+      give(0, div(g, x(0)));
+      return;  // 1/x
+    case Opcode::kLog1p:
+      give(0, div(g, add(x(0), fill(1))));
+      return;              // 1/(1+x)
+    case Opcode::kTanh: {  // 1 - z^2
       InstrId zz = z();
       give(0, mul(g, sub(fill(1), mul(zz, zz))));
       return;
     }
-    case Opcode::kSqrt: give(0, div(g, mul(z(), fill(2)))); return;        // 1/(2 sqrt x)
-    case Opcode::kRsqrt:                                                   // -x^-3/2 / 2 = -z/(2x)
+    case Opcode::kSqrt:
+      give(0, div(g, mul(z(), fill(2))));
+      return;             // 1/(2 sqrt x)
+    case Opcode::kRsqrt:  // -x^-3/2 / 2 = -z/(2x)
       give(0, mul(g, div(mul(z(), fill(-0.5)), x(0))));
       return;
-    case Opcode::kAbs: give(0, mul(g, b().unary(Opcode::kSign, x(0)))); return;
+    case Opcode::kAbs:
+      give(0, mul(g, b().unary(Opcode::kSign, x(0))));
+      return;
     case Opcode::kSign:
     case Opcode::kFloor:
-    case Opcode::kCeil: return;  // derivative 0 almost everywhere
-    case Opcode::kCos: give(0, neg(mul(g, b().unary(Opcode::kSin, x(0))))); return;
-    case Opcode::kSin: give(0, mul(g, b().unary(Opcode::kCos, x(0)))); return;
+    case Opcode::kCeil:
+      return;  // derivative 0 almost everywhere
+    case Opcode::kCos:
+      give(0, neg(mul(g, b().unary(Opcode::kSin, x(0)))));
+      return;
+    case Opcode::kSin:
+      give(0, mul(g, b().unary(Opcode::kCos, x(0))));
+      return;
     case Opcode::kLogistic: {  // z (1 - z)
       InstrId zz = z();
       give(0, mul(g, mul(zz, sub(fill(1), zz))));
@@ -91,14 +115,21 @@ void Rule::unary() {
     case Opcode::kConvert:
       if (is_floating(operand_shape(0).dtype())) give(0, b().convert(g, operand_shape(0).dtype()));
       return;
-    default: unsupported(in);
+    default:
+      unsupported(in);
   }
 }
 
 void Rule::binary() {
   switch (in.opcode) {
-    case Opcode::kAdd: give(0, g); give(1, g); return;
-    case Opcode::kSubtract: give(0, g); if (wants(1)) give(1, neg(g)); return;
+    case Opcode::kAdd:
+      give(0, g);
+      give(1, g);
+      return;
+    case Opcode::kSubtract:
+      give(0, g);
+      if (wants(1)) give(1, neg(g));
+      return;
     case Opcode::kMultiply:
       if (wants(0)) give(0, mul(g, x(1)));
       if (wants(1)) give(1, mul(g, x(0)));
@@ -111,7 +142,8 @@ void Rule::binary() {
     }
     case Opcode::kMaximum:
     case Opcode::kMinimum: {
-      auto dir = in.opcode == Opcode::kMaximum ? ComparisonDirection::kGe : ComparisonDirection::kLe;
+      auto dir =
+          in.opcode == Opcode::kMaximum ? ComparisonDirection::kGe : ComparisonDirection::kLe;
       InstrId first_wins = b().compare(x(0), x(1), dir);
       InstrId zero = fill(0);
       if (wants(0)) give(0, b().select(first_wins, g, zero));
@@ -125,7 +157,8 @@ void Rule::binary() {
       if (wants(1)) give(1, mul(g, mul(z(), b().unary(Opcode::kLog, base))));
       return;
     }
-    default: unsupported(in);
+    default:
+      unsupported(in);
   }
 }
 
@@ -141,7 +174,8 @@ void Rule::broadcast() {
   std::sort(sorted.begin(), sorted.end());
   if (sorted != dims) {
     std::vector<int64_t> perm;
-    for (int64_t d : dims) perm.push_back(std::lower_bound(sorted.begin(), sorted.end(), d) - sorted.begin());
+    for (int64_t d : dims)
+      perm.push_back(std::lower_bound(sorted.begin(), sorted.end(), d) - sorted.begin());
     reduced = b().transpose(reduced, perm);
   }
   give(0, reduced);
@@ -182,7 +216,8 @@ void Rule::pad() {
   InstrId operand_adjoint = b().slice(full, window);
   give(0, operand_adjoint);
   if (wants(1))  // the padding value appears wherever the operand does not
-    give(1, sub(reduce_sum_all(b(), ctx.reducers, g), reduce_sum_all(b(), ctx.reducers, operand_adjoint)));
+    give(1, sub(reduce_sum_all(b(), ctx.reducers, g),
+                reduce_sum_all(b(), ctx.reducers, operand_adjoint)));
 }
 
 void Rule::concatenate() {
@@ -193,7 +228,8 @@ void Rule::concatenate() {
     if (wants(k)) {
       std::vector<SliceDim> window;
       for (int d = 0; d < s.rank(); ++d)
-        window.push_back(d == dim ? SliceDim{offset, offset + s.dim(d), 1} : SliceDim{0, s.dim(d), 1});
+        window.push_back(d == dim ? SliceDim{offset, offset + s.dim(d), 1}
+                                  : SliceDim{0, s.dim(d), 1});
       give(k, b().slice(g, window));
     }
     offset += s.dim(static_cast<int>(dim));
@@ -214,10 +250,12 @@ void Rule::reduce() {
     if (wants(1)) give(1, reduce_sum_all(b(), ctx.reducers, g));  // init enters every output once
     return;
   }
-  if (kind != ReducerKind::kMax && kind != ReducerKind::kMin) unsupported(in, "reduce body is not add/max/min");
+  if (kind != ReducerKind::kMax && kind != ReducerKind::kMin)
+    unsupported(in, "reduce body is not add/max/min");
   if (wants(1)) unsupported(in, "gradient of a max/min reduce's init value");
   // dx = g / (number of maxima) where x equals the result, else 0.
-  InstrId is_extreme = b().compare(x(0), b().broadcast(z(), s.dims(), kept), ComparisonDirection::kEq);
+  InstrId is_extreme =
+      b().compare(x(0), b().broadcast(z(), s.dims(), kept), ComparisonDirection::kEq);
   InstrId ones = filled(b(), s, 1.0);
   InstrId zeros = filled(b(), s, 0.0);
   InstrId count = reduce_sum(b(), ctx.reducers, b().select(is_extreme, ones, zeros), reduced);
@@ -228,13 +266,14 @@ void Rule::reduce() {
 // Adjoint of one dot operand A (the other is B): dot(g, B) contracting g's
 // B-free dims with B's free dims, batch with batch, gives
 // [batch, A free, B contracting (ascending)], transposed into A's order.
-InstrId dot_operand_adjoint(ComputationBuilder& b, const DotDims& d, bool for_lhs, InstrId g, InstrId other,
-                            const Shape& a_shape, const Shape& b_shape) {
+InstrId dot_operand_adjoint(ComputationBuilder& b, const DotDims& d, bool for_lhs, InstrId g,
+                            InstrId other, const Shape& a_shape, const Shape& b_shape) {
   const auto& a_batch = for_lhs ? d.lhs_batch : d.rhs_batch;
   const auto& a_contr = for_lhs ? d.lhs_contracting : d.rhs_contracting;
   const auto& b_batch = for_lhs ? d.rhs_batch : d.lhs_batch;
   const auto& b_contr = for_lhs ? d.rhs_contracting : d.lhs_contracting;
-  auto free_dims = [](int rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contr) {
+  auto free_dims = [](int rank, const std::vector<int64_t>& batch,
+                      const std::vector<int64_t>& contr) {
     std::vector<int64_t> free;
     for (int64_t i = 0; i < rank; ++i)
       if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
@@ -251,17 +290,21 @@ InstrId dot_operand_adjoint(ComputationBuilder& b, const DotDims& d, bool for_lh
   DotDims gd;
   for (int64_t i = 0; i < nb; ++i) gd.lhs_batch.push_back(i);
   gd.rhs_batch = b_batch;
-  for (size_t k = 0; k < b_free.size(); ++k) gd.lhs_contracting.push_back(b_free_start + static_cast<int64_t>(k));
+  for (size_t k = 0; k < b_free.size(); ++k)
+    gd.lhs_contracting.push_back(b_free_start + static_cast<int64_t>(k));
   gd.rhs_contracting = b_free;
   InstrId product = b.dot(g, other, gd, a_shape.dtype());
 
   std::vector<int64_t> b_contr_sorted = b_contr;
   std::sort(b_contr_sorted.begin(), b_contr_sorted.end());
   std::vector<int64_t> position(static_cast<size_t>(a_shape.rank()));
-  for (int64_t i = 0; i < nb; ++i) position[static_cast<size_t>(a_batch[static_cast<size_t>(i)])] = i;
-  for (size_t k = 0; k < a_free.size(); ++k) position[static_cast<size_t>(a_free[k])] = nb + static_cast<int64_t>(k);
+  for (int64_t i = 0; i < nb; ++i)
+    position[static_cast<size_t>(a_batch[static_cast<size_t>(i)])] = i;
+  for (size_t k = 0; k < a_free.size(); ++k)
+    position[static_cast<size_t>(a_free[k])] = nb + static_cast<int64_t>(k);
   for (size_t j = 0; j < a_contr.size(); ++j) {
-    int64_t rank = std::lower_bound(b_contr_sorted.begin(), b_contr_sorted.end(), b_contr[j]) - b_contr_sorted.begin();
+    int64_t rank = std::lower_bound(b_contr_sorted.begin(), b_contr_sorted.end(), b_contr[j]) -
+                   b_contr_sorted.begin();
     position[static_cast<size_t>(a_contr[j])] = nb + static_cast<int64_t>(a_free.size()) + rank;
   }
   bool identity = true;
@@ -271,8 +314,10 @@ InstrId dot_operand_adjoint(ComputationBuilder& b, const DotDims& d, bool for_lh
 
 void Rule::dot() {
   const DotDims& d = in.attrs.dot;
-  if (wants(0)) give(0, dot_operand_adjoint(b(), d, true, g, x(1), operand_shape(0), operand_shape(1)));
-  if (wants(1)) give(1, dot_operand_adjoint(b(), d, false, g, x(0), operand_shape(1), operand_shape(0)));
+  if (wants(0))
+    give(0, dot_operand_adjoint(b(), d, true, g, x(1), operand_shape(0), operand_shape(1)));
+  if (wants(1))
+    give(1, dot_operand_adjoint(b(), d, false, g, x(0), operand_shape(1), operand_shape(0)));
 }
 
 void Rule::gather() {
@@ -317,7 +362,9 @@ void Rule::scatter() {
     std::vector<int64_t> slice_sizes;
     size_t window = 0;
     for (int64_t d = 0; d < operand.rank(); ++d) {
-      auto in_list = [d](const std::vector<int64_t>& v) { return std::find(v.begin(), v.end(), d) != v.end(); };
+      auto in_list = [d](const std::vector<int64_t>& v) {
+        return std::find(v.begin(), v.end(), d) != v.end();
+      };
       if (in_list(sd.inserted_window_dims) || in_list(sd.input_batching_dims)) {
         slice_sizes.push_back(1);
       } else {
@@ -341,16 +388,21 @@ ReducerKind classify_reducer(const Computation& body) {
   if (a.opcode != Opcode::kParameter || c.opcode != Opcode::kParameter) return ReducerKind::kOther;
   if (a.attrs.parameter_number == c.attrs.parameter_number) return ReducerKind::kOther;
   switch (root.opcode) {
-    case Opcode::kAdd: return ReducerKind::kAdd;
-    case Opcode::kMaximum: return ReducerKind::kMax;
-    case Opcode::kMinimum: return ReducerKind::kMin;
-    default: return ReducerKind::kOther;
+    case Opcode::kAdd:
+      return ReducerKind::kAdd;
+    case Opcode::kMaximum:
+      return ReducerKind::kMax;
+    case Opcode::kMinimum:
+      return ReducerKind::kMin;
+    default:
+      return ReducerKind::kOther;
   }
 }
 
 std::vector<OperandAdjoint> array_vjp(VjpContext& ctx, InstrId id, InstrId g) {
   const Instruction& in = ctx.source.instr(id);
-  if (in.shape.is_tuple() || !is_floating(in.shape.dtype())) return {};  // no gradient through integers
+  if (in.shape.is_tuple() || !is_floating(in.shape.dtype()))
+    return {};  // no gradient through integers
   Rule r{ctx, in, id, g, {}};
   if (is_elementwise_unary(in.opcode)) {
     r.unary();
@@ -365,14 +417,29 @@ std::vector<OperandAdjoint> array_vjp(VjpContext& ctx, InstrId id, InstrId g) {
     case Opcode::kConstant:
     case Opcode::kIota:
     case Opcode::kPartitionId:
-    case Opcode::kReplicaId: return {};
-    case Opcode::kBroadcast: r.broadcast(); break;
-    case Opcode::kReshape: r.give(0, b.reshape(g, r.operand_shape(0).dims())); break;
-    case Opcode::kTranspose: r.give(0, b.transpose(g, inverse_permutation(in.attrs.dimensions))); break;
-    case Opcode::kSlice: r.slice(); break;
-    case Opcode::kPad: r.pad(); break;
-    case Opcode::kConcatenate: r.concatenate(); break;
-    case Opcode::kReverse: r.give(0, b.reverse(g, in.attrs.dimensions)); break;
+    case Opcode::kReplicaId:
+      return {};
+    case Opcode::kBroadcast:
+      r.broadcast();
+      break;
+    case Opcode::kReshape:
+      r.give(0, b.reshape(g, r.operand_shape(0).dims()));
+      break;
+    case Opcode::kTranspose:
+      r.give(0, b.transpose(g, inverse_permutation(in.attrs.dimensions)));
+      break;
+    case Opcode::kSlice:
+      r.slice();
+      break;
+    case Opcode::kPad:
+      r.pad();
+      break;
+    case Opcode::kConcatenate:
+      r.concatenate();
+      break;
+    case Opcode::kReverse:
+      r.give(0, b.reverse(g, in.attrs.dimensions));
+      break;
     case Opcode::kDynamicSlice: {
       std::vector<InstrId> starts;
       for (int k = 1; k < in.operand_count(); ++k) starts.push_back(r.x(k));
@@ -399,7 +466,8 @@ std::vector<OperandAdjoint> array_vjp(VjpContext& ctx, InstrId id, InstrId g) {
       if (r.wants(0) || r.wants(2)) unsupported(in, "gradient of clamp bounds");
       auto full = [&](int k) {
         InstrId v = r.x(k);
-        return r.operand_shape(k).rank() == in.shape.rank() ? v : b.broadcast(v, in.shape.dims(), {});
+        return r.operand_shape(k).rank() == in.shape.rank() ? v
+                                                            : b.broadcast(v, in.shape.dims(), {});
       };
       InstrId above = b.compare(r.x(1), full(0), ComparisonDirection::kGe);
       InstrId below = b.compare(r.x(1), full(2), ComparisonDirection::kLe);
@@ -407,16 +475,25 @@ std::vector<OperandAdjoint> array_vjp(VjpContext& ctx, InstrId id, InstrId g) {
       r.give(1, b.select(inside, g, r.fill(0)));
       break;
     }
-    case Opcode::kReduce: r.reduce(); break;
-    case Opcode::kDot: r.dot(); break;
-    case Opcode::kGather: r.gather(); break;
-    case Opcode::kScatter: r.scatter(); break;
+    case Opcode::kReduce:
+      r.reduce();
+      break;
+    case Opcode::kDot:
+      r.dot();
+      break;
+    case Opcode::kGather:
+      r.gather();
+      break;
+    case Opcode::kScatter:
+      r.scatter();
+      break;
     case Opcode::kCustomCall:
       if (in.attrs.custom_call_target != "Sharding") unsupported(in);
       // The adjoint keeps the annotation's layout (with_sharding_constraint).
       r.give(0, annotate_sharding(b, g, in.sharding.value_or("")));
       break;
-    default: unsupported(in);
+    default:
+      unsupported(in);
   }
   return std::move(r.out);
 }

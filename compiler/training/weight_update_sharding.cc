@@ -7,7 +7,8 @@
 
 namespace podsim::compiler {
 
-std::optional<Sharding> weight_update_sharding(const Sharding& weight, std::span<const int64_t> dims,
+std::optional<Sharding> weight_update_sharding(const Sharding& weight,
+                                               std::span<const int64_t> dims,
                                                const DeviceMesh& mesh) {
   const int64_t rank = static_cast<int64_t>(dims.size());
   std::optional<DimsMapping> mapping = mesh_axes_of(weight, mesh, rank);
@@ -27,7 +28,9 @@ std::optional<Sharding> weight_update_sharding(const Sharding& weight, std::span
     for (int64_t d = 0; d < rank; ++d) {
       size_t k = static_cast<size_t>(d);
       if (dims[k] % (tiles[k] * axis.size) != 0) continue;
-      if (best < 0 || dims[k] / tiles[k] > dims[static_cast<size_t>(best)] / tiles[static_cast<size_t>(best)]) best = d;
+      if (best < 0 ||
+          dims[k] / tiles[k] > dims[static_cast<size_t>(best)] / tiles[static_cast<size_t>(best)])
+        best = d;
     }
     if (best < 0) continue;
     (*mapping)[static_cast<size_t>(best)].push_back(axis.name);

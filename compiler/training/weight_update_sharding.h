@@ -21,7 +21,8 @@ namespace podsim::compiler {
 // dim); axes that divide no dim stay replicated. Axes are taken in mesh
 // order. nullopt when `weight` is no mesh split of `mesh` (maximal, manual,
 // other device orders): the caller then keeps the weight's sharding.
-std::optional<Sharding> weight_update_sharding(const Sharding& weight, std::span<const int64_t> dims,
+std::optional<Sharding> weight_update_sharding(const Sharding& weight,
+                                               std::span<const int64_t> dims,
                                                const DeviceMesh& mesh);
 
 // The sharding of a statistic over `dims` with dim `removed` reduced away

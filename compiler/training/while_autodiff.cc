@@ -27,20 +27,24 @@ bool is_gte_of_param(const Computation& c, InstrId id, int64_t index) {
 }
 
 std::optional<double> constant_value(const Instruction& in) {
-  if (in.opcode != Opcode::kConstant || !in.attrs.literal || !in.shape.is_scalar()) return std::nullopt;
+  if (in.opcode != Opcode::kConstant || !in.attrs.literal || !in.shape.is_scalar())
+    return std::nullopt;
   return in.attrs.literal->scalar_value();
 }
 
-std::optional<CountedLoop> match_counted_loop(const Module& module, const Computation& source, const Instruction& w) {
+std::optional<CountedLoop> match_counted_loop(const Module& module, const Computation& source,
+                                              const Instruction& w) {
   const Instruction& init = source.instr(w.operand(0));
   if (init.opcode != Opcode::kTuple) return std::nullopt;
   for (const Shape& s : w.shape.tuple_shapes())
     if (s.is_tuple()) return std::nullopt;
   const Computation& cond = module.computation(w.while_condition());
   const Instruction& croot = cond.root_instr();
-  if (croot.opcode != Opcode::kCompare || croot.attrs.comparison != ComparisonDirection::kLt) return std::nullopt;
+  if (croot.opcode != Opcode::kCompare || croot.attrs.comparison != ComparisonDirection::kLt)
+    return std::nullopt;
   const Instruction& counter = cond.instr(croot.operand(0));
-  if (counter.opcode != Opcode::kGetTupleElement || cond.instr(counter.operand(0)).opcode != Opcode::kParameter)
+  if (counter.opcode != Opcode::kGetTupleElement ||
+      cond.instr(counter.operand(0)).opcode != Opcode::kParameter)
     return std::nullopt;
   auto limit = constant_value(cond.instr(croot.operand(1)));
   CountedLoop loop;
@@ -49,7 +53,8 @@ std::optional<CountedLoop> match_counted_loop(const Module& module, const Comput
   if (!limit || !start || !is_integral(counter.shape.dtype())) return std::nullopt;
   const Computation& body = module.computation(w.while_body());
   const Instruction& broot = body.root_instr();
-  if (broot.opcode != Opcode::kTuple || broot.operand_count() != init.operand_count()) return std::nullopt;
+  if (broot.opcode != Opcode::kTuple || broot.operand_count() != init.operand_count())
+    return std::nullopt;
   const Instruction& step = body.instr(broot.operand(static_cast<int>(loop.counter_index)));
   if (step.opcode != Opcode::kAdd) return std::nullopt;
   bool increments = false;
@@ -88,7 +93,9 @@ std::vector<bool> sliced_at_counter(const Computation& body, int64_t n, int64_t 
   const InstrId root = body.root();
   for (InstrId id = 0; id < body.size(); ++id) {
     const Instruction& in = body.instr(id);
-    if (in.opcode != Opcode::kGetTupleElement || body.instr(in.operand(0)).opcode != Opcode::kParameter) continue;
+    if (in.opcode != Opcode::kGetTupleElement ||
+        body.instr(in.operand(0)).opcode != Opcode::kParameter)
+      continue;
     const auto j = static_cast<size_t>(in.attrs.tuple_index);
     if (j >= sliced.size()) continue;
     for (InstrId u = 0; u < body.size(); ++u) {
@@ -96,8 +103,10 @@ std::vector<bool> sliced_at_counter(const Computation& body, int64_t n, int64_t 
       for (int k = 0; k < user.operand_count(); ++k) {
         if (user.operand(k) != id) continue;
         if (u == root) continue;
-        bool ok = user.opcode == Opcode::kDynamicSlice && k == 0 && !user.attrs.dynamic_slice_sizes.empty() &&
-                  user.attrs.dynamic_slice_sizes[0] == 1 && is_gte_of_param(body, user.operand(1), counter_index);
+        bool ok = user.opcode == Opcode::kDynamicSlice && k == 0 &&
+                  !user.attrs.dynamic_slice_sizes.empty() &&
+                  user.attrs.dynamic_slice_sizes[0] == 1 &&
+                  is_gte_of_param(body, user.operand(1), counter_index);
         for (int d = 2; ok && d < user.operand_count(); ++d) {
           auto zero = constant_value(body.instr(user.operand(d)));
           ok = zero && *zero == 0;
@@ -119,8 +128,9 @@ CompId add_built(Module& module, Computation c) {
 
 }  // namespace
 
-std::optional<InstrId> emit_recording_while(ComputationBuilder& b, Module& module, const Computation& source,
-                                            InstrId while_id, const std::vector<InstrId>& map,
+std::optional<InstrId> emit_recording_while(ComputationBuilder& b, Module& module,
+                                            const Computation& source, InstrId while_id,
+                                            const std::vector<InstrId>& map,
                                             WhileRecordings& recordings) {
   const Instruction& w = source.instr(while_id);
   std::optional<CountedLoop> loop = match_counted_loop(module, source, w);
@@ -145,14 +155,16 @@ std::optional<InstrId> emit_recording_while(ComputationBuilder& b, Module& modul
   std::vector<InstrId> elements;
   for (int64_t j = 0; j < n; ++j) elements.push_back(rb.get_tuple_element(p, j));
   InstrId counter = elements[static_cast<size_t>(loop->counter_index)];
-  InstrId index = rb.binary(Opcode::kSubtract, counter, rb.scalar_constant(rb.shape(counter).dtype(),
-                                                                            static_cast<double>(loop->counter_start)));
+  InstrId index = rb.binary(
+      Opcode::kSubtract, counter,
+      rb.scalar_constant(rb.shape(counter).dtype(), static_cast<double>(loop->counter_start)));
   std::vector<InstrId> new_stacks;
   for (size_t s = 0; s < loop->stacked.size(); ++s) {
     InstrId stack = rb.get_tuple_element(p, n + static_cast<int64_t>(s));
     InstrId e = elements[static_cast<size_t>(loop->stacked[s])];
     InstrId one = rb.reshape(e, prepend(1, rb.shape(e).dims()));
-    new_stacks.push_back(rb.dynamic_update_slice(stack, one, stack_index(rb, index, rb.shape(stack).rank())));
+    new_stacks.push_back(
+        rb.dynamic_update_slice(stack, one, stack_index(rb, index, rb.shape(stack).rank())));
   }
   std::vector<InstrId> body_map = copy_instructions(rb, body, {rb.tuple(elements)});
   std::vector<InstrId> outs;
@@ -184,15 +196,19 @@ std::optional<InstrId> emit_recording_while(ComputationBuilder& b, Module& modul
   return result;
 }
 
-WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vector<InstrId>& result_adjoints) {
+WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx,
+                                const std::vector<InstrId>& result_adjoints) {
   const Instruction& w = ctx.source.instr(ctx.while_id);
-  auto found = ctx.recordings ? ctx.recordings->find(ctx.while_id) : WhileRecordings::const_iterator{};
+  auto found =
+      ctx.recordings ? ctx.recordings->find(ctx.while_id) : WhileRecordings::const_iterator{};
   if (!ctx.recordings || found == ctx.recordings->end())
-    throw UserError(w.location,
-                    fmt::format("autodiff: while loop '{}' is not a counted loop (init tuple, counter from a constant, "
-                                "condition counter < constant, body adds 1)",
-                                w.name),
-                    "write repeated layers as a counted loop over stacked weights, or unroll them");
+    throw UserError(
+        w.location,
+        fmt::format(
+            "autodiff: while loop '{}' is not a counted loop (init tuple, counter from a constant, "
+            "condition counter < constant, body adds 1)",
+            w.name),
+        "write repeated layers as a counted loop over stacked weights, or unroll them");
   const WhileRecording& rec = found->second;
   Module& module = *ctx.reducers.module();
   ComputationBuilder& b = ctx.b;
@@ -202,24 +218,29 @@ WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vecto
 
   std::vector<int64_t> floating, invariant;
   for (int64_t j = 0; j < n; ++j) {
-    const bool is_invariant =
-        std::find(rec.stacked_elements.begin(), rec.stacked_elements.end(), j) == rec.stacked_elements.end();
+    const bool is_invariant = std::find(rec.stacked_elements.begin(), rec.stacked_elements.end(),
+                                        j) == rec.stacked_elements.end();
     const bool active = ctx.init_active.empty() || ctx.init_active[static_cast<size_t>(j)];
-    if (is_floating(elements[static_cast<size_t>(j)].dtype()) && (active || !is_invariant)) floating.push_back(j);
+    if (is_floating(elements[static_cast<size_t>(j)].dtype()) && (active || !is_invariant))
+      floating.push_back(j);
     if (is_invariant) invariant.push_back(j);
   }
   // Invariant elements sliced at the counter whose adjoint enters as zero:
   // written slice by slice (header).
   const std::vector<bool> sliced = sliced_at_counter(body, n, rec.counter_index);
   auto in_place = [&](int64_t j) {
-    const bool zero_in = result_adjoints.size() <= static_cast<size_t>(j) || result_adjoints[static_cast<size_t>(j)] == kNoId;
+    const bool zero_in = result_adjoints.size() <= static_cast<size_t>(j) ||
+                         result_adjoints[static_cast<size_t>(j)] == kNoId;
     return zero_in && sliced[static_cast<size_t>(j)] &&
            std::find(invariant.begin(), invariant.end(), j) != invariant.end();
   };
   // Reverse carry: (t, adjoints of floating elements, invariant values, stacks).
-  std::vector<InstrId> init{b.scalar_constant(DType::kS32, static_cast<double>(rec.trip_count - 1))};
+  std::vector<InstrId> init{
+      b.scalar_constant(DType::kS32, static_cast<double>(rec.trip_count - 1))};
   for (int64_t f : floating) {
-    InstrId g = result_adjoints.size() > static_cast<size_t>(f) ? result_adjoints[static_cast<size_t>(f)] : kNoId;
+    InstrId g = result_adjoints.size() > static_cast<size_t>(f)
+                    ? result_adjoints[static_cast<size_t>(f)]
+                    : kNoId;
     init.push_back(g != kNoId ? g : training::filled(b, elements[static_cast<size_t>(f)], 0.0));
   }
   for (int64_t i : invariant) init.push_back(b.get_tuple_element(rec.recorded_while, i));
@@ -237,13 +258,15 @@ WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vecto
   InstrId t = bb.get_tuple_element(p, 0);
   std::vector<InstrId> carry(static_cast<size_t>(n), kNoId);
   for (size_t k = 0; k < invariant.size(); ++k)
-    carry[static_cast<size_t>(invariant[k])] = bb.get_tuple_element(p, inv_base + static_cast<int64_t>(k));
+    carry[static_cast<size_t>(invariant[k])] =
+        bb.get_tuple_element(p, inv_base + static_cast<int64_t>(k));
   std::vector<InstrId> stacks;
   for (size_t s = 0; s < rec.stacked_elements.size(); ++s) {
     InstrId stack = bb.get_tuple_element(p, stack_base + static_cast<int64_t>(s));
     stacks.push_back(stack);
     const Shape& es = elements[static_cast<size_t>(rec.stacked_elements[s])];
-    InstrId slice = bb.dynamic_slice(stack, stack_index(bb, t, bb.shape(stack).rank()), prepend(1, es.dims()));
+    InstrId slice =
+        bb.dynamic_slice(stack, stack_index(bb, t, bb.shape(stack).rank()), prepend(1, es.dims()));
     carry[static_cast<size_t>(rec.stacked_elements[s])] = bb.reshape(slice, es.dims());
   }
   // Recompute the body's forward from carry t.
@@ -260,7 +283,8 @@ WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vecto
   std::vector<InstrId> root_adjoints(static_cast<size_t>(n), kNoId);
   for (size_t k = 0; k < floating.size(); ++k)
     if (!in_place(floating[k]))
-      root_adjoints[static_cast<size_t>(floating[k])] = bb.get_tuple_element(p, adj_base + static_cast<int64_t>(k));
+      root_adjoints[static_cast<size_t>(floating[k])] =
+          bb.get_tuple_element(p, adj_base + static_cast<int64_t>(k));
   GradientRequest request;
   request.source = &body;
   request.forward_map = &fc.map;
@@ -277,12 +301,15 @@ WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vecto
   std::vector<InstrId> next{bb.binary(Opcode::kAdd, t, bb.scalar_constant(DType::kS32, -1))};
   for (size_t k = 0; k < floating.size(); ++k) {
     const int64_t f = floating[k];
-    InstrId g = carry_adjoints.size() > static_cast<size_t>(f) ? carry_adjoints[static_cast<size_t>(f)] : kNoId;
+    InstrId g = carry_adjoints.size() > static_cast<size_t>(f)
+                    ? carry_adjoints[static_cast<size_t>(f)]
+                    : kNoId;
     if (in_place(f)) {
       InstrId carried = bb.get_tuple_element(p, adj_base + static_cast<int64_t>(k));
       if (g == kNoId) {
         g = carried;
-      } else if (const Instruction dus = bb.computation().instr(g); dus.opcode == Opcode::kDynamicUpdateSlice) {
+      } else if (const Instruction dus = bb.computation().instr(g);
+                 dus.opcode == Opcode::kDynamicUpdateSlice) {
         // dynamic-update-slice(zeros, u, s) -> into the carried adjoint.
         const std::vector<InstrId> starts(dus.operands.begin() + 2, dus.operands.end());
         g = bb.dynamic_update_slice(carried, dus.operand(1), starts);
@@ -292,13 +319,15 @@ WhileAdjoint emit_while_adjoint(const WhileAdjointContext& ctx, const std::vecto
     }
     next.push_back(g != kNoId ? g : training::filled(bb, elements[static_cast<size_t>(f)], 0.0));
   }
-  for (size_t k = 0; k < invariant.size(); ++k) next.push_back(bb.get_tuple_element(p, inv_base + static_cast<int64_t>(k)));
+  for (size_t k = 0; k < invariant.size(); ++k)
+    next.push_back(bb.get_tuple_element(p, inv_base + static_cast<int64_t>(k)));
   next.insert(next.end(), stacks.begin(), stacks.end());
   CompId reverse_body = add_built(module, std::move(bb).build(bb.tuple(next)));
 
   ComputationBuilder cb(body.name() + ".reverse_cond", &module);
   InstrId cp = cb.parameter(0, carry_shape, "reverse_carry");
-  InstrId more = cb.compare(cb.get_tuple_element(cp, 0), cb.scalar_constant(DType::kS32, 0), ComparisonDirection::kGe);
+  InstrId more = cb.compare(cb.get_tuple_element(cp, 0), cb.scalar_constant(DType::kS32, 0),
+                            ComparisonDirection::kGe);
   CompId reverse_cond = add_built(module, std::move(cb).build(more));
 
   InstrId reverse = b.while_loop(init_tuple, reverse_cond, reverse_body);

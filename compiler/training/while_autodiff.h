@@ -18,8 +18,8 @@
 namespace podsim::compiler {
 
 struct WhileRecording {
-  InstrId recorded_while = kNoId;       // builder id: tuple(original elements..., stacks...)
-  int64_t element_count = 0;            // n original elements
+  InstrId recorded_while = kNoId;  // builder id: tuple(original elements..., stacks...)
+  int64_t element_count = 0;       // n original elements
   int64_t counter_index = 0;
   int64_t counter_start = 0;
   int64_t trip_count = 0;
@@ -32,8 +32,9 @@ using WhileRecordings = std::unordered_map<InstrId, WhileRecording>;
 // result (a tuple of the recorded loop's first n elements). nullopt when the
 // loop is not of the counted form (it is then copied plainly and cannot be
 // differentiated).
-std::optional<InstrId> emit_recording_while(ComputationBuilder& b, Module& module, const Computation& source,
-                                            InstrId while_id, const std::vector<InstrId>& map,
+std::optional<InstrId> emit_recording_while(ComputationBuilder& b, Module& module,
+                                            const Computation& source, InstrId while_id,
+                                            const std::vector<InstrId>& map,
                                             WhileRecordings& recordings);
 
 struct WhileAdjointContext {

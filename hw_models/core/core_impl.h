@@ -9,8 +9,8 @@
 namespace podsim::hw {
 
 // Registry entries (core_models()), each defined next to its implementation.
-extern const CoreModelEntry kSystolicCore;   // systolic_core.cc
-extern const CoreModelEntry kRooflineCore;   // roofline_core.cc
+extern const CoreModelEntry kSystolicCore;  // systolic_core.cc
+extern const CoreModelEntry kRooflineCore;  // roofline_core.cc
 
 struct UnitTimes {
   double mxu_s = 0;
@@ -20,7 +20,7 @@ struct UnitTimes {
 double vpu_cycles_per_vreg(const CoreConfig& core, VectorCostClass cost_class);
 // Overlaps the unit times with the HBM time of `query` into an OpTiming;
 // `add_fixed_costs` adds HBM first-access latency and the op issue overhead.
-OpTiming combine_unit_times(const UnitTimes& units, const OpQuery& query, const HardwareConfig& config,
-                            bool add_fixed_costs);
+OpTiming combine_unit_times(const UnitTimes& units, const OpQuery& query,
+                            const HardwareConfig& config, bool add_fixed_costs);
 
 }  // namespace podsim::hw

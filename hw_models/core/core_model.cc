@@ -12,10 +12,14 @@ namespace podsim::hw {
 
 const char* bound_name(Bound bound) {
   switch (bound) {
-    case Bound::kMxu: return "MXU";
-    case Bound::kVpu: return "VPU";
-    case Bound::kHbm: return "HBM";
-    case Bound::kOverhead: return "overhead";
+    case Bound::kMxu:
+      return "MXU";
+    case Bound::kVpu:
+      return "VPU";
+    case Bound::kHbm:
+      return "HBM";
+    case Bound::kOverhead:
+      return "overhead";
   }
   return "?";
 }
@@ -23,7 +27,8 @@ const char* bound_name(Bound bound) {
 double matmul_hbm_bytes(const MatmulQuery& q) {
   const auto& w = q.work;
   const double b = static_cast<double>(w.batch);
-  const double m = static_cast<double>(w.m), k = static_cast<double>(w.k), n = static_cast<double>(w.n);
+  const double m = static_cast<double>(w.m), k = static_cast<double>(w.k),
+               n = static_cast<double>(w.n);
   const double output = b * m * n * q.output_bytes_per_element;
   if (!q.operands_in_hbm) return output;
   return b * (m * k + k * n) * q.input_bytes_per_element + output;
@@ -75,17 +80,22 @@ double matmul_flops(const MatmulWork& w) {
 
 double vpu_cycles_per_vreg(const CoreConfig& core, VectorCostClass cost_class) {
   switch (cost_class) {
-    case VectorCostClass::kSimple: return core.vpu_cycles.simple;
-    case VectorCostClass::kTranscendental: return core.vpu_cycles.transcendental;
-    case VectorCostClass::kReduce: return core.vpu_cycles.reduce;
-    case VectorCostClass::kTranspose: return core.vpu_cycles.transpose;
-    case VectorCostClass::kConvert: return core.vpu_cycles.convert;
+    case VectorCostClass::kSimple:
+      return core.vpu_cycles.simple;
+    case VectorCostClass::kTranscendental:
+      return core.vpu_cycles.transcendental;
+    case VectorCostClass::kReduce:
+      return core.vpu_cycles.reduce;
+    case VectorCostClass::kTranspose:
+      return core.vpu_cycles.transpose;
+    case VectorCostClass::kConvert:
+      return core.vpu_cycles.convert;
   }
   return 1;
 }
 
-OpTiming combine_unit_times(const UnitTimes& units, const OpQuery& query, const HardwareConfig& config,
-                            bool add_fixed_costs) {
+OpTiming combine_unit_times(const UnitTimes& units, const OpQuery& query,
+                            const HardwareConfig& config, bool add_fixed_costs) {
   OpTiming t;
   t.mxu_seconds = units.mxu_s;
   t.vpu_seconds = units.vpu_s;
@@ -106,11 +116,16 @@ OpTiming combine_unit_times(const UnitTimes& units, const OpQuery& query, const 
     if (t.hbm_bytes > 0) t.seconds += config.hbm.latency_s;
     t.seconds += config.core.op_overhead_s;
   }
-  if (busiest <= 0) t.bound = Bound::kOverhead;
-  else if (busiest == t.mxu_seconds) t.bound = Bound::kMxu;
-  else if (busiest == t.vpu_seconds) t.bound = Bound::kVpu;
-  else t.bound = Bound::kHbm;
-  if (t.seconds > 0) t.mxu_utilization = matmul_total / (peak_matmul_flops_per_device(config.core) * t.seconds);
+  if (busiest <= 0)
+    t.bound = Bound::kOverhead;
+  else if (busiest == t.mxu_seconds)
+    t.bound = Bound::kMxu;
+  else if (busiest == t.vpu_seconds)
+    t.bound = Bound::kVpu;
+  else
+    t.bound = Bound::kHbm;
+  if (t.seconds > 0)
+    t.mxu_utilization = matmul_total / (peak_matmul_flops_per_device(config.core) * t.seconds);
   return t;
 }
 

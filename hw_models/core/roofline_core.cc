@@ -31,8 +31,9 @@ class RooflineCore final : public CoreModel {
 
 }  // namespace
 
-const CoreModelEntry kRooflineCore{CoreModelKind::kRoofline, "roofline", [](const HardwareConfig& config) {
-  return std::unique_ptr<CoreModel>(std::make_unique<RooflineCore>(config));
-}};
+const CoreModelEntry kRooflineCore{
+    CoreModelKind::kRoofline, "roofline", [](const HardwareConfig& config) {
+      return std::unique_ptr<CoreModel>(std::make_unique<RooflineCore>(config));
+    }};
 
 }  // namespace podsim::hw

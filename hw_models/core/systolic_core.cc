@@ -36,10 +36,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 double tile_loop_cycles(const CoreConfig& core, int64_t batch, int64_t k, int64_t stationary_width,
                         int64_t stream_rows) {
-  const int64_t tiles = batch * ceil_div(k, core.mxu_rows) * ceil_div(stationary_width, core.mxu_cols);
+  const int64_t tiles =
+      batch * ceil_div(k, core.mxu_rows) * ceil_div(stationary_width, core.mxu_cols);
   const int64_t tiles_per_mxu = ceil_div(tiles, mxus_per_device(core));
   const double per_tile = std::max(static_cast<double>(stream_rows), core.mxu_weight_load_cycles);
-  return static_cast<double>(tiles_per_mxu) * per_tile + core.mxu_weight_load_cycles + core.mxu_fill_drain_cycles;
+  return static_cast<double>(tiles_per_mxu) * per_tile + core.mxu_weight_load_cycles +
+         core.mxu_fill_drain_cycles;
 }
 
 class SystolicCore final : public CoreModel {
@@ -77,8 +79,9 @@ double systolic_matmul_cycles(const CoreConfig& core, const MatmulWork& w) {
   return passes * std::min(rhs_stationary, lhs_stationary) / core.mxu_sustained_fraction;
 }
 
-const CoreModelEntry kSystolicCore{CoreModelKind::kSystolic, "systolic", [](const HardwareConfig& config) {
-  return std::unique_ptr<CoreModel>(std::make_unique<SystolicCore>(config));
-}};
+const CoreModelEntry kSystolicCore{
+    CoreModelKind::kSystolic, "systolic", [](const HardwareConfig& config) {
+      return std::unique_ptr<CoreModel>(std::make_unique<SystolicCore>(config));
+    }};
 
 }  // namespace podsim::hw

@@ -2,10 +2,10 @@
 // algorithms, the byte conventions and the time formulas).
 #include "hw_models/ici/collectives.h"
 
-#include <algorithm>
-#include <cassert>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
+#include <cassert>
 #include <functional>
 #include <numeric>
 
@@ -15,11 +15,16 @@ namespace podsim::hw {
 
 const char* collective_kind_name(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllReduce: return "all-reduce";
-    case CollectiveKind::kAllGather: return "all-gather";
-    case CollectiveKind::kReduceScatter: return "reduce-scatter";
-    case CollectiveKind::kAllToAll: return "all-to-all";
-    case CollectiveKind::kCollectivePermute: return "collective-permute";
+    case CollectiveKind::kAllReduce:
+      return "all-reduce";
+    case CollectiveKind::kAllGather:
+      return "all-gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::kAllToAll:
+      return "all-to-all";
+    case CollectiveKind::kCollectivePermute:
+      return "collective-permute";
   }
   return "?";
 }
@@ -76,9 +81,10 @@ class PhaseBuilder {
       slot += total;
     }
     // A route is one on-chip link or ICI hops only.
-    const double latency = topology_.chip_of(src) == topology_.chip_of(dst)
-                               ? topology_.params().on_chip_latency_s
-                               : static_cast<double>(path_.size()) * topology_.params().ici_hop_latency_s;
+    const double latency =
+        topology_.chip_of(src) == topology_.chip_of(dst)
+            ? topology_.params().on_chip_latency_s
+            : static_cast<double>(path_.size()) * topology_.params().ici_hop_latency_s;
     latency_ = std::max(latency_, latency);
     flows_.push_back(Flow{src, dst, bytes, count});
     auto& sent = phase_sent_[static_cast<size_t>(src)];
@@ -106,7 +112,8 @@ class PhaseBuilder {
     phase.step_time_s = slowest + phase.latency_s;
     phase.flows = std::move(flows_);
     for (CoreId device : senders_)
-      sent_[static_cast<size_t>(device)] += phase_sent_[static_cast<size_t>(device)] * static_cast<double>(repeat);
+      sent_[static_cast<size_t>(device)] +=
+          phase_sent_[static_cast<size_t>(device)] * static_cast<double>(repeat);
     out.push_back(std::move(phase));
     reset();
   }
@@ -132,7 +139,9 @@ class PhaseBuilder {
   // A fixed cost per repetition on top of the longest route (ring steps).
   void add_fixed_latency(double seconds) { extra_latency_ += seconds; }
 
-  double max_sent() const { return sent_.empty() ? 0 : *std::max_element(sent_.begin(), sent_.end()); }
+  double max_sent() const {
+    return sent_.empty() ? 0 : *std::max_element(sent_.begin(), sent_.end());
+  }
 
  private:
   void reset() {
@@ -168,7 +177,8 @@ Rings lines_along(const std::vector<CoreId>& group, const std::vector<int64_t>& 
   for (int64_t start = 0; start < static_cast<int64_t>(group.size()); ++start) {
     if ((start / stride) % size != 0) continue;  // not the first member of its line
     std::vector<CoreId> ring;
-    for (int64_t i = 0; i < size; ++i) ring.push_back(group[static_cast<size_t>(start + i * stride)]);
+    for (int64_t i = 0; i < size; ++i)
+      ring.push_back(group[static_cast<size_t>(start + i * stride)]);
     rings.push_back(std::move(ring));
   }
   return rings;
@@ -187,7 +197,9 @@ Rings lines_along(const std::vector<CoreId>& group, const std::vector<int64_t>& 
 std::vector<CoreId> embedded_ring(const Topology& topology, const std::vector<CoreId>& ring) {
   const size_t n = ring.size();
   if (n < 4) return ring;
-  auto hops = [&](CoreId a, CoreId b) { return topology.hops(topology.chip_of(a), topology.chip_of(b)); };
+  auto hops = [&](CoreId a, CoreId b) {
+    return topology.hops(topology.chip_of(a), topology.chip_of(b));
+  };
   for (size_t i = 0; i + 1 < n; ++i)
     if (hops(ring[i], ring[i + 1]) > 1) return ring;
   if (hops(ring[n - 1], ring[0]) <= 2) return ring;
@@ -206,7 +218,8 @@ Rings embedded_rings(const Topology& topology, Rings rings) {
   return rings;
 }
 
-void ring_step(PhaseBuilder& builder, const Rings& rings, double forward_bytes, double backward_bytes) {
+void ring_step(PhaseBuilder& builder, const Rings& rings, double forward_bytes,
+               double backward_bytes) {
   for (const auto& ring : rings) {
     const size_t n = ring.size();
     for (size_t i = 0; i < n; ++i) {
@@ -218,8 +231,8 @@ void ring_step(PhaseBuilder& builder, const Rings& rings, double forward_bytes, 
 
 // All-gather (full result V per ring member) or reduce-scatter (full operand
 // V) over concurrent rings: the same transfers, data growing or shrinking.
-void ring_pass(PhaseBuilder& builder, const Rings& rings, double v, bool bidirectional, const std::string& what,
-               std::vector<Phase>& out) {
+void ring_pass(PhaseBuilder& builder, const Rings& rings, double v, bool bidirectional,
+               const std::string& what, std::vector<Phase>& out) {
   if (rings.empty() || rings.front().size() < 2) return;
   const auto n = static_cast<int64_t>(rings.front().size());
   const double chunk = v / static_cast<double>(n);
@@ -236,7 +249,9 @@ void ring_pass(PhaseBuilder& builder, const Rings& rings, double v, bool bidirec
   if (n % 2 == 0) {
     ring_step(builder, rings, chunk / 2, chunk / 2);
     builder.add_fixed_latency(builder.ring_step_overhead_s());
-    builder.finish(fmt::format("{} bidirectional ring half step to the opposite member (n={})", what, n), 1, out);
+    builder.finish(
+        fmt::format("{} bidirectional ring half step to the opposite member (n={})", what, n), 1,
+        out);
   }
 }
 
@@ -259,9 +274,10 @@ double ring_edge_latency(const Topology& topology, const Rings& rings) {
         if (next == ring[i]) continue;
         path.clear();
         topology.append_route(ring[i], next, path);
-        worst = std::max(worst, topology.chip_of(ring[i]) == topology.chip_of(next)
-                                    ? topology.params().on_chip_latency_s
-                                    : static_cast<double>(path.size()) * topology.params().ici_hop_latency_s);
+        worst = std::max(
+            worst, topology.chip_of(ring[i]) == topology.chip_of(next)
+                       ? topology.params().on_chip_latency_s
+                       : static_cast<double>(path.size()) * topology.params().ici_hop_latency_s);
       }
   return worst;
 }
@@ -270,8 +286,8 @@ Stage make_stage(const Topology& topology, Rings rings, double bytes, std::strin
   Stage stage{std::move(name), embedded_rings(topology, std::move(rings)), bytes, 0};
   const auto n = static_cast<int64_t>(stage.rings.front().size());
   // A bidirectional ring pass: (n-1)/2 full steps, plus a half step for even n.
-  stage.latency_s = static_cast<double>(n / 2) *
-                    (ring_edge_latency(topology, stage.rings) + topology.params().ring_step_overhead_s);
+  stage.latency_s = static_cast<double>(n / 2) * (ring_edge_latency(topology, stage.rings) +
+                                                  topology.params().ring_step_overhead_s);
   return stage;
 }
 
@@ -287,7 +303,8 @@ void pipelined_passes(PhaseBuilder& builder, const std::vector<Stage>& stages, i
   while (t < chunks + k - 1) {
     const int64_t lo = std::max<int64_t>(0, t - chunks + 1);
     const int64_t hi = std::min(t, k - 1);
-    int64_t repeat = 1;  // slots with the same active stages follow only while lo = 0 and hi = k - 1
+    int64_t repeat =
+        1;  // slots with the same active stages follow only while lo = 0 and hi = k - 1
     while (t + repeat < chunks + k - 1 && std::max<int64_t>(0, t + repeat - chunks + 1) == lo &&
            std::min(t + repeat, k - 1) == hi)
       ++repeat;
@@ -300,8 +317,8 @@ void pipelined_passes(PhaseBuilder& builder, const std::vector<Stage>& stages, i
       latency = std::max(latency, stage.latency_s);
     }
     builder.note_latency(latency);
-    builder.finish(fmt::format("pipelined slots {}..{} of {}: {} to {} ({} chunks)", t, t + repeat - 1,
-                               chunks + k - 1, stages[static_cast<size_t>(lo)].name,
+    builder.finish(fmt::format("pipelined slots {}..{} of {}: {} to {} ({} chunks)", t,
+                               t + repeat - 1, chunks + k - 1, stages[static_cast<size_t>(lo)].name,
                                stages[static_cast<size_t>(hi)].name, chunks),
                    repeat, out);
     t += repeat;
@@ -312,8 +329,8 @@ int64_t product(const std::vector<int64_t>& dims) {
   return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
 }
 
-void all_to_all_direct(PhaseBuilder& builder, const Topology& topology, const std::vector<CoreId>& group, double v,
-                       std::vector<Phase>& out) {
+void all_to_all_direct(PhaseBuilder& builder, const Topology& topology,
+                       const std::vector<CoreId>& group, double v, std::vector<Phase>& out) {
   const auto n = static_cast<int64_t>(group.size());
   const double chunk = v / static_cast<double>(n);
   // Large groups: flows between two chips share one route, so they are kept
@@ -348,7 +365,8 @@ void all_to_all_direct(PhaseBuilder& builder, const Topology& topology, const st
     return chip;
   };
   std::vector<double> occupancy(chip_count, 0.0);
-  for (ChipId c : chips) occupancy[static_cast<size_t>(c)] = static_cast<double>(members[static_cast<size_t>(c)].size());
+  for (ChipId c : chips)
+    occupancy[static_cast<size_t>(c)] = static_cast<double>(members[static_cast<size_t>(c)].size());
   for (int d = 0; d < rank; ++d) {
     const int64_t k = dims[d];
     if (k < 2) continue;
@@ -359,7 +377,7 @@ void all_to_all_direct(PhaseBuilder& builder, const Topology& topology, const st
     }
     for (ChipId line = 0; line < topology.num_chips(); ++line) {
       if (coord(line, d) != 0) continue;
-      const ChipId a_key = zero_dims(line, 0, d);     // (0.., a_d = 0, a_{>d})
+      const ChipId a_key = zero_dims(line, 0, d);         // (0.., a_d = 0, a_{>d})
       const ChipId b_key = zero_dims(line, d + 1, rank);  // (b_{<d}, b_d = 0, 0..)
       for (int64_t from = 0; from < k; ++from) {
         const double a_devices = a_sum[static_cast<size_t>(a_key + from * topology.stride(d))];
@@ -397,7 +415,8 @@ void all_to_all_direct(PhaseBuilder& builder, const Topology& topology, const st
       if (a == b) continue;
       const auto& from = members[static_cast<size_t>(a)];
       const auto& to = members[static_cast<size_t>(b)];
-      builder.add_unrouted_flow(from.front(), to.front(), chunk, static_cast<int64_t>(from.size() * to.size()));
+      builder.add_unrouted_flow(from.front(), to.front(), chunk,
+                                static_cast<int64_t>(from.size() * to.size()));
     }
   // Each device issues its n-1 messages one after another (LogP's overhead
   // o per message); the transfers themselves pipeline behind the issue, so
@@ -413,24 +432,27 @@ void validate(const Topology& topology, const CollectiveQuery& q) {
   if (q.kind == CollectiveKind::kCollectivePermute) {
     for (const auto& [s, d] : q.permute_pairs)
       if (s < 0 || d < 0 || s >= topology.num_devices() || d >= topology.num_devices())
-        throw UserError(fmt::format("collective-permute pair {}->{} is outside the {} devices of the slice", s, d,
-                                    topology.num_devices()));
+        throw UserError(
+            fmt::format("collective-permute pair {}->{} is outside the {} devices of the slice", s,
+                        d, topology.num_devices()));
     return;
   }
-  if (q.group.empty()) throw UserError(fmt::format("{} over an empty device group", collective_kind_name(q.kind)));
+  if (q.group.empty())
+    throw UserError(fmt::format("{} over an empty device group", collective_kind_name(q.kind)));
   for (CoreId core : q.group)
     if (core < 0 || core >= topology.num_devices())
       throw UserError(fmt::format("{} group names device {} outside the {} devices of the slice",
                                   collective_kind_name(q.kind), core, topology.num_devices()));
   if (!q.group_shape.empty() && product(q.group_shape) != static_cast<int64_t>(q.group.size()))
-    throw UserError(fmt::format("group shape [{}] does not hold the group's {} devices", fmt::join(q.group_shape, ", "),
-                                q.group.size()));
+    throw UserError(fmt::format("group shape [{}] does not hold the group's {} devices",
+                                fmt::join(q.group_shape, ", "), q.group.size()));
 }
 
 CollectiveAlgorithm resolve(const CollectiveQuery& q, int grid_dims) {
   const auto a = q.algorithm;
   switch (q.kind) {
-    case CollectiveKind::kCollectivePermute: return CollectiveAlgorithm::kDirect;
+    case CollectiveKind::kCollectivePermute:
+      return CollectiveAlgorithm::kDirect;
     case CollectiveKind::kAllToAll:
       // Direct (every pair, dimension-order routed) moves the same link-bytes
       // as the per-dim exchange but keeps all dims' links busy at once, so it
@@ -439,7 +461,8 @@ CollectiveAlgorithm resolve(const CollectiveQuery& q, int grid_dims) {
       return CollectiveAlgorithm::kDirect;
     default:
       if (a == CollectiveAlgorithm::kAuto)
-        return grid_dims >= 2 ? CollectiveAlgorithm::kTorus : CollectiveAlgorithm::kBidirectionalRing;
+        return grid_dims >= 2 ? CollectiveAlgorithm::kTorus
+                              : CollectiveAlgorithm::kBidirectionalRing;
       if (a == CollectiveAlgorithm::kDirect) return CollectiveAlgorithm::kBidirectionalRing;
       return a;
   }
@@ -449,23 +472,26 @@ CollectiveAlgorithm resolve(const CollectiveQuery& q, int grid_dims) {
 
 CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& q) {
   validate(topology, q);
-  std::vector<int64_t> shape = q.group_shape.empty() ? std::vector<int64_t>{static_cast<int64_t>(q.group.size())}
-                                                     : q.group_shape;
-  const int grid_dims = static_cast<int>(std::count_if(shape.begin(), shape.end(), [](int64_t d) { return d > 1; }));
+  std::vector<int64_t> shape = q.group_shape.empty()
+                                   ? std::vector<int64_t>{static_cast<int64_t>(q.group.size())}
+                                   : q.group_shape;
+  const int grid_dims =
+      static_cast<int>(std::count_if(shape.begin(), shape.end(), [](int64_t d) { return d > 1; }));
   CollectivePlan plan;
   plan.kind = q.kind;
   plan.algorithm = resolve(q, grid_dims);
   PhaseBuilder builder(topology);
   const double v = q.bytes_per_device;
-  const bool bidirectional =
-      plan.algorithm != CollectiveAlgorithm::kRing && plan.algorithm != CollectiveAlgorithm::kRingPerDim;
+  const bool bidirectional = plan.algorithm != CollectiveAlgorithm::kRing &&
+                             plan.algorithm != CollectiveAlgorithm::kRingPerDim;
   const bool per_dim = plan.algorithm == CollectiveAlgorithm::kTorus ||
                        plan.algorithm == CollectiveAlgorithm::kRingPerDim ||
                        plan.algorithm == CollectiveAlgorithm::kTorusPipelined;
   // Pipelining overlaps stages on different dims; on one dim it would only
   // add latency, so a 1-D group runs unchunked.
-  const int64_t chunks =
-      plan.algorithm == CollectiveAlgorithm::kTorusPipelined && grid_dims >= 2 ? std::max<int64_t>(q.chunks, 1) : 1;
+  const int64_t chunks = plan.algorithm == CollectiveAlgorithm::kTorusPipelined && grid_dims >= 2
+                             ? std::max<int64_t>(q.chunks, 1)
+                             : 1;
   const auto n = static_cast<int64_t>(q.group.size());
 
   // Reduce-scatter over dims in order, each shrinking the data by its size;
@@ -474,8 +500,8 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
   if (!per_dim) shape = {n};
   auto reduce_scatter = [&](double operand) {
     for (size_t d = 0; d < shape.size(); ++d) {
-      ring_pass(builder, embedded_rings(topology, lines_along(q.group, shape, d)), operand, bidirectional,
-                fmt::format("reduce-scatter dim {}", d), plan.phases);
+      ring_pass(builder, embedded_rings(topology, lines_along(q.group, shape, d)), operand,
+                bidirectional, fmt::format("reduce-scatter dim {}", d), plan.phases);
       operand /= static_cast<double>(shape[d]);
     }
   };
@@ -486,8 +512,8 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
       result /= static_cast<double>(shape[d]);
     }
     for (size_t d = shape.size(); d-- > 0;)
-      ring_pass(builder, embedded_rings(topology, lines_along(q.group, shape, d)), full[d], bidirectional,
-                fmt::format("all-gather dim {}", d), plan.phases);
+      ring_pass(builder, embedded_rings(topology, lines_along(q.group, shape, d)), full[d],
+                bidirectional, fmt::format("all-gather dim {}", d), plan.phases);
   };
 
   // Pipelined: the same passes as stages, chunks flowing through them.
@@ -518,8 +544,12 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
         all_gather(v);
       }
       break;
-    case CollectiveKind::kAllGather: chunks > 1 ? pipelined(false, true) : all_gather(v); break;
-    case CollectiveKind::kReduceScatter: chunks > 1 ? pipelined(true, false) : reduce_scatter(v); break;
+    case CollectiveKind::kAllGather:
+      chunks > 1 ? pipelined(false, true) : all_gather(v);
+      break;
+    case CollectiveKind::kReduceScatter:
+      chunks > 1 ? pipelined(true, false) : reduce_scatter(v);
+      break;
     case CollectiveKind::kAllToAll:
       if (plan.algorithm == CollectiveAlgorithm::kTorus) {
         for (size_t d = 0; d < shape.size(); ++d) {
@@ -539,10 +569,12 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
       builder.finish("collective-permute", 1, plan.phases);
       break;
   }
-  for (const Phase& phase : plan.phases) plan.analytic_time_s += static_cast<double>(phase.repeat) * phase.step_time_s;
+  for (const Phase& phase : plan.phases)
+    plan.analytic_time_s += static_cast<double>(phase.repeat) * phase.step_time_s;
   plan.bytes_sent_per_device = builder.max_sent();
   if (q.kind == CollectiveKind::kAllToAll && plan.algorithm == CollectiveAlgorithm::kDirect)
-    plan.bytes_sent_per_device = v * static_cast<double>(n - 1) / static_cast<double>(n);  // counted flows
+    plan.bytes_sent_per_device =
+        v * static_cast<double>(n - 1) / static_cast<double>(n);  // counted flows
   return plan;
 }
 

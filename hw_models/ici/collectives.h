@@ -42,11 +42,12 @@ const std::vector<CollectiveAlgorithmEntry>& collective_algorithms();
 struct CollectiveQuery {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   double bytes_per_device = 0;
-  std::vector<CoreId> group;           // physical devices in group order
-  std::vector<int64_t> group_shape;    // optional row-major grid of the group (torus algorithms)
+  std::vector<CoreId> group;         // physical devices in group order
+  std::vector<int64_t> group_shape;  // optional row-major grid of the group (torus algorithms)
   std::vector<std::pair<CoreId, CoreId>> permute_pairs;  // collective-permute: source -> target
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
-  int64_t chunks = 0;  // torus_pipelined: chunks C (0 = the preset's ici.collective_chunks; 1 alone)
+  int64_t chunks =
+      0;  // torus_pipelined: chunks C (0 = the preset's ici.collective_chunks; 1 alone)
 };
 
 // `count` identical flows between the same devices (their routes coincide);
@@ -70,7 +71,7 @@ struct Phase {
   // Of one repetition: the longest route's summed link latency plus the ring
   // step overhead; a pipelined slot: its slowest stage's steps x that.
   double latency_s = 0;
-  double step_time_s = 0;                // uncontended time of one repetition
+  double step_time_s = 0;  // uncontended time of one repetition
   int64_t repeat = 1;
 };
 

@@ -16,7 +16,7 @@ struct PhaseFlows {
   std::vector<int64_t> path_start;  // CSR over routes
   std::vector<LinkId> path_links;
   std::vector<double> weight;
-  std::vector<double> remaining;    // bytes per individual flow
+  std::vector<double> remaining;  // bytes per individual flow
   std::vector<std::vector<int>> flows_on_link;
   std::vector<LinkId> used_links;
 };
@@ -92,7 +92,8 @@ double fair_share_makespan(const Topology& topology, PhaseFlows& p) {
     double step = std::numeric_limits<double>::infinity();
     for (size_t f = 0; f < flows; ++f)
       if (active[f] && rate[f] > 0) step = std::min(step, p.remaining[f] / rate[f]);
-    if (!(step < std::numeric_limits<double>::infinity())) break;  // no progress possible (zero bandwidth)
+    if (!(step < std::numeric_limits<double>::infinity()))
+      break;  // no progress possible (zero bandwidth)
     now += step;
     for (size_t f = 0; f < flows; ++f) {
       if (!active[f]) continue;

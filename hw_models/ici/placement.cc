@@ -1,9 +1,9 @@
 // Logical mesh -> physical device placement (see placement.h for the orders).
 #include "hw_models/ici/placement.h"
 
-#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
 #include <functional>
 #include <numeric>
 #include <utility>
@@ -19,7 +19,8 @@ int64_t product(const std::vector<int64_t>& dims) {
 
 // Core of (row, inner index) on [X, Y, C] for the ring-preserving order.
 CoreId ring_core(const Slice& slice, int64_t outer, int64_t inner) {
-  const int64_t rows = slice.chip_dims[0], cols = slice.chip_dims[1], per_chip = slice.devices_per_chip;
+  const int64_t rows = slice.chip_dims[0], cols = slice.chip_dims[1],
+                per_chip = slice.devices_per_chip;
   const int64_t x = folded_ring_position(outer, rows);
   int64_t y = 0, device = 0;
   if (per_chip == 1) {
@@ -42,10 +43,11 @@ int64_t folded_ring_position(int64_t index, int64_t size) {
 }
 
 const yaml::NameTable<PlacementOrder>& placement_orders() {
-  static const yaml::NameTable<PlacementOrder> table{{PlacementOrder::kRowMajor, "row_major"},
-                                                     {PlacementOrder::kColumnMajor, "column_major"},
-                                                     {PlacementOrder::kExplicit, "explicit"},
-                                                     {PlacementOrder::kRingPreserving, "ring_preserving"}};
+  static const yaml::NameTable<PlacementOrder> table{
+      {PlacementOrder::kRowMajor, "row_major"},
+      {PlacementOrder::kColumnMajor, "column_major"},
+      {PlacementOrder::kExplicit, "explicit"},
+      {PlacementOrder::kRingPreserving, "ring_preserving"}};
   return table;
 }
 
@@ -65,7 +67,8 @@ Placement place_mesh(const Slice& slice, const PlacementQuery& query) {
   const int64_t devices = product(query.mesh_shape);
   if (devices != slice.num_devices())
     throw UserError(fmt::format("mesh [{}] has {} devices but the physical slice {} has {}",
-                                fmt::join(query.mesh_shape, ", "), devices, slice.to_string(), slice.num_devices()),
+                                fmt::join(query.mesh_shape, ", "), devices, slice.to_string(),
+                                slice.num_devices()),
                     "the mesh's product must equal the physical shape's product");
   Placement placement{query.mesh_shape, std::vector<CoreId>(static_cast<size_t>(devices))};
   switch (query.order) {
@@ -91,8 +94,9 @@ Placement place_mesh(const Slice& slice, const PlacementQuery& query) {
       std::vector<bool> seen(static_cast<size_t>(devices), false);
       for (int64_t core : query.explicit_devices) {
         if (core < 0 || core >= devices || seen[static_cast<size_t>(core)])
-          throw UserError(fmt::format("explicit device list must be a permutation of 0..{}; bad or repeated id {}",
-                                      devices - 1, core));
+          throw UserError(fmt::format(
+              "explicit device list must be a permutation of 0..{}; bad or repeated id {}",
+              devices - 1, core));
         seen[static_cast<size_t>(core)] = true;
       }
       placement.core_of_device = query.explicit_devices;
@@ -107,8 +111,9 @@ Placement place_mesh(const Slice& slice, const PlacementQuery& query) {
       const bool straight = shape[0] == x && shape[1] == inner;
       const bool transposed = shape[0] == inner && shape[1] == x;
       if (!straight && !transposed)
-        throw UserError(fmt::format("ring_preserving placement of mesh [{}] needs [{}, {}] or [{}, {}] on slice {}",
-                                    fmt::join(shape, ", "), x, inner, inner, x, slice.to_string()));
+        throw UserError(fmt::format(
+            "ring_preserving placement of mesh [{}] needs [{}, {}] or [{}, {}] on slice {}",
+            fmt::join(shape, ", "), x, inner, inner, x, slice.to_string()));
       for (int64_t a = 0; a < shape[0]; ++a)
         for (int64_t b = 0; b < shape[1]; ++b)
           placement.core_of_device[static_cast<size_t>(a * shape[1] + b)] =
@@ -186,7 +191,8 @@ std::string better_placement(const Topology& topology, const std::vector<int64_t
           placement_cost(t, place_mesh(candidate, PlacementQuery{mesh_shape, order, {}}));
       if (cost >= best_cost) continue;
       best_cost = cost;
-      best = fmt::format("--set 'mesh.physical=[{}]' --set mesh.order={}", fmt::join(candidate.physical_shape(), ","),
+      best = fmt::format("--set 'mesh.physical=[{}]' --set mesh.order={}",
+                         fmt::join(candidate.physical_shape(), ","),
                          order == PlacementOrder::kRowMajor ? "row_major" : "column_major");
     }
   } while (std::next_permutation(perm.begin(), perm.end()));
@@ -196,7 +202,8 @@ std::string better_placement(const Topology& topology, const std::vector<int64_t
 }  // namespace
 
 std::vector<std::string> placement_notes(const Topology& topology, const Placement& placement,
-                                         const std::vector<std::string>& axis_names, const std::string& order,
+                                         const std::vector<std::string>& axis_names,
+                                         const std::string& order,
                                          const std::vector<int64_t>& pod_dims) {
   std::vector<std::string> notes;
   for (size_t axis = 0; axis < placement.mesh_shape.size(); ++axis) {
@@ -204,12 +211,14 @@ std::vector<std::string> placement_notes(const Topology& topology, const Placeme
     const AxisRingLoad ring = axis_ring_load(topology, placement, axis);
     if (ring.max_link_load <= 2) continue;
     const std::string name = axis < axis_names.size() ? axis_names[axis] : fmt::format("{}", axis);
-    notes.push_back(fmt::format(
-        "mesh axis '{}' ({} devices) is not a ring of neighbouring chips under placement {} on the {}: a shift "
-        "along it (a windowed-einsum step, a ring collective) puts up to {} transfers on one ICI link and spans "
-        "up to {} hops, so it runs at 1/{} of the link rate",
-        name, placement.mesh_shape[axis], order, topology.slice().to_string(), ring.max_link_load, ring.max_hops,
-        ring.max_link_load));
+    notes.push_back(
+        fmt::format("mesh axis '{}' ({} devices) is not a ring of neighbouring chips under "
+                    "placement {} on the {}: a shift "
+                    "along it (a windowed-einsum step, a ring collective) puts up to {} transfers "
+                    "on one ICI link and spans "
+                    "up to {} hops, so it runs at 1/{} of the link rate",
+                    name, placement.mesh_shape[axis], order, topology.slice().to_string(),
+                    ring.max_link_load, ring.max_hops, ring.max_link_load));
   }
   if (notes.empty()) return notes;
   const std::string better = better_placement(topology, placement.mesh_shape, pod_dims);

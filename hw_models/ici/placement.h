@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "hw_models/ici/topology.h"
 #include "common/yaml_reader.h"
+#include "hw_models/ici/topology.h"
 
 namespace podsim::hw {
 
@@ -23,7 +23,7 @@ PlacementOrder placement_order_from_name(const std::string& name);
 const yaml::NameTable<PlacementOrder>& placement_orders();
 
 struct PlacementQuery {
-  std::vector<int64_t> mesh_shape;       // logical mesh; product = slice devices
+  std::vector<int64_t> mesh_shape;  // logical mesh; product = slice devices
   PlacementOrder order = PlacementOrder::kRowMajor;
   std::vector<int64_t> explicit_devices;  // kExplicit only
 };
@@ -56,7 +56,8 @@ AxisRingLoad axis_ring_load(const Topology& topology, const Placement& placement
 // no axis does, when one exists and fits `pod_dims`; empty when no axis is
 // loaded so.
 std::vector<std::string> placement_notes(const Topology& topology, const Placement& placement,
-                                         const std::vector<std::string>& axis_names, const std::string& order,
+                                         const std::vector<std::string>& axis_names,
+                                         const std::string& order,
                                          const std::vector<int64_t>& pod_dims);
 
 // Position along a ring of `size` that folds onto a line with no wraparound:

@@ -2,10 +2,10 @@
 // link-count derived figures (aggregate and bisection bandwidth).
 #include "hw_models/ici/topology.h"
 
-#include <algorithm>
-#include <cassert>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
+#include <cassert>
 #include <functional>
 #include <numeric>
 
@@ -25,8 +25,8 @@ std::vector<int64_t> Slice::physical_shape() const {
 
 std::string Slice::to_string() const {
   const bool torus = std::any_of(wraparound.begin(), wraparound.end(), [](bool w) { return w; });
-  return fmt::format("{} {} x {} device(s) per chip", fmt::join(chip_dims, "x"), torus ? "torus" : "mesh",
-                     devices_per_chip);
+  return fmt::format("{} {} x {} device(s) per chip", fmt::join(chip_dims, "x"),
+                     torus ? "torus" : "mesh", devices_per_chip);
 }
 
 Slice full_pod(const HardwareConfig& config) {
@@ -38,7 +38,8 @@ namespace {
 // The full pod wraps where the preset says; a smaller slice wraps along a
 // dim that is a whole number of torus blocks (ici.torus_block: TPU v4's
 // optical switches close a ring of 4x4x4 cubes), else it is a mesh there.
-std::vector<bool> wraparound_for(const HardwareConfig& config, const std::vector<int64_t>& chip_dims) {
+std::vector<bool> wraparound_for(const HardwareConfig& config,
+                                 const std::vector<int64_t>& chip_dims) {
   if (chip_dims == config.ici.pod_dims) return config.ici.pod_wraparound;
   std::vector<bool> wrap(chip_dims.size(), false);
   const int64_t block = config.ici.torus_block;
@@ -57,7 +58,8 @@ void best_factorization(int64_t chips, const std::vector<int64_t>& pod_dims, siz
     if (chips > pod_dims[dim]) return;
     current.push_back(chips);
     auto key = [](const std::vector<int64_t>& d) { return *std::max_element(d.begin(), d.end()); };
-    if (best.empty() || key(current) < key(best) || (key(current) == key(best) && current < best)) best = current;
+    if (best.empty() || key(current) < key(best) || (key(current) == key(best) && current < best))
+      best = current;
     current.pop_back();
     return;
   }
@@ -75,20 +77,23 @@ Slice default_slice(const HardwareConfig& config, int64_t devices) {
   const int64_t per_chip = config.chip.devices_per_chip;
   const Slice pod = full_pod(config);
   if (devices <= 0 || devices > pod.num_devices())
-    throw UserError(fmt::format("{} devices do not fit a {} pod ({} devices)", devices, config.name, pod.num_devices()),
+    throw UserError(fmt::format("{} devices do not fit a {} pod ({} devices)", devices, config.name,
+                                pod.num_devices()),
                     "use fewer devices or a preset with a larger pod");
-  if (devices < per_chip) return Slice{std::vector<int64_t>(pod.chip_dims.size(), 1),
-                                       std::vector<bool>(pod.chip_dims.size(), false), devices};
+  if (devices < per_chip)
+    return Slice{std::vector<int64_t>(pod.chip_dims.size(), 1),
+                 std::vector<bool>(pod.chip_dims.size(), false), devices};
   if (devices % per_chip != 0)
-    throw UserError(fmt::format("{} devices do not fill whole {} chips of {} devices", devices, config.name, per_chip),
+    throw UserError(fmt::format("{} devices do not fill whole {} chips of {} devices", devices,
+                                config.name, per_chip),
                     fmt::format("use a multiple of {} devices, or one device per chip: --set "
                                 "hardware.chip.devices_per_chip=1",
                                 per_chip));
   std::vector<int64_t> current, best;
   best_factorization(devices / per_chip, pod.chip_dims, 0, current, best);
   if (best.empty())
-    throw UserError(fmt::format("{} chips cannot be arranged as a box inside the {} pod", devices / per_chip,
-                                fmt::join(pod.chip_dims, "x")),
+    throw UserError(fmt::format("{} chips cannot be arranged as a box inside the {} pod",
+                                devices / per_chip, fmt::join(pod.chip_dims, "x")),
                     "give mesh.physical explicitly or use a power-of-two device count");
   return Slice{best, wraparound_for(config, best), per_chip};
 }
@@ -96,21 +101,24 @@ Slice default_slice(const HardwareConfig& config, int64_t devices) {
 Slice slice_from_physical(const HardwareConfig& config, const std::vector<int64_t>& physical) {
   const auto& pod = config.ici.pod_dims;
   if (physical.size() != pod.size() + 1)
-    throw UserError(fmt::format("physical shape [{}] must have {} entries: {} chip dims and devices per chip",
-                                fmt::join(physical, ", "), pod.size() + 1, pod.size()),
-                    fmt::format("give the chips along each of the {} pod dims, then the devices per chip",
-                                fmt::join(pod, "x")));
+    throw UserError(
+        fmt::format("physical shape [{}] must have {} entries: {} chip dims and devices per chip",
+                    fmt::join(physical, ", "), pod.size() + 1, pod.size()),
+        fmt::format("give the chips along each of the {} pod dims, then the devices per chip",
+                    fmt::join(pod, "x")));
   std::vector<int64_t> chips(physical.begin(), physical.end() - 1);
   for (size_t d = 0; d < chips.size(); ++d)
     if (chips[d] < 1 || chips[d] > pod[d])
-      throw UserError(fmt::format("physical shape [{}] does not fit the {} pod", fmt::join(physical, ", "),
-                                  fmt::join(pod, "x")),
+      throw UserError(fmt::format("physical shape [{}] does not fit the {} pod",
+                                  fmt::join(physical, ", "), fmt::join(pod, "x")),
                       "each chip dim must be between 1 and the pod's size along it");
   const int64_t per_chip = physical.back();
   if (per_chip < 1 || per_chip > config.chip.devices_per_chip)
-    throw UserError(fmt::format("physical shape [{}] uses {} devices per chip; {} has {}", fmt::join(physical, ", "),
-                                per_chip, config.name, config.chip.devices_per_chip),
-                    fmt::format("the last entry counts devices per chip: 1 to {}", config.chip.devices_per_chip));
+    throw UserError(
+        fmt::format("physical shape [{}] uses {} devices per chip; {} has {}",
+                    fmt::join(physical, ", "), per_chip, config.name, config.chip.devices_per_chip),
+        fmt::format("the last entry counts devices per chip: 1 to {}",
+                    config.chip.devices_per_chip));
   return Slice{chips, wraparound_for(config, chips), per_chip};
 }
 
@@ -121,8 +129,9 @@ LinkParams link_params(const HardwareConfig& config) {
 }
 
 LinkParams raw_link_params(const HardwareConfig& config) {
-  return LinkParams{config.ici.link_bandwidth, config.ici.hop_latency_s, config.chip.on_chip_bandwidth,
-                    config.chip.on_chip_latency_s, config.ici.message_overhead_s, config.ici.ring_step_overhead_s};
+  return LinkParams{config.ici.link_bandwidth,     config.ici.hop_latency_s,
+                    config.chip.on_chip_bandwidth, config.chip.on_chip_latency_s,
+                    config.ici.message_overhead_s, config.ici.ring_step_overhead_s};
 }
 
 Topology::Topology(Slice slice, LinkParams params)
@@ -145,8 +154,8 @@ Topology::Topology(Slice slice, LinkParams params)
         }
         const ChipId dst = chip + (next - coords[d]) * strides_[d];
         const auto id = static_cast<LinkId>(links_.size());
-        links_.push_back(Link{LinkKind::kIci, chip, dst, d, direction, -1, -1, params_.ici_bandwidth,
-                              params_.ici_hop_latency_s});
+        links_.push_back(Link{LinkKind::kIci, chip, dst, d, direction, -1, -1,
+                              params_.ici_bandwidth, params_.ici_hop_latency_s});
         ici_table_[static_cast<size_t>((chip * r + d) * 2 + (direction > 0 ? 0 : 1))] = id;
         boost::add_edge(static_cast<size_t>(chip), static_cast<size_t>(dst), id, graph_);
       }
@@ -159,8 +168,9 @@ Topology::Topology(Slice slice, LinkParams params)
       for (int64_t b = 0; b < per_chip; ++b) {
         if (a == b) continue;
         const auto id = static_cast<LinkId>(links_.size());
-        links_.push_back(Link{LinkKind::kOnChip, chip, chip, -1, 0, chip * per_chip + a, chip * per_chip + b,
-                              params_.on_chip_bandwidth, params_.on_chip_latency_s});
+        links_.push_back(Link{LinkKind::kOnChip, chip, chip, -1, 0, chip * per_chip + a,
+                              chip * per_chip + b, params_.on_chip_bandwidth,
+                              params_.on_chip_latency_s});
         on_chip_table_[static_cast<size_t>((chip * per_chip + a) * per_chip + b)] = id;
       }
 }
@@ -230,7 +240,9 @@ std::vector<LinkId> Topology::route_chips(ChipId src, ChipId dst) const {
   return route(src * slice_.devices_per_chip, dst * slice_.devices_per_chip);
 }
 
-int Topology::hops(ChipId src, ChipId dst) const { return static_cast<int>(route_chips(src, dst).size()); }
+int Topology::hops(ChipId src, ChipId dst) const {
+  return static_cast<int>(route_chips(src, dst).size());
+}
 
 double aggregate_ici_bandwidth(const Topology& topology) {
   double total = 0;

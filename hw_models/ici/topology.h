@@ -60,8 +60,8 @@ struct Link {
   LinkKind kind = LinkKind::kIci;
   ChipId src_chip = 0;
   ChipId dst_chip = 0;
-  int dim = -1;       // ICI: torus dimension; on-chip: -1
-  int direction = 0;  // ICI: +1 or -1 along dim
+  int dim = -1;          // ICI: torus dimension; on-chip: -1
+  int direction = 0;     // ICI: +1 or -1 along dim
   CoreId src_core = -1;  // on-chip only
   CoreId dst_core = -1;  // on-chip only
   double bandwidth = 0;  // bytes/s
@@ -73,7 +73,7 @@ struct LinkParams {
   double ici_hop_latency_s = 0;
   double on_chip_bandwidth = 0;
   double on_chip_latency_s = 0;
-  double message_overhead_s = 0;  // per message issued (ici.message_overhead_s)
+  double message_overhead_s = 0;    // per message issued (ici.message_overhead_s)
   double ring_step_overhead_s = 0;  // per ring step of a collective (ici.ring_step_overhead_s)
 };
 // What collectives see: ici_bandwidth = link_bandwidth x link_efficiency.
@@ -83,8 +83,9 @@ LinkParams raw_link_params(const HardwareConfig& config);
 
 class Topology {
  public:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-                                      boost::property<boost::edge_index_t, LinkId>>;
+  using Graph =
+      boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                            boost::property<boost::edge_index_t, LinkId>>;
 
   Topology(Slice slice, LinkParams params);
 

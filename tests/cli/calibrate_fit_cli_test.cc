@@ -3,8 +3,8 @@
 // variant is the run `--set hardware.<key>=<value>` gives, a bad variant is
 // an answer and not the end of the server, and the fit recovers a parameter
 // from measurements made with it, also for a config it leaves out.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -20,13 +20,15 @@ namespace podsim::studies {
 namespace {
 
 namespace fs = std::filesystem;
-using podsim::cli_test::fresh_dir;
 using driver::JobOutcome;
 using driver::WorkloadServer;
+using podsim::cli_test::fresh_dir;
 
 const std::string kSmall = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
 
-std::string field(const JobOutcome& o, const std::string& name) { return o.metrics.text(name).value_or(""); }
+std::string field(const JobOutcome& o, const std::string& name) {
+  return o.metrics.text(name).value_or("");
+}
 
 JobOutcome separate_run(const std::vector<std::string>& overrides) {
   ChildRunOptions o;
@@ -48,12 +50,14 @@ TEST(WorkloadServerTest, AnswersEachVariantAsASeparateRunWould) {
   ASSERT_TRUE(both.ok) << both.error;
   ASSERT_TRUE(overhead.ok) << overhead.error;
   EXPECT_FALSE(bad.ok);
-  EXPECT_NE(bad.error.find("unknown hardware key 'core.warp_drive'"), std::string::npos) << bad.error;
+  EXPECT_NE(bad.error.find("unknown hardware key 'core.warp_drive'"), std::string::npos)
+      << bad.error;
   // Same program, same hardware: the same digits as separate runs.
   EXPECT_EQ(field(base, "step_time_s"), field(separate_run({}), "step_time_s"));
-  EXPECT_EQ(field(both, "step_time_s"),
-            field(separate_run({"hardware.core.op_overhead_s=2e-6", "hardware.ici.link_efficiency=0.5"}),
-                  "step_time_s"));
+  EXPECT_EQ(
+      field(both, "step_time_s"),
+      field(separate_run({"hardware.core.op_overhead_s=2e-6", "hardware.ici.link_efficiency=0.5"}),
+            "step_time_s"));
   EXPECT_EQ(field(overhead, "step_time_s"),
             field(separate_run({"hardware.core.op_overhead_s=2e-6"}), "step_time_s"));
   // A larger per-op cost lengthens the step; slower links on top more so.
@@ -76,9 +80,11 @@ TEST(WorkloadServerTest, AWorkloadThatDoesNotLoadIsAnErrorAnswer) {
 // (an "error: " line for a rejected one).
 TEST(ServeCliTest, HeaderOnceThenOneRowPerRequest) {
   const fs::path dir = fresh_dir("serve_header");
-  std::ofstream(dir / "in.txt") << "\nhardware.core.op_overhead_s=2e-6\nhardware.core.warp_drive=1\n"
-                                   "hardware.ici.link_efficiency=0.5\n";
-  auto r = cli_test::run_split("run " + kSmall + " --format csv --serve <" + (dir / "in.txt").string());
+  std::ofstream(dir / "in.txt")
+      << "\nhardware.core.op_overhead_s=2e-6\nhardware.core.warp_drive=1\n"
+         "hardware.ici.link_efficiency=0.5\n";
+  auto r =
+      cli_test::run_split("run " + kSmall + " --format csv --serve <" + (dir / "in.txt").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines;
   std::istringstream text(r.out);
@@ -108,7 +114,8 @@ TEST(CalibrateFitCliTest, RecoversAParameterFromMeasurementsMadeWithIt) {
   const double step = std::stod(field(truth, "step_time_s"));
   const double tokens_per_second = std::stod(field(truth, "tokens_per_second"));
   const fs::path dir = fresh_dir("calibrate_fit");
-  std::ofstream(dir / "measured.yaml") << fmt::format(R"(points:
+  std::ofstream(dir / "measured.yaml")
+      << fmt::format(R"(points:
   - config: Steps
     workload: {0}
     metric: steps_per_second
@@ -128,8 +135,7 @@ fit:
     range: [0.2e-6, 20e-6]
     why: test
 )",
-                                                      kSmall, 1.0 / step, tokens_per_second,
-                                                      std::stod(field(truth, "mfu")));
+                     kSmall, 1.0 / step, tokens_per_second, std::stod(field(truth, "mfu")));
   MeasuredSet set = load_measured((dir / "measured.yaml").string());
   FitOptions options;
   options.podsim_binary = PODSIM_BINARY;
@@ -181,7 +187,8 @@ fit:
   const std::string page = fit_markdown(set, fit);
   EXPECT_EQ(page.find("Partial"), std::string::npos);
   EXPECT_NE(page.find("## Other measured numbers, not fitted"), std::string::npos);
-  EXPECT_NE(page.find("| `core.op_overhead_s` | 2e-07 to 2e-05 | 5e-07 |"), std::string::npos) << page;
+  EXPECT_NE(page.find("| `core.op_overhead_s` | 2e-07 to 2e-05 | 5e-07 |"), std::string::npos)
+      << page;
   EXPECT_NE(page.find("| Steps |"), std::string::npos);
   EXPECT_NE(page.find("left out (each predicted by a fit to the others)"), std::string::npos);
   EXPECT_NE(page.find("## Values fitted without each config"), std::string::npos);
@@ -195,13 +202,15 @@ TEST(CalibrateFitCliTest, ANonNumericKeyIsAUserError) {
       kSmall);
   auto r = cli_test::run_split("calibrate --fit --measured " + (dir / "measured.yaml").string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("'core.model' is 'systolic', not a number to fit"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'core.model' is 'systolic', not a number to fit"), std::string::npos)
+      << r.err;
 }
 
 TEST(CalibrateFitCliTest, AFileWithoutAFitListIsAUserError) {
   const fs::path dir = fresh_dir("calibrate_fit_none");
   std::ofstream(dir / "measured.yaml") << fmt::format(
-      "points:\n  - config: A\n    workload: {}\n    metric: steps_per_second\n    measured: 1\n", kSmall);
+      "points:\n  - config: A\n    workload: {}\n    metric: steps_per_second\n    measured: 1\n",
+      kSmall);
   auto r = cli_test::run_split("calibrate --fit --measured " + (dir / "measured.yaml").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no parameter under 'fit:'"), std::string::npos) << r.err;

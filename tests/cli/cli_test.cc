@@ -28,7 +28,8 @@ TEST(Cli, UnknownOptionExits2) {
 }
 
 TEST(Cli, PropagateOnlyPrintsEveryInstructionWithASharding) {
-  Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only");
+  Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") +
+                        " --propagate-only");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("%q = f32[8,16,4,8]{3,2,1,0} dot(%h, %wq)"), std::string::npos);
   EXPECT_NE(r.output.find("sharding={devices=[2,1,4,1]<=[8]}"), std::string::npos);
@@ -38,7 +39,8 @@ TEST(Cli, BadHloReportsFileLineColumnAndExits2WithoutOutputFile) {
   auto dir = std::filesystem::temp_directory_path() / "podsim_cli_test";
   std::filesystem::create_directories(dir);
   auto bad = dir / "bad.hlo";
-  std::ofstream(bad) << "HloModule m\n\nENTRY %e {\n  %p = f32[4] parameter(0)\n  ROOT %n = f32[4] frobnicate(%p)\n}\n";
+  std::ofstream(bad) << "HloModule m\n\nENTRY %e {\n  %p = f32[4] parameter(0)\n  ROOT %n = f32[4] "
+                        "frobnicate(%p)\n}\n";
   auto out = dir / "out.hlo";
   std::filesystem::remove(out);
   Result r = run_merged("partition " + bad.string() + " --propagate-only -o " + out.string());
@@ -53,14 +55,18 @@ TEST(Cli, PropagationToParametersCanBeTurnedOff) {
   auto dir = std::filesystem::temp_directory_path() / "podsim_cli_no_param_propagation";
   std::filesystem::create_directories(dir);
   auto file = dir / "m.hlo";
-  std::ofstream(file) << "HloModule m, num_partitions=4\n\nENTRY %e {\n  %p = f32[8,4] parameter(0)\n"
-                         "  ROOT %n = f32[8,4] negate(%p), sharding={devices=[4,1]<=[4]}\n}\n";
+  std::ofstream(file)
+      << "HloModule m, num_partitions=4\n\nENTRY %e {\n  %p = f32[8,4] parameter(0)\n"
+         "  ROOT %n = f32[8,4] negate(%p), sharding={devices=[4,1]<=[4]}\n}\n";
   Result on = run_merged("partition " + file.string() + " --propagate-only");
   ASSERT_EQ(on.exit_code, 0) << on.output;
-  EXPECT_NE(on.output.find("parameter(0), sharding={devices=[4,1]<=[4]}"), std::string::npos) << on.output;
-  Result off = run_merged("partition " + file.string() + " --propagate-only --no-propagate-to-parameters");
+  EXPECT_NE(on.output.find("parameter(0), sharding={devices=[4,1]<=[4]}"), std::string::npos)
+      << on.output;
+  Result off =
+      run_merged("partition " + file.string() + " --propagate-only --no-propagate-to-parameters");
   ASSERT_EQ(off.exit_code, 0) << off.output;
-  EXPECT_NE(off.output.find("parameter(0), sharding={replicated}"), std::string::npos) << off.output;
+  EXPECT_NE(off.output.find("parameter(0), sharding={replicated}"), std::string::npos)
+      << off.output;
 }
 
 TEST(Cli, PropagationTakesShardingsOverDeviceIdsBeyondTheMesh) {
@@ -69,26 +75,31 @@ TEST(Cli, PropagationTakesShardingsOverDeviceIdsBeyondTheMesh) {
   auto dir = std::filesystem::temp_directory_path() / "podsim_cli_ids_beyond_mesh";
   std::filesystem::create_directories(dir);
   auto file = dir / "m.hlo";
-  std::ofstream(file) << "HloModule m\n\nENTRY %e {\n  %p = f32[8,4] parameter(0), sharding={devices=[2,1]0,5}\n"
-                         "  ROOT %n = f32[8,4] negate(%p)\n}\n";
+  std::ofstream(file)
+      << "HloModule m\n\nENTRY %e {\n  %p = f32[8,4] parameter(0), sharding={devices=[2,1]0,5}\n"
+         "  ROOT %n = f32[8,4] negate(%p)\n}\n";
   Result propagated = run_merged("partition " + file.string() + " --mesh x=2 --propagate-only");
   ASSERT_EQ(propagated.exit_code, 0) << propagated.output;
   EXPECT_NE(propagated.output.find("negate(%p), sharding={devices=[2,1]0,5}"), std::string::npos)
       << propagated.output;
-  EXPECT_NE(propagated.output.find("up to 5 but --mesh x=2 has 2 devices"), std::string::npos) << propagated.output;
+  EXPECT_NE(propagated.output.find("up to 5 but --mesh x=2 has 2 devices"), std::string::npos)
+      << propagated.output;
   Result partitioned = run_merged("partition " + file.string() + " --mesh x=2");
   EXPECT_EQ(partitioned.exit_code, 2) << partitioned.output;
-  EXPECT_NE(partitioned.output.find("device 5 is out of range"), std::string::npos) << partitioned.output;
+  EXPECT_NE(partitioned.output.find("device 5 is out of range"), std::string::npos)
+      << partitioned.output;
 }
 
 TEST(Cli, MeshMustMatchTheModule) {
-  Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") + " --propagate-only --mesh x=4,y=4");
+  Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") +
+                        " --propagate-only --mesh x=4,y=4");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("num_partitions=8"), std::string::npos) << r.output;
 }
 
 TEST(Cli, PartitionVerifyRunsBothProgramsAndReportsOk) {
-  Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") + " --verify");
+  Result r = run_merged("partition " + source_path("workloads/examples/transformer_layer_2d.hlo") +
+                        " --verify");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("verify: ok (8 devices, max abs error"), std::string::npos) << r.output;
   // The per-device program: the layer input shard is f32[4,16,8] (B/2, L, M/4).
@@ -108,7 +119,8 @@ std::string write_large_dot(const std::string& dir_name) {
   std::ofstream(file) << "HloModule m, num_partitions=2\n\nENTRY %e {\n"
                          "  %a = f32[8192,8192] parameter(0), sharding={devices=[2,1]0,1}\n"
                          "  %b = f32[8192,8192] parameter(1), sharding={devices=[1,2]0,1}\n"
-                         "  ROOT %d = f32[8192,8192] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                         "  ROOT %d = f32[8192,8192] dot(%a, %b), lhs_contracting_dims={1}, "
+                         "rhs_contracting_dims={0}, "
                          "sharding={devices=[2,1]0,1}\n}\n";
   return file.string();
 }
@@ -124,7 +136,8 @@ TEST(Cli, VerifyOverTheLimitChecksReducedShapesAndSaysSo) {
 }
 
 TEST(Cli, VerifyFullOnlyRefusesInsteadOfReducing) {
-  Result r = run_merged("partition " + write_large_dot("podsim_cli_verify_full_only") + " --verify --verify-full-only");
+  Result r = run_merged("partition " + write_large_dot("podsim_cli_verify_full_only") +
+                        " --verify --verify-full-only");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--verify would need about"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("reduced shapes"), std::string::npos) << r.output;
@@ -137,12 +150,14 @@ TEST(Cli, PartitionWorkloadYamlBuildsTheModelAndVerifies) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("verify: ok (8 devices"), std::string::npos) << r.output;
   // bf16 sums of 32 terms: 4 x 2^-8 x sqrt(32) = 0.0884 (compiler/spmd/verify.h).
-  EXPECT_NE(r.output.find("relative tolerance 0.0883883 of the RMS"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("relative tolerance 0.0883883 of the RMS"), std::string::npos)
+      << r.output;
   // The softmax's stop-gradient barrier is gone from the per-device program
   // (no gradient is taken here, as compile() removes it after autodiff).
   EXPECT_EQ(r.output.find("StopGradient"), std::string::npos);
   // --set reaches the workload; --mesh does not apply to it.
-  Result layers = run_merged("partition " + source_path("workloads/small.yaml") + " --set model.layers=1 --propagate-only");
+  Result layers = run_merged("partition " + source_path("workloads/small.yaml") +
+                             " --set model.layers=1 --propagate-only");
   EXPECT_EQ(layers.exit_code, 0) << layers.output;
   EXPECT_EQ(layers.output.find("fwd/layer_1/"), std::string::npos);
   Result mesh = run_merged("partition " + source_path("workloads/small.yaml") + " --mesh x=2");

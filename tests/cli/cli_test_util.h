@@ -47,9 +47,11 @@ inline SplitRun run_split(const std::string& args) {
   // One stderr file per process: ctest runs tests in parallel processes, and
   // a shared name let one test read another's stderr (a flaky failure).
   namespace fs = std::filesystem;
-  const fs::path err_file = fs::temp_directory_path() / ("podsim_cli_test." + std::to_string(getpid()) + ".stderr");
+  const fs::path err_file =
+      fs::temp_directory_path() / ("podsim_cli_test." + std::to_string(getpid()) + ".stderr");
   SplitRun r;
-  r.out = detail::capture_stdout(std::string(PODSIM_BINARY) + " " + args + " 2>" + err_file.string(), r.exit_code);
+  r.out = detail::capture_stdout(
+      std::string(PODSIM_BINARY) + " " + args + " 2>" + err_file.string(), r.exit_code);
   r.err = test_files::read_file(err_file);
   fs::remove(err_file);
   return r;
@@ -64,7 +66,8 @@ inline MergedRun run_merged(const std::string& args) {
 // An empty scratch directory of its own per test and process.
 inline std::filesystem::path fresh_dir(const std::string& name) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("podsim_cli_" + name + "_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("podsim_cli_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

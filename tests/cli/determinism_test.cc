@@ -50,8 +50,10 @@ TEST(Determinism, RunJsonIsByteIdenticalAcrossRuns) {
 
 TEST(Determinism, RunCsvAndTraceAreByteIdenticalAcrossRuns) {
   fs::path dir = fresh_dir("csv_trace");
-  Result a = run_split("run " + kSmall + " --format csv --trace " + (dir / "a.trace.json").string());
-  Result b = run_split("run " + kSmall + " --format csv --trace " + (dir / "b.trace.json").string());
+  Result a =
+      run_split("run " + kSmall + " --format csv --trace " + (dir / "a.trace.json").string());
+  Result b =
+      run_split("run " + kSmall + " --format csv --trace " + (dir / "b.trace.json").string());
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(a.out, b.out);
@@ -67,11 +69,14 @@ TEST(Determinism, SweepCsvAndJsonlAreTheSameBytesWithOneOrTwoJobs) {
   // -j 2 the 1-layer points tend to finish before them: the rows must still
   // come out in grid order.
   fs::path dir = fresh_dir("determinism_sweep");
-  std::ofstream(dir / "s.yaml") << "name: det\nbase: " << kSmall
-                                << "\ngrid:\n  model.layers: [4, 1]\n  model.global_batch: [8, 16]\n";
+  std::ofstream(dir / "s.yaml")
+      << "name: det\nbase: " << kSmall
+      << "\ngrid:\n  model.layers: [4, 1]\n  model.global_batch: [8, 16]\n";
   const std::string sweep = "sweep " + (dir / "s.yaml").string();
-  Result one = run_split(sweep + " -j 1 -o " + (dir / "j1.csv").string() + " --jsonl " + (dir / "j1.jsonl").string());
-  Result two = run_split(sweep + " -j 2 -o " + (dir / "j2.csv").string() + " --jsonl " + (dir / "j2.jsonl").string());
+  Result one = run_split(sweep + " -j 1 -o " + (dir / "j1.csv").string() + " --jsonl " +
+                         (dir / "j1.jsonl").string());
+  Result two = run_split(sweep + " -j 2 -o " + (dir / "j2.csv").string() + " --jsonl " +
+                         (dir / "j2.jsonl").string());
   ASSERT_EQ(one.exit_code, 0) << one.err;
   ASSERT_EQ(two.exit_code, 0) << two.err;
   const std::string csv = read_file(dir / "j1.csv");

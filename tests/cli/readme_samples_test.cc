@@ -22,8 +22,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "reports/formats.h"
 #include "reports/flat_report.h"
+#include "reports/formats.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace podsim::cli_test {
@@ -40,12 +40,14 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 // Runs `podsim ARGS` from the repo root (the samples name repo paths).
 std::string run_sample_command(const std::string& command) {
-  EXPECT_EQ(command.rfind("podsim ", 0), 0u) << "a sample command starts with 'podsim ': " << command;
+  EXPECT_EQ(command.rfind("podsim ", 0), 0u)
+      << "a sample command starts with 'podsim ': " << command;
   const std::string args = command.substr(std::string("podsim ").size());
   int exit_code = -1;
-  const std::string out = detail::capture_stdout(
-      "cd '" + std::string(PODSIM_SOURCE_DIR) + "' && " + std::string(PODSIM_BINARY) + " " + args + " 2>/dev/null",
-      exit_code);
+  const std::string out =
+      detail::capture_stdout("cd '" + std::string(PODSIM_SOURCE_DIR) + "' && " +
+                                 std::string(PODSIM_BINARY) + " " + args + " 2>/dev/null",
+                             exit_code);
   EXPECT_EQ(exit_code, 0) << command;
   return out;
 }
@@ -79,12 +81,14 @@ std::string readable(const std::string& field, const std::string& value) {
 std::string row_label(const std::string& command) {
   std::string label;
   static const std::regex set(R"(--set\s+(\S+))");
-  for (auto it = std::sregex_iterator(command.begin(), command.end(), set); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(command.begin(), command.end(), set);
+       it != std::sregex_iterator(); ++it)
     label += (label.empty() ? "" : ", ") + (*it)[1].str();
   return label.empty() ? "base" : "`" + label + "`";
 }
 
-std::string table(const std::vector<std::string>& fields, const std::vector<std::string>& commands) {
+std::string table(const std::vector<std::string>& fields,
+                  const std::vector<std::string>& commands) {
   std::string out = "| run |";
   std::string rule = "|---|";
   for (const std::string& f : fields) {
@@ -98,7 +102,8 @@ std::string table(const std::vector<std::string>& fields, const std::vector<std:
     if (row.empty()) continue;
     out += fmt::format("| {} |", row_label(command));
     for (const std::string& f : fields) {
-      const auto field = std::find_if(row.begin(), row.end(), [&](const auto& kv) { return kv.first == f; });
+      const auto field =
+          std::find_if(row.begin(), row.end(), [&](const auto& kv) { return kv.first == f; });
       EXPECT_NE(field, row.end()) << "no report field '" << f << "' in " << command;
       const std::string value = field != row.end() ? readable(f, field->second) : std::string("?");
       out += fmt::format(" {} |", value);
@@ -118,23 +123,28 @@ struct Sample {
 
 std::vector<Sample> find_samples(const std::string& readme) {
   std::vector<Sample> samples;
-  static const std::regex lines_marker(R"(<!-- sample: (podsim [^|]*?) \| lines (\d+)-(\d+) -->\n)");
-  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), lines_marker); it != std::sregex_iterator(); ++it) {
+  static const std::regex lines_marker(
+      R"(<!-- sample: (podsim [^|]*?) \| lines (\d+)-(\d+) -->\n)");
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), lines_marker);
+       it != std::sregex_iterator(); ++it) {
     Sample s;
     s.marker = (*it)[1].str();
     s.begin = static_cast<size_t>(it->position(0) + it->length(0));
-    EXPECT_EQ(readme.compare(s.begin, 4, "```\n"), 0) << "a ``` block must follow the sample comment of " << s.marker;
+    EXPECT_EQ(readme.compare(s.begin, 4, "```\n"), 0)
+        << "a ``` block must follow the sample comment of " << s.marker;
     s.begin += 4;
     s.end = readme.find("```\n", s.begin);
     if (s.end == std::string::npos) {
       ADD_FAILURE() << "unterminated sample block for " << s.marker;
       continue;
     }
-    s.generated = excerpt(run_sample_command(s.marker), std::stoul((*it)[2].str()), std::stoul((*it)[3].str()));
+    s.generated = excerpt(run_sample_command(s.marker), std::stoul((*it)[2].str()),
+                          std::stoul((*it)[3].str()));
     samples.push_back(s);
   }
   static const std::regex table_marker(R"(<!-- sample-table: ([^\n]*)\n([^]*?)-->\n)");
-  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), table_marker); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), table_marker);
+       it != std::sregex_iterator(); ++it) {
     Sample s;
     s.marker = "table " + (*it)[1].str();
     std::vector<std::string> fields;
@@ -145,7 +155,8 @@ std::vector<Sample> find_samples(const std::string& readme) {
       if (!line.empty()) commands.push_back(line);
     s.begin = static_cast<size_t>(it->position(0) + it->length(0));
     s.end = s.begin;
-    while (s.end < readme.size() && readme[s.end] == '|') {  // the table: consecutive lines starting with '|'
+    while (s.end < readme.size() &&
+           readme[s.end] == '|') {  // the table: consecutive lines starting with '|'
       const size_t eol = readme.find('\n', s.end);
       s.end = eol == std::string::npos ? readme.size() : eol + 1;
     }
@@ -160,8 +171,10 @@ TEST(ReadmeSamples, EveryBlockIsTheOutputOfItsCommand) {
   std::string readme = test_files::read_file(path);
   std::vector<Sample> samples = find_samples(readme);
   ASSERT_GE(samples.size(), 2u) << "README.md lost its generated samples";
-  if (const char* update = std::getenv("PODSIM_UPDATE_README"); update && std::string(update) == "1") {
-    std::sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.begin > b.begin; });
+  if (const char* update = std::getenv("PODSIM_UPDATE_README");
+      update && std::string(update) == "1") {
+    std::sort(samples.begin(), samples.end(),
+              [](const Sample& a, const Sample& b) { return a.begin > b.begin; });
     for (const Sample& s : samples) readme.replace(s.begin, s.end - s.begin, s.generated);
     std::ofstream(path) << readme;
     return;

@@ -3,7 +3,6 @@
 // workloads/small.yaml in every format, with a trace.
 #include <gtest/gtest.h>
 
-
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -36,12 +35,14 @@ TEST(RunCli, BadYamlReportsFileLineColumnExits2AndWritesNoFiles) {
   size_t at = yaml.find("  layers: 2\n");
   ASSERT_NE(at, std::string::npos);
   yaml.replace(at, 11, "  layers: two");
-  int line = 1 + static_cast<int>(std::count(yaml.begin(), yaml.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  int line = 1 + static_cast<int>(std::count(yaml.begin(),
+                                             yaml.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
   std::ofstream(bad) << yaml;
   Result r = run_split("run " + bad.string() + " -o " + (dir / "r.json").string() + " --trace " +
-                    (dir / "t.json").string() + " --format json");
+                       (dir / "t.json").string() + " --format json");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find(bad.string() + ":" + std::to_string(line) + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(bad.string() + ":" + std::to_string(line) + ":"), std::string::npos)
+      << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_EQ(files_in(dir), 1u);  // only bad.yaml: no report, no trace, no temp files
 }
@@ -66,7 +67,8 @@ TEST(RunCli, UnknownFormatIsRejectedByTheArgumentParser) {
 TEST(RunCli, SmallWorkloadJsonReportAndTrace) {
   fs::path dir = fresh_dir("small");
   fs::path trace = dir / "small.trace.json";
-  Result r = run_split("run " + source_path("workloads/small.yaml") + " --format json --trace " + trace.string());
+  Result r = run_split("run " + source_path("workloads/small.yaml") + " --format json --trace " +
+                       trace.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["workload"], "small");
@@ -75,7 +77,8 @@ TEST(RunCli, SmallWorkloadJsonReportAndTrace) {
   // small.yaml: global_batch 8 x seq_len 16 = 128 tokens per step.
   EXPECT_DOUBLE_EQ(j["tokens_per_second"].get<double>() * j["step_time_s"].get<double>(), 128.0);
   EXPECT_GT(j["mfu"].get<double>(), 0);
-  EXPECT_LE(j["mfu"].get<double>(), j["hfu"].get<double>() * (1 + 1e-9));  // remat/padding only add FLOPs
+  EXPECT_LE(j["mfu"].get<double>(),
+            j["hfu"].get<double>() * (1 + 1e-9));  // remat/padding only add FLOPs
   EXPECT_TRUE(j["fits_in_memory"].get<bool>());
   nlohmann::json t = nlohmann::json::parse(std::ifstream(trace));
   int complete = 0;
@@ -92,7 +95,8 @@ TEST(RunCli, SmallWorkloadEveryFormatAndOutputFile) {
   Result csv = run_split("run " + source_path("workloads/small.yaml") + " --format csv");
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 2);
-  Result md = run_split("run " + source_path("workloads/small.yaml") + " --format markdown -o " + (dir / "r.md").string());
+  Result md = run_split("run " + source_path("workloads/small.yaml") + " --format markdown -o " +
+                        (dir / "r.md").string());
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_TRUE(md.out.empty());
   std::ifstream in(dir / "r.md");
@@ -148,7 +152,8 @@ TEST(RunHloCli, PerDeviceModuleRunsAsIsWithItsOwnCollectives) {
   // The table says how it ran on its first line.
   const Result table = run_split("run " + file.string());
   ASSERT_EQ(table.exit_code, 0) << table.err;
-  EXPECT_NE(table.out.substr(0, table.out.find('\n')).find("run as-is"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.substr(0, table.out.find('\n')).find("run as-is"), std::string::npos)
+      << table.out;
   // An HLO module does not say which entry parameters are weights: the count
   // is labelled as what it is. p and w: 1024 x 128 + 128 x 512 = 196608 floats.
   EXPECT_NE(table.out.find("entry float elements"), std::string::npos) << table.out;
@@ -165,7 +170,8 @@ TEST(RunHloCli, GlobalModuleIsPartitionedOverTheDevicesItsShardingsName) {
   EXPECT_EQ(j["devices"], 4);
   // --mode as-is on the global module runs it on one device's view: 4
   // devices each doing the whole dot.
-  const Result forced = run_split("run " + file.string() + " --format json --mode as-is --mesh x=4");
+  const Result forced =
+      run_split("run " + file.string() + " --format json --mode as-is --mesh x=4");
   ASSERT_EQ(forced.exit_code, 0) << forced.err;
   EXPECT_EQ(nlohmann::json::parse(forced.out)["mode"], "as-is");
 }
@@ -199,7 +205,8 @@ TEST(RunHloCli, HostOffloadedValuesAreNamedInTheReport) {
   // 1048576), and the two transfers take at least 2 x 1 MiB over the host
   // link (15.75e9 B/s per chip, shared by TPUv3's 2 devices: 7.875e9 B/s).
   const fs::path dir = fresh_dir("run_hlo_offload");
-  const fs::path file = write_module(dir, "o.hlo", R"(HloModule offload, is_scheduled=true, num_partitions=2
+  const fs::path file =
+      write_module(dir, "o.hlo", R"(HloModule offload, is_scheduled=true, num_partitions=2
 ENTRY %main (x: f32[1024,256]) -> f32[1024,256] {
   %x = f32[1024,256]{1,0} parameter(0)
   %h = f32[1024,256]{1,0} custom-call(%x), custom_call_target="MoveToHost"
@@ -211,7 +218,9 @@ ENTRY %main (x: f32[1024,256]) -> f32[1024,256] {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["mode"], "as-is");
   bool named = false;
-  for (const auto& note : j["notes"]) named |= note.get<std::string>().find("1 value(s) offloaded to host memory (1048576 bytes") != std::string::npos;
+  for (const auto& note : j["notes"])
+    named |= note.get<std::string>().find("1 value(s) offloaded to host memory (1048576 bytes") !=
+             std::string::npos;
   EXPECT_TRUE(named) << j["notes"].dump();
   EXPECT_GE(j["step_time_s"].get<double>(), 2 * 1048576.0 / 7.875e9);
 }

@@ -2,8 +2,8 @@
 // (studies/job_runner.h, studies/sweep.h, studies/regress.h), using the built podsim
 // binary: a failing or crashing point becomes an error row; regress on a
 // copy of the shipped baselines passes, and detects a deliberate change.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,8 +26,8 @@ namespace podsim::studies {
 namespace {
 
 namespace fs = std::filesystem;
-using podsim::cli_test::fresh_dir;
 using driver::JobOutcome;
+using podsim::cli_test::fresh_dir;
 using reports::report_columns;
 
 const std::string kSmall = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
@@ -41,12 +41,15 @@ ChildRunOptions children(int jobs = 1) {
 
 void write_text(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
-std::optional<std::string> field(const JobOutcome& o, const std::string& name) { return o.metrics.text(name); }
+std::optional<std::string> field(const JobOutcome& o, const std::string& name) {
+  return o.metrics.text(name);
+}
 
 TEST(SweepCliTest, ChildRunsGiveTheReportFieldsAndFailuresBecomeErrors) {
-  std::vector<RunJob> jobs = {RunJob{kSmall, {}, "fast"},
-                              RunJob{kSmall, {"model.layerz=3"}, "fast"},  // a user error in the child
-                              RunJob{"/nonexistent/w.yaml", {}, "fast"}};
+  std::vector<RunJob> jobs = {
+      RunJob{kSmall, {}, "fast"},
+      RunJob{kSmall, {"model.layerz=3"}, "fast"},  // a user error in the child
+      RunJob{"/nonexistent/w.yaml", {}, "fast"}};
   std::vector<JobOutcome> out = run_jobs(jobs, children(2));
   ASSERT_EQ(out.size(), 3u);
   ASSERT_TRUE(out[0].ok) << out[0].error;
@@ -60,7 +63,8 @@ TEST(SweepCliTest, ChildRunsGiveTheReportFieldsAndFailuresBecomeErrors) {
 
 TEST(SweepCliTest, SweepPointsRunInParallelAndTheTableHasFixedColumns) {
   fs::path dir = fresh_dir("sweep");
-  write_text(dir / "s.yaml", "name: layers\nbase: " + kSmall + "\ngrid:\n  model.layers: [1, 2, 0]\n");
+  write_text(dir / "s.yaml",
+             "name: layers\nbase: " + kSmall + "\ngrid:\n  model.layers: [1, 2, 0]\n");
   SweepSpec spec = load_sweep((dir / "s.yaml").string());
   std::vector<SweepPoint> points = expand_sweep(spec);
   ASSERT_EQ(points.size(), 3u);
@@ -84,7 +88,8 @@ TEST(SweepCliTest, SweepPointsRunInParallelAndTheTableHasFixedColumns) {
   EXPECT_EQ(rows[0].size(), 4 + report_columns().size());
   EXPECT_EQ(rows[3][2], "error");
   // Twice the layers, more step time.
-  size_t step = static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), "step_time_s") - rows[0].begin());
+  size_t step = static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), "step_time_s") -
+                                    rows[0].begin());
   ASSERT_LT(step, rows[0].size());
   EXPECT_GT(std::stod(rows[2][step]), std::stod(rows[1][step]));
   fs::remove_all(dir);
@@ -98,7 +103,8 @@ TEST(SweepCliTest, HardwareOnlyPointsShareOneCompileAndGiveThePointByPointRows) 
   // Scanned layers: a link-rate variant recompiles in the server, and the
   // recompiled program must carry the same notes as a fresh run's.
   write_text(dir / "s.yaml", "name: hbm\nbase: " + kSmall +
-                                 "\nset: {model.layer_loop: scan}\ngrid:\n  hardware.hbm.bandwidth: [4.5e11, 9e11, 1.8e12]\n"
+                                 "\nset: {model.layer_loop: scan}\ngrid:\n  "
+                                 "hardware.hbm.bandwidth: [4.5e11, 9e11, 1.8e12]\n"
                                  "  hardware.ici.link_bandwidth: [4.1e10, 8.2e10]\n");
   SweepSpec spec = load_sweep((dir / "s.yaml").string());
   std::vector<SweepPoint> points = expand_sweep(spec);
@@ -131,7 +137,8 @@ TEST(SweepCliTest, HardwareOnlyPointsShareOneCompileAndGiveThePointByPointRows) 
   std::vector<PointResult> again = run_sweep_points(spec, points, children(2), &two);
   EXPECT_EQ(two.serve_children, 2);
   EXPECT_EQ(two.point_children, 0);
-  for (size_t i = 0; i < again.size(); ++i) EXPECT_EQ(again[i].metrics, results[i].metrics) << "point " << i;
+  for (size_t i = 0; i < again.size(); ++i)
+    EXPECT_EQ(again[i].metrics, results[i].metrics) << "point " << i;
   fs::remove_all(dir);
 }
 
@@ -139,8 +146,9 @@ TEST(SweepCliTest, HardwareOnlyPointsShareOneCompileAndGiveThePointByPointRows) 
 // alone and its error row reads as a plain `podsim run`'s.
 TEST(SweepCliTest, EachNonHardwareSettingIsOneGroupAndARejectedVariantIsAnErrorRow) {
   fs::path dir = fresh_dir("sweep-groups");
-  write_text(dir / "s.yaml", "name: mixed\nbase: " + kSmall +
-                                 "\ngrid:\n  model.layers: [1, 2]\n  hardware.hbm.bandwidth: [9e11, -1, 1.8e12]\n");
+  write_text(dir / "s.yaml",
+             "name: mixed\nbase: " + kSmall +
+                 "\ngrid:\n  model.layers: [1, 2]\n  hardware.hbm.bandwidth: [9e11, -1, 1.8e12]\n");
   SweepSpec spec = load_sweep((dir / "s.yaml").string());
   std::vector<SweepPoint> points = expand_sweep(spec);
   std::vector<CompileGroup> groups = group_by_compile(spec, points);
@@ -156,7 +164,8 @@ TEST(SweepCliTest, EachNonHardwareSettingIsOneGroupAndARejectedVariantIsAnErrorR
   EXPECT_EQ(stats.point_children, 2);  // the two -1 points
   ASSERT_EQ(results.size(), 6u);
   for (size_t i : {0, 2, 3, 5}) EXPECT_TRUE(results[i].ok) << i << ": " << results[i].error;
-  std::vector<JobOutcome> alone = run_jobs({RunJob{kSmall, points[1].overrides(spec), "fast"}}, children());
+  std::vector<JobOutcome> alone =
+      run_jobs({RunJob{kSmall, points[1].overrides(spec), "fast"}}, children());
   ASSERT_FALSE(alone[0].ok);
   for (size_t i : {1, 4}) {
     EXPECT_FALSE(results[i].ok);
@@ -169,7 +178,8 @@ TEST(SweepCliTest, EachNonHardwareSettingIsOneGroupAndARejectedVariantIsAnErrorR
 // points rerun alone and become the error rows a plain run gives.
 TEST(SweepCliTest, ACrashedOrHungServerLeavesItsPointsToRunAlone) {
   fs::path dir = fresh_dir("sweep-serve-crash");
-  write_text(dir / "s.yaml", "name: hbm\nbase: " + kSmall + "\ngrid:\n  hardware.hbm.bandwidth: [9e11, 1.8e12]\n");
+  write_text(dir / "s.yaml",
+             "name: hbm\nbase: " + kSmall + "\ngrid:\n  hardware.hbm.bandwidth: [9e11, 1.8e12]\n");
   SweepSpec spec = load_sweep((dir / "s.yaml").string());
   std::vector<SweepPoint> points = expand_sweep(spec);
   write_text(dir / "crash", "#!/bin/sh\necho 'about to crash' >&2\nkill -SEGV $$\n");
@@ -191,7 +201,8 @@ TEST(SweepCliTest, ACrashedOrHungServerLeavesItsPointsToRunAlone) {
   o.timeout_seconds = 0.3;
   results = run_sweep_points(spec, points, o, &stats);
   EXPECT_EQ(stats.point_children, 2);
-  for (const PointResult& r : results) EXPECT_NE(r.error.find("timed out after 0.3 s"), std::string::npos) << r.error;
+  for (const PointResult& r : results)
+    EXPECT_NE(r.error.find("timed out after 0.3 s"), std::string::npos) << r.error;
   fs::remove_all(dir);
 }
 
@@ -200,7 +211,8 @@ TEST(SweepCliTest, ACrashedOrHungServerLeavesItsPointsToRunAlone) {
 // RegressPassesOnEveryShippedBaseline) with the workload path made absolute.
 fs::path copy_small_baselines() {
   fs::path dir = fresh_dir("baselines");
-  for (const std::string& f : baseline_files(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines")) {
+  for (const std::string& f :
+       baseline_files(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines")) {
     if (!fs::path(f).filename().string().starts_with("small")) continue;
     Baseline b = load_baseline(f);
     b.workload = b.workload_path;
@@ -277,7 +289,8 @@ TEST(SweepCliTest, TimeByPassAndByComponentAddUpToComputePlusExposed) {
     EXPECT_TRUE(v.has_value()) << name;
     return v.value_or(0.0);
   };
-  const double busy = number("time_breakdown_s.compute") + number("time_breakdown_s.exposed_communication");
+  const double busy =
+      number("time_breakdown_s.compute") + number("time_breakdown_s.exposed_communication");
   double by_pass = 0, by_component = 0;
   for (const char* key : {"forward", "recompute", "backward", "optimizer", "other"})
     by_pass += number(std::string("time_by_pass_s.") + key);
@@ -315,7 +328,8 @@ checks:
     quantity: MFU
     field: mfu
     range: [0.5, 0.62]
-)", kSmall));
+)",
+                                                kSmall));
   int progress_calls = 0;
   ChildRunOptions o = children(2);
   o.on_progress = [&progress_calls](int, int total) {
@@ -338,8 +352,8 @@ checks:
   EXPECT_FALSE(result.checks[1].holds);
 
   const fs::path page = dir / "calibration.md";
-  auto r = podsim::cli_test::run_merged(
-      fmt::format("calibrate --measured {} -o {}", (dir / "measured.yaml").string(), page.string()));
+  auto r = podsim::cli_test::run_merged(fmt::format(
+      "calibrate --measured {} -o {}", (dir / "measured.yaml").string(), page.string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string md = read_text_file(page);
   EXPECT_NE(md.find("| Small | small.yaml | steps_per_second | 1000 |"), std::string::npos) << md;
@@ -357,8 +371,8 @@ TEST(SweepCliTest, PlotWithoutGnuplotFailsBeforeTheSweep) {
   write_text(dir / "s.yaml", "name: layers\nbase: " + kSmall + "\ngrid:\n  model.layers: [1, 2]\n");
   int code = -1;
   const std::string out = podsim::cli_test::detail::capture_stdout(
-      fmt::format("env PATH=/nonexistent {} sweep {} -o {} --plot {} 2>&1", PODSIM_BINARY, (dir / "s.yaml").string(),
-                  (dir / "r.csv").string(), (dir / "p.svg").string()),
+      fmt::format("env PATH=/nonexistent {} sweep {} -o {} --plot {} 2>&1", PODSIM_BINARY,
+                  (dir / "s.yaml").string(), (dir / "r.csv").string(), (dir / "p.svg").string()),
       code);
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("gnuplot"), std::string::npos) << out;
@@ -372,15 +386,17 @@ TEST(SweepCliTest, PlotWithoutGnuplotFailsBeforeTheSweep) {
 TEST(SweepCliTest, PlotDrawsOneLinePerSecondKeyValue) {
   fs::path dir = fresh_dir("plot_fake");
   fs::create_directories(dir / "bin");
-  write_text(dir / "bin" / "gnuplot", "#!/bin/sh\ncp \"$1\" \"" + (dir / "seen.gp").string() + "\"\n");
+  write_text(dir / "bin" / "gnuplot",
+             "#!/bin/sh\ncp \"$1\" \"" + (dir / "seen.gp").string() + "\"\n");
   fs::permissions(dir / "bin" / "gnuplot", fs::perms::owner_all);
   write_text(dir / "s.yaml",
-             "name: grid2\nbase: " + kSmall + "\ngrid:\n  model.layers: [1, 2]\n  training.remat: [none, full]\n");
+             "name: grid2\nbase: " + kSmall +
+                 "\ngrid:\n  model.layers: [1, 2]\n  training.remat: [none, full]\n");
   auto run = [&](const std::string& extra, int& code) {
     return podsim::cli_test::detail::capture_stdout(
-        fmt::format("env PATH={}:$PATH {} sweep {} -j 2 -o {} --plot {} {} 2>&1", (dir / "bin").string(),
-                    PODSIM_BINARY, (dir / "s.yaml").string(), (dir / "r.csv").string(), (dir / "p.svg").string(),
-                    extra),
+        fmt::format("env PATH={}:$PATH {} sweep {} -j 2 -o {} --plot {} {} 2>&1",
+                    (dir / "bin").string(), PODSIM_BINARY, (dir / "s.yaml").string(),
+                    (dir / "r.csv").string(), (dir / "p.svg").string(), extra),
         code);
   };
   int code = -1;
@@ -393,7 +409,8 @@ TEST(SweepCliTest, PlotDrawsOneLinePerSecondKeyValue) {
   const std::string script = podsim::cli_test::read_file(dir / "seen.gp");
   EXPECT_NE(script.find("title 'training.remat=none' noenhanced"), std::string::npos) << script;
   EXPECT_NE(script.find("title 'training.remat=full' noenhanced"), std::string::npos) << script;
-  EXPECT_NE(script.find("set ylabel 'tokens_per_second (tokens/s)' noenhanced"), std::string::npos) << script;
+  EXPECT_NE(script.find("set ylabel 'tokens_per_second (tokens/s)' noenhanced"), std::string::npos)
+      << script;
   EXPECT_NE(script.find("set multiplot layout 2,1"), std::string::npos) << script;
   fs::remove_all(dir);
 }

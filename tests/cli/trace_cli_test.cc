@@ -25,7 +25,9 @@ using podsim::cli_test::source_path;
 
 const std::string kSmall = source_path("workloads/small.yaml");
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(TraceCli, WindowOverTheLimitIsRefusedWithTheEstimateAndAHint) {
   const fs::path dir = fresh_dir("trace_refuse");
@@ -62,22 +64,23 @@ TEST(TraceCli, APartOfTheStepOverTheLimitIsRefusedAfterTheRunBeforeWriting) {
 TEST(TraceCli, WithoutAWindowTheTraceIsCutAtTheLimitAndSaysSo) {
   const fs::path dir = fresh_dir("trace_cut");
   const fs::path trace = dir / "t.json";
-  const Result r =
-      run_split("run " + kSmall + " --fidelity full --format csv --trace " + trace.string() + " --trace-limit 40kB");
+  const Result r = run_split("run " + kSmall + " --fidelity full --format csv --trace " +
+                             trace.string() + " --trace-limit 40kB");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "--trace-window")) << r.err;
   ASSERT_TRUE(fs::exists(trace));
   EXPECT_LE(fs::file_size(trace), 40'000u);
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(trace));
   EXPECT_TRUE(j["otherData"].contains("note"));
-  EXPECT_LT(j["otherData"]["window_ms"][1].get<double>(), j["otherData"]["step_time_s"].get<double>() * 1e3);
+  EXPECT_LT(j["otherData"]["window_ms"][1].get<double>(),
+            j["otherData"]["step_time_s"].get<double>() * 1e3);
 }
 
 TEST(TraceCli, DevicesAndWindowSelectWhatIsWritten) {
   const fs::path dir = fresh_dir("trace_select");
   const fs::path trace = dir / "t.json";
-  const Result r = run_split("run " + kSmall + " --fidelity full --format csv --trace " + trace.string() +
-                             " --trace-devices 1,6 --trace-window 0:1000000");
+  const Result r = run_split("run " + kSmall + " --fidelity full --format csv --trace " +
+                             trace.string() + " --trace-devices 1,6 --trace-window 0:1000000");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(trace));
   EXPECT_EQ(j["otherData"]["traced_devices"], nlohmann::json::array({1, 6}));
@@ -94,15 +97,16 @@ TEST(TraceCli, DevicesAndWindowSelectWhatIsWritten) {
 TEST(TraceCli, BadValuesAndFlagsWithoutTraceExit2) {
   const fs::path trace = fresh_dir("trace_bad") / "t.json";
   const std::string to = " --trace " + trace.string();
-  const std::vector<std::string> cases = {" --trace-window 0:50",  // no --trace
-                                          to + " --trace-window 50",
-                                          to + " --trace-window 9:3",
-                                          to + " --trace-devices x,1",
-                                          to + " --trace-devices sample:0",
-                                          to + " --trace-limit lots",
-                                          to + " --fidelity full --trace-devices 8",  // small.yaml: devices 0..7
-                                          to + " --trace-devices 3",  // fast mode simulates device 0 alone
-                                          " --format csv --serve --trace-window 0:5 </dev/null"};
+  const std::vector<std::string> cases = {
+      " --trace-window 0:50",  // no --trace
+      to + " --trace-window 50",
+      to + " --trace-window 9:3",
+      to + " --trace-devices x,1",
+      to + " --trace-devices sample:0",
+      to + " --trace-limit lots",
+      to + " --fidelity full --trace-devices 8",  // small.yaml: devices 0..7
+      to + " --trace-devices 3",                  // fast mode simulates device 0 alone
+      " --format csv --serve --trace-window 0:5 </dev/null"};
   for (const std::string& args : cases) {
     const Result r = run_split("run " + kSmall + args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;

@@ -33,7 +33,8 @@ TEST(CheckedMath, NulloptOnOverflow) {
 TEST(CheckedMath, NulloptPropagates) {
   std::optional<int64_t> overflowed = checked_mul(kMax, int64_t{2});
   EXPECT_EQ(checked_add(overflowed, std::optional<int64_t>(1)), std::nullopt);
-  EXPECT_EQ(checked_mul(std::optional<int64_t>(0), overflowed), std::nullopt);  // no "0 x anything" shortcut
+  EXPECT_EQ(checked_mul(std::optional<int64_t>(0), overflowed),
+            std::nullopt);  // no "0 x anything" shortcut
   EXPECT_EQ(checked_add(std::optional<int64_t>(2), std::optional<int64_t>(3)), 5);
 }
 

@@ -91,7 +91,8 @@ TEST(ProgressCount, LinesStylePrintsOneLinePerItem) {
     line.update("sweep s", 1, 2);
     line.update("sweep s", 2, 2);
   }
-  EXPECT_EQ(read_all(stream), "sweep s " + progress_bar_text(1, 2, 0) + "\nsweep s " + progress_bar_text(2, 2, 0) + "\n");
+  EXPECT_EQ(read_all(stream), "sweep s " + progress_bar_text(1, 2, 0) + "\nsweep s " +
+                                  progress_bar_text(2, 2, 0) + "\n");
 }
 
 TEST(ProgressCount, InPlaceStyleRewritesTheLineAndKeepsTheCompleteCount) {
@@ -101,7 +102,8 @@ TEST(ProgressCount, InPlaceStyleRewritesTheLineAndKeepsTheCompleteCount) {
     line.update("regress", 1, 2);
     line.update("regress", 2, 2);
   }  // finish() after a complete count erases nothing
-  EXPECT_EQ(read_all(stream), "\rregress " + progress_bar_text(1, 2, 0) + "\rregress " + progress_bar_text(2, 2, 0) + "\n");
+  EXPECT_EQ(read_all(stream), "\rregress " + progress_bar_text(1, 2, 0) + "\rregress " +
+                                  progress_bar_text(2, 2, 0) + "\n");
 }
 
 TEST(ProgressCount, QuietForShortRuns) {

@@ -34,10 +34,12 @@ struct SourceFile {
 std::vector<SourceFile> source_files() {
   const fs::path root(PODSIM_SOURCE_DIR);
   std::vector<SourceFile> files;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
+       ++it) {
     const std::string name = it->path().filename().string();
     if (it->is_directory()) {
-      if (name.starts_with("build") || name == ".git" || name == "Testing") it.disable_recursion_pending();
+      if (name.starts_with("build") || name == ".git" || name == "Testing")
+        it.disable_recursion_pending();
       continue;
     }
     if (!it->is_regular_file() || name == ".git" || name.ends_with(".trace.json")) continue;
@@ -59,7 +61,8 @@ std::string lower(std::string s) {
 }
 
 int line_of(const std::string& text, size_t pos) {
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+  return 1 + static_cast<int>(
+                 std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
 }
 
 // Positions where `word` (lower case, a whole word's start) is followed by
@@ -67,11 +70,13 @@ int line_of(const std::string& text, size_t pos) {
 std::vector<size_t> numbered(const std::string& lowered, const std::string& word) {
   std::vector<size_t> hits;
   for (size_t p = lowered.find(word); p != std::string::npos; p = lowered.find(word, p + 1)) {
-    if (p > 0 && std::isalpha(static_cast<unsigned char>(lowered[p - 1]))) continue;  // a longer word, e.g. "tissue"
+    if (p > 0 && std::isalpha(static_cast<unsigned char>(lowered[p - 1])))
+      continue;  // a longer word, e.g. "tissue"
     size_t q = p + word.size();
     while (q < lowered.size() && lowered[q] == ' ') ++q;
     if (q < lowered.size() && lowered[q] == '#') ++q;
-    if (q < lowered.size() && std::isdigit(static_cast<unsigned char>(lowered[q]))) hits.push_back(p);
+    if (q < lowered.size() && std::isdigit(static_cast<unsigned char>(lowered[q])))
+      hits.push_back(p);
   }
   return hits;
 }
@@ -80,7 +85,7 @@ std::vector<size_t> numbered(const std::string& lowered, const std::string& word
 // itself: the notes outside the repository and absolute machine paths.
 std::vector<std::string> outside_paths() {
   const std::string md = ".md";
-  return {"../" + std::string("shared"), "/work" + std::string("/"), "anchors" + md,
+  return {"../" + std::string("shared"),        "/work" + std::string("/"),        "anchors" + md,
           "gspmd-" + std::string("algorithms"), "style-" + std::string("anchors"), "DESIGN" + md};
 }
 
@@ -89,16 +94,29 @@ TEST(RepoCitations, ScanSeesTheTree) {
   // this one among them.
   const std::vector<SourceFile> files = source_files();
   EXPECT_GT(files.size(), 300u);
-  EXPECT_TRUE(std::any_of(files.begin(), files.end(),
-                          [](const SourceFile& f) { return f.path == "tests/common/repo_citations_test.cc"; }));
+  EXPECT_TRUE(std::any_of(files.begin(), files.end(), [](const SourceFile& f) {
+    return f.path == "tests/common/repo_citations_test.cc";
+  }));
 }
 
 TEST(RepoCitations, NumberedReferencesAreFound) {
   // The detector itself: positives and look-alikes.
   // (Literals split in two so that this file does not cite what it tests.)
-  EXPECT_EQ(numbered(lower("see Iss" "ue #8 and iss" "ue 9"), "issue").size(), 2u);
-  EXPECT_EQ(numbered("ta" "sk 7", "task").size(), 1u);
-  const std::string lookalikes = "tiss" "ue 3, the issue is 4 bytes, subta" "sk 5";
+  EXPECT_EQ(numbered(lower("see Iss"
+                           "ue #8 and iss"
+                           "ue 9"),
+                     "issue")
+                .size(),
+            2u);
+  EXPECT_EQ(numbered("ta"
+                     "sk 7",
+                     "task")
+                .size(),
+            1u);
+  const std::string lookalikes =
+      "tiss"
+      "ue 3, the issue is 4 bytes, subta"
+      "sk 5";
   EXPECT_TRUE(numbered(lookalikes, "issue").empty());
   EXPECT_TRUE(numbered(lookalikes, "task").empty());
 }
@@ -119,9 +137,11 @@ TEST(RepoCitations, NoFileCitesAnIssueNumber) {
     const std::string lowered = lower(f.text);
     for (const char* word : {"issue", "task"})
       for (size_t p : numbered(lowered, word))
-        found.push_back(f.path + ":" + std::to_string(line_of(f.text, p)) + ": " + f.text.substr(p, 12));
+        found.push_back(f.path + ":" + std::to_string(line_of(f.text, p)) + ": " +
+                        f.text.substr(p, 12));
   }
-  EXPECT_TRUE(found.empty()) << "state what the issue said instead:\n" << ::testing::PrintToString(found);
+  EXPECT_TRUE(found.empty()) << "state what the issue said instead:\n"
+                             << ::testing::PrintToString(found);
 }
 
 // GitHub's heading anchors: lower case, spaces to '-', other punctuation
@@ -136,8 +156,10 @@ std::set<std::string> anchors_of(const std::string& markdown) {
     std::string anchor;
     for (char c : line.substr(start + 1)) {
       const auto u = static_cast<unsigned char>(c);
-      if (std::isalnum(u) || c == '-' || c == '_') anchor += static_cast<char>(std::tolower(u));
-      else if (c == ' ') anchor += '-';
+      if (std::isalnum(u) || c == '-' || c == '_')
+        anchor += static_cast<char>(std::tolower(u));
+      else if (c == ' ')
+        anchor += '-';
     }
     anchors.insert(anchor);
   }
@@ -150,7 +172,8 @@ TEST(RepoCitations, CitedReferenceSectionsExist) {
   for (const SourceFile& f : files)
     if (f.path.starts_with("docs/reference/") && f.path.ends_with(".md"))
       pages[f.path.substr(std::string("docs/reference/").size())] = anchors_of(f.text);
-  ASSERT_TRUE(pages.contains("gspmd.md") && pages.contains("hardware.md") && pages.contains("measurements.md"));
+  ASSERT_TRUE(pages.contains("gspmd.md") && pages.contains("hardware.md") &&
+              pages.contains("measurements.md"));
   EXPECT_TRUE(pages["gspmd.md"].contains("dot-strategies"));
 
   std::vector<std::string> missing;
@@ -161,14 +184,17 @@ TEST(RepoCitations, CitedReferenceSectionsExist) {
     for (const auto& [page, anchors] : pages) {
       const std::string key = page + "#";
       for (size_t p = f.text.find(key); p != std::string::npos; p = f.text.find(key, p + 1)) {
-        if (p > 0 && (std::isalnum(static_cast<unsigned char>(f.text[p - 1])) || f.text[p - 1] == '_')) continue;
+        if (p > 0 &&
+            (std::isalnum(static_cast<unsigned char>(f.text[p - 1])) || f.text[p - 1] == '_'))
+          continue;
         size_t q = p + key.size();
         while (true) {
           const size_t end = f.text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_", q);
           const std::string anchor = f.text.substr(q, end - q);
           ++checked;
           if (!anchors.contains(anchor))
-            missing.push_back(f.path + ":" + std::to_string(line_of(f.text, p)) + ": " + page + "#" + anchor);
+            missing.push_back(f.path + ":" + std::to_string(line_of(f.text, p)) + ": " + page +
+                              "#" + anchor);
           if (end == std::string::npos || f.text.compare(end, 3, ", #") != 0) break;
           q = end + 3;
         }

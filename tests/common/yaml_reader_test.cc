@@ -67,11 +67,13 @@ TEST(YamlReader, MissingRequiredKeyReportsItsTypo) {
   EXPECT_EQ(e.hint(), "did you mean 'name'?");
   const Document empty = Document::parse("other: 1\n", "w.yaml");
   MapReader r2(empty, empty.root(), "workload");
-  EXPECT_EQ(error_of([&] { r2.require("name"); }).message(), "'workload' is missing the required key 'name'");
+  EXPECT_EQ(error_of([&] { r2.require("name"); }).message(),
+            "'workload' is missing the required key 'name'");
 }
 
 TEST(YamlReader, TypedScalarsAndRanges) {
-  const Document doc = Document::parse("a: 12\nb: 1e3\nc: 0.5\nd: yes\ne: nan\nf: 0\ng: [1]\n", "t.yaml");
+  const Document doc =
+      Document::parse("a: 12\nb: 1e3\nc: 0.5\nd: yes\ne: nan\nf: 0\ng: [1]\n", "t.yaml");
   MapReader r(doc, doc.root(), "t");
   EXPECT_EQ(r.int64("a"), 12);
   EXPECT_EQ(r.number("b"), 1000.0);
@@ -132,7 +134,8 @@ TEST(YamlReader, NonScalarKeysAreUserErrors) {
 
 TEST(YamlReader, GuardedTurnsConversionErrorsIntoPositions) {
   const Document doc = Document::parse("a: [1, 2]\n", "g.yaml");
-  const UserError e = error_of([&] { guarded("g.yaml", "hint", [&] { return doc.root()["a"].as<int>(); }); });
+  const UserError e =
+      error_of([&] { guarded("g.yaml", "hint", [&] { return doc.root()["a"].as<int>(); }); });
   EXPECT_EQ(e.location().file, "g.yaml");
   EXPECT_EQ(e.message().rfind("unexpected YAML structure: ", 0), 0u);
   EXPECT_EQ(e.hint(), "hint");

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "compiler/compile.h"
 #include "compiler/backend/remat_auto.h"
+#include "compiler/compile.h"
 #include "tests/compiler/backend/test_util.h"
 
 namespace podsim::compiler {
@@ -21,7 +21,8 @@ int64_t role_bytes(const MemoryPlan& plan, ValueRole role) {
 class TransformerLayerCompile : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    annotated_ = new Module(parse_hlo_file(std::string(PODSIM_SOURCE_DIR) + "/workloads/examples/transformer_layer_2d.hlo"));
+    annotated_ = new Module(parse_hlo_file(std::string(PODSIM_SOURCE_DIR) +
+                                           "/workloads/examples/transformer_layer_2d.hlo"));
     program_ = new SpmdProgram(compile(*annotated_, CompileOptions{.num_devices = 8}));
   }
   static void TearDownTestSuite() {
@@ -40,7 +41,8 @@ TEST_F(TransformerLayerCompile, StatsDescribeThePartitionedProgram) {
   EXPECT_EQ(p.module.num_partitions(), 8);
   EXPECT_EQ(p.stats.instructions_annotated, annotated_->entry().size());
   // No while loops here: everything cleanup removed came from the entry.
-  EXPECT_EQ(p.stats.instructions_partitioned - p.stats.dead_instructions_removed - p.stats.sharding_markers_removed,
+  EXPECT_EQ(p.stats.instructions_partitioned - p.stats.dead_instructions_removed -
+                p.stats.sharding_markers_removed,
             p.module.entry().size());
   // 2-D sharded matmuls contract over sharded dims: partial sums are reduced.
   EXPECT_GT(p.stats.spmd.all_reduces + p.stats.spmd.reduce_scatters, 0);
@@ -60,12 +62,14 @@ TEST_F(TransformerLayerCompile, ScheduleAndFusionAreConsistent) {
     expect_topological_permutation(comp, p.schedule[c]);
     ASSERT_EQ(p.fusion[c].group_of.size(), static_cast<size_t>(comp.size()));
     std::vector<int64_t> place(p.schedule[c].size());
-    for (size_t i = 0; i < place.size(); ++i) place[static_cast<size_t>(p.schedule[c][i])] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < place.size(); ++i)
+      place[static_cast<size_t>(p.schedule[c][i])] = static_cast<int64_t>(i);
     for (const FusionGroup& g : p.fusion[c].groups) {
       ASSERT_FALSE(g.members.empty());
       // Members in schedule order, the root (last) after all of them.
-      EXPECT_TRUE(std::is_sorted(g.members.begin(), g.members.end(),
-                                 [&](InstrId a, InstrId b) { return place[static_cast<size_t>(a)] < place[static_cast<size_t>(b)]; }));
+      EXPECT_TRUE(std::is_sorted(g.members.begin(), g.members.end(), [&](InstrId a, InstrId b) {
+        return place[static_cast<size_t>(a)] < place[static_cast<size_t>(b)];
+      }));
       for (InstrId m : g.members) {
         EXPECT_FALSE(is_collective(comp.instr(m).opcode));
         EXPECT_NE(comp.instr(m).opcode, Opcode::kParameter);
@@ -118,14 +122,16 @@ TEST_F(TransformerLayerCompile, CollectivesMoveEarlier) {
 }
 
 TEST(Compile, RejectsAnEmptyMesh) {
-  Module m = parse_hlo("HloModule m\nENTRY %e (p: f32[4]) -> f32[4] {\n  ROOT %p = f32[4] parameter(0)\n}\n");
+  Module m = parse_hlo(
+      "HloModule m\nENTRY %e (p: f32[4]) -> f32[4] {\n  ROOT %p = f32[4] parameter(0)\n}\n");
   EXPECT_THROW(compile(m, CompileOptions{.num_devices = 0}), UserError);
   SpmdProgram one = compile(m, CompileOptions{.num_devices = 1});
   EXPECT_EQ(one.memory.peak_bytes, 16);  // the parameter, 4 x f32, is the whole program
 }
 
 // Stand-in compile: peak bytes per remat choice name.
-CompileOneChoice fake_compile(std::map<std::string, int64_t> peak_by_choice, std::vector<std::string>* tried) {
+CompileOneChoice fake_compile(std::map<std::string, int64_t> peak_by_choice,
+                              std::vector<std::string>* tried) {
   return [peak_by_choice, tried](const RematChoice& choice) {
     tried->push_back(choice.name());
     SpmdProgram p;
@@ -136,7 +142,8 @@ CompileOneChoice fake_compile(std::map<std::string, int64_t> peak_by_choice, std
 }
 
 TEST(RematAuto, PicksTheLeastRecomputationThatFits) {
-  const std::vector<RematChoice> choices{{RematKind::kNone, ""}, {RematKind::kSelective, "save_dots"}, {RematKind::kFull, ""}};
+  const std::vector<RematChoice> choices{
+      {RematKind::kNone, ""}, {RematKind::kSelective, "save_dots"}, {RematKind::kFull, ""}};
   const std::map<std::string, int64_t> peaks{{"none", 300}, {"save_dots", 200}, {"full", 100}};
   std::vector<std::string> tried;
   SpmdProgram fits_all = compile_with_auto_remat(choices, 1000, fake_compile(peaks, &tried));
@@ -203,11 +210,15 @@ TEST(CompileAsIs, ScheduledModuleKeepsXlaOrder) {
   const auto& own_order = own.schedule[static_cast<size_t>(own.module.entry_id())];
   const InstrId r2 = own.module.entry().find("r2");
   const InstrId m2 = own.module.entry().find("m2");
-  const auto pos = [&](InstrId id) { return std::find(own_order.begin(), own_order.end(), id) - own_order.begin(); };
+  const auto pos = [&](InstrId id) {
+    return std::find(own_order.begin(), own_order.end(), id) - own_order.begin();
+  };
   EXPECT_LT(pos(r2), pos(m2));
 }
 
-TEST(CompileAsIs, RejectsNoDevices) { EXPECT_THROW(compile_as_is(parse_hlo(kPerDevice), 0), UserError); }
+TEST(CompileAsIs, RejectsNoDevices) {
+  EXPECT_THROW(compile_as_is(parse_hlo(kPerDevice), 0), UserError);
+}
 
 }  // namespace
 }  // namespace podsim::compiler
@@ -216,7 +227,8 @@ TEST(CompileAsIs, RejectsNoDevices) { EXPECT_THROW(compile_as_is(parse_hlo(kPerD
 // fixture: f32[16,32] split [2,2] and f32[32,64] split 2 on its rows (the
 // other 2 replicated) over 4 devices.
 Module sharded_matmul() {
-  return parse_hlo_file(std::string(PODSIM_SOURCE_DIR) + "/tests/fixtures/hlo/dot_matmul_sharded.hlo");
+  return parse_hlo_file(std::string(PODSIM_SOURCE_DIR) +
+                        "/tests/fixtures/hlo/dot_matmul_sharded.hlo");
 }
 
 TEST(PartitionModule, PerDeviceProgramMatchesTheInterpreterOnFourDevices) {
@@ -226,7 +238,8 @@ TEST(PartitionModule, PerDeviceProgramMatchesTheInterpreterOnFourDevices) {
   ASSERT_TRUE(result.verified);
   EXPECT_TRUE(result.verify_ok);
   ASSERT_EQ(result.verify_lines.size(), 1u);
-  EXPECT_TRUE(result.verify_lines[0].starts_with("verify: ok (4 devices")) << result.verify_lines[0];
+  EXPECT_TRUE(result.verify_lines[0].starts_with("verify: ok (4 devices"))
+      << result.verify_lines[0];
   // Each device holds a quarter of the lhs (16/2 x 32/2) and half of the rhs rows (32/2 x 64).
   const Computation& entry = result.module.entry();
   const std::vector<InstrId> params = entry.parameters();
@@ -259,7 +272,8 @@ TEST(PartitionModule, PropagateOnlyKeepsGlobalShapesAndHonoursTheOutputFlag) {
   const Instruction& root = to_output.module.entry().root_instr();
   EXPECT_EQ(root.shape.dims(), (std::vector<int64_t>{16, 8}));  // not partitioned
   ASSERT_TRUE(root.sharding.has_value());
-  EXPECT_EQ(root.sharding->find("replicated"), std::string::npos) << *root.sharding;  // the operand's split
+  EXPECT_EQ(root.sharding->find("replicated"), std::string::npos)
+      << *root.sharding;  // the operand's split
 
   request.propagate_to_output = false;
   const PartitionResult kept = partition_module(parse_hlo(kUnannotatedRoot), request);

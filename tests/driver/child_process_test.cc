@@ -63,8 +63,8 @@ TEST(SpawnChild, StreamsGoWhereAskedAndAFailedExecIsExitCode127) {
 std::pair<int, std::string> run_shell(const std::string& script) {
   const ScratchDir scratch("podsim-test-shell", "the test");
   const std::string err = (scratch.path() / "err").string();
-  const int status = wait_for(spawn_child({"/bin/sh", "-c", script},
-                                          ChildStreams{.stdout_path = "/dev/null", .stderr_path = err}));
+  const int status = wait_for(spawn_child(
+      {"/bin/sh", "-c", script}, ChildStreams{.stdout_path = "/dev/null", .stderr_path = err}));
   return {status, read_text_file(err)};
 }
 
@@ -106,7 +106,8 @@ TEST(RequireExecutable, NamesTheBinaryItCannotRun) {
     require_executable("/nonexistent/podsim");
     ADD_FAILURE() << "no error";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot run the podsim binary '/nonexistent/podsim'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("cannot run the podsim binary '/nonexistent/podsim'"),
+              std::string::npos)
         << e.what();
   }
 }

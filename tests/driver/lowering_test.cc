@@ -18,7 +18,8 @@ workloads::BuiltModel empty_model(const workloads::Workload& w) {
   return workloads::BuiltModel{compiler::Module{}, compiler::DeviceMesh(axes), {}};
 }
 
-compiler::CompileOptions lowered(const std::vector<std::string>& sets, const hw::HardwareConfig& hardware) {
+compiler::CompileOptions lowered(const std::vector<std::string>& sets,
+                                 const hw::HardwareConfig& hardware) {
   const workloads::Workload w = workloads::load_workload(source_path("workloads/small.yaml"), sets);
   return compile_options(w, empty_model(w), hardware);
 }
@@ -27,15 +28,18 @@ compiler::CompileOptions lowered(const std::vector<std::string>& sets, const hw:
 // Ba's 0.9 / 0.999 / 1e-8, Adafactor without a first moment (beta1 0).
 TEST(Lowering, OptimizerComesFromTheRegistry) {
   const hw::HardwareConfig tpuv3 = hw::load_hardware("tpuv3");
-  const compiler::OptimizerOptions adam = lowered({"training.optimizer=adam"}, tpuv3).training->optimizer;
+  const compiler::OptimizerOptions adam =
+      lowered({"training.optimizer=adam"}, tpuv3).training->optimizer;
   EXPECT_EQ(adam.kind, compiler::OptimizerKind::kAdam);
   EXPECT_EQ(adam.beta1, 0.9);
   EXPECT_EQ(adam.beta2, 0.999);
   EXPECT_EQ(adam.epsilon, 1e-8);
-  const compiler::OptimizerOptions adafactor = lowered({"training.optimizer=adafactor"}, tpuv3).training->optimizer;
+  const compiler::OptimizerOptions adafactor =
+      lowered({"training.optimizer=adafactor"}, tpuv3).training->optimizer;
   EXPECT_EQ(adafactor.kind, compiler::OptimizerKind::kAdafactor);
   EXPECT_EQ(adafactor.beta1, 0.0);
-  EXPECT_EQ(lowered({"training.optimizer=sgd"}, tpuv3).training->optimizer.kind, compiler::OptimizerKind::kSgd);
+  EXPECT_EQ(lowered({"training.optimizer=sgd"}, tpuv3).training->optimizer.kind,
+            compiler::OptimizerKind::kSgd);
   EXPECT_FALSE(lowered({"training.enabled=false"}, tpuv3).training.has_value());
 }
 

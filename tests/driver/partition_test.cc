@@ -57,7 +57,8 @@ TEST(Partition, APerDeviceModuleIsRefusedUnlessForced) {
 }
 
 TEST(Partition, PropagateOnlyWidensASmallMeshToTheNamedDevicesWithANote) {
-  const fs::path file = fs::temp_directory_path() / ("podsim_partition_test_" + std::to_string(getpid()) + ".hlo");
+  const fs::path file =
+      fs::temp_directory_path() / ("podsim_partition_test_" + std::to_string(getpid()) + ".hlo");
   std::ofstream(file) << "HloModule m\n\nENTRY %main (p: f32[16,8]) -> f32[16,8] {\n"
                          "  %p = f32[16,8]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}\n"
                          "  ROOT %n = f32[16,8]{1,0} negate(f32[16,8]{1,0} %p)\n}\n";

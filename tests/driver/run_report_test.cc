@@ -33,7 +33,8 @@ TEST_F(RunReport, WritesTheReportInTheFormatAsked) {
   outputs.format = reports::Format::kCsv;
   outputs.output = (dir_ / "report.csv").string();
   write_run_outputs(result, sim::Fidelity::kFast, outputs);
-  EXPECT_EQ(test_files::read_file(outputs.output), reports::format_report(result.report, reports::Format::kCsv));
+  EXPECT_EQ(test_files::read_file(outputs.output),
+            reports::format_report(result.report, reports::Format::kCsv));
 }
 
 TEST_F(RunReport, ATraceWindowOverTheLimitWritesNothing) {

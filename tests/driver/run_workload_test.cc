@@ -23,7 +23,8 @@ RunRequest small_request(std::vector<std::string> overrides = {}) {
 TEST(SimulateCompiled, WithoutVariantItIsTheRunAndAVariantIsTheRunWithThatSet) {
   const RunRequest request = small_request();
   CompiledWorkload compiled = compile_workload(request);
-  EXPECT_EQ(simulate_compiled(compiled, request).report.step_time_s, run_workload(request).report.step_time_s);
+  EXPECT_EQ(simulate_compiled(compiled, request).report.step_time_s,
+            run_workload(request).report.step_time_s);
   const RunResult slower = simulate_compiled(compiled, request, {{"core.op_overhead_s", "2e-6"}});
   EXPECT_EQ(slower.report.step_time_s,
             run_workload(small_request({"hardware.core.op_overhead_s=2e-6"})).report.step_time_s);
@@ -35,7 +36,8 @@ TEST(CompileWorkload, AScannedStackSaysItsBodyIsRecomputedWhateverTheRematChoice
   // recomputed in the backward loop (docs/loops.md), which the report names.
   const Report unrolled = run_workload(small_request()).report;
   const Report scanned = run_workload(small_request({"model.layer_loop=scan"})).report;
-  EXPECT_EQ(scanned.compile.remat_applied, "full (scan body); elsewhere " + unrolled.compile.remat_applied);
+  EXPECT_EQ(scanned.compile.remat_applied,
+            "full (scan body); elsewhere " + unrolled.compile.remat_applied);
   EXPECT_GT(scanned.compile.recomputed_flops, unrolled.compile.recomputed_flops);
 }
 
@@ -50,8 +52,8 @@ int64_t permutes(const Report& report) {
 // A variant whose hardware changes the compile options is compiled for
 // itself: its report is the one of a run with that --set, not of the
 // program compiled for the workload's own hardware.
-void expect_variant_is_its_own_run(const std::vector<std::string>& workload_sets, const std::string& key,
-                                   const std::string& value) {
+void expect_variant_is_its_own_run(const std::vector<std::string>& workload_sets,
+                                   const std::string& key, const std::string& value) {
   const RunRequest request = small_request(workload_sets);
   CompiledWorkload compiled = compile_workload(request);
   std::vector<std::string> with_key = workload_sets;
@@ -67,8 +69,8 @@ void expect_variant_is_its_own_run(const std::vector<std::string>& workload_sets
 TEST(SimulateCompiled, RematAutoVariantOfTheHbmCapacityIsCompiledForIt) {
   // A 256-wide, 128-token version of the small model peaks at ~7.5 MB per
   // device without recomputation; remat: auto in 4 MB recomputes (full).
-  const std::vector<std::string> sets = {"model.model_dim=256", "model.ffn_dim=1024", "model.seq_len=128",
-                                         "training.remat=auto"};
+  const std::vector<std::string> sets = {"model.model_dim=256", "model.ffn_dim=1024",
+                                         "model.seq_len=128", "training.remat=auto"};
   const RunRequest request = small_request(sets);
   CompiledWorkload compiled = compile_workload(request);
   ASSERT_EQ(compiled.program.stats.remat_applied, "none");
@@ -76,7 +78,8 @@ TEST(SimulateCompiled, RematAutoVariantOfTheHbmCapacityIsCompiledForIt) {
   EXPECT_GT(variant.report.compile.recomputed_flops, 0);
   expect_variant_is_its_own_run(sets, "hbm.capacity_bytes", "4e6");
   // The same capacity, or any key the compiler does not weigh, reuses the program.
-  EXPECT_EQ(simulate_compiled(compiled, request, {{"hbm.capacity_bytes", "17179869184"}}).report.compile.recomputed_flops,
+  EXPECT_EQ(simulate_compiled(compiled, request, {{"hbm.capacity_bytes", "17179869184"}})
+                .report.compile.recomputed_flops,
             0);
 }
 
@@ -88,32 +91,39 @@ TEST(SimulateCompiled, WindowedEinsumOverlapTestWeighsTheVariantsLinkRate) {
   const RunRequest request = small_request(sets);
   CompiledWorkload compiled = compile_workload(request);
   EXPECT_EQ(permutes(simulate_compiled(compiled, request).report), 0);
-  EXPECT_GT(permutes(simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report), 0);
+  EXPECT_GT(permutes(simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report),
+            0);
   expect_variant_is_its_own_run(sets, "ici.link_bandwidth", "1e14");
   // Without the overlap test the link rate does not enter the compile.
-  expect_variant_is_its_own_run({"compiler.windowed_einsum.threshold_mib=0",
-                                 "compiler.windowed_einsum.overlap_test=false"},
-                                "ici.link_bandwidth", "1e14");
+  expect_variant_is_its_own_run(
+      {"compiler.windowed_einsum.threshold_mib=0", "compiler.windowed_einsum.overlap_test=false"},
+      "ici.link_bandwidth", "1e14");
 }
 
 TEST(SimulateCompiled, KeepsTheLatestVariantProgramsForReuse) {
   const RunRequest request = small_request({"compiler.windowed_einsum.threshold_mib=0"});
   CompiledWorkload compiled = compile_workload(request);
-  const double fast_links = simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s;
+  const double fast_links =
+      simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s;
   ASSERT_EQ(compiled.variant_programs.size(), 1u);
   // Keys the compiler does not weigh and the compiled hardware itself add none.
   simulate_compiled(compiled, request, {{"core.op_overhead_s", "2e-6"}});
   simulate_compiled(compiled, request, {{"ici.link_bandwidth", "8.2e10"}});  // tpuv3's own rate
   EXPECT_EQ(compiled.variant_programs.size(), 1u);
   // The same variant again reuses its program: same answer, nothing added.
-  EXPECT_EQ(simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s, fast_links);
+  EXPECT_EQ(
+      simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s,
+      fast_links);
   EXPECT_EQ(compiled.variant_programs.size(), 1u);
   // Further link rates: at most kVariantProgramsKept, the latest first.
-  for (const char* rate : {"2e14", "3e14", "4e14"}) simulate_compiled(compiled, request, {{"ici.link_bandwidth", rate}});
+  for (const char* rate : {"2e14", "3e14", "4e14"})
+    simulate_compiled(compiled, request, {{"ici.link_bandwidth", rate}});
   ASSERT_EQ(compiled.variant_programs.size(), CompiledWorkload::kVariantProgramsKept);
   EXPECT_EQ(compiled.variant_programs.front().options.spmd.windowed_einsum_min_flops_per_byte,
             hw::peak_matmul_flops_per_device(compiled.system->config().core) / (4e14 * 1.0));
-  EXPECT_EQ(simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s, fast_links);
+  EXPECT_EQ(
+      simulate_compiled(compiled, request, {{"ici.link_bandwidth", "1e14"}}).report.step_time_s,
+      fast_links);
 }
 
 TEST(SpmdOptionsFromWorkload, OverlapTestWeighsPeakAgainstOneLinkDirection) {
@@ -123,7 +133,8 @@ TEST(SpmdOptionsFromWorkload, OverlapTestWeighsPeakAgainstOneLinkDirection) {
   // hardware.md: 2 MXUs x 128 x 128 MACs x 2 flops x 940 MHz = 61.6e12 flop/s
   // over 8.2e10 B/s x 1 per link direction (hardware.md#ici-link-rate): 751
   // flops per byte.
-  EXPECT_NEAR(options.windowed_einsum_min_flops_per_byte, 2.0 * 128 * 128 * 2 * 940e6 / (8.2e10 * 1.0), 1e-6);
+  EXPECT_NEAR(options.windowed_einsum_min_flops_per_byte,
+              2.0 * 128 * 128 * 2 * 940e6 / (8.2e10 * 1.0), 1e-6);
   EXPECT_EQ(options.windowed_einsum_threshold_bytes, int64_t{256} << 20);
   EXPECT_EQ(options.windowed_einsum_max_devices, 32);
   EXPECT_FALSE(options.windowed_einsum_bidirectional);
@@ -131,7 +142,8 @@ TEST(SpmdOptionsFromWorkload, OverlapTestWeighsPeakAgainstOneLinkDirection) {
   faster_links.ici.link_bandwidth *= 2;
   EXPECT_NEAR(spmd_options(spec, faster_links).windowed_einsum_min_flops_per_byte,
               options.windowed_einsum_min_flops_per_byte / 2, 1e-9);
-  spec.windowed_einsum = {.threshold_mib = 0.5, .max_devices = 8, .bidirectional = true, .overlap_test = false};
+  spec.windowed_einsum = {
+      .threshold_mib = 0.5, .max_devices = 8, .bidirectional = true, .overlap_test = false};
   const compiler::SpmdOptions set = spmd_options(spec, tpuv3);
   EXPECT_EQ(set.windowed_einsum_min_flops_per_byte, 0);  // XLA's rule: size alone
   EXPECT_EQ(set.windowed_einsum_threshold_bytes, 512 * 1024);

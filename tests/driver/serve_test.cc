@@ -21,9 +21,10 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 TEST(Serve, ParsesHardwareWords) {
-  EXPECT_EQ(parse_serve_line("  hardware.core.op_overhead_s=2e-6 hardware.ici.link_efficiency=0.8 "),
-            (std::vector<std::pair<std::string, std::string>>{{"core.op_overhead_s", "2e-6"},
-                                                              {"ici.link_efficiency", "0.8"}}));
+  EXPECT_EQ(
+      parse_serve_line("  hardware.core.op_overhead_s=2e-6 hardware.ici.link_efficiency=0.8 "),
+      (std::vector<std::pair<std::string, std::string>>{{"core.op_overhead_s", "2e-6"},
+                                                        {"ici.link_efficiency", "0.8"}}));
   EXPECT_TRUE(parse_serve_line("").empty());
   EXPECT_THROW(parse_serve_line("model.layers=2"), UserError);
   EXPECT_THROW(parse_serve_line("hardware.core.op_overhead_s"), UserError);
@@ -38,7 +39,8 @@ TEST(Serve, AnswersEachLineAsOneCsvTable) {
   const std::vector<std::string> answers = lines_of(out.str());
 
   // The blank line is the workload's own run; the variant is the run with that --set.
-  const std::vector<std::string> own = lines_of(reports::format_report(run_workload(request).report, reports::Format::kCsv));
+  const std::vector<std::string> own =
+      lines_of(reports::format_report(run_workload(request).report, reports::Format::kCsv));
   RunRequest slower = request;
   slower.overrides = {"hardware.core.op_overhead_s=2e-6"};
   const std::vector<std::string> variant =

@@ -58,9 +58,12 @@ TEST_F(WorkloadServerProtocol, AnswersInRequestOrderAsReports) {
   const JobOutcome second = server.receive();
   ASSERT_TRUE(first.ok) << first.error;
   ASSERT_TRUE(second.ok) << second.error;
-  EXPECT_EQ(first.metrics,
-            (reports::FlatReport{{"workload", "w.yaml"}, {"hardware", "tpuv3"}, {"fidelity", "fast"}, {"request", ""}}));
-  EXPECT_EQ(second.metrics.text("request"), "hardware.core.op_overhead_s=2e-6 hardware.ici.link_efficiency=0.5");
+  EXPECT_EQ(
+      first.metrics,
+      (reports::FlatReport{
+          {"workload", "w.yaml"}, {"hardware", "tpuv3"}, {"fidelity", "fast"}, {"request", ""}}));
+  EXPECT_EQ(second.metrics.text("request"),
+            "hardware.core.op_overhead_s=2e-6 hardware.ici.link_efficiency=0.5");
   EXPECT_EQ(args(), "run w.yaml --format csv --serve --set model.layers=2\n");
   EXPECT_FALSE(server.ended());
 }

@@ -24,9 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // The printer's output must parse (a UserError here is a finding too).
   try {
-    const std::string again = podsim::compiler::print_hlo(podsim::compiler::parse_hlo(printed, "printed.hlo"));
+    const std::string again =
+        podsim::compiler::print_hlo(podsim::compiler::parse_hlo(printed, "printed.hlo"));
     if (again == printed) return 0;
-    std::fprintf(stderr, "print(parse(x)) is not a fixed point:\n%s\n---\n%s\n", printed.c_str(), again.c_str());
+    std::fprintf(stderr, "print(parse(x)) is not a fixed point:\n%s\n---\n%s\n", printed.c_str(),
+                 again.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "printed module does not parse: %s\n%s\n", e.what(), printed.c_str());
   }

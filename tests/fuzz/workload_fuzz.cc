@@ -12,7 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
     podsim::workloads::parse_workload(text, "fuzz.yaml");
-  } catch (const podsim::UserError&) {
-  }
+  } catch (const podsim::UserError&) {}
   return 0;
 }

@@ -16,18 +16,25 @@ namespace podsim::hw {
 namespace {
 
 // The keys holding one integer, and those holding one real number.
-const std::vector<std::string> kIntKeys = {"core.tensor_cores_per_device", "core.mxus_per_tensor_core",
-                                           "core.mxu_rows",               "core.mxu_cols",
-                                           "core.vpu_lanes",              "core.vpu_sublanes",
-                                           "chip.devices_per_chip",       "ici.collectives_in_flight_per_kind",
-                                           "ici.collectives_in_flight",   "ici.collective_chunks"};
+const std::vector<std::string> kIntKeys = {"core.tensor_cores_per_device",
+                                           "core.mxus_per_tensor_core",
+                                           "core.mxu_rows",
+                                           "core.mxu_cols",
+                                           "core.vpu_lanes",
+                                           "core.vpu_sublanes",
+                                           "chip.devices_per_chip",
+                                           "ici.collectives_in_flight_per_kind",
+                                           "ici.collectives_in_flight",
+                                           "ici.collective_chunks"};
 
 std::vector<std::string> real_keys() {
   std::vector<std::string> keys;
   for (const std::string& key : hardware_keys()) {
     const bool other = key == "name" || key == "core.model" || key == "ici.collective_algorithm" ||
-                       key == "ici.pod_dims" || key == "ici.pod_wraparound" || key == "ici.torus_block";
-    if (!other && std::find(kIntKeys.begin(), kIntKeys.end(), key) == kIntKeys.end()) keys.push_back(key);
+                       key == "ici.pod_dims" || key == "ici.pod_wraparound" ||
+                       key == "ici.torus_block";
+    if (!other && std::find(kIntKeys.begin(), kIntKeys.end(), key) == kIntKeys.end())
+      keys.push_back(key);
   }
   return keys;
 }
@@ -54,9 +61,11 @@ TEST(HardwareBounds, EveryRealKeyRejectsAbsurdNanAndInfiniteValues) {
   for (const std::string& key : keys)
     for (const std::string value : {"1e300", ".nan", ".inf", "-.inf", "-1e300"}) {
       const UserError e = override_error(key, value);
-      EXPECT_NE(e.message().find("'" + key + "'"), std::string::npos) << key << "=" << value << ": " << e.message();
+      EXPECT_NE(e.message().find("'" + key + "'"), std::string::npos)
+          << key << "=" << value << ": " << e.message();
       EXPECT_EQ(e.location().file, "--set hardware." + key + "=" + value);
-      EXPECT_NE(e.hint().find("a finite number in ["), std::string::npos) << key << ": " << e.hint();
+      EXPECT_NE(e.hint().find("a finite number in ["), std::string::npos)
+          << key << ": " << e.hint();
     }
 }
 
@@ -65,7 +74,8 @@ TEST(HardwareBounds, EveryIntegerKeyRejectsAbsurdCounts) {
     // 10^12 is a valid int64, so only the upper bound can reject it.
     const UserError e = override_error(key, "1000000000000");
     EXPECT_NE(e.message().find("'" + key + "'"), std::string::npos) << e.message();
-    EXPECT_NE(e.message().find("outside the plausible range [1, "), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("outside the plausible range [1, "), std::string::npos)
+        << e.message();
     EXPECT_EQ(e.location().file, "--set hardware." + key + "=1000000000000");
     EXPECT_NE(e.hint().find("must be an integer in [1, "), std::string::npos) << e.hint();
   }
@@ -120,11 +130,13 @@ TEST(HardwareBounds, BoundsAreInclusiveAndJustBeyondFails) {
   override_error("core.clock_hz", "9.999e5");
   EXPECT_DOUBLE_EQ(load_hardware("tpuv3", {{"ici.link_efficiency", "1"}}).ici.link_efficiency, 1.0);
   override_error("ici.link_efficiency", "1.01");
-  EXPECT_DOUBLE_EQ(load_hardware("tpuv3", {{"ici.link_bandwidth", "1e15"}}).ici.link_bandwidth, 1e15);
+  EXPECT_DOUBLE_EQ(load_hardware("tpuv3", {{"ici.link_bandwidth", "1e15"}}).ici.link_bandwidth,
+                   1e15);
   override_error("ici.link_bandwidth", "1.1e15");
   // 1 PiB = 2^50 bytes of HBM per device passes, one more GiB does not.
-  EXPECT_DOUBLE_EQ(load_hardware("tpuv3", {{"hbm.capacity_bytes", "1125899906842624"}}).hbm.capacity_bytes,
-                   1125899906842624.0);
+  EXPECT_DOUBLE_EQ(
+      load_hardware("tpuv3", {{"hbm.capacity_bytes", "1125899906842624"}}).hbm.capacity_bytes,
+      1125899906842624.0);
   override_error("hbm.capacity_bytes", "1125900980584448");
   EXPECT_EQ(load_hardware("tpuv3", {{"core.mxu_rows", "65536"}}).core.mxu_rows, 65536);
   override_error("core.mxu_rows", "65537");
@@ -135,7 +147,8 @@ TEST(HardwareBounds, BoundsAreInclusiveAndJustBeyondFails) {
 
 TEST(HardwareBounds, PodDimsAreBoundedEachAndInProduct) {
   // [256, 256] = 2^16 chips is the largest pod; [512, 256] is twice that.
-  EXPECT_EQ(load_hardware("tpuv3", {{"ici.pod_dims", "[256, 256]"}}).ici.pod_dims, (std::vector<int64_t>{256, 256}));
+  EXPECT_EQ(load_hardware("tpuv3", {{"ici.pod_dims", "[256, 256]"}}).ici.pod_dims,
+            (std::vector<int64_t>{256, 256}));
   const UserError product = override_error("ici.pod_dims", "[512, 256]");
   EXPECT_NE(product.message().find("131072 chips"), std::string::npos) << product.message();
   EXPECT_EQ(product.location().file, "--set hardware.ici.pod_dims=[512, 256]");
@@ -152,7 +165,8 @@ TEST(HardwareBounds, PodListLengthMismatchPointsAtTheList) {
   } catch (const UserError& e) {
     EXPECT_EQ(e.location().line, 3);
     EXPECT_EQ(e.location().column, 19);
-    EXPECT_NE(e.message().find("ici.pod_wraparound has 1 entries but ici.pod_dims has 2"), std::string::npos)
+    EXPECT_NE(e.message().find("ici.pod_wraparound has 1 entries but ici.pod_dims has 2"),
+              std::string::npos)
         << e.message();
   }
 }
@@ -169,8 +183,9 @@ TEST(HardwareBounds, DerivedPeaksAtTheBoundsDoNotOverflow) {
                                                    {"core.vpu_lanes", "65536"},
                                                    {"core.vpu_sublanes", "65536"},
                                                    {"core.clock_hz", "1e11"}});
-  EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(c.core), 576460752303423488.0 * 1e11);  // 2^59 x 1e11
-  EXPECT_DOUBLE_EQ(vpu_elements_per_second(c.core), 4398046511104.0 * 1e11);            // 2^42 x 1e11
+  EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(c.core),
+                   576460752303423488.0 * 1e11);                              // 2^59 x 1e11
+  EXPECT_DOUBLE_EQ(vpu_elements_per_second(c.core), 4398046511104.0 * 1e11);  // 2^42 x 1e11
 }
 
 TEST(HardwareBounds, UnknownOverrideKeyNamesTheFlag) {

@@ -21,19 +21,21 @@ TEST(CollectiveAlgorithmRegistry, PresetChoicesComeFromTheRegistry) {
   for (const CollectiveAlgorithmEntry& e : collective_algorithms()) {
     EXPECT_EQ(collective_algorithm_from_name(std::string(e.name)), e.algorithm);
     if (!e.preset_choice) {
-      EXPECT_THROW(load_hardware("tpuv3", {{"ici.collective_algorithm", std::string(e.name)}}), UserError);
+      EXPECT_THROW(load_hardware("tpuv3", {{"ici.collective_algorithm", std::string(e.name)}}),
+                   UserError);
       continue;
     }
-    const HardwareConfig config = load_hardware("tpuv3", {{"ici.collective_algorithm", std::string(e.name)}});
+    const HardwareConfig config =
+        load_hardware("tpuv3", {{"ici.collective_algorithm", std::string(e.name)}});
     EXPECT_EQ(config.ici.collective_algorithm, e.algorithm);
     EXPECT_EQ(hardware_value_text(config, "ici.collective_algorithm"), e.name);
   }
   EXPECT_THROW(collective_algorithm_from_name("ring2"), UserError);
 }
 
-constexpr double kW = 1e11;      // link bandwidth, bytes/s per direction
-constexpr double kHop = 1e-6;    // per-hop latency
-constexpr double kV = 64e6;      // bytes per device
+constexpr double kW = 1e11;    // link bandwidth, bytes/s per direction
+constexpr double kHop = 1e-6;  // per-hop latency
+constexpr double kV = 64e6;    // bytes per device
 const LinkParams kParams{kW, kHop, 4.5e11, 0.5e-6};
 
 std::vector<CoreId> iota_group(int64_t n) {
@@ -89,20 +91,23 @@ TEST(Collectives, LinkEfficiencyScalesOnlyTheBandwidthTerm) {
 }
 
 TEST(Collectives, BidirectionalRingHalvesBandwidthTerm) {
-  // hardware.md#collective-cost-on-a-ring: all-gather on a bidirectional ring ~ V/(2W), latency ~ n/2 hops.
-  // n = 8: 3 steps of V/8 each way + 1 half step of V/16 each way:
-  // T = (3/8 + 1/16) V/W + 4 hops = (n-1)/n V/(2W) + n/2 hops.
+  // hardware.md#collective-cost-on-a-ring: all-gather on a bidirectional ring ~ V/(2W), latency ~
+  // n/2 hops. n = 8: 3 steps of V/8 each way + 1 half step of V/16 each way: T = (3/8 + 1/16) V/W +
+  // 4 hops = (n-1)/n V/(2W) + n/2 hops.
   const Topology t(Slice{{8}, {true}, 1}, kParams);
   const double want = kV * 7.0 / 16.0 / kW + 4 * kHop;
-  const CollectivePlan ag = plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kBidirectionalRing);
+  const CollectivePlan ag =
+      plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kBidirectionalRing);
   EXPECT_NEAR(ag.analytic_time_s, want, 1e-12);
   EXPECT_NEAR(time_plan_fair_share(t, ag), want, 1e-9 * want);
   // Odd n = 7: 3 full steps of V/7 each way: T = 3/7 V/W + 3 hops = (n-1)/n V/(2W) + (n-1)/2 hops.
   const Topology t7(Slice{{7}, {true}, 1}, kParams);
-  const CollectivePlan ag7 = plan(t7, CollectiveKind::kAllGather, CollectiveAlgorithm::kBidirectionalRing);
+  const CollectivePlan ag7 =
+      plan(t7, CollectiveKind::kAllGather, CollectiveAlgorithm::kBidirectionalRing);
   EXPECT_NEAR(ag7.analytic_time_s, kV * 3.0 / 7.0 / kW + 3 * kHop, 1e-12);
   // Reduce-scatter mirrors all-gather.
-  const CollectivePlan rs = plan(t, CollectiveKind::kReduceScatter, CollectiveAlgorithm::kBidirectionalRing);
+  const CollectivePlan rs =
+      plan(t, CollectiveKind::kReduceScatter, CollectiveAlgorithm::kBidirectionalRing);
   EXPECT_NEAR(rs.analytic_time_s, want, 1e-12);
   // auto on a 1-D group picks the bidirectional ring.
   EXPECT_EQ(plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kAuto).algorithm,
@@ -123,7 +128,8 @@ TEST(Collectives, RingOnALineIsFoldedToTwoHopSteps) {
     for (const LinkTransfer& load : phase.link_loads) EXPECT_NEAR(load.bytes, kV / 8, 1e-6);
   // The same line with wraparound keeps the member order: 1-hop steps.
   const Topology torus(Slice{{8}, {true}, 1}, kParams);
-  const CollectivePlan wrapped = plan(torus, CollectiveKind::kAllGather, CollectiveAlgorithm::kRing);
+  const CollectivePlan wrapped =
+      plan(torus, CollectiveKind::kAllGather, CollectiveAlgorithm::kRing);
   EXPECT_NEAR(wrapped.analytic_time_s, 7 * (kV / 8 / kW + 1 * kHop), 1e-12);
 }
 
@@ -140,7 +146,8 @@ TEST(Collectives, TorusAllReduceByDims) {
   EXPECT_NEAR(time_plan_fair_share(t, ar), want, 1e-9 * want);
   // A 16-device bidirectional ring in row-major order on the same torus is
   // slower: its row-to-row steps share links.
-  const CollectivePlan ring = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing);
+  const CollectivePlan ring =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing);
   EXPECT_GT(ring.analytic_time_s, ar.analytic_time_s);
 }
 
@@ -150,7 +157,8 @@ TEST(Collectives, RingPerDimUsesOneDirectionPerDim) {
   // T = 2 * 3/4 * (V + V/4)/W + 12 hops = 15/8 V/W + 12 hops,
   // twice the torus bandwidth term (15/16 V/W) with 12 instead of 8 hops.
   const Topology t(Slice{{4, 4}, {true, true}, 1}, kParams);
-  const CollectivePlan ar = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRingPerDim, {4, 4});
+  const CollectivePlan ar =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRingPerDim, {4, 4});
   EXPECT_EQ(ar.algorithm, CollectiveAlgorithm::kRingPerDim);
   const double want = 15.0 / 8.0 * kV / kW + 12 * kHop;
   EXPECT_NEAR(ar.analytic_time_s, want, 1e-12);
@@ -163,8 +171,9 @@ TEST(Collectives, RingPerDimUsesOneDirectionPerDim) {
   }
   // On a 1-D group it is the one-way ring.
   const Topology ring(Slice{{8}, {true}, 1}, kParams);
-  EXPECT_NEAR(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRingPerDim).analytic_time_s,
-              plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRing).analytic_time_s, 1e-15);
+  EXPECT_NEAR(
+      plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRingPerDim).analytic_time_s,
+      plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRing).analytic_time_s, 1e-15);
 }
 
 TEST(Collectives, PipelinedTorusAllReduceOn4x4) {
@@ -178,7 +187,8 @@ TEST(Collectives, PipelinedTorusAllReduceOn4x4) {
   //   slots 8-10 (RS1,AG1,AG0 | AG1,AG0 | AG0): 3/8
   // T = (6 * 3/8 + 5 * 3/4) / 8 * V/W + 11 * 2 hops = 3/4 V/W + 22 hops.
   const Topology t(Slice{{4, 4}, {true, true}, 1}, kParams);
-  const CollectivePlan ar = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 8);
+  const CollectivePlan ar =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 8);
   EXPECT_EQ(ar.algorithm, CollectiveAlgorithm::kTorusPipelined);
   const double want = 3.0 / 4.0 * kV / kW + 22 * kHop;
   EXPECT_NEAR(ar.analytic_time_s, want, 1e-12);
@@ -188,24 +198,30 @@ TEST(Collectives, PipelinedTorusAllReduceOn4x4) {
   ASSERT_EQ(ar.phases.size(), 7u);
   EXPECT_EQ(ar.phases[3].repeat, 5);
   // The same bytes leave each device as in the torus plan: 2 * 3/4 (V + V/4).
-  const CollectivePlan torus = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4});
+  const CollectivePlan torus =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4});
   EXPECT_NEAR(ar.bytes_sent_per_device, torus.bytes_sent_per_device, 1e-6);
   EXPECT_NEAR(ar.bytes_sent_per_device, 15.0 / 8.0 * kV, 1e-6);
   // C = 2 < 4 stages: slots RS0 | RS0,RS1 | RS1,AG1 | AG1,AG0 | AG0; the
   // middle one only uses dim 1 (2 * 3/32 / 2):
   // T = (4 * 3/8 + 3/16) / 2 * V/W + 5 * 2 hops = 27/32 V/W + 10 hops.
-  const CollectivePlan two = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 2);
+  const CollectivePlan two =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 2);
   EXPECT_NEAR(two.analytic_time_s, 27.0 / 32.0 * kV / kW + 10 * kHop, 1e-12);
   EXPECT_NEAR(time_plan_fair_share(t, two), two.analytic_time_s, 1e-9 * two.analytic_time_s);
   // C = 1 is the torus plan.
-  const CollectivePlan one = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 1);
+  const CollectivePlan one =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 1);
   EXPECT_DOUBLE_EQ(one.analytic_time_s, torus.analytic_time_s);
   EXPECT_EQ(one.phases.size(), torus.phases.size());
   // A 1-D group has nothing to overlap (its stages share one dim's links):
   // it runs unchunked, the bidirectional ring.
   const Topology ring(Slice{{8}, {true}, 1}, kParams);
-  EXPECT_DOUBLE_EQ(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {}, 8).analytic_time_s,
-                   plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing).analytic_time_s);
+  EXPECT_DOUBLE_EQ(
+      plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {}, 8)
+          .analytic_time_s,
+      plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing)
+          .analytic_time_s);
 }
 
 TEST(Collectives, PipelinedTorusIsFourFifthsOfTorusBandwidthOn4x4) {
@@ -214,9 +230,11 @@ TEST(Collectives, PipelinedTorusIsFourFifthsOfTorusBandwidthOn4x4) {
   LinkParams params = kParams;
   params.ici_hop_latency_s = 0;
   const Topology t(Slice{{4, 4}, {true, true}, 1}, params);
-  const double torus = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s;
+  const double torus =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s;
   for (int64_t chunks : {3, 4, 16, 64}) {
-    const CollectivePlan p = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, chunks);
+    const CollectivePlan p =
+        plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, chunks);
     EXPECT_NEAR(p.analytic_time_s / torus, 0.8, 1e-12) << chunks;
   }
 }
@@ -229,16 +247,19 @@ TEST(Collectives, PipelinedTorusOnUnequalDims) {
   // stage (7/32 V/W, 4 hops), the middle one both dim-1 stages (6/128 V/W,
   // 2 hops): T = (7/8 + 3/64) V/W + 18 hops = 59/64 V/W + 18 hops.
   const Topology t(Slice{{8, 4}, {true, true}, 1}, kParams);
-  const CollectivePlan ar = plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {8, 4}, 2);
+  const CollectivePlan ar =
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {8, 4}, 2);
   const double want = 59.0 / 64.0 * kV / kW + 18 * kHop;
   EXPECT_NEAR(ar.analytic_time_s, want, 1e-12);
   EXPECT_NEAR(time_plan_fair_share(t, ar), want, 1e-9 * want);
   // Reduce-scatter alone, C = 2: slots RS0 | RS0,RS1 | RS1:
   // T = (2 * 7/32 + 3/128) V/W + (4 + 4 + 2) hops = 59/128 V/W + 10 hops.
-  const CollectivePlan rs = plan(t, CollectiveKind::kReduceScatter, CollectiveAlgorithm::kTorusPipelined, {8, 4}, 2);
+  const CollectivePlan rs =
+      plan(t, CollectiveKind::kReduceScatter, CollectiveAlgorithm::kTorusPipelined, {8, 4}, 2);
   EXPECT_NEAR(rs.analytic_time_s, 59.0 / 128.0 * kV / kW + 10 * kHop, 1e-12);
   // All-gather mirrors it.
-  const CollectivePlan ag = plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kTorusPipelined, {8, 4}, 2);
+  const CollectivePlan ag =
+      plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kTorusPipelined, {8, 4}, 2);
   EXPECT_NEAR(ag.analytic_time_s, rs.analytic_time_s, 1e-15);
 }
 
@@ -256,8 +277,9 @@ TEST(Collectives, PipelinedTorusOn4x4x4) {
   const double want = 13.0 / 16.0 * kV / kW + 16 * kHop;
   EXPECT_NEAR(ar.analytic_time_s, want, 1e-12);
   EXPECT_NEAR(time_plan_fair_share(t, ar), want, 1e-9 * want);
-  EXPECT_NEAR(plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4, 4}).analytic_time_s,
-              63.0 / 64.0 * kV / kW + 12 * kHop, 1e-12);
+  EXPECT_NEAR(
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4, 4}).analytic_time_s,
+      63.0 / 64.0 * kV / kW + 12 * kHop, 1e-12);
 }
 
 TEST(Collectives, RingStepOverheadIsPaidPerStep) {
@@ -270,24 +292,29 @@ TEST(Collectives, RingStepOverheadIsPaidPerStep) {
   EXPECT_NEAR(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kRing).analytic_time_s,
               2 * (7.0 / 8.0 * kV / kW + 7 * (kHop + o)), 1e-12);
   // Bidirectional: 2 * (3 full + 1 half) steps: 2 * (7/16 V/W + 4 (hop + o)).
-  EXPECT_NEAR(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing).analytic_time_s,
+  EXPECT_NEAR(plan(ring, CollectiveKind::kAllReduce, CollectiveAlgorithm::kBidirectionalRing)
+                  .analytic_time_s,
               2 * (7.0 / 16.0 * kV / kW + 4 * (kHop + o)), 1e-12);
   // 4x4 torus: 4 passes of 2 steps: 15/16 V/W + 8 (hop + o); pipelined C = 8:
   // 11 slots of one stage's 2 steps: 3/4 V/W + 22 (hop + o).
   const Topology t(Slice{{4, 4}, {true, true}, 1}, params);
-  EXPECT_NEAR(plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s,
-              15.0 / 16.0 * kV / kW + 8 * (kHop + o), 1e-12);
+  EXPECT_NEAR(
+      plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s,
+      15.0 / 16.0 * kV / kW + 8 * (kHop + o), 1e-12);
   const CollectivePlan pipelined =
       plan(t, CollectiveKind::kAllReduce, CollectiveAlgorithm::kTorusPipelined, {4, 4}, 8);
   EXPECT_NEAR(pipelined.analytic_time_s, 3.0 / 4.0 * kV / kW + 22 * (kHop + o), 1e-12);
-  EXPECT_NEAR(time_plan_fair_share(t, pipelined), pipelined.analytic_time_s, 1e-9 * pipelined.analytic_time_s);
+  EXPECT_NEAR(time_plan_fair_share(t, pipelined), pipelined.analytic_time_s,
+              1e-9 * pipelined.analytic_time_s);
   // Not a ring: the direct all-to-all does not pay it.
   const Topology plain(Slice{{8}, {true}, 1}, kParams);
-  EXPECT_DOUBLE_EQ(plan(ring, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto).analytic_time_s,
-                   plan(plain, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto).analytic_time_s);
+  EXPECT_DOUBLE_EQ(
+      plan(ring, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto).analytic_time_s,
+      plan(plain, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto).analytic_time_s);
   // The presets' key feeds it (default 0).
   EXPECT_DOUBLE_EQ(link_params(load_hardware("tpuv4")).ring_step_overhead_s, 0);
-  EXPECT_DOUBLE_EQ(link_params(load_hardware("tpuv4", {{"ici.ring_step_overhead_s", "2.5e-6"}})).ring_step_overhead_s,
+  EXPECT_DOUBLE_EQ(link_params(load_hardware("tpuv4", {{"ici.ring_step_overhead_s", "2.5e-6"}}))
+                       .ring_step_overhead_s,
                    2.5e-6);
 }
 
@@ -313,7 +340,8 @@ TEST(Collectives, AllToAllOnTorusByHand) {
   EXPECT_GE(time_plan_fair_share(t, a2a), a2a.analytic_time_s * (1 - 1e-12));
   // The per-dim exchange moves the same link-bytes on half the links at a
   // time: two phases of V/(2W) + 2 hops.
-  const CollectivePlan per_dim = plan(t, CollectiveKind::kAllToAll, CollectiveAlgorithm::kTorus, {4, 4});
+  const CollectivePlan per_dim =
+      plan(t, CollectiveKind::kAllToAll, CollectiveAlgorithm::kTorus, {4, 4});
   EXPECT_EQ(per_dim.phases.size(), 2u);
   EXPECT_NEAR(per_dim.analytic_time_s, kV / kW + 4 * kHop, 1e-12);
 }
@@ -329,9 +357,11 @@ TEST(Collectives, AllToAllPaysOneMessageIssuePerDestination) {
   const CollectivePlan a2a = plan(t, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto);
   EXPECT_NEAR(a2a.analytic_time_s, kV / (2 * kW) + 4 * kHop + 15 * 3e-6, 1e-12);
   const Topology no_overhead(Slice{{4, 4}, {true, true}, 1}, kParams);
-  EXPECT_NEAR(plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s,
-              plan(no_overhead, CollectiveKind::kAllGather, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s,
-              1e-15);
+  EXPECT_NEAR(
+      plan(t, CollectiveKind::kAllGather, CollectiveAlgorithm::kTorus, {4, 4}).analytic_time_s,
+      plan(no_overhead, CollectiveKind::kAllGather, CollectiveAlgorithm::kTorus, {4, 4})
+          .analytic_time_s,
+      1e-15);
   // The presets carry it (ici.message_overhead_s).
   EXPECT_DOUBLE_EQ(link_params(load_hardware("tpuv3")).message_overhead_s, 1e-6);
 }
@@ -341,8 +371,8 @@ TEST(Collectives, AllToAllOnARingIsAQuarterOfAllGather) {
   // link carries every flow of distance d = 1..31 crossing it: sum d = 496 c,
   // plus the distance-32 ties from the 32 even sources, 32 hops each over 64
   // links: 16 c. Total 512 c = 8V per link: T = 8V/W + 32 hops.
-  // hardware.md#collective-cost-on-a-ring: all-to-all ~ all-gather / 4 for the same total array (64 V):
-  // bidirectional all-gather = 63/64 * 64V / (2W) = 31.5 V/W; 8 / 31.5 = 0.254.
+  // hardware.md#collective-cost-on-a-ring: all-to-all ~ all-gather / 4 for the same total array (64
+  // V): bidirectional all-gather = 63/64 * 64V / (2W) = 31.5 V/W; 8 / 31.5 = 0.254.
   const Topology t(Slice{{64}, {true}, 1}, kParams);
   const CollectivePlan a2a = plan(t, CollectiveKind::kAllToAll, CollectiveAlgorithm::kAuto);
   EXPECT_NEAR(a2a.analytic_time_s, 8 * kV / kW + 32 * kHop, 1e-12);
@@ -350,7 +380,8 @@ TEST(Collectives, AllToAllOnARingIsAQuarterOfAllGather) {
   ag.kind = CollectiveKind::kAllGather;
   ag.bytes_per_device = 64 * kV;
   ag.group = iota_group(64);
-  const double ratio = (a2a.analytic_time_s - 32 * kHop) / (plan_collective(t, ag).analytic_time_s - 32 * kHop);
+  const double ratio =
+      (a2a.analytic_time_s - 32 * kHop) / (plan_collective(t, ag).analytic_time_s - 32 * kHop);
   EXPECT_NEAR(ratio, 0.25, 0.02 * 0.25);
 }
 
@@ -405,7 +436,8 @@ TEST(Collectives, FairShareExceedsBoundWhenFlowsAreHeldElsewhere) {
   const Topology t(Slice{{4}, {false}, 1}, kParams);
   CollectivePlan plan;
   Phase phase;
-  phase.flows = {Flow{0, 2, 4 * kV, 1}, Flow{1, 3, 4 * kV, 1}, Flow{0, 1, kV, 3}, Flow{2, 3, kV, 3}};
+  phase.flows = {Flow{0, 2, 4 * kV, 1}, Flow{1, 3, 4 * kV, 1}, Flow{0, 1, kV, 3},
+                 Flow{2, 3, kV, 3}};
   plan.phases.push_back(phase);
   EXPECT_NEAR(time_plan_fair_share(t, plan), 10 * kV / kW, 1e-9 * 10 * kV / kW);
 }
@@ -424,7 +456,8 @@ TEST(Collectives, EmptyOrForeignGroupsAreUserErrors) {
   EXPECT_THROW(collective_algorithm_from_name("tree"), UserError);
   EXPECT_EQ(collective_algorithm_from_name("torus"), CollectiveAlgorithm::kTorus);
   EXPECT_EQ(collective_algorithm_from_name("ring_per_dim"), CollectiveAlgorithm::kRingPerDim);
-  EXPECT_EQ(collective_algorithm_from_name("torus_pipelined"), CollectiveAlgorithm::kTorusPipelined);
+  EXPECT_EQ(collective_algorithm_from_name("torus_pipelined"),
+            CollectiveAlgorithm::kTorusPipelined);
 }
 
 TEST(Collectives, FullPodPlansStayCheap) {
@@ -435,7 +468,8 @@ TEST(Collectives, FullPodPlansStayCheap) {
   const HardwareConfig v3 = load_hardware("tpuv3");
   const Slice pod = full_pod(v3);
   const Topology t(pod, link_params(v3));
-  const Placement placement = place_mesh(pod, PlacementQuery{{32, 64}, PlacementOrder::kRingPreserving, {}});
+  const Placement placement =
+      place_mesh(pod, PlacementQuery{{32, 64}, PlacementOrder::kRingPreserving, {}});
   CollectiveQuery q;
   q.kind = CollectiveKind::kAllReduce;
   q.bytes_per_device = kV;

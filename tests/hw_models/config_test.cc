@@ -12,7 +12,8 @@ TEST(HardwareConfig, PresetsLoadWithEveryKeySourced) {
   for (const std::string name : {"tpuv3", "tpuv4"}) {
     const HardwareConfig config = load_hardware(name);
     EXPECT_EQ(config.name, name);
-    for (const std::string& key : hardware_keys()) EXPECT_TRUE(config.sources.count(key)) << name << " " << key;
+    for (const std::string& key : hardware_keys())
+      EXPECT_TRUE(config.sources.count(key)) << name << " " << key;
   }
   EXPECT_EQ(preset_names(), (std::vector<std::string>{"tpuv3", "tpuv4"}));
 }
@@ -22,7 +23,8 @@ TEST(HardwareConfig, TpuV3PeakMatchesAnchors) {
   const HardwareConfig v3 = load_hardware("tpuv3");
   EXPECT_NEAR(peak_matmul_flops_per_device(v3.core), 61.5e12, 0.01 * 61.5e12);
   EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(v3.core), 2.0 * 2 * 128 * 128 * 940e6);
-  // hardware.md: 275 TFLOP/s per v4 chip = device (megacore): 8 MXUs * 16384 * 2 * 1050e6 = 275.3e12.
+  // hardware.md: 275 TFLOP/s per v4 chip = device (megacore): 8 MXUs * 16384 * 2 * 1050e6 =
+  // 275.3e12.
   const HardwareConfig v4 = load_hardware("tpuv4");
   EXPECT_NEAR(peak_matmul_flops_per_device(v4.core), 275e12, 0.01 * 275e12);
 }
@@ -57,7 +59,8 @@ TEST(HardwareConfig, UnknownOverrideKeyNamesTheKey) {
     load_hardware("tpuv3", {{"qqqqqqqq", "1"}});
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
-    EXPECT_NE(e.hint().find("valid keys: "), std::string::npos) << e.hint();  // nothing close: the list
+    EXPECT_NE(e.hint().find("valid keys: "), std::string::npos)
+        << e.hint();  // nothing close: the list
   }
 }
 
@@ -100,7 +103,8 @@ TEST(HardwareConfig, UnknownDocumentKeyHasLineColumnAndHint) {
 }
 
 TEST(HardwareConfig, BaseInheritanceChangesOnlyGivenKeys) {
-  const HardwareConfig config = load_hardware_from_string("base: tpuv3\nhbm:\n  bandwidth: 900e9\n", "x.yaml");
+  const HardwareConfig config =
+      load_hardware_from_string("base: tpuv3\nhbm:\n  bandwidth: 900e9\n", "x.yaml");
   EXPECT_DOUBLE_EQ(config.hbm.bandwidth, 900e9);
   // Inherited from tpuv3: 656 Gbit/s per direction (hardware.md#ici-link-rate).
   EXPECT_DOUBLE_EQ(config.ici.link_bandwidth, 8.2e10);
@@ -150,18 +154,22 @@ namespace podsim::hw {
 namespace {
 
 TEST(HardwareConfig, SourcesMustNameKnownKeysWithText) {
-  EXPECT_THROW(load_hardware_from_string("base: tpuv3\nsources:\n  ici.bogus: x\n", "s.yaml"), UserError);
-  EXPECT_THROW(load_hardware_from_string("base: tpuv3\nsources:\n  ici.link_bandwidth: [1, 2]\n", "s.yaml"),
+  EXPECT_THROW(load_hardware_from_string("base: tpuv3\nsources:\n  ici.bogus: x\n", "s.yaml"),
                UserError);
-  const HardwareConfig c =
-      load_hardware_from_string("base: tpuv3\nici:\n  link_bandwidth: 2e11\nsources:\n  ici.link_bandwidth: mine\n", "s.yaml");
+  EXPECT_THROW(
+      load_hardware_from_string("base: tpuv3\nsources:\n  ici.link_bandwidth: [1, 2]\n", "s.yaml"),
+      UserError);
+  const HardwareConfig c = load_hardware_from_string(
+      "base: tpuv3\nici:\n  link_bandwidth: 2e11\nsources:\n  ici.link_bandwidth: mine\n",
+      "s.yaml");
   EXPECT_EQ(c.sources.at("ici.link_bandwidth"), "mine");
 }
 
 // A list used as a key (as the workload fuzzer found for workloads): a
 // positioned UserError, not a yaml-cpp exception escaping the loader.
 TEST(Config, ComplexKeyIsAUserError) {
-  EXPECT_THROW(load_hardware_from_string("base: tpuv3\nici:\n  ? [a, b]\n  : 1\n", "k.yaml"), UserError);
+  EXPECT_THROW(load_hardware_from_string("base: tpuv3\nici:\n  ? [a, b]\n  : 1\n", "k.yaml"),
+               UserError);
 }
 
 }  // namespace

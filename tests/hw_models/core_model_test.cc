@@ -157,7 +157,8 @@ TEST(SystolicCore, FusedOpReadsOnceAndOverlapsUnits) {
 TEST(SystolicCore, MemoryOpsAreHbmTime) {
   const HardwareConfig config = load_hardware("tpuv3");
   const auto model = make_core_model(config);
-  const OpTiming t = model->time_memory_op(MemoryQuery{MemoryOpKind::kDynamicUpdateSlice, 450e6, 450e6});
+  const OpTiming t =
+      model->time_memory_op(MemoryQuery{MemoryOpKind::kDynamicUpdateSlice, 450e6, 450e6});
   // 900 MB through 450 GB/s = 2 ms.
   EXPECT_DOUBLE_EQ(t.hbm_seconds, 2e-3);
   EXPECT_EQ(t.bound, Bound::kHbm);
@@ -178,7 +179,8 @@ TEST(RooflineCore, IsALowerBoundOfSystolic) {
   MatmulQuery q;
   q.work = MatmulWork{1, 1024, 1024, 1024};
   // Roofline: 2*2^30 FLOP / 61.6e12 vs 6 MiB / 450e9: MXU 34.9 us > HBM 14.0 us.
-  EXPECT_DOUBLE_EQ(r->time_matmul(q).seconds, 2.0 * 1024 * 1024 * 1024 / (2.0 * 2 * 128 * 128 * 940e6));
+  EXPECT_DOUBLE_EQ(r->time_matmul(q).seconds,
+                   2.0 * 1024 * 1024 * 1024 / (2.0 * 2 * 128 * 128 * 940e6));
 }
 
 }  // namespace

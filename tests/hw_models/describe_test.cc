@@ -42,7 +42,8 @@ TEST(Describe, TpuV4DerivedFigures) {
 }
 
 TEST(Describe, TextListsValuesSourcesAndDerivedFigures) {
-  const std::string text = describe_hardware(load_hardware("tpuv3", {{"ici.link_bandwidth", "2e11"}}));
+  const std::string text =
+      describe_hardware(load_hardware("tpuv3", {{"ici.link_bandwidth", "2e11"}}));
   EXPECT_NE(text.find("core.clock_hz"), std::string::npos);
   EXPECT_NE(text.find("docs/reference/hardware.md"), std::string::npos);
   EXPECT_NE(text.find("override (--set)"), std::string::npos);
@@ -55,9 +56,12 @@ TEST(Describe, PresetTableHasOneRowPerPresetWithItsFigures) {
   const std::string text = describe_presets();
   // tpuv3: a 32x32 torus of chips with 2 cores each (2048 devices); a core
   // is 2 MXUs x 128 x 128 x 2 flops x 940 MHz = 61.6 TFLOP/s with 16 GiB HBM.
-  EXPECT_NE(text.find("tpuv3          2048           61.6         16     1024  32x32\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tpuv3          2048           61.6         16     1024  32x32\n"),
+            std::string::npos)
+      << text;
   // tpuv4: a 16x16x16 torus, one (megacore) device per chip, 32 GiB.
-  EXPECT_NE(text.find("tpuv4          4096          275.3         32     4096  16x16x16\n"), std::string::npos)
+  EXPECT_NE(text.find("tpuv4          4096          275.3         32     4096  16x16x16\n"),
+            std::string::npos)
       << text;
   EXPECT_TRUE(text.starts_with("preset      devices")) << text;
   EXPECT_TRUE(text.ends_with("details: podsim hardware show <preset>\n")) << text;

@@ -26,10 +26,13 @@ TEST(Placement, ColumnMajorRunsFirstDimFastest) {
 
 TEST(Placement, ExplicitListMustBeAPermutation) {
   const Slice slice{{2}, {false}, 2};
-  const Placement p = place_mesh(slice, PlacementQuery{{4}, PlacementOrder::kExplicit, {3, 1, 0, 2}});
+  const Placement p =
+      place_mesh(slice, PlacementQuery{{4}, PlacementOrder::kExplicit, {3, 1, 0, 2}});
   EXPECT_EQ(p.core(0), 3);
-  EXPECT_THROW(place_mesh(slice, PlacementQuery{{4}, PlacementOrder::kExplicit, {3, 1, 1, 2}}), UserError);
-  EXPECT_THROW(place_mesh(slice, PlacementQuery{{4}, PlacementOrder::kExplicit, {0, 1, 2}}), UserError);
+  EXPECT_THROW(place_mesh(slice, PlacementQuery{{4}, PlacementOrder::kExplicit, {3, 1, 1, 2}}),
+               UserError);
+  EXPECT_THROW(place_mesh(slice, PlacementQuery{{4}, PlacementOrder::kExplicit, {0, 1, 2}}),
+               UserError);
   EXPECT_THROW(place_mesh(slice, PlacementQuery{{3}, PlacementOrder::kRowMajor, {}}), UserError);
   EXPECT_THROW(placement_order_from_name("diagonal"), UserError);
 }
@@ -63,7 +66,8 @@ TEST(Placement, RingPreservingKeepsInnerRingsOneHop) {
   // [4, 8] mesh on a 4x4 chip mesh (no wraparound) with 2 devices per chip.
   const Slice slice{{4, 4}, {false, false}, 2};
   const Topology t(slice, kParams);
-  const Placement ring = place_mesh(slice, PlacementQuery{{4, 8}, PlacementOrder::kRingPreserving, {}});
+  const Placement ring =
+      place_mesh(slice, PlacementQuery{{4, 8}, PlacementOrder::kRingPreserving, {}});
   // Inner axis: along y on device 0, back on device 1: every neighbour is one
   // ICI hop or one on-chip link, including the closing pair.
   EXPECT_EQ(max_ring_hops(t, ring, 1), 1);
@@ -78,9 +82,11 @@ TEST(Placement, RingPreservingKeepsInnerRingsOneHop) {
   std::sort(cores.begin(), cores.end());
   for (int64_t i = 0; i < 32; ++i) EXPECT_EQ(cores[static_cast<size_t>(i)], i);
   // Transposed mesh [8, 4] puts the ring on the first axis.
-  const Placement transposed = place_mesh(slice, PlacementQuery{{8, 4}, PlacementOrder::kRingPreserving, {}});
+  const Placement transposed =
+      place_mesh(slice, PlacementQuery{{8, 4}, PlacementOrder::kRingPreserving, {}});
   EXPECT_EQ(max_ring_hops(t, transposed, 0), 1);
-  EXPECT_THROW(place_mesh(slice, PlacementQuery{{2, 16}, PlacementOrder::kRingPreserving, {}}), UserError);
+  EXPECT_THROW(place_mesh(slice, PlacementQuery{{2, 16}, PlacementOrder::kRingPreserving, {}}),
+               UserError);
 }
 
 TEST(AxisRingLoad, NeighbourRingsLoadEachLinkOnce) {
@@ -105,7 +111,8 @@ TEST(AxisRingLoad, StridedRingSharesLinksTwice) {
   std::vector<int64_t> order;
   for (int64_t i = 0; i < 16; i += 2) order.push_back(i);
   for (int64_t i = 1; i < 16; i += 2) order.push_back(i);
-  const Placement p = place_mesh(ring.slice(), PlacementQuery{{16}, PlacementOrder::kExplicit, order});
+  const Placement p =
+      place_mesh(ring.slice(), PlacementQuery{{16}, PlacementOrder::kExplicit, order});
   EXPECT_EQ(axis_ring_load(ring, p, 0).max_link_load, 2);
   EXPECT_EQ(axis_ring_load(ring, p, 0).max_hops, 3);
   EXPECT_TRUE(placement_notes(ring, p, {"x"}, "explicit", {16}).empty());
@@ -122,11 +129,13 @@ TEST(AxisRingLoad, RowMajor32x64OnV4Slice16x16x8) {
   // y = 8 (b mod 8) + c stays inside dims 1 and 2 with neighbour steps
   // except where it wraps a line of 8: no note for it.
   const Topology t(Slice{{16, 16, 8}, {true, true, true}, 1}, kParams);
-  const Placement p = place_mesh(t.slice(), PlacementQuery{{32, 64}, PlacementOrder::kRowMajor, {}});
+  const Placement p =
+      place_mesh(t.slice(), PlacementQuery{{32, 64}, PlacementOrder::kRowMajor, {}});
   const AxisRingLoad x = axis_ring_load(t, p, 0);
   EXPECT_EQ(x.max_link_load, 4);
   EXPECT_EQ(x.max_hops, 9);
-  const std::vector<std::string> notes = placement_notes(t, p, {"x", "y"}, "row_major", {16, 16, 16});
+  const std::vector<std::string> notes =
+      placement_notes(t, p, {"x", "y"}, "row_major", {16, 16, 16});
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("mesh axis 'x' (32 devices)"), std::string::npos) << notes[0];
   EXPECT_NE(notes[0].find("runs at 1/4 of the link rate"), std::string::npos) << notes[0];
@@ -137,17 +146,21 @@ TEST(AxisRingLoad, RowMajor32x64OnV4Slice16x16x8) {
   // steps): every shift is at most 3 hops and no link carries more than 2.
   // Row-major on the same dims also loads no link more than twice, but x
   // then jumps 4 chips along dim 1 (5 hops): the note prefers the shorter.
-  EXPECT_NE(notes[0].find("--set 'mesh.physical=[16,8,16,1]' --set mesh.order=column_major loads no link more "
-                          "than twice"),
-            std::string::npos)
+  EXPECT_NE(
+      notes[0].find(
+          "--set 'mesh.physical=[16,8,16,1]' --set mesh.order=column_major loads no link more "
+          "than twice"),
+      std::string::npos)
       << notes[0];
   const Topology better(Slice{{16, 8, 16}, {true, true, true}, 1}, kParams);
-  const Placement q = place_mesh(better.slice(), PlacementQuery{{32, 64}, PlacementOrder::kColumnMajor, {}});
+  const Placement q =
+      place_mesh(better.slice(), PlacementQuery{{32, 64}, PlacementOrder::kColumnMajor, {}});
   EXPECT_LE(axis_ring_load(better, q, 0).max_link_load, 2);
   EXPECT_LE(axis_ring_load(better, q, 1).max_link_load, 2);
   EXPECT_EQ(axis_ring_load(better, q, 0).max_hops, 2);
   EXPECT_EQ(axis_ring_load(better, q, 1).max_hops, 3);
-  const Placement r = place_mesh(better.slice(), PlacementQuery{{32, 64}, PlacementOrder::kRowMajor, {}});
+  const Placement r =
+      place_mesh(better.slice(), PlacementQuery{{32, 64}, PlacementOrder::kRowMajor, {}});
   EXPECT_EQ(axis_ring_load(better, r, 0).max_hops, 5);
 }
 

@@ -40,10 +40,12 @@ TEST(Topology, LinkCounts) {
 TEST(Topology, RouteUsesWraparoundTheShortWay) {
   const Topology t = torus({8, 8});
   // (0,0) -> (7,0): one hop in -x through the wraparound link.
-  EXPECT_EQ(steps(t, t.route_chips(t.chip_at({0, 0}), t.chip_at({7, 0}))), (std::vector<std::pair<int, int>>{{0, -1}}));
+  EXPECT_EQ(steps(t, t.route_chips(t.chip_at({0, 0}), t.chip_at({7, 0}))),
+            (std::vector<std::pair<int, int>>{{0, -1}}));
   // (0,0) -> (3,5): x first, +3; then y: forward 5 vs backward 3 -> -y 3 hops.
   const auto path = steps(t, t.route_chips(t.chip_at({0, 0}), t.chip_at({3, 5})));
-  EXPECT_EQ(path, (std::vector<std::pair<int, int>>{{0, 1}, {0, 1}, {0, 1}, {1, -1}, {1, -1}, {1, -1}}));
+  EXPECT_EQ(path,
+            (std::vector<std::pair<int, int>>{{0, 1}, {0, 1}, {0, 1}, {1, -1}, {1, -1}, {1, -1}}));
   // The route ends where it should.
   const auto links = t.route_chips(t.chip_at({0, 0}), t.chip_at({3, 5}));
   EXPECT_EQ(t.link(links.back()).dst_chip, t.chip_at({3, 5}));
@@ -70,10 +72,11 @@ TEST(Topology, HalfRingTiesSplitByParity) {
 TEST(Topology, RouteLengthsEqualBfsDistances) {
   for (const Topology& t : {torus({4, 6, 3}), mesh({5, 4}), torus({8, 8})}) {
     std::vector<int> distance(static_cast<size_t>(t.num_chips()), 0);
-    boost::breadth_first_search(
-        t.graph(), boost::vertex(0, t.graph()),
-        boost::visitor(boost::make_bfs_visitor(boost::record_distances(distance.data(), boost::on_tree_edge()))));
-    for (ChipId c = 0; c < t.num_chips(); ++c) EXPECT_EQ(t.hops(0, c), distance[static_cast<size_t>(c)]) << c;
+    boost::breadth_first_search(t.graph(), boost::vertex(0, t.graph()),
+                                boost::visitor(boost::make_bfs_visitor(boost::record_distances(
+                                    distance.data(), boost::on_tree_edge()))));
+    for (ChipId c = 0; c < t.num_chips(); ++c)
+      EXPECT_EQ(t.hops(0, c), distance[static_cast<size_t>(c)]) << c;
   }
 }
 
@@ -103,7 +106,8 @@ TEST(Slices, DefaultSliceIsSmallestSquarest) {
   try {  // 3 devices on 2-device chips: the hint names the override that runs it
     default_slice(v3, 3);
   } catch (const UserError& e) {
-    EXPECT_NE(e.hint().find("--set hardware.chip.devices_per_chip=1"), std::string::npos) << e.hint();
+    EXPECT_NE(e.hint().find("--set hardware.chip.devices_per_chip=1"), std::string::npos)
+        << e.hint();
   }
   EXPECT_THROW(default_slice(v3, 4096), UserError);
   EXPECT_THROW(default_slice(v3, 2 * 37), UserError);  // 37 chips: prime > 32
@@ -123,9 +127,12 @@ TEST(Slices, V4SlicesOfWholeCubesAreTori) {
   // docs/reference/hardware.md#torus-slices: a v4 dim of whole 4x4x4 cubes
   // wraps through the optical switches; a dim under 4 chips stays a mesh.
   const HardwareConfig v4 = load_hardware("tpuv4");
-  EXPECT_EQ(slice_from_physical(v4, {16, 16, 8, 1}).wraparound, (std::vector<bool>{true, true, true}));
-  EXPECT_EQ(slice_from_physical(v4, {4, 4, 4, 1}).wraparound, (std::vector<bool>{true, true, true}));
-  EXPECT_EQ(slice_from_physical(v4, {2, 4, 8, 1}).wraparound, (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(slice_from_physical(v4, {16, 16, 8, 1}).wraparound,
+            (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(slice_from_physical(v4, {4, 4, 4, 1}).wraparound,
+            (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(slice_from_physical(v4, {2, 4, 8, 1}).wraparound,
+            (std::vector<bool>{false, true, true}));
   EXPECT_EQ(default_slice(v4, 2048).wraparound, (std::vector<bool>{true, true, true}));  // 8x16x16
   EXPECT_EQ(default_slice(v4, 8).wraparound, (std::vector<bool>{false, false, false}));  // 2x2x2
   // A 16-chip ring of a 16x16x8 slice: the wraparound link makes (15,0,0) ->
@@ -134,8 +141,10 @@ TEST(Slices, V4SlicesOfWholeCubesAreTori) {
   EXPECT_EQ(t.hops(t.chip_at({15, 0, 0}), t.chip_at({0, 0, 0})), 1);
   // torus_block 0 (TPU v3's rule): only the full pod wraps.
   const HardwareConfig v4_no_ocs = load_hardware("tpuv4", {{"ici.torus_block", "0"}});
-  EXPECT_EQ(slice_from_physical(v4_no_ocs, {16, 16, 8, 1}).wraparound, (std::vector<bool>{false, false, false}));
-  EXPECT_EQ(slice_from_physical(v4_no_ocs, {16, 16, 16, 1}).wraparound, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(slice_from_physical(v4_no_ocs, {16, 16, 8, 1}).wraparound,
+            (std::vector<bool>{false, false, false}));
+  EXPECT_EQ(slice_from_physical(v4_no_ocs, {16, 16, 16, 1}).wraparound,
+            (std::vector<bool>{true, true, true}));
 }
 
 TEST(Topology, BisectionCountsCrossingLinks) {

@@ -29,7 +29,8 @@ TEST(FlatReport, CsvRoundTripsAndQuotesWhatNeedsIt) {
 }
 
 TEST(FlatReport, NumbersAreWholeNumberTexts) {
-  const FlatReport report{{"step", "1e-3"}, {"bad", "12abc"}, {"empty", ""}, {"word", "true"}, {"step", "7"}};
+  const FlatReport report{
+      {"step", "1e-3"}, {"bad", "12abc"}, {"empty", ""}, {"word", "true"}, {"step", "7"}};
   EXPECT_DOUBLE_EQ(report.number("step").value(), 1e-3);  // the first field of that name
   EXPECT_FALSE(report.number("bad").has_value());
   EXPECT_FALSE(report.number("empty").has_value());
@@ -68,8 +69,10 @@ TEST(FlatReport, ReportColumnsAreTheFlatReportKeys) {
   EXPECT_EQ(columns[0], "workload");
   EXPECT_NE(std::find(columns.begin(), columns.end(), "step_time_s"), columns.end());
   // Every collective kind and memory role has its columns, zeros included.
-  EXPECT_NE(std::find(columns.begin(), columns.end(), "collectives.all-to-all.count"), columns.end());
-  EXPECT_NE(std::find(columns.begin(), columns.end(), "memory_breakdown_bytes.collective_buffers"), columns.end());
+  EXPECT_NE(std::find(columns.begin(), columns.end(), "collectives.all-to-all.count"),
+            columns.end());
+  EXPECT_NE(std::find(columns.begin(), columns.end(), "memory_breakdown_bytes.collective_buffers"),
+            columns.end());
 }
 
 }  // namespace

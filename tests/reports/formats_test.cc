@@ -177,7 +177,7 @@ TEST(ReportTable, PrintsUnitsAndSaysWhenTheModelDoesNotFit) {
   ReportFixture f;
   std::string table = report_table(summarize(f.input()));
   EXPECT_NE(table.find("step time                2.00 s"), std::string::npos) << table;
-  EXPECT_NE(table.find("50.0 %"), std::string::npos);                 // MFU
+  EXPECT_NE(table.find("50.0 %"), std::string::npos);  // MFU
   EXPECT_NE(table.find("50.0 TFLOP/s of 100.0 TFLOP/s"), std::string::npos);
   EXPECT_NE(table.find("10.00 GiB of 16.00 GiB (fits)"), std::string::npos);
   EXPECT_EQ(table.find("DOES NOT FIT"), std::string::npos);
@@ -192,20 +192,27 @@ TEST(ReportTable, SaysTheMemoryBreakdownIsAtThePeakAndWhatIsLiveThere) {
   ReportFixture f;
   f.use_training_step();
   const std::string table = report_table(summarize(f.input()));
-  EXPECT_NE(table.find("memory per device at its peak: 288 B of 16.00 GiB (fits)"), std::string::npos) << table;
-  EXPECT_NE(table.find("while gw runs (backward: bwd/gw), instruction 6 of 8 in the step's schedule"),
+  EXPECT_NE(table.find("memory per device at its peak: 288 B of 16.00 GiB (fits)"),
             std::string::npos)
+      << table;
+  EXPECT_NE(
+      table.find("while gw runs (backward: bwd/gw), instruction 6 of 8 in the step's schedule"),
+      std::string::npos)
       << table;
   EXPECT_NE(table.find("live at the peak, by role:"), std::string::npos) << table;
   EXPECT_NE(table.find("largest buffers live at the peak (6 of 6):"), std::string::npos) << table;
   EXPECT_NE(table.find("64 B parameters"), std::string::npos) << table;
   EXPECT_NE(table.find("w f32[4,4] {devices=[2,1]0,1} (param/w)"), std::string::npos) << table;
-  EXPECT_NE(table.find("64 B gradients          backward  gw f32[4,4] - (bwd/gw)"), std::string::npos) << table;
+  EXPECT_NE(table.find("64 B gradients          backward  gw f32[4,4] - (bwd/gw)"),
+            std::string::npos)
+      << table;
 
   const std::string md = report_markdown(summarize(f.input()));
   EXPECT_NE(md.find("| memory peak | while gw runs (backward: bwd/gw)"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `w` | `param/w` | `f32[4,4]` | `{devices=[2,1]0,1}` | parameters | other | 64 B |"),
-            std::string::npos)
+  EXPECT_NE(
+      md.find(
+          "| `w` | `param/w` | `f32[4,4]` | `{devices=[2,1]0,1}` | parameters | other | 64 B |"),
+      std::string::npos)
       << md;
 }
 
@@ -229,20 +236,26 @@ TEST(ReportJson, MemoryPeakBuffersAndTimelineAreAddedKeysLeftOutOfCsv) {
   EXPECT_EQ(j["memory_timeline"]["live_bytes"], nlohmann::json::parse("[192,224,288,256]"));
   // The keys that were there stay (the breakdown, by its old name).
   EXPECT_EQ(j["memory_breakdown_bytes"]["gradients"].get<int64_t>(), 64);
-  for (const auto& [key, value] : report_flat_fields(r)) EXPECT_EQ(key.find("memory_peak"), std::string::npos) << key;
-  for (const auto& [key, value] : report_flat_fields(r)) EXPECT_EQ(key.find("memory_timeline"), std::string::npos) << key;
+  for (const auto& [key, value] : report_flat_fields(r))
+    EXPECT_EQ(key.find("memory_peak"), std::string::npos) << key;
+  for (const auto& [key, value] : report_flat_fields(r))
+    EXPECT_EQ(key.find("memory_timeline"), std::string::npos) << key;
 }
 
 TEST(ReportTable, CollectivesColumnsSayWhatTheyCount) {
   ReportFixture f;
   const std::string table = report_table(summarize(f.input()));
-  EXPECT_NE(table.find("runs: executions in the step, a loop's once per trip; in program: instructions the "
-                       "partitioner emitted"),
-            std::string::npos)
+  EXPECT_NE(
+      table.find(
+          "runs: executions in the step, a loop's once per trip; in program: instructions the "
+          "partitioner emitted"),
+      std::string::npos)
       << table;
   EXPECT_EQ(table.find("emitted   bytes"), std::string::npos) << table;
   // all-reduce: 3 runs, 1 in the program, 3e6 B = 2.86 MiB, 900 ms busy.
-  EXPECT_NE(table.find("all-reduce                      3          1       2.86 MiB         900 ms"), std::string::npos)
+  EXPECT_NE(
+      table.find("all-reduce                      3          1       2.86 MiB         900 ms"),
+      std::string::npos)
       << table;
 }
 

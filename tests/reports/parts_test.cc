@@ -71,7 +71,7 @@ TEST(SummarizeParts, SumsByPassAndComponentWithCollectiveWaits) {
       compute("fwd/layer_1/attention/q", 0.1, 0.6e13),
       compute("bwd/layer_0/attention/scores", 0.2, 0.4e13),
       compute("bwd/layer_1/attention", 0.2, 0),
-      compute("opt/ffn/wi_0", 0.05, 1e9),   // no matmul: not in either utilization
+      compute("opt/ffn/wi_0", 0.05, 1e9),        // no matmul: not in either utilization
       waited("fwd/layer_1/ffn/wi_0", 0.9, 0.3),  // busy time is not step time: only the wait counts
       waited("", 0.2, 0.1),                      // unnamed: pass and component "other"
   };
@@ -100,10 +100,10 @@ TEST(SummarizeParts, SumsByPassAndComponentWithCollectiveWaits) {
   EXPECT_DOUBLE_EQ(s.by_pass[3].seconds, 0.05);
   EXPECT_DOUBLE_EQ(s.by_pass[4].seconds, 0.1);
   ASSERT_EQ(s.by_component.size(), component_keys().size());
-  EXPECT_DOUBLE_EQ(s.by_component[0].seconds, 0.1 + 0.4);    // attention
-  EXPECT_DOUBLE_EQ(s.by_component[1].seconds, 0.7 + 0.05);   // ffn
-  EXPECT_DOUBLE_EQ(s.by_component[2].seconds, 0.0);          // moe
-  EXPECT_DOUBLE_EQ(s.by_component[4].seconds, 0.1);          // other
+  EXPECT_DOUBLE_EQ(s.by_component[0].seconds, 0.1 + 0.4);   // attention
+  EXPECT_DOUBLE_EQ(s.by_component[1].seconds, 0.7 + 0.05);  // ffn
+  EXPECT_DOUBLE_EQ(s.by_component[2].seconds, 0.0);         // moe
+  EXPECT_DOUBLE_EQ(s.by_component[4].seconds, 0.1);         // other
 
   EXPECT_DOUBLE_EQ(s.layer_matmul_utilization, 0.76);
   EXPECT_DOUBLE_EQ(s.attention_core_utilization, 0.1);

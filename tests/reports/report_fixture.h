@@ -3,8 +3,8 @@
 // expected numbers from these values.
 #pragma once
 
-#include "compiler/hlo/hlo_parser.h"
 #include "compiler/backend/memory_plan.h"
+#include "compiler/hlo/hlo_parser.h"
 #include "reports/report.h"
 
 namespace podsim::reports {
@@ -79,7 +79,8 @@ struct ReportFixture {
     program.module = compiler::parse_hlo(kTrainingStepHlo);
     program.schedule.clear();
     program.fusion.clear();
-    program.memory = compiler::plan_memory(compiler::MemoryPlanInput{program.module, program.schedule, program.fusion, {}});
+    program.memory = compiler::plan_memory(
+        compiler::MemoryPlanInput{program.module, program.schedule, program.fusion, {}});
   }
 
   SummaryInput input() const {

@@ -70,7 +70,8 @@ TEST(Summarize, TimeBreakdownCopiesTheTimelineSplit) {
   EXPECT_DOUBLE_EQ(r.time.exposed_communication_s, 0.4);
   EXPECT_DOUBLE_EQ(r.time.idle_s, 0.1);
   // The fixture's parts sum to the step: 1.5 + 0.4 + 0.1 = 2.0.
-  EXPECT_DOUBLE_EQ(r.time.compute_s + r.time.exposed_communication_s + r.time.idle_s, r.step_time_s);
+  EXPECT_DOUBLE_EQ(r.time.compute_s + r.time.exposed_communication_s + r.time.idle_s,
+                   r.step_time_s);
 }
 
 TEST(Summarize, CollectivesCoverEveryKindWithSimulatedAndEmittedCounts) {
@@ -96,8 +97,8 @@ TEST(Summarize, TopOpsAreTheLongestComputeOpsAndCollectivesApart) {
   input.top_n = 2;
   Report r = summarize(input);
   ASSERT_EQ(r.top_ops.size(), 2u);
-  EXPECT_EQ(r.top_ops[0].name, "dot.1");       // 0.8 s
-  EXPECT_EQ(r.top_ops[1].name, "fusion.2");    // 0.5 s (beats add.3's 0.2 s)
+  EXPECT_EQ(r.top_ops[0].name, "dot.1");     // 0.8 s
+  EXPECT_EQ(r.top_ops[1].name, "fusion.2");  // 0.5 s (beats add.3's 0.2 s)
   EXPECT_EQ(r.top_ops[0].bound, "mxu");
   EXPECT_DOUBLE_EQ(r.top_ops[0].step_fraction, 0.4);  // 0.8 s of a 2 s step
   ASSERT_EQ(r.top_collectives.size(), 2u);
@@ -110,7 +111,8 @@ TEST(Summarize, TopOpsAreTheLongestComputeOpsAndCollectivesApart) {
 TEST(Summarize, OpNamePatternStarsLayerAndPipelineIterationNumbers) {
   EXPECT_EQ(op_name_pattern("fwd/layer_12/attention"), "fwd/layer_*/attention");
   EXPECT_EQ(op_name_pattern("layer_3"), "layer_*");
-  EXPECT_EQ(op_name_pattern("fwd/pipeline_iter_7/layer_0/ffn/wi"), "fwd/pipeline_iter_*/layer_*/ffn/wi");
+  EXPECT_EQ(op_name_pattern("fwd/pipeline_iter_7/layer_0/ffn/wi"),
+            "fwd/pipeline_iter_*/layer_*/ffn/wi");
   EXPECT_EQ(op_name_pattern("bwd/encoder/layer_5/moe"), "bwd/encoder/layer_*/moe");
   // Only whole segments "layer_<digits>": other names keep their digits.
   EXPECT_EQ(op_name_pattern("fwd/layer_/x"), "fwd/layer_/x");
@@ -126,8 +128,10 @@ TEST(Summarize, TopOpGroupsSumTheSameOpOverLayers) {
   // a second dot kernel of layer 1 with the same op_name is kept apart by
   // its name ("transpose", not "dot").
   f.timeline.ops.push_back(ReportFixture::op("dot.11", "fwd/layer_1/ffn/wi", 0.3, hw::Bound::kMxu));
-  f.timeline.ops.push_back(ReportFixture::op("fusion.12", "fwd/layer_1/ffn/act", 0.4, hw::Bound::kHbm));
-  f.timeline.ops.push_back(ReportFixture::op("transpose.13", "fwd/layer_1/ffn/wi", 0.05, hw::Bound::kHbm));
+  f.timeline.ops.push_back(
+      ReportFixture::op("fusion.12", "fwd/layer_1/ffn/act", 0.4, hw::Bound::kHbm));
+  f.timeline.ops.push_back(
+      ReportFixture::op("transpose.13", "fwd/layer_1/ffn/wi", 0.05, hw::Bound::kHbm));
   f.timeline.ops.push_back(ReportFixture::collective("all-reduce.14", 0.2, 1e6, 0.1));
   f.timeline.ops.back().op_name = "bwd/layer_1/ffn/wi";
   Report r = summarize(f.input());
@@ -231,8 +235,10 @@ TEST(Summarize, LargeExposedCommunicationNamesItsCollectivesAndTheirCause) {
   Report r = summarize(f.input());
   ASSERT_EQ(r.notes.size(), 1u);
   const std::string& note = r.notes[0];
-  EXPECT_NE(note.find("exposed communication is 400 ms (20.0 % of the step)"), std::string::npos) << note;
-  EXPECT_NE(note.find("all-reduce bwd/layer_*/ffn/wi f32[1024] (250 ms exposed, 62 % of it"), std::string::npos)
+  EXPECT_NE(note.find("exposed communication is 400 ms (20.0 % of the step)"), std::string::npos)
+      << note;
+  EXPECT_NE(note.find("all-reduce bwd/layer_*/ffn/wi f32[1024] (250 ms exposed, 62 % of it"),
+            std::string::npos)
       << note;
   EXPECT_NE(note.find("partial sums of a backward dot"), std::string::npos) << note;
   EXPECT_EQ(note.find("reduce-scatter"), std::string::npos) << note;
@@ -252,8 +258,10 @@ ENTRY %e (x: f32[1024]) -> f32[1024] {
   f.timeline.ops[3].opcode = "collective-permute";
   r = summarize(f.input());
   ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_NE(r.notes[0].find("collective-permute bwd/layer_*/ffn/wi f32[1024]"), std::string::npos) << r.notes[0];
-  EXPECT_NE(r.notes[0].find("a step of a windowed-einsum loop (compiler.windowed_einsum"), std::string::npos)
+  EXPECT_NE(r.notes[0].find("collective-permute bwd/layer_*/ffn/wi f32[1024]"), std::string::npos)
+      << r.notes[0];
+  EXPECT_NE(r.notes[0].find("a step of a windowed-einsum loop (compiler.windowed_einsum"),
+            std::string::npos)
       << r.notes[0];
 
   // A layer's matmul weight (leaf wi of the ffn, group op_name
@@ -263,9 +271,11 @@ ENTRY %e (x: f32[1024]) -> f32[1024] {
   f.timeline.ops[3].opcode = "all-gather";
   r = summarize(f.input());
   ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_NE(r.notes[0].find("all-gather bwd/layer_*/ffn/wi f32[1024] (250 ms exposed, 62 % of it, 1 op(s)): the "
-                            "dot's strategy gathers a sharded operand whole (not windowed"),
-            std::string::npos)
+  EXPECT_NE(
+      r.notes[0].find(
+          "all-gather bwd/layer_*/ffn/wi f32[1024] (250 ms exposed, 62 % of it, 1 op(s)): the "
+          "dot's strategy gathers a sharded operand whole (not windowed"),
+      std::string::npos)
       << r.notes[0];
 
   // Below 10 % of the step: no note.
@@ -288,14 +298,18 @@ ENTRY %e (x: f32[7,16], w: f32[16,8]) -> f32[7,8] {
   in.annotated = &annotated;
   Report r = summarize(in);
   ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_NE(r.notes[0].find("uneven sharding: 1 annotated tensor(s)"), std::string::npos) << r.notes[0];
-  EXPECT_NE(r.notes[0].find("input/layer_*/x f32[7,16] to [8,16] (12.5 % padding)"), std::string::npos)
+  EXPECT_NE(r.notes[0].find("uneven sharding: 1 annotated tensor(s)"), std::string::npos)
       << r.notes[0];
-  EXPECT_NE(r.notes[0].find("16 padded elements, 12.5 % of those tensors"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("input/layer_*/x f32[7,16] to [8,16] (12.5 % padding)"),
+            std::string::npos)
+      << r.notes[0];
+  EXPECT_NE(r.notes[0].find("16 padded elements, 12.5 % of those tensors"), std::string::npos)
+      << r.notes[0];
   EXPECT_EQ(r.notes[0].find("param/w"), std::string::npos) << r.notes[0];
   // An as-is module is XLA's per-device program: its shapes are not global.
   in.mode = "as-is";
-  for (const std::string& note : summarize(in).notes) EXPECT_EQ(note.find("uneven"), std::string::npos) << note;
+  for (const std::string& note : summarize(in).notes)
+    EXPECT_EQ(note.find("uneven"), std::string::npos) << note;
 }
 
 }  // namespace

@@ -20,10 +20,11 @@
 namespace podsim::reports {
 namespace {
 
-sim::TraceEvent slice(int64_t device, const char* track, const char* name, double start_s, double duration_s,
-                      double hbm_bytes_per_s = 0, int64_t flow = -1) {
-  return sim::TraceEvent{device,     track,          name, start_s, duration_s, {{"op_name", "fwd/x"}},
-                         {{"bytes", 4096}}, hbm_bytes_per_s, flow};
+sim::TraceEvent slice(int64_t device, const char* track, const char* name, double start_s,
+                      double duration_s, double hbm_bytes_per_s = 0, int64_t flow = -1) {
+  return sim::TraceEvent{
+      device,          track, name, start_s, duration_s, {{"op_name", "fwd/x"}}, {{"bytes", 4096}},
+      hbm_bytes_per_s, flow};
 }
 
 sim::Timeline two_device_timeline() {
@@ -40,16 +41,19 @@ sim::Timeline two_device_timeline() {
               slice(0, "compute", "add.2", 0.5, 0.001, 4e9),
               slice(1, "compute", "dot.1", 0.0, 0.5, 2e9),
               slice(1, "collectives all-reduce", "all-reduce.4", 0.5, 0.25, 1e9, 3)};
-  t.link_loads = {{0, "ici 0 chip 0->1 dim 0+", 0.5, 0.25, 0.5}, {0, "ici 0 chip 0->1 dim 0+", 0.6, 0.3, 0.25}};
+  t.link_loads = {{0, "ici 0 chip 0->1 dim 0+", 0.5, 0.25, 0.5},
+                  {0, "ici 0 chip 0->1 dim 0+", 0.6, 0.3, 0.25}};
   return t;
 }
 
 struct Parsed {
   nlohmann::json json;
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
-  std::map<std::pair<int64_t, int64_t>, std::vector<nlohmann::json>> slices;  // per (pid, tid), file order
-  std::map<std::pair<int64_t, std::string>, std::vector<nlohmann::json>> counters;  // per (pid, name)
-  std::map<int64_t, std::vector<nlohmann::json>> flows;                            // per id
+  std::map<std::pair<int64_t, int64_t>, std::vector<nlohmann::json>>
+      slices;  // per (pid, tid), file order
+  std::map<std::pair<int64_t, std::string>, std::vector<nlohmann::json>>
+      counters;                                          // per (pid, name)
+  std::map<int64_t, std::vector<nlohmann::json>> flows;  // per id
 };
 
 Parsed parse(const std::string& text) {
@@ -58,7 +62,8 @@ Parsed parse(const std::string& text) {
   for (const auto& e : p.json.at("traceEvents")) {
     const std::string ph = e.at("ph");
     if (ph == "M" && e["name"] == "thread_name")
-      p.thread_names[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}] = e["args"]["name"].get<std::string>();
+      p.thread_names[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}] =
+          e["args"]["name"].get<std::string>();
     if (ph == "X") p.slices[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}].push_back(e);
     if (ph == "C") p.counters[{e["pid"].get<int64_t>(), e["name"].get<std::string>()}].push_back(e);
     if (ph == "s" || ph == "t" || ph == "f") p.flows[e["id"].get<int64_t>()].push_back(e);
@@ -78,7 +83,8 @@ void expect_sorted_and_nested(const Parsed& p) {
       last_ts = ts;
       while (!open_ends.empty() && open_ends.back() <= ts + 1e-9) open_ends.pop_back();
       if (!open_ends.empty()) {
-        EXPECT_LE(end, open_ends.back() + 1e-9) << e["name"] << " overlaps its parent partly on tid " << track.second;
+        EXPECT_LE(end, open_ends.back() + 1e-9)
+            << e["name"] << " overlaps its parent partly on tid " << track.second;
       }
       open_ends.push_back(end);
     }
@@ -122,8 +128,10 @@ TEST(Trace, HbmCounterSumsTheRunningSlicesTraffic) {
   // Device 0: dot 2 GB/s on [0, 0.5); add 4 GB/s on [0.5, 0.501) with
   // all-reduce.4's DMAs 1 GB/s on [0.5, 0.75); then 1 GB/s; then 0.
   std::vector<std::pair<double, double>> got;
-  for (const auto& c : p.counters.at({0, "HBM"})) got.emplace_back(c["ts"].get<double>(), c["args"]["GB/s"].get<double>());
-  const std::vector<std::pair<double, double>> want = {{0, 2}, {500000, 5}, {501000, 1}, {750000, 0}};
+  for (const auto& c : p.counters.at({0, "HBM"}))
+    got.emplace_back(c["ts"].get<double>(), c["args"]["GB/s"].get<double>());
+  const std::vector<std::pair<double, double>> want = {
+      {0, 2}, {500000, 5}, {501000, 1}, {750000, 0}};
   EXPECT_EQ(got, want);
 }
 
@@ -133,7 +141,8 @@ TEST(Trace, LinkCounterSumsUtilisationOfOverlappingLoads) {
   for (const auto& c : p.counters.at({0, "ici 0 chip 0->1 dim 0+"}))
     got.emplace_back(c["ts"].get<double>(), c["args"]["utilisation"].get<double>());
   // 0.5 on [0.5, 0.75), 0.25 on [0.6, 0.9): 0.5, 0.75, 0.25, 0.
-  const std::vector<std::pair<double, double>> want = {{500000, 0.5}, {600000, 0.75}, {750000, 0.25}, {900000, 0}};
+  const std::vector<std::pair<double, double>> want = {
+      {500000, 0.5}, {600000, 0.75}, {750000, 0.25}, {900000, 0}};
   EXPECT_EQ(got, want);
 }
 
@@ -162,7 +171,8 @@ TEST(Trace, EmptyTimelineIsStillAValidTrace) {
 
 TEST(Trace, FileIsWrittenWholeOrNotAtAllAndNeverOverItsLimit) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("podsim_trace_test_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("podsim_trace_test_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path path = dir / "t.json";
@@ -171,15 +181,16 @@ TEST(Trace, FileIsWrittenWholeOrNotAtAllAndNeverOverItsLimit) {
   EXPECT_EQ(write_trace_file(path.string(), t, "w"), static_cast<int64_t>(text.size()));
   EXPECT_EQ(fs::file_size(path), text.size());
   fs::remove(path);
-  EXPECT_THROW(write_trace_file(path.string(), t, "w", static_cast<double>(text.size()) - 1), UserError);
+  EXPECT_THROW(write_trace_file(path.string(), t, "w", static_cast<double>(text.size()) - 1),
+               UserError);
   EXPECT_TRUE(fs::is_empty(dir));  // neither the trace nor its temp file
   fs::remove_all(dir);
 }
 
 // The real pipeline: workloads/small.yaml (8 devices) in full fidelity.
+using driver::run_workload;
 using driver::RunRequest;
 using driver::RunResult;
-using driver::run_workload;
 
 RunResult small_full(sim::TraceSelection selection) {
   RunRequest request;
@@ -198,7 +209,8 @@ TEST(TraceOfAWorkload, FullFidelityTraceHasNestedTracksCountersAndFlows) {
   for (const auto& [track, slices] : p.slices) pids.insert(track.first);
   EXPECT_EQ(pids.size(), 8u);
   int64_t hbm = 0, links = 0;
-  for (const auto& [key, samples] : p.counters) (key.second == "HBM" ? hbm : links) += static_cast<int64_t>(samples.size());
+  for (const auto& [key, samples] : p.counters)
+    (key.second == "HBM" ? hbm : links) += static_cast<int64_t>(samples.size());
   EXPECT_GT(hbm, 0);
   EXPECT_GT(links, 0);
   // Every flow with an arrow starts with s, ends with f, between devices.
@@ -245,7 +257,9 @@ TEST(TraceOfAWorkload, WindowKeepsWhatOverlapsIt) {
 
 TEST(TraceOfAWorkload, RecordingKeepsAtMostTheLimit) {
   const RunResult whole = small_full({});
-  const auto items = [](const sim::Timeline& t) { return static_cast<int64_t>(t.events.size() + t.link_loads.size()); };
+  const auto items = [](const sim::Timeline& t) {
+    return static_cast<int64_t>(t.events.size() + t.link_loads.size());
+  };
   ASSERT_GT(items(whole.timeline), 100);
   // A window over the limit: counted, kept up to the limit, marked over.
   sim::TraceSelection window;
@@ -266,7 +280,8 @@ TEST(TraceOfAWorkload, RecordingKeepsAtMostTheLimit) {
   EXPECT_LT(cut.timeline.trace_cut_s, whole.timeline.step_time_s);
   EXPECT_GE(items(cut.timeline), 40);
   EXPECT_LT(items(cut.timeline), items(whole.timeline));
-  for (const sim::TraceEvent& e : cut.timeline.events) EXPECT_LT(e.start_s, cut.timeline.trace_cut_s);
+  for (const sim::TraceEvent& e : cut.timeline.events)
+    EXPECT_LT(e.start_s, cut.timeline.trace_cut_s);
   // The written trace stays under the byte estimate the limit rests on.
   EXPECT_LE(static_cast<double>(trace_json(cut.timeline, "small").size()),
             static_cast<double>(items(cut.timeline)) * kTraceBytesPerItem);

@@ -48,9 +48,9 @@ TEST(CollectiveCatalog, DmaHbmBytesPerKind) {
     if (instr.name == "ag" || instr.name == "rs" || instr.name == "ar")
       dma[instr.name] = catalog.spec(catalog.spec_of(entry, instr)).dma_hbm_bytes;
   const double mib = 1048576.0;
-  EXPECT_DOUBLE_EQ(dma.at("ag"), 2 * 0.75 * 4 * mib);            // 6 MiB
-  EXPECT_DOUBLE_EQ(dma.at("rs"), (2 + 2) * 0.75 * mib);          // 3 MiB
-  EXPECT_DOUBLE_EQ(dma.at("ar"), (2 + 2 * 0.5) * 1.5 * mib);     // 4.5 MiB
+  EXPECT_DOUBLE_EQ(dma.at("ag"), 2 * 0.75 * 4 * mib);         // 6 MiB
+  EXPECT_DOUBLE_EQ(dma.at("rs"), (2 + 2) * 0.75 * mib);       // 3 MiB
+  EXPECT_DOUBLE_EQ(dma.at("ar"), (2 + 2 * 0.5) * 1.5 * mib);  // 4.5 MiB
 }
 
 }  // namespace
@@ -71,11 +71,13 @@ TEST(CollectiveCatalog, AsyncStartIsTheCollectiveItWraps) {
   const compiler::Instruction sync = entry.instr(entry.find("ag"));
   compiler::Instruction start = sync;
   start.opcode = compiler::Opcode::kAllGatherStart;
-  start.shape = compiler::Shape::tuple({compiler::Shape::tuple({entry.instr(sync.operand(0)).shape}), sync.shape});
+  start.shape = compiler::Shape::tuple(
+      {compiler::Shape::tuple({entry.instr(sync.operand(0)).shape}), sync.shape});
   EXPECT_EQ(collective_opcode(start), compiler::Opcode::kAllGather);
   const int32_t sync_spec = catalog.spec_of(entry, sync);
   EXPECT_EQ(catalog.spec_of(entry, start), sync_spec);  // same kind, bytes and groups: one spec
-  EXPECT_DOUBLE_EQ(catalog.spec(sync_spec).bytes_per_device, 4096.0 * 256 * 4);  // the gathered result
+  EXPECT_DOUBLE_EQ(catalog.spec(sync_spec).bytes_per_device,
+                   4096.0 * 256 * 4);  // the gathered result
   // The short async form of an all-to-all wraps it the same way.
   compiler::Instruction a2a = sync;
   a2a.opcode = compiler::Opcode::kAsyncStart;
@@ -135,8 +137,8 @@ namespace {
 // simulator's clock counts whole picoseconds, rounded at each phase).
 constexpr double kW = testing::kLinkBandwidth;
 constexpr double kH = testing::kHopLatency;
-constexpr double kB = 450e9;    // tpuv3 chip.on_chip_bandwidth
-constexpr double kL = 0.5e-6;   // tpuv3 chip.on_chip_latency_s
+constexpr double kB = 450e9;   // tpuv3 chip.on_chip_bandwidth
+constexpr double kL = 0.5e-6;  // tpuv3 chip.on_chip_latency_s
 
 std::string all_reduce_module(int64_t devices, const std::string& groups, int64_t elements) {
   return fmt::format(R"(HloModule ar, num_partitions={0}
@@ -152,8 +154,10 @@ ENTRY %main (p: f32[{2}]) -> f32[{2}] {{
                      devices, groups, elements);
 }
 
-hw::System cores_system(const std::string& pod_dims, const std::string& wraparound, int64_t devices) {
-  return testing::make_system({devices}, {{"ici.pod_dims", pod_dims}, {"ici.pod_wraparound", wraparound}});
+hw::System cores_system(const std::string& pod_dims, const std::string& wraparound,
+                        int64_t devices) {
+  return testing::make_system({devices},
+                              {{"ici.pod_dims", pod_dims}, {"ici.pod_wraparound", wraparound}});
 }
 
 struct Planned {
@@ -161,12 +165,15 @@ struct Planned {
   double fast_s, full_s;
 };
 
-Planned plan_and_run(const hw::System& system, int64_t devices, const std::string& groups, int64_t elements) {
-  const compiler::SpmdProgram program = program_from_hlo(all_reduce_module(devices, groups, elements));
+Planned plan_and_run(const hw::System& system, int64_t devices, const std::string& groups,
+                     int64_t elements) {
+  const compiler::SpmdProgram program =
+      program_from_hlo(all_reduce_module(devices, groups, elements));
   CollectiveCatalog catalog(system, devices);
   const compiler::Computation& entry = program.module.entry();
   const int32_t spec = catalog.spec_of(entry, entry.instr(entry.find("ar")));
-  return {catalog.spec(spec).plan_labels.front(), testing::run(program, system, Fidelity::kFast).step_time_s,
+  return {catalog.spec(spec).plan_labels.front(),
+          testing::run(program, system, Fidelity::kFast).step_time_s,
           testing::run(program, system, Fidelity::kFull).step_time_s};
 }
 
@@ -250,9 +257,13 @@ TEST(CollectiveCatalog, EveryPlanOverBothCoresMatchesItsClosedForm) {
     double closed, line;  // a pass
   };
   const Case cases[] = {
-      {sorted, {8, 2}, 7.0 / 8 * v / kW + 4 * kH + v / (16 * kB) + kL,
+      {sorted,
+       {8, 2},
+       7.0 / 8 * v / kW + 4 * kH + v / (16 * kB) + kL,
        2 * 7.0 / 8 * v / kW + 8 * kH + v / (16 * kB) + kL},
-      {cores_first, {2, 8}, v / (2 * kB) + kL + 7.0 / 8 * v / (2 * kW) + 4 * kH,
+      {cores_first,
+       {2, 8},
+       v / (2 * kB) + kL + 7.0 / 8 * v / (2 * kW) + 4 * kH,
        v / (2 * kB) + kL + 7.0 / 8 * v / kW + 8 * kH},
       {sorted, {16}, 15.0 / 16 * v / (2 * kW) + 8 * kH, 15.0 / 16 * v / kW + 8 * kH},
   };
@@ -265,7 +276,8 @@ TEST(CollectiveCatalog, EveryPlanOverBothCoresMatchesItsClosedForm) {
       q.group = c.group;
       q.group_shape = c.shape;
       const double want = 2 * (wraps ? c.closed : c.line);
-      EXPECT_NEAR(system.plan(q).analytic_time_s, want, 1e-12 * want) << c.shape.size() << " wraps=" << wraps;
+      EXPECT_NEAR(system.plan(q).analytic_time_s, want, 1e-12 * want)
+          << c.shape.size() << " wraps=" << wraps;
     }
   }
 }

@@ -54,14 +54,17 @@ std::string row_and_column_program(bool row_all_reduce, bool column_all_gather) 
   std::string body;
   std::vector<std::string> roots, shapes;
   if (row_all_reduce) {
-    body += "  %ar = bf16[1024,1024]{1,0} all-reduce(%p), channel_id=1, replica_groups=[4,4]<=[16], "
-            "use_global_device_ids=true, to_apply=%sum\n";
+    body +=
+        "  %ar = bf16[1024,1024]{1,0} all-reduce(%p), channel_id=1, replica_groups=[4,4]<=[16], "
+        "use_global_device_ids=true, to_apply=%sum\n";
     roots.push_back("%ar");
     shapes.push_back("bf16[1024,1024]{1,0}");
   }
   if (column_all_gather) {
-    body += "  %ag = bf16[4096,1024]{1,0} all-gather(%q), channel_id=2, replica_groups=[4,4]<=[4,4]T(1,0), "
-            "dimensions={0}, use_global_device_ids=true\n";
+    body +=
+        "  %ag = bf16[4096,1024]{1,0} all-gather(%q), channel_id=2, "
+        "replica_groups=[4,4]<=[4,4]T(1,0), "
+        "dimensions={0}, use_global_device_ids=true\n";
     roots.push_back("%ag");
     shapes.push_back("bf16[4096,1024]{1,0}");
   }
@@ -79,8 +82,10 @@ ENTRY %main (p: bf16[1024,1024], q: bf16[1024,1024]) -> {1} {{
 TEST(Concurrency, KindsOnDisjointLinksOverlapFully) {
   for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
     const hw::System concurrent = torus({4, 4}, 2, 1), serial = torus({4, 4}, 1, 1);
-    const double ar = run(program_from_hlo(row_and_column_program(true, false)), concurrent, f).step_time_s;
-    const double ag = run(program_from_hlo(row_and_column_program(false, true)), concurrent, f).step_time_s;
+    const double ar =
+        run(program_from_hlo(row_and_column_program(true, false)), concurrent, f).step_time_s;
+    const double ag =
+        run(program_from_hlo(row_and_column_program(false, true)), concurrent, f).step_time_s;
     ASSERT_GT(ar, 0);
     ASSERT_GT(ag, 0);
     const auto both = program_from_hlo(row_and_column_program(true, true));
@@ -112,7 +117,8 @@ TEST(Concurrency, SameKindWaitsForItsSlot) {
   const int n = 8;
   const double alone = 2 * ((n - 1.0) / n * v / (2 * kLinkBandwidth) + n / 2.0 * kHopLatency);
   for (Fidelity f : {Fidelity::kFast, Fidelity::kFull})
-    EXPECT_NEAR(run(program_from_hlo(two_all_reduces()), torus({8}, 5, 1), f).step_time_s, 2 * alone, 1e-11)
+    EXPECT_NEAR(run(program_from_hlo(two_all_reduces()), torus({8}, 5, 1), f).step_time_s,
+                2 * alone, 1e-11)
         << fidelity_name(f);
 }
 
@@ -140,7 +146,8 @@ TEST(Concurrency, CollectivesOnTheSameLinksShareTheirBandwidth) {
 
 TEST(Concurrency, EachKindHasItsOwnTraceTrack) {
   const hw::System system = torus({4, 4}, 2, 1);
-  const Timeline t = run(program_from_hlo(row_and_column_program(true, true)), system, Fidelity::kFast, true);
+  const Timeline t =
+      run(program_from_hlo(row_and_column_program(true, true)), system, Fidelity::kFast, true);
   std::set<std::string> tracks;
   for (const TraceEvent& e : t.events) tracks.insert(e.track);
   EXPECT_EQ(tracks, (std::set<std::string>{"collectives all-gather", "collectives all-reduce"}));

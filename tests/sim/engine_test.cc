@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/sim/sim_test_util.h"
 #include "compiler/ir/trip_count.h"
+#include "tests/sim/sim_test_util.h"
 
 namespace podsim::sim {
 namespace {
@@ -83,14 +83,16 @@ TEST(Engine, ChainOfCollectivesOfDifferentKindsRunsInOrder) {
   // (n = 4): reduce-scatter of V (x), of V/4 (y), all-gather to V/4 (y),
   // to V (x):
   //   step = 3/4 x (V + V/4 + V/4 + V) / (2W) + 4 x 2 hop latencies.
-  const double expected = ring_pass_s(kV, 4) + ring_pass_s(kV / 4, 4) + ring_pass_s(kV / 4, 4) + ring_pass_s(kV, 4);
+  const double expected =
+      ring_pass_s(kV, 4) + ring_pass_s(kV / 4, 4) + ring_pass_s(kV / 4, 4) + ring_pass_s(kV, 4);
   EXPECT_NEAR(expected, 3.0 / 4 * 2.5 * kV / (2 * kLinkBandwidth) + 8 * kHopLatency, 1e-15);
   const auto program = program_from_hlo(chain_program());
   for (int64_t in_flight : {1, 5})
     for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
       const Timeline t = run(program, torus_4x4(in_flight), f);
       EXPECT_NEAR(t.step_time_s, expected, 1e-11) << fidelity_name(f) << " in flight " << in_flight;
-      EXPECT_NEAR(t.exposed_communication_s, expected, 1e-11) << fidelity_name(f) << " in flight " << in_flight;
+      EXPECT_NEAR(t.exposed_communication_s, expected, 1e-11)
+          << fidelity_name(f) << " in flight " << in_flight;
     }
 }
 
@@ -109,7 +111,8 @@ TEST(Engine, ChainStartsEachCollectiveWhenItsInputIsDone) {
     for (size_t i = 0; i < order.size(); ++i) {
       EXPECT_EQ(collectives[i]->name, order[i]) << fidelity_name(f);
       if (i > 0) {
-        EXPECT_NEAR(collectives[i]->start_s, collectives[i - 1]->start_s + collectives[i - 1]->duration_s, 1e-12)
+        EXPECT_NEAR(collectives[i]->start_s,
+                    collectives[i - 1]->start_s + collectives[i - 1]->duration_s, 1e-12)
             << fidelity_name(f) << " " << order[i];
       }
     }
@@ -138,7 +141,8 @@ TEST(Engine, IndependentCollectivesStillOverlap) {
   const double rs = ring_pass_s(kV, 4), ag = ring_pass_s(kV / 4, 4);
   const auto program = program_from_hlo(independent_program());
   for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
-    EXPECT_NEAR(run(program, torus_4x4(5), f).step_time_s, std::max(rs, ag), 1e-11) << fidelity_name(f);
+    EXPECT_NEAR(run(program, torus_4x4(5), f).step_time_s, std::max(rs, ag), 1e-11)
+        << fidelity_name(f);
     EXPECT_NEAR(run(program, torus_4x4(1), f).step_time_s, rs + ag, 1e-11) << fidelity_name(f);
   }
 }
@@ -227,7 +231,8 @@ ENTRY %main (p: bf16[2048,2048], q: bf16[128,2048]) -> bf16[1024,2048] {{
   const auto program = program_from_hlo(text);
   for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
     const Timeline t = run(program, torus_4x4(5), f);
-    const auto c = std::find_if(t.ops.begin(), t.ops.end(), [](const OpRecord& r) { return r.name == "c"; });
+    const auto c =
+        std::find_if(t.ops.begin(), t.ops.end(), [](const OpRecord& r) { return r.name == "c"; });
     ASSERT_NE(c, t.ops.end());
     ASSERT_GT(c->seconds, 0);
     EXPECT_NEAR(t.step_time_s, rs + c->seconds, 1e-11) << fidelity_name(f);

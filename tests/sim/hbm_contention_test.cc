@@ -91,11 +91,14 @@ TEST(HbmContention, AKernelBesideATransferRunsOnTheBandwidthItsDmasLeave) {
     EXPECT_NEAR(t.step_time_s, want.step_s, 1e-9);
     EXPECT_NEAR(t.hbm_contention_s, want.stretch_s, 1e-9);
     EXPECT_NEAR(t.compute_s, t.mxu_bound_s + t.vpu_bound_s + t.hbm_bound_s + t.overhead_s, 1e-12);
-    const auto permute = std::find_if(t.ops.begin(), t.ops.end(), [](const OpRecord& r) { return r.collective; });
+    const auto permute =
+        std::find_if(t.ops.begin(), t.ops.end(), [](const OpRecord& r) { return r.collective; });
     ASSERT_NE(permute, t.ops.end());
-    EXPECT_NEAR(permute->seconds, 4194304.0 * 2 / kLinkBandwidth + kHopLatency, 1e-9);  // not slowed
+    EXPECT_NEAR(permute->seconds, 4194304.0 * 2 / kLinkBandwidth + kHopLatency,
+                1e-9);  // not slowed
     // The add's own record carries its stretched time (it ran from 0 to the end).
-    const auto add = std::find_if(t.ops.begin(), t.ops.end(), [](const OpRecord& r) { return r.opcode == "add"; });
+    const auto add = std::find_if(t.ops.begin(), t.ops.end(),
+                                  [](const OpRecord& r) { return r.opcode == "add"; });
     ASSERT_NE(add, t.ops.end());
     EXPECT_NEAR(add->seconds, want.step_s, 1e-9);
   }

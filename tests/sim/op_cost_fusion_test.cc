@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "compiler/hlo/hlo_parser.h"
 #include "compiler/backend/fusion.h"
+#include "compiler/hlo/hlo_parser.h"
 #include "sim/op_cost.h"
 #include "tests/compiler/backend/fusion_fixtures.h"
 
@@ -27,7 +27,8 @@ PlanBytes plan_bytes(const compiler::Computation& c, const compiler::FusionPlan&
     total.written += q.hbm_bytes_written;
   }
   for (compiler::InstrId id = 0; id < c.size(); ++id) {
-    if (plan.group_of[static_cast<size_t>(id)] >= 0 || classify(c.instr(id)) != OpClass::kCompute) continue;
+    if (plan.group_of[static_cast<size_t>(id)] >= 0 || classify(c.instr(id)) != OpClass::kCompute)
+      continue;
     const hw::OpQuery q = op_query(c, c.instr(id));
     total.read += q.hbm_bytes_read;
     total.written += q.hbm_bytes_written;
@@ -48,8 +49,9 @@ PlanBytes plan_bytes(const compiler::Computation& c, const compiler::FusionPlan&
 // (reads R, writes N) and y, t unfused divides reading ex/dy and bz (2N
 // each): read 7N + 2R, written 4N + 2R with neither.
 TEST(OpCostFusion, SoftmaxWithSharedDenominatorBytes) {
-  const auto m = compiler::parse_hlo(std::string("HloModule m\n") + compiler::fusion_fixtures::kReducers +
-                                     compiler::fusion_fixtures::kSoftmaxWithSharedDenominator);
+  const auto m =
+      compiler::parse_hlo(std::string("HloModule m\n") + compiler::fusion_fixtures::kReducers +
+                          compiler::fusion_fixtures::kSoftmaxWithSharedDenominator);
   const compiler::Computation& c = m.entry();
   const double n = 64.0 * 256 * 4;
   const double r = 64.0 * 4;
@@ -64,8 +66,8 @@ TEST(OpCostFusion, SoftmaxWithSharedDenominatorBytes) {
 // and z are members) and writes its result (N): read 2N + 8, written 2N.
 // A kernel writing ds would add a write of N and a read of N per reader.
 TEST(OpCostFusion, DuplicatedBroadcastSliceCostsNoBytes) {
-  const auto m =
-      compiler::parse_hlo(std::string("HloModule m\n") + compiler::fusion_fixtures::kScaledBySliceOfBroadcast);
+  const auto m = compiler::parse_hlo(std::string("HloModule m\n") +
+                                     compiler::fusion_fixtures::kScaledBySliceOfBroadcast);
   const compiler::Computation& c = m.entry();
   const double n = 8.0 * 1024 * 4;
   const compiler::FusionPlan plan = compiler::plan_fusion(c);
@@ -82,8 +84,9 @@ TEST(OpCostFusion, DuplicatedBroadcastSliceCostsNoBytes) {
 // read 3N + R, written 2N + R (separate kernels: e's reads 2N writes N,
 // z's reads N writes R: one more read of N).
 TEST(OpCostFusion, MultiOutputKernelWritesItsExtraOutput) {
-  const auto m = compiler::parse_hlo(std::string("HloModule m\n") + compiler::fusion_fixtures::kReducers +
-                                     compiler::fusion_fixtures::kNormalize);
+  const auto m =
+      compiler::parse_hlo(std::string("HloModule m\n") + compiler::fusion_fixtures::kReducers +
+                          compiler::fusion_fixtures::kNormalize);
   const compiler::Computation& c = m.entry();
   const double n = 64.0 * 256 * 4;
   const double r = 64.0 * 4;

@@ -123,7 +123,9 @@ ENTRY %main (a: f32[64,128]) -> f32[64] {
   %zero = f32[] constant(0)
   ROOT %red = f32[64]{0} reduce(%s, %zero), dimensions={1}, to_apply=%sum
 })");
-  auto cls = [&](const std::string& name) { return op_query(m.entry(), find(m, name)).vector_work.at(0).cost_class; };
+  auto cls = [&](const std::string& name) {
+    return op_query(m.entry(), find(m, name)).vector_work.at(0).cost_class;
+  };
   EXPECT_EQ(cls("e"), hw::VectorCostClass::kTranscendental);
   EXPECT_EQ(cls("s"), hw::VectorCostClass::kSimple);
   EXPECT_EQ(cls("c"), hw::VectorCostClass::kConvert);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/hlo/hlo_parser.h"
 #include "compiler/backend/program.h"
+#include "compiler/hlo/hlo_parser.h"
 #include "hw_models/config.h"
 #include "hw_models/system.h"
 #include "sim/simulator.h"

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/hlo/hlo_parser.h"
 #include "compiler/compile.h"
+#include "compiler/hlo/hlo_parser.h"
 #include "tests/fixtures/fixture_paths.h"
 #include "tests/sim/sim_test_util.h"
 
@@ -87,14 +87,15 @@ TEST(Simulator, PerDimAndPipelinedTorusAllReducesEqualTheirClosedForms) {
     std::string algorithm;
     double overhead, want;
   };
-  for (const Case& c : {Case{"ring_per_dim", 0, 15.0 / 8 * v / kLinkBandwidth + 12 * kHopLatency},
-                        Case{"ring_per_dim", o, 15.0 / 8 * v / kLinkBandwidth + 12 * (kHopLatency + o)},
-                        Case{"torus_pipelined", 0, 3.0 / 4 * v / kLinkBandwidth + 22 * kHopLatency},
-                        Case{"torus_pipelined", o, 3.0 / 4 * v / kLinkBandwidth + 22 * (kHopLatency + o)}}) {
+  for (const Case& c :
+       {Case{"ring_per_dim", 0, 15.0 / 8 * v / kLinkBandwidth + 12 * kHopLatency},
+        Case{"ring_per_dim", o, 15.0 / 8 * v / kLinkBandwidth + 12 * (kHopLatency + o)},
+        Case{"torus_pipelined", 0, 3.0 / 4 * v / kLinkBandwidth + 22 * kHopLatency},
+        Case{"torus_pipelined", o, 3.0 / 4 * v / kLinkBandwidth + 22 * (kHopLatency + o)}}) {
     const hw::System s = system(c.algorithm, fmt::format("{}", c.overhead));
     for (Fidelity f : {Fidelity::kFast, Fidelity::kFull})
-      EXPECT_NEAR(run(program, s, f).step_time_s, c.want, 1e-11) << c.algorithm << " o=" << c.overhead << " "
-                                                                  << fidelity_name(f);
+      EXPECT_NEAR(run(program, s, f).step_time_s, c.want, 1e-11)
+          << c.algorithm << " o=" << c.overhead << " " << fidelity_name(f);
   }
 }
 
@@ -148,7 +149,8 @@ TEST(Simulator, DependentCollectiveIsExposed) {
     EXPECT_NEAR(t.step_time_s, ar + dot, 2e-11) << fidelity_name(f);
     EXPECT_NEAR(t.exposed_communication_s, ar, 1e-11);
     EXPECT_NEAR(t.compute_s, dot, 1e-11);
-    const auto it = std::find_if(t.ops.begin(), t.ops.end(), [](const OpRecord& r) { return r.name == "ar"; });
+    const auto it =
+        std::find_if(t.ops.begin(), t.ops.end(), [](const OpRecord& r) { return r.name == "ar"; });
     ASSERT_NE(it, t.ops.end());
     EXPECT_NEAR(it->exposed_seconds, ar, 1e-11);
     EXPECT_TRUE(it->collective);
@@ -196,14 +198,16 @@ TEST(Simulator, WhileLoopMultipliesItsBody) {
   // all-reduce: step(n) = A + n (D + R), so step(5) = step(1) + 4 (step(1) - A).
   const Timeline one = run(program_from_hlo(while_program(1)), system);
   const Timeline five = run(program_from_hlo(while_program(5)), system);
-  const auto add = std::find_if(one.ops.begin(), one.ops.end(), [](const OpRecord& r) { return r.name == "next"; });
+  const auto add = std::find_if(one.ops.begin(), one.ops.end(),
+                                [](const OpRecord& r) { return r.name == "next"; });
   ASSERT_NE(add, one.ops.end());
   const double a = add->seconds;
   EXPECT_GT(a, 0);
   EXPECT_NEAR(five.step_time_s, one.step_time_s + 4 * (one.step_time_s - a), 1e-11);
   // The all-reduce is exposed in every iteration, less the add it hides.
   EXPECT_NEAR(five.exposed_communication_s, 5 * one.exposed_communication_s - 4 * a, 1e-11);
-  const auto dot = std::find_if(five.ops.begin(), five.ops.end(), [](const OpRecord& r) { return r.name == "d"; });
+  const auto dot = std::find_if(five.ops.begin(), five.ops.end(),
+                                [](const OpRecord& r) { return r.name == "d"; });
   ASSERT_NE(dot, five.ops.end());
   EXPECT_EQ(dot->executions, 5);
   EXPECT_EQ(five.collectives.at(0).count, 5);
@@ -225,14 +229,17 @@ TEST(Simulator, SteadyLoopIsCountedWithoutSimulatingEveryIteration) {
   const Timeline whole = simulate(program, system, whole_options);
   const Timeline steady = run(program, system);
   EXPECT_TRUE(whole.approximation_note.empty());
-  EXPECT_NE(steady.approximation_note.find("steady"), std::string::npos) << steady.approximation_note;
+  EXPECT_NE(steady.approximation_note.find("steady"), std::string::npos)
+      << steady.approximation_note;
   EXPECT_NEAR(steady.step_time_s, whole.step_time_s, 1e-9 * whole.step_time_s);
-  EXPECT_NEAR(steady.exposed_communication_s, whole.exposed_communication_s, 1e-9 * whole.step_time_s);
+  EXPECT_NEAR(steady.exposed_communication_s, whole.exposed_communication_s,
+              1e-9 * whole.step_time_s);
   EXPECT_NEAR(steady.compute_s, whole.compute_s, 1e-9 * whole.step_time_s);
   ASSERT_EQ(steady.ops.size(), whole.ops.size());
   for (size_t i = 0; i < whole.ops.size(); ++i) {
     const OpRecord& w = whole.ops[i];
-    const auto s = std::find_if(steady.ops.begin(), steady.ops.end(), [&](const OpRecord& r) { return r.name == w.name; });
+    const auto s = std::find_if(steady.ops.begin(), steady.ops.end(),
+                                [&](const OpRecord& r) { return r.name == w.name; });
     ASSERT_NE(s, steady.ops.end()) << w.name;
     EXPECT_EQ(s->executions, w.executions) << w.name;  // counted-out iterations still count
     EXPECT_NEAR(s->seconds, w.seconds, 1e-9 * whole.step_time_s) << w.name;
@@ -293,7 +300,8 @@ TEST(Simulator, TimeAccountingSumsToStepTime) {
   for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
     const Timeline t = run(program, system, f);
     EXPECT_NEAR(t.compute_s + t.exposed_communication_s + t.idle_s, t.step_time_s, 1e-12 * 10);
-    EXPECT_NEAR(t.mxu_bound_s + t.vpu_bound_s + t.hbm_bound_s + t.overhead_s, t.compute_s, 1e-12 * 10);
+    EXPECT_NEAR(t.mxu_bound_s + t.vpu_bound_s + t.hbm_bound_s + t.overhead_s, t.compute_s,
+                1e-12 * 10);
     EXPECT_GT(t.mxu_bound_s, 0);
     EXPECT_GT(t.overhead_s, 0);  // every op pays the issue overhead
   }
@@ -344,14 +352,16 @@ TEST(Simulator, AllReduceTakesTheFasterOfMeshAndPhysicalOrder) {
   const double ring_s = system.plan(ring).analytic_time_s;
   const double torus_s = system.plan(torus).analytic_time_s;
   ASSERT_LT(torus_s, ring_s);
-  const Timeline t = run(program_from_hlo(all_reduce_program(16, "bf16[]")), system, Fidelity::kFast);
+  const Timeline t =
+      run(program_from_hlo(all_reduce_program(16, "bf16[]")), system, Fidelity::kFast);
   EXPECT_NEAR(t.step_time_s, torus_s, 1e-12);
 
   // A bandwidth-bound all-reduce keeps whichever order is faster too: never
   // slower than the mesh-order ring.
   hw::CollectiveQuery big_ring = ring;
   big_ring.bytes_per_device = 64.0 * 1024 * 1024 * 2;
-  const Timeline big = run(program_from_hlo(all_reduce_program(16, "bf16[64,1024,1024]")), system, Fidelity::kFast);
+  const Timeline big =
+      run(program_from_hlo(all_reduce_program(16, "bf16[64,1024,1024]")), system, Fidelity::kFast);
   EXPECT_LE(big.step_time_s, system.plan(big_ring).analytic_time_s + 1e-12);
 }
 
@@ -363,8 +373,10 @@ TEST(Simulator, TraceHasComputeCollectiveAndLinkTracks) {
   const Timeline full = run(program_from_hlo(overlap_program(true)), system, Fidelity::kFull, true);
   int64_t compute = 0, collectives = 0;
   for (const TraceEvent& e : full.events) {
-    if (e.track == "compute") ++compute;
-    else if (e.track == "collectives all-reduce") ++collectives;
+    if (e.track == "compute")
+      ++compute;
+    else if (e.track == "collectives all-reduce")
+      ++collectives;
   }
   EXPECT_EQ(compute, 8);
   EXPECT_EQ(collectives, 8);
@@ -418,8 +430,8 @@ TEST(Simulator, DeviceCountMismatchIsUserError) {
 // for the forms made only of views and markers (bitcast, opt-barrier,
 // after-all/add-dependency/domain, a tuple of parameters, a conditional
 // whose first branch, the one podsim runs, only builds a tuple).
-const std::set<std::string> kFreeForms = {"bitcast", "opt_barrier", "dependency_domain", "index_comments",
-                                          "conditional_index"};
+const std::set<std::string> kFreeForms = {"bitcast", "opt_barrier", "dependency_domain",
+                                          "index_comments", "conditional_index"};
 
 class FormSimulation : public ::testing::TestWithParam<std::string> {};
 
@@ -440,7 +452,9 @@ TEST_P(FormSimulation, EveryFormIsCostedAsIs) {
   }
 }
 
-std::vector<std::string> form_paths() { return podsim::testing::hlo_fixture_paths(/*forms_only=*/true); }
+std::vector<std::string> form_paths() {
+  return podsim::testing::hlo_fixture_paths(/*forms_only=*/true);
+}
 
 INSTANTIATE_TEST_SUITE_P(Forms, FormSimulation, ::testing::ValuesIn(form_paths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/trip_count.h"
 #include "sim/collective_catalog.h"
 #include "sim/op_cost.h"
 #include "sim/step_program.h"
 #include "tests/sim/sim_test_util.h"
-#include "compiler/ir/trip_count.h"
 
 namespace podsim::sim {
 namespace {
@@ -35,7 +35,8 @@ Flat flatten(const std::string& text, compiler::LoopOptimizations loops = {false
   Flat flat{flatten_program(FlattenInputs{spmd, costs, catalog}), {}, {}, {}};
   for (const Step& step : flat.program.steps) {
     flat.names.push_back(flat.program.ops[static_cast<size_t>(step.op)].name);
-    flat.reads.emplace_back(flat.program.waits.begin() + step.wait_begin, flat.program.waits.begin() + step.wait_end);
+    flat.reads.emplace_back(flat.program.waits.begin() + step.wait_begin,
+                            flat.program.waits.begin() + step.wait_end);
     flat.collective.push_back(step.collective);
   }
   return flat;
@@ -161,8 +162,8 @@ ENTRY %main (x: f32[16,8], y: f32[16,8]) -> f32[16,8] {
   ROOT %e = f32[16,8] exponential(%res)
 })");
   ASSERT_EQ(flat.program.unknown_trip_counts, 0);
-  EXPECT_EQ(flat.names, (std::vector<std::string>{"rs", "ag", "m", "next", "rs", "ag", "m", "next", "rs", "ag", "m",
-                                                  "next", "e"}));
+  EXPECT_EQ(flat.names, (std::vector<std::string>{"rs", "ag", "m", "next", "rs", "ag", "m", "next",
+                                                  "rs", "ag", "m", "next", "e"}));
   EXPECT_EQ(flat.reads, (Reads{{}, {0}, {}, {}, {1}, {2}, {}, {}, {3}, {4}, {}, {}, {5}}));
 }
 
@@ -217,15 +218,15 @@ ENTRY %main (x: f32[16,8], y: f32[3,4,8]) -> f32[16,8] {
 TEST(StepProgram, PipelinedAllGatherRunsOneIterationEarly) {
   // Off: each iteration slices, gathers and multiplies (m_k reads ag_k).
   const Flat plain = flatten(std::string(kHeader) + kGatherLoop);
-  EXPECT_EQ(plain.names, (std::vector<std::string>{"s", "ag", "m", "next", "s", "ag", "m", "next", "s", "ag", "m",
-                                                   "next", "e"}));
+  EXPECT_EQ(plain.names, (std::vector<std::string>{"s", "ag", "m", "next", "s", "ag", "m", "next",
+                                                   "s", "ag", "m", "next", "e"}));
   EXPECT_EQ(plain.reads, (Reads{{}, {}, {0}, {}, {}, {}, {1}, {}, {}, {}, {2}, {}, {}}));
   // On: iteration 0's slice and gather before the loop; iteration k issues
   // k+1's where its own were, so m_k reads the gather issued a whole
   // iteration earlier; the last iteration issues none.
   const Flat piped = flatten(std::string(kHeader) + kGatherLoop, {true, false});
-  EXPECT_EQ(piped.names, (std::vector<std::string>{"s", "ag", "s", "ag", "m", "next", "s", "ag", "m", "next", "m",
-                                                   "next", "e"}));
+  EXPECT_EQ(piped.names, (std::vector<std::string>{"s", "ag", "s", "ag", "m", "next", "s", "ag",
+                                                   "m", "next", "m", "next", "e"}));
   EXPECT_EQ(piped.reads, (Reads{{}, {}, {}, {}, {0}, {}, {}, {}, {1}, {}, {2}, {}, {}}));
   EXPECT_EQ(piped.program.collective_steps.size(), plain.program.collective_steps.size());
 }
@@ -267,22 +268,26 @@ ENTRY %main (x: f32[16,8], y: f32[3,4,8]) -> f32[3,4,8] {
 
 TEST(StepProgram, PipelinedReduceScatterConsumerRunsOneIterationLate) {
   const Flat plain = flatten(std::string(kHeader) + kScatterLoop);
-  EXPECT_EQ(plain.names, (std::vector<std::string>{"g", "rs", "acc.1", "n", "next", "g", "rs", "acc.1", "n", "next",
-                                                   "g", "rs", "acc.1", "n", "next", "e"}));
+  EXPECT_EQ(plain.names,
+            (std::vector<std::string>{"g", "rs", "acc.1", "n", "next", "g", "rs", "acc.1", "n",
+                                      "next", "g", "rs", "acc.1", "n", "next", "e"}));
   // On: the update of iteration k waits for rs_k after iteration k+1's own
   // steps (the last one after the loop), so the next iteration's compute
   // does not wait for the collective.
   const Flat piped = flatten(std::string(kHeader) + kScatterLoop, {false, true});
-  EXPECT_EQ(piped.names, (std::vector<std::string>{"g", "rs", "n", "next", "g", "rs", "n", "next", "acc.1", "g", "rs",
-                                                   "n", "next", "acc.1", "acc.1", "e"}));
-  EXPECT_EQ(piped.reads, (Reads{{}, {}, {}, {}, {}, {}, {}, {}, {0}, {}, {}, {}, {}, {1}, {2}, {}}));
+  EXPECT_EQ(piped.names,
+            (std::vector<std::string>{"g", "rs", "n", "next", "g", "rs", "n", "next", "acc.1", "g",
+                                      "rs", "n", "next", "acc.1", "acc.1", "e"}));
+  EXPECT_EQ(piped.reads,
+            (Reads{{}, {}, {}, {}, {}, {}, {}, {}, {0}, {}, {}, {}, {}, {1}, {2}, {}}));
 }
 
 TEST(StepProgram, LoopPipeliningLeavesLoopsWithoutSuchCollectivesAlone) {
   // The carried all-gather of LoopStateCarries... reads loop state that
   // changes: nothing moves, on or off.
   const std::string text = std::string(kHeader) + kScatterLoop;
-  const Flat on = flatten(std::string(kHeader) + kGatherLoop, {false, true});  // no reduce-scatter there
+  const Flat on =
+      flatten(std::string(kHeader) + kGatherLoop, {false, true});  // no reduce-scatter there
   EXPECT_EQ(on.names, flatten(std::string(kHeader) + kGatherLoop).names);
   const Flat off = flatten(text, {true, false});  // no all-gather there
   EXPECT_EQ(off.names, flatten(text).names);

@@ -20,28 +20,39 @@ TEST(CalibrationMarkdown, MarkdownShowsErrorsMeanAndFailures) {
   std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 5000, 0.4)),
                                       calibration_row(set.points[1], crashed)};
   std::string md = calibration_markdown(set, rows);
-  EXPECT_NE(md.find("| Dense | dense.yaml | tokens_per_second | 4000 | 5000 | +25.0% |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| Moe | moe.yaml | steps_per_second | 0.5 | failed |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Dense | dense.yaml | tokens_per_second | 4000 | 5000 | +25.0% |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| Moe | moe.yaml | steps_per_second | 0.5 | failed |"), std::string::npos)
+      << md;
   // Only the run that ran enters the mean: |+25%| / 1.
   // +25% is outside the 15% bar: 0 of the 2 rows within it.
-  EXPECT_NE(md.find("1 of 2 calibration configs ran; mean |error| over them 25.0%; 0 of 2 within 15%"), std::string::npos) << md;
+  EXPECT_NE(
+      md.find("1 of 2 calibration configs ran; mean |error| over them 25.0%; 0 of 2 within 15%"),
+      std::string::npos)
+      << md;
   EXPECT_NE(md.find("- Moe: crashed with signal 11"), std::string::npos) << md;
   EXPECT_EQ(md.find("## Notes"), std::string::npos) << md;
 }
 
 TEST(CalibrationMarkdown, WithinCountAndNotes) {
-  MeasuredSet set = parse_measured(std::string(kMeasured) + "notes: |\n  Why the MoE row misses.\n", "m.yaml");
+  MeasuredSet set =
+      parse_measured(std::string(kMeasured) + "notes: |\n  Why the MoE row misses.\n", "m.yaml");
   EXPECT_EQ(set.notes, "Why the MoE row misses.\n");
   // 4400 / 4000 - 1 = +10% (within 15%); 1 / 2 s = 0.5 steps/s = measured (0%).
   std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
                                       calibration_row(set.points[1], run_with(2.0, 1, 0.1))};
   std::string md = calibration_markdown(set, rows);
-  EXPECT_NE(md.find("2 of 2 calibration configs ran; mean |error| over them 5.0%; 2 of 2 within 15%"), std::string::npos) << md;
+  EXPECT_NE(
+      md.find("2 of 2 calibration configs ran; mean |error| over them 5.0%; 2 of 2 within 15%"),
+      std::string::npos)
+      << md;
   EXPECT_NE(md.find("\n## Notes\n\nWhy the MoE row misses.\n"), std::string::npos) << md;
 }
 
 TEST(CalibrationMarkdown, InconsistentPointsStayOutOfTheStatistics) {
-  MeasuredSet set = parse_measured(std::string(kMeasured) + "    inconsistent: \"needs 110% of peak\"\n", "m.yaml");
+  MeasuredSet set = parse_measured(
+      std::string(kMeasured) + "    inconsistent: \"needs 110% of peak\"\n", "m.yaml");
   ASSERT_EQ(set.points.size(), 2u);
   EXPECT_TRUE(set.points[0].inconsistent.empty());
   EXPECT_EQ(set.points[1].inconsistent, "needs 110% of peak");
@@ -50,11 +61,13 @@ TEST(CalibrationMarkdown, InconsistentPointsStayOutOfTheStatistics) {
   std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
                                       calibration_row(set.points[1], run_with(4.0, 1, 0.1))};
   std::string md = calibration_markdown(set, rows);
-  EXPECT_NE(md.find("| Moe (inconsistent, not a target) | moe.yaml | steps_per_second | 0.5 | 0.25 | -50.0% |"),
+  EXPECT_NE(md.find("| Moe (inconsistent, not a target) | moe.yaml | steps_per_second | 0.5 | 0.25 "
+                    "| -50.0% |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("1 of 1 calibration configs ran; mean |error| over them 10.0%; 1 of 1 within 15%"),
-            std::string::npos)
+  EXPECT_NE(
+      md.find("1 of 1 calibration configs ran; mean |error| over them 10.0%; 1 of 1 within 15%"),
+      std::string::npos)
       << md;
   EXPECT_NE(md.find("- Moe: needs 110% of peak"), std::string::npos) << md;
 }
@@ -63,17 +76,23 @@ TEST(CalibrationMarkdown, MarkdownTableWithVerdicts) {
   MeasuredSet set = parse_measured(std::string(kMeasured) + kChecks, "m.yaml");
   JobOutcome crashed;
   crashed.error = "exit 2 | bad";
-  std::vector<CheckRow> checks = {check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 0.6)),
-                                  check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.8)),
-                                  check_row(set.checks[2], crashed)};
+  std::vector<CheckRow> checks = {
+      check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 0.6)),
+      check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.8)),
+      check_row(set.checks[2], crashed)};
   std::string md = calibration_markdown(set, {}, checks);
   EXPECT_NE(md.find("## Other measured numbers"), std::string::npos) << md;
-  EXPECT_NE(md.find("| Moe | remat share | `time_by_pass_s.recompute` / step | 0.28 | 0.3 | +7.1% |"),
-            std::string::npos) << md;
+  EXPECT_NE(
+      md.find("| Moe | remat share | `time_by_pass_s.recompute` / step | 0.28 | 0.3 | +7.1% |"),
+      std::string::npos)
+      << md;
   // Pipes in text would split the markdown cell.
-  EXPECT_NE(md.find("| Moe | layer matmuls / of peak | `flops_utilization.layer_matmuls` | >= 0.85 | 0.8 | does not hold |"),
-            std::string::npos) << md;
-  EXPECT_NE(md.find("| Dense | GSPMD utilization | `mfu` | 0.5 to 0.62 | failed | exit 2 / bad |"), std::string::npos)
+  EXPECT_NE(md.find("| Moe | layer matmuls / of peak | `flops_utilization.layer_matmuls` | >= 0.85 "
+                    "| 0.8 | does not hold |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| Dense | GSPMD utilization | `mfu` | 0.5 to 0.62 | failed | exit 2 / bad |"),
+            std::string::npos)
       << md;
   EXPECT_NE(md.find("2 of 3 checks ran; 1 hold."), std::string::npos) << md;
 }

@@ -27,11 +27,15 @@ TEST(CalibrationTest, ParsesPointsAndResolvesPaths) {
 
 TEST(CalibrationTest, BadFilesArePositionedUserErrors) {
   EXPECT_THROW(parse_measured("points: []\n", "m.yaml"), UserError);
-  EXPECT_THROW(parse_measured("points:\n  - config: a\n    workload: w\n    metric: flops\n    measured: 1\n", "m.yaml"),
+  EXPECT_THROW(parse_measured(
+                   "points:\n  - config: a\n    workload: w\n    metric: flops\n    measured: 1\n",
+                   "m.yaml"),
                UserError);
   try {
-    parse_measured("points:\n  - config: a\n    workload: w\n    metric: steps_per_second\n    measured: fast\n",
-                   "m.yaml");
+    parse_measured(
+        "points:\n  - config: a\n    workload: w\n    metric: steps_per_second\n    measured: "
+        "fast\n",
+        "m.yaml");
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("m.yaml:5"), std::string::npos) << e.what();
@@ -57,8 +61,9 @@ TEST(CalibrationTest, StepsPerSecondIsTheInverseStepTime) {
 }
 
 TEST(CalibrationTest, MfuPointsReadTheReportsMfu) {
-  MeasuredSet set =
-      parse_measured("points:\n  - config: M\n    workload: w.yaml\n    metric: mfu\n    measured: 0.5\n", "m.yaml");
+  MeasuredSet set = parse_measured(
+      "points:\n  - config: M\n    workload: w.yaml\n    metric: mfu\n    measured: 0.5\n",
+      "m.yaml");
   // Predicted = the report's mfu field: 0.55 / 0.5 - 1 = +10%.
   CalibrationRow row = calibration_row(set.points[0], run_with(3.0, 77, 0.55));
   ASSERT_TRUE(row.ok);
@@ -67,7 +72,8 @@ TEST(CalibrationTest, MfuPointsReadTheReportsMfu) {
 }
 
 TEST(CalibrationChecks, ParsedWithKindsAndPaths) {
-  MeasuredSet set = parse_measured(std::string(kMeasured) + kChecks, "/repo/reports/baselines/measured.yaml");
+  MeasuredSet set =
+      parse_measured(std::string(kMeasured) + kChecks, "/repo/reports/baselines/measured.yaml");
   ASSERT_EQ(set.checks.size(), 3u);
   EXPECT_EQ(set.checks[0].kind, MeasuredCheck::Kind::kValue);
   EXPECT_TRUE(set.checks[0].per_step);
@@ -81,8 +87,8 @@ TEST(CalibrationChecks, ParsedWithKindsAndPaths) {
 }
 
 TEST(CalibrationChecks, BadChecksArePositionedUserErrors) {
-  const std::string head = std::string(kMeasured) +
-                           "checks:\n  - config: a\n    workload: w\n    quantity: q\n";
+  const std::string head =
+      std::string(kMeasured) + "checks:\n  - config: a\n    workload: w\n    quantity: q\n";
   auto message = [&head](const std::string& rest) {
     try {
       parse_measured(head + rest, "m.yaml");
@@ -92,10 +98,13 @@ TEST(CalibrationChecks, BadChecksArePositionedUserErrors) {
     return std::string("(no error)");
   };
   // Lines: kMeasured has 11, "checks:" is 12, the check starts on 13.
-  EXPECT_NE(message("    field: not_a_field\n    measured: 1\n").find("m.yaml:16"), std::string::npos);
-  EXPECT_NE(message("    field: mfu\n    measured: 1\n    at_least: 2\n").find("exactly one of"), std::string::npos);
+  EXPECT_NE(message("    field: not_a_field\n    measured: 1\n").find("m.yaml:16"),
+            std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    measured: 1\n    at_least: 2\n").find("exactly one of"),
+            std::string::npos);
   EXPECT_NE(message("    field: mfu\n").find("exactly one of"), std::string::npos);
-  EXPECT_NE(message("    field: mfu\n    range: [0.6, 0.5]\n").find("low <= high"), std::string::npos);
+  EXPECT_NE(message("    field: mfu\n    range: [0.6, 0.5]\n").find("low <= high"),
+            std::string::npos);
   EXPECT_NE(message("    field: mfu\n    range: 0.5\n").find("[low, high]"), std::string::npos);
   EXPECT_NE(message("    field: mfu\n    at_least: most\n").find("m.yaml:17"), std::string::npos);
   EXPECT_NE(message("    field: mfu\n    per_step: maybe\n    measured: 1\n").find("true or false"),
@@ -113,8 +122,10 @@ TEST(CalibrationChecks, VerdictsFollowTheKind) {
   // 1.0 s of 2 s = 0.5: +78.6%, outside.
   EXPECT_FALSE(check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 1.0)).holds);
   // Lower bound: 0.9 >= 0.85 holds, 0.8 does not.
-  EXPECT_TRUE(check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.9)).holds);
-  EXPECT_FALSE(check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.8)).holds);
+  EXPECT_TRUE(
+      check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.9)).holds);
+  EXPECT_FALSE(
+      check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.8)).holds);
   // Range: run_with's mfu 0.55 is inside [0.50, 0.62].
   EXPECT_TRUE(check_row(set.checks[2], run_with(1.0, 1, 0.55)).holds);
   EXPECT_FALSE(check_row(set.checks[2], run_with(1.0, 1, 0.63)).holds);
@@ -128,7 +139,8 @@ TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
   // measurements.md: three Lingvo dense configs (tokens/s), two GShard MoE
   // configs (steps/s), the 128E one marked inconsistent, and MaxText's 22B
   // on TPU v4 (MFU).
-  MeasuredSet set = load_measured(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines/measured.yaml");
+  MeasuredSet set =
+      load_measured(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines/measured.yaml");
   ASSERT_EQ(set.points.size(), 6u);
   int tokens = 0, steps = 0, mfu = 0, inconsistent = 0;
   for (const MeasuredPoint& p : set.points) {
@@ -144,7 +156,8 @@ TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
   // (128E, 2048E), kernel utilizations (matmuls, attention) and GSPMD's
   // utilization range.
   EXPECT_EQ(set.checks.size(), 7u);
-  for (const MeasuredCheck& c : set.checks) EXPECT_TRUE(std::filesystem::exists(c.workload_path)) << c.workload_path;
+  for (const MeasuredCheck& c : set.checks)
+    EXPECT_TRUE(std::filesystem::exists(c.workload_path)) << c.workload_path;
 }
 
 }  // namespace

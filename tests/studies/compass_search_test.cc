@@ -33,7 +33,9 @@ TEST(CompassSearch, FindsTheMinimumOfASeparableQuadratic) {
   // the grid point nearest the minimiser once the step is below min_step,
   // so it ends within min_step of (0.3, 0.8).
   Recorder r;
-  r.f = [](const std::vector<double>& u) { return std::pow(u[0] - 0.3, 2) + std::pow(u[1] - 0.8, 2); };
+  r.f = [](const std::vector<double>& u) {
+    return std::pow(u[0] - 0.3, 2) + std::pow(u[1] - 0.8, 2);
+  };
   const double min_step = 1.0 / 1024;
   CompassSearchResult s = compass_search(r.objective(), {0.5, 0.5}, 0.25, min_step, 1000);
   EXPECT_NEAR(s.best[0], 0.3, min_step);
@@ -80,7 +82,9 @@ TEST(CompassSearch, NeverMovesToAFailedPoint) {
 
 TEST(CompassSearch, StopsAtTheEvaluationBudget) {
   Recorder r;
-  r.f = [](const std::vector<double>& u) { return std::pow(u[0] - 0.123, 2) + std::pow(u[1] - 0.77, 2); };
+  r.f = [](const std::vector<double>& u) {
+    return std::pow(u[0] - 0.123, 2) + std::pow(u[1] - 0.77, 2);
+  };
   CompassSearchResult s = compass_search(r.objective(), {0.5, 0.5}, 0.25, 1e-9, 20);
   // The budget is checked before each batch of at most 4 polls.
   EXPECT_GE(s.evaluations, 20);

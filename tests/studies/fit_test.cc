@@ -63,17 +63,22 @@ std::string fit_error(const std::string& fit_yaml) {
 
 TEST(FitList, BadEntriesArePositionedErrors) {
   // Line 6 is the first line after kPoints' five.
-  const std::string unknown_key = fit_error("fit:\n  - key: core.warp_drive\n    range: [1, 2]\n    why: x\n");
+  const std::string unknown_key =
+      fit_error("fit:\n  - key: core.warp_drive\n    range: [1, 2]\n    why: x\n");
   EXPECT_NE(unknown_key.find("m.yaml:7:10"), std::string::npos) << unknown_key;
   EXPECT_NE(unknown_key.find("not a hardware key"), std::string::npos) << unknown_key;
-  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [0, 2e-6]\n    why: x\n").find("0 < low < high"),
+  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [0, 2e-6]\n    why: x\n")
+                .find("0 < low < high"),
             std::string::npos);
-  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [2e-6, 1e-6]\n    why: x\n").find("0 < low < high"),
+  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [2e-6, 1e-6]\n    why: x\n")
+                .find("0 < low < high"),
             std::string::npos);
-  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [1e-6]\n    why: x\n").find("range: [low, high]"),
+  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [1e-6]\n    why: x\n")
+                .find("range: [low, high]"),
             std::string::npos);
-  EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [1e-7, 1e-6]\n").find("needs 'why'"),
-            std::string::npos);
+  EXPECT_NE(
+      fit_error("fit:\n  - key: hbm.latency_s\n    range: [1e-7, 1e-6]\n").find("needs 'why'"),
+      std::string::npos);
   EXPECT_NE(fit_error("fit:\n  - key: hbm.latency_s\n    range: [1e-7, 1e-6]\n    why: x\n"
                       "  - key: hbm.latency_s\n    range: [1e-7, 1e-6]\n    why: y\n")
                 .find("listed twice"),

@@ -41,15 +41,17 @@ TEST(RunJobs, EachJobIsOnePodsimRunAndItsTableIsTheOutcome) {
   std::vector<std::pair<int, int>> progress;
   o.on_progress = [&progress](int done, int total) { progress.emplace_back(done, total); };
   const std::vector<JobOutcome> out =
-      run_jobs({RunJob{"slow.yaml", {"model.layers=2", "training.remat=none"}, "full"}, RunJob{"b.yaml", {}, "fast"},
-                RunJob{"c.yaml", {}, "fast"}},
+      run_jobs({RunJob{"slow.yaml", {"model.layers=2", "training.remat=none"}, "full"},
+                RunJob{"b.yaml", {}, "fast"}, RunJob{"c.yaml", {}, "fast"}},
                o);
   ASSERT_EQ(out.size(), 3u);
   for (const JobOutcome& outcome : out) ASSERT_TRUE(outcome.ok) << outcome.error;
   // In job order, though slow.yaml ended last.
-  EXPECT_EQ(out[0].metrics, (reports::FlatReport{{"workload", "slow.yaml"},
-                                                 {"args", "run slow.yaml --format csv --fidelity full --set "
-                                                          "model.layers=2 --set training.remat=none"}}));
+  EXPECT_EQ(out[0].metrics,
+            (reports::FlatReport{{"workload", "slow.yaml"},
+                                 {"args",
+                                  "run slow.yaml --format csv --fidelity full --set "
+                                  "model.layers=2 --set training.remat=none"}}));
   EXPECT_EQ(out[1].metrics.text("args"), "run b.yaml --format csv --fidelity fast");
   EXPECT_EQ(out[2].metrics.text("workload"), "c.yaml");
   EXPECT_EQ(progress, (std::vector<std::pair<int, int>>{{1, 3}, {2, 3}, {3, 3}}));

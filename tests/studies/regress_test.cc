@@ -35,7 +35,10 @@ JobOutcome run_with(reports::FlatReport fields) {
 }
 
 JobOutcome matching_run() {
-  return run_with({{"step_time_s", "2.0"}, {"exposed", "0"}, {"parameters", "100"}, {"fits_in_memory", "true"},
+  return run_with({{"step_time_s", "2.0"},
+                   {"exposed", "0"},
+                   {"parameters", "100"},
+                   {"fits_in_memory", "true"},
                    {"remat", "none"}});
 }
 
@@ -55,13 +58,18 @@ TEST(RegressTest, ParsesBaselineAndResolvesWorkloadAgainstItsFolder) {
 
 TEST(RegressTest, MalformedBaselinesAreUserErrorsNamingTheFile) {
   EXPECT_THROW(parse_baseline("{", "b.json"), UserError);
-  EXPECT_THROW(parse_baseline(R"({"metrics": {"a": {"value": 1}}})", "b.json"), UserError);  // no workload
-  EXPECT_THROW(parse_baseline(R"({"workload": "w.yaml"})", "b.json"), UserError);            // no metrics
-  EXPECT_THROW(parse_baseline(R"({"workload": "w.yaml", "metrics": {"a": {"value": 1, "rel_tol": -1}}})", "b.json"),
-               UserError);
-  EXPECT_THROW(parse_baseline(R"({"workload": "w.yaml", "overrides": ["noequals"], "metrics": {"a": {"value": 1}}})",
-                              "b.json"),
-               UserError);
+  EXPECT_THROW(parse_baseline(R"({"metrics": {"a": {"value": 1}}})", "b.json"),
+               UserError);                                                         // no workload
+  EXPECT_THROW(parse_baseline(R"({"workload": "w.yaml"})", "b.json"), UserError);  // no metrics
+  EXPECT_THROW(
+      parse_baseline(R"({"workload": "w.yaml", "metrics": {"a": {"value": 1, "rel_tol": -1}}})",
+                     "b.json"),
+      UserError);
+  EXPECT_THROW(
+      parse_baseline(
+          R"({"workload": "w.yaml", "overrides": ["noequals"], "metrics": {"a": {"value": 1}}})",
+          "b.json"),
+      UserError);
   try {
     parse_baseline("[]", "dir/b.json");
     FAIL() << "expected a UserError";
@@ -126,8 +134,9 @@ TEST(RegressTest, TheSameNumberWrittenDifferentlyIsNoChange) {
   EXPECT_TRUE(c.metrics[2].within_tolerance);
   EXPECT_EQ(c.metrics[2].actual, "100");
   const std::string table = regress_table({c}, /*all_rows=*/true);
-  const auto parameters_row = table.substr(table.find("parameters"), table.find('\n', table.find("parameters")) -
-                                                                          table.find("parameters"));
+  const auto parameters_row =
+      table.substr(table.find("parameters"),
+                   table.find('\n', table.find("parameters")) - table.find("parameters"));
   EXPECT_EQ(parameters_row.find("changed"), std::string::npos) << parameters_row;
   const auto remat_row = table.substr(table.find("remat"));
   EXPECT_NE(remat_row.find("changed"), std::string::npos) << remat_row;
@@ -207,16 +216,21 @@ TEST(RegressTest, ShippedBaselinesParseAndNameExistingWorkloads) {
 // around the executable (build/cli/podsim -> <repo>/reports/baselines).
 TEST(FindBaselinesDir, WorkingDirectoryFirstThenUpwardFromTheExecutable) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / ("podsim_find_baselines_" + std::to_string(::getpid()));
+  const fs::path root =
+      fs::temp_directory_path() / ("podsim_find_baselines_" + std::to_string(::getpid()));
   fs::remove_all(root);
   fs::create_directories(root / "repo" / "reports" / "baselines");
   fs::create_directories(root / "repo" / "build" / "cli");
   fs::create_directories(root / "elsewhere");
   fs::create_directories(root / "other" / "reports" / "baselines");
   const std::string exe = (root / "repo" / "build" / "cli" / "podsim").string();
-  EXPECT_EQ(find_baselines_dir(exe, (root / "elsewhere").string()), (root / "repo" / "reports" / "baselines").string());
-  EXPECT_EQ(find_baselines_dir(exe, (root / "other").string()), (root / "other" / "reports" / "baselines").string());
-  EXPECT_EQ(find_baselines_dir((root / "elsewhere" / "podsim").string(), (root / "elsewhere").string()), "");
+  EXPECT_EQ(find_baselines_dir(exe, (root / "elsewhere").string()),
+            (root / "repo" / "reports" / "baselines").string());
+  EXPECT_EQ(find_baselines_dir(exe, (root / "other").string()),
+            (root / "other" / "reports" / "baselines").string());
+  EXPECT_EQ(
+      find_baselines_dir((root / "elsewhere" / "podsim").string(), (root / "elsewhere").string()),
+      "");
   EXPECT_EQ(find_baselines_dir("", (root / "elsewhere").string()), "");
   fs::remove_all(root);
 }

@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
+#include "common/csv.h"
 #include "common/error.h"
 #include "studies/sweep_spec.h"
-#include "common/csv.h"
 #include "workloads/workload.h"
 
 namespace podsim::studies {
@@ -34,16 +34,19 @@ TEST(Sweep, CartesianGridTimesZipGroupLastAxisFastest) {
   const std::vector<SweepPoint> points = expand_sweep(spec);
   ASSERT_EQ(points.size(), 6u);
   EXPECT_EQ(points[3].index, 3);
-  EXPECT_EQ(points[3].values, (std::vector<std::pair<std::string, std::string>>{
-                                  {"model.layers", "4"}, {"mesh.axes.x", "4"}, {"mesh.axes.y", "2"}}));
+  EXPECT_EQ(points[3].values,
+            (std::vector<std::pair<std::string, std::string>>{
+                {"model.layers", "4"}, {"mesh.axes.x", "4"}, {"mesh.axes.y", "2"}}));
   EXPECT_EQ(points[4].values[0].second, "8");
   EXPECT_EQ(points[4].values[1].second, "2");
   EXPECT_EQ(points[5].overrides(spec),
-            (std::vector<std::string>{"training.remat=none", "model.layers=8", "mesh.axes.x=4", "mesh.axes.y=2"}));
+            (std::vector<std::string>{"training.remat=none", "model.layers=8", "mesh.axes.x=4",
+                                      "mesh.axes.y=2"}));
 }
 
 TEST(Sweep, ZipAsListOfGroupsMakesOneAxisPerGroup) {
-  const SweepSpec spec = parse_sweep("base: w.yaml\nzip:\n  - {a: [1, 2]}\n  - {b: [x, y, z], c: [1, 2, 3]}\n", "s.yaml");
+  const SweepSpec spec = parse_sweep(
+      "base: w.yaml\nzip:\n  - {a: [1, 2]}\n  - {b: [x, y, z], c: [1, 2, 3]}\n", "s.yaml");
   ASSERT_EQ(spec.axes.size(), 2u);
   EXPECT_EQ(expand_sweep(spec).size(), 6u);  // 2 x 3
 }
@@ -54,7 +57,8 @@ TEST(Sweep, ShardsPartitionThePointsRoundRobin) {
   // shards 3 and 4 one each; together every point exactly once.
   std::vector<int64_t> seen;
   for (int64_t i = 1; i <= 4; ++i)
-    for (const SweepPoint& p : select_shard(points, parse_shard(std::to_string(i) + "/4"))) seen.push_back(p.index);
+    for (const SweepPoint& p : select_shard(points, parse_shard(std::to_string(i) + "/4")))
+      seen.push_back(p.index);
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(select_shard(points, parse_shard("1/4")).size(), 2u);
@@ -62,7 +66,8 @@ TEST(Sweep, ShardsPartitionThePointsRoundRobin) {
 }
 
 TEST(Sweep, BadShardTextsAreUserErrors) {
-  for (const char* bad : {"0/4", "5/4", "x/4", "4", "1/0", "1/4x"}) EXPECT_THROW(parse_shard(bad), UserError) << bad;
+  for (const char* bad : {"0/4", "5/4", "x/4", "4", "1/0", "1/4x"})
+    EXPECT_THROW(parse_shard(bad), UserError) << bad;
 }
 
 TEST(Sweep, BadSpecsNamePosition) {
@@ -80,11 +85,13 @@ TEST(Sweep, BadSpecsNamePosition) {
     EXPECT_EQ(e.location().line, 2);
     EXPECT_NE(e.message().find("unknown sweep key 'gird'"), std::string::npos);
   }
-  EXPECT_THROW(parse_sweep("grid: {a: [1]}\n", "s.yaml"), UserError);               // no base
-  EXPECT_THROW(parse_sweep("base: w.yaml\ngrid:\n  ? [a, b]\n  : [1]\n", "s.yaml"), UserError);  // complex key
+  EXPECT_THROW(parse_sweep("grid: {a: [1]}\n", "s.yaml"), UserError);  // no base
+  EXPECT_THROW(parse_sweep("base: w.yaml\ngrid:\n  ? [a, b]\n  : [1]\n", "s.yaml"),
+               UserError);                                                          // complex key
   EXPECT_THROW(parse_sweep("base: w.yaml\n", "s.yaml"), UserError);                 // nothing swept
   EXPECT_THROW(parse_sweep("base: w.yaml\ngrid: {a: []}\n", "s.yaml"), UserError);  // empty list
-  EXPECT_THROW(parse_sweep("base: w.yaml\ngrid: {a: [1]}\nzip: {a: [2]}\n", "s.yaml"), UserError);  // twice
+  EXPECT_THROW(parse_sweep("base: w.yaml\ngrid: {a: [1]}\nzip: {a: [2]}\n", "s.yaml"),
+               UserError);  // twice
 }
 
 PointResult result(const std::vector<SweepPoint>& points, int64_t i, bool ok) {
@@ -108,8 +115,9 @@ TEST(Sweep, FailedPointsAreRowsAndShardMergeEqualsTheWholeTable) {
   // Header + 6 rows; the failed point keeps its row with the quoted error.
   const auto table = parse_csv(whole, "whole.csv");
   ASSERT_EQ(table.size(), 7u);
-  EXPECT_EQ(table[0], (std::vector<std::string>{"point", "model.layers", "mesh.axes.x", "mesh.axes.y", "status",
-                                                "error", "step_time_s", "mfu"}));
+  EXPECT_EQ(table[0],
+            (std::vector<std::string>{"point", "model.layers", "mesh.axes.x", "mesh.axes.y",
+                                      "status", "error", "step_time_s", "mfu"}));
   EXPECT_EQ(table[3][4], "error");
   EXPECT_EQ(table[3][5], "w.yaml:3:5: error: does not fit, \"really\"");
   EXPECT_EQ(table[3][6], "");
@@ -117,8 +125,10 @@ TEST(Sweep, FailedPointsAreRowsAndShardMergeEqualsTheWholeTable) {
   std::vector<std::pair<std::string, std::string>> shards;
   for (int64_t s : {2, 1, 3}) {
     std::vector<PointResult> part;
-    for (const SweepPoint& p : select_shard(points, ShardSpec{s, 3})) part.push_back(all[static_cast<size_t>(p.index)]);
-    shards.emplace_back("shard" + std::to_string(s) + ".csv", sweep_csv(spec, part, {"step_time_s", "mfu"}));
+    for (const SweepPoint& p : select_shard(points, ShardSpec{s, 3}))
+      part.push_back(all[static_cast<size_t>(p.index)]);
+    shards.emplace_back("shard" + std::to_string(s) + ".csv",
+                        sweep_csv(spec, part, {"step_time_s", "mfu"}));
   }
   EXPECT_EQ(merge_sweep_csvs(shards), whole);
   // A shard whose points all failed has the same header when the fixed
@@ -138,7 +148,8 @@ TEST(Sweep, FailedPointsAreRowsAndShardMergeEqualsTheWholeTable) {
 TEST(Sweep, JsonLinesOnePerPoint) {
   const SweepSpec spec = parse_sweep(kSweep, "s.yaml");
   const std::vector<SweepPoint> points = expand_sweep(spec);
-  const std::string lines = sweep_json_lines(spec, {result(points, 1, true), result(points, 0, false)});
+  const std::string lines =
+      sweep_json_lines(spec, {result(points, 1, true), result(points, 0, false)});
   EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 2);
   EXPECT_EQ(lines.find("{\"sweep\":\"demo\",\"point\":0,"), 0u) << lines;
 }
@@ -153,11 +164,13 @@ TEST(Sweep, ShippedSweepsParseAndEveryPointIsAValidWorkload) {
                                                          {"windowed_einsum_128b.yaml", 6},
                                                          {"what_if_128b.yaml", 10}};
   std::set<std::string> seen;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(PODSIM_SOURCE_DIR) + "/sweeps")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(PODSIM_SOURCE_DIR) + "/sweeps")) {
     if (entry.path().extension() != ".yaml") continue;
     const std::string name = entry.path().filename().string();
     seen.insert(name);
-    ASSERT_TRUE(expected_points.contains(name)) << "a new shipped sweep: add its point count here: " << name;
+    ASSERT_TRUE(expected_points.contains(name))
+        << "a new shipped sweep: add its point count here: " << name;
     SweepSpec spec = load_sweep(entry.path().string());
     ASSERT_TRUE(std::filesystem::exists(spec.base_workload)) << entry.path();
     const std::vector<SweepPoint> points = expand_sweep(spec);

@@ -17,28 +17,34 @@ using Variant = std::vector<std::pair<std::string, std::string>>;
 
 TEST(GroupByCompile, PointsDifferingOnlyInHardwareKeysShareAGroup) {
   const SweepSpec spec = parse_sweep(
-      "base: w.yaml\nset: {training.remat: none}\ngrid:\n  model.layers: [1, 2]\n  hardware.hbm.bandwidth: [9e11, 1.8e12]\n",
+      "base: w.yaml\nset: {training.remat: none}\ngrid:\n  model.layers: [1, 2]\n  "
+      "hardware.hbm.bandwidth: [9e11, 1.8e12]\n",
       "s.yaml");
   const std::vector<CompileGroup> groups = group_by_compile(spec, expand_sweep(spec));
   ASSERT_EQ(groups.size(), 2u);
-  EXPECT_EQ(groups[0].compile_overrides, (std::vector<std::string>{"training.remat=none", "model.layers=1"}));
+  EXPECT_EQ(groups[0].compile_overrides,
+            (std::vector<std::string>{"training.remat=none", "model.layers=1"}));
   EXPECT_EQ(groups[0].points, (std::vector<size_t>{0, 1}));
-  EXPECT_EQ(groups[0].variants, (std::vector<Variant>{{{"hbm.bandwidth", "9e11"}}, {{"hbm.bandwidth", "1.8e12"}}}));
-  EXPECT_EQ(groups[1].compile_overrides, (std::vector<std::string>{"training.remat=none", "model.layers=2"}));
+  EXPECT_EQ(groups[0].variants,
+            (std::vector<Variant>{{{"hbm.bandwidth", "9e11"}}, {{"hbm.bandwidth", "1.8e12"}}}));
+  EXPECT_EQ(groups[1].compile_overrides,
+            (std::vector<std::string>{"training.remat=none", "model.layers=2"}));
   EXPECT_EQ(groups[1].points, (std::vector<size_t>{2, 3}));
 }
 
 TEST(GroupByCompile, AWholePresetOrAValueWithASpaceStaysInSet) {
   // `hardware=tpuv4` is applied in order with the hardware.* keys by --set:
   // those points keep every key in --set, so each is a group of its own.
-  const SweepSpec preset =
-      parse_sweep("base: w.yaml\nset: {hardware: tpuv4}\ngrid:\n  hardware.hbm.bandwidth: [1, 2]\n", "s.yaml");
+  const SweepSpec preset = parse_sweep(
+      "base: w.yaml\nset: {hardware: tpuv4}\ngrid:\n  hardware.hbm.bandwidth: [1, 2]\n", "s.yaml");
   const std::vector<CompileGroup> by_preset = group_by_compile(preset, expand_sweep(preset));
   ASSERT_EQ(by_preset.size(), 2u);
-  EXPECT_EQ(by_preset[1].compile_overrides, (std::vector<std::string>{"hardware=tpuv4", "hardware.hbm.bandwidth=2"}));
+  EXPECT_EQ(by_preset[1].compile_overrides,
+            (std::vector<std::string>{"hardware=tpuv4", "hardware.hbm.bandwidth=2"}));
   EXPECT_EQ(by_preset[1].variants, (std::vector<Variant>{{}}));
   // A serve line is whitespace-separated words.
-  const SweepSpec spaced = parse_sweep("base: w.yaml\ngrid:\n  hardware.core.model: ['a b', c]\n", "s.yaml");
+  const SweepSpec spaced =
+      parse_sweep("base: w.yaml\ngrid:\n  hardware.core.model: ['a b', c]\n", "s.yaml");
   const std::vector<CompileGroup> by_space = group_by_compile(spaced, expand_sweep(spaced));
   ASSERT_EQ(by_space.size(), 2u);
   EXPECT_EQ(by_space[0].compile_overrides, (std::vector<std::string>{"hardware.core.model=a b"}));
@@ -58,7 +64,8 @@ CompileGroup group_of(const std::string& name, size_t first, size_t count) {
 TEST(SplitForJobs, TheLargestGroupsAreCutIntoContiguousPartsOfTwoOrMore) {
   // Groups of 6 and 2 points for 4 jobs: the 6 is cut in two (3 + 3), then
   // in three (2 + 2 + 2) while the 2 cannot be cut; 4 groups, one per job.
-  const std::vector<CompileGroup> split = split_for_jobs({group_of("a", 0, 6), group_of("b", 6, 2)}, 4);
+  const std::vector<CompileGroup> split =
+      split_for_jobs({group_of("a", 0, 6), group_of("b", 6, 2)}, 4);
   ASSERT_EQ(split.size(), 4u);
   EXPECT_EQ(split[0].points, (std::vector<size_t>{0, 1}));
   EXPECT_EQ(split[1].points, (std::vector<size_t>{2, 3}));
@@ -101,12 +108,14 @@ TEST(CheckSweepKeys, AnUnknownKeyIsRefusedWhereTheSweepFileWritesIt) {
                     "did you mean 'layers'?");
   expect_refused_at("set: {training.optimzer: adam}\ngrid:\n  model.layers: [2]\n", 3, 7,
                     "unknown key 'optimzer' in 'training'", "did you mean 'optimizer'?");
-  expect_refused_at("zip:\n  model.layers: [2, 3]\n  hardware.ici.link_bandwith: [1e11, 2e11]\n", 5, 3,
-                    "unknown hardware key 'ici.link_bandwith'", "did you mean 'hardware.ici.link_bandwidth'?");
+  expect_refused_at("zip:\n  model.layers: [2, 3]\n  hardware.ici.link_bandwith: [1e11, 2e11]\n", 5,
+                    3, "unknown hardware key 'ici.link_bandwith'",
+                    "did you mean 'hardware.ici.link_bandwidth'?");
 }
 
 TEST(CheckSweepKeys, ValidKeysPassEvenWhenAPointIsAnErrorRow) {
-  const SweepSpec good = spec_over_small("grid:\n  model.layers: [2, 3]\n  hardware.ici.link_bandwidth: [1e11]\n");
+  const SweepSpec good =
+      spec_over_small("grid:\n  model.layers: [2, 3]\n  hardware.ici.link_bandwidth: [1e11]\n");
   EXPECT_NO_THROW(check_sweep_keys(good, expand_sweep(good)));
   const SweepSpec bad_mesh = spec_over_small("grid:\n  mesh.axes.x: [3]\n");
   EXPECT_NO_THROW(check_sweep_keys(bad_mesh, expand_sweep(bad_mesh)));

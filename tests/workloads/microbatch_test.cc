@@ -12,7 +12,9 @@
 namespace podsim::workloads {
 namespace {
 
-std::string source(const std::string& relative) { return std::string(PODSIM_SOURCE_DIR) + "/" + relative; }
+std::string source(const std::string& relative) {
+  return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+}
 
 // Shape of the entry parameter with this op_name (empty dims if absent).
 std::vector<int64_t> parameter_dims(const compiler::Module& module, const std::string& op_name) {
@@ -24,14 +26,16 @@ std::vector<int64_t> parameter_dims(const compiler::Module& module, const std::s
 
 TEST(Microbatches, ForwardIsBuiltForOneMicrobatch) {
   // small.yaml: global_batch 8, seq_len 16; M = 4 -> 8 / 4 = 2 rows.
-  BuiltModel model = build_model(load_workload(source("workloads/small.yaml"), {"training.microbatches=4"}));
+  BuiltModel model =
+      build_model(load_workload(source("workloads/small.yaml"), {"training.microbatches=4"}));
   EXPECT_EQ(parameter_dims(model.module, "input/tokens"), (std::vector<int64_t>{2, 16}));
   EXPECT_EQ(parameter_dims(model.module, "input/targets"), (std::vector<int64_t>{2, 16}));
 }
 
 TEST(Microbatches, ModelInfoStaysPerGlobalStep) {
   BuiltModel one = build_model(load_workload(source("workloads/small.yaml")));
-  BuiltModel four = build_model(load_workload(source("workloads/small.yaml"), {"training.microbatches=4"}));
+  BuiltModel four =
+      build_model(load_workload(source("workloads/small.yaml"), {"training.microbatches=4"}));
   // tokens_per_step = global_batch x seq_len = 8 x 16 = 128 whatever M is.
   EXPECT_EQ(four.info.tokens_per_step, 128);
   EXPECT_EQ(four.info.tokens_per_step, one.info.tokens_per_step);
@@ -42,8 +46,8 @@ TEST(Microbatches, ModelInfoStaysPerGlobalStep) {
 TEST(Microbatches, InferenceForwardKeepsTheGlobalBatch) {
   // training.enabled = false: no training step splits the batch, so the
   // forward sees all 8 rows.
-  BuiltModel model = build_model(
-      load_workload(source("workloads/small.yaml"), {"training.microbatches=4", "training.enabled=false"}));
+  BuiltModel model = build_model(load_workload(
+      source("workloads/small.yaml"), {"training.microbatches=4", "training.enabled=false"}));
   EXPECT_EQ(parameter_dims(model.module, "input/tokens"), (std::vector<int64_t>{8, 16}));
 }
 
@@ -70,7 +74,8 @@ TEST(Microbatches, MoeGroupsFollowTheMicrobatchTokens) {
                                "training.microbatches=2", "model.layers=4"}));
     ADD_FAILURE() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_NE(e.message().find("does not divide the 64 tokens of a forward"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("does not divide the 64 tokens of a forward"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -17,7 +17,9 @@ namespace {
 using compiler::Instruction;
 using compiler::Opcode;
 
-std::string source(const std::string& relative) { return std::string(PODSIM_SOURCE_DIR) + "/" + relative; }
+std::string source(const std::string& relative) {
+  return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+}
 
 // Sum of the elements of the "param/" entry parameters.
 int64_t module_parameters(const compiler::Module& module) {
@@ -29,7 +31,8 @@ int64_t module_parameters(const compiler::Module& module) {
   return total;
 }
 
-const Instruction* find_op(const compiler::Module& module, const std::string& op_name, Opcode opcode) {
+const Instruction* find_op(const compiler::Module& module, const std::string& op_name,
+                           Opcode opcode) {
   for (const Instruction& in : module.entry().instructions())
     if (in.op_name == op_name && in.opcode == opcode) return &in;
   return nullptr;
@@ -37,9 +40,10 @@ const Instruction* find_op(const compiler::Module& module, const std::string& op
 
 TEST(BuildModel, Dense1TParametersMatchPublishedTotal) {
   const auto start = std::chrono::steady_clock::now();
-  BuiltModel model =
-      build_model(load_workload(source("workloads/dense_1t_2048.yaml"), {"model.global_batch=1", "model.seq_len=8"}));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  BuiltModel model = build_model(load_workload(source("workloads/dense_1t_2048.yaml"),
+                                               {"model.global_batch=1", "model.seq_len=8"}));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   RecordProperty("build_seconds", std::to_string(seconds));  // informational, not asserted
   EXPECT_EQ(module_parameters(model.module), 1'100'041'175'040);
   EXPECT_EQ(model.info.parameters, 1'100'041'175'040);
@@ -48,8 +52,8 @@ TEST(BuildModel, Dense1TParametersMatchPublishedTotal) {
 }
 
 TEST(BuildModel, Dense128BParametersMatchPublishedTotal) {
-  BuiltModel model = build_model(
-      load_workload(source("workloads/dense_128b_8x8.yaml"), {"model.global_batch=1", "model.seq_len=8"}));
+  BuiltModel model = build_model(load_workload(source("workloads/dense_128b_8x8.yaml"),
+                                               {"model.global_batch=1", "model.seq_len=8"}));
   EXPECT_EQ(module_parameters(model.module), 137'702'416'384);
   EXPECT_EQ(model.info.parameters, 137'702'416'384);
 }
@@ -58,20 +62,21 @@ TEST(BuildModel, Gpt175BConfigParametersMatchPublishedTotal) {
   // GELU (2 matrices), learned 2048 x M positions (seq_len must stay 2048).
   BuiltModel model = build_model(load_workload(
       source("workloads/dense_1t_2048.yaml"),
-      {"model.layers=96", "model.model_dim=12288", "model.ffn_dim=49152", "model.heads=96", "model.ffn=gelu",
-       "model.position=learned", "model.seq_len=2048", "model.global_batch=1"}));
+      {"model.layers=96", "model.model_dim=12288", "model.ffn_dim=49152", "model.heads=96",
+       "model.ffn=gelu", "model.position=learned", "model.seq_len=2048", "model.global_batch=1"}));
   EXPECT_EQ(module_parameters(model.module), 174'366'928'896);
   EXPECT_EQ(model.info.parameters, 174'366'928'896);
 }
 
 TEST(BuildModel, MoeModuleParametersMatchClosedForm) {
   // 1 x 2048 tokens: one group of one token... per device of the 2048-way axis.
-  BuiltModel model = build_model(
-      load_workload(source("workloads/moe_600b_2048.yaml"), {"model.global_batch=1", "model.seq_len=2048"}));
+  BuiltModel model = build_model(load_workload(source("workloads/moe_600b_2048.yaml"),
+                                               {"model.global_batch=1", "model.seq_len=2048"}));
   EXPECT_EQ(module_parameters(model.module), model.info.parameters);
   EXPECT_NEAR(static_cast<double>(model.info.parameters), 600e9, 0.07 * 600e9);
   // The all-to-alls are left to the partitioner: none in the built module.
-  for (const Instruction& in : model.module.entry().instructions()) EXPECT_NE(in.opcode, Opcode::kAllToAll);
+  for (const Instruction& in : model.module.entry().instructions())
+    EXPECT_NE(in.opcode, Opcode::kAllToAll);
 }
 
 TEST(BuildModel, MaxText22BParametersAndModelFlops) {
@@ -80,8 +85,8 @@ TEST(BuildModel, MaxText22BParametersAndModelFlops) {
   // 3 x 6144 x 24576 = 452,984,832, two norm scales 12,288 -> 528,494,592;
   // x 48 = 25,367,740,416; token table and separate output table
   // 2 x 32000 x 6144 = 393,216,000; final norm 6144 -> 25,760,962,560.
-  BuiltModel model = build_model(
-      load_workload(source("workloads/maxtext_22b_v4_128.yaml"), {"model.global_batch=64", "model.seq_len=128"}));
+  BuiltModel model = build_model(load_workload(source("workloads/maxtext_22b_v4_128.yaml"),
+                                               {"model.global_batch=64", "model.seq_len=128"}));
   EXPECT_EQ(module_parameters(model.module), 25'760'962'560);
   EXPECT_EQ(model.info.parameters, 25'760'962'560);
   // MaxText's model FLOPs: 6 P tokens + 12 x layers x heads x head dim x seq
@@ -120,17 +125,20 @@ TEST(BuildModel, SmallNamedTensorsHaveDocumentedShapesAndShardings) {
   const Instruction* wq = find_op(m, "param/layer_0/attention/wq", Opcode::kParameter);
   ASSERT_NE(wq, nullptr);
   EXPECT_EQ(wq->shape.to_string(false), "f32[32,4,8]");
-  EXPECT_EQ(*wq->sharding, compiler::mesh_split(3, mesh, compiler::DimsMapping{{"x"}, {"y"}, {}}).to_string());
+  EXPECT_EQ(*wq->sharding,
+            compiler::mesh_split(3, mesh, compiler::DimsMapping{{"x"}, {"y"}, {}}).to_string());
   const Instruction* wo = find_op(m, "param/layer_1/ffn/wo", Opcode::kParameter);
   ASSERT_NE(wo, nullptr);
   EXPECT_EQ(wo->shape.to_string(false), "f32[64,32]");
-  EXPECT_EQ(*wo->sharding, compiler::mesh_split(2, mesh, compiler::DimsMapping{{"y"}, {"x"}}).to_string());
+  EXPECT_EQ(*wo->sharding,
+            compiler::mesh_split(2, mesh, compiler::DimsMapping{{"y"}, {"x"}}).to_string());
   const Instruction* emb = find_op(m, "param/embedding/token", Opcode::kParameter);
   ASSERT_NE(emb, nullptr);
   EXPECT_EQ(emb->shape.to_string(false), "f32[64,32]");
   const Instruction* scale = find_op(m, "param/layer_0/ffn/norm_scale", Opcode::kParameter);
   ASSERT_NE(scale, nullptr);  // follows activations' M dim: y, replicated over x
-  EXPECT_EQ(*scale->sharding, compiler::mesh_split(1, mesh, compiler::DimsMapping{{"y"}}).to_string());
+  EXPECT_EQ(*scale->sharding,
+            compiler::mesh_split(1, mesh, compiler::DimsMapping{{"y"}}).to_string());
   const Instruction* wi0 = find_op(m, "fwd/layer_0/ffn/wi_0", Opcode::kDot);
   ASSERT_NE(wi0, nullptr);
   EXPECT_EQ(wi0->shape.to_string(false), "bf16[8,16,64]");
@@ -156,7 +164,8 @@ TEST(BuildModel, SmallNamedTensorsHaveDocumentedShapesAndShardings) {
   // input of the final norm, the logits.
   int annotations = 0;
   for (const Instruction& in : m.entry().instructions())
-    if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "Sharding") ++annotations;
+    if (in.opcode == Opcode::kCustomCall && in.attrs.custom_call_target == "Sharding")
+      ++annotations;
   EXPECT_EQ(annotations, 1 + 2 + 1 + 1);
 }
 
@@ -215,8 +224,10 @@ TEST(BuildModel, ShardingEntriesThatDoNotApplyAreUserErrors) {
     EXPECT_NE(e.message().find("model.kind is dense_transformer"), std::string::npos);
   }
   try {
-    build_model(parse_workload("name: h\nmesh: {axes: {x: 2}}\nmodel: {kind: hlo, file: a.hlo}\nsharding:\n  ffn_in: [x, null]\n",
-                               "h.yaml"));
+    build_model(
+        parse_workload("name: h\nmesh: {axes: {x: 2}}\nmodel: {kind: hlo, file: "
+                       "a.hlo}\nsharding:\n  ffn_in: [x, null]\n",
+                       "h.yaml"));
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_EQ(e.location().line, 5);
@@ -225,7 +236,8 @@ TEST(BuildModel, ShardingEntriesThatDoNotApplyAreUserErrors) {
 }
 
 TEST(BuildModel, HloKindReadsFileRelativeToYaml) {
-  BuiltModel model = build_model(load_workload(source("workloads/examples/transformer_layer_2d.yaml")));
+  BuiltModel model =
+      build_model(load_workload(source("workloads/examples/transformer_layer_2d.yaml")));
   // Every floating parameter counts (no "param/" names): x [8,16,32] = 4096,
   // 2 scales of 32, wq/wk/wv 3 x 1024, wo 1024, wi_0/wi_1 2 x 2048, wo 2048.
   EXPECT_EQ(model.info.parameters, 4096 + 64 + 3 * 1024 + 1024 + 2 * 2048 + 2048);
@@ -239,9 +251,10 @@ TEST(BuildModel, HloKindReadsFileRelativeToYaml) {
 }
 
 TEST(BuildModel, HloKindMissingFileIsAUserError) {
-  EXPECT_THROW(build_model(parse_workload("name: h\nmesh: {axes: {x: 2}}\nmodel: {kind: hlo, file: nope.hlo}\n",
-                                          "/tmp/w.yaml")),
-               UserError);
+  EXPECT_THROW(
+      build_model(parse_workload(
+          "name: h\nmesh: {axes: {x: 2}}\nmodel: {kind: hlo, file: nope.hlo}\n", "/tmp/w.yaml")),
+      UserError);
 }
 
 }  // namespace

@@ -16,7 +16,9 @@ namespace {
 
 using compiler::Literal;
 
-std::string source(const std::string& relative) { return std::string(PODSIM_SOURCE_DIR) + "/" + relative; }
+std::string source(const std::string& relative) {
+  return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+}
 
 // Arguments for the entry: tokens/targets in [0, V), weights random.
 std::vector<Literal> arguments(const compiler::Module& module, int64_t vocab) {
@@ -27,7 +29,8 @@ std::vector<Literal> arguments(const compiler::Module& module, int64_t vocab) {
     if (in.op_name.rfind("input/", 0) == 0) {
       Literal tokens(in.shape);
       for (size_t i = 0; i < tokens.values().size(); ++i)
-        tokens.mutable_values()[i] = static_cast<double>((i * 7 + seed) % static_cast<size_t>(vocab));
+        tokens.mutable_values()[i] =
+            static_cast<double>((i * 7 + seed) % static_cast<size_t>(vocab));
       args.push_back(tokens);
     } else {
       args.push_back(compiler::random_literal(in.shape, seed));
@@ -57,11 +60,13 @@ TEST(ModelRun, SmallYamlForwardGivesFiniteLoss) {
 TEST(ModelRun, LearnedPositionsAndTwoMatrixFfnsRun) {
   for (const char* ffn : {"model.ffn=gelu", "model.ffn=relu"}) {
     SCOPED_TRACE(ffn);
-    BuiltModel model = build_model(load_workload(source("workloads/small.yaml"), {"model.position=learned", ffn}));
+    BuiltModel model =
+        build_model(load_workload(source("workloads/small.yaml"), {"model.position=learned", ffn}));
     // Learned table [L, M] = [16, 32] replaces the 2 relative-bias tables [32, 4].
     bool has_positions = false;
     for (const auto& in : model.module.entry().instructions())
-      if (in.op_name == "param/embedding/position") has_positions = in.shape.dims() == std::vector<int64_t>{16, 32};
+      if (in.op_name == "param/embedding/position")
+        has_positions = in.shape.dims() == std::vector<int64_t>{16, 32};
     EXPECT_TRUE(has_positions);
     EXPECT_TRUE(std::isfinite(run_loss(model, 64)));
   }

@@ -22,7 +22,9 @@ using compiler::DimsMapping;
 using compiler::Instruction;
 using compiler::Opcode;
 
-std::string source(const std::string& relative) { return std::string(PODSIM_SOURCE_DIR) + "/" + relative; }
+std::string source(const std::string& relative) {
+  return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+}
 
 // The mesh axes of the propagated sharding of the first `opcode` op named
 // `op_name`, or {"<none>"} when it is no mesh split.
@@ -30,7 +32,8 @@ DimsMapping propagated(const BuiltModel& model, const std::string& op_name, Opco
   for (const Instruction& in : model.module.entry().instructions()) {
     if (in.op_name != op_name || in.opcode != opcode) continue;
     if (!in.sharding) return {{"<unsharded>"}};
-    auto axes = compiler::mesh_axes_of(compiler::parse_sharding(*in.sharding), model.mesh, in.shape.rank());
+    auto axes =
+        compiler::mesh_axes_of(compiler::parse_sharding(*in.sharding), model.mesh, in.shape.rank());
     return axes ? *axes : DimsMapping{{"<not a mesh split: " + *in.sharding + ">"}};
   }
   return {{"<missing " + op_name + ">"}};
@@ -50,7 +53,8 @@ TEST(ModelSharding, DenseLayerPropagatesToAnchorsDimsMappings) {
     EXPECT_EQ(propagated(model, ffn + "wi_0", Opcode::kDot), bl_h) << layer;
     EXPECT_EQ(propagated(model, ffn + "wi_1", Opcode::kDot), bl_h) << layer;
     // The layer output (FFN projection back to M) is (B,L,M) = [X,-,Y].
-    EXPECT_EQ(propagated(model, ffn + "wo", Opcode::kDot), (DimsMapping{{"x"}, {}, {"y"}})) << layer;
+    EXPECT_EQ(propagated(model, ffn + "wo", Opcode::kDot), (DimsMapping{{"x"}, {}, {"y"}}))
+        << layer;
   }
   EXPECT_EQ(propagated(model, "fwd/loss/logits", Opcode::kDot), (DimsMapping{{"x"}, {}, {"y"}}));
 }
@@ -80,8 +84,10 @@ TEST(ModelSharding, MoeDispatchAndCombineBecomeAllToAlls) {
   BuiltModel model = build_model(parse_workload(kMoe, "moe.yaml"));
   compiler::propagate_shardings(model.module);
   // 4 x 8 = 32 tokens in G = 4 groups (the experts axis) of S = 8.
-  EXPECT_EQ(propagated(model, "fwd/layer_1/moe/dispatch", Opcode::kDot), (DimsMapping{{"x"}, {}, {}, {}}));
-  EXPECT_EQ(propagated(model, "fwd/layer_1/moe/wi", Opcode::kDot), (DimsMapping{{"x"}, {}, {}, {}}));
+  EXPECT_EQ(propagated(model, "fwd/layer_1/moe/dispatch", Opcode::kDot),
+            (DimsMapping{{"x"}, {}, {}, {}}));
+  EXPECT_EQ(propagated(model, "fwd/layer_1/moe/wi", Opcode::kDot),
+            (DimsMapping{{"x"}, {}, {}, {}}));
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(model.module, {});
   // One MoE layer: groups -> experts before the expert FFN, experts -> groups after.
   EXPECT_GE(result.stats.all_to_alls, 2);
@@ -89,11 +95,12 @@ TEST(ModelSharding, MoeDispatchAndCombineBecomeAllToAlls) {
 
 TEST(ModelSharding, PartitionedSmallModelMatchesTheOneDeviceForward) {
   // f32 activations so the comparison tolerance is about summation order only.
-  BuiltModel model =
-      build_model(load_workload(source("workloads/small.yaml"), {"model.dtypes.activations=f32", "model.layers=1"}));
+  BuiltModel model = build_model(load_workload(source("workloads/small.yaml"),
+                                               {"model.dtypes.activations=f32", "model.layers=1"}));
   compiler::propagate_shardings(model.module);
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(model.module, {});
-  compiler::VerifyResult check = compiler::verify_partitioning(model.module, result.module, 1, 1e-3);
+  compiler::VerifyResult check =
+      compiler::verify_partitioning(model.module, result.module, 1, 1e-3);
   EXPECT_TRUE(check.ok) << check.first_mismatch;
   EXPECT_EQ(check.devices, 8);
 }
@@ -102,7 +109,8 @@ TEST(ModelSharding, PartitionedMoeMatchesTheOneDeviceForward) {
   BuiltModel model = build_model(parse_workload(kMoe, "moe.yaml"));
   compiler::propagate_shardings(model.module);
   compiler::SpmdResult result = compiler::partition_spmd_with_stats(model.module, {});
-  compiler::VerifyResult check = compiler::verify_partitioning(model.module, result.module, 1, 1e-3);
+  compiler::VerifyResult check =
+      compiler::verify_partitioning(model.module, result.module, 1, 1e-3);
   EXPECT_TRUE(check.ok) << check.first_mismatch;
 }
 

@@ -22,7 +22,8 @@ compiler::Literal normalized(bool rms) {
   compiler::ComputationBuilder& b = g.builder();
   const Shape s(DType::kF32, {2, 2});
   // x[i][j] = 2 i + j + 1
-  InstrId x = g.binary(Opcode::kAdd, g.binary(Opcode::kMultiply, b.iota(s, 0), g.full(2, {2, 2}, DType::kF32)),
+  InstrId x = g.binary(Opcode::kAdd,
+                       g.binary(Opcode::kMultiply, b.iota(s, 0), g.full(2, {2, 2}, DType::kF32)),
                        g.binary(Opcode::kAdd, b.iota(s, 1), g.full(1, {2, 2}, DType::kF32)));
   InstrId scale = g.full(2, {2}, DType::kF32);
   g.finish(rms ? g.rms_norm(x, scale) : g.layer_norm(x, scale), "normed");
@@ -51,7 +52,8 @@ TEST(Norms, LayerNormCentersThenDividesByTheStandardDeviation) {
 TEST(Norms, SoftmaxIsNormalisedExponentials) {
   compiler::Module module("softmax");
   ModelGraph g(module, DType::kF32, DType::kF32);
-  InstrId x = g.binary(Opcode::kAdd, g.builder().iota(Shape(DType::kF32, {3}), 0), g.full(1, {3}, DType::kF32));
+  InstrId x = g.binary(Opcode::kAdd, g.builder().iota(Shape(DType::kF32, {3}), 0),
+                       g.full(1, {3}, DType::kF32));
   g.finish(g.softmax(x), "probs");
   const compiler::Literal y = compiler::evaluate(module, {});
   EXPECT_NEAR(y.at({0}), 0.0900306, 1e-6);

@@ -12,12 +12,12 @@
 #include <map>
 
 #include "common/error.h"
+#include "compiler/compile.h"
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/ir/verifier.h"
-#include "compiler/compile.h"
-#include "compiler/training/training_step.h"
 #include "compiler/sharding/mesh.h"
 #include "compiler/training/pipelined_forward.h"
+#include "compiler/training/training_step.h"
 #include "workloads/model_builder.h"
 
 namespace podsim::workloads {
@@ -26,14 +26,17 @@ namespace {
 using compiler::Instruction;
 using compiler::Literal;
 
-std::string source(const std::string& relative) { return std::string(PODSIM_SOURCE_DIR) + "/" + relative; }
+std::string source(const std::string& relative) {
+  return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+}
 
 // small.yaml (M=32, N=4, D=8, V=64, L=16, B=8) on a [stage=2, x=2, y=2]
 // mesh, 4 layers in 2 stages of 2, 4 microbatches of 2 rows, f32 so the
 // pipelined and plain losses agree to rounding.
 std::vector<std::string> pipelined_overrides() {
-  return {"mesh.axes={stage: 2, x: 2, y: 2}", "model.layers=4", "training.pipeline_stages=2",
-          "training.microbatches=4", "sharding.stage=[stage]", "model.dtypes={params: f32, activations: f32}"};
+  return {"mesh.axes={stage: 2, x: 2, y: 2}", "model.layers=4",
+          "training.pipeline_stages=2",       "training.microbatches=4",
+          "sharding.stage=[stage]",           "model.dtypes={params: f32, activations: f32}"};
 }
 
 const Instruction* parameter(const compiler::Module& module, const std::string& op_name) {
@@ -43,7 +46,8 @@ const Instruction* parameter(const compiler::Module& module, const std::string& 
 }
 
 TEST(PipelinedModel, WeightsAreStageStackedWithTheStageDimOnTheStageAxis) {
-  BuiltModel model = build_model(load_workload(source("workloads/small.yaml"), pipelined_overrides()));
+  BuiltModel model =
+      build_model(load_workload(source("workloads/small.yaml"), pipelined_overrides()));
   EXPECT_NO_THROW(compiler::check_pipelined_forward(model.module, 2));
   // Stacked layer_0 of the stage body: [S=2] + wq's [M=32, N=4, D=8].
   const Instruction* wq = parameter(model.module, "param/stage/layer_0/attention/wq");
@@ -65,7 +69,8 @@ TEST(PipelinedModel, WeightsAreStageStackedWithTheStageDimOnTheStageAxis) {
 }
 
 TEST(PipelinedModel, StateIsAnnotatedOnTheStageAxis) {
-  BuiltModel model = build_model(load_workload(source("workloads/small.yaml"), pipelined_overrides()));
+  BuiltModel model =
+      build_model(load_workload(source("workloads/small.yaml"), pipelined_overrides()));
   // State [S=2, mb=8/4=2, L=16, M=32]: stage dim on "stage", the rest as
   // activations [x, null, y].
   int annotated = 0;
@@ -82,7 +87,8 @@ TEST(PipelinedModel, StateIsAnnotatedOnTheStageAxis) {
 }
 
 TEST(PipelinedModel, ParameterCountIsUnchanged) {
-  BuiltModel model = build_model(load_workload(source("workloads/small.yaml"), pipelined_overrides()));
+  BuiltModel model =
+      build_model(load_workload(source("workloads/small.yaml"), pipelined_overrides()));
   int64_t total = 0;
   for (compiler::InstrId p : model.module.entry().parameters()) {
     const Instruction& in = model.module.entry().instr(p);
@@ -108,7 +114,8 @@ void expect_pipelined_loss_equals_plain(const std::vector<std::string>& variant)
   // The same model without pipelining: training off so the plain forward sees
   // the whole batch too (microbatching would halve it).
   std::vector<std::string> plain_overrides = {"mesh.axes={stage: 2, x: 2, y: 2}", "model.layers=4",
-                                              "model.dtypes={params: f32, activations: f32}", "training.enabled=false"};
+                                              "model.dtypes={params: f32, activations: f32}",
+                                              "training.enabled=false"};
   plain_overrides.insert(plain_overrides.end(), variant.begin(), variant.end());
   BuiltModel plain = build_model(load_workload(source("workloads/small.yaml"), plain_overrides));
 
@@ -120,7 +127,7 @@ void expect_pipelined_loss_equals_plain(const std::vector<std::string>& variant)
   for (compiler::InstrId p : piped.module.entry().parameters()) {
     const Instruction& in = piped.module.entry().instr(p);
     Literal value = in.op_name.rfind("input/", 0) == 0 ? tokens(in.shape, 64, seed)
-                                                        : compiler::random_literal(in.shape, seed);
+                                                       : compiler::random_literal(in.shape, seed);
     by_name[in.op_name] = value;
     piped_args.push_back(value);
     ++seed;
@@ -136,12 +143,15 @@ void expect_pipelined_loss_equals_plain(const std::vector<std::string>& variant)
     }
     const size_t slash = name.find('/', 12);
     const int64_t layer = std::stoll(name.substr(12, slash - 12));
-    const std::string stacked = fmt::format("param/stage/layer_{}{}", layer % 2, name.substr(slash));
+    const std::string stacked =
+        fmt::format("param/stage/layer_{}{}", layer % 2, name.substr(slash));
     ASSERT_TRUE(by_name.count(stacked)) << stacked;
     const Literal& all = by_name[stacked];
     const size_t chunk = static_cast<size_t>(in.shape.num_elements());
-    const auto begin = all.values().begin() + static_cast<std::ptrdiff_t>(chunk * static_cast<size_t>(layer / 2));
-    plain_args.emplace_back(in.shape, std::vector<double>(begin, begin + static_cast<std::ptrdiff_t>(chunk)));
+    const auto begin =
+        all.values().begin() + static_cast<std::ptrdiff_t>(chunk * static_cast<size_t>(layer / 2));
+    plain_args.emplace_back(in.shape,
+                            std::vector<double>(begin, begin + static_cast<std::ptrdiff_t>(chunk)));
   }
   const double piped_loss = compiler::evaluate(piped.module, piped_args).scalar_value();
   const double plain_loss = compiler::evaluate(plain.module, plain_args).scalar_value();
@@ -252,37 +262,42 @@ TEST(PipelinedModel, LayersThatDoNotDivideIntoStagesAreAnError) {
   std::vector<std::string> overrides = pipelined_overrides();
   overrides.push_back("model.layers=3");
   UserError e = expect_error(overrides);
-  EXPECT_NE(e.message().find("model.layers (3) does not divide into training.pipeline_stages (2)"), std::string::npos)
+  EXPECT_NE(e.message().find("model.layers (3) does not divide into training.pipeline_stages (2)"),
+            std::string::npos)
       << e.what();
   EXPECT_NE(e.hint().find("divides model.layers"), std::string::npos) << e.what();
 }
 
 TEST(PipelinedModel, MissingStageAxisIsAnError) {
-  UserError e = expect_error({"mesh.axes={stage: 2, x: 2, y: 2}", "model.layers=4", "training.pipeline_stages=2"});
+  UserError e = expect_error(
+      {"mesh.axes={stage: 2, x: 2, y: 2}", "model.layers=4", "training.pipeline_stages=2"});
   EXPECT_NE(e.message().find("needs the mesh axis of the stages"), std::string::npos) << e.what();
   EXPECT_NE(e.hint().find("stage: [<mesh axis>]"), std::string::npos) << e.what();
 }
 
 TEST(PipelinedModel, StageAxisSharingAnotherTensorIsAPositionedError) {
   // The stage axis x also shards the activations, small.yaml's first entry.
-  UserError e = expect_error({"model.layers=4", "training.pipeline_stages=2", "sharding.stage=[x]"});
-  EXPECT_NE(e.message().find("'sharding.activations' uses mesh axis 'x', the pipeline stage axis"), std::string::npos)
+  UserError e =
+      expect_error({"model.layers=4", "training.pipeline_stages=2", "sharding.stage=[x]"});
+  EXPECT_NE(e.message().find("'sharding.activations' uses mesh axis 'x', the pipeline stage axis"),
+            std::string::npos)
       << e.what();
   EXPECT_EQ(e.location().line, 24);  // "  activations: [x, null, y]"
 }
 
 TEST(PipelinedModel, StageShardingWithoutPipeliningIsAnError) {
   UserError e = expect_error({"mesh.axes={stage: 2, x: 2, y: 2}", "sharding.stage=[stage]"});
-  EXPECT_NE(e.message().find("'sharding.stage' is given but training.pipeline_stages is 1"), std::string::npos)
+  EXPECT_NE(e.message().find("'sharding.stage' is given but training.pipeline_stages is 1"),
+            std::string::npos)
       << e.what();
 }
 
 TEST(PipelinedModel, MoeModelsAreNotPipelined) {
   try {
     build_model(load_workload(source("workloads/moe_37b_128.yaml"),
-                              {"mesh.axes={stage: 2, x: 64}", "mesh.physical=[8, 8, 2]", "model.layers=4",
-                               "model.global_batch=4", "model.seq_len=64", "training.pipeline_stages=2",
-                               "sharding.stage=[stage]"}));
+                              {"mesh.axes={stage: 2, x: 64}", "mesh.physical=[8, 8, 2]",
+                               "model.layers=4", "model.global_batch=4", "model.seq_len=64",
+                               "training.pipeline_stages=2", "sharding.stage=[stage]"}));
     ADD_FAILURE() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_NE(e.message().find("dense_transformer models only"), std::string::npos) << e.what();

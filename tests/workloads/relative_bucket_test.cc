@@ -22,13 +22,13 @@ compiler::Literal buckets(int64_t length, bool causal) {
 TEST(RelativeBuckets, CausalUsesThirtyTwoBucketsOfQueryMinusKey) {
   compiler::Literal b = buckets(130, /*causal=*/true);
   auto at = [&](int64_t q, int64_t k) { return b.at({q, k}); };
-  EXPECT_EQ(at(5, 9), 0);    // future key: n = max(q - k, 0) = 0
-  EXPECT_EQ(at(9, 2), 7);    // n = 7 < 16: exact
-  EXPECT_EQ(at(15, 0), 15);  // last exact bucket
-  EXPECT_EQ(at(16, 0), 16);  // 16 + trunc(log(1)/log(8) * 16) = 16
-  EXPECT_EQ(at(20, 0), 17);  // 16 + trunc(0.2231/2.0794 * 16 = 1.717)
-  EXPECT_EQ(at(32, 0), 21);  // 16 + trunc(16/3 = 5.333)
-  EXPECT_EQ(at(39, 0), 22);  // 16 + trunc(0.8910/2.0794 * 16 = 6.856)
+  EXPECT_EQ(at(5, 9), 0);     // future key: n = max(q - k, 0) = 0
+  EXPECT_EQ(at(9, 2), 7);     // n = 7 < 16: exact
+  EXPECT_EQ(at(15, 0), 15);   // last exact bucket
+  EXPECT_EQ(at(16, 0), 16);   // 16 + trunc(log(1)/log(8) * 16) = 16
+  EXPECT_EQ(at(20, 0), 17);   // 16 + trunc(0.2231/2.0794 * 16 = 1.717)
+  EXPECT_EQ(at(32, 0), 21);   // 16 + trunc(16/3 = 5.333)
+  EXPECT_EQ(at(39, 0), 22);   // 16 + trunc(0.8910/2.0794 * 16 = 6.856)
   EXPECT_EQ(at(129, 1), 31);  // n = 128: 16 + 16 capped at 31
 }
 

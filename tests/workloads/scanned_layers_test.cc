@@ -8,8 +8,8 @@
 #include <map>
 
 #include "common/error.h"
-#include "compiler/interpreter/interpreter.h"
 #include "compiler/compile.h"
+#include "compiler/interpreter/interpreter.h"
 #include "workloads/model_builder.h"
 #include "workloads/scanned_layers.h"
 
@@ -20,7 +20,9 @@ using compiler::Instruction;
 using compiler::Literal;
 using compiler::Opcode;
 
-std::string source(const std::string& relative) { return std::string(PODSIM_SOURCE_DIR) + "/" + relative; }
+std::string source(const std::string& relative) {
+  return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+}
 
 // Unrolled arguments: tokens/targets in [0, V), weights random per name.
 std::map<std::string, Literal> unrolled_arguments(const compiler::Module& module, int64_t vocab) {
@@ -31,7 +33,8 @@ std::map<std::string, Literal> unrolled_arguments(const compiler::Module& module
     if (in.op_name.rfind("input/", 0) == 0) {
       Literal tokens(in.shape);
       for (size_t i = 0; i < tokens.values().size(); ++i)
-        tokens.mutable_values()[i] = static_cast<double>((i * 7 + seed) % static_cast<size_t>(vocab));
+        tokens.mutable_values()[i] =
+            static_cast<double>((i * 7 + seed) % static_cast<size_t>(vocab));
       args.emplace(in.op_name, tokens);
     } else {
       args.emplace(in.op_name, compiler::random_literal(in.shape, seed));
@@ -43,7 +46,8 @@ std::map<std::string, Literal> unrolled_arguments(const compiler::Module& module
 
 // "param/scan/layer_<i>/<rest>" [T, ...] = the unrolled "param/layer_<i + t P>/<rest>"
 // for t = 0..T-1, stacked (P = the body's period).
-std::vector<Literal> scan_arguments(const compiler::Module& scan, const std::map<std::string, Literal>& unrolled,
+std::vector<Literal> scan_arguments(const compiler::Module& scan,
+                                    const std::map<std::string, Literal>& unrolled,
                                     int64_t period) {
   std::vector<Literal> args;
   const std::string stacked = "param/scan/layer_";
@@ -59,7 +63,8 @@ std::vector<Literal> scan_arguments(const compiler::Module& scan, const std::map
     Literal out(in.shape);
     size_t at = 0;
     for (int64_t t = 0; t < in.shape.dim(0); ++t) {
-      const Literal& layer = unrolled.at("param/layer_" + std::to_string(first + t * period) + rest.substr(slash));
+      const Literal& layer =
+          unrolled.at("param/layer_" + std::to_string(first + t * period) + rest.substr(slash));
       for (double v : layer.values()) out.mutable_values()[at++] = v;
     }
     EXPECT_EQ(at, out.values().size()) << in.op_name;
@@ -81,7 +86,8 @@ int count_entry(const compiler::Module& module, Opcode opcode) {
 TEST(ScannedLayers, DenseForwardEqualsTheUnrolledLayers) {
   const std::string f32 = "model.dtypes={params: f32, activations: f32}";
   const BuiltModel unrolled = build_model(load_workload(source("workloads/small.yaml"), {f32}));
-  const BuiltModel scan = build_model(load_workload(source("workloads/small.yaml"), {f32, "model.layer_loop=scan"}));
+  const BuiltModel scan =
+      build_model(load_workload(source("workloads/small.yaml"), {f32, "model.layer_loop=scan"}));
   EXPECT_EQ(count_entry(scan.module, Opcode::kWhile), 1);
   EXPECT_EQ(count_entry(unrolled.module, Opcode::kWhile), 0);
   // Same trainable parameters, fewer entry parameters (one per stacked weight).
@@ -100,7 +106,8 @@ TEST(ScannedLayers, DenseForwardEqualsTheUnrolledLayers) {
   const double expected = loss_of(unrolled.module, flat);
   ASSERT_TRUE(std::isfinite(expected));
   // f32 forward over the same values in the same order: equal to rounding.
-  EXPECT_NEAR(loss_of(scan.module, scan_arguments(scan.module, args, 1)), expected, 1e-5 * std::abs(expected));
+  EXPECT_NEAR(loss_of(scan.module, scan_arguments(scan.module, args, 1)), expected,
+              1e-5 * std::abs(expected));
 }
 
 // 8 layers: 4 per stack, MoE every 2nd (moe_every 2), f32.
@@ -129,7 +136,8 @@ sharding:
 
 TEST(ScannedLayers, EncoderDecoderMoeForwardEqualsTheUnrolledLayers) {
   const BuiltModel unrolled = build_model(parse_workload(kTinyMoe, "moe.yaml"));
-  const BuiltModel scan = build_model(parse_workload(kTinyMoe, "moe.yaml", {"model.layer_loop=scan"}));
+  const BuiltModel scan =
+      build_model(parse_workload(kTinyMoe, "moe.yaml", {"model.layer_loop=scan"}));
   EXPECT_EQ(count_entry(scan.module, Opcode::kWhile), 2);  // encoder and decoder stacks
   const auto args = unrolled_arguments(unrolled.module, 32);
   std::vector<Literal> flat;
@@ -138,13 +146,15 @@ TEST(ScannedLayers, EncoderDecoderMoeForwardEqualsTheUnrolledLayers) {
   const double expected = loss_of(unrolled.module, flat);
   ASSERT_TRUE(std::isfinite(expected));
   // Each stack of 4 layers alternates dense and MoE FFNs: a body of 2 layers.
-  EXPECT_NEAR(loss_of(scan.module, scan_arguments(scan.module, args, 2)), expected, 1e-5 * std::abs(expected));
+  EXPECT_NEAR(loss_of(scan.module, scan_arguments(scan.module, args, 2)), expected,
+              1e-5 * std::abs(expected));
 }
 
 TEST(ScannedLayers, PeriodIsTheSmallestRepeat) {
   auto plan = [](std::vector<bool> moe) {
     std::vector<LayerPlan> layers;
-    for (size_t i = 0; i < moe.size(); ++i) layers.push_back(LayerPlan{static_cast<int64_t>(i), false, false, moe[i]});
+    for (size_t i = 0; i < moe.size(); ++i)
+      layers.push_back(LayerPlan{static_cast<int64_t>(i), false, false, moe[i]});
     return layers;
   };
   EXPECT_EQ(scan_period(plan({false, false, false, false})), 1u);
@@ -163,14 +173,16 @@ TEST(ScannedLayers, PipelinedStackRefusesScan) {
 }
 
 TEST(ScannedLayers, UnknownLoopKindIsAUserError) {
-  EXPECT_THROW(load_workload(source("workloads/small.yaml"), {"model.layer_loop=rolled"}), UserError);
+  EXPECT_THROW(load_workload(source("workloads/small.yaml"), {"model.layer_loop=rolled"}),
+               UserError);
 }
 
 TEST(ScannedLayers, TrainingStepCompilesTheBodyOnce) {
   // The compiled program's instruction count does not grow with the layers.
   auto compiled_size = [](int64_t layers) {
-    const Workload w = load_workload(source("workloads/small.yaml"),
-                                     {"model.layer_loop=scan", "model.layers=" + std::to_string(layers)});
+    const Workload w =
+        load_workload(source("workloads/small.yaml"),
+                      {"model.layer_loop=scan", "model.layers=" + std::to_string(layers)});
     const BuiltModel model = build_model(w);
     compiler::CompileOptions options;
     options.num_devices = w.mesh.device_count();

@@ -44,7 +44,6 @@ sharding:
   experts: [y]
 )";
 
-
 std::string with_line(std::string yaml, const std::string& after, const std::string& line) {
   const size_t at = yaml.find(after + "\n");
   EXPECT_NE(at, std::string::npos) << after;
@@ -83,11 +82,13 @@ TEST(StructureErrors, MicrobatchesShrinkTheTokensOfAForward) {
   yaml.replace(yaml.find("global_batch: 2"), 15, "global_batch: 4");
   EXPECT_NO_THROW(parse_workload(yaml, "w.yaml"));
   const UserError e = expect_parse_error(yaml + "training:\n  microbatches: 2\n");
-  EXPECT_NE(e.message().find("model.global_batch 4 / training.microbatches 2 x model.seq_len 5"), std::string::npos)
+  EXPECT_NE(e.message().find("model.global_batch 4 / training.microbatches 2 x model.seq_len 5"),
+            std::string::npos)
       << e.message();
   EXPECT_EQ(e.location().line, 19);
   // An inference step is not split into microbatches: 20 tokens again.
-  EXPECT_NO_THROW(parse_workload(yaml + "training:\n  microbatches: 2\n  enabled: false\n", "w.yaml"));
+  EXPECT_NO_THROW(
+      parse_workload(yaml + "training:\n  microbatches: 2\n  enabled: false\n", "w.yaml"));
 }
 
 TEST(StructureErrors, GroupSizeNotDividingTheTokensPointsAtGroupSize) {
@@ -95,7 +96,8 @@ TEST(StructureErrors, GroupSizeNotDividingTheTokensPointsAtGroupSize) {
   const UserError e = expect_parse_error(with_line(kMoe, "  experts: 4", "  group_size: 3"));
   EXPECT_EQ(e.location().line, 17);
   EXPECT_EQ(e.location().column, 15);
-  EXPECT_NE(e.message().find("'model.group_size' (3) does not divide the 10 tokens"), std::string::npos)
+  EXPECT_NE(e.message().find("'model.group_size' (3) does not divide the 10 tokens"),
+            std::string::npos)
       << e.message();
   // group_size 5 divides the 10 tokens (2 groups), whatever the experts axis.
   EXPECT_NO_THROW(parse_workload(with_line(kMoe, "  experts: 4", "  group_size: 5"), "w.yaml"));
@@ -113,10 +115,12 @@ TEST(StructureErrors, OddEncoderDecoderLayersPointAtLayers) {
 
 TEST(StructureErrors, MoeEveryBeyondTheLayersPointsAtMoeEvery) {
   // "  moe_every: 4" inserted as line 17 (2 layers), value at column 14.
-  const UserError e = expect_parse_error(with_line(kMoe, "  experts: 4", "  moe_every: 4"), {"model.seq_len=8"});
+  const UserError e =
+      expect_parse_error(with_line(kMoe, "  experts: 4", "  moe_every: 4"), {"model.seq_len=8"});
   EXPECT_EQ(e.location().line, 17);
   EXPECT_EQ(e.location().column, 14);
-  EXPECT_NE(e.message().find("'model.moe_every' (4) is larger than 'model.layers' (2)"), std::string::npos)
+  EXPECT_NE(e.message().find("'model.moe_every' (4) is larger than 'model.layers' (2)"),
+            std::string::npos)
       << e.message();
   // Left at its default 2 with one layer: the layer count is at fault ("  layers: 1", line 8).
   const UserError d = expect_parse_error(kMoe, {"model.seq_len=8", "model.layers=1"});
@@ -125,28 +129,36 @@ TEST(StructureErrors, MoeEveryBeyondTheLayersPointsAtMoeEvery) {
 
 TEST(StructureErrors, TopKBeyondTheExpertsPointsAtTopK) {
   // "  top_k: 5" inserted as line 17 (4 experts), value at column 10.
-  const UserError e = expect_parse_error(with_line(kMoe, "  experts: 4", "  top_k: 5"), {"model.seq_len=8"});
+  const UserError e =
+      expect_parse_error(with_line(kMoe, "  experts: 4", "  top_k: 5"), {"model.seq_len=8"});
   EXPECT_EQ(e.location().line, 17);
   EXPECT_EQ(e.location().column, 10);
-  EXPECT_NE(e.message().find("'model.top_k' (5) is larger than 'model.experts' (4)"), std::string::npos)
+  EXPECT_NE(e.message().find("'model.top_k' (5) is larger than 'model.experts' (4)"),
+            std::string::npos)
       << e.message();
   // The default top_k of 2 with a single expert: the expert count is at fault (line 16).
-  EXPECT_EQ(expect_parse_error(kMoe, {"model.seq_len=8", "model.experts=1"}).location().file, "--set model.experts=1");
-  EXPECT_NO_THROW(parse_workload(with_line(kMoe, "  experts: 4", "  top_k: 4"), "w.yaml", {"model.seq_len=8"}));
+  EXPECT_EQ(expect_parse_error(kMoe, {"model.seq_len=8", "model.experts=1"}).location().file,
+            "--set model.experts=1");
+  EXPECT_NO_THROW(
+      parse_workload(with_line(kMoe, "  experts: 4", "  top_k: 4"), "w.yaml", {"model.seq_len=8"}));
 }
 
 TEST(StructureErrors, CapacityFactorMustBeFiniteAndPlausible) {
   // "  capacity_factor: X" inserted as line 17; the value at column 20.
   // (YAML's ".inf" is not a number to the reader at all: rejected as such.)
-  EXPECT_EQ(expect_parse_error(with_line(kMoe, "  experts: 4", "  capacity_factor: .inf")).location().line, 17);
+  EXPECT_EQ(expect_parse_error(with_line(kMoe, "  experts: 4", "  capacity_factor: .inf"))
+                .location()
+                .line,
+            17);
   for (const std::string bad : {"nan", "inf", "1e5", "0", "-1"}) {
-    const UserError e = expect_parse_error(with_line(kMoe, "  experts: 4", "  capacity_factor: " + bad), {"model.seq_len=8"});
+    const UserError e = expect_parse_error(
+        with_line(kMoe, "  experts: 4", "  capacity_factor: " + bad), {"model.seq_len=8"});
     EXPECT_EQ(e.location().line, 17) << bad;
     EXPECT_EQ(e.location().column, 20) << bad;
     EXPECT_NE(e.message().find("in (0, 10000]"), std::string::npos) << e.message();
   }
-  EXPECT_NO_THROW(
-      parse_workload(with_line(kMoe, "  experts: 4", "  capacity_factor: 10000"), "w.yaml", {"model.seq_len=8"}));
+  EXPECT_NO_THROW(parse_workload(with_line(kMoe, "  experts: 4", "  capacity_factor: 10000"),
+                                 "w.yaml", {"model.seq_len=8"}));
 }
 
 // small.yaml's dense model, 4 layers in 2 pipeline stages.
@@ -175,7 +187,8 @@ TEST(StructureErrors, StageAxisNotDividingTheStagesPointsAtTheAxis) {
   const UserError e = expect_parse_error(kDense);
   EXPECT_EQ(e.location().line, 15);
   EXPECT_EQ(e.location().column, 11);
-  EXPECT_NE(e.message().find("the stage axis 'stage' has 4 devices"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("the stage axis 'stage' has 4 devices"), std::string::npos)
+      << e.message();
   EXPECT_NO_THROW(parse_workload(kDense, "w.yaml", {"mesh.axes={stage: 2, x: 4}"}));
 }
 
@@ -187,10 +200,12 @@ TEST(StructureErrors, PipelineWithoutStageAxisOrOfAnMoePointsAtPipelineStages) {
   const UserError e = expect_parse_error(yaml, {"mesh.axes={stage: 2, x: 4}"});
   EXPECT_EQ(e.location().line, 16);
   EXPECT_EQ(e.location().column, 20);
-  EXPECT_NE(e.message().find("needs the mesh axis of the stages"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("needs the mesh axis of the stages"), std::string::npos)
+      << e.message();
   const UserError moe = expect_parse_error(kMoe, {"model.seq_len=8", "training.pipeline_stages=2"});
   EXPECT_EQ(moe.location().file, "--set training.pipeline_stages=2");
-  EXPECT_NE(moe.message().find("dense_transformer models only"), std::string::npos) << moe.message();
+  EXPECT_NE(moe.message().find("dense_transformer models only"), std::string::npos)
+      << moe.message();
 }
 
 TEST(StructureErrors, HloModelFileAndShardingArePositioned) {
@@ -199,12 +214,14 @@ TEST(StructureErrors, HloModelFileAndShardingArePositioned) {
   const UserError missing = expect_parse_error(hlo);
   EXPECT_EQ(missing.location().line, 5);
   EXPECT_EQ(missing.location().column, 9);
-  EXPECT_NE(missing.message().find("model.file 'nope.hlo' not found"), std::string::npos) << missing.message();
+  EXPECT_NE(missing.message().find("model.file 'nope.hlo' not found"), std::string::npos)
+      << missing.message();
   // A sharding section: at its first name ("  ffn_in: ...", line 7, column 3).
   const UserError sharded = expect_parse_error(hlo + "sharding:\n  ffn_in: [x, null]\n");
   EXPECT_EQ(sharded.location().line, 7);
   EXPECT_EQ(sharded.location().column, 3);
-  EXPECT_NE(sharded.message().find("does not apply to model.kind hlo"), std::string::npos) << sharded.message();
+  EXPECT_NE(sharded.message().find("does not apply to model.kind hlo"), std::string::npos)
+      << sharded.message();
 }
 
 TEST(StructureErrors, HloModuleForAnotherDeviceCountPointsAtTheMeshAxes) {
@@ -212,7 +229,8 @@ TEST(StructureErrors, HloModuleForAnotherDeviceCountPointsAtTheMeshAxes) {
   // does not match. "mesh: {axes: {x: 4}}" is line 2, the axes map at
   // column 14.
   const std::string hlo = "name: h\nmesh: {axes: {x: 4}}\nmodel:\n  kind: hlo\n  file: " +
-                          test_files::source_path("workloads/examples/transformer_layer_2d.hlo") + "\n";
+                          test_files::source_path("workloads/examples/transformer_layer_2d.hlo") +
+                          "\n";
   const Workload w = parse_workload(hlo, "w.yaml");
   try {
     build_model(w);
@@ -221,7 +239,8 @@ TEST(StructureErrors, HloModuleForAnotherDeviceCountPointsAtTheMeshAxes) {
     EXPECT_EQ(e.location().file, "w.yaml");
     EXPECT_EQ(e.location().line, 2);
     EXPECT_EQ(e.location().column, 14);
-    EXPECT_NE(e.message().find("compiled for 8 partitions but the mesh has 4 devices"), std::string::npos)
+    EXPECT_NE(e.message().find("compiled for 8 partitions but the mesh has 4 devices"),
+              std::string::npos)
         << e.message();
   }
 }

@@ -12,7 +12,8 @@
 namespace podsim::workloads {
 
 // Runs parse_workload on `yaml` (named w.yaml) expecting a UserError; returns it.
-inline UserError expect_parse_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+inline UserError expect_parse_error(const std::string& yaml,
+                                    const std::vector<std::string>& overrides = {}) {
   try {
     parse_workload(yaml, "w.yaml", overrides);
   } catch (const UserError& e) {

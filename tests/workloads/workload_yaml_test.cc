@@ -33,7 +33,6 @@ training:
   microbatches: 2
 )";
 
-
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   auto pos = s.find(from);
   EXPECT_NE(pos, std::string::npos) << from;
@@ -48,8 +47,8 @@ TEST(WorkloadYaml, ReadsEveryKey) {
   EXPECT_EQ(w.mesh.axes[1].second, 4);
   EXPECT_EQ(w.mesh.device_count(), 8);
   EXPECT_EQ(w.model.layers, 2);
-  EXPECT_EQ(w.model.ffn, FfnKind::kGatedGelu);  // default
-  EXPECT_EQ(w.model.norm, NormKind::kRms);      // default
+  EXPECT_EQ(w.model.ffn, FfnKind::kGatedGelu);                        // default
+  EXPECT_EQ(w.model.norm, NormKind::kRms);                            // default
   EXPECT_EQ(w.model.dtypes.attention_logits, compiler::DType::kF32);  // default
   ASSERT_EQ(w.sharding.size(), 2u);
   EXPECT_EQ(w.sharding[0].first, "activations");
@@ -60,8 +59,9 @@ TEST(WorkloadYaml, ReadsEveryKey) {
 }
 
 TEST(WorkloadYaml, OverridesChangeAnyKeyAndCollectHardwareKeys) {
-  Workload w = parse_workload(kValid, "w.yaml",
-                              {"model.layers=64", "mesh.axes={x: 4, y: 2}", "hardware.ici.link_bandwidth=2e11"});
+  Workload w = parse_workload(
+      kValid, "w.yaml",
+      {"model.layers=64", "mesh.axes={x: 4, y: 2}", "hardware.ici.link_bandwidth=2e11"});
   EXPECT_EQ(w.model.layers, 64);
   EXPECT_EQ(w.mesh.axes[0].second, 4);
   ASSERT_EQ(w.hardware_overrides.size(), 1u);
@@ -77,9 +77,10 @@ TEST(WorkloadYaml, CompilerSectionDefaultsAreXlasAndEveryKeyReads) {
   EXPECT_EQ(defaults.max_devices, 32);
   EXPECT_FALSE(defaults.bidirectional);
   EXPECT_TRUE(defaults.overlap_test);
-  const std::string yaml = std::string(kValid) +
-                           "compiler:\n  windowed_einsum:\n    threshold_mib: 0.5\n    max_devices: 16\n"
-                           "    bidirectional: true\n    overlap_test: false\n";
+  const std::string yaml =
+      std::string(kValid) +
+      "compiler:\n  windowed_einsum:\n    threshold_mib: 0.5\n    max_devices: 16\n"
+      "    bidirectional: true\n    overlap_test: false\n";
   const WindowedEinsumSpec read = parse_workload(yaml, "w.yaml").compiler.windowed_einsum;
   EXPECT_EQ(read.threshold_mib, 0.5);
   EXPECT_EQ(read.max_devices, 16);
@@ -87,7 +88,8 @@ TEST(WorkloadYaml, CompilerSectionDefaultsAreXlasAndEveryKeyReads) {
   EXPECT_FALSE(read.overlap_test);
   // --set reaches the section without the file having one.
   const WindowedEinsumSpec set =
-      parse_workload(kValid, "w.yaml", {"compiler.windowed_einsum.threshold_mib=1e9"}).compiler.windowed_einsum;
+      parse_workload(kValid, "w.yaml", {"compiler.windowed_einsum.threshold_mib=1e9"})
+          .compiler.windowed_einsum;
   EXPECT_EQ(set.threshold_mib, 1e9);
 }
 
@@ -97,14 +99,16 @@ TEST(WorkloadYaml, LayerLoopAndLoopPipeliningKeysRead) {
   EXPECT_EQ(defaults.model.layer_loop, LayerLoop::kUnrolled);
   EXPECT_TRUE(defaults.compiler.loops.pipelined_all_gather);
   EXPECT_TRUE(defaults.compiler.loops.pipelined_reduce_scatter);
-  const Workload set = parse_workload(kValid, "w.yaml",
-                                      {"model.layer_loop=scan", "compiler.loops.pipelined_all_gather=false",
-                                       "compiler.loops.pipelined_reduce_scatter=false"});
+  const Workload set =
+      parse_workload(kValid, "w.yaml",
+                     {"model.layer_loop=scan", "compiler.loops.pipelined_all_gather=false",
+                      "compiler.loops.pipelined_reduce_scatter=false"});
   EXPECT_EQ(set.model.layer_loop, LayerLoop::kScan);
   EXPECT_FALSE(set.compiler.loops.pipelined_all_gather);
   EXPECT_FALSE(set.compiler.loops.pipelined_reduce_scatter);
   UserError unknown = expect_parse_error(kValid, {"compiler.loops.pipelined_all_reduce=true"});
-  EXPECT_NE(unknown.message().find("unknown key 'pipelined_all_reduce' in 'compiler.loops'"), std::string::npos)
+  EXPECT_NE(unknown.message().find("unknown key 'pipelined_all_reduce' in 'compiler.loops'"),
+            std::string::npos)
       << unknown.message();
 }
 
@@ -114,7 +118,8 @@ TEST(WorkloadYaml, CompilerSectionErrorsArePositioned) {
   UserError negative = expect_parse_error(base + "    threshold_mib: -1\n");
   EXPECT_EQ(negative.location().line, 23);
   EXPECT_EQ(negative.location().column, 20);
-  EXPECT_NE(negative.message().find("'compiler.windowed_einsum.threshold_mib' must be a size in MiB >= 0, got '-1'"),
+  EXPECT_NE(negative.message().find(
+                "'compiler.windowed_einsum.threshold_mib' must be a size in MiB >= 0, got '-1'"),
             std::string::npos)
       << negative.what();
   EXPECT_NE(negative.hint().find("256"), std::string::npos) << negative.what();
@@ -122,16 +127,22 @@ TEST(WorkloadYaml, CompilerSectionErrorsArePositioned) {
             std::string::npos);
   UserError typo = expect_parse_error(base + "    bidirectonal: true\n");
   EXPECT_EQ(typo.location().line, 23);
-  EXPECT_NE(typo.message().find("unknown key 'bidirectonal' in 'compiler.windowed_einsum'"), std::string::npos)
+  EXPECT_NE(typo.message().find("unknown key 'bidirectonal' in 'compiler.windowed_einsum'"),
+            std::string::npos)
       << typo.what();
   EXPECT_NE(typo.hint().find("did you mean 'bidirectional'"), std::string::npos) << typo.what();
-  EXPECT_NE(expect_parse_error(base + "    max_devices: 0\n").message().find(
-                "'compiler.windowed_einsum.max_devices' must be >= 1"),
+  EXPECT_NE(expect_parse_error(base + "    max_devices: 0\n")
+                .message()
+                .find("'compiler.windowed_einsum.max_devices' must be >= 1"),
             std::string::npos);
-  EXPECT_NE(expect_parse_error(base + "    overlap_test: maybe\n").message().find("must be true or false"),
+  EXPECT_NE(expect_parse_error(base + "    overlap_test: maybe\n")
+                .message()
+                .find("must be true or false"),
             std::string::npos);
-  UserError unknown_section_key = expect_parse_error(std::string(kValid) + "compiler:\n  fusion: off\n");
-  EXPECT_NE(unknown_section_key.message().find("unknown key 'fusion' in 'compiler'"), std::string::npos)
+  UserError unknown_section_key =
+      expect_parse_error(std::string(kValid) + "compiler:\n  fusion: off\n");
+  EXPECT_NE(unknown_section_key.message().find("unknown key 'fusion' in 'compiler'"),
+            std::string::npos)
       << unknown_section_key.what();
 }
 
@@ -147,7 +158,8 @@ TEST(WorkloadYaml, WrongTypeIsReported) {
   UserError e = expect_parse_error(replace(kValid, "heads: 4", "heads: four"));
   EXPECT_EQ(e.location().line, 10);
   EXPECT_EQ(e.location().column, 10);
-  EXPECT_NE(e.message().find("'model.heads' must be an integer, got 'four'"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("'model.heads' must be an integer, got 'four'"), std::string::npos)
+      << e.what();
 }
 
 TEST(WorkloadYaml, NonPositiveSizeIsReported) {
@@ -176,9 +188,11 @@ TEST(WorkloadYaml, AxisUsedTwiceInOneTensor) {
 }
 
 TEST(WorkloadYaml, PhysicalGridMustHoldTheMesh) {
-  UserError e = expect_parse_error(replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 2, y: 4}\n  physical: [2, 2, 1]"));
+  UserError e = expect_parse_error(
+      replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 2, y: 4}\n  physical: [2, 2, 1]"));
   EXPECT_EQ(e.location().line, 5);
-  EXPECT_NE(e.message().find("holds 4 cores but the mesh has 8 devices"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("holds 4 cores but the mesh has 8 devices"), std::string::npos)
+      << e.what();
 }
 
 TEST(WorkloadYaml, BadChoiceListsTheChoices) {
@@ -189,15 +203,19 @@ TEST(WorkloadYaml, BadChoiceListsTheChoices) {
 // model.norm and model.dtypes.attention_logits are read, and a value outside
 // their choices is an error that lists them.
 TEST(WorkloadYaml, NormAndAttentionLogitsDtype) {
-  Workload w = parse_workload(replace(kValid, "  global_batch: 8\n",
-                                      "  global_batch: 8\n  norm: layer\n  dtypes: {attention_logits: bf16}\n"),
-                              "w.yaml");
+  Workload w = parse_workload(
+      replace(kValid, "  global_batch: 8\n",
+              "  global_batch: 8\n  norm: layer\n  dtypes: {attention_logits: bf16}\n"),
+      "w.yaml");
   EXPECT_EQ(w.model.norm, NormKind::kLayer);
   EXPECT_EQ(w.model.dtypes.attention_logits, compiler::DType::kBF16);
-  EXPECT_EQ(w.model.dtypes.activations, compiler::DType::kBF16);  // the other dtypes keep their defaults
-  UserError e = expect_parse_error(replace(kValid, "  global_batch: 8\n", "  global_batch: 8\n  norm: batch\n"));
+  EXPECT_EQ(w.model.dtypes.activations,
+            compiler::DType::kBF16);  // the other dtypes keep their defaults
+  UserError e = expect_parse_error(
+      replace(kValid, "  global_batch: 8\n", "  global_batch: 8\n  norm: batch\n"));
   EXPECT_NE(e.message().find("rms | layer"), std::string::npos) << e.what();
-  e = expect_parse_error(replace(kValid, "  global_batch: 8\n", "  global_batch: 8\n  dtypes: {attention_logits: f16}\n"));
+  e = expect_parse_error(replace(kValid, "  global_batch: 8\n",
+                                 "  global_batch: 8\n  dtypes: {attention_logits: f16}\n"));
   EXPECT_NE(e.message().find("f32 | bf16"), std::string::npos) << e.what();
 }
 
@@ -208,7 +226,8 @@ TEST(WorkloadYaml, MissingRequiredKey) {
 
 TEST(WorkloadYaml, BatchNotDivisibleByMicrobatches) {
   UserError e = expect_parse_error(replace(kValid, "microbatches: 2", "microbatches: 3"));
-  EXPECT_NE(e.message().find("not divisible by training.microbatches (3)"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("not divisible by training.microbatches (3)"), std::string::npos)
+      << e.what();
 }
 
 // A --set value outside its choices names the flag, every choice (auto
@@ -218,10 +237,13 @@ TEST(WorkloadYaml, BadSetValueNamesTheFlagTheChoicesAndTheNearest) {
   EXPECT_EQ(e.location().file, "--set training.remat=ful") << e.what();
   EXPECT_NE(e.message().find("none | full | auto | save_dots"), std::string::npos) << e.what();
   EXPECT_EQ(e.hint(), "did you mean 'full'?") << e.what();
-  const std::pair<const char*, RematMode> good[] = {
-      {"none", RematMode::kNone}, {"full", RematMode::kFull}, {"auto", RematMode::kAuto}, {"save_dots", RematMode::kSelective}};
+  const std::pair<const char*, RematMode> good[] = {{"none", RematMode::kNone},
+                                                    {"full", RematMode::kFull},
+                                                    {"auto", RematMode::kAuto},
+                                                    {"save_dots", RematMode::kSelective}};
   for (const auto& [name, mode] : good) {
-    const TrainingSpec t = parse_workload(kValid, "w.yaml", {std::string("training.remat=") + name}).training;
+    const TrainingSpec t =
+        parse_workload(kValid, "w.yaml", {std::string("training.remat=") + name}).training;
     EXPECT_EQ(t.remat, mode) << name;
     EXPECT_EQ(t.remat_policy, mode == RematMode::kSelective ? name : "") << name;
   }
@@ -241,17 +263,22 @@ TEST(WorkloadYaml, MalformedOverride) {
 TEST(WorkloadYaml, MeshOrderAcceptsThePlacementNames) {
   for (const char* order : {"row_major", "column_major", "ring_preserving"}) {
     SCOPED_TRACE(order);
-    Workload w = parse_workload(replace(kValid, "  axes: {x: 2, y: 4}\n", fmt::format("  axes: {{x: 2, y: 4}}\n  order: {}\n", order)), "w.yaml");
+    Workload w =
+        parse_workload(replace(kValid, "  axes: {x: 2, y: 4}\n",
+                               fmt::format("  axes: {{x: 2, y: 4}}\n  order: {}\n", order)),
+                       "w.yaml");
     EXPECT_EQ(w.mesh.order, hw::placement_order_from_name(order));
     EXPECT_EQ(name_of(w.mesh.order), order);
   }
   // explicit: the named form with mesh.devices, and the list shorthand.
   const std::string devices = "[7, 6, 5, 4, 3, 2, 1, 0]";
   Workload named = parse_workload(
-      replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n  devices: " + devices + "\n"),
+      replace(kValid, "  axes: {x: 2, y: 4}\n",
+              "  axes: {x: 2, y: 4}\n  order: explicit\n  devices: " + devices + "\n"),
       "w.yaml");
-  Workload listed =
-      parse_workload(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: " + devices + "\n"), "w.yaml");
+  Workload listed = parse_workload(
+      replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: " + devices + "\n"),
+      "w.yaml");
   for (const Workload* w : {&named, &listed}) {
     EXPECT_EQ(w->mesh.order, hw::PlacementOrder::kExplicit);
     EXPECT_EQ(w->mesh.explicit_devices, (std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1, 0}));
@@ -260,8 +287,10 @@ TEST(WorkloadYaml, MeshOrderAcceptsThePlacementNames) {
 
 TEST(WorkloadYaml, MeshOrderRingIsAPositionedErrorWithTheRightName) {
   // "  order: ring" is line 5; the value starts at column 10.
-  UserError e = expect_parse_error(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: ring\n"));
-  EXPECT_NE(e.message().find("'mesh.order' must be one of row_major | column_major | explicit | ring_preserving, got 'ring'"),
+  UserError e = expect_parse_error(
+      replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: ring\n"));
+  EXPECT_NE(e.message().find("'mesh.order' must be one of row_major | column_major | explicit | "
+                             "ring_preserving, got 'ring'"),
             std::string::npos)
       << e.what();
   EXPECT_NE(e.hint().find("did you mean 'ring_preserving'"), std::string::npos) << e.what();
@@ -270,23 +299,31 @@ TEST(WorkloadYaml, MeshOrderRingIsAPositionedErrorWithTheRightName) {
 }
 
 TEST(WorkloadYaml, ExplicitOrderNeedsDevicesAndDevicesNeedExplicit) {
-  UserError missing = expect_parse_error(replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n"));
-  EXPECT_NE(missing.message().find("needs the device list in 'mesh.devices'"), std::string::npos) << missing.what();
+  UserError missing = expect_parse_error(
+      replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n"));
+  EXPECT_NE(missing.message().find("needs the device list in 'mesh.devices'"), std::string::npos)
+      << missing.what();
   EXPECT_EQ(missing.location().line, 5);
-  UserError stray = expect_parse_error(
-      replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: row_major\n  devices: [0, 1]\n"));
-  EXPECT_NE(stray.message().find("only read with 'mesh.order: explicit'"), std::string::npos) << stray.what();
+  UserError stray =
+      expect_parse_error(replace(kValid, "  axes: {x: 2, y: 4}\n",
+                                 "  axes: {x: 2, y: 4}\n  order: row_major\n  devices: [0, 1]\n"));
+  EXPECT_NE(stray.message().find("only read with 'mesh.order: explicit'"), std::string::npos)
+      << stray.what();
   EXPECT_EQ(stray.location().line, 6);
-  UserError short_list = expect_parse_error(
-      replace(kValid, "  axes: {x: 2, y: 4}\n", "  axes: {x: 2, y: 4}\n  order: explicit\n  devices: [0, 1]\n"));
-  EXPECT_NE(short_list.message().find("lists 2 devices, the mesh has 8"), std::string::npos) << short_list.what();
+  UserError short_list =
+      expect_parse_error(replace(kValid, "  axes: {x: 2, y: 4}\n",
+                                 "  axes: {x: 2, y: 4}\n  order: explicit\n  devices: [0, 1]\n"));
+  EXPECT_NE(short_list.message().find("lists 2 devices, the mesh has 8"), std::string::npos)
+      << short_list.what();
 }
 
 TEST(WorkloadYaml, PipelineStagesNotDividingLayersIsAPositionedError) {
   // kValid has 2 layers; 3 stages is line 21 ("  pipeline_stages: 3"), the
   // value at column 20.
-  UserError e = expect_parse_error(replace(kValid, "  microbatches: 2\n", "  microbatches: 2\n  pipeline_stages: 3\n"));
-  EXPECT_NE(e.message().find("model.layers (2) does not divide into training.pipeline_stages (3)"), std::string::npos)
+  UserError e = expect_parse_error(
+      replace(kValid, "  microbatches: 2\n", "  microbatches: 2\n  pipeline_stages: 3\n"));
+  EXPECT_NE(e.message().find("model.layers (2) does not divide into training.pipeline_stages (3)"),
+            std::string::npos)
       << e.what();
   EXPECT_EQ(e.location().line, 21);
   EXPECT_EQ(e.location().column, 20);
@@ -303,7 +340,8 @@ TEST(WorkloadYaml, ShippedDefaultWorkloadLoads) {
 // Replayed here so `make sanitize` catches a regression; the file is also
 // in the fuzz seed corpus.
 TEST(WorkloadYaml, FuzzFindingShardingReaderParses) {
-  const std::string path = PODSIM_SOURCE_DIR "/tests/fuzz/corpus/workload/sharding_use_after_scope.yaml";
+  const std::string path =
+      PODSIM_SOURCE_DIR "/tests/fuzz/corpus/workload/sharding_use_after_scope.yaml";
   try {
     load_workload(path);
   } catch (const UserError&) {
@@ -322,7 +360,8 @@ TEST(WorkloadYaml, ComplexKeyIsAPositionedError) {
     EXPECT_EQ(e.location().file, "k.yaml");
     EXPECT_GT(e.location().line, 0);
   }
-  const std::string path = PODSIM_SOURCE_DIR "/tests/fuzz/corpus/workload/complex_key_bad_conversion.yaml";
+  const std::string path =
+      PODSIM_SOURCE_DIR "/tests/fuzz/corpus/workload/complex_key_bad_conversion.yaml";
   EXPECT_THROW(load_workload(path), UserError);
 }
 
@@ -349,7 +388,8 @@ TEST(WorkloadYaml, AbsurdModelDimPointsAtTheKey) {
 
 TEST(WorkloadYaml, ProductBeyondInt64IsReportedNotWrapped) {
   // 2^62 x 32 x 64 overflows int64: "more than 2^63", at global_batch.
-  UserError e = expect_parse_error(replace(kValid, "global_batch: 8", "global_batch: 4611686018427387904"));
+  UserError e =
+      expect_parse_error(replace(kValid, "global_batch: 8", "global_batch: 4611686018427387904"));
   EXPECT_EQ(e.location().line, 14);
   EXPECT_EQ(e.location().column, 17);  // "  global_batch: " is 16 characters
   EXPECT_NE(e.message().find("more than 2^63 elements"), std::string::npos) << e.what();
@@ -358,10 +398,11 @@ TEST(WorkloadYaml, ProductBeyondInt64IsReportedNotWrapped) {
 TEST(WorkloadYaml, TotalOverAllLayersIsCapped) {
   // Every single array fits (d x f = 2^22 x 2^22 = 2^44 <= 2^50), but the
   // weights of 1024 layers of 3 x 2^44 (gated FFN) = 3 x 2^54 exceed 2^52.
-  UserError e = expect_parse_error(
-      replace(replace(replace(kValid, "model_dim: 64", "model_dim: 4194304"), "ffn_dim: 256", "ffn_dim: 4194304"),
-              "layers: 2", "layers: 1024"),
-      {"model.global_batch=1", "model.seq_len=1", "training.microbatches=1"});
+  UserError e =
+      expect_parse_error(replace(replace(replace(kValid, "model_dim: 64", "model_dim: 4194304"),
+                                         "ffn_dim: 256", "ffn_dim: 4194304"),
+                                 "layers: 2", "layers: 1024"),
+                         {"model.global_batch=1", "model.seq_len=1", "training.microbatches=1"});
   EXPECT_NE(e.message().find("all weights"), std::string::npos) << e.what();
   EXPECT_NE(e.message().find("2^52"), std::string::npos) << e.what();
 }
@@ -380,7 +421,8 @@ TEST(WorkloadYaml, LayersBeyondTheUnrollLimit) {
 
 TEST(WorkloadYaml, MeshDeviceCountOverflowIsAnError) {
   // 2^32 x 2^32 = 2^64 wraps to 0 in unchecked int64; here it is caught at y.
-  UserError e = expect_parse_error(replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 4294967296, y: 4294967296}"));
+  UserError e = expect_parse_error(
+      replace(kValid, "axes: {x: 2, y: 4}", "axes: {x: 4294967296, y: 4294967296}"));
   EXPECT_EQ(e.location().line, 4);
   EXPECT_NE(e.message().find("more than 1048576 devices"), std::string::npos) << e.what();
 }
@@ -401,8 +443,9 @@ TEST(WorkloadYaml, ErrorInAnOverrideNamesTheFlagNotLineOne) {
 }
 
 TEST(WorkloadYaml, ShippedWorkloadsAreWithinTheSizeLimits) {
-  for (const char* name : {"small", "dense_128b_8x8", "dense_128b_16x16", "dense_1t_16x16", "dense_1t_2048",
-                           "moe_37b_128", "moe_600b_2048", "moe_1t_2048", "maxtext_22b_v4_128"}) {
+  for (const char* name :
+       {"small", "dense_128b_8x8", "dense_128b_16x16", "dense_1t_16x16", "dense_1t_2048",
+        "moe_37b_128", "moe_600b_2048", "moe_1t_2048", "maxtext_22b_v4_128"}) {
     const std::string path = fmt::format("{}/workloads/{}.yaml", PODSIM_SOURCE_DIR, name);
     EXPECT_NO_THROW(load_workload(path)) << path;
   }

@@ -1,8 +1,8 @@
 // remove_markers_and_dead_code on a hand graph.
 #include <gtest/gtest.h>
 
-#include "compiler/ir/verifier.h"
 #include "compiler/backend/cleanup.h"
+#include "compiler/ir/verifier.h"
 #include "tests/compiler/backend/test_util.h"
 
 namespace podsim::compiler {

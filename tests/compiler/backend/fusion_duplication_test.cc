@@ -18,8 +18,6 @@ using Names = std::vector<std::string>;
 using fusion_fixtures::kReducers;
 using fusion_fixtures::kSoftmaxWithSharedDenominator;
 
-
-
 TEST(FusionDuplication, SoftmaxDenominatorIsRecomputedInEachReader) {
   Module m = parse_hlo(std::string("HloModule m\n") + kReducers + kSoftmaxWithSharedDenominator);
   const Computation& c = m.entry();
@@ -50,8 +48,10 @@ TEST(FusionDuplication, DynamicSliceOfABroadcastConstantIsRecomputed) {
   ASSERT_EQ(plan.groups.size(), 2u);
   const int32_t ga = plan.group_of[static_cast<size_t>(id_of(c, "ta"))];
   const int32_t gb = plan.group_of[static_cast<size_t>(id_of(c, "tb"))];
-  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(ga)]), (Names{"c", "big", "z", "ds", "a", "ta"}));
-  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(gb)]), (Names{"c", "big", "z", "ds", "b", "tb"}));
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(ga)]),
+            (Names{"c", "big", "z", "ds", "a", "ta"}));
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(gb)]),
+            (Names{"c", "big", "z", "ds", "b", "tb"}));
   EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "ds"))], ga);  // its first user's group
 }
 

@@ -16,13 +16,15 @@ using pipeline_test::member_names;
 using Names = std::vector<std::string>;
 
 TEST(FusionMultiOutput, ReduceTakesInTheLoopKernelItReduces) {
-  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kReducers + fusion_fixtures::kNormalize);
+  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kReducers +
+                       fusion_fixtures::kNormalize);
   const Computation& c = m.entry();
   FusionPlan plan = plan_fusion(c);
   ASSERT_EQ(plan.groups.size(), 2u);
   const int32_t g = plan.group_of[static_cast<size_t>(id_of(c, "z"))];
   ASSERT_GE(g, 0);
-  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g)]), (Names{"m", "e", "zero", "z"}));  // root z
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g)]),
+            (Names{"m", "e", "zero", "z"}));  // root z
   EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "e"))], g);
   const int32_t gy = plan.group_of[static_cast<size_t>(id_of(c, "y"))];
   EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(gy)]), (Names{"bz", "y"}));
@@ -34,7 +36,8 @@ TEST(FusionMultiOutput, ExtraOutputHasABuffer) {
   // kernel and read by y's: live [3, 7]; z (R = 256 B) [5, 7]. Peak at y:
   // 4N + R = 262400 B. Were e a fused intermediate, y would read through
   // it to a and b: 3N + R.
-  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kReducers + fusion_fixtures::kNormalize);
+  Module m = parse_hlo(std::string("HloModule m\n") + fusion_fixtures::kReducers +
+                       fusion_fixtures::kNormalize);
   std::vector<FusionPlan> fusion(static_cast<size_t>(m.computation_count()));
   fusion[static_cast<size_t>(m.entry_id())] = plan_fusion(m.entry());
   std::vector<std::vector<InstrId>> schedule;  // id order

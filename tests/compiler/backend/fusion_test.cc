@@ -36,7 +36,7 @@ ENTRY %e (p0: f32[8], p1: f32[8]) -> bf16[8] {
   FusionPlan plan = plan_fusion(c);
   ASSERT_EQ(plan.groups.size(), 1u);
   EXPECT_EQ(member_names(c, plan.groups[0]), (Names{"a", "c", "e", "n"}));  // root n last
-  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "p0"))], -1);       // parameters never
+  EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "p0"))], -1);        // parameters never
   EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "a"))], 0);
 }
 
@@ -274,8 +274,10 @@ ENTRY %e (p: f32[8], q: f32[8]) -> (f32[8], f32[8]) {
   ASSERT_EQ(plan.groups.size(), 2u);
   const int32_t g1 = plan.group_of[static_cast<size_t>(id_of(c, "y1"))];
   const int32_t g2 = plan.group_of[static_cast<size_t>(id_of(c, "y2"))];
-  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g1)]), (Names{"c", "half", "x1", "y1"}));
-  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g2)]), (Names{"c", "half", "x2", "y2"}));
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g1)]),
+            (Names{"c", "half", "x1", "y1"}));
+  EXPECT_EQ(member_names(c, plan.groups[static_cast<size_t>(g2)]),
+            (Names{"c", "half", "x2", "y2"}));
   EXPECT_EQ(plan.group_of[static_cast<size_t>(id_of(c, "half"))], g1);
   std::vector<bool> dup = duplicated_members(plan, c.size());
   EXPECT_TRUE(dup[static_cast<size_t>(id_of(c, "half"))]);

@@ -12,7 +12,8 @@ namespace {
 
 using pipeline_test::id_of;
 
-MemoryPlan plan_in_id_order(const Module& m, MemoryPlanOptions options = {}, std::vector<FusionPlan> fusion = {}) {
+MemoryPlan plan_in_id_order(const Module& m, MemoryPlanOptions options = {},
+                            std::vector<FusionPlan> fusion = {}) {
   std::vector<std::vector<InstrId>> no_schedule;  // id order
   return plan_memory(MemoryPlanInput{m, no_schedule, fusion, options});
 }
@@ -218,7 +219,8 @@ TEST(MemoryPlan, LiveBuffersAtPeakSumToThePeak) {
   // nw 64: largest first, ties by producer id (w0 gw5 nw6, then x1 t3 gt4).
   std::vector<std::vector<InstrId>> no_schedule;
   std::vector<FusionPlan> no_fusion;
-  std::vector<LiveBufferAtPeak> live = live_buffers_at_peak(MemoryPlanInput{m, no_schedule, no_fusion, {}});
+  std::vector<LiveBufferAtPeak> live =
+      live_buffers_at_peak(MemoryPlanInput{m, no_schedule, no_fusion, {}});
   ASSERT_EQ(live.size(), 6u);
   std::vector<std::string> names;
   int64_t sum = 0;
@@ -247,7 +249,8 @@ TEST(MemoryPlan, LiveBytesByPositionIsTheSweepWhosePeakIsThePlans) {
   EXPECT_EQ(*std::max_element(live.begin(), live.end()), plan.peak_bytes);
   EXPECT_EQ(std::max_element(live.begin(), live.end()) - live.begin(), plan.peak_at);
   EXPECT_FALSE(plan.outputs_alias_parameters);
-  EXPECT_TRUE(plan_in_id_order(m, MemoryPlanOptions{.outputs_alias_parameters = true}).outputs_alias_parameters);
+  EXPECT_TRUE(plan_in_id_order(m, MemoryPlanOptions{.outputs_alias_parameters = true})
+                  .outputs_alias_parameters);
 }
 
 // A while adds its body's peak at its position (WhileAddsTheBodyPeak): 76 B
@@ -256,7 +259,8 @@ TEST(MemoryPlan, LiveBytesByPositionAddsTheLoopBodysPeakAtTheLoop) {
   Module m = parse_hlo_file(std::string(PODSIM_SOURCE_DIR) + "/tests/fixtures/hlo/while_loop.hlo");
   std::vector<std::vector<InstrId>> no_schedule;
   std::vector<FusionPlan> no_fusion;
-  const std::vector<int64_t> live = live_bytes_by_position(MemoryPlanInput{m, no_schedule, no_fusion, {}});
+  const std::vector<int64_t> live =
+      live_bytes_by_position(MemoryPlanInput{m, no_schedule, no_fusion, {}});
   ASSERT_EQ(live.size(), static_cast<size_t>(m.entry().size()));
   EXPECT_EQ(live[static_cast<size_t>(id_of(m.entry(), "loop"))], 76);
   EXPECT_EQ(*std::max_element(live.begin(), live.end()), 76);
@@ -272,7 +276,8 @@ ENTRY %e (w: f32[4,4]) -> f32[4,4] {
 })");
   std::vector<std::vector<InstrId>> no_schedule;
   std::vector<FusionPlan> no_fusion;
-  const std::vector<LiveBufferAtPeak> live = live_buffers_at_peak(MemoryPlanInput{m, no_schedule, no_fusion, {}});
+  const std::vector<LiveBufferAtPeak> live =
+      live_buffers_at_peak(MemoryPlanInput{m, no_schedule, no_fusion, {}});
   ASSERT_EQ(live.size(), 2u);  // w and n, 64 B each, ties by producer
   EXPECT_EQ(live[0].instruction, "w");
   EXPECT_EQ(live[0].sharding, "{devices=[2,1]0,1}");
@@ -305,7 +310,8 @@ ENTRY %e (tok: s32[4,7], table: f32[64,16], y: f32[4,8,16]) -> (f32[4,8,16], f32
   std::vector<FusionPlan> fusion{plan_fusion(m.entry())};
   const auto& group_of = fusion[0].group_of;
   ASSERT_GE(group_of[static_cast<size_t>(id_of(m.entry(), "oh"))], 0);
-  ASSERT_EQ(group_of[static_cast<size_t>(id_of(m.entry(), "zero"))], group_of[static_cast<size_t>(id_of(m.entry(), "oh"))]);
+  ASSERT_EQ(group_of[static_cast<size_t>(id_of(m.entry(), "zero"))],
+            group_of[static_cast<size_t>(id_of(m.entry(), "oh"))]);
   EXPECT_EQ(plan_in_id_order(m, {}, fusion).peak_bytes, 12400);
 }
 

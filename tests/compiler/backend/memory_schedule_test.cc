@@ -65,7 +65,8 @@ TEST(MemorySchedule, OptimizerUpdateRunsRightAfterItsGradient) {
   // b reads only a, which g2 (not a tail) reads too: running b early would
   // end no value's life, so it keeps its place.
   EXPECT_EQ(names_in(c, order), (Names{"w1", "w2", "x", "g1", "n1", "a", "g2", "n2", "b", "r"}));
-  std::vector<InstrId> original = schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
+  std::vector<InstrId> original =
+      schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
   EXPECT_EQ(original, id_order(c));
 }
 
@@ -119,13 +120,14 @@ TEST(MemorySchedule, UpdateWaitsTheLagAfterTheCollective) {
   // ar starts right after g1: key (2,1). n1 is a tail: key (2 + lag, 0) =
   // (4,0) with lag 2, which ties with c1 at place 4 and follows it
   // (position 4 < 8).
-  std::vector<InstrId> lagged =
-      schedule_computation(c, FusionPlan{}, ScheduleOptions{.collective_result_lag = 2, .tail_size_limit = 0});
+  std::vector<InstrId> lagged = schedule_computation(
+      c, FusionPlan{}, ScheduleOptions{.collective_result_lag = 2, .tail_size_limit = 0});
   expect_topological_permutation(c, lagged);
   EXPECT_EQ(names_in(c, lagged), (Names{"w1", "x", "g1", "ar", "c1", "n1", "c2", "c3", "c4", "r"}));
   // Without memory awareness n1, as a collective's user, runs as late as
   // its user r allows.
-  std::vector<InstrId> late = schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
+  std::vector<InstrId> late =
+      schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
   EXPECT_EQ(names_in(c, late), (Names{"w1", "x", "g1", "ar", "c1", "c2", "c3", "c4", "n1", "r"}));
   // Peaks: live throughout w1, x, c4, n1 = 4096 B. Lagged: g1 [2,3], ar
   // [3,5], c1 [4,6], c2 [6,7], c3 [7,8]: at most two at once (5: ar + c1):
@@ -163,7 +165,8 @@ ENTRY %e (w1: f32[16,16], x: f32[16,16]) -> (f32[16,16], f32[16,16], f32[16]) {
   // Ids: w1 x zero g1 a b s1 n1 r. s1 and n1 become ready after g1: both
   // key (3,1), ahead of a (4,0); s1 first by position. Not memory-aware:
   // the original order.
-  std::vector<InstrId> strict = schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
+  std::vector<InstrId> strict =
+      schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
   EXPECT_EQ(strict, id_order(c));
   // Peaks. Live throughout: w1, x, b, n1 (1024 B each), s1 64 B = 4160 B
   // (zero is 4 B).
@@ -198,7 +201,8 @@ ENTRY %e (x: f32[256]) -> f32[256] {
   expect_topological_permutation(c, order);
   // s: key right after c2, (3,1), ahead of d2 (4,0). d4s (frees 2048 B for
   // 1024 B) and t are early too, but their operands come last anyway.
-  EXPECT_EQ(names_in(c, order), (Names{"x", "c1", "d1", "c2", "s", "d2", "d3", "d4", "d4s", "t", "r"}));
+  EXPECT_EQ(names_in(c, order),
+            (Names{"x", "c1", "d1", "c2", "s", "d2", "d3", "d4", "d4s", "t", "r"}));
   // Base: x and the output r, 2048 B. Id order: c1 [1,8], d1 [2,4], c2
   // [3,8], d2 [4,5], d3 [5,6], d4 [6,7], d4s [7,9], s [8,9]: at d2
   // c1 + d1 + c2 + d2 = 6144 -> 8192 B. Memory-aware: c1 [1,4], d1 [2,5],
@@ -222,7 +226,8 @@ TEST(MemorySchedule, SmallGraphsHaveOnlyRootReadersAsTails) {
   std::vector<InstrId> by_default = schedule_computation(c, FusionPlan{});
   expect_topological_permutation(c, by_default);
   EXPECT_EQ(by_default, schedule_computation(c, FusionPlan{}, kOnlyRootReadersAreTails));
-  EXPECT_EQ(names_in(c, by_default), (Names{"w1", "x", "g1", "ar", "c1", "c2", "c3", "c4", "n1", "r"}));
+  EXPECT_EQ(names_in(c, by_default),
+            (Names{"w1", "x", "g1", "ar", "c1", "c2", "c3", "c4", "n1", "r"}));
 }
 
 // The update reads a learning rate built from constants (lr, broadcast as
@@ -249,7 +254,8 @@ ENTRY %e (w1: f32[256], x: f32[256]) -> (f32[256], f32[256]) {
   // has run: lr and lrb are pulled, then n1 follows.
   std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, kOnlyRootReadersAreTails);
   expect_topological_permutation(c, order);
-  EXPECT_EQ(names_in(c, order), (Names{"w1", "x", "g1", "lr", "lrb", "n1", "c1", "c2", "c3", "c4", "r"}));
+  EXPECT_EQ(names_in(c, order),
+            (Names{"w1", "x", "g1", "lr", "lrb", "n1", "c1", "c2", "c3", "c4", "r"}));
   // Peaks. Live throughout: w1, x, c4, n1 = 4096 B. lrb is an expansion of
   // lr (memory_plan.h): n1 reads lr (4 B). Id order: g1 [2,9], c1 [3,4],
   // c2 [4,5], c3 [5,6]: at c2 g1 + c1 + c2 = 3072 -> 7168 B. Memory-aware:

@@ -78,14 +78,17 @@ TEST(ScheduleDuplication, DuplicatedSquareKeepsTheUpdateRightAfterItsGradient) {
   // each other by position. {a, b} reads only the parameter x: it keeps
   // its place. zero and sq are emitted once, with {row} (ids in order);
   // {col} then emits col alone.
-  EXPECT_EQ(names_in(c, order), (Names{"w1", "x", "g1", "zero", "sq", "row", "col", "n1", "a", "b", "r"}));
+  EXPECT_EQ(names_in(c, order),
+            (Names{"w1", "x", "g1", "zero", "sq", "row", "col", "n1", "a", "b", "r"}));
   // Had sq (and zero) been units of their own (writing nothing), the
   // reduces would read only those zero-byte units: not a value only tails
   // read, so they, and through them g1's last reader, would wait for their
   // place after a and b. Without memory awareness that is the order.
-  std::vector<InstrId> strict = schedule_computation(c, plan, ScheduleOptions{.memory_aware = false});
+  std::vector<InstrId> strict =
+      schedule_computation(c, plan, ScheduleOptions{.memory_aware = false});
   expect_topological_permutation(c, strict);
-  EXPECT_EQ(names_in(c, strict), (Names{"w1", "x", "g1", "a", "b", "zero", "sq", "row", "col", "n1", "r"}));
+  EXPECT_EQ(names_in(c, strict),
+            (Names{"w1", "x", "g1", "a", "b", "zero", "sq", "row", "col", "n1", "r"}));
 }
 
 // The reduce z of e = exp(p) takes e's loop kernel in (multi-output

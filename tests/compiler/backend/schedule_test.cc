@@ -40,7 +40,8 @@ ENTRY %e (x: f32[8], w: f32[8]) -> f32[8] {
 TEST(Schedule, CollectiveEarlyAndItsUserLate) {
   Module m = parse_hlo(kOverlapGraph);
   const Computation& c = m.entry();
-  std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, ScheduleOptions{.max_collective_hoist = 0, .memory_aware = false});
+  std::vector<InstrId> order = schedule_computation(
+      c, FusionPlan{}, ScheduleOptions{.max_collective_hoist = 0, .memory_aware = false});
   expect_topological_permutation(c, order);
   // ar right after its operand w (it moves 3 places up); u moves past v to
   // just before its user z; the rest keeps the original order.
@@ -52,7 +53,8 @@ TEST(Schedule, HoistIsLimited) {
   const Computation& c = m.entry();
   // ar is unit 5; with a limit of 2 it may start at place 3 at the earliest:
   // key (3,0) ties with c2 (3,0) and loses on original position.
-  std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, ScheduleOptions{.max_collective_hoist = 2, .memory_aware = false});
+  std::vector<InstrId> order = schedule_computation(
+      c, FusionPlan{}, ScheduleOptions{.max_collective_hoist = 2, .memory_aware = false});
   expect_topological_permutation(c, order);
   EXPECT_EQ(names_in(c, order), (Names{"x", "w", "c1", "c2", "ar", "c3", "v", "u", "z"}));
 }
@@ -76,10 +78,12 @@ TEST(Schedule, FusionGroupsStayContiguous) {
   Module m = parse_hlo(kOverlapGraph);
   const Computation& c = m.entry();
   FusionPlan plan = plan_fusion(c);
-  std::vector<InstrId> order = schedule_computation(c, plan, ScheduleOptions{.max_collective_hoist = 0, .memory_aware = false});
+  std::vector<InstrId> order = schedule_computation(
+      c, plan, ScheduleOptions{.max_collective_hoist = 0, .memory_aware = false});
   expect_topological_permutation(c, order);
   std::vector<int64_t> place(order.size());
-  for (size_t p = 0; p < order.size(); ++p) place[static_cast<size_t>(order[p])] = static_cast<int64_t>(p);
+  for (size_t p = 0; p < order.size(); ++p)
+    place[static_cast<size_t>(order[p])] = static_cast<int64_t>(p);
   for (const FusionGroup& g : plan.groups) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (InstrId mbr : g.members) {
@@ -110,7 +114,8 @@ ENTRY %e (x: f32[8], w: f32[8]) -> f32[8] {
   %ag2 = f32[8] all-reduce(%ag1), replica_groups={}, to_apply=%sum
   ROOT %z = f32[8] add(%ag2, %c2)
 })");
-  std::vector<InstrId> order = schedule_computation(m.entry(), FusionPlan{}, ScheduleOptions{.max_collective_hoist = 0, .memory_aware = false});
+  std::vector<InstrId> order = schedule_computation(
+      m.entry(), FusionPlan{}, ScheduleOptions{.max_collective_hoist = 0, .memory_aware = false});
   EXPECT_EQ(names_in(m.entry(), order), (Names{"x", "w", "ag1", "ag2", "c1", "c2", "z"}));
 }
 
@@ -134,7 +139,8 @@ ENTRY %e (x: f32[8], w: f32[2]) -> f32[8] {
   ROOT %z = f32[8] add(%d, %c3)
 })");
   const Computation& c = m.entry();
-  std::vector<InstrId> order = schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
+  std::vector<InstrId> order =
+      schedule_computation(c, FusionPlan{}, ScheduleOptions{.memory_aware = false});
   expect_topological_permutation(c, order);
   EXPECT_EQ(names_in(c, order), (Names{"x", "w", "cw", "ag", "c1", "c2", "c3", "d", "z"}));
   // A compute unit feeding a collective is not a format change: it stays.
@@ -148,7 +154,8 @@ ENTRY %e (x: f32[8], w: f32[2]) -> f32[8] {
   %ag = f32[8] all-gather(%cw), dimensions={0}, replica_groups=[1,4]<=[4], use_global_device_ids=true, channel_id=1
   ROOT %z = f32[8] add(%ag, %c2)
 })");
-  std::vector<InstrId> kept = schedule_computation(n.entry(), FusionPlan{}, ScheduleOptions{.memory_aware = false});
+  std::vector<InstrId> kept =
+      schedule_computation(n.entry(), FusionPlan{}, ScheduleOptions{.memory_aware = false});
   EXPECT_EQ(names_in(n.entry(), kept), (Names{"x", "w", "c1", "c2", "cw", "ag", "z"}));
 }
 
@@ -182,7 +189,8 @@ ENTRY %e (x: f32[8]) -> f32[8] {
   plan.group_of = {-1, 0, 0, 1, 1, -1};
   plan.groups = {FusionGroup{{1, 2, 4}}, FusionGroup{{3, 4}}};  // a2 (4) in both
   for (bool memory_aware : {false, true}) {
-    std::vector<InstrId> order = schedule_computation(c, plan, ScheduleOptions{.memory_aware = memory_aware});
+    std::vector<InstrId> order =
+        schedule_computation(c, plan, ScheduleOptions{.memory_aware = memory_aware});
     expect_topological_permutation(c, order);
     EXPECT_EQ(names_in(c, order), (Names{"x", "d1", "a1", "d2", "a2", "r"}));
   }

@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/backend/program.h"
 #include "compiler/hlo/hlo_parser.h"
 #include "compiler/ir/module.h"
-#include "compiler/backend/program.h"
 
 namespace podsim::compiler::pipeline_test {
 
@@ -33,11 +33,13 @@ inline std::vector<std::string> names_in(const Computation& comp, const std::vec
 }
 
 // Every instruction exactly once, every operand before its user.
-inline void expect_topological_permutation(const Computation& comp, const std::vector<InstrId>& order) {
+inline void expect_topological_permutation(const Computation& comp,
+                                           const std::vector<InstrId>& order) {
   ASSERT_EQ(order.size(), static_cast<size_t>(comp.size()));
   std::vector<int64_t> place(order.size(), -1);
   for (size_t p = 0; p < order.size(); ++p) {
-    ASSERT_EQ(place[static_cast<size_t>(order[p])], -1) << "scheduled twice: " << comp.instr(order[p]).name;
+    ASSERT_EQ(place[static_cast<size_t>(order[p])], -1)
+        << "scheduled twice: " << comp.instr(order[p]).name;
     place[static_cast<size_t>(order[p])] = static_cast<int64_t>(p);
   }
   for (InstrId id = 0; id < comp.size(); ++id)

@@ -52,7 +52,8 @@ TEST(TrainingCompile, SgdStepCompilesAndPlansMemory) {
   std::vector<std::vector<InstrId>> users = entry.compute_users();
   for (InstrId id = 0; id < entry.size(); ++id) {
     const Instruction& instr = entry.instr(id);
-    EXPECT_FALSE(instr.opcode == Opcode::kCustomCall && instr.attrs.custom_call_target == "Sharding");
+    EXPECT_FALSE(instr.opcode == Opcode::kCustomCall &&
+                 instr.attrs.custom_call_target == "Sharding");
     if (instr.opcode != Opcode::kParameter && id != entry.root()) {
       EXPECT_FALSE(users[static_cast<size_t>(id)].empty()) << instr.name;
     }
@@ -80,10 +81,12 @@ ENTRY %e (wi0: f32[32,256], wo0: f32[256,32], wi1: f32[32,256], wo1: f32[256,32]
   for (int l = 0; l < 2; ++l) {
     std::string in = l == 0 ? "%x" : "%y0";
     text += fmt::format(
-        "  %h{0} = f32[64,256] dot({1}, %wi{0}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, metadata={{op_name=\"fwd/layer_{0}/h\"}}\n"
+        "  %h{0} = f32[64,256] dot({1}, %wi{0}), lhs_contracting_dims={{1}}, "
+        "rhs_contracting_dims={{0}}, metadata={{op_name=\"fwd/layer_{0}/h\"}}\n"
         "  %t{0} = f32[64,256] tanh(%h{0}), metadata={{op_name=\"fwd/layer_{0}/t\"}}\n"
         "  %u{0} = f32[64,256] multiply(%t{0}, %h{0}), metadata={{op_name=\"fwd/layer_{0}/u\"}}\n"
-        "  %y{0} = f32[64,32] dot(%u{0}, %wo{0}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, metadata={{op_name=\"fwd/layer_{0}/y\"}}\n",
+        "  %y{0} = f32[64,32] dot(%u{0}, %wo{0}), lhs_contracting_dims={{1}}, "
+        "rhs_contracting_dims={{0}}, metadata={{op_name=\"fwd/layer_{0}/y\"}}\n",
         l, in);
   }
   text += R"(  %sq = f32[64,32] multiply(%y1, %y1), metadata={op_name="fwd/loss/sq"}

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "compiler/compile.h"
-#include "tests/compiler/backend/test_util.h"
 #include "compiler/ir/trip_count.h"
+#include "tests/compiler/backend/test_util.h"
 
 namespace podsim::compiler {
 namespace {
@@ -22,7 +22,8 @@ TEST(WhileCompile, LoopKeepsItsTripCountAndBodyPlan) {
   copy.attrs.backend_config.clear();  // derived from the loop itself: i < 10 from 0 by 1
   EXPECT_EQ(known_trip_count(p.module, copy), 10);
   const CompId body = entry.instr(loop).while_body();
-  pipeline_test::expect_topological_permutation(p.module.computation(body), p.schedule[static_cast<size_t>(body)]);
+  pipeline_test::expect_topological_permutation(p.module.computation(body),
+                                                p.schedule[static_cast<size_t>(body)]);
   EXPECT_FALSE(p.fusion[static_cast<size_t>(body)].groups.empty());
   // Replicated values, fused body: {one, next} and {two, twos, acc.next}
   // are kernels, so the body holds only next (4 B) and acc.next (32 B) =

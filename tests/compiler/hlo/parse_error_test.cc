@@ -43,9 +43,11 @@ TEST(ParseErrors, MisspeltOpcodeNamesTheNearestOne) {
 }
 
 TEST(ParseErrors, UnknownDtype) {
-  expect_error("HloModule m\nENTRY e {\n  a = f31[2] parameter(0)\n}\n", {3, 7, "unknown element type 'f31'"});
+  expect_error("HloModule m\nENTRY e {\n  a = f31[2] parameter(0)\n}\n",
+               {3, 7, "unknown element type 'f31'"});
   // Inside a tuple shape and a signature too: "(p: (f32[], q8[]))" -> 'q8' at column 21.
-  expect_error("HloModule m\nENTRY e (p: (f32[], q8[])) -> f32[] {\n}\n", {2, 21, "unknown element type 'q8'"});
+  expect_error("HloModule m\nENTRY e (p: (f32[], q8[])) -> f32[] {\n}\n",
+               {2, 21, "unknown element type 'q8'"});
 }
 
 TEST(ParseErrors, MissingCloseParen) {
@@ -56,11 +58,15 @@ TEST(ParseErrors, MissingCloseParen) {
 TEST(ParseErrors, BadAttributeValues) {
   const std::string head = "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n";
   // "  ROOT c = pred[2] compare(a, a), direction=XX": value at column 45.
-  expect_error(head + "  ROOT c = pred[2] compare(a, a), direction=XX\n}\n", {4, 45, "unknown comparison direction 'XX'"});
-  // "  t = (f32[2]) tuple(a)" then "  ROOT g = f32[2] get-tuple-element(t), index=abc": value at column 47.
-  expect_error(head + "  t = (f32[2]) tuple(a)\n  ROOT g = f32[2] get-tuple-element(t), index=abc\n}\n",
-               {5, 47, "expected an integer tuple index but found 'abc'"});
-  // The window's stride has 1 entry but size has 2: reported at the stride value: "stride" starts at column 57, its value at 64.
+  expect_error(head + "  ROOT c = pred[2] compare(a, a), direction=XX\n}\n",
+               {4, 45, "unknown comparison direction 'XX'"});
+  // "  t = (f32[2]) tuple(a)" then "  ROOT g = f32[2] get-tuple-element(t), index=abc": value at
+  // column 47.
+  expect_error(
+      head + "  t = (f32[2]) tuple(a)\n  ROOT g = f32[2] get-tuple-element(t), index=abc\n}\n",
+      {5, 47, "expected an integer tuple index but found 'abc'"});
+  // The window's stride has 1 entry but size has 2: reported at the stride value: "stride" starts
+  // at column 57, its value at 64.
   expect_error(head + "  ROOT r = f32[2] reduce-window(a, a), window={size=3x3 stride=2}\n}\n",
                {4, 64, "window 'stride' has 1 dims but 'size' has 2"});
   expect_error(head + "  ROOT r = f32[2] all-reduce(a), replica_groups=[2,4]<=[6]\n}\n",
@@ -71,13 +77,16 @@ TEST(ParseErrors, BadAttributeValues) {
 }
 
 TEST(ParseErrors, UndefinedOperand) {
-  expect_error("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] add(a, %c)\n}\n",
-               {4, 26, "undefined operand 'c'"});
+  expect_error(
+      "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] add(a, %c)\n}\n",
+      {4, 26, "undefined operand 'c'"});
 }
 
 TEST(ParseErrors, UndefinedComputation) {
-  expect_error("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  ROOT r = f32[] call(a), to_apply=%nope\n}\n",
-               {4, 36, "undefined computation 'nope'"});
+  expect_error(
+      "HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  ROOT r = f32[] call(a), "
+      "to_apply=%nope\n}\n",
+      {4, 36, "undefined computation 'nope'"});
 }
 
 TEST(ParseErrors, DuplicateInstructionName) {
@@ -125,24 +134,33 @@ TEST(ParseErrors, HeaderAndStructure) {
   expect_error("HloModule m, num_partitions=0\nENTRY e {\n  ROOT c = f32[] constant(1)\n}\n",
                {1, 29, "num_partitions must be at least 1"});
   expect_error("HloModule m\n/* never closed\nENTRY e {\n", {2, 1, "unterminated '/*' comment"});
-  expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[] constant(1)\n", {4, 1, "expected '}' closing computation 'e'"});
-  expect_error("HloModule m\nENTRY e {\n  ROOT w = f32[] while(x), condition=c\n  x = f32[] constant(1)\n}\n",
-               {3, 8, "needs both condition= and body="});
+  expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[] constant(1)\n",
+               {4, 1, "expected '}' closing computation 'e'"});
+  expect_error(
+      "HloModule m\nENTRY e {\n  ROOT w = f32[] while(x), condition=c\n  x = f32[] "
+      "constant(1)\n}\n",
+      {3, 8, "needs both condition= and body="});
   expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[2]{1,0} constant({1, 2})\n}\n",
                {3, 22, "layout has 2 entries but the shape has rank 1"});
 }
 
 TEST(ParseErrors, SignatureMustMatchParameterCountAndRoot) {
-  expect_error("HloModule m\nENTRY e (p: f32[2], q: f32[2]) -> f32[2] {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n",
-               {2, 9, "declares 2 parameters but has 1"});
-  expect_error("HloModule m\nENTRY e (p: f32[2]) -> s32[2] {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n",
-               {2, 9, "declares result s32[2] but its root 'n' is f32[2]"});
+  expect_error(
+      "HloModule m\nENTRY e (p: f32[2], q: f32[2]) -> f32[2] {\n  p = f32[2] parameter(0)\n  ROOT "
+      "n = f32[2] negate(p)\n}\n",
+      {2, 9, "declares 2 parameters but has 1"});
+  expect_error(
+      "HloModule m\nENTRY e (p: f32[2]) -> s32[2] {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] "
+      "negate(p)\n}\n",
+      {2, 9, "declares result s32[2] but its root 'n' is f32[2]"});
 }
 
 // XLA's parser takes the parameter instruction's shape over the declared one
 // (XLA's own tests declare "(arg_tuple.1: ())" over an array parameter).
 TEST(ParseErrors, DeclaredParameterShapeMayDifferAsInXla) {
-  Module m = parse_hlo("HloModule m\nENTRY e (p: ()) -> f32[2] {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n");
+  Module m = parse_hlo(
+      "HloModule m\nENTRY e (p: ()) -> f32[2] {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] "
+      "negate(p)\n}\n");
   EXPECT_EQ(m.entry().instr(m.entry().parameters()[0]).shape, Shape(DType::kF32, {2}));
 }
 
@@ -171,11 +189,14 @@ TEST(ParseErrors, WhatIncludesFileLineColumnAndHint) {
 // parameter numbers were not checked, so {0, 2} parsed but its printed form
 // (which has a signature) did not. The error points at the parameter.
 TEST(ParseErrors, ParameterNumbersMustBeDense) {
-  expect_error("HloModule m\nr {\n  a = f32[] parameter(0)\n  b = f32[] parameter(2)\n  ROOT c = f32[] add(a, b)\n}\n"
-               "ENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n",
-               {4, 3, "has parameter(2) but no parameter(1)"});
-  expect_error("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  ROOT b = f32[] parameter(0)\n}\n",
-               {4, 8, "has parameter(0) twice"});
+  expect_error(
+      "HloModule m\nr {\n  a = f32[] parameter(0)\n  b = f32[] parameter(2)\n  ROOT c = f32[] "
+      "add(a, b)\n}\n"
+      "ENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n",
+      {4, 3, "has parameter(2) but no parameter(1)"});
+  expect_error(
+      "HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  ROOT b = f32[] parameter(0)\n}\n",
+      {4, 8, "has parameter(0) twice"});
 }
 
 }  // namespace

@@ -79,7 +79,8 @@ TEST(ParseFields, ConstantValues) {
   EXPECT_EQ(find(m, "c_scalar").attrs.literal->scalar_value(), -2.5);
   // 3e10 is not an f32 (ulp there is 2^(34-23) = 2048 and 3e10 / 2048 is not
   // an integer): the parsed value is rounded to the nearest f32.
-  EXPECT_EQ(find(m, "c_vector").attrs.literal->values(), (std::vector<double>{1, 2.25, static_cast<double>(3e10f)}));
+  EXPECT_EQ(find(m, "c_vector").attrs.literal->values(),
+            (std::vector<double>{1, 2.25, static_cast<double>(3e10f)}));
   EXPECT_NE(static_cast<double>(3e10f), 3e10);
   const Literal& mat = *find(m, "c_matrix").attrs.literal;
   EXPECT_EQ(mat.at({1, 1}), -4);
@@ -335,8 +336,10 @@ TEST(ParseFields, CustomCallsAndUnknownAttributesKeptVerbatim) {
   EXPECT_EQ(k.attrs.custom_call_target, "my_kernel");
   EXPECT_EQ(k.attrs.backend_config, R"({"block": [8, 128], "name": "k}"})");
   ASSERT_EQ(k.attrs.extra.size(), 2u);
-  EXPECT_EQ(k.attrs.extra[0], (std::pair<std::string, std::string>{"api_version", "API_VERSION_STATUS_RETURNING"}));
-  EXPECT_EQ(k.attrs.extra[1], (std::pair<std::string, std::string>{"custom_call_has_side_effect", "true"}));
+  EXPECT_EQ(k.attrs.extra[0],
+            (std::pair<std::string, std::string>{"api_version", "API_VERSION_STATUS_RETURNING"}));
+  EXPECT_EQ(k.attrs.extra[1],
+            (std::pair<std::string, std::string>{"custom_call_has_side_effect", "true"}));
   EXPECT_EQ(m.entry().root_instr().sharding, "{{devices=[2,4]<=[8]}, {maximal device=0}}");
   EXPECT_EQ(find(m, "Arg_0.1").sharding, "{replicated}");
 }
@@ -346,7 +349,8 @@ TEST(ParseFields, NewStyleDumpWithoutSigils) {
   EXPECT_EQ(m.entry().name(), "main.10");
   const Instruction& r = find(m, "reduce.9");
   EXPECT_EQ(called_name(m, r, 0), "region_0.3");
-  EXPECT_TRUE(find(m, "multiply.7").attrs.extra.empty()) << "frontend_attributes and metadata are skipped";
+  EXPECT_TRUE(find(m, "multiply.7").attrs.extra.empty())
+      << "frontend_attributes and metadata are skipped";
   EXPECT_TRUE(m.entry().root_instr().attrs.extra.empty()) << "statistics is skipped";
 }
 
@@ -355,7 +359,8 @@ TEST(ParseFields, ForwardReferencesAreOrderedTopologically) {
   EXPECT_EQ(m.entry().name(), "main");  // no ENTRY: the last computation
   for (const auto& comp : m.computations())
     for (InstrId i = 0; i < comp.size(); ++i)
-      for (InstrId op : comp.instr(i).operands) EXPECT_LT(op, i) << comp.name() << " " << comp.instr(i).name;
+      for (InstrId op : comp.instr(i).operands)
+        EXPECT_LT(op, i) << comp.name() << " " << comp.instr(i).name;
   const Computation& helper = m.computation(m.find_computation("helper"));
   EXPECT_EQ(helper.root_instr().name, "r");
   EXPECT_EQ(called_name(m, helper.root_instr(), 0), "add_late");
@@ -377,7 +382,8 @@ TEST(ParseFields, ExtraModuleAttributesAndSpmdProgram) {
   EXPECT_EQ(find(s, "pid").opcode, Opcode::kPartitionId);
   EXPECT_EQ(find(s, "pid").shape, Shape::scalar(DType::kU32));
   EXPECT_EQ(find(s, "rid").opcode, Opcode::kReplicaId);
-  EXPECT_EQ(find(s, "offsets").attrs.literal->values(), (std::vector<double>{0, 4, 8, 12, 0, 4, 8, 12}));
+  EXPECT_EQ(find(s, "offsets").attrs.literal->values(),
+            (std::vector<double>{0, 4, 8, 12, 0, 4, 8, 12}));
 }
 
 TEST(ParseFields, TiledLayoutsKeepOnlyMinorToMajor) {
@@ -414,7 +420,8 @@ ENTRY e {
   EXPECT_EQ(m.entry().instr(0).op_name, "fwd/layer_0/\"ffn\"");
   EXPECT_EQ(m.entry().instr(1).op_name, "");
   std::string printed = print_hlo(m);
-  EXPECT_NE(printed.find(R"(metadata={op_name="fwd/layer_0/\"ffn\""})"), std::string::npos) << printed;
+  EXPECT_NE(printed.find(R"(metadata={op_name="fwd/layer_0/\"ffn\""})"), std::string::npos)
+      << printed;
   EXPECT_EQ(print_hlo(parse_hlo(printed, "again.hlo")), printed);
 }
 
@@ -440,8 +447,9 @@ TEST(ParseForms, ShortAsyncFormKeepsTheWrappedOpAndItsAttributes) {
   EXPECT_EQ(called_name(m, find(m, "cs"), 0), "callee");
   // Printed back in the short form.
   const std::string printed = print_hlo(m);
-  EXPECT_NE(printed.find("all-to-all-start(%x), channel_id=1, replica_groups={{0,1}}, dimensions={0}"),
-            std::string::npos)
+  EXPECT_NE(
+      printed.find("all-to-all-start(%x), channel_id=1, replica_groups={{0,1}}, dimensions={0}"),
+      std::string::npos)
       << printed;
   EXPECT_NE(printed.find("call-update(%cs)"), std::string::npos);
   EXPECT_NE(printed.find("reduce-scatter-done(%rs)"), std::string::npos);
@@ -454,7 +462,8 @@ TEST(ParseForms, LongAsyncFormCallsItsComputation) {
   EXPECT_FALSE(start.attrs.async_wrapped.has_value());
   EXPECT_EQ(called_name(m, start, 0), "async_body");
   EXPECT_EQ(m.entry().root_instr().shape, Shape(DType::kF32, {4}));
-  EXPECT_NE(print_hlo(m).find("async-start(%a, %b), calls=%async_body"), std::string::npos) << print_hlo(m);
+  EXPECT_NE(print_hlo(m).find("async-start(%a, %b), calls=%async_body"), std::string::npos)
+      << print_hlo(m);
 }
 
 TEST(ParseForms, DedicatedAsyncPairsPrintTheirCollectiveAttributes) {
@@ -463,12 +472,14 @@ TEST(ParseForms, DedicatedAsyncPairsPrintTheirCollectiveAttributes) {
   EXPECT_EQ(find(m, "ags").attrs.dimensions, (Dims{0}));
   EXPECT_EQ(find(m, "agd").shape, Shape(DType::kF32, {8, 8}));
   const std::string printed = print_hlo(m);
-  EXPECT_NE(printed.find("all-gather-start(%x), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, "
-                         "use_global_device_ids=true"),
+  EXPECT_NE(printed.find(
+                "all-gather-start(%x), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, "
+                "use_global_device_ids=true"),
             std::string::npos)
       << printed;
-  EXPECT_NE(printed.find("all-reduce-start(%x), channel_id=2, replica_groups=[1,4]<=[4], to_apply=%add"),
-            std::string::npos);
+  EXPECT_NE(
+      printed.find("all-reduce-start(%x), channel_id=2, replica_groups=[1,4]<=[4], to_apply=%add"),
+      std::string::npos);
   EXPECT_NE(printed.find("source_target_pairs={{0,1},{1,2},{2,3},{3,0}}"), std::string::npos);
 }
 
@@ -478,7 +489,8 @@ TEST(ParseForms, ConditionalBothFormsListBranchesInOrder) {
   ASSERT_EQ(c.called.size(), 2u);
   EXPECT_EQ(called_name(pred, c, 0), "on_true");
   EXPECT_EQ(called_name(pred, c, 1), "on_false");
-  EXPECT_NE(print_hlo(pred).find("true_computation=%on_true, false_computation=%on_false"), std::string::npos);
+  EXPECT_NE(print_hlo(pred).find("true_computation=%on_true, false_computation=%on_false"),
+            std::string::npos);
   Module index = load_form("conditional_index");
   const Instruction& ci = index.entry().root_instr();
   ASSERT_EQ(ci.called.size(), 3u);
@@ -528,7 +540,8 @@ TEST(ParseForms, OpAttributesLandInTheirFields) {
   EXPECT_EQ(find(sr, "send").attrs.channel_id, 5);
   EXPECT_FALSE(find(sr, "send").attrs.is_host_transfer);
   EXPECT_TRUE(find(sr, "recv").attrs.is_host_transfer);
-  EXPECT_NE(print_hlo(sr).find("recv(%send_done), channel_id=6, is_host_transfer=true"), std::string::npos);
+  EXPECT_NE(print_hlo(sr).find("recv(%send_done), channel_id=6, is_host_transfer=true"),
+            std::string::npos);
 }
 
 TEST(ParseForms, ShapelessInstructionsAreInferredAfterResolution) {
@@ -539,7 +552,8 @@ TEST(ParseForms, ShapelessInstructionsAreInferredAfterResolution) {
   const Shape state = Shape::tuple({Shape::scalar(DType::kS32), Shape(DType::kF32, {4})});
   EXPECT_EQ(find(m, "loop").shape, state);
   EXPECT_EQ(find(m, "total").shape, Shape::scalar(DType::kF32));
-  EXPECT_EQ(find(m, "pair_copy").shape, Shape::tuple({Shape(DType::kF32, {4}), Shape(DType::kF32, {4})}));
+  EXPECT_EQ(find(m, "pair_copy").shape,
+            Shape::tuple({Shape(DType::kF32, {4}), Shape(DType::kF32, {4})}));
   EXPECT_NE(print_hlo(m).find("%sum = f32[4] add(%x, %y)"), std::string::npos);
 }
 
@@ -566,13 +580,16 @@ TEST(ParseForms, ElementTypesAndBoundedDims) {
 
 TEST(ParseForms, FrontendAttributesAndUnknownAttributesAreKept) {
   Module m = load_form("kept_attributes");
-  EXPECT_EQ(find(m, "e").attrs.frontend_attributes, "{_xla_stream_annotation=\"1\",_scheduling_group_id=\"0\"}");
-  EXPECT_EQ(find(m, "x").attrs.frontend_attributes, "{xla.sdy.sharding=\"#sdy.sharding<@mesh, [{}]>\"}");
+  EXPECT_EQ(find(m, "e").attrs.frontend_attributes,
+            "{_xla_stream_annotation=\"1\",_scheduling_group_id=\"0\"}");
+  EXPECT_EQ(find(m, "x").attrs.frontend_attributes,
+            "{xla.sdy.sharding=\"#sdy.sharding<@mesh, [{}]>\"}");
   const Instruction& n = find(m, "n");
   ASSERT_EQ(n.attrs.extra.size(), 1u);  // statistics and schedule are read, not kept
   EXPECT_EQ(n.attrs.extra[0], (std::pair<std::string, std::string>{"my_new_attribute", "{a={b}}"}));
   const std::string printed = print_hlo(m);
-  EXPECT_NE(printed.find("frontend_attributes={_xla_stream_annotation=\"1\",_scheduling_group_id=\"0\"}, origin={{\"e\"}}"),
+  EXPECT_NE(printed.find("frontend_attributes={_xla_stream_annotation=\"1\",_scheduling_group_id="
+                         "\"0\"}, origin={{\"e\"}}"),
             std::string::npos)
       << printed;
 }
@@ -582,10 +599,11 @@ TEST(ParseForms, ModuleHeaderKeepsIsScheduledAndFrontendAttributesAndSkipsTheRes
   EXPECT_TRUE(m.is_scheduled());
   EXPECT_EQ(m.num_partitions(), 2);
   EXPECT_EQ(m.frontend_attributes(), "{fingerprint=\"x\"}");
-  EXPECT_EQ(print_hlo(m).substr(0, print_hlo(m).find('\n')),
-            "HloModule module_header_form, num_partitions=2, is_scheduled=true, "
-            "allow_spmd_sharding_propagation_to_parameters={false,true}, "
-            "allow_spmd_sharding_propagation_to_output={true}, frontend_attributes={fingerprint=\"x\"}");
+  EXPECT_EQ(
+      print_hlo(m).substr(0, print_hlo(m).find('\n')),
+      "HloModule module_header_form, num_partitions=2, is_scheduled=true, "
+      "allow_spmd_sharding_propagation_to_parameters={false,true}, "
+      "allow_spmd_sharding_propagation_to_output={true}, frontend_attributes={fingerprint=\"x\"}");
   EXPECT_EQ(m.propagation_to_parameters(), (std::vector<bool>{false, true}));
   EXPECT_EQ(m.propagation_to_output(), (std::vector<bool>{true}));
   EXPECT_FALSE(load_form("fusion").is_scheduled());
@@ -593,8 +611,9 @@ TEST(ParseForms, ModuleHeaderKeepsIsScheduledAndFrontendAttributesAndSkipsTheRes
 
 TEST(ParseForms, IndexCommentsInTupleShardingsAreDropped) {
   Module m = load_form("index_comments");
-  EXPECT_EQ(m.entry().root_instr().sharding,
-            "{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, {devices=[2]0,1}}");
+  EXPECT_EQ(
+      m.entry().root_instr().sharding,
+      "{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, {devices=[2]0,1}}");
   EXPECT_EQ(m.entry().root_instr().shape.tuple_shapes().size(), 6u);
 }
 
@@ -616,19 +635,28 @@ TEST(ParseForms, ErrorsOfTheNewFormsArePositioned) {
     }
   };
   // "<op>-start" where <op> is no opcode stays an unknown opcode.
-  error_at("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] frobnicate-start(p)\n}\n", 4, 19,
-           "unknown opcode 'frobnicate-start'");
+  error_at(
+      "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] "
+      "frobnicate-start(p)\n}\n",
+      4, 19, "unknown opcode 'frobnicate-start'");
   // An op whose shape is an input must write it.
-  error_at("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT b = broadcast(p), dimensions={}\n}\n", 4, 12,
-           "'broadcast' needs its result shape written");
+  error_at(
+      "HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT b = broadcast(p), "
+      "dimensions={}\n}\n",
+      4, 12, "'broadcast' needs its result shape written");
   // A left-out shape that cannot be inferred fails at the instruction.
-  error_at("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  q = f32[3] parameter(1)\n  ROOT s = add(p, q)\n}\n", 5,
-           8, "operand dims differ");
-  error_at("HloModule m\nb {\n  x = f32[] parameter(0)\n}\nENTRY e {\n  p = pred[] parameter(0)\n"
-           "  ROOT c = f32[] conditional(p, p, p), true_computation=b\n}\n",
-           7, 8, "needs both true_computation= and false_computation=");
-  error_at("HloModule m\nENTRY e {\n  p = c64[4] parameter(0)\n  ROOT f = c64[4] fft(p), fft_type=DFT, fft_length={4}\n}\n",
-           4, 36, "unknown fft_type 'DFT'");
+  error_at(
+      "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  q = f32[3] parameter(1)\n  ROOT s = "
+      "add(p, q)\n}\n",
+      5, 8, "operand dims differ");
+  error_at(
+      "HloModule m\nb {\n  x = f32[] parameter(0)\n}\nENTRY e {\n  p = pred[] parameter(0)\n"
+      "  ROOT c = f32[] conditional(p, p, p), true_computation=b\n}\n",
+      7, 8, "needs both true_computation= and false_computation=");
+  error_at(
+      "HloModule m\nENTRY e {\n  p = c64[4] parameter(0)\n  ROOT f = c64[4] fft(p), fft_type=DFT, "
+      "fft_length={4}\n}\n",
+      4, 36, "unknown fft_type 'DFT'");
   error_at("HloModule m\nENTRY e {\n  ROOT c = c64[] constant((1 2))\n}\n", 3, 30, "expected ','");
 }
 

@@ -74,7 +74,8 @@ TEST(Printer, CanonicalModuleText) {
 
 TEST(Printer, PrintInstructionHasNoRootPrefix) {
   Module m = small_module();
-  EXPECT_EQ(print_instruction(m, m.entry(), 2), "%sum = f32[4] reduce(%x, %zero), dimensions={1}, to_apply=%add");
+  EXPECT_EQ(print_instruction(m, m.entry(), 2),
+            "%sum = f32[4] reduce(%x, %zero), dimensions={1}, to_apply=%add");
 }
 
 TEST(Printer, AttributeOrderForDotAndCollectives) {
@@ -86,14 +87,17 @@ TEST(Printer, AttributeOrderForDotAndCollectives) {
       "  %l = f32[2,3,4] parameter(0)\n"
       "  %r = f32[2,4,5] parameter(1)\n"
       // Attributes out of canonical order, and 'extra' ones, in the input.
-      "  %d = f32[2,3,5] dot(%l, %r), rhs_contracting_dims={1}, foo=bar, rhs_batch_dims={0}, lhs_batch_dims={0}, "
+      "  %d = f32[2,3,5] dot(%l, %r), rhs_contracting_dims={1}, foo=bar, rhs_batch_dims={0}, "
+      "lhs_batch_dims={0}, "
       "lhs_contracting_dims={2}, sharding={replicated}\n"
-      "  ROOT %ar = f32[2,3,5] all-reduce(%d), to_apply=%sum, use_global_device_ids=true, replica_groups=[4,2]<=[2,4]T(1,0), channel_id=3\n"
+      "  ROOT %ar = f32[2,3,5] all-reduce(%d), to_apply=%sum, use_global_device_ids=true, "
+      "replica_groups=[4,2]<=[2,4]T(1,0), channel_id=3\n"
       "}\n";
   Module m = parse_hlo(text);
   const Computation& e = m.entry();
   EXPECT_EQ(print_instruction(m, e, 2),
-            "%d = f32[2,3,5] dot(%l, %r), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+            "%d = f32[2,3,5] dot(%l, %r), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+            "rhs_batch_dims={0}, "
             "rhs_contracting_dims={1}, sharding={replicated}, foo=bar");
   EXPECT_EQ(print_instruction(m, e, 3),
             "%ar = f32[2,3,5] all-reduce(%d), channel_id=3, replica_groups=[4,2]<=[2,4]T(1,0), "
@@ -113,7 +117,8 @@ TEST(Printer, LiteralFormats) {
   Module m = parse_hlo(text);
   const Computation& e = m.entry();
   // f32 values print as the shortest text that reads back as the same f32.
-  EXPECT_EQ(print_instruction(m, e, e.find("m")), "%m = f32[2,2] constant({ {0.1, -2}, {inf, nan} })");
+  EXPECT_EQ(print_instruction(m, e, e.find("m")),
+            "%m = f32[2,2] constant({ {0.1, -2}, {inf, nan} })");
   EXPECT_EQ(print_instruction(m, e, e.find("p")), "%p = pred[3] constant({true, false, true})");
   EXPECT_EQ(print_instruction(m, e, e.find("i")), "%i = s32[] constant(-7)");
   // f64 0.1 is the double nearest 0.1 and prints as such.
@@ -128,7 +133,8 @@ TEST(Printer, WindowPaddingSliceAndDimLabels) {
       "HloModule w\n\nENTRY %e (x: f32[1,9,9,2], k: f32[2,3,3,4]) -> f32[1,5,5,4] {\n"
       "  %x = f32[1,9,9,2] parameter(0)\n"
       "  %k = f32[2,3,3,4] parameter(1)\n"
-      "  %c = f32[1,5,5,4] convolution(%x, %k), window={size=3x3 stride=2x2 pad=1_1x1_1 rhs_dilate=1x1}, "
+      "  %c = f32[1,5,5,4] convolution(%x, %k), window={size=3x3 stride=2x2 pad=1_1x1_1 "
+      "rhs_dilate=1x1}, "
       "dim_labels=b01f_i01o->b01f\n"
       "  %zero = f32[] constant(0)\n"
       "  %p = f32[1,5,12,4] pad(%c, %zero), padding=0_0x0_0x1_1_2x0_0\n"
@@ -140,7 +146,8 @@ TEST(Printer, WindowPaddingSliceAndDimLabels) {
             "%c = f32[1,5,5,4] convolution(%x, %k), window={size=3x3 stride=2x2 pad=1_1x1_1}, "
             "dim_labels=b01f_i01o->b01f");
   // Some interior padding: every dim prints low_high_interior.
-  EXPECT_EQ(print_instruction(m, e, e.find("p")), "%p = f32[1,5,12,4] pad(%c, %zero), padding=0_0_0x0_0_0x1_1_2x0_0_0");
+  EXPECT_EQ(print_instruction(m, e, e.find("p")),
+            "%p = f32[1,5,12,4] pad(%c, %zero), padding=0_0_0x0_0_0x1_1_2x0_0_0");
   EXPECT_EQ(print_instruction(m, e, e.find("s")),
             "%s = f32[1,5,5,4] slice(%p), slice={[0:1], [0:5], [0:10:2], [0:4]}");
 }
@@ -166,7 +173,8 @@ TEST(Printer, HundredThousandInstructionChain) {
   std::string text = "HloModule big\n\nENTRY %e (p: f32[8]) -> f32[8] {\n";
   text.reserve(static_cast<size_t>(n) * 48);
   text += fmt::format("  ROOT %n{} = f32[8]{{0}} negate(%n{})\n", n, n - 1);
-  for (int i = n - 1; i >= 1; --i) text += fmt::format("  %n{} = f32[8]{{0}} negate(%n{})\n", i, i - 1);
+  for (int i = n - 1; i >= 1; --i)
+    text += fmt::format("  %n{} = f32[8]{{0}} negate(%n{})\n", i, i - 1);
   text += "  %n0 = f32[8]{0} parameter(0)\n}\n";
   Module m = parse_hlo(text);
   const Computation& e = m.entry();

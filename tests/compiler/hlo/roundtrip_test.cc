@@ -18,7 +18,9 @@
 namespace podsim::compiler {
 namespace {
 
-std::vector<std::string> fixture_paths() { return podsim::testing::hlo_fixture_paths(/*forms_only=*/false); }
+std::vector<std::string> fixture_paths() {
+  return podsim::testing::hlo_fixture_paths(/*forms_only=*/false);
+}
 
 class FixtureRoundTrip : public ::testing::TestWithParam<std::string> {};
 
@@ -55,7 +57,8 @@ TEST(FixtureCoverage, AtLeastThirtyFixturesUsingEveryOpcode) {
       for (const auto& instr : comp.instructions()) used.insert(instr.opcode);
   }
   for (int i = 0; i < opcode_count(); ++i)
-    EXPECT_TRUE(used.count(static_cast<Opcode>(i))) << "no fixture uses " << opcode_name(static_cast<Opcode>(i));
+    EXPECT_TRUE(used.count(static_cast<Opcode>(i)))
+        << "no fixture uses " << opcode_name(static_cast<Opcode>(i));
 }
 
 TEST(ExampleWorkload, TransformerLayerParsesAndVerifies) {

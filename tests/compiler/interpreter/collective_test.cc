@@ -49,7 +49,10 @@ TEST(CombinedCollectives, EachOperandIsCollectedOnItsOwn) {
   ag = (f32[4], f32[4]) all-gather(p, q), dimensions={0}, replica_groups={{0,1}}
   rs = (f32[1], f32[1]) reduce-scatter(p, q), dimensions={0}, replica_groups={{0,1}}, to_apply=add
   ROOT t = ((f32[4], f32[4]), (f32[1], f32[1])) tuple(ag, rs)
-})", 2, [](int d) { return f32({2}, {double(d), 10.0 + d}); });
+})",
+                         2, [](int d) {
+                           return f32({2}, {double(d), 10.0 + d});
+                         });
   ASSERT_EQ(out.size(), 2u);
   for (int d = 0; d < 2; ++d) {
     const Literal& ag = out[static_cast<size_t>(d)].element(0);
@@ -69,12 +72,19 @@ TEST(CollectiveModes, NoChannelIdMeansAcrossReplicasNotPartitions) {
   auto alone = run_devices(R"(ENTRY main {
   p = f32[2] parameter(0)
   ROOT r = f32[2] all-reduce(p), replica_groups={}, to_apply=add
-})", 4, [](int d) { return f32({2}, {double(d), 10.0 * d}); });
-  for (int d = 0; d < 4; ++d) EXPECT_EQ(alone[static_cast<size_t>(d)].values(), (V{double(d), 10.0 * d}));
+})",
+                           4, [](int d) {
+                             return f32({2}, {double(d), 10.0 * d});
+                           });
+  for (int d = 0; d < 4; ++d)
+    EXPECT_EQ(alone[static_cast<size_t>(d)].values(), (V{double(d), 10.0 * d}));
   auto across = run_devices(R"(ENTRY main {
   p = f32[2] parameter(0)
   ROOT r = f32[2] all-reduce(p), channel_id=1, replica_groups={}, to_apply=add
-})", 4, [](int d) { return f32({2}, {double(d), 10.0 * d}); });
+})",
+                            4, [](int d) {
+                              return f32({2}, {double(d), 10.0 * d});
+                            });
   for (int d = 0; d < 4; ++d) EXPECT_EQ(across[static_cast<size_t>(d)].values(), (V{6, 60}));
 }
 
@@ -100,7 +110,10 @@ TEST(CombinedCollectives, RaggedAllToAllMovesEachSendersRowsToTheirLanding) {
   out_off = s32[2] select(is0, off0, off1)
   recv = s32[2] constant({1, 2})
   ROOT r = f32[4] ragged-all-to-all(p, buffer, in_off, sizes, out_off, recv), channel_id=1, replica_groups={{0,1}}
-})", 2, [](int d) { return f32({3}, {10.0 * d, 10.0 * d + 1, 10.0 * d + 2}); });
+})",
+                         2, [](int d) {
+                           return f32({3}, {10.0 * d, 10.0 * d + 1, 10.0 * d + 2});
+                         });
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].values(), (V{0, 10, -1, -1}));
   EXPECT_EQ(out[1].values(), (V{1, 2, 11, 12}));
@@ -114,10 +127,14 @@ TEST_P(CollectiveOnN, AllReduceSumOverAllDevices) {
   auto out = run_devices(R"(ENTRY main {
   p = f32[2] parameter(0)
   ROOT r = f32[2] all-reduce(p), channel_id=1, replica_groups={}, to_apply=add
-})", n, [](int d) { return f32({2}, {double(d), 10.0 * d}); });
+})",
+                         n, [](int d) {
+                           return f32({2}, {double(d), 10.0 * d});
+                         });
   const double s = n * (n - 1) / 2.0;
   ASSERT_EQ(out.size(), static_cast<size_t>(n));
-  for (int d = 0; d < n; ++d) EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{s, 10 * s})) << "device " << d;
+  for (int d = 0; d < n; ++d)
+    EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{s, 10 * s})) << "device " << d;
 }
 
 TEST_P(CollectiveOnN, AllGatherConcatenatesInGroupOrder) {
@@ -126,12 +143,14 @@ TEST_P(CollectiveOnN, AllGatherConcatenatesInGroupOrder) {
   const std::string entry = fmt::format(R"(ENTRY main {{
   p = f32[2,1] parameter(0)
   ROOT r = f32[2,{}] all-gather(p), dimensions={{1}}, channel_id=1, replica_groups={{}}
-}})", n);
+}})",
+                                        n);
   auto out = run_devices(entry, n, [](int d) { return f32({2, 1}, {double(d), 10.0 + d}); });
   V expected;
   for (int row = 0; row < 2; ++row)
     for (int d = 0; d < n; ++d) expected.push_back(row * 10.0 + d);
-  for (int d = 0; d < n; ++d) EXPECT_EQ(out[static_cast<size_t>(d)].values(), expected) << "device " << d;
+  for (int d = 0; d < n; ++d)
+    EXPECT_EQ(out[static_cast<size_t>(d)].values(), expected) << "device " << d;
 }
 
 TEST_P(CollectiveOnN, AllToAllTransposesChunks) {
@@ -141,7 +160,8 @@ TEST_P(CollectiveOnN, AllToAllTransposesChunks) {
   const std::string entry = fmt::format(R"(ENTRY main {{
   p = f32[{0}] parameter(0)
   ROOT r = f32[{0}] all-to-all(p), dimensions={{0}}, channel_id=1, replica_groups={{}}
-}})", n);
+}})",
+                                        n);
   auto out = run_devices(entry, n, [n](int d) {
     V v;
     for (int j = 0; j < n; ++j) v.push_back(10.0 * d + j);
@@ -162,7 +182,8 @@ TEST_P(CollectiveOnN, CollectivePermuteRingShift) {
   const std::string entry = fmt::format(R"(ENTRY main {{
   p = f32[] parameter(0)
   ROOT r = f32[] collective-permute(p), source_target_pairs={{{}}}
-}})", pairs);
+}})",
+                                        pairs);
   auto out = run_devices(entry, n, [](int d) { return f32({}, {100.0 + d}); });
   for (int d = 0; d < n; ++d)
     EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{100.0 + (d + n - 1) % n})) << "device " << d;
@@ -175,7 +196,8 @@ TEST(Collective, AllReduceMaxOverExplicitSubgroups) {
   auto out = run_devices(R"(ENTRY main {
   p = f32[] parameter(0)
   ROOT r = f32[] all-reduce(p), replica_groups={{0,2},{1,3}}, to_apply=max
-})", 4, [](int d) { return f32({}, {double(d)}); });
+})",
+                         4, [](int d) { return f32({}, {double(d)}); });
   EXPECT_EQ(out[0].values(), (V{2}));
   EXPECT_EQ(out[1].values(), (V{3}));
   EXPECT_EQ(out[2].values(), (V{2}));
@@ -189,8 +211,10 @@ TEST(Collective, AllReduceOverTransposedIotaGroups) {
   auto out = run_devices(R"(ENTRY main {
   p = f32[] parameter(0)
   ROOT r = f32[] all-reduce(p), replica_groups=[2,4]<=[4,2]T(1,0), to_apply=add
-})", 8, [](int d) { return f32({}, {double(d)}); });
-  for (int d = 0; d < 8; ++d) EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{d % 2 ? 16.0 : 12.0})) << d;
+})",
+                         8, [](int d) { return f32({}, {double(d)}); });
+  for (int d = 0; d < 8; ++d)
+    EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{d % 2 ? 16.0 : 12.0})) << d;
 }
 
 TEST(Collective, AllReduceOverContiguousIotaPairs) {
@@ -198,8 +222,10 @@ TEST(Collective, AllReduceOverContiguousIotaPairs) {
   auto out = run_devices(R"(ENTRY main {
   p = f32[] parameter(0)
   ROOT r = f32[] all-reduce(p), replica_groups=[4,2]<=[8], to_apply=add
-})", 8, [](int d) { return f32({}, {double(d)}); });
-  for (int d = 0; d < 8; ++d) EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{4.0 * (d / 2) + 1})) << d;
+})",
+                         8, [](int d) { return f32({}, {double(d)}); });
+  for (int d = 0; d < 8; ++d)
+    EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{4.0 * (d / 2) + 1})) << d;
 }
 
 TEST(Collective, AllGatherFollowsExplicitGroupOrder) {
@@ -207,7 +233,8 @@ TEST(Collective, AllGatherFollowsExplicitGroupOrder) {
   auto out = run_devices(R"(ENTRY main {
   p = f32[1] parameter(0)
   ROOT r = f32[4] all-gather(p), dimensions={0}, replica_groups={{3,2,1,0}}
-})", 4, [](int d) { return f32({1}, {double(d)}); });
+})",
+                         4, [](int d) { return f32({1}, {double(d)}); });
   for (int d = 0; d < 4; ++d) EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{3, 2, 1, 0}));
 }
 
@@ -218,14 +245,16 @@ TEST(Collective, ReduceScatterOverAllAndSubgroups) {
   auto all = run_devices(R"(ENTRY main {
   p = f32[4] parameter(0)
   ROOT r = f32[1] reduce-scatter(p), dimensions={0}, channel_id=1, replica_groups={}, to_apply=add
-})", 4, arg);
+})",
+                         4, arg);
   for (int d = 0; d < 4; ++d) EXPECT_EQ(all[static_cast<size_t>(d)].values(), (V{60.0 + 4 * d}));
   // Groups [2,2]<=[4] = {0,1},{2,3}: {0,1} sums to {10+2i} = {10,12,14,16},
   // device 0 keeps {10,12}, device 1 {14,16}; {2,3} sums to {50+2i}.
   auto sub = run_devices(R"(ENTRY main {
   p = f32[4] parameter(0)
   ROOT r = f32[2] reduce-scatter(p), dimensions={0}, replica_groups=[2,2]<=[4], to_apply=add
-})", 4, arg);
+})",
+                         4, arg);
   EXPECT_EQ(sub[0].values(), (V{10, 12}));
   EXPECT_EQ(sub[1].values(), (V{14, 16}));
   EXPECT_EQ(sub[2].values(), (V{50, 52}));
@@ -239,7 +268,10 @@ TEST(Collective, AllToAllWithinTransposedSubgroups) {
   auto out = run_devices(R"(ENTRY main {
   p = f32[4] parameter(0)
   ROOT r = f32[4] all-to-all(p), dimensions={0}, replica_groups=[2,4]<=[4,2]T(1,0)
-})", 8, [](int d) { return f32({4}, {10.0 * d, 10.0 * d + 1, 10.0 * d + 2, 10.0 * d + 3}); });
+})",
+                         8, [](int d) {
+                           return f32({4}, {10.0 * d, 10.0 * d + 1, 10.0 * d + 2, 10.0 * d + 3});
+                         });
   EXPECT_EQ(out[0].values(), (V{0, 20, 40, 60}));
   EXPECT_EQ(out[3].values(), (V{11, 31, 51, 71}));
   EXPECT_EQ(out[6].values(), (V{3, 23, 43, 63}));
@@ -250,7 +282,10 @@ TEST(Collective, PermuteNonTargetsGetZeros) {
   auto out = run_devices(R"(ENTRY main {
   p = f32[2] parameter(0)
   ROOT r = f32[2] collective-permute(p), source_target_pairs={{0,1}}
-})", 4, [](int d) { return f32({2}, {5.0 + d, 5.0 + d}); });
+})",
+                         4, [](int d) {
+                           return f32({2}, {5.0 + d, 5.0 + d});
+                         });
   EXPECT_EQ(out[0].values(), (V{0, 0}));
   EXPECT_EQ(out[1].values(), (V{5, 5}));
   EXPECT_EQ(out[2].values(), (V{0, 0}));
@@ -267,8 +302,10 @@ TEST(Collective, PartitionIdDrivesDynamicSlice) {
   off = u32[] multiply(id, two)
   s = f32[2] dynamic-slice(p, off), dynamic_slice_sizes={2}
   ROOT g = f32[8] all-gather(s), dimensions={0}, channel_id=1, replica_groups={}
-})", 4, [](int) { return iota_literal(DType::kF32, {8}); });
-  for (int d = 0; d < 4; ++d) EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{0, 1, 2, 3, 4, 5, 6, 7}));
+})",
+                         4, [](int) { return iota_literal(DType::kF32, {8}); });
+  for (int d = 0; d < 4; ++d)
+    EXPECT_EQ(out[static_cast<size_t>(d)].values(), (V{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 TEST(Collective, SingleDeviceEvaluateSeesPartitionZeroAndTrivialGroups) {
@@ -278,7 +315,8 @@ TEST(Collective, SingleDeviceEvaluateSeesPartitionZeroAndTrivialGroups) {
   a = f32[2] all-reduce(p), channel_id=1, replica_groups={}, to_apply=add
   id = u32[] partition-id()
   ROOT t = (f32[2], u32[]) tuple(a, id)
-})", {f32({2}, {3, 4})});
+})",
+                  {f32({2}, {3, 4})});
   EXPECT_EQ(r.element(0).values(), (V{3, 4}));
   EXPECT_EQ(r.element(1).values(), (V{0}));
 }
@@ -288,7 +326,9 @@ TEST(Collective, GroupsNamingMissingDevicesAreUserErrors) {
   EXPECT_THROW(run_devices(R"(ENTRY main {
   p = f32[] parameter(0)
   ROOT r = f32[] all-reduce(p), replica_groups={{0,1},{2,3},{4,5}}, to_apply=add
-})", 4, [](int d) { return f32({}, {double(d)}); }), UserError);
+})",
+                           4, [](int d) { return f32({}, {double(d)}); }),
+               UserError);
 }
 
 }  // namespace

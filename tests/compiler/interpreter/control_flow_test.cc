@@ -99,7 +99,8 @@ ENTRY main {
     evaluate_spmd(m, {{}, {}});
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_NE(e.message().find("devices disagree on while condition"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("devices disagree on while condition"), std::string::npos)
+        << e.message();
   }
 }
 
@@ -141,10 +142,10 @@ ENTRY main {
 ENTRY main {
   ROOT a = f32[2] parameter(0)
 })";
-  EXPECT_THROW(run(identity, {}), UserError);                                      // too few arguments
-  EXPECT_THROW(run(identity, {f32({3}, {1, 2, 3})}), UserError);                   // wrong shape
-  EXPECT_THROW(run(identity, {s32({2}, {1, 2})}), UserError);                      // wrong dtype
-  EXPECT_THROW(evaluate_spmd(parse_verified(identity), {}), UserError);            // no devices
+  EXPECT_THROW(run(identity, {}), UserError);                            // too few arguments
+  EXPECT_THROW(run(identity, {f32({3}, {1, 2, 3})}), UserError);         // wrong shape
+  EXPECT_THROW(run(identity, {s32({2}, {1, 2})}), UserError);            // wrong dtype
+  EXPECT_THROW(evaluate_spmd(parse_verified(identity), {}), UserError);  // no devices
   EXPECT_EQ(run(identity, {f32({2}, {1, 2})}).values(), (V{1, 2}));
 }
 
@@ -177,7 +178,8 @@ ENTRY main {
   EXPECT_THROW(evaluate(parse_hlo(bad_reshape), {p}), UserError);
   EXPECT_THROW(evaluate(parse_hlo(bad_slice), {p}), UserError);
   try {
-    evaluate(parse_hlo(bad_gather), {f32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7}), s32({2, 2}, {0, 1, 2, 3})});
+    evaluate(parse_hlo(bad_gather),
+             {f32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7}), s32({2, 2}, {0, 1, 2, 3})});
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_NE(e.message().find("gather 'g'"), std::string::npos) << e.message();
@@ -210,7 +212,8 @@ Literal conditional(const Literal& selector, std::vector<Opcode> branch_ops) {
   const InstrId x = b.param(1, kF4);
   std::vector<InstrId> operands{s};
   for (size_t i = 0; i < branches.size(); ++i) operands.push_back(x);
-  b.finish_entry(b.op(Opcode::kConditional, kF4, operands, [&](Instruction& i) { i.called = branches; }));
+  b.finish_entry(
+      b.op(Opcode::kConditional, kF4, operands, [&](Instruction& i) { i.called = branches; }));
   return evaluate(m, {selector, f32({4}, {1, -2, 3, -4})});
 }
 
@@ -234,7 +237,9 @@ TEST(NewControlFlow, ConditionalWhoseDevicesDisagreeRunsEachOnItsOwn) {
   const InstrId x = b.param(0, kF4);
   const InstrId pid = b.op(Opcode::kPartitionId, Shape::scalar(DType::kU32), {});
   const InstrId idx = b.op(Opcode::kConvert, Shape::scalar(DType::kS32), {pid});
-  b.finish_entry(b.op(Opcode::kConditional, kF4, {idx, x, x}, [&](Instruction& i) { i.called = {neg, abs}; }));
+  b.finish_entry(b.op(Opcode::kConditional, kF4, {idx, x, x}, [&](Instruction& i) {
+    i.called = {neg, abs};
+  }));
   const Literal arg = f32({4}, {1, -2, 3, -4});
   std::vector<Literal> r = evaluate_spmd(m, {{arg}, {arg}});
   EXPECT_EQ(r[0].values(), (V{-1, 2, -3, 4}));
@@ -261,11 +266,11 @@ TEST(NewControlFlow, AllGatherStartDoneAndAllReduceStartDone) {
   HandBuilt b(m, "main");
   const Shape f2(DType::kF32, {2});
   const InstrId x = b.param(0, f2);
-  const InstrId ags = b.op(Opcode::kAllGatherStart, Shape::tuple({f2, kF4}), {x}, [](Instruction& i) {
-    i.attrs.dimensions = {0};
-  });
+  const InstrId ags = b.op(Opcode::kAllGatherStart, Shape::tuple({f2, kF4}), {x},
+                           [](Instruction& i) { i.attrs.dimensions = {0}; });
   const InstrId agd = b.op(Opcode::kAllGatherDone, kF4, {ags});
-  const InstrId ars = b.op(Opcode::kAllReduceStart, kF4, {agd}, [&](Instruction& i) { i.called = {add}; });
+  const InstrId ars =
+      b.op(Opcode::kAllReduceStart, kF4, {agd}, [&](Instruction& i) { i.called = {add}; });
   const InstrId ard = b.op(Opcode::kAllReduceDone, kF4, {ars});
   b.finish_entry(b.op(Opcode::kTuple, Shape::tuple({Shape::tuple({f2, kF4}), kF4}), {ags, ard}));
   std::vector<Literal> r = evaluate_spmd(m, {{f32({2}, {1, 2})}, {f32({2}, {3, 4})}});
@@ -284,9 +289,10 @@ TEST(NewControlFlow, CopyStartDoneAndCollectivePermuteStartDone) {
   const Shape u32 = Shape::scalar(DType::kU32);
   const InstrId cs = b.op(Opcode::kCopyStart, Shape::tuple({kF4, kF4, u32}), {x});
   const InstrId cd = b.op(Opcode::kCopyDone, kF4, {cs});
-  const InstrId ps = b.op(Opcode::kCollectivePermuteStart, Shape::tuple({kF4, kF4}), {cd}, [](Instruction& i) {
-    i.attrs.source_target_pairs = {{0, 1}, {1, 0}};
-  });
+  const InstrId ps =
+      b.op(Opcode::kCollectivePermuteStart, Shape::tuple({kF4, kF4}), {cd}, [](Instruction& i) {
+        i.attrs.source_target_pairs = {{0, 1}, {1, 0}};
+      });
   b.finish_entry(b.op(Opcode::kCollectivePermuteDone, kF4, {ps}));
   std::vector<Literal> r = evaluate_spmd(m, {{f32({4}, {1, 2, 3, 4})}, {f32({4}, {5, 6, 7, 8})}});
   EXPECT_EQ(r[0].values(), (V{5, 6, 7, 8}));
@@ -308,9 +314,11 @@ TEST(NewControlFlow, AsyncStartUpdateDoneShortAndLongForm) {
   });
   const InstrId upd = b.op(Opcode::kAsyncUpdate, start_shape, {a2a});
   const InstrId a2a_done = b.op(Opcode::kAsyncDone, kF4, {upd});
-  const InstrId call = b.op(Opcode::kAsyncStart, start_shape, {a2a_done}, [&](Instruction& i) { i.called = {neg}; });
+  const InstrId call =
+      b.op(Opcode::kAsyncStart, start_shape, {a2a_done}, [&](Instruction& i) { i.called = {neg}; });
   b.finish_entry(b.op(Opcode::kAsyncDone, kF4, {call}));
-  // all-to-all: device d receives chunk d of each device: d0 = (1,2,5,6), d1 = (3,4,7,8); then negated.
+  // all-to-all: device d receives chunk d of each device: d0 = (1,2,5,6), d1 = (3,4,7,8); then
+  // negated.
   std::vector<Literal> r = evaluate_spmd(m, {{f32({4}, {1, 2, 3, 4})}, {f32({4}, {5, 6, 7, 8})}});
   EXPECT_EQ(r[0].values(), (V{-1, -2, -5, -6}));
   EXPECT_EQ(r[1].values(), (V{-3, -4, -7, -8}));

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "compiler/interpreter/cost_estimate.h"
-#include "tests/compiler/interpreter/interp_test_util.h"
 #include "compiler/ir/trip_count.h"
+#include "tests/compiler/interpreter/interp_test_util.h"
 
 namespace podsim::compiler::testing {
 namespace {
@@ -81,7 +81,8 @@ ENTRY main {
 })");
   const double params = 2 * 10 * 10 * 3 + 3 * 3 * 3 * 4;
   const double out = 2 * 8 * 8 * 4;
-  EXPECT_DOUBLE_EQ(estimate_interpreter(m).element_ops, params + (out + params) + out * 27 * kConvolutionMacWeight);
+  EXPECT_DOUBLE_EQ(estimate_interpreter(m).element_ops,
+                   params + (out + params) + out * 27 * kConvolutionMacWeight);
 }
 
 constexpr const char* kCountedLoop = R"(HloModule m
@@ -188,13 +189,15 @@ Instruction make(Opcode op, const std::string& name, const std::string& target =
 
 TEST(CostEstimate, OneMessageNamesEveryInstructionItCannotRun) {
   Module m = module_with({make(Opcode::kCustomCall, "a", "foo"), make(Opcode::kRng, "b"),
-                          make(Opcode::kCustomCall, "c", "foo"), make(Opcode::kCustomCall, "d", "Sharding")});
+                          make(Opcode::kCustomCall, "c", "foo"),
+                          make(Opcode::kCustomCall, "d", "Sharding")});
   EXPECT_EQ(uninterpretable_instructions(m).size(), 3u);
   try {
     check_interpretable(m);
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_EQ(e.message(), "the interpreter cannot run 3 instructions: custom-call 'foo' (x2), rng (x1)");
+    EXPECT_EQ(e.message(),
+              "the interpreter cannot run 3 instructions: custom-call 'foo' (x2), rng (x1)");
     EXPECT_NE(e.hint().find("parameters"), std::string::npos);
   }
   // evaluate() refuses the same way before running anything.

@@ -95,7 +95,8 @@ ENTRY main {
   c = f32[] constant(9)
   ROOT r = f32[3,4] pad(p, c), padding=1_0_0x0_1_1
 })");
-  EXPECT_EQ(evaluate(m, {f32({2, 2}, {1, 2, 3, 4})}).values(), (V{9, 9, 9, 9, 1, 9, 2, 9, 3, 9, 4, 9}));
+  EXPECT_EQ(evaluate(m, {f32({2, 2}, {1, 2, 3, 4})}).values(),
+            (V{9, 9, 9, 9, 1, 9, 2, 9, 3, 9, 4, 9}));
 }
 
 TEST(DataMovement, ConcatenateAlongMinorDim) {
@@ -106,7 +107,8 @@ ENTRY main {
   b = f32[2,2] parameter(1)
   ROOT c = f32[2,3] concatenate(a, b), dimensions={1}
 })");
-  EXPECT_EQ(evaluate(m, {f32({2, 1}, {1, 2}), f32({2, 2}, {3, 4, 5, 6})}).values(), (V{1, 3, 4, 2, 5, 6}));
+  EXPECT_EQ(evaluate(m, {f32({2, 1}, {1, 2}), f32({2, 2}, {3, 4, 5, 6})}).values(),
+            (V{1, 3, 4, 2, 5, 6}));
 }
 
 TEST(DataMovement, ReverseOneAndAllDims) {

@@ -41,7 +41,8 @@ ENTRY main {
   b = f32[2,2,1] parameter(1)
   ROOT d = f32[2,1,1] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
 })");
-  EXPECT_EQ(evaluate(m, {f32({2, 1, 2}, {1, 2, 3, 4}), f32({2, 2, 1}, {5, 6, 7, 8})}).values(), (V{17, 53}));
+  EXPECT_EQ(evaluate(m, {f32({2, 1, 2}, {1, 2, 3, 4}), f32({2, 2, 1}, {5, 6, 7, 8})}).values(),
+            (V{17, 53}));
 }
 
 TEST(Dot, OutputIsBatchThenLhsFreeThenRhsFree) {
@@ -54,8 +55,9 @@ ENTRY main {
   b = f32[2,3] parameter(1)
   ROOT d = f32[2,2,3] dot(a, b), lhs_batch_dims={1}, rhs_batch_dims={0}
 })");
-  EXPECT_EQ(evaluate(m, {f32({2, 2}, {1, 2, 3, 4}), f32({2, 3}, {1, 10, 100, 2, 20, 200})}).values(),
-            (V{1, 10, 100, 3, 30, 300, 4, 40, 400, 8, 80, 800}));
+  EXPECT_EQ(
+      evaluate(m, {f32({2, 2}, {1, 2, 3, 4}), f32({2, 3}, {1, 10, 100, 2, 20, 200})}).values(),
+      (V{1, 10, 100, 3, 30, 300, 4, 40, 400, 8, 80, 800}));
 }
 
 TEST(Dot, Bf16ResultRoundedOnceAfterAccumulation) {
@@ -68,16 +70,19 @@ ENTRY main {
   ROOT d = bf16[] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
 })");
   const double e = 1.0 / 256;
-  EXPECT_EQ(evaluate(m, {lit(DType::kBF16, {3}, {1, e, e}), lit(DType::kBF16, {3}, {1, 1, 1})}).values(),
-            (V{1 + 2 * e}));
+  EXPECT_EQ(
+      evaluate(m, {lit(DType::kBF16, {3}, {1, e, e}), lit(DType::kBF16, {3}, {1, 1, 1})}).values(),
+      (V{1 + 2 * e}));
 }
 
 // 1-D convolution of in = {1,2,3,4,5} (b0f, one batch and feature) with
 // kernel {1, 10} (0io); XLA convolution is a cross-correlation.
 Literal conv1d(const std::string& window, int64_t out_size) {
-  const std::string hlo = "HloModule m\nENTRY main {\n  x = f32[1,5,1] parameter(0)\n  k = f32[2,1,1] parameter(1)\n"
-                          "  ROOT c = f32[1," + std::to_string(out_size) + ",1] convolution(x, k), window={" + window +
-                          "}, dim_labels=b0f_0io->b0f\n}\n";
+  const std::string hlo =
+      "HloModule m\nENTRY main {\n  x = f32[1,5,1] parameter(0)\n  k = f32[2,1,1] parameter(1)\n"
+      "  ROOT c = f32[1," +
+      std::to_string(out_size) + ",1] convolution(x, k), window={" + window +
+      "}, dim_labels=b0f_0io->b0f\n}\n";
   return run(hlo, {f32({1, 5, 1}, {1, 2, 3, 4, 5}), f32({2, 1, 1}, {1, 10})});
 }
 
@@ -105,7 +110,8 @@ ENTRY main {
   k = f32[1,1,4] parameter(1)
   ROOT c = f32[1,1,4] convolution(x, k), window={size=1}, dim_labels=b0f_0io->b0f, feature_group_count=2
 })");
-  EXPECT_EQ(evaluate(m, {f32({1, 1, 2}, {3, 5}), f32({1, 1, 4}, {1, 2, 3, 4})}).values(), (V{3, 6, 15, 20}));
+  EXPECT_EQ(evaluate(m, {f32({1, 1, 2}, {3, 5}), f32({1, 1, 4}, {1, 2, 3, 4})}).values(),
+            (V{3, 6, 15, 20}));
 }
 
 TEST(Convolution, BatchGroups) {
@@ -131,7 +137,8 @@ ENTRY main {
 })");
   Literal ones{Shape(DType::kF32, {1, 1, 2, 2})};
   for (double& v : ones.mutable_values()) v = 1;
-  EXPECT_EQ(evaluate(m, {iota_literal(DType::kF32, {1, 1, 3, 3}), ones}).values(), (V{8, 12, 20, 24}));
+  EXPECT_EQ(evaluate(m, {iota_literal(DType::kF32, {1, 1, 3, 3}), ones}).values(),
+            (V{8, 12, 20, 24}));
 }
 
 TEST(Convolution, TwoBatchesTwoInputFeatures) {
@@ -143,7 +150,8 @@ ENTRY main {
   k = f32[1,2,1] parameter(1)
   ROOT c = f32[2,1,1] convolution(x, k), window={size=1}, dim_labels=b0f_0io->b0f
 })");
-  EXPECT_EQ(evaluate(m, {f32({2, 1, 2}, {1, 2, 3, 4}), f32({1, 2, 1}, {1, 100})}).values(), (V{201, 403}));
+  EXPECT_EQ(evaluate(m, {f32({2, 1, 2}, {1, 2, 3, 4}), f32({1, 2, 1}, {1, 100})}).values(),
+            (V{201, 403}));
 }
 
 TEST(SparseDot, LhsTwoOfFourDecodesTheMetadataFields) {
@@ -160,8 +168,9 @@ ENTRY main {
   meta = u16[1,1] parameter(2)
   ROOT d = f32[1,1] dot(lhs, rhs, meta), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sparsity=L.1@2:4
 })");
-  const Literal out = evaluate(m, {f32({1, 4}, {10, 20, 30, 40}), f32({8, 1}, {1, 2, 3, 4, 5, 6, 7, 8}),
-                                   lit(DType::kU16, {1, 1}, {141})});
+  const Literal out =
+      evaluate(m, {f32({1, 4}, {10, 20, 30, 40}), f32({8, 1}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                   lit(DType::kU16, {1, 1}, {141})});
   EXPECT_EQ(out.values(), (V{530}));
 }
 
@@ -204,8 +213,10 @@ ENTRY main {
   ROOT d = f32[2,3] dot(lhs, rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })");
   const Literal rhs = iota_literal(DType::kF32, {8, 3});
-  const Literal got = evaluate(sparse, {f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), rhs, lit(DType::kU16, {2, 1}, {216, 78})});
-  const Literal want = evaluate(dense, {f32({2, 8}, {1, 0, 2, 0, 0, 3, 0, 4, 0, 0, 5, 6, 7, 8, 0, 0}), rhs});
+  const Literal got = evaluate(
+      sparse, {f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), rhs, lit(DType::kU16, {2, 1}, {216, 78})});
+  const Literal want =
+      evaluate(dense, {f32({2, 8}, {1, 0, 2, 0, 0, 3, 0, 4, 0, 0, 5, 6, 7, 8, 0, 0}), rhs});
   EXPECT_EQ(got.values(), want.values());
 }
 

@@ -24,7 +24,8 @@ ENTRY main {{
   a = {0} parameter(0)
   b = {0} parameter(1)
   ROOT r = {0} {1}(a, b)
-}})", type, op);
+}})",
+                                      type, op);
   const auto n = static_cast<int64_t>(a.size());
   return run(hlo, {lit(dt, {n}, a), lit(dt, {n}, b)});
 }
@@ -35,7 +36,8 @@ Literal unary(const std::string& op, DType dt, const V& a) {
 ENTRY main {{
   a = {0} parameter(0)
   ROOT r = {0} {1}(a)
-}})", type, op);
+}})",
+                                      type, op);
   return run(hlo, {lit(dt, {static_cast<int64_t>(a.size())}, a)});
 }
 
@@ -44,7 +46,8 @@ Literal convert(DType from, DType to, const V& a) {
 ENTRY main {{
   a = {0}[{2}] parameter(0)
   ROOT r = {1}[{2}] convert(a)
-}})", dtype_name(from), dtype_name(to), a.size());
+}})",
+                                      dtype_name(from), dtype_name(to), a.size());
   return run(hlo, {lit(from, {static_cast<int64_t>(a.size())}, a)});
 }
 
@@ -94,7 +97,8 @@ TEST(Elementwise, PowerOnIntegersAndFloats) {
   EXPECT_EQ(binary("power", DType::kS32, {3, 2, -1, 1, 2}, {4, -1, -3, -5, 10}).values(),
             (V{81, 0, -1, 1, 1024}));
   // f32 2^0.5 = sqrt(2) rounded to float.
-  EXPECT_EQ(binary("power", DType::kF32, {2}, {0.5}).values(), (V{static_cast<double>(std::sqrt(2.0f))}));
+  EXPECT_EQ(binary("power", DType::kF32, {2}, {0.5}).values(),
+            (V{static_cast<double>(std::sqrt(2.0f))}));
 }
 
 TEST(Elementwise, MaximumMinimumPropagateNaN) {
@@ -146,7 +150,8 @@ TEST(Elementwise, UnaryOpsAtExactPoints) {
   EXPECT_EQ(unary("logistic", DType::kF32, {0}).values(), (V{0.5}));
   EXPECT_EQ(unary("copy", DType::kF32, {1.25}).values(), (V{1.25}));
   // exp(1) is e rounded to float.
-  EXPECT_EQ(unary("exponential", DType::kF32, {1}).values(), (V{static_cast<double>(static_cast<float>(M_E))}));
+  EXPECT_EQ(unary("exponential", DType::kF32, {1}).values(),
+            (V{static_cast<double>(static_cast<float>(M_E))}));
   // abs(-128) in s8 wraps to -128.
   EXPECT_EQ(unary("abs", DType::kS8, {-128}).values(), (V{-128}));
 }
@@ -205,7 +210,8 @@ ENTRY main {
   c = f32[3] clamp(lo, a, hi)
   ROOT t = (f32[3], f32[3]) tuple(s, c)
 })");
-  Literal r = evaluate(m, {lit(DType::kPred, {3}, {1, 0, 1}), f32({3}, {-1, 1, 5}), f32({3}, {10, 20, 30})});
+  Literal r = evaluate(
+      m, {lit(DType::kPred, {3}, {1, 0, 1}), f32({3}, {-1, 1, 5}), f32({3}, {10, 20, 30})});
   EXPECT_EQ(r.element(0).values(), (V{-1, 20, 5}));
   EXPECT_EQ(r.element(1).values(), (V{0, 1, 2}));
 }
@@ -228,7 +234,8 @@ Literal op1(Opcode op, DType in, DType out, const std::vector<double>& a,
   return evaluate(m, {lit(in, {n}, a)});
 }
 
-Literal op2(Opcode op, DType in, DType out, const std::vector<double>& a, const std::vector<double>& c) {
+Literal op2(Opcode op, DType in, DType out, const std::vector<double>& a,
+            const std::vector<double>& c) {
   Module m("m");
   HandBuilt b(m, "main");
   const auto n = static_cast<int64_t>(is_complex(in) ? a.size() / 2 : a.size());
@@ -255,16 +262,21 @@ TEST(NewElementwise, ShiftsPastTheWidthGiveZeroOrTheSign) {
   EXPECT_EQ(op2(Opcode::kShiftLeft, DType::kS32, DType::kS32, {1, 1, 1}, {31, 32, -1}).values(),
             (W{-2147483648.0, 0, 0}));
   // Arithmetic: -8 >> 1 = -4; past the width the sign fills: -1 or 0.
-  EXPECT_EQ(op2(Opcode::kShiftRightArithmetic, DType::kS32, DType::kS32, {-8, -8, 8}, {1, 40, 40}).values(),
+  EXPECT_EQ(op2(Opcode::kShiftRightArithmetic, DType::kS32, DType::kS32, {-8, -8, 8}, {1, 40, 40})
+                .values(),
             (W{-4, -1, 0}));
   // Logical: -8 = 0xFFFFFFF8 >> 28 = 0xF = 15; u8 200 >> 3 = 25; past the width 0.
-  EXPECT_EQ(op2(Opcode::kShiftRightLogical, DType::kS32, DType::kS32, {-8, -1}, {28, 32}).values(), (W{15, 0}));
+  EXPECT_EQ(op2(Opcode::kShiftRightLogical, DType::kS32, DType::kS32, {-8, -1}, {28, 32}).values(),
+            (W{15, 0}));
   EXPECT_EQ(op2(Opcode::kShiftRightLogical, DType::kU8, DType::kU8, {200}, {3}).values(), (W{25}));
 }
 
 TEST(NewElementwise, RoundingTranscendentalsAndIsFinite) {
-  EXPECT_EQ(op1(Opcode::kRoundNearestAfz, DType::kF32, DType::kF32, {2.5, -2.5, 0.5, 1.4}).values(), (W{3, -3, 1, 1}));
-  EXPECT_EQ(op1(Opcode::kRoundNearestEven, DType::kF32, DType::kF32, {2.5, -2.5, 0.5, 1.6}).values(), (W{2, -2, 0, 2}));
+  EXPECT_EQ(op1(Opcode::kRoundNearestAfz, DType::kF32, DType::kF32, {2.5, -2.5, 0.5, 1.4}).values(),
+            (W{3, -3, 1, 1}));
+  EXPECT_EQ(
+      op1(Opcode::kRoundNearestEven, DType::kF32, DType::kF32, {2.5, -2.5, 0.5, 1.6}).values(),
+      (W{2, -2, 0, 2}));
   EXPECT_EQ(op1(Opcode::kCbrt, DType::kF32, DType::kF32, {27, -8}).values(), (W{3, -2}));
   EXPECT_EQ(op1(Opcode::kTan, DType::kF32, DType::kF32, {0}).values(), (W{0}));
   const double inf = std::numeric_limits<double>::infinity();
@@ -272,7 +284,8 @@ TEST(NewElementwise, RoundingTranscendentalsAndIsFinite) {
   // atan2(1, 1) = pi/4, atan2(0, -1) = pi, rounded to f32.
   EXPECT_EQ(op2(Opcode::kAtan2, DType::kF32, DType::kF32, {1, 0}, {1, -1}).values(),
             (W{static_cast<float>(std::atan(1.0)), static_cast<float>(std::acos(-1.0))}));
-  EXPECT_EQ(op1(Opcode::kIsFinite, DType::kF32, DType::kPred, {1, inf, kNaN, -inf}).values(), (W{1, 0, 0, 0}));
+  EXPECT_EQ(op1(Opcode::kIsFinite, DType::kF32, DType::kPred, {1, inf, kNaN, -inf}).values(),
+            (W{1, 0, 0, 0}));
 }
 
 TEST(NewElementwise, ReducePrecisionRoundsTheSignificandAndClampsTheExponent) {
@@ -281,30 +294,33 @@ TEST(NewElementwise, ReducePrecisionRoundsTheSignificandAndClampsTheExponent) {
     i.attrs.mantissa_bits = 7;
   };
   // 7 mantissa bits: 1 + 2^-8 is a tie -> 1 (even); 1 + 3 * 2^-8 -> 1 + 2^-6.
-  EXPECT_EQ(op1(Opcode::kReducePrecision, DType::kF32, DType::kF32, {1 + std::ldexp(1, -8), 1 + 3 * std::ldexp(1, -8)},
-                bf16_like)
+  EXPECT_EQ(op1(Opcode::kReducePrecision, DType::kF32, DType::kF32,
+                {1 + std::ldexp(1, -8), 1 + 3 * std::ldexp(1, -8)}, bf16_like)
                 .values(),
             (W{1, 1 + std::ldexp(1, -6)}));
   auto f16_like = [](Instruction& i) {
     i.attrs.exponent_bits = 5;
     i.attrs.mantissa_bits = 10;
   };
-  // f16's range: 70000 overflows to inf, 2^-15 is below the smallest normal 2^-14 -> 0; 2^-14 stays.
+  // f16's range: 70000 overflows to inf, 2^-15 is below the smallest normal 2^-14 -> 0; 2^-14
+  // stays.
   const double inf = std::numeric_limits<double>::infinity();
-  EXPECT_EQ(op1(Opcode::kReducePrecision, DType::kF32, DType::kF32, {70000, std::ldexp(1, -15), std::ldexp(1, -14)},
-                f16_like)
+  EXPECT_EQ(op1(Opcode::kReducePrecision, DType::kF32, DType::kF32,
+                {70000, std::ldexp(1, -15), std::ldexp(1, -14)}, f16_like)
                 .values(),
             (W{inf, 0, std::ldexp(1, -14)}));
 }
 
 TEST(NewElementwise, ComplexArithmetic) {
   // complex(1, 2) and complex(3, 4) from real arrays.
-  EXPECT_EQ(op2(Opcode::kComplex, DType::kF32, DType::kC64, {1, 3}, {2, 4}).values(), (W{1, 2, 3, 4}));
+  EXPECT_EQ(op2(Opcode::kComplex, DType::kF32, DType::kC64, {1, 3}, {2, 4}).values(),
+            (W{1, 2, 3, 4}));
   // (1 + 2i)(3 + 4i) = -5 + 10i; (-5 + 10i) / (3 + 4i) = 1 + 2i; sum 4 + 6i.
   EXPECT_EQ(op2(Opcode::kMultiply, DType::kC64, DType::kC64, {1, 2}, {3, 4}).values(), (W{-5, 10}));
   EXPECT_EQ(op2(Opcode::kDivide, DType::kC64, DType::kC64, {-5, 10}, {3, 4}).values(), (W{1, 2}));
   EXPECT_EQ(op2(Opcode::kAdd, DType::kC64, DType::kC64, {1, 2}, {3, 4}).values(), (W{4, 6}));
-  EXPECT_EQ(op2(Opcode::kCompare, DType::kC64, DType::kPred, {1, 2, 1, 2}, {1, 2, 1, 3}).values(), (W{1, 0}));
+  EXPECT_EQ(op2(Opcode::kCompare, DType::kC64, DType::kPred, {1, 2, 1, 2}, {1, 2, 1, 3}).values(),
+            (W{1, 0}));
   // real, imag, abs(3 + 4i) = 5, negate.
   EXPECT_EQ(op1(Opcode::kReal, DType::kC64, DType::kF32, {3, 4}).values(), (W{3}));
   EXPECT_EQ(op1(Opcode::kImag, DType::kC64, DType::kF32, {3, 4}).values(), (W{4}));

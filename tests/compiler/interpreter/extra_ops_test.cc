@@ -26,13 +26,15 @@ Literal run_op(Opcode opcode, const Shape& out, const std::vector<Literal>& args
   Module& m = module ? *module : local;
   HandBuilt b(m, "main");
   std::vector<InstrId> ops;
-  for (size_t i = 0; i < args.size(); ++i) ops.push_back(b.param(static_cast<int64_t>(i), args[i].shape()));
+  for (size_t i = 0; i < args.size(); ++i)
+    ops.push_back(b.param(static_cast<int64_t>(i), args[i].shape()));
   b.finish_entry(b.op(opcode, out, ops, set));
   return evaluate(m, args);
 }
 
 TEST(ExtraOps, BitcastWithoutLayoutsIsARowMajorReshape) {
-  Literal r = run_op(Opcode::kBitcast, sh(DType::kF32, {3, 2}), {iota_literal(DType::kF32, {2, 3})});
+  Literal r =
+      run_op(Opcode::kBitcast, sh(DType::kF32, {3, 2}), {iota_literal(DType::kF32, {2, 3})});
   EXPECT_EQ(r.values(), (V{0, 1, 2, 3, 4, 5}));
 }
 
@@ -62,15 +64,24 @@ TEST(ExtraOps, BitcastConvertSameWidth) {
   EXPECT_EQ(run_op(Opcode::kBitcastConvert, sh(DType::kS32, {2}), {f32({2}, {1.0, -2.0})}).values(),
             (V{1065353216, -1073741824}));
   // bf16 1.0 = 0x3F80 = 16256 (u16); bf16 -1.0 = 0xBF80 = -16512 (s16).
-  EXPECT_EQ(run_op(Opcode::kBitcastConvert, sh(DType::kU16, {1}), {lit(DType::kBF16, {1}, {1.0})}).values(), (V{16256}));
-  EXPECT_EQ(run_op(Opcode::kBitcastConvert, sh(DType::kS16, {1}), {lit(DType::kBF16, {1}, {-1.0})}).values(), (V{-16512}));
+  EXPECT_EQ(run_op(Opcode::kBitcastConvert, sh(DType::kU16, {1}), {lit(DType::kBF16, {1}, {1.0})})
+                .values(),
+            (V{16256}));
+  EXPECT_EQ(run_op(Opcode::kBitcastConvert, sh(DType::kS16, {1}), {lit(DType::kBF16, {1}, {-1.0})})
+                .values(),
+            (V{-16512}));
   // f16 1.0 = 0x3C00 = 15360; 0x0001 is the smallest subnormal 2^-24.
-  EXPECT_EQ(run_op(Opcode::kBitcastConvert, sh(DType::kU16, {1}), {lit(DType::kF16, {1}, {1.0})}).values(), (V{15360}));
-  EXPECT_EQ(run_op(Opcode::kBitcastConvert, sh(DType::kF16, {1}), {lit(DType::kU16, {1}, {1})}).values(),
-            (V{std::ldexp(1.0, -24)}));
+  EXPECT_EQ(run_op(Opcode::kBitcastConvert, sh(DType::kU16, {1}), {lit(DType::kF16, {1}, {1.0})})
+                .values(),
+            (V{15360}));
+  EXPECT_EQ(
+      run_op(Opcode::kBitcastConvert, sh(DType::kF16, {1}), {lit(DType::kU16, {1}, {1})}).values(),
+      (V{std::ldexp(1.0, -24)}));
   // u32 0xFFFFFFFF as s32 is -1.
-  EXPECT_EQ(run_op(Opcode::kBitcastConvert, sh(DType::kS32, {1}), {lit(DType::kU32, {1}, {4294967295.0})}).values(),
-            (V{-1}));
+  EXPECT_EQ(
+      run_op(Opcode::kBitcastConvert, sh(DType::kS32, {1}), {lit(DType::kU32, {1}, {4294967295.0})})
+          .values(),
+      (V{-1}));
 }
 
 TEST(ExtraOps, SortIsVariadicWithAComparator) {
@@ -85,13 +96,14 @@ TEST(ExtraOps, SortIsVariadicWithAComparator) {
                          [](Instruction& i) { i.attrs.comparison = ComparisonDirection::kLt; }));
   }();
   const Shape out = Shape::tuple({sh(DType::kF32, {5}), sh(DType::kS32, {5})});
-  Literal r = run_op(Opcode::kSort, out, {f32({5}, {3, 1, 2, 5, 4}), iota_literal(DType::kS32, {5})},
-                     [&](Instruction& i) {
-                       i.attrs.dimensions = {0};
-                       i.attrs.is_stable = true;
-                       i.called = {less};
-                     },
-                     &m);
+  Literal r = run_op(
+      Opcode::kSort, out, {f32({5}, {3, 1, 2, 5, 4}), iota_literal(DType::kS32, {5})},
+      [&](Instruction& i) {
+        i.attrs.dimensions = {0};
+        i.attrs.is_stable = true;
+        i.called = {less};
+      },
+      &m);
   EXPECT_EQ(r.element(0).values(), (V{1, 2, 3, 4, 5}));
   EXPECT_EQ(r.element(1).values(), (V{1, 2, 0, 4, 3}));
 }
@@ -142,19 +154,22 @@ TEST(ExtraOps, SortAlongTheFirstDimIsStable) {
   // Columns of [[2,1],[1,1],[0,1]] sorted along dim 0 by GT: column 0 ->
   // 2,1,0; column 1 all equal: stable keeps it.
   Module m("m");
-  const CompId greater = scalar_fn(m, Opcode::kCompare, DType::kF32, DType::kPred, ComparisonDirection::kGt);
-  Literal r = run_op(Opcode::kSort, sh(DType::kF32, {3, 2}), {f32({3, 2}, {0, 1, 1, 1, 2, 1})},
-                     [&](Instruction& i) {
-                       i.attrs.dimensions = {0};
-                       i.called = {greater};
-                     },
-                     &m);
+  const CompId greater =
+      scalar_fn(m, Opcode::kCompare, DType::kF32, DType::kPred, ComparisonDirection::kGt);
+  Literal r = run_op(
+      Opcode::kSort, sh(DType::kF32, {3, 2}), {f32({3, 2}, {0, 1, 1, 1, 2, 1})},
+      [&](Instruction& i) {
+        i.attrs.dimensions = {0};
+        i.called = {greater};
+      },
+      &m);
   EXPECT_EQ(r.values(), (V{2, 1, 1, 1, 0, 1}));
 }
 
 TEST(ExtraOps, TopKLargestAndSmallestTiesByIndex) {
   const Shape out = Shape::tuple({sh(DType::kF32, {3}), sh(DType::kS32, {3})});
-  Literal r = run_op(Opcode::kTopK, out, {f32({5}, {1, 5, 3, 5, 2})}, [](Instruction& i) { i.attrs.k = 3; });
+  Literal r = run_op(Opcode::kTopK, out, {f32({5}, {1, 5, 3, 5, 2})},
+                     [](Instruction& i) { i.attrs.k = 3; });
   EXPECT_EQ(r.element(0).values(), (V{5, 5, 3}));
   EXPECT_EQ(r.element(1).values(), (V{1, 3, 2}));
   const Shape out2 = Shape::tuple({sh(DType::kF32, {2}), sh(DType::kS32, {2})});
@@ -168,10 +183,12 @@ TEST(ExtraOps, TopKLargestAndSmallestTiesByIndex) {
 
 void expect_near(const V& actual, const V& expected) {
   ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) EXPECT_NEAR(actual[i], expected[i], 1e-6) << "at " << i;
+  for (size_t i = 0; i < actual.size(); ++i)
+    EXPECT_NEAR(actual[i], expected[i], 1e-6) << "at " << i;
 }
 
-Literal fft(const std::string& type, std::vector<int64_t> length, const Literal& x, const Shape& out) {
+Literal fft(const std::string& type, std::vector<int64_t> length, const Literal& x,
+            const Shape& out) {
   return run_op(Opcode::kFft, out, {x}, [&](Instruction& i) {
     i.attrs.fft_type = type;
     i.attrs.fft_length = length;
@@ -196,7 +213,8 @@ TEST(ExtraOps, FftOfADeltaIsAllOnesAndBack) {
 TEST(ExtraOps, RealFftKeepsHalfTheSpectrum) {
   // RFFT of cos(2 pi n / 4) = {1, 0, -1, 0}: N/2 = 2 at k = 1 (and k = 3,
   // dropped), zero elsewhere: {0, 2, 0}.
-  expect_near(fft("RFFT", {4}, f32({4}, {1, 0, -1, 0}), sh(DType::kC64, {3})).values(), V{0, 0, 2, 0, 0, 0});
+  expect_near(fft("RFFT", {4}, f32({4}, {1, 0, -1, 0}), sh(DType::kC64, {3})).values(),
+              V{0, 0, 2, 0, 0, 0});
   // IRFFT of three ones (the spectrum of a delta) with length 4 is the delta.
   Literal ones(sh(DType::kC64, {3}), {1, 0, 1, 0, 1, 0});
   expect_near(fft("IRFFT", {4}, ones, sh(DType::kF32, {4})).values(), V{1, 0, 0, 0});
@@ -205,24 +223,28 @@ TEST(ExtraOps, RealFftKeepsHalfTheSpectrum) {
 TEST(ExtraOps, MapAppliesTheComputationPerElement) {
   Module m("m");
   const CompId sub = scalar_fn(m, Opcode::kSubtract, DType::kF32, DType::kF32);
-  Literal r = run_op(Opcode::kMap, sh(DType::kF32, {3}), {f32({3}, {5, 7, 9}), f32({3}, {1, 2, 3})},
-                     [&](Instruction& i) { i.called = {sub}; }, &m);
+  Literal r = run_op(
+      Opcode::kMap, sh(DType::kF32, {3}), {f32({3}, {5, 7, 9}), f32({3}, {1, 2, 3})},
+      [&](Instruction& i) { i.called = {sub}; }, &m);
   EXPECT_EQ(r.values(), (V{4, 5, 6}));
 }
 
-Literal select_and_scatter(const Literal& operand, const Literal& source, int64_t size, int64_t stride) {
+Literal select_and_scatter(const Literal& operand, const Literal& source, int64_t size,
+                           int64_t stride) {
   Module m("m");
-  const CompId ge = scalar_fn(m, Opcode::kCompare, DType::kF32, DType::kPred, ComparisonDirection::kGe);
+  const CompId ge =
+      scalar_fn(m, Opcode::kCompare, DType::kF32, DType::kPred, ComparisonDirection::kGe);
   const CompId add = scalar_fn(m, Opcode::kAdd, DType::kF32, DType::kF32);
-  return run_op(Opcode::kSelectAndScatter, operand.shape(), {operand, source, f32({}, {0})},
-                [&](Instruction& i) {
-                  WindowDim w;
-                  w.size = size;
-                  w.stride = stride;
-                  i.attrs.window = {w};
-                  i.called = {ge, add};
-                },
-                &m);
+  return run_op(
+      Opcode::kSelectAndScatter, operand.shape(), {operand, source, f32({}, {0})},
+      [&](Instruction& i) {
+        WindowDim w;
+        w.size = size;
+        w.stride = stride;
+        i.attrs.window = {w};
+        i.called = {ge, add};
+      },
+      &m);
 }
 
 TEST(ExtraOps, SelectAndScatterScattersToEachWindowsMaximum) {
@@ -230,20 +252,24 @@ TEST(ExtraOps, SelectAndScatterScattersToEachWindowsMaximum) {
   EXPECT_EQ(select_and_scatter(f32({6}, {1, 9, 3, 7, 5, 6}), f32({3}, {10, 20, 30}), 2, 2).values(),
             (V{0, 10, 0, 20, 0, 30}));
   // Overlapping windows [1,5] [5,2] [2,8] pick 5, 5, 8: index 1 gets 1 + 2.
-  EXPECT_EQ(select_and_scatter(f32({4}, {1, 5, 2, 8}), f32({3}, {1, 2, 3}), 2, 1).values(), (V{0, 3, 0, 3}));
+  EXPECT_EQ(select_and_scatter(f32({4}, {1, 5, 2, 8}), f32({3}, {1, 2, 3}), 2, 1).values(),
+            (V{0, 3, 0, 3}));
 }
 
 TEST(ExtraOps, CholeskyLowerAndUpper) {
   // [[4,2],[2,3]] = L L^T with L = [[2,0],[1,sqrt 2]].
   const Shape s = sh(DType::kF64, {2, 2});
   Literal a(s, {4, 2, 2, 3});
-  expect_near(run_op(Opcode::kCholesky, s, {a}, [](Instruction& i) { i.attrs.lower = true; }).values(),
-              V{2, 0, 1, std::sqrt(2.0)});
-  expect_near(run_op(Opcode::kCholesky, s, {a}, [](Instruction& i) { i.attrs.lower = false; }).values(),
-              V{2, 1, 0, std::sqrt(2.0)});
+  expect_near(
+      run_op(Opcode::kCholesky, s, {a}, [](Instruction& i) { i.attrs.lower = true; }).values(),
+      V{2, 0, 1, std::sqrt(2.0)});
+  expect_near(
+      run_op(Opcode::kCholesky, s, {a}, [](Instruction& i) { i.attrs.lower = false; }).values(),
+      V{2, 1, 0, std::sqrt(2.0)});
 }
 
-Literal solve(const Literal& a, const Literal& b, bool left, bool lower, const std::string& transpose, bool unit) {
+Literal solve(const Literal& a, const Literal& b, bool left, bool lower,
+              const std::string& transpose, bool unit) {
   return run_op(Opcode::kTriangularSolve, b.shape(), {a, b}, [&](Instruction& i) {
     i.attrs.left_side = left;
     i.attrs.lower = lower;
@@ -260,18 +286,23 @@ TEST(ExtraOps, TriangularSolve) {
   // a^T x = (2, 3): x1 = 3, 2 x0 + x1 = 2 -> x0 = -0.5.
   expect_near(solve(a, f32({2, 1}, {2, 3}), true, true, "TRANSPOSE", false).values(), V{-0.5, 3});
   // x a = (2, 3): (2 x0 + x1, x1) = (2, 3) -> x = (-0.5, 3).
-  expect_near(solve(a, f32({1, 2}, {2, 3}), false, true, "NO_TRANSPOSE", false).values(), V{-0.5, 3});
+  expect_near(solve(a, f32({1, 2}, {2, 3}), false, true, "NO_TRANSPOSE", false).values(),
+              V{-0.5, 3});
   // Unit diagonal: [[1,0],[1,1]] x = (2, 3) -> (2, 1).
   expect_near(solve(a, f32({2, 1}, {2, 3}), true, true, "NO_TRANSPOSE", true).values(), V{2, 1});
   // Upper triangle of [[2,1],[9,1]]: [[2,1],[0,1]] x = (2, 3) -> x1 = 3, x0 = -0.5.
-  expect_near(solve(f32({2, 2}, {2, 1, 9, 1}), f32({2, 1}, {2, 3}), true, false, "NO_TRANSPOSE", false).values(),
-              V{-0.5, 3});
+  expect_near(
+      solve(f32({2, 2}, {2, 1, 9, 1}), f32({2, 1}, {2, 3}), true, false, "NO_TRANSPOSE", false)
+          .values(),
+      V{-0.5, 3});
 }
 
 TEST(ExtraOps, BatchNormInference) {
-  // Feature 1: y = scale (x - mean) / sqrt(var) + offset; column 0: 2 (x-1)/2 + 1 = x; column 1: x - 2.
+  // Feature 1: y = scale (x - mean) / sqrt(var) + offset; column 0: 2 (x-1)/2 + 1 = x; column 1: x
+  // - 2.
   Literal r = run_op(Opcode::kBatchNormInference, sh(DType::kF32, {2, 2}),
-                     {f32({2, 2}, {1, 2, 3, 4}), f32({2}, {2, 1}), f32({2}, {1, 0}), f32({2}, {1, 2}), f32({2}, {4, 1})},
+                     {f32({2, 2}, {1, 2, 3, 4}), f32({2}, {2, 1}), f32({2}, {1, 0}),
+                      f32({2}, {1, 2}), f32({2}, {4, 1})},
                      [](Instruction& i) { i.attrs.feature_index = 1; });
   EXPECT_EQ(r.values(), (V{1, 0, 3, 2}));
 }
@@ -283,14 +314,17 @@ TEST(ExtraOps, BatchNormTrainingAndGrad) {
   const Shape vec = sh(DType::kF32, {2});
   const Shape out = Shape::tuple({sh(DType::kF32, {2, 2}), vec, vec});
   auto feature = [](Instruction& i) { i.attrs.feature_index = 1; };
-  Literal t = run_op(Opcode::kBatchNormTraining, out, {x, f32({2}, {1, 1}), f32({2}, {0, 0})}, feature);
+  Literal t =
+      run_op(Opcode::kBatchNormTraining, out, {x, f32({2}, {1, 1}), f32({2}, {0, 0})}, feature);
   EXPECT_EQ(t.element(0).values(), (V{-1, -1, 1, 1}));
   EXPECT_EQ(t.element(1).values(), (V{2, 4}));
   EXPECT_EQ(t.element(2).values(), (V{1, 4}));
   // Gradient with dy = x_hat: dscale = sum x_hat^2 = m = 2, doffset = sum
   // x_hat = 0, dx = scale/(sigma m) (m x_hat - 0 - x_hat m) = 0.
-  Literal g = run_op(Opcode::kBatchNormGrad, out,
-                     {x, f32({2}, {1, 1}), f32({2}, {2, 4}), f32({2}, {1, 4}), f32({2, 2}, {-1, -1, 1, 1})}, feature);
+  Literal g =
+      run_op(Opcode::kBatchNormGrad, out,
+             {x, f32({2}, {1, 1}), f32({2}, {2, 4}), f32({2}, {1, 4}), f32({2, 2}, {-1, -1, 1, 1})},
+             feature);
   expect_near(g.element(0).values(), V{0, 0, 0, 0});
   expect_near(g.element(1).values(), V{2, 2});
   expect_near(g.element(2).values(), V{0, 0});
@@ -304,8 +338,10 @@ TEST(ExtraOps, ValuePreservingOps) {
             (V{7}));
   EXPECT_EQ(run_op(Opcode::kDomain, x.shape(), {x}), x);
   EXPECT_EQ(run_op(Opcode::kSetDimensionSize, x.shape(), {x, s32({}, {2})}), x);
-  EXPECT_EQ(run_op(Opcode::kDynamicReshape, sh(DType::kF32, {7, 3}), {x, s32({}, {7}), s32({}, {3})}).values(),
-            x.values());
+  EXPECT_EQ(
+      run_op(Opcode::kDynamicReshape, sh(DType::kF32, {7, 3}), {x, s32({}, {7}), s32({}, {3})})
+          .values(),
+      x.values());
   const Literal tuple = Literal::tuple({x, s32({}, {4})});
   EXPECT_EQ(run_op(Opcode::kOptimizationBarrier, tuple.shape(), {tuple}), tuple);
   const Literal token = run_op(Opcode::kAfterAll, Shape::scalar(DType::kToken), {});
@@ -354,7 +390,8 @@ namespace {
 TEST(ExtraOps, ComplexDot) {
   // [1+2i, i] . [3, i] = 3 + 6i + i^2 = 2 + 6i.
   Literal r = run_op(Opcode::kDot, Shape(DType::kC64, {}),
-                     {Literal(Shape(DType::kC64, {2}), {1, 2, 0, 1}), Literal(Shape(DType::kC64, {2}), {3, 0, 0, 1})},
+                     {Literal(Shape(DType::kC64, {2}), {1, 2, 0, 1}),
+                      Literal(Shape(DType::kC64, {2}), {3, 0, 0, 1})},
                      [](Instruction& i) {
                        i.attrs.dot.lhs_contracting = {0};
                        i.attrs.dot.rhs_contracting = {0};
@@ -366,14 +403,14 @@ TEST(ExtraOps, ComplexDataMovementIsRefusedByName) {
   Module m("m");
   HandBuilt b(m, "main");
   const InstrId x = b.param(0, Shape(DType::kC64, {2, 3}));
-  b.finish_entry(b.op(Opcode::kReverse, Shape(DType::kC64, {2, 3}), {x}, [](Instruction& i) {
-    i.attrs.dimensions = {1};
-  }));
+  b.finish_entry(b.op(Opcode::kReverse, Shape(DType::kC64, {2, 3}), {x},
+                      [](Instruction& i) { i.attrs.dimensions = {1}; }));
   try {
     check_interpretable(m);
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_EQ(e.message(), "the interpreter cannot run 1 instruction: reverse on complex values (x1)");
+    EXPECT_EQ(e.message(),
+              "the interpreter cannot run 1 instruction: reverse on complex values (x1)");
   }
 }
 
@@ -387,11 +424,14 @@ TEST(ExtraOps, ComplexTransposeAndBroadcastMoveWholePairs) {
       values.push_back(100 + 10 * i + j);
     }
   const Literal x(sh(DType::kC64, {2, 3}), values);
-  Literal t = run_op(Opcode::kTranspose, sh(DType::kC64, {3, 2}), {x}, [](Instruction& i) { i.attrs.dimensions = {1, 0}; });
+  Literal t = run_op(Opcode::kTranspose, sh(DType::kC64, {3, 2}), {x}, [](Instruction& i) {
+    i.attrs.dimensions = {1, 0};
+  });
   EXPECT_EQ(t.values(), (V{0, 100, 10, 110, 1, 101, 11, 111, 2, 102, 12, 112}));
   // Broadcast of c64[2] = {1+2i, 3+4i} along dim 1 of c64[3,2]: three copies of the row.
   Literal row(sh(DType::kC64, {2}), V{1, 2, 3, 4});
-  Literal r = run_op(Opcode::kBroadcast, sh(DType::kC64, {3, 2}), {row}, [](Instruction& i) { i.attrs.dimensions = {1}; });
+  Literal r = run_op(Opcode::kBroadcast, sh(DType::kC64, {3, 2}), {row},
+                     [](Instruction& i) { i.attrs.dimensions = {1}; });
   EXPECT_EQ(r.values(), (V{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4}));
 }
 

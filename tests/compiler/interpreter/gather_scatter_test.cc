@@ -22,12 +22,14 @@ ENTRY main {
 
 TEST(Gather, EmbeddingLookup) {
   // ids {2, 0} pick rows 2 and 0.
-  EXPECT_EQ(evaluate(parse_verified(kEmbedding), {table(), s32({2}, {2, 0})}).values(), (V{20, 21, 0, 1}));
+  EXPECT_EQ(evaluate(parse_verified(kEmbedding), {table(), s32({2}, {2, 0})}).values(),
+            (V{20, 21, 0, 1}));
 }
 
 TEST(Gather, StartIndicesAreClamped) {
   // ids {5, -1} clamp into [0, 4-1] -> rows 3 and 0.
-  EXPECT_EQ(evaluate(parse_verified(kEmbedding), {table(), s32({2}, {5, -1})}).values(), (V{30, 31, 0, 1}));
+  EXPECT_EQ(evaluate(parse_verified(kEmbedding), {table(), s32({2}, {5, -1})}).values(),
+            (V{30, 31, 0, 1}));
 }
 
 TEST(Gather, TwoDimensionalWindowsWithIndexVectors) {
@@ -39,8 +41,9 @@ ENTRY main {
   i = s32[3,2] parameter(1)
   ROOT g = f32[3,2,2] gather(p, i), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={2,2}
 })");
-  EXPECT_EQ(evaluate(m, {iota_literal(DType::kF32, {3, 3}), s32({3, 2}, {0, 1, 1, 0, 2, 2})}).values(),
-            (V{1, 2, 4, 5, 3, 4, 6, 7, 4, 5, 7, 8}));
+  EXPECT_EQ(
+      evaluate(m, {iota_literal(DType::kF32, {3, 3}), s32({3, 2}, {0, 1, 1, 0, 2, 2})}).values(),
+      (V{1, 2, 4, 5, 3, 4, 6, 7, 4, 5, 7, 8}));
 }
 
 TEST(Gather, IndexVectorDimFirst) {
@@ -52,7 +55,8 @@ ENTRY main {
   i = s32[2,2] parameter(1)
   ROOT g = f32[2] gather(p, i), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=0, slice_sizes={1,1}
 })");
-  EXPECT_EQ(evaluate(m, {iota_literal(DType::kF32, {3, 3}), s32({2, 2}, {0, 2, 1, 0})}).values(), (V{1, 6}));
+  EXPECT_EQ(evaluate(m, {iota_literal(DType::kF32, {3, 3}), s32({2, 2}, {0, 2, 1, 0})}).values(),
+            (V{1, 6}));
 }
 
 TEST(Gather, OperandAndIndicesBatchingDims) {
@@ -64,7 +68,8 @@ ENTRY main {
   i = s32[2] parameter(1)
   ROOT g = f32[2] gather(p, i), offset_dims={}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=1, slice_sizes={1,1}
 })");
-  EXPECT_EQ(evaluate(m, {f32({2, 3}, {0, 1, 2, 10, 11, 12}), s32({2}, {2, 0})}).values(), (V{2, 10}));
+  EXPECT_EQ(evaluate(m, {f32({2, 3}, {0, 1, 2, 10, 11, 12}), s32({2}, {2, 0})}).values(),
+            (V{2, 10}));
 }
 
 constexpr const char* kScatterAdd = R"(HloModule m
@@ -83,15 +88,18 @@ ENTRY main {
 TEST(Scatter, AddAccumulatesDuplicateIndices) {
   // ids {1,1,3}, updates {1,2,5}: slot 1 gets 1+2 = 3, slot 3 gets 5.
   Literal zeros{Shape(DType::kF32, {4})};
-  EXPECT_EQ(evaluate(parse_verified(kScatterAdd), {zeros, s32({3}, {1, 1, 3}), f32({3}, {1, 2, 5})}).values(),
+  EXPECT_EQ(evaluate(parse_verified(kScatterAdd), {zeros, s32({3}, {1, 1, 3}), f32({3}, {1, 2, 5})})
+                .values(),
             (V{0, 3, 0, 5}));
 }
 
 TEST(Scatter, OutOfBoundsUpdatesAreSkipped) {
   // ids {1, 4, -1}: only id 1 is in range.
   Literal zeros{Shape(DType::kF32, {4})};
-  EXPECT_EQ(evaluate(parse_verified(kScatterAdd), {zeros, s32({3}, {1, 4, -1}), f32({3}, {1, 2, 3})}).values(),
-            (V{0, 1, 0, 0}));
+  EXPECT_EQ(
+      evaluate(parse_verified(kScatterAdd), {zeros, s32({3}, {1, 4, -1}), f32({3}, {1, 2, 3})})
+          .values(),
+      (V{0, 1, 0, 0}));
 }
 
 TEST(Scatter, RowWindowsAndWholeWindowSkip) {
@@ -109,7 +117,8 @@ ENTRY main {
   ROOT s = f32[3,2] scatter(p, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
 })");
   Literal zeros{Shape(DType::kF32, {3, 2})};
-  EXPECT_EQ(evaluate(rows, {zeros, s32({2}, {2, 0}), f32({2, 2}, {1, 2, 3, 4})}).values(), (V{3, 4, 0, 0, 1, 2}));
+  EXPECT_EQ(evaluate(rows, {zeros, s32({2}, {2, 0}), f32({2, 2}, {1, 2, 3, 4})}).values(),
+            (V{3, 4, 0, 0, 1, 2}));
 
   // A 2-wide window into [4]: at 2 it covers [2,4) and lands; at 3 it would
   // cover [3,5) and is skipped whole (not clamped, not partially written).
@@ -143,7 +152,8 @@ ENTRY main {
   u = f32[2] parameter(2)
   ROOT s = f32[3] scatter(p, i, u), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=assign
 })");
-  EXPECT_EQ(evaluate(assign, {f32({3}, {1, 1, 1}), s32({2}, {0, 2}), f32({2}, {7, 8})}).values(), (V{7, 1, 8}));
+  EXPECT_EQ(evaluate(assign, {f32({3}, {1, 1, 1}), s32({2}, {0, 2}), f32({2}, {7, 8})}).values(),
+            (V{7, 1, 8}));
 
   // Batching: operand [2,3], batch b writes its update at column ids[b]:
   // p[0][2] = 5, p[1][0] = 6.
@@ -159,7 +169,8 @@ ENTRY main {
   ROOT s = f32[2,3] scatter(p, i, u), update_window_dims={}, inserted_window_dims={1}, scatter_dims_to_operand_dims={1}, input_batching_dims={0}, scatter_indices_batching_dims={0}, index_vector_dim=1, to_apply=assign
 })");
   Literal zeros{Shape(DType::kF32, {2, 3})};
-  EXPECT_EQ(evaluate(batched, {zeros, s32({2}, {2, 0}), f32({2}, {5, 6})}).values(), (V{0, 0, 5, 6, 0, 0}));
+  EXPECT_EQ(evaluate(batched, {zeros, s32({2}, {2, 0}), f32({2}, {5, 6})}).values(),
+            (V{0, 0, 5, 6, 0, 0}));
 }
 
 TEST(Scatter, VariadicUpdatesBothOperands) {

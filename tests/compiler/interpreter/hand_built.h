@@ -71,7 +71,8 @@ inline CompId scalar_fn(Module& m, Opcode op, DType in, DType out,
   HandBuilt b(m, fmt::format("fn{}", m.computation_count()));
   const InstrId x = b.param(0, Shape::scalar(in));
   const InstrId y = b.param(1, Shape::scalar(in));
-  return b.finish(b.op(op, Shape::scalar(out), {x, y}, [&](Instruction& i) { i.attrs.comparison = direction; }));
+  return b.finish(b.op(op, Shape::scalar(out), {x, y},
+                       [&](Instruction& i) { i.attrs.comparison = direction; }));
 }
 
 }  // namespace podsim::compiler::testing

@@ -21,15 +21,17 @@
 namespace podsim::compiler {
 namespace {
 
-std::vector<std::string> form_paths() { return podsim::testing::hlo_fixture_paths(/*forms_only=*/true); }
+std::vector<std::string> form_paths() {
+  return podsim::testing::hlo_fixture_paths(/*forms_only=*/true);
+}
 
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
 // Fixtures the interpreter refuses up front: ops without a defined value
 // (random numbers: rng, rng-bit-generator, stochastic rounding; host I/O:
 // infeed/outfeed, send/recv; a custom-call to an unknown kernel).
-const std::set<std::string> kUndefined = {"rng", "stochastic_convert", "infeed_outfeed", "send_recv",
-                                          "kept_attributes"};
+const std::set<std::string> kUndefined = {"rng", "stochastic_convert", "infeed_outfeed",
+                                          "send_recv", "kept_attributes"};
 
 class FormInterpreter : public ::testing::TestWithParam<std::string> {};
 
@@ -46,20 +48,24 @@ TEST_P(FormInterpreter, RunsEveryFormWithADefinedValue) {
   const Computation& entry = m.entry();
   std::vector<Literal> args;
   uint64_t seed = 1;
-  for (InstrId id : entry.parameters()) args.push_back(random_literal(entry.instr(id).shape, seed++));
+  for (InstrId id : entry.parameters())
+    args.push_back(random_literal(entry.instr(id).shape, seed++));
   const int64_t devices = std::max(m.num_partitions(), m.replica_count());
   if (devices <= 1) {
     const Literal out = evaluate(m, args);
     EXPECT_EQ(out.shape(), entry.root_instr().shape) << GetParam();
   } else {
-    const std::vector<Literal> out = evaluate_spmd(m, std::vector<std::vector<Literal>>(static_cast<size_t>(devices), args));
+    const std::vector<Literal> out =
+        evaluate_spmd(m, std::vector<std::vector<Literal>>(static_cast<size_t>(devices), args));
     ASSERT_EQ(out.size(), static_cast<size_t>(devices));
     for (const Literal& l : out) EXPECT_EQ(l.shape(), entry.root_instr().shape) << GetParam();
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, FormInterpreter, ::testing::ValuesIn(form_paths()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return stem(info.param); });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return stem(info.param);
+                         });
 
 TEST(FormInterpreter, TheUndefinedFormsAllExist) {
   // A renamed fixture must not silently turn the refusal check off.

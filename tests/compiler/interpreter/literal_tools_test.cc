@@ -114,8 +114,9 @@ namespace {
 
 TEST(RandomLiteralDtypes, NewerTypesStayInTheirRange) {
   // Every value must be what the type holds: round_to_dtype leaves it unchanged.
-  for (DType t : {DType::kS4, DType::kS2, DType::kU2, DType::kU4, DType::kS16, DType::kU16, DType::kU64,
-                  DType::kF8E4M3FN, DType::kF8E5M2, DType::kF8E3M4, DType::kC64, DType::kC128}) {
+  for (DType t :
+       {DType::kS4, DType::kS2, DType::kU2, DType::kU4, DType::kS16, DType::kU16, DType::kU64,
+        DType::kF8E4M3FN, DType::kF8E5M2, DType::kF8E3M4, DType::kC64, DType::kC128}) {
     const Literal l = random_literal(Shape(t, {64}), 7);
     ASSERT_EQ(l.values().size(), 64u * (is_complex(t) ? 2 : 1)) << dtype_name(t);
     for (double v : l.values()) EXPECT_EQ(round_to_dtype(t, v), v) << dtype_name(t) << " " << v;
@@ -126,7 +127,8 @@ TEST(RandomLiteralDtypes, NewerTypesStayInTheirRange) {
   EXPECT_EQ(*std::max_element(s2.values().begin(), s2.values().end()), 1);
   // Complex parts are multiples of 1/64, not 0/1 only.
   const Literal c = random_literal(Shape(DType::kC64, {64}), 7);
-  EXPECT_TRUE(std::any_of(c.values().begin(), c.values().end(), [](double v) { return v != 0 && v != 1; }));
+  EXPECT_TRUE(
+      std::any_of(c.values().begin(), c.values().end(), [](double v) { return v != 0 && v != 1; }));
   EXPECT_EQ(random_literal(Shape::scalar(DType::kToken), 7).values(), (std::vector<double>{0}));
 }
 

@@ -120,9 +120,11 @@ add {
 }
 )";
 
-Literal window_sum(const std::string& window, const std::string& out_type, const Literal& input, double init = 0) {
+Literal window_sum(const std::string& window, const std::string& out_type, const Literal& input,
+                   double init = 0) {
   const std::string in_type = input.shape().to_string(false);
-  const std::string hlo = "HloModule m\n" + std::string(kAddBody) + "ENTRY main {\n  p = " + in_type +
+  const std::string hlo = "HloModule m\n" + std::string(kAddBody) +
+                          "ENTRY main {\n  p = " + in_type +
                           " parameter(0)\n  z = f32[] parameter(1)\n  ROOT r = " + out_type +
                           " reduce-window(p, z), window={" + window + "}, to_apply=add\n}\n";
   return run(hlo, {input, f32({}, {init})});
@@ -146,9 +148,11 @@ TEST(ReduceWindow, InitValueEntersEachWindowOnce) {
 TEST(ReduceWindow, BaseAndWindowDilation) {
   // Base dilation 2: {1,2,3} becomes [1,_,2,_,3] (5 positions); size-2
   // windows: [1,_]=1, [_,2]=2, [2,_]=2, [_,3]=3.
-  EXPECT_EQ(window_sum("size=2 lhs_dilate=2", "f32[4]", f32({3}, {1, 2, 3})).values(), (V{1, 2, 2, 3}));
+  EXPECT_EQ(window_sum("size=2 lhs_dilate=2", "f32[4]", f32({3}, {1, 2, 3})).values(),
+            (V{1, 2, 2, 3}));
   // Window dilation 2: size 2 spans 3 positions; over {1..5}: {1+3, 2+4, 3+5}.
-  EXPECT_EQ(window_sum("size=2 rhs_dilate=2", "f32[3]", f32({5}, {1, 2, 3, 4, 5})).values(), (V{4, 6, 8}));
+  EXPECT_EQ(window_sum("size=2 rhs_dilate=2", "f32[3]", f32({5}, {1, 2, 3, 4, 5})).values(),
+            (V{4, 6, 8}));
 }
 
 TEST(ReduceWindow, MaxPool2D) {

@@ -36,7 +36,8 @@ TEST(UserLists, SameListsAsComputeUsers) {
   // Hand-derived: x (0) is used by a (2, once though read twice) and the
   // tuple (5); a (2) by the multiply (3), c (4) and the tuple (5).
   EXPECT_EQ(std::vector<InstrId>(users[0].begin(), users[0].end()), (std::vector<InstrId>{2, 5}));
-  EXPECT_EQ(std::vector<InstrId>(users[2].begin(), users[2].end()), (std::vector<InstrId>{3, 4, 5}));
+  EXPECT_EQ(std::vector<InstrId>(users[2].begin(), users[2].end()),
+            (std::vector<InstrId>{3, 4, 5}));
   EXPECT_TRUE(users[5].empty());
 }
 

@@ -15,7 +15,8 @@ using Dims = std::vector<int64_t>;
 
 // Readable failures: "{kind 1: lhs 2, rhs 1, out -1}".
 void PrintTo(const DimLabel& l, std::ostream* os) {
-  *os << "{kind " << static_cast<int>(l.kind) << ": lhs " << l.lhs << ", rhs " << l.rhs << ", out " << l.out << "}";
+  *os << "{kind " << static_cast<int>(l.kind) << ": lhs " << l.lhs << ", rhs " << l.rhs << ", out "
+      << l.out << "}";
 }
 
 namespace {
@@ -45,8 +46,8 @@ TEST(OpDims, BatchedMatmul) {
                                           {LabelKind::kRhsFree, -1, 2, 2}};
   EXPECT_EQ(labels, expected);
   // rhs -> out along batch and rhs-free: rhs dims {0, 2} land on out {0, 2}.
-  const DimCorrespondence c =
-      correspondence(labels, {LabelKind::kBatch, LabelKind::kRhsFree}, EinsumSide::kRhs, EinsumSide::kOut, 3);
+  const DimCorrespondence c = correspondence(labels, {LabelKind::kBatch, LabelKind::kRhsFree},
+                                             EinsumSide::kRhs, EinsumSide::kOut, 3);
   EXPECT_EQ(c.source_dims, (Dims{0, 2}));
   EXPECT_EQ(c.target_dims, (Dims{0, 2}));
   EXPECT_EQ(c.target_rank, 3);
@@ -67,8 +68,9 @@ TEST(OpDims, DotWithInnerBatchDim) {
   EXPECT_EQ(dot_labels(d, 3, 3), expected);
   // lhs <- rhs along batch and contracting (BackwardDotFromContracting):
   // rhs {1, 0} -> lhs {1, 2}.
-  const DimCorrespondence c = correspondence(dot_labels(d, 3, 3), {LabelKind::kBatch, LabelKind::kContracting},
-                                             EinsumSide::kRhs, EinsumSide::kLhs, 3);
+  const DimCorrespondence c =
+      correspondence(dot_labels(d, 3, 3), {LabelKind::kBatch, LabelKind::kContracting},
+                     EinsumSide::kRhs, EinsumSide::kLhs, 3);
   EXPECT_EQ(c.source_dims, (Dims{1, 0}));
   EXPECT_EQ(c.target_dims, (Dims{1, 2}));
 }
@@ -88,9 +90,11 @@ TEST(OpDims, WindowedConvolution) {
   const std::vector<DimLabel> features = {{LabelKind::kContracting, 3, 2, -1},
                                           {LabelKind::kLhsFree, 0, -1, 0},
                                           {LabelKind::kRhsFree, -1, 3, 3}};
-  const std::vector<DimLabel> spatial = {{LabelKind::kWindowed, 1, 0, 1}, {LabelKind::kWindowed, 2, 1, 2}};
-  const std::vector<DimLabel> windowed = {
-      {LabelKind::kLhsFree, 0, -1, 0}, {LabelKind::kWindowed, 1, 0, 1}, {LabelKind::kWindowed, 2, 1, 2}};
+  const std::vector<DimLabel> spatial = {{LabelKind::kWindowed, 1, 0, 1},
+                                         {LabelKind::kWindowed, 2, 1, 2}};
+  const std::vector<DimLabel> windowed = {{LabelKind::kLhsFree, 0, -1, 0},
+                                          {LabelKind::kWindowed, 1, 0, 1},
+                                          {LabelKind::kWindowed, 2, 1, 2}};
   EXPECT_EQ(l.features, features);
   EXPECT_EQ(l.spatial, spatial);
   EXPECT_EQ(l.windowed, windowed);
@@ -107,7 +111,8 @@ TEST(OpDims, PointwiseConvolutionIsDotLike) {
   ROOT c = f32[8,32,32,64] convolution(x, w), window={size=1x1}, dim_labels=b01f_01io->b01f
 })");
   const ConvLabels l = conv_labels(p.root(), p.operand(0));
-  const std::vector<DimLabel> spatial = {{LabelKind::kLhsFree, 1, -1, 1}, {LabelKind::kLhsFree, 2, -1, 2}};
+  const std::vector<DimLabel> spatial = {{LabelKind::kLhsFree, 1, -1, 1},
+                                         {LabelKind::kLhsFree, 2, -1, 2}};
   EXPECT_EQ(l.spatial, spatial);
   EXPECT_TRUE(l.dot_like);
 }
@@ -124,7 +129,8 @@ TEST(OpDims, ConvolutionSpatialBatchAndGroups) {
   ROOT c = f32[2,4,1,6] convolution(x, w), window={size=4x5 stride=3x1 lhs_dilate=4x1}, dim_labels=b01f_01io->b01f, feature_group_count=2
 })");
   const ConvLabels l = conv_labels(p.root(), p.operand(0));
-  const std::vector<DimLabel> features = {{LabelKind::kBatch, 3, 3, 3}, {LabelKind::kLhsFree, 0, -1, 0}};
+  const std::vector<DimLabel> features = {{LabelKind::kBatch, 3, 3, 3},
+                                          {LabelKind::kLhsFree, 0, -1, 0}};
   const std::vector<DimLabel> spatial = {{LabelKind::kBatch, 1, 0, 1}};
   EXPECT_EQ(l.features, features);
   EXPECT_EQ(l.spatial, spatial);

@@ -30,7 +30,8 @@ TEST(ScalarReducerCache, OnePerOpAndDtype) {
 
 TEST(ScalarReducerCache, ExistingComputationReusedOrNot) {
   Module m("m");
-  const CompId earlier = m.add_computation(scalar_binary_computation("training_add_f32", Opcode::kAdd, DType::kF32));
+  const CompId earlier =
+      m.add_computation(scalar_binary_computation("training_add_f32", Opcode::kAdd, DType::kF32));
   ScalarReducerCache reuse(&m, "training", ScalarReducerCache::Existing::kReuse);
   EXPECT_EQ(reuse.get(Opcode::kAdd, DType::kF32), earlier);
   EXPECT_EQ(m.computation_count(), 1);

@@ -149,7 +149,8 @@ TEST(ShapeInference, VariadicReduceReturnsTuple) {
   ComputationBuilder b("c", &m);
   auto x = b.parameter(0, f32({4, 5}));
   auto i = b.iota(Shape(DType::kS32, {4, 5}), 1);
-  auto r = b.reduce({x, i}, {b.scalar_constant(DType::kF32, -1e9), b.scalar_constant(DType::kS32, 0)}, {1}, id);
+  auto r = b.reduce(
+      {x, i}, {b.scalar_constant(DType::kF32, -1e9), b.scalar_constant(DType::kS32, 0)}, {1}, id);
   EXPECT_EQ(b.shape(r), Shape::tuple({f32({4}), Shape(DType::kS32, {4})}));
 }
 
@@ -194,7 +195,8 @@ TEST(Verifier, WhileSignatureMustMatch) {
   ComputationBuilder cond("cond", &m);
   auto cp = cond.parameter(0, Shape(DType::kS32, {}));
   auto limit = cond.scalar_constant(DType::kS32, 10);
-  CompId cond_id = m.add_computation(std::move(cond).build(cond.compare(cp, limit, ComparisonDirection::kLt)));
+  CompId cond_id =
+      m.add_computation(std::move(cond).build(cond.compare(cp, limit, ComparisonDirection::kLt)));
   ComputationBuilder body("body", &m);
   auto bp = body.parameter(0, Shape(DType::kS32, {}));
   auto one = body.scalar_constant(DType::kS32, 1);
@@ -247,8 +249,8 @@ TEST(ReplicaGroups, IotaFormWithNoReshapeDimsIsOneDevice) {
 // instruction, its operand shapes, no module (called computations are
 // then not inspected). Expected shapes are XLA's ShapeInference rules.
 
-Shape infer(Opcode op, const std::vector<Shape>& operands, const Attributes& attrs = {}, Shape written = Shape(),
-            std::vector<CompId> called = {}) {
+Shape infer(Opcode op, const std::vector<Shape>& operands, const Attributes& attrs = {},
+            Shape written = Shape(), std::vector<CompId> called = {}) {
   Instruction in;
   in.name = "x";
   in.opcode = op;
@@ -271,25 +273,30 @@ TEST(NewOpShapes, RealImagAndAbsOfComplexGiveTheRealPartType) {
   EXPECT_EQ(infer(Opcode::kReal, {of(DType::kC64, {4})}), f32({4}));
   EXPECT_EQ(infer(Opcode::kImag, {of(DType::kC128, {4})}), of(DType::kF64, {4}));
   EXPECT_EQ(infer(Opcode::kAbs, {of(DType::kC64, {2})}), f32({2}));
-  EXPECT_EQ(infer(Opcode::kAbs, {of(DType::kS32, {2})}), of(DType::kS32, {2}));  // abs of a real keeps its type
+  EXPECT_EQ(infer(Opcode::kAbs, {of(DType::kS32, {2})}),
+            of(DType::kS32, {2}));  // abs of a real keeps its type
 }
 
 TEST(NewOpShapes, ComplexOfF32IsC64AndOfF64IsC128) {
   EXPECT_EQ(infer(Opcode::kComplex, {f32({3}), f32({3})}), of(DType::kC64, {3}));
-  EXPECT_EQ(infer(Opcode::kComplex, {of(DType::kF64, {3}), of(DType::kF64, {3})}), of(DType::kC128, {3}));
+  EXPECT_EQ(infer(Opcode::kComplex, {of(DType::kF64, {3}), of(DType::kF64, {3})}),
+            of(DType::kC128, {3}));
   EXPECT_THROW(infer(Opcode::kComplex, {of(DType::kS32, {3}), of(DType::kS32, {3})}), UserError);
 }
 
 TEST(NewOpShapes, BitcastConvertF32ToU8AddsMinorDim) {
   // 4-byte f32 into 1-byte u8: a minor dim of 4/1 = 4 is appended.
-  EXPECT_EQ(infer(Opcode::kBitcastConvert, {f32({3})}, {}, of(DType::kU8, {3, 4})), of(DType::kU8, {3, 4}));
+  EXPECT_EQ(infer(Opcode::kBitcastConvert, {f32({3})}, {}, of(DType::kU8, {3, 4})),
+            of(DType::kU8, {3, 4}));
   // f64 -> bf16: 8/2 = 4.
-  EXPECT_EQ(infer(Opcode::kBitcastConvert, {of(DType::kF64, {})}, {}, of(DType::kBF16, {4})), of(DType::kBF16, {4}));
+  EXPECT_EQ(infer(Opcode::kBitcastConvert, {of(DType::kF64, {})}, {}, of(DType::kBF16, {4})),
+            of(DType::kBF16, {4}));
 }
 
 TEST(NewOpShapes, BitcastConvertU8ToF32RemovesMinorDimAndSameWidthKeepsDims) {
   EXPECT_EQ(infer(Opcode::kBitcastConvert, {of(DType::kU8, {3, 4})}, {}, f32({3})), f32({3}));
-  EXPECT_EQ(infer(Opcode::kBitcastConvert, {f32({3})}, {}, of(DType::kS32, {3})), of(DType::kS32, {3}));
+  EXPECT_EQ(infer(Opcode::kBitcastConvert, {f32({3})}, {}, of(DType::kS32, {3})),
+            of(DType::kS32, {3}));
   // The narrow operand's minor dim must hold exactly one wide element.
   EXPECT_THROW(infer(Opcode::kBitcastConvert, {of(DType::kU8, {3, 2})}, {}, f32({3})), UserError);
 }
@@ -343,7 +350,8 @@ TEST(NewOpShapes, TokensDimensionSizesAndDependencies) {
   Attributes a;
   a.dimensions = {1};
   EXPECT_EQ(infer(Opcode::kGetDimensionSize, {f32({8, 4})}, a), Shape::scalar(DType::kS32));
-  EXPECT_EQ(infer(Opcode::kSetDimensionSize, {f32({8, 4}), Shape::scalar(DType::kS32)}, a), f32({8, 4}));
+  EXPECT_EQ(infer(Opcode::kSetDimensionSize, {f32({8, 4}), Shape::scalar(DType::kS32)}, a),
+            f32({8, 4}));
   a.dimensions = {2};
   EXPECT_THROW(infer(Opcode::kGetDimensionSize, {f32({8, 4})}, a), UserError);
   EXPECT_EQ(infer(Opcode::kAddDependency, {f32({3}), token}), f32({3}));
@@ -355,8 +363,10 @@ TEST(NewOpShapes, SelectAndScatterSourceHasTheWindowOutputDims) {
   Attributes a;
   a.window = {WindowDim{2, 2}, WindowDim{2, 2}};
   const Shape zero = Shape::scalar(DType::kF32);
-  EXPECT_EQ(infer(Opcode::kSelectAndScatter, {f32({4, 4}), f32({2, 2}), zero}, a, {}, {0, 1}), f32({4, 4}));
-  EXPECT_THROW(infer(Opcode::kSelectAndScatter, {f32({4, 4}), f32({3, 3}), zero}, a, {}, {0, 1}), UserError);
+  EXPECT_EQ(infer(Opcode::kSelectAndScatter, {f32({4, 4}), f32({2, 2}), zero}, a, {}, {0, 1}),
+            f32({4, 4}));
+  EXPECT_THROW(infer(Opcode::kSelectAndScatter, {f32({4, 4}), f32({3, 3}), zero}, a, {}, {0, 1}),
+               UserError);
 }
 
 TEST(NewOpShapes, BatchNormTrainingAndGradReturnFeatureTuples) {
@@ -397,7 +407,8 @@ TEST(NewOpShapes, SendAndRecvDone) {
   const Shape token = Shape::scalar(DType::kToken), u32 = Shape::scalar(DType::kU32);
   EXPECT_EQ(infer(Opcode::kSend, {f32({4}), token}), Shape::tuple({f32({4}), u32, token}));
   EXPECT_EQ(infer(Opcode::kSendDone, {Shape::tuple({f32({4}), u32, token})}), token);
-  EXPECT_EQ(infer(Opcode::kRecvDone, {Shape::tuple({f32({4}), u32, token})}), Shape::tuple({f32({4}), token}));
+  EXPECT_EQ(infer(Opcode::kRecvDone, {Shape::tuple({f32({4}), u32, token})}),
+            Shape::tuple({f32({4}), token}));
 }
 
 TEST(NewOpShapes, SparseDotScalesTheStoredDimByMOverN) {
@@ -405,10 +416,12 @@ TEST(NewOpShapes, SparseDotScalesTheStoredDimByMOverN) {
   Attributes a;
   a.dot = DotDims{{}, {}, {1}, {0}};
   a.extra = {{"sparsity", "L.1@2:4"}};
-  EXPECT_EQ(infer(Opcode::kDot, {f32({8, 64}), f32({128, 16}), of(DType::kU16, {8, 8})}, a, f32({8, 16})),
-            f32({8, 16}));
-  EXPECT_THROW(infer(Opcode::kDot, {f32({8, 64}), f32({64, 16}), of(DType::kU16, {8, 8})}, a, f32({8, 16})),
-               UserError);
+  EXPECT_EQ(
+      infer(Opcode::kDot, {f32({8, 64}), f32({128, 16}), of(DType::kU16, {8, 8})}, a, f32({8, 16})),
+      f32({8, 16}));
+  EXPECT_THROW(
+      infer(Opcode::kDot, {f32({8, 64}), f32({64, 16}), of(DType::kU16, {8, 8})}, a, f32({8, 16})),
+      UserError);
 }
 
 TEST(NewOpShapes, VariadicScatterAndReduceWindowReturnTuples) {
@@ -418,14 +431,16 @@ TEST(NewOpShapes, VariadicScatterAndReduceWindowReturnTuples) {
   a.scatter.scatter_dims_to_operand_dims = {0};
   a.scatter.index_vector_dim = 1;
   const Shape ids = of(DType::kS32, {3, 1});
-  EXPECT_EQ(infer(Opcode::kScatter, {f32({5, 2}), of(DType::kS32, {5, 2}), ids, f32({3, 2}), of(DType::kS32, {3, 2})},
+  EXPECT_EQ(infer(Opcode::kScatter,
+                  {f32({5, 2}), of(DType::kS32, {5, 2}), ids, f32({3, 2}), of(DType::kS32, {3, 2})},
                   a, {}, {0}),
             Shape::tuple({f32({5, 2}), of(DType::kS32, {5, 2})}));
   Attributes w;
   w.window = {WindowDim{2, 2}};  // 6 -> (6 - 2) / 2 + 1 = 3
   EXPECT_EQ(infer(Opcode::kReduceWindow,
-                  {f32({6}), of(DType::kS32, {6}), Shape::scalar(DType::kF32), Shape::scalar(DType::kS32)}, w, {},
-                  {0}),
+                  {f32({6}), of(DType::kS32, {6}), Shape::scalar(DType::kF32),
+                   Shape::scalar(DType::kS32)},
+                  w, {}, {0}),
             Shape::tuple({f32({3}), of(DType::kS32, {3})}));
 }
 
@@ -468,9 +483,12 @@ TEST(NewOpShapes, StartOpsCheckTheirOperandsAndResultButNotContexts) {
   const Shape u32 = Shape::scalar(DType::kU32);
   const Shape a2a = Shape::tuple({Shape::tuple({f32({4, 2})}), f32({4, 2}), u32, u32});
   EXPECT_EQ(infer(Opcode::kAsyncStart, {f32({4, 2})}, s, a2a), a2a);
-  EXPECT_THROW(infer(Opcode::kAsyncStart, {f32({4, 2})}, s, Shape::tuple({f32({4, 2}), f32({4, 2})})), UserError);
+  EXPECT_THROW(
+      infer(Opcode::kAsyncStart, {f32({4, 2})}, s, Shape::tuple({f32({4, 2}), f32({4, 2})})),
+      UserError);
   // copy-start (destination, source, context).
-  EXPECT_EQ(infer(Opcode::kCopyStart, {x}, {}, Shape::tuple({x, x, u32})), Shape::tuple({x, x, u32}));
+  EXPECT_EQ(infer(Opcode::kCopyStart, {x}, {}, Shape::tuple({x, x, u32})),
+            Shape::tuple({x, x, u32}));
   EXPECT_THROW(infer(Opcode::kCopyStart, {x}, {}, Shape::tuple({f32({2, 9}), x, u32})), UserError);
 }
 
@@ -479,7 +497,8 @@ TEST(NewOpShapes, RngBitGeneratorInfeedAndRecvKeepTheirWrittenTuples) {
   const Shape bits = Shape::tuple({state, Shape(DType::kU32, {8})});
   EXPECT_EQ(infer(Opcode::kRngBitGenerator, {state}, {}, bits), bits);
   EXPECT_THROW(infer(Opcode::kRngBitGenerator, {Shape(DType::kU64, {3})}, {}, bits), UserError);
-  EXPECT_EQ(infer(Opcode::kRngBitGenerator, {state}, {}, Shape(DType::kU32, {8})), Shape(DType::kU32, {8}));
+  EXPECT_EQ(infer(Opcode::kRngBitGenerator, {state}, {}, Shape(DType::kU32, {8})),
+            Shape(DType::kU32, {8}));
   const Shape feed = Shape::tuple({f32({2, 3}), token});
   EXPECT_EQ(infer(Opcode::kInfeed, {token}, {}, feed), feed);
   EXPECT_THROW(infer(Opcode::kInfeed, {token}, {}, f32({2, 3})), UserError);
@@ -499,8 +518,10 @@ TEST(NewOpShapes, CombinedCollectivesReturnATupleOfPerOperandResults) {
   a.replica_groups.explicit_groups = {{0, 1}, {2, 3}};
   const Shape x = f32({4, 3}), y = Shape(DType::kS32, {6});
   EXPECT_EQ(infer(Opcode::kAllReduce, {x, y}, a, {}, {0}), Shape::tuple({x, y}));
-  EXPECT_EQ(infer(Opcode::kAllGather, {x, y}, a), Shape::tuple({f32({8, 3}), Shape(DType::kS32, {12})}));
-  EXPECT_EQ(infer(Opcode::kReduceScatter, {x, y}, a, {}, {0}), Shape::tuple({f32({2, 3}), Shape(DType::kS32, {3})}));
+  EXPECT_EQ(infer(Opcode::kAllGather, {x, y}, a),
+            Shape::tuple({f32({8, 3}), Shape(DType::kS32, {12})}));
+  EXPECT_EQ(infer(Opcode::kReduceScatter, {x, y}, a, {}, {0}),
+            Shape::tuple({f32({2, 3}), Shape(DType::kS32, {3})}));
   EXPECT_THROW(infer(Opcode::kReduceScatter, {x, f32({3})}, a, {}, {0}), UserError);  // 3 is odd
   // Tuple all-to-all: one equal chunk per group member, no dimensions.
   Attributes t;
@@ -508,7 +529,8 @@ TEST(NewOpShapes, CombinedCollectivesReturnATupleOfPerOperandResults) {
   EXPECT_EQ(infer(Opcode::kAllToAll, {x, x}, t), Shape::tuple({x, x}));
   EXPECT_THROW(infer(Opcode::kAllToAll, {x, x, x}, t), UserError);
   // all-gather-start of two operands: ((operands), (results)).
-  const Shape start = Shape::tuple({Shape::tuple({x, y}), Shape::tuple({f32({8, 3}), Shape(DType::kS32, {12})})});
+  const Shape start =
+      Shape::tuple({Shape::tuple({x, y}), Shape::tuple({f32({8, 3}), Shape(DType::kS32, {12})})});
   EXPECT_EQ(infer(Opcode::kAllGatherStart, {x, y}, a, start), start);
 }
 

@@ -28,10 +28,10 @@ struct LoopText {
 };
 
 std::string loop_hlo(const LoopText& t) {
-  std::string limit_def = t.limit_in_state
-                              ? "%limit = s32[] get-tuple-element(%state), index=1"
-                              : fmt::format("%limit = s32[] constant({})", t.limit);
-  return fmt::format(R"(HloModule loop
+  std::string limit_def = t.limit_in_state ? "%limit = s32[] get-tuple-element(%state), index=1"
+                                           : fmt::format("%limit = s32[] constant({})", t.limit);
+  return fmt::format(
+      R"(HloModule loop
 %cond (state: (s32[], s32[], f32[4])) -> pred[] {{
   %state = (s32[], s32[], f32[4]) parameter(0)
   %i = s32[] get-tuple-element(%state), index=0
@@ -57,10 +57,10 @@ ENTRY %main (x: f32[4]) -> f32[4] {{
   ROOT %r = f32[4] get-tuple-element(%loop), index=2
 }}
 )",
-                     fmt::arg("limit_def", limit_def), fmt::arg("lhs", t.cond_lhs), fmt::arg("rhs", t.cond_rhs),
-                     fmt::arg("dir", t.dir), fmt::arg("step", t.step), fmt::arg("start", t.start),
-                     fmt::arg("limit", t.limit),
-                     fmt::arg("config", t.backend_config.empty() ? "" : ", backend_config=" + t.backend_config));
+      fmt::arg("limit_def", limit_def), fmt::arg("lhs", t.cond_lhs), fmt::arg("rhs", t.cond_rhs),
+      fmt::arg("dir", t.dir), fmt::arg("step", t.step), fmt::arg("start", t.start),
+      fmt::arg("limit", t.limit),
+      fmt::arg("config", t.backend_config.empty() ? "" : ", backend_config=" + t.backend_config));
 }
 
 std::optional<int64_t> trip_count_of(const LoopText& t) {
@@ -107,7 +107,9 @@ TEST(KnownTripCount, UnknownLoops) {
 
 TEST(KnownTripCount, BackendConfigFallback) {
   // Pattern unknown (never-ending NE), but XLA's analysis result is attached.
-  EXPECT_EQ(trip_count_of({.limit = 7, .step = 2, .dir = "NE",
+  EXPECT_EQ(trip_count_of({.limit = 7,
+                           .step = 2,
+                           .dir = "NE",
                            .backend_config = R"({"known_trip_count":{"n":"12"}})"}),
             12);
 }

@@ -36,20 +36,22 @@ TEST_P(SkipChangesNothing, SameShardingsSweepsAndChanges) {
     const Computation& a = skipping.module.computation(c);
     const Computation& b = full.module.computation(c);
     ASSERT_EQ(a.size(), b.size());
-    for (InstrId i = 0; i < a.size(); ++i) EXPECT_EQ(a.instr(i).sharding, b.instr(i).sharding) << a.instr(i).name;
+    for (InstrId i = 0; i < a.size(); ++i)
+      EXPECT_EQ(a.instr(i).sharding, b.instr(i).sharding) << a.instr(i).name;
   }
 }
 
 // Fixtures with dots, broadcasts (levels 2 and 3), tuples, while loops,
 // scatter/gather, custom-call annotations with open dims.
-INSTANTIATE_TEST_SUITE_P(Fixtures, SkipChangesNothing,
-                         ::testing::Values("workloads/examples/transformer_layer_2d.hlo",
-                                           "tests/fixtures/hlo/mlp_sharded.hlo", "tests/fixtures/hlo/while_loop.hlo",
-                                           "tests/fixtures/hlo/tuple_gte.hlo", "tests/fixtures/hlo/moe_dispatch.hlo",
-                                           "tests/fixtures/hlo/scatter_embedding_grad.hlo",
-                                           "tests/fixtures/hlo/gather_embedding.hlo",
-                                           "tests/fixtures/hlo/custom_call_sharding.hlo",
-                                           "tests/fixtures/hlo/layer_norm.hlo", "tests/fixtures/hlo/softmax.hlo"));
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, SkipChangesNothing,
+    ::testing::Values("workloads/examples/transformer_layer_2d.hlo",
+                      "tests/fixtures/hlo/mlp_sharded.hlo", "tests/fixtures/hlo/while_loop.hlo",
+                      "tests/fixtures/hlo/tuple_gte.hlo", "tests/fixtures/hlo/moe_dispatch.hlo",
+                      "tests/fixtures/hlo/scatter_embedding_grad.hlo",
+                      "tests/fixtures/hlo/gather_embedding.hlo",
+                      "tests/fixtures/hlo/custom_call_sharding.hlo",
+                      "tests/fixtures/hlo/layer_norm.hlo", "tests/fixtures/hlo/softmax.hlo"));
 
 // A while loop's control-flow group (while, body parameter, body root,
 // condition parameter): setting one member stamps every member, and only
@@ -63,7 +65,8 @@ TEST(ChangeClock, WriteStampsTheValueAndItsControlFlowGroup) {
     if (m.entry().instr(i).opcode == Opcode::kWhile) while_id = i;
   ASSERT_NE(while_id, kNoId);
   const Instruction& loop = m.entry().instr(while_id);
-  const propagation::ValueRef body_param{loop.while_body(), m.computation(loop.while_body()).parameters().at(0)};
+  const propagation::ValueRef body_param{loop.while_body(),
+                                         m.computation(loop.while_body()).parameters().at(0)};
   const propagation::ValueRef cond_param{loop.while_condition(),
                                          m.computation(loop.while_condition()).parameters().at(0)};
   const propagation::ValueRef other{entry, loop.operand(0)};

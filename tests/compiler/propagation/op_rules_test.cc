@@ -97,13 +97,18 @@ ENTRY %e {
 }
 )";
 
-std::string variadic_reduce_window(const std::string& rw_sharding, const std::string& x_sharding = "",
+std::string variadic_reduce_window(const std::string& rw_sharding,
+                                   const std::string& x_sharding = "",
                                    const std::string& y_sharding = "") {
   std::string text = kVariadicReduceWindow;
-  auto put = [&](const std::string& key, const std::string& value) { text.replace(text.find(key), key.size(), value); };
+  auto put = [&](const std::string& key, const std::string& value) {
+    text.replace(text.find(key), key.size(), value);
+  };
   put(", RW_SHARDING", rw_sharding.empty() ? "" : ", sharding=" + rw_sharding);
-  if (!x_sharding.empty()) put("%x = f32[8,6] parameter(0)", "%x = f32[8,6] parameter(0), sharding=" + x_sharding);
-  if (!y_sharding.empty()) put("%y = s32[8,6] parameter(1)", "%y = s32[8,6] parameter(1), sharding=" + y_sharding);
+  if (!x_sharding.empty())
+    put("%x = f32[8,6] parameter(0)", "%x = f32[8,6] parameter(0), sharding=" + x_sharding);
+  if (!y_sharding.empty())
+    put("%y = s32[8,6] parameter(1)", "%y = s32[8,6] parameter(1), sharding=" + y_sharding);
   return text;
 }
 
@@ -132,20 +137,22 @@ const char* kRowGather = R"(
 std::string row_gather(const std::string& operand_line, const std::string& gather_sharding) {
   std::string body = kRowGather;
   const std::string key = "GATHER_SHARDING";
-  body.replace(body.find(key), key.size(), gather_sharding.empty() ? "" : ", sharding=" + gather_sharding);
+  body.replace(body.find(key), key.size(),
+               gather_sharding.empty() ? "" : ", sharding=" + gather_sharding);
   return module(operand_line + body);
 }
 
 TEST(OpRules, GatherByIotaTakesOperandTilingOfParallelDim) {
-  Module m = propagate_text(row_gather("  %operand = f32[4,5] parameter(0), sharding={devices=[4,1]3,1,0,2}\n", ""));
+  Module m = propagate_text(
+      row_gather("  %operand = f32[4,5] parameter(0), sharding={devices=[4,1]3,1,0,2}\n", ""));
   // Operand row tile i (device T[i]) holds exactly the rows output tile i
   // gathers, so the output keeps T; before, the collapsed dim replicated it.
   EXPECT_EQ(sharding_of(m, "g"), canon("{devices=[4,1]3,1,0,2}"));
 }
 
 TEST(OpRules, GatherByIotaGivesOutputTilingToOperandAndIndices) {
-  Module m = propagate_text(row_gather("  %p = f32[4,5] parameter(0)\n  %operand = f32[4,5] copy(%p)\n",
-                                       "{devices=[4,1]3,1,0,2}"));
+  Module m = propagate_text(row_gather(
+      "  %p = f32[4,5] parameter(0)\n  %operand = f32[4,5] copy(%p)\n", "{devices=[4,1]3,1,0,2}"));
   EXPECT_EQ(sharding_of(m, "operand"), canon("{devices=[4,1]3,1,0,2}"));
   EXPECT_EQ(sharding_of(m, "iota"), canon("{devices=[4,1]3,1,0,2}"));
 }
@@ -197,16 +204,18 @@ std::string row_scatter(const std::string& inputs, const std::string& iota_shard
 }
 
 TEST(OpRules, ScatterByIotaTakesIndicesTilingOfParallelDim) {
-  Module m = propagate_text(row_scatter("  %operand = f32[4,5] parameter(0)\n  %updates = f32[4,5] parameter(1)\n",
-                                        "{devices=[4,1]3,1,0,2}", ""));
+  Module m = propagate_text(
+      row_scatter("  %operand = f32[4,5] parameter(0)\n  %updates = f32[4,5] parameter(1)\n",
+                  "{devices=[4,1]3,1,0,2}", ""));
   EXPECT_EQ(sharding_of(m, "s"), canon("{devices=[4,1]3,1,0,2}"));
 }
 
 TEST(OpRules, ScatterByIotaGivesResultTilingToOperandUpdatesAndIndices) {
-  Module m = propagate_text(row_scatter(
-      "  %p0 = f32[4,5] parameter(0)\n  %operand = f32[4,5] copy(%p0)\n  %p1 = f32[4,5] parameter(1)\n"
-      "  %updates = f32[4,5] copy(%p1)\n",
-      "", "{devices=[4,1]3,1,0,2}"));
+  Module m =
+      propagate_text(row_scatter("  %p0 = f32[4,5] parameter(0)\n  %operand = f32[4,5] copy(%p0)\n "
+                                 " %p1 = f32[4,5] parameter(1)\n"
+                                 "  %updates = f32[4,5] copy(%p1)\n",
+                                 "", "{devices=[4,1]3,1,0,2}"));
   // Update row i lands in operand row i: all three tile dim 0 alike.
   EXPECT_EQ(sharding_of(m, "operand"), canon("{devices=[4,1]3,1,0,2}"));
   EXPECT_EQ(sharding_of(m, "updates"), canon("{devices=[4,1]3,1,0,2}"));
@@ -243,7 +252,8 @@ ENTRY %e {
 }
 )");
   EXPECT_EQ(sharding_of(m, "s"), canon("{{devices=[4,1]3,1,0,2}, {devices=[4,1]3,1,0,2}}"));
-  for (const char* name : {"in0", "in1", "up0", "up1"}) EXPECT_EQ(sharding_of(m, name), canon("{devices=[4,1]3,1,0,2}")) << name;
+  for (const char* name : {"in0", "in1", "up0", "up1"})
+    EXPECT_EQ(sharding_of(m, name), canon("{devices=[4,1]3,1,0,2}")) << name;
 }
 
 TEST(OpRules, VariadicScatterResultLeafFollowsItsOwnInput) {

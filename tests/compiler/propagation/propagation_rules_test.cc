@@ -247,7 +247,8 @@ TEST(Propagation, ReshapeForwardPassPartialMatch) {
   ROOT %r = f32[7,2,2,16] reshape(%p0)
 )",
                                    16));
-  EXPECT_EQ(sharding_of(m, "r"), canon("{devices=[1,1,2,2,4]<=[4,4]T(1,0) last_tile_dim_replicate}"));
+  EXPECT_EQ(sharding_of(m, "r"),
+            canon("{devices=[1,1,2,2,4]<=[4,4]T(1,0) last_tile_dim_replicate}"));
 }
 
 TEST(Propagation, ReshapeThatCannotMapFallsBackToReplication) {
@@ -533,7 +534,8 @@ const char* kGather = R"(
 std::string with_shardings(std::string body, const std::vector<std::string>& shardings) {
   for (size_t i = 0; i < shardings.size(); ++i) {
     const std::string key = "%s" + std::to_string(i);
-    body.replace(body.find(key), key.size(), shardings[i].empty() ? "" : ", sharding=" + shardings[i]);
+    body.replace(body.find(key), key.size(),
+                 shardings[i].empty() ? "" : ", sharding=" + shardings[i]);
   }
   return body;
 }
@@ -776,7 +778,8 @@ TEST(Propagation, EveryInstructionEndsWithASharding) {
   %zero = f32[] constant(0)
   ROOT %r = f32[8] reduce(%p0, %zero), dimensions={1}, to_apply=%add
 )"));
-  for (const auto& instr : m.entry().instructions()) EXPECT_TRUE(instr.sharding.has_value()) << instr.name;
+  for (const auto& instr : m.entry().instructions())
+    EXPECT_TRUE(instr.sharding.has_value()) << instr.name;
   EXPECT_EQ(sharding_of(m, "r"), canon("{replicated}"));
 }
 
@@ -865,7 +868,8 @@ TEST(Propagation, ShardyShardingInFrontendAttributesIsAnAnnotation) {
   ROOT %n = f32[4,4] negate(%p0)
 )"),
                        "test.hlo");
-  named(m, "p0").attrs.frontend_attributes = R"({xla.sdy.sharding="#sdy.sharding<@mesh, [{\"y\"}, {\"x\"}]>"})";
+  named(m, "p0").attrs.frontend_attributes =
+      R"({xla.sdy.sharding="#sdy.sharding<@mesh, [{\"y\"}, {\"x\"}]>"})";
   PropagationOptions options;
   options.sdy_meshes = R"({mesh = #sdy.mesh<["x"=2, "y"=2]>})";
   propagate_shardings(m, options);
@@ -877,7 +881,8 @@ TEST(Propagation, ModuleFlagsKeepUnannotatedParametersAndOutputReplicated) {
   // allow_spmd_sharding_propagation_to_parameters={false,true}: p0 may not
   // take the negate's [4,1] tiling, p1 may. _to_output={false}: the root
   // stays replicated although its operand is tiled.
-  Module m = parse_hlo(R"(HloModule m, num_partitions=4, allow_spmd_sharding_propagation_to_parameters={false,true}, allow_spmd_sharding_propagation_to_output={false}
+  Module m = parse_hlo(
+      R"(HloModule m, num_partitions=4, allow_spmd_sharding_propagation_to_parameters={false,true}, allow_spmd_sharding_propagation_to_output={false}
 
 ENTRY %e {
   %p0 = f32[8,4] parameter(0)
@@ -887,7 +892,7 @@ ENTRY %e {
   ROOT %s = f32[8,4] add(%a, %b)
 }
 )",
-                       "test.hlo");
+      "test.hlo");
   propagate_shardings(m);
   EXPECT_EQ(sharding_of(m, "p0"), canon("{replicated}"));
   EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[4,1]<=[4]}"));
@@ -919,14 +924,15 @@ TEST(Propagation, LeafShardingOnATupleAppliesToEveryLeaf) {
 TEST(Propagation, ShardyMeshesComeFromTheModulesFrontendAttributes) {
   // A current JAX export, all in text: the mesh in the HloModule line, the
   // sharding on the parameter. [{"x"}, {}] on mesh x=4 tiles dim 0 four ways.
-  Module m = parse_hlo(R"(HloModule m, num_partitions=4, frontend_attributes={xla.sdy.meshes="{mesh = #sdy.mesh<[\"x\"=4]>}"}
+  Module m = parse_hlo(
+      R"(HloModule m, num_partitions=4, frontend_attributes={xla.sdy.meshes="{mesh = #sdy.mesh<[\"x\"=4]>}"}
 
 ENTRY %e {
   %p0 = f32[8,4] parameter(0), frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\"x\"}, {}]>"}
   ROOT %n = f32[8,4] negate(%p0)
 }
 )",
-                       "test.hlo");
+      "test.hlo");
   propagate_shardings(m);
   EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[4,1]<=[4]}"));
   EXPECT_EQ(sharding_of(m, "n"), canon("{devices=[4,1]<=[4]}"));

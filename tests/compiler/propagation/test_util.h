@@ -16,7 +16,8 @@ namespace podsim::compiler::testing {
 // reduce-like ops) and an ENTRY %e with `entry_body`.
 inline std::string module(const std::string& entry_body, int devices = 4) {
   return "HloModule t, num_partitions=" + std::to_string(devices) +
-         "\n\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+         "\n\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] "
+         "parameter(1)\n"
          "  ROOT %s = f32[] add(%a, %b)\n}\n\nENTRY %e {\n" +
          entry_body + "}\n";
 }

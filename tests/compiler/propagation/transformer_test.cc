@@ -13,17 +13,20 @@ namespace podsim::compiler::testing {
 namespace {
 
 TEST(TransformerLayer2D, EveryForwardActivationGetsTheGspmd2DSharding) {
-  Module m = propagate_text(test_files::read_source_file("workloads/examples/transformer_layer_2d.hlo"));
+  Module m =
+      propagate_text(test_files::read_source_file("workloads/examples/transformer_layer_2d.hlo"));
   const std::string act = canon("{devices=[2,1,4]<=[8]}");
-  for (const char* name : {"h", "ln1_centered", "ln1_normed", "attn_out", "residual_1", "h2", "ln2_normed",
-                           "ffn_out", "residual_2"})
+  for (const char* name : {"h", "ln1_centered", "ln1_normed", "attn_out", "residual_1", "h2",
+                           "ln2_normed", "ffn_out", "residual_2"})
     EXPECT_EQ(sharding_of(m, name), act) << name;
   const std::string qkv = canon("{devices=[2,1,4,1]<=[8]}");
   for (const char* name : {"q", "k", "v"}) EXPECT_EQ(sharding_of(m, name), qkv) << name;
   const std::string hidden = canon("{devices=[2,1,4]<=[8]}");
-  for (const char* name : {"gate_pre", "linear", "gelu", "gated"}) EXPECT_EQ(sharding_of(m, name), hidden) << name;
+  for (const char* name : {"gate_pre", "linear", "gelu", "gated"})
+    EXPECT_EQ(sharding_of(m, name), hidden) << name;
   const std::string heads = canon("{devices=[2,4,1,1]<=[8]}");
-  for (const char* name : {"scores_raw", "scores", "probs", "context"}) EXPECT_EQ(sharding_of(m, name), heads) << name;
+  for (const char* name : {"scores_raw", "scores", "probs", "context"})
+    EXPECT_EQ(sharding_of(m, name), heads) << name;
   // Layer-norm statistics (B,L): batch on x, replicated over y.
   EXPECT_EQ(sharding_of(m, "ln1_mean"), canon("{devices=[2,1,4]<=[8] last_tile_dim_replicate}"));
 }

@@ -24,18 +24,25 @@ struct Case {
 // reshaping gives the tile array. [x..y] order keeps plain iota; y before x
 // is the transpose T(1,0) of [x,y].
 const Case kCases[] = {
-    {"activations (B,L,M)", {kX, kNone, kY}, "{devices=[2,1,4]<=[8]}",
+    {"activations (B,L,M)",
+     {kX, kNone, kY},
+     "{devices=[2,1,4]<=[8]}",
      "{devices=[16,1,32]<=[512]}"},
     {"ffn wi (M,H)", {kX, kY}, "{devices=[2,4]<=[8]}", "{devices=[16,32]<=[512]}"},
     {"ffn wo (H,M)", {kY, kX}, "{devices=[4,2]<=[2,4]T(1,0)}", "{devices=[32,16]<=[16,32]T(1,0)}"},
     {"attn Wq (M,N,D)", {kX, kY, kNone}, "{devices=[2,4,1]<=[8]}", "{devices=[16,32,1]<=[512]}"},
-    {"attn Wo (N,D,M)", {kY, kNone, kX}, "{devices=[4,1,2]<=[2,4]T(1,0)}",
+    {"attn Wo (N,D,M)",
+     {kY, kNone, kX},
+     "{devices=[4,1,2]<=[2,4]T(1,0)}",
      "{devices=[32,1,16]<=[16,32]T(1,0)}"},
-    {"Q/K/V (B,L,N,D)", {kX, kNone, kY, kNone}, "{devices=[2,1,4,1]<=[8]}",
+    {"Q/K/V (B,L,N,D)",
+     {kX, kNone, kY, kNone},
+     "{devices=[2,1,4,1]<=[8]}",
      "{devices=[16,1,32,1]<=[512]}"},
     // Embedding (V,M) = [-, y]: x unused -> replication groups of size |x|,
     // device (x=i, y=j) = |y|*i + j sits in tile j: groups {j, |y|+j}.
-    {"embedding (V,M)", {kNone, kY},
+    {"embedding (V,M)",
+     {kNone, kY},
      "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}",
      "{devices=[1,32,16]<=[16,32]T(1,0) last_tile_dim_replicate}"},
     {"logits (B,L,V)", {kX, kNone, kY}, "{devices=[2,1,4]<=[8]}", "{devices=[16,1,32]<=[512]}"},
@@ -87,8 +94,8 @@ TEST(MeshSplit, ThreeAxes) {
   const DeviceMesh mesh({{"x", 2}, {"y", 2}, {"z", 2}});
   // dims (z, x), y unused: array transposed to (z, x, y).
   auto s = mesh_split(2, mesh, Axes{"z", "x"});
-  EXPECT_EQ(s, Sharding::partial_tile(TileAssignment::iota({2, 2, 2}).transpose(
-                   std::vector<int64_t>{2, 0, 1})));
+  EXPECT_EQ(s, Sharding::partial_tile(
+                   TileAssignment::iota({2, 2, 2}).transpose(std::vector<int64_t>{2, 0, 1})));
   EXPECT_EQ(mesh_axes_of(s, mesh), (DimsMapping{{"z"}, {"x"}}));
 }
 
@@ -123,16 +130,20 @@ TEST(MeshSplit, UserErrors) {
     }
     return "";
   };
-  EXPECT_NE(message([&] { mesh_split(2, mesh, Axes{"z", kNone}); }).find("unknown mesh axis 'z'"),
+  EXPECT_NE(message([&] {
+              mesh_split(2, mesh, Axes{"z", kNone});
+            }).find("unknown mesh axis 'z'"),
             std::string::npos);
-  EXPECT_NE(message([&] { mesh_split(2, mesh, Axes{kX, kX}); }).find("more than one dim"),
+  EXPECT_NE(message([&] {
+              mesh_split(2, mesh, Axes{kX, kX});
+            }).find("more than one dim"),
             std::string::npos);
-  EXPECT_NE(message([&] { mesh_split(3, mesh, Axes{kX, kY}); }).find("rank 3"),
-            std::string::npos);
+  EXPECT_NE(message([&] { mesh_split(3, mesh, Axes{kX, kY}); }).find("rank 3"), std::string::npos);
   EXPECT_NE(message([&] { DeviceMesh({{"x", 2}, {"x", 2}}); }).find("twice"), std::string::npos);
   EXPECT_NE(message([&] { DeviceMesh({{"x", 0}}); }).find("size 0"), std::string::npos);
-  EXPECT_NE(message([&] { DeviceMesh({{"x", 2}}, std::vector<int64_t>{0, 0}); })
-                .find("repeated"),
+  EXPECT_NE(message([&] {
+              DeviceMesh({{"x", 2}}, std::vector<int64_t>{0, 0});
+            }).find("repeated"),
             std::string::npos);
 }
 

@@ -89,7 +89,8 @@ TEST(ShardingProperty, TransposeThenInverseIsIdentity) {
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), rng);
     Ids inverse(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < perm.size(); ++i)
+      inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
     EXPECT_EQ(transpose_sharding(transpose_sharding(s, perm), inverse), s) << SEEDED(seed, s);
   }
 }

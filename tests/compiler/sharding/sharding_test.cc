@@ -1,5 +1,5 @@
-// Sharding: text forms, canonicalisation (docs/reference/gspmd.md#normalisation), validation, derived
-// quantities and per-device extents (gspmd.md#tile-extents-and-padding,
+// Sharding: text forms, canonicalisation (docs/reference/gspmd.md#normalisation), validation,
+// derived quantities and per-device extents (gspmd.md#tile-extents-and-padding,
 // #sharding-representation).
 #include "compiler/sharding/sharding.h"
 
@@ -50,7 +50,9 @@ TEST(ShardingText, MetadataIsKeptButIgnoredByEquality) {
 
 TEST(ShardingText, IndexCommentsInLongTuplesAreSkipped) {
   // XLA prints /*index=5*/ before every fifth element of a long tuple.
-  auto s = parse("{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, /*index=5*/{devices=[2]0,1}}");
+  auto s = parse(
+      "{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, "
+      "/*index=5*/{devices=[2]0,1}}");
   ASSERT_TRUE(s.is_tuple());
   ASSERT_EQ(s.tuple_elements().size(), 6u);
   EXPECT_EQ(s.tuple_elements()[5], parse("{devices=[2]0,1}"));
@@ -77,7 +79,7 @@ TEST(ShardingText, ErrorsPointInsideTheText) {
   // Inside a file at column 10: offset 14 -> column 24.
   EXPECT_EQ(column_of("{devices=[2,2]0,1,2}", {"m.hlo", 3, 10}), 24);
   EXPECT_EQ(column_of("{bogus}", {}), 2);
-  EXPECT_EQ(column_of("{devices=[2,2]<=[8]}", {}), 17);  // "[8]" at offset 16
+  EXPECT_EQ(column_of("{devices=[2,2]<=[8]}", {}), 17);        // "[8]" at offset 16
   EXPECT_EQ(column_of("{devices=[4]<=[2,2]T(0,0)}", {}), 22);  // "0,0" at offset 21
   EXPECT_EQ(column_of("{replicated", {}), 12);
   EXPECT_EQ(column_of("{replicated} x", {}), 14);
@@ -105,8 +107,7 @@ TEST(ShardingCanonical, TrivialPartialTilesCollapse) {
   EXPECT_EQ(parse("{devices=[1,1,4]<=[4] last_tile_dim_replicate}"), Sharding::replicated());
   EXPECT_EQ(parse("{devices=[4]<=[4] last_tile_dim_replicate}"), Sharding::replicated());
   // Last dim 1: plain tiling.
-  EXPECT_EQ(parse("{devices=[2,2,1]<=[4] last_tile_dim_replicate}"),
-            parse("{devices=[2,2]<=[4]}"));
+  EXPECT_EQ(parse("{devices=[2,2,1]<=[4] last_tile_dim_replicate}"), parse("{devices=[2,2]<=[4]}"));
   // One tile in total: replicated.
   EXPECT_EQ(parse("{devices=[1,1]0}"), Sharding::replicated());
 }
@@ -132,8 +133,8 @@ TEST(ShardingCanonical, SubgroupRules) {
 }
 
 TEST(ShardingCanonical, TupleFlattensAndCompares) {
-  auto t = Sharding::tuple({Sharding::replicated(),
-                            Sharding::tuple({Sharding::maximal(1), Sharding::manual()})});
+  auto t = Sharding::tuple(
+      {Sharding::replicated(), Sharding::tuple({Sharding::maximal(1), Sharding::manual()})});
   ASSERT_EQ(t.tuple_elements().size(), 3u);
   EXPECT_EQ(t.to_string(), "{{replicated}, {maximal device=1}, {manual}}");
   EXPECT_EQ(parse(t.to_string()), t);

@@ -25,7 +25,8 @@ TEST(TransposeSharding, PermutesDataDimsKeepsSubgroups) {
 
 TEST(ReverseSharding, LastTileMovesFirst) {
   EXPECT_EQ(reverse_sharding(parse("{devices=[4]0,1,2,3}"), Ids{0}), parse("{devices=[4]3,2,1,0}"));
-  EXPECT_EQ(reverse_sharding(parse("{devices=[2,2]<=[4]}"), Ids{1}), parse("{devices=[2,2]1,0,3,2}"));
+  EXPECT_EQ(reverse_sharding(parse("{devices=[2,2]<=[4]}"), Ids{1}),
+            parse("{devices=[2,2]1,0,3,2}"));
   // Reversing a replication dim is not asked for; data dims only here.
   EXPECT_EQ(reverse_sharding(Sharding::replicated(), Ids{0}), Sharding::replicated());
 }
@@ -41,9 +42,9 @@ TEST(PartiallyReplicate, MovesTileCountsIntoReplication) {
   EXPECT_EQ(partially_replicate_on_all_dims_except(s, Ids{1}),
             partially_replicate_on_dims(s, Ids{0}));
   // [2,1,2] rep on dim 0: all four devices in one group -> replicated.
-  EXPECT_EQ(partially_replicate_on_dims(parse("{devices=[2,1,2]<=[4] last_tile_dim_replicate}"),
-                                        Ids{0}),
-            Sharding::replicated());
+  EXPECT_EQ(
+      partially_replicate_on_dims(parse("{devices=[2,1,2]<=[4] last_tile_dim_replicate}"), Ids{0}),
+      Sharding::replicated());
 }
 
 TEST(PartiallyReplicate, KeepsManualSubgroups) {
@@ -68,8 +69,8 @@ TEST(ShapeDims, RemoveAndAddUnshardedDims) {
 
 TEST(TransposeWithCollapsedDims, DotOperandToOutput) {
   // lhs (B,M,K) [2,4,1] -> out (B,M,N): K vanishes (unsharded), N is new.
-  auto out = transpose_with_collapsed_dims(parse("{devices=[2,4,1]<=[8]}"), Ids{0, 1, -1},
-                                           Ids{0, 1, -1});
+  auto out =
+      transpose_with_collapsed_dims(parse("{devices=[2,4,1]<=[8]}"), Ids{0, 1, -1}, Ids{0, 1, -1});
   ASSERT_TRUE(out.has_value());
   EXPECT_EQ(*out, parse("{devices=[2,4,1]<=[8]}"));
   // rhs (K,N) [1,4] -> out (M,N) ... with order change: (N at 1).
@@ -79,23 +80,23 @@ TEST(TransposeWithCollapsedDims, DotOperandToOutput) {
   EXPECT_EQ(*transpose_with_collapsed_dims(parse("{devices=[2,4]<=[8]}"), Ids{2, 0}, Ids{1, -1, 0}),
             parse("{devices=[4,1,2]<=[2,4]T(1,0)}"));
   // A sharded vanishing dim fails.
-  EXPECT_FALSE(transpose_with_collapsed_dims(parse("{devices=[2,4,2]<=[16]}"), Ids{0, 1, -1},
-                                             Ids{0, 1, -1})
-                   .has_value());
+  EXPECT_FALSE(
+      transpose_with_collapsed_dims(parse("{devices=[2,4,2]<=[16]}"), Ids{0, 1, -1}, Ids{0, 1, -1})
+          .has_value());
 }
 
 TEST(PropagateAlongDims, KeepsCorrespondingReplicatesOthers) {
   // Keep dim 1 (4-way) as target dim 0; dim 0's 2-way becomes replication:
   // tile j is held by {j, 4+j}.
-  auto out = propagate_along_dims_and_replicate_others(parse("{devices=[2,4]<=[8]}"),
-                                                       {Ids{1}, Ids{0}, 2});
+  auto out =
+      propagate_along_dims_and_replicate_others(parse("{devices=[2,4]<=[8]}"), {Ids{1}, Ids{0}, 2});
   EXPECT_EQ(out, parse("{devices=[4,1,2]0,4,1,5,2,6,3,7 last_tile_dim_replicate}"));
   EXPECT_EQ(propagate_along_dims_and_replicate_others(Sharding::replicated(), {Ids{0}, Ids{0}, 1}),
             Sharding::replicated());
   // Nothing kept: replicated.
-  EXPECT_EQ(propagate_along_dims_and_replicate_others(parse("{devices=[2,1]<=[2]}"),
-                                                      {Ids{1}, Ids{0}, 1}),
-            Sharding::replicated());
+  EXPECT_EQ(
+      propagate_along_dims_and_replicate_others(parse("{devices=[2,1]<=[2]}"), {Ids{1}, Ids{0}, 1}),
+      Sharding::replicated());
 }
 
 TEST(MoveAndMergeTiles, ReferenceShape) {
@@ -203,7 +204,8 @@ TEST(MergeIfCompatible, Incompatible) {
                    .has_value());
   EXPECT_EQ(merge_if_compatible(Sharding::replicated(), parse("{devices=[4,1]<=[4]}")),
             parse("{devices=[4,1]<=[4]}"));
-  EXPECT_FALSE(merge_if_compatible(Sharding::maximal(0), parse("{devices=[4,1]<=[4]}")).has_value());
+  EXPECT_FALSE(
+      merge_if_compatible(Sharding::maximal(0), parse("{devices=[4,1]<=[4]}")).has_value());
 }
 
 TEST(IsMoreSpecific, PartialOrderOfSection2_3) {
@@ -244,16 +246,18 @@ TEST(IsSubtilingOrEqual, ContainmentPerDevice) {
   const Ids dims{8};
   auto fine = parse("{devices=[4]<=[4]}");
   // Groups {0,1} hold [0,4), {2,3} hold [4,8): device d's [2d, 2d+2) inside.
-  EXPECT_TRUE(is_subtiling_or_equal(dims, fine, parse("{devices=[2,2]<=[4] last_tile_dim_replicate}")));
+  EXPECT_TRUE(
+      is_subtiling_or_equal(dims, fine, parse("{devices=[2,2]<=[4] last_tile_dim_replicate}")));
   // Groups {0,2}, {1,3}: device 1 holds [2,4) but its coarse tile is [4,8).
-  EXPECT_FALSE(is_subtiling_or_equal(dims, fine,
-                                     parse("{devices=[2,2]0,2,1,3 last_tile_dim_replicate}")));
+  EXPECT_FALSE(
+      is_subtiling_or_equal(dims, fine, parse("{devices=[2,2]0,2,1,3 last_tile_dim_replicate}")));
   EXPECT_TRUE(is_subtiling_or_equal(dims, fine, fine));
   EXPECT_TRUE(is_subtiling_or_equal(dims, fine, Sharding::replicated()));
   EXPECT_FALSE(is_subtiling_or_equal(dims, Sharding::replicated(), fine));
   // D = 3, 4-way: device 3 holds only padding (contained); 2-way tiles are
   // [0,2) and [2,3), device 2's [2,3) is inside.
-  EXPECT_TRUE(is_subtiling_or_equal(Ids{3}, fine, parse("{devices=[2,2]<=[4] last_tile_dim_replicate}")));
+  EXPECT_TRUE(
+      is_subtiling_or_equal(Ids{3}, fine, parse("{devices=[2,2]<=[4] last_tile_dim_replicate}")));
 }
 
 TEST(FindCommonSharding, FoldsMerges) {

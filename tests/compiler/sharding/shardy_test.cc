@@ -16,7 +16,8 @@ Sharding hlo(const std::string& text) { return parse_sharding(text); }
 
 TEST(Shardy, MeshesParseWithSizesAndDeviceIds) {
   ASSERT_EQ(kMeshes.size(), 4u);
-  EXPECT_EQ(kMeshes.at("mesh").axes, (std::vector<std::pair<std::string, int64_t>>{{"x", 2}, {"y", 4}}));
+  EXPECT_EQ(kMeshes.at("mesh").axes,
+            (std::vector<std::pair<std::string, int64_t>>{{"x", 2}, {"y", 4}}));
   EXPECT_EQ(kMeshes.at("swapped").device_ids, (std::vector<int64_t>{1, 0}));
   EXPECT_TRUE(kMeshes.at("maximal_mesh").axes.empty());
 }
@@ -65,8 +66,8 @@ TEST(Shardy, InlineMeshNeedsNoModuleMesh) {
 }
 
 TEST(Shardy, PerValueShardingIsATuple) {
-  SdySharding s =
-      parse_sdy_sharding(R"(#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>, <@mesh, [{}, {"x", "y"}]>]>)", kMeshes);
+  SdySharding s = parse_sdy_sharding(
+      R"(#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>, <@mesh, [{}, {"x", "y"}]>]>)", kMeshes);
   ASSERT_TRUE(s.sharding.is_tuple());
   EXPECT_EQ(s.sharding.tuple_elements()[1], hlo("{devices=[1,8]<=[8]}"));
 }
@@ -87,7 +88,8 @@ TEST(Shardy, BadShardingsAreUserErrors) {
 
 TEST(Shardy, FrontendAttributesGiveTheSharding) {
   // As XLA prints them: the value quoted, its quotes escaped.
-  const std::string fa = R"({xla.sdy.sharding="#sdy.sharding<@mesh, [{\"y\"}, {\"x\"}]>", other="1"})";
+  const std::string fa =
+      R"({xla.sdy.sharding="#sdy.sharding<@mesh, [{\"y\"}, {\"x\"}]>", other="1"})";
   EXPECT_EQ(frontend_attribute(fa, "other"), "1");
   auto s = sharding_from_frontend_attributes(fa, kMeshes);
   ASSERT_TRUE(s.has_value());

@@ -43,8 +43,8 @@ TEST(TileAssignment, ExplicitIotaArraysAreDetected) {
   ASSERT_TRUE(t.is_iota());
   EXPECT_EQ(t.to_string(), "[2,2]<=[2,2]T(1,0)");
   const Ids r{4, 2, 2}, p{1, 0, 2};
-  EXPECT_EQ(TileAssignment::from_devices({4, 4, 1}, {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10,
-                                                     11, 14, 15}),
+  EXPECT_EQ(TileAssignment::from_devices({4, 4, 1},
+                                         {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15}),
             TileAssignment::iota({4, 4, 1}, r, p));
 }
 

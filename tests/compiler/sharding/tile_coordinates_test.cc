@@ -16,7 +16,8 @@ TEST(TileCoordinates, PiecesAgreeWithTileIndexForDeviceOnEveryDevice) {
   for (const char* text : {"{devices=[4,2]<=[8]}", "{devices=[2,4]<=[2,4]T(1,0)}",
                            "{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}",
                            "{devices=[4,2,2]<=[2,4,2]T(1,2,0) last_tile_dim_replicate}",
-                           "{devices=[32,16]<=[16,32]T(1,0) last_tile_dim_replicate}", "{devices=[512]<=[16,32]T(1,0)}"}) {
+                           "{devices=[32,16]<=[16,32]T(1,0) last_tile_dim_replicate}",
+                           "{devices=[512]<=[16,32]T(1,0)}"}) {
     const Sharding s = parse(text);
     const int64_t rank = s.tiled_data_rank();
     const auto pieces = tile_coordinate_pieces(s, rank);
@@ -24,7 +25,8 @@ TEST(TileCoordinates, PiecesAgreeWithTileIndexForDeviceOnEveryDevice) {
     for (int64_t device = 0; device < s.total_num_tiles(); ++device) {
       const auto index = *s.tile_index_for_device(device);
       for (int64_t d = 0; d < rank; ++d)
-        ASSERT_EQ(evaluate_pieces((*pieces)[static_cast<size_t>(d)], device), index[static_cast<size_t>(d)])
+        ASSERT_EQ(evaluate_pieces((*pieces)[static_cast<size_t>(d)], device),
+                  index[static_cast<size_t>(d)])
             << text << " device " << device << " dim " << d;
     }
   }
@@ -78,7 +80,8 @@ TEST(TileCoordinates, GroupsFromDigitsVaryOnlyInTheColumnDigits) {
   // Grid 1, 2, 8 over 8 devices: digit 0 = d % 2, digit 1 = d / 2. Groups
   // on digit 0: rows {0,1}, {2,3}, {4,5}, {6,7}; on digit 1: {0,2,4,6}, {1,3,5,7}.
   const DigitGrid grid{{1, 2, 8}};
-  EXPECT_EQ(groups_from_digits(grid, {0}).to_vector(), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(groups_from_digits(grid, {0}).to_vector(),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   const TileAssignment by_high = groups_from_digits(grid, {1});
   EXPECT_EQ(by_high.dims(), (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(by_high.to_vector(), (std::vector<int64_t>{0, 2, 4, 6, 1, 3, 5, 7}));

@@ -15,12 +15,14 @@ using spmd_test::total_collectives;
 
 const Instruction* find_target(const Module& m, const std::string& target) {
   for (const Instruction& instr : m.entry().instructions())
-    if (instr.opcode == Opcode::kCustomCall && instr.attrs.custom_call_target == target) return &instr;
+    if (instr.opcode == Opcode::kCustomCall && instr.attrs.custom_call_target == target)
+      return &instr;
   return nullptr;
 }
 
 // The partitioned `manual` module computes what `reference` computes.
-void expect_same_function(const std::string& manual, const std::string& reference, int64_t devices) {
+void expect_same_function(const std::string& manual, const std::string& reference,
+                          int64_t devices) {
   Module ref = parse_hlo(reference);
   ref.set_num_partitions(devices);
   propagate_shardings(ref);
@@ -60,7 +62,8 @@ ENTRY e {
   EXPECT_EQ(p.result.stats.all_gathers, 0);
   const Instruction* call = find_target(p.result.module, "summary");
   ASSERT_NE(call, nullptr);
-  EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(), (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(),
+            (std::vector<int64_t>{2, 8}));
   EXPECT_EQ(call->shape.dims(), (std::vector<int64_t>{3}));
 }
 
@@ -136,7 +139,8 @@ ENTRY e {
   const Instruction* call = find_target(p.result.module, "TopK");
   ASSERT_NE(call, nullptr);
   EXPECT_EQ(call->shape.tuple_shape(0).dims(), (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(), (std::vector<int64_t>{2, 32}));
+  EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(),
+            (std::vector<int64_t>{2, 32}));
 }
 
 TEST(SpmdCustomCalls, OutfeedSendsTheLocalShardOfItsData) {
@@ -195,7 +199,8 @@ ENTRY e {
                           4);
   const Instruction* call = find_target(p.result.module, "TopK");
   ASSERT_NE(call, nullptr);
-  EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(), (std::vector<int64_t>{1, 8}));
+  EXPECT_EQ(p.result.module.entry().instr(call->operand(0)).shape.dims(),
+            (std::vector<int64_t>{1, 8}));
   int gathers = 0;
   for (const Instruction& instr : p.result.module.entry().instructions())
     if (instr.opcode == Opcode::kAllGather) {
@@ -322,7 +327,8 @@ TEST(SpmdManualRegions, AllReduceAcrossManualSubgroupsStaysOnTheShard) {
   const Instruction& root = entry.instr(entry.root());
   ASSERT_EQ(root.opcode, Opcode::kAllReduce);
   EXPECT_EQ(root.shape.dims(), (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(root.attrs.replica_groups.expand(4), (std::vector<std::vector<int64_t>>{{2, 0}, {1, 3}}));
+  EXPECT_EQ(root.attrs.replica_groups.expand(4),
+            (std::vector<std::vector<int64_t>>{{2, 0}, {1, 3}}));
 }
 
 TEST(SpmdManualRegions, AllReduceGroupAcrossDataTilesIsAUserError) {
@@ -334,7 +340,8 @@ TEST(SpmdManualRegions, AllReduceGroupAcrossDataTilesIsAUserError) {
     partition_text(manual_all_reduce("{{1,0},{2,3}}"), 4);
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_NE(e.message().find("replica group {1,0} joins devices 1 and 0 of different data tiles"), std::string::npos)
+    EXPECT_NE(e.message().find("replica group {1,0} joins devices 1 and 0 of different data tiles"),
+              std::string::npos)
         << e.message();
   }
 }

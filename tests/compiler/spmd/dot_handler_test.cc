@@ -28,18 +28,26 @@ const Instruction& the_dot(const Partitioned& p) {
 std::string sparse_module(const std::string& lhs, const std::string& rhs, const std::string& meta,
                           const std::string& out) {
   return "HloModule m\nENTRY e {\n"
-         "  lhs = f32[8,64] parameter(0), sharding=" + lhs + "\n"
-         "  rhs = f32[128,16] parameter(1), sharding=" + rhs + "\n"
-         "  meta = u16[8,8] parameter(2), sharding=" + meta + "\n"
-         "  ROOT d = f32[8,16] dot(lhs, rhs, meta), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-         "sparsity=L.1@2:4, sharding=" + out + "\n}\n";
+         "  lhs = f32[8,64] parameter(0), sharding=" +
+         lhs +
+         "\n"
+         "  rhs = f32[128,16] parameter(1), sharding=" +
+         rhs +
+         "\n"
+         "  meta = u16[8,8] parameter(2), sharding=" +
+         meta +
+         "\n"
+         "  ROOT d = f32[8,16] dot(lhs, rhs, meta), lhs_contracting_dims={1}, "
+         "rhs_contracting_dims={0}, "
+         "sparsity=L.1@2:4, sharding=" +
+         out + "\n}\n";
 }
 
 TEST(SparseDot, RowShardedStaysLocalWithItsMetadataRows) {
   // Rows of lhs and metadata split 4 ways, rhs replicated, result rows
   // split: each device multiplies its 2 rows; no collective at all.
-  auto p = partition_text(sparse_module("{devices=[4,1]<=[4]}", "{replicated}", "{devices=[4,1]<=[4]}",
-                                        "{devices=[4,1]<=[4]}"),
+  auto p = partition_text(sparse_module("{devices=[4,1]<=[4]}", "{replicated}",
+                                        "{devices=[4,1]<=[4]}", "{devices=[4,1]<=[4]}"),
                           4);
   expect_equivalent(p);
   EXPECT_EQ(total_collectives(p.result.stats), 0);
@@ -53,8 +61,8 @@ TEST(SparseDot, ContractingShardedSplitsStoredValuesAndMetadataAlikeThenAllReduc
   // The sparse (contracting) dim split 4 ways: each device holds 16 stored
   // values = 8 groups = 32 logical positions, 2 metadata elements, and the
   // matching 32 rhs rows; one all-reduce sums the partial products.
-  auto p = partition_text(sparse_module("{devices=[1,4]<=[4]}", "{devices=[4,1]<=[4]}", "{devices=[1,4]<=[4]}",
-                                        "{replicated}"),
+  auto p = partition_text(sparse_module("{devices=[1,4]<=[4]}", "{devices=[4,1]<=[4]}",
+                                        "{devices=[1,4]<=[4]}", "{replicated}"),
                           4);
   expect_equivalent(p);
   EXPECT_EQ(count(p, Opcode::kAllReduce), 1);
@@ -73,7 +81,8 @@ TEST(SparseDot, ShardsThatWouldSplitAMetadataElementAreNotUsed) {
   for (int n : {8, 16}) {
     const std::string ns = std::to_string(n);
     const std::string tiled = "{devices=[1," + ns + "]<=[" + ns + "]}";
-    auto p = partition_text(sparse_module(tiled, "{devices=[" + ns + ",1]<=[" + ns + "]}", tiled, "{replicated}"), n);
+    auto p = partition_text(
+        sparse_module(tiled, "{devices=[" + ns + ",1]<=[" + ns + "]}", tiled, "{replicated}"), n);
     expect_equivalent(p);
     const Instruction& dot = the_dot(p);
     const int64_t stored_per_device = p.result.module.entry().instr(dot.operand(0)).shape.dim(1);

@@ -46,9 +46,12 @@ inline int64_t count_ops(const Module& module, std::initializer_list<Opcode> ops
 
 // A module with scalar add/max reducers and the given entry body.
 inline std::string dot_module(const std::string& body) {
-  return "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
-         "max {\n  c = f32[] parameter(0)\n  d = f32[] parameter(1)\n  ROOT m = f32[] maximum(c, d)\n}\n"
-         "ENTRY e {\n" + body + "}\n";
+  return "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] "
+         "add(a, b)\n}\n"
+         "max {\n  c = f32[] parameter(0)\n  d = f32[] parameter(1)\n  ROOT m = f32[] maximum(c, "
+         "d)\n}\n"
+         "ENTRY e {\n" +
+         body + "}\n";
 }
 
 // The windowed einsum wherever a plan all-gathers one operand dim: no size

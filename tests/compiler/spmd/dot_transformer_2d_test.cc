@@ -13,7 +13,8 @@ namespace podsim::compiler {
 namespace {
 
 TEST(SpmdDotTransformer, Layer2DHasNoFullReplicationAndIsEquivalent) {
-  auto p = spmd_dot_test::partition(test_files::read_source_file("workloads/examples/transformer_layer_2d.hlo"), 8);
+  auto p = spmd_dot_test::partition(
+      test_files::read_source_file("workloads/examples/transformer_layer_2d.hlo"), 8);
   spmd_dot_test::expect_equivalent(p, 11);
   const SpmdStats& s = p.result.stats;
   EXPECT_EQ(s.full_replications, 0);
@@ -41,7 +42,8 @@ TEST(SpmdDotTransformer, Layer2DHasNoFullReplicationAndIsEquivalent) {
   EXPECT_EQ(s.all_reduces, 4);
   EXPECT_EQ(s.all_to_alls + s.collective_permutes, 0);
   for (const Instruction& instr : p.result.module.entry().instructions())
-    if (instr.opcode == Opcode::kAllReduce || instr.opcode == Opcode::kAllGather || instr.opcode == Opcode::kReduceScatter) {
+    if (instr.opcode == Opcode::kAllReduce || instr.opcode == Opcode::kAllGather ||
+        instr.opcode == Opcode::kReduceScatter) {
       EXPECT_TRUE(instr.attrs.replica_groups.iota.has_value()) << instr.name;
     }
 }

@@ -1,12 +1,11 @@
-// Windowed einsum (docs/reference/gspmd.md#windowed-einsum, #partitioner-checklist item 21): with the threshold
-// at 0 an all-gather of one operand dim becomes a counted while loop that
-// rotates the operand's shard round its ring: no all-gather, one
-// collective-permute instruction (in the loop body), p - 1 iterations, and
-// a program whose size does not depend on p.
+// Windowed einsum (docs/reference/gspmd.md#windowed-einsum, #partitioner-checklist item 21): with
+// the threshold at 0 an all-gather of one operand dim becomes a counted while loop that rotates the
+// operand's shard round its ring: no all-gather, one collective-permute instruction (in the loop
+// body), p - 1 iterations, and a program whose size does not depend on p.
 #include <gtest/gtest.h>
 
-#include "tests/compiler/spmd/dot_test_util.h"
 #include "compiler/ir/trip_count.h"
+#include "tests/compiler/spmd/dot_test_util.h"
 
 namespace podsim::compiler {
 namespace {
@@ -43,10 +42,16 @@ const Instruction* find_while(const Module& m) {
 // step multiplies by one column block and writes it at c*t of the result.
 std::string non_contracting(int p, int n) {
   const std::string ps = std::to_string(p), ns = std::to_string(n);
-  return dot_module("  a = f32[16,6] parameter(0), sharding={devices=[" + ps + ",1]<=[" + ps + "]}\n"
-                    "  b = f32[6," + ns + "] parameter(1), sharding={devices=[1," + ps + "]<=[" + ps + "]}\n"
-                    "  ROOT d = f32[16," + ns + "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                    "sharding={devices=[" + ps + ",1]<=[" + ps + "]}\n");
+  return dot_module("  a = f32[16,6] parameter(0), sharding={devices=[" + ps + ",1]<=[" + ps +
+                    "]}\n"
+                    "  b = f32[6," +
+                    ns + "] parameter(1), sharding={devices=[1," + ps + "]<=[" + ps +
+                    "]}\n"
+                    "  ROOT d = f32[16," +
+                    ns +
+                    "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                    "sharding={devices=[" +
+                    ps + ",1]<=[" + ps + "]}\n");
 }
 
 TEST(SpmdWindowedDot, EinsumRHSWindowedNonContracting) {
@@ -73,11 +78,13 @@ TEST(SpmdWindowedDot, EinsumRHSWindowedContracting) {
   // the rhs (3/4 * 7*4*4 B = 84 B) beats moving the 16x7 lhs; windowed, each
   // step multiplies the lhs's K slice c*t..c*t+t by chunk c and accumulates,
   // the chunk's padding zeroed.
-  auto p = partition(dot_module("  a = f32[16,7] parameter(0), sharding={devices=[4,1]<=[4]}\n"
-                                "  b = f32[7,4] parameter(1), sharding={devices=[4,1]<=[4]}\n"
-                                "  ROOT d = f32[16,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                                "sharding={devices=[4,1]<=[4]}\n"),
-                     4, forced_windowed());
+  auto p = partition(
+      dot_module(
+          "  a = f32[16,7] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+          "  b = f32[7,4] parameter(1), sharding={devices=[4,1]<=[4]}\n"
+          "  ROOT d = f32[16,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+          "sharding={devices=[4,1]<=[4]}\n"),
+      4, forced_windowed());
   expect_equivalent(p, 9);
   EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.all_reduces, 0);
   EXPECT_EQ(count_ops(p.result.module, {Opcode::kCollectivePermute}), 1);
@@ -92,11 +99,14 @@ TEST(SpmdWindowedDot, EinsumLHSWindowedNonContractingOnSubgroups) {
   // within each y pair costs 1/2 * 6*3*4 B = 36 B; keeping M tiled and
   // gathering the out instead 1/2 * 6*8*4 B = 96 B. Windowed, the lhs ring
   // runs inside each pair {0,1}, {2,3}: one iteration each.
-  auto p = partition(dot_module("  a = f32[6,3] parameter(0), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
-                                "  b = f32[3,16] parameter(1), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
-                                "  ROOT d = f32[6,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                                "sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"),
-                     4, forced_windowed());
+  auto p = partition(
+      dot_module(
+          "  a = f32[6,3] parameter(0), sharding={devices=[2,1,2]<=[2,2]T(1,0) "
+          "last_tile_dim_replicate}\n"
+          "  b = f32[3,16] parameter(1), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
+          "  ROOT d = f32[6,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+          "sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"),
+      4, forced_windowed());
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_gathers, 0);
   EXPECT_EQ(count_ops(p.result.module, {Opcode::kWhile}), 1);
@@ -111,13 +121,16 @@ TEST(SpmdWindowedDot, EinsumWindowedReduceScatterUneven) {
   // form. Each step adds this device's partial of one column block (t = 2)
   // to the running sum received from the next position: no reduce-scatter,
   // one permute instruction, p - 1 = 3 iterations.
-  auto p = partition(dot_module("  a = f32[3,7] parameter(0), sharding={devices=[1,4]<=[4]}\n"
-                                "  b = f32[7,5] parameter(1), sharding={devices=[4,1]<=[4]}\n"
-                                "  ROOT d = f32[3,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                                "sharding={devices=[1,4]<=[4]}\n"),
-                     4, forced_windowed());
+  auto p = partition(
+      dot_module(
+          "  a = f32[3,7] parameter(0), sharding={devices=[1,4]<=[4]}\n"
+          "  b = f32[7,5] parameter(1), sharding={devices=[4,1]<=[4]}\n"
+          "  ROOT d = f32[3,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+          "sharding={devices=[1,4]<=[4]}\n"),
+      4, forced_windowed());
   expect_equivalent(p, 5);
-  EXPECT_EQ(p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
+  EXPECT_EQ(
+      p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
   EXPECT_EQ(count_ops(p.result.module, {Opcode::kCollectivePermute}), 1);
   const Instruction* loop = find_while(p.result.module);
   ASSERT_NE(loop, nullptr);
@@ -127,13 +140,17 @@ TEST(SpmdWindowedDot, EinsumWindowedReduceScatterUneven) {
 TEST(SpmdWindowedDot, ReduceScatterFormInside2DGroups) {
   // [2,2] mesh as in SpmdDot.Dot2DPartitionedNonContractingAndContractingReduceScatter:
   // the K sums run within y pairs, so the ring has 2 positions: 1 iteration.
-  auto p = partition(dot_module("  a = f32[6,8] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                                "  b = f32[8,5] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
-                                "  ROOT d = f32[6,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                                "sharding={devices=[2,2]<=[4]}\n"),
-                     4, forced_windowed());
+  auto p = partition(
+      dot_module(
+          "  a = f32[6,8] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+          "  b = f32[8,5] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) "
+          "last_tile_dim_replicate}\n"
+          "  ROOT d = f32[6,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+          "sharding={devices=[2,2]<=[4]}\n"),
+      4, forced_windowed());
   expect_equivalent(p);
-  EXPECT_EQ(p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
+  EXPECT_EQ(
+      p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
   const Instruction* loop = find_while(p.result.module);
   ASSERT_NE(loop, nullptr);
   EXPECT_EQ(trip_count(p.result.module, *loop), 1);
@@ -149,7 +166,9 @@ TEST(SpmdWindowedDot, ProgramSizeIndependentOfDeviceCount) {
   // Same instruction count in every computation (entry, body, condition).
   ASSERT_EQ(two.result.module.computations().size(), eight.result.module.computations().size());
   for (size_t c = 0; c < two.result.module.computations().size(); ++c)
-    EXPECT_EQ(two.result.module.computations()[c].size(), eight.result.module.computations()[c].size()) << c;
+    EXPECT_EQ(two.result.module.computations()[c].size(),
+              eight.result.module.computations()[c].size())
+        << c;
 }
 
 TEST(SpmdWindowedDot, OverlapTestKeepsAllGatherWhenStepsAreTooSmall) {

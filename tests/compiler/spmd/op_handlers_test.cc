@@ -20,17 +20,24 @@ add {
 }
 )";
 
-std::string module(const std::string& body) { return std::string("HloModule m\n") + kAdd + "ENTRY e {\n" + body + "}\n"; }
+std::string module(const std::string& body) {
+  return std::string("HloModule m\n") + kAdd + "ENTRY e {\n" + body + "}\n";
+}
 
 TEST(SpmdOps, ElementwiseWithMismatchedOperandShardings) {
   // y arrives tiled on dim 1 but the add is tiled on dim 0: y's tiling moves
   // dims with one all-to-all (same device order), x passes unchanged.
   for (int n : {2, 4, 8}) {
     const std::string ns = std::to_string(n);
-    auto p = partition_text(module("  x = f32[8,8] parameter(0), sharding={devices=[" + ns + ",1]<=[" + ns + "]}\n"
-                                   "  y = f32[8,8] parameter(1), sharding={devices=[1," + ns + "]<=[" + ns + "]}\n"
-                                   "  ROOT s = f32[8,8] add(x, y), sharding={devices=[" + ns + ",1]<=[" + ns + "]}\n"),
-                            n);
+    auto p = partition_text(
+        module("  x = f32[8,8] parameter(0), sharding={devices=[" + ns + ",1]<=[" + ns +
+               "]}\n"
+               "  y = f32[8,8] parameter(1), sharding={devices=[1," +
+               ns + "]<=[" + ns +
+               "]}\n"
+               "  ROOT s = f32[8,8] add(x, y), sharding={devices=[" +
+               ns + ",1]<=[" + ns + "]}\n"),
+        n);
     expect_equivalent(p);
     EXPECT_EQ(p.result.stats.all_to_alls, 1);
     EXPECT_EQ(p.result.stats.full_replications, 0);
@@ -51,9 +58,10 @@ TEST(SpmdOps, SelectCompareConvertOnUnevenTiles) {
 TEST(SpmdOps, Broadcast) {
   // Operand tiled 2 ways on its only dim, result [2,4] tiled: the operand
   // keeps dim 0's tiling, the new dim 1 is sliced locally -> no collective.
-  auto p = partition_text(module("  x = f32[6] parameter(0), sharding={devices=[2,4]<=[8] last_tile_dim_replicate}\n"
-                                 "  ROOT b = f32[6,8] broadcast(x), dimensions={0}, sharding={devices=[2,4]<=[8]}\n"),
-                          8);
+  auto p = partition_text(
+      module("  x = f32[6] parameter(0), sharding={devices=[2,4]<=[8] last_tile_dim_replicate}\n"
+             "  ROOT b = f32[6,8] broadcast(x), dimensions={0}, sharding={devices=[2,4]<=[8]}\n"),
+      8);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.collective_permutes, 0);
 }
@@ -63,9 +71,10 @@ TEST(SpmdOps, BroadcastOfAReplicatedOperandIsBuiltAtTheShardShape) {
   // shard 2): every device broadcasts straight into its [8,2] shard. The
   // largest value built is the shard (16 elements), never the full [8,6]
   // (48); no collective.
-  auto p = partition_text(module("  x = f32[8] parameter(0), sharding={replicated}\n"
-                                 "  ROOT b = f32[8,6] broadcast(x), dimensions={0}, sharding={devices=[1,4]<=[4]}\n"),
-                          4);
+  auto p = partition_text(
+      module("  x = f32[8] parameter(0), sharding={replicated}\n"
+             "  ROOT b = f32[8,6] broadcast(x), dimensions={0}, sharding={devices=[1,4]<=[4]}\n"),
+      4);
   expect_equivalent(p);
   EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
   for (const Instruction& instr : p.result.module.entry().instructions()) {
@@ -80,9 +89,10 @@ TEST(SpmdOps, CrossReplicaAllReduceIsLeftLocal) {
   // across replicas, not partitions: the [2,4] shard goes into the same
   // all-reduce unchanged (no all-gather, no second collective). The
   // interpreter cannot check it numerically (it reads {} as all partitions).
-  auto p = partition_text(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
-                                 "  ROOT r = f32[8,4] all-reduce(x), replica_groups={}, to_apply=add\n"),
-                          4);
+  auto p =
+      partition_text(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                            "  ROOT r = f32[8,4] all-reduce(x), replica_groups={}, to_apply=add\n"),
+                     4);
   EXPECT_EQ(p.result.stats.all_gathers, 0);
   EXPECT_EQ(p.result.stats.default_fallbacks, 0);
   int all_reduces = 0;
@@ -98,8 +108,9 @@ TEST(SpmdOps, CrossReplicaAllReduceIsLeftLocal) {
 TEST(SpmdOps, ElementwiseResultKeepsItsOwnElementType) {
   // is-finite of a tiled f32 value is a pred shard (built as a negate, then
   // turned into is-finite: the reader may not type it yet); no collective.
-  Module m = parse_hlo(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
-                              "  ROOT f = f32[8,4] negate(x)\n"));
+  Module m =
+      parse_hlo(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                       "  ROOT f = f32[8,4] negate(x)\n"));
   m.set_num_partitions(4);
   Computation& entry = m.mutable_computation(m.entry_id());
   Instruction& root = entry.mutable_instr(entry.root());
@@ -116,8 +127,9 @@ TEST(SpmdOps, ElementwiseResultKeepsItsOwnElementType) {
 TEST(SpmdOps, SameWidthBitcastConvertIsElementwise) {
   // f32 -> s32 keeps the dims: the result takes x's tiling (propagation) and
   // the op runs on the [2,4] shard (built as a convert, then retagged).
-  Module m = parse_hlo(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
-                              "  ROOT b = s32[8,4] convert(x)\n"));
+  Module m =
+      parse_hlo(module("  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                       "  ROOT b = s32[8,4] convert(x)\n"));
   m.set_num_partitions(4);
   Computation& entry = m.mutable_computation(m.entry_id());
   entry.mutable_instr(entry.root()).opcode = Opcode::kBitcastConvert;
@@ -131,10 +143,13 @@ TEST(SpmdOps, SameWidthBitcastConvertIsElementwise) {
 
 TEST(SpmdOps, Transpose) {
   auto p = partition_text(module("  x = f32[4,6] parameter(0), sharding={devices=[2,4]<=[8]}\n"
-                                 "  ROOT t = f32[6,4] transpose(x), dimensions={1,0}, sharding={devices=[4,2]<=[2,4]T(1,0)}\n"),
+                                 "  ROOT t = f32[6,4] transpose(x), dimensions={1,0}, "
+                                 "sharding={devices=[4,2]<=[2,4]T(1,0)}\n"),
                           8);
   expect_equivalent(p);
-  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.full_replications + p.result.stats.collective_permutes, 0);
+  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.full_replications +
+                p.result.stats.collective_permutes,
+            0);
 }
 
 TEST(SpmdOps, ReduceOverShardedDimEven) {
@@ -153,23 +168,27 @@ TEST(SpmdOps, ReduceOverShardedDimUneven) {
   // 1 column + 1 padding column, which the harness fills with 37. Inputs lie
   // in [-1, 1], so an unmasked max would return 37 for every row; masked with
   // the init value (-1000) the padding never wins.
-  auto p = partition_text(std::string("HloModule m\nmax {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-                                      "  ROOT s = f32[] maximum(a, b)\n}\nENTRY e {\n"
-                                      "  x = f32[3,7] parameter(0), sharding={devices=[1,4]<=[4]}\n"
-                                      "  lo = f32[] constant(-1000)\n"
-                                      "  ROOT r = f32[3] reduce(x, lo), dimensions={1}, to_apply=max, sharding={replicated}\n}\n"),
-                          4);
+  auto p = partition_text(
+      std::string("HloModule m\nmax {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                  "  ROOT s = f32[] maximum(a, b)\n}\nENTRY e {\n"
+                  "  x = f32[3,7] parameter(0), sharding={devices=[1,4]<=[4]}\n"
+                  "  lo = f32[] constant(-1000)\n"
+                  "  ROOT r = f32[3] reduce(x, lo), dimensions={1}, to_apply=max, "
+                  "sharding={replicated}\n}\n"),
+      4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_reduces, 1);
 }
 
 TEST(SpmdOps, DotBatchPartitioned) {
   // Batch dim tiled on both operands and result: purely local.
-  auto p = partition_text(module("  a = f32[4,3,5] parameter(0), sharding={devices=[4,1,1]<=[4]}\n"
-                                 "  b = f32[4,5,2] parameter(1), sharding={devices=[4,1,1]<=[4]}\n"
-                                 "  ROOT d = f32[4,3,2] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, "
-                                 "lhs_contracting_dims={2}, rhs_contracting_dims={1}, sharding={devices=[4,1,1]<=[4]}\n"),
-                          4);
+  auto p = partition_text(
+      module(
+          "  a = f32[4,3,5] parameter(0), sharding={devices=[4,1,1]<=[4]}\n"
+          "  b = f32[4,5,2] parameter(1), sharding={devices=[4,1,1]<=[4]}\n"
+          "  ROOT d = f32[4,3,2] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+          "lhs_contracting_dims={2}, rhs_contracting_dims={1}, sharding={devices=[4,1,1]<=[4]}\n"),
+      4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
 }
@@ -179,11 +198,15 @@ TEST(SpmdOps, DotContractingPartitioned) {
   // every n, so padding (37 from the harness) must be zeroed before the dot.
   for (int n : {2, 4, 8}) {
     const std::string ns = std::to_string(n);
-    auto p = partition_text(module("  a = f32[3,7] parameter(0), sharding={devices=[1," + ns + "]<=[" + ns + "]}\n"
-                                   "  b = f32[7,2] parameter(1), sharding={devices=[" + ns + ",1]<=[" + ns + "]}\n"
-                                   "  ROOT d = f32[3,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                                   "sharding={replicated}\n"),
-                            n);
+    auto p = partition_text(
+        module("  a = f32[3,7] parameter(0), sharding={devices=[1," + ns + "]<=[" + ns +
+               "]}\n"
+               "  b = f32[7,2] parameter(1), sharding={devices=[" +
+               ns + ",1]<=[" + ns +
+               "]}\n"
+               "  ROOT d = f32[3,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+               "sharding={replicated}\n"),
+        n);
     expect_equivalent(p, 3);
     EXPECT_EQ(p.result.stats.all_reduces, 1);
     EXPECT_EQ(p.result.stats.all_gathers, 0);
@@ -192,22 +215,27 @@ TEST(SpmdOps, DotContractingPartitioned) {
 
 TEST(SpmdOps, DotLhsNonContracting) {
   // M tiled on lhs and result, rhs replicated: local.
-  auto p = partition_text(module("  a = f32[8,5] parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
-                                 "  b = f32[5,4] parameter(1), sharding={replicated}\n"
-                                 "  ROOT d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                                 "sharding={devices=[2,2]<=[4]}\n"),
-                          4);
+  auto p = partition_text(
+      module(
+          "  a = f32[8,5] parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
+          "  b = f32[5,4] parameter(1), sharding={replicated}\n"
+          "  ROOT d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+          "sharding={devices=[2,2]<=[4]}\n"),
+      4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
 }
 
 TEST(SpmdOps, DotRhsNonContractingOn2x4Mesh) {
   // [2,4] mesh: M tiled 2, N tiled 4, K whole: each device computes its tile.
-  auto p = partition_text(module("  a = f32[6,5] parameter(0), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}\n"
-                                 "  b = f32[5,8] parameter(1), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}\n"
-                                 "  ROOT d = f32[6,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                                 "sharding={devices=[2,4]<=[8]}\n"),
-                          8);
+  auto p = partition_text(
+      module(
+          "  a = f32[6,5] parameter(0), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}\n"
+          "  b = f32[5,8] parameter(1), sharding={devices=[1,4,2]<=[2,4]T(1,0) "
+          "last_tile_dim_replicate}\n"
+          "  ROOT d = f32[6,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+          "sharding={devices=[2,4]<=[8]}\n"),
+      8);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
 }
@@ -224,9 +252,10 @@ TEST(SpmdOps, ReshapeMergeKeepsMajorTiling) {
 TEST(SpmdOps, ReshapeSplitFromTargetOn2x2Mesh) {
   // [8,6] -> [2,4,6]; result tiled [2,1,2]: the operand is resharded to
   // [2,2] (here already so) and reshaped locally: [4,3] -> [1,4,3].
-  auto p = partition_text(module("  x = f32[8,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                                 "  ROOT r = f32[2,4,6] reshape(x), sharding={devices=[2,1,2]<=[4]}\n"),
-                          4);
+  auto p =
+      partition_text(module("  x = f32[8,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                            "  ROOT r = f32[2,4,6] reshape(x), sharding={devices=[2,1,2]<=[4]}\n"),
+                     4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.default_fallbacks + p.result.stats.all_gathers, 0);
 }
@@ -245,12 +274,13 @@ TEST(SpmdOps, DefaultActionStaysCorrect) {
   // A gather with batching dims has no handler: replicate the operands, run
   // the whole op, slice the result (one default fallback), still exact.
   // p[b, j] gathered at column i[b] for each batch row b.
-  auto p = partition_text(module("  x = f32[4,6] parameter(0), sharding={devices=[4,1]<=[4]}\n"
-                                 "  i = s32[4,1] parameter(1), sharding={devices=[4,1]<=[4]}\n"
-                                 "  ROOT g = f32[4] gather(x, i), offset_dims={}, collapsed_slice_dims={1}, "
-                                 "start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, "
-                                 "index_vector_dim=1, slice_sizes={1,1}, sharding={devices=[4]<=[4]}\n"),
-                          4);
+  auto p = partition_text(
+      module("  x = f32[4,6] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+             "  i = s32[4,1] parameter(1), sharding={devices=[4,1]<=[4]}\n"
+             "  ROOT g = f32[4] gather(x, i), offset_dims={}, collapsed_slice_dims={1}, "
+             "start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, "
+             "index_vector_dim=1, slice_sizes={1,1}, sharding={devices=[4]<=[4]}\n"),
+      4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.default_fallbacks, 1);
 }
@@ -258,12 +288,16 @@ TEST(SpmdOps, DefaultActionStaysCorrect) {
 TEST(SpmdOps, MlpProgramSizeIndependentOfDeviceCount) {
   auto build = [](int n) {
     const std::string ns = std::to_string(n);
-    return partition_text(module("  x = f32[16,8] parameter(0), sharding={devices=[" + ns + ",1]<=[" + ns + "]}\n"
-                                 "  w = f32[8,16] parameter(1), sharding={devices=[1," + ns + "]<=[" + ns + "]}\n"
-                                 "  h = f32[16,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
-                                 "  z = f32[] constant(0)\n"
-                                 "  ROOT r = f32[16] reduce(h, z), dimensions={1}, to_apply=add\n"),
-                          n);
+    return partition_text(
+        module("  x = f32[16,8] parameter(0), sharding={devices=[" + ns + ",1]<=[" + ns +
+               "]}\n"
+               "  w = f32[8,16] parameter(1), sharding={devices=[1," +
+               ns + "]<=[" + ns +
+               "]}\n"
+               "  h = f32[16,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+               "  z = f32[] constant(0)\n"
+               "  ROOT r = f32[16] reduce(h, z), dimensions={1}, to_apply=add\n"),
+        n);
   };
   auto two = build(2), eight = build(8);
   expect_equivalent(two);

@@ -1,7 +1,7 @@
-// Tuples, while loops and calls under SPMD partitioning (docs/reference/gspmd.md#partitioner-structure,
-// #per-op-partitioning, #partitioner-checklist item 24). Loop state keeps shard shapes;
-// the loop body is partitioned with the loop's sharding, so a reduction over
-// a tiled dim inside the body becomes an all-reduce inside the body.
+// Tuples, while loops and calls under SPMD partitioning
+// (docs/reference/gspmd.md#partitioner-structure, #per-op-partitioning, #partitioner-checklist item
+// 24). Loop state keeps shard shapes; the loop body is partitioned with the loop's sharding, so a
+// reduction over a tiled dim inside the body becomes an all-reduce inside the body.
 #include <gtest/gtest.h>
 
 #include "tests/compiler/spmd/spmd_test_util.h"
@@ -35,9 +35,11 @@ void expect_tuple_equivalent(const Partitioned& p, uint64_t seed = 1) {
     const Sharding leaf = s.is_tuple() ? s.tuple_elements()[static_cast<size_t>(i)] : s;
     std::vector<Literal> leaf_shards;
     for (const Literal& shard : shards) leaf_shards.push_back(shard.element(i));
-    const Literal actual = reassemble(leaf_shards, leaf.is_maximal() ? Sharding::replicated() : leaf, root.shape.tuple_shape(i));
+    const Literal actual = reassemble(
+        leaf_shards, leaf.is_maximal() ? Sharding::replicated() : leaf, root.shape.tuple_shape(i));
     Comparison c = compare_literals(expected.element(i), actual, 1e-4);
-    EXPECT_TRUE(c.ok) << "leaf " << i << ": " << c.first_mismatch << "\n" << print_hlo(p.result.module);
+    EXPECT_TRUE(c.ok) << "leaf " << i << ": " << c.first_mismatch << "\n"
+                      << print_hlo(p.result.module);
   }
 }
 
@@ -95,7 +97,8 @@ TEST(SpmdControlFlow, WhileLoopBodyPartitioned) {
   // the body is a local reduce + all-reduce (one, inside the body); the loop
   // runs 3 times on every device.
   for (int n : {2, 4, 8}) {
-    auto p = partition_text(loop_with("{devices=[" + std::to_string(n) + ",1]<=[" + std::to_string(n) + "]}"), n);
+    auto p = partition_text(
+        loop_with("{devices=[" + std::to_string(n) + ",1]<=[" + std::to_string(n) + "]}"), n);
     expect_equivalent(p);
     EXPECT_EQ(p.result.stats.all_reduces, 1) << n;
     EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.full_replications, 0) << n;
@@ -168,7 +171,9 @@ ENTRY e {
 )",
                           8);
   expect_equivalent(p);
-  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.all_reduces + p.result.stats.collective_permutes, 0);
+  EXPECT_EQ(
+      p.result.stats.all_gathers + p.result.stats.all_reduces + p.result.stats.collective_permutes,
+      0);
 }
 
 TEST(SpmdControlFlow, TupleRoot) {
@@ -192,7 +197,8 @@ ENTRY e {
                           4);
   expect_tuple_equivalent(p);
   EXPECT_EQ(p.result.stats.all_reduces, 1);
-  EXPECT_EQ(p.result.module.entry().root_instr().shape.tuple_shape(0).dims(), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(p.result.module.entry().root_instr().shape.tuple_shape(0).dims(),
+            (std::vector<int64_t>{2, 4}));
 }
 
 TEST(SpmdControlFlow, TupleRootReshardsLeaves) {
@@ -229,7 +235,9 @@ ENTRY e {
 )",
                           4);
   expect_equivalent(p);
-  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.all_reduces + p.result.stats.collective_permutes, 0);
+  EXPECT_EQ(
+      p.result.stats.all_gathers + p.result.stats.all_reduces + p.result.stats.collective_permutes,
+      0);
   const Instruction* call = find_instr(p.result.module.entry(), Opcode::kCall);
   ASSERT_NE(call, nullptr);
   const Computation& callee = p.result.module.computation(call->to_apply());

@@ -1,7 +1,7 @@
-// gather / scatter under SPMD partitioning (docs/reference/gspmd.md#gather-and-scatter, #partitioner-checklist
-// item 23). Indices are s32 parameters in [-8, 8] (the harness's range),
-// so out-of-range indices (clamped by gather, skipped by scatter) occur.
-// Collective counts follow from the strategy named in each comment.
+// gather / scatter under SPMD partitioning (docs/reference/gspmd.md#gather-and-scatter,
+// #partitioner-checklist item 23). Indices are s32 parameters in [-8, 8] (the harness's range), so
+// out-of-range indices (clamped by gather, skipped by scatter) occur. Collective counts follow from
+// the strategy named in each comment.
 #include <gtest/gtest.h>
 
 #include "tests/compiler/spmd/spmd_test_util.h"
@@ -29,19 +29,24 @@ assign {
 }
 )";
 
-std::string module(const std::string& body) { return std::string("HloModule m\n") + kBodies + "ENTRY e {\n" + body + "}\n"; }
+std::string module(const std::string& body) {
+  return std::string("HloModule m\n") + kBodies + "ENTRY e {\n" + body + "}\n";
+}
 
 const std::string kLookup =
-    "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}";
+    "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+    "slice_sizes={1,8}";
 
 TEST(SpmdGather, PassthroughGather) {
   // Table [16,8] tiled on M (taken whole by each lookup): the output's M dim
   // inherits the tiling, indices replicated: no communication.
   for (int n : {2, 4, 8}) {
     const std::string m = "{devices=[1," + std::to_string(n) + "]<=[" + std::to_string(n) + "]}";
-    auto p = partition_text(module("  t = f32[16,8] parameter(0), sharding=" + m + "\n"
+    auto p = partition_text(module("  t = f32[16,8] parameter(0), sharding=" + m +
+                                   "\n"
                                    "  i = s32[5] parameter(1), sharding={replicated}\n"
-                                   "  ROOT g = f32[5,8] gather(t, i), " + kLookup + ", sharding=" + m + "\n"),
+                                   "  ROOT g = f32[5,8] gather(t, i), " +
+                                   kLookup + ", sharding=" + m + "\n"),
                             n);
     expect_equivalent(p);
     EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0) << n;
@@ -53,10 +58,13 @@ TEST(SpmdGather, IndexPassthroughGather) {
   // first axis of [2,2]; the table tiled on M over the second: the output
   // [6,4,8] is [2,1,2], each device gathers its tile: no communication.
   auto p = partition_text(
-      module("  t = f32[16,8] parameter(0), sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
-             "  i = s32[6,4] parameter(1), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
-             "  ROOT g = f32[6,4,8] gather(t, i), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, "
-             "index_vector_dim=2, slice_sizes={1,8}, sharding={devices=[2,1,2]<=[4]}\n"),
+      module(
+          "  t = f32[16,8] parameter(0), sharding={devices=[1,2,2]<=[2,2]T(1,0) "
+          "last_tile_dim_replicate}\n"
+          "  i = s32[6,4] parameter(1), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
+          "  ROOT g = f32[6,4,8] gather(t, i), offset_dims={2}, collapsed_slice_dims={0}, "
+          "start_index_map={0}, "
+          "index_vector_dim=2, slice_sizes={1,8}, sharding={devices=[2,1,2]<=[4]}\n"),
       4);
   expect_equivalent(p);
   EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
@@ -66,7 +74,8 @@ TEST(SpmdGather, IndexPassthroughGatherUneven) {
   // 7 lookups over 4 devices: padded index rows only produce padded output.
   auto p = partition_text(module("  t = f32[16,8] parameter(0), sharding={replicated}\n"
                                  "  i = s32[7] parameter(1), sharding={devices=[4]<=[4]}\n"
-                                 "  ROOT g = f32[7,8] gather(t, i), " + kLookup + ", sharding={devices=[4,1]<=[4]}\n"),
+                                 "  ROOT g = f32[7,8] gather(t, i), " +
+                                 kLookup + ", sharding={devices=[4,1]<=[4]}\n"),
                           4);
   expect_equivalent(p);
   EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
@@ -78,9 +87,11 @@ TEST(SpmdGather, GatherPartitionedOnTrivialSliceDims) {
   // all-reduce over the V tiles; the output is replicated.
   for (int n : {2, 4, 8}) {
     const std::string v = "{devices=[" + std::to_string(n) + ",1]<=[" + std::to_string(n) + "]}";
-    auto p = partition_text(module("  t = f32[13,8] parameter(0), sharding=" + v + "\n"
+    auto p = partition_text(module("  t = f32[13,8] parameter(0), sharding=" + v +
+                                   "\n"
                                    "  i = s32[6] parameter(1), sharding={replicated}\n"
-                                   "  ROOT g = f32[6,8] gather(t, i), " + kLookup + ", sharding={replicated}\n"),
+                                   "  ROOT g = f32[6,8] gather(t, i), " +
+                                   kLookup + ", sharding={replicated}\n"),
                             n);
     for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
     EXPECT_EQ(p.result.stats.all_reduces, 1) << n;
@@ -93,7 +104,8 @@ TEST(SpmdGather, TrivialSliceGatherReduceScatters) {
   // the all-reduce + slice fuse into one reduce-scatter.
   auto p = partition_text(module("  t = f32[16,8] parameter(0), sharding={devices=[4,1]<=[4]}\n"
                                  "  i = s32[6] parameter(1), sharding={replicated}\n"
-                                 "  ROOT g = f32[6,8] gather(t, i), " + kLookup + ", sharding={devices=[1,4]<=[4]}\n"),
+                                 "  ROOT g = f32[6,8] gather(t, i), " +
+                                 kLookup + ", sharding={devices=[1,4]<=[4]}\n"),
                           4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.reduce_scatters, 1);
@@ -106,7 +118,8 @@ TEST(SpmdGather, TrivialSliceGatherOtherDeviceOrderAllReduces) {
   // the partial sums are all-reduced and sliced locally instead.
   auto p = partition_text(module("  t = f32[16,8] parameter(0), sharding={devices=[4,1]<=[4]}\n"
                                  "  i = s32[6] parameter(1), sharding={replicated}\n"
-                                 "  ROOT g = f32[6,8] gather(t, i), " + kLookup + ", sharding={devices=[1,4]3,2,1,0}\n"),
+                                 "  ROOT g = f32[6,8] gather(t, i), " +
+                                 kLookup + ", sharding={devices=[1,4]3,2,1,0}\n"),
                           4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.reduce_scatters, 0);
@@ -117,12 +130,14 @@ TEST(SpmdGather, TrivialSliceGatherTwoIndexComponentsOn2x2Mesh) {
   // Operand [6,5,4] tiled on dim 0 (slice 1) and dim 2 (taken whole); the
   // index vector (dim 1 of [7,2]) addresses dims 0 and 1: component 0 is
   // shifted and masked, component 1 (dim 1 replicated) is used as is.
-  auto p = partition_text(
-      module("  t = f32[6,5,4] parameter(0), sharding={devices=[2,1,2]<=[4]}\n"
-             "  i = s32[7,2] parameter(1), sharding={replicated}\n"
-             "  ROOT g = f32[7,2,4] gather(t, i), offset_dims={1,2}, collapsed_slice_dims={0}, start_index_map={0,1}, "
-             "index_vector_dim=1, slice_sizes={1,2,4}, sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"),
-      4);
+  auto p =
+      partition_text(module("  t = f32[6,5,4] parameter(0), sharding={devices=[2,1,2]<=[4]}\n"
+                            "  i = s32[7,2] parameter(1), sharding={replicated}\n"
+                            "  ROOT g = f32[7,2,4] gather(t, i), offset_dims={1,2}, "
+                            "collapsed_slice_dims={0}, start_index_map={0,1}, "
+                            "index_vector_dim=1, slice_sizes={1,2,4}, "
+                            "sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"),
+                     4);
   for (uint64_t seed : {1, 2}) expect_equivalent(p, seed);
   EXPECT_EQ(p.result.stats.all_reduces, 1);
   EXPECT_EQ(p.result.stats.full_replications, 0);
@@ -134,10 +149,14 @@ TEST(SpmdGather, EmbeddingLookupOn3DMesh) {
   // (indices replicated); the masked partial lookups are summed over the V
   // pairs: one all-reduce, no full replication.
   auto p = partition_text(
-      module("  t = f32[12,8] parameter(0), sharding={devices=[2,2,2]<=[8] last_tile_dim_replicate}\n"
-             "  i = s32[6,4] parameter(1), sharding={devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}\n"
-             "  ROOT g = f32[6,4,8] gather(t, i), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, "
-             "index_vector_dim=2, slice_sizes={1,8}, sharding={devices=[1,1,2,4]<=[2,2,2]T(1,0,2) last_tile_dim_replicate}\n"),
+      module(
+          "  t = f32[12,8] parameter(0), sharding={devices=[2,2,2]<=[8] last_tile_dim_replicate}\n"
+          "  i = s32[6,4] parameter(1), sharding={devices=[2,1,4]<=[4,2]T(1,0) "
+          "last_tile_dim_replicate}\n"
+          "  ROOT g = f32[6,4,8] gather(t, i), offset_dims={2}, collapsed_slice_dims={0}, "
+          "start_index_map={0}, "
+          "index_vector_dim=2, slice_sizes={1,8}, sharding={devices=[1,1,2,4]<=[2,2,2]T(1,0,2) "
+          "last_tile_dim_replicate}\n"),
       8);
   for (uint64_t seed : {1, 2}) expect_equivalent(p, seed);
   EXPECT_EQ(p.result.stats.all_reduces, 1);
@@ -148,13 +167,16 @@ TEST(SpmdScatter, PassthroughAndTrivialScatterOn2x2Mesh) {
   // Operand [10,6] tiled on rows (scattered into, window 1) and columns
   // (window dim taken whole): indices replicated and shifted per row tile,
   // updates tiled on columns: no communication.
-  auto p = partition_text(module("  o = f32[10,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                                 "  i = s32[5] parameter(1), sharding={replicated}\n"
-                                 "  u = f32[5,6] parameter(2), sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
-                                 "  ROOT s = f32[10,6] scatter(o, i, u), update_window_dims={1}, inserted_window_dims={0}, "
-                                 "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add, "
-                                 "sharding={devices=[2,2]<=[4]}\n"),
-                          4);
+  auto p =
+      partition_text(module("  o = f32[10,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                            "  i = s32[5] parameter(1), sharding={replicated}\n"
+                            "  u = f32[5,6] parameter(2), sharding={devices=[1,2,2]<=[2,2]T(1,0) "
+                            "last_tile_dim_replicate}\n"
+                            "  ROOT s = f32[10,6] scatter(o, i, u), update_window_dims={1}, "
+                            "inserted_window_dims={0}, "
+                            "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add, "
+                            "sharding={devices=[2,2]<=[4]}\n"),
+                     4);
   for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
   EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
 }
@@ -163,28 +185,34 @@ TEST(SpmdGather, TrivialSliceGatherOnBothTiledDimsWithLeadingIndexVector) {
   // Point lookups t[i0, i1] with the index vector in dim 0 of indices [2,5];
   // t [6,7] tiled on both dims of a [2,2] mesh (7 uneven): both components
   // are shifted and masked, partial sums all-reduced over all 4 devices.
-  auto p = partition_text(module("  t = f32[6,7] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                                 "  i = s32[2,5] parameter(1), sharding={replicated}\n"
-                                 "  ROOT g = f32[5] gather(t, i), offset_dims={}, collapsed_slice_dims={0,1}, "
-                                 "start_index_map={0,1}, index_vector_dim=0, slice_sizes={1,1}, sharding={replicated}\n"),
-                          4);
+  auto p = partition_text(
+      module(
+          "  t = f32[6,7] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+          "  i = s32[2,5] parameter(1), sharding={replicated}\n"
+          "  ROOT g = f32[5] gather(t, i), offset_dims={}, collapsed_slice_dims={0,1}, "
+          "start_index_map={0,1}, index_vector_dim=0, slice_sizes={1,1}, sharding={replicated}\n"),
+      4);
   for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
   EXPECT_EQ(p.result.stats.all_reduces, 1);
   EXPECT_EQ(p.result.stats.all_gathers, 0);
 }
 
 const std::string kScatterDims =
-    "update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1";
+    "update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+    "index_vector_dim=1";
 
 TEST(SpmdScatter, PassthroughScatter) {
   // Operand and updates tiled on the window dim M: local scatter.
   for (int n : {2, 4}) {
     const std::string m = "{devices=[1," + std::to_string(n) + "]<=[" + std::to_string(n) + "]}";
-    auto p = partition_text(module("  o = f32[16,8] parameter(0), sharding=" + m + "\n"
+    auto p = partition_text(module("  o = f32[16,8] parameter(0), sharding=" + m +
+                                   "\n"
                                    "  i = s32[6] parameter(1), sharding={replicated}\n"
-                                   "  u = f32[6,8] parameter(2), sharding=" + m + "\n"
-                                   "  ROOT s = f32[16,8] scatter(o, i, u), " + kScatterDims + ", to_apply=add, sharding=" +
-                                   m + "\n"),
+                                   "  u = f32[6,8] parameter(2), sharding=" +
+                                   m +
+                                   "\n"
+                                   "  ROOT s = f32[16,8] scatter(o, i, u), " +
+                                   kScatterDims + ", to_apply=add, sharding=" + m + "\n"),
                             n);
     expect_equivalent(p);
     EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0) << n;
@@ -196,11 +224,12 @@ TEST(SpmdScatter, ScatterPartitionedOnTrivialSliceDims) {
   // shifted into each tile, others fall out of range and are skipped.
   for (int n : {2, 4, 8}) {
     const std::string v = "{devices=[" + std::to_string(n) + ",1]<=[" + std::to_string(n) + "]}";
-    auto p = partition_text(module("  o = f32[13,4] parameter(0), sharding=" + v + "\n"
+    auto p = partition_text(module("  o = f32[13,4] parameter(0), sharding=" + v +
+                                   "\n"
                                    "  i = s32[9] parameter(1), sharding={replicated}\n"
                                    "  u = f32[9,4] parameter(2), sharding={replicated}\n"
-                                   "  ROOT s = f32[13,4] scatter(o, i, u), " + kScatterDims + ", to_apply=add, sharding=" +
-                                   v + "\n"),
+                                   "  ROOT s = f32[13,4] scatter(o, i, u), " +
+                                   kScatterDims + ", to_apply=add, sharding=" + v + "\n"),
                             n);
     for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
     EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0) << n;
@@ -215,10 +244,14 @@ TEST(SpmdScatter, IndexPassthroughScatter) {
     const std::string b = "{devices=[" + std::to_string(n) + "]<=[" + std::to_string(n) + "]}";
     const std::string bu = "{devices=[" + std::to_string(n) + ",1]<=[" + std::to_string(n) + "]}";
     auto p = partition_text(module("  o = f32[8,4] parameter(0), sharding={replicated}\n"
-                                   "  i = s32[7] parameter(1), sharding=" + b + "\n"
-                                   "  u = f32[7,4] parameter(2), sharding=" + bu + "\n"
-                                   "  ROOT s = f32[8,4] scatter(o, i, u), " + kScatterDims +
-                                   ", to_apply=add, sharding={replicated}\n"),
+                                   "  i = s32[7] parameter(1), sharding=" +
+                                   b +
+                                   "\n"
+                                   "  u = f32[7,4] parameter(2), sharding=" +
+                                   bu +
+                                   "\n"
+                                   "  ROOT s = f32[8,4] scatter(o, i, u), " +
+                                   kScatterDims + ", to_apply=add, sharding={replicated}\n"),
                             n);
     for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
     EXPECT_EQ(p.result.stats.all_reduces, 1) << n;
@@ -232,8 +265,8 @@ TEST(SpmdScatter, IndexPassthroughScatterMin) {
   auto p = partition_text(module("  o = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
                                  "  i = s32[6] parameter(1), sharding={devices=[4]<=[4]}\n"
                                  "  u = f32[6,4] parameter(2), sharding={devices=[4,1]<=[4]}\n"
-                                 "  ROOT s = f32[8,4] scatter(o, i, u), " + kScatterDims +
-                                 ", to_apply=min, sharding={devices=[4,1]<=[4]}\n"),
+                                 "  ROOT s = f32[8,4] scatter(o, i, u), " +
+                                 kScatterDims + ", to_apply=min, sharding={devices=[4,1]<=[4]}\n"),
                           4);
   for (uint64_t seed : {1, 2}) expect_equivalent(p, seed);
   EXPECT_EQ(p.result.stats.reduce_scatters, 1);
@@ -245,12 +278,13 @@ TEST(SpmdScatter, AssignScatterWithTiledIndicesStaysCorrect) {
   // all-gathered and the operand-owned strategy scatters into each row tile;
   // duplicates resolve as in the unpartitioned program because every device
   // applies all updates in the same order.
-  auto p = partition_text(module("  o = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}\n"
-                                 "  i = s32[6] parameter(1), sharding={devices=[2]<=[2]}\n"
-                                 "  u = f32[6,4] parameter(2), sharding={devices=[2,1]<=[2]}\n"
-                                 "  ROOT s = f32[8,4] scatter(o, i, u), " + kScatterDims +
-                                 ", to_apply=assign, sharding={devices=[2,1]<=[2]}\n"),
-                          2);
+  auto p =
+      partition_text(module("  o = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+                            "  i = s32[6] parameter(1), sharding={devices=[2]<=[2]}\n"
+                            "  u = f32[6,4] parameter(2), sharding={devices=[2,1]<=[2]}\n"
+                            "  ROOT s = f32[8,4] scatter(o, i, u), " +
+                            kScatterDims + ", to_apply=assign, sharding={devices=[2,1]<=[2]}\n"),
+                     2);
   for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
   EXPECT_EQ(p.result.stats.all_reduces, 0);
   EXPECT_EQ(p.result.stats.full_replications, 0);
@@ -259,13 +293,15 @@ TEST(SpmdScatter, AssignScatterWithTiledIndicesStaysCorrect) {
 TEST(SpmdScatter, TrivialScatterWithTwoIndexComponentsOn2x2Mesh) {
   // Point updates o[i0, i1] += u with o [5,6] tiled on both dims: each
   // device keeps the updates that land in its tile: no communication.
-  auto p = partition_text(module("  o = f32[5,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                                 "  i = s32[7,2] parameter(1), sharding={replicated}\n"
-                                 "  u = f32[7] parameter(2), sharding={replicated}\n"
-                                 "  ROOT s = f32[5,6] scatter(o, i, u), update_window_dims={}, inserted_window_dims={0,1}, "
-                                 "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add, "
-                                 "sharding={devices=[2,2]<=[4]}\n"),
-                          4);
+  auto p =
+      partition_text(module("  o = f32[5,6] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+                            "  i = s32[7,2] parameter(1), sharding={replicated}\n"
+                            "  u = f32[7] parameter(2), sharding={replicated}\n"
+                            "  ROOT s = f32[5,6] scatter(o, i, u), update_window_dims={}, "
+                            "inserted_window_dims={0,1}, "
+                            "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add, "
+                            "sharding={devices=[2,2]<=[4]}\n"),
+                     4);
   for (uint64_t seed : {1, 2, 3}) expect_equivalent(p, seed);
   EXPECT_EQ(spmd_test::total_collectives(p.result.stats), 0);
 }

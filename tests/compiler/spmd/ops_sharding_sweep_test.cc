@@ -53,11 +53,12 @@ TEST(SpmdShardingSweep, EmbeddingGather) {
   for (const std::string& table : kMatrixShardings)
     for (const std::string& indices : kVectorShardings)
       for (const std::string& out : kMatrixShardings) {
-        const std::string text = std::string(kAdd) + "  t = f32[7,6] parameter(0), sharding=" + table + "\n" +
-                                 "  i = s32[5] parameter(1), sharding=" + indices + "\n" +
-                                 "  ROOT g = f32[5,6] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, "
-                                 "start_index_map={0}, index_vector_dim=1, slice_sizes={1,6}, sharding=" +
-                                 out + "\n}\n";
+        const std::string text =
+            std::string(kAdd) + "  t = f32[7,6] parameter(0), sharding=" + table + "\n" +
+            "  i = s32[5] parameter(1), sharding=" + indices + "\n" +
+            "  ROOT g = f32[5,6] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, "
+            "start_index_map={0}, index_vector_dim=1, slice_sizes={1,6}, sharding=" +
+            out + "\n}\n";
         const std::string failure = check(text);
         if (!failure.empty() && ++failures <= 3) ADD_FAILURE() << failure;
       }
@@ -69,12 +70,14 @@ TEST(SpmdShardingSweep, ScatterAdd) {
   for (const std::string& operand : kMatrixShardings)
     for (const std::string& indices : kVectorShardings)
       for (const std::string& updates : kMatrixShardings) {
-        const std::string text = std::string(kAdd) + "  o = f32[7,6] parameter(0), sharding=" + operand + "\n" +
-                                 "  i = s32[5] parameter(1), sharding=" + indices + "\n" +
-                                 "  u = f32[5,6] parameter(2), sharding=" + updates + "\n" +
-                                 "  ROOT s = f32[7,6] scatter(o, i, u), update_window_dims={1}, inserted_window_dims={0}, "
-                                 "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add, sharding=" +
-                                 operand + "\n}\n";
+        const std::string text =
+            std::string(kAdd) + "  o = f32[7,6] parameter(0), sharding=" + operand + "\n" +
+            "  i = s32[5] parameter(1), sharding=" + indices + "\n" +
+            "  u = f32[5,6] parameter(2), sharding=" + updates + "\n" +
+            "  ROOT s = f32[7,6] scatter(o, i, u), update_window_dims={1}, "
+            "inserted_window_dims={0}, "
+            "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add, sharding=" +
+            operand + "\n}\n";
         const std::string failure = check(text);
         if (!failure.empty() && ++failures <= 3) ADD_FAILURE() << failure;
       }
@@ -86,13 +89,15 @@ TEST(SpmdShardingSweep, DynamicSliceAndUpdate) {
   for (const std::string& operand : kMatrixShardings)
     for (const std::string& update : kMatrixShardings)
       for (const std::string& out : kMatrixShardings) {
-        const std::string text = std::string(kAdd) + "  x = f32[7,6] parameter(0), sharding=" + operand + "\n" +
-                                 "  u = f32[3,6] parameter(1), sharding=" + update + "\n" +
-                                 "  i = s32[] parameter(2), sharding={replicated}\n"
-                                 "  j = s32[] parameter(3), sharding={replicated}\n"
-                                 "  d = f32[7,6] dynamic-update-slice(x, u, i, j), sharding=" + out + "\n" +
-                                 "  ROOT s = f32[2,5] dynamic-slice(d, j, i), dynamic_slice_sizes={2,5}, sharding=" +
-                                 operand + "\n}\n";
+        const std::string text =
+            std::string(kAdd) + "  x = f32[7,6] parameter(0), sharding=" + operand + "\n" +
+            "  u = f32[3,6] parameter(1), sharding=" + update + "\n" +
+            "  i = s32[] parameter(2), sharding={replicated}\n"
+            "  j = s32[] parameter(3), sharding={replicated}\n"
+            "  d = f32[7,6] dynamic-update-slice(x, u, i, j), sharding=" +
+            out + "\n" +
+            "  ROOT s = f32[2,5] dynamic-slice(d, j, i), dynamic_slice_sizes={2,5}, sharding=" +
+            operand + "\n}\n";
         const std::string failure = check(text);
         if (!failure.empty() && ++failures <= 3) ADD_FAILURE() << failure;
       }
@@ -104,12 +109,14 @@ TEST(SpmdShardingSweep, SlicePadConcatenate) {
   for (const std::string& a : kMatrixShardings)
     for (const std::string& b : kMatrixShardings)
       for (const std::string& out : kMatrixShardings) {
-        const std::string text = std::string(kAdd) + "  x = f32[7,6] parameter(0), sharding=" + a + "\n" +
-                                 "  y = f32[3,6] parameter(1), sharding=" + b + "\n" +
-                                 "  c = f32[10,6] concatenate(x, y), dimensions={0}, sharding=" + out + "\n" +
-                                 "  z = f32[] constant(0.5)\n"
-                                 "  p = f32[13,9] pad(c, z), padding=2_1x0_-2_1, sharding=" + a + "\n" +
-                                 "  ROOT s = f32[5,4] slice(p), slice={[1:11:2], [2:9:2]}, sharding=" + b + "\n}\n";
+        const std::string text =
+            std::string(kAdd) + "  x = f32[7,6] parameter(0), sharding=" + a + "\n" +
+            "  y = f32[3,6] parameter(1), sharding=" + b + "\n" +
+            "  c = f32[10,6] concatenate(x, y), dimensions={0}, sharding=" + out + "\n" +
+            "  z = f32[] constant(0.5)\n"
+            "  p = f32[13,9] pad(c, z), padding=2_1x0_-2_1, sharding=" +
+            a + "\n" + "  ROOT s = f32[5,4] slice(p), slice={[1:11:2], [2:9:2]}, sharding=" + b +
+            "\n}\n";
         const std::string failure = check(text);
         if (!failure.empty() && ++failures <= 3) ADD_FAILURE() << failure;
       }
@@ -124,13 +131,16 @@ TEST(SpmdShardingSweep, WhileLoopState) {
   for (const std::string& in : kMatrixShardings)
     for (const std::string& loop : kMatrixShardings)
       for (const std::string& out : kMatrixShardings) {
-        const std::string text = std::string(kAdd) +
-                                 "  x = f32[7,6] parameter(0), sharding=" + in + "\n"
+        const std::string text = std::string(kAdd) + "  x = f32[7,6] parameter(0), sharding=" + in +
+                                 "\n"
                                  "  z = s32[] constant(0)\n"
                                  "  t = (s32[], f32[7,6]) tuple(z, x)\n"
-                                 "  w = (s32[], f32[7,6]) while(t), condition=cond, body=body, sharding={{replicated}, " +
-                                 loop + "}\n"
-                                 "  ROOT r = f32[7,6] get-tuple-element(w), index=1, sharding=" + out + "\n}\n";
+                                 "  w = (s32[], f32[7,6]) while(t), condition=cond, body=body, "
+                                 "sharding={{replicated}, " +
+                                 loop +
+                                 "}\n"
+                                 "  ROOT r = f32[7,6] get-tuple-element(w), index=1, sharding=" +
+                                 out + "\n}\n";
         const std::string bodies = R"(cond {
   p = (s32[], f32[7,6]) parameter(0)
   i = s32[] get-tuple-element(p), index=0

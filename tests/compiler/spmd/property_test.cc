@@ -56,8 +56,9 @@ CaseOutcome run_module(RandomCase c, uint64_t seed) {
   const std::string original = print_hlo(c.module);
   auto fail = [&](const std::string& why, const std::string& extra) {
     out.ok = false;
-    out.report = "seed " + std::to_string(seed) + " (replay: PODSIM_PROPERTY_SEED=" + std::to_string(seed) +
-                 "): " + why + "\n--- generated module ---\n" + original + extra;
+    out.report = "seed " + std::to_string(seed) +
+                 " (replay: PODSIM_PROPERTY_SEED=" + std::to_string(seed) + "): " + why +
+                 "\n--- generated module ---\n" + original + extra;
   };
   try {
     propagate_shardings(c.module);
@@ -78,7 +79,8 @@ CaseOutcome run_module(RandomCase c, uint64_t seed) {
   try {
     verify_module(result.module);
   } catch (const std::exception& e) {
-    fail(std::string("partitioned module fails verify_module: ") + e.what(), propagated + partitioned);
+    fail(std::string("partitioned module fails verify_module: ") + e.what(),
+         propagated + partitioned);
     return out;
   }
   try {
@@ -102,7 +104,8 @@ RandomGraphOptions options_from_env() {
   const std::vector<OpFamily> all = options.families;
   options.families.clear();
   std::string list = std::string(text) + ",";
-  for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1) {
+  for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos;
+       start = comma + 1) {
     const std::string name = list.substr(start, comma - start);
     for (OpFamily f : all)
       if (spmd_test::to_string(f) == name) options.families.push_back(f);
@@ -130,7 +133,8 @@ TEST(SpmdProperty, RandomModulesPartitionToEquivalentPrograms) {
     }
     return;
   }
-  const int64_t cases = static_cast<int64_t>(env_number("PODSIM_PROPERTY_CASES").value_or(kDefaultCases));
+  const int64_t cases =
+      static_cast<int64_t>(env_number("PODSIM_PROPERTY_CASES").value_or(kDefaultCases));
   const auto start = std::chrono::steady_clock::now();
   int64_t failures = 0;
   std::string failing_seeds;
@@ -154,14 +158,17 @@ TEST(SpmdProperty, RandomModulesPartitionToEquivalentPrograms) {
     total.default_fallbacks += outcome.stats.default_fallbacks;
     for (OpFamily f : generate_random_case(seed, options).ops) ++family_counts[f];
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(failures, 0) << failures << " of " << cases << " cases failed; seeds:" << failing_seeds;
-  std::cout << cases << " cases in " << seconds << " s; collectives: all-reduce " << total.all_reduces
-            << ", all-gather " << total.all_gathers << ", all-to-all " << total.all_to_alls
-            << ", collective-permute " << total.collective_permutes << ", reduce-scatter " << total.reduce_scatters
-            << "; full replications " << total.full_replications << ", default fallbacks "
-            << total.default_fallbacks << "\nops:";
-  for (auto [family, count] : family_counts) std::cout << " " << spmd_test::to_string(family) << "=" << count;
+  std::cout << cases << " cases in " << seconds << " s; collectives: all-reduce "
+            << total.all_reduces << ", all-gather " << total.all_gathers << ", all-to-all "
+            << total.all_to_alls << ", collective-permute " << total.collective_permutes
+            << ", reduce-scatter " << total.reduce_scatters << "; full replications "
+            << total.full_replications << ", default fallbacks " << total.default_fallbacks
+            << "\nops:";
+  for (auto [family, count] : family_counts)
+    std::cout << " " << spmd_test::to_string(family) << "=" << count;
   std::cout << "\n";
 }
 
@@ -211,9 +218,10 @@ CaseOutcome run_text(const std::string& hlo) {
 // seeds 448, 810, 963); fixed in 1f52d29, kept as a regression test.
 TEST(SpmdPropertyFindings, ReverseOfDimSmallerThanTileCount) {
   for (const char* dims : {"1", "2"}) {
-    CaseOutcome outcome = run_text(std::string("HloModule m, num_partitions=8\nENTRY e {\n  p0 = f32[") + dims +
-                                   "] parameter(0), sharding={devices=[8]<=[8]}\n  ROOT r = f32[" + dims +
-                                   "] reverse(p0), dimensions={0}, sharding={devices=[8]7,6,5,4,3,2,1,0}\n}\n");
+    CaseOutcome outcome =
+        run_text(std::string("HloModule m, num_partitions=8\nENTRY e {\n  p0 = f32[") + dims +
+                 "] parameter(0), sharding={devices=[8]<=[8]}\n  ROOT r = f32[" + dims +
+                 "] reverse(p0), dimensions={0}, sharding={devices=[8]7,6,5,4,3,2,1,0}\n}\n");
     EXPECT_TRUE(outcome.ok) << outcome.report;
   }
 }
@@ -234,15 +242,17 @@ TEST(SpmdPropertyFindings, PadInteriorOnSizeOneShardedDim) {
 // The same pads and reverses on dims that are large enough pass: they guard
 // that the generator's workaround does not hide more than the bug.
 TEST(SpmdPropertyFindings, PadInteriorAndReverseOnLargerDims) {
-  EXPECT_TRUE(run_text("HloModule m, num_partitions=2\nENTRY e {\n"
-                       "  p0 = f32[3] parameter(0), sharding={devices=[2]<=[2]}\n"
-                       "  c = f32[] constant(-0.5)\n"
-                       "  ROOT pad = f32[6] pad(p0, c), padding=1_0_1, sharding={devices=[2]<=[2]}\n}\n")
-                  .ok);
-  EXPECT_TRUE(run_text("HloModule m, num_partitions=4\nENTRY e {\n"
-                       "  p0 = f32[6] parameter(0), sharding={devices=[4]<=[4]}\n"
-                       "  ROOT r = f32[6] reverse(p0), dimensions={0}, sharding={devices=[4]3,2,1,0}\n}\n")
-                  .ok);
+  EXPECT_TRUE(
+      run_text("HloModule m, num_partitions=2\nENTRY e {\n"
+               "  p0 = f32[3] parameter(0), sharding={devices=[2]<=[2]}\n"
+               "  c = f32[] constant(-0.5)\n"
+               "  ROOT pad = f32[6] pad(p0, c), padding=1_0_1, sharding={devices=[2]<=[2]}\n}\n")
+          .ok);
+  EXPECT_TRUE(
+      run_text("HloModule m, num_partitions=4\nENTRY e {\n"
+               "  p0 = f32[6] parameter(0), sharding={devices=[4]<=[4]}\n"
+               "  ROOT r = f32[6] reverse(p0), dimensions={0}, sharding={devices=[4]3,2,1,0}\n}\n")
+          .ok);
 }
 
 }  // namespace

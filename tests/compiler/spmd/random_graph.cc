@@ -25,7 +25,9 @@ template <typename T>
 const T& pick(std::mt19937_64& rng, const std::vector<T>& items) {
   return items[static_cast<size_t>(uniform(rng, 0, static_cast<int64_t>(items.size()) - 1))];
 }
-int64_t elements(const Dims& dims) { return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>()); }
+int64_t elements(const Dims& dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+}
 
 std::vector<int64_t> prime_factors(int64_t n) {
   std::vector<int64_t> out;
@@ -88,7 +90,8 @@ class GraphBuilder {
       if (id != except && dims_of(id) == dims) same.push_back(id);
     if (!same.empty() && chance(rng_, 0.6)) return pick(rng_, same);
     if (chance(rng_, 0.2)) {  // a broadcast scalar constant (multiple of 1/8: exact)
-      InstrId c = builder_->scalar_constant(DType::kF32, static_cast<double>(uniform(rng_, -8, 8)) / 8.0);
+      InstrId c =
+          builder_->scalar_constant(DType::kF32, static_cast<double>(uniform(rng_, -8, 8)) / 8.0);
       return builder_->broadcast(c, dims, {});
     }
     return parameter(dims);
@@ -100,10 +103,12 @@ class GraphBuilder {
     const int64_t rank = static_cast<int64_t>(dims.size());
     switch (family) {
       case OpFamily::kUnary:
-        return builder_->unary(pick(rng_, std::vector<Opcode>{Opcode::kNegate, Opcode::kAbs, Opcode::kTanh}), v);
+        return builder_->unary(
+            pick(rng_, std::vector<Opcode>{Opcode::kNegate, Opcode::kAbs, Opcode::kTanh}), v);
       case OpFamily::kBinary: {
-        const Opcode op = pick(rng_, std::vector<Opcode>{Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply,
-                                                         Opcode::kMaximum, Opcode::kMinimum});
+        const Opcode op =
+            pick(rng_, std::vector<Opcode>{Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply,
+                                           Opcode::kMaximum, Opcode::kMinimum});
         const InstrId other = partner(dims, v);
         return chance(rng_, 0.5) ? builder_->binary(op, v, other) : builder_->binary(op, other, v);
       }
@@ -124,7 +129,8 @@ class GraphBuilder {
         std::shuffle(perm.begin(), perm.end(), rng_);
         return builder_->transpose(v, perm);
       }
-      case OpFamily::kReshape: return reshape(v, dims);
+      case OpFamily::kReshape:
+        return reshape(v, dims);
       case OpFamily::kReduce: {
         if (rank < 1) return std::nullopt;
         Dims reduced;
@@ -132,30 +138,37 @@ class GraphBuilder {
           if (chance(rng_, 0.5)) reduced.push_back(d);
         if (reduced.empty()) reduced.push_back(uniform(rng_, 0, rank - 1));
         const bool sum = chance(rng_, 0.6);
-        InstrId init = builder_->scalar_constant(DType::kF32, sum ? 0.0 : -std::numeric_limits<double>::infinity());
+        InstrId init = builder_->scalar_constant(
+            DType::kF32, sum ? 0.0 : -std::numeric_limits<double>::infinity());
         return builder_->reduce({v}, {init}, reduced, sum ? add_ : max_);
       }
-      case OpFamily::kDot: return dot(v, dims);
+      case OpFamily::kDot:
+        return dot(v, dims);
       case OpFamily::kSlice: {
         if (rank < 1) return std::nullopt;
         const int64_t d = uniform(rng_, 0, rank - 1);
         std::vector<SliceDim> slice;
-        for (int64_t i = 0; i < rank; ++i) slice.push_back(SliceDim{0, dims[static_cast<size_t>(i)], 1});
+        for (int64_t i = 0; i < rank; ++i)
+          slice.push_back(SliceDim{0, dims[static_cast<size_t>(i)], 1});
         const int64_t size = dims[static_cast<size_t>(d)];
         const int64_t start = uniform(rng_, 0, size - 1);
-        slice[static_cast<size_t>(d)] = SliceDim{start, uniform(rng_, start + 1, size), uniform(rng_, 1, 2)};
+        slice[static_cast<size_t>(d)] =
+            SliceDim{start, uniform(rng_, start + 1, size), uniform(rng_, 1, 2)};
         return builder_->slice(v, std::move(slice));
       }
       case OpFamily::kPad: {
         if (rank < 1) return std::nullopt;
         const int64_t d = uniform(rng_, 0, rank - 1);
         std::vector<PadDim> padding(static_cast<size_t>(rank));
-        padding[static_cast<size_t>(d)] = PadDim{uniform(rng_, 0, 2), uniform(rng_, 0, 2), chance(rng_, 0.3) ? 1 : 0};
+        padding[static_cast<size_t>(d)] =
+            PadDim{uniform(rng_, 0, 2), uniform(rng_, 0, 2), chance(rng_, 0.3) ? 1 : 0};
         Dims out = dims;
         const PadDim& p = padding[static_cast<size_t>(d)];
-        out[static_cast<size_t>(d)] += p.low + p.high + p.interior * std::max<int64_t>(0, dims[static_cast<size_t>(d)] - 1);
+        out[static_cast<size_t>(d)] +=
+            p.low + p.high + p.interior * std::max<int64_t>(0, dims[static_cast<size_t>(d)] - 1);
         if (!fits(out)) return std::nullopt;
-        InstrId value = builder_->scalar_constant(DType::kF32, static_cast<double>(uniform(rng_, -4, 4)) / 4.0);
+        InstrId value =
+            builder_->scalar_constant(DType::kF32, static_cast<double>(uniform(rng_, -4, 4)) / 4.0);
         return builder_->pad(v, value, std::move(padding));
       }
       case OpFamily::kConcatenate: {
@@ -167,7 +180,8 @@ class GraphBuilder {
         out[static_cast<size_t>(d)] += other_dims[static_cast<size_t>(d)];
         if (!fits(out)) return std::nullopt;
         const InstrId other = chance(rng_, 0.3) ? v : partner(other_dims, v);
-        return chance(rng_, 0.5) ? builder_->concatenate({v, other}, d) : builder_->concatenate({other, v}, d);
+        return chance(rng_, 0.5) ? builder_->concatenate({v, other}, d)
+                                 : builder_->concatenate({other, v}, d);
       }
       case OpFamily::kReverse: {
         if (rank < 1) return std::nullopt;
@@ -186,7 +200,8 @@ class GraphBuilder {
           const bool sliced = chance(rng_, 0.5);
           sizes.push_back(sliced ? uniform(rng_, 1, size) : size);
           // Starts past the end are clamped by dynamic-slice semantics.
-          starts.push_back(builder_->scalar_constant(DType::kS32, static_cast<double>(sliced ? uniform(rng_, 0, size) : 0)));
+          starts.push_back(builder_->scalar_constant(
+              DType::kS32, static_cast<double>(sliced ? uniform(rng_, 0, size) : 0)));
         }
         return builder_->dynamic_slice(v, std::move(starts), std::move(sizes));
       }
@@ -281,7 +296,8 @@ class GraphBuilder {
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng_);
     Dims rhs_dims(logical.size());
-    for (size_t i = 0; i < logical.size(); ++i) rhs_dims[static_cast<size_t>(order[i])] = logical[i];
+    for (size_t i = 0; i < logical.size(); ++i)
+      rhs_dims[static_cast<size_t>(order[i])] = logical[i];
     size_t next = 0;
     if (batch) {
       dd.lhs_batch = {*batch};
@@ -332,20 +348,34 @@ class GraphBuilder {
 
 std::string_view to_string(OpFamily family) {
   switch (family) {
-    case OpFamily::kUnary: return "unary";
-    case OpFamily::kBinary: return "binary";
-    case OpFamily::kBroadcast: return "broadcast";
-    case OpFamily::kTranspose: return "transpose";
-    case OpFamily::kReshape: return "reshape";
-    case OpFamily::kReduce: return "reduce";
-    case OpFamily::kDot: return "dot";
-    case OpFamily::kSlice: return "slice";
-    case OpFamily::kPad: return "pad";
-    case OpFamily::kConcatenate: return "concatenate";
-    case OpFamily::kReverse: return "reverse";
-    case OpFamily::kDynamicSlice: return "dynamic-slice";
-    case OpFamily::kCopy: return "copy";
-    case OpFamily::kGather: return "gather";
+    case OpFamily::kUnary:
+      return "unary";
+    case OpFamily::kBinary:
+      return "binary";
+    case OpFamily::kBroadcast:
+      return "broadcast";
+    case OpFamily::kTranspose:
+      return "transpose";
+    case OpFamily::kReshape:
+      return "reshape";
+    case OpFamily::kReduce:
+      return "reduce";
+    case OpFamily::kDot:
+      return "dot";
+    case OpFamily::kSlice:
+      return "slice";
+    case OpFamily::kPad:
+      return "pad";
+    case OpFamily::kConcatenate:
+      return "concatenate";
+    case OpFamily::kReverse:
+      return "reverse";
+    case OpFamily::kDynamicSlice:
+      return "dynamic-slice";
+    case OpFamily::kCopy:
+      return "copy";
+    case OpFamily::kGather:
+      return "gather";
   }
   return "?";
 }
@@ -360,7 +390,9 @@ Sharding random_sharding(std::mt19937_64& rng, std::span<const int64_t> dims, in
   }
   TileAssignment tiles;
   switch (uniform(rng, 0, 2)) {
-    case 0: tiles = TileAssignment::iota(tile); break;
+    case 0:
+      tiles = TileAssignment::iota(tile);
+      break;
     case 1: {  // a mesh transposed: iota over permuted dims, transposed back
       Dims perm(tile.size());
       std::iota(perm.begin(), perm.end(), 0);
@@ -368,7 +400,8 @@ Sharding random_sharding(std::mt19937_64& rng, std::span<const int64_t> dims, in
       Dims permuted;
       for (int64_t p : perm) permuted.push_back(tile[static_cast<size_t>(p)]);
       Dims inverse(perm.size());
-      for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+      for (size_t i = 0; i < perm.size(); ++i)
+        inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
       tiles = TileAssignment::iota(permuted).transpose(inverse);
       break;
     }

@@ -19,20 +19,20 @@ namespace podsim::compiler::spmd_test {
 
 // Op families the generator draws from.
 enum class OpFamily {
-  kUnary,        // negate, abs, tanh
-  kBinary,       // add, subtract, multiply, maximum, minimum (+ broadcast scalars)
-  kBroadcast,    // insert one new dim
+  kUnary,      // negate, abs, tanh
+  kBinary,     // add, subtract, multiply, maximum, minimum (+ broadcast scalars)
+  kBroadcast,  // insert one new dim
   kTranspose,
-  kReshape,      // merge/split/flatten/insert size-1 dims
-  kReduce,       // add or max over a subset of dims
-  kDot,          // contracting + optional batch dim, operands in any dim order
-  kSlice,        // strided slice of one dim
-  kPad,          // low/high/interior padding of one dim
+  kReshape,  // merge/split/flatten/insert size-1 dims
+  kReduce,   // add or max over a subset of dims
+  kDot,      // contracting + optional batch dim, operands in any dim order
+  kSlice,    // strided slice of one dim
+  kPad,      // low/high/interior padding of one dim
   kConcatenate,
   kReverse,
-  kDynamicSlice, // constant start indices (possibly clamped)
-  kCopy,         // a copy annotated half the time: a reshard between two random shardings
-  kGather,       // embedding-lookup style: one operand dim indexed by an s32[B] parameter
+  kDynamicSlice,  // constant start indices (possibly clamped)
+  kCopy,          // a copy annotated half the time: a reshard between two random shardings
+  kGather,        // embedding-lookup style: one operand dim indexed by an s32[B] parameter
 };
 std::string_view to_string(OpFamily family);
 
@@ -44,7 +44,8 @@ struct RandomGraphOptions {
   std::vector<OpFamily> families = {
       OpFamily::kUnary,   OpFamily::kBinary,      OpFamily::kBroadcast, OpFamily::kTranspose,
       OpFamily::kReshape, OpFamily::kReduce,      OpFamily::kDot,       OpFamily::kSlice,
-      OpFamily::kPad,     OpFamily::kConcatenate, OpFamily::kReverse,   OpFamily::kDynamicSlice, OpFamily::kCopy,    OpFamily::kGather};
+      OpFamily::kPad,     OpFamily::kConcatenate, OpFamily::kReverse,   OpFamily::kDynamicSlice,
+      OpFamily::kCopy,    OpFamily::kGather};
   // Largest element count of any generated value (keeps the interpreter fast).
   int64_t max_elements = 512;
 };

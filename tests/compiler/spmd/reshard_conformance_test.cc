@@ -24,12 +24,12 @@
 namespace podsim::compiler {
 namespace {
 
-using spmd_test::total_collectives;
-using spmd_test::groups_of;
-using spmd_test::expect_equivalent;
-using spmd_test::Partitioned;
 using spmd_test::copy_module;
+using spmd_test::expect_equivalent;
+using spmd_test::groups_of;
 using spmd_test::partition_text;
+using spmd_test::Partitioned;
+using spmd_test::total_collectives;
 
 using Groups = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -85,7 +85,9 @@ TEST(ReshardConformance, SingleDeviceToTiled) {
 TEST(ReshardConformance, TiledToTiledEven) {
   for (int n : {2, 4, 8}) {
     const std::string ns = std::to_string(n);
-    auto p = partition_text(copy_module("8,16", "{devices=[" + ns + ",1]<=[" + ns + "]}", "{devices=[1," + ns + "]<=[" + ns + "]}"), n);
+    auto p = partition_text(copy_module("8,16", "{devices=[" + ns + ",1]<=[" + ns + "]}",
+                                        "{devices=[1," + ns + "]<=[" + ns + "]}"),
+                            n);
     expect_equivalent(p);
     EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{n, 1}}));
     EXPECT_EQ(total_collectives(p.result.stats), 1);
@@ -96,14 +98,16 @@ TEST(ReshardConformance, TiledToTiledEven) {
 // 31 rows over 2 -> shards of 16; 7 over 2 -> 4 (padded to 8): the all-to-all
 // pads the target dim, exchanges and slices the source dim's padding off.
 TEST(ReshardConformance, TiledToTiledUneven) {
-  auto p = partition_text(copy_module("7,31,3", "{devices=[1,2,1]<=[2]}", "{devices=[2,1,1]<=[2]}"), 2);
+  auto p =
+      partition_text(copy_module("7,31,3", "{devices=[1,2,1]<=[2]}", "{devices=[2,1,1]<=[2]}"), 2);
   expect_equivalent(p);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 1}}));
   EXPECT_EQ(total_collectives(p.result.stats), 1);
   // 3-D: the 4-way tiling moves from dim 1 (31) to dim 0 (7) while dim 2
   // (5 over 2) keeps its tiling: device 2i+k holds source tile (0,i,k) and
   // target tile (i,0,k), so 2 groups of 4 and no permute.
-  auto q = partition_text(copy_module("7,31,5", "{devices=[1,4,2]<=[8]}", "{devices=[4,1,2]<=[8]}"), 8);
+  auto q =
+      partition_text(copy_module("7,31,5", "{devices=[1,4,2]<=[8]}", "{devices=[4,1,2]<=[8]}"), 8);
   expect_equivalent(q);
   EXPECT_EQ(groups_of(q, Opcode::kAllToAll), (Groups{{4, 2}}));
   EXPECT_EQ(total_collectives(q.result.stats), 1);
@@ -113,7 +117,8 @@ TEST(ReshardConformance, TiledToTiledUneven) {
 // [4,2,1] -> [4,1,2]: dim 1's 2 tiles move to dim 2 within each of the 4
 // rows, i.e. an all-to-all in 4 groups of 2.
 TEST(ReshardConformance, SubgroupAllToAllReshard) {
-  auto p = partition_text(copy_module("8,8,8", "{devices=[4,2,1]<=[8]}", "{devices=[4,1,2]<=[8]}"), 8);
+  auto p =
+      partition_text(copy_module("8,8,8", "{devices=[4,2,1]<=[8]}", "{devices=[4,1,2]<=[8]}"), 8);
   expect_equivalent(p);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 4}}));
   EXPECT_EQ(total_collectives(p.result.stats), 1);
@@ -122,7 +127,9 @@ TEST(ReshardConformance, SubgroupAllToAllReshard) {
 TEST(ReshardConformance, SubgroupAllToAllReshardExplicitDevices) {
   // Explicit device list 0,4,1,5,2,6,3,7 on both sides: row i holds {i, i+4};
   // still 4 groups of 2, now {0,4}, {1,5}, ... (not contiguous ids).
-  auto p = partition_text(copy_module("8,6,5", "{devices=[4,2,1]0,4,1,5,2,6,3,7}", "{devices=[4,1,2]0,4,1,5,2,6,3,7}"), 8);
+  auto p = partition_text(
+      copy_module("8,6,5", "{devices=[4,2,1]0,4,1,5,2,6,3,7}", "{devices=[4,1,2]0,4,1,5,2,6,3,7}"),
+      8);
   expect_equivalent(p);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 4}}));
   EXPECT_EQ(total_collectives(p.result.stats), 1);
@@ -142,12 +149,16 @@ TEST(ReshardConformance, SubgroupAllToAllReshardPartialReplication) {
 // ---- 7. TileToPartialReplicateReshard(UnevenPartition) ----
 TEST(ReshardConformance, TileToPartialReplicateReshard) {
   // [2,2] -> [2,1] x 2 replicas: gather dim 1 within each row: 2 groups of 2.
-  auto p = partition_text(copy_module("8,8", "{devices=[2,2]<=[4]}", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"), 4);
+  auto p = partition_text(
+      copy_module("8,8", "{devices=[2,2]<=[4]}", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"),
+      4);
   expect_equivalent(p);
   EXPECT_EQ(groups_of(p, Opcode::kAllGather), (Groups{{2, 2}}));
   EXPECT_EQ(p.result.stats.full_replications, 0);
   // 3-D mesh [2,2,2] -> [2,1,1] x 4: gather dims 1 and 2, 4 groups of 2 each.
-  auto q = partition_text(copy_module("8,6,5", "{devices=[2,2,2]<=[8]}", "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"), 8);
+  auto q = partition_text(copy_module("8,6,5", "{devices=[2,2,2]<=[8]}",
+                                      "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"),
+                          8);
   expect_equivalent(q);
   EXPECT_EQ(groups_of(q, Opcode::kAllGather), (Groups{{2, 4}, {2, 4}}));
   EXPECT_EQ(q.result.stats.full_replications, 0);
@@ -156,7 +167,9 @@ TEST(ReshardConformance, TileToPartialReplicateReshard) {
 TEST(ReshardConformance, TileToPartialReplicateReshardUnevenDim) {
   // [2,3] -> [2,1] x 3: 8 columns over 3 (3,3,2 + 1 padding) gathered within
   // each row of 3 devices: 2 groups of 3, then the padding is sliced off.
-  auto p = partition_text(copy_module("8,8", "{devices=[2,3]<=[6]}", "{devices=[2,1,3]<=[6] last_tile_dim_replicate}"), 6);
+  auto p = partition_text(
+      copy_module("8,8", "{devices=[2,3]<=[6]}", "{devices=[2,1,3]<=[6] last_tile_dim_replicate}"),
+      6);
   expect_equivalent(p);
   EXPECT_EQ(groups_of(p, Opcode::kAllGather), (Groups{{3, 2}}));
   EXPECT_EQ(p.result.stats.full_replications, 0);
@@ -190,11 +203,15 @@ TEST(ReshardConformance, TileToPartialReplicateReshardUnevenPartitionWithoutFull
 // The target tiles nest inside the source replication groups: every device
 // already holds its target tile, so a local dynamic-slice and no collective.
 TEST(ReshardConformance, PartialReplicateToTileReshard) {
-  auto p = partition_text(copy_module("8,8", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[2,2]<=[4]}"), 4);
+  auto p = partition_text(
+      copy_module("8,8", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[2,2]<=[4]}"),
+      4);
   expect_equivalent(p);
   EXPECT_EQ(total_collectives(p.result.stats), 0);
   // 3-D mesh: [2,1,1] x 4 -> [2,2,2].
-  auto q = partition_text(copy_module("8,8,8", "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}", "{devices=[2,2,2]<=[8]}"), 8);
+  auto q = partition_text(copy_module("8,8,8", "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}",
+                                      "{devices=[2,2,2]<=[8]}"),
+                          8);
   expect_equivalent(q);
   EXPECT_EQ(total_collectives(q.result.stats), 0);
 }
@@ -202,7 +219,9 @@ TEST(ReshardConformance, PartialReplicateToTileReshard) {
 TEST(ReshardConformance, PartialReplicateToTileReshardUnevenPartition) {
   // [2,1] x 3 -> [2,3] on 8 columns: shards of 3 columns, the last one holds 2
   // + 1 padding; still a local slice (of the zero-padded full row tile).
-  auto p = partition_text(copy_module("7,8", "{devices=[2,1,3]<=[6] last_tile_dim_replicate}", "{devices=[2,3]<=[6]}"), 6);
+  auto p = partition_text(
+      copy_module("7,8", "{devices=[2,1,3]<=[6] last_tile_dim_replicate}", "{devices=[2,3]<=[6]}"),
+      6);
   expect_equivalent(p);
   EXPECT_EQ(total_collectives(p.result.stats), 0);
 }
@@ -210,7 +229,9 @@ TEST(ReshardConformance, PartialReplicateToTileReshardUnevenPartition) {
 TEST(ReshardConformance, PartialReplicateToTileReshardReorderedWithinGroups) {
   // Row 1's replicas {2,3} take the column tiles in the order 3, 2: each
   // still holds the whole row tile, so the order needs no data movement.
-  auto p = partition_text(copy_module("6,8", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[2,2]0,1,3,2}"), 4);
+  auto p = partition_text(copy_module("6,8", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+                                      "{devices=[2,2]0,1,3,2}"),
+                          4);
   expect_equivalent(p);
   EXPECT_EQ(total_collectives(p.result.stats), 0);
 }
@@ -254,7 +275,8 @@ TEST(ReshardConformance, ComplexReshardMoveMergeDimensionRightWithoutFullReplica
 // all-to-all then left device 1 with target tile (0,1,0), which the target
 // places on device 2 (wrong numbers). Minimal form: [2,2,1] -> [1,2,2].
 TEST(ReshardConformance, AllToAllAcrossATiledDimNeedsDeviceOrderCheck) {
-  auto p = partition_text(copy_module("2,2,2", "{devices=[2,2,1]<=[4]}", "{devices=[1,2,2]<=[4]}"), 4);
+  auto p =
+      partition_text(copy_module("2,2,2", "{devices=[2,2,1]<=[4]}", "{devices=[1,2,2]<=[4]}"), 4);
   expect_equivalent(p);
   // The digit rung instead: device digits g1 g0, source dims (g1), (g0), (),
   // target (), (g1), (g0). g0 moves from dim 1 to dim 2 (groups {0,1},
@@ -270,7 +292,8 @@ TEST(ReshardConformance, AllToAllAcrossATiledDimNeedsDeviceOrderCheck) {
 // so the all-to-all rung is right (guards the fix against over-rejecting).
 TEST(ReshardConformance, AllToAllAcrossAnUntiledDim) {
   // [2,1,1] -> [1,1,2] on 2 devices: one all-to-all of 2, dim 1 untouched.
-  auto p = partition_text(copy_module("3,4,5", "{devices=[2,1,1]<=[2]}", "{devices=[1,1,2]<=[2]}"), 2);
+  auto p =
+      partition_text(copy_module("3,4,5", "{devices=[2,1,1]<=[2]}", "{devices=[1,1,2]<=[2]}"), 2);
   expect_equivalent(p);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 1}}));
   EXPECT_EQ(total_collectives(p.result.stats), 1);
@@ -335,7 +358,8 @@ TEST(ReshardConformance, UnevenPadAllToAllReshard) {
   // (5 over 4: 2,2,1,0 -- the last tile is empty) are both uneven, dim 2 (3
   // over 2) keeps its tiling. Device 2i+k holds (i,0,k) and then (0,i,k):
   // one all-to-all in 2 groups of 4, no permute, no replication.
-  auto p = partition_text(copy_module("7,5,3", "{devices=[4,1,2]<=[8]}", "{devices=[1,4,2]<=[8]}"), 8);
+  auto p =
+      partition_text(copy_module("7,5,3", "{devices=[4,1,2]<=[8]}", "{devices=[1,4,2]<=[8]}"), 8);
   expect_equivalent(p);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{4, 2}}));
   EXPECT_EQ(total_collectives(p.result.stats), 1);

@@ -17,12 +17,12 @@
 namespace podsim::compiler {
 namespace {
 
-using spmd_test::total_collectives;
-using spmd_test::groups_of;
-using spmd_test::expect_equivalent;
-using spmd_test::Partitioned;
 using spmd_test::copy_module;
+using spmd_test::expect_equivalent;
+using spmd_test::groups_of;
 using spmd_test::partition_text;
+using spmd_test::Partitioned;
+using spmd_test::total_collectives;
 
 using Groups = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -54,7 +54,8 @@ TEST(ReshardDigits, PlanOfTheBriefsDense1TCase) {
   // [32,16]<=[16,32]T(1,0) partial -> [512]<=[16,32]T(1,0) on f32[16384]:
   // shards of 512 -> 32, one refine by the 16 replicas (m = 16); reverse is
   // one coarsen whose groups are the 32 sets of 16 replicas.
-  const Sharding coarse = parse_sharding("{devices=[32,16]<=[16,32]T(1,0) last_tile_dim_replicate}");
+  const Sharding coarse =
+      parse_sharding("{devices=[32,16]<=[16,32]T(1,0) last_tile_dim_replicate}");
   const Sharding fine = parse_sharding("{devices=[512]<=[16,32]T(1,0)}");
   const int64_t dims[] = {16384};
   const auto refine = plan_digit_reshard(coarse, fine, dims, 512);
@@ -98,7 +99,8 @@ TEST(ReshardDigits, UnevenDimsThatDoNotNestAreNotDigitSteps) {
   // the fine tiles do not sit inside the coarse ones; the reshard still works
   // (through another rung) and stays equivalent.
   const int64_t dims[] = {10};
-  EXPECT_FALSE(plan_digit_reshard(parse_sharding(kCoarse1d), parse_sharding(kFine1d), dims, 8).has_value());
+  EXPECT_FALSE(
+      plan_digit_reshard(parse_sharding(kCoarse1d), parse_sharding(kFine1d), dims, 8).has_value());
   auto p = partition_text(copy_module("10", kCoarse1d, kFine1d), 8);
   expect_equivalent(p);
 }

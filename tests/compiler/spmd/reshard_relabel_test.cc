@@ -21,11 +21,11 @@
 namespace podsim::compiler {
 namespace {
 
-using spmd_test::total_collectives;
 using spmd_test::copy_module;
 using spmd_test::expect_equivalent;
 using spmd_test::groups_of;
 using spmd_test::partition_text;
+using spmd_test::total_collectives;
 
 using Groups = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -89,17 +89,21 @@ TEST(ReshardRelabel, CollectiveLatencyDecidesBetweenOneGatherAndTwoCollectives) 
   const Sharding from = parse_sharding("{devices=[2,4]<=[8]}");
   const Sharding to = parse_sharding("{devices=[4,2]<=[8]}");
   const int64_t dims[] = {8, 8};
-  const auto with_latency = plan_relabeled_digit_reshard(from, to, dims, 8, 4, kCollectiveLatencyBytes);
+  const auto with_latency =
+      plan_relabeled_digit_reshard(from, to, dims, 8, 4, kCollectiveLatencyBytes);
   ASSERT_TRUE(with_latency.has_value());
   EXPECT_EQ(with_latency->permute, RelabeledDigitPlan::Permute::kNone);
-  EXPECT_DOUBLE_EQ(digit_steps_cost(with_latency->steps, dims, 4, kCollectiveLatencyBytes), 96 + kCollectiveLatencyBytes);
+  EXPECT_DOUBLE_EQ(digit_steps_cost(with_latency->steps, dims, 4, kCollectiveLatencyBytes),
+                   96 + kCollectiveLatencyBytes);
   const auto without = plan_relabeled_digit_reshard(from, to, dims, 8, 4, 0.0);
   ASSERT_TRUE(without.has_value());
   EXPECT_EQ(without->permute, RelabeledDigitPlan::Permute::kLast);
   EXPECT_DOUBLE_EQ(digit_steps_cost(without->steps, dims, 4, 0.0), 16);  // + the permute's 32
   // The boundary: at L = 47 the two collectives still win, at L = 49 the gather.
-  EXPECT_EQ(plan_relabeled_digit_reshard(from, to, dims, 8, 4, 47)->permute, RelabeledDigitPlan::Permute::kLast);
-  EXPECT_EQ(plan_relabeled_digit_reshard(from, to, dims, 8, 4, 49)->permute, RelabeledDigitPlan::Permute::kNone);
+  EXPECT_EQ(plan_relabeled_digit_reshard(from, to, dims, 8, 4, 47)->permute,
+            RelabeledDigitPlan::Permute::kLast);
+  EXPECT_EQ(plan_relabeled_digit_reshard(from, to, dims, 8, 4, 49)->permute,
+            RelabeledDigitPlan::Permute::kNone);
   // A cache plans with its own latency.
   RelabeledPlanCache no_latency(0.0);
   EXPECT_EQ(no_latency.plan(from, to, dims, 8, 4)->permute, RelabeledDigitPlan::Permute::kLast);
@@ -107,12 +111,14 @@ TEST(ReshardRelabel, CollectiveLatencyDecidesBetweenOneGatherAndTwoCollectives) 
   // The partitioner takes the latency from its options
   // (SpmdOptions::collective_latency_bytes); both programs compute the copy.
   SpmdOptions options{8};
-  auto gathered = partition_text(copy_module("8,8", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), options);
+  auto gathered =
+      partition_text(copy_module("8,8", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), options);
   expect_equivalent(gathered);
   EXPECT_EQ(gathered.result.stats.all_gathers, 1);
   EXPECT_EQ(total_collectives(gathered.result.stats), 1);
   options.collective_latency_bytes = 0;
-  auto moved = partition_text(copy_module("8,8", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), options);
+  auto moved =
+      partition_text(copy_module("8,8", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), options);
   expect_equivalent(moved);
   EXPECT_EQ(moved.result.stats.all_to_alls, 1);
   EXPECT_EQ(moved.result.stats.collective_permutes, 1);
@@ -143,7 +149,8 @@ TEST(ReshardRelabel, MajorPositionMoveOnUnevenDims) {
 // moves g1 and slices (98304 + L twice: 396608). The relabeling wins by
 // ~12%. (On a tiny shape the single gather would win on latency.)
 TEST(ReshardRelabel, MajorDigitLeavesADim) {
-  auto p = partition_text(copy_module("512,384", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), 8);
+  auto p =
+      partition_text(copy_module("512,384", "{devices=[2,4]<=[8]}", "{devices=[4,2]<=[8]}"), 8);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.full_replications, 0);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 4}}));
@@ -157,7 +164,8 @@ TEST(ReshardRelabel, MajorDigitLeavesADim) {
 // (g1 g0), (g2) is reached by one all-to-all in the g2 pairs {d, d ^ 4}
 // (dims 0 and 2 have c = 1, so 5 and 7 need no nesting); one permute.
 TEST(ReshardRelabel, ThreeDimMeshMoveAroundAKeptDim) {
-  auto p = partition_text(copy_module("5,8,7", "{devices=[2,4,1]<=[8]}", "{devices=[1,4,2]<=[8]}"), 8);
+  auto p =
+      partition_text(copy_module("5,8,7", "{devices=[2,4,1]<=[8]}", "{devices=[1,4,2]<=[8]}"), 8);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.full_replications, 0);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 4}}));
@@ -171,7 +179,8 @@ TEST(ReshardRelabel, ThreeDimMeshMoveAroundAKeptDim) {
 // {0,2}, {1,3}): two all-to-alls of 2, no permute, no gather. (The old
 // planner matched a dim's whole stripped list only, and replicated.)
 TEST(ReshardRelabel, DigitsOfOneDimSplitOverTwoDims) {
-  auto p = partition_text(copy_module("8,6,10", "{devices=[4,1,1]<=[4]}", "{devices=[1,2,2]<=[4]}"), 4);
+  auto p =
+      partition_text(copy_module("8,6,10", "{devices=[4,1,1]<=[4]}", "{devices=[1,2,2]<=[4]}"), 4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.full_replications, 0);
   EXPECT_EQ(groups_of(p, Opcode::kAllToAll), (Groups{{2, 2}, {2, 2}}));
@@ -255,9 +264,10 @@ TEST(ReshardRelabel, PrimeDigitsLetAFourExchangeWithTwos) {
 // dim 0's g2 is gathered (c = 1 there: 4 groups of 2) and then dim 1 takes
 // (g1 g2) in one local slice of the whole dim: one all-gather, nothing else.
 TEST(ReshardRelabel, RefineWaitsForDigitsItMustNestWith) {
-  auto p = partition_text(copy_module("3,5,6", "{devices=[2,1,2,2]<=[2,2,2]T(0,2,1) last_tile_dim_replicate}",
-                                      "{devices=[1,4,2]<=[2,2,2]T(1,0,2)}"),
-                          8);
+  auto p = partition_text(
+      copy_module("3,5,6", "{devices=[2,1,2,2]<=[2,2,2]T(0,2,1) last_tile_dim_replicate}",
+                  "{devices=[1,4,2]<=[2,2,2]T(1,0,2)}"),
+      8);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.full_replications, 0);
   EXPECT_EQ(groups_of(p, Opcode::kAllGather), (Groups{{2, 4}}));
@@ -269,7 +279,9 @@ TEST(ReshardRelabel, RefineWaitsForDigitsItMustNestWith) {
 // (cost 32 + 32 on 16 x 16); exchanging g0 and g1 instead gathers g1 of
 // the rows (32) and permutes (32): a tie, which the identity wins.
 TEST(ReshardRelabel, IdentityWinsTies) {
-  auto p = partition_text(copy_module("16,16", "{devices=[4,2]<=[8]}", "{devices=[2,2,2]<=[8] last_tile_dim_replicate}"), 8);
+  auto p = partition_text(copy_module("16,16", "{devices=[4,2]<=[8]}",
+                                      "{devices=[2,2,2]<=[8] last_tile_dim_replicate}"),
+                          8);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.full_replications, 0);
   EXPECT_EQ(p.result.stats.collective_permutes, 0);

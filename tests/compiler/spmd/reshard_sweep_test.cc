@@ -42,11 +42,12 @@ std::vector<std::string> sweep_shardings(int rank) {
     if (tiles > 1 && tiles <= 8) {
       std::vector<int> perm = {0, 1, 2};
       do {
-        const std::string order = "<=[2,2,2]T(" + std::to_string(perm[0]) + "," + std::to_string(perm[1]) + "," +
-                                  std::to_string(perm[2]) + ")";
-        const std::string text = tiles == 8 ? "{devices=[" + dims + "]" + order + "}"
-                                            : "{devices=[" + dims + "," + std::to_string(8 / tiles) + "]" + order +
-                                                  " last_tile_dim_replicate}";
+        const std::string order = "<=[2,2,2]T(" + std::to_string(perm[0]) + "," +
+                                  std::to_string(perm[1]) + "," + std::to_string(perm[2]) + ")";
+        const std::string text = tiles == 8
+                                     ? "{devices=[" + dims + "]" + order + "}"
+                                     : "{devices=[" + dims + "," + std::to_string(8 / tiles) + "]" +
+                                           order + " last_tile_dim_replicate}";
         out.insert(parse_sharding(text).to_string());
       } while (std::next_permutation(perm.begin(), perm.end()));
     }

@@ -1,6 +1,7 @@
 // Resharding behaviours (docs/reference/gspmd.md#partitioner-checklist), checked numerically: the
 // partitioned program must compute what the original computes. Each test
-// also checks which collective did the work, derived from the ladder of docs/reference/gspmd.md#resharding.
+// also checks which collective did the work, derived from the ladder of
+// docs/reference/gspmd.md#resharding.
 #include <gtest/gtest.h>
 
 #include "tests/compiler/spmd/spmd_test_util.h"
@@ -8,15 +9,16 @@
 namespace podsim::compiler {
 namespace {
 
-using spmd_test::expect_equivalent;
 using spmd_test::copy_module;
+using spmd_test::expect_equivalent;
 using spmd_test::partition_text;
 
 TEST(Reshard, TiledToReplicated) {
   for (int n : {2, 4, 8}) {
-    auto p = partition_text(copy_module("8,3", "{devices=[" + std::to_string(n) + ",1]<=[" + std::to_string(n) + "]}",
-                                        "{replicated}"),
-                            n);
+    auto p = partition_text(
+        copy_module("8,3", "{devices=[" + std::to_string(n) + ",1]<=[" + std::to_string(n) + "]}",
+                    "{replicated}"),
+        n);
     expect_equivalent(p);
     EXPECT_EQ(p.result.stats.all_gathers, 1);  // one sharded dim -> one all-gather
   }
@@ -54,17 +56,23 @@ TEST(Reshard, ReplicatedToTiled) {
   // Replicated -> tiled is a local dynamic-slice: no collective at all.
   auto p = partition_text(copy_module("5,8", "{replicated}", "{devices=[2,4]<=[8]}"), 8);
   expect_equivalent(p);
-  EXPECT_EQ(p.result.stats.all_gathers + p.result.stats.all_reduces + p.result.stats.collective_permutes, 0);
+  EXPECT_EQ(
+      p.result.stats.all_gathers + p.result.stats.all_reduces + p.result.stats.collective_permutes,
+      0);
 }
 
 TEST(Reshard, PartialReplicatedToTiled) {
-  auto p = partition_text(copy_module("4,6", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[2,2]<=[4]}"), 4);
+  auto p = partition_text(
+      copy_module("4,6", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[2,2]<=[4]}"),
+      4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_gathers, 0);  // nested tiles: local slice only
 }
 
 TEST(Reshard, TiledToPartialReplicated) {
-  auto p = partition_text(copy_module("4,6", "{devices=[2,4]<=[8]}", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"), 8);
+  auto p = partition_text(
+      copy_module("4,6", "{devices=[2,4]<=[8]}", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"),
+      8);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_gathers, 1);  // gather dim 1 within groups of 4
   EXPECT_EQ(p.result.stats.full_replications, 0);
@@ -94,14 +102,17 @@ TEST(Reshard, TilingMovesBetweenDimsIsAllToAll) {
 TEST(Reshard, TilingMovesBetweenDimsOn2x4Mesh) {
   // [2,4,1] -> [2,1,4]: the 4-way tiling moves from dim 1 to dim 2 within
   // each of the 2 row groups.
-  auto p = partition_text(copy_module("2,8,6", "{devices=[2,4,1]<=[8]}", "{devices=[2,1,4]<=[8]}"), 8);
+  auto p =
+      partition_text(copy_module("2,8,6", "{devices=[2,4,1]<=[8]}", "{devices=[2,1,4]<=[8]}"), 8);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_to_alls, 1);
 }
 
 TEST(Reshard, IncompatibleTilingFallsBackToReplication) {
   // 2 tiles on dim 0 -> 4 tiles on dim 1: neither nested nor an all-to-all swap.
-  auto p = partition_text(copy_module("6,8", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[1,4]3,2,1,0}"), 4);
+  auto p = partition_text(copy_module("6,8", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+                                      "{devices=[1,4]3,2,1,0}"),
+                          4);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.full_replications, 1);
 }

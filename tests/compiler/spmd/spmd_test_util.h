@@ -63,9 +63,10 @@ inline std::vector<std::pair<int64_t, int64_t>> groups_of(const Partitioned& p, 
 
 // An f32 parameter of `dims` sharded `from`, copied to `to`: a copy whose
 // operand and result shardings differ forces exactly one reshard.
-inline std::string copy_module(const std::string& dims, const std::string& from, const std::string& to) {
-  return "HloModule m\nENTRY e {\n  p = f32[" + dims + "] parameter(0), sharding=" + from + "\n  ROOT c = f32[" + dims +
-         "] copy(p), sharding=" + to + "\n}\n";
+inline std::string copy_module(const std::string& dims, const std::string& from,
+                               const std::string& to) {
+  return "HloModule m\nENTRY e {\n  p = f32[" + dims + "] parameter(0), sharding=" + from +
+         "\n  ROOT c = f32[" + dims + "] copy(p), sharding=" + to + "\n}\n";
 }
 
 }  // namespace podsim::compiler::spmd_test

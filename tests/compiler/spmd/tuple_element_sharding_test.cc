@@ -31,7 +31,8 @@ TEST(TupleElementSharding, PerLeafShardingSplitsAtElementBoundaries) {
   EXPECT_EQ(all[0], a);
   EXPECT_EQ(all[1], Sharding::tuple({b, c}));  // the nested element keeps its two leaves
   EXPECT_EQ(all[2], d);                        // leaf 3: after the nested element's two
-  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(element_sharding(leaves, shape, i), all[static_cast<size_t>(i)]) << i;
+  for (int64_t i = 0; i < 3; ++i)
+    EXPECT_EQ(element_sharding(leaves, shape, i), all[static_cast<size_t>(i)]) << i;
 }
 
 TEST(TupleElementSharding, OneShardingAppliesToEveryLeaf) {
@@ -43,7 +44,8 @@ TEST(TupleElementSharding, OneShardingAppliesToEveryLeaf) {
     EXPECT_EQ(all[0], tiled);
     EXPECT_EQ(all[1], Sharding::tuple({tiled, tiled}));
     EXPECT_EQ(all[2], tiled);
-    for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(element_sharding(uniform, shape, i), all[static_cast<size_t>(i)]) << i;
+    for (int64_t i = 0; i < 3; ++i)
+      EXPECT_EQ(element_sharding(uniform, shape, i), all[static_cast<size_t>(i)]) << i;
   }
 }
 

@@ -42,8 +42,8 @@ Module shrunk(const std::string& text, const ShrinkRule& r) {
 
 TEST(ShrinkRule, DividesWhatTheFactorDividesDownToTheMinimum) {
   EXPECT_EQ(rule(32).dim(8192), 256);
-  EXPECT_EQ(rule(32).dim(24), 24);      // 32 does not divide 24
-  EXPECT_EQ(rule(8, 4).dim(16), 16);    // 16 / 8 = 2 < 4
+  EXPECT_EQ(rule(32).dim(24), 24);    // 32 does not divide 24
+  EXPECT_EQ(rule(8, 4).dim(16), 16);  // 16 / 8 = 2 < 4
   EXPECT_EQ(rule(8, 4).dim(32), 4);
   ShrinkRule pinned = rule(2);
   pinned.pinned = {64};
@@ -162,7 +162,8 @@ ENTRY e {
 })",
                           rule(16));
   EXPECT_EQ(shape_of(m, "g"), "f32[256,64]");
-  EXPECT_EQ(m.entry().instr(m.entry().find("g")).attrs.gather_slice_sizes, (std::vector<int64_t>{1, 64}));
+  EXPECT_EQ(m.entry().instr(m.entry().find("g")).attrs.gather_slice_sizes,
+            (std::vector<int64_t>{1, 64}));
 }
 
 TEST(Shrink, ConvolutionWindowFollowsTheKernel) {
@@ -207,7 +208,8 @@ ENTRY e {
 })",
                           rule(2));
   EXPECT_EQ(shape_of(m, "c"), "f32[4]");
-  EXPECT_EQ(m.entry().instr(m.entry().find("c")).attrs.literal->values(), (std::vector<double>{7, 7, 7, 7}));
+  EXPECT_EQ(m.entry().instr(m.entry().find("c")).attrs.literal->values(),
+            (std::vector<double>{7, 7, 7, 7}));
   ShrinkOutcome refused = shrink_module(parse_hlo(R"(HloModule m
 ENTRY e {
   a = f32[4] parameter(0)
@@ -303,7 +305,8 @@ TEST(ReduceForVerify, FindsTheLargestReducedShapesThatFitAndVerify) {
   const Module annotated = parse_hlo(kLargeDot);
   const Module program = partition_spmd(annotated, SpmdOptions{});
   EXPECT_FALSE(verify_estimate_fits(estimate_verify(annotated, program), kDefaultVerifyLimitBytes));
-  const ReduceAttempt attempt = reduce_for_verify(annotated, program, SpmdOptions{}, kDefaultVerifyLimitBytes);
+  const ReduceAttempt attempt =
+      reduce_for_verify(annotated, program, SpmdOptions{}, kDefaultVerifyLimitBytes);
   ASSERT_TRUE(attempt.reduced.has_value()) << attempt.why_not;
   const ReducedVerify& r = *attempt.reduced;
   // Work ~ 2 n^3 MACs (the original and the two devices' halves) at
@@ -331,22 +334,27 @@ ENTRY e {
   a = f32[64,64] parameter(0), sharding={devices=[2,1]0,1}
   ROOT n = f32[64,64] negate(a), sharding={devices=[2,1]0,1}
 })");
-  const VerifyPlan at_full =
-      plan_verify(small, partition_spmd(small, SpmdOptions{}), SpmdOptions{}, kDefaultVerifyLimitBytes, false);
+  const VerifyPlan at_full = plan_verify(small, partition_spmd(small, SpmdOptions{}), SpmdOptions{},
+                                         kDefaultVerifyLimitBytes, false);
   EXPECT_FALSE(at_full.reduced.has_value());
   EXPECT_EQ(at_full.reduced_text(), "");
 
   const Module large = parse_hlo(kLargeDot);
   const Module program = partition_spmd(large, SpmdOptions{});
-  const VerifyPlan reduced = plan_verify(large, program, SpmdOptions{}, kDefaultVerifyLimitBytes, false);
+  const VerifyPlan reduced =
+      plan_verify(large, program, SpmdOptions{}, kDefaultVerifyLimitBytes, false);
   ASSERT_TRUE(reduced.reduced.has_value());
   EXPECT_EQ(reduced.estimate.element_ops, reduced.reduced->estimate.element_ops);
   EXPECT_GT(reduced.full.peak_bytes, kDefaultVerifyLimitBytes);
   const std::string text = reduced.reduced_text();
-  EXPECT_EQ(text.rfind(fmt::format(" at reduced shapes (dims /{}: f32[8192,8192] -> ", reduced.reduced->factor), 0), 0u)
+  EXPECT_EQ(text.rfind(fmt::format(" at reduced shapes (dims /{}: f32[8192,8192] -> ",
+                                   reduced.reduced->factor),
+                       0),
+            0u)
       << text;
   EXPECT_NE(text.find("full shapes need about"), std::string::npos) << text;
-  EXPECT_THROW(plan_verify(large, program, SpmdOptions{}, kDefaultVerifyLimitBytes, true), UserError);
+  EXPECT_THROW(plan_verify(large, program, SpmdOptions{}, kDefaultVerifyLimitBytes, true),
+               UserError);
 }
 
 TEST(ReduceForVerify, SaysWhyWhenNothingFits) {

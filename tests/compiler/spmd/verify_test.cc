@@ -37,12 +37,14 @@ TEST(VerifyGuard, EstimateIsTheClosedForm) {
   const double H = interpreter_value_bytes(Shape(DType::kF32, {512, 1024}));
   const VerifyEstimate e = estimate_verify(parse_hlo(kAnnotated), parse_hlo(kPartitioned));
   EXPECT_EQ(e.devices, 2);
-  EXPECT_DOUBLE_EQ(e.peak_bytes, kVerifyMemoryMargin * (F + 2 * H + std::max(2 * F, F + 4 * H) + F));
+  EXPECT_DOUBLE_EQ(e.peak_bytes,
+                   kVerifyMemoryMargin * (F + 2 * H + std::max(2 * F, F + 4 * H) + F));
   // Work: original 2^20 (p) + 2 x 2^20 (negate); each device half of that.
   const double n = 1 << 20;
   EXPECT_DOUBLE_EQ(e.element_ops, 3 * n + 2 * (3 * n / 2));
   // 1.25 (3F + 6H) = 60 MiB and a few bytes: accepted by the default 2 GiB.
-  EXPECT_NO_THROW(check_verify_estimate(parse_hlo(kAnnotated), parse_hlo(kPartitioned), kDefaultVerifyLimitBytes));
+  EXPECT_NO_THROW(check_verify_estimate(parse_hlo(kAnnotated), parse_hlo(kPartitioned),
+                                        kDefaultVerifyLimitBytes));
 }
 
 TEST(VerifyGuard, RefusesOverTheMemoryLimitNamingEstimateLimitAndOption) {
@@ -194,12 +196,14 @@ TEST(VerifyTolerance, AnF32SumInABf16ModuleUsesF32Precision) {
 // per-device program alike. A per-device program that returns 0 everywhere
 // is wrong from device 1 on.
 TEST(VerifyManualResult, ComparesDeviceByDevice) {
-  const Module global = parse_hlo("HloModule m, num_partitions=4\nENTRY e {\n"
-                                  "  ROOT p = u32[] partition-id(), sharding={manual}\n}\n");
+  const Module global = parse_hlo(
+      "HloModule m, num_partitions=4\nENTRY e {\n"
+      "  ROOT p = u32[] partition-id(), sharding={manual}\n}\n");
   const VerifyResult same = verify_partitioning(global, global, VerifyOptions{});
   EXPECT_TRUE(same.ok) << same.first_mismatch;
-  const Module zeros = parse_hlo("HloModule m, num_partitions=4\nENTRY e {\n"
-                                 "  ROOT z = u32[] constant(0), sharding={manual}\n}\n");
+  const Module zeros = parse_hlo(
+      "HloModule m, num_partitions=4\nENTRY e {\n"
+      "  ROOT z = u32[] constant(0), sharding={manual}\n}\n");
   const VerifyResult wrong = verify_partitioning(global, zeros, VerifyOptions{});
   EXPECT_FALSE(wrong.ok);
   EXPECT_NE(wrong.first_mismatch.find("on device 1"), std::string::npos) << wrong.first_mismatch;

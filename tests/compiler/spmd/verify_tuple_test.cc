@@ -32,7 +32,8 @@ ENTRY e {
 )";
 
 TEST(VerifyTuple, TupleRootLeavesReassembledWithTheirShardings) {
-  VerifyResult r = verify_partitioning(parse_hlo(kTupleRootAnnotated), parse_hlo(kTupleRootPartitioned));
+  VerifyResult r =
+      verify_partitioning(parse_hlo(kTupleRootAnnotated), parse_hlo(kTupleRootPartitioned));
   EXPECT_TRUE(r.ok) << r.first_mismatch;
   EXPECT_EQ(r.devices, 4);
   EXPECT_EQ(r.max_abs_error, 0.0);
@@ -65,10 +66,12 @@ ENTRY e {
 )";
   VerifyResult ok = verify_partitioning(parse_hlo(annotated), parse_hlo(gathered));
   EXPECT_TRUE(ok.ok) << ok.first_mismatch;
-  VerifyResult shard_only = verify_partitioning(parse_hlo(annotated), parse_hlo(kTupleRootPartitioned));
+  VerifyResult shard_only =
+      verify_partitioning(parse_hlo(annotated), parse_hlo(kTupleRootPartitioned));
   EXPECT_FALSE(shard_only.ok);
   // Reported from the shapes, never read past the f32[2] (ASan finding).
-  EXPECT_NE(shard_only.first_mismatch.find("needs at least [8]"), std::string::npos) << shard_only.first_mismatch;
+  EXPECT_NE(shard_only.first_mismatch.find("needs at least [8]"), std::string::npos)
+      << shard_only.first_mismatch;
 }
 
 // A tuple-shaped entry parameter with leaf shardings, a nested tuple root.
@@ -94,7 +97,8 @@ ENTRY e {
 )";
 
 TEST(VerifyTuple, TupleParameterShardedLeafByLeafAndNestedRoot) {
-  VerifyResult r = verify_partitioning(parse_hlo(kTupleParamAnnotated), parse_hlo(kTupleParamPartitioned));
+  VerifyResult r =
+      verify_partitioning(parse_hlo(kTupleParamAnnotated), parse_hlo(kTupleParamPartitioned));
   EXPECT_TRUE(r.ok) << r.first_mismatch;
 }
 
@@ -189,17 +193,21 @@ ENTRY e {
 
 TEST(VerifyTuple, BadArgumentsAndShardingsAreUserErrors) {
   VerifyOptions options;
-  options.arguments = {Literal(Shape(DType::kF32, {8})), Literal(Shape(DType::kF32, {8}))};  // one parameter
-  EXPECT_THROW(verify_partitioning(parse_hlo(kTupleRootAnnotated), parse_hlo(kTupleRootPartitioned), options),
+  options.arguments = {Literal(Shape(DType::kF32, {8})),
+                       Literal(Shape(DType::kF32, {8}))};  // one parameter
+  EXPECT_THROW(verify_partitioning(parse_hlo(kTupleRootAnnotated), parse_hlo(kTupleRootPartitioned),
+                                   options),
                UserError);
   options.arguments = {Literal(Shape(DType::kF32, {6}))};  // f32[8] expected
-  EXPECT_THROW(verify_partitioning(parse_hlo(kTupleRootAnnotated), parse_hlo(kTupleRootPartitioned), options),
+  EXPECT_THROW(verify_partitioning(parse_hlo(kTupleRootAnnotated), parse_hlo(kTupleRootPartitioned),
+                                   options),
                UserError);
   // A 3-leaf tuple sharding on a 2-leaf root.
   std::string three_leaves = kTupleRootAnnotated;
   three_leaves.replace(three_leaves.find("sharding={{devices=[4]<=[4]}, {devices=[4]<=[4]}}"), 50,
                        "sharding={{devices=[4]<=[4]}, {devices=[4]<=[4]}, {replicated}}");
-  EXPECT_THROW(verify_partitioning(parse_hlo(three_leaves), parse_hlo(kTupleRootPartitioned)), UserError);
+  EXPECT_THROW(verify_partitioning(parse_hlo(three_leaves), parse_hlo(kTupleRootPartitioned)),
+               UserError);
 }
 
 }  // namespace

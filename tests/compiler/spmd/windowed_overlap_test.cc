@@ -70,29 +70,44 @@ void expect_body_overlaps(const Module& m, int64_t permutes_per_step) {
 // (free dim): the free form of the all-gather loop.
 std::string free_form(int p, int n) {
   const std::string ps = std::to_string(p), ns = std::to_string(n);
-  return dot_module("  a = f32[16,6] parameter(0), sharding={devices=[" + ps + ",1]<=[" + ps + "]}\n"
-                    "  b = f32[6," + ns + "] parameter(1), sharding={devices=[1," + ps + "]<=[" + ps + "]}\n"
-                    "  ROOT d = f32[16," + ns + "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                    "sharding={devices=[" + ps + ",1]<=[" + ps + "]}\n");
+  return dot_module("  a = f32[16,6] parameter(0), sharding={devices=[" + ps + ",1]<=[" + ps +
+                    "]}\n"
+                    "  b = f32[6," +
+                    ns + "] parameter(1), sharding={devices=[1," + ps + "]<=[" + ps +
+                    "]}\n"
+                    "  ROOT d = f32[16," +
+                    ns +
+                    "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+                    "sharding={devices=[" +
+                    ps + ",1]<=[" + ps + "]}\n");
 }
 
 // lhs [16/4 rows, K whole], rhs [K/4]: the rhs is rotated on K (contracting
 // form); K = k may be uneven.
 std::string contracting_form(int k) {
   const std::string ks = std::to_string(k);
-  return dot_module("  a = f32[16," + ks + "] parameter(0), sharding={devices=[4,1]<=[4]}\n"
-                    "  b = f32[" + ks + ",4] parameter(1), sharding={devices=[4,1]<=[4]}\n"
-                    "  ROOT d = f32[16,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                    "sharding={devices=[4,1]<=[4]}\n");
+  return dot_module(
+      "  a = f32[16," + ks +
+      "] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+      "  b = f32[" +
+      ks +
+      ",4] parameter(1), sharding={devices=[4,1]<=[4]}\n"
+      "  ROOT d = f32[16,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+      "sharding={devices=[4,1]<=[4]}\n");
 }
 
 // K (k) tiled 4 ways on both operands, out tiled on N (n): the
 // reduce-scatter form.
 std::string reduce_scatter_form(int k, int n) {
   const std::string ks = std::to_string(k), ns = std::to_string(n);
-  return dot_module("  a = f32[3," + ks + "] parameter(0), sharding={devices=[1,4]<=[4]}\n"
-                    "  b = f32[" + ks + "," + ns + "] parameter(1), sharding={devices=[4,1]<=[4]}\n"
-                    "  ROOT d = f32[3," + ns + "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+  return dot_module("  a = f32[3," + ks +
+                    "] parameter(0), sharding={devices=[1,4]<=[4]}\n"
+                    "  b = f32[" +
+                    ks + "," + ns +
+                    "] parameter(1), sharding={devices=[4,1]<=[4]}\n"
+                    "  ROOT d = f32[3," +
+                    ns +
+                    "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
                     "sharding={devices=[1,4]<=[4]}\n");
 }
 
@@ -171,7 +186,9 @@ TEST(WindowedOverlap, BidirectionalAllGatherContractingUneven) {
   expect_equivalent(p, 4);
   expect_body_overlaps(p.result.module, 2);
   expect_mirrored_permutes(p.result.module);
-  EXPECT_EQ(count_in(p.result.module.computation(find_while(p.result.module)->while_body()), Opcode::kDot), 1);
+  EXPECT_EQ(count_in(p.result.module.computation(find_while(p.result.module)->while_body()),
+                     Opcode::kDot),
+            1);
 }
 
 TEST(WindowedOverlap, BidirectionalFallsBackToOneWayForSingleRowChunks) {
@@ -188,17 +205,21 @@ TEST(WindowedOverlap, BidirectionalReduceScatterUneven) {
   expect_equivalent(p, 6);
   expect_body_overlaps(p.result.module, 2);
   expect_mirrored_permutes(p.result.module);
-  EXPECT_EQ(p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
+  EXPECT_EQ(
+      p.result.stats.reduce_scatters + p.result.stats.all_reduces + p.result.stats.all_gathers, 0);
 }
 
 TEST(WindowedOverlap, BidirectionalReduceScatterInside2DGroups) {
   // [2,2] mesh (SpmdWindowedDot.ReduceScatterFormInside2DGroups): rings of
   // 2 within the y pairs; N = 8 gives blocks of 4, halves of 2.
-  auto p = partition(dot_module("  a = f32[6,8] parameter(0), sharding={devices=[2,2]<=[4]}\n"
-                                "  b = f32[8,8] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
-                                "  ROOT d = f32[6,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                                "sharding={devices=[2,2]<=[4]}\n"),
-                     4, forced_windowed(true));
+  auto p = partition(
+      dot_module(
+          "  a = f32[6,8] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+          "  b = f32[8,8] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) "
+          "last_tile_dim_replicate}\n"
+          "  ROOT d = f32[6,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+          "sharding={devices=[2,2]<=[4]}\n"),
+      4, forced_windowed(true));
   expect_equivalent(p);
   expect_body_overlaps(p.result.module, 2);
 }
@@ -206,11 +227,14 @@ TEST(WindowedOverlap, BidirectionalReduceScatterInside2DGroups) {
 TEST(WindowedOverlap, BidirectionalAllGatherOnSubgroups) {
   // [2,2] mesh (SpmdWindowedDot.EinsumLHSWindowedNonContractingOnSubgroups):
   // the lhs rotates within pairs {0,1}, {2,3}; M = 8 -> t = 4, halves of 2.
-  auto p = partition(dot_module("  a = f32[8,3] parameter(0), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}\n"
-                                "  b = f32[3,16] parameter(1), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
-                                "  ROOT d = f32[8,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                                "sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"),
-                     4, forced_windowed(true));
+  auto p = partition(
+      dot_module(
+          "  a = f32[8,3] parameter(0), sharding={devices=[2,1,2]<=[2,2]T(1,0) "
+          "last_tile_dim_replicate}\n"
+          "  b = f32[3,16] parameter(1), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"
+          "  ROOT d = f32[8,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+          "sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}\n"),
+      4, forced_windowed(true));
   expect_equivalent(p);
   expect_body_overlaps(p.result.module, 2);
 }
@@ -222,9 +246,14 @@ TEST(WindowedOverlap, BidirectionalAllGatherOnSubgroups) {
 // the tokens per device of the weight-rotating case.
 std::string bf16_rows(int m, int n = 4) {
   const std::string ms = std::to_string(m), ns = std::to_string(n);
-  return dot_module("  a = bf16[" + ms + ",2] parameter(0), sharding={devices=[2,1]<=[2]}\n"
-                    "  b = bf16[2," + ns + "] parameter(1), sharding={devices=[1,2]<=[2]}\n"
-                    "  ROOT d = bf16[" + ms + "," + ns + "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+  return dot_module("  a = bf16[" + ms +
+                    ",2] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+                    "  b = bf16[2," +
+                    ns +
+                    "] parameter(1), sharding={devices=[1,2]<=[2]}\n"
+                    "  ROOT d = bf16[" +
+                    ms + "," + ns +
+                    "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
                     "sharding={devices=[2,1]<=[2]}\n");
 }
 

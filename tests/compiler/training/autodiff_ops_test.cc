@@ -15,7 +15,8 @@ TEST(AutodiffOps, UnarySmoothOps) {
   InstrId x = f.param(Shape(F, {3, 4}), "x");
   auto& b = f.b;
   // log, sqrt, rsqrt, log1p need positive arguments: x*x + 1 >= 1.
-  InstrId pos = b.binary(Opcode::kAdd, b.binary(Opcode::kMultiply, x, x), b.broadcast(b.scalar_constant(F, 1), {3, 4}, {}));
+  InstrId pos = b.binary(Opcode::kAdd, b.binary(Opcode::kMultiply, x, x),
+                         b.broadcast(b.scalar_constant(F, 1), {3, 4}, {}));
   InstrId sum = b.unary(Opcode::kExp, x);
   for (Opcode op : {Opcode::kLog, Opcode::kSqrt, Opcode::kRsqrt, Opcode::kLog1p})
     sum = b.binary(Opcode::kAdd, sum, b.unary(op, pos));
@@ -32,14 +33,16 @@ TEST(AutodiffOps, BinaryOps) {
   InstrId y = f.param(Shape(F, {2, 3}), "y");
   auto& b = f.b;
   InstrId one = b.broadcast(b.scalar_constant(F, 1), {2, 3}, {});
-  InstrId ypos = b.binary(Opcode::kAdd, b.binary(Opcode::kMultiply, y, y), one);  // >= 1, safe divisor/base
+  InstrId ypos =
+      b.binary(Opcode::kAdd, b.binary(Opcode::kMultiply, y, y), one);  // >= 1, safe divisor/base
   InstrId sum = b.binary(Opcode::kAdd, x, y);
   sum = b.binary(Opcode::kAdd, sum, b.binary(Opcode::kSubtract, x, y));
   sum = b.binary(Opcode::kAdd, sum, b.binary(Opcode::kMultiply, x, y));
   sum = b.binary(Opcode::kAdd, sum, b.binary(Opcode::kDivide, x, ypos));
   // random_literal values are multiples of 1/64 and may tie; max/min of x
   // and y + 1/128 never tie, so the derivative exists.
-  InstrId shifted = b.binary(Opcode::kAdd, y, b.broadcast(b.scalar_constant(F, 1.0 / 128), {2, 3}, {}));
+  InstrId shifted =
+      b.binary(Opcode::kAdd, y, b.broadcast(b.scalar_constant(F, 1.0 / 128), {2, 3}, {}));
   sum = b.binary(Opcode::kAdd, sum, b.binary(Opcode::kMaximum, x, shifted));
   sum = b.binary(Opcode::kAdd, sum, b.binary(Opcode::kMinimum, x, shifted));
   sum = b.binary(Opcode::kAdd, sum, b.binary(Opcode::kPower, ypos, x));
@@ -69,9 +72,9 @@ TEST(AutodiffOps, SlicePadConcatReverse) {
   InstrId y = f.param(Shape(F, {2, 3}), "y");
   InstrId pv = f.param(Shape::scalar(F), "pad_value");
   auto& b = f.b;
-  InstrId strided = b.slice(x, {{1, 5, 2}, {0, 6, 3}});             // [2,2]
-  InstrId padded = b.pad(y, pv, {{1, -1, 1}, {-1, 2, 0}});           // [2+1-1+1, 3-1+2] = [3,4]
-  InstrId cropped = b.slice(padded, {{0, 2, 1}, {0, 4, 1}});         // [2,4]
+  InstrId strided = b.slice(x, {{1, 5, 2}, {0, 6, 3}});       // [2,2]
+  InstrId padded = b.pad(y, pv, {{1, -1, 1}, {-1, 2, 0}});    // [2+1-1+1, 3-1+2] = [3,4]
+  InstrId cropped = b.slice(padded, {{0, 2, 1}, {0, 4, 1}});  // [2,4]
   InstrId cat = b.concatenate({strided, cropped, b.reverse(y, {0, 1})}, 1);  // [2, 2+4+3]
   Module m = f.finish(cat);
   check_gradients(m, default_args(m));
@@ -82,14 +85,16 @@ TEST(AutodiffOps, ReduceAddAndMax) {
   InstrId x = f.param(Shape(F, {3, 4, 2}), "x");
   auto& b = f.b;
   CompId max = f.reducers.get(Opcode::kMaximum, F);
-  InstrId summed = training::reduce_sum(b, f.reducers, x, {0, 2});                              // [4]
-  InstrId maxed = b.reduce({x}, {b.scalar_constant(F, -1e9)}, {1}, max);                        // [3,2]
-  InstrId mixed = b.binary(Opcode::kAdd, b.broadcast(summed, {3, 4}, {1}),
-                           b.broadcast(training::reduce_sum(b, f.reducers, maxed, {1}), {3, 4}, {0}));
+  InstrId summed = training::reduce_sum(b, f.reducers, x, {0, 2});        // [4]
+  InstrId maxed = b.reduce({x}, {b.scalar_constant(F, -1e9)}, {1}, max);  // [3,2]
+  InstrId mixed =
+      b.binary(Opcode::kAdd, b.broadcast(summed, {3, 4}, {1}),
+               b.broadcast(training::reduce_sum(b, f.reducers, maxed, {1}), {3, 4}, {0}));
   Module m = f.finish(mixed);
   // Distinct values so the maxima are unique: x = k / 64 for a permutation.
   std::vector<Literal> args = default_args(m);
-  for (size_t k = 0; k < args[0].values().size(); ++k) args[0].mutable_values()[k] = static_cast<double>((k * 7) % 24) / 64;
+  for (size_t k = 0; k < args[0].values().size(); ++k)
+    args[0].mutable_values()[k] = static_cast<double>((k * 7) % 24) / 64;
   check_gradients(m, args);
 }
 
@@ -112,7 +117,8 @@ TEST(AutodiffOps, MaxReduceSplitsTiesEvenly) {
   // max(a, a) over two equal elements: each gets half of the adjoint 1.
   ForwardBuilder f;
   InstrId x = f.param(Shape(F, {2}), "x");
-  InstrId maxed = f.b.reduce({x}, {f.b.scalar_constant(F, -1e9)}, {0}, f.reducers.get(Opcode::kMaximum, F));
+  InstrId maxed =
+      f.b.reduce({x}, {f.b.scalar_constant(F, -1e9)}, {0}, f.reducers.get(Opcode::kMaximum, F));
   f.module.set_entry(f.module.add_computation(std::move(f.b).build(maxed)));
   Literal r = evaluate(build_gradient_module(f.module), {Literal(Shape(F, {2}), {0.25, 0.25})});
   EXPECT_EQ(r.element(1).values(), (std::vector<double>{0.5, 0.5}));
@@ -180,8 +186,9 @@ TEST(AutodiffOps, SelectConvertClampDynamicSlices) {
   InstrId conv = b.convert(b.convert(x, DType::kF32), F);
   InstrId lo = b.scalar_constant(F, -0.3), hi = b.scalar_constant(F, 0.4);
   InstrId clamped = b.clamp(lo, y, hi);
-  InstrId ds = b.dynamic_slice(sel, {start, zero_s}, {2, 3});                  // [2,3]
-  InstrId dus = b.dynamic_update_slice(clamped, b.binary(Opcode::kMultiply, u, ds), {start, zero_s});
+  InstrId ds = b.dynamic_slice(sel, {start, zero_s}, {2, 3});  // [2,3]
+  InstrId dus =
+      b.dynamic_update_slice(clamped, b.binary(Opcode::kMultiply, u, ds), {start, zero_s});
   InstrId total = b.binary(Opcode::kAdd, dus, conv);
   Module m = f.finish(total);
   std::vector<Literal> args = default_args(m);

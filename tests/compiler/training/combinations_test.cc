@@ -30,13 +30,16 @@ TEST(Combinations, OptimizerRematMicrobatches) {
         std::vector<Literal> step_args = args;
         const Computation& entry = step.module.entry();
         std::vector<InstrId> params = entry.parameters();
-        for (size_t k = args.size(); k < params.size(); ++k) step_args.push_back(Literal(entry.instr(params[k]).shape));
+        for (size_t k = args.size(); k < params.size(); ++k)
+          step_args.push_back(Literal(entry.instr(params[k]).shape));
         Literal r = evaluate(step.module, step_args);
         // Mean of microbatch means = full mean, up to f64 rounding.
         EXPECT_NEAR(r.element(0).scalar_value(), loss, 1e-12);
         // Remat clones compute the same f64 values: bit-identical steps.
-        if (!first) first = r;
-        else EXPECT_EQ(*first, r);
+        if (!first)
+          first = r;
+        else
+          EXPECT_EQ(*first, r);
       }
     }
   }

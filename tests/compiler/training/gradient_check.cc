@@ -9,7 +9,8 @@ std::vector<Literal> default_args(const Module& forward) {
   std::vector<Literal> args;
   for (InstrId p : forward.entry().parameters()) {
     const Instruction& in = forward.entry().instr(p);
-    args.push_back(random_literal(in.shape, 1000 + static_cast<uint64_t>(in.attrs.parameter_number)));
+    args.push_back(
+        random_literal(in.shape, 1000 + static_cast<uint64_t>(in.attrs.parameter_number)));
   }
   return args;
 }
@@ -32,7 +33,8 @@ Literal check_gradients(const Module& forward, const std::vector<Literal>& args,
       plus[p].mutable_values()[k] += h;
       minus[p].mutable_values()[k] -= h;
       numeric.mutable_values()[k] =
-          (evaluate(forward, plus).scalar_value() - evaluate(forward, minus).scalar_value()) / (2 * h);
+          (evaluate(forward, plus).scalar_value() - evaluate(forward, minus).scalar_value()) /
+          (2 * h);
     }
     Comparison c = compare_literals(numeric, analytic, tolerance);
     EXPECT_TRUE(c.ok) << "parameter " << p << ": " << c.first_mismatch;

@@ -55,7 +55,7 @@ std::vector<Literal> default_args(const Module& forward);
 // Evaluates build_gradient_module(forward) and checks every gradient element
 // of every floating parameter against central differences of evaluate().
 // Also returns the gradient module's result for further checks.
-Literal check_gradients(const Module& forward, const std::vector<Literal>& args, double tolerance = 1e-6,
-                        RematChoice remat = {});
+Literal check_gradients(const Module& forward, const std::vector<Literal>& args,
+                        double tolerance = 1e-6, RematChoice remat = {});
 
 }  // namespace podsim::compiler::testing

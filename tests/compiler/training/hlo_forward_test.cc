@@ -50,7 +50,8 @@ TEST(HloForward, StepFromHloTextVerifiesAndRoundTrips) {
   // 4/4 columns), and the v_row slot [8] keeps x, replicated over y.
   const Instruction& v_row = step.module.entry().instr(step.module.entry().parameters()[2]);
   EXPECT_EQ(v_row.op_name, "opt_state/w/v_row");
-  EXPECT_EQ(parse_sharding(*v_row.sharding), parse_sharding("{devices=[2,4]<=[8] last_tile_dim_replicate}"));
+  EXPECT_EQ(parse_sharding(*v_row.sharding),
+            parse_sharding("{devices=[2,4]<=[8] last_tile_dim_replicate}"));
 }
 
 }  // namespace

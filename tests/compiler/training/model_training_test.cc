@@ -31,7 +31,8 @@ RematRun run_with(const Module& forward, RematChoice choice) {
 
 int count_prefix(const Module& m, std::string_view prefix) {
   int n = 0;
-  for (const Instruction& in : m.entry().instructions()) n += training::starts_with(in.op_name, prefix);
+  for (const Instruction& in : m.entry().instructions())
+    n += training::starts_with(in.op_name, prefix);
   return n;
 }
 
@@ -94,7 +95,8 @@ TEST(ModelTraining, MicrobatchingEqualsFullBatchGradient) {
     // inputs take the full batch of 4.
     options.microbatches = m;
     TrainingStep split = build_training_step(two_layer_mlp(DType::kF64, 4 / m), options);
-    EXPECT_EQ(split.module.entry().instr(split.module.entry().parameters()[6]).shape, Shape(DType::kF64, {4, 8}));
+    EXPECT_EQ(split.module.entry().instr(split.module.entry().parameters()[6]).shape,
+              Shape(DType::kF64, {4, 8}));
     verify_module(split.module);
     Literal r = evaluate(split.module, args);
     // Same terms summed in another order: f64 rounding only (~1e-16 relative).

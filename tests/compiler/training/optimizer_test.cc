@@ -49,7 +49,8 @@ TEST(Optimizer, SgdUpdate) {
   TrainingStep step = build_training_step(linear_loss(Shape(F32, {2})), options);
   verify_module(step.module);
   EXPECT_EQ(step.module.entry().parameters().size(), 2u);  // no slots
-  Literal r = evaluate(step.module, {Literal(Shape(F32, {2}), {1, 2}), Literal(Shape(F32, {2}), {0.5, -1})});
+  Literal r = evaluate(step.module,
+                       {Literal(Shape(F32, {2}), {1, 2}), Literal(Shape(F32, {2}), {0.5, -1})});
   ASSERT_EQ(r.elements().size(), 2u);
   EXPECT_DOUBLE_EQ(r.element(0).scalar_value(), 1 * 0.5 + 2 * -1.0);
   // w' = w - 0.1 g = [1 - 0.05, 2 + 0.1]
@@ -68,8 +69,8 @@ TEST(Optimizer, AdamUpdateWithBiasCorrection) {
   // Parameters: w, x, m, v, step.
   ASSERT_EQ(step.module.entry().parameters().size(), 5u);
   Literal r = evaluate(step.module, {Literal(Shape(F32, {1}), {1}), Literal(Shape(F32, {1}), {0.5}),
-                                     Literal(Shape(F32, {1}), {0.1}), Literal(Shape(F32, {1}), {0.2}),
-                                     Literal::scalar(F32, 1)});
+                                     Literal(Shape(F32, {1}), {0.1}),
+                                     Literal(Shape(F32, {1}), {0.2}), Literal::scalar(F32, 1)});
   // t = 2: m' = 0.9*0.1 + 0.1*0.5 = 0.14; v' = 0.99*0.2 + 0.01*0.25 = 0.2005
   // w' = 1 - 0.1 * (0.14 / (1 - 0.9^2)) / (sqrt(0.2005 / (1 - 0.99^2)) + 1e-8)
   double expected = 1 - 0.1 * (0.14 / 0.19) / (std::sqrt(0.2005 / 0.0199) + 1e-8);
@@ -113,8 +114,9 @@ TEST(Optimizer, AdafactorUnfactoredWithMomentumNoClipping) {
   TrainingStep step = build_training_step(linear_loss(Shape(F32, {2})), options);
   // Parameters: w, x, m, v.
   ASSERT_EQ(step.module.entry().parameters().size(), 4u);
-  Literal r = evaluate(step.module, {Literal(Shape(F32, {2}), {1, 1}), Literal(Shape(F32, {2}), {2, -1}),
-                                     Literal(Shape(F32, {2}), {0.5, 0.5}), Literal(Shape(F32, {2}), {4, 1})});
+  Literal r = evaluate(step.module,
+                       {Literal(Shape(F32, {2}), {1, 1}), Literal(Shape(F32, {2}), {2, -1}),
+                        Literal(Shape(F32, {2}), {0.5, 0.5}), Literal(Shape(F32, {2}), {4, 1})});
   // v' = 0.75 v + 0.25 g^2 = [3 + 1, 0.75 + 0.25] = [4, 1]; u = g / sqrt(v') = [1, -1]
   // m' = 0.5 m + 0.5 u = [0.75, -0.25]; w' = w - 0.5 m' = [0.625, 1.125]
   EXPECT_TRUE(compare_literals(Literal(Shape(F32, {2}), {0.625, 1.125}), r.element(1), kTol).ok);

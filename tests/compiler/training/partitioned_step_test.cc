@@ -66,7 +66,9 @@ Module sharded_mlp(const MlpSpec& spec) {
   const int64_t batch = spec.batch;
   ForwardBuilder f;
   auto& b = f.b;
-  struct Layer { InstrId w_in, w_out, scale; };
+  struct Layer {
+    InstrId w_in, w_out, scale;
+  };
   std::vector<Layer> layers;
   for (int l = 0; l < 2; ++l) {
     Layer layer{f.param(Shape(t, {kD, spec.hidden}), fmt::format("layer_{}/w_in", l)),
@@ -89,18 +91,22 @@ Module sharded_mlp(const MlpSpec& spec) {
     b.set_op_name_scope(fmt::format("fwd/layer_{}/ffn", l));
     InstrId h = b.dot(x, layer.w_in, mm);
     InstrId a = b.binary(Opcode::kMultiply, b.unary(Opcode::kTanh, h), h);
-    InstrId y = b.binary(Opcode::kMultiply, b.dot(a, layer.w_out, mm), b.broadcast(layer.scale, {batch, kD}, {1}));
+    InstrId y = b.binary(Opcode::kMultiply, b.dot(a, layer.w_out, mm),
+                         b.broadcast(layer.scale, {batch, kD}, {1}));
     x = b.binary(Opcode::kAdd, x, y);
   }
   b.set_op_name_scope("fwd/loss");
   InstrId diff = b.binary(Opcode::kSubtract, x, target);
   InstrId sum = training::reduce_sum_all(b, f.reducers, b.binary(Opcode::kMultiply, diff, diff));
-  InstrId loss = b.binary(Opcode::kMultiply, sum, b.scalar_constant(t, 1.0 / static_cast<double>(batch * kD)));
+  InstrId loss =
+      b.binary(Opcode::kMultiply, sum, b.scalar_constant(t, 1.0 / static_cast<double>(batch * kD)));
   f.module.set_entry(f.module.add_computation(std::move(b).build(loss)));
   return f.module;
 }
 
-Module sharded_mlp(const DeviceMesh& mesh, int64_t batch) { return sharded_mlp(MlpSpec{mesh, batch}); }
+Module sharded_mlp(const DeviceMesh& mesh, int64_t batch) {
+  return sharded_mlp(MlpSpec{mesh, batch});
+}
 
 // Random inputs (seed 1000 + number, as default_args), with optimizer state
 // made valid: slots |v| + 1/64, Adam's step count 3.
@@ -139,8 +145,8 @@ struct PartitionedStep {
 };
 
 // build_training_step -> propagate -> partition -> verify.
-PartitionedStep partition_step(const Module& forward, const TrainingStepOptions& options, int64_t devices,
-                               double tolerance = kTolerance) {
+PartitionedStep partition_step(const Module& forward, const TrainingStepOptions& options,
+                               int64_t devices, double tolerance = kTolerance) {
   PartitionedStep p{build_training_step(forward, options).module, {}, {}};
   p.annotated.set_num_partitions(devices);
   propagate_shardings(p.annotated);
@@ -151,11 +157,13 @@ PartitionedStep partition_step(const Module& forward, const TrainingStepOptions&
   EXPECT_TRUE(all_finite(evaluate(p.annotated, verify.arguments)));
   p.verify = verify_partitioning(p.annotated, p.result.module, verify);
   for (const Computation& c : p.result.module.computations())
-    for (const Instruction& in : c.instructions()) p.reduce_scatter_ops += in.opcode == Opcode::kReduceScatter;
+    for (const Instruction& in : c.instructions())
+      p.reduce_scatter_ops += in.opcode == Opcode::kReduceScatter;
   return p;
 }
 
-TrainingStepOptions options_for(OptimizerKind kind, const DeviceMesh& mesh, bool weight_update_sharding) {
+TrainingStepOptions options_for(OptimizerKind kind, const DeviceMesh& mesh,
+                                bool weight_update_sharding) {
   TrainingStepOptions options;
   options.optimizer.kind = kind;
   if (kind == OptimizerKind::kAdam) options.optimizer.beta1 = 0.9;
@@ -166,18 +174,22 @@ TrainingStepOptions options_for(OptimizerKind kind, const DeviceMesh& mesh, bool
 }
 
 std::string describe(const PartitionedStep& p) {
-  return fmt::format("{}\nall-reduces {}, reduce-scatters {}, all-gathers {}, full replications {}, fallbacks {}",
-                     p.verify.first_mismatch, p.result.stats.all_reduces, p.result.stats.reduce_scatters,
-                     p.result.stats.all_gathers, p.result.stats.full_replications, p.result.stats.default_fallbacks);
+  return fmt::format(
+      "{}\nall-reduces {}, reduce-scatters {}, all-gathers {}, full replications {}, fallbacks {}",
+      p.verify.first_mismatch, p.result.stats.all_reduces, p.result.stats.reduce_scatters,
+      p.result.stats.all_gathers, p.result.stats.full_replications,
+      p.result.stats.default_fallbacks);
 }
 
 TEST(PartitionedStep, EachOptimizerWithAndWithoutWeightUpdateSharding) {
-  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdafactor}) {
+  for (OptimizerKind kind :
+       {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdafactor}) {
     for (bool wus : {false, true}) {
       for (const DeviceMesh& mesh : {mesh22(), mesh24()}) {
-        PartitionedStep p = partition_step(sharded_mlp(mesh, 4), options_for(kind, mesh, wus), mesh.num_devices());
-        EXPECT_TRUE(p.verify.ok) << "optimizer " << static_cast<int>(kind) << " wus " << wus << " devices "
-                                 << mesh.num_devices() << ": " << describe(p);
+        PartitionedStep p =
+            partition_step(sharded_mlp(mesh, 4), options_for(kind, mesh, wus), mesh.num_devices());
+        EXPECT_TRUE(p.verify.ok) << "optimizer " << static_cast<int>(kind) << " wus " << wus
+                                 << " devices " << mesh.num_devices() << ": " << describe(p);
       }
     }
   }
@@ -192,7 +204,8 @@ TEST(PartitionedStep, EachOptimizerWithAndWithoutWeightUpdateSharding) {
 // weights' shardings (replicated over x) and the sums stay all-reduces.
 PartitionedStep sgd_step_on_mesh24(bool weight_update_sharding) {
   const DeviceMesh mesh = mesh24();
-  return partition_step(sharded_mlp(mesh, 4), options_for(OptimizerKind::kSgd, mesh, weight_update_sharding), 8);
+  return partition_step(sharded_mlp(mesh, 4),
+                        options_for(OptimizerKind::kSgd, mesh, weight_update_sharding), 8);
 }
 
 std::vector<Shape> reduce_scatter_shapes(const Module& program) {
@@ -257,7 +270,10 @@ TEST(PartitionedStep, VerifyCatchesAWrongUpdateAndNamesItsLeaf) {
 
 TEST(PartitionedStep, RematPolicies) {
   const DeviceMesh mesh = mesh24();
-  struct Case { RematKind kind; std::string policy; };
+  struct Case {
+    RematKind kind;
+    std::string policy;
+  };
   for (const Case& c : {Case{RematKind::kNone, ""}, Case{RematKind::kSelective, "save_dots"},
                         Case{RematKind::kFull, ""}}) {
     TrainingStepOptions options = options_for(OptimizerKind::kAdam, mesh, true);
@@ -276,7 +292,8 @@ TEST(PartitionedStep, TwoMicrobatches) {
     options.microbatches = 2;
     PartitionedStep p = partition_step(sharded_mlp(mesh, 4), options, 8);
     EXPECT_TRUE(p.verify.ok) << "wus " << wus << ": " << describe(p);
-    EXPECT_EQ(p.annotated.entry().instr(p.annotated.entry().parameters()[6]).shape, Shape(F, {8, kD}));
+    EXPECT_EQ(p.annotated.entry().instr(p.annotated.entry().parameters()[6]).shape,
+              Shape(F, {8, kD}));
   }
 }
 
@@ -293,7 +310,8 @@ CompId add_stage_body(Module& m, int64_t mb) {
   mm.lhs_contracting = {1};
   mm.rhs_contracting = {0};
   InstrId h = b.unary(Opcode::kTanh, b.dot(a, w, mm));
-  InstrId out = b.binary(Opcode::kAdd, b.binary(Opcode::kMultiply, h, b.broadcast(s, {mb, kD}, {1})), a);
+  InstrId out =
+      b.binary(Opcode::kAdd, b.binary(Opcode::kMultiply, h, b.broadcast(s, {mb, kD}, {1})), a);
   return m.add_computation(std::move(b).build(out));
 }
 
@@ -324,7 +342,8 @@ Module pipelined_forward(int64_t mb = 2, const DeviceMesh& mesh = pipeline_mesh(
   b.set_op_name_scope("fwd/loss");
   InstrId diff = b.binary(Opcode::kSubtract, out, target);
   InstrId sum = training::reduce_sum_all(b, f.reducers, b.binary(Opcode::kMultiply, diff, diff));
-  InstrId loss = b.binary(Opcode::kMultiply, sum, b.scalar_constant(F, 1.0 / static_cast<double>(batch * kD)));
+  InstrId loss =
+      b.binary(Opcode::kMultiply, sum, b.scalar_constant(F, 1.0 / static_cast<double>(batch * kD)));
   f.module.set_entry(f.module.add_computation(std::move(b).build(loss)));
   return f.module;
 }
@@ -336,7 +355,8 @@ TEST(PartitionedStep, TwoPipelineStages) {
       options.pipeline_stages = 2;
       options.microbatches = 2;
       PartitionedStep p = partition_step(pipelined_forward(), options, 4);
-      EXPECT_TRUE(p.verify.ok) << "optimizer " << static_cast<int>(kind) << " wus " << wus << ": " << describe(p);
+      EXPECT_TRUE(p.verify.ok) << "optimizer " << static_cast<int>(kind) << " wus " << wus << ": "
+                               << describe(p);
       // The stage shift of a stage-sharded state is a collective-permute.
       EXPECT_GT(p.result.stats.collective_permutes, 0) << describe(p);
     }
@@ -374,7 +394,8 @@ TEST(PartitionedStep, UnevenHiddenDimPadsShards) {
   for (bool wus : {false, true}) {
     MlpSpec spec{mesh24()};
     spec.hidden = 6;
-    PartitionedStep p = partition_step(sharded_mlp(spec), options_for(OptimizerKind::kAdam, spec.mesh, wus), 8);
+    PartitionedStep p =
+        partition_step(sharded_mlp(spec), options_for(OptimizerKind::kAdam, spec.mesh, wus), 8);
     EXPECT_TRUE(p.verify.ok) << "wus " << wus << ": " << describe(p);
   }
 }
@@ -451,9 +472,11 @@ TEST(PartitionedStep, PipelineWeightUpdateShardingScattersStageGradients) {
   // shard of w (8 elements; the dot's result order may put d_in first).
   // The stage vector gradients (sums over rows, i.e. reduces) are
   // reduce-scattered too, into f64[1,2] shards: 2 elements each.
-  const auto weight_shards = std::count_if(shapes.begin(), shapes.end(), [](const Shape& s) { return s.num_elements() == 8; });
+  const auto weight_shards = std::count_if(shapes.begin(), shapes.end(),
+                                           [](const Shape& s) { return s.num_elements() == 8; });
   EXPECT_EQ(weight_shards, 3) << describe(on);
-  for (const Shape& shape : shapes) EXPECT_TRUE(shape.num_elements() == 8 || shape.num_elements() == 2) << shape.to_string();
+  for (const Shape& shape : shapes)
+    EXPECT_TRUE(shape.num_elements() == 8 || shape.num_elements() == 2) << shape.to_string();
   EXPECT_EQ(off.reduce_scatter_ops, 0) << describe(off);
 }
 
@@ -470,7 +493,8 @@ TEST(PartitionedStep, RmsNormMlpWithOnlyInputsAnnotated) {
     if (training::starts_with(in.op_name, "input/")) in.sharding = split(mesh, 2, {{"x"}, {}});
   }
   for (bool wus : {false, true}) {
-    PartitionedStep p = partition_step(forward, options_for(OptimizerKind::kAdafactor, mesh, wus), 4);
+    PartitionedStep p =
+        partition_step(forward, options_for(OptimizerKind::kAdafactor, mesh, wus), 4);
     EXPECT_TRUE(p.verify.ok) << "wus " << wus << ": " << describe(p);
   }
 }
@@ -489,7 +513,8 @@ Module scan_forward(const DeviceMesh& mesh) {
   InstrId x = f.input(Shape(F, {kB, kD}), "x");
   f.b.set_sharding(ws_param, split(mesh, 3, {{}, {}, {"y"}}));
   f.b.set_sharding(x, split(mesh, 2, {{"x"}, {}}));
-  Shape carry = Shape::tuple({Shape::scalar(DType::kS32), Shape(F, {kB, kD}), Shape(F, {kLayers, kD, kD})});
+  Shape carry =
+      Shape::tuple({Shape::scalar(DType::kS32), Shape(F, {kB, kD}), Shape(F, {kLayers, kD, kD})});
 
   ComputationBuilder body("layer_body", &mod);
   body.set_op_name_scope("fwd/layers/body");
@@ -508,8 +533,8 @@ Module scan_forward(const DeviceMesh& mesh) {
 
   ComputationBuilder cond("layer_cond", &mod);
   InstrId cp = cond.parameter(0, carry, "carry");
-  InstrId more = cond.compare(cond.get_tuple_element(cp, 0), cond.scalar_constant(DType::kS32, kLayers),
-                              ComparisonDirection::kLt);
+  InstrId more = cond.compare(cond.get_tuple_element(cp, 0),
+                              cond.scalar_constant(DType::kS32, kLayers), ComparisonDirection::kLt);
   CompId cond_id = mod.add_computation(std::move(cond).build(more));
 
   auto& b = f.b;
@@ -525,11 +550,13 @@ TEST(PartitionedStep, ScanOverStackedLayers) {
     for (bool wus : {false, true}) {
       const DeviceMesh mesh = mesh22();
       PartitionedStep p = partition_step(scan_forward(mesh), options_for(kind, mesh, wus), 4);
-      EXPECT_TRUE(p.verify.ok) << "optimizer " << static_cast<int>(kind) << " wus " << wus << ": " << describe(p);
+      EXPECT_TRUE(p.verify.ok) << "optimizer " << static_cast<int>(kind) << " wus " << wus << ": "
+                               << describe(p);
       // Both loops survive partitioning: the recording forward loop and the
       // reverse loop, each with per-device (shard-shaped) carries.
       int loops = 0;
-      for (const Instruction& in : p.result.module.entry().instructions()) loops += in.opcode == Opcode::kWhile;
+      for (const Instruction& in : p.result.module.entry().instructions())
+        loops += in.opcode == Opcode::kWhile;
       EXPECT_EQ(loops, 2);
     }
   }

@@ -30,7 +30,8 @@ CompId add_stage_body(Module& m, int64_t mb) {
   mm.lhs_contracting = {1};
   mm.rhs_contracting = {0};
   InstrId h = b.unary(Opcode::kTanh, b.dot(a, w, mm));
-  InstrId out = b.binary(Opcode::kAdd, b.binary(Opcode::kMultiply, h, b.broadcast(s, {mb, kD}, {1})), a);
+  InstrId out =
+      b.binary(Opcode::kAdd, b.binary(Opcode::kMultiply, h, b.broadcast(s, {mb, kD}, {1})), a);
   return m.add_computation(std::move(b).build(out));
 }
 
@@ -51,7 +52,8 @@ Module finish_with_loss(Built& m, InstrId out, int64_t batch) {
   b.set_op_name_scope("fwd/loss");
   InstrId diff = b.binary(Opcode::kSubtract, out, m.target);
   InstrId sum = training::reduce_sum_all(b, m.f.reducers, b.binary(Opcode::kMultiply, diff, diff));
-  InstrId loss = b.binary(Opcode::kMultiply, sum, b.scalar_constant(F, 1.0 / static_cast<double>(batch * kD)));
+  InstrId loss =
+      b.binary(Opcode::kMultiply, sum, b.scalar_constant(F, 1.0 / static_cast<double>(batch * kD)));
   m.f.module.set_entry(m.f.module.add_computation(std::move(b).build(loss)));
   return m.f.module;
 }
@@ -87,7 +89,8 @@ Module sequential(int64_t stages, int64_t batch) {
 }
 
 TEST(Pipeline, PipelinedForwardAndGradientsEqualSequentialStages) {
-  for (auto [stages, microbatches] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {3, 4}, {4, 1}, {1, 3}}) {
+  for (auto [stages, microbatches] :
+       std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {3, 4}, {4, 1}, {1, 3}}) {
     const int64_t mb = 2, batch = mb * microbatches;
     Module p = pipelined(stages, microbatches, mb);
     Module q = sequential(stages, batch);
@@ -99,7 +102,8 @@ TEST(Pipeline, PipelinedForwardAndGradientsEqualSequentialStages) {
     // Same f64 ops per row in another arrangement (batched dots accumulate
     // the same terms in the same order): rounding differences only.
     Comparison c = compare_literals(evaluate(gq, args), evaluate(gp, args), 1e-12);
-    EXPECT_TRUE(c.ok) << stages << " stages, " << microbatches << " microbatches: " << c.first_mismatch;
+    EXPECT_TRUE(c.ok) << stages << " stages, " << microbatches
+                      << " microbatches: " << c.first_mismatch;
   }
 }
 
@@ -113,7 +117,8 @@ TEST(Pipeline, IterationCountAndShiftStructure) {
       ++dots;
       EXPECT_EQ(in.shape.dim(0), stages);  // the stage dim leads
     }
-    shifts += in.opcode == Opcode::kConcatenate && training::starts_with(in.op_name, "fwd/pipeline_iter_");
+    shifts += in.opcode == Opcode::kConcatenate &&
+              training::starts_with(in.op_name, "fwd/pipeline_iter_");
   }
   EXPECT_EQ(dots, microbatches + stages - 1);
   EXPECT_EQ(shifts, microbatches + stages - 1);

@@ -39,12 +39,14 @@ Module sharded_mlp_forward(const DeviceMesh& mesh) {
     b.set_op_name_scope(fmt::format("fwd/layer_{}/ffn", l));
     InstrId h = b.dot(x, w_in, mm);
     InstrId a = b.binary(Opcode::kMultiply, b.unary(Opcode::kTanh, h), h);
-    InstrId y = b.binary(Opcode::kMultiply, b.dot(a, w_out, mm), b.broadcast(scale, {batch, d}, {1}));
+    InstrId y =
+        b.binary(Opcode::kMultiply, b.dot(a, w_out, mm), b.broadcast(scale, {batch, d}, {1}));
     x = b.binary(Opcode::kAdd, x, y);
   }
   b.set_op_name_scope("fwd/loss");
   InstrId sum = training::reduce_sum_all(b, f.reducers, b.binary(Opcode::kMultiply, x, x));
-  InstrId loss = b.binary(Opcode::kMultiply, sum, b.scalar_constant(t, 1.0 / static_cast<double>(batch * d)));
+  InstrId loss =
+      b.binary(Opcode::kMultiply, sum, b.scalar_constant(t, 1.0 / static_cast<double>(batch * d)));
   f.module.set_entry(f.module.add_computation(std::move(b).build(loss)));
   return f.module;
 }
@@ -79,14 +81,16 @@ TEST_P(PropagationSkipOnTrainingSteps, SameShardingsSweepsAndChanges) {
   const Computation& ca = skipping.entry();
   const Computation& cb = full.entry();
   ASSERT_EQ(ca.size(), cb.size());
-  for (InstrId i = 0; i < ca.size(); ++i) EXPECT_EQ(ca.instr(i).sharding, cb.instr(i).sharding) << ca.instr(i).name;
+  for (InstrId i = 0; i < ca.size(); ++i)
+    EXPECT_EQ(ca.instr(i).sharding, cb.instr(i).sharding) << ca.instr(i).name;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Steps, PropagationSkipOnTrainingSteps,
     ::testing::Values(StepCase{"sgd_none", OptimizerKind::kSgd, RematKind::kNone, 1},
                       StepCase{"adam_full_2mb", OptimizerKind::kAdam, RematKind::kFull, 2},
-                      StepCase{"adafactor_none_2mb", OptimizerKind::kAdafactor, RematKind::kNone, 2},
+                      StepCase{"adafactor_none_2mb", OptimizerKind::kAdafactor, RematKind::kNone,
+                               2},
                       StepCase{"adafactor_full", OptimizerKind::kAdafactor, RematKind::kFull, 1}),
     [](const ::testing::TestParamInfo<StepCase>& info) { return std::string(info.param.name); });
 

@@ -33,7 +33,8 @@ TEST(Scale, HundredTwentyEightLayersBuild) {
   options.remat = RematKind::kFull;
   TrainingStep step = build_training_step(mlp_stack(DType::kF32, 4, 128), options);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("128-layer training step: %d instructions in %.3f s\n", step.module.entry().size(), seconds);
+  std::printf("128-layer training step: %d instructions in %.3f s\n", step.module.entry().size(),
+              seconds);
   EXPECT_GT(step.recomputed_instructions, 0);
 }
 

@@ -21,7 +21,9 @@ Module mlp_stack(DType t, int64_t batch, int64_t layer_count) {
     b.set_op_name(p, role + "/" + name);
     return p;
   };
-  struct Layer { InstrId w_in, w_out, scale; };
+  struct Layer {
+    InstrId w_in, w_out, scale;
+  };
   std::vector<Layer> layers;
   for (int l = 0; l < layer_count; ++l) {
     std::string prefix = fmt::format("layer_{}/", l);
@@ -41,10 +43,14 @@ Module mlp_stack(DType t, int64_t batch, int64_t layer_count) {
     InstrId y = b.dot(a, layers[static_cast<size_t>(l)].w_out, mm);
     InstrId r = b.binary(Opcode::kAdd, x, y);
     b.set_op_name_scope(fmt::format("fwd/layer_{}/norm", l));
-    InstrId ms = b.binary(Opcode::kMultiply, training::reduce_sum(b, reducers, b.binary(Opcode::kMultiply, r, r), {1}),
+    InstrId ms = b.binary(Opcode::kMultiply,
+                          training::reduce_sum(b, reducers, b.binary(Opcode::kMultiply, r, r), {1}),
                           b.broadcast(b.scalar_constant(t, 1.0 / d), {batch}, {}));
-    InstrId inv = b.unary(Opcode::kRsqrt, b.binary(Opcode::kAdd, ms, b.broadcast(b.scalar_constant(t, 1), {batch}, {})));
-    x = b.binary(Opcode::kMultiply, b.binary(Opcode::kMultiply, r, b.broadcast(inv, {batch, d}, {0})),
+    InstrId inv =
+        b.unary(Opcode::kRsqrt,
+                b.binary(Opcode::kAdd, ms, b.broadcast(b.scalar_constant(t, 1), {batch}, {})));
+    x = b.binary(Opcode::kMultiply,
+                 b.binary(Opcode::kMultiply, r, b.broadcast(inv, {batch, d}, {0})),
                  b.broadcast(layers[static_cast<size_t>(l)].scale, {batch, d}, {1}));
   }
   b.set_op_name_scope("fwd/loss");

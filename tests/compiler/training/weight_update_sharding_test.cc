@@ -18,7 +18,8 @@ DeviceMesh mesh24() { return DeviceMesh({{"x", 2}, {"y", 4}}); }
 
 Sharding update_of(std::vector<int64_t> dims, const DimsMapping& weight) {
   DeviceMesh mesh = mesh24();
-  auto s = weight_update_sharding(mesh_split(static_cast<int64_t>(dims.size()), mesh, weight), dims, mesh);
+  auto s = weight_update_sharding(mesh_split(static_cast<int64_t>(dims.size()), mesh, weight), dims,
+                                  mesh);
   EXPECT_TRUE(s.has_value());
   return *s;
 }
@@ -51,7 +52,8 @@ TEST(WeightUpdateSharding, FullyReplicatedWeightIsSplitOverEveryAxisThatDivides)
 }
 
 TEST(WeightUpdateSharding, NoMeshSplitGivesNothing) {
-  EXPECT_FALSE(weight_update_sharding(Sharding::maximal(3), std::vector<int64_t>{8, 8}, mesh24()).has_value());
+  EXPECT_FALSE(weight_update_sharding(Sharding::maximal(3), std::vector<int64_t>{8, 8}, mesh24())
+                   .has_value());
 }
 
 TEST(WeightUpdateSharding, TrainingStepAnnotatesGradientsSlotsAndNewWeights) {
@@ -72,9 +74,11 @@ TEST(WeightUpdateSharding, TrainingStepAnnotatesGradientsSlotsAndNewWeights) {
   Sharding update = mesh_split(2, mesh, DimsMapping{{"x"}, {"y"}});
   std::vector<InstrId> params = entry.parameters();
   // v_row [8]: the update's dim-1 tiling (y) becomes replication.
-  EXPECT_EQ(parse_sharding(*entry.instr(params[2]).sharding), mesh_split(1, mesh, DimsMapping{{"x"}}));
+  EXPECT_EQ(parse_sharding(*entry.instr(params[2]).sharding),
+            mesh_split(1, mesh, DimsMapping{{"x"}}));
   // v_col [16]: dim 0's x becomes replication.
-  EXPECT_EQ(parse_sharding(*entry.instr(params[3]).sharding), mesh_split(1, mesh, DimsMapping{{"y"}}));
+  EXPECT_EQ(parse_sharding(*entry.instr(params[3]).sharding),
+            mesh_split(1, mesh, DimsMapping{{"y"}}));
   // The gradient enters the optimizer through a Sharding annotation with the
   // update sharding; the new weight leaves through one with the weight's.
   int gradient_annotations = 0;
@@ -100,7 +104,8 @@ TEST(WeightUpdateSharding, TrainingStepAnnotatesGradientsSlotsAndNewWeights) {
   options.weight_update_sharding = false;
   TrainingStep plain = build_training_step(f.module, options);
   const Computation& pe = plain.module.entry();
-  EXPECT_EQ(parse_sharding(*pe.instr(pe.parameters()[2]).sharding), mesh_split(1, mesh, DimsMapping{{}}));
+  EXPECT_EQ(parse_sharding(*pe.instr(pe.parameters()[2]).sharding),
+            mesh_split(1, mesh, DimsMapping{{}}));
   EXPECT_NE(pe.instr(pe.root_instr().operand(1)).opcode, Opcode::kCustomCall);
 }
 

@@ -26,12 +26,14 @@ struct LoopModel {
 // The loop: carry (i s32, a [B,D], ws [L,D,D]); i < limit. direct_index:
 // ws is sliced at the counter itself (jax.lax.scan's form), else at
 // i - counter_start.
-Module loop_model(int64_t counter_start, int64_t limit, bool use_lt = true, bool direct_index = false) {
+Module loop_model(int64_t counter_start, int64_t limit, bool use_lt = true,
+                  bool direct_index = false) {
   LoopModel m;
   Module& mod = m.f.module;
   m.ws = m.f.param(Shape(F, {kLayers, kD, kD}), "ws");
   m.x = m.f.input(Shape(F, {kB, kD}), "x");
-  Shape carry = Shape::tuple({Shape::scalar(DType::kS32), Shape(F, {kB, kD}), Shape(F, {kLayers, kD, kD})});
+  Shape carry =
+      Shape::tuple({Shape::scalar(DType::kS32), Shape(F, {kB, kD}), Shape(F, {kLayers, kD, kD})});
 
   ComputationBuilder body("layer_body", &mod);
   body.set_op_name_scope("fwd/layers/body");
@@ -40,9 +42,11 @@ Module loop_model(int64_t counter_start, int64_t limit, bool use_lt = true, bool
   InstrId a = body.get_tuple_element(p, 1);
   InstrId ws = body.get_tuple_element(p, 2);
   InstrId zero = body.scalar_constant(DType::kS32, 0);
-  InstrId layer = direct_index ? i
-                               : body.binary(Opcode::kSubtract, i,
-                                             body.scalar_constant(DType::kS32, static_cast<double>(counter_start)));
+  InstrId layer =
+      direct_index
+          ? i
+          : body.binary(Opcode::kSubtract, i,
+                        body.scalar_constant(DType::kS32, static_cast<double>(counter_start)));
   InstrId w = body.reshape(body.dynamic_slice(ws, {layer, zero, zero}, {1, kD, kD}), {kD, kD});
   DotDims mm;
   mm.lhs_contracting = {1};
@@ -53,13 +57,15 @@ Module loop_model(int64_t counter_start, int64_t limit, bool use_lt = true, bool
 
   ComputationBuilder cond("layer_cond", &mod);
   InstrId cp = cond.parameter(0, carry, "carry");
-  InstrId more = cond.compare(cond.get_tuple_element(cp, 0), cond.scalar_constant(DType::kS32, static_cast<double>(limit)),
+  InstrId more = cond.compare(cond.get_tuple_element(cp, 0),
+                              cond.scalar_constant(DType::kS32, static_cast<double>(limit)),
                               use_lt ? ComparisonDirection::kLt : ComparisonDirection::kNe);
   CompId cond_id = mod.add_computation(std::move(cond).build(more));
 
   auto& b = m.f.b;
   b.set_op_name_scope("fwd/layers");
-  InstrId init = b.tuple({b.scalar_constant(DType::kS32, static_cast<double>(counter_start)), m.x, m.ws});
+  InstrId init =
+      b.tuple({b.scalar_constant(DType::kS32, static_cast<double>(counter_start)), m.x, m.ws});
   InstrId loop = b.while_loop(init, cond_id, body_id);
   b.set_op_name_scope("fwd/loss");
   return m.f.finish(b.get_tuple_element(loop, 1));
@@ -96,7 +102,8 @@ TEST(WhileAutodiff, LoopGradientsEqualUnrolledLayers) {
   std::vector<Literal> args = default_args(flat);
   Module gl = build_gradient_module(loop);
   verify_module(gl);
-  Comparison c = compare_literals(evaluate(build_gradient_module(flat), args), evaluate(gl, args), 1e-12);
+  Comparison c =
+      compare_literals(evaluate(build_gradient_module(flat), args), evaluate(gl, args), 1e-12);
   EXPECT_TRUE(c.ok) << c.first_mismatch;
 }
 
@@ -109,14 +116,18 @@ TEST(WhileAutodiff, CounterSlicedWeightsGetTheirGradientSliceBySlice) {
   std::vector<Literal> args = default_args(flat);
   Module gl = build_gradient_module(loop);
   verify_module(gl);
-  Comparison c = compare_literals(evaluate(build_gradient_module(flat), args), evaluate(gl, args), 1e-12);
+  Comparison c =
+      compare_literals(evaluate(build_gradient_module(flat), args), evaluate(gl, args), 1e-12);
   EXPECT_TRUE(c.ok) << c.first_mismatch;
   int reverse_bodies = 0;
   for (const Computation& comp : gl.computations()) {
-    if (comp.name().find(".reverse") == std::string::npos || comp.name().find("cond") != std::string::npos) continue;
+    if (comp.name().find(".reverse") == std::string::npos ||
+        comp.name().find("cond") != std::string::npos)
+      continue;
     ++reverse_bodies;
     for (const Instruction& in : comp.instructions())
-      EXPECT_FALSE(in.opcode == Opcode::kAdd && in.shape.rank() == 3) << in.name << " adds whole [L, D, D] stacks";
+      EXPECT_FALSE(in.opcode == Opcode::kAdd && in.shape.rank() == 3)
+          << in.name << " adds whole [L, D, D] stacks";
     // The ws adjoint's slice is written into the carried adjoint (a loop
     // state element), not into a stack of zeros.
     int into_state = 0;
