@@ -10,14 +10,6 @@ using Dims = std::vector<int64_t>;
 
 bool contains(const Dims& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
-// Dims of [0, rank) not in `used`, ascending.
-Dims complement(int64_t rank, const Dims& used) {
-  Dims out;
-  for (int64_t i = 0; i < rank; ++i)
-    if (!contains(used, i)) out.push_back(i);
-  return out;
-}
-
 // Indices dims other than index_vector_dim, in order.
 Dims index_batch_dims(const Shape& indices, int64_t index_vector_dim) {
   Dims out;
@@ -91,6 +83,13 @@ IndexParallelDims index_parallel_dims(const Computation& comp, InstrId indices_i
 
 }  // namespace
 
+std::vector<int64_t> complement_dims(int64_t rank, const std::vector<int64_t>& used) {
+  Dims out;
+  for (int64_t i = 0; i < rank; ++i)
+    if (!contains(used, i)) out.push_back(i);
+  return out;
+}
+
 DimCorrespondence correspondence(const std::vector<DimLabel>& labels,
                                  std::initializer_list<LabelKind> kinds, EinsumSide from,
                                  EinsumSide to, int64_t to_rank) {
@@ -115,9 +114,9 @@ std::vector<DimLabel> dot_labels(const DotDims& d, int64_t lhs_rank, int64_t rhs
   Dims lhs_used = d.lhs_batch, rhs_used = d.rhs_batch;
   lhs_used.insert(lhs_used.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
   rhs_used.insert(rhs_used.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
-  for (int64_t l : complement(lhs_rank, lhs_used))
+  for (int64_t l : complement_dims(lhs_rank, lhs_used))
     labels.push_back({LabelKind::kLhsFree, l, -1, out++});
-  for (int64_t r : complement(rhs_rank, rhs_used))
+  for (int64_t r : complement_dims(rhs_rank, rhs_used))
     labels.push_back({LabelKind::kRhsFree, -1, r, out++});
   return labels;
 }
@@ -178,7 +177,7 @@ GatherDimMap gather_dim_map(const Instruction& g, const Shape& operand, const Sh
     }
   }
   m.index_batch = index_batch_dims(indices, gd.index_vector_dim);
-  m.out_batch = complement(g.shape.rank(), gd.offset_dims);
+  m.out_batch = complement_dims(g.shape.rank(), gd.offset_dims);
   return m;
 }
 
@@ -198,7 +197,7 @@ ScatterDimMap scatter_dim_map(const Instruction& s, const Shape& operand, const 
     }
   }
   m.index_batch = index_batch_dims(indices, sd.index_vector_dim);
-  m.update_scatter = complement(updates.rank(), sd.update_window_dims);
+  m.update_scatter = complement_dims(updates.rank(), sd.update_window_dims);
   for (int64_t d : sd.scatter_dims_to_operand_dims) {
     const auto it = std::find(window.begin(), window.end(), d);
     const int64_t extent =

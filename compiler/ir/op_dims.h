@@ -99,4 +99,7 @@ std::vector<int64_t> map_index_batch_dims(const std::vector<int64_t>& dims,
                                           const std::vector<int64_t>& from_order,
                                           const std::vector<int64_t>& to_order);
 
+// Dims of [0, rank) not in `used`, ascending.
+std::vector<int64_t> complement_dims(int64_t rank, const std::vector<int64_t>& used);
+
 }  // namespace podsim::compiler

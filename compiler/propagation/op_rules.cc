@@ -24,16 +24,6 @@ Dims iota_dims(int64_t n) {
   return d;
 }
 
-bool contains(const Dims& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-// Dims of [0, rank) not in `used`, ascending.
-Dims complement(int64_t rank, const Dims& used) {
-  Dims out;
-  for (int64_t i = 0; i < rank; ++i)
-    if (!contains(used, i)) out.push_back(i);
-  return out;
-}
-
 std::optional<Sharding> along(const Sharding& s, const Dims& src, const Dims& tgt,
                               int64_t tgt_rank) {
   if (!s.is_tiled()) {
@@ -263,7 +253,7 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     }
     case Opcode::kReduce: {
       const int n = in.operand_count() / 2;
-      Dims kept = complement(op_shape(0).rank(), in.attrs.dimensions);
+      Dims kept = complement_dims(op_shape(0).rank(), in.attrs.dimensions);
       for (int i = 0; i < n; ++i) {
         if (!op_sharding(i)) continue;
         std::optional<Sharding> s =
@@ -568,7 +558,7 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       const int n = user.operand_count() / 2;
       if (k >= n) return std::nullopt;  // init values
       Sharding leaf = s.is_tuple() ? s.tuple_elements().at(static_cast<size_t>(k)) : s;
-      Dims kept = complement(operand.rank(), user.attrs.dimensions);
+      Dims kept = complement_dims(operand.rank(), user.attrs.dimensions);
       return along(leaf, iota_dims(static_cast<int64_t>(kept.size())), kept, operand.rank());
     }
     case Opcode::kTranspose: {

@@ -220,5 +220,11 @@ TEST(OpDims, ScatterRowsAndWindow) {
   EXPECT_TRUE(b.unit_window.empty());
 }
 
+TEST(OpDims, ComplementDimsListsTheDimsNotUsedInOrder) {
+  // rank 5 without {3, 0}: 1, 2, 4.
+  EXPECT_EQ(complement_dims(5, {3, 0}), (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_TRUE(complement_dims(2, {0, 1}).empty());
+}
+
 }  // namespace
 }  // namespace podsim::compiler
