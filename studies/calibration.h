@@ -1,32 +1,10 @@
 // Calibration (`podsim calibrate`): podsim's prediction against every
-// measured number of docs/reference/measurements.md, listed in a
-// data file (reports/baselines/measured.yaml):
-//   source: measurements.md ...
-//   points:
-//     - config: DenseLm128B8x8
-//       workload: ../../workloads/dense_128b_8x8.yaml   # relative to this file
-//       metric: tokens_per_second        # or steps_per_second, or mfu
-//       measured: 3700
-//       source: "measurements.md Calibration set: ~3.7k tokens/s"
-//       inconsistent: "why"              # optional: shown, but outside the statistics
-// The error is predicted / measured - 1. Nothing is tuned per workload: the
-// table only reports. A point marked `inconsistent` (a measurement its own
-// source contradicts) keeps its row but stays out of the mean |error|, the
-// count within tolerance and `--fit`.
-//
-// Besides throughput, the sources state other measured numbers (GShard's
-// rematerialization share and kernel utilizations, the all-to-all share,
-// GSPMD's utilization range). They are `checks:`, each a flat report field
-// (reports/flat_report.h, optionally divided by the step time) against a value,
-// a lower bound or a range:
-//   checks:
-//     - config: MoE(2048E,36L)
-//       workload: ../../workloads/moe_600b_2048.yaml
-//       quantity: rematerialization share of the step
-//       field: time_by_pass_s.recompute
-//       per_step: true                  # field / step_time_s
-//       measured: 0.28                  # or at_least: 0.85, or range: [0.50, 0.62]
-//       source: "measurements.md GShard MoE: remat spends 28% (36L) of cycles"
+// measured number of docs/reference/measurements.md, listed in
+// reports/baselines/measured.yaml (format:
+// docs/reference/measurements.md#the-measured-numbers-file). The error is
+// predicted / measured - 1; nothing is tuned per workload. Rows marked
+// `inconsistent` stay out of the statistics and `--fit`; `checks:` compare
+// other report fields (a share of the step, a bound, a range).
 #pragma once
 
 #include <string>

@@ -1,33 +1,8 @@
-// Dot/einsum strategy choice (docs/reference/gspmd.md#dot-strategies), as a search over
-// "joint" shardings instead of XLA's recursive driver.
-//
-// An einsum has labels (joint dims): batch (in lhs, rhs and out),
-// contracting (lhs and rhs), lhs-only and rhs-only (free dims, also in out).
-// A joint sharding J tiles the label space; every device then holds
-//   lhs tile  = J's tiles of (batch, contracting, lhs-only) labels,
-//   rhs tile  = J's tiles of (batch, contracting, rhs-only) labels,
-// and its local dot is the out tile of (batch, lhs-only, rhs-only), a partial
-// sum over the devices that differ only in the contracting tiles. Choosing J
-// covers every strategy of docs/reference/gspmd.md#dot-strategies at once:
-//   J from lhs = rhs = out on batch           -> batch-parallel, no collective
-//   J with contracting tiles                  -> partial sums + all-reduce, or a
-//                                                reduce-scatter when the out is
-//                                                tiled on a free dim
-//   J = lhs's free tiling                     -> all-gather rhs (or windowed)
-//   J = merge of operand/out shardings on a   -> XLA's "grouping": 1-D strategies
-//       2-D/3-D mesh                             inside the device groups the
-//                                                matched dims define
-// Candidates are the shardings of lhs, rhs and out lifted to label space, their
-// compatible merges, and each of those with whole label classes replicated;
-// the cheapest by (full replications, bytes moved per device, local flops)
-// wins. Bytes per device, s = local shard bytes, g = group size
-// (docs/reference/gspmd.md#reshard-message-sizes, ring estimates as XLA's
-// CommunicationCostInBytes):
-//   all-gather (g-1)/g * gathered bytes; all-to-all s (g-1)/g; permute s;
-//   digit refine 0, coarsen or move by m (m-1)/m * resulting shard;
-//   all-reduce 2 (g-1)/g * s; reduce-scatter (g-1)/g * s (s = input);
-//   full replication ||T|| (N-1)/N (and counted first: it is what 2-D
-//   sharding must avoid).
+// Dot/einsum strategy choice as a search over joint shardings of the label
+// space (batch, contracting, lhs-only, rhs-only) instead of XLA's recursive
+// driver: the cheapest candidate by (full replications, bytes moved per
+// device, local flops) wins. Derivation, candidates and byte counts:
+// docs/compiler.md#dot-strategies-as-joint-shardings.
 #pragma once
 
 #include <cstdint>

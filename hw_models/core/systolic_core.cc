@@ -1,29 +1,8 @@
 // "systolic" core model: matmuls timed by their weight-stationary tile loop on
-// the MXUs, vector work by VPU vregs per cost class, HBM streaming overlapped.
-//
-// MXU tile loop (weight-stationary, rows x cols array, R = mxu_rows, C = mxu_cols):
-//   One operand is stationary: a tile of R contraction elements x C output
-//   columns is loaded into an MXU; the other operand streams through it one
-//   row of R contraction elements per cycle, so a tile takes `stream` cycles
-//   for `stream` rows. Partial sums of successive K tiles accumulate, so the
-//   pipeline fills and drains once per op (mxu_fill_drain_cycles ~ R + C).
-//   Weight loads are double-buffered: the next tile shifts in while the
-//   current one streams, so a tile costs max(stream, weight_load) and only the
-//   first load is exposed.
-//     tiles  = batch * ceil(K / R) * ceil(N_stationary / C)
-//     cycles = ceil(tiles / mxus) * max(stream, load) + load + fill_drain
-//   The stationary side is chosen to minimise cycles (rhs stationary streams
-//   M rows; lhs stationary streams N rows). Ragged K and N are padded up to
-//   the tile, so K = N = 130 costs as K = N = 256. f32 inputs cost
-//   core.f32_matmul_passes bf16 passes.
-//   Efficiency at large M with K, N multiples of 128 and tiles divisible by
-//   the MXU count: B*M*K*N / (mxus*R*C*cycles) -> 1. A real kernel feeds the
-//   arrays on core.mxu_sustained_fraction of its cycles (operand pushes,
-//   result pops and DMA waits it does not hide): cycles / that fraction.
-//
-// VPU: elements are processed one vreg (lanes x sublanes) at a time; a vreg
-//   costs vpu_cycles.<class> cycles; a device with several TensorCores splits
-//   the vregs over their VPUs.
+// the MXUs (padding to the tile, double-buffered weight loads, one fill and
+// drain per op, core.mxu_sustained_fraction of cycles fed), vector work by VPU
+// vregs per cost class, HBM streaming overlapped. The formulas:
+// docs/simulator.md#systolic-core-model.
 #include <algorithm>
 #include <cmath>
 
