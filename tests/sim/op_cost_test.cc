@@ -254,14 +254,15 @@ ENTRY %main (buf: bf16[8,256,512], x: bf16[1,256,128], y: bf16[128,512], i: s32[
   // tpuv3 MXU (systolic_core.cc): m=256, k=128, n=512 on 2 MXUs of 128x128.
   // rhs stationary: 1*1*4 = 4 tiles, 2 per MXU, each streams 256 rows:
   // 2*256 + 128 (first weight load) + 256 (fill/drain) = 896 cycles (lhs
-  // stationary: 2 tiles, 1 per MXU, 512 rows: also 896) = 0.953 us at 940
-  // MHz. HBM: 458756 B / 450 GB/s = 1.019 us, the bound; + 0.5 us latency +
-  // 0.5 us overhead.
+  // stationary: 2 tiles, 1 per MXU, 512 rows: also 896), fed on the preset's
+  // core.mxu_sustained_fraction 0.92 of the cycles: 896 / 0.92 / 940 MHz =
+  // 1.036 us, the bound (HBM: 458756 B / 450 GB/s = 1.019 us); + 0.5 us
+  // latency + 0.5 us overhead.
   const hw::System system = make_system({2});
   OpCostModel costs(system.core());
   const OpCost cost = costs.fusion(m.entry(), group);
-  EXPECT_NEAR(cost.seconds, 458756.0 / 450e9 + 0.5e-6 + 0.5e-6, 1e-15);
-  EXPECT_EQ(cost.bound, hw::Bound::kHbm);
+  EXPECT_NEAR(cost.seconds, 896.0 / 0.92 / 940e6 + 0.5e-6 + 0.5e-6, 1e-15);
+  EXPECT_EQ(cost.bound, hw::Bound::kMxu);
   EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 256 * 128 * 512);
 }
 
