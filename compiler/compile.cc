@@ -130,25 +130,7 @@ void count_module_collectives(const Module& module, SpmdStats& stats) {
       if (op && !is_async_start(instr.opcode)) continue;  // a done
       if (instr.opcode == Opcode::kAsyncStart) op = instr.attrs.async_wrapped;
       if (!op) op = instr.opcode;
-      switch (*op) {
-        case Opcode::kAllReduce:
-          ++stats.all_reduces;
-          break;
-        case Opcode::kAllGather:
-          ++stats.all_gathers;
-          break;
-        case Opcode::kReduceScatter:
-          ++stats.reduce_scatters;
-          break;
-        case Opcode::kAllToAll:
-          ++stats.all_to_alls;
-          break;
-        case Opcode::kCollectivePermute:
-          ++stats.collective_permutes;
-          break;
-        default:
-          break;
-      }
+      stats.count_collective(*op);
     }
   }
 }

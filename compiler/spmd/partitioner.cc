@@ -216,30 +216,32 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
 }
 
 void count_collectives(const Computation& computation, SpmdStats& stats) {
-  for (const Instruction& instr : computation.instructions()) {
-    switch (instr.opcode) {
-      case Opcode::kAllReduce:
-        ++stats.all_reduces;
-        break;
-      case Opcode::kAllGather:
-        ++stats.all_gathers;
-        break;
-      case Opcode::kAllToAll:
-        ++stats.all_to_alls;
-        break;
-      case Opcode::kCollectivePermute:
-        ++stats.collective_permutes;
-        break;
-      case Opcode::kReduceScatter:
-        ++stats.reduce_scatters;
-        break;
-      default:
-        break;
-    }
-  }
+  for (const Instruction& instr : computation.instructions()) stats.count_collective(instr.opcode);
 }
 
 }  // namespace
+
+void SpmdStats::count_collective(Opcode op) {
+  switch (op) {
+    case Opcode::kAllReduce:
+      ++all_reduces;
+      break;
+    case Opcode::kAllGather:
+      ++all_gathers;
+      break;
+    case Opcode::kAllToAll:
+      ++all_to_alls;
+      break;
+    case Opcode::kCollectivePermute:
+      ++collective_permutes;
+      break;
+    case Opcode::kReduceScatter:
+      ++reduce_scatters;
+      break;
+    default:
+      break;
+  }
+}
 
 PartitionedValue partition_computation(SpmdContext& context, const Computation& computation,
                                        const ComputationSignature& signature) {

@@ -51,6 +51,9 @@ struct SpmdStats {
   int64_t full_replications = 0;
   // Ops handled by the default action (replicate operands, run whole op).
   int64_t default_fallbacks = 0;
+
+  // Counts one collective of kind `op` (any other opcode is not counted).
+  void count_collective(Opcode op);
 };
 
 struct SpmdResult {
