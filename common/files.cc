@@ -26,27 +26,44 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     std::fflush(stdout);
     return;
   }
+  write_stream_atomically(path, [&](std::ostream& out) { out << text; });
+}
+
+void write_stream_atomically(const std::string& path,
+                             const std::function<void(std::ostream&)>& write,
+                             const std::string& what, const std::function<void()>& before_rename) {
   // Same directory as the target so the rename never crosses file systems;
   // the pid keeps two concurrent runs from sharing a temp file.
-  std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(getpid()));
+  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(getpid()));
+  std::error_code ignored;
   bool written = false;
-  {
+  try {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (out) {
-      out << text;
+      write(out);
       out.flush();
       written = static_cast<bool>(out);
     }
+  } catch (...) {
+    std::filesystem::remove(tmp, ignored);
+    throw;
   }
-  std::error_code ignored;
   if (!written) {
     std::filesystem::remove(tmp, ignored);
-    throw UserError(SourceLocation{path, 0, 0}, "cannot write the output file",
+    throw UserError(SourceLocation{path, 0, 0}, fmt::format("cannot write the {}", what),
                     "check that the folder exists and is writable");
+  }
+  if (before_rename) {
+    try {
+      before_rename();
+    } catch (...) {
+      std::filesystem::remove(tmp, ignored);
+      throw;
+    }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::filesystem::remove(tmp, ignored);
-    throw UserError(SourceLocation{path, 0, 0}, "cannot move the output file into place");
+    throw UserError(SourceLocation{path, 0, 0}, fmt::format("cannot move the {} into place", what));
   }
 }
 

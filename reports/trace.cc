@@ -6,20 +6,18 @@
 #include "reports/trace.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <tuple>
 #include <vector>
 
 #include "common/error.h"
+#include "common/files.h"
 
 namespace podsim::reports {
 
@@ -285,38 +283,18 @@ std::string trace_json(const sim::Timeline& timeline, const std::string& workloa
 
 int64_t write_trace_file(const std::string& path, const sim::Timeline& timeline,
                          const std::string& workload_name, double max_bytes) {
-  // Same directory as the target so the rename never crosses file systems.
-  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(getpid()));
   int64_t bytes = 0;
-  bool written = false;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (out) {
-      bytes = write_trace(out, timeline, workload_name);
-      out.flush();
-      written = static_cast<bool>(out);
-    }
-  }
-  std::error_code ignored;
-  if (!written) {
-    std::filesystem::remove(tmp, ignored);
-    throw UserError(SourceLocation{path, 0, 0}, "cannot write the trace file",
-                    "check that the folder exists and is writable");
-  }
-  if (max_bytes > 0 && static_cast<double>(bytes) > max_bytes) {
-    std::filesystem::remove(tmp, ignored);
-    throw UserError(
-        SourceLocation{path, 0, 0},
-        fmt::format("the trace came to {:.3g} MB, over the {:.3g} MB limit; nothing was written",
-                    static_cast<double>(bytes) / 1e6, max_bytes / 1e6),
-        "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices, or "
-        "raise "
-        "--trace-limit");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::filesystem::remove(tmp, ignored);
-    throw UserError(SourceLocation{path, 0, 0}, "cannot move the trace file into place");
-  }
+  const auto write = [&](std::ostream& out) { bytes = write_trace(out, timeline, workload_name); };
+  const auto within_limit = [&] {
+    if (max_bytes > 0 && static_cast<double>(bytes) > max_bytes)
+      throw UserError(
+          SourceLocation{path, 0, 0},
+          fmt::format("the trace came to {:.3g} MB, over the {:.3g} MB limit; nothing was written",
+                      static_cast<double>(bytes) / 1e6, max_bytes / 1e6),
+          "narrow --trace-window (ms of the step), trace fewer devices with --trace-devices, or "
+          "raise --trace-limit");
+  };
+  write_stream_atomically(path, write, "trace file", within_limit);
   return bytes;
 }
 

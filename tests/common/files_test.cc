@@ -49,5 +49,23 @@ TEST(OutputFile, MissingFolderIsAUserErrorAndWritesNothing) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 0);
 }
 
+TEST(OutputFile, ACheckBeforeTheRenameThatThrowsLeavesNoFile) {
+  fs::path dir = fresh_dir("check");
+  const std::string target = (dir / "t.json").string();
+  const auto write = [](std::ostream& out) { out << "12345"; };
+  EXPECT_THROW(write_stream_atomically(target, write, "trace file",
+                                       [] { throw UserError("over the limit"); }),
+               UserError);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 0);
+  write_stream_atomically(target, write, "trace file", [] {});
+  EXPECT_EQ(read(target), "12345");
+  try {
+    write_stream_atomically((dir / "missing" / "t.json").string(), write, "trace file");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.message(), "cannot write the trace file");
+  }
+}
+
 }  // namespace
 }  // namespace podsim
