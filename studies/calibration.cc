@@ -16,6 +16,7 @@
 #include "common/yaml_reader.h"
 #include "hw_models/config.h"
 #include "reports/flat_report.h"
+#include "workloads/workload.h"
 
 namespace podsim::studies {
 
@@ -79,6 +80,7 @@ MeasuredCheck parse_check(const Document& doc, const YAML::Node& c,
       doc.fail(per_step, "'per_step' must be true or false");
     m.per_step = per_step.Scalar() == "true";
   }
+  if (r.get("chose")) m.chose = required_string(doc, r, c, "chose");
   const YAML::Node measured = r.get("measured"), at_least = r.get("at_least"),
                    range = r.get("range");
   r.finish();
@@ -129,6 +131,34 @@ FitParameter parse_fit_parameter(const Document& doc, const YAML::Node& f) {
   return p;
 }
 
+// A published TFLOP/s row: flop_rule, tflops_per_chip, mfu and chips; the
+// rule's FLOPs per token come from the workload's model.
+PublishedThroughput read_published(const Document& doc, MapReader& r, const YAML::Node& p,
+                                   const MeasuredPoint& m, const YAML::Node& rule) {
+  if (m.metric != "tokens_per_second")
+    doc.fail(p["metric"], "a row with 'flop_rule' compares tokens_per_second",
+             "set metric: tokens_per_second (the table's TFLOP/s becomes tokens/s by its rule)");
+  if (r.get("measured"))
+    doc.fail(p["measured"], "a row with 'flop_rule' derives 'measured' from tflops_per_chip",
+             "remove 'measured'");
+  PublishedThroughput t;
+  t.rule = yaml::read_choice(doc, rule, "flop_rule", flop_rule_names());
+  t.tflops_per_chip = number_at(doc, r.require("tflops_per_chip"), "tflops_per_chip");
+  t.mfu = number_at(doc, r.require("mfu"), "mfu");
+  const double chips = number_at(doc, r.require("chips"), "chips");
+  if (!(t.tflops_per_chip > 0)) doc.fail(p["tflops_per_chip"], "'tflops_per_chip' must be > 0");
+  if (!(t.mfu > 0 && t.mfu <= 1)) doc.fail(p["mfu"], "'mfu' must be in (0, 1]");
+  if (!(chips >= 1 && chips == std::floor(chips)))
+    doc.fail(p["chips"], "'chips' must be a whole number >= 1");
+  t.chips = static_cast<int64_t>(chips);
+  const workloads::Workload w = workloads::load_workload(m.workload_path);
+  t.flops_per_token = flops_per_token(t.rule, w.model);
+  if (!(t.flops_per_token > 0))
+    doc.fail(p["workload"], fmt::format("the model of '{}' has no FLOPs by rule '{}'", m.workload,
+                                        flop_rule_names().name(t.rule)));
+  return t;
+}
+
 // The field as a number, NaN when the report has none.
 double field_number(const JobOutcome& run, const std::string& name) {
   return run.metrics.number(name).value_or(NAN);
@@ -167,8 +197,14 @@ MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file
         doc.fail(p["metric"], fmt::format("unknown metric '{}'", m.metric),
                  "use tokens_per_second, steps_per_second or mfu");
       if (r.get("inconsistent")) m.inconsistent = required_string(doc, r, p, "inconsistent");
-      required_string(doc, r, p, "measured");
-      m.measured = measured_value(doc, p["measured"]);
+      if (const YAML::Node rule = r.get("flop_rule")) {
+        m.published = read_published(doc, r, p, m, rule);
+        m.measured = m.published->tflops_per_chip * 1e12 *
+                     static_cast<double>(m.published->chips) / m.published->flops_per_token;
+      } else {
+        required_string(doc, r, p, "measured");
+        m.measured = measured_value(doc, p["measured"]);
+      }
       r.finish();
       set.points.push_back(m);
     }
@@ -210,6 +246,11 @@ CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run
   }
   row.ok = true;
   row.relative_error = row.predicted / point.measured - 1.0;
+  if (point.published) {
+    row.predicted_tflops_per_chip = row.predicted * point.published->flops_per_token /
+                                    static_cast<double>(point.published->chips) / 1e12;
+    row.predicted_published_mfu = point.published->mfu * (1.0 + row.relative_error);
+  }
   return row;
 }
 

@@ -7,16 +7,33 @@
 // other report fields (a share of the step, a bound, a range).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "studies/flop_rules.h"
 #include "studies/job_runner.h"
 
 namespace podsim::studies {
 
-// The bar: a calibration config is good when |predicted/measured - 1|
-// is at most this.
+// The bar of a check of another measured number: it holds when
+// |predicted/measured - 1| is at most this.
 inline constexpr double kCalibrationTolerance = 0.15;
+// The bar of a calibration row: no row beyond this, and the mean |error|
+// over the rows at most kCalibrationMeanLimit.
+inline constexpr double kCalibrationRowLimit = 0.10;
+inline constexpr double kCalibrationMeanLimit = 0.05;
+
+// A row of a published "TFLOP/s per chip" table: the table counted model
+// FLOPs by its own rule (flop_rules.h), so the measured tokens/s is
+// tflops_per_chip x chips / flops_per_token of the workload's model.
+struct PublishedThroughput {
+  FlopRule rule = FlopRule::kSixP;
+  double tflops_per_chip = 0;  // as published
+  double mfu = 0;              // as published (of the table's peak)
+  int64_t chips = 0;
+  double flops_per_token = 0;  // by `rule`, of the workload's model
+};
 
 struct MeasuredPoint {
   std::string config;
@@ -26,6 +43,8 @@ struct MeasuredPoint {
   double measured = 0;
   std::string source;
   std::string inconsistent;  // non-empty: why the measurement is not a target
+  // Given for a published TFLOP/s row: `measured` (tokens/s) is derived.
+  std::optional<PublishedThroughput> published;
 };
 
 // One other measured number (see above); exactly one of measured / at_least
@@ -42,6 +61,10 @@ struct MeasuredCheck {
   double measured = 0;       // kValue, kAtLeast
   double low = 0, high = 0;  // kRange
   std::string source;
+  // Non-empty: this number was used to choose the named parameter's value
+  // (hardware.md), so it is shown but no longer counted as independent
+  // evidence.
+  std::string chose;
 };
 
 // A hardware parameter `podsim calibrate --fit` may move, within the range
@@ -73,6 +96,9 @@ struct CalibrationRow {
   double relative_error = 0;  // predicted / measured - 1
   double step_time_s = 0;
   double mfu = 0;
+  // Published rows: the prediction in the table's own units.
+  double predicted_tflops_per_chip = 0;
+  double predicted_published_mfu = 0;
 };
 
 // steps_per_second = 1 / step_time_s; tokens_per_second and mfu are report

@@ -29,7 +29,7 @@ std::string checks_markdown(const std::vector<CheckRow>& checks) {
   out +=
       "| config | quantity | report field | measured | predicted | verdict "
       "|\n|---|---|---|---|---|---|\n";
-  int held = 0, ran = 0;
+  int held = 0, ran = 0, counted = 0;
   for (const CheckRow& r : checks) {
     const MeasuredCheck& c = r.check;
     std::string field = fmt::format("`{}`{}", c.field, c.per_step ? " / step" : "");
@@ -40,11 +40,21 @@ std::string checks_markdown(const std::vector<CheckRow>& checks) {
       continue;
     }
     ++ran;
-    if (r.holds) ++held;
+    const std::string verdict =
+        c.chose.empty()
+            ? check_verdict(r)
+            : fmt::format("{}; chose {}, not counted", check_verdict(r), without_pipes(c.chose));
+    if (c.chose.empty()) {
+      ++counted;
+      if (r.holds) ++held;
+    }
     out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.config, without_pipes(c.quantity),
-                       field, measured_text(c), value_text(r.predicted), check_verdict(r));
+                       field, measured_text(c), value_text(r.predicted), verdict);
   }
-  out += fmt::format("\n{} of {} checks ran; {} hold.\n", ran, checks.size(), held);
+  out += fmt::format(
+      "\n{} of {} checks ran; {} of the {} independent ones hold (a check that chose a parameter "
+      "is shown, not counted).\n",
+      ran, checks.size(), held, counted);
   return out;
 }
 
@@ -99,6 +109,28 @@ std::string check_verdict(const CheckRow& r) {
   return r.holds ? "holds" : "does not hold";
 }
 
+// The published TFLOP/s rows in their tables' own units (flop_rules.h).
+std::string published_markdown(const std::vector<CalibrationRow>& rows) {
+  std::string out;
+  for (const CalibrationRow& r : rows) {
+    if (!r.point.published) continue;
+    const PublishedThroughput& t = *r.point.published;
+    if (out.empty())
+      out =
+          "\nRows from published TFLOP/s-per-chip tables: each table counted model FLOPs by its own "
+          "rule (docs/reference/measurements.md#flop-rules); measured tokens/s = TFLOP/s x chips / "
+          "FLOPs per token, and podsim's tokens/s is turned back into the table's units.\n\n"
+          "| config | FLOP rule | FLOPs per token | chips | TFLOP/s per chip measured | "
+          "predicted | MFU measured | predicted |\n|---|---|---|---|---|---|---|---|\n";
+    out += fmt::format("| {} | {} | {:.4g} | {} | {} | {} | {:.1f}% | {} |\n", r.point.config,
+                       flop_rule_names().name(t.rule), t.flops_per_token, t.chips,
+                       value_text(t.tflops_per_chip),
+                       r.ok ? value_text(r.predicted_tflops_per_chip) : "failed", 100 * t.mfu,
+                       r.ok ? fmt::format("{:.1f}%", 100 * r.predicted_published_mfu) : "failed");
+  }
+  return out;
+}
+
 std::string value_text(double v) {
   return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
 }
@@ -125,7 +157,7 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
       if (target) {
         abs_sum += std::abs(r.relative_error);
         ++ran;
-        if (std::abs(r.relative_error) <= kCalibrationTolerance) ++within;
+        if (std::abs(r.relative_error) <= kCalibrationRowLimit) ++within;
       }
       out +=
           fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% | {:.3f} | {:.1f}% |\n", config,
@@ -138,9 +170,11 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
   }
   out += fmt::format("\n{} of {} calibration configs ran", ran, targets);
   if (ran > 0)
-    out += fmt::format("; mean |error| over them {:.1f}%; {} of {} within {:.0f}%",
-                       100 * abs_sum / ran, within, targets, 100 * kCalibrationTolerance);
+    out += fmt::format("; mean |error| over them {:.1f}% (the bar: {:.0f}%); {} of {} within {:.0f}%",
+                       100 * abs_sum / ran, 100 * kCalibrationMeanLimit, within, targets,
+                       100 * kCalibrationRowLimit);
   out += ".\n";
+  out += published_markdown(rows);
   bool listed = false;
   for (const CalibrationRow& r : rows) {
     if (r.point.inconsistent.empty()) continue;

@@ -135,22 +135,68 @@ TEST(CalibrationChecks, VerdictsFollowTheKind) {
   EXPECT_NE(missing.error.find("flops_utilization.layer_matmuls"), std::string::npos);
 }
 
+// A published row: 100 TFLOP/s per chip on 4 chips of a model of
+// F FLOPs per token (rule 6p of the workload's P) is 4e14 / F tokens/s;
+// a prediction 10% above it is 110 TFLOP/s and 0.5 x 1.1 = 55% MFU.
+TEST(CalibrationTest, PublishedRowsDeriveTokensPerSecondByTheirRule) {
+  const std::string workload = std::string(PODSIM_SOURCE_DIR) + "/workloads/small.yaml";
+  const std::string text = fmt::format(R"(points:
+  - config: Published
+    workload: {}
+    metric: tokens_per_second
+    flop_rule: 6p
+    tflops_per_chip: 100
+    mfu: 0.5
+    chips: 4
+)",
+                                       workload);
+  MeasuredSet set = parse_measured(text, "m.yaml");
+  ASSERT_TRUE(set.points[0].published.has_value());
+  const PublishedThroughput& t = *set.points[0].published;
+  EXPECT_GT(t.flops_per_token, 0);
+  EXPECT_DOUBLE_EQ(set.points[0].measured, 100e12 * 4 / t.flops_per_token);
+  CalibrationRow row =
+      calibration_row(set.points[0], run_with(1.0, 1.1 * set.points[0].measured, 0.4));
+  ASSERT_TRUE(row.ok);
+  EXPECT_NEAR(row.relative_error, 0.1, 1e-12);
+  EXPECT_NEAR(row.predicted_tflops_per_chip, 110, 1e-9);
+  EXPECT_NEAR(row.predicted_published_mfu, 0.55, 1e-12);
+  // A published row derives `measured`: giving it too is an error at its line.
+  try {
+    parse_measured(text + "    measured: 5\n", "m.yaml");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.yaml:10"), std::string::npos) << e.what();
+  }
+  // An unknown rule names the rules.
+  try {
+    std::string bad = text;
+    bad.replace(bad.find("6p"), 2, "7p");
+    parse_measured(bad, "m.yaml");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("6p_attention"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
   // measurements.md: three Lingvo dense configs (tokens/s), two GShard MoE
-  // configs (steps/s), the 128E one marked inconsistent, and MaxText's 22B
-  // on TPU v4 (MFU).
+  // configs (steps/s), the 128E one marked inconsistent, and MaxText's six
+  // single-slice rows (v4 22B, v5e 16B and 64B, v5p 32B, 128B and 512B),
+  // each a published TFLOP/s row compared on tokens/s.
   MeasuredSet set =
       load_measured(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines/measured.yaml");
-  ASSERT_EQ(set.points.size(), 6u);
-  int tokens = 0, steps = 0, mfu = 0, inconsistent = 0;
+  ASSERT_EQ(set.points.size(), 11u);
+  int tokens = 0, steps = 0, published = 0, inconsistent = 0;
   for (const MeasuredPoint& p : set.points) {
-    (p.metric == "tokens_per_second" ? tokens : p.metric == "mfu" ? mfu : steps)++;
+    (p.metric == "tokens_per_second" ? tokens : steps)++;
+    if (p.published) ++published;
     if (!p.inconsistent.empty()) ++inconsistent;
     EXPECT_TRUE(std::filesystem::exists(p.workload_path)) << p.workload_path;
   }
-  EXPECT_EQ(tokens, 3);
+  EXPECT_EQ(tokens, 9);
   EXPECT_EQ(steps, 2);
-  EXPECT_EQ(mfu, 1);
+  EXPECT_EQ(published, 6);
   EXPECT_EQ(inconsistent, 1);
   // The other numbers: GShard's remat shares (36L, 60L), all-to-all shares
   // (128E, 2048E), kernel utilizations (matmuls, attention) and GSPMD's
