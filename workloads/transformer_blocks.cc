@@ -259,6 +259,15 @@ InstrId embed(TransformerContext& ctx, InstrId tokens, InstrId embedding,
     dims.collapsed_slice_dims = {0};
     dims.start_index_map = {0};
     dims.index_vector_dim = 2;
+    // A V split on a mesh axis that also splits the tokens (FSDP: batch and
+    // table rows on one axis) would make the partitioner gather every token
+    // on every device; the table is all-gathered over V for its use instead.
+    const ShardingTable& table = ctx.shardings;
+    const std::optional<std::string> rows = table.axis_of("embedding", 0);
+    if (rows &&
+        (rows == table.axis_of("activations", 0) || rows == table.axis_of("activations", 1)))
+      embedding =
+          g.annotate(embedding, table.sharding_of({std::nullopt, table.axis_of("embedding", 1)}));
     x = g.builder().gather(embedding, tokens, dims, {1, ctx.spec.model_dim});
     g.builder().set_op_name(x, g.builder().op_name_scope() + "/lookup");
   } else {

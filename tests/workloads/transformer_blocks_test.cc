@@ -249,6 +249,29 @@ TEST(TransformerBlocks, GatherLookupEqualsTheOneHotLookup) {
   EXPECT_EQ(lookup_dots, 0);  // no V x M matmul
 }
 
+// FSDP: the table's V rows split on the axis that splits the tokens' batch.
+// The gather then reads the table all-gathered over V (M split kept), not a
+// gather of every token on every device; on another axis the V split stays.
+TEST(TransformerBlocks, GatherReadsTheTableWholeOverVWhenVSharesTheBatchAxis) {
+  auto gather_operand_sharding = [](const std::string& embedding) {
+    const std::string yaml = std::string(kTiny) + "sharding:\n  activations: [x, null, null]\n" +
+                             "  embedding: " + embedding + "\n";
+    const Workload w = parse_workload(yaml, "tiny.yaml",
+                                      {"mesh.axes={x: 2, y: 2}", "model.embedding_lookup=gather"});
+    const BuiltModel model = build_model(w);
+    for (const Instruction& in : model.module.entry().instructions()) {
+      if (in.opcode != Opcode::kGather) continue;
+      const Instruction& table = model.module.entry().instr(in.operand(0));
+      return table.opcode == Opcode::kCustomCall ? table.sharding.value_or("?") : "none";
+    }
+    return std::string("no gather");
+  };
+  // [x, y] -> {devices=[1,2,2]... replicate over x}: V whole, M on y.
+  EXPECT_EQ(gather_operand_sharding("[x, y]"),
+            "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}");
+  EXPECT_EQ(gather_operand_sharding("[y, null]"), "none");
+}
+
 // GQA with K heads = MHA whose head n uses K/V head n / G (wk, wv copied).
 TEST(TransformerBlocks, GroupedQueryAttentionEqualsMhaWithCopiedKvHeads) {
   for (const char* kv : {"model.kv_heads=2", "model.kv_heads=1"}) {
