@@ -35,14 +35,17 @@ int64_t ffn_matrix_count(FfnKind ffn) { return ffn == FfnKind::kGatedGelu ? 3 : 
 
 ParameterCount count_parameters(const ModelSpec& m, const SourceLocation& where) {
   const int64_t g = ffn_matrix_count(m.ffn);
-  const int64_t attention = 4 * m.model_dim * m.heads * m.head_dim;  // Wq, Wk, Wv, Wo
+  // Wq, Wo [M, N, D]; Wk, Wv [M, K, D]; qk_norm: a [D] scale for q and k.
+  const int64_t attention = 2 * m.model_dim * (m.heads + m.kv_head_count()) * m.head_dim +
+                            (m.qk_norm ? 2 * m.head_dim : 0);
+  const int64_t layer_norms = m.block == BlockKind::kParallel ? 1 : 2;  // pre-norm scales [M]
   const int64_t dense_ffn = g * m.model_dim * m.ffn_dim;
   const int64_t relative_bias =
       m.position == PositionKind::kRelative ? 32 * m.heads : 0;  // 32 buckets x N
   ParameterCount count;
   int64_t stacks = 1;
   for (const LayerPlan& layer : plan_layers(m, where)) {
-    int64_t shared = attention + 2 * m.model_dim + relative_bias;  // + two layer-norm scales
+    int64_t shared = attention + layer_norms * m.model_dim + relative_bias;
     count.attention_blocks += 1;
     if (layer.cross_attention) {
       shared += attention + m.model_dim;

@@ -6,6 +6,9 @@
 //   P = L (g M H + 4 M N D) + V M + 2 M L + M  (+ 32 N L relative bias)
 //       (+ S M learned positions), g = 3 for gated GELU, 2 for GELU/ReLU.
 // MoE layers replace g M H by E g M H + M E (experts + gating weights).
+// model.kv_heads = K: 4 M N D becomes 2 M N D + 2 M K D (Wk, Wv [M, K, D]);
+// model.qk_norm adds 2 D per attention; model.block = parallel has one
+// layer-norm scale per layer (M L instead of 2 M L). docs/models.md.
 // encoder_decoder: L counts both stacks (L/2 each); decoder layers add a
 // cross attention (4 M N D) with its own layer-norm scale (M), and each stack
 // ends in its own final layer-norm scale (M). The embedding is shared by the

@@ -70,6 +70,10 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
     if (extras.causal_mask) sextras.causal_mask = sg.argument("mask", g.shape(*extras.causal_mask));
     if (extras.relative_buckets)
       sextras.relative_buckets = sg.argument("buckets", g.shape(*extras.relative_buckets));
+    if (extras.rotary_cos) {
+      sextras.rotary_cos = sg.argument("rotary_cos", g.shape(*extras.rotary_cos));
+      sextras.rotary_sin = sg.argument("rotary_sin", g.shape(*extras.rotary_sin));
+    }
     std::optional<InstrId> smemory;
     if (memory) smemory = sg.argument("memory", g.shape(*memory));
     body_layers(sctx, layers, *period, sx, sextras, smemory);
@@ -81,6 +85,10 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
   std::vector<InstrId> invariant_extras;
   if (extras.causal_mask) invariant_extras.push_back(*extras.causal_mask);
   if (extras.relative_buckets) invariant_extras.push_back(*extras.relative_buckets);
+  if (extras.rotary_cos) {
+    invariant_extras.push_back(*extras.rotary_cos);
+    invariant_extras.push_back(*extras.rotary_sin);
+  }
   if (memory) invariant_extras.push_back(*memory);
   for (InstrId e : invariant_extras) carry.push_back(g.shape(e));
   const size_t weight_base = carry.size();
@@ -103,6 +111,10 @@ InstrId run_scanned_layers(TransformerContext& ctx, const std::vector<LayerPlan>
   size_t next_extra = 2;
   if (extras.causal_mask) bextras.causal_mask = elements[next_extra++];
   if (extras.relative_buckets) bextras.relative_buckets = elements[next_extra++];
+  if (extras.rotary_cos) {
+    bextras.rotary_cos = elements[next_extra++];
+    bextras.rotary_sin = elements[next_extra++];
+  }
   std::optional<InstrId> bmemory;
   if (memory) bmemory = elements[next_extra++];
   body.set_weight_source([&](size_t index, const WeightRecord& w) {

@@ -12,13 +12,13 @@ const std::vector<KnownShardingName>& known_sharding_names() {
   static const std::vector<KnownShardingName> kNames = {
       {"activations", "BLM"}, {"ffn_in", "MH"},    {"ffn_out", "HM"}, {"attn_qkv", "MND"},
       {"attn_out", "NDM"},    {"embedding", "VM"}, {"qkv", "BLND"},   {"ffn_hidden", "BLH"},
-      {"logits", "BLV"},      {"experts", "E"},    {"stage", "S"},
+      {"logits", "BLV"},      {"experts", "E"},    {"stage", "S"},    {"attn_kv", "MKD"},
   };
   return kNames;
 }
 
 ShardingTable::ShardingTable(const Workload& workload, const compiler::DeviceMesh& mesh)
-    : mesh_(mesh) {
+    : mesh_(mesh), heads_(workload.model.heads) {
   const auto& known = known_sharding_names();
   for (size_t i = 0; i < workload.sharding.size(); ++i) {
     // Plain references, not a structured binding: clang 14 (the fuzz build)
@@ -113,6 +113,23 @@ std::optional<std::string> ShardingTable::axis_of(const std::string& name, int64
   auto m = mapping(name);
   if (!m || dim >= static_cast<int64_t>(m->size())) return std::nullopt;
   return (*m)[static_cast<size_t>(dim)];
+}
+
+std::optional<std::string> ShardingTable::kv_sharding(const std::string& name, size_t head_dim,
+                                                      int64_t kv_heads) const {
+  auto m = mapping(name);
+  if (!m || kv_heads == heads_) return sharding(name);
+  if (head_dim < m->size() && kv_heads % axis_size((*m)[head_dim]) != 0) (*m)[head_dim].reset();
+  return sharding_of(*m);
+}
+
+std::optional<std::string> ShardingTable::kv_weight_sharding(int64_t kv_heads) const {
+  if (auto given = sharding("attn_kv")) return given;
+  return kv_sharding("attn_qkv", 1, kv_heads);
+}
+
+std::optional<std::string> ShardingTable::kv_activation_sharding(int64_t kv_heads) const {
+  return kv_sharding("qkv", 2, kv_heads);
 }
 
 int64_t ShardingTable::axis_size(const std::optional<std::string>& axis) const {

@@ -8,11 +8,15 @@
 //   attn_out    (N,D,M)                              embedding (V,M)
 //   qkv         (B,L,N,D) Q/K/V projections          ffn_hidden (B,L,H)
 //   logits      (B,L,V)                              experts  (E) the MoE expert dim
+//   attn_kv     (M,K,D) wk, wv with model.kv_heads = K (default: attn_qkv's
+//               mapping, the head axis dropped when it does not divide K)
 //   stage       (S) the pipeline stage dim of stage-stacked weights and the
 //               pipeline state (training.pipeline_stages > 1); its mesh axis
 //               may shard no other tensor
 // Derived (no YAML name): layer-norm scales (M) follow activations' M dim;
-// the learned position table (L,M) follows activations' (L, M) dims.
+// the learned position table (L,M) follows activations' (L, M) dims; the K/V
+// activations (B,T,K,D) follow qkv, the head axis dropped when it does not
+// divide K.
 #pragma once
 
 #include <map>
@@ -56,9 +60,20 @@ class ShardingTable {
                                               int64_t inner_rank) const;
   // Size of a mesh axis (1 for nullopt).
   int64_t axis_size(const std::optional<std::string>& axis) const;
+  // wk / wv (M, K, D) for `kv_heads` K/V heads: `attn_kv` when given, else
+  // attn_qkv's; K/V activations (B, T, K, D): qkv's. With K < heads a
+  // derived mapping keeps its head axis only when that axis divides K.
+  std::optional<std::string> kv_weight_sharding(int64_t kv_heads) const;
+  std::optional<std::string> kv_activation_sharding(int64_t kv_heads) const;
 
  private:
+  // `name`'s sharding with dim `head_dim`'s axis dropped unless it divides
+  // kv_heads (unchanged when kv_heads = heads).
+  std::optional<std::string> kv_sharding(const std::string& name, size_t head_dim,
+                                         int64_t kv_heads) const;
+
   const compiler::DeviceMesh& mesh_;
+  int64_t heads_ = 0;  // model.heads
   std::map<std::string, std::vector<std::optional<std::string>>> mappings_;
   std::map<std::string, std::string> texts_;  // mesh_split text per given name, computed once
 };

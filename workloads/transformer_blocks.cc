@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <numeric>
 
 namespace podsim::workloads {
 
@@ -69,6 +70,75 @@ InstrId relative_bucket_ids(ModelGraph& g, int64_t length, bool causal) {
 
 namespace {
 
+// model.qk_norm: the model's norm over the head dim D of q or k [B,T,N,D]
+// with its own [D] scale `scale_name` (MaxText's query_norm / key_norm),
+// the scale sharded like the qkv activations' D dim.
+InstrId head_dim_norm(TransformerContext& ctx, InstrId x, const std::string& scale_name,
+                      const std::optional<std::string>& sharding) {
+  std::optional<std::string> scale_sharding;
+  if (ctx.shardings.mapping("qkv"))
+    scale_sharding = ctx.shardings.sharding_of({ctx.shardings.axis_of("qkv", 3)});
+  InstrId scale = ctx.graph.weight(scale_name, {ctx.spec.head_dim}, scale_sharding);
+  InstrId normed = ctx.spec.norm == NormKind::kLayer ? ctx.graph.layer_norm(x, scale)
+                                                     : ctx.graph.rms_norm(x, scale);
+  return ctx.graph.annotate(normed, sharding);
+}
+
+// Raw scores [B, heads..., L, T] (heads...: N, or K and G) scaled by
+// 1 / sqrt(D), plus the T5 relative bias (its [N, L, T] reshaped to the
+// heads dims), keys after the query masked (decoder).
+InstrId scale_bias_and_mask(TransformerContext& ctx, const std::string& prefix, InstrId scores,
+                            const AttentionExtras* extras) {
+  ModelGraph& g = ctx.graph;
+  scores = g.binary(Opcode::kMultiply, scores,
+                    g.full_like(1.0 / std::sqrt(static_cast<double>(ctx.spec.head_dim)), scores));
+  const std::vector<int64_t> dims = g.dims(scores);
+  const auto rank = static_cast<int64_t>(dims.size());
+  if (extras && extras->relative_buckets) {
+    InstrId bias_table =
+        g.weight(prefix + "/relative_bias", {kRelativeBuckets, ctx.spec.heads}, std::nullopt);
+    InstrId bias = g.einsum("LTK,KN->NLT", *extras->relative_buckets, bias_table, "relative_bias");
+    const std::vector<int64_t> heads_lt(dims.begin() + 1, dims.end());
+    if (g.dims(bias) != heads_lt) bias = g.builder().reshape(bias, heads_lt);
+    std::vector<int64_t> onto(heads_lt.size());
+    std::iota(onto.begin(), onto.end(), 1);
+    scores = g.binary(Opcode::kAdd, scores,
+                      g.broadcast(g.convert(bias, g.shape(scores).dtype()), dims, onto));
+  }
+  if (extras && extras->causal_mask) {
+    InstrId visible = g.broadcast(*extras->causal_mask, dims, {rank - 2, rank - 1});
+    scores = g.builder().select(visible, scores, g.full_like(kMaskedScore, scores));
+  }
+  return scores;
+}
+
+// Grouped-query attention (model.kv_heads = K < N; Ainslie et al. 2023): the
+// N query heads form K groups of G = N / K, head n = k G + g (q reshaped to
+// [B,L,K,G,D], as MaxText's dot_product_attention), and each group attends
+// to its one K/V head: scores [B,K,G,L,T], no K/V copy per query head.
+// Returns the context [B,N,L,D].
+InstrId grouped_context(TransformerContext& ctx, const std::string& prefix, InstrId q, InstrId k,
+                        InstrId v, const AttentionExtras* extras) {
+  ModelGraph& g = ctx.graph;
+  const ModelSpec& m = ctx.spec;
+  const int64_t kv = m.kv_head_count(), groups = m.heads / kv;
+  const std::vector<int64_t> blnd = g.dims(q);
+  InstrId grouped_q = g.builder().reshape(q, {blnd[0], blnd[1], kv, groups, m.head_dim});
+  if (auto mapping = ctx.shardings.mapping("qkv")) {
+    // qkv's (B, L, -, D) axes, its head axis on K when it divides K.
+    std::optional<std::string> heads = (*mapping)[2];
+    if (kv % ctx.shardings.axis_size(heads) != 0) heads.reset();
+    grouped_q = g.annotate(
+        grouped_q,
+        ctx.shardings.sharding_of({(*mapping)[0], (*mapping)[1], heads, {}, (*mapping)[3]}));
+  }
+  InstrId scores = g.einsum("BLKGD,BTKD->BKGLT", grouped_q, k, "scores", m.dtypes.attention_logits);
+  scores = scale_bias_and_mask(ctx, prefix, scores, extras);
+  InstrId probs = g.convert(g.softmax(scores), g.activation_dtype());
+  InstrId context = g.einsum("BKGLT,BTKD->BKGLD", probs, v, "context");
+  return g.builder().reshape(context, {blnd[0], m.heads, blnd[1], m.head_dim});
+}
+
 // Multi-head attention of queries from h_query [B,L,M] over h_memory [B,T,M];
 // returns the output projection [B,L,M].
 InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_query,
@@ -77,15 +147,23 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
   const ModelSpec& m = ctx.spec;
   const auto qkv_w = ctx.shardings.sharding("attn_qkv");
   const auto qkv_act = ctx.shardings.sharding("qkv");
+  const int64_t kv = m.kv_head_count();
+  const auto kv_w = ctx.shardings.kv_weight_sharding(kv);
+  const auto kv_act = ctx.shardings.kv_activation_sharding(kv);
   const std::vector<int64_t> mnd = {m.model_dim, m.heads, m.head_dim};
+  const std::vector<int64_t> mkd = {m.model_dim, kv, m.head_dim};
   InstrId wq = g.weight(prefix + "/wq", mnd, qkv_w);
-  InstrId wk = g.weight(prefix + "/wk", mnd, qkv_w);
-  InstrId wv = g.weight(prefix + "/wv", mnd, qkv_w);
+  InstrId wk = g.weight(prefix + "/wk", mkd, kv_w);
+  InstrId wv = g.weight(prefix + "/wv", mkd, kv_w);
   InstrId wo = g.weight(prefix + "/wo", {m.heads, m.head_dim, m.model_dim},
                         ctx.shardings.sharding("attn_out"));
   InstrId q = g.annotate(g.einsum("BLM,MND->BLND", h_query, wq, "q"), qkv_act);
-  InstrId k = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wk, "k"), qkv_act);
-  InstrId v = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wv, "v"), qkv_act);
+  InstrId k = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wk, "k"), kv_act);
+  InstrId v = g.annotate(g.einsum("BTM,MND->BTND", h_memory, wv, "v"), kv_act);
+  if (m.qk_norm) {
+    q = head_dim_norm(ctx, q, prefix + "/query_norm/scale", qkv_act);
+    k = head_dim_norm(ctx, k, prefix + "/key_norm/scale", kv_act);
+  }
   if (extras && extras->rotary_cos) {
     // Rotary positions: x * cos + pair(x) * sin, where head dim i is paired
     // with D-1-i (a fixed permutation of RoFormer's i, i+D/2 pairing: the
@@ -95,13 +173,14 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
       InstrId cos = g.broadcast(*extras->rotary_cos, dims, {1, 3});
       InstrId sin = g.broadcast(*extras->rotary_sin, dims, {1, 3});
       InstrId paired = g.builder().reverse(x, {3});
-      return g.annotate(g.binary(Opcode::kAdd, g.binary(Opcode::kMultiply, x, cos),
-                                 g.binary(Opcode::kMultiply, paired, sin)),
-                        qkv_act);
+      return g.binary(Opcode::kAdd, g.binary(Opcode::kMultiply, x, cos),
+                      g.binary(Opcode::kMultiply, paired, sin));
     };
-    q = rotate(q);
-    k = rotate(k);
+    q = g.annotate(rotate(q), qkv_act);
+    k = g.annotate(rotate(k), kv_act);
   }
+  if (kv != m.heads)
+    return g.einsum("BNLD,NDM->BLM", grouped_context(ctx, prefix, q, k, v, extras), wo, "output");
   // Scaled dot-product scores (Vaswani et al. 2017): Q K^T / sqrt(D), in
   // the attention-logits dtype (the dot accumulates in f32 anyway; an f32
   // result keeps scores, softmax and their gradients f32, Lingvo's
@@ -109,20 +188,7 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
   // for the context dot.
   const DType logits_dtype = m.dtypes.attention_logits;
   InstrId scores = g.einsum("BLND,BTND->BNLT", q, k, "scores", logits_dtype);
-  scores = g.binary(Opcode::kMultiply, scores,
-                    g.full_like(1.0 / std::sqrt(static_cast<double>(m.head_dim)), scores));
-  const std::vector<int64_t> bnlt = g.dims(scores);
-  if (extras && extras->relative_buckets) {
-    InstrId bias_table =
-        g.weight(prefix + "/relative_bias", {kRelativeBuckets, m.heads}, std::nullopt);
-    InstrId bias = g.einsum("LTK,KN->NLT", *extras->relative_buckets, bias_table, "relative_bias");
-    scores =
-        g.binary(Opcode::kAdd, scores, g.broadcast(g.convert(bias, logits_dtype), bnlt, {1, 2, 3}));
-  }
-  if (extras && extras->causal_mask) {
-    InstrId visible = g.broadcast(*extras->causal_mask, bnlt, {2, 3});
-    scores = g.builder().select(visible, scores, g.full_like(kMaskedScore, scores));
-  }
+  scores = scale_bias_and_mask(ctx, prefix, scores, extras);
   InstrId probs = g.convert(g.softmax(scores), g.activation_dtype());
   InstrId context = g.einsum("BNLT,BTND->BNLD", probs, v, "context");
   return g.einsum("BNLD,NDM->BLM", context, wo, "output");
@@ -184,8 +250,30 @@ AttentionExtras attention_extras(TransformerContext& ctx, const std::string& sta
 InstrId embed(TransformerContext& ctx, InstrId tokens, InstrId embedding,
               std::optional<InstrId> positions) {
   ModelGraph& g = ctx.graph;
-  InstrId one_hot = g.one_hot(tokens, ctx.spec.vocab, g.activation_dtype());
-  InstrId x = g.einsum("BLV,VM->BLM", one_hot, embedding, "lookup");
+  InstrId x;
+  if (ctx.spec.embedding_lookup == EmbeddingLookup::kGather) {
+    // jnp.take(table, tokens, axis=0): one [1, M] row per token, no V x M
+    // matmul; its gradient is a scatter-add into the table.
+    compiler::GatherDims dims;
+    dims.offset_dims = {2};
+    dims.collapsed_slice_dims = {0};
+    dims.start_index_map = {0};
+    dims.index_vector_dim = 2;
+    // A V split on a mesh axis that also splits the tokens (FSDP: batch and
+    // table rows on one axis) would make the partitioner gather every token
+    // on every device; the table is all-gathered over V for its use instead.
+    const ShardingTable& table = ctx.shardings;
+    const std::optional<std::string> rows = table.axis_of("embedding", 0);
+    if (rows &&
+        (rows == table.axis_of("activations", 0) || rows == table.axis_of("activations", 1)))
+      embedding =
+          g.annotate(embedding, table.sharding_of({std::nullopt, table.axis_of("embedding", 1)}));
+    x = g.builder().gather(embedding, tokens, dims, {1, ctx.spec.model_dim});
+    g.builder().set_op_name(x, g.builder().op_name_scope() + "/lookup");
+  } else {
+    InstrId one_hot = g.one_hot(tokens, ctx.spec.vocab, g.activation_dtype());
+    x = g.einsum("BLV,VM->BLM", one_hot, embedding, "lookup");
+  }
   if (positions) x = g.binary(Opcode::kAdd, x, g.broadcast(*positions, g.dims(x), {1, 2}));
   return g.annotate(x, activations_sharding(ctx));
 }
@@ -208,12 +296,12 @@ InstrId cross_attention_block(TransformerContext& ctx, const std::string& layer,
   return g.binary(Opcode::kAdd, x, attend(ctx, prefix, h, memory, nullptr));
 }
 
-InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId x) {
+namespace {
+
+// The dense FFN of normalized h [B,L,M] without the residual: wo(act(h wi)).
+InstrId dense_ffn(TransformerContext& ctx, const std::string& prefix, InstrId h) {
   ModelGraph& g = ctx.graph;
   const ModelSpec& m = ctx.spec;
-  const std::string prefix = layer + "/ffn";
-  g.set_scope(prefix);
-  InstrId h = normalize(ctx, x, prefix + "/norm_scale");
   const auto wi_sharding = ctx.shardings.sharding("ffn_in");
   InstrId hidden;
   if (m.ffn == FfnKind::kGatedGelu) {
@@ -230,7 +318,30 @@ InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, Instr
   hidden = g.annotate(hidden, ctx.shardings.sharding("ffn_hidden"));
   InstrId wo =
       g.weight(prefix + "/wo", {m.ffn_dim, m.model_dim}, ctx.shardings.sharding("ffn_out"));
-  return g.binary(Opcode::kAdd, x, g.einsum("BLH,HM->BLM", hidden, wo, "wo"));
+  return g.einsum("BLH,HM->BLM", hidden, wo, "wo");
+}
+
+// model.block = parallel: x + attention(h) + ffn(h), h = norm(x) with one
+// scale per layer (GPT-J, PaLM; the norm is scoped with the attention).
+InstrId parallel_block(TransformerContext& ctx, const std::string& layer, InstrId x,
+                       const AttentionExtras& extras) {
+  ModelGraph& g = ctx.graph;
+  const std::string attention = layer + "/attention";
+  g.set_scope(attention);
+  InstrId h = normalize(ctx, x, layer + "/pre_norm/scale");
+  InstrId attended = attend(ctx, attention, h, h, &extras);
+  g.set_scope(layer + "/ffn");
+  InstrId ffn = dense_ffn(ctx, layer + "/ffn", h);
+  return g.binary(Opcode::kAdd, g.binary(Opcode::kAdd, x, attended), ffn);
+}
+
+}  // namespace
+
+InstrId dense_ffn_block(TransformerContext& ctx, const std::string& layer, InstrId x) {
+  const std::string prefix = layer + "/ffn";
+  ctx.graph.set_scope(prefix);
+  InstrId h = normalize(ctx, x, prefix + "/norm_scale");
+  return ctx.graph.binary(Opcode::kAdd, x, dense_ffn(ctx, prefix, h));
 }
 
 InstrId run_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers, InstrId x,
@@ -241,6 +352,16 @@ InstrId run_layers(TransformerContext& ctx, const std::vector<LayerPlan>& layers
     const std::string layer = fmt::format("layer_{}", plan.index);
     g.set_scope(layer + "/input");
     x = g.annotate(x, activations);  // Lingvo annotates each layer's input/output
+    if (ctx.spec.block == BlockKind::kParallel) {
+      if (plan.cross_attention || plan.moe) {
+        const auto block = ctx.spec.key_locations.find("model.block");
+        throw UserError(block != ctx.spec.key_locations.end() ? block->second : SourceLocation{},
+                        "model.block = parallel is built for dense decoder-only layers",
+                        "a layer with cross attention or an MoE FFN keeps the sequential block");
+      }
+      x = parallel_block(ctx, layer, x, extras);
+      continue;
+    }
     x = self_attention_block(ctx, layer, x, extras);
     if (plan.cross_attention) x = cross_attention_block(ctx, layer, x, *memory);
     x = plan.moe ? moe_ffn_block(ctx, layer, x) : dense_ffn_block(ctx, layer, x);

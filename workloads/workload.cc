@@ -76,6 +76,18 @@ const yaml::NameTable<ModelStructure>& structure_names() {
   return table;
 }
 
+const yaml::NameTable<BlockKind>& block_names() {
+  static const yaml::NameTable<BlockKind> table{{BlockKind::kSequential, "sequential"},
+                                                {BlockKind::kParallel, "parallel"}};
+  return table;
+}
+
+const yaml::NameTable<EmbeddingLookup>& embedding_lookup_names() {
+  static const yaml::NameTable<EmbeddingLookup> table{{EmbeddingLookup::kOneHot, "one_hot"},
+                                                      {EmbeddingLookup::kGather, "gather"}};
+  return table;
+}
+
 const yaml::NameTable<compiler::DType>& workload_dtype_names() {
   static const yaml::NameTable<compiler::DType> table{{compiler::DType::kF32, "f32"},
                                                       {compiler::DType::kBF16, "bf16"}};
@@ -260,6 +272,19 @@ void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m)
     m.tied_embedding = as_bool(ctx, n, "model.tied_embedding");
   m.norm = r.choice("norm", norm_names()).value_or(m.norm);
   m.layer_loop = r.choice("layer_loop", layer_loop_names()).value_or(m.layer_loop);
+  m.block = r.choice("block", block_names()).value_or(m.block);
+  if (YAML::Node n = r.get("qk_norm")) m.qk_norm = as_bool(ctx, n, "model.qk_norm");
+  if (YAML::Node n = r.get("kv_heads")) {
+    m.kv_heads = as_int(ctx, n, "model.kv_heads");
+    if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+      ctx.fail(
+          n,
+          fmt::format("'model.kv_heads' ({}) must divide 'model.heads' ({})", m.kv_heads, m.heads),
+          "grouped-query attention shares each key/value head among heads / kv_heads query "
+          "heads: pick a divisor of heads (heads itself = multi-head attention)");
+  }
+  m.embedding_lookup =
+      r.choice("embedding_lookup", embedding_lookup_names()).value_or(m.embedding_lookup);
   if (YAML::Node d = r.get("dtypes")) {
     MapReader dr(ctx, d, "model.dtypes");
     m.dtypes.params = dr.choice("params", workload_dtype_names()).value_or(m.dtypes.params);
@@ -286,6 +311,10 @@ void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m)
                  "GShard uses 1 to 2; a factor of experts / top_k already keeps every token");
     }
     m.structure = r.choice("structure", structure_names()).value_or(m.structure);
+    if (m.block == BlockKind::kParallel)
+      ctx.fail(r.get("block"), "'model.block: parallel' is built for dense_transformer models only",
+               "the MoE layer keeps its own pre-norm (sequential block): remove model.block or "
+               "set it to sequential");
   }
   r.finish();
 }

@@ -27,6 +27,8 @@ enum class PositionKind { kRelative, kLearned, kRotary };
 enum class NormKind { kRms, kLayer };
 enum class LayerLoop { kUnrolled, kScan };
 enum class ModelStructure { kDecoderOnly, kEncoderDecoder };
+enum class BlockKind { kSequential, kParallel };
+enum class EmbeddingLookup { kOneHot, kGather };
 // training.remat: none | full | auto | <policy name> (kSelective with the
 // policy, one of compiler::selective_remat_policies()).
 enum class RematMode { kNone, kFull, kAuto, kSelective };
@@ -37,6 +39,8 @@ const yaml::NameTable<PositionKind>& position_names();
 const yaml::NameTable<NormKind>& norm_names();
 const yaml::NameTable<LayerLoop>& layer_loop_names();
 const yaml::NameTable<ModelStructure>& structure_names();
+const yaml::NameTable<BlockKind>& block_names();
+const yaml::NameTable<EmbeddingLookup>& embedding_lookup_names();
 // The dtypes a workload may name (f32, bf16).
 const yaml::NameTable<compiler::DType>& workload_dtype_names();
 // The optimizers of the registry (compiler/training/optimizers.h).
@@ -94,6 +98,21 @@ struct ModelSpec {
   // layer per index) or scan (one counted while loop over layer-stacked
   // weights [layers, ...], the layer as its body, as jax.lax.scan).
   LayerLoop layer_loop = LayerLoop::kUnrolled;
+  // sequential: x + attn(norm(x)), then + ffn(norm(.)), two norms per layer;
+  // parallel: x + attn(h) + ffn(h) with one h = norm(x) (GPT-J, PaLM,
+  // MaxText's early decoder). Dense decoder-only models.
+  BlockKind block = BlockKind::kSequential;
+  // A norm (the model's norm kind) over the head dim of queries and keys
+  // after their projections, a learned [D] scale each per attention
+  // (MaxText's query_norm / key_norm).
+  bool qk_norm = false;
+  // Grouped-query attention: K key/value heads, each shared by heads / K
+  // query heads (wk, wv [M, K, D]). 0 = heads (multi-head attention).
+  int64_t kv_heads = 0;
+  int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
+  // one_hot: tokens one-hot [B, L, V] . table [V, M] (MaxText use_iota_embed);
+  // gather: rows of the table gathered (jnp.take; backward a scatter-add).
+  EmbeddingLookup embedding_lookup = EmbeddingLookup::kOneHot;
   int64_t seq_len = 0;
   int64_t global_batch = 0;
   DTypes dtypes;

@@ -84,6 +84,63 @@ TEST(ParameterCount, UntiedEmbeddingAddsTheOutputTable) {
   EXPECT_EQ(count_parameters(m).total, 420);
 }
 
+TEST(ParameterCount, GroupedQueryAttentionCountsKvProjectionsOfKHeads) {
+  // kv_heads K = 1 of N = 2: per layer 2 M N D + 2 M K D = 32 + 16 = 48
+  // instead of 64: 508 - 2 x 16 = 476.
+  ModelSpec m = tiny_dense();
+  m.kv_heads = 1;
+  EXPECT_EQ(count_parameters(m).total, 476);
+  m.kv_heads = 2;  // = heads: multi-head attention
+  EXPECT_EQ(count_parameters(m).total, 508);
+}
+
+TEST(ParameterCount, ParallelBlockHasOneNormPerLayerAndQkNormTwoHeadDimScales) {
+  // Parallel: one [M] pre-norm per layer, 508 - 2 x 4 = 500; qk_norm: a [D]
+  // scale for q and one for k per attention, 500 + 2 x 2 x 2 = 508.
+  ModelSpec m = tiny_dense();
+  m.block = BlockKind::kParallel;
+  EXPECT_EQ(count_parameters(m).total, 500);
+  m.qk_norm = true;
+  EXPECT_EQ(count_parameters(m).total, 508);
+}
+
+TEST(ParameterCount, HeadsTimesHeadDimMayDifferFromModelDim) {
+  // N D = 4 x 8 = 32 != M = 4: attention 4 M N D = 512 per layer;
+  // P = 2 (3*4*8 + 512 + 2*4 + 32*4) + 10*4 + 4 = 2 x 744 + 44 = 1532.
+  ModelSpec m = tiny_dense();
+  m.heads = 4;
+  m.head_dim = 8;
+  EXPECT_EQ(count_parameters(m).total, 1532);
+}
+
+TEST(ParameterCount, MaxText22BOf2023) {
+  // MaxText's 2023 22B decoder: 48 layers, emb 6144, 24 heads x 256, ReLU
+  // MLP 24576 (2 matrices), vocab 32768 tied, query/key layer norms, T5
+  // relative bias (32 buckets x heads per layer), parallel block:
+  // P = 48 (4 M N D + 2 M H) + V M + 48 (M + 2 D + 32 N) + M
+  //   = 48 x 452,984,832 + 201,326,592 + 48 x 7,424 + 6,144 = 21,944,961,024.
+  ModelSpec m = dense(48, 6144, 24576, 24);
+  m.head_dim = 256;
+  m.vocab = 32768;
+  m.ffn = FfnKind::kRelu;
+  m.norm = NormKind::kLayer;
+  m.qk_norm = true;
+  m.block = BlockKind::kParallel;
+  EXPECT_EQ(count_parameters(m).total, 21'944'961'024);
+}
+
+TEST(ParameterCount, Llama2_70BWithGroupedQueryAttention) {
+  // Llama 2 70B: 80 layers, M 8192, 64 heads x 128, 8 K/V heads, SwiGLU
+  // 28672 (3 matrices), vocab 32000 untied, RMS norms, rotary:
+  // P = 80 (2 M N D + 2 M K D + 3 M H + 2 M) + 2 V M + M
+  //   = 80 x 855,654,400 + 524,288,000 + 8,192 = 68,976,648,192 (the published 70B count).
+  ModelSpec m = dense(80, 8192, 28672, 64);
+  m.kv_heads = 8;
+  m.position = PositionKind::kRotary;
+  m.tied_embedding = false;
+  EXPECT_EQ(count_parameters(m).total, 68'976'648'192);
+}
+
 TEST(ModelFlops, DenseIsSixPTokensPlusAttention) {
   // tokens = 2 x 3 = 6; 6 P tokens = 6 * 508 * 6 = 18288;
   // attention = 12 x 2 blocks x S=3 x N=2 x D=2 x 6 tokens = 1728.
@@ -92,6 +149,14 @@ TEST(ModelFlops, DenseIsSixPTokensPlusAttention) {
   EXPECT_EQ(info.parameters, 508);
   EXPECT_EQ(info.activated_parameters, 508);
   EXPECT_DOUBLE_EQ(info.model_flops_per_step, 18288.0 + 1728.0);
+}
+
+TEST(ModelFlops, GroupedQueryAttentionKeepsTheQueryHeadsInTheAttentionTerm) {
+  // kv_heads 1: 6 P tokens = 6 x 476 x 6 = 17136; the score and context
+  // matmuls still run per query head: 12 x 2 x 3 x 2 x 2 x 6 = 1728.
+  ModelSpec m = tiny_dense();
+  m.kv_heads = 1;
+  EXPECT_DOUBLE_EQ(transformer_model_info(m).model_flops_per_step, 17136.0 + 1728.0);
 }
 
 TEST(ParameterCount, MoeCountsExpertsInTotalAndTopKInActivated) {

@@ -77,6 +77,14 @@ double loss_of(const compiler::Module& module, const std::vector<Literal>& args)
   return compiler::evaluate(module, args).scalar_value();
 }
 
+// The loss of the unrolled module on its arguments by op_name.
+double unrolled_loss(const compiler::Module& module, const std::map<std::string, Literal>& args) {
+  std::vector<Literal> flat;
+  for (compiler::InstrId p : module.entry().parameters())
+    flat.push_back(args.at(module.entry().instr(p).op_name));
+  return loss_of(module, flat);
+}
+
 int count_entry(const compiler::Module& module, Opcode opcode) {
   int n = 0;
   for (const Instruction& in : module.entry().instructions()) n += in.opcode == opcode;
@@ -100,14 +108,39 @@ TEST(ScannedLayers, DenseForwardEqualsTheUnrolledLayers) {
   EXPECT_LT(scan.module.entry().parameters().size(), unrolled.module.entry().parameters().size());
 
   const auto args = unrolled_arguments(unrolled.module, 64);
-  std::vector<Literal> flat;
-  for (compiler::InstrId p : unrolled.module.entry().parameters())
-    flat.push_back(args.at(unrolled.module.entry().instr(p).op_name));
-  const double expected = loss_of(unrolled.module, flat);
+  const double expected = unrolled_loss(unrolled.module, args);
   ASSERT_TRUE(std::isfinite(expected));
   // f32 forward over the same values in the same order: equal to rounding.
   EXPECT_NEAR(loss_of(scan.module, scan_arguments(scan.module, args, 1)), expected,
               1e-5 * std::abs(expected));
+}
+
+// The body of a scan carries every per-stack attention input: rotary
+// positions (cos / sin tables) as well as the mask and relative buckets;
+// and the layer variants (parallel block, qk_norm, grouped K/V heads,
+// gathered embedding) scan like any layer.
+TEST(ScannedLayers, RotaryAndLayerVariantsEqualTheUnrolledLayers) {
+  const std::string f32 = "model.dtypes={params: f32, activations: f32}";
+  for (const std::vector<std::string>& keys :
+       {std::vector<std::string>{"model.position=rotary"},
+        std::vector<std::string>{"model.position=rotary", "model.block=parallel",
+                                 "model.qk_norm=true", "model.kv_heads=2",
+                                 "model.embedding_lookup=gather", "model.norm=layer"},
+        std::vector<std::string>{"model.block=parallel", "model.kv_heads=1"}}) {
+    SCOPED_TRACE(keys.back());
+    std::vector<std::string> unrolled_keys = keys;
+    unrolled_keys.push_back(f32);
+    std::vector<std::string> scan_keys = unrolled_keys;
+    scan_keys.push_back("model.layer_loop=scan");
+    const BuiltModel unrolled =
+        build_model(load_workload(source("workloads/small.yaml"), unrolled_keys));
+    const BuiltModel scan = build_model(load_workload(source("workloads/small.yaml"), scan_keys));
+    const auto args = unrolled_arguments(unrolled.module, 64);
+    const double expected = unrolled_loss(unrolled.module, args);
+    ASSERT_TRUE(std::isfinite(expected));
+    EXPECT_NEAR(loss_of(scan.module, scan_arguments(scan.module, args, 1)), expected,
+                1e-5 * std::abs(expected));
+  }
 }
 
 // 8 layers: 4 per stack, MoE every 2nd (moe_every 2), f32.
@@ -140,10 +173,7 @@ TEST(ScannedLayers, EncoderDecoderMoeForwardEqualsTheUnrolledLayers) {
       build_model(parse_workload(kTinyMoe, "moe.yaml", {"model.layer_loop=scan"}));
   EXPECT_EQ(count_entry(scan.module, Opcode::kWhile), 2);  // encoder and decoder stacks
   const auto args = unrolled_arguments(unrolled.module, 32);
-  std::vector<Literal> flat;
-  for (compiler::InstrId p : unrolled.module.entry().parameters())
-    flat.push_back(args.at(unrolled.module.entry().instr(p).op_name));
-  const double expected = loss_of(unrolled.module, flat);
+  const double expected = unrolled_loss(unrolled.module, args);
   ASSERT_TRUE(std::isfinite(expected));
   // Each stack of 4 layers alternates dense and MoE FFNs: a body of 2 layers.
   EXPECT_NEAR(loss_of(scan.module, scan_arguments(scan.module, args, 2)), expected,

@@ -219,6 +219,60 @@ TEST(WorkloadYaml, NormAndAttentionLogitsDtype) {
   EXPECT_NE(e.message().find("f32 | bf16"), std::string::npos) << e.what();
 }
 
+// model.block, qk_norm, kv_heads, embedding_lookup: defaults (today's
+// model), every value reads, and the refusals point at the key.
+TEST(WorkloadYaml, TransformerVariantKeysRead) {
+  const Workload defaults = parse_workload(kValid, "w.yaml");
+  EXPECT_EQ(defaults.model.block, BlockKind::kSequential);
+  EXPECT_FALSE(defaults.model.qk_norm);
+  EXPECT_EQ(defaults.model.kv_heads, 0);
+  EXPECT_EQ(defaults.model.kv_head_count(), 4);  // = heads
+  EXPECT_EQ(defaults.model.embedding_lookup, EmbeddingLookup::kOneHot);
+  const Workload set = parse_workload(kValid, "w.yaml",
+                                      {"model.block=parallel", "model.qk_norm=true",
+                                       "model.kv_heads=2", "model.embedding_lookup=gather"});
+  EXPECT_EQ(set.model.block, BlockKind::kParallel);
+  EXPECT_TRUE(set.model.qk_norm);
+  EXPECT_EQ(set.model.kv_head_count(), 2);
+  EXPECT_EQ(set.model.embedding_lookup, EmbeddingLookup::kGather);
+  EXPECT_NE(expect_parse_error(kValid, {"model.block=interleaved"})
+                .message()
+                .find("sequential | parallel"),
+            std::string::npos);
+  EXPECT_NE(expect_parse_error(kValid, {"model.embedding_lookup=take"})
+                .message()
+                .find("one_hot | gather"),
+            std::string::npos);
+}
+
+TEST(WorkloadYaml, KvHeadsMustDivideHeads) {
+  // kValid: heads: 4 on line 10; kv_heads added after global_batch (line 14).
+  for (const char* bad : {"3", "8"}) {
+    UserError e = expect_parse_error(replace(
+        kValid, "  global_batch: 8\n", fmt::format("  global_batch: 8\n  kv_heads: {}\n", bad)));
+    EXPECT_EQ(e.location().line, 15) << bad;
+    EXPECT_EQ(e.location().column, 13) << bad;
+    EXPECT_NE(
+        e.message().find(fmt::format("'model.kv_heads' ({}) must divide 'model.heads' (4)", bad)),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_NE(expect_parse_error(kValid, {"model.kv_heads=0"}).message().find(">= 1"),
+            std::string::npos);
+}
+
+TEST(WorkloadYaml, ParallelBlockOfAnMoePointsAtBlock) {
+  const std::string moe =
+      replace(replace(kValid, "dense_transformer", "moe_transformer"), "  global_batch: 8\n",
+              "  global_batch: 8\n  experts: 4\n  block: parallel\n");
+  UserError e = expect_parse_error(moe);
+  EXPECT_EQ(e.location().line, 16);
+  EXPECT_EQ(e.location().column, 10);
+  EXPECT_NE(e.message().find("'model.block: parallel' is built for dense_transformer models only"),
+            std::string::npos)
+      << e.what();
+}
+
 TEST(WorkloadYaml, MissingRequiredKey) {
   UserError e = expect_parse_error(replace(kValid, "  seq_len: 32\n", ""));
   EXPECT_NE(e.message().find("missing the required key 'seq_len'"), std::string::npos) << e.what();
