@@ -59,6 +59,20 @@ TEST(Lowering, RematChoices) {
   EXPECT_EQ(selective.training->remat_policy, "save_dots");
 }
 
+// compiler.async_collectives (a set of opcodes) and collective_fusion reach the compile options.
+TEST(Lowering, CollectiveExecutionReachesTheCompileOptions) {
+  const hw::HardwareConfig tpuv3 = hw::load_hardware("tpuv3");
+  EXPECT_EQ(lowered({}, tpuv3).collectives.async, compiler::CollectiveExecution{}.async);
+  const compiler::CompileOptions v4 =
+      lowered({"compiler.async_collectives=[all-gather, collective-permute]"}, tpuv3);
+  EXPECT_EQ(v4.collectives.async,
+            (std::set<compiler::Opcode>{compiler::Opcode::kAllGather,
+                                        compiler::Opcode::kCollectivePermute}));
+  EXPECT_FALSE(v4.collectives.is_async(compiler::Opcode::kAllReduce));
+  EXPECT_TRUE(v4.collectives.fusion);  // default: collective fusion on
+  EXPECT_FALSE(lowered({"compiler.collective_fusion=false"}, tpuv3).collectives.fusion);
+}
+
 TEST(Lowering, MeshLayoutKeepsShapeOrderAndDevices) {
   workloads::MeshSpec mesh;
   mesh.axes = {{"x", 2}, {"y", 2}};

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/error.h"
 #include "hw_models/ici/placement.h"
 #include "tests/workloads/workload_test_util.h"
@@ -110,6 +112,42 @@ TEST(WorkloadYaml, LayerLoopAndLoopPipeliningKeysRead) {
   EXPECT_NE(unknown.message().find("unknown key 'pipelined_all_reduce' in 'compiler.loops'"),
             std::string::npos)
       << unknown.message();
+}
+
+TEST(WorkloadYaml, AsyncCollectivesListKindsAndRejectUnknownOnes) {
+  using compiler::Opcode;
+  // Default: all five kinds asynchronous (the simulator's behaviour without the key).
+  EXPECT_EQ(parse_workload(kValid, "w.yaml").compiler.async_collectives,
+            (std::set<Opcode>{Opcode::kAllGather, Opcode::kReduceScatter, Opcode::kAllReduce,
+                              Opcode::kAllToAll, Opcode::kCollectivePermute}));
+  EXPECT_EQ(parse_workload(std::string(kValid) + "compiler:\n  async_collectives: [all-gather]\n",
+                           "w.yaml")
+                .compiler.async_collectives,
+            (std::set<Opcode>{Opcode::kAllGather}));
+  EXPECT_TRUE(parse_workload(kValid, "w.yaml", {"compiler.async_collectives=[]"})
+                  .compiler.async_collectives.empty());
+  const std::string base = std::string(kValid) + "compiler:\n  async_collectives: ";
+  // kValid has 20 lines: the list is on line 22, after "  async_collectives: " (21 columns).
+  UserError typo = expect_parse_error(base + "[all-gather, all-reduse]\n");
+  EXPECT_EQ(typo.location().line, 22);
+  EXPECT_EQ(typo.location().column, 35);
+  EXPECT_NE(typo.message().find("'compiler.async_collectives' must be one of"), std::string::npos)
+      << typo.what();
+  EXPECT_NE(typo.hint().find("did you mean 'all-reduce'"), std::string::npos) << typo.what();
+  EXPECT_NE(expect_parse_error(base + "[all-gather, all-gather]\n").message().find("twice"),
+            std::string::npos);
+  EXPECT_NE(expect_parse_error(base + "all-gather\n").message().find("must be a list"),
+            std::string::npos);
+}
+
+TEST(WorkloadYaml, CollectiveFusionReadsABool) {
+  EXPECT_TRUE(parse_workload(kValid, "w.yaml").compiler.collective_fusion);  // default
+  EXPECT_FALSE(parse_workload(kValid, "w.yaml", {"compiler.collective_fusion=false"})
+                   .compiler.collective_fusion);
+  EXPECT_NE(expect_parse_error(kValid, {"compiler.collective_fusion=sometimes"})
+                .message()
+                .find("must be true or false"),
+            std::string::npos);
 }
 
 TEST(WorkloadYaml, CompilerSectionErrorsArePositioned) {
