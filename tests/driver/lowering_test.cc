@@ -40,6 +40,10 @@ TEST(Lowering, OptimizerComesFromTheRegistry) {
   EXPECT_EQ(adafactor.beta1, 0.0);
   EXPECT_EQ(lowered({"training.optimizer=sgd"}, tpuv3).training->optimizer.kind,
             compiler::OptimizerKind::kSgd);
+  const compiler::OptimizerOptions adamw =
+      lowered({"training.optimizer=adamw"}, tpuv3).training->optimizer;
+  EXPECT_EQ(adamw.kind, compiler::OptimizerKind::kAdamW);
+  EXPECT_EQ(adamw.weight_decay, 1e-4);
   EXPECT_FALSE(lowered({"training.enabled=false"}, tpuv3).training.has_value());
 }
 
@@ -57,6 +61,7 @@ TEST(Lowering, RematChoices) {
   EXPECT_FALSE(selective.remat_auto);
   EXPECT_EQ(selective.training->remat, compiler::RematKind::kSelective);
   EXPECT_EQ(selective.training->remat_policy, "save_dots");
+  EXPECT_EQ(lowered({"training.remat=minimal"}, tpuv3).training->remat_policy, "minimal");
 }
 
 // compiler.async_collectives (a set of opcodes) and collective_fusion reach the compile options.

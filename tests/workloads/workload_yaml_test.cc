@@ -235,7 +235,7 @@ TEST(WorkloadYaml, PhysicalGridMustHoldTheMesh) {
 
 TEST(WorkloadYaml, BadChoiceListsTheChoices) {
   UserError e = expect_parse_error(replace(kValid, "optimizer: adam", "optimizer: lamb"));
-  EXPECT_NE(e.message().find("sgd | adam | adafactor"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("sgd | adam | adamw | adafactor"), std::string::npos) << e.what();
 }
 
 // model.norm and model.dtypes.attention_logits are read, and a value outside
@@ -273,12 +273,14 @@ TEST(WorkloadYaml, BatchNotDivisibleByMicrobatches) {
 TEST(WorkloadYaml, BadSetValueNamesTheFlagTheChoicesAndTheNearest) {
   UserError e = expect_parse_error(kValid, {"training.remat=ful"});
   EXPECT_EQ(e.location().file, "--set training.remat=ful") << e.what();
-  EXPECT_NE(e.message().find("none | full | auto | save_dots"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("none | full | auto | save_dots | minimal"), std::string::npos)
+      << e.what();
   EXPECT_EQ(e.hint(), "did you mean 'full'?") << e.what();
   const std::pair<const char*, RematMode> good[] = {{"none", RematMode::kNone},
                                                     {"full", RematMode::kFull},
                                                     {"auto", RematMode::kAuto},
-                                                    {"save_dots", RematMode::kSelective}};
+                                                    {"save_dots", RematMode::kSelective},
+                                                    {"minimal", RematMode::kSelective}};
   for (const auto& [name, mode] : good) {
     const TrainingSpec t =
         parse_workload(kValid, "w.yaml", {std::string("training.remat=") + name}).training;
