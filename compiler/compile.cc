@@ -117,6 +117,7 @@ SpmdProgram compile_once(const Module& annotated, const CompileOptions& options,
   program.stats.remat_applied =
       training ? RematChoice{training->remat, training->remat_policy}.name() : "none";
   program.loops = options.loops;
+  program.collectives = options.collectives;
   program.stats.total_wall_s = total.seconds();
   return program;
 }

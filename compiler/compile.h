@@ -31,6 +31,8 @@ struct CompileOptions {
   SpmdOptions spmd = {};
   // XLA's loop pipelining (program.h), carried to the simulator.
   LoopOptimizations loops = {};
+  // Which collective kinds run asynchronously (program.h), carried to the simulator.
+  CollectiveExecution collectives = {};
 };
 
 // UserError for user-caused problems (unsupported op in a training graph,

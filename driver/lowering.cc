@@ -40,6 +40,8 @@ compiler::CompileOptions compile_options(const workloads::Workload& w,
   options.spmd = spmd_options(w.compiler, hardware);
   options.loops = {w.compiler.loops.pipelined_all_gather,
                    w.compiler.loops.pipelined_reduce_scatter};
+  options.collectives.async = w.compiler.async_collectives;
+  options.collectives.fusion = w.compiler.collective_fusion;
   if (!w.training.enabled) return options;
   compiler::TrainingStepOptions training;
   training.optimizer = compiler::optimizer_defaults(w.training.optimizer);

@@ -254,9 +254,15 @@ class EngineRun {
       if (in_.progress) report_progress(d);
       const Step& step = steps_[d.cursor];
       if (step.collective) {
-        enqueue(d, d.issued++);
+        const int32_t ordinal = d.issued++;
+        enqueue(d, ordinal);
         d.collective_wake.notify(SC_ZERO_TIME);
         ++d.cursor;
+        // A synchronous collective: nothing after it in the schedule starts before it ends.
+        if (op_of_step(d.cursor - 1).synchronous) {
+          wait_for_collective(d, ordinal, ComputeState::kWaiting, t);
+          return;
+        }
         continue;
       }
       if (const int32_t unfinished = first_unfinished_read(d, step); unfinished >= 0) {

@@ -1,8 +1,9 @@
 // The SystemC run of a StepProgram on one or more devices (sim::simulate drives it). Per device a
 // compute stream walks the steps in order and a collective stream runs the issued collectives (up
-// to in_flight_per_kind of each kind at once); collective DMAs take a share of HBM bandwidth from
-// compute. Per device compute + exposed communication + idle = the device's finish time.
-// The model: docs/simulator.md#engine-streams-hbm-contention-accounting
+// to in_flight_per_kind of each kind at once; the compute stream waits for a synchronous one to
+// end); collective DMAs take a share of HBM bandwidth from compute. Per device compute + exposed
+// communication + idle = the device's finish time. The model:
+// docs/simulator.md#engine-streams-hbm-contention-accounting
 #pragma once
 
 #include <cstdint>

@@ -78,12 +78,13 @@ class OpCostModel {
   OpCost instruction(const compiler::Computation& computation, const compiler::Instruction& instr);
   OpCost fusion(const compiler::Computation& computation, const compiler::FusionGroup& group);
 
+  // A query built by the caller (e.g. a collective's reduction kernel), cached by `signature`.
+  OpCost time(const std::string& signature, const hw::OpQuery& query);
+
   int64_t cache_hits() const { return hits_; }
   int64_t cache_misses() const { return static_cast<int64_t>(cache_.size()); }
 
  private:
-  OpCost time(const std::string& signature, const hw::OpQuery& query);
-
   const hw::CoreModel& core_;
   const compiler::Module* module_ = nullptr;
   double host_bandwidth_ = 0;

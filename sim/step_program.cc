@@ -252,7 +252,7 @@ class Flattener {
     if (it != op_of_.end()) return it->second;
     const Computation& c = module_.computation(comp);
     const Instruction& instr = c.instr(id);
-    OpInfo info;
+    OpInfo info, reduction;
     info.name = instr.name;
     info.op_name = instr.op_name;
     info.opcode = group ? "fusion" : std::string(compiler::opcode_name(instr.opcode));
@@ -261,13 +261,55 @@ class Flattener {
       info.cost = in_.costs.fusion(c, *group);
     else if (classify(instr) == OpClass::kCollective) {
       info.collective = in_.collectives.spec_of(c, instr);
-      info.collective_kind = std::string(compiler::opcode_name(collective_opcode(instr)));
+      const Opcode kind = collective_opcode(instr);
+      info.collective_kind = std::string(compiler::opcode_name(kind));
+      info.synchronous = !in_.program.collectives.is_async(kind);
+      if (!in_.program.collectives.fusion &&
+          (kind == Opcode::kAllReduce || kind == Opcode::kReduceScatter))
+        reduction = reduction_op(c, instr, info.collective);
     } else
       info.cost = in_.costs.instruction(c, instr);
     const auto index = static_cast<int32_t>(out_.ops.size());
     out_.ops.push_back(std::move(info));
     op_of_.emplace(key, index);
+    if (reduction.cost.seconds > 0) {
+      reduction_of_.emplace(index, static_cast<int32_t>(out_.ops.size()));
+      out_.ops.push_back(std::move(reduction));
+    }
     return index;
+  }
+
+  // Without collective fusion, the reduction a reduce-scatter or all-reduce does as a TensorCore
+  // kernel: over a group of n, (n-1)/n of the reduced operand's elements are added to the local
+  // partial (the ring's, and every torus decomposition's, count), reading the received chunk and
+  // the partial from HBM and writing the sum. docs/simulator.md#collective-fusion
+  OpInfo reduction_op(const Computation& c, const Instruction& instr, int32_t spec) {
+    const CollectiveSpec& collective = in_.collectives.spec(spec);
+    const double n =
+        collective.groups.empty() ? 1.0 : static_cast<double>(collective.groups.front().size());
+    double elements = 0, bytes = 0;
+    for (InstrId op : instr.operands) {
+      const compiler::Shape& shape = c.instr(op).shape;
+      if (shape.is_tuple()) continue;
+      elements += static_cast<double>(shape.num_elements());
+      bytes += static_cast<double>(shape.byte_size());
+    }
+    OpInfo info;
+    info.name = instr.name + ".reduction";
+    info.op_name = instr.op_name;
+    info.opcode = "collective-reduction";
+    info.shape = instr.shape.to_string(false);
+    if (n <= 1 || elements <= 0) return info;
+    const double share = (n - 1) / n;
+    hw::OpQuery query;
+    query.vector_work.push_back(
+        {static_cast<int64_t>(share * elements), hw::VectorCostClass::kSimple});
+    query.hbm_bytes_read = 2 * share * bytes;
+    query.hbm_bytes_written = share * bytes;
+    info.cost = in_.costs.time(fmt::format("collective-reduction {} {}",
+                                           query.vector_work[0].elements, query.hbm_bytes_written),
+                               query);
+    return info;
   }
 
   void emit(int32_t op, const Ordinals& reads, bool collective) {
@@ -321,8 +363,13 @@ class Flattener {
                     const Ordinals& reads) {
     const Instruction& instr = module_.computation(comp).instr(id);
     if (!group && classify(instr) == OpClass::kCollective) {
-      emit(op_index(comp, id, nullptr), reads, true);
-      return merged({static_cast<int32_t>(out_.collective_steps.size()) - 1});
+      const int32_t op = op_index(comp, id, nullptr);
+      emit(op, reads, true);
+      const auto ordinal = static_cast<int32_t>(out_.collective_steps.size()) - 1;
+      // Its reduction kernel (collective fusion off) runs on the compute stream while it
+      // transfers: once the collective's own inputs are ready, not waiting for its end.
+      if (auto r = reduction_of_.find(op); r != reduction_of_.end()) emit(r->second, reads, false);
+      return merged({ordinal});
     }
     emit(op_index(comp, id, group), reads, false);
     return {};
@@ -502,6 +549,7 @@ class Flattener {
   const compiler::Module& module_;
   StepProgram out_;
   std::unordered_map<int64_t, int32_t> op_of_;
+  std::unordered_map<int32_t, int32_t> reduction_of_;  // collective op -> its reduction kernel op
   std::unordered_map<int64_t, std::optional<int64_t>> trips_;
   std::unordered_map<CompId, std::vector<InstrId>> default_order_;
   std::unordered_map<int64_t, LoopMoves> moves_;

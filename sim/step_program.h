@@ -27,6 +27,9 @@ struct OpInfo {
   int32_t collective = -1;  // CollectiveCatalog spec, collectives only
   // The synchronous collective it runs ("all-gather" for all-gather-start).
   std::string collective_kind;
+  // A collective of a kind the program runs synchronously (CollectiveExecution): the compute
+  // stream waits for it to end.
+  bool synchronous = false;
 };
 
 struct Step {

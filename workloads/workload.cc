@@ -4,6 +4,7 @@
 #include "workloads/workload.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -341,8 +342,39 @@ void read_training(const yaml::Document& ctx, const YAML::Node& node, TrainingSp
   r.finish();
 }
 
+const yaml::NameTable<compiler::Opcode>& collective_kind_names() {
+  static const yaml::NameTable<compiler::Opcode> table{
+      {compiler::Opcode::kAllGather, "all-gather"},
+      {compiler::Opcode::kReduceScatter, "reduce-scatter"},
+      {compiler::Opcode::kAllReduce, "all-reduce"},
+      {compiler::Opcode::kAllToAll, "all-to-all"},
+      {compiler::Opcode::kCollectivePermute, "collective-permute"}};
+  return table;
+}
+
+// compiler.async_collectives: a list of distinct kinds ([] = every collective synchronous).
+std::set<compiler::Opcode> read_async_collectives(const yaml::Document& ctx, const YAML::Node& n) {
+  const std::string key = "compiler.async_collectives";
+  if (!n.IsSequence())
+    ctx.fail(n, fmt::format("'{}' must be a list of collective kinds", key),
+             "e.g. [all-gather] (the others run synchronously); the default lists all five: " +
+                 fmt::format("[{}]", fmt::join(collective_kind_names().names(), ", ")));
+  std::set<compiler::Opcode> kinds;
+  for (const YAML::Node& item : n) {
+    const compiler::Opcode kind = yaml::read_choice(ctx, item, key, collective_kind_names());
+    if (!kinds.insert(kind).second)
+      ctx.fail(item, fmt::format("'{}' lists '{}' twice", key, item.Scalar()),
+               "name each collective kind once");
+  }
+  return kinds;
+}
+
 void read_compiler(const yaml::Document& ctx, const YAML::Node& node, CompilerSpec& c) {
   MapReader r(ctx, node, "compiler");
+  if (YAML::Node n = r.get("async_collectives"))
+    c.async_collectives = read_async_collectives(ctx, n);
+  if (YAML::Node n = r.get("collective_fusion"))
+    c.collective_fusion = as_bool(ctx, n, "compiler.collective_fusion");
   if (YAML::Node we = r.get("windowed_einsum")) {
     MapReader w(ctx, we, "compiler.windowed_einsum");
     WindowedEinsumSpec& spec = c.windowed_einsum;

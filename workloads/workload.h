@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "common/yaml_reader.h"
+#include "compiler/backend/program.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/training/training_step.h"
 #include "hw_models/ici/placement.h"
@@ -169,9 +171,19 @@ struct LoopsSpec {
   bool pipelined_reduce_scatter = true;
 };
 
+// `compiler.async_collectives`: the collective kinds that run asynchronously, beside compute
+// (XLA's --xla_enable_async_all_gather, ..._all_reduce, ...); the others are synchronous
+// (compiler/backend/program.h CollectiveExecution). Words: all-gather, reduce-scatter,
+// all-reduce, all-to-all, collective-permute.
+const yaml::NameTable<compiler::Opcode>& collective_kind_names();
+
 struct CompilerSpec {
   WindowedEinsumSpec windowed_einsum;
   LoopsSpec loops;
+  std::set<compiler::Opcode> async_collectives = compiler::CollectiveExecution{}.async;
+  // `compiler.collective_fusion`: XLA TPU's async collective fusion (reductions inside the
+  // collective); false runs them as TensorCore kernels (CollectiveExecution::fusion).
+  bool collective_fusion = true;
 };
 
 struct Workload {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,22 @@ struct LoopOptimizations {
   bool pipelined_reduce_scatter = true;
 };
 
+// How the collectives run (XLA's TPU flags --xla_enable_async_all_gather, ..._all_reduce, ...,
+// --xla_tpu_enable_async_collective_fusion):
+// a kind in `async` runs on a collective stream beside compute; any other kind is synchronous,
+// the compute stream waits for it to end. docs/simulator.md#synchronous-collectives
+struct CollectiveExecution {
+  // Collective opcodes (kAllGather, kReduceScatter, kAllReduce, kAllToAll, kCollectivePermute;
+  // async start/done pairs count as their synchronous kind).
+  std::set<Opcode> async = {Opcode::kAllGather, Opcode::kReduceScatter, Opcode::kAllReduce,
+                            Opcode::kAllToAll, Opcode::kCollectivePermute};
+  bool is_async(Opcode kind) const { return async.count(kind) > 0; }
+  // XLA TPU's async collective fusion (--xla_tpu_enable_async_collective_fusion): a
+  // reduce-scatter's or all-reduce's reductions run inside the collective, beside compute. Off:
+  // they run as TensorCore kernels on the compute stream. docs/simulator.md#collective-fusion
+  bool fusion = true;
+};
+
 struct SpmdProgram {
   Module module;            // the per-device program; its entry is one step
   int64_t num_devices = 1;  // module.num_partitions()
@@ -101,6 +118,8 @@ struct SpmdProgram {
   // compile() sets them from CompileOptions (default on); a program built
   // otherwise runs its loops as written.
   LoopOptimizations loops = {false, false};
+  // compile() sets it from CompileOptions; default: every collective asynchronous.
+  CollectiveExecution collectives = {};
 };
 
 }  // namespace podsim::compiler

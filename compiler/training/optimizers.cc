@@ -4,6 +4,8 @@
 //   Adam (Kingma & Ba 2015, algorithm 1), t = step + 1:
 //         m' = b1 m + (1 - b1) g;  v' = b2 v + (1 - b2) g^2
 //         w' = w - lr (m' / (1 - b1^t)) / (sqrt(v' / (1 - b2^t)) + eps)
+//   AdamW (Loshchilov & Hutter 2019, decoupled weight decay wd; optax.adamw):
+//         w' = w - lr ((m' / (1 - b1^t)) / (sqrt(v' / (1 - b2^t)) + eps) + wd w)
 //   Adafactor (Shazeer & Stern 2018, algorithms 4/5 with a fixed step size
 //   and fixed decay b2): G2 = g^2 + eps;
 //     factored (rank >= 2): R' = b2 R + (1 - b2) mean_last(G2)
@@ -30,10 +32,16 @@ const std::vector<OptimizerEntry>& optimizers() {
     adam.beta1 = 0.9;  // Adam's usual first-moment decay (Kingma & Ba 2015)
     adam.beta2 = 0.999;
     adam.epsilon = 1e-8;
+    // optax.adamw's defaults (b1 0.9, b2 0.999, eps 1e-8, weight_decay 1e-4);
+    // MaxText's adam_weight_decay is 0.1: the value does not change the cost.
+    OptimizerOptions adamw = adam;
+    adamw.kind = OptimizerKind::kAdamW;
+    adamw.weight_decay = 1e-4;
     OptimizerOptions adafactor;
     adafactor.kind = OptimizerKind::kAdafactor;
     return std::vector<OptimizerEntry>{{OptimizerKind::kSgd, "sgd", sgd},
                                        {OptimizerKind::kAdam, "adam", adam},
+                                       {OptimizerKind::kAdamW, "adamw", adamw},
                                        {OptimizerKind::kAdafactor, "adafactor", adafactor}};
   }();
   return table;
@@ -95,6 +103,7 @@ std::vector<OptimizerSlot> optimizer_slots(const OptimizerOptions& options, cons
     case OptimizerKind::kSgd:
       return {};
     case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
       return {{"m", SlotLayout::kLikeWeight, weight}, {"v", SlotLayout::kLikeWeight, weight}};
     case OptimizerKind::kAdafactor: {
       std::vector<OptimizerSlot> slots;
@@ -115,7 +124,7 @@ std::vector<OptimizerSlot> optimizer_slots(const OptimizerOptions& options, cons
 }
 
 bool optimizer_needs_step(const OptimizerOptions& options) {
-  return options.kind == OptimizerKind::kAdam;
+  return options.kind == OptimizerKind::kAdam || options.kind == OptimizerKind::kAdamW;
 }
 
 OptimizerUpdate emit_optimizer_update(ComputationBuilder& b, training::ReducerCache& reducers,
@@ -128,7 +137,8 @@ OptimizerUpdate emit_optimizer_update(ComputationBuilder& b, training::ReducerCa
     case OptimizerKind::kSgd:
       out.new_weight = a.sub(in.weight, a.scale(g, options.learning_rate));
       return out;
-    case OptimizerKind::kAdam: {
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW: {
       InstrId m = a.ema(in.slots.at(0), g, options.beta1);
       InstrId v = a.ema(in.slots.at(1), a.mul(g, g), options.beta2);
       // Bias corrections 1 - b^t with t = step + 1, as scalars.
@@ -145,7 +155,10 @@ OptimizerUpdate emit_optimizer_update(ComputationBuilder& b, training::ReducerCa
       InstrId m_hat = a.div(m, correction(options.beta1));
       InstrId v_hat = a.div(v, correction(options.beta2));
       InstrId denom = a.add(b.unary(Opcode::kSqrt, v_hat), a.c(v_hat, options.epsilon));
-      out.new_weight = a.sub(in.weight, a.scale(a.div(m_hat, denom), options.learning_rate));
+      InstrId direction = a.div(m_hat, denom);
+      if (options.kind == OptimizerKind::kAdamW)
+        direction = a.add(direction, a.scale(in.weight, options.weight_decay));
+      out.new_weight = a.sub(in.weight, a.scale(direction, options.learning_rate));
       out.new_slots = {m, v};
       return out;
     }

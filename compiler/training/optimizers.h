@@ -1,4 +1,4 @@
-// Optimizer updates as IR (SGD, Adam, Adafactor) for one weight, plus the
+// Optimizer updates as IR (SGD, Adam, AdamW, Adafactor) for one weight, plus the
 // optimizer slots each needs. Formulas are in optimizers.cc.
 #pragma once
 
@@ -38,7 +38,7 @@ OptimizerOptions optimizer_defaults(OptimizerKind kind);
 // The per-weight slots of the optimizer for a weight of `weight_shape`.
 std::vector<OptimizerSlot> optimizer_slots(const OptimizerOptions& options,
                                            const Shape& weight_shape);
-// Adam keeps a global step count (a scalar f32 "opt_state/global/step") for
+// Adam and AdamW keep a global step count (a scalar f32 "opt_state/global/step") for
 // its bias correction; the other optimizers keep none.
 bool optimizer_needs_step(const OptimizerOptions& options);
 
@@ -46,7 +46,7 @@ struct OptimizerInputs {
   InstrId weight = kNoId;
   InstrId gradient = kNoId;    // same shape and dtype as the weight
   std::vector<InstrId> slots;  // in optimizer_slots order
-  InstrId step = kNoId;        // the step count before this update (Adam only)
+  InstrId step = kNoId;        // the step count before this update (Adam, AdamW only)
 };
 
 struct OptimizerUpdate {

@@ -26,14 +26,12 @@ std::string RematChoice::name() const {
 }
 
 std::vector<RematChoice> remat_choices_by_recompute() {
-  std::vector<RematChoice> choices{{RematKind::kNone, ""}};
-  for (const std::string& p : selective_remat_policies())
-    choices.push_back({RematKind::kSelective, p});
-  choices.push_back({RematKind::kFull, ""});
-  return choices;
+  // The ladder of remat "auto": minimal is a rung between save_dots and full
+  // by recompute, but it is not tried, so auto's choices stay none, save_dots, full.
+  return {{RematKind::kNone, ""}, {RematKind::kSelective, "save_dots"}, {RematKind::kFull, ""}};
 }
 
-std::vector<std::string> selective_remat_policies() { return {"save_dots"}; }
+std::vector<std::string> selective_remat_policies() { return {"save_dots", "minimal"}; }
 
 double matmul_flops(const Instruction& instr, const Computation& computation) {
   if (instr.opcode == Opcode::kDot) {
@@ -57,6 +55,15 @@ double matmul_flops(const Instruction& instr, const Computation& computation) {
 
 namespace {
 
+// Whether a selective policy saves an instruction's output. save_dots: every
+// dot and convolution. minimal (jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims):
+// dots without batch dimensions (the dot's own batch_dimensions, e.g. the weight
+// projections; attention's score and context einsums have batch dims B, N).
+bool saved_by_policy(const std::string& policy, const Instruction& in) {
+  if (policy == "minimal") return in.opcode == Opcode::kDot && in.attrs.dot.lhs_batch.empty();
+  return in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution;
+}
+
 // "fwd/layer_3/ffn/wi" -> "layer_3" (pipeline iterations "fwd/pipeline_iter_<t>/.."
 // count as layers); "" when the op is in no layer.
 std::string_view layer_scope(std::string_view op_name) {
@@ -78,7 +85,7 @@ ResidualProvider::ResidualProvider(const Computation& source,
     for (const std::string& p : selective_remat_policies()) known |= (p == choice.policy);
     if (!known)
       throw UserError({}, fmt::format("unknown remat policy '{}'", choice.policy),
-                      "selective policies: save_dots (or use none / full)");
+                      "selective policies: save_dots, minimal (or use none / full)");
   }
   const size_t n = static_cast<size_t>(source.size());
   layer_of_.assign(n, -1);
@@ -106,8 +113,7 @@ ResidualProvider::ResidualProvider(const Computation& source,
     size_t k = static_cast<size_t>(i);
     if (layer_of_[k] < 0 || checkpoint[k]) continue;
     if (in.opcode == Opcode::kParameter || in.shape.is_tuple()) continue;
-    bool is_matmul = in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution;
-    if (choice.kind == RematKind::kSelective && is_matmul) continue;  // "save_dots"
+    if (choice.kind == RematKind::kSelective && saved_by_policy(choice.policy, in)) continue;
     recompute_[k] = true;
   }
 }

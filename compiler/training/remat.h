@@ -1,7 +1,8 @@
 // Rematerialization: which forward values the backward pass reads as saved and which it
 // recomputes ("recompute/<scope>" clones next to their backward use). Layers are "fwd/layer_<k>/";
 // their outputs (checkpoints) are always saved; none saves all, full recomputes the rest of a
-// layer, save_dots saves dot/convolution outputs too. Outside layers nothing is recomputed.
+// layer, save_dots saves dot/convolution outputs too, minimal only those of dots without batch
+// dimensions (JAX's checkpoint_dots_with_no_batch_dims). Outside layers nothing is recomputed.
 // docs/compiler.md#rematerialization
 #pragma once
 
@@ -15,7 +16,7 @@
 namespace podsim::compiler {
 
 // The policies the compile pipeline's remat "auto" tries, least recompute
-// first: none, the selective policies, full.
+// first: none, save_dots, full.
 struct RematChoice {
   RematKind kind = RematKind::kNone;
   std::string policy;        // kSelective only

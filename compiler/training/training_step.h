@@ -17,7 +17,7 @@
 
 namespace podsim::compiler {
 
-enum class OptimizerKind { kSgd, kAdam, kAdafactor };
+enum class OptimizerKind { kSgd, kAdam, kAdamW, kAdafactor };
 enum class RematKind {
   kNone,      // keep every forward value the backward needs
   kFull,      // recompute each layer's forward in the backward pass
@@ -30,6 +30,8 @@ struct OptimizerOptions {
   double beta1 = 0.0;  // Adafactor default 0 (no first moment); Adam uses 0.9
   double beta2 = 0.99;
   double epsilon = 1e-30;
+  // AdamW's decoupled weight decay (Loshchilov & Hutter 2019); the others ignore it.
+  double weight_decay = 0.0;
   // Adafactor: factor the second moment of rank >= 2 weights into row and
   // column statistics over the last two dims (Shazeer & Stern 2018).
   bool factored = true;

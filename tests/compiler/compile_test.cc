@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "compiler/backend/remat_auto.h"
 #include "compiler/compile.h"
@@ -127,6 +128,11 @@ TEST(Compile, RejectsAnEmptyMesh) {
   EXPECT_THROW(compile(m, CompileOptions{.num_devices = 0}), UserError);
   SpmdProgram one = compile(m, CompileOptions{.num_devices = 1});
   EXPECT_EQ(one.memory.peak_bytes, 16);  // the parameter, 4 x f32, is the whole program
+  // The collectives' execution options reach the program for the simulator.
+  EXPECT_EQ(one.collectives.async.size(), 5u);  // default: every kind asynchronous
+  CompileOptions v4{.num_devices = 1};
+  v4.collectives.async = {Opcode::kAllGather};
+  EXPECT_EQ(compile(m, v4).collectives.async, (std::set<Opcode>{Opcode::kAllGather}));
 }
 
 // Stand-in compile: peak bytes per remat choice name.

@@ -40,6 +40,10 @@ TEST(Lowering, OptimizerComesFromTheRegistry) {
   EXPECT_EQ(adafactor.beta1, 0.0);
   EXPECT_EQ(lowered({"training.optimizer=sgd"}, tpuv3).training->optimizer.kind,
             compiler::OptimizerKind::kSgd);
+  const compiler::OptimizerOptions adamw =
+      lowered({"training.optimizer=adamw"}, tpuv3).training->optimizer;
+  EXPECT_EQ(adamw.kind, compiler::OptimizerKind::kAdamW);
+  EXPECT_EQ(adamw.weight_decay, 1e-4);
   EXPECT_FALSE(lowered({"training.enabled=false"}, tpuv3).training.has_value());
 }
 
@@ -57,6 +61,21 @@ TEST(Lowering, RematChoices) {
   EXPECT_FALSE(selective.remat_auto);
   EXPECT_EQ(selective.training->remat, compiler::RematKind::kSelective);
   EXPECT_EQ(selective.training->remat_policy, "save_dots");
+  EXPECT_EQ(lowered({"training.remat=minimal"}, tpuv3).training->remat_policy, "minimal");
+}
+
+// compiler.async_collectives (a set of opcodes) and collective_fusion reach the compile options.
+TEST(Lowering, CollectiveExecutionReachesTheCompileOptions) {
+  const hw::HardwareConfig tpuv3 = hw::load_hardware("tpuv3");
+  EXPECT_EQ(lowered({}, tpuv3).collectives.async, compiler::CollectiveExecution{}.async);
+  const compiler::CompileOptions v4 =
+      lowered({"compiler.async_collectives=[all-gather, collective-permute]"}, tpuv3);
+  EXPECT_EQ(v4.collectives.async,
+            (std::set<compiler::Opcode>{compiler::Opcode::kAllGather,
+                                        compiler::Opcode::kCollectivePermute}));
+  EXPECT_FALSE(v4.collectives.is_async(compiler::Opcode::kAllReduce));
+  EXPECT_TRUE(v4.collectives.fusion);  // default: collective fusion on
+  EXPECT_FALSE(lowered({"compiler.collective_fusion=false"}, tpuv3).collectives.fusion);
 }
 
 TEST(Lowering, MeshLayoutKeepsShapeOrderAndDevices) {

@@ -240,5 +240,85 @@ ENTRY %main (p: bf16[2048,2048], q: bf16[128,2048]) -> bf16[1024,2048] {{
   }
 }
 
+// An all-reduce over a ring of 8 and a dot independent of it (compiler::CollectiveExecution).
+constexpr const char* kAllReduceBesideDot = R"(HloModule sync, num_partitions=8
+%sum (x: bf16[], y: bf16[]) -> bf16[] {
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+}
+ENTRY %main (p: bf16[2048,2048], a: bf16[2048,2048]) -> (bf16[2048,2048], bf16[2048,2048]) {
+  %p = bf16[2048,2048]{1,0} parameter(0)
+  %a = bf16[2048,2048]{1,0} parameter(1)
+  %ar = bf16[2048,2048]{1,0} all-reduce(%p), channel_id=1, replica_groups=[1,8]<=[8], use_global_device_ids=true, to_apply=%sum
+  %d = bf16[2048,2048]{1,0} dot(%p, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (bf16[2048,2048]{1,0}, bf16[2048,2048]{1,0}) tuple(%ar, %d)
+})";
+
+TEST(Engine, SynchronousCollectiveHoldsTheComputeStream) {
+  // Bidirectional ring all-reduce of V over a closed ring of 8: two ring
+  // passes (reduce-scatter + all-gather), each 7/8 V / (2W) + 4 hops. The dot
+  // is independent of it: asynchronous, the all-reduce hides under the
+  // (longer) dot; synchronous, the dot starts when it ends, step = sum.
+  const hw::System system = testing::ring_system(8);
+  const double ar = 2 * ((8 - 1.0) / 8 * kV / (2 * kLinkBandwidth) + 8 / 2.0 * kHopLatency);
+  auto program = program_from_hlo(kAllReduceBesideDot);
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline async = run(program, system, f);
+    const auto d = std::find_if(async.ops.begin(), async.ops.end(),
+                                [](const OpRecord& r) { return r.name == "d"; });
+    ASSERT_NE(d, async.ops.end());
+    const double dot = d->seconds;
+    ASSERT_GT(dot, ar);  // premise: the dot hides the all-reduce
+    EXPECT_NEAR(async.step_time_s, dot, 1e-11) << fidelity_name(f);
+    EXPECT_EQ(async.exposed_communication_s, 0) << fidelity_name(f);
+
+    // Only all-gathers asynchronous (TPU v4's flags): the all-reduce is synchronous.
+    program.collectives.async = {compiler::Opcode::kAllGather};
+    const Timeline sync = run(program, system, f);
+    EXPECT_NEAR(sync.step_time_s, ar + dot, 2e-11) << fidelity_name(f);
+    EXPECT_NEAR(sync.exposed_communication_s, ar, 1e-11) << fidelity_name(f);
+    EXPECT_NEAR(sync.compute_s, dot, 1e-11) << fidelity_name(f);
+    program.collectives = {};
+  }
+}
+
+TEST(Engine, WithoutCollectiveFusionTheReductionRunsOnTheComputeStream) {
+  // The all-reduce's reduction as a TensorCore kernel: (n-1)/n of its
+  // operand's elements added, the received chunk and the partial read, the
+  // sum written (step_program.h); its time from the core model directly.
+  const hw::System system = testing::ring_system(8);
+  const double ar = 2 * ((8 - 1.0) / 8 * kV / (2 * kLinkBandwidth) + 8 / 2.0 * kHopLatency);
+  hw::OpQuery query;
+  query.vector_work.push_back({2048 * 2048 * 7 / 8, hw::VectorCostClass::kSimple});
+  query.hbm_bytes_read = 2 * 7.0 / 8 * kV;
+  query.hbm_bytes_written = 7.0 / 8 * kV;
+  const double reduction = system.core().time_op(query).seconds;
+  ASSERT_GT(reduction, 0);
+  auto program = program_from_hlo(kAllReduceBesideDot);
+  auto seconds_of = [](const Timeline& t, const std::string& name) {
+    const auto it =
+        std::find_if(t.ops.begin(), t.ops.end(), [&](const OpRecord& r) { return r.name == name; });
+    return it == t.ops.end() ? -1.0 : it->seconds;
+  };
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    program.collectives = {};
+    const double dot = seconds_of(run(program, system, f), "d");
+    program.collectives.fusion = false;
+    // Asynchronous: the kernel runs beside the all-reduce's transfer (its HBM
+    // shared with the DMAs, so at least its time alone), then the dot; the
+    // all-reduce stays hidden.
+    const Timeline async = run(program, system, f);
+    const double kernel = seconds_of(async, "ar.reduction");
+    EXPECT_GE(kernel, reduction - 1e-12) << fidelity_name(f);
+    EXPECT_NEAR(async.step_time_s, kernel + dot, 2e-11) << fidelity_name(f);
+    // Synchronous: the all-reduce, then its kernel alone, then the dot.
+    program.collectives.async = {};
+    const Timeline sync = run(program, system, f);
+    EXPECT_NEAR(seconds_of(sync, "ar.reduction"), reduction, 1e-12) << fidelity_name(f);
+    EXPECT_NEAR(sync.step_time_s, ar + reduction + dot, 3e-11) << fidelity_name(f);
+  }
+}
+
 }  // namespace
 }  // namespace podsim::sim

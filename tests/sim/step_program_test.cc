@@ -73,6 +73,65 @@ ENTRY %main (p: f32[16,8]) -> f32[16,8] {
   EXPECT_EQ(flat.reads, (Reads{{}, {0}, {1}, {2}}));
 }
 
+TEST(StepProgram, CollectivesOfKindsNotAsynchronousAreSynchronous) {
+  // compiler::CollectiveExecution: only all-gathers asynchronous; the async
+  // start of a reduce-scatter counts as a reduce-scatter.
+  compiler::SpmdProgram spmd = program_from_hlo(std::string(kHeader) + R"(
+ENTRY %main (p: f32[16,8]) -> f32[16,8] {
+  %p = f32[16,8] parameter(0)
+  %rss = ((f32[16,8]), f32[4,8]) reduce-scatter-start(%p), channel_id=1, replica_groups=[1,4]<=[4], dimensions={0}, use_global_device_ids=true, to_apply=%sum
+  %rsd = f32[4,8] reduce-scatter-done(%rss)
+  %ag = f32[16,8] all-gather(%rsd), channel_id=2, replica_groups=[1,4]<=[4], dimensions={0}, use_global_device_ids=true
+  ROOT %n = f32[16,8] negate(%ag)
+})");
+  const hw::System system = ring_system(4);
+  OpCostModel costs(system.core(), &spmd.module);
+  CollectiveCatalog catalog(system, spmd.num_devices);
+  auto synchronous = [&] {
+    const StepProgram flat = flatten_program(FlattenInputs{spmd, costs, catalog});
+    std::vector<bool> out;
+    for (const Step& step : flat.steps)
+      out.push_back(flat.ops[static_cast<size_t>(step.op)].synchronous);
+    return out;
+  };
+  EXPECT_EQ(synchronous(), (std::vector<bool>{false, false, false}));  // default: all async
+  spmd.collectives.async = {compiler::Opcode::kAllGather};
+  EXPECT_EQ(synchronous(), (std::vector<bool>{true, false, false}));
+  spmd.collectives.async = {};
+  EXPECT_EQ(synchronous(), (std::vector<bool>{true, true, false}));
+}
+
+TEST(StepProgram, WithoutCollectiveFusionReductionsGetAKernelStep) {
+  // collective fusion off: a reduce-scatter (and an all-reduce) is followed by
+  // its reduction kernel, reading what the collective reads; an all-gather is not.
+  compiler::SpmdProgram spmd = program_from_hlo(std::string(kHeader) + R"(
+ENTRY %main (p: f32[16,8]) -> f32[16,8] {
+  %p = f32[16,8] parameter(0)
+  %ar = f32[16,8] all-reduce(%p), channel_id=1, replica_groups=[1,4]<=[4], use_global_device_ids=true, to_apply=%sum
+  %rs = f32[4,8] reduce-scatter(%ar), channel_id=2, replica_groups=[1,4]<=[4], dimensions={0}, use_global_device_ids=true, to_apply=%sum
+  %ag = f32[16,8] all-gather(%rs), channel_id=3, replica_groups=[1,4]<=[4], dimensions={0}, use_global_device_ids=true
+  ROOT %n = f32[16,8] negate(%ag)
+})");
+  spmd.collectives.fusion = false;
+  const hw::System system = ring_system(4);
+  OpCostModel costs(system.core(), &spmd.module);
+  CollectiveCatalog catalog(system, spmd.num_devices);
+  const StepProgram flat = flatten_program(FlattenInputs{spmd, costs, catalog});
+  std::vector<std::string> names;
+  Reads reads;
+  for (const Step& step : flat.steps) {
+    names.push_back(flat.ops[static_cast<size_t>(step.op)].name);
+    reads.emplace_back(flat.waits.begin() + step.wait_begin, flat.waits.begin() + step.wait_end);
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"ar", "ar.reduction", "rs", "rs.reduction", "ag", "n"}));
+  EXPECT_EQ(reads, (Reads{{}, {}, {0}, {0}, {1}, {2}}));
+  // Each kernel reduces 3/4 of its operand's 128 f32 elements: reads 2 x 96 x 4 B, writes 96 x 4 B.
+  const OpInfo& kernel = flat.ops[static_cast<size_t>(flat.steps[1].op)];
+  EXPECT_EQ(kernel.cost.hbm_bytes, 3 * 96 * 4.0);
+  EXPECT_EQ(kernel.cost.flops, 96.0);
+}
+
 TEST(StepProgram, ReadsThroughComputeAreNotListed) {
   const Flat flat = flatten(std::string(kHeader) + R"(
 ENTRY %main (p: f32[16,8]) -> f32[16,8] {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/error.h"
 #include "hw_models/ici/placement.h"
 #include "tests/workloads/workload_test_util.h"
@@ -112,6 +114,42 @@ TEST(WorkloadYaml, LayerLoopAndLoopPipeliningKeysRead) {
       << unknown.message();
 }
 
+TEST(WorkloadYaml, AsyncCollectivesListKindsAndRejectUnknownOnes) {
+  using compiler::Opcode;
+  // Default: all five kinds asynchronous (the simulator's behaviour without the key).
+  EXPECT_EQ(parse_workload(kValid, "w.yaml").compiler.async_collectives,
+            (std::set<Opcode>{Opcode::kAllGather, Opcode::kReduceScatter, Opcode::kAllReduce,
+                              Opcode::kAllToAll, Opcode::kCollectivePermute}));
+  EXPECT_EQ(parse_workload(std::string(kValid) + "compiler:\n  async_collectives: [all-gather]\n",
+                           "w.yaml")
+                .compiler.async_collectives,
+            (std::set<Opcode>{Opcode::kAllGather}));
+  EXPECT_TRUE(parse_workload(kValid, "w.yaml", {"compiler.async_collectives=[]"})
+                  .compiler.async_collectives.empty());
+  const std::string base = std::string(kValid) + "compiler:\n  async_collectives: ";
+  // kValid has 20 lines: the list is on line 22, after "  async_collectives: " (21 columns).
+  UserError typo = expect_parse_error(base + "[all-gather, all-reduse]\n");
+  EXPECT_EQ(typo.location().line, 22);
+  EXPECT_EQ(typo.location().column, 35);
+  EXPECT_NE(typo.message().find("'compiler.async_collectives' must be one of"), std::string::npos)
+      << typo.what();
+  EXPECT_NE(typo.hint().find("did you mean 'all-reduce'"), std::string::npos) << typo.what();
+  EXPECT_NE(expect_parse_error(base + "[all-gather, all-gather]\n").message().find("twice"),
+            std::string::npos);
+  EXPECT_NE(expect_parse_error(base + "all-gather\n").message().find("must be a list"),
+            std::string::npos);
+}
+
+TEST(WorkloadYaml, CollectiveFusionReadsABool) {
+  EXPECT_TRUE(parse_workload(kValid, "w.yaml").compiler.collective_fusion);  // default
+  EXPECT_FALSE(parse_workload(kValid, "w.yaml", {"compiler.collective_fusion=false"})
+                   .compiler.collective_fusion);
+  EXPECT_NE(expect_parse_error(kValid, {"compiler.collective_fusion=sometimes"})
+                .message()
+                .find("must be true or false"),
+            std::string::npos);
+}
+
 TEST(WorkloadYaml, CompilerSectionErrorsArePositioned) {
   const std::string base = std::string(kValid) + "compiler:\n  windowed_einsum:\n";
   // kValid has 20 lines: the windowed_einsum keys are on line 23.
@@ -197,7 +235,7 @@ TEST(WorkloadYaml, PhysicalGridMustHoldTheMesh) {
 
 TEST(WorkloadYaml, BadChoiceListsTheChoices) {
   UserError e = expect_parse_error(replace(kValid, "optimizer: adam", "optimizer: lamb"));
-  EXPECT_NE(e.message().find("sgd | adam | adafactor"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("sgd | adam | adamw | adafactor"), std::string::npos) << e.what();
 }
 
 // model.norm and model.dtypes.attention_logits are read, and a value outside
@@ -289,12 +327,14 @@ TEST(WorkloadYaml, BatchNotDivisibleByMicrobatches) {
 TEST(WorkloadYaml, BadSetValueNamesTheFlagTheChoicesAndTheNearest) {
   UserError e = expect_parse_error(kValid, {"training.remat=ful"});
   EXPECT_EQ(e.location().file, "--set training.remat=ful") << e.what();
-  EXPECT_NE(e.message().find("none | full | auto | save_dots"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("none | full | auto | save_dots | minimal"), std::string::npos)
+      << e.what();
   EXPECT_EQ(e.hint(), "did you mean 'full'?") << e.what();
   const std::pair<const char*, RematMode> good[] = {{"none", RematMode::kNone},
                                                     {"full", RematMode::kFull},
                                                     {"auto", RematMode::kAuto},
-                                                    {"save_dots", RematMode::kSelective}};
+                                                    {"save_dots", RematMode::kSelective},
+                                                    {"minimal", RematMode::kSelective}};
   for (const auto& [name, mode] : good) {
     const TrainingSpec t =
         parse_workload(kValid, "w.yaml", {std::string("training.remat=") + name}).training;

@@ -15,12 +15,20 @@ namespace {
 
 // The registry names every OptimizerKind once, in the order users see them,
 // and its defaults are the documented ones (Adam: Kingma & Ba's 0.9, 0.999,
-// 1e-8; Adafactor: no first moment).
+// 1e-8; AdamW: optax.adamw's, the same plus weight decay 1e-4; Adafactor: no
+// first moment).
 TEST(OptimizerRegistry, NamesEachKindOnceWithItsDefaults) {
-  ASSERT_EQ(optimizers().size(), 3u);
+  ASSERT_EQ(optimizers().size(), 4u);
   EXPECT_EQ(optimizers()[0].name, "sgd");
   EXPECT_EQ(optimizers()[1].name, "adam");
-  EXPECT_EQ(optimizers()[2].name, "adafactor");
+  EXPECT_EQ(optimizers()[2].name, "adamw");
+  EXPECT_EQ(optimizers()[3].name, "adafactor");
+  const OptimizerOptions adamw = optimizer_defaults(OptimizerKind::kAdamW);
+  EXPECT_EQ(adamw.beta1, 0.9);
+  EXPECT_EQ(adamw.beta2, 0.999);
+  EXPECT_EQ(adamw.epsilon, 1e-8);
+  EXPECT_EQ(adamw.weight_decay, 1e-4);
+  EXPECT_EQ(optimizer_defaults(OptimizerKind::kAdam).weight_decay, 0.0);
   for (const OptimizerEntry& e : optimizers()) EXPECT_EQ(optimizer_defaults(e.kind).kind, e.kind);
   EXPECT_EQ(optimizer_defaults(OptimizerKind::kAdam).beta1, 0.9);
   EXPECT_EQ(optimizer_defaults(OptimizerKind::kAdam).beta2, 0.999);
@@ -57,27 +65,44 @@ TEST(Optimizer, SgdUpdate) {
   EXPECT_TRUE(compare_literals(Literal(Shape(F32, {2}), {0.95, 2.1}), r.element(1), kTol).ok);
 }
 
-TEST(Optimizer, AdamUpdateWithBiasCorrection) {
+// One Adam-family step (lr 0.1, b1 0.9, b2 0.99, eps 1e-8) of w = 1 with
+// g = x = 0.5 from m = 0.1, v = 0.2 at step 1; checks the moments and the step
+// count and returns the new weight.
+double adam_family_step(OptimizerKind kind, double weight_decay) {
   TrainingStepOptions options;
-  options.optimizer.kind = OptimizerKind::kAdam;
+  options.optimizer.kind = kind;
   options.optimizer.learning_rate = 0.1;
   options.optimizer.beta1 = 0.9;
   options.optimizer.beta2 = 0.99;
   options.optimizer.epsilon = 1e-8;
+  options.optimizer.weight_decay = weight_decay;
   TrainingStep step = build_training_step(linear_loss(Shape(F32, {1})), options);
   verify_module(step.module);
   // Parameters: w, x, m, v, step.
-  ASSERT_EQ(step.module.entry().parameters().size(), 5u);
+  EXPECT_EQ(step.module.entry().parameters().size(), 5u);
   Literal r = evaluate(step.module, {Literal(Shape(F32, {1}), {1}), Literal(Shape(F32, {1}), {0.5}),
                                      Literal(Shape(F32, {1}), {0.1}),
                                      Literal(Shape(F32, {1}), {0.2}), Literal::scalar(F32, 1)});
   // t = 2: m' = 0.9*0.1 + 0.1*0.5 = 0.14; v' = 0.99*0.2 + 0.01*0.25 = 0.2005
-  // w' = 1 - 0.1 * (0.14 / (1 - 0.9^2)) / (sqrt(0.2005 / (1 - 0.99^2)) + 1e-8)
-  double expected = 1 - 0.1 * (0.14 / 0.19) / (std::sqrt(0.2005 / 0.0199) + 1e-8);
-  EXPECT_NEAR(r.element(1).values()[0], expected, kTol);
+  // (the moments never see the weight decay).
   EXPECT_NEAR(r.element(2).values()[0], 0.14, kTol);
   EXPECT_NEAR(r.element(3).values()[0], 0.2005, kTol);
   EXPECT_EQ(r.element(4).scalar_value(), 2.0);
+  return r.element(1).values()[0];
+}
+
+TEST(Optimizer, AdamUpdateWithBiasCorrection) {
+  // w' = 1 - 0.1 * (0.14 / (1 - 0.9^2)) / (sqrt(0.2005 / (1 - 0.99^2)) + 1e-8)
+  double expected = 1 - 0.1 * (0.14 / 0.19) / (std::sqrt(0.2005 / 0.0199) + 1e-8);
+  EXPECT_NEAR(adam_family_step(OptimizerKind::kAdam, 0.5), expected, kTol);  // Adam ignores wd
+}
+
+TEST(Optimizer, AdamWDecaysTheWeightApartFromTheMoments) {
+  // Adam's direction plus the decay wd w = 0.5 * 1 inside the learning-rate
+  // step (Loshchilov & Hutter 2019):
+  // w' = 1 - 0.1 * ((0.14 / 0.19) / (sqrt(0.2005 / 0.0199) + 1e-8) + 0.5 * 1)
+  double expected = 1 - 0.1 * ((0.14 / 0.19) / (std::sqrt(0.2005 / 0.0199) + 1e-8) + 0.5);
+  EXPECT_NEAR(adam_family_step(OptimizerKind::kAdamW, 0.5), expected, kTol);
 }
 
 TEST(Optimizer, AdafactorFactoredWithClipping) {
