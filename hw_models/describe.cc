@@ -33,7 +33,7 @@ DerivedFigures derive_figures(const HardwareConfig& config) {
 }
 
 std::string describe_hardware(const HardwareConfig& config) {
-  std::string out = fmt::format("hardware {} (from {})\n{}\n\n", config.name, config.origin,
+  std::string out = fmt::format("hardware {} (from {})\nstatus: {}\n\n", config.name, config.origin,
                                 calibration_status_text(config.status));
   size_t width = 0;
   for (const std::string& key : hardware_keys()) width = std::max(width, key.size());

@@ -80,10 +80,10 @@ TEST(Describe, CubePodsHaveSixLinksPerChip) {
 }
 
 TEST(Describe, ShowNamesTheCalibrationStatus) {
-  EXPECT_NE(describe_hardware(load_hardware("tpuv6e")).find("\nuncalibrated (published specs only)\n"),
+  EXPECT_NE(describe_hardware(load_hardware("tpuv6e")).find("\nstatus: uncalibrated (published specs only)\n"),
             std::string::npos);
   const std::string v5p = describe_hardware(load_hardware("tpuv5p"));
-  EXPECT_NE(v5p.find("\ncalibrated\n"), std::string::npos) << v5p;
+  EXPECT_NE(v5p.find("\nstatus: calibrated\n"), std::string::npos) << v5p;
   // Every key of tpuv5p is printed with its source.
   EXPECT_NE(v5p.find("16x16x24"), std::string::npos) << v5p;
   EXPECT_NE(v5p.find("1200 GB/s bidirectional per chip / 6 links"), std::string::npos) << v5p;
@@ -115,7 +115,7 @@ TEST(Describe, PresetTableHasOneRowPerPresetWithItsFigures) {
       << text;
   // tpu7x: 16x24x24 chips x 2 devices = 18432; a device is 4 x 256x256 x 2 x
   // 2.2 GHz = 1153.4 TFLOP/s (4 significant digits: 1153) with 96 GiB.
-  EXPECT_NE(text.find("tpu7x        18432           1153         96     9216  16x24x24  "
+  EXPECT_NE(text.find("tpu7x         18432           1153         96     9216  16x24x24  "
                       "uncalibrated (published specs only)\n"),
             std::string::npos)
       << text;
