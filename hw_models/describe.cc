@@ -81,11 +81,10 @@ std::string describe_presets() {
     int64_t chips = 1;
     for (int64_t d : c.ici.pod_dims) chips *= d;
     const std::string torus = fmt::format("{}", fmt::join(c.ici.pod_dims, "x"));
-    text += fmt::format("{:<10} {:>8} {:>14.4g} {:>10.4g} {:>8}  {:<9} {}\n", name,
-                        chips * c.chip.devices_per_chip,
-                        peak_matmul_flops_per_device(c.core) / 1e12,
-                        c.hbm.capacity_bytes / (1024.0 * 1024 * 1024), chips, torus,
-                        calibration_status_text(c.status));
+    text += fmt::format(
+        "{:<10} {:>8} {:>14.4g} {:>10.4g} {:>8}  {:<9} {}\n", name, chips * c.chip.devices_per_chip,
+        peak_matmul_flops_per_device(c.core) / 1e12, c.hbm.capacity_bytes / (1024.0 * 1024 * 1024),
+        chips, torus, calibration_status_text(c.status));
   }
   text += "peak TFLOP/s and HBM GiB per device\n";
   text += "details: podsim hardware show <preset>\n";

@@ -110,12 +110,12 @@ Slice default_slice(const HardwareConfig& config, int64_t devices) {
   std::vector<int64_t> current, best;
   best_factorization(config, devices / per_chip, 0, current, best);
   if (best.empty())
-    throw UserError(fmt::format("{} chips cannot be arranged as a slice of the {} pod",
-                                devices / per_chip, fmt::join(pod.chip_dims, "x")),
-                    config.ici.torus_block > 0
-                        ? fmt::format("use a device count that fits one: {}",
-                                      slice_rule_text(config))
-                        : "give mesh.physical explicitly or use a power-of-two device count");
+    throw UserError(
+        fmt::format("{} chips cannot be arranged as a slice of the {} pod", devices / per_chip,
+                    fmt::join(pod.chip_dims, "x")),
+        config.ici.torus_block > 0
+            ? fmt::format("use a device count that fits one: {}", slice_rule_text(config))
+            : "give mesh.physical explicitly or use a power-of-two device count");
   return Slice{best, wraparound_for(config, best), per_chip};
 }
 

@@ -34,8 +34,8 @@ TEST(HardwareConfig, NewGenerationPeaksMatchPublishedFigures) {
   const HardwareConfig v6e = load_hardware("tpuv6e");
   EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(v6e.core), 2.0 * 4 * 256 * 256 * 1.75e9);
   EXPECT_NEAR(peak_matmul_flops_per_device(v6e.core), 918e12, 0.01 * 918e12);
-  const HardwareConfig v6e_two = load_hardware(
-      "tpuv6e", {{"core.mxus_per_tensor_core", "2"}, {"core.clock_hz", "3.5e9"}});
+  const HardwareConfig v6e_two =
+      load_hardware("tpuv6e", {{"core.mxus_per_tensor_core", "2"}, {"core.clock_hz", "3.5e9"}});
   EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(v6e_two.core),
                    peak_matmul_flops_per_device(v6e.core));
   // TPU7x: 2307 per chip of 2 devices = 2 x (4 x 256x256 x 2 x 2.2 GHz) = 2306.9e12.

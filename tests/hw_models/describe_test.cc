@@ -80,7 +80,8 @@ TEST(Describe, CubePodsHaveSixLinksPerChip) {
 }
 
 TEST(Describe, ShowNamesTheCalibrationStatus) {
-  EXPECT_NE(describe_hardware(load_hardware("tpuv6e")).find("\nstatus: uncalibrated (published specs only)\n"),
+  EXPECT_NE(describe_hardware(load_hardware("tpuv6e"))
+                .find("\nstatus: uncalibrated (published specs only)\n"),
             std::string::npos);
   const std::string v5p = describe_hardware(load_hardware("tpuv5p"));
   EXPECT_NE(v5p.find("\nstatus: calibrated\n"), std::string::npos) << v5p;

@@ -168,9 +168,8 @@ TEST(Slices, CubeMachinesTakeWholeCubesOrPartOfOne) {
     SCOPED_TRACE(name);
     const HardwareConfig hw = load_hardware(name);
     const int64_t per_chip = hw.chip.devices_per_chip;
-    for (const std::vector<int64_t>& good :
-         std::vector<std::vector<int64_t>>{{2, 2, 1}, {1, 1, 1}, {3, 4, 2}, {4, 4, 4},
-                                           {4, 4, 8}, {8, 16, 16}}) {
+    for (const std::vector<int64_t>& good : std::vector<std::vector<int64_t>>{
+             {2, 2, 1}, {1, 1, 1}, {3, 4, 2}, {4, 4, 4}, {4, 4, 8}, {8, 16, 16}}) {
       EXPECT_TRUE(slice_shape_allowed(hw, good));
       std::vector<int64_t> physical = good;
       physical.push_back(per_chip);
@@ -208,8 +207,7 @@ TEST(Slices, DefaultSliceOnCubesIsWholeCubes) {
   EXPECT_NE(e.hint().find("every chip dim at most 4"), std::string::npos) << e.hint();
   // Powers of two keep their squarest shapes: 128 = 4x4x8; 1024: 4x16x16 and
   // 8x8x16 tie on the largest dim, the lexicographically smaller wins.
-  EXPECT_EQ(default_slice(load_hardware("tpuv5p"), 128).chip_dims,
-            (std::vector<int64_t>{4, 4, 8}));
+  EXPECT_EQ(default_slice(load_hardware("tpuv5p"), 128).chip_dims, (std::vector<int64_t>{4, 4, 8}));
   EXPECT_EQ(default_slice(load_hardware("tpuv5p"), 1024).chip_dims,
             (std::vector<int64_t>{4, 16, 16}));
   // TPU7x: 2 devices per chip, 128 devices = 64 chips = one 4x4x4 cube.
