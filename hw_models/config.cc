@@ -244,6 +244,10 @@ const std::vector<Field>& fields() {
                       },
                       [](const HardwareConfig& c) { return c.name; }});
     t.push_back(choice_field(
+        "status", [](HardwareConfig& c) -> CalibrationStatus& { return c.status; },
+        yaml::NameTable<CalibrationStatus>({{CalibrationStatus::kCalibrated, "calibrated"},
+                                            {CalibrationStatus::kUncalibrated, "uncalibrated"}})));
+    t.push_back(choice_field(
         "core.model", [](HardwareConfig& c) -> CoreModelKind& { return c.core.model; },
         core_model_names()));
     // 1 MHz .. 100 GHz: TPUs run at ~1 GHz and no digital chip above ~6 GHz.
@@ -643,6 +647,11 @@ std::string hardware_value_text(const HardwareConfig& config, const std::string&
   const Field* field = find_field(key);
   assert(field && "hardware_value_text: unknown key");
   return field->get(config);
+}
+
+std::string calibration_status_text(CalibrationStatus status) {
+  return status == CalibrationStatus::kCalibrated ? "calibrated"
+                                                  : "uncalibrated (published specs only)";
 }
 
 std::vector<std::string> preset_names() {

@@ -113,8 +113,13 @@ struct IciConfig {
   int64_t collectives_in_flight = 1;
 };
 
+// Whether the preset's predictions have been checked against measured runs
+// (docs/reference/hardware.md#calibration-status), by name in `status`.
+enum class CalibrationStatus { kCalibrated, kUncalibrated };
+
 struct HardwareConfig {
   std::string name;
+  CalibrationStatus status = CalibrationStatus::kUncalibrated;
   std::string origin;  // the file it was loaded from
   CoreConfig core;
   HbmConfig hbm;
@@ -147,6 +152,10 @@ std::vector<std::string> hardware_keys();
 
 // The value of one key rendered as text (for describe and error messages).
 std::string hardware_value_text(const HardwareConfig& config, const std::string& key);
+
+// "calibrated", or "uncalibrated (published specs only)": what `podsim
+// hardware list` and `show` print.
+std::string calibration_status_text(CalibrationStatus status);
 
 // Names of the presets shipped in PODSIM_PRESET_DIR.
 std::vector<std::string> preset_names();

@@ -33,7 +33,8 @@ DerivedFigures derive_figures(const HardwareConfig& config) {
 }
 
 std::string describe_hardware(const HardwareConfig& config) {
-  std::string out = fmt::format("hardware {} (from {})\n\n", config.name, config.origin);
+  std::string out = fmt::format("hardware {} (from {})\nstatus: {}\n\n", config.name, config.origin,
+                                calibration_status_text(config.status));
   size_t width = 0;
   for (const std::string& key : hardware_keys()) width = std::max(width, key.size());
   for (const std::string& key : hardware_keys()) {
@@ -73,18 +74,19 @@ std::string describe_hardware(const HardwareConfig& config) {
 }
 
 std::string describe_presets() {
-  std::string text = fmt::format("{:<10} {:>8} {:>14} {:>10} {:>8}  {}\n", "preset", "devices",
-                                 "peak TFLOP/s", "HBM GiB", "chips", "torus");
+  std::string text = fmt::format("{:<10} {:>8} {:>14} {:>10} {:>8}  {:<9} {}\n", "preset",
+                                 "devices", "peak TFLOP/s", "HBM GiB", "chips", "torus", "status");
   for (const std::string& name : preset_names()) {
     const HardwareConfig c = load_hardware(name);
     int64_t chips = 1;
     for (int64_t d : c.ici.pod_dims) chips *= d;
     const std::string torus = fmt::format("{}", fmt::join(c.ici.pod_dims, "x"));
-    text +=
-        fmt::format("{:<10} {:>8} {:>14.4g} {:>10.4g} {:>8}  {}\n", name,
-                    chips * c.chip.devices_per_chip, peak_matmul_flops_per_device(c.core) / 1e12,
-                    c.hbm.capacity_bytes / (1024.0 * 1024 * 1024), chips, torus);
+    text += fmt::format(
+        "{:<10} {:>8} {:>14.4g} {:>10.4g} {:>8}  {:<9} {}\n", name, chips * c.chip.devices_per_chip,
+        peak_matmul_flops_per_device(c.core) / 1e12, c.hbm.capacity_bytes / (1024.0 * 1024 * 1024),
+        chips, torus, calibration_status_text(c.status));
   }
+  text += "peak TFLOP/s and HBM GiB per device\n";
   text += "details: podsim hardware show <preset>\n";
   return text;
 }

@@ -32,7 +32,8 @@ DerivedFigures derive_figures(const HardwareConfig& config);
 std::string describe_hardware(const HardwareConfig& config);
 
 // `podsim hardware list`: each shipped preset with the figures that tell them
-// apart (per device: peak matmul rate and HBM; the pod's chips and torus).
+// apart (per device: peak matmul rate and HBM; the pod's chips and torus) and
+// its calibration status.
 std::string describe_presets();
 
 }  // namespace podsim::hw

@@ -35,6 +35,19 @@ Slice full_pod(const HardwareConfig& config) {
 
 namespace {
 
+// The rule of slice_shape_allowed in words, for hints: "every chip dim a
+// multiple of 4 (e.g. 4x4x8), or every dim at most 4 (inside one 4x4x4 block)".
+std::string slice_rule_text(const HardwareConfig& config) {
+  const int64_t b = config.ici.torus_block;
+  const std::vector<int64_t> block(config.ici.pod_dims.size(), b);
+  std::vector<int64_t> two_blocks = block;
+  two_blocks.back() = 2 * b;
+  return fmt::format(
+      "a {} slice is whole {} blocks or lies inside one: every chip dim a multiple of {} "
+      "(e.g. {}), or every chip dim at most {}",
+      config.name, fmt::join(block, "x"), b, fmt::join(two_blocks, "x"), b);
+}
+
 // The full pod wraps where the preset says; a smaller slice wraps along a
 // dim that is a whole number of torus blocks (ici.torus_block: TPU v4's
 // optical switches close a ring of 4x4x4 cubes), else it is a mesh there.
@@ -50,13 +63,18 @@ std::vector<bool> wraparound_for(const HardwareConfig& config,
 }
 
 // All ways to write `chips` as a product of dims.size() factors, each within
-// the pod's dim; keeps the squarest (smallest max, then lexicographically
-// smallest).
-void best_factorization(int64_t chips, const std::vector<int64_t>& pod_dims, size_t dim,
+// the pod's dim and forming an allowed slice shape; keeps the squarest
+// (smallest max, then lexicographically smallest).
+void best_factorization(const HardwareConfig& config, int64_t chips, size_t dim,
                         std::vector<int64_t>& current, std::vector<int64_t>& best) {
+  const std::vector<int64_t>& pod_dims = config.ici.pod_dims;
   if (dim + 1 == pod_dims.size()) {
     if (chips > pod_dims[dim]) return;
     current.push_back(chips);
+    if (!slice_shape_allowed(config, current)) {
+      current.pop_back();
+      return;
+    }
     auto key = [](const std::vector<int64_t>& d) { return *std::max_element(d.begin(), d.end()); };
     if (best.empty() || key(current) < key(best) || (key(current) == key(best) && current < best))
       best = current;
@@ -66,7 +84,7 @@ void best_factorization(int64_t chips, const std::vector<int64_t>& pod_dims, siz
   for (int64_t f = 1; f <= std::min(chips, pod_dims[dim]); ++f) {
     if (chips % f != 0) continue;
     current.push_back(f);
-    best_factorization(chips / f, pod_dims, dim + 1, current, best);
+    best_factorization(config, chips / f, dim + 1, current, best);
     current.pop_back();
   }
 }
@@ -90,11 +108,14 @@ Slice default_slice(const HardwareConfig& config, int64_t devices) {
                                 "hardware.chip.devices_per_chip=1",
                                 per_chip));
   std::vector<int64_t> current, best;
-  best_factorization(devices / per_chip, pod.chip_dims, 0, current, best);
+  best_factorization(config, devices / per_chip, 0, current, best);
   if (best.empty())
-    throw UserError(fmt::format("{} chips cannot be arranged as a box inside the {} pod",
-                                devices / per_chip, fmt::join(pod.chip_dims, "x")),
-                    "give mesh.physical explicitly or use a power-of-two device count");
+    throw UserError(
+        fmt::format("{} chips cannot be arranged as a slice of the {} pod", devices / per_chip,
+                    fmt::join(pod.chip_dims, "x")),
+        config.ici.torus_block > 0
+            ? fmt::format("use a device count that fits one: {}", slice_rule_text(config))
+            : "give mesh.physical explicitly or use a power-of-two device count");
   return Slice{best, wraparound_for(config, best), per_chip};
 }
 
@@ -111,7 +132,9 @@ Slice slice_from_physical(const HardwareConfig& config, const std::vector<int64_
     if (chips[d] < 1 || chips[d] > pod[d])
       throw UserError(fmt::format("physical shape [{}] does not fit the {} pod",
                                   fmt::join(physical, ", "), fmt::join(pod, "x")),
-                      "each chip dim must be between 1 and the pod's size along it");
+                      fmt::format("each chip dim must be between 1 and the pod's size along "
+                                  "it: at most {}",
+                                  fmt::join(pod, "x")));
   const int64_t per_chip = physical.back();
   if (per_chip < 1 || per_chip > config.chip.devices_per_chip)
     throw UserError(
@@ -119,7 +142,23 @@ Slice slice_from_physical(const HardwareConfig& config, const std::vector<int64_
                     fmt::join(physical, ", "), per_chip, config.name, config.chip.devices_per_chip),
         fmt::format("the last entry counts devices per chip: 1 to {}",
                     config.chip.devices_per_chip));
+  if (!slice_shape_allowed(config, chips))
+    throw UserError(fmt::format("physical shape [{}] is not a {} slice: chip dims {} mix "
+                                "whole {}-chip blocks with partial ones",
+                                fmt::join(physical, ", "), config.name, fmt::join(chips, "x"),
+                                config.ici.torus_block),
+                    slice_rule_text(config));
   return Slice{chips, wraparound_for(config, chips), per_chip};
+}
+
+bool slice_shape_allowed(const HardwareConfig& config, const std::vector<int64_t>& chip_dims) {
+  const int64_t b = config.ici.torus_block;
+  if (b <= 0) return true;
+  const bool inside_one_block =
+      std::all_of(chip_dims.begin(), chip_dims.end(), [b](int64_t d) { return d <= b; });
+  const bool whole_blocks =
+      std::all_of(chip_dims.begin(), chip_dims.end(), [b](int64_t d) { return d % b == 0; });
+  return inside_one_block || whole_blocks;
 }
 
 LinkParams link_params(const HardwareConfig& config) {

@@ -51,8 +51,17 @@ Slice full_pod(const HardwareConfig& config);
 Slice default_slice(const HardwareConfig& config, int64_t devices);
 
 // A slice given explicitly as [chip dims..., devices per chip]; checked to fit
-// the pod. Wraparound only when it is the full pod.
+// the pod and to be a slice shape the machine forms (slice_shape_allowed).
+// Wraparound as for default_slice.
 Slice slice_from_physical(const HardwareConfig& config, const std::vector<int64_t>& physical);
+
+// The slice-shape rule of machines built of torus blocks (ici.torus_block
+// b > 0: TPU v4, v5p and TPU7x cubes of 4x4x4): a slice either lies inside
+// one block (every chip dim at most b: 2x2x1, 4x4x4) or is made of whole
+// blocks (every chip dim a multiple of b: 4x4x8; not 4x6x8). With b = 0 (TPU
+// v3), or b at least every pod dim (TPU v5e, v6e: 16 on a 16x16 pod), any
+// box inside the pod is a slice. docs/reference/hardware.md#slice-shapes.
+bool slice_shape_allowed(const HardwareConfig& config, const std::vector<int64_t>& chip_dims);
 
 enum class LinkKind { kIci, kOnChip };
 

@@ -30,9 +30,9 @@ const std::vector<std::string> kIntKeys = {"core.tensor_cores_per_device",
 std::vector<std::string> real_keys() {
   std::vector<std::string> keys;
   for (const std::string& key : hardware_keys()) {
-    const bool other = key == "name" || key == "core.model" || key == "ici.collective_algorithm" ||
-                       key == "ici.pod_dims" || key == "ici.pod_wraparound" ||
-                       key == "ici.torus_block";
+    const bool other = key == "name" || key == "status" || key == "core.model" ||
+                       key == "ici.collective_algorithm" || key == "ici.pod_dims" ||
+                       key == "ici.pod_wraparound" || key == "ici.torus_block";
     if (!other && std::find(kIntKeys.begin(), kIntKeys.end(), key) == kIntKeys.end())
       keys.push_back(key);
   }

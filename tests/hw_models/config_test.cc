@@ -9,13 +9,63 @@ namespace podsim::hw {
 namespace {
 
 TEST(HardwareConfig, PresetsLoadWithEveryKeySourced) {
-  for (const std::string name : {"tpuv3", "tpuv4"}) {
+  const std::vector<std::string> presets{"tpu7x", "tpuv3", "tpuv4", "tpuv5e", "tpuv5p", "tpuv6e"};
+  for (const std::string& name : presets) {
     const HardwareConfig config = load_hardware(name);
     EXPECT_EQ(config.name, name);
     for (const std::string& key : hardware_keys())
       EXPECT_TRUE(config.sources.count(key)) << name << " " << key;
   }
-  EXPECT_EQ(preset_names(), (std::vector<std::string>{"tpuv3", "tpuv4"}));
+  EXPECT_EQ(preset_names(), presets);
+}
+
+TEST(HardwareConfig, NewGenerationPeaksMatchPublishedFigures) {
+  // docs/reference/hardware.md#clock: peak = 2 x MXUs x rows x cols x clock.
+  // v5e: 197 TFLOP/s per chip (one device) = 4 x 128x128 x 2 x 1.5 GHz = 196.6e12.
+  const HardwareConfig v5e = load_hardware("tpuv5e");
+  EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(v5e.core), 2.0 * 4 * 128 * 128 * 1.5e9);
+  EXPECT_NEAR(peak_matmul_flops_per_device(v5e.core), 197e12, 0.01 * 197e12);
+  // v5p: 459 per chip = megacore device, 8 x 128x128 x 2 x 1.75 GHz = 458.8e12.
+  const HardwareConfig v5p = load_hardware("tpuv5p");
+  EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(v5p.core), 2.0 * 8 * 128 * 128 * 1.75e9);
+  EXPECT_NEAR(peak_matmul_flops_per_device(v5p.core), 459e12, 0.01 * 459e12);
+  // v6e: 918 per chip (one device) = 4 x 256x256 x 2 x 1.75 GHz = 917.5e12; the
+  // other reading, 2 MXUs at 3.5 GHz, gives the same peak.
+  const HardwareConfig v6e = load_hardware("tpuv6e");
+  EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(v6e.core), 2.0 * 4 * 256 * 256 * 1.75e9);
+  EXPECT_NEAR(peak_matmul_flops_per_device(v6e.core), 918e12, 0.01 * 918e12);
+  const HardwareConfig v6e_two =
+      load_hardware("tpuv6e", {{"core.mxus_per_tensor_core", "2"}, {"core.clock_hz", "3.5e9"}});
+  EXPECT_DOUBLE_EQ(peak_matmul_flops_per_device(v6e_two.core),
+                   peak_matmul_flops_per_device(v6e.core));
+  // TPU7x: 2307 per chip of 2 devices = 2 x (4 x 256x256 x 2 x 2.2 GHz) = 2306.9e12.
+  const HardwareConfig v7 = load_hardware("tpu7x");
+  EXPECT_EQ(v7.chip.devices_per_chip, 2);
+  EXPECT_NEAR(2 * peak_matmul_flops_per_device(v7.core), 2307e12, 0.01 * 2307e12);
+  // HBM per device: TPU7x's 192 GiB and ~7.37 TB/s per chip, half per chiplet.
+  EXPECT_DOUBLE_EQ(v7.hbm.capacity_bytes, 96.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(2 * v7.hbm.bandwidth, 7.37e12);
+}
+
+TEST(HardwareConfig, CalibrationStatusIsReadAndPrinted) {
+  // docs/reference/hardware.md#calibration-status.
+  for (const char* name : {"tpuv3", "tpuv4", "tpuv5e", "tpuv5p"})
+    EXPECT_EQ(load_hardware(name).status, CalibrationStatus::kCalibrated) << name;
+  for (const char* name : {"tpuv6e", "tpu7x"})
+    EXPECT_EQ(load_hardware(name).status, CalibrationStatus::kUncalibrated) << name;
+  EXPECT_EQ(calibration_status_text(CalibrationStatus::kUncalibrated),
+            "uncalibrated (published specs only)");
+  EXPECT_EQ(calibration_status_text(CalibrationStatus::kCalibrated), "calibrated");
+  // A file based on a preset inherits its status; a bad name lists the two.
+  EXPECT_EQ(load_hardware_from_string("base: tpuv6e\n", "x.yaml").status,
+            CalibrationStatus::kUncalibrated);
+  try {
+    load_hardware_from_string("base: tpuv3\nstatus: maybe\n", "x.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().line, 2);
+    EXPECT_EQ(e.hint(), "valid values: calibrated, uncalibrated");
+  }
 }
 
 TEST(HardwareConfig, TpuV3PeakMatchesAnchors) {

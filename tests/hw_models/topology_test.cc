@@ -131,7 +131,7 @@ TEST(Slices, V4SlicesOfWholeCubesAreTori) {
             (std::vector<bool>{true, true, true}));
   EXPECT_EQ(slice_from_physical(v4, {4, 4, 4, 1}).wraparound,
             (std::vector<bool>{true, true, true}));
-  EXPECT_EQ(slice_from_physical(v4, {2, 4, 8, 1}).wraparound,
+  EXPECT_EQ(slice_from_physical(v4, {2, 4, 4, 1}).wraparound,
             (std::vector<bool>{false, true, true}));
   EXPECT_EQ(default_slice(v4, 2048).wraparound, (std::vector<bool>{true, true, true}));  // 8x16x16
   EXPECT_EQ(default_slice(v4, 8).wraparound, (std::vector<bool>{false, false, false}));  // 2x2x2
@@ -145,6 +145,96 @@ TEST(Slices, V4SlicesOfWholeCubesAreTori) {
             (std::vector<bool>{false, false, false}));
   EXPECT_EQ(slice_from_physical(v4_no_ocs, {16, 16, 16, 1}).wraparound,
             (std::vector<bool>{true, true, true}));
+}
+
+// The message or hint of the UserError `f` throws; fails the test when it throws none.
+template <class F>
+UserError slice_error(F f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a UserError";
+  return UserError("none");
+}
+
+TEST(Slices, CubeMachinesTakeWholeCubesOrPartOfOne) {
+  // docs/reference/hardware.md#slice-shapes: with 4x4x4 cubes (ici.torus_block
+  // 4) a slice lies inside one cube (every dim <= 4) or is whole cubes
+  // (every dim a multiple of 4). Cloud TPU v4/v5p shape tables: 2x2x1, 2x2x4,
+  // 2x4x4, 4x4x4, 4x4x8, ..., 16x16x24.
+  for (const char* name : {"tpuv4", "tpuv5p", "tpu7x"}) {
+    SCOPED_TRACE(name);
+    const HardwareConfig hw = load_hardware(name);
+    const int64_t per_chip = hw.chip.devices_per_chip;
+    for (const std::vector<int64_t>& good : std::vector<std::vector<int64_t>>{
+             {2, 2, 1}, {1, 1, 1}, {3, 4, 2}, {4, 4, 4}, {4, 4, 8}, {8, 16, 16}}) {
+      EXPECT_TRUE(slice_shape_allowed(hw, good));
+      std::vector<int64_t> physical = good;
+      physical.push_back(per_chip);
+      EXPECT_EQ(slice_from_physical(hw, physical).chip_dims, good);
+    }
+    // 4x6x8: 6 is one and a half cubes; 2x2x8: 8 spans two cubes, 2 only half of one.
+    for (const std::vector<int64_t>& bad :
+         std::vector<std::vector<int64_t>>{{4, 6, 8}, {2, 2, 8}, {5, 4, 4}, {4, 4, 13}}) {
+      EXPECT_FALSE(slice_shape_allowed(hw, bad));
+      std::vector<int64_t> physical = bad;
+      physical.push_back(per_chip);
+      const UserError e = slice_error([&] { slice_from_physical(hw, physical); });
+      EXPECT_NE(e.message().find("is not a " + std::string(name) + " slice"), std::string::npos)
+          << e.message();
+      EXPECT_NE(e.hint().find("every chip dim a multiple of 4 (e.g. 4x4x8)"), std::string::npos)
+          << e.hint();
+    }
+  }
+  // The full pods are whole cubes: v5p's largest slice 16x16x24 (96 cubes),
+  // TPU7x's 9216 chips as 16x24x24 (144 cubes).
+  EXPECT_TRUE(slice_shape_allowed(load_hardware("tpuv5p"), {16, 16, 24}));
+  EXPECT_TRUE(slice_shape_allowed(load_hardware("tpu7x"), {16, 24, 24}));
+  // TPU v3 (torus_block 0) has no cubes: any box in its pod is a slice.
+  EXPECT_TRUE(slice_shape_allowed(load_hardware("tpuv3"), {3, 5}));
+  // The rule follows the preset, not its name: a v4 without cubes takes 4x6x8.
+  EXPECT_TRUE(slice_shape_allowed(load_hardware("tpuv4", {{"ici.torus_block", "0"}}), {4, 6, 8}));
+}
+
+TEST(Slices, DefaultSliceOnCubesIsWholeCubes) {
+  const HardwareConfig v4 = load_hardware("tpuv4");
+  // 192 chips = 3 cubes: the squarest box, 4x6x8, is not a slice; 4x4x12 is.
+  EXPECT_EQ(default_slice(v4, 192).chip_dims, (std::vector<int64_t>{4, 4, 12}));
+  // 96 chips = 1.5 cubes, more than one cube holds: no slice; the hint gives the rule.
+  const UserError e = slice_error([&] { default_slice(v4, 96); });
+  EXPECT_NE(e.hint().find("every chip dim at most 4"), std::string::npos) << e.hint();
+  // Powers of two keep their squarest shapes: 128 = 4x4x8; 1024: 4x16x16 and
+  // 8x8x16 tie on the largest dim, the lexicographically smaller wins.
+  EXPECT_EQ(default_slice(load_hardware("tpuv5p"), 128).chip_dims, (std::vector<int64_t>{4, 4, 8}));
+  EXPECT_EQ(default_slice(load_hardware("tpuv5p"), 1024).chip_dims,
+            (std::vector<int64_t>{4, 16, 16}));
+  // TPU7x: 2 devices per chip, 128 devices = 64 chips = one 4x4x4 cube.
+  EXPECT_EQ(default_slice(load_hardware("tpu7x"), 128).physical_shape(),
+            (std::vector<int64_t>{4, 4, 4, 2}));
+}
+
+TEST(Slices, TwoDimensionalPodsTakeAnyBoxUpToSixteenBySixteen) {
+  // docs/reference/hardware.md#slice-shapes: v5e and v6e slices are 2-D, at
+  // most the 16x16 pod; a dim wraps only when it spans all 16 chips
+  // (ici.torus_block 16, the scaling book's v5e rule).
+  for (const char* name : {"tpuv5e", "tpuv6e"}) {
+    SCOPED_TRACE(name);
+    const HardwareConfig hw = load_hardware(name);
+    EXPECT_EQ(slice_from_physical(hw, {16, 16, 1}).wraparound, (std::vector<bool>{true, true}));
+    EXPECT_EQ(slice_from_physical(hw, {16, 8, 1}).wraparound, (std::vector<bool>{true, false}));
+    EXPECT_EQ(slice_from_physical(hw, {4, 8, 1}).wraparound, (std::vector<bool>{false, false}));
+    EXPECT_EQ(slice_from_physical(hw, {2, 3, 1}).chip_dims, (std::vector<int64_t>{2, 3}));
+    const UserError big = slice_error([&] { slice_from_physical(hw, {32, 16, 1}); });
+    EXPECT_NE(big.hint().find("at most 16x16"), std::string::npos) << big.hint();
+    const UserError three_d = slice_error([&] { slice_from_physical(hw, {2, 2, 2, 1}); });
+    EXPECT_NE(three_d.message().find("must have 3 entries: 2 chip dims and devices per chip"),
+              std::string::npos)
+        << three_d.message();
+    // One device per chip: a second device on a chip is not there.
+    EXPECT_THROW(slice_from_physical(hw, {2, 2, 2}), UserError);
+  }
 }
 
 TEST(Topology, BisectionCountsCrossingLinks) {
