@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -99,6 +100,21 @@ FlashBlocks flash_blocks(int64_t q_length, int64_t kv_length, const FlashAttenti
     blocks.computed += std::min(blocks.kv_blocks, last_query / config.block_k + 1);
   }
   return blocks;
+}
+
+double flash_attention_flops(const Instruction& instr, const Computation& computation) {
+  const bool backward = is_flash_attention_bwd(instr);
+  if ((!is_flash_attention(instr) && !backward) || instr.operand_count() < 2) return 0;
+  const Shape& q = computation.instr(instr.operand(0)).shape;
+  const Shape& k = computation.instr(instr.operand(1)).shape;
+  if (!q.is_array() || !k.is_array() || q.rank() != 4 || k.rank() != 4) return 0;
+  const FlashAttentionConfig config = flash_config(instr);
+  const FlashBlocks blocks = flash_blocks(q.dim(1), k.dim(1), config);
+  const double block_macs = static_cast<double>(std::min(config.block_q, q.dim(1))) *
+                            static_cast<double>(std::min(config.block_k, k.dim(1))) *
+                            static_cast<double>(q.dim(3));
+  return 2.0 * (backward ? 5 : 2) * static_cast<double>(q.dim(0) * q.dim(2) * blocks.computed) *
+         block_macs;
 }
 
 std::array<int64_t, 2> flash_batch_head_dims(int64_t rank) {

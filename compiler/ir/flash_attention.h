@@ -47,6 +47,12 @@ struct FlashBlocks {
 };
 FlashBlocks flash_blocks(int64_t q_length, int64_t kv_length, const FlashAttentionConfig& config);
 
+// The kernel's matmul FLOPs (2 per multiply-accumulate) over its computed
+// blocks: 2 block matmuls each forward (q k^T, p v), 5 backward (q k^T again,
+// do v^T, p^T do, ds k, ds^T q), each b_q x b_k x D per (batch, head); 0 for
+// other instructions.
+double flash_attention_flops(const Instruction& instr, const Computation& computation);
+
 // The batch and head dims of a flash operand or result: {0, 2} of the
 // [B, L, N, D] arrays, {0, 1} of lse [B, N, L].
 std::array<int64_t, 2> flash_batch_head_dims(int64_t rank);

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "compiler/ir/flash_attention.h"
 #include "compiler/training/ir_helpers.h"
 
 namespace podsim::compiler {
@@ -52,6 +53,7 @@ double matmul_flops(const Instruction& instr, const Computation& computation) {
         static_cast<double>(kernel.dim(static_cast<int>(instr.attrs.conv.kernel_output_feature)));
     return 2.0 * static_cast<double>(instr.shape.num_elements()) * per_output;
   }
+  if (is_flash_attention(instr)) return flash_attention_flops(instr, computation);
   return 0.0;
 }
 
@@ -105,8 +107,11 @@ ResidualProvider::ResidualProvider(const Computation& source,
     const Instruction& in = source.instr(i);
     size_t k = static_cast<size_t>(i);
     if (layer_of_[k] < 0 || checkpoint[k]) continue;
-    if (in.opcode == Opcode::kParameter || in.shape.is_tuple()) continue;
-    bool is_matmul = in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution;
+    // The fused attention call is the one tuple recomputed (full); save_dots keeps it.
+    if (in.opcode == Opcode::kParameter || (in.shape.is_tuple() && !is_flash_attention(in)))
+      continue;
+    bool is_matmul = in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution ||
+                     is_flash_attention(in);
     if (choice.kind == RematKind::kSelective && is_matmul) continue;  // "save_dots"
     recompute_[k] = true;
   }

@@ -92,5 +92,21 @@ TEST(FlashAttentionBuilders, ResultShapes) {
       b.computation().instr(b.computation().instr(g.dv).operand(0))));
 }
 
+TEST(FlashAttentionFlops, CausalCountsTheComputedBlocks) {
+  // B = 1, N = 2, L = T = 4096, D = 128, b = 512 causal: 36 blocks per head,
+  // forward 2 x (2 x 512 x 512 x 128) per block: 2 x 36 x 2 x 2 x 512^2 x 128.
+  Module m("m");
+  ComputationBuilder b("main", &m);
+  const Shape qkv(DType::kBF16, {1, 4096, 2, 128});
+  InstrId q = b.parameter(0, qkv, "q");
+  const FlashAttentionOutputs f = flash_attention(b, q, q, q, {.causal = true});
+  const FlashAttentionGrads g = flash_attention_bwd(b, q, q, q, f.out, f.lse, f.out, {.causal = true});
+  const Computation& c = b.computation();
+  const double block = 2.0 * 512 * 512 * 128;
+  EXPECT_DOUBLE_EQ(flash_attention_flops(c.instr(c.instr(f.out).operand(0)), c), 2 * 36 * 2 * block);
+  EXPECT_DOUBLE_EQ(flash_attention_flops(c.instr(c.instr(g.dq).operand(0)), c), 2 * 36 * 5 * block);
+  EXPECT_DOUBLE_EQ(flash_attention_flops(c.instr(q), c), 0);
+}
+
 }  // namespace
 }  // namespace podsim::compiler
