@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+
+#include "compiler/ir/flash_attention.h"
 
 namespace podsim::workloads {
 
@@ -101,6 +104,14 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
     };
     q = rotate(q);
     k = rotate(k);
+  }
+  if (m.attention == AttentionKind::kFlash) {
+    // The fused kernel: scores, mask, softmax and context in one call.
+    const compiler::FlashAttentionConfig flash{.causal = extras && extras->causal_mask,
+                                               .block_q = std::min(m.flash_block, g.dims(q)[1]),
+                                               .block_k = std::min(m.flash_block, g.dims(k)[1])};
+    InstrId out = g.annotate(compiler::flash_attention(g.builder(), q, k, v, flash).out, qkv_act);
+    return g.einsum("BLND,NDM->BLM", out, wo, "output");
   }
   // Scaled dot-product scores (Vaswani et al. 2017): Q K^T / sqrt(D), in
   // the attention-logits dtype (the dot accumulates in f32 anyway; an f32

@@ -53,13 +53,20 @@ const yaml::NameTable<FfnKind>& ffn_names() {
 const yaml::NameTable<PositionKind>& position_names() {
   static const yaml::NameTable<PositionKind> table{{PositionKind::kRelative, "relative"},
                                                    {PositionKind::kLearned, "learned"},
-                                                   {PositionKind::kRotary, "rotary"}};
+                                                   {PositionKind::kRotary, "rotary"},
+                                                   {PositionKind::kNone, "none"}};
   return table;
 }
 
 const yaml::NameTable<NormKind>& norm_names() {
   static const yaml::NameTable<NormKind> table{{NormKind::kRms, "rms"},
                                                {NormKind::kLayer, "layer"}};
+  return table;
+}
+
+const yaml::NameTable<AttentionKind>& attention_names() {
+  static const yaml::NameTable<AttentionKind> table{{AttentionKind::kStandard, "standard"},
+                                                    {AttentionKind::kFlash, "flash"}};
   return table;
 }
 
@@ -232,6 +239,34 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
   r.finish();
 }
 
+// model.attention and model.flash_block (after model.position and seq_len).
+void read_attention(const yaml::Document& ctx, MapReader& r, ModelSpec& m) {
+  const YAML::Node attention = r.get("attention");
+  m.attention = r.choice("attention", attention_names()).value_or(m.attention);
+  const YAML::Node block = r.get("flash_block");
+  if (block) {
+    m.flash_block = as_int(ctx, block, "model.flash_block");
+    if (m.flash_block < 1 || m.seq_len % m.flash_block != 0)
+      ctx.fail(block,
+               fmt::format("'model.flash_block' {} must be >= 1 and divide seq_len {}",
+                           m.flash_block, m.seq_len),
+               "the kernel tiles the sequence into equal q and kv blocks; MaxText uses 512");
+  } else {
+    m.flash_block = std::min<int64_t>(m.flash_block, m.seq_len);
+    if (m.attention == AttentionKind::kFlash && m.seq_len % m.flash_block != 0)
+      ctx.fail(attention,
+               fmt::format("flash attention's default block 512 does not divide seq_len {}",
+                           m.seq_len),
+               "set model.flash_block to a divisor of seq_len");
+  }
+  if (m.attention == AttentionKind::kFlash && m.position == PositionKind::kRelative)
+    ctx.fail(attention,
+             "'model.attention: flash' takes no position bias, and model.position is relative "
+             "(the default)",
+             "set model.position: none (no position signal, as MaxText's flash runs), rotary "
+             "(applied to q and k before the kernel) or learned");
+}
+
 void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m) {
   MapReader r(ctx, node, "model");
   m.kind = yaml::read_choice(ctx, r.require("kind"), "model.kind", model_kind_names());
@@ -260,6 +295,7 @@ void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m)
     m.tied_embedding = as_bool(ctx, n, "model.tied_embedding");
   m.norm = r.choice("norm", norm_names()).value_or(m.norm);
   m.layer_loop = r.choice("layer_loop", layer_loop_names()).value_or(m.layer_loop);
+  read_attention(ctx, r, m);
   if (YAML::Node d = r.get("dtypes")) {
     MapReader dr(ctx, d, "model.dtypes");
     m.dtypes.params = dr.choice("params", workload_dtype_names()).value_or(m.dtypes.params);
