@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/ir/flash_attention.h"
 #include "compiler/sharding/shardy.h"
 
 namespace podsim::sim {
@@ -51,6 +52,41 @@ void add_attention(const Computation& c, const Instruction& call, bool backward,
   const int64_t logits = w.batch * w.m * w.n;
   q.vector_work.push_back({logits, hw::VectorCostClass::kTranscendental});
   q.vector_work.push_back({2 * logits, hw::VectorCostClass::kReduce});
+}
+
+// podsim's flash attention calls (compiler/ir/flash_attention.h), block by
+// block as the Pallas TPU kernel runs them: per (batch, head) and computed
+// block, forward q k^T and p v; backward q k^T again, do v^T, p^T do, ds k
+// and ds^T q; an exp per score element (forward: plus the row max and sum;
+// backward: ds = p (dp - delta), two more VPU ops).
+void add_flash_attention(const Computation& c, const Instruction& call, bool backward,
+                         hw::OpQuery& q) {
+  if (call.operand_count() < 3) return;
+  const Shape& query = operand(c, call, 0);
+  const Shape& key = operand(c, call, 1);
+  if (!query.is_array() || !key.is_array() || query.rank() != 4 || key.rank() != 4) return;
+  const compiler::FlashAttentionConfig config = compiler::flash_config(call);
+  const compiler::FlashBlocks blocks = compiler::flash_blocks(query.dim(1), key.dim(1), config);
+  const int64_t bq = std::min(config.block_q, query.dim(1));
+  const int64_t bk = std::min(config.block_k, key.dim(1));
+  const int64_t d = query.dim(3);
+  const int64_t batch = query.dim(0) * query.dim(2) * blocks.computed;
+  auto matmul = [&](int64_t m, int64_t k, int64_t n) {
+    q.matmuls.push_back({.batch = batch, .m = m, .k = k, .n = n, .input = input_of(query.dtype())});
+  };
+  matmul(bq, d, bk);  // s = q k^T (recomputed backward)
+  if (backward) {
+    matmul(bq, d, bk);  // dp = do v^T
+    matmul(bk, bq, d);  // dv += p^T do
+    matmul(bq, bk, d);  // dq += ds k
+    matmul(bk, bq, d);  // dk += ds^T q
+  } else {
+    matmul(bq, bk, d);  // o += p v
+  }
+  const int64_t scores = batch * bq * bk;
+  q.vector_work.push_back({scores, hw::VectorCostClass::kTranscendental});
+  q.vector_work.push_back(
+      {2 * scores, backward ? hw::VectorCostClass::kSimple : hw::VectorCostClass::kReduce});
 }
 
 // A GEMM's dims from its backend_config's dot_dimension_numbers (cuBLAS
@@ -155,11 +191,14 @@ void add_custom_call_work(const Computation& computation, const Instruction& cal
                           CustomCallKind kind, hw::OpQuery& query) {
   switch (kind) {
     case CustomCallKind::kAttentionForward:
-      add_attention(computation, call, false, query);
+    case CustomCallKind::kAttentionBackward: {
+      const bool backward = kind == CustomCallKind::kAttentionBackward;
+      if (compiler::is_flash_attention(call) || compiler::is_flash_attention_bwd(call))
+        add_flash_attention(computation, call, backward, query);
+      else
+        add_attention(computation, call, backward, query);
       break;
-    case CustomCallKind::kAttentionBackward:
-      add_attention(computation, call, true, query);
-      break;
+    }
     case CustomCallKind::kGemm:
       add_gemm(computation, call, query);
       break;
@@ -176,6 +215,27 @@ void add_custom_call_work(const Computation& computation, const Instruction& cal
     default:
       break;
   }
+}
+
+std::optional<std::pair<double, double>> flash_attention_traffic(const Computation& computation,
+                                                                 const Instruction& call) {
+  const bool backward = compiler::is_flash_attention_bwd(call);
+  if ((!compiler::is_flash_attention(call) && !backward) || call.operand_count() < 3)
+    return std::nullopt;
+  const Shape& query = operand(computation, call, 0);
+  const Shape& key = operand(computation, call, 1);
+  if (!query.is_array() || !key.is_array() || query.rank() != 4 || key.rank() != 4)
+    return std::nullopt;
+  const compiler::FlashBlocks blocks =
+      compiler::flash_blocks(query.dim(1), key.dim(1), compiler::flash_config(call));
+  // k and v: one read per computed block = computed / kv_blocks times over.
+  const double kv_reads = static_cast<double>(blocks.computed) /
+                          static_cast<double>(std::max<int64_t>(1, blocks.kv_blocks));
+  double read = kv_reads * static_cast<double>(key.byte_size() +
+                                               operand(computation, call, 2).byte_size());
+  for (int i = 0; i < call.operand_count(); ++i)
+    if (i != 1 && i != 2) read += static_cast<double>(operand(computation, call, i).byte_size());
+  return std::pair{read, static_cast<double>(call.shape.byte_size())};
 }
 
 }  // namespace podsim::sim

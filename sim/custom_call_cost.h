@@ -5,7 +5,9 @@
 // reads and writes, and counted as unknown (the report names them).
 #pragma once
 
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "compiler/ir/module.h"
 #include "hw_models/core/core_model.h"
@@ -36,5 +38,11 @@ bool moves_to_host(const compiler::Instruction& call);
 void add_custom_call_work(const compiler::Computation& computation,
                           const compiler::Instruction& call, CustomCallKind kind,
                           hw::OpQuery& query);
+
+// HBM bytes (read, written) of podsim's flash attention calls: every operand
+// once, k and v once per computed block (q blocks x kv blocks, causal: those
+// on or below the diagonal), results once; nullopt for other instructions.
+std::optional<std::pair<double, double>> flash_attention_traffic(
+    const compiler::Computation& computation, const compiler::Instruction& call);
 
 }  // namespace podsim::sim

@@ -210,6 +210,7 @@ void add_work(const Computation& c, const Instruction& instr, hw::OpQuery& q) {
 
 // HBM bytes (read, written) of one unfused instruction.
 std::pair<double, double> hbm_traffic(const Computation& c, const Instruction& instr) {
+  if (auto flash = flash_attention_traffic(c, instr)) return *flash;
   double read = 0;
   for (int i = 0; i < instr.operand_count(); ++i) read += bytes_of(operand_shape(c, instr, i));
   const double written = result_bytes(instr);

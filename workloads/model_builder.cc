@@ -107,7 +107,8 @@ compiler::Module build_transformer(const Workload& workload, const ShardingTable
     x = run_pipelined_stack(ctx, x,
                             PipelinedStackRequest{t.pipeline_stages, t.microbatches, where});
   } else {
-    AttentionExtras extras = attention_extras(ctx, "decoder", /*causal=*/true);
+    const bool causal = m.structure == ModelStructure::kEncoderDecoder || m.causal;
+    AttentionExtras extras = attention_extras(ctx, "decoder", causal);
     g.set_scope("embedding");
     x = embed(ctx, decoder_tokens, embedding, positions);
     x = m.layer_loop == LayerLoop::kScan

@@ -56,7 +56,7 @@ InstrId run_pipelined_stack(TransformerContext& ctx, InstrId x, const PipelinedS
   TransformerContext stage{body, m, ctx.shardings, microbatch, ctx.seq};
   InstrId activation = body.argument(
       "activation", compiler::Shape(g.activation_dtype(), {microbatch, ctx.seq, m.model_dim}));
-  AttentionExtras extras = attention_extras(stage, "stage", /*causal=*/true);
+  AttentionExtras extras = attention_extras(stage, "stage", stage.spec.causal);
   std::vector<LayerPlan> plan;
   for (int64_t j = 0; j < layers_per_stage; ++j) plan.push_back(LayerPlan{j, false, false, false});
   InstrId out = run_layers(stage, plan, activation, extras, std::nullopt);

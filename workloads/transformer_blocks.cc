@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+
+#include "compiler/ir/flash_attention.h"
 
 namespace podsim::workloads {
 
@@ -178,6 +181,15 @@ InstrId attend(TransformerContext& ctx, const std::string& prefix, InstrId h_que
     };
     q = g.annotate(rotate(q), qkv_act);
     k = g.annotate(rotate(k), kv_act);
+  }
+  if (m.attention == AttentionKind::kFlash) {
+    // The fused kernel: scores, mask, softmax and context in one call
+    // (multi-head only: the reader refuses flash with kv_heads < heads).
+    const compiler::FlashAttentionConfig flash{.causal = extras && extras->causal_mask,
+                                               .block_q = std::min(m.flash_block, g.dims(q)[1]),
+                                               .block_k = std::min(m.flash_block, g.dims(k)[1])};
+    InstrId out = g.annotate(compiler::flash_attention(g.builder(), q, k, v, flash).out, qkv_act);
+    return g.einsum("BLND,NDM->BLM", out, wo, "output");
   }
   if (kv != m.heads)
     return g.einsum("BNLD,NDM->BLM", grouped_context(ctx, prefix, q, k, v, extras), wo, "output");

@@ -54,13 +54,20 @@ const yaml::NameTable<FfnKind>& ffn_names() {
 const yaml::NameTable<PositionKind>& position_names() {
   static const yaml::NameTable<PositionKind> table{{PositionKind::kRelative, "relative"},
                                                    {PositionKind::kLearned, "learned"},
-                                                   {PositionKind::kRotary, "rotary"}};
+                                                   {PositionKind::kRotary, "rotary"},
+                                                   {PositionKind::kNone, "none"}};
   return table;
 }
 
 const yaml::NameTable<NormKind>& norm_names() {
   static const yaml::NameTable<NormKind> table{{NormKind::kRms, "rms"},
                                                {NormKind::kLayer, "layer"}};
+  return table;
+}
+
+const yaml::NameTable<AttentionKind>& attention_names() {
+  static const yaml::NameTable<AttentionKind> table{{AttentionKind::kStandard, "standard"},
+                                                    {AttentionKind::kFlash, "flash"}};
   return table;
 }
 
@@ -245,6 +252,37 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
   r.finish();
 }
 
+// model.attention and model.flash_block (after model.position and seq_len).
+void read_attention(const yaml::Document& ctx, MapReader& r, ModelSpec& m) {
+  const YAML::Node attention = r.get("attention");
+  m.attention = r.choice("attention", attention_names()).value_or(m.attention);
+  const YAML::Node block = r.get("flash_block");
+  if (block) {
+    m.flash_block = as_int(ctx, block, "model.flash_block");
+    if (m.flash_block < 1 || m.seq_len % m.flash_block != 0)
+      ctx.fail(block,
+               fmt::format("'model.flash_block' {} must be >= 1 and divide seq_len {}",
+                           m.flash_block, m.seq_len),
+               "the kernel tiles the sequence into equal q and kv blocks; MaxText uses 512");
+  } else {
+    m.flash_block = std::min<int64_t>(m.flash_block, m.seq_len);
+    if (m.attention == AttentionKind::kFlash && m.seq_len % m.flash_block != 0)
+      ctx.fail(attention,
+               fmt::format("flash attention's default block 512 does not divide seq_len {}",
+                           m.seq_len),
+               "set model.flash_block to a divisor of seq_len");
+  }
+  if (m.attention == AttentionKind::kFlash && m.kv_heads != 0 && m.kv_heads != m.heads)
+    ctx.fail(attention, "'model.attention: flash' runs multi-head attention only",
+             "remove model.kv_heads (grouped-query attention runs with attention: standard)");
+  if (m.attention == AttentionKind::kFlash && m.position == PositionKind::kRelative)
+    ctx.fail(attention,
+             "'model.attention: flash' takes no position bias, and model.position is relative "
+             "(the default)",
+             "set model.position: none (no position signal, as MaxText's flash runs), rotary "
+             "(applied to q and k before the kernel) or learned");
+}
+
 void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m) {
   MapReader r(ctx, node, "model");
   m.kind = yaml::read_choice(ctx, r.require("kind"), "model.kind", model_kind_names());
@@ -286,6 +324,8 @@ void read_model(const yaml::Document& ctx, const YAML::Node& node, ModelSpec& m)
   }
   m.embedding_lookup =
       r.choice("embedding_lookup", embedding_lookup_names()).value_or(m.embedding_lookup);
+  if (YAML::Node n = r.get("causal")) m.causal = as_bool(ctx, n, "model.causal");
+  read_attention(ctx, r, m);
   if (YAML::Node d = r.get("dtypes")) {
     MapReader dr(ctx, d, "model.dtypes");
     m.dtypes.params = dr.choice("params", workload_dtype_names()).value_or(m.dtypes.params);

@@ -25,7 +25,10 @@ namespace podsim::workloads {
 // table (below); past the reader only the enums travel.
 enum class ModelKind { kDenseTransformer, kMoeTransformer, kHlo };
 enum class FfnKind { kGatedGelu, kGelu, kRelu };
-enum class PositionKind { kRelative, kLearned, kRotary };
+enum class PositionKind { kRelative, kLearned, kRotary, kNone };
+// model.attention: scores, softmax and context as ops (standard) or the fused
+// kernel (flash: compiler/ir/flash_attention.h, no [L, T] tensor in HBM).
+enum class AttentionKind { kStandard, kFlash };
 enum class NormKind { kRms, kLayer };
 enum class LayerLoop { kUnrolled, kScan };
 enum class ModelStructure { kDecoderOnly, kEncoderDecoder };
@@ -38,6 +41,7 @@ enum class RematMode { kNone, kFull, kAuto, kSelective };
 const yaml::NameTable<ModelKind>& model_kind_names();
 const yaml::NameTable<FfnKind>& ffn_names();
 const yaml::NameTable<PositionKind>& position_names();
+const yaml::NameTable<AttentionKind>& attention_names();
 const yaml::NameTable<NormKind>& norm_names();
 const yaml::NameTable<LayerLoop>& layer_loop_names();
 const yaml::NameTable<ModelStructure>& structure_names();
@@ -90,6 +94,10 @@ struct ModelSpec {
   int64_t vocab = 0;
   FfnKind ffn = FfnKind::kGatedGelu;
   PositionKind position = PositionKind::kRelative;
+  AttentionKind attention = AttentionKind::kStandard;
+  // Flash attention's q and kv block (model.flash_block; divides seq_len).
+  // Default 512, or seq_len when shorter (a block never exceeds the sequence).
+  int64_t flash_block = 512;
   // rms: x / sqrt(mean(x^2) + eps) * scale, Lingvo's bias-less norm
   // (gshard_builder.py _LNInternal, T5); layer: (x - mean) / std * scale.
   NormKind norm = NormKind::kRms;
@@ -110,6 +118,10 @@ struct ModelSpec {
   bool qk_norm = false;
   // Grouped-query attention: K key/value heads, each shared by heads / K
   // query heads (wk, wv [M, K, D]). 0 = heads (multi-head attention).
+  // Decoder self-attention masked to earlier positions (true) or over the
+  // whole sequence (false: MaxText's 2023-10 flash runs passed causal=False).
+  // An encoder-decoder's decoder is always causal, its encoder never.
+  bool causal = true;
   int64_t kv_heads = 0;
   int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
   // one_hot: tokens one-hot [B, L, V] . table [V, M] (MaxText use_iota_embed);

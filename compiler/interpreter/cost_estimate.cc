@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/flash_attention.h"
 #include "compiler/ir/shape_inference.h"
 #include "compiler/ir/trip_count.h"
 
@@ -311,7 +312,8 @@ bool has_no_defined_value(const Instruction& in) {
       return true;
     case Opcode::kCustomCall:
       return !is_identity_custom_call(in.attrs.custom_call_target) &&
-             in.attrs.custom_call_target != "TopK";
+             in.attrs.custom_call_target != "TopK" && !is_flash_attention(in) &&
+             !is_flash_attention_bwd(in);
     case Opcode::kAsyncStart:
     case Opcode::kAsyncUpdate:
     case Opcode::kAsyncDone:

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/flash_attention.h"
+
 namespace podsim::compiler::interp {
 
 void fail(const Instruction& instr, const std::string& message) {
@@ -189,6 +191,8 @@ Literal evaluate_local_op(const Instruction& instr, const Operands& operands,
         expect_operands(instr, operands, 1);
         return eval_topk(instr, *operands[0], context);
       }
+      if (is_flash_attention(instr)) return eval_flash_attention(instr, operands);
+      if (is_flash_attention_bwd(instr)) return eval_flash_attention_bwd(instr, operands);
       if (!is_identity_custom_call(instr.attrs.custom_call_target))
         fail(instr, fmt::format("custom-call target '{}' is not supported by the interpreter",
                                 instr.attrs.custom_call_target));

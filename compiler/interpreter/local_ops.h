@@ -77,6 +77,10 @@ double bitcast_convert_scalar(const Instruction& instr, DType from, DType to, do
 Literal eval_sort(const Instruction& instr, const Operands& operands, const OpContext& context);
 Literal eval_topk(const Instruction& instr, const Literal& operand, const OpContext& context);
 Literal eval_fft(const Instruction& instr, const Literal& operand);
+
+// flash_attention_ops.cc: the fused attention custom calls (compiler/ir/flash_attention.h).
+Literal eval_flash_attention(const Instruction& instr, const Operands& operands);
+Literal eval_flash_attention_bwd(const Instruction& instr, const Operands& operands);
 Literal eval_map(const Instruction& instr, const Operands& operands, const OpContext& context);
 Literal eval_select_and_scatter(const Instruction& instr, const Operands& operands,
                                 const OpContext& context);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "compiler/ir/flash_attention.h"
 #include "compiler/ir/op_dims.h"
 #include "compiler/sharding/sharding_util.h"
 
@@ -116,6 +117,31 @@ bool is_manual_boundary(const Instruction& in) {
          is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
 }
 
+// Fused attention (compiler/ir/flash_attention.h): only the batch and head
+// dims carry, from a rank-`from` operand or result to a rank-`to` one (the
+// [B, L, N, D] arrays and lse [B, N, L]); L, T and D are replicated.
+bool is_flash_call(const Instruction& in) {
+  return is_flash_attention(in) || is_flash_attention_bwd(in);
+}
+
+std::optional<Sharding> flash_batch_heads(const Sharding& s, int64_t from, int64_t to) {
+  if (s.is_tuple()) return std::nullopt;
+  const auto src = flash_batch_head_dims(from);
+  const auto tgt = flash_batch_head_dims(to);
+  return along(s, Dims(src.begin(), src.end()), Dims(tgt.begin(), tgt.end()), to);
+}
+
+// The call's tuple sharding from one array sharding of rank `from`.
+std::optional<Sharding> flash_results(const Instruction& in, const Sharding& s, int64_t from) {
+  std::vector<Sharding> leaves;
+  for (const Shape& leaf : in.shape.tuple_shapes()) {
+    std::optional<Sharding> mapped = flash_batch_heads(s, from, leaf.rank());
+    if (!mapped) return std::nullopt;
+    leaves.push_back(*mapped);
+  }
+  return Sharding::tuple(std::move(leaves));
+}
+
 // Shard barriers: ShardBarrierFrom keeps its operand's sharding from flowing
 // to its users; ShardBarrierTo keeps its users' shardings from flowing to its
 // operand. The other direction passes as through a copy.
@@ -186,6 +212,21 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
   if (is_manual_boundary(in) || blocks_forward(in) || is_cross_partition_all_reduce(in)) return out;
   if (in.opcode == Opcode::kCopy && in.shape.is_tuple()) {  // copy of a whole tuple
     offer(op_sharding(0));
+    return out;
+  }
+
+  if (is_flash_call(in) && in.shape.is_tuple()) {
+    // Each operand's batch and head tiling, to every result leaf; a tiled
+    // leaf (from a user) to its siblings.
+    for (int i = 0; i < in.operand_count(); ++i)
+      if (op_sharding(i) && op_shape(i).is_array())
+        if (auto s = flash_results(in, *op_sharding(i), op_shape(i).rank())) out.push_back(*s);
+    if (const std::optional<Sharding>& own = st.sharding(r); own && own->is_tuple())
+      for (size_t k = 0; k < own->tuple_elements().size(); ++k)
+        if (own->tuple_elements()[k].is_tiled())
+          if (auto s = flash_results(in, own->tuple_elements()[k],
+                                     in.shape.tuple_shape(static_cast<int>(k)).rank()))
+            out.push_back(*s);
     return out;
   }
 
@@ -519,6 +560,14 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
   if (is_manual_boundary(user) || blocks_backward(user) || is_cross_partition_all_reduce(user))
     return std::nullopt;
   if (user.opcode == Opcode::kCopy && user.shape.is_tuple()) return *us;
+
+  if (is_flash_call(user) && operand.is_array() && user.shape.is_tuple()) {
+    // The first result leaf's batch and head tiling ([B, L, N, D] o or dq).
+    const Sharding& leaf = us->is_tuple() && !us->tuple_elements().empty()
+                               ? us->tuple_elements().front()
+                               : *us;
+    return flash_batch_heads(leaf, user.shape.tuple_shape(0).rank(), operand.rank());
+  }
 
   if (const int64_t dim = operand.is_array() ? sorted_dim(user, operand) : -1; dim >= 0) {
     // Sort / TopK: the leaf of the same position (or the only one), sorted

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/flash_attention.h"
 #include "compiler/sharding/sharding_util.h"
 #include "compiler/spmd/spmd_handlers.h"
 
@@ -241,8 +242,53 @@ PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, 
   return reshard(context, PartitionedValue{id, in.original.shape, result}, in.target);
 }
 
+namespace {
+
+// The tiling of a flash operand's or result's batch and head dims, moved
+// from rank `from` to rank `to` (compiler/ir/flash_attention.h layouts).
+Sharding flash_batch_heads(const Sharding& s, int64_t from, int64_t to) {
+  if (!s.is_tiled()) return Sharding::replicated();
+  const auto src = flash_batch_head_dims(from);
+  const auto tgt = flash_batch_head_dims(to);
+  return propagate_along_dims_and_replicate_others(
+      s, DimCorrespondence{{src.begin(), src.end()}, {tgt.begin(), tgt.end()}, to});
+}
+
+// Fused attention: B and N keep their tiling (the target's, else q's), L, T
+// and D are resharded to replicated; each device runs the kernel on its
+// (batch, head) shard, no collective; the results go to the target.
+PartitionedValue handle_flash_attention(SpmdContext& context, const HandlerInput& in) {
+  const Instruction& instr = in.original;
+  const int64_t lead_rank = instr.shape.tuple_shape(0).rank();
+  const Sharding& wanted = in.target.is_tuple() && !in.target.tuple_elements().empty()
+                               ? in.target.tuple_elements().front()
+                               : in.target;
+  Sharding lead = flash_batch_heads(wanted, lead_rank, lead_rank);
+  if (!wanted.is_tiled()) {
+    const PartitionedValue& q = in.operands.at(0);
+    lead = flash_batch_heads(q.sharding, q.base_shape.rank(), lead_rank);
+  }
+  std::vector<InstrId> operands;
+  for (const PartitionedValue& operand : in.operands)
+    operands.push_back(
+        reshard(context, operand, flash_batch_heads(lead, lead_rank, operand.base_shape.rank()))
+            .id);
+  std::vector<Sharding> leaves;
+  for (const Shape& leaf : instr.shape.tuple_shapes())
+    leaves.push_back(flash_batch_heads(lead, lead_rank, leaf.rank()));
+  const Sharding result = Sharding::tuple(std::move(leaves));
+  InstrId id = clone_with_shape(context, instr, std::move(operands),
+                                partitioned_shape(instr.shape, result));
+  return reshard(context, PartitionedValue{id, instr.shape, result}, in.target);
+}
+
+}  // namespace
+
 PartitionedValue handle_custom_call(SpmdContext& context, const HandlerInput& in) {
   const Instruction& instr = in.original;
+  if ((is_flash_attention(instr) || is_flash_attention_bwd(instr)) && instr.shape.is_tuple() &&
+      !in.operands.empty())
+    return handle_flash_attention(context, in);
   if (instr.attrs.custom_call_target == "TopK" && in.operands.size() == 1 &&
       in.operands[0].base_shape.is_array() && in.operands[0].base_shape.rank() >= 1)
     return handle_sort_like(context, in, in.operands[0].base_shape.rank() - 1);

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "compiler/ir/flash_attention.h"
 #include "compiler/training/vjp_rules.h"
 #include "compiler/training/while_autodiff.h"
 
@@ -214,6 +215,12 @@ class ReverseSweep {
         recomputed_instructions_ += w.recomputed_instructions;
         for (size_t k = 0; k < w.init_element_adjoints.size(); ++k)
           accumulate_element(in.operand(0), static_cast<int64_t>(k), w.init_element_adjoints[k]);
+        return;
+      }
+      if (is_flash_attention(in)) {
+        training::VjpContext ctx{b_, reducers_, *reducers_.module(), src_, residuals_, active_};
+        for (const training::OperandAdjoint& c : training::flash_attention_vjp(ctx, id, elements))
+          accumulate(in.operand(c.operand), c.adjoint);
         return;
       }
       throw UserError(in.location,

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "compiler/ir/flash_attention.h"
 #include "compiler/training/ir_helpers.h"
 
 namespace podsim::compiler {
@@ -50,6 +51,7 @@ double matmul_flops(const Instruction& instr, const Computation& computation) {
         static_cast<double>(kernel.dim(static_cast<int>(instr.attrs.conv.kernel_output_feature)));
     return 2.0 * static_cast<double>(instr.shape.num_elements()) * per_output;
   }
+  if (is_flash_attention(instr)) return flash_attention_flops(instr, computation);
   return 0.0;
 }
 
@@ -60,8 +62,10 @@ namespace {
 // dots without batch dimensions (the dot's own batch_dimensions, e.g. the weight
 // projections; attention's score and context einsums have batch dims B, N).
 bool saved_by_policy(const std::string& policy, const Instruction& in) {
+  // jax checkpoint_dots_with_no_batch_dims: the fused attention kernel is no
+  // dot_general, so it is recomputed like the rest of the layer.
   if (policy == "minimal") return in.opcode == Opcode::kDot && in.attrs.dot.lhs_batch.empty();
-  return in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution;
+  return in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution || is_flash_attention(in);
 }
 
 // "fwd/layer_3/ffn/wi" -> "layer_3" (pipeline iterations "fwd/pipeline_iter_<t>/.."
@@ -112,7 +116,9 @@ ResidualProvider::ResidualProvider(const Computation& source,
     const Instruction& in = source.instr(i);
     size_t k = static_cast<size_t>(i);
     if (layer_of_[k] < 0 || checkpoint[k]) continue;
-    if (in.opcode == Opcode::kParameter || in.shape.is_tuple()) continue;
+    // The fused attention call is the one tuple recomputed (full, minimal); save_dots keeps it.
+    if (in.opcode == Opcode::kParameter || (in.shape.is_tuple() && !is_flash_attention(in)))
+      continue;
     if (choice.kind == RematKind::kSelective && saved_by_policy(choice.policy, in)) continue;
     recompute_[k] = true;
   }

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "compiler/ir/flash_attention.h"
 
 namespace podsim::compiler::training {
 
@@ -495,6 +496,24 @@ std::vector<OperandAdjoint> array_vjp(VjpContext& ctx, InstrId id, InstrId g) {
     default:
       unsupported(in);
   }
+  return std::move(r.out);
+}
+
+std::vector<OperandAdjoint> flash_attention_vjp(VjpContext& ctx, InstrId id,
+                                                const std::vector<InstrId>& result_adjoints) {
+  const Instruction& in = ctx.source.instr(id);
+  if (result_adjoints.size() > 1 && result_adjoints[1] != kNoId)
+    unsupported(in, "the gradient of the log-sum-exp result is not supported");
+  if (result_adjoints.empty() || result_adjoints[0] == kNoId) return {};
+  Rule r{ctx, in, id, result_adjoints[0], {}};
+  ComputationBuilder& b = ctx.b;
+  InstrId call = ctx.residuals.get(id);
+  const FlashAttentionGrads grads =
+      flash_attention_bwd(b, r.x(0), r.x(1), r.x(2), b.get_tuple_element(call, 0),
+                          b.get_tuple_element(call, 1), r.g, flash_config(in));
+  r.give(0, grads.dq);
+  r.give(1, grads.dk);
+  r.give(2, grads.dv);
   return std::move(r.out);
 }
 

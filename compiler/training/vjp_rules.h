@@ -29,6 +29,13 @@ struct OperandAdjoint {
 // UserError for an op autodiff does not support.
 std::vector<OperandAdjoint> array_vjp(VjpContext& ctx, InstrId id, InstrId g);
 
+// The fused attention forward call (compiler/ir/flash_attention.h), given the
+// adjoints of its results (o, lse): the backward call on q, k, v and the
+// saved (or, under full remat, recomputed) o and lse gives dq, dk, dv.
+// UserError for an adjoint of lse (nothing downstream of the kernel reads it).
+std::vector<OperandAdjoint> flash_attention_vjp(VjpContext& ctx, InstrId id,
+                                                const std::vector<InstrId>& result_adjoints);
+
 // What a reduce/scatter body computes: add, max, min, the second argument
 // (overwrite) or something else.
 enum class ReducerKind { kAdd, kMax, kMin, kOverwrite, kOther };

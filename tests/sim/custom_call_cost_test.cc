@@ -155,5 +155,64 @@ ENTRY %main (x: f32[256]) -> f32[256] {
   EXPECT_LT(costs.instruction(m.entry(), find(m, "plain")).seconds, 1024.0 / 1e6);
 }
 
+// podsim's flash attention at L = T = 4096, b = 512, B = 1, N = 2, D = 128,
+// bf16: causal runs 8 * 9 / 2 = 36 of the 8 x 8 blocks per (batch, head).
+constexpr const char* kFlash = R"(HloModule flash
+ENTRY %main (q: bf16[1,4096,2,128], k: bf16[1,4096,2,128], v: bf16[1,4096,2,128], l: f32[1,2,4096]) -> (bf16[1,4096,2,128], bf16[1,4096,2,128], bf16[1,4096,2,128]) {
+  %q = bf16[1,4096,2,128]{3,2,1,0} parameter(0)
+  %k = bf16[1,4096,2,128]{3,2,1,0} parameter(1)
+  %v = bf16[1,4096,2,128]{3,2,1,0} parameter(2)
+  %l = f32[1,2,4096]{2,1,0} parameter(3)
+  %fwd = (bf16[1,4096,2,128]{3,2,1,0}, f32[1,2,4096]{2,1,0}) custom-call(%q, %k, %v), custom_call_target="podsim.flash_attention", backend_config={"causal":true,"block_q":512,"block_k":512}
+  %full = (bf16[1,4096,2,128]{3,2,1,0}, f32[1,2,4096]{2,1,0}) custom-call(%q, %k, %v), custom_call_target="podsim.flash_attention", backend_config={"causal":false,"block_q":512,"block_k":512}
+  ROOT %bwd = (bf16[1,4096,2,128]{3,2,1,0}, bf16[1,4096,2,128]{3,2,1,0}, bf16[1,4096,2,128]{3,2,1,0}) custom-call(%q, %k, %v, %q, %l, %q), custom_call_target="podsim.flash_attention_bwd", backend_config={"causal":true,"block_q":512,"block_k":512}
+})";
+
+double flops_of(const hw::OpQuery& q) {
+  double f = 0;
+  for (const auto& m : q.matmuls) f += hw::matmul_flops(m);
+  return f;
+}
+
+TEST(CustomCallCost, FlashAttentionRunsOnlyTheCausalBlocks) {
+  const compiler::Module m = compiler::parse_hlo(kFlash);
+  EXPECT_EQ(classify_custom_call("podsim.flash_attention"), CustomCallKind::kAttentionForward);
+  EXPECT_EQ(classify_custom_call("podsim.flash_attention_bwd"), CustomCallKind::kAttentionBackward);
+  const hw::OpQuery fwd = op_query(m.entry(), find(m, "fwd"));
+  ASSERT_EQ(fwd.matmuls.size(), 2u);
+  // Per block 512 x 128 x 512 MACs, batch = B N 36 = 72 blocks.
+  EXPECT_EQ(fwd.matmuls[0].batch, 72);
+  EXPECT_EQ(fwd.matmuls[0].m, 512);
+  EXPECT_EQ(fwd.matmuls[0].k, 128);
+  EXPECT_EQ(fwd.matmuls[0].n, 512);
+  // 2 matmuls x 2 x 72 x 512 x 512 x 128 = 9,663,676,416 FLOPs (36/64 of the dense 2 x 2 x 2 x
+  // 4096^2 x 128 = 17,179,869,184).
+  EXPECT_DOUBLE_EQ(flops_of(fwd), 9663676416.0);
+  EXPECT_DOUBLE_EQ(flops_of(op_query(m.entry(), find(m, "full"))), 17179869184.0);
+  // Backward: 5 block matmuls, 5/2 of the forward.
+  const hw::OpQuery bwd = op_query(m.entry(), find(m, "bwd"));
+  EXPECT_EQ(bwd.matmuls.size(), 5u);
+  EXPECT_DOUBLE_EQ(flops_of(bwd), 9663676416.0 * 5 / 2);
+  // One exp per computed score: 72 x 512 x 512.
+  ASSERT_FALSE(fwd.vector_work.empty());
+  EXPECT_EQ(fwd.vector_work[0].elements, 72 * 512 * 512);
+}
+
+TEST(CustomCallCost, FlashAttentionRereadsKeysAndValuesPerQueryBlock) {
+  // Each tensor [1,4096,2,128] bf16 = 2 MiB, lse 32 KiB. Forward causal: q
+  // once + k, v 36/8 = 4.5 times each; writes o + lse.
+  const compiler::Module m = compiler::parse_hlo(kFlash);
+  const double t = 2.0 * 1024 * 1024, lse = 1 * 2 * 4096 * 4;
+  const hw::OpQuery fwd = op_query(m.entry(), find(m, "fwd"));
+  EXPECT_DOUBLE_EQ(fwd.hbm_bytes_read, t + 2 * 4.5 * t);
+  EXPECT_DOUBLE_EQ(fwd.hbm_bytes_written, t + lse);
+  // Non-causal: k and v 8 times (once per q block).
+  EXPECT_DOUBLE_EQ(op_query(m.entry(), find(m, "full")).hbm_bytes_read, t + 2 * 8 * t);
+  // Backward: q, o, lse, do once + k, v 4.5 times; writes dq, dk, dv.
+  const hw::OpQuery bwd = op_query(m.entry(), find(m, "bwd"));
+  EXPECT_DOUBLE_EQ(bwd.hbm_bytes_read, 3 * t + lse + 2 * 4.5 * t);
+  EXPECT_DOUBLE_EQ(bwd.hbm_bytes_written, 3 * t);
+}
+
 }  // namespace
 }  // namespace podsim::sim

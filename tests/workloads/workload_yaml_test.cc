@@ -309,6 +309,42 @@ TEST(WorkloadYaml, ParallelBlockOfAnMoePointsAtBlock) {
   EXPECT_NE(e.message().find("'model.block: parallel' is built for dense_transformer models only"),
             std::string::npos)
       << e.what();
+
+// model.attention and model.flash_block: defaults (standard; the block is
+// min(512, seq_len) = 32 here), the keys read, and their errors positioned.
+TEST(WorkloadYaml, AttentionAndFlashBlock) {
+  Workload w = parse_workload(kValid, "w.yaml");
+  EXPECT_EQ(w.model.attention, AttentionKind::kStandard);
+  EXPECT_EQ(w.model.flash_block, 32);
+  w = parse_workload(replace(kValid, "  global_batch: 8\n",
+                             "  global_batch: 8\n  attention: flash\n  flash_block: 16\n"
+                             "  position: none\n"),
+                     "w.yaml");
+  EXPECT_EQ(w.model.attention, AttentionKind::kFlash);
+  EXPECT_EQ(w.model.flash_block, 16);
+  EXPECT_EQ(w.model.position, PositionKind::kNone);
+  // 12 does not divide seq_len 32: line 15 (the key after global_batch), column 16.
+  UserError e = expect_parse_error(replace(kValid, "  global_batch: 8\n",
+                                           "  global_batch: 8\n  flash_block: 12\n"));
+  EXPECT_NE(e.message().find("divide seq_len 32"), std::string::npos) << e.what();
+  EXPECT_EQ(e.location().line, 15);
+  EXPECT_EQ(e.location().column, 16);
+}
+
+TEST(WorkloadYaml, FlashAttentionRefusesTheRelativePositionBias) {
+  // position defaults to relative: flash says so at its key (line 15, column 14).
+  UserError e = expect_parse_error(
+      replace(kValid, "  global_batch: 8\n", "  global_batch: 8\n  attention: flash\n"));
+  EXPECT_NE(e.message().find("no position bias"), std::string::npos) << e.what();
+  EXPECT_NE(e.hint().find("position: none"), std::string::npos) << e.hint();
+  EXPECT_EQ(e.location().line, 15);
+  EXPECT_EQ(e.location().column, 14);
+  // Rotary is applied before the kernel: accepted.
+  EXPECT_EQ(parse_workload(replace(kValid, "  global_batch: 8\n",
+                                   "  global_batch: 8\n  attention: flash\n  position: rotary\n"),
+                           "w.yaml")
+                .model.attention,
+            AttentionKind::kFlash);
 }
 
 TEST(WorkloadYaml, MissingRequiredKey) {

@@ -433,5 +433,38 @@ TEST(OpRules, WithoutPropagationToParametersUsersStillShardTheirCopies) {
   EXPECT_EQ(sharding_of(m, "l"), canon("{devices=[1,2,1,2]0,1,2,3 last_tile_dim_replicate}"));
 }
 
+// ---- fused attention -----------------------------------------------------
+
+// Only B and N of q, k, v [B, L, N, D] carry to o (same layout) and lse
+// [B, N, L]; the L split of q becomes replication.
+TEST(OpRules, FlashAttentionCarriesBatchAndHeadTilingOnly) {
+  Module m = propagate_text(module(R"(
+  %q = f32[4,8,2,4] parameter(0), sharding={devices=[2,2,1,1]<=[4]}
+  %k = f32[4,8,2,4] parameter(1)
+  %v = f32[4,8,2,4] parameter(2)
+  %f = (f32[4,8,2,4], f32[4,2,8]) custom-call(%q, %k, %v), custom_call_target="podsim.flash_attention", backend_config={"causal":true}
+  %o = f32[4,8,2,4] get-tuple-element(%f), index=0
+  %l = f32[4,2,8] get-tuple-element(%f), index=1
+  ROOT %r = (f32[4,8,2,4], f32[4,2,8]) tuple(%o, %l)
+)"));
+  // B tiled 2 ways, the L tiles (2) go to replication.
+  EXPECT_EQ(sharding_of(m, "o"), canon("{devices=[2,1,1,1,2]<=[4] last_tile_dim_replicate}"));
+  EXPECT_EQ(sharding_of(m, "l"), canon("{devices=[2,1,1,2]<=[4] last_tile_dim_replicate}"));
+}
+
+TEST(OpRules, FlashAttentionOperandsTakeTheOutputsHeadTiling) {
+  Module m = propagate_text(module(R"(
+  %q = f32[4,8,4,4] parameter(0)
+  %cq = f32[4,8,4,4] copy(%q)
+  %f = (f32[4,8,4,4], f32[4,4,8]) custom-call(%cq, %cq, %cq), custom_call_target="podsim.flash_attention", backend_config={"causal":false}
+  %o = f32[4,8,4,4] get-tuple-element(%f), index=0
+  %l = f32[4,4,8] get-tuple-element(%f), index=1
+  ROOT %n = f32[4,8,4,4] negate(%o), sharding={devices=[1,1,4,1]<=[4]}
+)"));
+  // o's N tiling reaches the operand (same layout) and lse's dim 1.
+  EXPECT_EQ(sharding_of(m, "cq"), canon("{devices=[1,1,4,1]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "l"), canon("{devices=[1,4,1]<=[4]}"));
+}
+
 }  // namespace
 }  // namespace podsim::compiler::testing

@@ -210,6 +210,83 @@ ENTRY e {
   EXPECT_EQ(gathers, 2);
 }
 
+// The fused attention forward on q, k, v [4,8,4,4] ([B, L, N, D]) with the
+// given sharding of all three, o and lse [4,4,8] returned.
+std::string flash_forward(const std::string& sharding) {
+  return R"(HloModule m
+ENTRY e {
+  q = f32[4,8,4,4] parameter(0), sharding=)" +
+         sharding + R"(
+  k = f32[4,8,4,4] parameter(1), sharding=)" +
+         sharding + R"(
+  v = f32[4,8,4,4] parameter(2), sharding=)" +
+         sharding + R"(
+  f = (f32[4,8,4,4], f32[4,4,8]) custom-call(q, k, v), custom_call_target="podsim.flash_attention", backend_config={"causal":true,"block_q":4,"block_k":4}
+  o = f32[4,8,4,4] get-tuple-element(f), index=0
+  l = f32[4,4,8] get-tuple-element(f), index=1
+  ROOT r = (f32[4,8,4,4], f32[4,4,8]) tuple(o, l)
+}
+)";
+}
+
+TEST(SpmdFlashAttention, BatchShardedRunsTheKernelOnTheShard) {
+  // B split 4 ways: each device runs the kernel on [1,8,4,4], lse [1,4,8]; no collective.
+  auto p = partition_text(flash_forward("{devices=[4,1,1,1]<=[4]}"), 4);
+  EXPECT_EQ(total_collectives(p.result.stats), 0);
+  const Instruction* call = find_target(p.result.module, "podsim.flash_attention");
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->shape.tuple_shape(0).dims(), (std::vector<int64_t>{1, 8, 4, 4}));
+  EXPECT_EQ(call->shape.tuple_shape(1).dims(), (std::vector<int64_t>{1, 4, 8}));
+  expect_equivalent(p);
+}
+
+TEST(SpmdFlashAttention, HeadShardedRunsTheKernelOnTheShard) {
+  // N split 4 ways: [4,8,1,4] per device, lse [4,1,8]; no collective.
+  auto p = partition_text(flash_forward("{devices=[1,1,4,1]<=[4]}"), 4);
+  EXPECT_EQ(total_collectives(p.result.stats), 0);
+  const Instruction* call = find_target(p.result.module, "podsim.flash_attention");
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->shape.tuple_shape(0).dims(), (std::vector<int64_t>{4, 8, 1, 4}));
+  EXPECT_EQ(call->shape.tuple_shape(1).dims(), (std::vector<int64_t>{4, 1, 8}));
+  expect_equivalent(p);
+}
+
+TEST(SpmdFlashAttention, SequenceShardedOperandsAreGatheredFirst) {
+  // L split 4 ways cannot stay split (the kernel needs every key): q, k, v
+  // are all-gathered along L and the call runs on the whole [4,8,4,4].
+  auto p = partition_text(flash_forward("{devices=[1,4,1,1]<=[4]}"), 4);
+  EXPECT_GE(p.result.stats.all_gathers, 3);
+  const Instruction* call = find_target(p.result.module, "podsim.flash_attention");
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->shape.tuple_shape(0).dims(), (std::vector<int64_t>{4, 8, 4, 4}));
+  expect_equivalent(p);
+}
+
+TEST(SpmdFlashAttention, BackwardBatchAndHeadShardedIsLocal) {
+  // B and N split 2 x 2: every operand (lse on its dims 0, 1) is a
+  // [2,8,2,4] / [2,2,8] shard, no collective.
+  auto p = partition_text(R"(HloModule m
+ENTRY e {
+  q = f32[4,8,4,4] parameter(0), sharding={devices=[2,1,2,1]<=[4]}
+  k = f32[4,8,4,4] parameter(1), sharding={devices=[2,1,2,1]<=[4]}
+  v = f32[4,8,4,4] parameter(2), sharding={devices=[2,1,2,1]<=[4]}
+  d = f32[4,8,4,4] parameter(3), sharding={devices=[2,1,2,1]<=[4]}
+  f = (f32[4,8,4,4], f32[4,4,8]) custom-call(q, k, v), custom_call_target="podsim.flash_attention", backend_config={"causal":false,"block_q":8,"block_k":8}
+  o = f32[4,8,4,4] get-tuple-element(f), index=0
+  l = f32[4,4,8] get-tuple-element(f), index=1
+  ROOT g = (f32[4,8,4,4], f32[4,8,4,4], f32[4,8,4,4]) custom-call(q, k, v, o, l, d), custom_call_target="podsim.flash_attention_bwd", backend_config={"causal":false,"block_q":8,"block_k":8}
+}
+)",
+                          4);
+  EXPECT_EQ(total_collectives(p.result.stats), 0);
+  const Instruction* call = find_target(p.result.module, "podsim.flash_attention_bwd");
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->shape.tuple_shape(1).dims(), (std::vector<int64_t>{2, 8, 2, 4}));
+  EXPECT_EQ(p.result.module.entry().instr(call->operand(4)).shape.dims(),
+            (std::vector<int64_t>{2, 2, 8}));
+  expect_equivalent(p);
+}
+
 TEST(SpmdManualRegions, FullToShardRegionComputesOnTheLocalShard) {
   // shard_map of exp over rows on 2 devices, plus the input outside: the same
   // function as exp(x) + x. Inside, the manual ops keep their [4,4] shape.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "compiler/ir/flash_attention.h"
 #include "gradient_check.h"
 
 namespace podsim::compiler::testing {
@@ -219,6 +220,51 @@ TEST(AutodiffOps, UnsupportedOpIsUserError) {
   InstrId y = f.b.binary(Opcode::kRemainder, x, x);
   Module m = f.finish(y);
   EXPECT_THROW(build_gradient_module(m), UserError);
+}
+
+// The fused attention call: its VJP emits the backward call; q, k, v
+// [1,8,2,4] (B, L, N, D), the layer output y = 2 o inside "fwd/layer_0" so
+// that remat policies apply to the call (o is no checkpoint, y is).
+Module flash_forward(bool causal) {
+  ForwardBuilder f;
+  const Shape qkv(F, {1, 8, 2, 4});
+  InstrId q = f.param(qkv, "q");
+  InstrId k = f.param(qkv, "k");
+  InstrId v = f.param(qkv, "v");
+  auto& b = f.b;
+  b.set_op_name_scope("fwd/layer_0/attention");
+  const FlashAttentionOutputs o =
+      flash_attention(b, q, k, v, {.causal = causal, .block_q = 4, .block_k = 4});
+  InstrId y = b.binary(Opcode::kMultiply, o.out, b.broadcast(b.scalar_constant(F, 2), {1, 8, 2, 4}, {}));
+  b.set_op_name_scope("fwd/loss");
+  return f.finish(y);
+}
+
+int64_t count_calls(const Module& m, bool (*is)(const Instruction&)) {
+  int64_t n = 0;
+  for (const Instruction& in : m.entry().instructions()) n += is(in) ? 1 : 0;
+  return n;
+}
+
+TEST(AutodiffOps, FlashAttentionGradientsMatchFiniteDifferences) {
+  for (bool causal : {false, true}) {
+    Module m = flash_forward(causal);
+    // lse is f32 (the kernel's): p = exp(s - lse) carries its 2^-24 rounding.
+    check_gradients(m, default_args(m), 1e-6);
+  }
+}
+
+TEST(AutodiffOps, FlashAttentionUnderRematSavesOrRecomputesTheCall) {
+  // none and save_dots: one forward call, its o and lse saved; full: the
+  // forward call recomputed next to the backward call (two). Gradients agree.
+  Module m = flash_forward(true);
+  const RematChoice none{RematKind::kNone, ""}, dots{RematKind::kSelective, "save_dots"},
+      full{RematKind::kFull, ""};
+  EXPECT_EQ(count_calls(build_gradient_module(m, none), is_flash_attention), 1);
+  EXPECT_EQ(count_calls(build_gradient_module(m, dots), is_flash_attention), 1);
+  EXPECT_EQ(count_calls(build_gradient_module(m, full), is_flash_attention), 2);
+  EXPECT_EQ(count_calls(build_gradient_module(m, full), is_flash_attention_bwd), 1);
+  check_gradients(m, default_args(m), 1e-6, full);
 }
 
 }  // namespace
