@@ -28,7 +28,7 @@ TEST(CalibrationMarkdown, MarkdownShowsErrorsMeanAndFailures) {
   // Only the run that ran enters the mean: |+25%| / 1.
   // +25% is outside the 15% bar: 0 of the 2 rows within it.
   EXPECT_NE(
-      md.find("1 of 2 calibration configs ran; mean |error| over them 25.0%; 0 of 2 within 15%"),
+      md.find("1 of 2 calibration configs ran; mean |error| over them 25.0% (the bar: 5%); 0 of 2 within 10%"),
       std::string::npos)
       << md;
   EXPECT_NE(md.find("- Moe: crashed with signal 11"), std::string::npos) << md;
@@ -39,12 +39,13 @@ TEST(CalibrationMarkdown, WithinCountAndNotes) {
   MeasuredSet set =
       parse_measured(std::string(kMeasured) + "notes: |\n  Why the MoE row misses.\n", "m.yaml");
   EXPECT_EQ(set.notes, "Why the MoE row misses.\n");
-  // 4400 / 4000 - 1 = +10% (within 15%); 1 / 2 s = 0.5 steps/s = measured (0%).
-  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
+  // 4300 / 4000 - 1 = +7.5% (within 10%); 1 / 2 s = 0.5 steps/s = measured (0%);
+  // mean (7.5 + 0) / 2 = 3.75%, printed 3.7 (4300 / 4000 - 1 is 0.07499... in doubles).
+  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4300, 0.4)),
                                       calibration_row(set.points[1], run_with(2.0, 1, 0.1))};
   std::string md = calibration_markdown(set, rows);
-  EXPECT_NE(
-      md.find("2 of 2 calibration configs ran; mean |error| over them 5.0%; 2 of 2 within 15%"),
+  EXPECT_NE(md.find("2 of 2 calibration configs ran; mean |error| over them 3.7% (the bar: 5%); 2 "
+                    "of 2 within 10%"),
       std::string::npos)
       << md;
   EXPECT_NE(md.find("\n## Notes\n\nWhy the MoE row misses.\n"), std::string::npos) << md;
@@ -56,9 +57,9 @@ TEST(CalibrationMarkdown, InconsistentPointsStayOutOfTheStatistics) {
   ASSERT_EQ(set.points.size(), 2u);
   EXPECT_TRUE(set.points[0].inconsistent.empty());
   EXPECT_EQ(set.points[1].inconsistent, "needs 110% of peak");
-  // Dense +10% counts; Moe at 0.25 / 0.5 - 1 = -50% is shown but not counted:
-  // mean |error| 10.0% over 1 config, not (10 + 50) / 2 = 30%.
-  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4400, 0.4)),
+  // Dense +5% counts; Moe at 0.25 / 0.5 - 1 = -50% is shown but not counted:
+  // mean |error| 5.0% over 1 config, not (5 + 50) / 2 = 27.5%.
+  std::vector<CalibrationRow> rows = {calibration_row(set.points[0], run_with(1.0, 4200, 0.4)),
                                       calibration_row(set.points[1], run_with(4.0, 1, 0.1))};
   std::string md = calibration_markdown(set, rows);
   EXPECT_NE(md.find("| Moe (inconsistent, not a target) | moe.yaml | steps_per_second | 0.5 | 0.25 "
@@ -66,7 +67,8 @@ TEST(CalibrationMarkdown, InconsistentPointsStayOutOfTheStatistics) {
             std::string::npos)
       << md;
   EXPECT_NE(
-      md.find("1 of 1 calibration configs ran; mean |error| over them 10.0%; 1 of 1 within 15%"),
+      md.find("1 of 1 calibration configs ran; mean |error| over them 5.0% (the bar: 5%); 1 of 1 "
+              "within 10%"),
       std::string::npos)
       << md;
   EXPECT_NE(md.find("- Moe: needs 110% of peak"), std::string::npos) << md;
@@ -94,7 +96,27 @@ TEST(CalibrationMarkdown, MarkdownTableWithVerdicts) {
   EXPECT_NE(md.find("| Dense | GSPMD utilization | `mfu` | 0.5 to 0.62 | failed | exit 2 / bad |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("2 of 3 checks ran; 1 hold."), std::string::npos) << md;
+  EXPECT_NE(md.find("2 of 3 checks ran; 1 of the 2 independent ones hold"), std::string::npos)
+      << md;
+}
+
+// A check that chose a parameter's value is shown with what it chose and not
+// counted: of the remat share (holds) and the matmul bound (chose, met at
+// 0.9), 1 of the 1 independent checks holds.
+TEST(CalibrationMarkdown, ACheckThatChoseAParameterIsShownNotCounted) {
+  std::string text = std::string(kMeasured) + kChecks;
+  text.replace(text.find("    at_least: 0.85\n"), 19,
+               "    at_least: 0.85\n    chose: core.mxu_sustained_fraction\n");
+  MeasuredSet set = parse_measured(text, "m.yaml");
+  ASSERT_EQ(set.checks[1].chose, "core.mxu_sustained_fraction");
+  std::vector<CheckRow> checks = {
+      check_row(set.checks[0], run_with_field("time_by_pass_s.recompute", 0.56)),
+      check_row(set.checks[1], run_with_field("flops_utilization.layer_matmuls", 0.9))};
+  std::string md = calibration_markdown(set, {}, checks);
+  EXPECT_NE(md.find("holds; chose core.mxu_sustained_fraction, not counted"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("2 of 2 checks ran; 1 of the 1 independent ones hold"), std::string::npos)
+      << md;
 }
 
 }  // namespace

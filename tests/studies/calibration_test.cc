@@ -166,7 +166,7 @@ TEST(CalibrationTest, PublishedRowsDeriveTokensPerSecondByTheirRule) {
     parse_measured(text + "    measured: 5\n", "m.yaml");
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("m.yaml:10"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("m.yaml:9"), std::string::npos) << e.what();
   }
   // An unknown rule names the rules.
   try {

@@ -80,22 +80,23 @@ TEST(BuildModel, MoeModuleParametersMatchClosedForm) {
 }
 
 TEST(BuildModel, MaxText22BParametersAndModelFlops) {
-  // MaxText 22B (docs/reference/measurements.md#maxtext-on-tpu-v4):
-  // per layer Wq, Wk, Wv, Wo 4 x 6144 x 24 x 128 = 75,497,472, SwiGLU
-  // 3 x 6144 x 24576 = 452,984,832, two norm scales 12,288 -> 528,494,592;
-  // x 48 = 25,367,740,416; token table and separate output table
-  // 2 x 32000 x 6144 = 393,216,000; final norm 6144 -> 25,760,962,560.
+  // MaxText 22B of 2023-04 (docs/reference/measurements.md#maxtext-on-tpu-v4-v5e-and-v5p):
+  // per layer Wq, Wk, Wv, Wo 4 x 6144 x 24 x 256 = 150,994,944, ReLU MLP
+  // 2 x 6144 x 24576 = 301,989,888, one pre-norm scale 6144 (parallel block),
+  // q/k norm scales 2 x 256, relative bias 32 x 24 -> 452,992,256; x 48 =
+  // 21,743,628,288; tied token table 32768 x 6144 = 201,326,592; final norm
+  // 6144 -> 21,944,961,024.
   BuiltModel model = build_model(load_workload(source("workloads/maxtext_22b_v4_128.yaml"),
                                                {"model.global_batch=64", "model.seq_len=128"}));
-  EXPECT_EQ(module_parameters(model.module), 25'760'962'560);
-  EXPECT_EQ(model.info.parameters, 25'760'962'560);
-  // MaxText's model FLOPs: 6 P tokens + 12 x layers x heads x head dim x seq
+  EXPECT_EQ(module_parameters(model.module), 21'944'961'024);
+  EXPECT_EQ(model.info.parameters, 21'944'961'024);
+  // podsim's model FLOPs: 6 P tokens + 12 x layers x heads x head dim x seq
   // per token; 64 x 128 = 8192 tokens.
   const double tokens = 64.0 * 128;
   EXPECT_DOUBLE_EQ(model.info.model_flops_per_step,
-                   6.0 * 25'760'962'560 * tokens + 12.0 * 48 * 24 * 128 * 128 * tokens);
-  // Rotary positions: sine and cosine tables, no position weights.
-  EXPECT_NE(find_op(model.module, "fwd/decoder/attention_setup", Opcode::kSin), nullptr);
+                   6.0 * 21'944'961'024 * tokens + 12.0 * 48 * 24 * 256 * 128 * tokens);
+  // T5 relative position biases: the bucket ids are built once, no sine tables.
+  EXPECT_EQ(find_op(model.module, "fwd/decoder/attention_setup", Opcode::kSin), nullptr);
 }
 
 TEST(BuildModel, EveryShippedWorkloadLoadsAndBuilds) {

@@ -309,6 +309,7 @@ TEST(WorkloadYaml, ParallelBlockOfAnMoePointsAtBlock) {
   EXPECT_NE(e.message().find("'model.block: parallel' is built for dense_transformer models only"),
             std::string::npos)
       << e.what();
+}
 
 // model.attention and model.flash_block: defaults (standard; the block is
 // min(512, seq_len) = 32 here), the keys read, and their errors positioned.
