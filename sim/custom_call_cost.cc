@@ -55,10 +55,11 @@ void add_attention(const Computation& c, const Instruction& call, bool backward,
 }
 
 // podsim's flash attention calls (compiler/ir/flash_attention.h), block by
-// block as the Pallas TPU kernel runs them: per (batch, head) and computed
-// block, forward q k^T and p v; backward q k^T again, do v^T, p^T do, ds k
-// and ds^T q; an exp per score element (forward: plus the row max and sum;
-// backward: ds = p (dp - delta), two more VPU ops).
+// block as the Pallas TPU kernel runs them (docs/simulator.md#flash-attention-cost):
+// per (batch, head) and computed block, forward q k^T and p v; backward two
+// kernels, dk/dv (q k^T, do v^T, p^T do, ds^T q) and dq (q k^T, do v^T, ds k),
+// each recomputing p; the VPU ops the kernels apply per score and per
+// accumulator element.
 void add_flash_attention(const Computation& c, const Instruction& call, bool backward,
                          hw::OpQuery& q) {
   if (call.operand_count() < 3) return;
@@ -74,19 +75,36 @@ void add_flash_attention(const Computation& c, const Instruction& call, bool bac
   auto matmul = [&](int64_t m, int64_t k, int64_t n) {
     q.matmuls.push_back({.batch = batch, .m = m, .k = k, .n = n, .input = input_of(query.dtype())});
   };
-  matmul(bq, d, bk);  // s = q k^T (recomputed backward)
-  if (backward) {
-    matmul(bq, d, bk);  // dp = do v^T
-    matmul(bk, bq, d);  // dv += p^T do
-    matmul(bq, bk, d);  // dq += ds k
-    matmul(bk, bq, d);  // dk += ds^T q
-  } else {
-    matmul(bq, bk, d);  // o += p v
-  }
   const int64_t scores = batch * bq * bk;
-  q.vector_work.push_back({scores, hw::VectorCostClass::kTranscendental});
-  q.vector_work.push_back(
-      {2 * scores, backward ? hw::VectorCostClass::kSimple : hw::VectorCostClass::kReduce});
+  auto vpu = [&](int64_t elements, hw::VectorCostClass cost_class) {
+    q.vector_work.push_back({elements, cost_class});
+  };
+  if (backward) {
+    for (int kernel = 0; kernel < 2; ++kernel) {
+      matmul(bq, d, bk);  // s = q k^T
+      matmul(bq, d, bk);  // dp = do v^T
+    }
+    matmul(bk, bq, d);  // dv += p^T do
+    matmul(bk, bq, d);  // dk += ds^T q
+    matmul(bq, bk, d);  // dq += ds k
+    // Per kernel and score: p = exp(s - m) / l, ds = p (dp - di): exp, 4
+    // simple, ds to bf16; dk/dv also p to bf16. Accumulators (f32): dk, dv
+    // per key row and dq per query row, one add per block.
+    vpu(2 * scores, hw::VectorCostClass::kTranscendental);
+    vpu(8 * scores, hw::VectorCostClass::kSimple);
+    vpu(3 * scores, hw::VectorCostClass::kConvert);
+    vpu(batch * (2 * bk + bq) * d, hw::VectorCostClass::kSimple);
+  } else {
+    matmul(bq, d, bk);  // s = q k^T
+    matmul(bq, bk, d);  // o += p v
+    // Per score: row max and sum, s - m, exp, p to bf16. Accumulator per
+    // query row: acc = acc * alpha + p v (3 ops per element per block).
+    vpu(scores, hw::VectorCostClass::kTranscendental);
+    vpu(2 * scores, hw::VectorCostClass::kReduce);
+    vpu(scores, hw::VectorCostClass::kSimple);
+    vpu(scores, hw::VectorCostClass::kConvert);
+    vpu(3 * batch * bq * d, hw::VectorCostClass::kSimple);
+  }
 }
 
 // A GEMM's dims from its backend_config's dot_dimension_numbers (cuBLAS
@@ -228,13 +246,25 @@ std::optional<std::pair<double, double>> flash_attention_traffic(const Computati
     return std::nullopt;
   const compiler::FlashBlocks blocks =
       compiler::flash_blocks(query.dim(1), key.dim(1), compiler::flash_config(call));
-  // k and v: one read per computed block = computed / kv_blocks times over.
-  const double kv_reads = static_cast<double>(blocks.computed) /
-                          static_cast<double>(std::max<int64_t>(1, blocks.kv_blocks));
-  double read = kv_reads * static_cast<double>(key.byte_size() +
-                                               operand(computation, call, 2).byte_size());
-  for (int i = 0; i < call.operand_count(); ++i)
-    if (i != 1 && i != 2) read += static_cast<double>(operand(computation, call, i).byte_size());
+  const auto bytes = [&](int i) {
+    return static_cast<double>(operand(computation, call, i).byte_size());
+  };
+  const double computed = static_cast<double>(blocks.computed);
+  // Forward: k and v once per computed block (computed / kv_blocks times
+  // over), the rest once.
+  const double kv_reads = computed / static_cast<double>(std::max<int64_t>(1, blocks.kv_blocks));
+  double read = kv_reads * (bytes(1) + bytes(2));
+  if (!backward || call.operand_count() < 6) {
+    for (int i = 0; i < call.operand_count(); ++i)
+      if (i != 1 && i != 2) read += bytes(i);
+    return std::pair{read, static_cast<double>(call.shape.byte_size())};
+  }
+  // Backward (q, k, v, o, lse, do): o and do once for di = rowsum(o do); the
+  // dk/dv kernel reads k, v once and q, do, lse once per computed block; the
+  // dq kernel q, do, lse once and k, v once per computed block.
+  const double q_reads = computed / static_cast<double>(std::max<int64_t>(1, blocks.q_blocks));
+  read += bytes(1) + bytes(2) + bytes(3) + bytes(5);
+  read += (1 + q_reads) * (bytes(0) + bytes(4) + bytes(5));
   return std::pair{read, static_cast<double>(call.shape.byte_size())};
 }
 

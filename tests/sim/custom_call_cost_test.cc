@@ -189,13 +189,41 @@ TEST(CustomCallCost, FlashAttentionRunsOnlyTheCausalBlocks) {
   // 4096^2 x 128 = 17,179,869,184).
   EXPECT_DOUBLE_EQ(flops_of(fwd), 9663676416.0);
   EXPECT_DOUBLE_EQ(flops_of(op_query(m.entry(), find(m, "full"))), 17179869184.0);
-  // Backward: 5 block matmuls, 5/2 of the forward.
+  // Backward: the dk/dv kernel's 4 block matmuls and the dq kernel's 3, 7/2 of
+  // the forward.
   const hw::OpQuery bwd = op_query(m.entry(), find(m, "bwd"));
-  EXPECT_EQ(bwd.matmuls.size(), 5u);
-  EXPECT_DOUBLE_EQ(flops_of(bwd), 9663676416.0 * 5 / 2);
+  EXPECT_EQ(bwd.matmuls.size(), 7u);
+  EXPECT_DOUBLE_EQ(flops_of(bwd), 9663676416.0 * 7 / 2);
   // One exp per computed score: 72 x 512 x 512.
   ASSERT_FALSE(fwd.vector_work.empty());
   EXPECT_EQ(fwd.vector_work[0].elements, 72 * 512 * 512);
+}
+
+int64_t vector_elements(const hw::OpQuery& q, hw::VectorCostClass cost_class) {
+  int64_t n = 0;
+  for (const auto& v : q.vector_work)
+    if (v.cost_class == cost_class) n += v.elements;
+  return n;
+}
+
+TEST(CustomCallCost, FlashAttentionCountsTheKernelsVectorOps) {
+  // 72 computed blocks of 512 x 512 scores, D = 128 (S = 72 x 512^2 scores).
+  const compiler::Module m = compiler::parse_hlo(kFlash);
+  const int64_t s = 72 * 512 * 512, rows = 72 * 512 * 128;
+  const hw::OpQuery fwd = op_query(m.entry(), find(m, "fwd"));
+  // Forward per score: exp, row max and sum, s - m, p to bf16; per accumulator
+  // element (512 query rows x D per block): acc * alpha + p v, 3 ops.
+  EXPECT_EQ(vector_elements(fwd, hw::VectorCostClass::kTranscendental), s);
+  EXPECT_EQ(vector_elements(fwd, hw::VectorCostClass::kReduce), 2 * s);
+  EXPECT_EQ(vector_elements(fwd, hw::VectorCostClass::kSimple), s + 3 * rows);
+  EXPECT_EQ(vector_elements(fwd, hw::VectorCostClass::kConvert), s);
+  const hw::OpQuery bwd = op_query(m.entry(), find(m, "bwd"));
+  // Backward, each of 2 kernels per score: exp(s - m) / l and p (dp - di): an
+  // exp and 4 simple; ds to bf16 twice, p once; dk, dv, dq accumulate once
+  // per block: 3 x 512 rows x D.
+  EXPECT_EQ(vector_elements(bwd, hw::VectorCostClass::kTranscendental), 2 * s);
+  EXPECT_EQ(vector_elements(bwd, hw::VectorCostClass::kSimple), 8 * s + 3 * rows);
+  EXPECT_EQ(vector_elements(bwd, hw::VectorCostClass::kConvert), 3 * s);
 }
 
 TEST(CustomCallCost, FlashAttentionRereadsKeysAndValuesPerQueryBlock) {
@@ -208,9 +236,11 @@ TEST(CustomCallCost, FlashAttentionRereadsKeysAndValuesPerQueryBlock) {
   EXPECT_DOUBLE_EQ(fwd.hbm_bytes_written, t + lse);
   // Non-causal: k and v 8 times (once per q block).
   EXPECT_DOUBLE_EQ(op_query(m.entry(), find(m, "full")).hbm_bytes_read, t + 2 * 8 * t);
-  // Backward: q, o, lse, do once + k, v 4.5 times; writes dq, dk, dv.
+  // Backward (the call's operands q, k, v, o = q, lse, do = q): o and do once
+  // for di; dk/dv kernel: k, v once, q, lse, do once per computed block (36/8
+  // = 4.5 times); dq kernel: q, lse, do once, k, v 4.5 times. Writes dq, dk, dv.
   const hw::OpQuery bwd = op_query(m.entry(), find(m, "bwd"));
-  EXPECT_DOUBLE_EQ(bwd.hbm_bytes_read, 3 * t + lse + 2 * 4.5 * t);
+  EXPECT_DOUBLE_EQ(bwd.hbm_bytes_read, 2 * t + 2 * t + 5.5 * (2 * t + lse) + 2 * 4.5 * t);
   EXPECT_DOUBLE_EQ(bwd.hbm_bytes_written, 3 * t);
 }
 
