@@ -256,20 +256,20 @@ TEST(SpmdDot, TwoDotsReadingOneOperandShareOneAllGather) {
   // 2560 / 2 = 1280 < 2368, the first dot builds the gathered x and the second
   // reuses it: one all-gather, no reduce-scatter and no weight all-to-all
   // (the contracting plan would take 2 reduce-scatters and 2 all-to-alls).
-  auto p = partition(dot_module("  x = f32[64,20] parameter(0), sharding={devices=[1,2]<=[2]}\n"
-                                "  w1 = f32[20,16] parameter(1), sharding={devices=[1,2]<=[2]}\n"
-                                "  w2 = f32[20,16] parameter(2), sharding={devices=[1,2]<=[2]}\n"
-                                "  d1 = f32[64,16] dot(x, w1), lhs_contracting_dims={1}, "
-                                "rhs_contracting_dims={0}, sharding={devices=[1,2]<=[2]}\n"
-                                "  d2 = f32[64,16] dot(x, w2), lhs_contracting_dims={1}, "
-                                "rhs_contracting_dims={0}, sharding={devices=[1,2]<=[2]}\n"
-                                "  ROOT s = f32[64,16] add(d1, d2), sharding={devices=[1,2]<=[2]}\n"),
-                     2);
+  auto p =
+      partition(dot_module("  x = f32[64,20] parameter(0), sharding={devices=[1,2]<=[2]}\n"
+                           "  w1 = f32[20,16] parameter(1), sharding={devices=[1,2]<=[2]}\n"
+                           "  w2 = f32[20,16] parameter(2), sharding={devices=[1,2]<=[2]}\n"
+                           "  d1 = f32[64,16] dot(x, w1), lhs_contracting_dims={1}, "
+                           "rhs_contracting_dims={0}, sharding={devices=[1,2]<=[2]}\n"
+                           "  d2 = f32[64,16] dot(x, w2), lhs_contracting_dims={1}, "
+                           "rhs_contracting_dims={0}, sharding={devices=[1,2]<=[2]}\n"
+                           "  ROOT s = f32[64,16] add(d1, d2), sharding={devices=[1,2]<=[2]}\n"),
+                2);
   expect_equivalent(p);
   EXPECT_EQ(p.result.stats.all_gathers, 1);
-  EXPECT_EQ(p.result.stats.reduce_scatters + p.result.stats.all_to_alls +
-                p.result.stats.all_reduces,
-            0);
+  EXPECT_EQ(
+      p.result.stats.reduce_scatters + p.result.stats.all_to_alls + p.result.stats.all_reduces, 0);
 }
 
 TEST(SpmdDot, Dot2DPartitionedNonContractingAndContracting0) {
