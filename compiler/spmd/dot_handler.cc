@@ -46,6 +46,12 @@ std::optional<WindowedDot> windowed_candidate(const SpmdContext& context, const 
   const PartitionedValue& value = in.operands[static_cast<size_t>(side)];
   const Sharding& needed = side == 0 ? plan.lhs : plan.rhs;
   if (value.base_shape.byte_size() < options.windowed_einsum_threshold_bytes) return std::nullopt;
+  // A gather another dot shares (built already, or the operand has other dot
+  // readers) stays one all-gather: XLA's check_users_sharding.
+  if (context.einsum_readers(in.original.operands[static_cast<size_t>(side)]) > 1)
+    return std::nullopt;
+  for (const Sharding& built : context.reshards_built(value.id))
+    if (built == needed) return std::nullopt;
   std::vector<int64_t> gathered;
   for (int64_t d = 0; d < value.base_shape.rank(); ++d) {
     const int64_t now = tile_count(value.sharding, d), then = tile_count(needed, d);
@@ -122,9 +128,14 @@ std::optional<WindowedReduceScatter> windowed_reduce_scatter_candidate(
 
 PartitionedValue partition_einsum(SpmdContext& context, const HandlerInput& in,
                                   const EinsumSpec& spec, const SparseOperand* sparse) {
+  OperandReuse reuse;
+  for (int side = 0; side < 2; ++side) {
+    reuse.built[side] = context.reshards_built(in.operands[static_cast<size_t>(side)].id);
+    reuse.sharers[side] = context.einsum_readers(in.original.operands[static_cast<size_t>(side)]);
+  }
   const DotPlan plan = choose_dot_plan(
       spec, DotShardings{in.operands[0].sharding, in.operands[1].sharding, in.target},
-      context.num_devices(), &context.relabeled_plans());
+      context.num_devices(), &context.relabeled_plans(), reuse);
   if (sparse) {
     // Shards of the sparse dim must hold whole groups and whole metadata
     // elements, with no padding; otherwise nothing is split there.

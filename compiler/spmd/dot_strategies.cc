@@ -210,7 +210,7 @@ std::string DotPlan::describe() const {
 }
 
 DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint,
-                       int64_t devices, RelabeledPlanCache* plans) {
+                       int64_t devices, RelabeledPlanCache* plans, const OperandReuse& reuse) {
   DotPlan plan;
   plan.joint = joint;
   plan.lhs = joint_to_tensor(spec, joint, EinsumSide::kLhs);
@@ -223,8 +223,17 @@ DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, cons
     plan.cost.full_replications += c.full_replications;
     plan.cost.bytes += c.bytes;
   };
-  add(estimate_reshard(spec.lhs, current.lhs, plan.lhs, devices, plans));
-  add(estimate_reshard(spec.rhs, current.rhs, plan.rhs, devices, plans));
+  // An operand reshard already built is free; a new one is spread over the
+  // dots reading that operand (OperandReuse).
+  auto operand = [&](int side, const Shape& shape, const Sharding& from, const Sharding& to) {
+    const auto& built = reuse.built[side];
+    if (std::find(built.begin(), built.end(), to) != built.end()) return;
+    StrategyCost c = estimate_reshard(shape, from, to, devices, plans);
+    c.bytes /= static_cast<double>(std::max<int64_t>(reuse.sharers[side], 1));
+    add(c);
+  };
+  operand(0, spec.lhs, current.lhs, plan.lhs);
+  operand(1, spec.rhs, current.rhs, plan.rhs);
   if (plan.partial_tile_dims.empty()) {
     add(estimate_reshard(spec.out, plan.local_out, current.target, devices, plans));
   } else {
@@ -249,7 +258,7 @@ DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, cons
 }
 
 DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int64_t devices,
-                        RelabeledPlanCache* plans) {
+                        RelabeledPlanCache* plans, const OperandReuse& reuse) {
   std::vector<Sharding> bases = {tensor_to_joint(spec, current.lhs, EinsumSide::kLhs),
                                  tensor_to_joint(spec, current.rhs, EinsumSide::kRhs),
                                  tensor_to_joint(spec, current.target, EinsumSide::kOut)};
@@ -293,7 +302,7 @@ DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int
   };
   for (const Sharding& joint : candidates) {
     if (!seen.emplace(joint.to_string(), true).second || !splits_groups(joint)) continue;
-    DotPlan plan = plan_for_joint(spec, current, joint, devices, plans);
+    DotPlan plan = plan_for_joint(spec, current, joint, devices, plans, reuse);
     if (!best || plan.cost < best->cost) best = std::move(plan);
   }
   return *best;

@@ -83,10 +83,22 @@ struct DotPlan {
 struct DotShardings {
   Sharding lhs, rhs, target;
 };
+// Reuse of an operand's reshard (XLA's partitioner caches reshards per
+// (value, target), and keeps a gather its other dot users share rather than
+// windowing it: dot_handler.cc check_users_sharding). `built[side]` lists the
+// targets that operand's value was already resharded to (free now);
+// `sharers[side]` counts the dots and convolutions reading the operand, over
+// which a new reshard's bytes are spread (each reuses it when it needs the
+// same layout). Index 0 is the lhs, 1 the rhs.
+struct OperandReuse {
+  std::vector<Sharding> built[2];
+  int64_t sharers[2] = {1, 1};
+};
 DotPlan choose_dot_plan(const EinsumSpec& spec, const DotShardings& current, int64_t devices,
-                        RelabeledPlanCache* plans = nullptr);
+                        RelabeledPlanCache* plans = nullptr, const OperandReuse& reuse = {});
 // The plan of one given joint sharding (tests, forced strategies).
 DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, const Sharding& joint,
-                       int64_t devices, RelabeledPlanCache* plans = nullptr);
+                       int64_t devices, RelabeledPlanCache* plans = nullptr,
+                       const OperandReuse& reuse = {});
 
 }  // namespace podsim::compiler

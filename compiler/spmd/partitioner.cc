@@ -7,6 +7,7 @@
 
 #include <cassert>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -247,6 +248,12 @@ PartitionedValue partition_computation(SpmdContext& context, const Computation& 
                                        const ComputationSignature& signature) {
   const int64_t devices = context.num_devices();
   std::vector<PartitionedValue> values(static_cast<size_t>(computation.size()));
+  std::vector<int64_t> einsum_readers(static_cast<size_t>(computation.size()), 0);
+  for (const Instruction& instr : computation.instructions())
+    if (instr.opcode == Opcode::kDot || instr.opcode == Opcode::kConvolution)
+      for (InstrId operand : std::set<InstrId>(instr.operands.begin(), instr.operands.end()))
+        ++einsum_readers[static_cast<size_t>(operand)];
+  context.set_einsum_readers(std::move(einsum_readers));
   for (InstrId id = 0; id < computation.size(); ++id) {
     const Instruction& instr = computation.instr(id);
     Sharding target = instruction_sharding(instr);

@@ -41,6 +41,14 @@ InstrId SpmdContext::zero(DType dtype) {
 
 CompId SpmdContext::scalar_reducer(Opcode op, DType dtype) { return reducers_.get(op, dtype); }
 
+std::vector<Sharding> SpmdContext::reshards_built(InstrId id) const {
+  std::vector<Sharding> built;
+  for (auto it = reshard_cache_.lower_bound({id, std::string()});
+       it != reshard_cache_.end() && it->first.first == id; ++it)
+    built.push_back(it->second.sharding);
+  return built;
+}
+
 // offset = tile coordinate * ceil(D / n) (MakePartitionOffsets).
 InstrId SpmdContext::partition_offset(const Sharding& sharding, std::span<const int64_t> base_dims,
                                       int64_t dim) {

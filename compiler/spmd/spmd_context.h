@@ -73,6 +73,19 @@ class SpmdContext {
     return reshard_cache_;
   }
 
+  // Targets the value `id` (new instruction) was already resharded to.
+  std::vector<Sharding> reshards_built(InstrId id) const;
+
+  // Dots and convolutions of the computation being partitioned that read
+  // each of its instructions (by source id; dot strategies spread a shared
+  // operand reshard over them, dot_strategies.h DotShardings).
+  void set_einsum_readers(std::vector<int64_t> readers) { einsum_readers_ = std::move(readers); }
+  int64_t einsum_readers(InstrId source) const {
+    return source >= 0 && static_cast<size_t>(source) < einsum_readers_.size()
+               ? einsum_readers_[static_cast<size_t>(source)]
+               : 1;
+  }
+
   // Shared by the contexts of one partition_spmd run (the entry's and those
   // of while/call callees): the module being partitioned, read-only, and the
   // callees already replaced in module() by their partitioned form.
@@ -108,6 +121,7 @@ class SpmdContext {
   std::map<DType, InstrId> zero_cache_;
   ScalarReducerCache reducers_;
   std::map<std::pair<InstrId, std::string>, PartitionedValue> reshard_cache_;
+  std::vector<int64_t> einsum_readers_;
   std::shared_ptr<Session> session_ = std::make_shared<Session>();
 };
 

@@ -210,6 +210,68 @@ TEST(SpmdDot, PlanPrefersReduceScatterOverAllReduce) {
   EXPECT_DOUBLE_EQ(plan.cost.bytes, 64.0);
 }
 
+// Megatron-style projection in miniature (2 devices): x[64,20] tiled on its
+// contracting dim E, w[20,16] and the out [64,16] tiled on H. Bytes (f32):
+//  gather x:  (p-1)/p |x| = 1/2 * 64*20*4 = 2560;
+//  contract:  w to E-tiled, all-to-all 1/2 * (20*8*4) = 320, plus the
+//             reduce-scatter of the local [64,16] partial 1/2 * 64*16*4 = 2048,
+//             total 2368.
+EinsumSpec megatron_projection_spec() {
+  EinsumSpec spec;
+  spec.lhs = Shape(DType::kF32, {64, 20});
+  spec.rhs = Shape(DType::kF32, {20, 16});
+  spec.out = Shape(DType::kF32, {64, 16});
+  spec.labels = {{LabelKind::kContracting, 1, 0, -1, 20},
+                 {LabelKind::kLhsFree, 0, -1, 0, 64},
+                 {LabelKind::kRhsFree, -1, 1, 1, 16}};
+  return spec;
+}
+
+TEST(SpmdDot, PlanSpreadsAnOperandGatherOverItsDotReaders) {
+  const EinsumSpec spec = megatron_projection_spec();
+  const Sharding cols = parse_sharding("{devices=[1,2]<=[2]}");
+  const DotShardings current{cols, cols, cols};
+  // Alone, the contracting plan is cheaper (2368 < 2560).
+  DotPlan alone = choose_dot_plan(spec, current, 2);
+  EXPECT_EQ(alone.partial_tile_dims.size(), 1u) << alone.describe();
+  EXPECT_DOUBLE_EQ(alone.cost.bytes, 2368.0);
+  // x read by 4 dots (q, k, v and the FFN input of a parallel block): the
+  // gather counts 2560 / 4 = 640 and wins.
+  OperandReuse shared;
+  shared.sharers[0] = 4;
+  DotPlan spread = choose_dot_plan(spec, current, 2, nullptr, shared);
+  EXPECT_TRUE(spread.partial_tile_dims.empty()) << spread.describe();
+  EXPECT_TRUE(spread.lhs.is_replicated()) << spread.describe();
+  EXPECT_DOUBLE_EQ(spread.cost.bytes, 640.0);
+  // Once another dot built the gathered x, it costs nothing.
+  OperandReuse built;
+  built.built[0].push_back(Sharding::replicated());
+  DotPlan reused = choose_dot_plan(spec, current, 2, nullptr, built);
+  EXPECT_TRUE(reused.lhs.is_replicated()) << reused.describe();
+  EXPECT_DOUBLE_EQ(reused.cost.bytes, 0.0);
+}
+
+TEST(SpmdDot, TwoDotsReadingOneOperandShareOneAllGather) {
+  // The spec above twice on one x (2 dots reading it): each gather counts
+  // 2560 / 2 = 1280 < 2368, the first dot builds the gathered x and the second
+  // reuses it: one all-gather, no reduce-scatter and no weight all-to-all
+  // (the contracting plan would take 2 reduce-scatters and 2 all-to-alls).
+  auto p =
+      partition(dot_module("  x = f32[64,20] parameter(0), sharding={devices=[1,2]<=[2]}\n"
+                           "  w1 = f32[20,16] parameter(1), sharding={devices=[1,2]<=[2]}\n"
+                           "  w2 = f32[20,16] parameter(2), sharding={devices=[1,2]<=[2]}\n"
+                           "  d1 = f32[64,16] dot(x, w1), lhs_contracting_dims={1}, "
+                           "rhs_contracting_dims={0}, sharding={devices=[1,2]<=[2]}\n"
+                           "  d2 = f32[64,16] dot(x, w2), lhs_contracting_dims={1}, "
+                           "rhs_contracting_dims={0}, sharding={devices=[1,2]<=[2]}\n"
+                           "  ROOT s = f32[64,16] add(d1, d2), sharding={devices=[1,2]<=[2]}\n"),
+                2);
+  expect_equivalent(p);
+  EXPECT_EQ(p.result.stats.all_gathers, 1);
+  EXPECT_EQ(
+      p.result.stats.reduce_scatters + p.result.stats.all_to_alls + p.result.stats.all_reduces, 0);
+}
+
 TEST(SpmdDot, Dot2DPartitionedNonContractingAndContracting0) {
   // [2,2] mesh: lhs [M/x, K/y], rhs [K/y] replicated over x, out [M/x]
   // replicated over y. Grouping on M (x) leaves a 1-D contracting problem in
