@@ -164,6 +164,24 @@ double field_number(const JobOutcome& run, const std::string& name) {
   return run.metrics.number(name).value_or(NAN);
 }
 
+TimeSplit time_split(const JobOutcome& run, double step_time_s) {
+  TimeSplit t;
+  t.hardware = run.metrics.text("hardware").value_or("");
+  auto share = [&](const char* field) { return field_number(run, field) / step_time_s; };
+  t.mxu_bound = share("time_breakdown_s.mxu_bound");
+  t.vpu_bound = share("time_breakdown_s.vpu_bound");
+  t.memory_bound = share("time_breakdown_s.memory_bound");
+  t.overhead = share("time_breakdown_s.overhead");
+  t.exposed_communication = share("time_breakdown_s.exposed_communication");
+  t.forward = share("time_by_pass_s.forward");
+  t.recompute = share("time_by_pass_s.recompute");
+  t.backward = share("time_by_pass_s.backward");
+  t.hfu = field_number(run, "hfu");
+  t.peak_memory_bytes = field_number(run, "peak_memory_bytes");
+  t.hbm_capacity_bytes = field_number(run, "hbm_capacity_bytes");
+  return t;
+}
+
 }  // namespace
 
 MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file_name) {
@@ -238,6 +256,7 @@ CalibrationRow calibration_row(const MeasuredPoint& point, const JobOutcome& run
   }
   row.step_time_s = field_number(run, "step_time_s");
   row.mfu = field_number(run, "mfu");
+  row.split = time_split(run, row.step_time_s);
   row.predicted =
       point.metric == "steps_per_second" ? 1.0 / row.step_time_s : field_number(run, point.metric);
   if (!std::isfinite(row.predicted) || row.predicted <= 0) {

@@ -88,6 +88,15 @@ struct MeasuredSet {
 MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file_name);
 MeasuredSet load_measured(const std::string& path);
 
+// Where a row's step goes, from its report (shares of the step time).
+struct TimeSplit {
+  std::string hardware;
+  double mxu_bound = 0, vpu_bound = 0, memory_bound = 0, overhead = 0, exposed_communication = 0;
+  double forward = 0, recompute = 0, backward = 0;
+  double hfu = 0;
+  double peak_memory_bytes = 0, hbm_capacity_bytes = 0;
+};
+
 struct CalibrationRow {
   MeasuredPoint point;
   bool ok = false;
@@ -99,6 +108,7 @@ struct CalibrationRow {
   // Published rows: the prediction in the table's own units.
   double predicted_tflops_per_chip = 0;
   double predicted_published_mfu = 0;
+  TimeSplit split;
 };
 
 // steps_per_second = 1 / step_time_s; tokens_per_second and mfu are report

@@ -131,6 +131,31 @@ std::string published_markdown(const std::vector<CalibrationRow>& rows) {
   return out;
 }
 
+// Where each row's step goes in podsim (shares of its step), HFU, and the
+// peak memory against the device's HBM: the measured runs all fit.
+std::string time_split_markdown(const std::vector<CalibrationRow>& rows) {
+  std::string out =
+      "\n## Where the time goes\n\nEach row's step as podsim splits it (shares of the step; "
+      "`podsim run W.yaml` prints the same split with the ops behind it). HFU counts every "
+      "executed FLOP (recomputation included); \"measured HFU\" is podsim's HFU / (1 + "
+      "error), what the measured throughput implies if podsim's FLOP count is right.\n\n"
+      "| config | hardware | MXU-bound | VPU-bound | memory-bound | exposed comm | forward / "
+      "recompute / backward | HFU | measured HFU | peak memory / HBM |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
+  auto pct = [](double v) { return fmt::format("{:.0f}%", 100 * v); };
+  for (const CalibrationRow& r : rows) {
+    if (!r.ok) continue;
+    const TimeSplit& t = r.split;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} / {} / {} | {:.1f}% | {:.1f}% | {:.1f} / {:.1f} GiB |\n",
+                       r.point.config, t.hardware, pct(t.mxu_bound), pct(t.vpu_bound),
+                       pct(t.memory_bound), pct(t.exposed_communication), pct(t.forward),
+                       pct(t.recompute), pct(t.backward), 100 * t.hfu,
+                       100 * t.hfu / (1 + r.relative_error), t.peak_memory_bytes / (1 << 30),
+                       t.hbm_capacity_bytes / (1 << 30));
+  }
+  return out;
+}
+
 std::string value_text(double v) {
   return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
 }
@@ -175,6 +200,7 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
                        100 * kCalibrationRowLimit);
   out += ".\n";
   out += published_markdown(rows);
+  out += time_split_markdown(rows);
   bool listed = false;
   for (const CalibrationRow& r : rows) {
     if (r.point.inconsistent.empty()) continue;

@@ -119,5 +119,31 @@ TEST(CalibrationMarkdown, ACheckThatChoseAParameterIsShownNotCounted) {
       << md;
 }
 
+// The time split: shares of a 2 s step (1.5 s MXU-bound = 75%, 0.2 s
+// exposed = 10%), HFU 0.6 and, at +20% error, a measured HFU of 0.6 / 1.2 = 50%;
+// 8 GiB of 16 GiB.
+TEST(CalibrationMarkdown, WhereTheTimeGoes) {
+  MeasuredSet set = parse_measured(kMeasured, "m.yaml");
+  JobOutcome run = run_with(2.0, 4800, 0.4);
+  run.metrics.set("hardware", "tpuv5e");
+  run.metrics.set("time_breakdown_s.mxu_bound", "1.5");
+  run.metrics.set("time_breakdown_s.exposed_communication", "0.2");
+  run.metrics.set("time_by_pass_s.forward", "0.5");
+  run.metrics.set("time_by_pass_s.recompute", "0.5");
+  run.metrics.set("time_by_pass_s.backward", "1");
+  run.metrics.set("hfu", "0.6");
+  run.metrics.set("peak_memory_bytes", fmt::format("{}", 8.0 * (1 << 30)));
+  run.metrics.set("hbm_capacity_bytes", fmt::format("{}", 16.0 * (1 << 30)));
+  CalibrationRow row = calibration_row(set.points[0], run);
+  ASSERT_TRUE(row.ok);
+  EXPECT_DOUBLE_EQ(row.split.mxu_bound, 0.75);
+  EXPECT_DOUBLE_EQ(row.split.exposed_communication, 0.1);
+  const std::string md = calibration_markdown(set, {row});
+  EXPECT_NE(md.find("| Dense | tpuv5e | 75% | "), std::string::npos) << md;
+  EXPECT_NE(md.find("| 10% | 25% / 25% / 50% | 60.0% | 50.0% | 8.0 / 16.0 GiB |"),
+            std::string::npos)
+      << md;
+}
+
 }  // namespace
 }  // namespace podsim::studies
