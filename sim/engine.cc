@@ -33,7 +33,8 @@ constexpr double kTimeResolution_s = 2e-12;
 enum class ComputeState { kStart, kBusy, kWaiting, kTail, kDone };
 
 // The least share of HBM bandwidth a compute kernel keeps while collective
-// DMAs use the rest (round-robin arbitration between core and DMA engines).
+// DMAs use the rest: [D] round-robin arbitration between core and DMA engines
+// (docs/reference/hardware.md#constants-in-code).
 constexpr double kMinComputeHbmShare = 0.5;
 
 constexpr size_t kCollectiveKinds = 5;  // hw::CollectiveKind

@@ -175,5 +175,38 @@ TEST(RunOptions, FidelityNames) {
   EXPECT_THROW(fidelity_from_name("exact"), UserError);
 }
 
+double collective_seconds(const Report& report, const std::string& kind) {
+  for (const CollectiveStats& c : report.collectives)
+    if (c.kind == kind) return c.seconds;
+  ADD_FAILURE() << "no " << kind << " row";
+  return 0;
+}
+
+// The mechanism of the TPU v4 calibration row (docs/calibration.md): MaxText's
+// 2023-04 run made only all-gathers asynchronous, so the compute stream waits
+// for every reduce-scatter (and all-reduce) whole. A synchronous collective is
+// exposed for all of its busy time (one collective of a kind at a time), so
+// the exposed communication is at least the reduce-scatters' and all-reduces'
+// busy time, and the step is longer than with every collective asynchronous.
+TEST(RunWorkload, MaxTextV4FlagsExposeEveryReduceScatterWhole) {
+  const std::vector<std::string> small = {"model.layers=4", "model.seq_len=256",
+                                          "model.global_batch=64"};
+  RunRequest flags;
+  flags.workload_path = test_files::source_path("workloads/maxtext_22b_v4_128.yaml");
+  flags.overrides = small;
+  RunRequest all_async = flags;
+  all_async.overrides.push_back(
+      "compiler.async_collectives=[all-gather, reduce-scatter, all-reduce, all-to-all, "
+      "collective-permute]");
+  const Report sync = run_workload(flags).report;
+  const Report async = run_workload(all_async).report;
+  const double blocking =
+      collective_seconds(sync, "reduce-scatter") + collective_seconds(sync, "all-reduce");
+  ASSERT_GT(collective_seconds(sync, "reduce-scatter"), 0);
+  EXPECT_GE(sync.time.exposed_communication_s, blocking * (1 - 1e-9));
+  EXPECT_GT(sync.step_time_s, async.step_time_s);
+  EXPECT_LT(async.time.exposed_communication_s, sync.time.exposed_communication_s);
+}
+
 }  // namespace
 }  // namespace podsim::driver
