@@ -63,7 +63,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "workload YAML, or an XLA HLO text module (run without a workload)")
       ->required();
   run->add_option("--hardware", o.hardware,
-                  "HLO module: hardware preset (tpuv3, tpuv4) or YAML (default tpuv3)");
+                  "HLO module: hardware preset (podsim hardware list) or YAML (default tpuv3)");
   run->add_option("--mesh", o.mesh,
                   "HLO module: devices as a mesh, e.g. x=8 (default: the module's own count)");
   run->add_option("--tokens", o.tokens, "HLO module: tokens per step, for tokens/s")
