@@ -199,6 +199,7 @@ FitResult fit_calibration(const MeasuredSet& set, const FitOptions& options) {
   const int searches = 1 + (options.leave_one_out ? static_cast<int>(set.points.size()) : 0);
   int done = 0;  // searches finished
   result.searches_planned = searches;
+  result.max_evaluations = options.max_evaluations;
   auto search_done = [&] {
     ++done;
     result.searches = done;

@@ -75,6 +75,7 @@ struct FitResult {
   int variants_simulated = 0;  // distinct parameter sets
   int searches = 0;
   int searches_planned = 0;  // searches > 0 and < searches_planned: a partial result
+  int max_evaluations = 0;   // the search limit it ran with (FitOptions)
 };
 
 // UserError when the set has no `fit:` list.

@@ -145,5 +145,19 @@ TEST(CalibrationMarkdown, WhereTheTimeGoes) {
       << md;
 }
 
+// The fit page names the command that made it, with a search limit other
+// than the default.
+TEST(CalibrationMarkdown, FitPageNamesItsSearchLimit) {
+  MeasuredSet set = parse_measured(kMeasured, "m.yaml");
+  FitResult result;
+  result.max_evaluations = FitOptions{}.max_evaluations;
+  EXPECT_NE(fit_markdown(set, result).find("`podsim calibrate --fit -o docs/calibration-fit.md`"),
+            std::string::npos);
+  result.max_evaluations = 60;
+  EXPECT_NE(fit_markdown(set, result)
+                .find("`podsim calibrate --fit --max-evaluations 60 -o docs/calibration-fit.md`"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace podsim::studies
