@@ -82,7 +82,7 @@ Summary summarize_rows(const std::vector<FitPointRow>& points, RowOf row_of) {
     if (!r || !r->ok || !r->point.inconsistent.empty()) continue;
     ++s.ran;
     s.mean_abs += std::abs(r->relative_error);
-    if (std::abs(r->relative_error) <= kCalibrationTolerance) ++s.within;
+    if (std::abs(r->relative_error) <= kCalibrationRowLimit) ++s.within;
   }
   if (s.ran > 0) s.mean_abs /= s.ran;
   return s;
@@ -275,7 +275,7 @@ std::string fit_markdown(const MeasuredSet& set, const FitResult& r) {
   }
   auto line = [&](const char* what, const Summary& s) {
     return fmt::format("- {}: mean |error| {:.1f}% over {} configs, {} within {:.0f}%\n", what,
-                       100 * s.mean_abs, s.ran, s.within, 100 * kCalibrationTolerance);
+                       100 * s.mean_abs, s.ran, s.within, 100 * kCalibrationRowLimit);
   };
   out += "\n";
   out += line("preset", summarize_rows(r.points, [](const FitPointRow& p) { return &p.start; }));

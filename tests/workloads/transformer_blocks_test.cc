@@ -409,6 +409,28 @@ TEST(TransformerBlocks, FlashAttentionIsOneFusedCallPerLayer) {
   EXPECT_TRUE(has_scores(standard));
 }
 
+// model.causal: false (MaxText's 2023-10 v5e runs): the fused call is not
+// causal, and standard attention builds no mask (no select over the scores).
+TEST(TransformerBlocks, NonCausalAttentionHasNoMask) {
+  const compiler::Module flash = build("  attention: flash\n  flash_block: 16\n  causal: false\n");
+  int64_t calls = 0;
+  for (const compiler::Instruction& in : flash.entry().instructions())
+    if (compiler::is_flash_attention(in)) {
+      ++calls;
+      EXPECT_FALSE(compiler::flash_config(in).causal);
+    }
+  EXPECT_EQ(calls, 2);
+  auto masked = [](const compiler::Module& m) {
+    for (const compiler::Instruction& in : m.entry().instructions())
+      if (in.opcode == compiler::Opcode::kSelect && in.shape.is_array() &&
+          in.shape.dims() == std::vector<int64_t>{4, 4, 32, 32})
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(masked(build("")));
+  EXPECT_FALSE(masked(build("  causal: false\n")));
+}
+
 }  // namespace
 }  // namespace flash_hook
 
