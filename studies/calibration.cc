@@ -217,8 +217,8 @@ MeasuredSet parse_measured(const std::string& yaml_text, const std::string& file
       if (r.get("inconsistent")) m.inconsistent = required_string(doc, r, p, "inconsistent");
       if (const YAML::Node rule = r.get("flop_rule")) {
         m.published = read_published(doc, r, p, m, rule);
-        m.measured = m.published->tflops_per_chip * 1e12 *
-                     static_cast<double>(m.published->chips) / m.published->flops_per_token;
+        m.measured = m.published->tflops_per_chip * 1e12 * static_cast<double>(m.published->chips) /
+                     m.published->flops_per_token;
       } else {
         required_string(doc, r, p, "measured");
         m.measured = measured_value(doc, p["measured"]);

@@ -13,9 +13,9 @@
 namespace podsim::studies {
 
 enum class FlopRule {
-  kSixP,                     // 6 P per token (MaxText, 2023-04: TPU v4 table)
-  kSixPAttention,            // 6 P + 12 N L D S (2023-10: v5e table, attention not halved)
-  kSixPCausalAttention,      // 6 P + 6 N L D S (2023-12: v5p table, causal attention halved)
+  kSixP,                 // 6 P per token (MaxText, 2023-04: TPU v4 table)
+  kSixPAttention,        // 6 P + 12 N L D S (2023-10: v5e table, attention not halved)
+  kSixPCausalAttention,  // 6 P + 6 N L D S (2023-12: v5p table, causal attention halved)
 };
 
 const yaml::NameTable<FlopRule>& flop_rule_names();

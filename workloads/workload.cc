@@ -267,10 +267,10 @@ void read_attention(const yaml::Document& ctx, MapReader& r, ModelSpec& m) {
   } else {
     m.flash_block = std::min<int64_t>(m.flash_block, m.seq_len);
     if (m.attention == AttentionKind::kFlash && m.seq_len % m.flash_block != 0)
-      ctx.fail(attention,
-               fmt::format("flash attention's default block 512 does not divide seq_len {}",
-                           m.seq_len),
-               "set model.flash_block to a divisor of seq_len");
+      ctx.fail(
+          attention,
+          fmt::format("flash attention's default block 512 does not divide seq_len {}", m.seq_len),
+          "set model.flash_block to a divisor of seq_len");
   }
   if (m.attention == AttentionKind::kFlash && m.kv_heads != 0 && m.kv_heads != m.heads)
     ctx.fail(attention, "'model.attention: flash' runs multi-head attention only",

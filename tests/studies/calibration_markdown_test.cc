@@ -27,9 +27,9 @@ TEST(CalibrationMarkdown, MarkdownShowsErrorsMeanAndFailures) {
       << md;
   // Only the run that ran enters the mean: |+25%| / 1.
   // +25% is outside the 15% bar: 0 of the 2 rows within it.
-  EXPECT_NE(
-      md.find("1 of 2 calibration configs ran; mean |error| over them 25.0% (the bar: 5%); 0 of 2 within 10%"),
-      std::string::npos)
+  EXPECT_NE(md.find("1 of 2 calibration configs ran; mean |error| over them 25.0% (the bar: 5%); 0 "
+                    "of 2 within 10%"),
+            std::string::npos)
       << md;
   EXPECT_NE(md.find("- Moe: crashed with signal 11"), std::string::npos) << md;
   EXPECT_EQ(md.find("## Notes"), std::string::npos) << md;
@@ -46,7 +46,7 @@ TEST(CalibrationMarkdown, WithinCountAndNotes) {
   std::string md = calibration_markdown(set, rows);
   EXPECT_NE(md.find("2 of 2 calibration configs ran; mean |error| over them 3.7% (the bar: 5%); 2 "
                     "of 2 within 10%"),
-      std::string::npos)
+            std::string::npos)
       << md;
   EXPECT_NE(md.find("\n## Notes\n\nWhy the MoE row misses.\n"), std::string::npos) << md;
 }

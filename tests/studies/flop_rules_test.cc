@@ -47,7 +47,8 @@ TEST(FlopRules, NamesRoundTrip) {
 // + 32768 x 6144 = 21,944,598,528 plus norm scales and relative biases
 // (measurements.md "Parameter counts"): within 0.01% of 6 x 21.9446e9.
 TEST(FlopRules, MaxText22BOnV4Is6P) {
-  const workloads::Workload w = workloads::load_workload(source_path("workloads/maxtext_22b_v4_128.yaml"));
+  const workloads::Workload w =
+      workloads::load_workload(source_path("workloads/maxtext_22b_v4_128.yaml"));
   const double fpt = flops_per_token(FlopRule::kSixP, w.model);
   EXPECT_NEAR(fpt, 6 * 21'944'598'528.0, 6 * 21'944'598'528.0 * 1e-4);
   // The table's 156 TFLOP/s on 64 chips is 156e12 x 64 / (6 P) ~= 75,830 tokens/s.
@@ -57,7 +58,8 @@ TEST(FlopRules, MaxText22BOnV4Is6P) {
 // v5p 32B: P = 32 x 1,006,632,960 + 32768 x 10240 = 32,547,799,040 (+ norms);
 // causal attention 6 x 32 heads x 32 layers x 256 x 2048 = 3,221,225,472.
 TEST(FlopRules, MaxText32BOnV5pHalvesTheAttentionTerm) {
-  const workloads::Workload w = workloads::load_workload(source_path("workloads/maxtext_32b_v5p_128.yaml"));
+  const workloads::Workload w =
+      workloads::load_workload(source_path("workloads/maxtext_32b_v5p_128.yaml"));
   const double fpt = flops_per_token(FlopRule::kSixPCausalAttention, w.model);
   EXPECT_NEAR(fpt, 6 * 32'547'799'040.0 + 3'221'225'472.0, 6 * 32'547'799'040.0 * 1e-4);
 }
