@@ -63,17 +63,13 @@ void add_attention(const Computation& c, const Instruction& call, bool backward,
 void add_flash_attention(const Computation& c, const Instruction& call, bool backward,
                          hw::OpQuery& q) {
   if (call.operand_count() < 3) return;
-  const Shape& query = operand(c, call, 0);
-  const Shape& key = operand(c, call, 1);
-  if (!query.is_array() || !key.is_array() || query.rank() != 4 || key.rank() != 4) return;
-  const compiler::FlashAttentionConfig config = compiler::flash_config(call);
-  const compiler::FlashBlocks blocks = compiler::flash_blocks(query.dim(1), key.dim(1), config);
-  const int64_t bq = std::min(config.block_q, query.dim(1));
-  const int64_t bk = std::min(config.block_k, key.dim(1));
-  const int64_t d = query.dim(3);
-  const int64_t batch = query.dim(0) * query.dim(2) * blocks.computed;
+  const std::optional<compiler::FlashGeometry> g = compiler::flash_geometry(call, c);
+  if (!g) return;
+  const int64_t bq = g->block_q, bk = g->block_k, d = g->head_dim;
+  const int64_t batch = g->batch_heads * g->blocks.computed;
+  const compiler::DType dtype = operand(c, call, 0).dtype();
   auto matmul = [&](int64_t m, int64_t k, int64_t n) {
-    q.matmuls.push_back({.batch = batch, .m = m, .k = k, .n = n, .input = input_of(query.dtype())});
+    q.matmuls.push_back({.batch = batch, .m = m, .k = k, .n = n, .input = input_of(dtype)});
   };
   const int64_t scores = batch * bq * bk;
   auto vpu = [&](int64_t elements, hw::VectorCostClass cost_class) {
@@ -238,14 +234,11 @@ void add_custom_call_work(const Computation& computation, const Instruction& cal
 std::optional<std::pair<double, double>> flash_attention_traffic(const Computation& computation,
                                                                  const Instruction& call) {
   const bool backward = compiler::is_flash_attention_bwd(call);
-  if ((!compiler::is_flash_attention(call) && !backward) || call.operand_count() < 3)
-    return std::nullopt;
-  const Shape& query = operand(computation, call, 0);
-  const Shape& key = operand(computation, call, 1);
-  if (!query.is_array() || !key.is_array() || query.rank() != 4 || key.rank() != 4)
-    return std::nullopt;
-  const compiler::FlashBlocks blocks =
-      compiler::flash_blocks(query.dim(1), key.dim(1), compiler::flash_config(call));
+  if (call.operand_count() < 3) return std::nullopt;
+  const std::optional<compiler::FlashGeometry> geometry =
+      compiler::flash_geometry(call, computation);
+  if (!geometry) return std::nullopt;
+  const compiler::FlashBlocks& blocks = geometry->blocks;
   const auto bytes = [&](int i) {
     return static_cast<double>(operand(computation, call, i).byte_size());
   };

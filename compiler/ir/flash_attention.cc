@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -102,19 +102,30 @@ FlashBlocks flash_blocks(int64_t q_length, int64_t kv_length, const FlashAttenti
   return blocks;
 }
 
-double flash_attention_flops(const Instruction& instr, const Computation& computation) {
-  const bool backward = is_flash_attention_bwd(instr);
-  if ((!is_flash_attention(instr) && !backward) || instr.operand_count() < 2) return 0;
+std::optional<FlashGeometry> flash_geometry(const Instruction& instr,
+                                            const Computation& computation) {
+  if ((!is_flash_attention(instr) && !is_flash_attention_bwd(instr)) || instr.operand_count() < 2)
+    return std::nullopt;
   const Shape& q = computation.instr(instr.operand(0)).shape;
   const Shape& k = computation.instr(instr.operand(1)).shape;
-  if (!q.is_array() || !k.is_array() || q.rank() != 4 || k.rank() != 4) return 0;
-  const FlashAttentionConfig config = flash_config(instr);
-  const FlashBlocks blocks = flash_blocks(q.dim(1), k.dim(1), config);
-  const double block_macs = static_cast<double>(std::min(config.block_q, q.dim(1))) *
-                            static_cast<double>(std::min(config.block_k, k.dim(1))) *
-                            static_cast<double>(q.dim(3));
-  return 2.0 * (backward ? 5 : 2) * static_cast<double>(q.dim(0) * q.dim(2) * blocks.computed) *
-         block_macs;
+  if (!q.is_array() || !k.is_array() || q.rank() != 4 || k.rank() != 4) return std::nullopt;
+  FlashGeometry g;
+  g.config = flash_config(instr);
+  g.blocks = flash_blocks(q.dim(1), k.dim(1), g.config);
+  g.batch_heads = q.dim(0) * q.dim(2);
+  g.block_q = std::min(g.config.block_q, q.dim(1));
+  g.block_k = std::min(g.config.block_k, k.dim(1));
+  g.head_dim = q.dim(3);
+  return g;
+}
+
+double flash_attention_flops(const Instruction& instr, const Computation& computation) {
+  const std::optional<FlashGeometry> g = flash_geometry(instr, computation);
+  if (!g) return 0;
+  const double block_macs = static_cast<double>(g->block_q) * static_cast<double>(g->block_k) *
+                            static_cast<double>(g->head_dim);
+  return 2.0 * (is_flash_attention_bwd(instr) ? 5 : 2) *
+         static_cast<double>(g->batch_heads * g->blocks.computed) * block_macs;
 }
 
 std::array<int64_t, 2> flash_batch_head_dims(int64_t rank) {
@@ -138,8 +149,7 @@ FlashAttentionGrads flash_attention_bwd(ComputationBuilder& b, InstrId q, InstrI
       b.custom_call({q, k, v, out, lse, d_out}, std::string(kFlashAttentionBwdTarget),
                     Shape::tuple({Shape(b.shape(q)), Shape(b.shape(k)), Shape(b.shape(v))}));
   b.mutable_instr(call).attrs.backend_config = flash_config_text(config);
-  return {b.get_tuple_element(call, 0), b.get_tuple_element(call, 1),
-          b.get_tuple_element(call, 2)};
+  return {b.get_tuple_element(call, 0), b.get_tuple_element(call, 1), b.get_tuple_element(call, 2)};
 }
 
 }  // namespace podsim::compiler

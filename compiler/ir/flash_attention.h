@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,19 @@ struct FlashBlocks {
   int64_t computed = 0;
 };
 FlashBlocks flash_blocks(int64_t q_length, int64_t kv_length, const FlashAttentionConfig& config);
+
+// One flash call's grid as the kernel runs it, read from its q [B, L, N, D]
+// and k [B, T, N, D] operands: the blocks (each at most as long as its
+// sequence) and how many (batch, head) pairs run the grid; nullopt for any
+// other instruction or operands of another shape.
+struct FlashGeometry {
+  FlashAttentionConfig config;
+  FlashBlocks blocks;
+  int64_t batch_heads = 0;  // B x N
+  int64_t block_q = 0, block_k = 0, head_dim = 0;
+};
+std::optional<FlashGeometry> flash_geometry(const Instruction& instr,
+                                            const Computation& computation);
 
 // The kernel's matmul FLOPs (2 per multiply-accumulate) over its computed
 // blocks: 2 block matmuls each forward (q k^T, p v), 5 backward (q k^T again,
