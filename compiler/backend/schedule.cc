@@ -31,7 +31,11 @@ struct UnitGraph {
   std::vector<std::vector<int32_t>> operands;  // per unit: operand units (may repeat)
   std::vector<std::vector<int32_t>> users;     // per unit: user units (may repeat)
   std::vector<bool> is_collective;
-  std::vector<bool> is_format_change;  // convert / copy / reshape / transpose members only
+  std::vector<bool> is_format_change;  // convert / copy / reshape / transpose / slice members only
+  // Known when the computation starts: parameters, constants and the
+  // tuple elements of those (a loop body's state, looked through the
+  // tuple / get-tuple-element pairs XLA's simplifier removes).
+  std::vector<bool> at_start;
   std::vector<int64_t>
       extra_output_bytes;  // per unit: members other than the root read by other units
 };
@@ -136,11 +140,37 @@ UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
   g.users.resize(units);
   g.is_collective.assign(units, false);
   g.is_format_change.assign(units, false);
+  g.at_start.assign(units, false);
+  // Per instruction (ids are topological): a value known at the start.
+  std::vector<char> known(static_cast<size_t>(n), 0);
+  for (InstrId id = 0; id < n; ++id) {
+    const Instruction& in = comp.instr(id);
+    bool k = false;
+    switch (in.opcode) {
+      case Opcode::kParameter:
+      case Opcode::kConstant:
+        k = true;
+        break;
+      case Opcode::kGetTupleElement: {
+        const Instruction& t = comp.instr(in.operand(0));
+        const int64_t i = in.attrs.tuple_index;
+        k = t.opcode == Opcode::kTuple && i >= 0 && i < t.operand_count()
+                ? known[static_cast<size_t>(t.operand(static_cast<int>(i)))]
+                : known[static_cast<size_t>(in.operand(0))];
+        break;
+      }
+      default:
+        break;
+    }
+    known[static_cast<size_t>(id)] = k;
+  }
   g.extra_output_bytes.assign(units, 0);
+  // Data movement only: a weight shard's convert, or its slice of a scanned
+  // layer stack (dynamic-slice at the loop index) and the reshape after it.
   auto is_format_op = [&](InstrId id) {
     const Opcode op = comp.instr(id).opcode;
     return op == Opcode::kConvert || op == Opcode::kCopy || op == Opcode::kReshape ||
-           op == Opcode::kTranspose;
+           op == Opcode::kTranspose || op == Opcode::kDynamicSlice || op == Opcode::kSlice;
   };
   for (size_t u = 0; u < units; ++u) {
     g.position[u] = g.members[u].back();
@@ -149,6 +179,8 @@ UnitGraph build_units(const Computation& comp, const FusionPlan& fusion) {
     g.is_format_change[u] =
         std::all_of(g.members[u].begin(), g.members[u].end(), is_format_op) &&
         std::all_of(g.recomputed[u].begin(), g.recomputed[u].end(), is_format_op);
+    g.at_start[u] = std::all_of(g.members[u].begin(), g.members[u].end(),
+                                [&](InstrId id) { return known[static_cast<size_t>(id)] != 0; });
   }
   // A member other than its unit's root read by another unit is an extra
   // output of a multi-output kernel (fusion.h): the kernel writes it.
@@ -203,16 +235,20 @@ std::vector<Key> priority_keys(const UnitGraph& g, const ScheduleOptions& option
     key[su] = Key{g.position[su], 0};
     if (!g.is_collective[su]) {
       // A collective's feeder: a format change (convert, copy, reshape,
-      // transpose) read only by collectives whose operands have no operands
-      // of their own (the f32 -> bf16 convert of a weight shard before its
-      // all-gather). It moves up with the earliest of those collectives, or
-      // the prefetch could never pass it.
+      // transpose, slice) read only by collectives whose operands are known
+      // at the start (the f32 -> bf16 convert of a weight shard before its
+      // all-gather, in a scanned layer loop with the shard's dynamic-slice of
+      // the stacked weights). It moves up with the earliest of those
+      // collectives, or the prefetch could never pass it.
       const bool feeds_only_collectives =
           g.is_format_change[su] && !g.users[su].empty() && !g.operands[su].empty() &&
           std::all_of(g.users[su].begin(), g.users[su].end(),
                       [&](int32_t user) { return g.is_collective[static_cast<size_t>(user)]; }) &&
           std::all_of(g.operands[su].begin(), g.operands[su].end(),
-                      [&](int32_t op) { return g.operands[static_cast<size_t>(op)].empty(); });
+                      [&](int32_t op) {
+                        const auto so = static_cast<size_t>(op);
+                        return g.operands[so].empty() || g.at_start[so];
+                      });
       if (!feeds_only_collectives || options.max_collective_hoist <= 0) continue;
       int64_t first_user = INT64_MAX;
       for (int32_t user : g.users[su])

@@ -3,6 +3,8 @@
 // These test the latency-hiding rules alone (memory_aware = false): in
 // graphs this small the memory-aware rules (memory_schedule_test.cc) would
 // move most units.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "compiler/backend/fusion.h"
@@ -157,6 +159,86 @@ ENTRY %e (x: f32[8], w: f32[2]) -> f32[8] {
   std::vector<InstrId> kept =
       schedule_computation(n.entry(), FusionPlan{}, ScheduleOptions{.memory_aware = false});
   EXPECT_EQ(names_in(n.entry(), kept), (Names{"x", "w", "c1", "c2", "cw", "ag", "z"}));
+}
+
+TEST(Schedule, ScannedLayerWeightSliceMovesUpWithItsAllGather) {
+  // A scanned layer's weight shard: the stacked weights and the loop index
+  // come out of the body's state tuple (here rebuilt after the counter
+  // update, as podsim's scan body does; XLA's simplifier would read the
+  // elements directly), and the shard is dynamic-slice -> reshape ->
+  // convert of them. Those are known when the iteration starts, so the
+  // feeder moves up with its all-gather, which then overlaps the c-chain:
+  // the order puts ds, r, cw, ag before c1 (without the look-through they
+  // stay after c3, where the layer reads them).
+  Module m = parse_hlo(R"(HloModule m
+ENTRY %e (p: (s32[], f32[8], f32[4,2])) -> f32[8] {
+  %p = (s32[], f32[8], f32[4,2]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %x = f32[8] get-tuple-element(%p), index=1
+  %stack = f32[4,2] get-tuple-element(%p), index=2
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %t = (s32[], f32[8], f32[4,2]) tuple(%next, %x, %stack)
+  %ws = f32[4,2] get-tuple-element(%t), index=2
+  %zero = s32[] constant(0)
+  %c1 = f32[8] exponential(%x)
+  %c2 = f32[8] negate(%c1)
+  %c3 = f32[8] tanh(%c2)
+  %ds = f32[1,2] dynamic-slice(%ws, %i, %zero), dynamic_slice_sizes={1,2}
+  %r = f32[2] reshape(%ds)
+  %cw = bf16[2] convert(%r)
+  %ag = bf16[8] all-gather(%cw), dimensions={0}, replica_groups=[1,4]<=[4], use_global_device_ids=true, channel_id=1
+  %d = f32[8] convert(%ag)
+  ROOT %z = f32[8] add(%d, %c3)
+})");
+  const Computation& c = m.entry();
+  FusionPlan plan;
+  plan.group_of.assign(static_cast<size_t>(c.size()), -1);
+  // The slice, reshape and convert as one kernel (XLA fuses them).
+  const InstrId ds = c.find("ds"), r = c.find("r"), cw = c.find("cw");
+  plan.groups.push_back(FusionGroup{{ds, r, cw}});
+  for (InstrId id : {ds, r, cw}) plan.group_of[static_cast<size_t>(id)] = 0;
+  std::vector<InstrId> order = schedule_computation(c, plan, ScheduleOptions{.memory_aware = false});
+  expect_topological_permutation(c, order);
+  const Names names = names_in(c, order);
+  auto at = [&](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) - names.begin();
+  };
+  EXPECT_LT(at("ag"), at("c1"));
+  EXPECT_LT(at("cw"), at("ag"));
+  // The same shard sliced at an index computed in the iteration (next) is
+  // not known at the start: its feeder stays, and so does the all-gather.
+  Module n = parse_hlo(R"(HloModule m
+ENTRY %e (p: (s32[], f32[8], f32[4,2])) -> f32[8] {
+  %p = (s32[], f32[8], f32[4,2]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %x = f32[8] get-tuple-element(%p), index=1
+  %ws = f32[4,2] get-tuple-element(%p), index=2
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %zero = s32[] constant(0)
+  %c1 = f32[8] exponential(%x)
+  %c2 = f32[8] negate(%c1)
+  %c3 = f32[8] tanh(%c2)
+  %ds = f32[1,2] dynamic-slice(%ws, %next, %zero), dynamic_slice_sizes={1,2}
+  %cw = bf16[1,2] convert(%ds)
+  %ag = bf16[4,2] all-gather(%cw), dimensions={0}, replica_groups=[1,4]<=[4], use_global_device_ids=true, channel_id=1
+  %rs = bf16[8] reshape(%ag)
+  %d = f32[8] convert(%rs)
+  ROOT %z = f32[8] add(%d, %c3)
+})");
+  const Computation& nc = n.entry();
+  FusionPlan nplan;
+  nplan.group_of.assign(static_cast<size_t>(nc.size()), -1);
+  const InstrId nds = nc.find("ds"), ncw = nc.find("cw");
+  nplan.groups.push_back(FusionGroup{{nds, ncw}});
+  for (InstrId id : {nds, ncw}) nplan.group_of[static_cast<size_t>(id)] = 0;
+  const Names kept =
+      names_in(nc, schedule_computation(nc, nplan, ScheduleOptions{.memory_aware = false}));
+  auto kat = [&](const std::string& name) {
+    return std::find(kept.begin(), kept.end(), name) - kept.begin();
+  };
+  EXPECT_GT(kat("ag"), kat("c3"));
 }
 
 // Regression (the MoE workloads crashed with heap corruption): a schedule
