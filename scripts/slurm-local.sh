@@ -144,7 +144,16 @@ start() {
 }
 
 stop() {
-  # slurmd first (it runs the tasks), then the controller, then munged.
+  # Jobs first: a task's slurmstepd outlives slurmd, so cancel every job of
+  # this cluster and wait (up to 20 s) until none runs.
+  if running_pid "$DIR/slurmctld.pid" >/dev/null; then
+    SLURM_CONF="$CONF" scancel --user="$(id -un)" 2>/dev/null || true
+    for _ in $(seq 1 100); do
+      [ -z "$(SLURM_CONF="$CONF" squeue -h -t running,completing,configuring 2>/dev/null)" ] && break
+      sleep 0.2
+    done
+  fi
+  # Then slurmd, the controller, munged.
   stop_daemon slurmd "$DIR/slurmd.pid"
   stop_daemon slurmctld "$DIR/slurmctld.pid"
   stop_daemon munged "$DIR/munged.pid"

@@ -292,7 +292,7 @@ int merge_results(const JobRecord& record, const std::string& dir, const std::st
     auto job = record.job_of_task.find(task);
     const std::string job_id =
         job == record.job_of_task.end() ? "" : fmt::format(" (job {}_{})", job->second, task);
-    const std::string error = fmt::format("Slurm task {}/{}{}: {}; no shard table, see {}", task,
+    const std::string error = fmt::format("Slurm task {}/{}{}: {}; no shard table (log: {})", task,
                                           record.tasks, job_id, state, log_file(dir, task));
     for (const SweepPoint& p : select_shard(points, ShardSpec{task, record.tasks})) {
       PointResult r;
@@ -455,6 +455,8 @@ int run_sweep_on_slurm(const SlurmSweepRequest& r, CommandRunner& runner) {
   if (r.jobs < 1) throw UserError(fmt::format("-j must be at least 1, not {}", r.jobs));
   if (r.tasks < 0) throw UserError(fmt::format("--tasks must be at least 1, not {}", r.tasks));
   int tasks = r.tasks > 0 ? r.tasks : static_cast<int>(std::min<size_t>(points.size(), 16));
+  if (r.resume && r.tasks == 0 && fs::exists(record_file(dir)))
+    tasks = read_record(dir).tasks;  // --resume alone keeps the job's task count
   if (static_cast<size_t>(tasks) > points.size()) {
     fmt::print(stderr, "--tasks {}: the sweep has {} point(s), so {} task(s)\n", tasks,
                points.size(), points.size());

@@ -214,8 +214,8 @@ TEST_F(SlurmSweepTest, ACancelledTaskLeavesErrorRowsAndResumeResubmitsOnlyIt) {
   // Task 2 of 2 held points 1 and 3 (index % 2 == 1).
   for (size_t p : {1, 3}) {
     expected[p].ok = false;
-    expected[p].error = "Slurm task 2/2 (job 42_2): CANCELLED; no shard table, see " + dir() +
-                        "/task-2.log";
+    expected[p].error = "Slurm task 2/2 (job 42_2): CANCELLED; no shard table (log: " + dir() +
+                        "/task-2.log)";
   }
   EXPECT_EQ(test_files::read_file(root_ / "out.csv"),
             sweep_csv(spec_, expected, reports::report_columns()));
@@ -223,7 +223,7 @@ TEST_F(SlurmSweepTest, ACancelledTaskLeavesErrorRowsAndResumeResubmitsOnlyIt) {
   // --resume submits task 2 alone (job 43) and the table is whole again.
   cluster.fail.clear();
   cluster.calls.clear();
-  SlurmSweepRequest again = request(2);
+  SlurmSweepRequest again = request(0);  // --resume alone: the job's 2 tasks
   again.resume = true;
   EXPECT_EQ(run_sweep_on_slurm(again, cluster), 0);
   std::vector<std::vector<std::string>> sbatch;
