@@ -31,7 +31,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
       ->add_option("--timeout", o.timeout_seconds,
                    "kill a point running longer than S seconds (an error row)")
       ->check(CLI::Range(0.0, 1e9));
-  CLI::Option_group* slurm = sweep->add_option_group("Slurm", "run the sweep as one Slurm array job");
+  CLI::Option_group* slurm =
+      sweep->add_option_group("Slurm", "run the sweep as one Slurm array job");
   slurm->add_flag("--slurm", o.slurm,
                   "submit one array job (task i runs --shard i/N into <out>.slurm/), wait, merge");
   slurm->add_option("--tasks", o.tasks, "array tasks (default: points, at most 16)")
@@ -51,9 +52,10 @@ int run_sweep_command(const SweepOptions& o) {
   const bool slurm_options = o.tasks != 0 || !o.partition.empty() || !o.time_limit.empty() ||
                              !o.sbatch_args.empty() || o.no_wait || o.resume;
   if (slurm_options && !o.slurm)
-    throw UserError("--tasks, --partition, --time-limit, --sbatch-arg, --no-wait and --resume "
-                    "are options of --slurm",
-                    "add --slurm");
+    throw UserError(
+        "--tasks, --partition, --time-limit, --sbatch-arg, --no-wait and --resume "
+        "are options of --slurm",
+        "add --slurm");
   if (o.inputs.size() == 2 && o.inputs.front() == "merge" &&
       std::filesystem::is_directory(o.inputs[1]))
     return studies::finish_slurm_sweep(o.inputs[1], o.output, *studies::system_command_runner());

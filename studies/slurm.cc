@@ -63,16 +63,13 @@ class SystemCommandRunner : public CommandRunner {
     const pid_t pid = driver::spawn_child(
         args, driver::ChildStreams{.stdout_path = out.string(), .stderr_path = err.string()});
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     result.out = read_text_file(out);
     result.err = read_text_file(err);
     return result;
   }
-  bool on_path(const std::string& program) const override {
-    return !find_on_path(program).empty();
-  }
+  bool on_path(const std::string& program) const override { return !find_on_path(program).empty(); }
   void sleep(double seconds) override {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   }
@@ -100,14 +97,16 @@ std::string shard_file(const std::string& dir, int task) {
 std::string log_file(const std::string& dir, int task) {
   return (fs::path(dir) / fmt::format("task-{}.log", task)).string();
 }
-std::string record_file(const std::string& dir) { return (fs::path(dir) / "slurm-job.txt").string(); }
+std::string record_file(const std::string& dir) {
+  return (fs::path(dir) / "slurm-job.txt").string();
+}
 std::string script_file(const std::string& dir) { return (fs::path(dir) / "job.sh").string(); }
 
 // A task's end as Slurm tells it (sacct's and squeue's state names).
 bool ended_state(const std::string& state) {
   static const std::set<std::string> kEnded = {
-      "COMPLETED", "FAILED",    "CANCELLED", "TIMEOUT",  "NODE_FAIL",
-      "BOOT_FAIL", "DEADLINE",  "PREEMPTED", "REVOKED",  "OUT_OF_MEMORY"};
+      "COMPLETED", "FAILED",   "CANCELLED", "TIMEOUT", "NODE_FAIL",
+      "BOOT_FAIL", "DEADLINE", "PREEMPTED", "REVOKED", "OUT_OF_MEMORY"};
   return kEnded.count(state) > 0;
 }
 
@@ -158,7 +157,8 @@ JobRecord read_record(const std::string& dir) {
       for (int t : parse_ranges(b)) record.job_of_task[t] = a;
   }
   if (record.sweep_file.empty() || record.tasks < 1)
-    throw UserError(SourceLocation{path, 1, 1}, "not a job record written by 'podsim sweep --slurm'",
+    throw UserError(SourceLocation{path, 1, 1},
+                    "not a job record written by 'podsim sweep --slurm'",
                     "merge the folder 'podsim sweep S.yaml --slurm -o out.csv' made (out.slurm)");
   return record;
 }
@@ -202,10 +202,10 @@ std::map<int, std::string> final_states(const JobRecord& record,
     if (!state.empty()) continue;
     const std::string& job = record.job_of_task.at(task);
     if (!sacct.count(job)) {
-      const CommandResult r = runner.on_path("sacct")
-                                  ? runner.run({"sacct", "-n", "-P", "-X", "-j", job, "-o",
-                                                "JobID,State"})
-                                  : CommandResult{127, "", ""};
+      const CommandResult r =
+          runner.on_path("sacct")
+              ? runner.run({"sacct", "-n", "-P", "-X", "-j", job, "-o", "JobID,State"})
+              : CommandResult{127, "", ""};
       sacct[job] = r.exit_code == 0 ? parse_sacct_states(r.out, job) : std::map<int, std::string>{};
     }
     auto it = sacct[job].find(task);
@@ -246,9 +246,8 @@ std::map<int, std::string> wait_for_job(const JobRecord& record, const std::stri
         failed += fs::exists(shard_file(dir, task)) ? 0 : 1;
       }
     }
-    const std::string label =
-        fmt::format("slurm job {}: {} running, {} waiting, {} failed", job_names, running,
-                    active - running, failed);
+    const std::string label = fmt::format("slurm job {}: {} running, {} waiting, {} failed",
+                                          job_names, running, active - running, failed);
     if (label != last_label || done != last_done)
       progress.update(label, done, static_cast<int>(states.size()));
     last_label = label;
@@ -279,16 +278,16 @@ int merge_results(const JobRecord& record, const std::string& dir, const std::st
         std::vector<std::vector<std::string>> table = parse_csv(files.back().second, shard);
         const size_t first_metric = spec.swept_keys().size() + 3;  // point, keys, status, error
         if (!table.empty() && table[0].size() > first_metric)
-          metric_columns.assign(table[0].begin() + static_cast<long>(first_metric),
-                                table[0].end());
+          metric_columns.assign(table[0].begin() + static_cast<long>(first_metric), table[0].end());
       }
       continue;
     }
     auto it = states.find(task);
     std::string state = it == states.end() ? "state unknown (squeue not on PATH)" : it->second;
     if (state == "COMPLETED")
-      state += " without writing its shard table (is the results folder on a filesystem the "
-               "nodes share?)";
+      state +=
+          " without writing its shard table (is the results folder on a filesystem the "
+          "nodes share?)";
     auto job = record.job_of_task.find(task);
     const std::string job_id =
         job == record.job_of_task.end() ? "" : fmt::format(" (job {}_{})", job->second, task);
@@ -304,8 +303,8 @@ int merge_results(const JobRecord& record, const std::string& dir, const std::st
     failed_notes.push_back(fmt::format("{} ({})", task, state));
   }
   if (metric_columns.empty()) metric_columns = reports::report_columns();
-  if (!missing.empty()) files.emplace_back(dir + " (tasks without a table)",
-                                           sweep_csv(spec, missing, metric_columns));
+  if (!missing.empty())
+    files.emplace_back(dir + " (tasks without a table)", sweep_csv(spec, missing, metric_columns));
   const std::string merged = merge_sweep_csvs(files);
   write_file_atomically(output, merged);
   const std::vector<std::vector<std::string>> table = parse_csv(merged, output);
@@ -331,8 +330,9 @@ void check_writable(const std::string& dir, const std::string& output) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
-    throw UserError(where, fmt::format("cannot make the results folder {}: {}", dir,
-                                       ec ? ec.message() : "a file has that name"),
+    throw UserError(where,
+                    fmt::format("cannot make the results folder {}: {}", dir,
+                                ec ? ec.message() : "a file has that name"),
                     hint);
   const fs::path probe = fs::path(dir) / ".podsim-write-test";
   FILE* f = std::fopen(probe.c_str(), "w");
@@ -357,7 +357,8 @@ void check_partition(const std::string& partition, CommandRunner& runner) {
   if (std::find(names.begin(), names.end(), partition) == names.end())
     throw UserError(where, fmt::format("this cluster has no partition '{}'", partition),
                     fmt::format("its partitions: {} (sinfo); nothing was submitted",
-                                names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+                                names.empty() ? std::string("none")
+                                              : fmt::format("{}", fmt::join(names, ", "))));
 }
 
 }  // namespace
@@ -377,8 +378,7 @@ std::string array_ranges(const std::vector<int>& tasks) {
   for (size_t i = 0; i < tasks.size();) {
     size_t j = i;
     while (j + 1 < tasks.size() && tasks[j + 1] == tasks[j] + 1) ++j;
-    parts.push_back(j == i ? std::to_string(tasks[i])
-                           : fmt::format("{}-{}", tasks[i], tasks[j]));
+    parts.push_back(j == i ? std::to_string(tasks[i]) : fmt::format("{}-{}", tasks[i], tasks[j]));
     i = j + 1;
   }
   return fmt::format("{}", fmt::join(parts, ","));
@@ -450,7 +450,8 @@ int run_sweep_on_slurm(const SlurmSweepRequest& r, CommandRunner& runner) {
   const std::string sweep_file = absolute(r.sweep_file);
   const SweepSpec spec = load_sweep(sweep_file);
   const std::vector<SweepPoint> points = expand_sweep(spec);
-  if (points.empty()) throw UserError(SourceLocation{r.sweep_file, 0, 0}, "the sweep has no points");
+  if (points.empty())
+    throw UserError(SourceLocation{r.sweep_file, 0, 0}, "the sweep has no points");
   check_sweep_keys(spec, points);
   if (r.jobs < 1) throw UserError(fmt::format("-j must be at least 1, not {}", r.jobs));
   if (r.tasks < 0) throw UserError(fmt::format("--tasks must be at least 1, not {}", r.tasks));
@@ -469,10 +470,10 @@ int run_sweep_on_slurm(const SlurmSweepRequest& r, CommandRunner& runner) {
                       "e.g. --sbatch-arg=--account=myproject");
   for (const char* program : {"sbatch", "squeue"})
     if (!runner.on_path(program))
-      throw UserError(fmt::format("--slurm needs {}, which is not on PATH; nothing was submitted",
-                                  program),
-                      "run on the cluster's login node (or `module load slurm`); to try it "
-                      "here: scripts/slurm-local.sh start, then export SLURM_CONF as it says");
+      throw UserError(
+          fmt::format("--slurm needs {}, which is not on PATH; nothing was submitted", program),
+          "run on the cluster's login node (or `module load slurm`); to try it "
+          "here: scripts/slurm-local.sh start, then export SLURM_CONF as it says");
   check_partition(r.partition, runner);
   check_writable(dir, r.output);
 
@@ -544,14 +545,19 @@ int run_sweep_on_slurm(const SlurmSweepRequest& r, CommandRunner& runner) {
   job_id = job_id.substr(0, job_id.find(';'));  // "123;cluster"
   if (submitted.exit_code != 0 || job_id.empty() ||
       job_id.find_first_not_of("0123456789") != std::string::npos)
-    throw UserError(SourceLocation{script_file(dir), 0, 0},
-                    fmt::format("sbatch refused the job: {}", one_line(submitted.err + submitted.out)),
-                    "fix what it names (--partition, --time-limit, --sbatch-arg); nothing was "
-                    "submitted");
+    throw UserError(
+        SourceLocation{script_file(dir), 0, 0},
+        fmt::format("sbatch refused the job: {}", one_line(submitted.err + submitted.out)),
+        "fix what it names (--partition, --time-limit, --sbatch-arg); nothing was "
+        "submitted");
   append_record(dir, fmt::format("job {} {}\n", job_id, ranges));
   for (int t : to_submit) record.job_of_task[t] = job_id;
   fmt::print(stderr, "submitted Slurm job {} (tasks {} of {}): {}\n", job_id, ranges, tasks,
              script_file(dir));
+  if (r.wait)
+    fmt::print(stderr,
+               "(an interrupt leaves it running; podsim sweep merge {} -o {} finishes it)\n", dir,
+               r.output);
   if (!r.wait) {
     fmt::print("{}\n", job_id);
     fmt::print(stderr, "when it is done: podsim sweep merge {} -o {}\n", dir, r.output);

@@ -8,8 +8,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,10 +21,10 @@ namespace podsim {
 namespace {
 
 namespace fs = std::filesystem;
-using cli_test::detail::capture_stdout;
 using cli_test::fresh_dir;
 using cli_test::read_file;
 using cli_test::source_path;
+using cli_test::detail::capture_stdout;
 
 struct Outcome {
   int exit_code = -1;
@@ -96,7 +96,8 @@ TEST_F(SlurmCluster, MergedTableIsTheLocalRunsAndACancelledTaskIsErrorRowsUntilR
   ASSERT_TRUE(running);
   ASSERT_EQ(shell("scancel " + job + "_1", dir_).exit_code, 0);
   const fs::path results = dir_ / "cancelled.slurm";
-  const Outcome merge = podsim("sweep merge " + results.string() + " -o " + cancelled.string(), dir_);
+  const Outcome merge =
+      podsim("sweep merge " + results.string() + " -o " + cancelled.string(), dir_);
   EXPECT_EQ(merge.exit_code, 1) << merge.err;  // some rows are errors
   EXPECT_NE(merge.err.find("resubmit only them: podsim sweep " + sweep + " --slurm --resume"),
             std::string::npos)
@@ -112,9 +113,10 @@ TEST_F(SlurmCluster, MergedTableIsTheLocalRunsAndACancelledTaskIsErrorRowsUntilR
     const std::string& row = rows[p + 1];
     if (p % 4 == 0) {
       EXPECT_TRUE(row.starts_with(std::to_string(p) + ",")) << row;
-      EXPECT_NE(row.find(",error,Slurm task 1/4 (job " + job + "_1): CANCELLED; no shard table (log: " +
-                              (results / "task-1.log").string() + ")"),
-                std::string::npos)
+      EXPECT_NE(
+          row.find(",error,Slurm task 1/4 (job " + job + "_1): CANCELLED; no shard table (log: " +
+                   (results / "task-1.log").string() + ")"),
+          std::string::npos)
           << row;
     } else {
       EXPECT_EQ(row, local_rows[p + 1]);
@@ -132,17 +134,18 @@ TEST_F(SlurmCluster, BadInputSubmitsNothingAndExitsTwo) {
   const std::string sweep = source_path(kSweep);
   const std::string before = shell("squeue -h -o %i", dir_).out;
 
-  const Outcome partition =
-      podsim("sweep " + sweep + " --slurm --partition nosuch -o " + (dir_ / "a.csv").string(), dir_);
+  const Outcome partition = podsim(
+      "sweep " + sweep + " --slurm --partition nosuch -o " + (dir_ / "a.csv").string(), dir_);
   EXPECT_EQ(partition.exit_code, 2);
   EXPECT_NE(partition.err.find("this cluster has no partition 'nosuch'"), std::string::npos)
       << partition.err;
   EXPECT_NE(partition.err.find("its partitions: local"), std::string::npos) << partition.err;
 
   // No sbatch on PATH (PATH emptied for podsim alone).
-  const Outcome no_sbatch = shell("env PATH=/nonexistent " + std::string(PODSIM_BINARY) + " sweep " +
-                                  sweep + " --slurm -o " + (dir_ / "b.csv").string(),
-                              dir_);
+  const Outcome no_sbatch =
+      shell("env PATH=/nonexistent " + std::string(PODSIM_BINARY) + " sweep " + sweep +
+                " --slurm -o " + (dir_ / "b.csv").string(),
+            dir_);
   EXPECT_EQ(no_sbatch.exit_code, 2);
   EXPECT_NE(no_sbatch.err.find("--slurm needs sbatch, which is not on PATH"), std::string::npos)
       << no_sbatch.err;

@@ -45,7 +45,6 @@ class FakeCluster : public CommandRunner {
           for (int t : expand(a.substr(8))) {
             steps_[t] = 0;
             job_[t] = job;
-
           }
       total_tasks_ = std::max(total_tasks_, static_cast<int>(steps_.size()));
       return {0, std::to_string(job) + "\n", ""};
@@ -56,8 +55,8 @@ class FakeCluster : public CommandRunner {
       for (auto& [task, step] : steps_) {
         if (std::to_string(job_[task]) != job) continue;
         if (step == 2) finish(task);
-        const char* state = step == 0   ? "PENDING"
-                            : step == 1 ? "RUNNING"
+        const char* state = step == 0          ? "PENDING"
+                            : step == 1        ? "RUNNING"
                             : fail.count(task) ? "CANCELLED"
                                                : "COMPLETED";
         out += std::to_string(task) + "|" + state + "\n";
@@ -122,8 +121,9 @@ class SlurmSweepTest : public ::testing::Test {
     fs::create_directories(root_);
     sweep_ = (root_ / "layers.yaml").string();
     // Five points: model.layers 1..5 of the small workload.
-    write_file_atomically(sweep_, "name: layers\nbase: " + test_files::source_path("workloads/small.yaml") +
-                                      "\ngrid:\n  model.layers: [1, 2, 3, 4, 5]\n");
+    write_file_atomically(sweep_,
+                          "name: layers\nbase: " + test_files::source_path("workloads/small.yaml") +
+                              "\ngrid:\n  model.layers: [1, 2, 3, 4, 5]\n");
     spec_ = load_sweep(sweep_);
   }
   void TearDown() override { fs::remove_all(root_); }
@@ -158,9 +158,10 @@ TEST(SlurmText, SqueueAndSacctStatesPerArrayTask) {
   EXPECT_EQ(parse_squeue_states("1|RUNNING\n3-4%2|PENDING\n2|CANCELLED\n"),
             (std::map<int, std::string>{
                 {1, "RUNNING"}, {2, "CANCELLED"}, {3, "PENDING"}, {4, "PENDING"}}));
-  // sacct names a task "<job>_<task>" and a cancel "CANCELLED by <uid>"; another job's line is skipped.
-  EXPECT_EQ(parse_sacct_states("12_1|COMPLETED\n12_2|CANCELLED by 0\n13_3|FAILED\n12_[4-5]|PENDING\n",
-                               "12"),
+  // sacct names a task "<job>_<task>" and a cancel "CANCELLED by <uid>"; another job's line is
+  // skipped.
+  EXPECT_EQ(parse_sacct_states(
+                "12_1|COMPLETED\n12_2|CANCELLED by 0\n13_3|FAILED\n12_[4-5]|PENDING\n", "12"),
             (std::map<int, std::string>{
                 {1, "COMPLETED"}, {2, "CANCELLED"}, {4, "PENDING"}, {5, "PENDING"}}));
 }
@@ -199,11 +200,13 @@ TEST_F(SlurmSweepTest, AllTasksDoneMergesToTheWholeSweepsTable) {
   EXPECT_EQ(run_sweep_on_slurm(request(2), cluster), 0);
   // The merge of shards 1/2 (points 0, 2, 4) and 2/2 (points 1, 3) is the
   // table of all five points in order, byte for byte.
-  EXPECT_EQ(test_files::read_file(root_ / "out.csv"),
-            sweep_csv(spec_, FakeCluster::ok_results(expand_sweep(spec_)), reports::report_columns()));
+  EXPECT_EQ(
+      test_files::read_file(root_ / "out.csv"),
+      sweep_csv(spec_, FakeCluster::ok_results(expand_sweep(spec_)), reports::report_columns()));
   // squeue: pending, running, ended = three polls, a sleep between each.
   EXPECT_EQ(cluster.sleeps, 2);
-  EXPECT_NE(test_files::read_file(dir() + "/job.sh").find("#SBATCH --array=1-2"), std::string::npos);
+  EXPECT_NE(test_files::read_file(dir() + "/job.sh").find("#SBATCH --array=1-2"),
+            std::string::npos);
 }
 
 TEST_F(SlurmSweepTest, ACancelledTaskLeavesErrorRowsAndResumeResubmitsOnlyIt) {
@@ -214,8 +217,8 @@ TEST_F(SlurmSweepTest, ACancelledTaskLeavesErrorRowsAndResumeResubmitsOnlyIt) {
   // Task 2 of 2 held points 1 and 3 (index % 2 == 1).
   for (size_t p : {1, 3}) {
     expected[p].ok = false;
-    expected[p].error = "Slurm task 2/2 (job 42_2): CANCELLED; no shard table (log: " + dir() +
-                        "/task-2.log)";
+    expected[p].error =
+        "Slurm task 2/2 (job 42_2): CANCELLED; no shard table (log: " + dir() + "/task-2.log)";
   }
   EXPECT_EQ(test_files::read_file(root_ / "out.csv"),
             sweep_csv(spec_, expected, reports::report_columns()));
@@ -231,8 +234,9 @@ TEST_F(SlurmSweepTest, ACancelledTaskLeavesErrorRowsAndResumeResubmitsOnlyIt) {
     if (call.front() == "sbatch") sbatch.push_back(call);
   ASSERT_EQ(sbatch.size(), 1u);
   EXPECT_EQ(sbatch[0][2], "--array=2");
-  EXPECT_EQ(test_files::read_file(root_ / "out.csv"),
-            sweep_csv(spec_, FakeCluster::ok_results(expand_sweep(spec_)), reports::report_columns()));
+  EXPECT_EQ(
+      test_files::read_file(root_ / "out.csv"),
+      sweep_csv(spec_, FakeCluster::ok_results(expand_sweep(spec_)), reports::report_columns()));
 }
 
 TEST_F(SlurmSweepTest, NoWaitPrintsTheJobAndMergeFinishesIt) {
