@@ -289,10 +289,13 @@ int merge_results(const JobRecord& record, const std::string& dir, const std::st
           " without writing its shard table (is the results folder on a filesystem the "
           "nodes share?)";
     auto job = record.job_of_task.find(task);
-    const std::string job_id =
-        job == record.job_of_task.end() ? "" : fmt::format(" (job {}_{})", job->second, task);
-    const std::string error = fmt::format("Slurm task {}/{}{}: {}; no shard table (log: {})", task,
-                                          record.tasks, job_id, state, log_file(dir, task));
+    // Slurm names an array task <job>_<index>.
+    const std::string who =
+        job == record.job_of_task.end()
+            ? fmt::format("shard {}/{}", task, record.tasks)
+            : fmt::format("Slurm job {}_{} (shard {}/{})", job->second, task, task, record.tasks);
+    const std::string error =
+        fmt::format("{}: {}; no shard table (log: {})", who, state, log_file(dir, task));
     for (const SweepPoint& p : select_shard(points, ShardSpec{task, record.tasks})) {
       PointResult r;
       r.point = p;

@@ -4,7 +4,7 @@
 // sbatch, waits for it (squeue, sacct when the cluster keeps accounting) and
 // merges the shard tables as `sweep merge` does. A task that left no table
 // (failed, cancelled, timed out) gives its points error rows naming the task
-// and Slurm's state; `--resume` resubmits only those tasks. Slurm's commands
+// (Slurm's <job>_<index>) and Slurm's state; `--resume` resubmits only those tasks. Slurm's commands
 // go through a CommandRunner, so tests can fake the cluster.
 #pragma once
 

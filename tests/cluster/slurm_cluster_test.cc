@@ -81,7 +81,7 @@ TEST_F(SlurmCluster, MergedTableIsTheLocalRunsAndACancelledTaskIsErrorRowsUntilR
   ASSERT_EQ(slurm.exit_code, 0) << slurm.err;
   EXPECT_EQ(read_file(merged), read_file(local));
 
-  // Again without waiting; task 1 is cancelled while it runs (its first
+  // Again without waiting; the first task is cancelled while it runs (its first
   // answer needs a compile, seconds), then merge waits for the other three.
   const fs::path cancelled = dir_ / "cancelled.csv";
   const Outcome submitted =
@@ -102,7 +102,7 @@ TEST_F(SlurmCluster, MergedTableIsTheLocalRunsAndACancelledTaskIsErrorRowsUntilR
   EXPECT_NE(merge.err.find("resubmit only them: podsim sweep " + sweep + " --slurm --resume"),
             std::string::npos)
       << merge.err;
-  // Every point has its row: the header and 10 points. Task 1's (points 0, 4,
+  // Every point has its row: the header and 10 points. The first task's (points 0, 4,
   // 8) are errors naming the task, its job and Slurm's state; the others are
   // the local run's rows.
   const std::vector<std::string> rows = lines(read_file(cancelled));
@@ -114,7 +114,7 @@ TEST_F(SlurmCluster, MergedTableIsTheLocalRunsAndACancelledTaskIsErrorRowsUntilR
     if (p % 4 == 0) {
       EXPECT_TRUE(row.starts_with(std::to_string(p) + ",")) << row;
       EXPECT_NE(
-          row.find(",error,Slurm task 1/4 (job " + job + "_1): CANCELLED; no shard table (log: " +
+          row.find(",error,Slurm job " + job + "_1 (shard 1/4): CANCELLED; no shard table (log: " +
                    (results / "task-1.log").string() + ")"),
           std::string::npos)
           << row;
@@ -122,7 +122,7 @@ TEST_F(SlurmCluster, MergedTableIsTheLocalRunsAndACancelledTaskIsErrorRowsUntilR
       EXPECT_EQ(row, local_rows[p + 1]);
     }
   }
-  // --resume submits task 1 alone; the table is whole, the local one again.
+  // --resume submits the first task alone; the table is whole, the local one again.
   const Outcome resumed =
       podsim("sweep " + sweep + " --slurm --resume -o " + cancelled.string(), dir_);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;

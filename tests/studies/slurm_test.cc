@@ -214,16 +214,16 @@ TEST_F(SlurmSweepTest, ACancelledTaskLeavesErrorRowsAndResumeResubmitsOnlyIt) {
   cluster.fail = {2};
   EXPECT_EQ(run_sweep_on_slurm(request(2), cluster), 1);
   std::vector<PointResult> expected = FakeCluster::ok_results(expand_sweep(spec_));
-  // Task 2 of 2 held points 1 and 3 (index % 2 == 1).
+  // The second of 2 tasks held points 1 and 3 (index % 2 == 1).
   for (size_t p : {1, 3}) {
     expected[p].ok = false;
     expected[p].error =
-        "Slurm task 2/2 (job 42_2): CANCELLED; no shard table (log: " + dir() + "/task-2.log)";
+        "Slurm job 42_2 (shard 2/2): CANCELLED; no shard table (log: " + dir() + "/task-2.log)";
   }
   EXPECT_EQ(test_files::read_file(root_ / "out.csv"),
             sweep_csv(spec_, expected, reports::report_columns()));
 
-  // --resume submits task 2 alone (job 43) and the table is whole again.
+  // --resume submits the second task alone (job 43) and the table is whole again.
   cluster.fail.clear();
   cluster.calls.clear();
   SlurmSweepRequest again = request(0);  // --resume alone: the job's 2 tasks
@@ -248,7 +248,7 @@ TEST_F(SlurmSweepTest, NoWaitPrintsTheJobAndMergeFinishesIt) {
   EXPECT_FALSE(fs::exists(root_ / "out.csv"));
   EXPECT_EQ(finish_slurm_sweep(dir(), (root_ / "out.csv").string(), cluster, 0), 1);
   const std::string table = test_files::read_file(root_ / "out.csv");
-  EXPECT_NE(table.find("Slurm task 1/2 (job 42_1): CANCELLED"), std::string::npos) << table;
+  EXPECT_NE(table.find("Slurm job 42_1 (shard 1/2): CANCELLED"), std::string::npos) << table;
 }
 
 TEST_F(SlurmSweepTest, NoSbatchOnPathIsAUserErrorBeforeAnythingIsSubmitted) {
