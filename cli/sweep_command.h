@@ -18,6 +18,14 @@ struct SweepOptions {
   std::string plot;                       // --plot out.svg|png (gnuplot)
   std::vector<std::string> plot_metrics;  // --plot-metric F (repeatable); empty = step_time_s
   double timeout_seconds = 0;             // --timeout S: kill a point running longer (0 = never)
+  // --slurm: one Slurm array job of --tasks shards, waited for and merged.
+  bool slurm = false;
+  int tasks = 0;                         // --tasks N, 0 = min(points, 16)
+  std::string partition;                 // --partition P
+  std::string time_limit;                // --time-limit T (sbatch --time)
+  std::vector<std::string> sbatch_args;  // --sbatch-arg A (repeatable)
+  bool no_wait = false;                  // --no-wait: print the job id, merge later
+  bool resume = false;                   // --resume: resubmit the tasks without a table
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);
