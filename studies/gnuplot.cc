@@ -43,13 +43,17 @@ std::optional<reports::SweepPlotMeasured> measured_point(const SweepSpec& spec,
                                                          const std::string& measured_file) {
   if (measured_file.empty() || !spec.fixed_overrides.empty()) return std::nullopt;
   reports::SweepPlotMeasured out;
+  const std::string prefix = "hardware.";
+  const std::vector<std::string> known = hw::hardware_keys();
+  auto hardware_key = [&](const std::string& key) {
+    return key.substr(std::min(key.size(), prefix.size()));
+  };
   for (const SweepAxis& axis : spec.axes) {
-    const std::string& key = axis.keys.front();
-    const std::vector<std::string> known = hw::hardware_keys();
-    if (!key.starts_with("hardware.") ||
-        std::find(known.begin(), known.end(), key.substr(9)) == known.end())
-      return std::nullopt;
-    out.base_values.push_back(hw::hardware_value_text(hardware, key.substr(9)));
+    for (const std::string& key : axis.keys)  // a zipped axis: every key
+      if (!key.starts_with(prefix) ||
+          std::find(known.begin(), known.end(), hardware_key(key)) == known.end())
+        return std::nullopt;
+    out.base_values.push_back(hw::hardware_value_text(hardware, hardware_key(axis.keys.front())));
   }
   const MeasuredSet set = load_measured(measured_file);
   for (const MeasuredPoint& p : set.points) {
