@@ -48,6 +48,10 @@ TEST(SweepPlotTest, OneLinePerSecondKeyValueWithALegend) {
   // mesh x = 8 has three points (x ascending, in GB/s); = 16 two (point 3 failed).
   EXPECT_NE(s.find("$m0s0 << EOD\n1 4\n10 2\n100 1\nEOD"), std::string::npos) << s;
   EXPECT_NE(s.find("$m0s1 << EOD\n1 3\n100 0.5\nEOD"), std::string::npos) << s;
+  // The legend in the top right corner, the y range 0.07 higher per entry (+0.03) to hold it.
+  EXPECT_NE(s.find("set key inside top right box opaque\nset offsets 0, 0, graph 0.17, 0\n"),
+            std::string::npos)
+      << s;
 }
 
 TEST(SweepPlotTest, LabelsAreLiteralAndCarryHumanUnits) {
@@ -129,6 +133,8 @@ TEST(SweepPlotTest, WordValuesOnXBecomeCategories) {
   EXPECT_NE(s.find("0 1 \"none\"\n1 2 \"full\"\n"), std::string::npos) << s;
   EXPECT_NE(s.find("using 1:2:xticlabels(3)"), std::string::npos) << s;
   EXPECT_NE(s.find("set xlabel 'training.remat' noenhanced"), std::string::npos) << s;
+  // Categories a quarter step in from the sides; one legend entry: 0.07 + 0.03 on top.
+  EXPECT_NE(s.find("set offsets 0.25, 0.25, graph 0.10, 0\n"), std::string::npos) << s;
 }
 
 TEST(SweepPlotTest, MeasuredPointAtTheBaseInEachMetricsTerms) {
