@@ -1,20 +1,35 @@
 // `podsim sweep --plot`: the gnuplot script that draws a sweep's results
 // table. One panel per metric (any report field), the first swept key on x,
-// one line per combination of the other swept keys' values (named in the
-// legend); an axis is logarithmic when its values span two decades or more;
-// labels are printed as written (no '_' subscripts) and carry units.
+// one line per combination of the other swept keys' values. Values are drawn
+// in human units chosen from the key (B/s -> GB/s, bytes -> GiB/MiB/KiB,
+// seconds -> s/ms/us, fractions such as mfu -> %), names as a person says
+// them ("HBM bandwidth", legend "HBM 450 GB/s"), a geometric sweep on a log
+// axis (base 2 when the values double) with a tic at each swept value, and
+// a calibration config's measured number as a point of its own.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace podsim::reports {
 
-// What the plot draws against: the sweep's name (the title) and the first
-// key of each grid axis in axis order (x, then one series per other axis).
+// A calibration config's measured number (studies/calibration.h), drawn at
+// the base workload's values of the swept keys.
+struct SweepPlotMeasured {
+  std::string label;                     // the legend entry
+  std::vector<std::string> base_values;  // the base's value of each axis key
+  std::string metric;                    // tokens_per_second | steps_per_second | mfu
+  double value = 0;
+};
+
+// What the plot draws against: the title (sweep, workload and hardware), the
+// first key of each grid axis in axis order (x, then one series per other
+// axis), and the measured point when the base is a calibration config.
 struct SweepPlotAxes {
   std::string title;
   std::vector<std::string> axis_keys;
+  std::optional<SweepPlotMeasured> measured;
 };
 
 // `table`: the sweep CSV parsed (header row first). Rows with status other
@@ -29,12 +44,31 @@ std::string sweep_gnuplot_script(const SweepPlotAxes& axes,
 void check_plot_metrics(const std::vector<std::string>& metrics,
                         const std::vector<std::string>& report_fields);
 
-// An axis label: the name as written plus its unit from the suffix
-// ("step_time_s" -> "step_time_s (s)", "hardware.ici.link_bandwidth" ->
-// "hardware.ici.link_bandwidth (bytes/s)").
-std::string plot_axis_label(const std::string& name);
+// How a key's values are shown: value / scale, in `unit` ("" = a plain
+// number). Chosen from the key's suffix (or its group's:
+// "time_breakdown_s.compute") and the size of the values.
+struct PlotUnit {
+  std::string unit;
+  double scale = 1;
+};
+PlotUnit plot_unit(const std::string& key, const std::vector<double>& values);
 
-// True when every value is a positive number and max/min >= 100.
-bool spans_decades(const std::vector<double>& values);
+// The name a person reads: "hardware.hbm.bandwidth" -> "HBM bandwidth",
+// "step_time_s" -> "step time"; a key without one is shown as written.
+std::string plot_name(const std::string& key);
+
+// An axis label: the name and its unit, "HBM bandwidth (GB/s)".
+std::string plot_axis_label(const std::string& key, const std::vector<double>& values);
+
+// A legend entry for one value of a series key: "HBM 450 GB/s" (a
+// bandwidth's short name), "mesh y = 16" (no unit), "remat = full" (a word).
+std::string plot_legend_entry(const std::string& key, const std::string& value,
+                              const PlotUnit& unit);
+
+// The log base of an axis over these values: 0 = linear; 2 when the sorted
+// distinct values (three or more, all positive) go up by one constant
+// factor that is a power of two; 10 for another constant factor, or when
+// they span two decades or more.
+int log_base(const std::vector<double>& values);
 
 }  // namespace podsim::reports

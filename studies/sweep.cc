@@ -225,8 +225,7 @@ void check_plot_request(const SweepRequest& r, const std::vector<std::string>& m
 // Draws the table with gnuplot; false (script kept for a look) when gnuplot fails.
 bool plot_sweep(const SweepSpec& spec, const std::string& csv_path, const std::string& plot_path,
                 const std::vector<std::string>& metrics) {
-  reports::SweepPlotAxes axes{spec.name, {}};
-  for (const SweepAxis& axis : spec.axes) axes.axis_keys.push_back(axis.keys.front());
+  const reports::SweepPlotAxes axes = sweep_plot_axes(spec, shipped_measured_file());
   const std::vector<std::vector<std::string>> rows =
       parse_csv(read_file_text(csv_path, "sweep table"), csv_path);
   const std::string script_path = plot_path + ".gp";

@@ -10,10 +10,15 @@
 //        lines A..B of the command's stdout, each cut at 110 columns;
 //   <!-- sample-table: FIELD FIELD ...             then a markdown table:
 //   podsim ARGS --format csv                          one row per command,
-//   ... -->                                           its --set values first.
+//   ... -->                                           its --set values first;
+// and a number in prose, between two comments:
+//   <!-- value: podsim ARGS --format csv | FIELD -->VALUE<!-- /value -->
+//        the field of the command's CSV row, as the tables show it.
+// Each command runs once however many samples quote it.
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -38,8 +43,11 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-// Runs `podsim ARGS` from the repo root (the samples name repo paths).
+// Runs `podsim ARGS` from the repo root (the samples name repo paths), once
+// per command: later samples of the same command read the first output.
 std::string run_sample_command(const std::string& command) {
+  static std::map<std::string, std::string> outputs;
+  if (const auto it = outputs.find(command); it != outputs.end()) return it->second;
   EXPECT_EQ(command.rfind("podsim ", 0), 0u)
       << "a sample command starts with 'podsim ': " << command;
   const std::string args = command.substr(std::string("podsim ").size());
@@ -49,6 +57,7 @@ std::string run_sample_command(const std::string& command) {
                                  std::string(PODSIM_BINARY) + " " + args + " 2>/dev/null",
                              exit_code);
   EXPECT_EQ(exit_code, 0) << command;
+  if (exit_code == 0) outputs[command] = out;
   return out;
 }
 
@@ -87,6 +96,15 @@ std::string row_label(const std::string& command) {
   return label.empty() ? "base" : "`" + label + "`";
 }
 
+// A report field of a CSV row, readable; "?" (and a failure) when absent.
+std::string field_value(const reports::FlatReport& row, const std::string& f,
+                        const std::string& command) {
+  const auto field =
+      std::find_if(row.begin(), row.end(), [&](const auto& kv) { return kv.first == f; });
+  EXPECT_NE(field, row.end()) << "no report field '" << f << "' in " << command;
+  return field != row.end() ? readable(f, field->second) : std::string("?");
+}
+
 std::string table(const std::vector<std::string>& fields,
                   const std::vector<std::string>& commands) {
   std::string out = "| run |";
@@ -101,13 +119,7 @@ std::string table(const std::vector<std::string>& fields,
     EXPECT_FALSE(row.empty()) << command << ": no CSV row";
     if (row.empty()) continue;
     out += fmt::format("| {} |", row_label(command));
-    for (const std::string& f : fields) {
-      const auto field =
-          std::find_if(row.begin(), row.end(), [&](const auto& kv) { return kv.first == f; });
-      EXPECT_NE(field, row.end()) << "no report field '" << f << "' in " << command;
-      const std::string value = field != row.end() ? readable(f, field->second) : std::string("?");
-      out += fmt::format(" {} |", value);
-    }
+    for (const std::string& f : fields) out += fmt::format(" {} |", field_value(row, f, command));
     out += "\n";
   }
   return out;
@@ -161,6 +173,20 @@ std::vector<Sample> find_samples(const std::string& readme) {
       s.end = eol == std::string::npos ? readme.size() : eol + 1;
     }
     s.generated = table(fields, commands);
+    samples.push_back(s);
+  }
+  static const std::regex value_marker(
+      R"(<!-- value: (podsim [^|]*?) \| (\S+) -->([^<\n]*)<!-- /value -->)");
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), value_marker);
+       it != std::sregex_iterator(); ++it) {
+    Sample s;
+    const std::string command = (*it)[1].str(), field = (*it)[2].str();
+    s.marker = "value " + field + " of " + command;
+    s.begin = static_cast<size_t>(it->position(3));
+    s.end = s.begin + static_cast<size_t>(it->length(3));
+    const reports::FlatReport row = reports::FlatReport::from_csv(run_sample_command(command));
+    EXPECT_FALSE(row.empty()) << command << ": no CSV row";
+    s.generated = row.empty() ? "?" : field_value(row, field, command);
     samples.push_back(s);
   }
   return samples;

@@ -407,10 +407,11 @@ TEST(SweepCliTest, PlotDrawsOneLinePerSecondKeyValue) {
   out = run("--plot-metric step_time_s --plot-metric tokens_per_second", code);
   ASSERT_EQ(code, 0) << out;
   const std::string script = podsim::cli_test::read_file(dir / "seen.gp");
-  EXPECT_NE(script.find("title 'training.remat=none' noenhanced"), std::string::npos) << script;
-  EXPECT_NE(script.find("title 'training.remat=full' noenhanced"), std::string::npos) << script;
-  EXPECT_NE(script.find("set ylabel 'tokens_per_second (tokens/s)' noenhanced"), std::string::npos)
-      << script;
+  EXPECT_NE(script.find("title 'training.remat = none' noenhanced"), std::string::npos) << script;
+  EXPECT_NE(script.find("title 'training.remat = full' noenhanced"), std::string::npos) << script;
+  EXPECT_NE(script.find("set ylabel 'tokens/s' noenhanced"), std::string::npos) << script;
+  // The title names the sweep, its base workload and the hardware.
+  EXPECT_NE(script.find("title 'grid2: small on tpuv3, 8 devices'"), std::string::npos) << script;
   EXPECT_NE(script.find("set multiplot layout 2,1"), std::string::npos) << script;
   fs::remove_all(dir);
 }
