@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config make
   libsystemc-dev libboost-graph-dev libfmt-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  python3-dev pybind11-dev python3-pytest python3-matplotlib
   "$@"
 )
 missing=()
