@@ -29,7 +29,8 @@ def test_report_access(report):
     assert report["workload"] == "small" and report.workload == "small"
     assert report.devices == data["devices"]
     assert report.memory_breakdown_bytes.parameters == data["memory_breakdown_bytes"]["parameters"]
-    assert report["memory_breakdown_bytes"]["parameters"] == report.memory_breakdown_bytes["parameters"]
+    memory = report["memory_breakdown_bytes"]
+    assert memory["parameters"] == report.memory_breakdown_bytes["parameters"]
     assert list(report) == list(data)
     assert len(report) == len(data)
     with pytest.raises(AttributeError, match="no report field"):

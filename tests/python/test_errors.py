@@ -7,7 +7,7 @@ import json
 import podsim
 import pytest
 
-from conftest import REPO, cli_error
+from conftest import cli_error
 
 SMALL = "workloads/small.yaml"
 HLO = "workloads/examples/transformer_layer_2d.hlo"
