@@ -226,10 +226,16 @@ def _wrap(value):
 class Report(_Section):
     """One run's report: the fields of `podsim run --format json`."""
 
-    def __init__(self, result, trace):
+    def __init__(self, result, trace):  # noqa: super().__init__: _data is read when first used
         self._result = result
         self._trace = trace
-        super().__init__(json.loads(result.format("json", False)))
+        self._parsed = None
+
+    @property
+    def _data(self):
+        if self._parsed is None:
+            self._parsed = json.loads(self._result.format("json", False))
+        return self._parsed
 
     def to_json(self, timings=False):
         """The bytes `podsim run --format json` prints (with --timings: timings=True)."""
