@@ -8,6 +8,7 @@ PACKAGES=(
   libsystemc-dev libboost-graph-dev libfmt-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   slurm-wlm munge  # sweep --slurm's cluster tests (scripts/slurm-local.sh)
+  python3-dev pybind11-dev python3-pytest python3-matplotlib
   "$@"
 )
 missing=()
