@@ -585,5 +585,29 @@ ENTRY %main (p: bf16[1024,1024], a: bf16[4096,4096]) -> (bf16[1024,1024], bf16[4
   }
 }
 
+
+// The trace shows DCN traffic as its own kind: the collective's event carries its DCN busy time
+// (the closed form above: one member per slice, 2(n-1) steps of V/(n B) + L) and the chips' DCN
+// links appear as link counters named "dcn ...", in both fidelities.
+TEST(Simulator, TraceNamesDcnLinksAndDcnBusyTime) {
+  const hw::System system = two_slices_of_rings();
+  const auto program = program_from_hlo(one_collective(
+      "all-reduce", "bf16[1024,1024]", "bf16[1024,1024]", "[4,2]<=[2,4]T(1,0)"));
+  const double want = 2 * (1024.0 * 1024 * 2 / 2 / kDcnBandwidth + kDcnLatency);
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program, system, f, /*trace=*/true);
+    bool event = false, link = false;
+    for (const TraceEvent& e : t.events)
+      for (const auto& [key, value] : e.numbers)
+        if (key == "dcn_busy_s") {
+          event = true;
+          EXPECT_NEAR(value, want, 1e-9 * want);
+        }
+    for (const LinkLoad& l : t.link_loads) link = link || l.link.rfind("dcn ", 0) == 0;
+    EXPECT_TRUE(event) << fidelity_name(f);
+    EXPECT_TRUE(link) << fidelity_name(f);
+  }
+}
+
 }  // namespace
 }  // namespace podsim::sim

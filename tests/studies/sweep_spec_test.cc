@@ -162,7 +162,8 @@ TEST(Sweep, ShippedSweepsParseAndEveryPointIsAValidWorkload) {
                                                          {"ici_bandwidth_1t.yaml", 5},
                                                          {"moe_experts.yaml", 5},
                                                          {"windowed_einsum_128b.yaml", 6},
-                                                         {"what_if_128b.yaml", 10}};
+                                                         {"what_if_128b.yaml", 10},
+                                                         {"slices_16b_v5e.yaml", 5}};
   std::set<std::string> seen;
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(PODSIM_SOURCE_DIR) + "/sweeps")) {
