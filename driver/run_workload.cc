@@ -149,15 +149,14 @@ CompiledWorkload compile_hlo_module(const RunRequest& request) {
     auto& axes = w.mesh.axes;
     const int64_t devices = w.mesh.device_count();
     if (devices % o.slices != 0 || axes.front().second % o.slices != 0)
-      throw UserError(SourceLocation{"--slices", 0, 0},
-                      fmt::format("{} devices do not split into {} whole slices{}", devices,
-                                  o.slices,
-                                  devices % o.slices == 0
-                                      ? fmt::format(" along the first mesh axis ({} = {})",
-                                                    axes.front().first, axes.front().second)
-                                      : ""),
-                      "give a slice count that divides the device count (and the first --mesh "
-                      "axis)");
+      throw UserError(
+          SourceLocation{"--slices", 0, 0},
+          fmt::format("{} devices do not split into {} whole slices{}", devices, o.slices,
+                      devices % o.slices == 0 ? fmt::format(" along the first mesh axis ({} = {})",
+                                                            axes.front().first, axes.front().second)
+                                              : ""),
+          "give a slice count that divides the device count (and the first --mesh "
+          "axis)");
     axes.front().second /= o.slices;
     w.mesh.dcn = {{"slices", o.slices}};
   }

@@ -67,8 +67,8 @@ FidelityChoice choose_fidelity(const SimOptions& options, const StepProgram& ste
   return choice;
 }
 
-void fill_ops(const StepProgram& steps, CollectiveCatalog& catalog,
-              const DeviceAccount& account, Timeline& timeline) {
+void fill_ops(const StepProgram& steps, CollectiveCatalog& catalog, const DeviceAccount& account,
+              Timeline& timeline) {
   std::vector<OpRecord> records(steps.ops.size());
   for (size_t i = 0; i < steps.ops.size(); ++i) {
     const OpInfo& op = steps.ops[i];

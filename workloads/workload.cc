@@ -220,7 +220,8 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
                    "an axis lies inside a slice (mesh.axes) or spans slices over the data-centre "
                    "network (mesh.dcn), not both: give it one size in one of them, or rename one");
       for (const auto& [n, s] : mesh.dcn)
-        if (n == name) ctx.fail(axis.key_node, fmt::format("mesh.dcn axis '{}' appears twice", name));
+        if (n == name)
+          ctx.fail(axis.key_node, fmt::format("mesh.dcn axis '{}' appears twice", name));
       mesh.dcn.emplace_back(name, as_int(ctx, axis.value, "mesh.dcn." + name));
       const int64_t devices = mesh.device_count();
       if (devices < 0 || devices > kMaxDevices)
@@ -293,8 +294,7 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
     for (const auto& e : devices) {
       int64_t d = as_int(ctx, e, "mesh.devices", 0);
       if (d >= mesh.slice_device_count())
-        ctx.fail(e,
-                 fmt::format("device id {} out of range [0, {})", d, mesh.slice_device_count()));
+        ctx.fail(e, fmt::format("device id {} out of range [0, {})", d, mesh.slice_device_count()));
       if (!seen.insert(d).second) ctx.fail(e, fmt::format("device id {} listed twice", d));
       mesh.explicit_devices.push_back(d);
     }

@@ -602,8 +602,7 @@ std::vector<std::vector<CoreId>> members_by_slice(const Topology& topology,
   return out;
 }
 
-CollectivePlan shift_to_slice(const Topology& topology, const CollectivePlan& plan,
-                              int64_t slice) {
+CollectivePlan shift_to_slice(const Topology& topology, const CollectivePlan& plan, int64_t slice) {
   if (slice == 0) return plan;
   CollectivePlan out = plan;
   const CoreId core_shift = slice * topology.num_devices();
@@ -681,7 +680,7 @@ CollectivePlan plan_over_columns(const Topology& topology, CollectiveKind kind,
       }
     }
   }
-  const int64_t steps = kind == CollectiveKind::kAllReduce   ? 2 * (n_max - 1)
+  const int64_t steps = kind == CollectiveKind::kAllReduce  ? 2 * (n_max - 1)
                         : kind == CollectiveKind::kAllToAll ? 1
                                                             : n_max - 1;
   builder.finish(fmt::format("dcn {} (n={})", collective_kind_name(kind), n_max), steps,

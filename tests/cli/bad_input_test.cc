@@ -341,7 +341,6 @@ TEST_F(BadInput, RunTokensNotDivisibleByTheExpertsAxisExits2AtTheAxis) {
   EXPECT_NE(r.output.find("--set model.group_size=3"), std::string::npos) << r.output;
 }
 
-
 // Multi-slice input: a DCN axis also inside the slice (at its name), slices on a preset without
 // a DCN bandwidth (TPU v3, or one set to 0), an HLO device count that does not split into whole
 // slices. Each exits 2 with a hint.

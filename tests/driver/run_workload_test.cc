@@ -208,7 +208,6 @@ TEST(RunWorkload, MaxTextV4FlagsExposeEveryReduceScatterWhole) {
   EXPECT_LT(async.time.exposed_communication_s, sync.time.exposed_communication_s);
 }
 
-
 // mesh.dcn: {data: 1} is one slice: the run is the run without it. Two slices of the same mesh
 // (data parallel across them) double the devices and the tokens; the step is the one-slice step
 // plus what the gradient reduction across slices adds (so tokens/s at most doubles), and the
@@ -219,9 +218,9 @@ TEST(RunWorkload, OneSliceIsNoDcnAxisAndTwoSlicesAddDcnTime) {
   EXPECT_EQ(one.step_time_s, plain.step_time_s);
   EXPECT_EQ(one.tokens_per_second, plain.tokens_per_second);
   EXPECT_EQ(one.time.dcn_busy_s, 0);
-  const std::vector<std::string> two_slices = {
-      "mesh.dcn={data: 2}", "model.global_batch=16", "sharding.activations=[[data, x], null, y]",
-      "hardware.dcn.bandwidth_per_chip=1e9"};
+  const std::vector<std::string> two_slices = {"mesh.dcn={data: 2}", "model.global_batch=16",
+                                               "sharding.activations=[[data, x], null, y]",
+                                               "hardware.dcn.bandwidth_per_chip=1e9"};
   const Report two = run_workload(small_request(two_slices)).report;
   EXPECT_EQ(two.devices, 2 * plain.devices);
   EXPECT_GT(two.time.dcn_busy_s, 0);

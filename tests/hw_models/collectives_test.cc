@@ -486,7 +486,6 @@ TEST(Collectives, FullPodPlansStayCheap) {
   EXPECT_EQ(a2a.phases[0].link_loads.size(), static_cast<size_t>(t.num_links()));
 }
 
-
 // Multi-slice plans (docs/collectives.md#multi-slice-collectives). S slices of a 4-chip ring
 // (pod [4], wraparound, one device per chip); DCN at kDcnW bytes/s per chip per direction and
 // kDcnL per transfer.
@@ -560,7 +559,7 @@ TEST(MultiSlice, GroupsAcrossSlicesSplitIntoSliceAndDcnParts) {
   const Topology t = sliced_ring(2);
   const double k = 4, n = 2;
   const double half = (k - 1) / k * kV / (2 * kW) + k / 2 * kHop;  // R(V) = G(V)
-  const double dcn_step = kV / k / n / kDcnW + kDcnL;               // a ring step of V/k
+  const double dcn_step = kV / k / n / kDcnW + kDcnL;              // a ring step of V/k
   CollectiveQuery in_slice_a2a;
   in_slice_a2a.kind = CollectiveKind::kAllToAll;
   in_slice_a2a.bytes_per_device = kV;

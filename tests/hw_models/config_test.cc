@@ -222,12 +222,11 @@ TEST(Config, ComplexKeyIsAUserError) {
                UserError);
 }
 
-
 // The DCN keys: every preset gives them with a source (the published per-chip figures of
 // docs/reference/hardware.md#data-centre-network; TPU v3: none, 0); a negative value is
 // rejected naming the key.
 TEST(HardwareConfig, DcnKeysComeFromTheReferenceTable) {
-  const std::pair<const char*, double> published[] = {{"tpuv3", 0},       {"tpuv4", 6.25e9},
+  const std::pair<const char*, double> published[] = {{"tpuv3", 0},        {"tpuv4", 6.25e9},
                                                       {"tpuv5e", 3.125e9}, {"tpuv5p", 6.25e9},
                                                       {"tpuv6e", 1.25e10}, {"tpu7x", 1.25e10}};
   for (const auto& [preset, bandwidth] : published) {

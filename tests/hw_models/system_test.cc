@@ -62,7 +62,6 @@ TEST(System, PresetChunksFeedThePipelinedTorus) {
   EXPECT_EQ(eight.plan(q).phases.size(), 5u);
 }
 
-
 // Slices: device d of slice s sits on core s x devices per slice + the slice's own placement of
 // d; several slices on a preset without a DCN figure (TPU v3: 0) are a UserError naming the key.
 TEST(System, SlicesRepeatThePlacementAndNeedADcnBandwidth) {

@@ -246,7 +246,6 @@ TEST(Topology, BisectionCountsCrossingLinks) {
   EXPECT_DOUBLE_EQ(aggregate_ici_bandwidth(torus({32, 32})), 4096 * 1e11);
 }
 
-
 // Slices joined by the data-centre network: slice s's links are slice 0's shifted by s x
 // links_per_slice (same kind, dim and direction), every chip has one DCN link out and one in,
 // and a route between slices is exactly those two links (out of the sender's chip, into the

@@ -461,7 +461,6 @@ INSTANTIATE_TEST_SUITE_P(Forms, FormSimulation, ::testing::ValuesIn(form_paths()
                            return std::filesystem::path(info.param).stem().string();
                          });
 
-
 // Multi-slice (docs/collectives.md#multi-slice-collectives): 2 slices, each a closed ring of 4
 // chips (one device per chip), DCN at kDcnBandwidth per chip per direction and kDcnLatency per
 // transfer. One collective per program, nothing computing: the step is the collective.
@@ -493,9 +492,10 @@ ENTRY %main (p: {1}) -> {2} {{
   ROOT %c = {2} {0}(%p), channel_id=1, replica_groups={3}, use_global_device_ids=true{4}
 }})",
                      op, operand, result, groups,
-                     op == "all-reduce" || op == "reduce-scatter" ? ", to_apply=%sum, dimensions={0}"
-                     : op == "all-gather" || op == "all-to-all"  ? ", dimensions={0}"
-                                                                 : "");
+                     op == "all-reduce" || op == "reduce-scatter"
+                         ? ", to_apply=%sum, dimensions={0}"
+                     : op == "all-gather" || op == "all-to-all" ? ", dimensions={0}"
+                                                                : "");
 }
 
 // With k = 4 members per slice, n = 2 slices, a bidirectional ring inside a slice
@@ -509,7 +509,9 @@ ENTRY %main (p: {1}) -> {2} {{
 TEST(Simulator, CollectivesAcrossSlicesTakeTheirHierarchicalClosedForms) {
   const hw::System system = two_slices_of_rings();
   const double k = 4, n = 2;
-  auto half = [&](double v) { return (k - 1) / k * v / (2 * kLinkBandwidth) + k / 2 * kHopLatency; };
+  auto half = [&](double v) {
+    return (k - 1) / k * v / (2 * kLinkBandwidth) + k / 2 * kHopLatency;
+  };
   auto dcn = [&](double v, double steps) { return steps * (v / n / kDcnBandwidth + kDcnLatency); };
   const double small = 1024.0 * 1024 * 2, big = 8 * small;  // bf16[1024,1024], bf16[8192,1024]
   const std::string all = "[1,8]<=[8]", columns = "[4,2]<=[2,4]T(1,0)";
@@ -521,10 +523,10 @@ TEST(Simulator, CollectivesAcrossSlicesTakeTheirHierarchicalClosedForms) {
        2 * half(small) + dcn(small / k, 2 * (n - 1)), dcn(small / k, 2 * (n - 1))},
       {"all-reduce", "bf16[1024,1024]", "bf16[1024,1024]", columns, dcn(small, 2 * (n - 1)),
        dcn(small, 2 * (n - 1))},
-      {"all-gather", "bf16[1024,1024]", "bf16[8192,1024]", all,
-       dcn(big / k, n - 1) + half(big), dcn(big / k, n - 1)},
-      {"reduce-scatter", "bf16[8192,1024]", "bf16[1024,1024]", all,
-       half(big) + dcn(big / k, n - 1), dcn(big / k, n - 1)},
+      {"all-gather", "bf16[1024,1024]", "bf16[8192,1024]", all, dcn(big / k, n - 1) + half(big),
+       dcn(big / k, n - 1)},
+      {"reduce-scatter", "bf16[8192,1024]", "bf16[1024,1024]", all, half(big) + dcn(big / k, n - 1),
+       dcn(big / k, n - 1)},
   };
   for (const auto& c : cases) {
     const auto program = program_from_hlo(one_collective(c.op, c.operand, c.result, c.groups));
@@ -585,14 +587,13 @@ ENTRY %main (p: bf16[1024,1024], a: bf16[4096,4096]) -> (bf16[1024,1024], bf16[4
   }
 }
 
-
 // The trace shows DCN traffic as its own kind: the collective's event carries its DCN busy time
 // (the closed form above: one member per slice, 2(n-1) steps of V/(n B) + L) and the chips' DCN
 // links appear as link counters named "dcn ...", in both fidelities.
 TEST(Simulator, TraceNamesDcnLinksAndDcnBusyTime) {
   const hw::System system = two_slices_of_rings();
-  const auto program = program_from_hlo(one_collective(
-      "all-reduce", "bf16[1024,1024]", "bf16[1024,1024]", "[4,2]<=[2,4]T(1,0)"));
+  const auto program = program_from_hlo(
+      one_collective("all-reduce", "bf16[1024,1024]", "bf16[1024,1024]", "[4,2]<=[2,4]T(1,0)"));
   const double want = 2 * (1024.0 * 1024 * 2 / 2 / kDcnBandwidth + kDcnLatency);
   for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
     const Timeline t = run(program, system, f, /*trace=*/true);
