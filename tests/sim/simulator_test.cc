@@ -610,5 +610,23 @@ TEST(Simulator, TraceNamesDcnLinksAndDcnBusyTime) {
   }
 }
 
+
+// A collective-permute between slices routes each pair over the sender's DCN link out and the
+// receiver's in: every pair at once on its own chips' links, V/B + L, in both fidelities.
+TEST(Simulator, CollectivePermuteAcrossSlicesTakesOneDcnTransfer) {
+  const hw::System system = two_slices_of_rings();
+  const auto program = program_from_hlo(R"(HloModule permute, num_partitions=8
+ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {
+  %p = bf16[1024,1024] parameter(0)
+  ROOT %c = bf16[1024,1024] collective-permute(%p), channel_id=1, source_target_pairs={{0,4},{1,5},{2,6},{3,7},{4,0},{5,1},{6,2},{7,3}}
+})");
+  const double want = 1024.0 * 1024 * 2 / kDcnBandwidth + kDcnLatency;
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program, system, f);
+    EXPECT_NEAR(t.step_time_s, want, 1e-9 * want) << fidelity_name(f);
+    EXPECT_NEAR(t.dcn_busy_s, want, 1e-9 * want) << fidelity_name(f);
+  }
+}
+
 }  // namespace
 }  // namespace podsim::sim
