@@ -35,10 +35,12 @@ driver::RunRequest run_request(const RunOptions& o) {
   only_for_hlo(!o.hardware.empty(), "--hardware");
   only_for_hlo(!o.mesh.empty(), "--mesh");
   only_for_hlo(o.tokens > 0, "--tokens");
+  only_for_hlo(o.slices != 1, "--slices");
   only_for_hlo(!o.mode.empty() && o.mode != "auto", "--mode");
   if (!o.hardware.empty()) request.hlo.hardware = o.hardware;
   request.hlo.mesh = o.mesh;
   request.hlo.tokens = o.tokens;
+  request.hlo.slices = o.slices;
   request.hlo.mode = compiler::parse_module_mode(o.mode);
   return request;
 }
@@ -66,6 +68,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "HLO module: hardware preset (podsim hardware list) or YAML (default tpuv3)");
   run->add_option("--mesh", o.mesh,
                   "HLO module: devices as a mesh, e.g. x=8 (default: the module's own count)");
+  run->add_option("--slices", o.slices,
+                  "HLO module: slices joined by the data-centre network the devices split into "
+                  "(device id = slice x devices per slice + id in slice; default 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   run->add_option("--tokens", o.tokens, "HLO module: tokens per step, for tokens/s")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   run->add_option(

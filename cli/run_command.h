@@ -25,6 +25,7 @@ struct RunOptions {
   std::string hardware;  // HLO module: preset or YAML
   std::string mesh;      // HLO module: "x=8"
   int64_t tokens = 0;    // HLO module: tokens per step
+  int64_t slices = 1;    // HLO module: slices the devices split into (--slices)
   std::string mode;      // HLO module: auto | partition | as-is
 };
 

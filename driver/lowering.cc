@@ -77,6 +77,7 @@ hw::MeshLayout mesh_layout(const workloads::MeshSpec& mesh) {
   layout.physical = mesh.physical;
   layout.order = mesh.order;
   layout.explicit_devices = mesh.explicit_devices;
+  layout.slices = mesh.num_slices();
   return layout;
 }
 

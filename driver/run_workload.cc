@@ -143,6 +143,23 @@ CompiledWorkload compile_hlo_module(const RunRequest& request) {
   } else {
     w.mesh.axes = {{"x", compiler::infer_device_count(module)}};
   }
+  if (o.slices > 1) {
+    // The devices split into slices: the last mesh axis holds the slices (major, as a hybrid
+    // mesh lays them out), the rest of it stays in each slice.
+    auto& axes = w.mesh.axes;
+    const int64_t devices = w.mesh.device_count();
+    if (devices % o.slices != 0 || axes.front().second % o.slices != 0)
+      throw UserError(
+          SourceLocation{"--slices", 0, 0},
+          fmt::format("{} devices do not split into {} whole slices{}", devices, o.slices,
+                      devices % o.slices == 0 ? fmt::format(" along the first mesh axis ({} = {})",
+                                                            axes.front().first, axes.front().second)
+                                              : ""),
+          "give a slice count that divides the device count (and the first --mesh "
+          "axis)");
+    axes.front().second /= o.slices;
+    w.mesh.dcn = {{"slices", o.slices}};
+  }
   w.model.kind = workloads::ModelKind::kHlo;
   w.model.file = request.workload_path;
   w.model.global_batch = o.tokens;
@@ -152,7 +169,7 @@ CompiledWorkload compile_hlo_module(const RunRequest& request) {
   const int64_t devices = w.mesh.device_count();
 
   std::vector<compiler::MeshAxis> axes;
-  for (const auto& [name, size] : w.mesh.axes) axes.push_back({name, size});
+  for (const auto& [name, size] : w.mesh.logical_axes()) axes.push_back({name, size});
   workloads::BuiltModel model{compiler::Module{}, compiler::DeviceMesh(axes), {}};
   report_progress(request, "compiling", 0);
   Clock::time_point compile_start = Clock::now();

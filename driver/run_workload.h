@@ -26,6 +26,7 @@ struct HloRunOptions {
   std::string hardware = "tpuv3";            // preset name or hardware YAML
   std::string mesh;                          // "x=4,y=2"; empty: the module's own device count
   int64_t tokens = 0;                        // tokens per step (for tokens/s); 0 = unknown
+  int64_t slices = 1;  // slices the devices split into (device id = slice x per slice + id)
   std::optional<compiler::ModuleMode> mode;  // nullopt: decided from the module
 };
 

@@ -388,6 +388,14 @@ const std::vector<Field>& fields() {
         "ici.collectives_in_flight",
         [](HardwareConfig& c) -> int64_t& { return c.ici.collectives_in_flight; },
         count_range(kMaxCollectivesInFlight, "1 runs a device's collectives one at a time")));
+    // 0 = no figure (TPU v3); 1e15 as every bandwidth. A multi-slice run needs > 0 (hw::System).
+    t.push_back(number_field(
+        "dcn.bandwidth_per_chip",
+        [](HardwareConfig& c) -> double& { return c.dcn.bandwidth_per_chip; },
+        Range{0, 1e15, "B/s", "data-centre networks give a TPU chip ~3e9 to 1.25e10 B/s"}));
+    t.push_back(number_field(
+        "dcn.latency_s", [](HardwareConfig& c) -> double& { return c.dcn.latency_s; },
+        kLatencyRange));
     return t;
   }();
   return table;

@@ -113,6 +113,15 @@ struct IciConfig {
   int64_t collectives_in_flight = 1;
 };
 
+// The data-centre network joining slices (multi-slice runs): what one chip
+// sends and receives across it per second, and the one-way latency of a
+// transfer. 0 bandwidth: no figure (a run on one slice never reads it; a
+// multi-slice run is an error). docs/collectives.md#multi-slice-collectives
+struct DcnConfig {
+  double bandwidth_per_chip = 0;  // bytes/s per chip per direction
+  double latency_s = 0;
+};
+
 // Whether the preset's predictions have been checked against measured runs
 // (docs/reference/hardware.md#calibration-status), by name in `status`.
 enum class CalibrationStatus { kCalibrated, kUncalibrated };
@@ -125,6 +134,7 @@ struct HardwareConfig {
   HbmConfig hbm;
   ChipConfig chip;
   IciConfig ici;
+  DcnConfig dcn;
   // Dotted key -> where its number comes from (docs/reference/hardware.md row, [D] reasoning,
   // or "override"). describe_hardware prints these.
   std::map<std::string, std::string> sources;

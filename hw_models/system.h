@@ -20,17 +20,23 @@ struct MeshLayout {
   std::vector<int64_t> physical;    // [chip dims..., devices per chip]; empty = default slice
   PlacementOrder order = PlacementOrder::kRowMajor;
   std::vector<int64_t> explicit_devices;  // PlacementOrder::kExplicit only
+  // Slices joined by the data-centre network, each holding mesh_shape's devices laid out as
+  // above; device id = slice * devices per slice + id in slice (JAX's hybrid mesh).
+  int64_t slices = 1;
 };
 
 class System {
  public:
-  // UserError when the mesh does not fit the pod or the placement is invalid.
+  // UserError when the mesh does not fit the pod, the placement is invalid, or several slices
+  // meet a preset without a DCN bandwidth.
   System(HardwareConfig config, const MeshLayout& layout);
 
   const HardwareConfig& config() const { return config_; }
   const CoreModel& core() const { return *core_; }
-  const Slice& slice() const { return topology_.slice(); }
+  const Slice& slice() const { return topology_.slice(); }  // one slice
+  int64_t slices() const { return topology_.num_slices(); }
   const Topology& topology() const { return topology_; }
+  // Every device of every slice (core_of_device spans them all; mesh_shape is one slice's).
   const Placement& placement() const { return placement_; }
 
   // plan_collective with the preset's ici.collective_algorithm standing in

@@ -26,6 +26,7 @@ nlohmann::ordered_json top_op_json(const TopOp& op, bool collective, bool group 
   if (collective) {
     j["bytes"] = op.bytes;
     j["exposed_seconds"] = op.exposed_seconds;
+    if (op.dcn_seconds > 0) j["dcn_busy_seconds"] = op.dcn_seconds;  // across slices only
   } else {
     j["bound"] = op.bound;
     j["flops"] = op.flops;
@@ -147,6 +148,10 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
   time["hbm_shared_with_collectives"] = r.time.hbm_contention_s;
   time["overhead"] = r.time.overhead_s;
   time["exposed_communication"] = r.time.exposed_communication_s;
+  if (r.time.dcn_busy_s > 0) {  // multi-slice runs only
+    time["exposed_dcn_communication"] = r.time.exposed_dcn_s;
+    time["dcn_busy"] = r.time.dcn_busy_s;
+  }
   time["idle"] = r.time.idle_s;
   j["time_breakdown_s"] = time;
   nlohmann::ordered_json collectives = nlohmann::ordered_json::object();
@@ -194,6 +199,7 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
     one["seconds"] = part.seconds();
     one["compute_s"] = part.compute_s;
     one["exposed_communication_s"] = part.exposed_s;
+    if (r.time.dcn_busy_s > 0) one["exposed_dcn_communication_s"] = part.exposed_dcn_s;
     one["flops"] = part.flops;
     parts.push_back(one);
   }

@@ -92,14 +92,18 @@ struct TimeRow {
 };
 
 std::vector<TimeRow> time_rows(const Report& r) {
-  return {{"compute", r.time.compute_s},
-          {"  mxu-bound", r.time.mxu_bound_s},
-          {"  vpu-bound", r.time.vpu_bound_s},
-          {"  memory-bound", r.time.memory_bound_s},
-          {"    HBM shared with DMA", r.time.hbm_contention_s},
-          {"  op overhead", r.time.overhead_s},
-          {"exposed communication", r.time.exposed_communication_s},
-          {"idle", r.time.idle_s}};
+  std::vector<TimeRow> rows = {{"compute", r.time.compute_s},
+                               {"  mxu-bound", r.time.mxu_bound_s},
+                               {"  vpu-bound", r.time.vpu_bound_s},
+                               {"  memory-bound", r.time.memory_bound_s},
+                               {"    HBM shared with DMA", r.time.hbm_contention_s},
+                               {"  op overhead", r.time.overhead_s},
+                               {"exposed communication", r.time.exposed_communication_s},
+                               {"idle", r.time.idle_s}};
+  // Multi-slice runs only: the DCN share of the exposed time (a row of the sum above it).
+  if (r.time.dcn_busy_s > 0)
+    rows.insert(rows.begin() + 7, TimeRow{"  of it DCN", r.time.exposed_dcn_s});
+  return rows;
 }
 
 std::string op_label(const TopOp& op) { return op.op_name.empty() ? op.name : op.op_name; }
@@ -176,16 +180,19 @@ std::string report_table(const Report& r) {
   const bool parts_known =
       std::any_of(r.parts.parts.begin(), r.parts.parts.end(),
                   [](const PartTime& p) { return p.pass != "other" || p.component != "other"; });
+  const bool dcn = r.time.dcn_busy_s > 0;  // multi-slice: an exposed-DCN column
   if (parts_known) {
     out += fmt::format(
         "time by part (compute + exposed communication):\n  {:<10} {:<19} {:>14} {:>7} {:>14} "
-        "{:>9}\n",
-        "pass", "component", "time", "step", "exposed", "TFLOP/s");
+        "{:>9}{}\n",
+        "pass", "component", "time", "step", "exposed", "TFLOP/s",
+        dcn ? fmt::format(" {:>14}", "of it DCN") : "");
     for (const PartTime& part : r.parts.parts)
-      out += fmt::format("  {:<10} {:<19} {:>14} {:>7} {:>14} {:>9.1f}\n", part.pass,
+      out += fmt::format("  {:<10} {:<19} {:>14} {:>7} {:>14} {:>9.1f}{}\n", part.pass,
                          part.component, format_seconds(part.seconds()),
                          format_percent(fraction_of(part.seconds(), r.step_time_s)),
-                         format_seconds(part.exposed_s), part.flops_per_second() / 1e12);
+                         format_seconds(part.exposed_s), part.flops_per_second() / 1e12,
+                         dcn ? fmt::format(" {:>14}", format_seconds(part.exposed_dcn_s)) : "");
     line("layer matmuls",
          fmt::format("{} of peak while running", format_percent(r.parts.layer_matmul_utilization)));
     line("attention core", fmt::format("{} of peak while running",
@@ -203,12 +210,14 @@ std::string report_table(const Report& r) {
                          op.shape, kernel_of(op));
   }
   if (!r.top_collective_groups.empty()) {
-    out += fmt::format("top collectives (summed over layers):\n  {:>14} {:>14} {:>6} {:>12} {}\n",
-                       "time", "exposed", "count", "bytes", "op");
+    out += fmt::format("top collectives (summed over layers):\n  {:>14} {:>14}{} {:>6} {:>12} {}\n",
+                       "time", "exposed", dcn ? fmt::format(" {:>14}", "DCN busy") : "", "count",
+                       "bytes", "op");
     for (const TopOp& op : r.top_collective_groups)
-      out += fmt::format("  {:>14} {:>14} {:>6} {:>12} {} {} {}\n", format_seconds(op.seconds),
-                         format_seconds(op.exposed_seconds), op.instances, format_bytes(op.bytes),
-                         op.opcode, op_label(op), op.shape);
+      out += fmt::format("  {:>14} {:>14}{} {:>6} {:>12} {} {} {}\n", format_seconds(op.seconds),
+                         format_seconds(op.exposed_seconds),
+                         dcn ? fmt::format(" {:>14}", format_seconds(op.dcn_seconds)) : "",
+                         op.instances, format_bytes(op.bytes), op.opcode, op_label(op), op.shape);
   }
   out += fmt::format(
       "compile: {} -> {} instructions, {} full replications, {} default fallbacks, remat {}\n",

@@ -135,6 +135,7 @@ PartsSummary summarize_parts(const std::vector<sim::OpRecord>& ops, double peak_
     present[p * components.size() + c] = true;
     if (op.collective) {
       part.exposed_s += op.exposed_seconds;
+      part.exposed_dcn_s += op.exposed_dcn_seconds;
       continue;
     }
     part.compute_s += op.seconds;

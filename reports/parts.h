@@ -39,6 +39,7 @@ struct PartTime {
   std::string component;
   double compute_s = 0;  // compute-stream busy time of its ops
   double exposed_s = 0;  // compute-stream waits on its collectives
+  double exposed_dcn_s = 0;  // of exposed_s, DCN time (multi-slice runs)
   double flops = 0;      // executed FLOPs of its compute ops
   double seconds() const { return compute_s + exposed_s; }
   // Achieved FLOP/s while its ops run; 0 without compute time.

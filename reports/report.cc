@@ -66,6 +66,7 @@ TopOp top_op_of(const sim::OpRecord& op, double step_time_s) {
   row.bound = op.collective ? "collective" : bound_key(op.bound);
   row.bytes = op.collective ? op.collective_bytes : op.hbm_bytes;
   row.exposed_seconds = op.exposed_seconds;
+  row.dcn_seconds = op.dcn_seconds;
   return row;
 }
 
@@ -124,6 +125,7 @@ std::vector<TopOp> top_op_groups(const std::vector<sim::OpRecord>& ops, bool col
     group.sum.flops += row.flops;
     group.sum.bytes += row.bytes;
     group.sum.exposed_seconds += row.exposed_seconds;
+    group.sum.dcn_seconds += row.dcn_seconds;
     ++group.sum.instances;
   }
   std::vector<TopOp> rows;
@@ -505,6 +507,8 @@ Report summarize(const SummaryInput& input) {
   r.time.hbm_contention_s = t.hbm_contention_s;
   r.time.overhead_s = t.overhead_s;
   r.time.exposed_communication_s = t.exposed_communication_s;
+  r.time.exposed_dcn_s = t.exposed_dcn_s;
+  r.time.dcn_busy_s = t.dcn_busy_s;
   r.time.idle_s = t.idle_s;
 
   for (const std::string& kind : collective_kinds())

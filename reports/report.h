@@ -34,6 +34,10 @@ struct TimeBreakdown {
   double hbm_contention_s = 0;
   double overhead_s = 0;
   double exposed_communication_s = 0;
+  // Multi-slice runs (0 on one slice): of exposed_communication_s, the DCN share; and the DCN
+  // transfer time of every collective run, hidden or not (sim/timeline.h).
+  double exposed_dcn_s = 0;
+  double dcn_busy_s = 0;
   double idle_s = 0;
 };
 
@@ -92,6 +96,7 @@ struct TopOp {
   std::string bound;           // "mxu" | "vpu" | "hbm" | "overhead" | "collective"
   double bytes = 0;            // collectives: per device; compute ops: HBM traffic
   double exposed_seconds = 0;  // collectives only
+  double dcn_seconds = 0;      // collectives across slices: DCN transfer time (busy, uncontended)
   int64_t instances = 1;       // op groups: ops merged (the same op in that many layers)
   // What the kernel computes: kernel_label, or for a fusion that holds a
   // matmul "fusion(dot+add)" (its dot or convolution, then its root).

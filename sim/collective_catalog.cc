@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "common/error.h"
 
@@ -370,6 +371,17 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation,
       spec->groups.push_back(std::move(cores));
     }
   }
+  const hw::Topology& topology = system_.topology();
+  // Groups inside one slice are planned on slice 0 and moved (every slice's links are slice 0's
+  // shifted); groups across slices hierarchically (docs/collectives.md#multi-slice-collectives).
+  // In-slice plans are shared by the groups and parts that translate to the same slice-0 group.
+  std::map<std::tuple<hw::CollectiveKind, double, std::vector<hw::CoreId>>, GroupPlan> in_slice;
+  auto plan_in_slice0 = [&](hw::CollectiveQuery q) -> const GroupPlan& {
+    auto key = std::make_tuple(q.kind, q.bytes_per_device, q.group);
+    auto it = in_slice.find(key);
+    if (it == in_slice.end()) it = in_slice.emplace(key, plan_group(system_, std::move(q))).first;
+    return it->second;
+  };
   for (size_t g = 0; g < spec->groups.size(); ++g) {
     hw::CollectiveQuery q;
     q.kind = spec->kind;
@@ -382,6 +394,41 @@ int32_t CollectiveCatalog::spec_of(const compiler::Computation& computation,
       spec->plan_labels.emplace_back();
       continue;
     }
+    if (topology.num_slices() > 1 && q.kind != hw::CollectiveKind::kCollectivePermute) {
+      const auto by_slice = hw::members_by_slice(topology, q.group);
+      if (by_slice.size() > 1) {
+        spec->crosses_slices = true;
+        hw::CollectiveQuery base = q;
+        auto planner = [&](hw::CollectiveKind kind, double bytes,
+                           const std::vector<hw::CoreId>& group) {
+          hw::CollectiveQuery part = base;
+          part.kind = kind;
+          part.bytes_per_device = bytes;
+          part.group = group;
+          part.group_shape.clear();
+          return plan_in_slice0(std::move(part)).plan;
+        };
+        spec->plans.push_back(hw::plan_across_slices(topology, q, planner));
+        spec->plan_labels.push_back(fmt::format("{} slices x {} devices, in slice then dcn",
+                                                by_slice.size(), by_slice.front().size()));
+        spec->group_shapes[g].clear();
+        continue;
+      }
+      const int64_t s = topology.slice_of(q.group.front());
+      if (s > 0) {
+        for (hw::CoreId& c : q.group) c -= s * topology.num_devices();
+        const GroupPlan& planned = plan_in_slice0(std::move(q));
+        spec->plan_labels.push_back(planned.label());
+        spec->groups[g] = planned.group;
+        for (hw::CoreId& c : spec->groups[g]) c += s * topology.num_devices();
+        spec->group_shapes[g] = planned.shape;
+        spec->plans.push_back(hw::shift_to_slice(topology, planned.plan, s));
+        continue;
+      }
+    }
+    if (q.kind == hw::CollectiveKind::kCollectivePermute)
+      for (const auto& [src, dst] : q.permute_pairs)
+        if (topology.slice_of(src) != topology.slice_of(dst)) spec->crosses_slices = true;
     GroupPlan planned = plan_group(system_, std::move(q));
     spec->plan_labels.push_back(planned.label());
     spec->groups[g] = std::move(planned.group);
@@ -449,6 +496,7 @@ const FastCollectiveTiming& CollectiveCatalog::fast_timing(int32_t index) {
       if (plan.analytic_time_s >= timing->slowest_group_s) timing->latency_s = latency_of(plan);
     }
   }
+  for (const auto& plan : s.plans) timing->dcn_s = std::max(timing->dcn_s, hw::dcn_time_s(plan));
   timing->link_busy_s.assign(busy.begin(), busy.end());
   slot = std::move(timing);
   return *slot;

@@ -38,6 +38,8 @@ struct CollectiveSpec {
   // (+2): all of a reduce-scatter's, half of an all-reduce's (its
   // reduce-scatter half; the all-gather half only stores).
   double dma_hbm_bytes = 0;
+  // Some group spans slices: its plan has DCN phases (hw::plan_across_slices).
+  bool crosses_slices = false;
 };
 
 struct FastCollectiveTiming {
@@ -54,6 +56,8 @@ struct FastCollectiveTiming {
   // when the groups' phases differ): `seconds` minus this is the transfer
   // that shares links.
   double latency_s = 0;
+  // Uncontended seconds of its DCN phases (slowest group; hw::dcn_time_s), part of `seconds`.
+  double dcn_s = 0;
 };
 
 // The synchronous collective an instruction performs: itself, or what an

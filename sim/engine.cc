@@ -103,6 +103,8 @@ std::string link_label(const hw::Topology& topology, hw::LinkId id) {
   const hw::Link& link = topology.link(id);
   if (link.kind == hw::LinkKind::kOnChip)
     return fmt::format("ici {} on-chip {}->{}", id, link.src_core, link.dst_core);
+  if (link.kind == hw::LinkKind::kDcn)  // a chip's share of the data-centre network
+    return fmt::format("dcn {} chip {} {}", id, link.src_chip, link.direction > 0 ? "out" : "in");
   return fmt::format("ici {} chip {}->{} dim {}{}", id, link.src_chip, link.dst_chip, link.dim,
                      link.direction > 0 ? '+' : '-');
 }
@@ -593,7 +595,7 @@ class EngineRun {
                          {"opcode", op.opcode},
                          {"shape", op.shape},
                          {"plan", plan_label(spec, d.id)}},
-                        {{"bytes", spec.bytes_per_device}},
+                        dcn_numbers(spec, op.collective),
                         busy > 0 ? spec.dma_hbm_bytes / busy : 0.0,
                         flow});
       // Fast mode: the links the collective loads, each busy link_busy_s of
@@ -606,6 +608,15 @@ class EngineRun {
     d.completed[w] = 1;
     ++d.completed_count;
     d.done_event.notify(SC_ZERO_TIME);
+  }
+
+  // A collective's numeric trace args: its bytes, and across slices its DCN busy time.
+  std::vector<std::pair<std::string, double>> dcn_numbers(const CollectiveSpec& spec,
+                                                          int32_t index) {
+    std::vector<std::pair<std::string, double>> numbers = {{"bytes", spec.bytes_per_device}};
+    if (spec.crosses_slices)
+      numbers.emplace_back("dcn_busy_s", in_.collectives.fast_timing(index).dcn_s);
+    return numbers;
   }
 
   // Progress: the steps every simulated device has passed, as a fraction of

@@ -67,8 +67,8 @@ FidelityChoice choose_fidelity(const SimOptions& options, const StepProgram& ste
   return choice;
 }
 
-void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog,
-              const DeviceAccount& account, Timeline& timeline) {
+void fill_ops(const StepProgram& steps, CollectiveCatalog& catalog, const DeviceAccount& account,
+              Timeline& timeline) {
   std::vector<OpRecord> records(steps.ops.size());
   for (size_t i = 0; i < steps.ops.size(); ++i) {
     const OpInfo& op = steps.ops[i];
@@ -86,6 +86,7 @@ void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog,
     ++r.executions;
     if (step.collective) {
       r.collective_bytes += catalog.spec(op.collective).bytes_per_device;
+      r.dcn_seconds += catalog.fast_timing(op.collective).dcn_s;
     } else {
       r.flops += op.cost.flops;
       r.hbm_bytes += op.cost.hbm_bytes;
@@ -99,12 +100,20 @@ void fill_ops(const StepProgram& steps, const CollectiveCatalog& catalog,
     r.seconds = account.op_busy_s[i];
     if (!r.collective || r.executions == 0) continue;
     r.exposed_seconds = account.collective_exposed_s[i];
+    if (r.dcn_seconds > 0) {
+      const double busy = catalog.fast_timing(steps.ops[i].collective).seconds;
+      const double dcn = catalog.fast_timing(steps.ops[i].collective).dcn_s;
+      r.exposed_dcn_seconds = busy > 0 ? r.exposed_seconds * std::min(1.0, dcn / busy) : 0;
+      timeline.exposed_dcn_s += r.exposed_dcn_seconds;
+      timeline.dcn_busy_s += r.dcn_seconds;
+    }
     const std::string& kind = steps.ops[i].collective_kind;
     auto& summary = by_kind[kind];
     summary.kind = kind;
     summary.count += r.executions;
     summary.bytes += r.collective_bytes;
     summary.seconds += r.seconds;
+    summary.dcn_seconds += r.dcn_seconds;
   }
   records.erase(std::remove_if(records.begin(), records.end(),
                                [](const OpRecord& r) { return r.executions == 0; }),

@@ -263,7 +263,10 @@ class Flattener {
       info.collective = in_.collectives.spec_of(c, instr);
       const Opcode kind = collective_opcode(instr);
       info.collective_kind = std::string(compiler::opcode_name(kind));
-      info.synchronous = !in_.program.collectives.is_async(kind);
+      // Collectives across slices run asynchronously whatever the flags (XLA's DCN collectives
+      // overlap compute: docs/collectives.md#multi-slice-collectives).
+      info.synchronous = !in_.program.collectives.is_async(kind) &&
+                         !in_.collectives.spec(info.collective).crosses_slices;
       if (!in_.program.collectives.fusion &&
           (kind == Opcode::kAllReduce || kind == Opcode::kReduceScatter))
         reduction = reduction_op(c, instr, info.collective);

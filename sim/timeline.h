@@ -39,6 +39,10 @@ struct OpRecord {
   bool collective = false;
   double collective_bytes = 0;  // per device, as in hw::CollectiveQuery
   double exposed_seconds = 0;   // collectives: compute-stream wait they caused
+  // Collectives across slices: seconds of DCN transfer (uncontended, all executions) and the
+  // share of exposed_seconds that is DCN time (exposed x dcn / busy of one execution).
+  double dcn_seconds = 0;
+  double exposed_dcn_seconds = 0;
 };
 
 struct CollectiveSummary {
@@ -46,6 +50,7 @@ struct CollectiveSummary {
   int64_t count = 0;   // executions
   double bytes = 0;    // per device, summed
   double seconds = 0;  // stream busy time, summed
+  double dcn_seconds = 0;  // of it, DCN transfer (OpRecord::dcn_seconds summed)
 };
 
 // Chrome trace-event material (reports/ writes the JSON).
@@ -105,6 +110,10 @@ struct Timeline {
   double hbm_contention_s = 0;  // of hbm_bound_s: kernels slowed by collective DMAs (engine.h)
   double overhead_s = 0;
   double exposed_communication_s = 0;
+  // Multi-slice runs: of exposed_communication_s, the DCN share (OpRecord::exposed_dcn_seconds
+  // summed), and the DCN transfer time of every collective run (OpRecord::dcn_seconds summed).
+  double exposed_dcn_s = 0;
+  double dcn_busy_s = 0;
   double idle_s = 0;
   double executed_flops_per_device = 0;
   double executed_matmul_flops_per_device = 0;  // of it, the MXU's

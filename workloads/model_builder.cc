@@ -21,7 +21,7 @@ namespace {
 
 compiler::DeviceMesh make_mesh(const Workload& workload) {
   std::vector<compiler::MeshAxis> axes;
-  for (const auto& [name, size] : workload.mesh.axes) axes.push_back({name, size});
+  for (const auto& [name, size] : workload.mesh.logical_axes()) axes.push_back({name, size});
   // Logical device ids are row-major over the axes; `mesh.order` is where they
   // land on the physical cores (hw_models placement), not a relabelling here.
   return compiler::DeviceMesh(std::move(axes), std::nullopt,

@@ -98,9 +98,28 @@ std::optional<std::vector<std::optional<std::string>>> ShardingTable::mapping(
   return it->second;
 }
 
+namespace {
+
+// "data,fsdp" (a dim split over several axes, major first) -> {"data", "fsdp"}.
+std::vector<std::string> split_axes(const std::string& axes) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = axes.find(',', begin);
+    out.push_back(axes.substr(begin, comma - begin));
+    if (comma == std::string::npos) return out;
+    begin = comma + 1;
+  }
+}
+
+}  // namespace
+
 std::string ShardingTable::sharding_of(
     const std::vector<std::optional<std::string>>& mapping) const {
-  return compiler::mesh_split(static_cast<int64_t>(mapping.size()), mesh_, mapping).to_string();
+  compiler::DimsMapping dims;
+  for (const auto& axis : mapping)
+    dims.push_back(axis ? split_axes(*axis) : std::vector<std::string>{});
+  return compiler::mesh_split(static_cast<int64_t>(mapping.size()), mesh_, dims).to_string();
 }
 
 std::optional<std::string> ShardingTable::sharding(const std::string& name) const {
@@ -134,8 +153,12 @@ std::optional<std::string> ShardingTable::kv_activation_sharding(int64_t kv_head
 
 int64_t ShardingTable::axis_size(const std::optional<std::string>& axis) const {
   if (!axis) return 1;
-  auto index = mesh_.axis_index(*axis);
-  return index ? mesh_.axes()[static_cast<size_t>(*index)].size : 1;
+  int64_t size = 1;
+  for (const std::string& name : split_axes(*axis)) {
+    auto index = mesh_.axis_index(name);
+    size *= index ? mesh_.axes()[static_cast<size_t>(*index)].size : 1;
+  }
+  return size;
 }
 
 }  // namespace podsim::workloads

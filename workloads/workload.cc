@@ -26,9 +26,9 @@
 
 namespace podsim::workloads {
 
-int64_t MeshSpec::device_count() const {
-  // read_mesh caps the product at kMaxDevices, so a loaded mesh never
-  // overflows; a hand-built one that would is reported as -1.
+namespace {
+
+int64_t axes_product(const std::vector<std::pair<std::string, int64_t>>& axes) {
   int64_t n = 1;
   for (const auto& [name, size] : axes)
     if (std::optional<int64_t> next = checked_mul(n, size))
@@ -36,6 +36,34 @@ int64_t MeshSpec::device_count() const {
     else
       return -1;
   return n;
+}
+
+}  // namespace
+
+int64_t MeshSpec::device_count() const {
+  // read_mesh caps the product at kMaxDevices, so a loaded mesh never
+  // overflows; a hand-built one that would is reported as -1.
+  const int64_t per_slice = slice_device_count(), slices = num_slices();
+  if (per_slice < 0 || slices < 0) return -1;
+  const std::optional<int64_t> n = checked_mul(per_slice, slices);
+  return n ? *n : -1;
+}
+
+int64_t MeshSpec::slice_device_count() const { return axes_product(axes); }
+
+int64_t MeshSpec::num_slices() const { return axes_product(dcn); }
+
+std::vector<std::pair<std::string, int64_t>> MeshSpec::logical_axes() const {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& axis : dcn)
+    if (axis.second > 1) out.push_back(axis);
+  out.insert(out.end(), axes.begin(), axes.end());
+  return out;
+}
+
+bool MeshSpec::is_unit_dcn_axis(const std::string& name) const {
+  return std::any_of(dcn.begin(), dcn.end(),
+                     [&](const auto& a) { return a.first == name && a.second == 1; });
 }
 
 const yaml::NameTable<ModelKind>& model_kind_names() {
@@ -177,6 +205,31 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
                fmt::format("the mesh axes multiply to more than {} devices", kMaxDevices),
                "podsim simulates up to 2^20 devices (a TPU v3 pod has 2048); check the axis sizes");
   }
+  if (YAML::Node dcn = r.get("dcn")) {
+    mesh.dcn_location = ctx.at(dcn);
+    if (!dcn.IsMap() || dcn.size() == 0)
+      ctx.fail(dcn,
+               "'mesh.dcn' must be a mapping of axis name to size across slices, e.g. {data: 2}");
+    const MapReader dcn_keys(ctx, dcn, "mesh.dcn");  // free keys: the axis names
+    for (const MapReader::Entry& axis : dcn_keys.entries()) {
+      const std::string& name = axis.key;
+      for (const auto& [n, s] : mesh.axes)
+        if (n == name)
+          ctx.fail(axis.key_node,
+                   fmt::format("mesh axis '{}' is in both mesh.axes and mesh.dcn", name),
+                   "an axis lies inside a slice (mesh.axes) or spans slices over the data-centre "
+                   "network (mesh.dcn), not both: give it one size in one of them, or rename one");
+      for (const auto& [n, s] : mesh.dcn)
+        if (n == name)
+          ctx.fail(axis.key_node, fmt::format("mesh.dcn axis '{}' appears twice", name));
+      mesh.dcn.emplace_back(name, as_int(ctx, axis.value, "mesh.dcn." + name));
+      const int64_t devices = mesh.device_count();
+      if (devices < 0 || devices > kMaxDevices)
+        ctx.fail(axis.value,
+                 fmt::format("the mesh axes multiply to more than {} devices", kMaxDevices),
+                 "podsim simulates up to 2^20 devices; check the axis sizes");
+    }
+  }
   if (YAML::Node p = r.get("physical")) {
     mesh.physical_location = ctx.at(p);
     if (!p.IsSequence() || p.size() < 2)
@@ -191,10 +244,10 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
                  "the product of mesh.physical must equal the product of mesh.axes");
       product = *next;
     }
-    if (product != mesh.device_count())
+    if (product != mesh.slice_device_count())
       ctx.fail(p,
-               fmt::format("'mesh.physical' holds {} cores but the mesh has {} devices", product,
-                           mesh.device_count()),
+               fmt::format("'mesh.physical' holds {} cores but the mesh has {} devices{}", product,
+                           mesh.slice_device_count(), mesh.dcn.empty() ? "" : " per slice"),
                "the product of mesh.physical must equal the product of mesh.axes");
   }
   // mesh.order: a placement name of hw::placement_orders()
@@ -240,14 +293,14 @@ void read_mesh(const yaml::Document& ctx, const YAML::Node& node, MeshSpec& mesh
     std::set<int64_t> seen;
     for (const auto& e : devices) {
       int64_t d = as_int(ctx, e, "mesh.devices", 0);
-      if (d >= mesh.device_count())
-        ctx.fail(e, fmt::format("device id {} out of range [0, {})", d, mesh.device_count()));
+      if (d >= mesh.slice_device_count())
+        ctx.fail(e, fmt::format("device id {} out of range [0, {})", d, mesh.slice_device_count()));
       if (!seen.insert(d).second) ctx.fail(e, fmt::format("device id {} listed twice", d));
       mesh.explicit_devices.push_back(d);
     }
-    if (static_cast<int64_t>(mesh.explicit_devices.size()) != mesh.device_count())
+    if (static_cast<int64_t>(mesh.explicit_devices.size()) != mesh.slice_device_count())
       ctx.fail(devices, fmt::format("the explicit device order lists {} devices, the mesh has {}",
-                                    mesh.explicit_devices.size(), mesh.device_count()));
+                                    mesh.explicit_devices.size(), mesh.slice_device_count()));
   }
   r.finish();
 }
@@ -466,19 +519,39 @@ void read_sharding(const yaml::Document& ctx, const YAML::Node& node, const Mesh
         mapping.emplace_back(std::nullopt);
         continue;
       }
-      std::string axis = as_string(ctx, d, "sharding." + tensor);
-      bool known = std::any_of(mesh.axes.begin(), mesh.axes.end(),
-                               [&](const auto& a) { return a.first == axis; });
-      if (!known) {
-        std::vector<std::string> names;
-        for (const auto& a : mesh.axes) names.push_back(a.first);
-        ctx.fail(d, fmt::format("unknown mesh axis '{}' in 'sharding.{}'", axis, tensor),
-                 fmt::format("mesh axes are: {}", fmt::join(names, ", ")));
+      // One axis, or a list of axes splitting the dim together (major first, as a JAX
+      // PartitionSpec tuple, e.g. [data, fsdp]); kept as "data,fsdp" (ShardingTable).
+      std::vector<YAML::Node> names;
+      if (d.IsSequence()) {
+        if (d.size() == 0)
+          ctx.fail(d, fmt::format("an empty axis list in 'sharding.{}'", tensor),
+                   "write null for an unsharded dim");
+        for (const auto& e : d) names.push_back(e);
+      } else {
+        names.push_back(d);
       }
-      if (!used.insert(axis).second)
-        ctx.fail(d, fmt::format("mesh axis '{}' shards two dims of '{}'", axis, tensor),
-                 "a mesh axis may split at most one dim of a tensor");
-      mapping.emplace_back(axis);
+      std::string joined;
+      for (const YAML::Node& n : names) {
+        std::string axis = as_string(ctx, n, "sharding." + tensor);
+        if (!used.insert(axis).second)
+          ctx.fail(n, fmt::format("mesh axis '{}' shards two dims of '{}'", axis, tensor),
+                   "a mesh axis may split at most one dim of a tensor");
+        if (mesh.is_unit_dcn_axis(axis)) continue;  // one slice: splits nothing
+        const auto logical = mesh.logical_axes();
+        bool known = std::any_of(logical.begin(), logical.end(),
+                                 [&](const auto& a) { return a.first == axis; });
+        if (!known) {
+          std::vector<std::string> axis_names;
+          for (const auto& a : logical) axis_names.push_back(a.first);
+          ctx.fail(n, fmt::format("unknown mesh axis '{}' in 'sharding.{}'", axis, tensor),
+                   fmt::format("mesh axes are: {}", fmt::join(axis_names, ", ")));
+        }
+        joined += (joined.empty() ? "" : ",") + axis;
+      }
+      if (joined.empty())
+        mapping.emplace_back(std::nullopt);
+      else
+        mapping.emplace_back(joined);
     }
     w.sharding.emplace_back(tensor, std::move(mapping));
     w.sharding_locations.push_back(ctx.at(entry.key_node));
@@ -615,7 +688,7 @@ std::optional<FirstAxis> first_axis(const YAML::Node& doc, const Workload& w,
   for (const auto& [name, mapping] : w.sharding) {
     if (name != tensor || mapping.empty() || !mapping.front()) continue;
     FirstAxis first{*mapping.front(), 1, doc["sharding"][tensor][0]};
-    for (const auto& [axis, size] : w.mesh.axes)
+    for (const auto& [axis, size] : w.mesh.logical_axes())
       if (axis == first.axis) first.size = size;
     return first;
   }

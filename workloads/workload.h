@@ -71,7 +71,18 @@ struct MeshSpec {
   // a MeshSpec built in code): errors of laying the mesh onto the hardware
   // (hw::System) or onto an HLO module's partitions point here.
   SourceLocation axes_location, physical_location;
-  int64_t device_count() const;
+  // Axes spanning slices over the data-centre network (`mesh.dcn`, as MaxText's
+  // dcn_*_parallelism), e.g. {{"data",4}}: the slices are their product, each holding `axes`.
+  std::vector<std::pair<std::string, int64_t>> dcn;
+  SourceLocation dcn_location;
+  int64_t device_count() const;        // every slice's devices
+  int64_t slice_device_count() const;  // one slice's: the product of `axes`
+  int64_t num_slices() const;          // the product of `dcn`
+  // The compiler's mesh: DCN axes of size > 1 first, then `axes`, so a device id is slice x
+  // devices per slice + id in slice (JAX's hybrid mesh). A DCN axis of size 1 is no axis.
+  std::vector<std::pair<std::string, int64_t>> logical_axes() const;
+  // A size-1 DCN axis: sharding tables may name it; it splits nothing.
+  bool is_unit_dcn_axis(const std::string& name) const;
 };
 
 struct DTypes {

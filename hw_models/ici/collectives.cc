@@ -67,7 +67,7 @@ class PhaseBuilder {
   explicit PhaseBuilder(const Topology& topology)
       : topology_(topology),
         load_(static_cast<size_t>(topology.num_links()), 0.0),
-        sent_(static_cast<size_t>(topology.num_devices()), 0.0),
+        sent_(static_cast<size_t>(topology.total_devices()), 0.0),
         phase_sent_(sent_.size(), 0.0) {}
 
   void add_flow(CoreId src, CoreId dst, double bytes, int64_t count = 1) {
@@ -80,9 +80,10 @@ class PhaseBuilder {
       if (slot == 0) touched_.push_back(id);
       slot += total;
     }
-    // A route is one on-chip link or ICI hops only.
+    // A route is one on-chip link, ICI hops only, or a DCN transfer between slices.
     const double latency =
-        topology_.chip_of(src) == topology_.chip_of(dst)
+        topology_.slice_of(src) != topology_.slice_of(dst) ? topology_.params().dcn_latency_s
+        : topology_.chip_of(src) == topology_.chip_of(dst)
             ? topology_.params().on_chip_latency_s
             : static_cast<double>(path_.size()) * topology_.params().ici_hop_latency_s;
     latency_ = std::max(latency_, latency);
@@ -431,10 +432,10 @@ void all_to_all_direct(PhaseBuilder& builder, const Topology& topology,
 void validate(const Topology& topology, const CollectiveQuery& q) {
   if (q.kind == CollectiveKind::kCollectivePermute) {
     for (const auto& [s, d] : q.permute_pairs)
-      if (s < 0 || d < 0 || s >= topology.num_devices() || d >= topology.num_devices())
+      if (s < 0 || d < 0 || s >= topology.total_devices() || d >= topology.total_devices())
         throw UserError(
             fmt::format("collective-permute pair {}->{} is outside the {} devices of the slice", s,
-                        d, topology.num_devices()));
+                        d, topology.total_devices()));
     return;
   }
   if (q.group.empty())
@@ -564,10 +565,16 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
         all_to_all_direct(builder, topology, q.group, v, plan.phases);
       }
       break;
-    case CollectiveKind::kCollectivePermute:
-      for (const auto& [s, t] : q.permute_pairs) builder.add_flow(s, t, v);
+    case CollectiveKind::kCollectivePermute: {
+      bool dcn = false;
+      for (const auto& [s, t] : q.permute_pairs) {
+        builder.add_flow(s, t, v);
+        dcn = dcn || topology.slice_of(s) != topology.slice_of(t);
+      }
       builder.finish("collective-permute", 1, plan.phases);
+      for (Phase& phase : plan.phases) phase.dcn = dcn;
       break;
+    }
   }
   for (const Phase& phase : plan.phases)
     plan.analytic_time_s += static_cast<double>(phase.repeat) * phase.step_time_s;
@@ -576,6 +583,173 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
     plan.bytes_sent_per_device =
         v * static_cast<double>(n - 1) / static_cast<double>(n);  // counted flows
   return plan;
+}
+
+std::vector<std::vector<CoreId>> members_by_slice(const Topology& topology,
+                                                  const std::vector<CoreId>& group) {
+  std::vector<std::vector<CoreId>> out;
+  std::vector<int64_t> slices;
+  for (CoreId core : group) {
+    const int64_t s = topology.slice_of(core);
+    const auto it = std::find(slices.begin(), slices.end(), s);
+    if (it == slices.end()) {
+      slices.push_back(s);
+      out.push_back({core});
+    } else {
+      out[static_cast<size_t>(it - slices.begin())].push_back(core);
+    }
+  }
+  return out;
+}
+
+CollectivePlan shift_to_slice(const Topology& topology, const CollectivePlan& plan, int64_t slice) {
+  if (slice == 0) return plan;
+  CollectivePlan out = plan;
+  const CoreId core_shift = slice * topology.num_devices();
+  const auto link_shift = static_cast<LinkId>(slice * topology.links_per_slice());
+  for (Phase& phase : out.phases) {
+    for (Flow& f : phase.flows) f.src += core_shift, f.dst += core_shift;
+    for (LinkTransfer& t : phase.link_loads) t.link += link_shift;
+  }
+  return out;
+}
+
+namespace {
+
+// Phase i of every plan runs together (disjoint links: the plans lie in different slices);
+// plans whose phases differ run one after another.
+CollectivePlan run_together(std::vector<CollectivePlan> plans) {
+  CollectivePlan out = plans.front();
+  bool aligned = true;
+  for (const CollectivePlan& p : plans) {
+    if (p.phases.size() != out.phases.size()) aligned = false;
+    for (size_t i = 0; aligned && i < p.phases.size(); ++i)
+      aligned = p.phases[i].repeat == out.phases[i].repeat;
+  }
+  for (size_t j = 1; j < plans.size(); ++j) {
+    const CollectivePlan& p = plans[j];
+    if (!aligned) {
+      out.phases.insert(out.phases.end(), p.phases.begin(), p.phases.end());
+      continue;
+    }
+    for (size_t i = 0; i < p.phases.size(); ++i) {
+      Phase& phase = out.phases[i];
+      phase.flows.insert(phase.flows.end(), p.phases[i].flows.begin(), p.phases[i].flows.end());
+      phase.link_loads.insert(phase.link_loads.end(), p.phases[i].link_loads.begin(),
+                              p.phases[i].link_loads.end());
+      phase.latency_s = std::max(phase.latency_s, p.phases[i].latency_s);
+      phase.step_time_s = std::max(phase.step_time_s, p.phases[i].step_time_s);
+    }
+    out.bytes_sent_per_device = std::max(out.bytes_sent_per_device, p.bytes_sent_per_device);
+  }
+  out.analytic_time_s = 0;
+  for (const Phase& phase : out.phases)
+    out.analytic_time_s += static_cast<double>(phase.repeat) * phase.step_time_s;
+  return out;
+}
+
+// Appends `part`'s phases to `plan` (one after another).
+void append_plan(CollectivePlan& plan, const CollectivePlan& part) {
+  plan.phases.insert(plan.phases.end(), part.phases.begin(), part.phases.end());
+  plan.analytic_time_s += part.analytic_time_s;
+  plan.bytes_sent_per_device += part.bytes_sent_per_device;
+}
+
+}  // namespace
+
+CollectivePlan plan_over_columns(const Topology& topology, CollectiveKind kind,
+                                 const std::vector<std::vector<CoreId>>& columns, double bytes) {
+  CollectivePlan plan;
+  plan.kind = kind;
+  plan.algorithm =
+      kind == CollectiveKind::kAllToAll ? CollectiveAlgorithm::kDirect : CollectiveAlgorithm::kRing;
+  PhaseBuilder builder(topology);
+  int64_t n_max = 0;
+  for (const auto& column : columns) {
+    const auto n = static_cast<int64_t>(column.size());
+    n_max = std::max(n_max, n);
+    if (n < 2) continue;
+    const double chunk = bytes / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const CoreId src = column[static_cast<size_t>(i)];
+      if (kind == CollectiveKind::kAllToAll) {
+        for (int64_t j = 0; j < n; ++j)
+          if (j != i) builder.add_flow(src, column[static_cast<size_t>(j)], chunk);
+      } else {
+        builder.add_flow(src, column[static_cast<size_t>((i + 1) % n)], chunk);
+      }
+    }
+  }
+  const int64_t steps = kind == CollectiveKind::kAllReduce  ? 2 * (n_max - 1)
+                        : kind == CollectiveKind::kAllToAll ? 1
+                                                            : n_max - 1;
+  builder.finish(fmt::format("dcn {} (n={})", collective_kind_name(kind), n_max), steps,
+                 plan.phases);
+  for (Phase& phase : plan.phases) {
+    phase.dcn = true;
+    plan.analytic_time_s += static_cast<double>(phase.repeat) * phase.step_time_s;
+  }
+  plan.bytes_sent_per_device = builder.max_sent();
+  return plan;
+}
+
+CollectivePlan plan_across_slices(const Topology& topology, const CollectiveQuery& q,
+                                  const SlicePlanner& in_slice) {
+  const std::vector<std::vector<CoreId>> by_slice = members_by_slice(topology, q.group);
+  const size_t k = by_slice.front().size();
+  const bool even = std::all_of(by_slice.begin(), by_slice.end(),
+                                [k](const std::vector<CoreId>& m) { return m.size() == k; });
+  if (!even) return plan_over_columns(topology, q.kind, {q.group}, q.bytes_per_device);
+  // Columns: the j-th member of every slice.
+  std::vector<std::vector<CoreId>> columns(k);
+  for (size_t j = 0; j < k; ++j)
+    for (const auto& members : by_slice) columns[j].push_back(members[j]);
+  const double v = q.bytes_per_device;
+  const double per_member = v / static_cast<double>(k);
+  // The in-slice part in every slice at once, each planned on slice 0.
+  auto in_slices = [&](CollectiveKind kind, double bytes) {
+    std::vector<CollectivePlan> plans;
+    for (const auto& members : by_slice) {
+      const int64_t s = topology.slice_of(members.front());
+      std::vector<CoreId> local = members;
+      for (CoreId& c : local) c -= s * topology.num_devices();
+      plans.push_back(shift_to_slice(topology, in_slice(kind, bytes, local), s));
+    }
+    return run_together(std::move(plans));
+  };
+  CollectivePlan plan;
+  plan.kind = q.kind;
+  plan.algorithm = CollectiveAlgorithm::kRing;
+  const bool local = k > 1;
+  switch (q.kind) {
+    case CollectiveKind::kAllReduce:
+      if (local) append_plan(plan, in_slices(CollectiveKind::kReduceScatter, v));
+      append_plan(plan, plan_over_columns(topology, q.kind, columns, per_member));
+      if (local) append_plan(plan, in_slices(CollectiveKind::kAllGather, v));
+      break;
+    case CollectiveKind::kAllGather:
+      append_plan(plan, plan_over_columns(topology, q.kind, columns, per_member));
+      if (local) append_plan(plan, in_slices(CollectiveKind::kAllGather, v));
+      break;
+    case CollectiveKind::kReduceScatter:
+      if (local) append_plan(plan, in_slices(CollectiveKind::kReduceScatter, v));
+      append_plan(plan, plan_over_columns(topology, q.kind, columns, per_member));
+      break;
+    case CollectiveKind::kAllToAll:
+      if (local) append_plan(plan, in_slices(CollectiveKind::kAllToAll, v));
+      append_plan(plan, plan_over_columns(topology, q.kind, columns, v));
+      break;
+    case CollectiveKind::kCollectivePermute:
+      return plan_over_columns(topology, q.kind, {q.group}, v);  // not reached: routed directly
+  }
+  return plan;
+}
+
+double dcn_time_s(const CollectivePlan& plan) {
+  double seconds = 0;
+  for (const Phase& phase : plan.phases)
+    if (phase.dcn) seconds += static_cast<double>(phase.repeat) * phase.step_time_s;
+  return seconds;
 }
 
 }  // namespace podsim::hw

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -73,6 +74,7 @@ struct Phase {
   double latency_s = 0;
   double step_time_s = 0;  // uncontended time of one repetition
   int64_t repeat = 1;
+  bool dcn = false;  // its transfers cross slices over the data-centre network
 };
 
 struct CollectivePlan {
@@ -91,5 +93,41 @@ CollectivePlan plan_collective(const Topology& topology, const CollectiveQuery& 
 // phase's latency. Never less than analytic_time_s (no link exceeds its
 // bandwidth); equal when every flow of a phase sees the same bottleneck share.
 double time_plan_fair_share(const Topology& topology, const CollectivePlan& plan);
+
+// Multi-slice collectives (docs/collectives.md#multi-slice-collectives). A group whose members
+// lie in several slices runs as XLA runs it: its ICI part inside each slice and its DCN part
+// across slices, every slice and every column at once.
+
+// The group's members by slice (slices in order of first appearance, members in group order).
+std::vector<std::vector<CoreId>> members_by_slice(const Topology& topology,
+                                                  const std::vector<CoreId>& group);
+
+// A plan over slice 0's cores moved to slice `slice` (cores and ICI links shifted).
+CollectivePlan shift_to_slice(const Topology& topology, const CollectivePlan& plan, int64_t slice);
+
+// `columns` (each a list of members, typically one per slice) running `kind` at once, each over
+// its own members as one unidirectional ring (all-to-all: directly), bytes per member by the
+// CollectiveQuery convention over a column. Every phase is marked dcn. Ring closed forms, over a
+// column of n: all-reduce 2(n-1) steps of V/n, all-gather and reduce-scatter n-1 steps of V/n;
+// all-to-all one phase of V/n to each other member.
+CollectivePlan plan_over_columns(const Topology& topology, CollectiveKind kind,
+                                 const std::vector<std::vector<CoreId>>& columns, double bytes);
+
+// Plans an in-slice part: `group` lies in slice 0 (kind and bytes by the CollectiveQuery
+// convention). The caller's planner (member orders, sim/collective_catalog.h).
+using SlicePlanner = std::function<CollectivePlan(CollectiveKind kind, double bytes,
+                                                  const std::vector<CoreId>& group)>;
+
+// The hierarchical plan of a group crossing slices with k members in each of S slices (V =
+// q.bytes_per_device): all-reduce = reduce-scatter(V) in slice, all-reduce(V/k) across slices,
+// all-gather(V) in slice; all-gather = all-gather(V/k) across, then all-gather(V) in slice;
+// reduce-scatter = reduce-scatter(V) in slice, then reduce-scatter(V/k) across; all-to-all =
+// all-to-all(V) in slice, then all-to-all(V) across. Members spread unevenly over the slices run
+// as one ring (or direct all-to-all) over the whole group, every hop routed.
+CollectivePlan plan_across_slices(const Topology& topology, const CollectiveQuery& q,
+                                  const SlicePlanner& in_slice);
+
+// Uncontended seconds of a plan's DCN phases (repeat x step time).
+double dcn_time_s(const CollectivePlan& plan);
 
 }  // namespace podsim::hw

@@ -170,48 +170,74 @@ LinkParams link_params(const HardwareConfig& config) {
 LinkParams raw_link_params(const HardwareConfig& config) {
   return LinkParams{config.ici.link_bandwidth,     config.ici.hop_latency_s,
                     config.chip.on_chip_bandwidth, config.chip.on_chip_latency_s,
-                    config.ici.message_overhead_s, config.ici.ring_step_overhead_s};
+                    config.ici.message_overhead_s, config.ici.ring_step_overhead_s,
+                    config.dcn.bandwidth_per_chip, config.dcn.latency_s};
 }
 
-Topology::Topology(Slice slice, LinkParams params)
-    : slice_(std::move(slice)), params_(params), graph_(static_cast<size_t>(slice_.num_chips())) {
+Topology::Topology(Slice slice, LinkParams params, int64_t num_slices)
+    : slice_(std::move(slice)),
+      params_(params),
+      num_slices_(std::max<int64_t>(num_slices, 1)),
+      graph_(static_cast<size_t>(slice_.num_chips() * std::max<int64_t>(num_slices, 1))) {
   assert(slice_.wraparound.size() == slice_.chip_dims.size());
   const int r = rank();
   strides_.assign(static_cast<size_t>(r), 1);
   for (int d = r - 2; d >= 0; --d) strides_[d] = strides_[d + 1] * slice_.chip_dims[d + 1];
   const int64_t chips = num_chips();
-  ici_table_.assign(static_cast<size_t>(chips * r * 2), -1);
-  for (ChipId chip = 0; chip < chips; ++chip) {
-    const std::vector<int64_t> coords = chip_coords(chip);
-    for (int d = 0; d < r; ++d) {
-      const int64_t k = slice_.chip_dims[d];
-      for (int direction : {+1, -1}) {
-        int64_t next = coords[d] + direction;
-        if (next < 0 || next >= k) {
-          if (!wraps(d)) continue;
-          next = (next + k) % k;
+  const int64_t all_chips = chips * num_slices_;
+  const int64_t per_chip = slice_.devices_per_chip;
+  ici_table_.assign(static_cast<size_t>(all_chips * r * 2), -1);
+  on_chip_table_.assign(static_cast<size_t>(all_chips * per_chip * per_chip), -1);
+  for (int64_t s = 0; s < num_slices_; ++s) {
+    for (ChipId chip = s * chips; chip < (s + 1) * chips; ++chip) {
+      const std::vector<int64_t> coords = chip_coords(chip);
+      for (int d = 0; d < r; ++d) {
+        const int64_t k = slice_.chip_dims[d];
+        for (int direction : {+1, -1}) {
+          int64_t next = coords[d] + direction;
+          if (next < 0 || next >= k) {
+            if (!wraps(d)) continue;
+            next = (next + k) % k;
+          }
+          const ChipId dst = chip + (next - coords[d]) * strides_[d];
+          const auto id = static_cast<LinkId>(links_.size());
+          links_.push_back(Link{LinkKind::kIci, chip, dst, d, direction, -1, -1,
+                                params_.ici_bandwidth, params_.ici_hop_latency_s});
+          ici_table_[static_cast<size_t>((chip * r + d) * 2 + (direction > 0 ? 0 : 1))] = id;
+          boost::add_edge(static_cast<size_t>(chip), static_cast<size_t>(dst), id, graph_);
         }
-        const ChipId dst = chip + (next - coords[d]) * strides_[d];
-        const auto id = static_cast<LinkId>(links_.size());
-        links_.push_back(Link{LinkKind::kIci, chip, dst, d, direction, -1, -1,
-                              params_.ici_bandwidth, params_.ici_hop_latency_s});
-        ici_table_[static_cast<size_t>((chip * r + d) * 2 + (direction > 0 ? 0 : 1))] = id;
-        boost::add_edge(static_cast<size_t>(chip), static_cast<size_t>(dst), id, graph_);
       }
     }
+    for (ChipId chip = s * chips; chip < (s + 1) * chips; ++chip)
+      for (int64_t a = 0; a < per_chip; ++a)
+        for (int64_t b = 0; b < per_chip; ++b) {
+          if (a == b) continue;
+          const auto id = static_cast<LinkId>(links_.size());
+          links_.push_back(Link{LinkKind::kOnChip, chip, chip, -1, 0, chip * per_chip + a,
+                                chip * per_chip + b, params_.on_chip_bandwidth,
+                                params_.on_chip_latency_s});
+          on_chip_table_[static_cast<size_t>((chip * per_chip + a) * per_chip + b)] = id;
+        }
+    if (s == 0) links_per_slice_ = static_cast<int64_t>(links_.size());
   }
-  const int64_t per_chip = slice_.devices_per_chip;
-  on_chip_table_.assign(static_cast<size_t>(chips * per_chip * per_chip), -1);
-  for (ChipId chip = 0; chip < chips; ++chip)
-    for (int64_t a = 0; a < per_chip; ++a)
-      for (int64_t b = 0; b < per_chip; ++b) {
-        if (a == b) continue;
-        const auto id = static_cast<LinkId>(links_.size());
-        links_.push_back(Link{LinkKind::kOnChip, chip, chip, -1, 0, chip * per_chip + a,
-                              chip * per_chip + b, params_.on_chip_bandwidth,
-                              params_.on_chip_latency_s});
-        on_chip_table_[static_cast<size_t>((chip * per_chip + a) * per_chip + b)] = id;
-      }
+  if (num_slices_ > 1) {
+    // The transfer's latency is charged once, on the way out.
+    first_dcn_link_ = static_cast<LinkId>(links_.size());
+    for (ChipId chip = 0; chip < all_chips; ++chip) {
+      links_.push_back(Link{LinkKind::kDcn, chip, chip, -1, +1, -1, -1, params_.dcn_bandwidth,
+                            params_.dcn_latency_s});
+      links_.push_back(
+          Link{LinkKind::kDcn, chip, chip, -1, -1, -1, -1, params_.dcn_bandwidth, 0.0});
+    }
+  }
+}
+
+LinkId Topology::dcn_out(ChipId chip) const {
+  return first_dcn_link_ < 0 ? -1 : static_cast<LinkId>(first_dcn_link_ + 2 * chip);
+}
+
+LinkId Topology::dcn_in(ChipId chip) const {
+  return first_dcn_link_ < 0 ? -1 : static_cast<LinkId>(first_dcn_link_ + 2 * chip + 1);
 }
 
 std::vector<int64_t> Topology::chip_coords(ChipId chip) const {
@@ -244,6 +270,11 @@ void Topology::append_route(CoreId src, CoreId dst, std::vector<LinkId>& out) co
   const ChipId target = chip_of(dst);
   if (current == target) {
     out.push_back(on_chip_link(src, dst));
+    return;
+  }
+  if (slice_of(src) != slice_of(dst)) {
+    out.push_back(dcn_out(current));
+    out.push_back(dcn_in(target));
     return;
   }
   for (int d = 0; d < rank(); ++d) {

@@ -63,7 +63,9 @@ Slice slice_from_physical(const HardwareConfig& config, const std::vector<int64_
 // box inside the pod is a slice. docs/reference/hardware.md#slice-shapes.
 bool slice_shape_allowed(const HardwareConfig& config, const std::vector<int64_t>& chip_dims);
 
-enum class LinkKind { kIci, kOnChip };
+// kDcn: a chip's share of the data-centre network joining slices, one link
+// out of the chip and one into it (a multi-slice topology only).
+enum class LinkKind { kIci, kOnChip, kDcn };
 
 struct Link {
   LinkKind kind = LinkKind::kIci;
@@ -84,6 +86,8 @@ struct LinkParams {
   double on_chip_latency_s = 0;
   double message_overhead_s = 0;    // per message issued (ici.message_overhead_s)
   double ring_step_overhead_s = 0;  // per ring step of a collective (ici.ring_step_overhead_s)
+  double dcn_bandwidth = 0;         // per chip per direction (dcn.bandwidth_per_chip)
+  double dcn_latency_s = 0;         // per transfer between slices (dcn.latency_s)
 };
 // What collectives see: ici_bandwidth = link_bandwidth x link_efficiency.
 LinkParams link_params(const HardwareConfig& config);
@@ -96,13 +100,27 @@ class Topology {
       boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
                             boost::property<boost::edge_index_t, LinkId>>;
 
-  Topology(Slice slice, LinkParams params);
+  // `num_slices` copies of `slice` joined by the data-centre network: chip
+  // ids run slice by slice (slice * chips per slice + chip in slice), so core
+  // ids are slice * devices per slice + core in slice; slice s's ICI and
+  // on-chip links are slice 0's shifted by s x links_per_slice(); then two
+  // DCN links per chip (out, in). A route between slices leaves through the
+  // sender chip's DCN link and enters through the receiver's.
+  Topology(Slice slice, LinkParams params, int64_t num_slices = 1);
 
   const Slice& slice() const { return slice_; }
   const LinkParams& params() const { return params_; }
   int rank() const { return static_cast<int>(slice_.chip_dims.size()); }
+  // Of one slice (what the collective algorithms plan over).
   int64_t num_chips() const { return slice_.num_chips(); }
   int64_t num_devices() const { return slice_.num_devices(); }
+  int64_t num_slices() const { return num_slices_; }
+  int64_t total_devices() const { return num_devices() * num_slices_; }
+  int64_t slice_of(CoreId core) const { return core / num_devices(); }
+  int64_t links_per_slice() const { return links_per_slice_; }
+  // The chip's DCN link out of it / into it; -1 on one slice.
+  LinkId dcn_out(ChipId chip) const;
+  LinkId dcn_in(ChipId chip) const;
   int64_t num_links() const { return static_cast<int64_t>(links_.size()); }
   const Link& link(LinkId id) const { return links_[static_cast<size_t>(id)]; }
   const std::vector<Link>& links() const { return links_; }
@@ -142,6 +160,9 @@ class Topology {
  private:
   Slice slice_;
   LinkParams params_;
+  int64_t num_slices_ = 1;
+  int64_t links_per_slice_ = 0;
+  LinkId first_dcn_link_ = -1;
   std::vector<int64_t> strides_;  // chip id stride per dim
   std::vector<Link> links_;
   std::vector<LinkId> ici_table_;      // [chip][dim][0:+,1:-] -> link or -1

@@ -341,4 +341,35 @@ TEST_F(BadInput, RunTokensNotDivisibleByTheExpertsAxisExits2AtTheAxis) {
   EXPECT_NE(r.output.find("--set model.group_size=3"), std::string::npos) << r.output;
 }
 
+// Multi-slice input: a DCN axis also inside the slice (at its name), slices on a preset without
+// a DCN bandwidth (TPU v3, or one set to 0), an HLO device count that does not split into whole
+// slices. Each exits 2 with a hint.
+TEST_F(BadInput, DcnAxisInsideTheSliceTooExits2AtTheAxis) {
+  int line = 0;
+  const std::string f =
+      small_with("  axes: {x: 2, y: 4}", "  axes: {x: 2, y: 4}\n  dcn: {x: 2}", line);
+  expect_run_error(f, "bad.yaml:" + std::to_string(line + 1) + ":9",
+                   "mesh axis 'x' is in both mesh.axes and mesh.dcn");
+}
+
+TEST_F(BadInput, SlicesWithoutDcnBandwidthExit2) {
+  int line = 0;
+  const std::string f =
+      small_with("  axes: {x: 2, y: 4}", "  axes: {x: 2, y: 4}\n  dcn: {data: 2}", line);
+  expect_run_error(f, "dcn.bandwidth_per_chip", "slices need the data-centre network");
+  const Result r = run_merged("run " + podsim::cli_test::source_path("workloads/small.yaml") +
+                              " --set mesh.dcn.data=2 --set hardware.dcn.bandwidth_per_chip=0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("dcn.bandwidth_per_chip = 0"), std::string::npos) << r.output;
+}
+
+TEST_F(BadInput, HloDevicesNotSplittingIntoSlicesExit2) {
+  const Result r =
+      run_merged("run " + podsim::cli_test::source_path("tests/fixtures/hlo/all_reduce_iota.hlo") +
+                 " --slices 3 --hardware tpuv4");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("do not split into 3 whole slices"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hint:"), std::string::npos) << r.output;
+}
+
 }  // namespace

@@ -236,5 +236,26 @@ TEST(RunWorkload, MaxTextV5eFlagsExposeEachLayersFirstWeightGather) {
   EXPECT_GT(as_run.step_time_s, with_pipeliner.step_time_s);
 }
 
+// mesh.dcn: {data: 1} is one slice: the run is the run without it. Two slices of the same mesh
+// (data parallel across them) double the devices and the tokens; the step is the one-slice step
+// plus what the gradient reduction across slices adds (so tokens/s at most doubles), and the
+// report shows DCN time. TPU v3 has no DCN figure: the run names the key to set.
+TEST(RunWorkload, OneSliceIsNoDcnAxisAndTwoSlicesAddDcnTime) {
+  const Report plain = run_workload(small_request()).report;
+  const Report one = run_workload(small_request({"mesh.dcn={data: 1}"})).report;
+  EXPECT_EQ(one.step_time_s, plain.step_time_s);
+  EXPECT_EQ(one.tokens_per_second, plain.tokens_per_second);
+  EXPECT_EQ(one.time.dcn_busy_s, 0);
+  const std::vector<std::string> two_slices = {"mesh.dcn={data: 2}", "model.global_batch=16",
+                                               "sharding.activations=[[data, x], null, y]",
+                                               "hardware.dcn.bandwidth_per_chip=1e9"};
+  const Report two = run_workload(small_request(two_slices)).report;
+  EXPECT_EQ(two.devices, 2 * plain.devices);
+  EXPECT_GT(two.time.dcn_busy_s, 0);
+  EXPECT_GE(two.step_time_s, plain.step_time_s);
+  EXPECT_LE(two.tokens_per_second, 2 * plain.tokens_per_second * (1 + 1e-12));
+  EXPECT_THROW(run_workload(small_request({"mesh.dcn={data: 2}"})), UserError);
+}
+
 }  // namespace
 }  // namespace podsim::driver

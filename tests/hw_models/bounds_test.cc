@@ -56,8 +56,8 @@ TEST(HardwareBounds, EveryRealKeyRejectsAbsurdNanAndInfiniteValues) {
   // cycle counts, op overhead,
   // 3 HBM, 3 chip (on-chip bandwidth and latency, host bandwidth) and 5
   // ICI numbers (link bandwidth, efficiency, hop latency, message and ring
-  // step overheads): a new real key must land here too.
-  ASSERT_EQ(keys.size(), 22u);
+  // step overheads), 2 DCN (bandwidth per chip, latency): a new real key must land here too.
+  ASSERT_EQ(keys.size(), 24u);
   for (const std::string& key : keys)
     for (const std::string value : {"1e300", ".nan", ".inf", "-.inf", "-1e300"}) {
       const UserError e = override_error(key, value);

@@ -486,5 +486,134 @@ TEST(Collectives, FullPodPlansStayCheap) {
   EXPECT_EQ(a2a.phases[0].link_loads.size(), static_cast<size_t>(t.num_links()));
 }
 
+// Multi-slice plans (docs/collectives.md#multi-slice-collectives). S slices of a 4-chip ring
+// (pod [4], wraparound, one device per chip); DCN at kDcnW bytes/s per chip per direction and
+// kDcnL per transfer.
+constexpr double kDcnW = 5e9;
+constexpr double kDcnL = 1e-5;
+
+Topology sliced_ring(int64_t slices, int64_t per_chip = 1) {
+  LinkParams params = kParams;
+  params.dcn_bandwidth = kDcnW;
+  params.dcn_latency_s = kDcnL;
+  return Topology(Slice{{4}, {true}, per_chip}, params, slices);
+}
+
+// One column per chip position: member j of every slice.
+std::vector<std::vector<CoreId>> columns(const Topology& t, int64_t per_slice_members) {
+  std::vector<std::vector<CoreId>> out(static_cast<size_t>(per_slice_members));
+  for (int64_t j = 0; j < per_slice_members; ++j)
+    for (int64_t s = 0; s < t.num_slices(); ++s)
+      out[static_cast<size_t>(j)].push_back(s * t.num_devices() + j);
+  return out;
+}
+
+// A ring over n slices moves V/n per step on every chip's DCN link: all-reduce 2(n-1) steps,
+// all-gather and reduce-scatter n-1, each V/(nB) + L; all-to-all sends V/n to each of the n-1
+// others at once, (n-1)V/(nB) + L. Four columns run at once on their own chips' links, so the
+// time is one column's.
+TEST(MultiSlice, ColumnsAcrossSlicesTakeTheRingClosedForms) {
+  const Topology t = sliced_ring(4);
+  const double n = 4;
+  const double step = kV / n / kDcnW + kDcnL;
+  const auto cols = columns(t, 4);
+  const struct {
+    CollectiveKind kind;
+    double want;
+  } cases[] = {
+      {CollectiveKind::kAllReduce, 2 * (n - 1) * step},
+      {CollectiveKind::kAllGather, (n - 1) * step},
+      {CollectiveKind::kReduceScatter, (n - 1) * step},
+      {CollectiveKind::kAllToAll, (n - 1) * kV / n / kDcnW + kDcnL},
+  };
+  for (const auto& c : cases) {
+    const CollectivePlan p = plan_over_columns(t, c.kind, cols, kV);
+    EXPECT_LT(relative_error(p.analytic_time_s, c.want), 1e-12) << collective_kind_name(c.kind);
+    EXPECT_LT(relative_error(dcn_time_s(p), c.want), 1e-12);
+    EXPECT_LT(relative_error(time_plan_fair_share(t, p), c.want), 1e-12);
+    for (const Phase& phase : p.phases) {
+      EXPECT_TRUE(phase.dcn);
+      for (const LinkTransfer& l : phase.link_loads) EXPECT_EQ(t.link(l.link).kind, LinkKind::kDcn);
+    }
+  }
+}
+
+// Two devices of one chip share its DCN link: two columns from one chip's two devices carry
+// twice the bytes on it, so a step takes 2V/(nB) + L.
+TEST(MultiSlice, DevicesOfAChipShareItsDcnLink) {
+  const Topology t = sliced_ring(2, 2);
+  const std::vector<std::vector<CoreId>> cols = {{0, 8}, {1, 9}};  // chip 0's devices, 2 slices
+  const CollectivePlan p = plan_over_columns(t, CollectiveKind::kAllGather, cols, kV);
+  EXPECT_LT(relative_error(p.analytic_time_s, 2 * kV / 2 / kDcnW + kDcnL), 1e-12);
+}
+
+// A group of k = 4 members in each of 2 slices runs hierarchically; with R(V) the in-slice
+// reduce-scatter and G(V) the in-slice all-gather of the ring of 4 (bidirectional ring:
+// (k-1)/k V/(2W) + k/2 hops each, as ring_all_reduce's halves) and D(kind, V) the column ring
+// above over n = 2 slices:
+//   all-reduce V     = R(V) + D(all-reduce, V/k) + G(V)
+//   all-gather V     = D(all-gather, V/k) + G(V)
+//   reduce-scatter V = R(V) + D(reduce-scatter, V/k)
+//   all-to-all V     = in-slice all-to-all(V) + D(all-to-all, V)
+TEST(MultiSlice, GroupsAcrossSlicesSplitIntoSliceAndDcnParts) {
+  const Topology t = sliced_ring(2);
+  const double k = 4, n = 2;
+  const double half = (k - 1) / k * kV / (2 * kW) + k / 2 * kHop;  // R(V) = G(V)
+  const double dcn_step = kV / k / n / kDcnW + kDcnL;              // a ring step of V/k
+  CollectiveQuery in_slice_a2a;
+  in_slice_a2a.kind = CollectiveKind::kAllToAll;
+  in_slice_a2a.bytes_per_device = kV;
+  in_slice_a2a.group = iota_group(4);
+  const double a2a_in_slice = plan_collective(sliced_ring(1), in_slice_a2a).analytic_time_s;
+  const struct {
+    CollectiveKind kind;
+    double want, want_dcn;
+  } cases[] = {
+      {CollectiveKind::kAllReduce, 2 * half + 2 * (n - 1) * dcn_step, 2 * (n - 1) * dcn_step},
+      {CollectiveKind::kAllGather, half + (n - 1) * dcn_step, (n - 1) * dcn_step},
+      {CollectiveKind::kReduceScatter, half + (n - 1) * dcn_step, (n - 1) * dcn_step},
+      {CollectiveKind::kAllToAll, a2a_in_slice + (n - 1) * kV / n / kDcnW + kDcnL,
+       (n - 1) * kV / n / kDcnW + kDcnL},
+  };
+  SlicePlanner in_slice = [&](CollectiveKind kind, double bytes, const std::vector<CoreId>& g) {
+    for (CoreId c : g) EXPECT_LT(c, 4);  // planned on slice 0
+    CollectiveQuery q;
+    q.kind = kind;
+    q.bytes_per_device = bytes;
+    q.group = g;
+    return plan_collective(t, q);
+  };
+  for (const auto& c : cases) {
+    CollectiveQuery q;
+    q.kind = c.kind;
+    q.bytes_per_device = kV;
+    q.group = iota_group(8);
+    const CollectivePlan p = plan_across_slices(t, q, in_slice);
+    EXPECT_LT(relative_error(p.analytic_time_s, c.want), 1e-12) << collective_kind_name(c.kind);
+    EXPECT_LT(relative_error(dcn_time_s(p), c.want_dcn), 1e-12) << collective_kind_name(c.kind);
+    // Both slices' in-slice parts run at once on their own links: fair sharing agrees (the
+    // direct all-to-all's flows see different bottlenecks inside a slice: no closed form).
+    if (c.kind != CollectiveKind::kAllToAll)
+      EXPECT_LT(relative_error(time_plan_fair_share(t, p), c.want), 1e-12);
+  }
+}
+
+// One member per slice: the DCN ring alone; members spread unevenly: one routed ring over the
+// whole group (each DCN hop V/n per step on the sender's link).
+TEST(MultiSlice, OneMemberPerSliceIsTheDcnRingAlone) {
+  const Topology t = sliced_ring(4);
+  CollectiveQuery q;
+  q.kind = CollectiveKind::kAllReduce;
+  q.bytes_per_device = kV;
+  q.group = {1, 5, 9, 13};
+  SlicePlanner unused = [](CollectiveKind, double, const std::vector<CoreId>&) -> CollectivePlan {
+    ADD_FAILURE() << "no in-slice part";
+    return {};
+  };
+  const CollectivePlan p = plan_across_slices(t, q, unused);
+  EXPECT_LT(relative_error(p.analytic_time_s, 2 * 3 * (kV / 4 / kDcnW + kDcnL)), 1e-12);
+  EXPECT_EQ(members_by_slice(t, {0, 1, 4}).size(), 2u);
+}
+
 }  // namespace
 }  // namespace podsim::hw

@@ -222,5 +222,27 @@ TEST(Config, ComplexKeyIsAUserError) {
                UserError);
 }
 
+// The DCN keys: every preset gives them with a source (the published per-chip figures of
+// docs/reference/hardware.md#data-centre-network; TPU v3: none, 0); a negative value is
+// rejected naming the key.
+TEST(HardwareConfig, DcnKeysComeFromTheReferenceTable) {
+  const std::pair<const char*, double> published[] = {{"tpuv3", 0},        {"tpuv4", 6.25e9},
+                                                      {"tpuv5e", 3.125e9}, {"tpuv5p", 6.25e9},
+                                                      {"tpuv6e", 1.25e10}, {"tpu7x", 1.25e10}};
+  for (const auto& [preset, bandwidth] : published) {
+    const HardwareConfig c = load_hardware(preset);
+    EXPECT_DOUBLE_EQ(c.dcn.bandwidth_per_chip, bandwidth) << preset;
+    EXPECT_GT(c.dcn.latency_s, 0) << preset;
+    EXPECT_NE(c.sources.at("dcn.bandwidth_per_chip").find("data-centre-network"),
+              std::string::npos);
+  }
+  try {
+    load_hardware("tpuv4", {{"dcn.bandwidth_per_chip", "-1"}});
+    FAIL() << "negative bandwidth accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("dcn.bandwidth_per_chip"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace podsim::hw

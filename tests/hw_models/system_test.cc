@@ -62,5 +62,27 @@ TEST(System, PresetChunksFeedThePipelinedTorus) {
   EXPECT_EQ(eight.plan(q).phases.size(), 5u);
 }
 
+// Slices: device d of slice s sits on core s x devices per slice + the slice's own placement of
+// d; several slices on a preset without a DCN figure (TPU v3: 0) are a UserError naming the key.
+TEST(System, SlicesRepeatThePlacementAndNeedADcnBandwidth) {
+  MeshLayout layout{{2, 4}, {}, PlacementOrder::kColumnMajor, {}};
+  layout.slices = 3;
+  const System system(load_hardware("tpuv3", {{"dcn.bandwidth_per_chip", "1e9"}}), layout);
+  EXPECT_EQ(system.slices(), 3);
+  ASSERT_EQ(system.placement().core_of_device.size(), 24u);
+  for (int64_t d = 0; d < 8; ++d)
+    for (int64_t s = 1; s < 3; ++s)
+      EXPECT_EQ(system.placement().core(s * 8 + d), s * 8 + system.placement().core(d));
+  try {
+    System(load_hardware("tpuv3"), layout);
+    FAIL() << "no DCN bandwidth accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("dcn.bandwidth_per_chip"), std::string::npos);
+    EXPECT_NE(e.hint().find("--set hardware.dcn.bandwidth_per_chip"), std::string::npos);
+  }
+  layout.slices = 1;  // one slice never reads it
+  EXPECT_NO_THROW(System(load_hardware("tpuv3"), layout));
+}
+
 }  // namespace
 }  // namespace podsim::hw

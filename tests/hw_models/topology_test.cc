@@ -246,5 +246,48 @@ TEST(Topology, BisectionCountsCrossingLinks) {
   EXPECT_DOUBLE_EQ(aggregate_ici_bandwidth(torus({32, 32})), 4096 * 1e11);
 }
 
+// Slices joined by the data-centre network: slice s's links are slice 0's shifted by s x
+// links_per_slice (same kind, dim and direction), every chip has one DCN link out and one in,
+// and a route between slices is exactly those two links (out of the sender's chip, into the
+// receiver's); inside a slice routes stay on that slice's ICI links.
+TEST(Topology, SlicesShareNothingButTheDataCentreNetwork) {
+  LinkParams params = kParams;
+  params.dcn_bandwidth = 6.25e9;
+  params.dcn_latency_s = 1e-5;
+  const Slice slice{{4, 2}, {true, false}, 2};  // 8 chips x 2 devices
+  const Topology one(slice, params);
+  const Topology three(slice, params, 3);
+  EXPECT_EQ(three.num_slices(), 3);
+  EXPECT_EQ(three.num_devices(), 16);  // one slice's
+  EXPECT_EQ(three.total_devices(), 48);
+  EXPECT_EQ(three.links_per_slice(), one.num_links());
+  EXPECT_EQ(three.num_links(), 3 * one.num_links() + 2 * 3 * 8);
+  EXPECT_EQ(one.dcn_out(0), -1);
+  for (LinkId id = 0; id < one.num_links(); ++id)
+    for (int64_t s = 1; s < 3; ++s) {
+      const Link& a = one.link(id);
+      const Link& b = three.link(static_cast<LinkId>(id + s * three.links_per_slice()));
+      EXPECT_EQ(b.kind, a.kind);
+      EXPECT_EQ(b.dim, a.dim);
+      EXPECT_EQ(b.direction, a.direction);
+      EXPECT_EQ(b.src_chip, a.src_chip + 8 * s);
+      EXPECT_EQ(b.dst_chip, a.dst_chip + 8 * s);
+    }
+  // Device 3 (chip 1 of slice 0) to device 16 + 2 * 5 + 1 (chip 5 of slice 1).
+  const std::vector<LinkId> across = three.route(3, 27);
+  ASSERT_EQ(across.size(), 2u);
+  EXPECT_EQ(across[0], three.dcn_out(1));
+  EXPECT_EQ(across[1], three.dcn_in(8 + 5));
+  EXPECT_EQ(three.link(across[0]).kind, LinkKind::kDcn);
+  EXPECT_DOUBLE_EQ(three.link(across[0]).bandwidth, 6.25e9);
+  EXPECT_DOUBLE_EQ(three.link(across[0]).latency_s, 1e-5);  // charged once, on the way out
+  EXPECT_DOUBLE_EQ(three.link(across[1]).latency_s, 0.0);
+  // Inside slice 2: the route of slice 0 shifted.
+  const std::vector<LinkId> inside0 = one.route(0, 15), inside2 = three.route(32, 47);
+  ASSERT_EQ(inside2.size(), inside0.size());
+  for (size_t i = 0; i < inside0.size(); ++i)
+    EXPECT_EQ(inside2[i], inside0[i] + 2 * three.links_per_slice());
+}
+
 }  // namespace
 }  // namespace podsim::hw

@@ -461,5 +461,172 @@ INSTANTIATE_TEST_SUITE_P(Forms, FormSimulation, ::testing::ValuesIn(form_paths()
                            return std::filesystem::path(info.param).stem().string();
                          });
 
+// Multi-slice (docs/collectives.md#multi-slice-collectives): 2 slices, each a closed ring of 4
+// chips (one device per chip), DCN at kDcnBandwidth per chip per direction and kDcnLatency per
+// transfer. One collective per program, nothing computing: the step is the collective.
+constexpr double kDcnBandwidth = 2e9;
+constexpr double kDcnLatency = 1e-5;
+
+hw::System two_slices_of_rings() {
+  hw::MeshLayout layout;
+  layout.mesh_shape = {4};
+  layout.slices = 2;
+  return hw::System(hw::load_hardware("tpuv3", {{"ici.pod_dims", "[4]"},
+                                                {"ici.pod_wraparound", "[true]"},
+                                                {"chip.devices_per_chip", "1"},
+                                                {"dcn.bandwidth_per_chip", "2e9"},
+                                                {"dcn.latency_s", "1e-5"}}),
+                    layout);
+}
+
+std::string one_collective(const std::string& op, const std::string& operand,
+                           const std::string& result, const std::string& groups) {
+  return fmt::format(R"(HloModule one, num_partitions=8
+%sum (x: bf16[], y: bf16[]) -> bf16[] {{
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+}}
+ENTRY %main (p: {1}) -> {2} {{
+  %p = {1} parameter(0)
+  ROOT %c = {2} {0}(%p), channel_id=1, replica_groups={3}, use_global_device_ids=true{4}
+}})",
+                     op, operand, result, groups,
+                     op == "all-reduce" || op == "reduce-scatter"
+                         ? ", to_apply=%sum, dimensions={0}"
+                     : op == "all-gather" || op == "all-to-all" ? ", dimensions={0}"
+                                                                : "");
+}
+
+// With k = 4 members per slice, n = 2 slices, a bidirectional ring inside a slice
+// (half(V) = (k-1)/k V/(2W) + k/2 hops, one reduce-scatter or all-gather pass) and a ring of
+// n - 1 (all-reduce: 2(n - 1)) steps of (V/k)/n across slices, each V/(k n B) + L:
+//   all-reduce over all 8     = 2 half(V) + 2(n-1) (V/(k n B) + L)
+//   all-reduce over {i, i+4}  = 2(n-1) (V/(n B) + L)     (one member per slice: DCN only)
+//   all-gather over all 8     = (n-1) (V/(k n B) + L) + half(V)   (V = the full result)
+//   reduce-scatter over all 8 = half(V) + (n-1) (V/(k n B) + L)   (V = the full operand)
+// in both fidelities; the DCN part is reported as DCN busy time.
+TEST(Simulator, CollectivesAcrossSlicesTakeTheirHierarchicalClosedForms) {
+  const hw::System system = two_slices_of_rings();
+  const double k = 4, n = 2;
+  auto half = [&](double v) {
+    return (k - 1) / k * v / (2 * kLinkBandwidth) + k / 2 * kHopLatency;
+  };
+  auto dcn = [&](double v, double steps) { return steps * (v / n / kDcnBandwidth + kDcnLatency); };
+  const double small = 1024.0 * 1024 * 2, big = 8 * small;  // bf16[1024,1024], bf16[8192,1024]
+  const std::string all = "[1,8]<=[8]", columns = "[4,2]<=[2,4]T(1,0)";
+  const struct {
+    std::string op, operand, result, groups;
+    double want, want_dcn;
+  } cases[] = {
+      {"all-reduce", "bf16[1024,1024]", "bf16[1024,1024]", all,
+       2 * half(small) + dcn(small / k, 2 * (n - 1)), dcn(small / k, 2 * (n - 1))},
+      {"all-reduce", "bf16[1024,1024]", "bf16[1024,1024]", columns, dcn(small, 2 * (n - 1)),
+       dcn(small, 2 * (n - 1))},
+      {"all-gather", "bf16[1024,1024]", "bf16[8192,1024]", all, dcn(big / k, n - 1) + half(big),
+       dcn(big / k, n - 1)},
+      {"reduce-scatter", "bf16[8192,1024]", "bf16[1024,1024]", all, half(big) + dcn(big / k, n - 1),
+       dcn(big / k, n - 1)},
+  };
+  for (const auto& c : cases) {
+    const auto program = program_from_hlo(one_collective(c.op, c.operand, c.result, c.groups));
+    for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+      const Timeline t = run(program, system, f);
+      const std::string what = c.op + " " + c.groups + " " + fidelity_name(f);
+      EXPECT_NEAR(t.step_time_s, c.want, 1e-9 * c.want) << what;
+      EXPECT_NEAR(t.dcn_busy_s, c.want_dcn, 1e-9 * c.want_dcn) << what;
+      // Nothing computes: all of it is exposed, its DCN share as exposed DCN time.
+      EXPECT_NEAR(t.exposed_communication_s, t.step_time_s, 1e-12) << what;
+      EXPECT_NEAR(t.exposed_dcn_s, c.want_dcn, 1e-9 * c.want_dcn) << what;
+      EXPECT_EQ(t.devices_simulated, f == Fidelity::kFast ? 1 : 8);
+    }
+  }
+}
+
+// An all-to-all across slices: its in-slice part (the direct all-to-all of the ring of 4) then
+// V/n to the other slice's column member, (n-1) V/(n B) + L; fast and full agree.
+TEST(Simulator, AllToAllAcrossSlicesAddsItsDcnExchange) {
+  const hw::System system = two_slices_of_rings();
+  const double v = 8.0 * 1024 * 128 * 2;  // bf16[8,1024,128]
+  const auto program = program_from_hlo(
+      one_collective("all-to-all", "bf16[8,1024,128]", "bf16[8,1024,128]", "[1,8]<=[8]"));
+  const double want_dcn = (2 - 1) * v / 2 / kDcnBandwidth + kDcnLatency;
+  const Timeline fast = run(program, system, Fidelity::kFast);
+  const Timeline full = run(program, system, Fidelity::kFull);
+  EXPECT_NEAR(fast.dcn_busy_s, want_dcn, 1e-9 * want_dcn);
+  EXPECT_NEAR(full.step_time_s, fast.step_time_s, 1e-9 * fast.step_time_s);
+  EXPECT_GT(fast.step_time_s, want_dcn);  // plus the in-slice exchange
+}
+
+// A collective across slices is asynchronous whatever the program's flags: an independent dot
+// runs under it (the step is the longer of the two, not their sum), as the data-parallel
+// gradient reduction runs under the backward pass.
+TEST(Simulator, CollectivesAcrossSlicesOverlapIndependentCompute) {
+  const hw::System system = two_slices_of_rings();
+  const auto program = program_from_hlo(R"(HloModule overlap, num_partitions=8
+%sum (x: bf16[], y: bf16[]) -> bf16[] {
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+}
+ENTRY %main (p: bf16[1024,1024], a: bf16[4096,4096]) -> (bf16[1024,1024], bf16[4096,4096]) {
+  %p = bf16[1024,1024] parameter(0)
+  %a = bf16[4096,4096] parameter(1)
+  %ar = bf16[1024,1024] all-reduce(%p), channel_id=1, replica_groups=[4,2]<=[2,4]T(1,0), use_global_device_ids=true, to_apply=%sum
+  %d = bf16[4096,4096] dot(%a, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (bf16[1024,1024], bf16[4096,4096]) tuple(%ar, %d)
+})");
+  compiler::SpmdProgram sync = program;
+  sync.collectives.async.clear();  // every kind synchronous, as TPU v4's MaxText flags leave
+  ASSERT_FALSE(sync.collectives.is_async(compiler::Opcode::kAllReduce));  // all-reduce
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(sync, system, f);
+    const double ar = 2 * (1024.0 * 1024 * 2 / 2 / kDcnBandwidth + kDcnLatency);
+    EXPECT_LT(t.step_time_s, t.compute_s + ar - 1e-6) << fidelity_name(f);
+    EXPECT_GE(t.step_time_s, std::max(t.compute_s, ar) - 1e-12) << fidelity_name(f);
+  }
+}
+
+// The trace shows DCN traffic as its own kind: the collective's event carries its DCN busy time
+// (the closed form above: one member per slice, 2(n-1) steps of V/(n B) + L) and the chips' DCN
+// links appear as link counters named "dcn ...", in both fidelities.
+TEST(Simulator, TraceNamesDcnLinksAndDcnBusyTime) {
+  const hw::System system = two_slices_of_rings();
+  const auto program = program_from_hlo(
+      one_collective("all-reduce", "bf16[1024,1024]", "bf16[1024,1024]", "[4,2]<=[2,4]T(1,0)"));
+  const double want = 2 * (1024.0 * 1024 * 2 / 2 / kDcnBandwidth + kDcnLatency);
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program, system, f, /*trace=*/true);
+    bool event = false, link = false;
+    for (const TraceEvent& e : t.events)
+      for (const auto& [key, value] : e.numbers)
+        if (key == "dcn_busy_s") {
+          event = true;
+          EXPECT_NEAR(value, want, 1e-9 * want);
+        }
+    for (const LinkLoad& l : t.link_loads) link = link || l.link.rfind("dcn ", 0) == 0;
+    EXPECT_TRUE(event) << fidelity_name(f);
+    EXPECT_TRUE(link) << fidelity_name(f);
+  }
+}
+
+
+// A collective-permute between slices routes each pair over the sender's DCN link out and the
+// receiver's in: every pair at once on its own chips' links, V/B + L, in both fidelities.
+TEST(Simulator, CollectivePermuteAcrossSlicesTakesOneDcnTransfer) {
+  const hw::System system = two_slices_of_rings();
+  const auto program = program_from_hlo(R"(HloModule permute, num_partitions=8
+ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {
+  %p = bf16[1024,1024] parameter(0)
+  ROOT %c = bf16[1024,1024] collective-permute(%p), channel_id=1, source_target_pairs={{0,4},{1,5},{2,6},{3,7},{4,0},{5,1},{6,2},{7,3}}
+})");
+  const double want = 1024.0 * 1024 * 2 / kDcnBandwidth + kDcnLatency;
+  for (Fidelity f : {Fidelity::kFast, Fidelity::kFull}) {
+    const Timeline t = run(program, system, f);
+    EXPECT_NEAR(t.step_time_s, want, 1e-9 * want) << fidelity_name(f);
+    EXPECT_NEAR(t.dcn_busy_s, want, 1e-9 * want) << fidelity_name(f);
+  }
+}
+
 }  // namespace
 }  // namespace podsim::sim

@@ -182,11 +182,12 @@ TEST(CalibrationTest, PublishedRowsDeriveTokensPerSecondByTheirRule) {
 TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
   // measurements.md: three Lingvo dense configs (tokens/s), two GShard MoE
   // configs (steps/s), the 128E one marked inconsistent, and MaxText's six
-  // single-slice rows (v4 22B, v5e 16B and 64B, v5p 32B, 128B and 512B),
-  // each a published TFLOP/s row compared on tokens/s.
+  // single-slice rows (v4 22B, v5e 16B and 64B, v5p 32B, 128B and 512B) and
+  // eight multi-slice rows (v4 22B on 2/4/8 slices, v5e 16B on 2/4/8/16, v5p
+  // 32B on 2), each a published TFLOP/s row compared on tokens/s.
   MeasuredSet set =
       load_measured(std::string(PODSIM_SOURCE_DIR) + "/reports/baselines/measured.yaml");
-  ASSERT_EQ(set.points.size(), 11u);
+  ASSERT_EQ(set.points.size(), 19u);
   int tokens = 0, steps = 0, published = 0, inconsistent = 0;
   for (const MeasuredPoint& p : set.points) {
     (p.metric == "tokens_per_second" ? tokens : steps)++;
@@ -194,9 +195,9 @@ TEST(CalibrationTest, ShippedMeasuredFileCoversEveryAnchorNumber) {
     if (!p.inconsistent.empty()) ++inconsistent;
     EXPECT_TRUE(std::filesystem::exists(p.workload_path)) << p.workload_path;
   }
-  EXPECT_EQ(tokens, 9);
+  EXPECT_EQ(tokens, 17);
   EXPECT_EQ(steps, 2);
-  EXPECT_EQ(published, 6);
+  EXPECT_EQ(published, 14);
   EXPECT_EQ(inconsistent, 1);
   // The other numbers: GShard's remat shares (36L, 60L), all-to-all shares
   // (128E, 2048E), kernel utilizations (matmuls, attention) and GSPMD's

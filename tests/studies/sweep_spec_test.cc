@@ -158,11 +158,9 @@ TEST(Sweep, ShippedSweepsParseAndEveryPointIsAValidWorkload) {
   // Points per shipped sweep: mesh shape 5 (zip), ICI bandwidth 5, MoE
   // experts 5 (zip), windowed einsum 2 x 3 (grid), the README's what-if
   // study 5 link rates x 2 HBM bandwidths (grid).
-  const std::map<std::string, size_t> expected_points = {{"mesh_shape_128b_512.yaml", 5},
-                                                         {"ici_bandwidth_1t.yaml", 5},
-                                                         {"moe_experts.yaml", 5},
-                                                         {"windowed_einsum_128b.yaml", 6},
-                                                         {"what_if_128b.yaml", 10}};
+  const std::map<std::string, size_t> expected_points = {
+      {"mesh_shape_128b_512.yaml", 5},  {"ici_bandwidth_1t.yaml", 5}, {"moe_experts.yaml", 5},
+      {"windowed_einsum_128b.yaml", 6}, {"what_if_128b.yaml", 10},    {"slices_16b_v5e.yaml", 5}};
   std::set<std::string> seen;
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(PODSIM_SOURCE_DIR) + "/sweeps")) {

@@ -582,5 +582,41 @@ TEST(WorkloadYaml, ShippedWorkloadsAreWithinTheSizeLimits) {
   }
 }
 
+// mesh.dcn: axes spanning slices. The compiler's mesh puts them first (slice-major device ids),
+// devices multiply both; a dim may split over a list of axes (major first); a DCN axis of size 1
+// is no axis at all (its sharding entries split nothing), so {data: 1} reads as no DCN axis.
+TEST(WorkloadYaml, DcnAxesSpanSlicesAndASizeOneAxisIsNone) {
+  const std::string two =
+      replace(replace(kValid, "  axes: {x: 2, y: 4}", "  dcn: {data: 3}\n  axes: {x: 2, y: 4}"),
+              "  activations: [x, null, y]", "  activations: [[data, x], null, y]");
+  const Workload w = parse_workload(two, "w.yaml");
+  EXPECT_EQ(w.mesh.num_slices(), 3);
+  EXPECT_EQ(w.mesh.slice_device_count(), 8);
+  EXPECT_EQ(w.mesh.device_count(), 24);
+  const auto logical = w.mesh.logical_axes();
+  ASSERT_EQ(logical.size(), 3u);
+  EXPECT_EQ(logical[0], (std::pair<std::string, int64_t>{"data", 3}));
+  ASSERT_EQ(w.sharding.front().first, "activations");
+  EXPECT_EQ(w.sharding.front().second.front(), std::optional<std::string>("data,x"));
+
+  const Workload one =
+      parse_workload(two, "w.yaml", {"mesh.dcn.data=1"});  // one slice: as if mesh.dcn were absent
+  const Workload plain = parse_workload(kValid, "w.yaml");
+  EXPECT_EQ(one.mesh.logical_axes(), plain.mesh.logical_axes());
+  EXPECT_EQ(one.mesh.device_count(), plain.mesh.device_count());
+  EXPECT_EQ(one.sharding.front().second, plain.sharding.front().second);  // [x, null, y]
+}
+
+// A DCN axis also inside the slice is an error at its name in mesh.dcn, with a hint.
+TEST(WorkloadYaml, DcnAxisAlsoInsideASliceIsAnError) {
+  const UserError e = expect_parse_error(
+      replace(kValid, "  axes: {x: 2, y: 4}", "  axes: {x: 2, y: 4}\n  dcn: {y: 2}"));
+  EXPECT_NE(e.message().find("mesh axis 'y' is in both mesh.axes and mesh.dcn"), std::string::npos)
+      << e.what();
+  EXPECT_EQ(e.location().line, 5);
+  EXPECT_EQ(e.location().column, 9);
+  EXPECT_NE(e.hint().find("spans slices"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace podsim::workloads
