@@ -31,7 +31,7 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 # Regenerates README.md's sample outputs from their commands (the test that
-# compares them, run in update mode), the what-if study's plot and the Python
+# compares them, run in update mode), the what-if and multi-slice studies' plots and the Python
 # what-if's plot (scripts/python_what_if.py through `import podsim`).
 readme: build
 	@bash scripts/install-deps.sh gnuplot-nox
@@ -39,6 +39,8 @@ readme: build
 	@mkdir -p docs/img
 	$(BUILD_DIR)/cli/podsim sweep sweeps/what_if_128b.yaml -j $(JOBS) -o $(BUILD_DIR)/what_if_128b.csv \
 	  --plot docs/img/what_if_128b.svg --plot-metric step_time_s --plot-metric mfu
+	$(BUILD_DIR)/cli/podsim sweep sweeps/slices_16b_v5e.yaml -j $(JOBS) -o $(BUILD_DIR)/slices_16b_v5e.csv \
+	  --plot docs/img/slices_16b_v5e.svg --plot-metric step_time_s --plot-metric mfu
 	PYTHONPATH=$(BUILD_DIR)/python MPLBACKEND=Agg /usr/bin/python3 scripts/python_what_if.py docs/img/python_what_if.svg
 
 # The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer.

@@ -363,6 +363,18 @@ TEST_F(BadInput, SlicesWithoutDcnBandwidthExit2) {
   EXPECT_NE(r.output.find("dcn.bandwidth_per_chip = 0"), std::string::npos) << r.output;
 }
 
+// The Slurm options mean nothing without --slurm: refused before any point runs.
+TEST_F(BadInput, SlurmOptionsWithoutSlurmExit2) {
+  for (const std::string option : {"--tasks 4", "--partition debug", "--no-wait", "--resume"}) {
+    const Result r = run_merged("sweep " +
+                                podsim::cli_test::source_path("sweeps/what_if_128b.yaml") + " " +
+                                option + " -o /tmp/podsim_never_written.csv");
+    EXPECT_EQ(r.exit_code, 2) << option << ": " << r.output;
+    EXPECT_NE(r.output.find("are options of --slurm"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("add --slurm"), std::string::npos) << r.output;
+  }
+}
+
 TEST_F(BadInput, HloDevicesNotSplittingIntoSlicesExit2) {
   const Result r =
       run_merged("run " + podsim::cli_test::source_path("tests/fixtures/hlo/all_reduce_iota.hlo") +
