@@ -173,6 +173,38 @@ std::optional<Sharding> without_sorted_dim(const Sharding& s, int64_t dim) {
 
 }  // namespace
 
+// Non-SPMD: a concatenate operand whose user tiles the concatenated dim
+// takes only the tiles that hold its rows, over their devices (one tile: that
+// device). XLA: tile size ceil(D / n); operand rows [o, o + d) live in tiles
+// [o / size, ceil((o + d) / size)).
+std::optional<Sharding> concat_operand_tiles(const Computation& comp, const Instruction& concat,
+                                             int k, const Sharding& s) {
+  const int64_t dim = concat.attrs.dimensions.empty() ? 0 : concat.attrs.dimensions[0];
+  if (!s.is_tiled() || dim >= s.tiled_data_rank() || s.tile_assignment().dim(dim) == 1 ||
+      !(s.subgroup_types().empty() || s.replicate_on_last_tile_dim()))
+    return s;
+  int64_t offset = 0;
+  for (int i = 0; i < k; ++i) offset += comp.instr(concat.operand(i)).shape.dim(static_cast<int>(dim));
+  const int64_t rows = comp.instr(concat.operand(k)).shape.dim(static_cast<int>(dim));
+  const TileAssignment& ta = s.tile_assignment();
+  const int64_t size = (concat.shape.dim(static_cast<int>(dim)) + ta.dim(dim) - 1) / ta.dim(dim);
+  const int64_t first = offset / size;
+  const int64_t last = std::min(ta.dim(dim), (offset + rows + size - 1) / size);
+  std::vector<int64_t> dims = ta.dims();
+  dims[static_cast<size_t>(dim)] = last - first;
+  std::vector<int64_t> all = ta.to_vector(), kept;
+  int64_t inner = 1;  // stride of `dim` in the row-major device array
+  for (int64_t d = dim + 1; d < ta.rank(); ++d) inner *= ta.dim(d);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const int64_t index = (static_cast<int64_t>(i) / inner) % ta.dim(dim);
+    if (index >= first && index < last) kept.push_back(all[i]);
+  }
+  if (kept.size() == 1) return Sharding::maximal(kept[0]);
+  TileAssignment tiles = TileAssignment::from_devices(std::move(dims), std::move(kept));
+  return s.replicate_on_last_tile_dim() ? Sharding::partial_tile(std::move(tiles))
+                                        : Sharding::tiled(std::move(tiles));
+}
+
 bool is_pass_through(Opcode op) {
   if (is_elementwise(op)) return true;
   switch (op) {
@@ -300,6 +332,9 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
         std::optional<Sharding> s =
             along(*op_sharding(i), kept, iota_dims(static_cast<int64_t>(kept.size())),
                   static_cast<int64_t>(kept.size()));
+        // Non-SPMD: a reduce over a tiled dim is replicated (no partial replication).
+        if (!st.is_spmd() && tiles_any(op_sharding(i), in.attrs.dimensions))
+          s = Sharding::replicated();
         if (!s) continue;
         if (in.shape.is_tuple())
           s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(n), *s));
@@ -626,6 +661,8 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     case Opcode::kPad:
     case Opcode::kConcatenate:
       if (user.opcode != Opcode::kConcatenate && k != 0) return std::nullopt;
+      if (user.opcode == Opcode::kConcatenate && !st.is_spmd())
+        return concat_operand_tiles(comp, user, k, s);
       return s;
     case Opcode::kReduceWindow: {
       // Input k takes result leaf k; init values (the second half) nothing.

@@ -118,6 +118,7 @@ class Propagator {
         num_devices_(options.num_devices > 0 ? options.num_devices : module.num_partitions()),
         options_(options),
         meshes_(read_meshes(module, options)) {
+    state_.set_is_spmd(options.is_spmd);
     graphs_.resize(static_cast<size_t>(module.computation_count()));
     for (CompId c : state_.reachable())
       graphs_[static_cast<size_t>(c)].emplace(module.computation(c));
@@ -136,6 +137,7 @@ class Propagator {
       }
     }
     align_shard_as_groups();
+    finish_boundary();
     write_back();
     return stats_;
   }
@@ -214,7 +216,105 @@ class Propagator {
     state_.set(operand, s);
   }
 
+  // Per leaf of entry parameter `i` (of `count`): may propagation choose it?
+  // (XLA's allow_spmd_sharding_propagation_to_parameters vector.)
+  std::vector<bool> parameter_leaf_flags(size_t i, size_t count, const Shape& shape) const {
+    const std::vector<bool>& f = options_.allow_to_parameters;
+    const auto leaves = static_cast<size_t>(shape.leaf_count());
+    if (f.size() == 1) return std::vector<bool>(leaves, f[0]);
+    if (count == 1 && shape.is_tuple() && f.size() == leaves) return f;
+    if (f.size() != count)
+      throw UserError(fmt::format("--allow-spmd-sharding-propagation-to-parameters has {} values "
+                                  "but the entry computation has {} parameters",
+                                  f.size(), count),
+                      "give one value for all parameters, or one per parameter (one per leaf "
+                      "for a single tuple parameter)");
+    return std::vector<bool>(leaves, f[i]);
+  }
+
+  // Per leaf of the entry result (XLA's allow_spmd_sharding_propagation_to_output).
+  std::vector<bool> output_leaf_flags(const Shape& shape) const {
+    const std::vector<bool>& f = options_.allow_to_output;
+    const auto leaves = static_cast<size_t>(shape.leaf_count());
+    if (f.size() == 1) return std::vector<bool>(leaves, f[0]);
+    if (f.size() != leaves)
+      throw UserError(fmt::format("--allow-spmd-sharding-propagation-to-output has {} values but "
+                                  "the entry result has {} leaves",
+                                  f.size(), leaves),
+                      "give one value for the whole result, or one per result leaf");
+    return f;
+  }
+
+  // The entry boundary under XLA's vectors (PropagationOptions::allow_to_*):
+  // which parameters / root are set by the vectors, their leaf flags and
+  // their annotations.
+  void read_boundary() {
+    const CompId e = module_.entry_id();
+    const Computation& entry = module_.entry();
+    auto add = [&](InstrId i, std::vector<bool> flags) {
+      const Instruction& in = entry.instr(i);
+      std::optional<Sharding> given;
+      if (in.sharding) given = parse_sharding(*in.sharding, in.location).without_group_and_metadata();
+      if (given && !given->is_tuple() && in.shape.is_tuple())
+        given = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *given));
+      boundary_.push_back({{e, i}, std::move(flags), given});
+    };
+    if (!options_.allow_to_parameters.empty()) {
+      const std::vector<InstrId> parameters = entry.parameters();
+      for (size_t k = 0; k < parameters.size(); ++k)
+        add(parameters[k], parameter_leaf_flags(k, parameters.size(),
+                                                entry.instr(parameters[k]).shape));
+    }
+    if (!options_.allow_to_output.empty()) {
+      bool is_parameter = false;
+      for (const auto& b : boundary_) is_parameter |= b.ref.instr == entry.root();
+      if (!is_parameter) add(entry.root(), output_leaf_flags(entry.instr(entry.root()).shape));
+    }
+  }
+
+  const std::vector<bool>* boundary_flags(ValueRef r) const {
+    for (const auto& b : boundary_)
+      if (b.ref == r) return &b.flags;
+    return nullptr;
+  }
+
+  // After the levels: a disallowed leaf gets its annotation back (else
+  // replicated); an allowed leaf whose propagated tiling does not divide its
+  // dims evenly too (XLA's evenly-partitions check at the boundary).
+  void finish_boundary() {
+    for (const auto& b : boundary_) {
+      const Shape& shape = state_.instr(b.ref).shape;
+      const std::vector<const Shape*> leaves = shape.leaves();
+      const std::optional<Sharding>& now = state_.sharding(b.ref);
+      auto leaf_of = [&](const std::optional<Sharding>& s, size_t j) -> std::optional<Sharding> {
+        if (!s) return std::nullopt;
+        if (s->is_tuple())
+          return j < s->tuple_elements().size() ? std::optional(s->tuple_elements()[j])
+                                                : std::nullopt;
+        return s;
+      };
+      std::vector<Sharding> out;
+      for (size_t j = 0; j < leaves.size(); ++j) {
+        std::optional<Sharding> given = leaf_of(b.given, j);
+        std::optional<Sharding> leaf = leaf_of(now, j);
+        const bool keep = j < b.flags.size() && b.flags[j] && leaf &&
+                          evenly_divides(*leaf, leaves[j]->dims());
+        out.push_back(keep ? *leaf : given ? *given : Sharding::replicated());
+      }
+      Sharding result = shape.is_tuple() ? Sharding::tuple(std::move(out)) : out[0];
+      if (!now || !(*now == result)) state_.set_provided(b.ref, result);
+    }
+  }
+
+  static bool evenly_divides(const Sharding& s, const std::vector<int64_t>& dims) {
+    if (!s.is_tiled()) return true;
+    for (int64_t d = 0; d < s.tiled_data_rank() && d < static_cast<int64_t>(dims.size()); ++d)
+      if (dims[static_cast<size_t>(d)] % s.tile_assignment().dim(d) != 0) return false;
+    return true;
+  }
+
   void read_annotations() {
+    read_boundary();
     for (CompId c : state_.reachable()) {
       const Computation& comp = module_.computation(c);
       for (InstrId i = 0; i < comp.size(); ++i) {
@@ -233,7 +333,11 @@ class Propagator {
         if (!s.is_tuple() && in.shape.is_tuple())
           s = Sharding::tuple(std::vector<Sharding>(ranks.size(), s));
         validate_annotation(s, ranks, num_devices_, in.location);
-        state_.set_provided({c, i}, s);
+        const std::vector<bool>* flags = boundary_flags({c, i});
+        if (flags && std::any_of(flags->begin(), flags->end(), [](bool b) { return b; }))
+          state_.set({c, i}, s);  // XLA: an allowed boundary value's annotation is not final
+        else
+          state_.set_provided({c, i}, s);
         if (auto open = unspecified_dims(in); !open.empty()) open_dims_[{c, i}] = std::move(open);
       }
     }
@@ -260,16 +364,24 @@ class Propagator {
     auto allowed = [](const std::vector<bool>& flags, size_t i) {
       return flags.empty() || (flags.size() == 1 ? flags[0] : i < flags.size() && flags[i]);
     };
+    // Under XLA's vectors a value none of whose leaves may be chosen stays
+    // as annotated, else replicated.
     const Computation& entry = module_.entry();
+    for (const auto& b : boundary_)
+      if (std::none_of(b.flags.begin(), b.flags.end(), [](bool f) { return f; }) &&
+          !state_.sharding(b.ref))
+        state_.freeze(b.ref);  // no sharding, as in XLA (written as replicated)
     const std::vector<InstrId> parameters = entry.parameters();
-    for (size_t i = 0; i < parameters.size(); ++i)
-      if (!(options_.propagate_to_parameters && allowed(module_.propagation_to_parameters(), i)) &&
-          !state_.sharding({module_.entry_id(), parameters[i]}))
-        state_.set_provided({module_.entry_id(), parameters[i]}, Sharding());
+    if (options_.allow_to_parameters.empty())
+      for (size_t i = 0; i < parameters.size(); ++i)
+        if (!(options_.propagate_to_parameters &&
+              allowed(module_.propagation_to_parameters(), i)) &&
+            !state_.sharding({module_.entry_id(), parameters[i]}))
+          state_.set_provided({module_.entry_id(), parameters[i]}, Sharding());
     const std::vector<bool>& output_flags = module_.propagation_to_output();
     const bool output_allowed =
         std::all_of(output_flags.begin(), output_flags.end(), [](bool b) { return b; });
-    if (!(options_.propagate_to_output && output_allowed) &&
+    if (options_.allow_to_output.empty() && !(options_.propagate_to_output && output_allowed) &&
         !state_.sharding({module_.entry_id(), entry.root()}))
       state_.set_provided({module_.entry_id(), entry.root()}, Sharding());
     state_.sync_provided_groups();
@@ -348,7 +460,7 @@ class Propagator {
   bool improve(ValueRef r, const Sharding& candidate, int level) {
     if (state_.provided(r)) return level >= 1 && refine_open_dims(r, candidate);
     const Instruction& in = state_.instr(r);
-    const bool may_combine = level > 0;
+    const bool may_combine = options_.is_spmd && level > 0;
     // Aggressive resharding is allowed when the value has one (non-root) user.
     const Computation& comp = module_.computation(r.comp);
     const bool aggressive = state_.users(r).size() == 1 && comp.root() != r.instr;
@@ -414,7 +526,7 @@ class Propagator {
     if (first + static_cast<int64_t>(mine.size()) > static_cast<int64_t>(leaves.size()))
       return std::nullopt;
     const Computation& comp = module_.computation(tuple.comp);
-    const bool may_combine = level > 0;
+    const bool may_combine = options_.is_spmd && level > 0;
     const bool aggressive = state_.users(tuple).size() == 1 && comp.root() != tuple.instr;
     std::optional<std::vector<Sharding>> next;
     for (size_t j = 0; j < mine.size(); ++j) {
@@ -541,6 +653,12 @@ class Propagator {
   PropagationStats stats_;
   std::map<std::pair<int64_t, ShardGroup::Kind>, std::vector<ValueRef>> groups_;
   std::map<ValueRef, std::vector<int64_t>> open_dims_;
+  struct BoundaryValue {  // an entry parameter or the root under XLA's vectors
+    ValueRef ref;
+    std::vector<bool> flags;        // per leaf: may propagation choose it
+    std::optional<Sharding> given;  // its annotation (tuple form for a tuple value)
+  };
+  std::vector<BoundaryValue> boundary_;
   std::vector<std::vector<uint64_t>> clean_forward_, clean_backward_;  // see sweep()
   std::vector<std::optional<CompactGraph>> graphs_;                    // per reachable computation
 };

@@ -468,3 +468,70 @@ TEST(OpRules, FlashAttentionOperandsTakeTheOutputsHeadTiling) {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+// ---- size-1 convolution dims, non-SPMD rules -------------------------------------
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, ConvolutionSize1SpatialDimsAreEinsumDims) {
+  // Input, window and output of size 1 on both spatial dims; the input
+  // (64*16 elements) outweighs the kernel (8*16) and goes first. Not
+  // reversed, a size-1 dim is a batch dim (window = input = lhs dilation 1):
+  // both operands tile it, the input's tiling of spatial dim 0 wins -> result
+  // dim 1. Reversed (rhs_reversal), it is the kernel-free kind (input 1,
+  // window = output, padding size-1 = 0): the input's tiling of it carries
+  // nothing, the kernel's tiling of spatial dim 1 reaches result dim 2.
+  auto conv = [](const std::string& reversal) {
+    return module(R"(
+  %lhs = f32[64,1,1,16] parameter(0), sharding={devices=[1,2,1,1]0,1}
+  %rhs = f32[1,1,8,16] parameter(1), sharding={devices=[1,2,1,1]0,1}
+  ROOT %conv = f32[64,1,1,8] convolution(%lhs, %rhs), window={size=1x1)" +
+                      reversal + R"(}, dim_labels=b01f_01oi->b01f
+)",
+                  2);
+  };
+  EXPECT_EQ(sharding_of(propagate_text(conv("")), "conv"), canon("{devices=[1,2,1,1]0,1}"));
+  EXPECT_EQ(sharding_of(propagate_text(conv(" rhs_reversal=1x1")), "conv"),
+            canon("{devices=[1,1,2,1]0,1}"));
+}
+
+PropagationOptions non_spmd() {
+  PropagationOptions o;
+  o.is_spmd = false;
+  return o;
+}
+
+TEST(OpRules, NonSpmdReduceOverATiledDimIsReplicated) {
+  // SPMD: reducing dim 0 of [2,2] leaves dim 1's tile j on {j, j+2}
+  // (partial replication). Non-SPMD has no partial result: replicated.
+  const std::string text = module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[2,2]0,1,2,3}
+  %zero = f32[] constant(0)
+  ROOT %r = f32[8] reduce(%p0, %zero), dimensions={0}, to_apply=%add
+)");
+  EXPECT_EQ(sharding_of(propagate_text(text), "r"),
+            canon("{devices=[2,2]0,2,1,3 last_tile_dim_replicate}"));
+  EXPECT_EQ(sharding_of(propagate_text(text, non_spmd()), "r"), canon("{replicated}"));
+}
+
+TEST(OpRules, NonSpmdConcatOperandTakesTheTilesHoldingItsRows) {
+  // Result rows 16 over 4 tiles of ceil(16/4) = 4 rows. Operand 0 holds rows
+  // [0,4): tile 0 only, device 0 -> a single-device placement, which does not
+  // spread (replicated). Operand 1 holds rows [4,16): tiles 1..3 -> [3,1] on
+  // devices 1,2,3. SPMD: both take the result's [4,1].
+  const std::string text = module(R"(
+  %p0 = f32[4,8] parameter(0)
+  %p1 = f32[12,8] parameter(1)
+  %c0 = f32[4,8] copy(%p0)
+  %c1 = f32[12,8] copy(%p1)
+  ROOT %c = f32[16,8] concatenate(%c0, %c1), dimensions={0}, sharding={devices=[4,1]<=[4]}
+)");
+  Module m = propagate_text(text, non_spmd());
+  EXPECT_EQ(sharding_of(m, "c0"), canon("{replicated}"));
+  EXPECT_EQ(sharding_of(m, "c1"), canon("{devices=[3,1]1,2,3}"));
+  EXPECT_EQ(sharding_of(propagate_text(text), "c1"), canon("{devices=[4,1]<=[4]}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
