@@ -134,3 +134,21 @@ TEST(PropagationOptions, NonSpmdDoesNotMergePartialShardings) {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(PropagationFrontendAttributes, ShardyMeshInEitherPrintedForm) {
+  // Both fixtures name mesh "data"=1 x "expert"=4 (one quoted and escaped,
+  // one an unquoted brace value) and shard p's dim 0 over "expert": 4 tiles
+  // on devices 0..3, which reach e through the elementwise ops.
+  for (const char* stem : {"frontend_attributes_quoted", "frontend_attributes_unquoted"}) {
+    Module m =
+        parse_hlo_file(std::string(PODSIM_SOURCE_DIR "/tests/fixtures/hlo/") + stem + ".hlo");
+    propagate_shardings(m);
+    EXPECT_EQ(sharding_of(m, "e"), canon("{devices=[4,1]<=[4]}")) << stem;
+  }
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
