@@ -162,6 +162,19 @@ int64_t sorted_dim(const Instruction& in, const Shape& operand) {
   return -1;
 }
 
+// XLA's IsSortOperandShardingMovable: `s` tiles the sorted dim of a rank >= 2
+// value that has another untiled dim of size > 1 (the partitioner moves the
+// sorted dim's tiles there).
+bool sort_tiling_is_movable(const Sharding& s, const Shape& shape, int64_t dim) {
+  if (!s.is_tiled() || shape.rank() < 2 || dim >= s.tiled_data_rank() ||
+      s.tile_assignment().dim(dim) == 1)
+    return false;
+  for (int64_t d = 0; d < shape.rank(); ++d)
+    if (d != dim && s.tile_assignment().dim(d) == 1 && shape.dim(static_cast<int>(d)) > 1)
+      return true;
+  return false;
+}
+
 // A leaf sharding with the sorted dim replicated (sort is local along the
 // other dims only); nullopt for maximal.
 std::optional<Sharding> without_sorted_dim(const Sharding& s, int64_t dim) {
@@ -266,7 +279,11 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     // Sort / TopK: each operand's tiling of the unsorted dims, to every leaf.
     for (int i = 0; i < in.operand_count(); ++i) {
       if (!op_sharding(i) || op_sharding(i)->is_tuple()) continue;
-      std::optional<Sharding> s = without_sorted_dim(*op_sharding(i), dim);
+      // A sort keeps a tiling of its sorted dim when it can be moved (XLA).
+      std::optional<Sharding> s =
+          in.opcode == Opcode::kSort && sort_tiling_is_movable(*op_sharding(i), op_shape(i), dim)
+              ? *op_sharding(i)
+              : without_sorted_dim(*op_sharding(i), dim);
       if (!s) continue;
       if (in.shape.is_tuple())
         s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *s));
@@ -614,6 +631,7 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       const size_t index = user.opcode == Opcode::kSort ? static_cast<size_t>(k) : 0;
       leaf = s.tuple_elements().at(std::min(index, s.tuple_elements().size() - 1));
     }
+    if (user.opcode == Opcode::kSort && sort_tiling_is_movable(leaf, operand, dim)) return leaf;
     return without_sorted_dim(leaf, dim);
   }
 

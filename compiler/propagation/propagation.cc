@@ -221,28 +221,18 @@ class Propagator {
   std::vector<bool> parameter_leaf_flags(size_t i, size_t count, const Shape& shape) const {
     const std::vector<bool>& f = options_.allow_to_parameters;
     const auto leaves = static_cast<size_t>(shape.leaf_count());
-    if (f.size() == 1) return std::vector<bool>(leaves, f[0]);
     if (count == 1 && shape.is_tuple() && f.size() == leaves) return f;
-    if (f.size() != count)
-      throw UserError(fmt::format("--allow-spmd-sharding-propagation-to-parameters has {} values "
-                                  "but the entry computation has {} parameters",
-                                  f.size(), count),
-                      "give one value for all parameters, or one per parameter (one per leaf "
-                      "for a single tuple parameter)");
-    return std::vector<bool>(leaves, f[i]);
+    if (f.size() == count) return std::vector<bool>(leaves, f[i]);
+    // One value, or a count that fits nothing: XLA applies "any true" to all.
+    return std::vector<bool>(leaves, std::any_of(f.begin(), f.end(), [](bool b) { return b; }));
   }
 
   // Per leaf of the entry result (XLA's allow_spmd_sharding_propagation_to_output).
   std::vector<bool> output_leaf_flags(const Shape& shape) const {
     const std::vector<bool>& f = options_.allow_to_output;
     const auto leaves = static_cast<size_t>(shape.leaf_count());
-    if (f.size() == 1) return std::vector<bool>(leaves, f[0]);
-    if (f.size() != leaves)
-      throw UserError(fmt::format("--allow-spmd-sharding-propagation-to-output has {} values but "
-                                  "the entry result has {} leaves",
-                                  f.size(), leaves),
-                      "give one value for the whole result, or one per result leaf");
-    return f;
+    if (f.size() == leaves) return f;
+    return std::vector<bool>(leaves, std::any_of(f.begin(), f.end(), [](bool b) { return b; }));
   }
 
   // The entry boundary under XLA's vectors (PropagationOptions::allow_to_*):
@@ -251,24 +241,35 @@ class Propagator {
   void read_boundary() {
     const CompId e = module_.entry_id();
     const Computation& entry = module_.entry();
-    auto add = [&](InstrId i, std::vector<bool> flags) {
+    auto add = [&](InstrId i, std::vector<bool> flags, bool check_even) {
       const Instruction& in = entry.instr(i);
       std::optional<Sharding> given;
       if (in.sharding) given = parse_sharding(*in.sharding, in.location).without_group_and_metadata();
       if (given && !given->is_tuple() && in.shape.is_tuple())
         given = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *given));
-      boundary_.push_back({{e, i}, std::move(flags), given});
+      boundary_.push_back({{e, i}, std::move(flags), given, check_even});
     };
     if (!options_.allow_to_parameters.empty()) {
       const std::vector<InstrId> parameters = entry.parameters();
       for (size_t k = 0; k < parameters.size(); ++k)
-        add(parameters[k], parameter_leaf_flags(k, parameters.size(),
-                                                entry.instr(parameters[k]).shape));
+      {
+        const Shape& shape = entry.instr(parameters[k]).shape;
+        // XLA checks divisibility only where the vector maps one to one.
+        const size_t n = options_.allow_to_parameters.size();
+        add(parameters[k], parameter_leaf_flags(k, parameters.size(), shape),
+            n == parameters.size() ||
+                (parameters.size() == 1 && shape.is_tuple() &&
+                 n == static_cast<size_t>(shape.leaf_count())));
+      }
     }
     if (!options_.allow_to_output.empty()) {
       bool is_parameter = false;
       for (const auto& b : boundary_) is_parameter |= b.ref.instr == entry.root();
-      if (!is_parameter) add(entry.root(), output_leaf_flags(entry.instr(entry.root()).shape));
+      const Shape& shape = entry.instr(entry.root()).shape;
+      if (!is_parameter)
+        add(entry.root(), output_leaf_flags(shape),
+            !shape.is_tuple() ||
+                options_.allow_to_output.size() == static_cast<size_t>(shape.leaf_count()));
     }
   }
 
@@ -280,7 +281,9 @@ class Propagator {
 
   // After the levels: a disallowed leaf gets its annotation back (else
   // replicated); an allowed leaf whose propagated tiling does not divide its
-  // dims evenly too (XLA's evenly-partitions check at the boundary).
+  // dims evenly becomes replicated (XLA's evenly-partitions check, made
+  // where the vector maps one flag per parameter / leaf, or the result is
+  // one array).
   void finish_boundary() {
     for (const auto& b : boundary_) {
       const Shape& shape = state_.instr(b.ref).shape;
@@ -297,9 +300,11 @@ class Propagator {
       for (size_t j = 0; j < leaves.size(); ++j) {
         std::optional<Sharding> given = leaf_of(b.given, j);
         std::optional<Sharding> leaf = leaf_of(now, j);
-        const bool keep = j < b.flags.size() && b.flags[j] && leaf &&
-                          evenly_divides(*leaf, leaves[j]->dims());
-        out.push_back(keep ? *leaf : given ? *given : Sharding::replicated());
+        const bool allowed = j < b.flags.size() && b.flags[j];
+        if (allowed && leaf && b.check_even && !evenly_divides(*leaf, leaves[j]->dims()))
+          out.push_back(Sharding::replicated());
+        else
+          out.push_back(allowed && leaf ? *leaf : given ? *given : Sharding::replicated());
       }
       Sharding result = shape.is_tuple() ? Sharding::tuple(std::move(out)) : out[0];
       if (!now || !(*now == result)) state_.set_provided(b.ref, result);
@@ -313,6 +318,19 @@ class Propagator {
     return true;
   }
 
+  // XLA's own mark on a sharding it added only to keep CSE from merging
+  // values (metadata op_name "_sharding_propagation_cse_prevention"): not
+  // the user's; propagation starts without it.
+  static bool is_cse_prevention(const Sharding& s) {
+    const auto marked = [](const Sharding& leaf) {
+      for (const std::string& m : leaf.metadata())
+        if (m.find("_sharding_propagation_cse_prevention") != std::string::npos) return true;
+      return false;
+    };
+    if (!s.is_tuple()) return marked(s);
+    return std::any_of(s.tuple_elements().begin(), s.tuple_elements().end(), marked);
+  }
+
   void read_annotations() {
     read_boundary();
     for (CompId c : state_.reachable()) {
@@ -320,7 +338,7 @@ class Propagator {
       for (InstrId i = 0; i < comp.size(); ++i) {
         const Instruction& in = comp.instr(i);
         std::optional<Sharding> annotated = annotation({c, i}, in);
-        if (!annotated) continue;
+        if (!annotated || is_cse_prevention(*annotated)) continue;
         Sharding s = *annotated;
         if (s.group()) groups_[{s.group()->id, s.group()->kind}].push_back({c, i});
         ++stats_.annotated;
@@ -657,6 +675,7 @@ class Propagator {
     ValueRef ref;
     std::vector<bool> flags;        // per leaf: may propagation choose it
     std::optional<Sharding> given;  // its annotation (tuple form for a tuple value)
+    bool check_even = true;         // an uneven propagated tiling becomes replicated
   };
   std::vector<BoundaryValue> boundary_;
   std::vector<std::vector<uint64_t>> clean_forward_, clean_backward_;  // see sweep()

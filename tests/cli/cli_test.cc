@@ -223,13 +223,6 @@ TEST(Cli, XlaPropagationOptionsAreFlags) {
                           " --propagate-only --allow-spmd-sharding-propagation-to-output=yes");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("'yes' is not a bool"), std::string::npos) << bad.output;
-  Result count = run_merged("partition " + file.string() +
-                            " --propagate-only --allow-spmd-sharding-propagation-to-parameters="
-                            "true,true,true");
-  EXPECT_EQ(count.exit_code, 2) << count.output;
-  EXPECT_NE(count.output.find("has 3 values but the entry computation has 2 parameters"),
-            std::string::npos)
-      << count.output;
 }
 
 }  // namespace

@@ -38,15 +38,15 @@ TEST(PropagationOptions, OutputFlagsApplyPerResultLeaf) {
 }
 
 TEST(PropagationOptions, OutputTakesATilingOnlyIfItDividesEvenly) {
-  // The slice's 6 rows over 4 tiles: 6 % 4 != 0 -> replicated; the 8-row
-  // negate divides -> tiled.
+  // One flag per result leaf: the slice's 6 rows over 4 tiles, 6 % 4 != 0
+  // -> replicated; the 8-row negate divides -> tiled.
   Module m = propagate_text(module(R"(
   %p0 = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
   %n = f32[8,4] negate(%p0)
   %s = f32[6,4] slice(%n), slice={[0:6], [0:4]}
   ROOT %t = (f32[8,4], f32[6,4]) tuple(%n, %s)
 )"),
-                            xla({true}, {true}));
+                            xla({true, true}, {true}));
   EXPECT_EQ(sharding_of(m, "t"), canon("{{devices=[4,1]<=[4]}, {replicated}}"));
   // podsim's default (no vectors) tiles the uneven leaf and pads.
   Module d = propagate_text(module(R"(
@@ -81,19 +81,22 @@ TEST(PropagationOptions, ParameterFlagsApplyPerParameter) {
   EXPECT_EQ(sharding_of(m, "p1"), canon("{replicated}"));
 }
 
-TEST(PropagationOptions, ParameterKeepsItsAnnotationWhenThePropagatedTilingIsUneven) {
+TEST(PropagationOptions, AnUnevenPropagatedParameterTilingBecomesReplicated) {
   // p1 (6 elements) is annotated [2] rep 2 (6 % 2 == 0); the add offers [4]
-  // (more tiles, taken during propagation) but 6 % 4 != 0, so p1 ends with
-  // its annotation; unannotated p0 ends replicated.
-  Module m = propagate_text(module(R"(
+  // (more tiles, taken during propagation) but 6 % 4 != 0, so p1 ends
+  // replicated, as in XLA. With one flag for two parameters XLA makes no
+  // such check and p1 keeps the uneven [4].
+  const std::string text = module(R"(
   %p0 = f32[6] parameter(0)
   %p1 = f32[6] parameter(1), sharding={devices=[2,2]<=[4] last_tile_dim_replicate}
   %a = f32[6] add(%p0, %p1), sharding={devices=[4]<=[4]}
   ROOT %n = f32[6] negate(%a)
-)"),
-                            xla({false}, {true}));
+)");
+  Module m = propagate_text(text, xla({false}, {false, true}));
   EXPECT_EQ(sharding_of(m, "p0"), canon("{replicated}"));
-  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[2,2]<=[4] last_tile_dim_replicate}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{replicated}"));
+  Module one = propagate_text(text, xla({false}, {true}));
+  EXPECT_EQ(sharding_of(one, "p1"), canon("{devices=[4]<=[4]}"));
 }
 
 TEST(PropagationOptions, SingleTupleParameterTakesOneFlagPerLeaf) {
@@ -111,9 +114,14 @@ TEST(PropagationOptions, SingleTupleParameterTakesOneFlagPerLeaf) {
   EXPECT_EQ(sharding_of(m, "p"), canon("{{replicated}, {devices=[4]<=[4]}}"));
 }
 
-TEST(PropagationOptions, AFlagVectorOfTheWrongLengthIsAUserError) {
-  EXPECT_THROW(propagate_text(module(kTwoParameters), xla({true}, {true, true, true})), UserError);
-  EXPECT_THROW(propagate_text(module(kTwoOutputs), xla({true, true, true}, {true})), UserError);
+TEST(PropagationOptions, AVectorOfAnotherLengthAppliesAnyTrueToAll) {
+  // Three values for two parameters fit neither reading: as XLA, "any true"
+  // (here true) applies to both; {false, false} on the one-result output
+  // likewise means false.
+  Module m = propagate_text(module(kTwoParameters), xla({false, false}, {false, true, false}));
+  EXPECT_EQ(sharding_of(m, "p0"), canon("{devices=[4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "p1"), canon("{devices=[4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "n"), canon("{replicated}"));
 }
 
 TEST(PropagationOptions, NonSpmdDoesNotMergePartialShardings) {
@@ -148,6 +156,25 @@ TEST(PropagationFrontendAttributes, ShardyMeshInEitherPrintedForm) {
     propagate_shardings(m);
     EXPECT_EQ(sharding_of(m, "e"), canon("{devices=[4,1]<=[4]}")) << stem;
   }
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(PropagationAnnotations, XlasCsePreventionShardingIsNotAnAnnotation) {
+  // b's [4] in order 0..3 carries XLA's CSE-prevention mark: it is dropped,
+  // and b takes its user's reversed order (3,2,1,0) like any unannotated value.
+  Module m = propagate_text(module(R"(
+  %p = f32[] parameter(0), sharding={replicated}
+  %b = f32[8] broadcast(%p), dimensions={}, sharding={devices=[4]0,1,2,3 metadata={op_name="_sharding_propagation_cse_prevention"}}
+  %a = f32[8] add(%b, %b)
+  ROOT %c = f32[8] copy(%a), sharding={devices=[4]3,2,1,0}
+)"));
+  EXPECT_EQ(sharding_of(m, "b"), canon("{devices=[4]3,2,1,0}"));
+  EXPECT_EQ(sharding_of(m, "a"), canon("{devices=[4]3,2,1,0}"));
 }
 
 }  // namespace
