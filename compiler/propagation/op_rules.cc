@@ -783,17 +783,25 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
         }
         return cand;
       }
-      // Indices from the result along index-parallel dims, else from the
-      // first updates' scatter dims.
-      if (!par.operand.empty()) {
-        const std::optional<Sharding> result = leaf(0);
-        return result ? along(*result, par.operand, par.indices, operand.rank()) : std::nullopt;
-      }
+      // Indices from the result along index-parallel dims, merged with (or
+      // else) the first updates' scatter dims (index pass-through).
+      std::optional<Sharding> from_result;
+      if (!par.operand.empty())
+        if (const std::optional<Sharding> result = leaf(0))
+          from_result = along(*result, par.operand, par.indices, operand.rank());
+      std::optional<Sharding> from_updates;
       const std::optional<Sharding>& ups = st.sharding({user_ref.comp, user.operand(n + 1)});
-      if (!ups || ups->is_tuple()) return std::nullopt;
-      const ScatterDimMap m =
-          scatter_dim_map(user, target, indices, comp.instr(user.operand(n + 1)).shape);
-      return along(*ups, m.update_scatter, m.index_batch, operand.rank());
+      if (ups && !ups->is_tuple()) {
+        const ScatterDimMap m =
+            scatter_dim_map(user, target, indices, comp.instr(user.operand(n + 1)).shape);
+        from_updates = along(*ups, m.update_scatter, m.index_batch, operand.rank());
+      }
+      if (!par.operand.empty() && from_result) {
+        if (from_updates && from_updates->is_tiled())
+          if (auto merged = merge_if_compatible(*from_result, *from_updates)) return merged;
+        return from_result;
+      }
+      return par.operand.empty() ? from_updates : std::nullopt;
     }
     case Opcode::kTuple:
       return sub_sharding(s, user.shape, k);

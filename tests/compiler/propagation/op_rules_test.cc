@@ -569,3 +569,38 @@ TEST(OpRules, SortKeepsATilingOfTheSortedDimThatCanMove) {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, ScatterIndicesMergeTheParallelDimWithTheUpdatesIndexPassThrough) {
+  // Index component 0 is an iota along indices dim 1, so operand dim 0 is
+  // parallel to indices dim 1 and update dim 0. The updates [2,2,1] tile
+  // update dims 0 and 1, the scatter dims = indices dims 1 and 2: the
+  // indices take [1,2,2] (device 2i+j holds indices tile (i,j)). Before,
+  // the result's parallel tiling alone gave [1,2,1] with dim 2 replicated.
+  Module m = propagate_text(R"(HloModule t, num_partitions=4
+
+%sum (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+
+ENTRY %e {
+  %p0 = s32[8,4,2] parameter(0)
+  %p1 = s32[1,8,4] parameter(1)
+  %p2 = s32[8,4,2] parameter(2)
+  %operand = s32[8,4,2] copy(%p0)
+  %idx = s32[1,8,4] copy(%p1)
+  %iota = s32[1,8,4] iota(), iota_dimension=1
+  %indices = s32[2,8,4] concatenate(%iota, %idx), dimensions={0}
+  %update = s32[8,4,2] copy(%p2), sharding={devices=[2,2,1]<=[4]}
+  ROOT %scatter = s32[8,4,2] scatter(%operand, %indices, %update), to_apply=%sum, update_window_dims={2}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=0
+}
+)");
+  EXPECT_EQ(sharding_of(m, "indices"), canon("{devices=[1,2,2]<=[4]}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
