@@ -577,10 +577,20 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     case Opcode::kConditional:
       return out;  // result is synchronised with the callee / branch roots
     case Opcode::kCustomCall:
+    case Opcode::kAsyncStart:
+    case Opcode::kAsyncUpdate:
+    case Opcode::kAsyncDone:
       // A custom-call of tuple shape with a manual operand is manual
-      // (array-shaped ones are elementwise-like, above).
-      for (int i = 0; i < in.operand_count(); ++i)
-        if (op_sharding(i) && op_sharding(i)->is_manual()) return {Sharding::manual()};
+      // (array-shaped ones are elementwise-like, above); so is an async
+      // step (every leaf of its context).
+      for (int i = 0; i < in.operand_count(); ++i) {
+        const std::optional<Sharding>& s = op_sharding(i);
+        if (s && (s->is_manual() ||
+                  (s->is_tuple() && !s->tuple_elements().empty() &&
+                   std::all_of(s->tuple_elements().begin(), s->tuple_elements().end(),
+                               [](const Sharding& leaf) { return leaf.is_manual(); }))))
+          return {Sharding::manual()};
+      }
       return out;
     default:
       return out;

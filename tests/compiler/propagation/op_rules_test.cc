@@ -604,3 +604,32 @@ ENTRY %e {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, AsyncStepsOfManualOperandsAreManual) {
+  // call-start of two manual operands: its context tuple ((operands),
+  // result, u32 state), 4 leaves, is manual; call-done of a manual context
+  // is manual.
+  Module m = propagate_text(R"(HloModule t, num_partitions=2
+
+%callee (a: s32[8], b: s32[8]) -> s32[8] {
+  %a = s32[8] parameter(0)
+  %b = s32[8] parameter(1)
+  ROOT %s = s32[8] add(%a, %b)
+}
+
+ENTRY %e {
+  %p0 = s32[8] parameter(0), sharding={manual}
+  %p1 = s32[8] parameter(1), sharding={manual}
+  %start = ((s32[8], s32[8]), s32[8], u32[]) call-start(%p0, %p1), to_apply=%callee
+  ROOT %done = s32[8] call-done(%start)
+}
+)");
+  EXPECT_EQ(sharding_of(m, "start"), canon("{{manual}, {manual}, {manual}, {manual}}"));
+  EXPECT_EQ(sharding_of(m, "done"), canon("{manual}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
