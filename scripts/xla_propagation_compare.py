@@ -90,6 +90,8 @@ def main():
     ap.add_argument("--no-options", action="store_true", help="run without XLA's options")
     ap.add_argument("--markdown", action="store_true", help="print the per-check table as markdown")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--tsv", default="", help="also write every check (test, instruction, expected, podsim, verdict, "
+                                              "annotated_in_input, flags) to this file")
     a = ap.parse_args()
     runner = load_runner(a.corpus)
     with open(os.path.join(a.corpus, "index.tsv")) as f:
@@ -122,17 +124,27 @@ def main():
             verdict = "agree" if same else "disagree"
         agree += verdict == "agree"
         per_test.setdefault(test, []).append(verdict == "agree")
-        lines.append((test, line, instr, expected, got, verdict, " ".join(cmd[6:])))
+        source = open(os.path.join(a.corpus, "propagation", test + ".hlo")).read()
+        annotated = runner.extract_shardings(source).get(instr) is not None
+        lines.append((test, line, instr, expected, got, verdict, " ".join(cmd[6:]), annotated))
     if a.markdown:
         print("| test (line) | instruction | XLA expects | podsim | verdict | flags |")
         print("|---|---|---|---|---|---|")
-        for test, line, instr, expected, got, verdict, flags in lines:
+        for test, line, instr, expected, got, verdict, flags, _ in lines:
             exp = expected if expected == "NONE" else f"`{expected}`"
             print(f"| {test} ({line}) | {instr} | {exp} | `{got}` | {verdict} | {flags} |")
     else:
-        for test, line, instr, expected, got, verdict, flags in lines:
+        for test, line, instr, expected, got, verdict, flags, _ in lines:
             if verdict != "agree":
                 print(f"{verdict}\t{test}\t{instr}\texpected {expected}\tpodsim {got}\t{flags}")
+    if a.tsv:
+        with open(a.tsv, "w") as f:
+            f.write("test\tline\tinstruction\texpected\tpodsim\tverdict\tflags\tannotated_in_input\n")
+            for row in lines:
+                f.write("\t".join(str(x) for x in row) + "\n")
+    unannotated = [row for row in lines if not row[7]]
+    print(f"on instructions the input leaves unannotated: {len(unannotated)} compared, "
+          f"{sum(1 for row in unannotated if row[5] == 'agree')} agree")
     tests_ok = sum(1 for v in per_test.values() if all(v))
     print(f"checks: {len(checks)} compared, {agree} agree ({100.0 * agree / max(1, len(checks)):.1f}%); "
           f"tests: {len(per_test)}, {tests_ok} all agree"

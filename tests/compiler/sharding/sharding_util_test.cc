@@ -154,10 +154,12 @@ TEST(ReshapeSharding, SizeOneDims) {
   EXPECT_EQ(reshape({3, 1, 5, 7}, {3, 5, 1, 7}, "{devices=[1,1,2,1]<=[2]}"),
             parse("{devices=[1,2,1,1]<=[2]}"));
   EXPECT_EQ(reshape({8, 16}, {8, 16, 1}, "{devices=[2,1]<=[2]}"), parse("{devices=[2,1,1]<=[2]}"));
-  // A sharded size-1 dim becomes replication: [2,4] on f32[1,8] -> f32[8]:
-  // tile j of the 8 is held by {j, 4+j}.
+  // A sharded size-1 dim becomes replication with the device list kept in
+  // order (XLA reshapes the tile array): [2,4] <=[8] on f32[1,8] -> f32[8]
+  // is [4,2] <=[8] replicated: tile j of the 8 is held by {2j, 2j+1}. (The
+  // size-1 dim's second tile, devices 4..7, held only padding.)
   EXPECT_EQ(reshape({1, 8}, {8}, "{devices=[2,4]<=[8]}"),
-            parse("{devices=[4,2]0,4,1,5,2,6,3,7 last_tile_dim_replicate}"));
+            parse("{devices=[4,2]<=[8] last_tile_dim_replicate}"));
   EXPECT_EQ(reshape({3, 5}, {15}, "{replicated}"), Sharding::replicated());
 }
 
