@@ -597,8 +597,32 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
   }
 }
 
+namespace {
+std::optional<Sharding> backward_rule(const PropagationState& st, ValueRef user_ref, int k,
+                                      int level);
+}  // namespace
+
 std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef user_ref, int k,
                                            int level) {
+  std::optional<Sharding> cand = backward_rule(st, user_ref, k, level);
+  if (cand || level == 0) return cand;
+  // In a partially manual region an operand no rule shards (an index
+  // scalar, a loop counter) is replicated within each manual group: the
+  // user's manual subgroup with every data dim whole (XLA does the same).
+  const Instruction& user = st.instr(user_ref);
+  const std::optional<Sharding>& us = st.sharding(user_ref);
+  const Shape& operand = st.module().computation(user_ref.comp).instr(user.operand(k)).shape;
+  if (!us || !us->is_tiled() || !us->has_manual_subgroup() || !operand.is_array() ||
+      is_manual_boundary(user) || blocks_backward(user) || is_cross_partition_all_reduce(user))
+    return cand;
+  const Sharding whole = partially_replicate_on_all_dims_except(*us, {});
+  return add_shape_dims(remove_shape_dims(whole, iota_dims(us->tiled_data_rank())),
+                        iota_dims(operand.rank()));
+}
+
+namespace {
+std::optional<Sharding> backward_rule(const PropagationState& st, ValueRef user_ref, int k,
+                                      int level) {
   const Instruction& user = st.instr(user_ref);
   if (user.opcode == Opcode::kCall) {
     const Computation& callee = st.module().computation(user.to_apply());
@@ -833,5 +857,7 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       return std::nullopt;
   }
 }
+
+}  // namespace
 
 }  // namespace podsim::compiler::propagation

@@ -385,10 +385,15 @@ class Propagator {
     // Under XLA's vectors a value none of whose leaves may be chosen stays
     // as annotated, else replicated.
     const Computation& entry = module_.entry();
-    for (const auto& b : boundary_)
+    // A control-flow result (a while root) still shares its loop's sharding
+    // while propagating, as in XLA; finish_boundary restores it.
+    for (const auto& b : boundary_) {
+      const Opcode op = state_.instr(b.ref).opcode;
       if (std::none_of(b.flags.begin(), b.flags.end(), [](bool f) { return f; }) &&
-          !state_.sharding(b.ref))
+          !state_.sharding(b.ref) && op != Opcode::kWhile && op != Opcode::kConditional &&
+          op != Opcode::kCall)
         state_.freeze(b.ref);  // no sharding, as in XLA (written as replicated)
+    }
     const std::vector<InstrId> parameters = entry.parameters();
     if (options_.allow_to_parameters.empty())
       for (size_t i = 0; i < parameters.size(); ++i)

@@ -633,3 +633,22 @@ ENTRY %e {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, IndexScalarsInAPartiallyManualRegionTakeTheManualSubgroup) {
+  // The dynamic-slice is manual over 2 groups (tile dim 2, manual) and
+  // replicated within each (tile dim 3): its index scalar z, which no rule
+  // shards, is replicated within each manual group: tile dims [2,2] with
+  // the same device order, {manual, replicated}.
+  Module m = propagate_text(module(R"(
+  %p = f32[8,4] parameter(0), sharding={devices=[1,1,2,2]<=[4] last_tile_dims={manual, replicated}}
+  %z = s32[] constant(0)
+  ROOT %ds = f32[2,4] dynamic-slice(%p, %z, %z), dynamic_slice_sizes={2,4}, sharding={devices=[1,1,2,2]<=[4] last_tile_dims={manual, replicated}}
+)"));
+  EXPECT_EQ(sharding_of(m, "z"), canon("{devices=[2,2]<=[4] last_tile_dims={manual, replicated}}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
