@@ -68,8 +68,9 @@ CLI::App* add_partition_command(CLI::App& app, PartitionOptions& o) {
   partition->add_option("--allow-spmd-sharding-propagation-to-output", o.allow_to_output,
                         "XLA's vector: one bool for the whole entry result or one per "
                         "result leaf (e.g. true,false); same rules as for parameters");
-  partition->add_option("--is-spmd", o.is_spmd,
-                        "XLA's is_spmd (default true); false: propagate for a non-SPMD program")
+  partition
+      ->add_option("--is-spmd", o.is_spmd,
+                   "XLA's is_spmd (default true); false: propagate for a non-SPMD program")
       ->check(CLI::IsMember({"true", "false"}));
   partition->add_flag("--no-spmd", o.no_spmd, "same as --is-spmd=false");
   partition

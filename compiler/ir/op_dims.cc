@@ -142,8 +142,8 @@ ConvLabels conv_labels(const Instruction& conv, const Shape& lhs) {
     const int64_t kernel = i < c.kernel_spatial.size() ? c.kernel_spatial[i] : -1;
     const int64_t in_size = lhs.dim(static_cast<int>(c.input_spatial[i]));
     const bool has_window = i < conv.attrs.window.size();
-    const LabelKind kind = has_window ? spatial_kind(conv.attrs.window[i], in_size, out_size)
-                                      : LabelKind::kWindowed;
+    const LabelKind kind =
+        has_window ? spatial_kind(conv.attrs.window[i], in_size, out_size) : LabelKind::kWindowed;
     // Output size 1: a window over the whole input (a contraction) carries
     // nothing; a size-1 dim read as an einsum label (XLA reads it so) is one.
     if (out_size == 1 && kind == LabelKind::kWindowed) continue;

@@ -197,7 +197,8 @@ std::optional<Sharding> concat_operand_tiles(const Computation& comp, const Inst
       !(s.subgroup_types().empty() || s.replicate_on_last_tile_dim()))
     return s;
   int64_t offset = 0;
-  for (int i = 0; i < k; ++i) offset += comp.instr(concat.operand(i)).shape.dim(static_cast<int>(dim));
+  for (int i = 0; i < k; ++i)
+    offset += comp.instr(concat.operand(i)).shape.dim(static_cast<int>(dim));
   const int64_t rows = comp.instr(concat.operand(k)).shape.dim(static_cast<int>(dim));
   const TileAssignment& ta = s.tile_assignment();
   const int64_t size = (concat.shape.dim(static_cast<int>(dim)) + ta.dim(dim) - 1) / ta.dim(dim);
@@ -649,9 +650,8 @@ std::optional<Sharding> backward_rule(const PropagationState& st, ValueRef user_
 
   if (is_flash_call(user) && operand.is_array() && user.shape.is_tuple()) {
     // The first result leaf's batch and head tiling ([B, L, N, D] o or dq).
-    const Sharding& leaf = us->is_tuple() && !us->tuple_elements().empty()
-                               ? us->tuple_elements().front()
-                               : *us;
+    const Sharding& leaf =
+        us->is_tuple() && !us->tuple_elements().empty() ? us->tuple_elements().front() : *us;
     return flash_batch_heads(leaf, user.shape.tuple_shape(0).rank(), operand.rank());
   }
 

@@ -244,22 +244,22 @@ class Propagator {
     auto add = [&](InstrId i, std::vector<bool> flags, bool check_even) {
       const Instruction& in = entry.instr(i);
       std::optional<Sharding> given;
-      if (in.sharding) given = parse_sharding(*in.sharding, in.location).without_group_and_metadata();
+      if (in.sharding)
+        given = parse_sharding(*in.sharding, in.location).without_group_and_metadata();
       if (given && !given->is_tuple() && in.shape.is_tuple())
-        given = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *given));
+        given = Sharding::tuple(
+            std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *given));
       boundary_.push_back({{e, i}, std::move(flags), given, check_even});
     };
     if (!options_.allow_to_parameters.empty()) {
       const std::vector<InstrId> parameters = entry.parameters();
-      for (size_t k = 0; k < parameters.size(); ++k)
-      {
+      for (size_t k = 0; k < parameters.size(); ++k) {
         const Shape& shape = entry.instr(parameters[k]).shape;
         // XLA checks divisibility only where the vector maps one to one.
         const size_t n = options_.allow_to_parameters.size();
         add(parameters[k], parameter_leaf_flags(k, parameters.size(), shape),
-            n == parameters.size() ||
-                (parameters.size() == 1 && shape.is_tuple() &&
-                 n == static_cast<size_t>(shape.leaf_count())));
+            n == parameters.size() || (parameters.size() == 1 && shape.is_tuple() &&
+                                       n == static_cast<size_t>(shape.leaf_count())));
       }
     }
     if (!options_.allow_to_output.empty()) {

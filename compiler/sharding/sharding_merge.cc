@@ -113,7 +113,8 @@ std::optional<std::optional<Sharding>> merge_over_device_subset(const Sharding& 
                                                                 int64_t min_tiles) {
   std::vector<int64_t> ids = lhs.tile_assignment().to_vector();
   std::sort(ids.begin(), ids.end());
-  const bool dense = !ids.empty() && ids.front() == 0 && ids.back() == static_cast<int64_t>(ids.size()) - 1;
+  const bool dense =
+      !ids.empty() && ids.front() == 0 && ids.back() == static_cast<int64_t>(ids.size()) - 1;
   if (dense) return std::nullopt;
   std::vector<int64_t> other = rhs.tile_assignment().to_vector();
   std::sort(other.begin(), other.end());

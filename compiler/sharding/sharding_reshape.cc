@@ -161,7 +161,8 @@ Sharding replicate_unit_dims(const Sharding& sharding, std::span<const int64_t> 
     moved *= dims[static_cast<size_t>(d)];
     dims[static_cast<size_t>(d)] = 1;
   }
-  if (moved == 1 || !plain) return moved == 1 ? sharding : partially_replicate_on_dims(sharding, unit);
+  if (moved == 1 || !plain)
+    return moved == 1 ? sharding : partially_replicate_on_dims(sharding, unit);
   const int64_t rank = static_cast<int64_t>(dims.size());
   dims.push_back(moved * (types.empty() ? 1 : sharding.tile_assignment().dim(rank)));
   return Sharding::partial_tile(
@@ -236,8 +237,7 @@ std::optional<Sharding> reshape_sharding(std::span<const int64_t> source_dims,
   }
   // Size-1 dims: sharded source ones become replication, then drop them all.
   const auto src_unit = indices_of_size_one(source_dims);
-  const Sharding cleaned =
-      remove_shape_dims(replicate_unit_dims(sharding, src_unit), src_unit);
+  const Sharding cleaned = remove_shape_dims(replicate_unit_dims(sharding, src_unit), src_unit);
   if (!cleaned.is_tiled() || cleaned.num_tiles() == 1) return std::nullopt;
   auto reshaped = reshape_without_unit_dims(without_size_one(source_dims),
                                             without_size_one(target_dims), cleaned);

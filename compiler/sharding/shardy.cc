@@ -350,8 +350,8 @@ std::optional<std::string> frontend_attribute(std::string_view attributes, std::
           const char e = attributes[++i];
           if (e >= '0' && e <= '7') {
             int code = 0;
-            for (int n = 0; n < 3 && i < attributes.size() && attributes[i] >= '0' &&
-                            attributes[i] <= '7';
+            for (int n = 0;
+                 n < 3 && i < attributes.size() && attributes[i] >= '0' && attributes[i] <= '7';
                  ++n)
               code = code * 8 + (attributes[i++] - '0');
             value += static_cast<char>(code);
@@ -372,12 +372,15 @@ std::optional<std::string> frontend_attribute(std::string_view attributes, std::
       for (; i < attributes.size(); ++i) {
         const char ch = attributes[i];
         if (quoted) {
-          if (ch == '\\' && i + 1 < attributes.size()) value += attributes[i++];
-          else if (ch == '"') quoted = false;
+          if (ch == '\\' && i + 1 < attributes.size())
+            value += attributes[i++];
+          else if (ch == '"')
+            quoted = false;
         } else if (ch == '"') {
           quoted = true;
         } else if (ch == '{' || ch == '[' || ch == '(' ||
-                   (ch == '<' && i > 0 && std::isalnum(static_cast<unsigned char>(attributes[i - 1])))) {
+                   (ch == '<' && i > 0 &&
+                    std::isalnum(static_cast<unsigned char>(attributes[i - 1])))) {
           ++depth;
         } else if (depth > 0 && (ch == '}' || ch == ']' || ch == ')' ||
                                  (ch == '>' && attributes[i - 1] != '-'))) {
@@ -387,7 +390,8 @@ std::optional<std::string> frontend_attribute(std::string_view attributes, std::
         }
         value += ch;
       }
-      while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back()))) value.pop_back();
+      while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back())))
+        value.pop_back();
     }
     if (k == key) return value;
   }

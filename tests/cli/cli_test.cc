@@ -198,7 +198,6 @@ TEST(Cli, HardwareListNamesEveryPreset) {
   EXPECT_NE(r.output.find("32x32"), std::string::npos) << r.output;
 }
 
-
 TEST(Cli, XlaPropagationOptionsAreFlags) {
   // Root tuple (n, e), both from p's [4,1]. XLA's per-leaf output vector
   // true,false keeps leaf 0 tiled and leaf 1 replicated; a parameter vector

@@ -540,11 +540,13 @@ namespace podsim::compiler::testing {
 namespace {
 
 std::string sort_module(const std::string& shape, const std::string& sharding) {
-  return "HloModule t, num_partitions=4\n\n%lt (a: f32[], b: f32[], c: s32[], d: s32[]) -> pred[] {\n"
+  return "HloModule t, num_partitions=4\n\n%lt (a: f32[], b: f32[], c: s32[], d: s32[]) -> pred[] "
+         "{\n"
          "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  %c = s32[] parameter(2)\n"
          "  %d = s32[] parameter(3)\n  ROOT %r = pred[] compare(%a, %b), direction=LT\n}\n\n"
-         "ENTRY %e {\n  %p = f32[" + shape + "] parameter(0)\n  %n = f32[" + shape +
-         "] negate(%p), sharding=" + sharding + "\n  %i = s32[" + shape +
+         "ENTRY %e {\n  %p = f32[" +
+         shape + "] parameter(0)\n  %n = f32[" + shape + "] negate(%p), sharding=" + sharding +
+         "\n  %i = s32[" + shape +
          "] iota(), iota_dimension=" + (shape.find(',') == std::string::npos ? "0" : "1") +
          "\n  ROOT %s = (f32[" + shape + "], s32[" + shape + "]) sort(%n, %i), dimensions={" +
          (shape.find(',') == std::string::npos ? "0" : "1") + "}, to_apply=%lt\n}\n";
@@ -563,8 +565,7 @@ TEST(OpRules, SortKeepsATilingOfTheSortedDimThatCanMove) {
   // Every other dim tiled: the sorted dim's 2 tiles become replication,
   // device 2i+j keeps row tile i -> [2,1,2] <=[4] last_tile_dim_replicate.
   Module full = propagate_text(sort_module("16,32", "{devices=[2,2]<=[4]}"));
-  EXPECT_EQ(sharding_of(full, "i"),
-            canon("{devices=[2,1,2]<=[4] last_tile_dim_replicate}"));
+  EXPECT_EQ(sharding_of(full, "i"), canon("{devices=[2,1,2]<=[4] last_tile_dim_replicate}"));
 }
 
 }  // namespace
