@@ -117,6 +117,19 @@ bool is_manual_boundary(const Instruction& in) {
          is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
 }
 
+// A manual conversion's converted dim: the one dim whose size differs
+// between the automatic and the manual side; -1 if not exactly one.
+int64_t converted_dim(const Shape& automatic, const Shape& manual) {
+  if (!automatic.is_array() || !manual.is_array() || automatic.rank() != manual.rank()) return -1;
+  int64_t found = -1;
+  for (int64_t d = 0; d < automatic.rank(); ++d)
+    if (automatic.dim(static_cast<int>(d)) != manual.dim(static_cast<int>(d))) {
+      if (found >= 0) return -1;
+      found = d;
+    }
+  return found;
+}
+
 // Fused attention (compiler/ir/flash_attention.h): only the batch and head
 // dims carry, from a rank-`from` operand or result to a rank-`to` one (the
 // [B, L, N, D] arrays and lse [B, N, L]); L, T and D are replicated.
@@ -255,6 +268,19 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     if (s) out.push_back(*s);
   };
   if (level == 0 && !is_pass_through(in.opcode)) return out;
+  if (st.provided(r) && in.operand_count() == 1 && op_sharding(0)) {
+    // An annotated manual conversion refines its open dims from its operand,
+    // the converted dim's tiles becoming the manual subgroup or back (XLA).
+    const bool to_shard = is_target(in, "SPMDFullToShardShape");
+    const int64_t d = to_shard                                ? converted_dim(op_shape(0), in.shape)
+                      : is_target(in, "SPMDShardToFullShape") ? converted_dim(in.shape, op_shape(0))
+                                                              : -1;
+    if (d >= 0) {
+      offer(to_shard ? data_dim_to_manual(*op_sharding(0), d)
+                     : manual_to_data_dim(*op_sharding(0), d));
+      return out;
+    }
+  }
   if (is_manual_boundary(in) || blocks_forward(in) || is_cross_partition_all_reduce(in)) return out;
   if (in.opcode == Opcode::kCopy && in.shape.is_tuple()) {  // copy of a whole tuple
     offer(op_sharding(0));
@@ -644,6 +670,16 @@ std::optional<Sharding> backward_rule(const PropagationState& st, ValueRef user_
   const Computation& comp = st.module().computation(user_ref.comp);
   const Shape& operand = comp.instr(user.operand(k)).shape;
   if (level == 0 && !is_pass_through(user.opcode)) return std::nullopt;
+  if (k == 0 && st.provided({user_ref.comp, user.operand(0)})) {
+    // An annotation with open dims before a manual conversion refines them
+    // from the conversion's sharding.
+    if (is_target(user, "SPMDFullToShardShape"))
+      if (const int64_t d = converted_dim(operand, user.shape); d >= 0)
+        return manual_to_data_dim(*us, d);
+    if (is_target(user, "SPMDShardToFullShape"))
+      if (const int64_t d = converted_dim(user.shape, operand); d >= 0)
+        return data_dim_to_manual(*us, d);
+  }
   if (is_manual_boundary(user) || blocks_backward(user) || is_cross_partition_all_reduce(user))
     return std::nullopt;
   if (user.opcode == Opcode::kCopy && user.shape.is_tuple()) return *us;

@@ -410,12 +410,14 @@ class Propagator {
     state_.sync_provided_groups();
   }
 
-  // "Sharding" custom calls may leave dims open (backend_config
+  // "Sharding" custom calls and manual conversions may leave dims open (backend_config
   // "unspecified_dims=[1,2]"); those dims can be refined by neighbours.
   static std::vector<int64_t> unspecified_dims(const Instruction& in) {
     std::vector<int64_t> dims;
+    const std::string& target = in.attrs.custom_call_target;
     if (in.opcode != Opcode::kCustomCall ||
-        !is_sharding_custom_call_target(in.attrs.custom_call_target))
+        !(is_sharding_custom_call_target(target) || target == "SPMDFullToShardShape" ||
+          target == "SPMDShardToFullShape"))
       return dims;
     // The regex needs this text; most annotations have none (and building
     // the regex per annotation is costly).

@@ -653,3 +653,28 @@ TEST(OpRules, IndexScalarsInAPartiallyManualRegionTakeTheManualSubgroup) {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, ManualConversionOpenDimsAreRefinedAcrossTheConversion) {
+  // a tiles dim 1 of the automatic side [8,4] (tile j on devices {j, j+2});
+  // the annotation s tiles dim 0 (tile i on {2i, 2i+1}) with dim 1 open;
+  // the conversion to the manual side (dim 0: 8 -> 4) makes dim 0's 2 tiles
+  // the manual subgroup (m = device / 2) and leaves dim 1 open.
+  Module m = propagate_text(module(R"(
+  %p = f32[8,4] parameter(0)
+  %a = f32[8,4] copy(%p), sharding={devices=[1,2,2]0,2,1,3 last_tile_dim_replicate}
+  %s = f32[8,4] custom-call(%a), custom_call_target="Sharding", sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}, backend_config="unspecified_dims=[1]"
+  %to = f32[4,4] custom-call(%s), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={replicated, manual}}, backend_config="unspecified_dims=[1]"
+  ROOT %n = f32[4,4] negate(%to), sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={replicated, manual}}
+)"));
+  // %s: [2,1,2] merged with a's dim-1 tiling -> [2,2] over device 2i+j.
+  EXPECT_EQ(sharding_of(m, "s"), canon("{devices=[2,2]<=[4]}"));
+  // %to: dim 0's 2 tiles (i) become the manual subgroup: tile (0,j,m) on
+  // device 2m+j.
+  EXPECT_EQ(sharding_of(m, "to"), canon("{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={manual}}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
