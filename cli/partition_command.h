@@ -21,8 +21,17 @@ struct PartitionOptions {
   bool propagate_only = false;
   bool no_propagate_to_parameters = false;
   bool no_propagate_to_output = false;
+  // XLA's option names: "true,false" lists (braces allowed), is_spmd.
+  std::string allow_to_parameters;
+  std::string allow_to_output;
+  std::string is_spmd;  // "true" | "false"; empty: true
+  bool no_spmd = false;
   std::string mode;  // auto | partition | as-is
 };
+
+// "true,false" / "{true, false}" / "1,0" -> flags; UserError naming `option`
+// otherwise. Empty text -> empty vector.
+std::vector<bool> parse_bool_list(const std::string& text, const std::string& option);
 
 CLI::App* add_partition_command(CLI::App& app, PartitionOptions& options);
 // Exit 0, or 1 when --verify finds a mismatch.

@@ -189,6 +189,9 @@ PartitionResult partition_module(Module module, const PartitionRequest& request)
   PropagationOptions propagation;
   propagation.propagate_to_parameters = request.propagate_to_parameters;
   propagation.propagate_to_output = request.propagate_to_output;
+  propagation.allow_to_parameters = request.allow_to_parameters;
+  propagation.allow_to_output = request.allow_to_output;
+  propagation.is_spmd = request.is_spmd;
   propagate_shardings(module, propagation);
   PartitionResult out;
   if (request.propagate_only) {

@@ -52,6 +52,10 @@ struct PartitionRequest {
   // XLA's allow_spmd_sharding_propagation_to_parameters / _to_output.
   bool propagate_to_parameters = true;
   bool propagate_to_output = true;
+  // XLA's vectors and is_spmd (PropagationOptions::allow_to_* / is_spmd).
+  std::vector<bool> allow_to_parameters;
+  std::vector<bool> allow_to_output;
+  bool is_spmd = true;
   bool propagate_only = false;  // stop after propagation: the module with every sharding
   // Check the program against the module with the reference interpreter:
   // at full shapes within verify_limit_bytes, else (unless

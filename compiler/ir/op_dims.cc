@@ -35,7 +35,7 @@ LabelKind spatial_kind(const WindowDim& w, int64_t in_size, int64_t out_size) {
        (w.window_dilation == step && w.stride == 1)))
     return LabelKind::kBatch;
   if (w.size == 1 && in_size == out_size && w.stride == 1 && unpadded && w.base_dilation == 1 &&
-      w.window_dilation == 1)
+      w.window_dilation == 1 && !w.reversal)
     return LabelKind::kLhsFree;
   if (in_size == 1 && w.size == out_size && w.stride == 1 && w.pad_low == w.size - 1 &&
       w.pad_high == w.size - 1 && w.reversal && w.base_dilation == 1 && w.window_dilation == 1)
@@ -139,12 +139,18 @@ ConvLabels conv_labels(const Instruction& conv, const Shape& lhs) {
   if (conv.attrs.batch_group_count == 1) l.windowed.push_back(batch);
   for (size_t i = 0; i < c.input_spatial.size(); ++i) {
     const int64_t out_size = conv.shape.dim(static_cast<int>(c.output_spatial[i]));
-    if (out_size == 1) continue;  // a window over the whole input, a contraction, or a size-1 dim
     const int64_t kernel = i < c.kernel_spatial.size() ? c.kernel_spatial[i] : -1;
-    l.windowed.push_back({LabelKind::kWindowed, c.input_spatial[i], kernel, c.output_spatial[i]});
-    if (i >= conv.attrs.window.size()) continue;
     const int64_t in_size = lhs.dim(static_cast<int>(c.input_spatial[i]));
-    switch (spatial_kind(conv.attrs.window[i], in_size, out_size)) {
+    const bool has_window = i < conv.attrs.window.size();
+    const LabelKind kind =
+        has_window ? spatial_kind(conv.attrs.window[i], in_size, out_size) : LabelKind::kWindowed;
+    // Output size 1: a window over the whole input (a contraction) carries
+    // nothing; a size-1 dim read as an einsum label (XLA reads it so) is one.
+    if (out_size == 1 && kind == LabelKind::kWindowed) continue;
+    if (out_size > 1)
+      l.windowed.push_back({LabelKind::kWindowed, c.input_spatial[i], kernel, c.output_spatial[i]});
+    if (!has_window) continue;
+    switch (kind) {
       case LabelKind::kBatch:
         l.spatial.push_back({LabelKind::kBatch, c.input_spatial[i], kernel, c.output_spatial[i]});
         break;

@@ -46,8 +46,9 @@ std::vector<DimLabel> dot_labels(const DotDims& dot, int64_t lhs_rank, int64_t r
 //    kernel output feature / output feature rhs-free. Feature-grouped: one
 //    batch-like group label over input feature, kernel output feature and
 //    output feature, then input batch lhs-free.
-//  * spatial: spatial dims of output size > 1 read as einsum labels by their
-//    window (batch, lhs-free, rhs-free, else windowed), in spatial order.
+//  * spatial: spatial dims read as einsum labels by their window (batch,
+//    lhs-free, rhs-free, else windowed; a size-1 output dim only when it is
+//    one of the first three), in spatial order.
 //  * windowed: the output tiled like the input: the batch dim (lhs-free,
 //    absent with batch groups), then spatial dims of output size > 1
 //    (windowed, with their kernel dim).

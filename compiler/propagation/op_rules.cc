@@ -117,6 +117,19 @@ bool is_manual_boundary(const Instruction& in) {
          is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
 }
 
+// A manual conversion's converted dim: the one dim whose size differs
+// between the automatic and the manual side; -1 if not exactly one.
+int64_t converted_dim(const Shape& automatic, const Shape& manual) {
+  if (!automatic.is_array() || !manual.is_array() || automatic.rank() != manual.rank()) return -1;
+  int64_t found = -1;
+  for (int64_t d = 0; d < automatic.rank(); ++d)
+    if (automatic.dim(static_cast<int>(d)) != manual.dim(static_cast<int>(d))) {
+      if (found >= 0) return -1;
+      found = d;
+    }
+  return found;
+}
+
 // Fused attention (compiler/ir/flash_attention.h): only the batch and head
 // dims carry, from a rank-`from` operand or result to a rank-`to` one (the
 // [B, L, N, D] arrays and lse [B, N, L]); L, T and D are replicated.
@@ -162,6 +175,19 @@ int64_t sorted_dim(const Instruction& in, const Shape& operand) {
   return -1;
 }
 
+// XLA's IsSortOperandShardingMovable: `s` tiles the sorted dim of a rank >= 2
+// value that has another untiled dim of size > 1 (the partitioner moves the
+// sorted dim's tiles there).
+bool sort_tiling_is_movable(const Sharding& s, const Shape& shape, int64_t dim) {
+  if (!s.is_tiled() || shape.rank() < 2 || dim >= s.tiled_data_rank() ||
+      s.tile_assignment().dim(dim) == 1)
+    return false;
+  for (int64_t d = 0; d < shape.rank(); ++d)
+    if (d != dim && s.tile_assignment().dim(d) == 1 && shape.dim(static_cast<int>(d)) > 1)
+      return true;
+  return false;
+}
+
 // A leaf sharding with the sorted dim replicated (sort is local along the
 // other dims only); nullopt for maximal.
 std::optional<Sharding> without_sorted_dim(const Sharding& s, int64_t dim) {
@@ -172,6 +198,39 @@ std::optional<Sharding> without_sorted_dim(const Sharding& s, int64_t dim) {
 }
 
 }  // namespace
+
+// Non-SPMD: a concatenate operand whose user tiles the concatenated dim
+// takes only the tiles that hold its rows, over their devices (one tile: that
+// device). XLA: tile size ceil(D / n); operand rows [o, o + d) live in tiles
+// [o / size, ceil((o + d) / size)).
+std::optional<Sharding> concat_operand_tiles(const Computation& comp, const Instruction& concat,
+                                             int k, const Sharding& s) {
+  const int64_t dim = concat.attrs.dimensions.empty() ? 0 : concat.attrs.dimensions[0];
+  if (!s.is_tiled() || dim >= s.tiled_data_rank() || s.tile_assignment().dim(dim) == 1 ||
+      !(s.subgroup_types().empty() || s.replicate_on_last_tile_dim()))
+    return s;
+  int64_t offset = 0;
+  for (int i = 0; i < k; ++i)
+    offset += comp.instr(concat.operand(i)).shape.dim(static_cast<int>(dim));
+  const int64_t rows = comp.instr(concat.operand(k)).shape.dim(static_cast<int>(dim));
+  const TileAssignment& ta = s.tile_assignment();
+  const int64_t size = (concat.shape.dim(static_cast<int>(dim)) + ta.dim(dim) - 1) / ta.dim(dim);
+  const int64_t first = offset / size;
+  const int64_t last = std::min(ta.dim(dim), (offset + rows + size - 1) / size);
+  std::vector<int64_t> dims = ta.dims();
+  dims[static_cast<size_t>(dim)] = last - first;
+  std::vector<int64_t> all = ta.to_vector(), kept;
+  int64_t inner = 1;  // stride of `dim` in the row-major device array
+  for (int64_t d = dim + 1; d < ta.rank(); ++d) inner *= ta.dim(d);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const int64_t index = (static_cast<int64_t>(i) / inner) % ta.dim(dim);
+    if (index >= first && index < last) kept.push_back(all[i]);
+  }
+  if (kept.size() == 1) return Sharding::maximal(kept[0]);
+  TileAssignment tiles = TileAssignment::from_devices(std::move(dims), std::move(kept));
+  return s.replicate_on_last_tile_dim() ? Sharding::partial_tile(std::move(tiles))
+                                        : Sharding::tiled(std::move(tiles));
+}
 
 bool is_pass_through(Opcode op) {
   if (is_elementwise(op)) return true;
@@ -209,6 +268,19 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     if (s) out.push_back(*s);
   };
   if (level == 0 && !is_pass_through(in.opcode)) return out;
+  if (st.provided(r) && in.operand_count() == 1 && op_sharding(0)) {
+    // An annotated manual conversion refines its open dims from its operand,
+    // the converted dim's tiles becoming the manual subgroup or back (XLA).
+    const bool to_shard = is_target(in, "SPMDFullToShardShape");
+    const int64_t d = to_shard                                ? converted_dim(op_shape(0), in.shape)
+                      : is_target(in, "SPMDShardToFullShape") ? converted_dim(in.shape, op_shape(0))
+                                                              : -1;
+    if (d >= 0) {
+      offer(to_shard ? data_dim_to_manual(*op_sharding(0), d)
+                     : manual_to_data_dim(*op_sharding(0), d));
+      return out;
+    }
+  }
   if (is_manual_boundary(in) || blocks_forward(in) || is_cross_partition_all_reduce(in)) return out;
   if (in.opcode == Opcode::kCopy && in.shape.is_tuple()) {  // copy of a whole tuple
     offer(op_sharding(0));
@@ -234,7 +306,11 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     // Sort / TopK: each operand's tiling of the unsorted dims, to every leaf.
     for (int i = 0; i < in.operand_count(); ++i) {
       if (!op_sharding(i) || op_sharding(i)->is_tuple()) continue;
-      std::optional<Sharding> s = without_sorted_dim(*op_sharding(i), dim);
+      // A sort keeps a tiling of its sorted dim when it can be moved (XLA).
+      std::optional<Sharding> s =
+          in.opcode == Opcode::kSort && sort_tiling_is_movable(*op_sharding(i), op_shape(i), dim)
+              ? *op_sharding(i)
+              : without_sorted_dim(*op_sharding(i), dim);
       if (!s) continue;
       if (in.shape.is_tuple())
         s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *s));
@@ -300,6 +376,9 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
         std::optional<Sharding> s =
             along(*op_sharding(i), kept, iota_dims(static_cast<int64_t>(kept.size())),
                   static_cast<int64_t>(kept.size()));
+        // Non-SPMD: a reduce over a tiled dim is replicated (no partial replication).
+        if (!st.is_spmd() && tiles_any(op_sharding(i), in.attrs.dimensions))
+          s = Sharding::replicated();
         if (!s) continue;
         if (in.shape.is_tuple())
           s = Sharding::tuple(std::vector<Sharding>(static_cast<size_t>(n), *s));
@@ -525,18 +604,52 @@ std::vector<Sharding> forward_candidates(const PropagationState& st, ValueRef r,
     case Opcode::kConditional:
       return out;  // result is synchronised with the callee / branch roots
     case Opcode::kCustomCall:
+    case Opcode::kAsyncStart:
+    case Opcode::kAsyncUpdate:
+    case Opcode::kAsyncDone:
       // A custom-call of tuple shape with a manual operand is manual
-      // (array-shaped ones are elementwise-like, above).
-      for (int i = 0; i < in.operand_count(); ++i)
-        if (op_sharding(i) && op_sharding(i)->is_manual()) return {Sharding::manual()};
+      // (array-shaped ones are elementwise-like, above); so is an async
+      // step (every leaf of its context).
+      for (int i = 0; i < in.operand_count(); ++i) {
+        const std::optional<Sharding>& s = op_sharding(i);
+        if (s && (s->is_manual() ||
+                  (s->is_tuple() && !s->tuple_elements().empty() &&
+                   std::all_of(s->tuple_elements().begin(), s->tuple_elements().end(),
+                               [](const Sharding& leaf) { return leaf.is_manual(); }))))
+          return {Sharding::manual()};
+      }
       return out;
     default:
       return out;
   }
 }
 
+namespace {
+std::optional<Sharding> backward_rule(const PropagationState& st, ValueRef user_ref, int k,
+                                      int level);
+}  // namespace
+
 std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef user_ref, int k,
                                            int level) {
+  std::optional<Sharding> cand = backward_rule(st, user_ref, k, level);
+  if (cand || level == 0) return cand;
+  // In a partially manual region an operand no rule shards (an index
+  // scalar, a loop counter) is replicated within each manual group: the
+  // user's manual subgroup with every data dim whole (XLA does the same).
+  const Instruction& user = st.instr(user_ref);
+  const std::optional<Sharding>& us = st.sharding(user_ref);
+  const Shape& operand = st.module().computation(user_ref.comp).instr(user.operand(k)).shape;
+  if (!us || !us->is_tiled() || !us->has_manual_subgroup() || !operand.is_array() ||
+      is_manual_boundary(user) || blocks_backward(user) || is_cross_partition_all_reduce(user))
+    return cand;
+  const Sharding whole = partially_replicate_on_all_dims_except(*us, {});
+  return add_shape_dims(remove_shape_dims(whole, iota_dims(us->tiled_data_rank())),
+                        iota_dims(operand.rank()));
+}
+
+namespace {
+std::optional<Sharding> backward_rule(const PropagationState& st, ValueRef user_ref, int k,
+                                      int level) {
   const Instruction& user = st.instr(user_ref);
   if (user.opcode == Opcode::kCall) {
     const Computation& callee = st.module().computation(user.to_apply());
@@ -557,15 +670,24 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
   const Computation& comp = st.module().computation(user_ref.comp);
   const Shape& operand = comp.instr(user.operand(k)).shape;
   if (level == 0 && !is_pass_through(user.opcode)) return std::nullopt;
+  if (k == 0 && st.provided({user_ref.comp, user.operand(0)})) {
+    // An annotation with open dims before a manual conversion refines them
+    // from the conversion's sharding.
+    if (is_target(user, "SPMDFullToShardShape"))
+      if (const int64_t d = converted_dim(operand, user.shape); d >= 0)
+        return manual_to_data_dim(*us, d);
+    if (is_target(user, "SPMDShardToFullShape"))
+      if (const int64_t d = converted_dim(user.shape, operand); d >= 0)
+        return data_dim_to_manual(*us, d);
+  }
   if (is_manual_boundary(user) || blocks_backward(user) || is_cross_partition_all_reduce(user))
     return std::nullopt;
   if (user.opcode == Opcode::kCopy && user.shape.is_tuple()) return *us;
 
   if (is_flash_call(user) && operand.is_array() && user.shape.is_tuple()) {
     // The first result leaf's batch and head tiling ([B, L, N, D] o or dq).
-    const Sharding& leaf = us->is_tuple() && !us->tuple_elements().empty()
-                               ? us->tuple_elements().front()
-                               : *us;
+    const Sharding& leaf =
+        us->is_tuple() && !us->tuple_elements().empty() ? us->tuple_elements().front() : *us;
     return flash_batch_heads(leaf, user.shape.tuple_shape(0).rank(), operand.rank());
   }
 
@@ -579,6 +701,7 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       const size_t index = user.opcode == Opcode::kSort ? static_cast<size_t>(k) : 0;
       leaf = s.tuple_elements().at(std::min(index, s.tuple_elements().size() - 1));
     }
+    if (user.opcode == Opcode::kSort && sort_tiling_is_movable(leaf, operand, dim)) return leaf;
     return without_sorted_dim(leaf, dim);
   }
 
@@ -626,6 +749,8 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
     case Opcode::kPad:
     case Opcode::kConcatenate:
       if (user.opcode != Opcode::kConcatenate && k != 0) return std::nullopt;
+      if (user.opcode == Opcode::kConcatenate && !st.is_spmd())
+        return concat_operand_tiles(comp, user, k, s);
       return s;
     case Opcode::kReduceWindow: {
       // Input k takes result leaf k; init values (the second half) nothing.
@@ -728,17 +853,25 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
         }
         return cand;
       }
-      // Indices from the result along index-parallel dims, else from the
-      // first updates' scatter dims.
-      if (!par.operand.empty()) {
-        const std::optional<Sharding> result = leaf(0);
-        return result ? along(*result, par.operand, par.indices, operand.rank()) : std::nullopt;
-      }
+      // Indices from the result along index-parallel dims, merged with (or
+      // else) the first updates' scatter dims (index pass-through).
+      std::optional<Sharding> from_result;
+      if (!par.operand.empty())
+        if (const std::optional<Sharding> result = leaf(0))
+          from_result = along(*result, par.operand, par.indices, operand.rank());
+      std::optional<Sharding> from_updates;
       const std::optional<Sharding>& ups = st.sharding({user_ref.comp, user.operand(n + 1)});
-      if (!ups || ups->is_tuple()) return std::nullopt;
-      const ScatterDimMap m =
-          scatter_dim_map(user, target, indices, comp.instr(user.operand(n + 1)).shape);
-      return along(*ups, m.update_scatter, m.index_batch, operand.rank());
+      if (ups && !ups->is_tuple()) {
+        const ScatterDimMap m =
+            scatter_dim_map(user, target, indices, comp.instr(user.operand(n + 1)).shape);
+        from_updates = along(*ups, m.update_scatter, m.index_batch, operand.rank());
+      }
+      if (!par.operand.empty() && from_result) {
+        if (from_updates && from_updates->is_tiled())
+          if (auto merged = merge_if_compatible(*from_result, *from_updates)) return merged;
+        return from_result;
+      }
+      return par.operand.empty() ? from_updates : std::nullopt;
     }
     case Opcode::kTuple:
       return sub_sharding(s, user.shape, k);
@@ -760,5 +893,7 @@ std::optional<Sharding> backward_candidate(const PropagationState& st, ValueRef 
       return std::nullopt;
   }
 }
+
+}  // namespace
 
 }  // namespace podsim::compiler::propagation

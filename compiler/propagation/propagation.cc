@@ -118,6 +118,7 @@ class Propagator {
         num_devices_(options.num_devices > 0 ? options.num_devices : module.num_partitions()),
         options_(options),
         meshes_(read_meshes(module, options)) {
+    state_.set_is_spmd(options.is_spmd);
     graphs_.resize(static_cast<size_t>(module.computation_count()));
     for (CompId c : state_.reachable())
       graphs_[static_cast<size_t>(c)].emplace(module.computation(c));
@@ -136,6 +137,7 @@ class Propagator {
       }
     }
     align_shard_as_groups();
+    finish_boundary();
     write_back();
     return stats_;
   }
@@ -214,13 +216,129 @@ class Propagator {
     state_.set(operand, s);
   }
 
+  // Per leaf of entry parameter `i` (of `count`): may propagation choose it?
+  // (XLA's allow_spmd_sharding_propagation_to_parameters vector.)
+  std::vector<bool> parameter_leaf_flags(size_t i, size_t count, const Shape& shape) const {
+    const std::vector<bool>& f = options_.allow_to_parameters;
+    const auto leaves = static_cast<size_t>(shape.leaf_count());
+    if (count == 1 && shape.is_tuple() && f.size() == leaves) return f;
+    if (f.size() == count) return std::vector<bool>(leaves, f[i]);
+    // One value, or a count that fits nothing: XLA applies "any true" to all.
+    return std::vector<bool>(leaves, std::any_of(f.begin(), f.end(), [](bool b) { return b; }));
+  }
+
+  // Per leaf of the entry result (XLA's allow_spmd_sharding_propagation_to_output).
+  std::vector<bool> output_leaf_flags(const Shape& shape) const {
+    const std::vector<bool>& f = options_.allow_to_output;
+    const auto leaves = static_cast<size_t>(shape.leaf_count());
+    if (f.size() == leaves) return f;
+    return std::vector<bool>(leaves, std::any_of(f.begin(), f.end(), [](bool b) { return b; }));
+  }
+
+  // The entry boundary under XLA's vectors (PropagationOptions::allow_to_*):
+  // which parameters / root are set by the vectors, their leaf flags and
+  // their annotations.
+  void read_boundary() {
+    const CompId e = module_.entry_id();
+    const Computation& entry = module_.entry();
+    auto add = [&](InstrId i, std::vector<bool> flags, bool check_even) {
+      const Instruction& in = entry.instr(i);
+      std::optional<Sharding> given;
+      if (in.sharding)
+        given = parse_sharding(*in.sharding, in.location).without_group_and_metadata();
+      if (given && !given->is_tuple() && in.shape.is_tuple())
+        given = Sharding::tuple(
+            std::vector<Sharding>(static_cast<size_t>(in.shape.leaf_count()), *given));
+      boundary_.push_back({{e, i}, std::move(flags), given, check_even});
+    };
+    if (!options_.allow_to_parameters.empty()) {
+      const std::vector<InstrId> parameters = entry.parameters();
+      for (size_t k = 0; k < parameters.size(); ++k) {
+        const Shape& shape = entry.instr(parameters[k]).shape;
+        // XLA checks divisibility only where the vector maps one to one.
+        const size_t n = options_.allow_to_parameters.size();
+        add(parameters[k], parameter_leaf_flags(k, parameters.size(), shape),
+            n == parameters.size() || (parameters.size() == 1 && shape.is_tuple() &&
+                                       n == static_cast<size_t>(shape.leaf_count())));
+      }
+    }
+    if (!options_.allow_to_output.empty()) {
+      bool is_parameter = false;
+      for (const auto& b : boundary_) is_parameter |= b.ref.instr == entry.root();
+      const Shape& shape = entry.instr(entry.root()).shape;
+      if (!is_parameter)
+        add(entry.root(), output_leaf_flags(shape),
+            !shape.is_tuple() ||
+                options_.allow_to_output.size() == static_cast<size_t>(shape.leaf_count()));
+    }
+  }
+
+  const std::vector<bool>* boundary_flags(ValueRef r) const {
+    for (const auto& b : boundary_)
+      if (b.ref == r) return &b.flags;
+    return nullptr;
+  }
+
+  // After the levels: a disallowed leaf gets its annotation back (else
+  // replicated); an allowed leaf whose propagated tiling does not divide its
+  // dims evenly becomes replicated (XLA's evenly-partitions check, made
+  // where the vector maps one flag per parameter / leaf, or the result is
+  // one array).
+  void finish_boundary() {
+    for (const auto& b : boundary_) {
+      const Shape& shape = state_.instr(b.ref).shape;
+      const std::vector<const Shape*> leaves = shape.leaves();
+      const std::optional<Sharding>& now = state_.sharding(b.ref);
+      auto leaf_of = [&](const std::optional<Sharding>& s, size_t j) -> std::optional<Sharding> {
+        if (!s) return std::nullopt;
+        if (s->is_tuple())
+          return j < s->tuple_elements().size() ? std::optional(s->tuple_elements()[j])
+                                                : std::nullopt;
+        return s;
+      };
+      std::vector<Sharding> out;
+      for (size_t j = 0; j < leaves.size(); ++j) {
+        std::optional<Sharding> given = leaf_of(b.given, j);
+        std::optional<Sharding> leaf = leaf_of(now, j);
+        const bool allowed = j < b.flags.size() && b.flags[j];
+        if (allowed && leaf && b.check_even && !evenly_divides(*leaf, leaves[j]->dims()))
+          out.push_back(Sharding::replicated());
+        else
+          out.push_back(allowed && leaf ? *leaf : given ? *given : Sharding::replicated());
+      }
+      Sharding result = shape.is_tuple() ? Sharding::tuple(std::move(out)) : out[0];
+      if (!now || !(*now == result)) state_.set_provided(b.ref, result);
+    }
+  }
+
+  static bool evenly_divides(const Sharding& s, const std::vector<int64_t>& dims) {
+    if (!s.is_tiled()) return true;
+    for (int64_t d = 0; d < s.tiled_data_rank() && d < static_cast<int64_t>(dims.size()); ++d)
+      if (dims[static_cast<size_t>(d)] % s.tile_assignment().dim(d) != 0) return false;
+    return true;
+  }
+
+  // XLA's own mark on a sharding it added only to keep CSE from merging
+  // values (metadata op_name "_sharding_propagation_cse_prevention"): not
+  // the user's; propagation starts without it.
+  static bool is_cse_prevention(const Sharding& s) {
+    const auto marked = [](const Sharding& leaf) {
+      for (const std::string& m : leaf.metadata())
+        if (m.find("_sharding_propagation_cse_prevention") != std::string::npos) return true;
+      return false;
+    };
+    if (!s.is_tuple()) return marked(s);
+    return std::any_of(s.tuple_elements().begin(), s.tuple_elements().end(), marked);
+  }
+
   void read_annotations() {
+    read_boundary();
     for (CompId c : state_.reachable()) {
       const Computation& comp = module_.computation(c);
       for (InstrId i = 0; i < comp.size(); ++i) {
         const Instruction& in = comp.instr(i);
         std::optional<Sharding> annotated = annotation({c, i}, in);
-        if (!annotated) continue;
+        if (!annotated || is_cse_prevention(*annotated)) continue;
         Sharding s = *annotated;
         if (s.group()) groups_[{s.group()->id, s.group()->kind}].push_back({c, i});
         ++stats_.annotated;
@@ -233,7 +351,11 @@ class Propagator {
         if (!s.is_tuple() && in.shape.is_tuple())
           s = Sharding::tuple(std::vector<Sharding>(ranks.size(), s));
         validate_annotation(s, ranks, num_devices_, in.location);
-        state_.set_provided({c, i}, s);
+        const std::vector<bool>* flags = boundary_flags({c, i});
+        if (flags && std::any_of(flags->begin(), flags->end(), [](bool b) { return b; }))
+          state_.set({c, i}, s);  // XLA: an allowed boundary value's annotation is not final
+        else
+          state_.set_provided({c, i}, s);
         if (auto open = unspecified_dims(in); !open.empty()) open_dims_[{c, i}] = std::move(open);
       }
     }
@@ -260,27 +382,42 @@ class Propagator {
     auto allowed = [](const std::vector<bool>& flags, size_t i) {
       return flags.empty() || (flags.size() == 1 ? flags[0] : i < flags.size() && flags[i]);
     };
+    // Under XLA's vectors a value none of whose leaves may be chosen stays
+    // as annotated, else replicated.
     const Computation& entry = module_.entry();
+    // A control-flow result (a while root) still shares its loop's sharding
+    // while propagating, as in XLA; finish_boundary restores it.
+    for (const auto& b : boundary_) {
+      const Opcode op = state_.instr(b.ref).opcode;
+      if (std::none_of(b.flags.begin(), b.flags.end(), [](bool f) { return f; }) &&
+          !state_.sharding(b.ref) && op != Opcode::kWhile && op != Opcode::kConditional &&
+          op != Opcode::kCall)
+        state_.freeze(b.ref);  // no sharding, as in XLA (written as replicated)
+    }
     const std::vector<InstrId> parameters = entry.parameters();
-    for (size_t i = 0; i < parameters.size(); ++i)
-      if (!(options_.propagate_to_parameters && allowed(module_.propagation_to_parameters(), i)) &&
-          !state_.sharding({module_.entry_id(), parameters[i]}))
-        state_.set_provided({module_.entry_id(), parameters[i]}, Sharding());
+    if (options_.allow_to_parameters.empty())
+      for (size_t i = 0; i < parameters.size(); ++i)
+        if (!(options_.propagate_to_parameters &&
+              allowed(module_.propagation_to_parameters(), i)) &&
+            !state_.sharding({module_.entry_id(), parameters[i]}))
+          state_.set_provided({module_.entry_id(), parameters[i]}, Sharding());
     const std::vector<bool>& output_flags = module_.propagation_to_output();
     const bool output_allowed =
         std::all_of(output_flags.begin(), output_flags.end(), [](bool b) { return b; });
-    if (!(options_.propagate_to_output && output_allowed) &&
+    if (options_.allow_to_output.empty() && !(options_.propagate_to_output && output_allowed) &&
         !state_.sharding({module_.entry_id(), entry.root()}))
       state_.set_provided({module_.entry_id(), entry.root()}, Sharding());
     state_.sync_provided_groups();
   }
 
-  // "Sharding" custom calls may leave dims open (backend_config
+  // "Sharding" custom calls and manual conversions may leave dims open (backend_config
   // "unspecified_dims=[1,2]"); those dims can be refined by neighbours.
   static std::vector<int64_t> unspecified_dims(const Instruction& in) {
     std::vector<int64_t> dims;
+    const std::string& target = in.attrs.custom_call_target;
     if (in.opcode != Opcode::kCustomCall ||
-        !is_sharding_custom_call_target(in.attrs.custom_call_target))
+        !(is_sharding_custom_call_target(target) || target == "SPMDFullToShardShape" ||
+          target == "SPMDShardToFullShape"))
       return dims;
     // The regex needs this text; most annotations have none (and building
     // the regex per annotation is costly).
@@ -348,7 +485,7 @@ class Propagator {
   bool improve(ValueRef r, const Sharding& candidate, int level) {
     if (state_.provided(r)) return level >= 1 && refine_open_dims(r, candidate);
     const Instruction& in = state_.instr(r);
-    const bool may_combine = level > 0;
+    const bool may_combine = options_.is_spmd && level > 0;
     // Aggressive resharding is allowed when the value has one (non-root) user.
     const Computation& comp = module_.computation(r.comp);
     const bool aggressive = state_.users(r).size() == 1 && comp.root() != r.instr;
@@ -414,7 +551,7 @@ class Propagator {
     if (first + static_cast<int64_t>(mine.size()) > static_cast<int64_t>(leaves.size()))
       return std::nullopt;
     const Computation& comp = module_.computation(tuple.comp);
-    const bool may_combine = level > 0;
+    const bool may_combine = options_.is_spmd && level > 0;
     const bool aggressive = state_.users(tuple).size() == 1 && comp.root() != tuple.instr;
     std::optional<std::vector<Sharding>> next;
     for (size_t j = 0; j < mine.size(); ++j) {
@@ -541,6 +678,13 @@ class Propagator {
   PropagationStats stats_;
   std::map<std::pair<int64_t, ShardGroup::Kind>, std::vector<ValueRef>> groups_;
   std::map<ValueRef, std::vector<int64_t>> open_dims_;
+  struct BoundaryValue {  // an entry parameter or the root under XLA's vectors
+    ValueRef ref;
+    std::vector<bool> flags;        // per leaf: may propagation choose it
+    std::optional<Sharding> given;  // its annotation (tuple form for a tuple value)
+    bool check_even = true;         // an uneven propagated tiling becomes replicated
+  };
+  std::vector<BoundaryValue> boundary_;
   std::vector<std::vector<uint64_t>> clean_forward_, clean_backward_;  // see sweep()
   std::vector<std::optional<CompactGraph>> graphs_;                    // per reachable computation
 };

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compiler/ir/module.h"
 
@@ -25,6 +26,22 @@ struct PropagationOptions {
   // (Module::propagation_to_parameters / _to_output).
   bool propagate_to_parameters = true;
   bool propagate_to_output = true;
+  // XLA's vectors themselves (--allow-spmd-sharding-propagation-to-*): one
+  // per entry parameter (or per leaf of a single tuple parameter), one per
+  // leaf of the entry result; a vector of any other length (one value)
+  // applies "any true" to all, as XLA does. Given, XLA's boundary
+  // rules apply to that side: an allowed parameter / output leaf is not
+  // final even when annotated (a better sharding may replace it), a
+  // disallowed one keeps its annotation (else replicated), and a propagated
+  // sharding that does not divide the leaf's dims evenly becomes replicated
+  // (checked where the vector maps one flag per parameter / result leaf, or
+  // the result is one array). Empty: the two bools above.
+  std::vector<bool> allow_to_parameters;
+  std::vector<bool> allow_to_output;
+  // XLA's is_spmd: false propagates for a non-SPMD program (no merging of
+  // partial shardings, a reduce over a tiled dim is replicated, see
+  // docs/reference/gspmd.md#non-spmd-mode).
+  bool is_spmd = true;
   // Sweeps skip a rule whose inputs did not change since it last ran without
   // a change (propagation.cc: same results, faster). true re-runs every rule
   // in every sweep: only for tests that check the skip changes nothing.

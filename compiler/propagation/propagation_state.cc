@@ -87,6 +87,11 @@ void PropagationState::set_provided(ValueRef r, Sharding s) {
   stamp(r);
 }
 
+void PropagationState::freeze(ValueRef r) {
+  provided_[idx(r.comp)][idx(r.instr)] = true;
+  stamp(r);
+}
+
 void PropagationState::set(ValueRef r, const Sharding& s) {
   auto it = group_of_.find(r);
   if (it == group_of_.end()) {
@@ -109,7 +114,7 @@ void PropagationState::sync_provided_groups() {
         source = &m;
         break;
       }
-    if (!source) continue;
+    if (!source || !sharding(*source)) continue;
     Sharding s = *sharding(*source);
     for (const auto& m : group) {
       if (provided(m)) continue;

@@ -44,6 +44,9 @@ class PropagationState {
   bool provided(ValueRef r) const { return provided_[idx(r.comp)][idx(r.instr)]; }
   std::span<const InstrId> users(ValueRef r) const { return (*users_[idx(r.comp)])[r.instr]; }
   const std::optional<CallSite>& caller(CompId c) const { return callers_[idx(c)]; }
+  // XLA's is_spmd (PropagationOptions::is_spmd): some rules differ.
+  bool is_spmd() const { return is_spmd_; }
+  void set_is_spmd(bool is_spmd) { is_spmd_ = is_spmd; }
   // The change clock: ticks once per sharding write; starts at 1.
   uint64_t clock() const { return clock_; }
   // True when the value's sharding (or provided flag) was written after tick `t`.
@@ -55,6 +58,9 @@ class PropagationState {
 
   // Sets a user annotation (provided; never overwritten).
   void set_provided(ValueRef r, Sharding s);
+  // Marks a value provided without a sharding: nothing may give it one (an
+  // entry parameter or result XLA's options keep out of propagation).
+  void freeze(ValueRef r);
   // Sets a sharding and copies it to the value's control-flow group. Members
   // that are provided keep theirs.
   void set(ValueRef r, const Sharding& s);
@@ -73,6 +79,7 @@ class PropagationState {
   std::vector<std::vector<bool>> provided_;
   std::vector<std::vector<uint64_t>> changed_at_;  // tick of the last write, 0 = never
   uint64_t clock_ = 1;
+  bool is_spmd_ = true;
   std::vector<std::optional<UserLists>> users_;  // per reachable computation
   std::vector<std::optional<CallSite>> callers_;
   std::map<ValueRef, int> group_of_;

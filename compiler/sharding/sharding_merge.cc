@@ -95,6 +95,40 @@ std::variant<Sharding, DigitMerge> merge_by_digits(const MergeRequest& r) {
   return Sharding::subgroup(TileAssignment::iota(dims, reshape, perm), types);
 }
 
+// `s` with every device id d replaced by map(d) (same tile dims and kinds).
+template <typename Map>
+Sharding relabel_devices(const Sharding& s, Map map) {
+  std::vector<int64_t> ids = s.tile_assignment().to_vector();
+  for (int64_t& d : ids) d = map(d);
+  TileAssignment tiles = TileAssignment::from_devices(s.tile_assignment().dims(), std::move(ids));
+  return s.subgroup_types().empty() ? Sharding::tiled(std::move(tiles))
+                                    : Sharding::subgroup(std::move(tiles), s.subgroup_types());
+}
+
+// Merge of two tilings over the same device subset, through dense ranks:
+// nullopt when the ids are already 0..n-1 (the direct path applies); an
+// empty result when the two cover different ids.
+std::optional<std::optional<Sharding>> merge_over_device_subset(const Sharding& lhs,
+                                                                const Sharding& rhs,
+                                                                int64_t min_tiles) {
+  std::vector<int64_t> ids = lhs.tile_assignment().to_vector();
+  std::sort(ids.begin(), ids.end());
+  const bool dense =
+      !ids.empty() && ids.front() == 0 && ids.back() == static_cast<int64_t>(ids.size()) - 1;
+  if (dense) return std::nullopt;
+  std::vector<int64_t> other = rhs.tile_assignment().to_vector();
+  std::sort(other.begin(), other.end());
+  if (other != ids || std::adjacent_find(ids.begin(), ids.end()) != ids.end())
+    return std::optional<Sharding>();  // different or repeated ids: no merge
+  auto rank_of = [&](int64_t d) {
+    return static_cast<int64_t>(std::lower_bound(ids.begin(), ids.end(), d) - ids.begin());
+  };
+  std::optional<Sharding> merged =
+      merge_if_compatible(relabel_devices(lhs, rank_of), relabel_devices(rhs, rank_of), min_tiles);
+  if (!merged || !merged->is_tiled()) return merged;
+  return relabel_devices(*merged, [&](int64_t r) { return ids[static_cast<size_t>(r)]; });
+}
+
 }  // namespace
 
 std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b,
@@ -127,6 +161,9 @@ std::optional<Sharding> merge_if_compatible(const Sharding& a, const Sharding& b
   const int64_t cells = product_of(merged) * manual_size;
   if (devices % cells != 0 || product_of(merged) < min_tiles) return std::nullopt;
   const int64_t group = devices / cells;
+  // Tilings over a device subset ({devices=[2,2]0,1,4,5}): merged over the
+  // subset's ranks, then the ids put back; both must cover the same ids.
+  if (auto dense = merge_over_device_subset(lhs, rhs, min_tiles)) return *dense;
   const MergeRequest request{lhs, rhs, ta, tb, merged, manual_a, manual_b, manual_size, group};
   auto by_digits = merge_by_digits(request);
   if (auto* result = std::get_if<Sharding>(&by_digits)) return *result;

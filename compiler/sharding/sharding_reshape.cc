@@ -147,6 +147,28 @@ Sharding all_data_dims_replicated(const Sharding& sharding, int64_t rank) {
   return Sharding::subgroup(tiles.reshape(dims), replicated.subgroup_types());
 }
 
+// Tiles of size-1 dims become replication as XLA's ReshapeSharding makes
+// them: the tile array reshaped, device order kept ([1,2,4] on dims
+// [8,1,128] -> [1,1,4,2] with the same device list), not transposed (a
+// size-1 dim's extra tiles hold only padding, so either is a valid layout).
+// With manual subgroups: partially_replicate_on_dims.
+Sharding replicate_unit_dims(const Sharding& sharding, std::span<const int64_t> unit) {
+  const auto& types = sharding.subgroup_types();
+  const bool plain = types.empty() || sharding.replicate_on_last_tile_dim();
+  std::vector<int64_t> dims = sharding.data_tile_dims();
+  int64_t moved = 1;
+  for (int64_t d : unit) {
+    moved *= dims[static_cast<size_t>(d)];
+    dims[static_cast<size_t>(d)] = 1;
+  }
+  if (moved == 1 || !plain)
+    return moved == 1 ? sharding : partially_replicate_on_dims(sharding, unit);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  dims.push_back(moved * (types.empty() ? 1 : sharding.tile_assignment().dim(rank)));
+  return Sharding::partial_tile(
+      TileAssignment::from_devices(std::move(dims), sharding.tile_assignment().to_vector()));
+}
+
 // Dim ranges [src_begin, src_end) <-> [tgt_begin, tgt_end) with equal element
 // counts, cut wherever the running products of both shapes agree.
 struct Block {
@@ -215,8 +237,7 @@ std::optional<Sharding> reshape_sharding(std::span<const int64_t> source_dims,
   }
   // Size-1 dims: sharded source ones become replication, then drop them all.
   const auto src_unit = indices_of_size_one(source_dims);
-  const Sharding cleaned =
-      remove_shape_dims(partially_replicate_on_dims(sharding, src_unit), src_unit);
+  const Sharding cleaned = remove_shape_dims(replicate_unit_dims(sharding, src_unit), src_unit);
   if (!cleaned.is_tiled() || cleaned.num_tiles() == 1) return std::nullopt;
   auto reshaped = reshape_without_unit_dims(without_size_one(source_dims),
                                             without_size_one(target_dims), cleaned);

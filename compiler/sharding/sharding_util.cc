@@ -198,4 +198,77 @@ std::optional<int64_t> first_target_dim_to_move_tiles(std::span<const int64_t> d
   return std::nullopt;
 }
 
+namespace {
+
+// The devices of `s` rearranged to a tile array of `new_dims`: new tile
+// index -> old tile index by `old_of`.
+template <typename OldOf>
+std::vector<int64_t> rearranged_devices(const Sharding& s, const std::vector<int64_t>& new_dims,
+                                        OldOf old_of) {
+  const std::vector<int64_t> ids = s.tile_assignment().to_vector();
+  const auto& old_dims = s.tile_assignment().dims();
+  std::vector<int64_t> out, index(new_dims.size(), 0);
+  for (size_t n = 0; n < ids.size(); ++n) {
+    const std::vector<int64_t> old = old_of(index);
+    int64_t flat = 0;
+    for (size_t i = 0; i < old_dims.size(); ++i) flat = flat * old_dims[i] + old[i];
+    out.push_back(ids[static_cast<size_t>(flat)]);
+    for (size_t i = new_dims.size(); i-- > 0;) {
+      if (++index[i] < new_dims[i]) break;
+      index[i] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Sharding> data_dim_to_manual(const Sharding& s, int64_t d) {
+  if (!s.is_tiled() || s.has_manual_subgroup() || d < 0 || d >= s.tiled_data_rank() ||
+      !(s.subgroup_types().empty() || s.replicate_on_last_tile_dim()))
+    return std::nullopt;
+  const int64_t rank = s.tiled_data_rank();
+  const auto& old_dims = s.tile_assignment().dims();
+  const int64_t k = old_dims[static_cast<size_t>(d)];
+  if (k == 1) return std::nullopt;
+  const bool rep = !s.subgroup_types().empty();
+  std::vector<int64_t> dims(old_dims.begin(), old_dims.begin() + rank);
+  dims[static_cast<size_t>(d)] = 1;
+  if (rep) dims.push_back(old_dims[static_cast<size_t>(rank)]);
+  dims.push_back(k);
+  auto ids = rearranged_devices(s, dims, [&](const std::vector<int64_t>& x) {
+    std::vector<int64_t> old(x.begin(), x.begin() + rank);
+    old[static_cast<size_t>(d)] = x.back();
+    if (rep) old.push_back(x[static_cast<size_t>(rank)]);
+    return old;
+  });
+  std::vector<SubgroupType> types;
+  if (rep) types.push_back(SubgroupType::kReplicated);
+  types.push_back(SubgroupType::kManual);
+  return Sharding::subgroup(TileAssignment::from_devices(dims, std::move(ids)), types);
+}
+
+std::optional<Sharding> manual_to_data_dim(const Sharding& s, int64_t d) {
+  if (!s.is_tiled() || !s.has_manual_subgroup() || d < 0 || d >= s.tiled_data_rank())
+    return std::nullopt;
+  const int64_t rank = s.tiled_data_rank();
+  const auto& old_dims = s.tile_assignment().dims();
+  const int64_t manual = s.subgroup_manual_dim(), rep = s.subgroup_replication_dim();
+  // d may be tiled t ways inside each manual shard: manual index major.
+  const int64_t t = old_dims[static_cast<size_t>(d)];
+  std::vector<int64_t> dims(old_dims.begin(), old_dims.begin() + rank);
+  dims[static_cast<size_t>(d)] = old_dims[static_cast<size_t>(manual)] * t;
+  if (rep >= 0) dims.push_back(old_dims[static_cast<size_t>(rep)]);
+  auto ids = rearranged_devices(s, dims, [&](const std::vector<int64_t>& x) {
+    std::vector<int64_t> old(old_dims.size(), 0);
+    std::copy(x.begin(), x.begin() + rank, old.begin());
+    old[static_cast<size_t>(d)] = x[static_cast<size_t>(d)] % t;
+    old[static_cast<size_t>(manual)] = x[static_cast<size_t>(d)] / t;
+    if (rep >= 0) old[static_cast<size_t>(rep)] = x[static_cast<size_t>(rank)];
+    return old;
+  });
+  TileAssignment tiles = TileAssignment::from_devices(dims, std::move(ids));
+  return rep >= 0 ? Sharding::partial_tile(std::move(tiles)) : Sharding::tiled(std::move(tiles));
+}
+
 }  // namespace podsim::compiler

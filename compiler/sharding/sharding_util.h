@@ -36,6 +36,16 @@ Sharding partially_replicate_on_all_dims_except(const Sharding& sharding,
 // Unshards every data dim but keeps manual subgroups ({replicated} without).
 Sharding replicate_all_data_dims(const Sharding& sharding);
 
+// Across a manual conversion (SPMDFullToShardShape / SPMDShardToFullShape) the
+// automatic side's tiling of data dim `d` is the manual side's manual
+// subgroup. data_dim_to_manual: [.., k at d, .. (, rep)] -> [.., 1 at d, ..
+// (, rep), manual k]; manual_to_data_dim: the inverse (d tiled t ways on
+// the manual side becomes k*t tiles, manual index major). Devices move with
+// their tiles; nullopt where the forms do not fit (no tiling at d, other
+// subgroup kinds).
+std::optional<Sharding> data_dim_to_manual(const Sharding& sharding, int64_t d);
+std::optional<Sharding> manual_to_data_dim(const Sharding& sharding, int64_t d);
+
 // Removes data dims that have tile count 1 (assert) from a tiled sharding.
 Sharding remove_shape_dims(const Sharding& sharding, std::span<const int64_t> dims);
 // Inserts unsharded data dims so that they sit at `positions` of the result

@@ -344,14 +344,54 @@ std::optional<std::string> frontend_attribute(std::string_view attributes, std::
     std::string value;
     if (i < attributes.size() && attributes[i] == '"') {
       ++i;
+      // C-escaped (XLA's CEscape): \n \t \r, \ooo octal, else the char itself.
       while (i < attributes.size() && attributes[i] != '"') {
-        if (attributes[i] == '\\' && i + 1 < attributes.size()) ++i;
+        if (attributes[i] == '\\' && i + 1 < attributes.size()) {
+          const char e = attributes[++i];
+          if (e >= '0' && e <= '7') {
+            int code = 0;
+            for (int n = 0;
+                 n < 3 && i < attributes.size() && attributes[i] >= '0' && attributes[i] <= '7';
+                 ++n)
+              code = code * 8 + (attributes[i++] - '0');
+            value += static_cast<char>(code);
+            continue;
+          }
+          value += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
+          ++i;
+          continue;
+        }
         value += attributes[i++];
       }
       ++i;
     } else {
-      while (i < attributes.size() && attributes[i] != ',' && attributes[i] != '}')
-        value += attributes[i++];
+      // Unquoted: up to the next top-level ',' or '}', so a nested brace
+      // value ({mesh = #sdy.mesh<["data"=1, "expert"=4]>}) stays whole.
+      int depth = 0;
+      bool quoted = false;
+      for (; i < attributes.size(); ++i) {
+        const char ch = attributes[i];
+        if (quoted) {
+          if (ch == '\\' && i + 1 < attributes.size())
+            value += attributes[i++];
+          else if (ch == '"')
+            quoted = false;
+        } else if (ch == '"') {
+          quoted = true;
+        } else if (ch == '{' || ch == '[' || ch == '(' ||
+                   (ch == '<' && i > 0 &&
+                    std::isalnum(static_cast<unsigned char>(attributes[i - 1])))) {
+          ++depth;
+        } else if (depth > 0 && (ch == '}' || ch == ']' || ch == ')' ||
+                                 (ch == '>' && attributes[i - 1] != '-'))) {
+          --depth;
+        } else if (depth == 0 && (ch == ',' || ch == '}')) {
+          break;
+        }
+        value += ch;
+      }
+      while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back())))
+        value.pop_back();
     }
     if (k == key) return value;
   }

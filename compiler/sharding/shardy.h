@@ -40,8 +40,10 @@ struct SdySharding {
 SdySharding parse_sdy_sharding(std::string_view text, const SdyMeshes& meshes,
                                const SourceLocation& where = {});
 
-// The value of `key` in a verbatim frontend_attributes={...} text (quotes
-// removed, \" and \\ unescaped); nullopt when absent.
+// The value of `key` in a verbatim frontend_attributes={...} text, in
+// either form XLA prints: quoted and C-escaped (quotes removed, escapes
+// undone), or unquoted when the value is itself a brace dictionary
+// ({mesh = #sdy.mesh<["x"=4]>}, kept whole). nullopt when absent.
 std::optional<std::string> frontend_attribute(std::string_view attributes, std::string_view key);
 
 // The sharding an instruction's frontend attributes give (xla.sdy.sharding,

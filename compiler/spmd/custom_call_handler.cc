@@ -112,7 +112,18 @@ PartitionedValue region_boundary(SpmdContext& context, const HandlerInput& in, b
   for (size_t k = 0; k < in.operands.size(); ++k) {
     const PartitionedValue& operand = in.operands[k];
     InstrId local = operand.id;
-    if (entry && operand.sharding.is_tiled() &&
+    // An entry whose manual side also tiles data dims (refined open dims):
+    // the operand is first laid out as the automatic form of that sharding.
+    if (entry && leaves[k].is_tiled() && leaves[k].has_manual_subgroup() &&
+        leaves[k].num_tiles() > 1 && operand.base_shape.is_array()) {
+      int64_t d = -1;
+      for (int64_t i = 0; i < shapes[k]->rank() && i < operand.base_shape.rank(); ++i)
+        if (shapes[k]->dim(static_cast<int>(i)) != operand.base_shape.dim(static_cast<int>(i)))
+          d = i;
+      if (auto automatic = d >= 0 ? manual_to_data_dim(leaves[k], d) : std::nullopt)
+        local = reshard(context, operand, *automatic).id;
+    }
+    if (entry && local == operand.id && operand.sharding.is_tiled() &&
         !evenly_partitions(operand.sharding, operand.base_shape.dims())) {
       // Uneven tiles: XLA pads the partitioned operand with zeros.
       InstrId zero = context.builder().scalar_constant(context.local_shape(local).dtype(), 0);
@@ -277,8 +288,8 @@ PartitionedValue handle_flash_attention(SpmdContext& context, const HandlerInput
   for (const Shape& leaf : instr.shape.tuple_shapes())
     leaves.push_back(flash_batch_heads(lead, lead_rank, leaf.rank()));
   const Sharding result = Sharding::tuple(std::move(leaves));
-  InstrId id = clone_with_shape(context, instr, std::move(operands),
-                                partitioned_shape(instr.shape, result));
+  InstrId id =
+      clone_with_shape(context, instr, std::move(operands), partitioned_shape(instr.shape, result));
   return reshard(context, PartitionedValue{id, instr.shape, result}, in.target);
 }
 

@@ -198,4 +198,30 @@ TEST(Cli, HardwareListNamesEveryPreset) {
   EXPECT_NE(r.output.find("32x32"), std::string::npos) << r.output;
 }
 
+TEST(Cli, XlaPropagationOptionsAreFlags) {
+  // Root tuple (n, e), both from p's [4,1]. XLA's per-leaf output vector
+  // true,false keeps leaf 0 tiled and leaf 1 replicated; a parameter vector
+  // of false keeps the unannotated q replicated although its user is tiled.
+  auto dir = std::filesystem::temp_directory_path() / "podsim_cli_xla_options";
+  std::filesystem::create_directories(dir);
+  auto file = dir / "m.hlo";
+  std::ofstream(file) << "HloModule m, num_partitions=4\n\nENTRY %e {\n"
+                         "  %p = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                         "  %q = f32[8,4] parameter(1)\n"
+                         "  %n = f32[8,4] add(%p, %q)\n"
+                         "  %x = f32[8,4] exponential(%p)\n"
+                         "  ROOT %t = (f32[8,4], f32[8,4]) tuple(%n, %x)\n}\n";
+  Result r = run_merged("partition " + file.string() +
+                        " --propagate-only --allow-spmd-sharding-propagation-to-output=true,false"
+                        " --allow-spmd-sharding-propagation-to-parameters={false} --is-spmd=false");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("parameter(1), sharding={replicated}"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sharding={{devices=[4,1]<=[4]}, {replicated}}"), std::string::npos)
+      << r.output;
+  Result bad = run_merged("partition " + file.string() +
+                          " --propagate-only --allow-spmd-sharding-propagation-to-output=yes");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("'yes' is not a bool"), std::string::npos) << bad.output;
+}
+
 }  // namespace

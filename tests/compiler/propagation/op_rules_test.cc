@@ -468,3 +468,213 @@ TEST(OpRules, FlashAttentionOperandsTakeTheOutputsHeadTiling) {
 
 }  // namespace
 }  // namespace podsim::compiler::testing
+
+// ---- size-1 convolution dims, non-SPMD rules -------------------------------------
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, ConvolutionSize1SpatialDimsAreEinsumDims) {
+  // Input, window and output of size 1 on both spatial dims; the input
+  // (64*16 elements) outweighs the kernel (8*16) and goes first. Not
+  // reversed, a size-1 dim is a batch dim (window = input = lhs dilation 1):
+  // both operands tile it, the input's tiling of spatial dim 0 wins -> result
+  // dim 1. Reversed (rhs_reversal), it is the kernel-free kind (input 1,
+  // window = output, padding size-1 = 0): the input's tiling of it carries
+  // nothing, the kernel's tiling of spatial dim 1 reaches result dim 2.
+  auto conv = [](const std::string& reversal) {
+    return module(R"(
+  %lhs = f32[64,1,1,16] parameter(0), sharding={devices=[1,2,1,1]0,1}
+  %rhs = f32[1,1,8,16] parameter(1), sharding={devices=[1,2,1,1]0,1}
+  ROOT %conv = f32[64,1,1,8] convolution(%lhs, %rhs), window={size=1x1)" +
+                      reversal + R"(}, dim_labels=b01f_01oi->b01f
+)",
+                  2);
+  };
+  EXPECT_EQ(sharding_of(propagate_text(conv("")), "conv"), canon("{devices=[1,2,1,1]0,1}"));
+  EXPECT_EQ(sharding_of(propagate_text(conv(" rhs_reversal=1x1")), "conv"),
+            canon("{devices=[1,1,2,1]0,1}"));
+}
+
+PropagationOptions non_spmd() {
+  PropagationOptions o;
+  o.is_spmd = false;
+  return o;
+}
+
+TEST(OpRules, NonSpmdReduceOverATiledDimIsReplicated) {
+  // SPMD: reducing dim 0 of [2,2] leaves dim 1's tile j on {j, j+2}
+  // (partial replication). Non-SPMD has no partial result: replicated.
+  const std::string text = module(R"(
+  %p0 = f32[8,8] parameter(0), sharding={devices=[2,2]0,1,2,3}
+  %zero = f32[] constant(0)
+  ROOT %r = f32[8] reduce(%p0, %zero), dimensions={0}, to_apply=%add
+)");
+  EXPECT_EQ(sharding_of(propagate_text(text), "r"),
+            canon("{devices=[2,2]0,2,1,3 last_tile_dim_replicate}"));
+  EXPECT_EQ(sharding_of(propagate_text(text, non_spmd()), "r"), canon("{replicated}"));
+}
+
+TEST(OpRules, NonSpmdConcatOperandTakesTheTilesHoldingItsRows) {
+  // Result rows 16 over 4 tiles of ceil(16/4) = 4 rows. Operand 0 holds rows
+  // [0,4): tile 0 only, device 0 -> a single-device placement, which does not
+  // spread (replicated). Operand 1 holds rows [4,16): tiles 1..3 -> [3,1] on
+  // devices 1,2,3. SPMD: both take the result's [4,1].
+  const std::string text = module(R"(
+  %p0 = f32[4,8] parameter(0)
+  %p1 = f32[12,8] parameter(1)
+  %c0 = f32[4,8] copy(%p0)
+  %c1 = f32[12,8] copy(%p1)
+  ROOT %c = f32[16,8] concatenate(%c0, %c1), dimensions={0}, sharding={devices=[4,1]<=[4]}
+)");
+  Module m = propagate_text(text, non_spmd());
+  EXPECT_EQ(sharding_of(m, "c0"), canon("{replicated}"));
+  EXPECT_EQ(sharding_of(m, "c1"), canon("{devices=[3,1]1,2,3}"));
+  EXPECT_EQ(sharding_of(propagate_text(text), "c1"), canon("{devices=[4,1]<=[4]}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+std::string sort_module(const std::string& shape, const std::string& sharding) {
+  return "HloModule t, num_partitions=4\n\n%lt (a: f32[], b: f32[], c: s32[], d: s32[]) -> pred[] "
+         "{\n"
+         "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  %c = s32[] parameter(2)\n"
+         "  %d = s32[] parameter(3)\n  ROOT %r = pred[] compare(%a, %b), direction=LT\n}\n\n"
+         "ENTRY %e {\n  %p = f32[" +
+         shape + "] parameter(0)\n  %n = f32[" + shape + "] negate(%p), sharding=" + sharding +
+         "\n  %i = s32[" + shape +
+         "] iota(), iota_dimension=" + (shape.find(',') == std::string::npos ? "0" : "1") +
+         "\n  ROOT %s = (f32[" + shape + "], s32[" + shape + "]) sort(%n, %i), dimensions={" +
+         (shape.find(',') == std::string::npos ? "0" : "1") + "}, to_apply=%lt\n}\n";
+}
+
+TEST(OpRules, SortKeepsATilingOfTheSortedDimThatCanMove) {
+  // [1,4] tiles the sorted dim 1 of f32[16,32]; dim 0 (16 rows) is untiled,
+  // so the partitioner can move the 4 tiles there: the sort and, backwards,
+  // the iota keep [1,4] (XLA's IsSortOperandShardingMovable).
+  Module m = propagate_text(sort_module("16,32", "{devices=[1,4]<=[4]}"));
+  EXPECT_EQ(sharding_of(m, "s"), canon("{{devices=[1,4]<=[4]}, {devices=[1,4]<=[4]}}"));
+  EXPECT_EQ(sharding_of(m, "i"), canon("{devices=[1,4]<=[4]}"));
+  // Rank 1: nowhere to move the tiles; the sorted dim is replicated.
+  Module r1 = propagate_text(sort_module("32", "{devices=[4]<=[4]}"));
+  EXPECT_EQ(sharding_of(r1, "s"), canon("{{replicated}, {replicated}}"));
+  // Every other dim tiled: the sorted dim's 2 tiles become replication,
+  // device 2i+j keeps row tile i -> [2,1,2] <=[4] last_tile_dim_replicate.
+  Module full = propagate_text(sort_module("16,32", "{devices=[2,2]<=[4]}"));
+  EXPECT_EQ(sharding_of(full, "i"), canon("{devices=[2,1,2]<=[4] last_tile_dim_replicate}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, ScatterIndicesMergeTheParallelDimWithTheUpdatesIndexPassThrough) {
+  // Index component 0 is an iota along indices dim 1, so operand dim 0 is
+  // parallel to indices dim 1 and update dim 0. The updates [2,2,1] tile
+  // update dims 0 and 1, the scatter dims = indices dims 1 and 2: the
+  // indices take [1,2,2] (device 2i+j holds indices tile (i,j)). Before,
+  // the result's parallel tiling alone gave [1,2,1] with dim 2 replicated.
+  Module m = propagate_text(R"(HloModule t, num_partitions=4
+
+%sum (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+
+ENTRY %e {
+  %p0 = s32[8,4,2] parameter(0)
+  %p1 = s32[1,8,4] parameter(1)
+  %p2 = s32[8,4,2] parameter(2)
+  %operand = s32[8,4,2] copy(%p0)
+  %idx = s32[1,8,4] copy(%p1)
+  %iota = s32[1,8,4] iota(), iota_dimension=1
+  %indices = s32[2,8,4] concatenate(%iota, %idx), dimensions={0}
+  %update = s32[8,4,2] copy(%p2), sharding={devices=[2,2,1]<=[4]}
+  ROOT %scatter = s32[8,4,2] scatter(%operand, %indices, %update), to_apply=%sum, update_window_dims={2}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=0
+}
+)");
+  EXPECT_EQ(sharding_of(m, "indices"), canon("{devices=[1,2,2]<=[4]}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, AsyncStepsOfManualOperandsAreManual) {
+  // call-start of two manual operands: its context tuple ((operands),
+  // result, u32 state), 4 leaves, is manual; call-done of a manual context
+  // is manual.
+  Module m = propagate_text(R"(HloModule t, num_partitions=2
+
+%callee (a: s32[8], b: s32[8]) -> s32[8] {
+  %a = s32[8] parameter(0)
+  %b = s32[8] parameter(1)
+  ROOT %s = s32[8] add(%a, %b)
+}
+
+ENTRY %e {
+  %p0 = s32[8] parameter(0), sharding={manual}
+  %p1 = s32[8] parameter(1), sharding={manual}
+  %start = ((s32[8], s32[8]), s32[8], u32[]) call-start(%p0, %p1), to_apply=%callee
+  ROOT %done = s32[8] call-done(%start)
+}
+)");
+  EXPECT_EQ(sharding_of(m, "start"), canon("{{manual}, {manual}, {manual}, {manual}}"));
+  EXPECT_EQ(sharding_of(m, "done"), canon("{manual}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, IndexScalarsInAPartiallyManualRegionTakeTheManualSubgroup) {
+  // The dynamic-slice is manual over 2 groups (tile dim 2, manual) and
+  // replicated within each (tile dim 3): its index scalar z, which no rule
+  // shards, is replicated within each manual group: tile dims [2,2] with
+  // the same device order, {manual, replicated}.
+  Module m = propagate_text(module(R"(
+  %p = f32[8,4] parameter(0), sharding={devices=[1,1,2,2]<=[4] last_tile_dims={manual, replicated}}
+  %z = s32[] constant(0)
+  ROOT %ds = f32[2,4] dynamic-slice(%p, %z, %z), dynamic_slice_sizes={2,4}, sharding={devices=[1,1,2,2]<=[4] last_tile_dims={manual, replicated}}
+)"));
+  EXPECT_EQ(sharding_of(m, "z"), canon("{devices=[2,2]<=[4] last_tile_dims={manual, replicated}}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing
+
+namespace podsim::compiler::testing {
+namespace {
+
+TEST(OpRules, ManualConversionOpenDimsAreRefinedAcrossTheConversion) {
+  // a tiles dim 1 of the automatic side [8,4] (tile j on devices {j, j+2});
+  // the annotation s tiles dim 0 (tile i on {2i, 2i+1}) with dim 1 open;
+  // the conversion to the manual side (dim 0: 8 -> 4) makes dim 0's 2 tiles
+  // the manual subgroup (m = device / 2) and leaves dim 1 open.
+  Module m = propagate_text(module(R"(
+  %p = f32[8,4] parameter(0)
+  %a = f32[8,4] copy(%p), sharding={devices=[1,2,2]0,2,1,3 last_tile_dim_replicate}
+  %s = f32[8,4] custom-call(%a), custom_call_target="Sharding", sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}, backend_config="unspecified_dims=[1]"
+  %to = f32[4,4] custom-call(%s), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={replicated, manual}}, backend_config="unspecified_dims=[1]"
+  ROOT %n = f32[4,4] negate(%to), sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={replicated, manual}}
+)"));
+  // %s: [2,1,2] merged with a's dim-1 tiling -> [2,2] over device 2i+j.
+  EXPECT_EQ(sharding_of(m, "s"), canon("{devices=[2,2]<=[4]}"));
+  // %to: dim 0's 2 tiles (i) become the manual subgroup: tile (0,j,m) on
+  // device 2m+j.
+  EXPECT_EQ(sharding_of(m, "to"), canon("{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={manual}}"));
+}
+
+}  // namespace
+}  // namespace podsim::compiler::testing

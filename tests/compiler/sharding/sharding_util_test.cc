@@ -154,10 +154,12 @@ TEST(ReshapeSharding, SizeOneDims) {
   EXPECT_EQ(reshape({3, 1, 5, 7}, {3, 5, 1, 7}, "{devices=[1,1,2,1]<=[2]}"),
             parse("{devices=[1,2,1,1]<=[2]}"));
   EXPECT_EQ(reshape({8, 16}, {8, 16, 1}, "{devices=[2,1]<=[2]}"), parse("{devices=[2,1,1]<=[2]}"));
-  // A sharded size-1 dim becomes replication: [2,4] on f32[1,8] -> f32[8]:
-  // tile j of the 8 is held by {j, 4+j}.
+  // A sharded size-1 dim becomes replication with the device list kept in
+  // order (XLA reshapes the tile array): [2,4] <=[8] on f32[1,8] -> f32[8]
+  // is [4,2] <=[8] replicated: tile j of the 8 is held by {2j, 2j+1}. (The
+  // size-1 dim's second tile, devices 4..7, held only padding.)
   EXPECT_EQ(reshape({1, 8}, {8}, "{devices=[2,4]<=[8]}"),
-            parse("{devices=[4,2]0,4,1,5,2,6,3,7 last_tile_dim_replicate}"));
+            parse("{devices=[4,2]<=[8] last_tile_dim_replicate}"));
   EXPECT_EQ(reshape({3, 5}, {15}, "{replicated}"), Sharding::replicated());
 }
 
@@ -318,6 +320,29 @@ TEST(GroupSharding, AlignGroupsWith) {
   EXPECT_FALSE(align_groups_with(other, ref, /*ignore_group_order=*/false).has_value());
   auto mismatch = group_sharding_on_dims(parse("{devices=[2,4]<=[4,2]T(1,0)}"), Ids{0});
   EXPECT_FALSE(align_groups_with(mismatch, ref).has_value());
+}
+
+}  // namespace
+}  // namespace podsim::compiler
+
+namespace podsim::compiler {
+namespace {
+
+TEST(ManualConversionForms, ConvertedDimTilesBecomeTheManualSubgroupAndBack) {
+  // [2,2,1,2] rep on 0,1,4,5,2,3,6,7: tile (a,b,0,r) on device list[4a+2b+r].
+  // Dim 0's tiles become the manual subgroup (last): tile (0,b,0,r,m) =
+  // list[4m+2b+r] -> b=0: r=0 {0,2}, r=1 {1,3}; b=1: {4,6}, {5,7}.
+  const Sharding automatic =
+      parse_sharding("{devices=[2,2,1,2]0,1,4,5,2,3,6,7 last_tile_dim_replicate}");
+  const Sharding manual =
+      parse_sharding("{devices=[1,2,1,2,2]0,2,1,3,4,6,5,7 last_tile_dims={replicated, manual}}");
+  EXPECT_EQ(data_dim_to_manual(automatic, 0), manual);
+  EXPECT_EQ(manual_to_data_dim(manual, 0), automatic);
+  // Dim 0 also tiled 2 ways inside each of 4 manual shards: 8 automatic
+  // tiles, manual index major: tile 2m+x on the device of (x, m).
+  const Sharding inside = parse_sharding("{devices=[2,4]0,1,2,3,4,5,6,7 last_tile_dims={manual}}");
+  EXPECT_EQ(manual_to_data_dim(inside, 0), parse_sharding("{devices=[8]0,4,1,5,2,6,3,7}"));
+  EXPECT_FALSE(data_dim_to_manual(parse_sharding("{devices=[1,2]0,1}"), 0).has_value());
 }
 
 }  // namespace

@@ -100,5 +100,21 @@ TEST(Shardy, FrontendAttributesGiveTheSharding) {
   EXPECT_FALSE(sharding_from_frontend_attributes(R"({other="1"})", kMeshes).has_value());
 }
 
+TEST(Shardy, FrontendAttributeValuesInEveryPrintedForm) {
+  // Unquoted brace dictionary (kept whole, commas and quotes inside), a
+  // quoted C-escaped value (\", \\, \t, \042 octal = '"'), and a key after each.
+  const std::string fa = R"({xla.sdy.meshes={mesh = #sdy.mesh<["data"=1, "expert"=4]>}, )"
+                         R"(d={"a": [1, 2], "b": {"c": "x,}"}}, q="a\"b\\c\td\042", last=1})";
+  EXPECT_EQ(frontend_attribute(fa, "xla.sdy.meshes"),
+            R"({mesh = #sdy.mesh<["data"=1, "expert"=4]>})");
+  EXPECT_EQ(frontend_attribute(fa, "d"), R"({"a": [1, 2], "b": {"c": "x,}"}})");
+  EXPECT_EQ(frontend_attribute(fa, "q"), "a\"b\\c\td\"");
+  EXPECT_EQ(frontend_attribute(fa, "last"), "1");
+  EXPECT_FALSE(frontend_attribute(fa, "mesh").has_value());
+  SdyMeshes meshes = parse_sdy_meshes(*frontend_attribute(fa, "xla.sdy.meshes"));
+  auto s = parse_sdy_sharding(R"(#sdy.sharding<@mesh, [{"expert"}, {}]>)", meshes);
+  EXPECT_EQ(s.sharding, hlo("{devices=[4,1]0,1,2,3}"));
+}
+
 }  // namespace
 }  // namespace podsim::compiler
