@@ -127,9 +127,13 @@ class EngineRun {
     }
     if (in_.fidelity == Fidelity::kFull) {
       LinkTraceHook hook;
-      if (in_.record_trace)
+      if (in_.link_totals)
+        result_.link_busy_s.assign(static_cast<size_t>(in_.topology.num_links()), 0.0);
+      if (in_.record_trace || in_.link_totals)
         hook.on_transfer = [this](hw::LinkId link, int32_t, double start, double duration,
                                   double bytes) {
+          if (in_.link_totals) result_.link_busy_s[static_cast<size_t>(link)] += duration;
+          if (!in_.record_trace) return;
           const int64_t device = device_of_link(link);
           if (!traced(device) || duration <= 0) return;
           const double utilisation =

@@ -22,10 +22,11 @@ struct SimOptions {
   TraceSelection trace;  // what the trace keeps, when record_trace
   // Called now and then with the fraction done (0..1), for a progress line.
   std::function<void(double)> progress;
-  // Fast fidelity without a trace: a while loop of the entry (>= 8
-  // iterations) is simulated until its iteration time is steady, the rest
-  // counted at that time (simulator.cc steady_state; docs/loops.md). Full
-  // fidelity always runs every iteration.
+  // Without a trace: a while loop of the entry (>= 8 iterations) is
+  // simulated until its iteration time is steady, the rest counted at that
+  // time (simulator.cc steady_state; docs/loops.md). Full fidelity (asked
+  // for, not a fallback from fast) tests the whole machine: every device's
+  // iteration time and every link's load. false: every iteration.
   bool steady_state_loops = true;
 };
 
