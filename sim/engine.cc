@@ -566,8 +566,10 @@ class EngineRun {
     if (++run->arrived == run->expected) {
       fabric_->start(run);
       // The members that arrived earlier start transferring now: their
-      // collective streams re-share their HBM.
-      for (sc_core::sc_event* wake : run->member_wakes) wake->notify(SC_ZERO_TIME);
+      // collective streams re-share their HBM (nothing else of theirs
+      // changes, so without DMA traffic they sleep on).
+      if (in_.hbm_bandwidth > 0 && spec.dma_hbm_bytes > 0)
+        for (sc_core::sc_event* wake : run->member_wakes) wake->notify(SC_ZERO_TIME);
     }
     return run;
   }
@@ -609,7 +611,11 @@ class EngineRun {
     }
     d.completed[w] = 1;
     ++d.completed_count;
-    d.done_event.notify(SC_ZERO_TIME);
+    // Only the collective the compute stream waits for wakes it (it would
+    // find any other still unfinished and sleep on).
+    if ((d.compute == ComputeState::kWaiting || d.compute == ComputeState::kTail) &&
+        d.waiting_for == r.ordinal)
+      d.done_event.notify(SC_ZERO_TIME);
   }
 
   // Progress: the steps every simulated device has passed, as a fraction of
