@@ -22,6 +22,7 @@ struct RunOptions {
   std::string output;
   bool serve = false;
   bool timings = false;
+  bool every_iteration = false;  // --every-iteration
   std::string hardware;  // HLO module: preset or YAML
   std::string mesh;      // HLO module: "x=8"
   int64_t tokens = 0;    // HLO module: tokens per step

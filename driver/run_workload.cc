@@ -253,6 +253,7 @@ RunResult simulate_compiled(
   progress("simulating", 0);
   sim::SimOptions sim_options;
   sim_options.fidelity = request.fidelity;
+  sim_options.steady_state_loops = request.steady_state_loops;
   sim_options.record_trace = request.record_trace;
   sim_options.trace = request.trace;
   if (request.progress)

@@ -157,7 +157,7 @@ TEST(Simulator, DependentCollectiveIsExposed) {
   }
 }
 
-std::string while_program(int trips) {
+std::string while_program(int trips, const std::string& groups = "[1,8]<=[8]") {
   return fmt::format(R"(HloModule loop, num_partitions=8
 %sum (x: bf16[], y: bf16[]) -> bf16[] {{
   %x = bf16[] parameter(0)
@@ -177,7 +177,7 @@ std::string while_program(int trips) {
   %next = s32[] add(%i.1, %one)
   %h = bf16[512,512]{{1,0}} get-tuple-element(%b), index=1
   %d = bf16[512,512]{{1,0}} dot(%h, %h), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
-  %r = bf16[512,512]{{1,0}} all-reduce(%d), channel_id=1, replica_groups=[1,8]<=[8], use_global_device_ids=true, to_apply=%sum
+  %r = bf16[512,512]{{1,0}} all-reduce(%d), channel_id=1, replica_groups={1}, use_global_device_ids=true, to_apply=%sum
   ROOT %out = (s32[], bf16[512,512]{{1,0}}) tuple(%next, %r)
 }}
 ENTRY %main (x: bf16[512,512]) -> bf16[512,512] {{
@@ -187,7 +187,7 @@ ENTRY %main (x: bf16[512,512]) -> bf16[512,512] {{
   %loop = (s32[], bf16[512,512]{{1,0}}) while(%init), condition=%cond, body=%body
   ROOT %res = bf16[512,512]{{1,0}} get-tuple-element(%loop), index=1
 }})",
-                     trips);
+                     trips, groups);
 }
 
 TEST(Simulator, WhileLoopMultipliesItsBody) {
@@ -283,6 +283,25 @@ TEST(Simulator, FullFidelitySteadyLoopMatchesEveryIterationOnEveryDevice) {
   const Timeline with_trace = simulate(program, system, traced);
   EXPECT_TRUE(with_trace.approximation_note.empty()) << with_trace.approximation_note;
   EXPECT_DOUBLE_EQ(with_trace.step_time_s, whole.step_time_s);
+}
+
+TEST(Simulator, FullFidelityLoopWhoseMachineDoesNotRepeatIsSimulatedWhole) {
+  // The 8-device slice without wraparound (AsymmetricGroupsFallBackToFull):
+  // pairs {0,7} across the diagonal and {1,2} neighbours take different
+  // times, so the pairs' iterations drift against each other over links
+  // they share: no iteration starts in the state of the previous one, the
+  // repeat test fails at every K and every iteration is simulated.
+  const hw::System system = make_system({8});
+  const auto program = program_from_hlo(while_program(40, "{{0,7},{1,2},{3,4},{5,6}}"));
+  EXPECT_FALSE(run(program, system, Fidelity::kFast).fallback_reason.empty());
+  SimOptions whole_options;
+  whole_options.fidelity = Fidelity::kFull;
+  whole_options.steady_state_loops = false;
+  const Timeline whole = simulate(program, system, whole_options);
+  const Timeline steady = run(program, system, Fidelity::kFull);
+  EXPECT_EQ(steady.devices_simulated, 8);
+  EXPECT_TRUE(steady.approximation_note.empty()) << steady.approximation_note;
+  EXPECT_DOUBLE_EQ(steady.step_time_s, whole.step_time_s);
 }
 
 // Dots and collectives over a mesh: all-reduce over the inner axis,
