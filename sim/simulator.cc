@@ -279,7 +279,7 @@ RepeatCheck repeat_check(const EngineResult& base, const EngineResult& one,
 // times per group, op by op and device by device; else K doubles, up to
 // simulating the loops whole. Full mode runs the whole machine each time.
 SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full, bool full_fidelity,
-                       const std::function<EngineResult(const StepProgram&)>& run) {
+                       const std::function<EngineResult(const StepProgram&, double)>& run) {
   SteadyRun out;
   for (int64_t k = kSteadyFirstIterations;; k *= 2) {
     const std::vector<EntryLoop> capped = capped_loops(full, k);
@@ -297,13 +297,20 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full, bool 
     // Full mode: a test costing as much as the whole run is not worth it.
     if (full_fidelity && shortest.steps.size() * (1 + 2 * groups.size()) >= full.steps.size())
       return out;
-    EngineResult result = run(shortest);
+    // The steps this try's runs hold (for progress): the shortest program
+    // 1 + 2 x groups times, plus 1 + 2 iterations of each group's loops
+    // (a loop's steps over its trips: one iteration, prologue included).
+    auto planned = static_cast<double>(shortest.steps.size() * (1 + 2 * groups.size()));
+    for (const std::vector<EntryLoop>& group : groups)
+      for (const EntryLoop& loop : group)
+        planned += 3.0 * static_cast<double>(loop.steps) / static_cast<double>(loop.trips);
+    EngineResult result = run(shortest, planned);
     std::vector<DeviceAccount> total = result.devices;
     bool steady = true;
     RepeatCheck worst;
     for (const std::vector<EntryLoop>& group : groups) {
-      const EngineResult one = run(program_with(&group, k + 1));
-      const EngineResult two = run(program_with(&group, k + 2));
+      const EngineResult one = run(program_with(&group, k + 1), planned);
+      const EngineResult two = run(program_with(&group, k + 2), planned);
       const RepeatCheck check = repeat_check(result, one, two);
       worst.device = std::max(worst.device, check.device);
       worst.link = std::max(worst.link, check.link);
@@ -396,19 +403,19 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   const bool full_asked = options.fidelity == Fidelity::kFull;
   if ((choice.fidelity == Fidelity::kFast || full_asked) && !options.record_trace &&
       options.steady_state_loops) {
-    // Progress over the short runs: their steps x devices against the
-    // whole program's (an over-estimate of the work left when K doubles;
-    // kept monotone).
-    const double whole = static_cast<double>(steps.steps.size());
-    double done = 0, shown = 0;
+    // Full mode's progress over the short runs: their steps against the
+    // steps planned for this K (kept monotone and below 1 when K doubles).
+    double done = 0, shown = 0, last_planned = 0;
     steady = steady_state(
         flatten_inputs, steps, choice.fidelity == Fidelity::kFull,
-        [&](const StepProgram& short_program) {
+        [&](const StepProgram& short_program, double planned) {
+          if (planned != last_planned) done = 0;  // a new K
+          last_planned = planned;
           EngineInputs short_inputs = engine_inputs(short_program);
           short_inputs.fast_collective_s = inputs.fast_collective_s;
           short_inputs.progress = nullptr;
           short_inputs.link_totals = choice.fidelity == Fidelity::kFull;
-          const double share = static_cast<double>(short_program.steps.size()) / whole;
+          const double share = static_cast<double>(short_program.steps.size()) / planned;
           if (options.progress && choice.fidelity == Fidelity::kFull)
             short_inputs.progress = [&, share](double fraction) {
               shown = std::max(shown, std::min(0.99, done + share * fraction));
@@ -418,6 +425,11 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
           done += share;
           return short_result;
         });
+    // Not steady: the whole run's progress continues from what was shown.
+    if (!steady.used && shown > 0)
+      inputs.progress = [&options, shown](double fraction) {
+        options.progress(shown + (1 - shown) * fraction);
+      };
   }
   if (steady.used) {
     choice.approximation_note += (choice.approximation_note.empty() ? "" : "; ") + steady.note;
