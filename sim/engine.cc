@@ -157,6 +157,10 @@ class EngineRun {
       processes.push_back(sc_core::sc_spawn([fabric] { fabric->on_wake(); }, nullptr, &method));
     }
     sc_core::sc_start();
+    if (stopped_) {
+      result_.stopped = true;
+      return std::move(result_);
+    }
     for (auto& p : processes) p.kill();
     for (const auto& d : devices_)
       if (d->compute != ComputeState::kDone)
@@ -627,6 +631,14 @@ class EngineRun {
     const size_t all = steps_.size() * devices_.size();
     in_.progress(static_cast<double>(steps_done_) / static_cast<double>(all));
     next_progress_ = steps_done_ + std::max<size_t>(1, all / 100);
+    if (in_.stop && *in_.stop && !stopped_) {
+      stopped_ = true;
+      // The kernel would print "Simulation stopped by user." on stdout,
+      // which carries reports.
+      sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                              sc_core::SC_DO_NOTHING);
+      sc_core::sc_stop();
+    }
   }
 
   const EngineInputs& in_;
@@ -642,6 +654,7 @@ class EngineRun {
   SharingCache sharing_;
   EngineResult result_;
   uint64_t activations_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace

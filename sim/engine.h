@@ -58,6 +58,9 @@ struct EngineInputs {
   // (EngineResult::link_busy_s), for the steady-state test of whole-machine
   // repeat (simulator.cc).
   bool link_totals = false;
+  // Set (by the progress callback) to stop the run at the next progress
+  // report: the result then has stopped = true and no accounts.
+  const bool* stop = nullptr;
 };
 
 struct EngineResult {
@@ -71,6 +74,7 @@ struct EngineResult {
   // When link_totals: per link id, the summed duration of the phase
   // transfers it carried (contention stretches them).
   std::vector<double> link_busy_s;
+  bool stopped = false;
 };
 
 // Runs the SystemC kernel until the step ends on every simulated device.

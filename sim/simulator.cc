@@ -370,6 +370,34 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   const StepProgram steps = flatten_program(flatten_inputs);
   FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices);
 
+  // The progress the engine reports: the caller's, and the time limit's test.
+  bool stop = false;
+  double estimate_s = 0, estimated_at = 0;
+  std::function<void(double)> progress;
+  if (options.progress || options.time_limit_s > 0)
+    progress = [&](double fraction) {
+      if (options.progress) options.progress(fraction);
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+      if (!stop && options.time_limit_s > 0 && fraction >= 0.02 &&
+          elapsed >= std::min(1.0, options.time_limit_s / 4) &&
+          elapsed / fraction > options.time_limit_s) {
+        stop = true;
+        estimate_s = elapsed / fraction;
+        estimated_at = fraction;
+      }
+    };
+  auto refuse_if_stopped = [&](const EngineResult& result) {
+    if (!result.stopped) return;
+    throw UserError(
+        SourceLocation{"--time-limit", 0, 0},
+        fmt::format("{} fidelity would take about {:.3g} s to simulate (estimated after {:.0f} % "
+                    "of it), over the {:.3g} s limit; stopped",
+                    fidelity_name(choice.fidelity), estimate_s, 100 * estimated_at,
+                    options.time_limit_s),
+        "use --fidelity fast (one representative device), raise --time-limit, or make the "
+        "workload smaller (e.g. --set model.layers=...)");
+  };
   auto engine_inputs = [&](const StepProgram& step_program) {
     return EngineInputs{step_program,
                         catalog,
@@ -380,7 +408,7 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
                         system.config().ici.collectives_in_flight,
                         system.config().ici.collectives_in_flight_per_kind,
                         options.record_trace,
-                        options.progress,
+                        progress,
                         system.config().hbm.bandwidth,
                         {},
                         {}};
@@ -416,25 +444,29 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
           short_inputs.progress = nullptr;
           short_inputs.link_totals = choice.fidelity == Fidelity::kFull;
           const double share = static_cast<double>(short_program.steps.size()) / planned;
-          if (options.progress && choice.fidelity == Fidelity::kFull)
+          if (progress && choice.fidelity == Fidelity::kFull)
             short_inputs.progress = [&, share](double fraction) {
               shown = std::max(shown, std::min(0.99, done + share * fraction));
-              options.progress(shown);
+              progress(shown);
             };
+          short_inputs.stop = &stop;
           EngineResult short_result = run_engine(short_inputs);
+          refuse_if_stopped(short_result);
           done += share;
           return short_result;
         });
     // Not steady: the whole run's progress continues from what was shown.
     if (!steady.used && shown > 0)
-      inputs.progress = [&options, shown](double fraction) {
-        options.progress(shown + (1 - shown) * fraction);
+      inputs.progress = [&progress, shown](double fraction) {
+        progress(shown + (1 - shown) * fraction);
       };
   }
   if (steady.used) {
     choice.approximation_note += (choice.approximation_note.empty() ? "" : "; ") + steady.note;
   }
+  inputs.stop = &stop;
   EngineResult result = steady.used ? std::move(steady.result) : run_engine(inputs);
+  refuse_if_stopped(result);
 
   // The reported device: the slowest (the first of equals).
   size_t reported = 0;

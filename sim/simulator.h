@@ -28,6 +28,12 @@ struct SimOptions {
   // for, not a fallback from fast) tests the whole machine: every device's
   // iteration time and every link's load. false: every iteration.
   bool steady_state_loops = true;
+  // Wall seconds the simulation may take (0: no limit). Once 2 % of it has
+  // run, for a second or a quarter of the limit, a run whose estimate
+  // (elapsed / fraction done)
+  // exceeds the limit stops and throws UserError with the estimate. The
+  // SystemC kernel cannot run again in the process after that.
+  double time_limit_s = 0;
 };
 
 Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system,
