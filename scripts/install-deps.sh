@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config make
   libsystemc-dev libboost-graph-dev libfmt-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  time  # /usr/bin/time -v: scripts/full_fidelity_check.py's peak RSS
   "$@"
 )
 missing=()
