@@ -24,6 +24,8 @@ driver::RunRequest run_request(const RunOptions& o) {
   request.workload_path = o.input;
   request.overrides = o.sets;
   request.fidelity = driver::fidelity_from_name(o.fidelity);
+  request.steady_state_loops = !o.every_iteration;
+  request.time_limit_s = o.time_limit;
   const bool hlo = driver::is_hlo_module_path(o.input);
   auto only_for_hlo = [&](bool given, const std::string& flag) {
     if (given && !hlo)
@@ -101,6 +103,14 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                 "compile once, then read lines of hardware.<key>=<value> overrides on stdin and "
                 "print one CSV "
                 "row per line (the header once, before the first row)");
+  run->add_option("--time-limit", o.time_limit,
+                  "stop and refuse, with the estimate, a simulation that would take longer than "
+                  "this many seconds (judged from its progress after 2 %; 0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_flag("--every-iteration", o.every_iteration,
+                "simulate every iteration of long loops instead of counting the iterations after "
+                "the machine's state repeats at the repeated time (the reference for that "
+                "shortcut; slower)");
   run->add_flag("--timings", o.timings,
                 "json/csv: add compile_wall_s and simulate_wall_s (left out by default: same "
                 "input, same bytes)");

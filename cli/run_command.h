@@ -22,6 +22,8 @@ struct RunOptions {
   std::string output;
   bool serve = false;
   bool timings = false;
+  bool every_iteration = false;  // --every-iteration
+  double time_limit = 0;         // --time-limit (s; 0 = none)
   std::string hardware;  // HLO module: preset or YAML
   std::string mesh;      // HLO module: "x=8"
   int64_t tokens = 0;    // HLO module: tokens per step

@@ -270,6 +270,8 @@ RunResult simulate_compiled(
   progress("simulating", 0);
   sim::SimOptions sim_options;
   sim_options.fidelity = request.fidelity;
+  sim_options.steady_state_loops = request.steady_state_loops;
+  sim_options.time_limit_s = request.time_limit_s;
   sim_options.record_trace = request.record_trace;
   sim_options.trace = request.trace;
   if (request.progress)

@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   slurm-wlm munge  # sweep --slurm's cluster tests (scripts/slurm-local.sh)
   python3-dev pybind11-dev python3-pytest python3-matplotlib
+  time  # /usr/bin/time -v: scripts/full_fidelity_check.py's peak RSS
   "$@"
 )
 missing=()

@@ -129,9 +129,13 @@ class EngineRun {
     }
     if (in_.fidelity == Fidelity::kFull) {
       LinkTraceHook hook;
-      if (in_.record_trace)
+      if (in_.link_totals)
+        result_.link_busy_s.assign(static_cast<size_t>(in_.topology.num_links()), 0.0);
+      if (in_.record_trace || in_.link_totals)
         hook.on_transfer = [this](hw::LinkId link, int32_t, double start, double duration,
                                   double bytes) {
+          if (in_.link_totals) result_.link_busy_s[static_cast<size_t>(link)] += duration;
+          if (!in_.record_trace) return;
           const int64_t device = device_of_link(link);
           if (!traced(device) || duration <= 0) return;
           const double utilisation =
@@ -155,6 +159,10 @@ class EngineRun {
       processes.push_back(sc_core::sc_spawn([fabric] { fabric->on_wake(); }, nullptr, &method));
     }
     sc_core::sc_start();
+    if (stopped_) {
+      result_.stopped = true;
+      return std::move(result_);
+    }
     for (auto& p : processes) p.kill();
     for (const auto& d : devices_)
       if (d->compute != ComputeState::kDone)
@@ -564,8 +572,10 @@ class EngineRun {
     if (++run->arrived == run->expected) {
       fabric_->start(run);
       // The members that arrived earlier start transferring now: their
-      // collective streams re-share their HBM.
-      for (sc_core::sc_event* wake : run->member_wakes) wake->notify(SC_ZERO_TIME);
+      // collective streams re-share their HBM (nothing else of theirs
+      // changes, so without DMA traffic they sleep on).
+      if (in_.hbm_bandwidth > 0 && spec.dma_hbm_bytes > 0)
+        for (sc_core::sc_event* wake : run->member_wakes) wake->notify(SC_ZERO_TIME);
     }
     return run;
   }
@@ -607,7 +617,11 @@ class EngineRun {
     }
     d.completed[w] = 1;
     ++d.completed_count;
-    d.done_event.notify(SC_ZERO_TIME);
+    // Only the collective the compute stream waits for wakes it (it would
+    // find any other still unfinished and sleep on).
+    if ((d.compute == ComputeState::kWaiting || d.compute == ComputeState::kTail) &&
+        d.waiting_for == r.ordinal)
+      d.done_event.notify(SC_ZERO_TIME);
   }
 
   // A collective's numeric trace args: its bytes, and across slices its DCN busy time.
@@ -628,6 +642,14 @@ class EngineRun {
     const size_t all = steps_.size() * devices_.size();
     in_.progress(static_cast<double>(steps_done_) / static_cast<double>(all));
     next_progress_ = steps_done_ + std::max<size_t>(1, all / 100);
+    if (in_.stop && *in_.stop && !stopped_) {
+      stopped_ = true;
+      // The kernel would print "Simulation stopped by user." on stdout,
+      // which carries reports.
+      sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                              sc_core::SC_DO_NOTHING);
+      sc_core::sc_stop();
+    }
   }
 
   const EngineInputs& in_;
@@ -643,6 +665,7 @@ class EngineRun {
   SharingCache sharing_;
   EngineResult result_;
   uint64_t activations_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace

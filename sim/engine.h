@@ -54,6 +54,13 @@ struct EngineInputs {
   // device whether it is traced.
   TraceSelection trace;
   std::vector<char> traced;
+  // Full mode: sum per ICI link the durations of the transfers it carried
+  // (EngineResult::link_busy_s), for the steady-state test of whole-machine
+  // repeat (simulator.cc).
+  bool link_totals = false;
+  // Set (by the progress callback) to stop the run at the next progress
+  // report: the result then has stopped = true and no accounts.
+  const bool* stop = nullptr;
 };
 
 struct EngineResult {
@@ -64,6 +71,10 @@ struct EngineResult {
   bool trace_over_limit = false;
   double trace_cut_s = -1;
   uint64_t kernel_events = 0;
+  // When link_totals: per link id, the summed duration of the phase
+  // transfers it carried (contention stretches them).
+  std::vector<double> link_busy_s;
+  bool stopped = false;
 };
 
 // Runs the SystemC kernel until the step ends on every simulated device.

@@ -219,63 +219,142 @@ struct SteadyRun {
   std::string note;
 };
 
-// Fast mode, one device: each entry loop of at least kSteadyMinTrips
-// iterations is simulated for K, K+1 and K+2 iterations (the others at K);
-// when the last two iteration times agree within kSteadyTolerance for every
-// loop, the step is the K-iteration run plus (trips - K) iteration times
-// per loop, op by op; else K doubles, up to simulating the loops whole.
-SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full,
-                       const std::function<EngineResult(const StepProgram&)>& run) {
+// The loops a steady-state run of k first iterations caps: entry loops of at
+// least kSteadyMinTrips trips with more than k + 2 of them, holding at least
+// kSteadyMinShare of the steps, the kSteadyMaxLoops largest.
+std::vector<EntryLoop> capped_loops(const StepProgram& full, int64_t k) {
+  std::vector<EntryLoop> capped;
+  const double all_steps = static_cast<double>(full.steps.size());
+  for (const EntryLoop& loop : full.entry_loops)
+    if (loop.trips >= kSteadyMinTrips && loop.trips > k + 2 &&
+        static_cast<double>(loop.steps) >= kSteadyMinShare * all_steps)
+      capped.push_back(loop);
+  std::stable_sort(capped.begin(), capped.end(),
+                   [](const EntryLoop& a, const EntryLoop& b) { return a.steps > b.steps; });
+  if (capped.size() > kSteadyMaxLoops) capped.resize(kSteadyMaxLoops);
+  return capped;
+}
+
+// Loops tested together: fast mode tests each loop alone; full mode tests
+// the loops of equal trip count together (their iterations' sum is what the
+// step adds per extra trip), saving two whole-machine runs per loop.
+std::vector<std::vector<EntryLoop>> test_groups(const std::vector<EntryLoop>& capped, bool full) {
+  std::vector<std::vector<EntryLoop>> groups;
+  for (const EntryLoop& loop : capped) {
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+      return full && g.front().trips == loop.trips;
+    });
+    if (same == groups.end())
+      groups.push_back({loop});
+    else
+      same->push_back(loop);
+  }
+  return groups;
+}
+
+// How far the second extra iteration differs from the first: per simulated
+// device its finish time's increment, relative to that increment; per ICI
+// link (full mode) its busy time's increment, relative to the larger of it
+// and the longest device increment.
+struct RepeatCheck {
+  double device = 0;
+  double link = 0;
+};
+RepeatCheck repeat_check(const EngineResult& base, const EngineResult& one,
+                         const EngineResult& two) {
+  RepeatCheck check;
+  double iteration = 0;
+  for (size_t i = 0; i < base.devices.size(); ++i) {
+    const double first = one.devices[i].finish_s - base.devices[i].finish_s;
+    const double second = two.devices[i].finish_s - one.devices[i].finish_s;
+    iteration = std::max(iteration, std::abs(second));
+    check.device =
+        std::max(check.device, std::abs(second - first) / std::max(std::abs(second), 1e-12));
+  }
+  for (size_t l = 0; l < base.link_busy_s.size(); ++l) {
+    const double first = one.link_busy_s[l] - base.link_busy_s[l];
+    const double second = two.link_busy_s[l] - one.link_busy_s[l];
+    check.link = std::max(check.link, std::abs(second - first) /
+                                          std::max({std::abs(second), iteration, 1e-12}));
+  }
+  return check;
+}
+
+// Steady-state loops. Each test group of capped loops (capped_loops,
+// test_groups) is simulated for K, K+1 and K+2 iterations (the other loops at
+// K); when the last two iteration times agree within kSteadyTolerance for
+// every group (full mode: on every device, and every link's busy time per
+// iteration too), the step is the K-iteration run plus (trips - K) iteration
+// times per group, op by op and device by device; else K doubles, up to
+// simulating the loops whole. Full mode runs the whole machine each time.
+SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full, bool full_fidelity,
+                       const std::function<EngineResult(const StepProgram&, double)>& run) {
   SteadyRun out;
   for (int64_t k = kSteadyFirstIterations;; k *= 2) {
-    std::vector<EntryLoop> capped;
-    const double all_steps = static_cast<double>(full.steps.size());
-    for (const EntryLoop& loop : full.entry_loops)
-      if (loop.trips >= kSteadyMinTrips && loop.trips > k + 2 &&
-          static_cast<double>(loop.steps) >= kSteadyMinShare * all_steps)
-        capped.push_back(loop);
-    std::stable_sort(capped.begin(), capped.end(),
-                     [](const EntryLoop& a, const EntryLoop& b) { return a.steps > b.steps; });
-    if (capped.size() > kSteadyMaxLoops) capped.resize(kSteadyMaxLoops);
+    const std::vector<EntryLoop> capped = capped_loops(full, k);
     if (capped.empty()) return out;
-    auto program_with = [&](int64_t key, int64_t iterations) {
+    const std::vector<std::vector<EntryLoop>> groups = test_groups(capped, full_fidelity);
+    auto program_with = [&](const std::vector<EntryLoop>* group, int64_t iterations) {
       FlattenInputs inputs = base;
-      for (const EntryLoop& loop : capped)
-        inputs.iteration_caps[loop.key] = loop.key == key ? iterations : k;
+      for (const EntryLoop& loop : capped) inputs.iteration_caps[loop.key] = k;
+      if (group)
+        for (const EntryLoop& loop : *group) inputs.iteration_caps[loop.key] = iterations;
       return flatten_program(inputs);
     };
-    const StepProgram shortest = program_with(-1, k);
+    const StepProgram shortest = program_with(nullptr, k);
     if (shortest.ops.size() != full.ops.size()) return out;  // op numbering differs: simulate whole
-    EngineResult result = run(shortest);
-    DeviceAccount total = result.devices[0];
+    // Full mode: a test costing as much as the whole run is not worth it.
+    if (full_fidelity && shortest.steps.size() * (1 + 2 * groups.size()) >= full.steps.size())
+      return out;
+    // The steps this try's runs hold (for progress): the shortest program
+    // 1 + 2 x groups times, plus 1 + 2 iterations of each group's loops
+    // (a loop's steps over its trips: one iteration, prologue included).
+    auto planned = static_cast<double>(shortest.steps.size() * (1 + 2 * groups.size()));
+    for (const std::vector<EntryLoop>& group : groups)
+      for (const EntryLoop& loop : group)
+        planned += 3.0 * static_cast<double>(loop.steps) / static_cast<double>(loop.trips);
+    EngineResult result = run(shortest, planned);
+    std::vector<DeviceAccount> total = result.devices;
     bool steady = true;
-    double worst = 0;
-    for (const EntryLoop& loop : capped) {
-      const EngineResult one = run(program_with(loop.key, k + 1));
-      const EngineResult two = run(program_with(loop.key, k + 2));
-      const double first = one.devices[0].finish_s - result.devices[0].finish_s;
-      const double second = two.devices[0].finish_s - one.devices[0].finish_s;
-      const double difference = std::abs(second - first) / std::max(std::abs(second), 1e-12);
-      worst = std::max(worst, difference);
-      if (difference > kSteadyTolerance) {
+    RepeatCheck worst;
+    for (const std::vector<EntryLoop>& group : groups) {
+      const EngineResult one = run(program_with(&group, k + 1), planned);
+      const EngineResult two = run(program_with(&group, k + 2), planned);
+      const RepeatCheck check = repeat_check(result, one, two);
+      worst.device = std::max(worst.device, check.device);
+      worst.link = std::max(worst.link, check.link);
+      if (check.device > kSteadyTolerance || check.link > kSteadyTolerance) {
         steady = false;
         break;
       }
-      total =
-          extrapolated(total, one.devices[0], two.devices[0], static_cast<double>(loop.trips - k));
+      const auto extra = static_cast<double>(group.front().trips - k);
+      for (size_t i = 0; i < total.size(); ++i)
+        total[i] = extrapolated(total[i], one.devices[i], two.devices[i], extra);
     }
     if (!steady) continue;
-    result.devices[0] = std::move(total);
+    result.devices = std::move(total);
+    result.link_busy_s.clear();
     out.used = true;
     out.result = std::move(result);
     std::vector<std::string> loops;
     for (const EntryLoop& loop : capped) loops.push_back(fmt::format("{}", loop.trips));
-    out.note = fmt::format(
-        "{} loop(s) of {} iterations simulated for their first {} (and {}, {} to test): the "
-        "iteration time was "
-        "steady (consecutive iterations within {:.2g} %), the remaining iterations are counted at "
-        "it",
-        capped.size(), fmt::join(loops, ", "), k, k + 1, k + 2, 100 * std::max(worst, 0.0) + 0.0);
+    if (!full_fidelity) {
+      out.note = fmt::format(
+          "{} loop(s) of {} iterations simulated for their first {} (and {}, {} to test): the "
+          "iteration time was "
+          "steady (consecutive iterations within {:.2g} %), the remaining iterations are counted "
+          "at "
+          "it",
+          capped.size(), fmt::join(loops, ", "), k, k + 1, k + 2, 100 * worst.device + 0.0);
+    } else {
+      out.note = fmt::format(
+          "{} loop(s) of {} iterations simulated for their first {} (and {}, {} to test) on every "
+          "device: the whole machine repeated (every device's iteration time within {:.2g} %, "
+          "every ICI link's busy time per iteration within {:.2g} % of it), the remaining "
+          "iterations are counted at it",
+          capped.size(), fmt::join(loops, ", "), k, k + 1, k + 2, 100 * worst.device + 0.0,
+          100 * worst.link + 0.0);
+    }
     return out;
   }
 }
@@ -300,6 +379,34 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   const StepProgram steps = flatten_program(flatten_inputs);
   FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices);
 
+  // The progress the engine reports: the caller's, and the time limit's test.
+  bool stop = false;
+  double estimate_s = 0, estimated_at = 0;
+  std::function<void(double)> progress;
+  if (options.progress || options.time_limit_s > 0)
+    progress = [&](double fraction) {
+      if (options.progress) options.progress(fraction);
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+      if (!stop && options.time_limit_s > 0 && fraction >= 0.02 &&
+          elapsed >= std::min(1.0, options.time_limit_s / 4) &&
+          elapsed / fraction > options.time_limit_s) {
+        stop = true;
+        estimate_s = elapsed / fraction;
+        estimated_at = fraction;
+      }
+    };
+  auto refuse_if_stopped = [&](const EngineResult& result) {
+    if (!result.stopped) return;
+    throw UserError(
+        SourceLocation{"--time-limit", 0, 0},
+        fmt::format("{} fidelity would take about {:.3g} s to simulate (estimated after {:.0f} % "
+                    "of it), over the {:.3g} s limit; stopped",
+                    fidelity_name(choice.fidelity), estimate_s, 100 * estimated_at,
+                    options.time_limit_s),
+        "use --fidelity fast (one representative device), raise --time-limit, or make the "
+        "workload smaller (e.g. --set model.layers=...)");
+  };
   auto engine_inputs = [&](const StepProgram& step_program) {
     return EngineInputs{step_program,
                         catalog,
@@ -310,7 +417,7 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
                         system.config().ici.collectives_in_flight,
                         system.config().ici.collectives_in_flight_per_kind,
                         options.record_trace,
-                        options.progress,
+                        progress,
                         system.config().hbm.bandwidth,
                         {},
                         {}};
@@ -329,17 +436,46 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
     for (int32_t spec = 0; spec < catalog.size(); ++spec)
       inputs.fast_collective_s.push_back(catalog.fast_timing(spec).seconds);
   SteadyRun steady;
-  if (choice.fidelity == Fidelity::kFast && !options.record_trace && options.steady_state_loops)
-    steady = steady_state(flatten_inputs, steps, [&](const StepProgram& short_program) {
-      EngineInputs short_inputs = engine_inputs(short_program);
-      short_inputs.fast_collective_s = inputs.fast_collective_s;
-      short_inputs.progress = nullptr;
-      return run_engine(short_inputs);
-    });
+  // Full fidelity asked for (not a fallback from fast, which stays exact).
+  const bool full_asked = options.fidelity == Fidelity::kFull;
+  if ((choice.fidelity == Fidelity::kFast || full_asked) && !options.record_trace &&
+      options.steady_state_loops) {
+    // Full mode's progress over the short runs: their steps against the
+    // steps planned for this K (kept monotone and below 1 when K doubles).
+    double done = 0, shown = 0, last_planned = 0;
+    steady = steady_state(
+        flatten_inputs, steps, choice.fidelity == Fidelity::kFull,
+        [&](const StepProgram& short_program, double planned) {
+          if (planned != last_planned) done = 0;  // a new K
+          last_planned = planned;
+          EngineInputs short_inputs = engine_inputs(short_program);
+          short_inputs.fast_collective_s = inputs.fast_collective_s;
+          short_inputs.progress = nullptr;
+          short_inputs.link_totals = choice.fidelity == Fidelity::kFull;
+          const double share = static_cast<double>(short_program.steps.size()) / planned;
+          if (progress && choice.fidelity == Fidelity::kFull)
+            short_inputs.progress = [&, share](double fraction) {
+              shown = std::max(shown, std::min(0.99, done + share * fraction));
+              progress(shown);
+            };
+          short_inputs.stop = &stop;
+          EngineResult short_result = run_engine(short_inputs);
+          refuse_if_stopped(short_result);
+          done += share;
+          return short_result;
+        });
+    // Not steady: the whole run's progress continues from what was shown.
+    if (!steady.used && shown > 0)
+      inputs.progress = [&progress, shown](double fraction) {
+        progress(shown + (1 - shown) * fraction);
+      };
+  }
   if (steady.used) {
     choice.approximation_note += (choice.approximation_note.empty() ? "" : "; ") + steady.note;
   }
+  inputs.stop = &stop;
   EngineResult result = steady.used ? std::move(steady.result) : run_engine(inputs);
+  refuse_if_stopped(result);
 
   // The reported device: the slowest (the first of equals).
   size_t reported = 0;

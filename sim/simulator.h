@@ -22,11 +22,18 @@ struct SimOptions {
   TraceSelection trace;  // what the trace keeps, when record_trace
   // Called now and then with the fraction done (0..1), for a progress line.
   std::function<void(double)> progress;
-  // Fast fidelity without a trace: a while loop of the entry (>= 8
-  // iterations) is simulated until its iteration time is steady, the rest
-  // counted at that time (simulator.cc steady_state; docs/loops.md). Full
-  // fidelity always runs every iteration.
+  // Without a trace: a while loop of the entry (>= 8 iterations) is
+  // simulated until its iteration time is steady, the rest counted at that
+  // time (simulator.cc steady_state; docs/loops.md). Full fidelity (asked
+  // for, not a fallback from fast) tests the whole machine: every device's
+  // iteration time and every link's load. false: every iteration.
   bool steady_state_loops = true;
+  // Wall seconds the simulation may take (0: no limit). Once 2 % of it has
+  // run, for a second or a quarter of the limit, a run whose estimate
+  // (elapsed / fraction done)
+  // exceeds the limit stops and throws UserError with the estimate. The
+  // SystemC kernel cannot run again in the process after that.
+  double time_limit_s = 0;
 };
 
 Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system,

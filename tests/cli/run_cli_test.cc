@@ -59,6 +59,22 @@ TEST(RunCli, BadOverrideExits2) {
   EXPECT_NE(r.err.find("no_such_key"), std::string::npos) << r.err;
 }
 
+TEST(RunCli, FullRunOverTheTimeLimitIsRefusedWithTheEstimate) {
+  // 256 devices in full fidelity take far more than 1 ms to simulate: the
+  // estimate after the first 2 % of the run is over the limit.
+  Result r = run_split("run " + source_path("workloads/maxtext_16b_v5e_256.yaml") +
+                       " --fidelity full --time-limit 0.001");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("would take about"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--fidelity fast"), std::string::npos) << r.err;
+  // Without the limit the same run completes.
+  EXPECT_EQ(run_split("run " + source_path("workloads/maxtext_16b_v5e_256.yaml") +
+                      " --fidelity full --format csv")
+                .exit_code,
+            0);
+}
+
 TEST(RunCli, UnknownFormatIsRejectedByTheArgumentParser) {
   Result r = run_split("run " + source_path("workloads/small.yaml") + " --format yaml");
   EXPECT_EQ(r.exit_code, 2);

@@ -157,7 +157,7 @@ TEST(Simulator, DependentCollectiveIsExposed) {
   }
 }
 
-std::string while_program(int trips) {
+std::string while_program(int trips, const std::string& groups = "[1,8]<=[8]") {
   return fmt::format(R"(HloModule loop, num_partitions=8
 %sum (x: bf16[], y: bf16[]) -> bf16[] {{
   %x = bf16[] parameter(0)
@@ -177,7 +177,7 @@ std::string while_program(int trips) {
   %next = s32[] add(%i.1, %one)
   %h = bf16[512,512]{{1,0}} get-tuple-element(%b), index=1
   %d = bf16[512,512]{{1,0}} dot(%h, %h), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
-  %r = bf16[512,512]{{1,0}} all-reduce(%d), channel_id=1, replica_groups=[1,8]<=[8], use_global_device_ids=true, to_apply=%sum
+  %r = bf16[512,512]{{1,0}} all-reduce(%d), channel_id=1, replica_groups={1}, use_global_device_ids=true, to_apply=%sum
   ROOT %out = (s32[], bf16[512,512]{{1,0}}) tuple(%next, %r)
 }}
 ENTRY %main (x: bf16[512,512]) -> bf16[512,512] {{
@@ -187,7 +187,7 @@ ENTRY %main (x: bf16[512,512]) -> bf16[512,512] {{
   %loop = (s32[], bf16[512,512]{{1,0}}) while(%init), condition=%cond, body=%body
   ROOT %res = bf16[512,512]{{1,0}} get-tuple-element(%loop), index=1
 }})",
-                     trips);
+                     trips, groups);
 }
 
 TEST(Simulator, WhileLoopMultipliesItsBody) {
@@ -218,6 +218,25 @@ TEST(Simulator, WhileLoopMultipliesItsBody) {
   EXPECT_NEAR(five.compute_s, compute, 1e-11);
 }
 
+// The steady-state run's accounts against the every-iteration run's: the
+// step's parts, and op by op the same executions (counted-out iterations
+// still count) and the same seconds.
+void expect_same_accounts(const Timeline& steady, const Timeline& whole) {
+  const double tolerance = 1e-9 * whole.step_time_s;
+  EXPECT_NEAR(steady.step_time_s, whole.step_time_s, tolerance);
+  EXPECT_NEAR(steady.exposed_communication_s, whole.exposed_communication_s, tolerance);
+  EXPECT_NEAR(steady.idle_s, whole.idle_s, tolerance);
+  EXPECT_NEAR(steady.compute_s, whole.compute_s, tolerance);
+  ASSERT_EQ(steady.ops.size(), whole.ops.size());
+  for (const OpRecord& w : whole.ops) {
+    const auto s = std::find_if(steady.ops.begin(), steady.ops.end(),
+                                [&](const OpRecord& r) { return r.name == w.name; });
+    ASSERT_NE(s, steady.ops.end()) << w.name;
+    EXPECT_EQ(s->executions, w.executions) << w.name;
+    EXPECT_NEAR(s->seconds, w.seconds, 1e-9 * whole.step_time_s) << w.name;
+  }
+}
+
 TEST(Simulator, SteadyLoopIsCountedWithoutSimulatingEveryIteration) {
   // 40 identical iterations: step(n) = A + n (D + R) (above) is linear in
   // n, so simulating 2, 3 and 4 iterations and counting the other 38 at the
@@ -231,22 +250,58 @@ TEST(Simulator, SteadyLoopIsCountedWithoutSimulatingEveryIteration) {
   EXPECT_TRUE(whole.approximation_note.empty());
   EXPECT_NE(steady.approximation_note.find("steady"), std::string::npos)
       << steady.approximation_note;
-  EXPECT_NEAR(steady.step_time_s, whole.step_time_s, 1e-9 * whole.step_time_s);
-  EXPECT_NEAR(steady.exposed_communication_s, whole.exposed_communication_s,
-              1e-9 * whole.step_time_s);
-  EXPECT_NEAR(steady.compute_s, whole.compute_s, 1e-9 * whole.step_time_s);
-  ASSERT_EQ(steady.ops.size(), whole.ops.size());
-  for (size_t i = 0; i < whole.ops.size(); ++i) {
-    const OpRecord& w = whole.ops[i];
-    const auto s = std::find_if(steady.ops.begin(), steady.ops.end(),
-                                [&](const OpRecord& r) { return r.name == w.name; });
-    ASSERT_NE(s, steady.ops.end()) << w.name;
-    EXPECT_EQ(s->executions, w.executions) << w.name;  // counted-out iterations still count
-    EXPECT_NEAR(s->seconds, w.seconds, 1e-9 * whole.step_time_s) << w.name;
-  }
+  expect_same_accounts(steady, whole);
   EXPECT_DOUBLE_EQ(steady.executed_flops_per_device, whole.executed_flops_per_device);
   // A short loop (5 < 8 iterations) is simulated whole.
   EXPECT_TRUE(run(program_from_hlo(while_program(5)), system).approximation_note.empty());
+}
+
+TEST(Simulator, FullFidelitySteadyLoopMatchesEveryIterationOnEveryDevice) {
+  // Full fidelity, 8 devices, 40 iterations: step(n) = A + n (D + R) on every
+  // device (the loop above), so 2, 3 and 4 simulated iterations on the whole
+  // machine plus 38 counted at the repeated iteration time give the
+  // every-iteration answer; the note says which loop and how close the repeat was.
+  const hw::System system = ring_system(8);
+  const auto program = program_from_hlo(while_program(40));
+  SimOptions whole_options;
+  whole_options.fidelity = Fidelity::kFull;
+  whole_options.steady_state_loops = false;
+  const Timeline whole = simulate(program, system, whole_options);
+  const Timeline steady = run(program, system, Fidelity::kFull);
+  EXPECT_EQ(steady.fidelity, Fidelity::kFull);
+  EXPECT_EQ(steady.devices_simulated, 8);
+  EXPECT_TRUE(whole.approximation_note.empty());
+  EXPECT_NE(steady.approximation_note.find("1 loop(s) of 40 iterations"), std::string::npos)
+      << steady.approximation_note;
+  EXPECT_NE(steady.approximation_note.find("every ICI link"), std::string::npos)
+      << steady.approximation_note;
+  expect_same_accounts(steady, whole);
+  // A traced full run simulates every iteration (the trace needs them all).
+  SimOptions traced;
+  traced.fidelity = Fidelity::kFull;
+  traced.record_trace = true;
+  const Timeline with_trace = simulate(program, system, traced);
+  EXPECT_TRUE(with_trace.approximation_note.empty()) << with_trace.approximation_note;
+  EXPECT_DOUBLE_EQ(with_trace.step_time_s, whole.step_time_s);
+}
+
+TEST(Simulator, FullFidelityLoopWhoseMachineDoesNotRepeatIsSimulatedWhole) {
+  // The 8-device slice without wraparound (AsymmetricGroupsFallBackToFull):
+  // pairs {0,7} across the diagonal and {1,2} neighbours take different
+  // times, so the pairs' iterations drift against each other over links
+  // they share: no iteration starts in the state of the previous one, the
+  // repeat test fails at every K and every iteration is simulated.
+  const hw::System system = make_system({8});
+  const auto program = program_from_hlo(while_program(40, "{{0,7},{1,2},{3,4},{5,6}}"));
+  EXPECT_FALSE(run(program, system, Fidelity::kFast).fallback_reason.empty());
+  SimOptions whole_options;
+  whole_options.fidelity = Fidelity::kFull;
+  whole_options.steady_state_loops = false;
+  const Timeline whole = simulate(program, system, whole_options);
+  const Timeline steady = run(program, system, Fidelity::kFull);
+  EXPECT_EQ(steady.devices_simulated, 8);
+  EXPECT_TRUE(steady.approximation_note.empty()) << steady.approximation_note;
+  EXPECT_DOUBLE_EQ(steady.step_time_s, whole.step_time_s);
 }
 
 // Dots and collectives over a mesh: all-reduce over the inner axis,
