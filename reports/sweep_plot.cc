@@ -59,6 +59,7 @@ constexpr KeyName kKeyNames[] = {
     {"model.experts", "experts"},
     {"mesh.axes.x", "mesh x"},
     {"mesh.axes.y", "mesh y"},
+    {"mesh.dcn.data", "slices (data parallel over DCN)"},
     {"compiler.windowed_einsum.threshold_mib", "windowed-einsum threshold"},
     {"compiler.windowed_einsum.overlap_test", "overlap test"},
 };
@@ -325,6 +326,10 @@ std::string sweep_gnuplot_script(const SweepPlotAxes& axes,
     s += fmt::format("set ylabel {} noenhanced\n", quoted(plot_axis_label(metric, ys)));
     s += log_x ? fmt::format("set logscale x {}\n", log_x) : "unset logscale x\n";
     s += log_y ? fmt::format("set logscale y {}\n", log_y) : "unset logscale y\n";
+    // A linear axis of a quantity that cannot be negative starts at 0, so a
+    // change of 0.1 % does not fill the panel as if it were a factor.
+    const bool from_zero = !log_y && !ys.empty() && *std::min_element(ys.begin(), ys.end()) >= 0;
+    s += from_zero ? "set yrange [0:*]\n" : "set autoscale y\n";
     // A geometric sweep's tics are its values (a log axis's own fall between
     // them), its range the values and 5 % of their log span on either side.
     if (log_x) {

@@ -78,10 +78,8 @@ reports::SweepPlotAxes sweep_plot_axes(const SweepSpec& spec, const std::string&
     const workloads::Workload workload =
         workloads::load_workload(spec.base_workload, spec.fixed_overrides);
     const hw::HardwareConfig hardware = driver::workload_hardware(workload);
-    int64_t devices = 1;
-    for (const auto& [name, size] : workload.mesh.axes) devices *= size;
-    axes.title =
-        fmt::format("{}: {} on {}, {} devices", spec.name, workload.name, hardware.name, devices);
+    axes.title = fmt::format("{}: {} on {}, {} devices", spec.name, workload.name, hardware.name,
+                             workload.mesh.device_count());
     axes.measured = measured_point(spec, hardware, measured_file);
   } catch (const UserError&) {
     // The sweep's points report the base's errors; the plot keeps the sweep's name.

@@ -112,6 +112,21 @@ TEST(SweepPlotTest, GeometricValuesGetALogAxisWithTicsAtTheValues) {
   EXPECT_NE(s.find("unset logscale y\n"), std::string::npos) << s;
 }
 
+// A linear y axis of values that cannot be negative starts at 0 (a 0.1 %
+// change stays a flat line); a panel with a negative value keeps gnuplot's
+// own range.
+TEST(SweepPlotTest, LinearAxesOfNonNegativeValuesStartAtZero) {
+  const std::string s =
+      sweep_gnuplot_script(two_key_spec(), two_key_table(), {"step_time_s"}, "out.svg");
+  EXPECT_NE(s.find("unset logscale y\nset yrange [0:*]\n"), std::string::npos) << s;
+  std::vector<std::vector<std::string>> table = two_key_table();
+  table[1][5] = "-1.5";  // step_time_s of point 0
+  const std::string negative =
+      sweep_gnuplot_script(two_key_spec(), table, {"step_time_s"}, "out.svg");
+  EXPECT_EQ(negative.find("set yrange [0:*]"), std::string::npos) << negative;
+  EXPECT_NE(negative.find("set autoscale y\n"), std::string::npos) << negative;
+}
+
 TEST(SweepPlotTest, SeveralMetricsGiveOnePanelEach) {
   const std::string s = sweep_gnuplot_script(two_key_spec(), two_key_table(),
                                              {"step_time_s", "peak_memory_bytes"}, "out.png");

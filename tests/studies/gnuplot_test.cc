@@ -115,6 +115,10 @@ TEST(Gnuplot, ShippedSweepsPlotInHumanUnitsWithTitlesAndMeasuredPoints) {
        {"mesh x", "set logscale x 2",
         "mesh-shape-128b-512: dense-128b-16x16 on tpuv3, 512 devices"}},
       {"windowed_einsum_128b.yaml", {"overlap test", "", "windowed-einsum-128b: "}},
+      // The base is two slices of 256: the title counts every slice's devices.
+      {"slices_16b_v5e.yaml",
+       {"slices (data parallel over DCN)", "set logscale x 2",
+        "slices-16b-v5e: maxtext-16b-v5e-2x256 on tpuv5e, 512 devices"}},
   };
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(std::string(PODSIM_SOURCE_DIR) + "/sweeps")) {
@@ -129,6 +133,8 @@ TEST(Gnuplot, ShippedSweepsPlotInHumanUnitsWithTitlesAndMeasuredPoints) {
     EXPECT_NE(s.find("set ylabel 'step time (s)'"), std::string::npos) << name << s;
     EXPECT_NE(s.find("set ylabel 'MFU (%)'"), std::string::npos) << name << s;
     EXPECT_NE(s.find("set ylabel 'peak memory per device (GiB)'"), std::string::npos) << name;
+    // Made-up values are all positive: every linear panel starts at 0.
+    EXPECT_NE(s.find("set yrange [0:*]\n"), std::string::npos) << name << s;
     const auto it = expected.find(name);
     if (it == expected.end()) continue;  // a sweep added since: the checks above only
     ++checked;
