@@ -131,6 +131,17 @@ ENTRY main {
   EXPECT_EQ(evaluate(m, {f32({2}, {1.5, -2})}).values(), (V{1.5, -2}));
 }
 
+// Host offloading moves a value to another memory and back: the same value.
+TEST(ControlFlow, HostOffloadingMovesAreIdentity) {
+  Module m = parse_verified(R"(HloModule m
+ENTRY main {
+  a = f32[2] parameter(0)
+  h = f32[2] custom-call(a), custom_call_target="MoveToHost"
+  ROOT d = f32[2] custom-call(h), custom_call_target="MoveToDevice"
+})");
+  EXPECT_EQ(evaluate(m, {f32({2}, {1.5, -2})}).values(), (V{1.5, -2}));
+}
+
 TEST(ControlFlow, UserErrors) {
   const std::string unknown_target = R"(HloModule m
 ENTRY main {
