@@ -306,7 +306,6 @@ bool has_no_defined_value(const Instruction& in) {
     case Opcode::kRngBitGenerator:
     case Opcode::kRngGetAndUpdateState:
     case Opcode::kStochasticConvert:
-    case Opcode::kInfeed:
     case Opcode::kOutfeed:
     case Opcode::kSend:
     case Opcode::kSendDone:

@@ -41,25 +41,6 @@ int64_t manual_group(const Sharding& s, int64_t device) {
   return index ? (*index)[static_cast<size_t>(s.subgroup_manual_dim())] : -2 - device;
 }
 
-// Calls f(index) for every index of `extent` (row-major).
-template <typename F>
-void for_each_in(const std::vector<int64_t>& extent, F&& f) {
-  for (int64_t e : extent)
-    if (e <= 0) return;
-  std::vector<int64_t> index(extent.size(), 0);
-  while (true) {
-    f(index);
-    size_t k = extent.size();
-    while (k > 0) {
-      --k;
-      if (++index[k] < extent[k]) break;
-      index[k] = 0;
-      if (k == 0) return;
-    }
-    if (extent.empty()) return;
-  }
-}
-
 // The value of `out_shape` of device `partition_ids[l]`'s group under
 // `out_sharding`: every member d writes its part of its `in` value (region
 // of d under in_sharding) at its region under out_sharding. Both regions
@@ -79,7 +60,8 @@ std::vector<Literal> assemble(const Instruction& instr, const Sharding& in_shard
                               s->total_num_tiles(), partition_ids.size()));
   const size_t rank = out_shape.dims().size();
   const int64_t parts = Literal::values_per_element(out_shape.dtype());  // 2 for complex
-  std::map<int64_t, Literal> assembled;  // manual group -> value
+  // Manual group -> its value.
+  std::map<int64_t, Literal> assembled;
   for (size_t l = 0; l < partition_ids.size(); ++l) {
     const int64_t device = partition_ids[l];
     auto it = assembled.try_emplace(manual_group(out_sharding, device), out_shape).first;
@@ -89,7 +71,7 @@ std::vector<Literal> assemble(const Instruction& instr, const Sharding& in_shard
     for (size_t i = 0; i < rank; ++i)
       extent.push_back(std::min(from.limits[i] - from.offsets[i], to.limits[i] - to.offsets[i]));
     const Literal& value = *per_lane[l][0];
-    for_each_in(extent, [&](const std::vector<int64_t>& index) {
+    for_each_index(extent, [&](const std::vector<int64_t>& index) {
       for (size_t i = 0; i < rank; ++i) {
         source[i] = from.offsets[i] + index[i];
         target[i] = to.offsets[i] + index[i];

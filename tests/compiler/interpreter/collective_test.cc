@@ -162,7 +162,9 @@ TEST_P(CollectiveOnN, AllGatherOfComplexKeepsBothHalves) {
   ROOT r = c64[{}] all-gather(p), dimensions={{0}}, channel_id=1, replica_groups={{}}
 }})",
                                         n);
-  auto out = run_devices(entry, n, [](int d) { return lit(DType::kC64, {1}, {double(d), 10.0 + d}); });
+  auto out = run_devices(entry, n, [](int d) {
+    return lit(DType::kC64, {1}, {double(d), 10.0 + d});
+  });
   V expected;
   for (int d = 0; d < n; ++d) {
     expected.push_back(d);
