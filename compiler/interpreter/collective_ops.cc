@@ -177,7 +177,22 @@ std::vector<Literal> all_gather(const Instruction& instr, const std::vector<Oper
     for (const Literal* p : parts)
       if (p->shape().dims() != parts[0]->shape().dims())
         fail(instr, "group members' operands differ in shape");
-    Literal gathered = concat_along(parts, dim, Shape(instr.shape.dtype(), out_dims));
+    Literal gathered;
+    if (is_complex(instr.shape.dtype())) {
+      // As real (real, imag) pairs: a trailing dim of 2 after the gathered one.
+      auto pairs_shape = [](std::vector<int64_t> dims) {
+        dims.push_back(2);
+        return Shape(DType::kF64, std::move(dims));
+      };
+      std::vector<Literal> real;
+      for (const Literal* p : parts) real.emplace_back(pairs_shape(p->shape().dims()), p->values());
+      std::vector<const Literal*> real_parts;
+      for (const Literal& r : real) real_parts.push_back(&r);
+      Literal g = concat_along(real_parts, dim, pairs_shape(out_dims));
+      gathered = Literal(Shape(instr.shape.dtype(), out_dims), std::move(g.mutable_values()));
+    } else {
+      gathered = concat_along(parts, dim, Shape(instr.shape.dtype(), out_dims));
+    }
     for (int64_t d : group) results[static_cast<size_t>(d)] = gathered;
   }
   return results;

@@ -254,7 +254,8 @@ std::vector<CompId> reachable(const Module& module) {
 
 bool is_identity_custom_call(const std::string& target) {
   return target == "Sharding" || target == "SPMDFullToShardShape" ||
-         target == "SPMDShardToFullShape" || target == kStopGradientTarget;
+         target == "SPMDShardToFullShape" || target == kStopGradientTarget ||
+         target == "MoveToHost" || target == "MoveToDevice";
 }
 
 bool has_complex_leaf(const Shape& shape) {
@@ -278,6 +279,8 @@ bool runs_on_complex(const Instruction& in) {
     case Opcode::kBitcastConvert:
     case Opcode::kBroadcast:
     case Opcode::kTranspose:
+    case Opcode::kDynamicSlice:
+    case Opcode::kAllGather:
     case Opcode::kCopy:
     case Opcode::kFft:
     case Opcode::kDot:
@@ -303,7 +306,6 @@ bool has_no_defined_value(const Instruction& in) {
     case Opcode::kRngBitGenerator:
     case Opcode::kRngGetAndUpdateState:
     case Opcode::kStochasticConvert:
-    case Opcode::kInfeed:
     case Opcode::kOutfeed:
     case Opcode::kSend:
     case Opcode::kSendDone:

@@ -264,6 +264,20 @@ Literal eval_reverse(const Instruction& instr, const Literal& operand) {
 
 Literal eval_dynamic_slice(const Instruction& instr, const Operands& operands) {
   const Literal& operand = *operands.at(0);
+  if (!operand.is_tuple() && is_complex(operand.shape().dtype())) {
+    // The real pairs array, sliced whole along the trailing pair dim.
+    std::vector<double> starts;
+    for (int64_t v : start_indices(instr, operands, 1, operand.shape().rank()))
+      starts.push_back(static_cast<double>(v));
+    starts.push_back(0);
+    const Literal pairs(as_pairs(operand.shape()), operand.values());
+    const Literal index(Shape(DType::kS64, {static_cast<int64_t>(starts.size())}), starts);
+    Instruction real = instr;
+    real.shape = as_pairs(instr.shape);
+    real.attrs.dynamic_slice_sizes.push_back(2);
+    Literal r = eval_dynamic_slice(real, {&pairs, &index});
+    return Literal(instr.shape, std::move(r.mutable_values()));
+  }
   const auto& sizes = instr.attrs.dynamic_slice_sizes;
   check_array(instr, operand, static_cast<int>(sizes.size()));
   const auto starts = start_indices(instr, operands, 1, operand.shape().rank());

@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "compiler/interpreter/collective_ops.h"
+#include "compiler/interpreter/interpreter.h"
 #include "compiler/interpreter/local_ops.h"
+#include "compiler/interpreter/manual_conversion_ops.h"
 
 namespace podsim::compiler::interp {
 
@@ -276,6 +278,17 @@ std::vector<Literal> Evaluator::run(CompId computation, std::vector<std::vector<
       std::vector<Operands> per_lane;
       for (size_t l = 0; l < lanes; ++l) per_lane.push_back(lane_operands(l));
       auto results = evaluate_async(in, per_lane, partition_ids);
+      for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
+    } else if (in.opcode == Opcode::kInfeed) {
+      // The host's data: a seeded value, the k-th infeed a device runs
+      // getting stream kInfeedSeed + k on every device.
+      for (size_t l = 0; l < lanes; ++l)
+        values[l][ui] = random_literal(in.shape, kInfeedSeed + infeeds_taken_[partition_ids[l]]++);
+    } else if (is_manual_conversion(in) && in.operands.size() == 1 &&
+               !(comp.instr(in.operand(0)).shape == in.shape)) {
+      std::vector<Operands> per_lane;
+      for (size_t l = 0; l < lanes; ++l) per_lane.push_back(lane_operands(l));
+      auto results = eval_manual_conversion(in, comp.instr(in.operand(0)), per_lane, partition_ids);
       for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
     } else {
       std::vector<Operands> per_lane;

@@ -3,7 +3,9 @@
 // instruction is evaluated on all lanes before the next, so collectives read
 // the other lanes' operands directly. While loops evaluate their condition on
 // all lanes and require agreement; calls and loop bodies run in lock-step too,
-// so they may contain collectives. Scalar combiners (reduce bodies, ...) run
+// so they may contain collectives. An infeed gives the k-th seeded value of
+// its shape on every device (the host feeds each device the whole value).
+// Scalar combiners (reduce bodies, ...) run
 // per lane through cached ScalarFunctions. Internal to the interpreter.
 #pragma once
 
@@ -32,6 +34,8 @@ class Evaluator : public ComputationRunner {
 
   // Upper bound on while-loop trips before the interpreter gives up.
   static constexpr int64_t kMaxWhileIterations = int64_t{1} << 24;
+  // Seed of the first infeed's value (docs/compiler.md#interpreter-semantics).
+  static constexpr uint64_t kInfeedSeed = 0x1f5eed00;
 
  private:
   const ScalarFunction& combiner(CompId computation, int64_t partition_id);
@@ -51,6 +55,7 @@ class Evaluator : public ComputationRunner {
   const Module& module_;
   int64_t num_devices_;
   std::map<std::pair<CompId, int64_t>, std::unique_ptr<ScalarFunction>> combiners_;
+  std::map<int64_t, uint64_t> infeeds_taken_;  // partition id -> infeeds run so far
 };
 
 }  // namespace podsim::compiler::interp

@@ -23,10 +23,13 @@ void expect_operands(const Instruction& instr, const Operands& operands, size_t 
     fail(instr, fmt::format("has {} operands, expected {}", operands.size(), count));
 }
 
-// Sharding annotations and the manual-sharding markers do not change values.
+// Sharding annotations, the manual-sharding markers and the host-offloading
+// moves (MoveToHost / MoveToDevice: the same value in another memory) do not
+// change values.
 bool is_identity_custom_call(const std::string& target) {
   return target == "Sharding" || target == "SPMDFullToShardShape" ||
-         target == "SPMDShardToFullShape" || target == kStopGradientTarget;
+         target == "SPMDShardToFullShape" || target == kStopGradientTarget ||
+         target == "MoveToHost" || target == "MoveToDevice";
 }
 
 // Ops whose operands and result may be tuples; every other op works on arrays.

@@ -23,6 +23,19 @@ Sharding value_sharding(const Instruction& instr) {
   return s.is_maximal() ? Sharding::replicated() : s;
 }
 
+namespace {
+
+// One element, both parts of a complex one.
+void copy_element(const Literal& from, const std::vector<int64_t>& source, Literal& to,
+                  const std::vector<int64_t>& target) {
+  const int64_t parts = Literal::values_per_element(from.shape().dtype());
+  const int64_t i = from.linear_index(source), j = to.linear_index(target);
+  for (int64_t k = 0; k < parts; ++k)
+    to.mutable_values()[static_cast<size_t>(j + k)] = from.values()[static_cast<size_t>(i + k)];
+}
+
+}  // namespace
+
 double padding_sentinel(DType dtype) { return dtype == DType::kPred ? 1.0 : 37.0; }
 
 Literal shard_of(const Literal& full, const Sharding& sharding, int64_t device) {
@@ -38,7 +51,7 @@ Literal shard_of(const Literal& full, const Sharding& sharding, int64_t device) 
         return;
       }
     }
-    out.set(index, full.at(source));
+    copy_element(full, source, out, index);
   });
   return out;
 }
@@ -63,7 +76,7 @@ Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding,
     std::vector<int64_t> target(extent.size());  // reused: no allocation per element
     for_each_index(extent, [&](const std::vector<int64_t>& index) {
       for (size_t i = 0; i < index.size(); ++i) target[i] = region.offsets[i] + index[i];
-      out.set(target, shards[device].at(index));
+      copy_element(shards[device], index, out, target);
     });
   }
   return out;
@@ -156,6 +169,18 @@ bool has_collectives(const Module& module) {
   return false;
 }
 
+bool needs_every_device(const Module& module) {
+  if (has_collectives(module)) return true;
+  for (const Computation& c : module.computations())
+    for (const Instruction& in : c.instructions())
+      if (in.opcode == Opcode::kCustomCall && in.operands.size() == 1 &&
+          (in.attrs.custom_call_target == "SPMDFullToShardShape" ||
+           in.attrs.custom_call_target == "SPMDShardToFullShape") &&
+          !(c.instr(in.operand(0)).shape == in.shape))
+        return true;
+  return false;
+}
+
 VerifyResult verify_partitioning(const Module& annotated, const Module& partitioned, uint64_t seed,
                                  double tolerance) {
   VerifyOptions options;
@@ -208,7 +233,7 @@ VerifyResult verify_partitioning(const Module& annotated, const Module& partitio
     return r;
   }
   Literal expected;
-  if (has_collectives(annotated) && devices > 1) {
+  if (needs_every_device(annotated) && devices > 1) {
     // The module's own collectives (an all-reduce over replica_groups of
     // device ids) act across the devices it is compiled for: its logical
     // result is what every device computes from the full inputs.
@@ -326,9 +351,10 @@ VerifyEstimate estimate_verify(const Module& annotated, const Module& partitione
   VerifyEstimate e;
   e.devices = std::max<int64_t>(1, partitioned.num_partitions());
   const auto n = static_cast<double>(e.devices);
-  // A module with its own collectives runs on every device (verify_partitioning).
+  // A module with its own collectives or manual conversions runs on every device
+  // (verify_partitioning).
   const InterpreterEstimate original =
-      estimate_interpreter(annotated, has_collectives(annotated) ? e.devices : 1);
+      estimate_interpreter(annotated, needs_every_device(annotated) ? e.devices : 1);
   const InterpreterEstimate per_device = estimate_interpreter(partitioned, 1);
   const double inputs = original.parameter_bytes + n * per_device.parameter_bytes;
   e.peak_bytes =

@@ -49,6 +49,10 @@ Literal reassemble(const std::vector<Literal>& shards, const Sharding& sharding,
 // device computes from the full inputs: verify_partitioning runs it on all
 // devices and refuses (UserError) when they disagree.
 bool has_collectives(const Module& module);
+// has_collectives, or an SPMDFullToShardShape / SPMDShardToFullShape that
+// changes the shape (a device's shard in, the devices' shards assembled
+// out): the module's reference run is on every device.
+bool needs_every_device(const Module& module);
 
 struct VerifyResult {
   bool ok = false;

@@ -153,6 +153,27 @@ TEST_P(CollectiveOnN, AllGatherConcatenatesInGroupOrder) {
     EXPECT_EQ(out[static_cast<size_t>(d)].values(), expected) << "device " << d;
 }
 
+// Device d holds c64[1] (d, 10+d); gathering gives the pairs in device order:
+// (0,10), (1,11), ... on every device.
+TEST_P(CollectiveOnN, AllGatherOfComplexKeepsBothHalves) {
+  const int n = GetParam();
+  const std::string entry = fmt::format(R"(ENTRY main {{
+  p = c64[1] parameter(0)
+  ROOT r = c64[{}] all-gather(p), dimensions={{0}}, channel_id=1, replica_groups={{}}
+}})",
+                                        n);
+  auto out = run_devices(entry, n, [](int d) {
+    return lit(DType::kC64, {1}, {double(d), 10.0 + d});
+  });
+  V expected;
+  for (int d = 0; d < n; ++d) {
+    expected.push_back(d);
+    expected.push_back(10.0 + d);
+  }
+  for (int d = 0; d < n; ++d)
+    EXPECT_EQ(out[static_cast<size_t>(d)].values(), expected) << "device " << d;
+}
+
 TEST_P(CollectiveOnN, AllToAllTransposesChunks) {
   // Device s holds {10s + j : j < n}; chunk j goes to device j, so device r
   // receives {10s + r : s < n} in sender order.

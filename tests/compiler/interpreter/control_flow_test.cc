@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/interpreter/evaluator.h"
 #include "tests/compiler/interpreter/hand_built.h"
 #include "tests/compiler/interpreter/interp_test_util.h"
 
@@ -127,6 +128,44 @@ ENTRY main {
   a = f32[2] parameter(0)
   s = f32[2] custom-call(a), custom_call_target="Sharding", sharding={replicated}
   ROOT f = f32[2] custom-call(s), custom_call_target="SPMDShardToFullShape"
+})");
+  EXPECT_EQ(evaluate(m, {f32({2}, {1.5, -2})}).values(), (V{1.5, -2}));
+}
+
+// An infeed is the host's data: the k-th infeed a device runs gives the
+// seeded value kInfeedSeed + k, the same on every device (so a partitioned
+// program that infeeds the whole value and slices sees what the original
+// sees); a loop's infeeds take the next values.
+TEST(ControlFlow, InfeedGivesTheKthSeededValueOnEveryDevice) {
+  Module m = parse_verified(R"(HloModule m, num_partitions=2
+ENTRY main {
+  t = token[] after-all()
+  a = (f32[3], token[]) infeed(t)
+  at = token[] get-tuple-element(a), index=1
+  b = (f32[3], token[]) infeed(at)
+  x = f32[3] get-tuple-element(a), index=0
+  y = f32[3] get-tuple-element(b), index=0
+  ROOT r = (f32[3], f32[3]) tuple(x, y)
+})");
+  const Shape data(DType::kF32, {3});
+  const Shape fed = Shape::tuple({data, Shape(DType::kToken, {})});
+  const Literal first = random_literal(fed, interp::Evaluator::kInfeedSeed).element(0);
+  const Literal second = random_literal(fed, interp::Evaluator::kInfeedSeed + 1).element(0);
+  ASSERT_NE(first.values(), second.values());
+  const auto out = evaluate_spmd(m, {{}, {}});
+  for (const Literal& device : out) {
+    EXPECT_EQ(device.element(0).values(), first.values());
+    EXPECT_EQ(device.element(1).values(), second.values());
+  }
+}
+
+// Host offloading moves a value to another memory and back: the same value.
+TEST(ControlFlow, HostOffloadingMovesAreIdentity) {
+  Module m = parse_verified(R"(HloModule m
+ENTRY main {
+  a = f32[2] parameter(0)
+  h = f32[2] custom-call(a), custom_call_target="MoveToHost"
+  ROOT d = f32[2] custom-call(h), custom_call_target="MoveToDevice"
 })");
   EXPECT_EQ(evaluate(m, {f32({2}, {1.5, -2})}).values(), (V{1.5, -2}));
 }

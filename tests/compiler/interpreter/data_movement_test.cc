@@ -170,5 +170,20 @@ ENTRY main {
   EXPECT_EQ(evaluate(m, {zeros, f32({2}, {7, 8}), s32({}, {1})}).values(), (V{0, 7, 8, 0, 0}));
 }
 
+// dynamic-slice of c64[3] {(0,1), (2,3), (4,5)} from 1, size 2: elements 1
+// and 2 with both halves, {2,3,4,5}; a start of 2 clamps to 1 (3 - 2).
+TEST(DataMovement, DynamicSliceOfComplexKeepsBothHalves) {
+  Module m = parse_verified(R"(HloModule m
+ENTRY main {
+  p = c64[3] parameter(0)
+  i = s32[] parameter(1)
+  ROOT d = c64[2] dynamic-slice(p, i), dynamic_slice_sizes={2}
+})");
+  const Literal p = lit(DType::kC64, {3}, {0, 1, 2, 3, 4, 5});
+  EXPECT_EQ(evaluate(m, {p, s32({}, {1})}).values(), (V{2, 3, 4, 5}));
+  EXPECT_EQ(evaluate(m, {p, s32({}, {2})}).values(), (V{2, 3, 4, 5}));
+  EXPECT_EQ(evaluate(m, {p, s32({}, {0})}).values(), (V{0, 1, 2, 3}));
+}
+
 }  // namespace
 }  // namespace podsim::compiler::testing

@@ -28,8 +28,9 @@ std::vector<std::string> form_paths() {
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
 // Fixtures the interpreter refuses up front: ops without a defined value
-// (random numbers: rng, rng-bit-generator, stochastic rounding; host I/O:
-// infeed/outfeed, send/recv; a custom-call to an unknown kernel).
+// (random numbers: rng, rng-bit-generator, stochastic rounding; host output:
+// outfeed (infeed_outfeed also has an infeed, which gives seeded data),
+// send/recv; a custom-call to an unknown kernel).
 const std::set<std::string> kUndefined = {"rng", "stochastic_convert", "infeed_outfeed",
                                           "send_recv", "kept_attributes"};
 

@@ -123,6 +123,63 @@ ENTRY e {{
                                partitions, "f32[]", "f32[]", "f32[]", body));
 }
 
+// A complex result is reassembled with both halves of every element: the
+// right program verifies, one that drops the negation does not.
+TEST(VerifyPartitioning, ComplexShardsKeepTheirImaginaryParts) {
+  const Module annotated = parse_hlo(R"(HloModule m, num_partitions=2
+ENTRY e {
+  p = c64[4] parameter(0), sharding={devices=[2]0,1}
+  ROOT n = c64[4] negate(p), sharding={devices=[2]0,1}
+})");
+  const Module right = parse_hlo(R"(HloModule m, num_partitions=2
+ENTRY e {
+  p = c64[2] parameter(0)
+  ROOT n = c64[2] negate(p)
+})");
+  const Module wrong = parse_hlo(R"(HloModule m, num_partitions=2
+ENTRY e {
+  ROOT p = c64[2] parameter(0)
+})");
+  EXPECT_TRUE(verify_partitioning(annotated, right, 1, 1e-4).ok);
+  EXPECT_FALSE(verify_partitioning(annotated, wrong, 1, 1e-4).ok);
+}
+
+// A manual region between SPMDFullToShardShape and SPMDShardToFullShape: the
+// reference runs on every device (device d adds d to its rows), so the
+// partitioned program that adds its partition id verifies and one that adds
+// 1 - id does not.
+TEST(VerifyPartitioning, ManualRegionIsReferencedPerDevice) {
+  const Module annotated = parse_hlo(R"(HloModule m, num_partitions=2
+ENTRY e {
+  p = f32[4,2] parameter(0), sharding={devices=[2,1]0,1}
+  s = f32[2,2] custom-call(p), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  id = u32[] partition-id(), sharding={manual}
+  c = f32[] convert(id), sharding={manual}
+  b = f32[2,2] broadcast(c), dimensions={}, sharding={manual}
+  a = f32[2,2] add(s, b), sharding={manual}
+  ROOT f = f32[4,2] custom-call(a), custom_call_target="SPMDShardToFullShape", sharding={devices=[2,1]0,1}
+})");
+  EXPECT_TRUE(needs_every_device(annotated));
+  EXPECT_FALSE(has_collectives(annotated));
+  const std::string partitioned = R"(HloModule m, num_partitions=2
+ENTRY e {
+  p = f32[2,2] parameter(0)
+  id = u32[] partition-id()
+  c = f32[] convert(id)
+  one = f32[] constant(1)
+  other = f32[] subtract(one, c)
+  b = f32[2,2] broadcast(%s), dimensions={}
+  ROOT a = f32[2,2] add(p, b)
+})";
+  auto with = [&](const char* added) {
+    std::string text = partitioned;
+    text.replace(text.find("%s"), 2, added);
+    return parse_hlo(text);
+  };
+  EXPECT_TRUE(verify_partitioning(annotated, with("c"), 1, 1e-4).ok);
+  EXPECT_FALSE(verify_partitioning(annotated, with("other"), 1, 1e-4).ok);
+}
+
 TEST(VerifyTolerance, F32StaysAtTheFloor) {
   // 4 x 2^-24 x sqrt(1024) = 7.6e-6 < 1e-4.
   const Module m = tolerance_module(R"(  p = f32[4,1024] parameter(0)
