@@ -19,10 +19,11 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# The demo needs one binary: build only the podsim target (about half the
-# translation units of the whole tree, and none of the test binaries).
+# The demo needs the podsim binary and, for `import podsim`, the Python
+# module (one more translation unit over the same libraries): about half the
+# translation units of the whole tree, and none of the test binaries.
 demo: configure
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target podsim
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target podsim _podsim
 	$(BUILD_DIR)/cli/podsim run $(DEMO_RUN)
 	$(BUILD_DIR)/cli/podsim partition $(DEMO_WORKLOAD) --verify
 	$(BUILD_DIR)/cli/podsim hardware show tpuv3
