@@ -101,9 +101,9 @@ void fill_ops(const StepProgram& steps, CollectiveCatalog& catalog, const Device
     if (!r.collective || r.executions == 0) continue;
     r.exposed_seconds = account.collective_exposed_s[i];
     if (r.dcn_seconds > 0) {
-      const double busy = catalog.fast_timing(steps.ops[i].collective).seconds;
-      const double dcn = catalog.fast_timing(steps.ops[i].collective).dcn_s;
-      r.exposed_dcn_seconds = busy > 0 ? r.exposed_seconds * std::min(1.0, dcn / busy) : 0;
+      const FastCollectiveTiming& timing = catalog.fast_timing(steps.ops[i].collective);
+      r.exposed_dcn_seconds =
+          timing.seconds > 0 ? r.exposed_seconds * std::min(1.0, timing.dcn_s / timing.seconds) : 0;
       timeline.exposed_dcn_s += r.exposed_dcn_seconds;
       timeline.dcn_busy_s += r.dcn_seconds;
     }
@@ -338,23 +338,19 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full, bool 
     out.result = std::move(result);
     std::vector<std::string> loops;
     for (const EntryLoop& loop : capped) loops.push_back(fmt::format("{}", loop.trips));
-    if (!full_fidelity) {
-      out.note = fmt::format(
-          "{} loop(s) of {} iterations simulated for their first {} (and {}, {} to test): the "
-          "iteration time was "
-          "steady (consecutive iterations within {:.2g} %), the remaining iterations are counted "
-          "at "
-          "it",
-          capped.size(), fmt::join(loops, ", "), k, k + 1, k + 2, 100 * worst.device + 0.0);
-    } else {
-      out.note = fmt::format(
-          "{} loop(s) of {} iterations simulated for their first {} (and {}, {} to test) on every "
-          "device: the whole machine repeated (every device's iteration time within {:.2g} %, "
-          "every ICI link's busy time per iteration within {:.2g} % of it), the remaining "
-          "iterations are counted at it",
-          capped.size(), fmt::join(loops, ", "), k, k + 1, k + 2, 100 * worst.device + 0.0,
-          100 * worst.link + 0.0);
-    }
+    // The loops simulated and how they were tested, then what was checked.
+    const std::string simulated =
+        fmt::format("{} loop(s) of {} iterations simulated for their first {} (and {}, {} to test)",
+                    capped.size(), fmt::join(loops, ", "), k, k + 1, k + 2);
+    const std::string checked =
+        full_fidelity
+            ? fmt::format(" on every device: the whole machine repeated (every device's iteration "
+                          "time within {:.2g} %, every ICI link's busy time per iteration within "
+                          "{:.2g} % of it)",
+                          100 * worst.device + 0.0, 100 * worst.link + 0.0)
+            : fmt::format(": the iteration time was steady (consecutive iterations within {:.2g} %)",
+                          100 * worst.device + 0.0);
+    out.note = simulated + checked + ", the remaining iterations are counted at it";
     return out;
   }
 }
