@@ -61,6 +61,10 @@ struct EngineInputs {
   // Set (by the progress callback) to stop the run at the next progress
   // report: the result then has stopped = true and no accounts.
   const bool* stop = nullptr;
+  // Per program device: the multiplier of its compute kernels' durations (a chip made slower
+  // or faster by a per-chip hardware override). Empty: every device 1. Devices that differ here
+  // are never simulated as one symmetry class.
+  std::vector<double> device_time_scale;
 };
 
 struct EngineResult {
