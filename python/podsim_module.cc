@@ -1,6 +1,7 @@
 // `_podsim`: the C++ half of the Python package `podsim` (python/podsim/__init__.py
-// holds the Python half: sources, Report, sweep). In-process calls into
-// driver/ and studies/, the GIL released while compiling or simulating.
+// holds the Python half: sources, Report, running a sweep's compile groups).
+// In-process calls into driver/ and studies/ (a sweep's expansion and
+// grouping too), the GIL released while compiling or simulating.
 // The SystemC kernel is one per process and not thread-safe: every compile
 // and simulation holds one process-wide lock, so Python threads take turns
 // (docs/python.md).
