@@ -206,33 +206,35 @@ void calibrate(const std::string& measured, const std::string& output, int jobs,
 // by studies/ as `podsim sweep` does. A parse error keeps its message and
 // hint; its line:column would point into text the caller never saw, so it
 // names `name` only. Returns
-//   points: [(index, [(key, value text)], [row per key])], row = the position
-//           of the point's value in that key's list (to hand back the
-//           caller's own value objects), read by expanding a copy of the spec
-//           whose values are their row numbers;
+//   rows:   per point, in point order, per swept key (the spec's order): the
+//           position of the point's value in that key's list (to hand back
+//           the caller's own value objects), read by expanding a copy of the
+//           spec whose values are their row numbers;
 //   groups: [(compile --set words, [point positions], [per point: the
 //           hardware.* words of its variant])], first-seen order.
 py::dict sweep_plan(const std::string& text, const std::string& name) {
-  studies::SweepSpec spec;
-  try {
-    spec = studies::parse_sweep(text, name);
-  } catch (const UserError& e) {
-    throw UserError(SourceLocation{name, 0, 0}, e.message(), e.hint());
-  }
-  const std::vector<studies::SweepPoint> points = studies::expand_sweep(spec);
-  studies::SweepSpec rows_spec = spec;
-  for (studies::SweepAxis& axis : rows_spec.axes)
-    for (size_t row = 0; row < axis.values.size(); ++row)
-      for (std::string& value : axis.values[row]) value = std::to_string(row);
-  const std::vector<studies::SweepPoint> rows = studies::expand_sweep(rows_spec);
-  py::list point_list;
-  for (size_t p = 0; p < points.size(); ++p) {
-    std::vector<int64_t> row_of_key;
-    for (const auto& [key, row] : rows[p].values) row_of_key.push_back(std::stoll(row));
-    point_list.append(py::make_tuple(points[p].index, points[p].values, row_of_key));
+  std::vector<std::vector<int64_t>> rows;
+  std::vector<studies::CompileGroup> groups;
+  {
+    py::gil_scoped_release release;  // no simulation kernel: no lock
+    studies::SweepSpec spec;
+    try {
+      spec = studies::parse_sweep(text, name);
+    } catch (const UserError& e) {
+      throw UserError(SourceLocation{name, 0, 0}, e.message(), e.hint());
+    }
+    groups = studies::group_by_compile(spec, studies::expand_sweep(spec));
+    studies::SweepSpec rows_spec = spec;
+    for (studies::SweepAxis& axis : rows_spec.axes)
+      for (size_t row = 0; row < axis.values.size(); ++row)
+        for (std::string& value : axis.values[row]) value = std::to_string(row);
+    for (const studies::SweepPoint& point : studies::expand_sweep(rows_spec)) {
+      rows.emplace_back();
+      for (const auto& [key, row] : point.values) rows.back().push_back(std::stoll(row));
+    }
   }
   py::list group_list;
-  for (const studies::CompileGroup& group : studies::group_by_compile(spec, points)) {
+  for (const studies::CompileGroup& group : groups) {
     std::vector<std::vector<std::string>> variants;
     for (const auto& variant : group.variants) {
       std::vector<std::string> words;
@@ -242,8 +244,7 @@ py::dict sweep_plan(const std::string& text, const std::string& name) {
     group_list.append(py::make_tuple(group.compile_overrides, group.points, variants));
   }
   py::dict out;
-  out["keys"] = spec.swept_keys();
-  out["points"] = point_list;
+  out["rows"] = rows;
   out["groups"] = group_list;
   return out;
 }

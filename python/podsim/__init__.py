@@ -411,17 +411,18 @@ def partition(source, *, mesh=None, propagate_only=False, verify=False, set=None
 
 def _sweep_spec(grid, zip_, fixed):
     """podsim.sweep's arguments as sweep-spec text (studies/sweep_spec.h; JSON is
-    YAML), values written as --set writes them, and {key: [the caller's values]}.
+    YAML), values written as --set writes them, and [(key, [the caller's
+    values])] in the order written, the order of the spec's swept keys.
     Validation is the C++ parser's: a shape it refuses (a group of unequal
     lists, a key swept twice, nothing swept) is passed on as given."""
-    lists = {}
+    columns = []
 
     def column(key, values):
         if isinstance(values, (str, bytes, collections.abc.Mapping)) or not isinstance(
                 values, collections.abc.Iterable):
             return _value_text(values)  # not a list of values: the parser says so
-        lists[str(key)] = list(values)
-        return [_value_text(v) for v in lists[str(key)]]
+        columns.append((str(key), list(values)))
+        return [_value_text(v) for v in columns[-1][1]]
 
     def group(keys_to_values):
         if not isinstance(keys_to_values, collections.abc.Mapping):
@@ -445,7 +446,7 @@ def _sweep_spec(grid, zip_, fixed):
             spec["zip"] = [group(g) for g in zip_]
     elif zip_ is not None:
         spec["zip"] = zip_
-    return json.dumps(spec, indent=2, default=str) + "\n", lists
+    return json.dumps(spec, indent=2, default=str) + "\n", columns
 
 
 builtins_zip = zip  # sweep's zip= parameter hides the builtin
@@ -484,10 +485,10 @@ def sweep(base, *, grid=None, zip=None, set=None, jobs=1, fidelity="fast", **kwa
 
     jobs > 1 runs compile groups in that many forked worker processes (the
     SystemC kernel is one per process)."""
-    text, lists = _sweep_spec(grid, zip, set)
+    text, columns = _sweep_spec(grid, zip, set)
     plan = _podsim.sweep_plan(text, "podsim.sweep")
-    points = [[(key, lists[key][row]) for (key, _), row in builtins_zip(values, rows)]
-              for _, values, rows in plan["points"]]
+    points = [[(key, values[row]) for (key, values), row in builtins_zip(columns, rows)]
+              for rows in plan["rows"]]
     groups = plan["groups"]
 
     results = [None] * len(points)
