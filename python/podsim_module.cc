@@ -1,6 +1,7 @@
 // `_podsim`: the C++ half of the Python package `podsim` (python/podsim/__init__.py
-// holds the Python half: sources, Report, sweep). In-process calls into
-// driver/ and studies/, the GIL released while compiling or simulating.
+// holds the Python half: sources, Report, running a sweep's compile groups).
+// In-process calls into driver/ and studies/ (a sweep's expansion and
+// grouping too), the GIL released while compiling or simulating.
 // The SystemC kernel is one per process and not thread-safe: every compile
 // and simulation holds one process-wide lock, so Python threads take turns
 // (docs/python.md).
@@ -31,6 +32,8 @@
 #include "hw_models/describe.h"
 #include "reports/formats.h"
 #include "studies/calibrate.h"
+#include "studies/sweep.h"
+#include "studies/sweep_spec.h"
 
 namespace py = pybind11;
 
@@ -198,6 +201,54 @@ void calibrate(const std::string& measured, const std::string& output, int jobs,
   studies::calibrate(request);
 }
 
+// A sweep given as podsim.sweep's arguments (written by the Python half as
+// sweep-spec text, JSON being YAML): parsed, expanded and grouped by compile
+// by studies/ as `podsim sweep` does. A parse error keeps its message and
+// hint; its line:column would point into text the caller never saw, so it
+// names `name` only. Returns
+//   rows:   per point, in point order, per swept key (the spec's order): the
+//           position of the point's value in that key's list (to hand back
+//           the caller's own value objects), read by expanding a copy of the
+//           spec whose values are their row numbers;
+//   groups: [(compile --set words, [point positions], [per point: the
+//           hardware.* words of its variant])], first-seen order.
+py::dict sweep_plan(const std::string& text, const std::string& name) {
+  std::vector<std::vector<int64_t>> rows;
+  std::vector<studies::CompileGroup> groups;
+  {
+    py::gil_scoped_release release;  // no simulation kernel: no lock
+    studies::SweepSpec spec;
+    try {
+      spec = studies::parse_sweep(text, name);
+    } catch (const UserError& e) {
+      throw UserError(SourceLocation{name, 0, 0}, e.message(), e.hint());
+    }
+    groups = studies::group_by_compile(spec, studies::expand_sweep(spec));
+    studies::SweepSpec rows_spec = spec;
+    for (studies::SweepAxis& axis : rows_spec.axes)
+      for (size_t row = 0; row < axis.values.size(); ++row)
+        for (std::string& value : axis.values[row]) value = std::to_string(row);
+    for (const studies::SweepPoint& point : studies::expand_sweep(rows_spec)) {
+      rows.emplace_back();
+      for (const auto& [key, row] : point.values) rows.back().push_back(std::stoll(row));
+    }
+  }
+  py::list group_list;
+  for (const studies::CompileGroup& group : groups) {
+    std::vector<std::vector<std::string>> variants;
+    for (const auto& variant : group.variants) {
+      std::vector<std::string> words;
+      for (const auto& [key, value] : variant) words.push_back("hardware." + key + "=" + value);
+      variants.push_back(std::move(words));
+    }
+    group_list.append(py::make_tuple(group.compile_overrides, group.points, variants));
+  }
+  py::dict out;
+  out["rows"] = rows;
+  out["groups"] = group_list;
+  return out;
+}
+
 }  // namespace
 
 }  // namespace podsim::python
@@ -240,6 +291,7 @@ PYBIND11_MODULE(_podsim, m) {
         py::arg("propagate_only"), py::arg("verify"), py::arg("mode"));
   m.def("calibrate", &calibrate, py::arg("measured"), py::arg("output"), py::arg("jobs"),
         py::arg("podsim_binary"), py::arg("fit"), py::arg("max_evaluations"));
+  m.def("sweep_plan", &sweep_plan, py::arg("text"), py::arg("name"));
   m.def("preset_names", &podsim::hw::preset_names);
   m.def("describe_hardware", [](const std::string& name) {
     return podsim::hw::describe_hardware(podsim::hw::load_hardware(name));

@@ -16,7 +16,6 @@ Errors a user can cause raise ``podsim.UserError`` with the CLI's message.
 
 import collections.abc
 import html
-import itertools
 import json
 import os
 import shutil
@@ -314,10 +313,22 @@ class Compiled:
 
     def __init__(self, source, *, set=None, hardware=None, fidelity="fast", mesh=None,
                  mode=None, tokens=None):
+        self._build(source, _set_words(set), hardware=hardware, fidelity=fidelity, mesh=mesh,
+                    mode=mode, tokens=tokens)
+
+    @classmethod
+    def _of_words(cls, source, words, fidelity, kwargs):
+        """A Compiled from --set words ("key=value"), as a sweep's compile group has them."""
+        self = cls.__new__(cls)
+        self._build(source, list(words), fidelity=fidelity, **kwargs)
+        return self
+
+    def _build(self, source, words, *, hardware=None, fidelity="fast", mesh=None, mode=None,
+               tokens=None):
         src = _Source(source)
         try:
             sets, hw, mesh_text, tokens_n, mode_text = _hlo_flags(
-                src, hardware, mesh, tokens, mode, _set_words(set))
+                src, hardware, mesh, tokens, mode, words)
             self._fidelity = fidelity
             self._core = _podsim.Compiled(src.path, sets, fidelity, hw, mesh_text, tokens_n,
                                           mode_text)
@@ -333,8 +344,10 @@ class Compiled:
     def simulate(self, set=None, *, fidelity=None):
         """A Report for the compiled workload on its hardware with `set`'s
         hardware.* keys changed, e.g. {'hardware.ici.link_bandwidth': 2e11}."""
-        words = _set_words(set)
-        fidelity = fidelity or self._fidelity
+        return self._simulate_words(_set_words(set), fidelity or self._fidelity)
+
+    def _simulate_words(self, words, fidelity):
+        words = list(words)
         result = self._core.simulate(words, fidelity)
         core = self._core
 
@@ -396,101 +409,109 @@ def partition(source, *, mesh=None, propagate_only=False, verify=False, set=None
 
 # --- sweep -------------------------------------------------------------------------
 
-def _axes(grid, zip_):
-    """[(keys, [values per point])]: grid keys one axis each (first slowest),
-    then each zip group (a dict of equal-length lists, or a list of them)."""
-    axes = []
-    for key, values in (grid or {}).items():
-        axes.append(([key], [[v] for v in values]))
-    groups = zip_ if isinstance(zip_, (list, tuple)) else ([zip_] if zip_ else [])
-    for group in groups:
-        lengths = {len(v) for v in group.values()}
-        if len(lengths) != 1:
-            raise UserError("zip: the keys of a zip group need lists of one length\n"
-                            "  hint: " + ", ".join(f"{k}: {len(v)}" for k, v in group.items()))
-        keys = list(group)
-        axes.append((keys, [list(t) for t in builtins_zip(*group.values())]))
-    return axes
+def _sweep_spec(grid, zip_, fixed):
+    """podsim.sweep's arguments as sweep-spec text (studies/sweep_spec.h; JSON is
+    YAML), values written as --set writes them, and [(key, [the caller's
+    values])] in the order written, the order of the spec's swept keys.
+    Validation is the C++ parser's: a shape it refuses (a group of unequal
+    lists, a key swept twice, nothing swept) is passed on as given."""
+    columns = []
+
+    def column(key, values):
+        if isinstance(values, (str, bytes, collections.abc.Mapping)) or not isinstance(
+                values, collections.abc.Iterable):
+            return _value_text(values)  # not a list of values: the parser says so
+        columns.append((str(key), list(values)))
+        return [_value_text(v) for v in columns[-1][1]]
+
+    def group(keys_to_values):
+        if not isinstance(keys_to_values, collections.abc.Mapping):
+            return keys_to_values
+        return {str(k): column(k, v) for k, v in keys_to_values.items()}
+
+    if fixed is not None and not isinstance(fixed, collections.abc.Mapping):
+        raise TypeError("set= takes a dict of --set keys, e.g. {'model.layers': 4}")
+    # Python keeps the source; the spec's base is a placeholder.
+    spec = {"name": "podsim.sweep", "base": "<source>"}
+    if fixed:
+        spec["set"] = {str(k): _value_text(v) for k, v in fixed.items()}
+    if grid is not None and not (isinstance(grid, collections.abc.Mapping) and not grid):
+        spec["grid"] = group(grid)
+    # zip: one group (a dict) or a list of them; None, {} and [] sweep nothing.
+    if isinstance(zip_, collections.abc.Mapping):
+        if zip_:
+            spec["zip"] = group(zip_)
+    elif isinstance(zip_, (list, tuple)):
+        if zip_:
+            spec["zip"] = [group(g) for g in zip_]
+    elif zip_ is not None:
+        spec["zip"] = zip_
+    return json.dumps(spec, indent=2, default=str) + "\n", columns
 
 
-builtins_zip = zip
+builtins_zip = zip  # sweep's zip= parameter hides the builtin
 
 
-def _sweep_group(source, fixed, compile_sets, points, fidelity, kwargs):
-    """Compiles once and simulates each point's hardware variant: [(ok, report or error)]."""
+def _sweep_group(source, compile_words, variants, fidelity, kwargs):
+    """Compiles once and simulates each point's hardware variant (its
+    hardware.* --set words): [(ok, report or error)]."""
     out = []
     try:
-        compiled = Compiled(source, set=dict(compile_sets), fidelity=fidelity, **kwargs)
+        compiled = Compiled._of_words(source, compile_words, fidelity, kwargs)
     except UserError as e:
-        return [(False, str(e))] * len(points)
-    for hardware_sets in points:
+        return [(False, str(e))] * len(variants)
+    for words in variants:
         try:
-            out.append((True, compiled.simulate(dict(hardware_sets))))
+            out.append((True, compiled._simulate_words(words, fidelity)))
         except UserError as e:
             out.append((False, str(e)))
     return out
 
 
 def _sweep_group_in_child(args):
-    source, fixed, compile_sets, points, fidelity, kwargs = args
-    return [(ok, _all_formats(r._result) if ok else r)
-            for ok, r in _sweep_group(source, fixed, compile_sets, points, fidelity, kwargs)]
+    return [(ok, _all_formats(r._result) if ok else r) for ok, r in _sweep_group(*args)]
 
 
 def sweep(base, *, grid=None, zip=None, set=None, jobs=1, fidelity="fast", **kwargs):
     """`podsim sweep` without a file: the points of `grid` (a cartesian product,
-    first key slowest) and `zip` (keys advanced together) over `base`, each
-    with the fixed `set`. Points that differ in hardware.* keys only share one
-    compile. Returns one record (a dict) per point, in point order: point, the
-    swept keys, status ("ok" | "error"), error, the report's flat fields, and
-    `report` (the Report, None on error); a DataFrame takes the list.
+    first key slowest) and `zip` (keys advanced together: a dict of equally long
+    lists, or a list of such dicts) over `base`, each with the fixed `set`.
+    The C++ core expands, checks and groups the points as `podsim sweep` does
+    (points that differ in hardware.* keys only share one compile). Returns
+    one record (a dict) per point, in point order: point, the swept keys (the
+    values as given), status ("ok" | "error"), error, the report's flat
+    fields, and `report` (the Report, None on error); a DataFrame takes the
+    list. A sweep the parser refuses raises UserError.
 
     jobs > 1 runs compile groups in that many forked worker processes (the
     SystemC kernel is one per process)."""
-    axes = _axes(grid, zip)
-    fixed = list((set or {}).items())
-    points = []
-    for combo in itertools.product(*[range(len(values)) for _, values in axes]):
-        values = []
-        for (keys, rows), i in builtins_zip(axes, combo):
-            values.extend(builtins_zip(keys, rows[i]))
-        points.append(values)
-    if not points:
-        points = [[]]
-    # Group by everything but hardware.* keys, in first-seen order.
-    groups = {}
-    for index, values in enumerate(points):
-        merged = dict(fixed)
-        merged.update(values)
-        compile_sets = tuple((k, v) for k, v in merged.items() if not k.startswith("hardware."))
-        hardware_sets = [(k, v) for k, v in merged.items() if k.startswith("hardware.")]
-        key = json.dumps([[k, _value_text(v)] for k, v in compile_sets])
-        groups.setdefault(key, (compile_sets, []))[1].append((index, hardware_sets))
+    text, columns = _sweep_spec(grid, zip, set)
+    plan = _podsim.sweep_plan(text, "podsim.sweep")
+    points = [[(key, values[row]) for (key, values), row in builtins_zip(columns, rows)]
+              for rows in plan["rows"]]
+    groups = plan["groups"]
 
     results = [None] * len(points)
-    tasks = [(compile_sets, members) for compile_sets, members in groups.values()]
-    if jobs > 1 and len(tasks) > 1:
+    if jobs > 1 and len(groups) > 1:
         import multiprocessing
         src = _Source(base)  # a file the workers read
         try:
-            with multiprocessing.get_context("fork").Pool(min(jobs, len(tasks))) as pool:
+            with multiprocessing.get_context("fork").Pool(min(jobs, len(groups))) as pool:
                 answers = pool.map(_sweep_group_in_child, [
-                    (src.path, fixed, cs, [h for _, h in m], fidelity, kwargs)
-                    for cs, m in tasks])
+                    (src.path, compile_words, variants, fidelity, kwargs)
+                    for compile_words, _, variants in groups])
         finally:
             src.close()
-        for (compile_sets, members), answer in builtins_zip(tasks, answers):
-            for (index, hardware_sets), (ok, value) in builtins_zip(members, answer):
+        for (compile_words, members, variants), answer in builtins_zip(groups, answers):
+            for index, words, (ok, value) in builtins_zip(members, variants, answer):
                 if ok:
-                    sets = [f"{k}={_value_text(v)}" for k, v in hardware_sets]
                     value = Report(_Formatted(value), _detached_trace(
-                        base, dict(compile_sets), sets, fidelity, kwargs))
+                        base, compile_words, words, fidelity, kwargs))
                 results[index] = (ok, value)
     else:
-        for compile_sets, members in tasks:
-            answer = _sweep_group(base, fixed, compile_sets, [h for _, h in members], fidelity,
-                                  kwargs)
-            for (index, _), outcome in builtins_zip(members, answer):
+        for compile_words, members, variants in groups:
+            answer = _sweep_group(base, compile_words, variants, fidelity, kwargs)
+            for index, outcome in builtins_zip(members, answer):
                 results[index] = outcome
 
     records = []
@@ -506,10 +527,10 @@ def sweep(base, *, grid=None, zip=None, set=None, jobs=1, fidelity="fast", **kwa
     return records
 
 
-def _detached_trace(base, compile_sets, hardware_sets, fidelity, kwargs):
+def _detached_trace(base, compile_words, hardware_words, fidelity, kwargs):
     def trace(path, devices, window, limit):
-        compiled = Compiled(base, set=compile_sets, fidelity=fidelity, **kwargs)
-        compiled._core.write_trace(hardware_sets, fidelity, path, devices, window, limit)
+        compiled = Compiled._of_words(base, compile_words, fidelity, kwargs)
+        compiled._core.write_trace(list(hardware_words), fidelity, path, devices, window, limit)
     return trace
 
 

@@ -1,12 +1,14 @@
 """The rest of the API against the CLI: Report access and formats, compile once
 and simulate many, write_trace, partition, sweep, hardware."""
 
+import csv
+import io
 import json
 
 import podsim
 import pytest
 
-from conftest import cli
+from conftest import REPO, cli
 
 SMALL = "workloads/small.yaml"
 HLO = "workloads/examples/transformer_layer_2d.hlo"
@@ -119,6 +121,52 @@ def test_sweep_error_rows_and_jobs():
     alone = podsim.sweep(SMALL, grid={"mesh.axes.x": [2, 3]})
     assert records[0]["report"].to_json() == alone[0]["report"].to_json()
     assert records[1]["error"] == alone[1]["error"]
+
+
+def test_sweep_is_the_cli_sweep(tmp_path):
+    # The same sweep as a SWEEP.yaml for `podsim sweep` (the oracle): same points
+    # in the same order, same statuses, and every metric of an ok point equal.
+    grid = {"hardware.ici.link_bandwidth": [4.1e10, 8.2e10], "mesh.axes.x": [2, 3]}
+    zipped = {"model.seq_len": [16, 32], "model.global_batch": [8, 4]}
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(json.dumps({"base": str(REPO / SMALL), "set": {"training.remat": "full"},
+                                "grid": grid, "zip": zipped}))
+    table = tmp_path / "sweep.csv"
+    cli("sweep", spec, "-o", table)  # exit 1: the mesh.axes.x=3 points fail
+    rows = list(csv.DictReader(table.open()))
+    records = podsim.sweep(SMALL, grid=grid, zip=zipped, set={"training.remat": "full"})
+    assert len(records) == len(rows) == 8
+    keys = list(grid) + list(zipped)
+    for record, row in zip(records, rows):
+        assert record["point"] == int(row["point"])
+        assert [record[k] for k in keys] == [float(row[k]) for k in keys]
+        assert record["status"] == row["status"]
+        if record["status"] == "ok":
+            header, values = csv.reader(io.StringIO(record["report"].to_csv()))
+            texts = dict(zip(header, values))
+            metrics = [k for k in row if k in texts]
+            assert "step_time_s" in metrics
+            assert {k: texts[k] for k in metrics} == {k: row[k] for k in metrics}
+    assert [r["status"] for r in records] == ["ok", "ok", "error", "error"] * 2
+
+
+def test_sweep_sources_and_values_as_given():
+    # A dict and HLO text are swept like paths; the records hold the caller's
+    # values (an int stays an int, a range's items are listed).
+    import yaml_free_workload
+    records = podsim.sweep(yaml_free_workload.small(), grid={"model.layers": range(1, 3)},
+                           zip=[{"hardware.hbm.bandwidth": (1e12, 2e12)}])
+    assert [(r["model.layers"], r["hardware.hbm.bandwidth"]) for r in records] == [
+        (1, 1e12), (1, 2e12), (2, 1e12), (2, 2e12)]
+    for r in records:
+        sets = {"model.layers": r["model.layers"],
+                "hardware.hbm.bandwidth": r["hardware.hbm.bandwidth"]}
+        assert r["report"].to_json() == podsim.run(SMALL, set=sets).to_json()
+    text = (REPO / HLO).read_text()
+    hlo = podsim.sweep(text, grid={"hardware.hbm.bandwidth": [1e12, 2e12]}, tokens=128)
+    for r in hlo:
+        assert r["report"].to_json() == podsim.run(
+            text, tokens=128, set={"hardware.hbm.bandwidth": r["hardware.hbm.bandwidth"]}).to_json()
 
 
 def test_hardware_list_and_show():

@@ -83,6 +83,30 @@ def test_simulate_takes_hardware_keys_only():
     assert compiled.simulate().to_json() == podsim.run(SMALL).to_json()
 
 
+SWEEP_ERRORS = [
+    dict(zip={"model.layers": [1, 2], "model.seq_len": [16, 32, 64]}),
+    dict(grid={"model.layers": [1]}, zip={"model.layers": [2]}),
+    dict(grid={"model.layers": []}),
+    dict(grid={"model.layers": 4}),
+    dict(zip=[{}]),
+    dict(set={"training.remat": "full"}),
+]
+
+
+@pytest.mark.parametrize("kwargs", SWEEP_ERRORS, ids=range(len(SWEEP_ERRORS)))
+def test_sweep_errors_are_the_sweep_parsers(tmp_path, kwargs):
+    # The same arguments as a SWEEP.yaml: `podsim sweep` refuses it with the same
+    # message and hint; Python names the call instead of the file's line.
+    spec = {"base": "../" + SMALL}
+    spec.update(kwargs)
+    as_file = tmp_path / "sweep.yaml"
+    as_file.write_text(json.dumps(spec, indent=2) + "\n")
+    expected = cli_error("sweep", as_file)
+    got = message(podsim.sweep, SMALL, **kwargs)
+    assert got.startswith("podsim.sweep: error: ")
+    assert got.split(": error: ", 1)[1] == expected.split(": error: ", 1)[1]
+
+
 def test_hardware_show_unknown():
     assert message(podsim.hardware.show, "tpuv99") == cli_error("hardware", "show", "tpuv99")
 
