@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <regex>
 
@@ -29,6 +30,7 @@ std::vector<CompileGroup> group_by_compile(const SweepSpec& spec,
                                            const std::vector<SweepPoint>& points) {
   constexpr std::string_view kHardware = "hardware.";
   std::vector<CompileGroup> groups;
+  std::map<std::vector<std::string>, size_t> group_of;  // compile overrides -> index in groups
   for (size_t i = 0; i < points.size(); ++i) {
     const std::vector<std::string> overrides = points[i].overrides(spec);
     // A whole-preset `hardware=...` override is applied in order with the
@@ -49,14 +51,12 @@ std::vector<CompileGroup> group_by_compile(const SweepSpec& spec,
       else
         compile.push_back(o);
     }
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const CompileGroup& g) { return g.compile_overrides == compile; });
-    if (it == groups.end()) {
-      groups.push_back(CompileGroup{compile, {}, {}});
-      it = groups.end() - 1;
-    }
-    it->points.push_back(i);
-    it->variants.push_back(std::move(variant));
+    // Groups keep the order of their first point; the index keeps this linear in the points.
+    const auto [found, added] = group_of.try_emplace(compile, groups.size());
+    if (added) groups.push_back(CompileGroup{compile, {}, {}});
+    CompileGroup& group = groups[found->second];
+    group.points.push_back(i);
+    group.variants.push_back(std::move(variant));
   }
   return groups;
 }
