@@ -157,6 +157,18 @@ class Checker {
     const CollectiveSpec& spec = catalog_.spec(s);
     std::vector<int32_t>& image = t.group[static_cast<size_t>(s)];
     image.assign(spec.groups.size(), -1);
+    if (!spec.permute_pairs.empty()) {
+      // A permute's one group is every device it names: its pairs must translate onto its pairs.
+      auto pairs = spec.permute_pairs;
+      auto moved = pairs;
+      for (auto& [src, dst] : moved)
+        src = translate_core(src, t.dim, t.step), dst = translate_core(dst, t.dim, t.step);
+      std::sort(pairs.begin(), pairs.end());
+      std::sort(moved.begin(), moved.end());
+      if (pairs != moved)
+        return fmt::format("{}: its source-target pairs translated are not its pairs",
+                           spec_name(s));
+    }
     for (size_t g = 0; g < spec.groups.size(); ++g) {
       const std::vector<hw::CoreId>& members = spec.groups[g];
       if (members.empty()) continue;
@@ -343,7 +355,8 @@ SymmetryClasses find_symmetry_classes(const hw::System& system, const Collective
       if (first_reason.empty()) first_reason = std::move(why);
     }
     if (period[d] == size && size > 1)
-      not_translated.push_back(fmt::format("dim {} (size {}): {}", d, size, first_reason));
+      not_translated.push_back(fmt::format("dim {} (size {}, steps {} tried; at 1: {})", d, size,
+                                           fmt::join(divisors_below(size), ", "), first_reason));
   }
   if (generators.empty()) {
     SymmetryClasses out = per_device_classes(

@@ -455,5 +455,24 @@ ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {{
   EXPECT_EQ(expect_class_run_equals_per_device(hlo, testing::ring_system(8)), 2u);
 }
 
+TEST(Engine, SymmetryClassRunEqualsPerDeviceRunForACyclicPermute) {
+  // Every device sends its buffer to the next of its row and the one below it (two permutes at
+  // once): one class, each permute one group whose job carries all 16 transfers.
+  std::string rows, cols;
+  for (int d = 0; d < 16; ++d) {
+    rows += fmt::format("{}{{{},{}}}", d ? "," : "", d, d / 4 * 4 + (d + 1) % 4);
+    cols += fmt::format("{}{{{},{}}}", d ? "," : "", d, (d + 4) % 16);
+  }
+  const std::string hlo = fmt::format(R"(HloModule cp, num_partitions=16
+ENTRY %main (p: bf16[1024,1024]) -> (bf16[1024,1024], bf16[1024,1024]) {{
+  %p = bf16[1024,1024]{{1,0}} parameter(0)
+  %a = bf16[1024,1024]{{1,0}} collective-permute(%p), channel_id=1, source_target_pairs={{{0}}}
+  %b = bf16[1024,1024]{{1,0}} collective-permute(%p), channel_id=2, source_target_pairs={{{1}}}
+  ROOT %t = (bf16[1024,1024]{{1,0}}, bf16[1024,1024]{{1,0}}) tuple(%a, %b)
+}})",
+                                      rows, cols);
+  EXPECT_EQ(expect_class_run_equals_per_device(hlo, torus_4x4(5)), 1u);
+}
+
 }  // namespace
 }  // namespace podsim::sim

@@ -139,5 +139,36 @@ TEST(Symmetry, DifferingTimeScaleBreaksSymmetryWhereItDiffers) {
   EXPECT_EQ(rows.class_of_device[13], 1);  // row 3
 }
 
+// A collective-permute of 16 devices laid row-major on the 4x4 torus, pairs d -> target(d).
+std::string permute(int (*target)(int)) {
+  std::string pairs;
+  for (int d = 0; d < 16; ++d) pairs += fmt::format("{}{{{},{}}}", d ? "," : "", d, target(d));
+  return fmt::format(R"(HloModule cp, num_partitions=16
+ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {{
+  %p = bf16[1024,1024]{{1,0}} parameter(0)
+  ROOT %cp = bf16[1024,1024]{{1,0}} collective-permute(%p), channel_id=1, source_target_pairs={{{}}}
+}})",
+                     pairs);
+}
+
+TEST(Symmetry, PermuteKeepsSymmetryOnlyWhenItsPairsTranslateOntoItsPairs) {
+  const hw::System system = torus("[true, true]", 1, {4, 4, 1});
+  // Each device sends to the next of its row, cyclically: a step along either dim maps the pair
+  // (r,c) -> (r,c+1) onto (r',c') -> (r',c'+1), a pair: one class.
+  const SymmetryClasses shift = classes_of(permute([](int d) { return d / 4 * 4 + (d + 1) % 4; }),
+                                           system);
+  EXPECT_TRUE(shift.applied) << shift.note;
+  EXPECT_EQ(shift.representatives.size(), 1u);
+  // The transpose (r,c) -> (c,r): a step along dim 1 maps the pair 0 -> 0 onto 1 -> 1, which is
+  // not a pair (1 sends to 4); along dim 0 onto 4 -> 4 (4 sends to 1); likewise at step 2.
+  const SymmetryClasses transpose =
+      classes_of(permute([](int d) { return d % 4 * 4 + d / 4; }), system);
+  EXPECT_FALSE(transpose.applied);
+  EXPECT_NE(transpose.note.find("collective-permute 'cp': its source-target pairs translated are "
+                                "not its pairs"),
+            std::string::npos)
+      << transpose.note;
+}
+
 }  // namespace
 }  // namespace podsim::sim
