@@ -117,9 +117,16 @@ class EngineRun {
   EngineResult run() {
     base_ = sc_core::sc_time_stamp();
     std::vector<int64_t> simulated;
-    if (classes())
-      simulated = in_.symmetry->representatives;
-    else
+    if (const SymmetryClasses* sym = classes()) {
+      // The classes must have been found with these time scales (a class shares one).
+      for (size_t d = 0; d < in_.device_time_scale.size(); ++d) {
+        const auto rep = sym->representatives[static_cast<size_t>(sym->class_of_device[d])];
+        if (in_.device_time_scale[d] != in_.device_time_scale[static_cast<size_t>(rep)])
+          throw std::logic_error(fmt::format(
+              "symmetry class of device {} found without its time scale (sim/symmetry.h)", d));
+      }
+      simulated = sym->representatives;
+    } else
       for (int64_t i = 0; i < (in_.fidelity == Fidelity::kFast ? 1 : in_.devices); ++i)
         simulated.push_back(i);
     const size_t collectives = in_.program.collective_steps.size();
@@ -185,7 +192,7 @@ class EngineRun {
   // Full mode by symmetry class (one representative device each).
   const SymmetryClasses* classes() const {
     return in_.fidelity == Fidelity::kFull && in_.symmetry && in_.symmetry->applied ? in_.symmetry
-                                                                                   : nullptr;
+                                                                                    : nullptr;
   }
 
   // The device whose chip sends on the link (its first core; on-chip: the
@@ -532,7 +539,8 @@ class EngineRun {
       r.alone_s = spec.plans[static_cast<size_t>(r.group)].analytic_time_s;
       r.slot = r.group;
       if (const SymmetryClasses* sym = classes())
-        r.slot = sym->specs[static_cast<size_t>(r.spec)].orbit_of_group[static_cast<size_t>(r.group)];
+        r.slot =
+            sym->specs[static_cast<size_t>(r.spec)].orbit_of_group[static_cast<size_t>(r.group)];
       r.run = arrive(ordinal, r.slot, r.op, r.spec);
       r.run->member_wakes.push_back(&d.collective_wake);
     }
@@ -587,8 +595,8 @@ class EngineRun {
         if (static_cast<size_t>(spec_index) >= sym->specs.size())
           throw std::logic_error("symmetry classes computed before every collective was known");
         slot->plan = &sym->plan(in_.collectives, spec_index, slot_index);
-        slot->expected = sym->specs[static_cast<size_t>(spec_index)]
-                             .classes[static_cast<size_t>(slot_index)];
+        slot->expected =
+            sym->specs[static_cast<size_t>(spec_index)].classes[static_cast<size_t>(slot_index)];
       } else {
         slot->plan = &spec.plans[static_cast<size_t>(slot_index)];
         slot->expected = static_cast<int64_t>(spec.groups[static_cast<size_t>(slot_index)].size());

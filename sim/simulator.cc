@@ -434,8 +434,8 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
                                           inputs.device_time_scale, spec_names);
     inputs.symmetry = &classes;
     if (program.num_devices > 1) {
-      std::string& note = choice.fidelity == options.fidelity ? choice.approximation_note
-                                                              : choice.fallback_reason;
+      std::string& note =
+          choice.fidelity == options.fidelity ? choice.approximation_note : choice.fallback_reason;
       note += (note.empty() ? "" : "; ") + fmt::format("full fidelity: {}", classes.note);
     }
   }

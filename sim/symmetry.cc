@@ -27,8 +27,8 @@ bool close(double a, double b) {
 struct Translation {
   int dim = 0;
   int64_t step = 0;
-  std::vector<int64_t> device;       // program device -> its image
-  std::vector<hw::LinkId> link;      // link -> its image
+  std::vector<int64_t> device;              // program device -> its image
+  std::vector<hw::LinkId> link;             // link -> its image
   std::vector<std::vector<int32_t>> group;  // per spec: group -> image group
 };
 
@@ -58,9 +58,10 @@ class Checker {
       const double a = scale_[static_cast<size_t>(d)];
       const double b = scale_[static_cast<size_t>(t.device[static_cast<size_t>(d)])];
       if (a != b)
-        return fmt::format("device {} runs its kernels at {:g} x their time and its translate, "
-                           "device {}, at {:g} x",
-                           d, a, t.device[static_cast<size_t>(d)], b);
+        return fmt::format(
+            "device {} runs its kernels at {:g} x their time and its translate, "
+            "device {}, at {:g} x",
+            d, a, t.device[static_cast<size_t>(d)], b);
     }
     t.group.assign(static_cast<size_t>(catalog_.size()), {});
     for (int32_t s = 0; s < catalog_.size(); ++s)

@@ -358,7 +358,9 @@ FullRun run_full(const compiler::SpmdProgram& program, const hw::System& system,
   return out;
 }
 
-bool same(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
+bool same(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
 
 // Every device's account per device equals its class representative's, field by field and op
 // by op, and every link carried the same busy time: the class run is the per-device run.
@@ -371,9 +373,8 @@ size_t expect_class_run_equals_per_device(const std::string& hlo, const hw::Syst
   const std::vector<DeviceAccount>& classes = by_class.result.devices;
   EXPECT_EQ(classes.size(), by_class.classes.representatives.size());
   EXPECT_EQ(per_device.result.devices.size(), static_cast<size_t>(program.num_devices));
-  for (int64_t d = 0; d < program.num_devices && classes.size() ==
-                                                    by_class.classes.representatives.size();
-       ++d) {
+  for (int64_t d = 0;
+       d < program.num_devices && classes.size() == by_class.classes.representatives.size(); ++d) {
     const DeviceAccount& a = per_device.result.devices[static_cast<size_t>(d)];
     const DeviceAccount& c =
         classes[static_cast<size_t>(by_class.classes.class_of_device[static_cast<size_t>(d)])];
@@ -472,6 +473,38 @@ ENTRY %main (p: bf16[1024,1024]) -> (bf16[1024,1024], bf16[1024,1024]) {{
 }})",
                                       rows, cols);
   EXPECT_EQ(expect_class_run_equals_per_device(hlo, torus_4x4(5)), 1u);
+}
+
+TEST(Engine, SymmetryClassesFoundWithoutTheTimeScalesAreRefused) {
+  // Classes found with every device at 1, run with device 5 slower: the representative would
+  // stand for a device that differs, so the engine refuses the run.
+  const auto program = program_from_hlo(chain_program());
+  const hw::System system = torus_4x4(5);
+  OpCostModel costs(system.core(), &program.module);
+  CollectiveCatalog catalog(system, program.num_devices);
+  const StepProgram steps = flatten_program(FlattenInputs{program, costs, catalog});
+  const SymmetryClasses classes = find_symmetry_classes(system, catalog, program.num_devices, {});
+  ASSERT_TRUE(classes.applied);
+  std::vector<double> scale(16, 1.0);
+  scale[5] = 2;
+  EngineInputs in{steps,
+                  catalog,
+                  system.topology(),
+                  Fidelity::kFull,
+                  program.num_devices,
+                  {},
+                  1,
+                  1,
+                  false,
+                  nullptr,
+                  0,
+                  {},
+                  {},
+                  false,
+                  nullptr,
+                  scale,
+                  &classes};
+  EXPECT_THROW(run_engine(in), std::logic_error);
 }
 
 }  // namespace

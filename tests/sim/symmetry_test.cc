@@ -135,7 +135,7 @@ TEST(Symmetry, DifferingTimeScaleBreaksSymmetryWhereItDiffers) {
   ASSERT_TRUE(rows.applied) << rows.note;
   EXPECT_EQ(rows.period, (std::vector<int64_t>{2, 1}));
   EXPECT_EQ(rows.representatives, (std::vector<int64_t>{0, 4}));
-  EXPECT_EQ(rows.class_of_device[9], 0);  // row 2
+  EXPECT_EQ(rows.class_of_device[9], 0);   // row 2
   EXPECT_EQ(rows.class_of_device[13], 1);  // row 3
 }
 
@@ -155,8 +155,8 @@ TEST(Symmetry, PermuteKeepsSymmetryOnlyWhenItsPairsTranslateOntoItsPairs) {
   const hw::System system = torus("[true, true]", 1, {4, 4, 1});
   // Each device sends to the next of its row, cyclically: a step along either dim maps the pair
   // (r,c) -> (r,c+1) onto (r',c') -> (r',c'+1), a pair: one class.
-  const SymmetryClasses shift = classes_of(permute([](int d) { return d / 4 * 4 + (d + 1) % 4; }),
-                                           system);
+  const SymmetryClasses shift =
+      classes_of(permute([](int d) { return d / 4 * 4 + (d + 1) % 4; }), system);
   EXPECT_TRUE(shift.applied) << shift.note;
   EXPECT_EQ(shift.representatives.size(), 1u);
   // The transpose (r,c) -> (c,r): a step along dim 1 maps the pair 0 -> 0 onto 1 -> 1, which is
