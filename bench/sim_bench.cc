@@ -2,7 +2,9 @@
 // and wall time of fast and full-fidelity runs of a small per-device program
 // (dots, an all-reduce over the inner mesh axis, an all-gather over the outer
 // axis, an all-reduce over every device, repeated by a while loop) on tpuv3
-// slices of 128, 512 and 2048 devices laid out as [devices/16, 16] meshes.
+// slices of 128, 512 and 2048 devices laid out as [devices/16, 16] meshes. Full fidelity by
+// symmetry class (the 2048-device slice is the whole 32x32 torus: 2 classes; the smaller ones
+// have no wraparound: per device) and with every device (FullPerDevice, --no-symmetry).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -55,7 +57,7 @@ ENTRY %main (x: bf16[512,1024]) -> bf16[512,1024] {{
                      n, outer, inner, 512 * outer, trips);
 }
 
-void run_bench(benchmark::State& state, sim::Fidelity fidelity) {
+void run_bench(benchmark::State& state, sim::Fidelity fidelity, bool symmetry = true) {
   const int64_t devices = state.range(0);
   const int64_t inner = 16, outer = devices / inner;
   hw::MeshLayout layout;
@@ -66,6 +68,7 @@ void run_bench(benchmark::State& state, sim::Fidelity fidelity) {
   program.num_devices = devices;
   sim::SimOptions options;
   options.fidelity = fidelity;
+  options.symmetry = symmetry;
   uint64_t events = 0;
   double step = 0;
   for (auto _ : state) {
@@ -80,8 +83,12 @@ void run_bench(benchmark::State& state, sim::Fidelity fidelity) {
 
 void BM_SimulateFast(benchmark::State& state) { run_bench(state, sim::Fidelity::kFast); }
 void BM_SimulateFull(benchmark::State& state) { run_bench(state, sim::Fidelity::kFull); }
+void BM_SimulateFullPerDevice(benchmark::State& state) {
+  run_bench(state, sim::Fidelity::kFull, false);
+}
 
 BENCHMARK(BM_SimulateFast)->Arg(128)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimulateFull)->Arg(128)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateFullPerDevice)->Arg(2048)->Unit(benchmark::kMillisecond);
 
 }  // namespace

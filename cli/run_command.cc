@@ -25,6 +25,7 @@ driver::RunRequest run_request(const RunOptions& o) {
   request.overrides = o.sets;
   request.fidelity = driver::fidelity_from_name(o.fidelity);
   request.steady_state_loops = !o.every_iteration;
+  request.symmetry = !o.no_symmetry;
   request.time_limit_s = o.time_limit;
   const bool hlo = driver::is_hlo_module_path(o.input);
   auto only_for_hlo = [&](bool given, const std::string& flag) {
@@ -110,6 +111,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   run->add_flag("--every-iteration", o.every_iteration,
                 "simulate every iteration of long loops instead of counting the iterations after "
                 "the machine's state repeats at the repeated time (the reference for that "
+                "shortcut; slower)");
+  run->add_flag("--no-symmetry", o.no_symmetry,
+                "full fidelity: simulate every device instead of one per symmetry class (devices "
+                "a translation of the torus maps onto each other alike; the reference for that "
                 "shortcut; slower)");
   run->add_flag("--timings", o.timings,
                 "json/csv: add compile_wall_s and simulate_wall_s (left out by default: same "

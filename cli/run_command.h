@@ -23,6 +23,7 @@ struct RunOptions {
   bool serve = false;
   bool timings = false;
   bool every_iteration = false;  // --every-iteration
+  bool no_symmetry = false;      // --no-symmetry
   double time_limit = 0;         // --time-limit (s; 0 = none)
   std::string hardware;  // HLO module: preset or YAML
   std::string mesh;      // HLO module: "x=8"

@@ -271,6 +271,7 @@ RunResult simulate_compiled(
   sim::SimOptions sim_options;
   sim_options.fidelity = request.fidelity;
   sim_options.steady_state_loops = request.steady_state_loops;
+  sim_options.symmetry = request.symmetry;
   sim_options.time_limit_s = request.time_limit_s;
   sim_options.record_trace = request.record_trace;
   sim_options.trace = request.trace;

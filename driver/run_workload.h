@@ -42,6 +42,7 @@ struct RunRequest {
   HloRunOptions hlo;                   // when workload_path is an HLO module
   sim::Fidelity fidelity = sim::Fidelity::kFast;
   bool steady_state_loops = true;  // sim::SimOptions::steady_state_loops
+  bool symmetry = true;            // sim::SimOptions::symmetry
   double time_limit_s = 0;         // sim::SimOptions::time_limit_s
   bool record_trace = false;
   sim::TraceSelection trace;  // when record_trace: devices, window, event limit

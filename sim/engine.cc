@@ -61,6 +61,7 @@ struct Running {
   // Full mode: the group run on the fabric.
   GroupRun* run = nullptr;
   int32_t group = -1;
+  int32_t slot = -1;  // the run's key: the group, or by symmetry class its orbit
 };
 
 struct Device {
@@ -115,9 +116,21 @@ class EngineRun {
 
   EngineResult run() {
     base_ = sc_core::sc_time_stamp();
-    const int64_t simulated = in_.fidelity == Fidelity::kFast ? 1 : in_.devices;
+    std::vector<int64_t> simulated;
+    if (const SymmetryClasses* sym = classes()) {
+      // The classes must have been found with these time scales (a class shares one).
+      for (size_t d = 0; d < in_.device_time_scale.size(); ++d) {
+        const auto rep = sym->representatives[static_cast<size_t>(sym->class_of_device[d])];
+        if (in_.device_time_scale[d] != in_.device_time_scale[static_cast<size_t>(rep)])
+          throw std::logic_error(fmt::format(
+              "symmetry class of device {} found without its time scale (sim/symmetry.h)", d));
+      }
+      simulated = sym->representatives;
+    } else
+      for (int64_t i = 0; i < (in_.fidelity == Fidelity::kFast ? 1 : in_.devices); ++i)
+        simulated.push_back(i);
     const size_t collectives = in_.program.collective_steps.size();
-    for (int64_t i = 0; i < simulated; ++i) {
+    for (int64_t i : simulated) {
       auto d = std::make_unique<Device>();
       d->id = i;
       d->completed.assign(collectives, 0);
@@ -175,6 +188,12 @@ class EngineRun {
 
  private:
   double now() const { return (sc_core::sc_time_stamp() - base_).to_seconds(); }
+
+  // Full mode by symmetry class (one representative device each).
+  const SymmetryClasses* classes() const {
+    return in_.fidelity == Fidelity::kFull && in_.symmetry && in_.symmetry->applied ? in_.symmetry
+                                                                                    : nullptr;
+  }
 
   // The device whose chip sends on the link (its first core; on-chip: the
   // sending core).
@@ -518,7 +537,11 @@ class EngineRun {
         return;
       }
       r.alone_s = spec.plans[static_cast<size_t>(r.group)].analytic_time_s;
-      r.run = arrive(ordinal, r.group, r.op, spec);
+      r.slot = r.group;
+      if (const SymmetryClasses* sym = classes())
+        r.slot =
+            sym->specs[static_cast<size_t>(r.spec)].orbit_of_group[static_cast<size_t>(r.group)];
+      r.run = arrive(ordinal, r.slot, r.op, r.spec);
       r.run->member_wakes.push_back(&d.collective_wake);
     }
     ++d.running_of_kind[kind];
@@ -559,14 +582,25 @@ class EngineRun {
     for (size_t i = 0; i < transferring.size(); ++i) transferring[i]->speed = speeds[i];
   }
 
-  GroupRun* arrive(int32_t ordinal, int32_t group, int32_t op, const CollectiveSpec& spec) {
-    const int64_t key = (static_cast<int64_t>(ordinal) << 32) | static_cast<uint32_t>(group);
+  // A member arrives at its group's run (by symmetry class: a representative at its group's
+  // orbit's run, which waits for one representative per class in the orbit's groups).
+  GroupRun* arrive(int32_t ordinal, int32_t slot_index, int32_t op, int32_t spec_index) {
+    const CollectiveSpec& spec = in_.collectives.spec(spec_index);
+    const int64_t key = (static_cast<int64_t>(ordinal) << 32) | static_cast<uint32_t>(slot_index);
     auto& slot = runs_[key];
     if (!slot) {
       slot = std::make_unique<GroupRun>();
-      slot->plan = &spec.plans[static_cast<size_t>(group)];
       slot->op = op;
-      slot->expected = static_cast<int64_t>(spec.groups[static_cast<size_t>(group)].size());
+      if (const SymmetryClasses* sym = classes()) {
+        if (static_cast<size_t>(spec_index) >= sym->specs.size())
+          throw std::logic_error("symmetry classes computed before every collective was known");
+        slot->plan = &sym->plan(in_.collectives, spec_index, slot_index);
+        slot->expected =
+            sym->specs[static_cast<size_t>(spec_index)].classes[static_cast<size_t>(slot_index)];
+      } else {
+        slot->plan = &spec.plans[static_cast<size_t>(slot_index)];
+        slot->expected = static_cast<int64_t>(spec.groups[static_cast<size_t>(slot_index)].size());
+      }
     }
     GroupRun* run = slot.get();
     if (++run->arrived == run->expected) {
@@ -587,7 +621,7 @@ class EngineRun {
       d.group_start_s[w] = r.run->start_s;
       start_s = r.run->start_s;
       if (++r.run->released == r.run->expected)
-        runs_.erase((static_cast<int64_t>(r.ordinal) << 32) | static_cast<uint32_t>(r.group));
+        runs_.erase((static_cast<int64_t>(r.ordinal) << 32) | static_cast<uint32_t>(r.slot));
     }
     const OpInfo& op = in_.program.ops[static_cast<size_t>(r.op)];
     const double busy = t - start_s;

@@ -13,6 +13,7 @@
 #include "hw_models/ici/topology.h"
 #include "sim/collective_catalog.h"
 #include "sim/step_program.h"
+#include "sim/symmetry.h"
 #include "sim/timeline.h"
 
 namespace podsim::sim {
@@ -65,10 +66,15 @@ struct EngineInputs {
   // or faster by a per-chip hardware override). Empty: every device 1. Devices that differ here
   // are never simulated as one symmetry class.
   std::vector<double> device_time_scale;
+  // Full mode: when set and applied, only its representatives are simulated (EngineResult::devices
+  // is per class, in its order) and each orbit of translated groups runs as one fabric job
+  // carrying all their link loads (docs/simulator.md#symmetry-classes-full-fidelity).
+  const SymmetryClasses* symmetry = nullptr;
 };
 
 struct EngineResult {
-  std::vector<DeviceAccount> devices;  // simulated devices (1 in fast mode)
+  // Simulated devices: 1 in fast mode; in full mode every device, or one per symmetry class.
+  std::vector<DeviceAccount> devices;
   std::vector<TraceEvent> events;
   std::vector<LinkLoad> link_loads;
   int64_t trace_events_seen = 0;

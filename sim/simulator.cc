@@ -15,6 +15,7 @@
 #include "compiler/ir/trip_count.h"
 #include "sim/engine.h"
 #include "sim/step_program.h"
+#include "sim/symmetry.h"
 
 namespace podsim::sim {
 
@@ -419,6 +420,25 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
                         {}};
   };
   EngineInputs inputs = engine_inputs(steps);
+  // Full mode: the symmetry classes simulated (one device each), or per device and why.
+  SymmetryClasses classes;
+  if (choice.fidelity == Fidelity::kFull) {
+    std::vector<std::string> spec_names(static_cast<size_t>(catalog.size()));
+    for (const OpInfo& op : steps.ops)
+      if (op.collective >= 0 && spec_names[static_cast<size_t>(op.collective)].empty())
+        spec_names[static_cast<size_t>(op.collective)] = op.name;
+    classes = !options.symmetry ? per_device_classes(program.num_devices, "symmetry switched off")
+              : options.record_trace
+                  ? per_device_classes(program.num_devices, "a trace shows devices one by one")
+                  : find_symmetry_classes(system, catalog, program.num_devices,
+                                          inputs.device_time_scale, spec_names);
+    inputs.symmetry = &classes;
+    if (program.num_devices > 1) {
+      std::string& note =
+          choice.fidelity == options.fidelity ? choice.approximation_note : choice.fallback_reason;
+      note += (note.empty() ? "" : "; ") + fmt::format("full fidelity: {}", classes.note);
+    }
+  }
   std::vector<int64_t> traced;
   if (options.record_trace) {
     const int64_t simulated = choice.fidelity == Fidelity::kFast ? 1 : program.num_devices;
@@ -445,6 +465,8 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
           if (planned != last_planned) done = 0;  // a new K
           last_planned = planned;
           EngineInputs short_inputs = engine_inputs(short_program);
+          short_inputs.symmetry = inputs.symmetry;
+          short_inputs.device_time_scale = inputs.device_time_scale;
           short_inputs.fast_collective_s = inputs.fast_collective_s;
           short_inputs.progress = nullptr;
           short_inputs.link_totals = choice.fidelity == Fidelity::kFull;

@@ -34,6 +34,9 @@ struct SimOptions {
   // exceeds the limit stops and throws UserError with the estimate. The
   // SystemC kernel cannot run again in the process after that.
   double time_limit_s = 0;
+  // Full fidelity: simulate one device per symmetry class (sim/symmetry.h) where translations of
+  // the torus map devices onto each other alike; false: every device (the reference).
+  bool symmetry = true;
 };
 
 Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system,

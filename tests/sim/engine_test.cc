@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "compiler/ir/trip_count.h"
+#include "sim/engine.h"
+#include "sim/op_cost.h"
+#include "sim/step_program.h"
+#include "sim/symmetry.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace podsim::sim {
@@ -318,6 +322,189 @@ TEST(Engine, WithoutCollectiveFusionTheReductionRunsOnTheComputeStream) {
     EXPECT_NEAR(seconds_of(sync, "ar.reduction"), reduction, 1e-12) << fidelity_name(f);
     EXPECT_NEAR(sync.step_time_s, ar + reduction + dot, 3e-11) << fidelity_name(f);
   }
+}
+
+// Full fidelity by symmetry class against every device: the engine run on the program's steps
+// with every link's busy time summed (EngineInputs::link_totals).
+struct FullRun {
+  SymmetryClasses classes;
+  EngineResult result;
+};
+FullRun run_full(const compiler::SpmdProgram& program, const hw::System& system, bool by_class) {
+  OpCostModel costs(system.core(), &program.module);
+  CollectiveCatalog catalog(system, program.num_devices);
+  const StepProgram steps = flatten_program(FlattenInputs{program, costs, catalog});
+  FullRun out;
+  out.classes = find_symmetry_classes(system, catalog, program.num_devices, {});
+  EngineInputs in{steps,
+                  catalog,
+                  system.topology(),
+                  Fidelity::kFull,
+                  program.num_devices,
+                  {},
+                  system.config().ici.collectives_in_flight,
+                  system.config().ici.collectives_in_flight_per_kind,
+                  false,
+                  nullptr,
+                  system.config().hbm.bandwidth,
+                  {},
+                  {},
+                  true,
+                  nullptr,
+                  {},
+                  nullptr};
+  if (by_class) in.symmetry = &out.classes;
+  out.result = run_engine(in);
+  return out;
+}
+
+bool same(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+// Every device's account per device equals its class representative's, field by field and op
+// by op, and every link carried the same busy time: the class run is the per-device run.
+// Returns the number of classes.
+size_t expect_class_run_equals_per_device(const std::string& hlo, const hw::System& system) {
+  const auto program = program_from_hlo(hlo);
+  const FullRun by_class = run_full(program, system, true);
+  const FullRun per_device = run_full(program, system, false);
+  EXPECT_TRUE(by_class.classes.applied) << by_class.classes.note;
+  const std::vector<DeviceAccount>& classes = by_class.result.devices;
+  EXPECT_EQ(classes.size(), by_class.classes.representatives.size());
+  EXPECT_EQ(per_device.result.devices.size(), static_cast<size_t>(program.num_devices));
+  for (int64_t d = 0;
+       d < program.num_devices && classes.size() == by_class.classes.representatives.size(); ++d) {
+    const DeviceAccount& a = per_device.result.devices[static_cast<size_t>(d)];
+    const DeviceAccount& c =
+        classes[static_cast<size_t>(by_class.classes.class_of_device[static_cast<size_t>(d)])];
+    EXPECT_TRUE(same(a.finish_s, c.finish_s)) << d << ": " << a.finish_s << " vs " << c.finish_s;
+    EXPECT_TRUE(same(a.compute_s, c.compute_s)) << d;
+    EXPECT_TRUE(same(a.exposed_s, c.exposed_s)) << d;
+    EXPECT_TRUE(same(a.idle_s, c.idle_s)) << d;
+    EXPECT_TRUE(same(a.hbm_contention_s, c.hbm_contention_s)) << d;
+    for (size_t op = 0; op < a.op_busy_s.size(); ++op)
+      EXPECT_TRUE(same(a.op_busy_s[op], c.op_busy_s[op])) << d << " op " << op;
+  }
+  const auto& links = per_device.result.link_busy_s;
+  EXPECT_EQ(by_class.result.link_busy_s.size(), links.size());
+  double busy = 0;
+  for (size_t l = 0; l < links.size() && l < by_class.result.link_busy_s.size(); ++l) {
+    EXPECT_TRUE(same(links[l], by_class.result.link_busy_s[l]))
+        << "link " << l << ": " << links[l] << " vs " << by_class.result.link_busy_s[l];
+    busy += links[l];
+  }
+  EXPECT_GT(busy, 0);  // the comparison saw traffic
+  // Fewer engine events: one device per class instead of every device.
+  EXPECT_LT(by_class.result.kernel_events, per_device.result.kernel_events);
+  return classes.size();
+}
+
+// A 2-D sharded step: a dot whose result is all-reduced over x (rows) while a second dot runs,
+// then all-gathered over y (columns), and an all-to-all over x: transfers, compute and HBM
+// contention all in play.
+std::string two_d_program() {
+  return fmt::format(R"(HloModule two_d, num_partitions=16
+{0}
+ENTRY %main (a: bf16[1024,1024], w: bf16[1024,1024]) -> (bf16[4096,1024], bf16[1024,1024], bf16[1024,1024]) {{
+  %a = bf16[1024,1024]{{1,0}} parameter(0)
+  %w = bf16[1024,1024]{{1,0}} parameter(1)
+  %d = bf16[1024,1024]{{1,0}} dot(%a, %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %ars = bf16[1024,1024]{{1,0}} all-reduce-start(%d), channel_id=1, {1}, use_global_device_ids=true, to_apply=%sum
+  %e = bf16[1024,1024]{{1,0}} dot(%a, %a), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %ard = bf16[1024,1024]{{1,0}} all-reduce-done(%ars)
+  %ag = bf16[4096,1024]{{1,0}} all-gather(%ard), channel_id=2, {2}, dimensions={{0}}, use_global_device_ids=true
+  %x = bf16[1024,1024]{{1,0}} all-to-all(%e), channel_id=3, {1}, dimensions={{0}}
+  ROOT %t = (bf16[4096,1024]{{1,0}}, bf16[1024,1024]{{1,0}}, bf16[1024,1024]{{1,0}}) tuple(%ag, %x, %d)
+}})",
+                     kSum, kX, kY);
+}
+
+TEST(Engine, SymmetryClassRunEqualsPerDeviceRunOnATorus) {
+  // 4x4 torus, one device per chip: one class (symmetry_test.cc).
+  for (int64_t in_flight : {1, 5}) {
+    EXPECT_EQ(expect_class_run_equals_per_device(chain_program(), torus_4x4(in_flight)), 1u);
+    EXPECT_EQ(expect_class_run_equals_per_device(two_d_program(), torus_4x4(in_flight)), 1u);
+  }
+}
+
+TEST(Engine, SymmetryClassRunEqualsPerDeviceRunWithTwoDevicesPerChip) {
+  // 2x4 chips x 2 devices: 4 classes (the two cores of a chip, times the x groups' period of 2
+  // chips along dim 1; symmetry_test.cc), and each x group ([4,4]<=[16]) holds all 4, so its run
+  // waits for 4 representatives.
+  const hw::System system = make_system({16},
+                                        {{"ici.pod_dims", "[2, 4]"},
+                                         {"ici.pod_wraparound", "[true, true]"},
+                                         {"chip.devices_per_chip", "2"},
+                                         {"ici.collectives_in_flight", "5"}},
+                                        {2, 4, 2});
+  EXPECT_EQ(expect_class_run_equals_per_device(two_d_program(), system), 4u);
+}
+
+TEST(Engine, SymmetryClassRunEqualsPerDeviceRunAtAPeriodOfTwo) {
+  // A ring of 8 chips with all-reduces over pairs half a ring apart ({0,4}, {1,5}, ...): the
+  // half-ring tie rule sends from even coordinates the positive way and from odd ones the
+  // negative way, so a unit step does not map the plans onto each other and a step of 2 does:
+  // two classes (even and odd chips).
+  const std::string hlo = fmt::format(R"(HloModule pairs, num_partitions=8
+{0}
+ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {{
+  %p = bf16[1024,1024]{{1,0}} parameter(0)
+  ROOT %ar = bf16[1024,1024]{{1,0}} all-reduce(%p), channel_id=1, replica_groups={{{{0,4}},{{1,5}},{{2,6}},{{3,7}}}}, use_global_device_ids=true, to_apply=%sum
+}})",
+                                      kSum);
+  EXPECT_EQ(expect_class_run_equals_per_device(hlo, testing::ring_system(8)), 2u);
+}
+
+TEST(Engine, SymmetryClassRunEqualsPerDeviceRunForACyclicPermute) {
+  // Every device sends its buffer to the next of its row and the one below it (two permutes at
+  // once): one class, each permute one group whose job carries all 16 transfers.
+  std::string rows, cols;
+  for (int d = 0; d < 16; ++d) {
+    rows += fmt::format("{}{{{},{}}}", d ? "," : "", d, d / 4 * 4 + (d + 1) % 4);
+    cols += fmt::format("{}{{{},{}}}", d ? "," : "", d, (d + 4) % 16);
+  }
+  const std::string hlo = fmt::format(R"(HloModule cp, num_partitions=16
+ENTRY %main (p: bf16[1024,1024]) -> (bf16[1024,1024], bf16[1024,1024]) {{
+  %p = bf16[1024,1024]{{1,0}} parameter(0)
+  %a = bf16[1024,1024]{{1,0}} collective-permute(%p), channel_id=1, source_target_pairs={{{0}}}
+  %b = bf16[1024,1024]{{1,0}} collective-permute(%p), channel_id=2, source_target_pairs={{{1}}}
+  ROOT %t = (bf16[1024,1024]{{1,0}}, bf16[1024,1024]{{1,0}}) tuple(%a, %b)
+}})",
+                                      rows, cols);
+  EXPECT_EQ(expect_class_run_equals_per_device(hlo, torus_4x4(5)), 1u);
+}
+
+TEST(Engine, SymmetryClassesFoundWithoutTheTimeScalesAreRefused) {
+  // Classes found with every device at 1, run with device 5 slower: the representative would
+  // stand for a device that differs, so the engine refuses the run.
+  const auto program = program_from_hlo(chain_program());
+  const hw::System system = torus_4x4(5);
+  OpCostModel costs(system.core(), &program.module);
+  CollectiveCatalog catalog(system, program.num_devices);
+  const StepProgram steps = flatten_program(FlattenInputs{program, costs, catalog});
+  const SymmetryClasses classes = find_symmetry_classes(system, catalog, program.num_devices, {});
+  ASSERT_TRUE(classes.applied);
+  std::vector<double> scale(16, 1.0);
+  scale[5] = 2;
+  EngineInputs in{steps,
+                  catalog,
+                  system.topology(),
+                  Fidelity::kFull,
+                  program.num_devices,
+                  {},
+                  1,
+                  1,
+                  false,
+                  nullptr,
+                  0,
+                  {},
+                  {},
+                  false,
+                  nullptr,
+                  scale,
+                  &classes};
+  EXPECT_THROW(run_engine(in), std::logic_error);
 }
 
 }  // namespace

@@ -62,7 +62,8 @@ TEST(Simulator, PureAllReduceEqualsRingClosedForm) {
     EXPECT_EQ(t.collectives[0].kind, "all-reduce");
     EXPECT_EQ(t.collectives[0].count, 1);
     EXPECT_DOUBLE_EQ(t.collectives[0].bytes, bytes);
-    EXPECT_EQ(t.devices_simulated, f == Fidelity::kFast ? 1 : 8);
+    // Full: unit steps map the closed ring onto itself, one symmetry class (sim/symmetry.h).
+    EXPECT_EQ(t.devices_simulated, 1);
   }
 }
 
@@ -269,19 +270,28 @@ TEST(Simulator, FullFidelitySteadyLoopMatchesEveryIterationOnEveryDevice) {
   const Timeline whole = simulate(program, system, whole_options);
   const Timeline steady = run(program, system, Fidelity::kFull);
   EXPECT_EQ(steady.fidelity, Fidelity::kFull);
-  EXPECT_EQ(steady.devices_simulated, 8);
-  EXPECT_TRUE(whole.approximation_note.empty());
+  EXPECT_EQ(steady.devices_simulated, 1);  // the ring is one symmetry class
+  EXPECT_EQ(whole.approximation_note.find("loop(s)"), std::string::npos);
   EXPECT_NE(steady.approximation_note.find("1 loop(s) of 40 iterations"), std::string::npos)
       << steady.approximation_note;
   EXPECT_NE(steady.approximation_note.find("every ICI link"), std::string::npos)
       << steady.approximation_note;
   expect_same_accounts(steady, whole);
+  // Every device simulated, steady loops: the same.
+  SimOptions per_device;
+  per_device.fidelity = Fidelity::kFull;
+  per_device.symmetry = false;
+  const Timeline steady_per_device = simulate(program, system, per_device);
+  EXPECT_EQ(steady_per_device.devices_simulated, 8);
+  expect_same_accounts(steady_per_device, whole);
   // A traced full run simulates every iteration (the trace needs them all).
   SimOptions traced;
   traced.fidelity = Fidelity::kFull;
   traced.record_trace = true;
   const Timeline with_trace = simulate(program, system, traced);
-  EXPECT_TRUE(with_trace.approximation_note.empty()) << with_trace.approximation_note;
+  EXPECT_EQ(with_trace.approximation_note.find("loop(s)"), std::string::npos)
+      << with_trace.approximation_note;
+  EXPECT_EQ(with_trace.devices_simulated, 8);  // a trace shows every device
   EXPECT_DOUBLE_EQ(with_trace.step_time_s, whole.step_time_s);
 }
 
@@ -299,8 +309,11 @@ TEST(Simulator, FullFidelityLoopWhoseMachineDoesNotRepeatIsSimulatedWhole) {
   whole_options.steady_state_loops = false;
   const Timeline whole = simulate(program, system, whole_options);
   const Timeline steady = run(program, system, Fidelity::kFull);
-  EXPECT_EQ(steady.devices_simulated, 8);
-  EXPECT_TRUE(steady.approximation_note.empty()) << steady.approximation_note;
+  // Symmetry classes: a step along dim 0 of the 2x2 chips maps {0,7} onto {3,4} and {1,2} onto
+  // {5,6} (AsymmetricGroupsFallBackToFull): 4 classes, which drift against each other.
+  EXPECT_EQ(steady.devices_simulated, 4);
+  EXPECT_EQ(steady.approximation_note.find("loop(s)"), std::string::npos)
+      << steady.approximation_note;
   EXPECT_DOUBLE_EQ(steady.step_time_s, whole.step_time_s);
 }
 
@@ -342,7 +355,14 @@ TEST(Simulator, FastAgreesWithFullOnSymmetricMeshes) {
     SCOPED_TRACE(fmt::format("mesh {}x{}", c.outer, c.inner));
     EXPECT_TRUE(fast.fallback_reason.empty()) << fast.fallback_reason;
     EXPECT_EQ(fast.fidelity, Fidelity::kFast);
-    EXPECT_EQ(full.devices_simulated, c.outer * c.inner);
+    // By symmetry class or per device, full fidelity gives the same step (sim/symmetry.h).
+    SimOptions per_device;
+    per_device.fidelity = Fidelity::kFull;
+    per_device.symmetry = false;
+    const Timeline every = simulate(program, system, per_device);
+    EXPECT_EQ(every.devices_simulated, c.outer * c.inner);
+    EXPECT_LT(full.devices_simulated, every.devices_simulated);
+    EXPECT_NEAR(full.step_time_s, every.step_time_s, 1e-9 * every.step_time_s);
     EXPECT_GT(fast.exposed_communication_s, 0);  // the program waits on its collectives
     EXPECT_NEAR(fast.step_time_s, full.step_time_s, 0.02 * full.step_time_s);
     EXPECT_NEAR(fast.compute_s, full.compute_s, 1e-11);  // same ops, same costs
@@ -379,8 +399,12 @@ ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {
 })");
   const Timeline t = run(program, system, Fidelity::kFast);
   EXPECT_EQ(t.fidelity, Fidelity::kFull);
-  EXPECT_EQ(t.devices_simulated, 8);
+  // Full by symmetry class: a step along dim 0 (chips (0,c) -> (1,c)) maps device 0 (chip 0,
+  // core 0) onto 4 and 7 (chip 3, core 1) onto 3, i.e. {0,7} onto {3,4}, and {1,2} onto {5,6};
+  // dim 1 maps {0,7} onto {2,5}, no group. 8 devices / 2 translates = 4 classes.
+  EXPECT_EQ(t.devices_simulated, 4);
   EXPECT_NE(t.fallback_reason.find("not symmetric"), std::string::npos) << t.fallback_reason;
+  EXPECT_NE(t.fallback_reason.find("4 symmetry classes"), std::string::npos) << t.fallback_reason;
 }
 
 TEST(Simulator, AllReduceTakesTheFasterOfMeshAndPhysicalOrder) {
@@ -593,7 +617,8 @@ TEST(Simulator, CollectivesAcrossSlicesTakeTheirHierarchicalClosedForms) {
       // Nothing computes: all of it is exposed, its DCN share as exposed DCN time.
       EXPECT_NEAR(t.exposed_communication_s, t.step_time_s, 1e-12) << what;
       EXPECT_NEAR(t.exposed_dcn_s, c.want_dcn, 1e-9 * c.want_dcn) << what;
-      EXPECT_EQ(t.devices_simulated, f == Fidelity::kFast ? 1 : 8);
+      // Full: one symmetry class per slice (translations move chips inside every slice at once).
+      EXPECT_EQ(t.devices_simulated, f == Fidelity::kFast ? 1 : 2);
     }
   }
 }
