@@ -57,8 +57,8 @@ Literal infeed_value(const Instruction& in, int64_t device, uint64_t seed) {
   slice.name = in.name;
   slice.shape = local;
   for (int d = 0; d < local.rank(); ++d)
-    slice.attrs.slice.push_back(SliceDim{region.offsets[static_cast<size_t>(d)],
-                                         region.limits[static_cast<size_t>(d)], 1});
+    slice.attrs.slice.push_back(
+        SliceDim{region.offsets[static_cast<size_t>(d)], region.limits[static_cast<size_t>(d)], 1});
   return Literal::tuple({eval_slice(slice, whole.element(0)), whole.element(1)});
 }
 
@@ -317,8 +317,8 @@ std::vector<Literal> Evaluator::run(CompId computation, std::vector<std::vector<
       // getting stream kInfeedSeed + k on every device (its tile of it
       // when the infeed is per shard).
       for (size_t l = 0; l < lanes; ++l)
-        values[l][ui] = infeed_value(in, partition_ids[l],
-                                     kInfeedSeed + infeeds_taken_[partition_ids[l]]++);
+        values[l][ui] =
+            infeed_value(in, partition_ids[l], kInfeedSeed + infeeds_taken_[partition_ids[l]]++);
     } else if (is_manual_conversion(in) && in.operands.size() == 1 &&
                !(comp.instr(in.operand(0)).shape == in.shape)) {
       std::vector<Operands> per_lane;

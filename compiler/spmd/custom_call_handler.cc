@@ -359,7 +359,8 @@ PartitionedValue handle_infeed(SpmdContext& context, const HandlerInput& in) {
   const Shape& full = shape.tuple_shape(0);
   if (!data.is_tiled() || data.has_manual_subgroup()) return handle_default(context, in);
   for (int64_t d = 0; d < full.rank(); ++d)
-    if (full.dim(static_cast<int>(d)) % tile_count(data, d) != 0) return handle_default(context, in);
+    if (full.dim(static_cast<int>(d)) % tile_count(data, d) != 0)
+      return handle_default(context, in);
   InstrId id = clone_with_shape(context, in.original, {in.operands[0].id},
                                 partitioned_shape(shape, in.target));
   return PartitionedValue{id, shape, in.target};

@@ -66,8 +66,7 @@ std::optional<SplitReduceScatter> split_reduce_scatter(const Sharding& from, con
   const auto a = tile_coordinate_pieces(from, rank), b = tile_coordinate_pieces(to, rank);
   if (!group_fn || !a || !b) return std::nullopt;
   for (int64_t d = 0; d < rank; ++d)
-    if (d != e && (*a)[static_cast<size_t>(d)] != (*b)[static_cast<size_t>(d)])
-      return std::nullopt;
+    if (d != e && (*a)[static_cast<size_t>(d)] != (*b)[static_cast<size_t>(d)]) return std::nullopt;
   const DigitPieces& target_e = (*b)[static_cast<size_t>(e)];
   const auto grid = grid_of({&group_fn->first, &group_fn->second, &target_e}, devices);
   if (!grid) return std::nullopt;
@@ -92,8 +91,8 @@ PartitionedValue reduce_scatter_partial(SpmdContext& context, const PartialValue
   int64_t e =
       reduce_scatter_dim(partial.sharding, target, partial.groups, rank, context.num_devices());
   if (e < 0) {
-    split = split_reduce_scatter(partial.sharding, target, partial.groups, rank,
-                                 context.num_devices());
+    split =
+        split_reduce_scatter(partial.sharding, target, partial.groups, rank, context.num_devices());
     if (split) e = split->dim;
   }
   if (e >= 0) {

@@ -41,9 +41,9 @@ TEST(SplitReduceScatter, TargetOnTheMinorAxisScattersInsideEachDataHalf) {
 TEST(SplitReduceScatter, TargetOnTheMajorAxisScattersAcrossTheHalves) {
   // Target tile along dim 1 = data = device / 4: scatter over {i, 4 + i}
   // (member k = data k), all-reduce inside each half.
-  const auto split = split_reduce_scatter(
-      Sharding::replicated(), parse("{devices=[1,2,4]<=[8] last_tile_dim_replicate}"),
-      all_devices(), 2, 8);
+  const auto split = split_reduce_scatter(Sharding::replicated(),
+                                          parse("{devices=[1,2,4]<=[8] last_tile_dim_replicate}"),
+                                          all_devices(), 2, 8);
   ASSERT_TRUE(split);
   EXPECT_EQ(split->dim, 1);
   EXPECT_EQ(split->scatter.expand(8), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
