@@ -2,7 +2,7 @@
 // running it, and which instructions it cannot run at all. `podsim partition
 // --verify` checks both before it interprets anything, so a module too large
 // for the interpreter is refused with a message instead of being killed for
-// memory, and a module with rng / infeed / unknown custom-calls is refused
+// memory, and a module with rng / outfeed / unknown custom-calls is refused
 // with one message naming every such instruction.
 #pragma once
 
@@ -50,7 +50,7 @@ InterpreterEstimate estimate_interpreter(const Module& module, int64_t lanes = 1
 
 // Instructions reachable from the entry that the interpreter cannot run:
 // ops without a defined value (rng, rng-bit-generator, stochastic-convert,
-// infeed/outfeed, send/recv, custom-calls other than the identity
+// outfeed, send/recv, custom-calls other than the identity
 // annotations and TopK), ragged-all-to-all, and ops other than elementwise,
 // dot, fft, reshape/bitcast and control flow on complex values. Empty when
 // the module is runnable.

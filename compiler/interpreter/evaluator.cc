@@ -10,6 +10,8 @@
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/interpreter/local_ops.h"
 #include "compiler/interpreter/manual_conversion_ops.h"
+#include "compiler/sharding/sharding.h"
+#include "compiler/sharding/sharding_util.h"
 
 namespace podsim::compiler::interp {
 
@@ -27,6 +29,37 @@ std::vector<InstrId> last_uses(const Computation& comp) {
     }
   }
   return last;
+}
+
+// The k-th infeed's value on `device`: the seeded value of the
+// instruction's shape. A partitioned program's per-shard infeed (its
+// global_sharding tiles the data evenly, spmd/custom_call_handler.cc) gets
+// its device's tile of the seeded value of the global shape, which is what
+// the original program's infeed gets whole.
+Literal infeed_value(const Instruction& in, int64_t device, uint64_t seed) {
+  if (in.global_sharding.empty() || !in.shape.is_tuple() || in.shape.tuple_shapes().size() != 2 ||
+      !in.shape.tuple_shape(0).is_array())
+    return random_literal(in.shape, seed);
+  const Sharding sharding = parse_sharding(in.global_sharding);
+  if (!sharding.is_tuple() || sharding.tuple_elements().empty() ||
+      !sharding.tuple_elements()[0].is_tiled())
+    return random_literal(in.shape, seed);
+  const Sharding& data = sharding.tuple_elements()[0];
+  const Shape& local = in.shape.tuple_shape(0);
+  std::vector<int64_t> global;
+  for (int d = 0; d < local.rank(); ++d)
+    global.push_back(local.dim(d) * data.tile_assignment().dim(d));
+  const Literal whole =
+      random_literal(Shape::tuple({Shape(local.dtype(), global), in.shape.tuple_shape(1)}), seed);
+  const ShardRegion region = shard_region(data, global, device);
+  Instruction slice;
+  slice.opcode = Opcode::kSlice;
+  slice.name = in.name;
+  slice.shape = local;
+  for (int d = 0; d < local.rank(); ++d)
+    slice.attrs.slice.push_back(
+        SliceDim{region.offsets[static_cast<size_t>(d)], region.limits[static_cast<size_t>(d)], 1});
+  return Literal::tuple({eval_slice(slice, whole.element(0)), whole.element(1)});
 }
 
 }  // namespace
@@ -281,9 +314,11 @@ std::vector<Literal> Evaluator::run(CompId computation, std::vector<std::vector<
       for (size_t l = 0; l < lanes; ++l) values[l][ui] = std::move(results[l]);
     } else if (in.opcode == Opcode::kInfeed) {
       // The host's data: a seeded value, the k-th infeed a device runs
-      // getting stream kInfeedSeed + k on every device.
+      // getting stream kInfeedSeed + k on every device (its tile of it
+      // when the infeed is per shard).
       for (size_t l = 0; l < lanes; ++l)
-        values[l][ui] = random_literal(in.shape, kInfeedSeed + infeeds_taken_[partition_ids[l]]++);
+        values[l][ui] =
+            infeed_value(in, partition_ids[l], kInfeedSeed + infeeds_taken_[partition_ids[l]]++);
     } else if (is_manual_conversion(in) && in.operands.size() == 1 &&
                !(comp.instr(in.operand(0)).shape == in.shape)) {
       std::vector<Operands> per_lane;

@@ -4,7 +4,8 @@
 // the other lanes' operands directly. While loops evaluate their condition on
 // all lanes and require agreement; calls and loop bodies run in lock-step too,
 // so they may contain collectives. An infeed gives the k-th seeded value of
-// its shape on every device (the host feeds each device the whole value).
+// its shape on every device, or, in a partitioned program whose infeed is
+// per shard, the device's tile of the seeded global value.
 // Scalar combiners (reduce bodies, ...) run
 // per lane through cached ScalarFunctions. Internal to the interpreter.
 #pragma once

@@ -345,6 +345,27 @@ PartitionedValue handle_outfeed(SpmdContext& context, const HandlerInput& in) {
   return PartitionedValue{id, in.original.shape, in.target};
 }
 
+// XLA's HandleInfeed: with the data tiled evenly each device infeeds only
+// its shard, so the host sends each device its part. An uneven tiling
+// (XLA: one conditional branch per distinct shard shape, padded) or data
+// that is itself a tuple keeps the default: the whole value on every device,
+// then sliced.
+PartitionedValue handle_infeed(SpmdContext& context, const HandlerInput& in) {
+  const Shape& shape = in.original.shape;
+  if (!shape.is_tuple() || shape.tuple_shapes().size() != 2 || !shape.tuple_shape(0).is_array() ||
+      !in.target.is_tuple() || in.operands.size() != 1)
+    return handle_default(context, in);
+  const Sharding& data = in.target.tuple_elements()[0];
+  const Shape& full = shape.tuple_shape(0);
+  if (!data.is_tiled() || data.has_manual_subgroup()) return handle_default(context, in);
+  for (int64_t d = 0; d < full.rank(); ++d)
+    if (full.dim(static_cast<int>(d)) % tile_count(data, d) != 0)
+      return handle_default(context, in);
+  InstrId id = clone_with_shape(context, in.original, {in.operands[0].id},
+                                partitioned_shape(shape, in.target));
+  return PartitionedValue{id, shape, in.target};
+}
+
 PartitionedValue handle_local_op(SpmdContext& context, const HandlerInput& in) {
   std::vector<InstrId> operands;
   const std::vector<Sharding> leaves = leaf_shardings(in.target, in.original.shape);

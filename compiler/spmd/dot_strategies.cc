@@ -242,6 +242,12 @@ DotPlan plan_for_joint(const EinsumSpec& spec, const DotShardings& current, cons
     const ReplicaGroups groups = groups_along_tile_dims(joint, plan.partial_tile_dims);
     if (reduce_scatter_dim(plan.local_out, current.target, groups, spec.out.rank(), devices) >= 0) {
       add(StrategyCost{0, partial * (g - 1) / g, 0});  // reduce-scatter
+    } else if (const auto split = split_reduce_scatter(plan.local_out, current.target, groups,
+                                                       spec.out.rank(), devices)) {
+      // reduce-scatter over s, then all-reduce of the 1/s shard over h = g / s
+      const double s = static_cast<double>(tile_count(current.target, split->dim));
+      const double h = g / s;
+      add(StrategyCost{0, partial * (s - 1) / s + 2 * (partial / s) * (h - 1) / h, 0});
     } else {
       add(StrategyCost{0, 2 * partial * (g - 1) / g, 0});  // all-reduce
       add(estimate_reshard(spec.out, plan.local_out, current.target, devices, plans));

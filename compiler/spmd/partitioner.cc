@@ -211,6 +211,8 @@ PartitionedValue dispatch(SpmdContext& context, const HandlerInput& in) {
       return handle_conditional(context, in);
     case Opcode::kOutfeed:
       return handle_outfeed(context, in);
+    case Opcode::kInfeed:
+      return handle_infeed(context, in);
     default:
       return handle_default(context, in);
   }

@@ -62,8 +62,25 @@ struct PartialValue {
 // reduce-scatter when the target adds the tiling of exactly one dim whose
 // tile index on every device is its position in its group (an all-reduce
 // followed by a local slice, fused); otherwise all-reduce, then reshard.
+// When the target tiles that dim s ways, s a proper divisor of the group
+// size, and each device's tile index along it is a part of its position in
+// the group (digits of it, tile_coordinates.h; the rest unchanged), the
+// all-reduce + slice is a reduce-scatter over `scatter` (the devices that
+// differ only in those digits, member k holding tile k) and an all-reduce
+// of the shard over `across` (the group's other digits): XLA's all-reduce
+// splitter, docs/collectives.md#split-gradient-reductions.
 PartitionedValue reduce_scatter_partial(SpmdContext& context, const PartialValue& partial,
                                         const Sharding& target);
+struct SplitReduceScatter {
+  int64_t dim = -1;
+  ReplicaGroups scatter;
+  ReplicaGroups across;
+};
+// The split above for a partial value in `from` summed over `groups`;
+// nullopt when it does not apply (reduce_scatter_dim's case included).
+std::optional<SplitReduceScatter> split_reduce_scatter(const Sharding& from, const Sharding& to,
+                                                       const ReplicaGroups& groups, int64_t rank,
+                                                       int64_t devices);
 // Tuple values: leaf by leaf through get-tuple-element, then re-tupled
 // (control_flow_handlers.cc).
 PartitionedValue reshard_tuple(SpmdContext& context, const PartitionedValue& value,

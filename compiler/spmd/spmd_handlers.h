@@ -103,6 +103,10 @@ PartitionedValue handle_sort_like(SpmdContext& context, const HandlerInput& in, 
 // outfeed: each device sends its shard of the data, laid out as the
 // outfeed's annotation says (the data's leaves, then the token's).
 PartitionedValue handle_outfeed(SpmdContext& context, const HandlerInput& in);
+// infeed: each device infeeds its shard when the data is tiled evenly (the
+// interpreter gives it its tile of the seeded value: the instruction's
+// global_sharding); otherwise the whole value, sliced.
+PartitionedValue handle_infeed(SpmdContext& context, const HandlerInput& in);
 // opt-barrier, add-dependency, after-all, rng...: local at the per-device shape.
 PartitionedValue handle_local_op(SpmdContext& context, const HandlerInput& in);
 

@@ -83,5 +83,35 @@ TEST(Partition, WorkloadForwardModelOnItsOwnMesh) {
   EXPECT_FALSE(result.verified);
 }
 
+// Two slices (mesh.dcn {data: 2}; device = 8 data + 4 x + y): the FFN's
+// hidden dim split over data x y makes its output a partial sum over data
+// x y that the activations want split over y only: a reduce-scatter over y
+// inside each slice, then an all-reduce of the shard across the slices
+// ({d, d + 8}); the forward still matches the reference interpreter.
+TEST(Partition, TwoSliceWorkloadSplitsAPartialSumOverDataAndYAndVerifies) {
+  PartitionJob job;
+  job.input = test_files::source_path("workloads/small.yaml");
+  job.overrides = {"mesh.dcn={data: 2}", "model.global_batch=16",
+                   "sharding.ffn_hidden=[x, null, [data, y]]", "sharding.ffn_in=[null, [data, y]]",
+                   "sharding.ffn_out=[[data, y], null]"};
+  job.request.verify = true;
+  const compiler::PartitionResult result = partition_workload(job, kNoNote);
+  ASSERT_EQ(result.module.num_partitions(), 16);
+  EXPECT_TRUE(result.verified);
+  EXPECT_TRUE(result.verify_ok);
+  int64_t splits = 0;
+  const compiler::Computation& entry = result.module.entry();
+  for (const compiler::Instruction& in : entry.instructions()) {
+    if (in.opcode != compiler::Opcode::kAllReduce) continue;
+    const compiler::Instruction& operand = entry.instr(in.operands[0]);
+    if (operand.opcode != compiler::Opcode::kReduceScatter) continue;
+    EXPECT_EQ(operand.attrs.replica_groups.expand(16)[1], (std::vector<int64_t>{4, 5, 6, 7}));
+    for (const auto& group : in.attrs.replica_groups.expand(16))
+      EXPECT_EQ(group, (std::vector<int64_t>{group[0], group[0] + 8}));
+    ++splits;
+  }
+  EXPECT_EQ(splits, 2);  // the FFN output of each of the 2 layers
+}
+
 }  // namespace
 }  // namespace podsim::driver

@@ -257,5 +257,34 @@ TEST(RunWorkload, OneSliceIsNoDcnAxisAndTwoSlicesAddDcnTime) {
   EXPECT_THROW(run_workload(small_request({"mesh.dcn={data: 2}"})), UserError);
 }
 
+// Two slices, the weights split inside a slice only (x, y) and updated as
+// split (no weight-update sharding), the batch over data x x (MaxText's
+// FSDP with data parallelism across slices): a matrix gradient is a partial
+// sum over data x x wanted split over x, so it is reduce-scattered inside
+// the slice and its shard all-reduced across the slices (one member per
+// slice: devices d and d + 8), never all-reduced whole over both slices.
+TEST(CompileWorkload, GradientsAcrossSlicesReduceScatterInSliceThenAllReduceTheShard) {
+  const CompiledWorkload compiled = compile_workload(small_request(
+      {"mesh.dcn={data: 2}", "model.global_batch=64", "sharding.activations=[[data, x], null, y]",
+       "hardware.dcn.bandwidth_per_chip=1e9", "training.weight_update_sharding=false"}));
+  const compiler::Module& program = compiled.program.module;
+  ASSERT_EQ(program.num_partitions(), 16);
+  int64_t split_sums = 0;
+  for (const compiler::Computation& c : program.computations())
+    for (const compiler::Instruction& in : c.instructions()) {
+      const bool gradient =
+          in.op_name.rfind("bwd/", 0) == 0 && in.op_name.find("/ffn/w") != std::string::npos;
+      if (in.opcode != compiler::Opcode::kAllReduce || !gradient) continue;
+      // Its operand is the reduce-scatter of the same gradient.
+      const compiler::Instruction& operand = c.instr(in.operands[0]);
+      EXPECT_EQ(operand.opcode, compiler::Opcode::kReduceScatter) << in.name << " " << in.op_name;
+      EXPECT_EQ(operand.op_name, in.op_name);
+      for (const auto& group : in.attrs.replica_groups.expand(16))
+        EXPECT_EQ(group, (std::vector<int64_t>{group[0], group[0] + 8})) << in.op_name;
+      ++split_sums;
+    }
+  EXPECT_EQ(split_sums, 6);  // 2 layers x (wi_0, wi_1, wo)
+}
+
 }  // namespace
 }  // namespace podsim::driver

@@ -159,6 +159,27 @@ ENTRY main {
   }
 }
 
+// A partitioned program's per-shard infeed (its global sharding tiles the
+// data) gives each device its tile of the seeded value of the global shape:
+// f32[2] on 2 devices of a global f32[4], device d holding elements 2d, 2d+1.
+TEST(ControlFlow, PerShardInfeedGivesEachDeviceItsTileOfTheGlobalValue) {
+  Module m = parse_verified(R"(HloModule m, num_partitions=2
+ENTRY main {
+  t = token[] after-all()
+  a = (f32[2], token[]) infeed(t)
+  ROOT x = f32[2] get-tuple-element(a), index=0
+})");
+  Computation& entry = m.mutable_computation(m.entry_id());
+  entry.mutable_instr(entry.find("a")).global_sharding = "{{devices=[2]<=[2]}, {replicated}}";
+  const Shape global = Shape::tuple({Shape(DType::kF32, {4}), Shape(DType::kToken, {})});
+  const std::vector<double> whole =
+      random_literal(global, interp::Evaluator::kInfeedSeed).element(0).values();
+  const auto out = evaluate_spmd(m, {{}, {}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].values(), (V{whole[0], whole[1]}));
+  EXPECT_EQ(out[1].values(), (V{whole[2], whole[3]}));
+}
+
 // Host offloading moves a value to another memory and back: the same value.
 TEST(ControlFlow, HostOffloadingMovesAreIdentity) {
   Module m = parse_verified(R"(HloModule m

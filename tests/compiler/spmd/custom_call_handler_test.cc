@@ -175,6 +175,37 @@ ENTRY e {
   EXPECT_EQ(out.instr(sent.operand(0)).shape.dims(), (std::vector<int64_t>{2, 4}));
 }
 
+// infeed (XLA's HandleInfeed): data tiled evenly over the 4 devices is
+// infed per shard (f32[8,3] -> f32[2,3] each, no slice), the interpreter
+// giving each device its tile of the seeded value; an uneven tiling (6 rows
+// over 4) and a replicated one infeed the whole value. The second infeed
+// takes the next seeded value on every device, as in the original.
+TEST(SpmdCustomCalls, EvenlyTiledInfeedTakesOnlyItsShardAndVerifies) {
+  auto p = partition_text(R"(HloModule m, num_partitions=4
+ENTRY e {
+  t = token[] after-all()
+  a = (f32[8,3], token[]) infeed(t), sharding={{devices=[4,1]<=[4]}, {replicated}}
+  x = f32[8,3] get-tuple-element(a), index=0, sharding={devices=[4,1]<=[4]}
+  at = token[] get-tuple-element(a), index=1
+  b = (f32[6,3], token[]) infeed(at), sharding={{devices=[4,1]<=[4]}, {replicated}}
+  y = f32[6,3] get-tuple-element(b), index=0, sharding={devices=[4,1]<=[4]}
+  bt = token[] get-tuple-element(b), index=1
+  c = (f32[5], token[]) infeed(bt), sharding={{replicated}, {replicated}}
+  z = f32[5] get-tuple-element(c), index=0
+  nx = f32[8,3] negate(x), sharding={devices=[4,1]<=[4]}
+  ny = f32[6,3] negate(y), sharding={devices=[4,1]<=[4]}
+  ROOT r = (f32[8,3], f32[6,3], f32[5]) tuple(nx, ny, z)
+}
+)",
+                          4);
+  std::vector<Shape> fed;
+  for (const Instruction& instr : p.result.module.entry().instructions())
+    if (instr.opcode == Opcode::kInfeed) fed.push_back(instr.shape.tuple_shape(0));
+  EXPECT_EQ(fed, (std::vector<Shape>{Shape(DType::kF32, {2, 3}), Shape(DType::kF32, {6, 3}),
+                                     Shape(DType::kF32, {5})}));
+  spmd_test::expect_equivalent(p);
+}
+
 TEST(SpmdCustomCalls, TopKWithNoFreeDimGathersOnlyTheCandidates) {
   // [1,32] tiled 4 ways on the sorted dim, no other dim to move the tiles
   // to: each device takes its top 3 of 8, the 4 x 3 candidates (values and

@@ -387,6 +387,45 @@ TEST(PartitionedStep, TwoPipelineStagesOnMesh24WithSaveDots) {
 
 // ---- Variants: padding, 2-D weight sharding, f32, combinations ----
 
+// MaxText's FSDP with data parallelism beside it (mesh {x: 2, y: 4}, x the
+// data axis): the batch is split over both axes, the weights over y only
+// (w_in {y, -}, w_out {-, y}) and the updates keep those shardings. Each
+// matrix gradient is then a partial sum over all 8 devices wanted split 4
+// ways: a reduce-scatter over y (groups of 4: w_in [4,8] -> [1,8], w_out
+// [8,4] -> [8,1]), then an all-reduce of that shard over x (groups of 2),
+// never an all-reduce of a whole [4,8] or [8,4] gradient. (Batch 256: with
+// only a few rows per device the dot plans gather the activations instead,
+// which is cheaper than any reduction of the gradient.)
+TEST(PartitionedStep, DataTimesFsdpGradientsReduceScatterThenAllReduceTheShard) {
+  MlpSpec spec{mesh24()};
+  spec.batch = 256;
+  spec.activations = {{"x", "y"}, {}};
+  spec.w_in = {{"y"}, {}};
+  spec.w_out = {{}, {"y"}};
+  PartitionedStep p =
+      partition_step(sharded_mlp(spec), options_for(OptimizerKind::kAdam, spec.mesh, false), 8);
+  EXPECT_TRUE(p.verify.ok) << describe(p);
+  const Shape w_in_shard(F, {1, 8}), w_out_shard(F, {8, 1});
+  int64_t scattered = 0, shard_sums = 0;
+  for (const Computation& c : p.result.module.computations())
+    for (const Instruction& in : c.instructions()) {
+      const bool shard = in.shape == w_in_shard || in.shape == w_out_shard;
+      if (in.opcode == Opcode::kReduceScatter && shard) {
+        EXPECT_EQ(in.attrs.replica_groups.group_size(8), 4) << in.name;
+        ++scattered;
+      }
+      if (in.opcode != Opcode::kAllReduce) continue;
+      EXPECT_NE(in.shape, Shape(F, {4, 8})) << in.name;
+      EXPECT_NE(in.shape, Shape(F, {8, 4})) << in.name;
+      if (shard) {
+        EXPECT_EQ(in.attrs.replica_groups.group_size(8), 2) << in.name;
+        ++shard_sums;
+      }
+    }
+  EXPECT_EQ(scattered, 4) << describe(p);  // two layers x (w_in, w_out)
+  EXPECT_EQ(shard_sums, 4) << describe(p);
+}
+
 TEST(PartitionedStep, UnevenHiddenDimPadsShards) {
   // hidden 6 over y = 4: ceil(6/4) = 2 rows per device, the last device
   // holds 0 valid rows and 2 padding rows (filled with the verify sentinel
