@@ -84,7 +84,9 @@ TEST(SplitReduceScatter, DotPartialOverTwoAxesReduceScattersThenAllReducesAndVer
   EXPECT_EQ(groups_of(p, Opcode::kReduceScatter), (G{{4, 2}}));
   EXPECT_EQ(groups_of(p, Opcode::kAllReduce), (G{{2, 4}}));
   for (const Instruction& instr : p.result.module.entry().instructions()) {
-    if (instr.opcode == Opcode::kAllReduce) EXPECT_EQ(instr.shape, Shape(DType::kF32, {2, 10}));
+    if (instr.opcode == Opcode::kAllReduce) {
+      EXPECT_EQ(instr.shape, Shape(DType::kF32, {2, 10}));
+    }
   }
   expect_equivalent(p);
   expect_equivalent(p, 7);
