@@ -102,6 +102,9 @@ struct Timeline {
   std::string fallback_reason;    // why fast fell back to full, if it did
   // Fast mode kept although not exact (too big to fall back to full): why.
   std::string approximation_note;
+  // Chips that differ (per-chip hardware overrides): which and in what (hw::System
+  // chip_variants_text). Every device was simulated, each with its own compute time.
+  std::string per_device;
   double step_time_s = 0;
   double compute_s = 0;
   double mxu_bound_s = 0;
