@@ -43,8 +43,8 @@ FidelityChoice choose_fidelity(const SimOptions& options, const StepProgram& ste
     if (work > kFullFallbackBudget)
       throw UserError(
           fmt::format("chips differ ({}), and fast fidelity simulates one representative device; "
-                      "full fidelity ({} devices x {} steps) is over the {:.3g} fast falls back "
-                      "to on its own",
+                      "full fidelity ({} devices x {} steps) is over the {:.3g} device-steps fast "
+                      "falls back to on its own",
                       per_device, devices, steps.steps.size(), kFullFallbackBudget),
           "add --fidelity full to simulate every device (it may take minutes; --time-limit bounds "
           "it), or drop the per-chip override (hardware.chips.*)");
