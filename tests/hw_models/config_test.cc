@@ -290,7 +290,8 @@ TEST(ChipOverrides, SetFormGivesOneEntryPerKeyInOrder) {
 TEST(ChipOverrides, DocumentFormNestedOrDottedAddsToTheBase) {
   // A file's `chips:` map, keys nested like the rest of the file or dotted, after its base's.
   const HardwareConfig config = load_hardware_from_string(
-      "base: tpuv3\nchips:\n  5:\n    core:\n      clock_hz: 7e8\n  6-7:\n    hbm.bandwidth: 3e11\n",
+      "base: tpuv3\nchips:\n  5:\n    core:\n      clock_hz: 7e8\n"
+      "  6-7:\n    hbm.bandwidth: 3e11\n",
       "slow.yaml", {{"chips.1.core.clock_hz", "8e8"}});
   ASSERT_EQ(config.chip_overrides.size(), 3u);
   EXPECT_EQ(config.chip_overrides[0].first_chip, 5);
@@ -321,8 +322,10 @@ TEST(ChipOverrides, BadIdsKeysAndValuesAreUserErrorsWithHints) {
   // No key, a key that cannot differ per chip, a misspelt key.
   EXPECT_NE(set("chips.1", "1e9").message().find("names chips but no key"), std::string::npos);
   e = set("chips.1.core.mxu_rows", "64");
-  EXPECT_EQ(e.message(), "hardware key 'core.mxu_rows' cannot differ per chip ('chips.1.core.mxu_rows')");
-  EXPECT_EQ(e.hint(), "per-chip keys: core.clock_hz, hbm.bandwidth (every other key is the machine's)");
+  EXPECT_EQ(e.message(),
+            "hardware key 'core.mxu_rows' cannot differ per chip ('chips.1.core.mxu_rows')");
+  EXPECT_EQ(e.hint(),
+            "per-chip keys: core.clock_hz, hbm.bandwidth (every other key is the machine's)");
   EXPECT_EQ(set("chips.1.core.clock", "1e9").hint(), "did you mean 'chips.1.core.clock_hz'?");
   // Values: the machine-wide key's range (clock 1e6..1e11 Hz), NaN and words rejected.
   for (const char* value : {"1e12", ".nan", "fast", "-1e9"}) {

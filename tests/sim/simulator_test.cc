@@ -693,9 +693,8 @@ namespace {
 
 // ring_system(8) (one device per chip, so chip c holds device c) with more overrides.
 hw::System ring8(hw::Overrides more = {}) {
-  hw::Overrides overrides = {{"ici.pod_dims", "[8]"},
-                             {"ici.pod_wraparound", "[true]"},
-                             {"chip.devices_per_chip", "1"}};
+  hw::Overrides overrides = {
+      {"ici.pod_dims", "[8]"}, {"ici.pod_wraparound", "[true]"}, {"chip.devices_per_chip", "1"}};
   overrides.insert(overrides.end(), more.begin(), more.end());
   return make_system({8}, overrides);
 }
@@ -719,10 +718,9 @@ TEST(SimulatorChipOverrides, OneSlowChipWithoutCollectivesTakesItsOwnKernelTime)
   struct Case {
     std::string op, key, value;
   };
-  for (const Case& c :
-       {Case{"dot(%p, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}", "core.clock_hz",
-             "4.7e8"},
-        Case{"add(%p, %a)", "hbm.bandwidth", "2.25e11"}}) {
+  for (const Case& c : {Case{"dot(%p, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                             "core.clock_hz", "4.7e8"},
+                        Case{"add(%p, %a)", "hbm.bandwidth", "2.25e11"}}) {
     SCOPED_TRACE(c.key);
     const auto program = program_from_hlo(solo_program(c.op));
     const Timeline one = run(program, ring8({{"chips.3." + c.key, c.value}}), Fidelity::kFast);
@@ -731,7 +729,7 @@ TEST(SimulatorChipOverrides, OneSlowChipWithoutCollectivesTakesItsOwnKernelTime)
     EXPECT_EQ(one.fidelity, Fidelity::kFull);
     EXPECT_EQ(one.devices_simulated, 8);
     EXPECT_NE(one.fallback_reason.find("chips differ"), std::string::npos) << one.fallback_reason;
-    EXPECT_EQ(all.fidelity, Fidelity::kFast);  // every chip alike: fast stays exact
+    EXPECT_EQ(all.fidelity, Fidelity::kFast);            // every chip alike: fast stays exact
     EXPECT_GT(all.step_time_s, 1.5 * base.step_time_s);  // premise: the key bounds the kernel
     EXPECT_NEAR(one.step_time_s, all.step_time_s, 1e-9 * all.step_time_s);
     EXPECT_NEAR(one.compute_s, all.compute_s, 1e-9 * all.step_time_s);
