@@ -421,7 +421,10 @@ std::vector<std::string> keys_below(const std::string& prefix) {
     std::string rest = f.key.substr(prefix.size());
     add(rest.substr(0, rest.find('.')));
   }
-  if (prefix.empty()) add("sources");
+  if (prefix.empty()) {
+    add("sources");
+    add("chips");
+  }
   return out;
 }
 
@@ -466,11 +469,101 @@ std::string override_guess(const std::string& key) {
 [[noreturn]] void unknown_key(const SourceLocation& loc, const std::string& prefix,
                               const std::string& name) {
   const std::string section = prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1);
+  if (prefix.empty() && !closest(name, {"chips"}).empty())
+    throw UserError(loc, fmt::format("unknown hardware key '{}'", name),
+                    "did you mean 'chips' (per-chip overrides: chips: {17: {core: {clock_hz: "
+                    "1.05e9}}})?");
   const std::string guess = closest(name, keys_below(prefix));
   throw UserError(loc, fmt::format("unknown hardware key '{}{}'", prefix, name),
                   guess.empty() || prefix.empty()
                       ? unknown_key_hint(prefix + name, section)
                       : fmt::format("did you mean '{}{}'?", prefix, guess));
+}
+
+// ---- per-chip overrides (ChipOverride) ----
+
+// Chip ids stay below the largest machine a run can have (2^20 devices, so at most 2^20 chips);
+// hw::System checks them against the slices the workload actually uses.
+constexpr int64_t kMaxChipId = (int64_t{1} << 20) - 1;
+
+struct PerChipKey {
+  const char* key;
+  double& (*access)(HardwareConfig&);
+};
+
+// The keys whose per-device effect the simulator honours: a device's compute kernels take longer
+// or shorter (sim/simulator.cc costs them with the chip's own config).
+const std::vector<PerChipKey>& per_chip_table() {
+  static const std::vector<PerChipKey> table = {
+      {"core.clock_hz", [](HardwareConfig& c) -> double& { return c.core.clock_hz; }},
+      {"hbm.bandwidth", [](HardwareConfig& c) -> double& { return c.hbm.bandwidth; }},
+  };
+  return table;
+}
+
+const PerChipKey* find_per_chip(const std::string& key) {
+  for (const PerChipKey& k : per_chip_table())
+    if (key == k.key) return &k;
+  return nullptr;
+}
+
+constexpr const char* kChipIdHint =
+    "a chip is an integer id from 0 or a range first-last (chips.17.core.clock_hz, "
+    "chips.0-3.hbm.bandwidth), numbered row-major over the slice's chip dims (several slices: "
+    "slice-major)";
+
+// "17" or "0-3": the first and last chip (inclusive).
+std::pair<int64_t, int64_t> parse_chip_ids(const std::string& text, const SourceLocation& loc,
+                                           const std::string& key) {
+  auto number = [&](const std::string& part) {
+    const bool digits =
+        !part.empty() && part.size() <= 9 &&
+        std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits)
+      throw UserError(loc, fmt::format("bad chip id '{}' in hardware key '{}'", text, key),
+                      kChipIdHint);
+    const int64_t id = std::stoll(part);
+    if (id > kMaxChipId)
+      throw UserError(
+          loc, fmt::format("chip id {} in hardware key '{}' is beyond any machine", id, key),
+          fmt::format("a run has at most 2^20 chips (ids 0 to {}); {}", kMaxChipId, kChipIdHint));
+    return id;
+  };
+  const size_t dash = text.find('-');
+  const int64_t first = number(text.substr(0, dash));
+  const int64_t last = dash == std::string::npos ? first : number(text.substr(dash + 1));
+  if (last < first)
+    throw UserError(loc,
+                    fmt::format("chip range '{}' in hardware key '{}' runs backwards", text, key),
+                    fmt::format("write the lower id first: {}-{}", last, first));
+  return {first, last};
+}
+
+// chips.<ids>.<key> = value: the value parsed and range-checked as the machine-wide key is.
+ChipOverride parse_chip_override(const std::string& ids, const std::string& key,
+                                 const YAML::Node& value, const SourceLocation& loc) {
+  const std::string dotted = fmt::format("chips.{}.{}", ids, key);
+  const auto [first, last] = parse_chip_ids(ids, loc, dotted);
+  const PerChipKey* per_chip = find_per_chip(key);
+  if (!per_chip) {
+    const std::string per_chip_list = fmt::format("{}", fmt::join(per_chip_keys(), ", "));
+    if (find_field(key))
+      throw UserError(
+          loc, fmt::format("hardware key '{}' cannot differ per chip ('{}')", key, dotted),
+          fmt::format("per-chip keys: {} (every other key is the machine's)", per_chip_list));
+    const std::string guess = closest(key, per_chip_keys());
+    throw UserError(loc, fmt::format("unknown per-chip hardware key '{}' in '{}'", key, dotted),
+                    guess.empty() ? fmt::format("per-chip keys: {}", per_chip_list)
+                                  : fmt::format("did you mean 'chips.{}.{}'?", ids, guess));
+  }
+  HardwareConfig scratch;
+  try {
+    find_field(key)->set(scratch, value, loc);
+  } catch (const UserError& e) {  // name the per-chip key the user wrote
+    throw UserError(e.location(), fmt::format("{} (per-chip key '{}')", e.message(), dotted),
+                    e.hint());
+  }
+  return ChipOverride{first, last, key, per_chip->access(scratch), loc};
 }
 
 void check_consistency(const HardwareConfig& c, const SourceLocation& loc) {
@@ -501,6 +594,10 @@ struct DocumentReader {
         read_sources(e.value);
         continue;
       }
+      if (prefix.empty() && e.key == "chips") {
+        read_chips(e.value);
+        continue;
+      }
       if (const Field* field = find_field(key)) {
         field->set(config, e.value, loc);
         assigned.insert(key);
@@ -511,6 +608,32 @@ struct DocumentReader {
       } else {
         unknown_key(doc.at(e.key_node), prefix, e.key);
       }
+    }
+  }
+
+  // chips: {<id or first-last>: {<section>: {<key>: value}}} (dotted keys allowed too).
+  void read_chips(const YAML::Node& map) {
+    if (!map.IsMap())
+      bad_value(doc.at(map), "chips",
+                "a map from chip ids to keys (chips: {17: {core: {clock_hz: 1.05e9}}})", map);
+    const yaml::MapReader reader(doc, map, "chips", "hardware key");
+    for (const yaml::MapReader::Entry& e : reader.entries()) {
+      if (!e.value.IsMap())
+        bad_value(doc.at(e.value), "chips." + e.key,
+                  "a map of per-chip keys (core: {clock_hz: 1.05e9})", e.value);
+      read_chip_keys(e.key, e.value, "");
+    }
+  }
+
+  void read_chip_keys(const std::string& ids, const YAML::Node& map, const std::string& prefix) {
+    const yaml::MapReader reader(doc, map, "chips." + ids + (prefix.empty() ? "" : "." + prefix),
+                                 "hardware key");
+    for (const yaml::MapReader::Entry& e : reader.entries()) {
+      const std::string key = prefix.empty() ? e.key : prefix + "." + e.key;
+      if (e.value.IsMap())
+        read_chip_keys(ids, e.value, key);
+      else
+        config.chip_overrides.push_back(parse_chip_override(ids, key, e.value, doc.at(e.value)));
     }
   }
 
@@ -601,6 +724,17 @@ HardwareConfig load_document_body(const yaml::Document& document, int depth) {
   return config;
 }
 
+// An override's value text as YAML ("[16, 16]" is a list); malformed: at the flag.
+YAML::Node override_value(const std::string& key, const std::string& text,
+                          const std::string& origin) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw UserError(SourceLocation{origin, 0, 0},
+                    fmt::format("bad value for hardware key '{}': {}", key, e.msg));
+  }
+}
+
 }  // namespace
 
 HardwareConfig load_hardware(const std::string& preset_name_or_path, const Overrides& overrides) {
@@ -620,6 +754,19 @@ void apply_overrides(HardwareConfig& config, const Overrides& overrides) {
   for (const auto& [key, text] : overrides) {
     // Overrides reach podsim as `--set hardware.<key>=<value>`: name that flag.
     const std::string origin = fmt::format("--set hardware.{}={}", key, text);
+    if (key == "chips" || key.starts_with("chips.")) {
+      const std::string rest = key.substr(std::min<size_t>(key.size(), 6));
+      const size_t dot = rest.find('.');
+      if (dot == std::string::npos)
+        throw UserError(SourceLocation{origin, 0, 0},
+                        fmt::format("hardware key '{}' names chips but no key", key),
+                        fmt::format("give a per-chip key: --set hardware.{}.core.clock_hz=...; {}",
+                                    key, kChipIdHint));
+      config.chip_overrides.push_back(parse_chip_override(rest.substr(0, dot), rest.substr(dot + 1),
+                                                          override_value(key, text, origin),
+                                                          SourceLocation{origin, 0, 0}));
+      continue;
+    }
     const Field* field = find_field(key);
     if (!field) {
       const std::string guess = override_guess(key);
@@ -628,14 +775,7 @@ void apply_overrides(HardwareConfig& config, const Overrides& overrides) {
           guess.empty() ? unknown_key_hint(key)
                         : fmt::format("did you mean --set hardware.{}={}?", guess, text));
     }
-    YAML::Node value;
-    try {
-      value = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-      throw UserError(SourceLocation{origin, 0, 0},
-                      fmt::format("bad value for hardware key '{}': {}", key, e.msg));
-    }
-    field->set(config, value, SourceLocation{origin, 0, 0});
+    field->set(config, override_value(key, text, origin), SourceLocation{origin, 0, 0});
     config.sources[key] = "override (--set)";
   }
   if (overrides.empty()) return;
@@ -649,6 +789,24 @@ std::vector<std::string> hardware_keys() {
   std::vector<std::string> keys;
   for (const Field& f : fields()) keys.push_back(f.key);
   return keys;
+}
+
+std::vector<std::string> per_chip_keys() {
+  std::vector<std::string> keys;
+  for (const PerChipKey& k : per_chip_table()) keys.emplace_back(k.key);
+  return keys;
+}
+
+void apply_chip_value(HardwareConfig& config, const std::string& key, double value) {
+  const PerChipKey* per_chip = find_per_chip(key);
+  assert(per_chip && "apply_chip_value: not a per-chip key");
+  per_chip->access(config) = value;
+}
+
+double chip_value(const HardwareConfig& config, const std::string& key) {
+  const PerChipKey* per_chip = find_per_chip(key);
+  assert(per_chip && "chip_value: not a per-chip key");
+  return per_chip->access(const_cast<HardwareConfig&>(config));
 }
 
 std::string hardware_value_text(const HardwareConfig& config, const std::string& key) {

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
+
 namespace podsim::hw {
 
 // Cycles the VPU spends per full vector register (lanes x sublanes elements)
@@ -126,6 +128,20 @@ struct DcnConfig {
 // (docs/reference/hardware.md#calibration-status), by name in `status`.
 enum class CalibrationStatus { kCalibrated, kUncalibrated };
 
+// One per-chip override: chips first..last (physical chip ids of the slice, row-major over its
+// chip dims; several slices: slice-major, slice x chips per slice + chip) run with `key` at
+// `value` instead of the machine's. Keys: per_chip_keys(). Given as
+// `chips.<id or first-last>.<key>` (--set hardware.chips.17.core.clock_hz=1.05e9) or in a file's
+// `chips:` map; later entries win. hw::System resolves them to devices
+// (docs/reference/hardware.md#per-chip-overrides).
+struct ChipOverride {
+  int64_t first_chip = 0;
+  int64_t last_chip = 0;  // inclusive
+  std::string key;        // "core.clock_hz" | "hbm.bandwidth"
+  double value = 0;
+  SourceLocation where;  // the file position of the value, or the --set flag
+};
+
 struct HardwareConfig {
   std::string name;
   CalibrationStatus status = CalibrationStatus::kUncalibrated;
@@ -138,6 +154,8 @@ struct HardwareConfig {
   // Dotted key -> where its number comes from (docs/reference/hardware.md row, [D] reasoning,
   // or "override"). describe_hardware prints these.
   std::map<std::string, std::string> sources;
+  // Chips that differ from the rest (empty: every chip is the config above).
+  std::vector<ChipOverride> chip_overrides;
 };
 
 using Overrides = std::vector<std::pair<std::string, std::string>>;
@@ -159,6 +177,11 @@ void apply_overrides(HardwareConfig& config, const Overrides& overrides);
 
 // All valid dotted keys, in document order.
 std::vector<std::string> hardware_keys();
+
+// The keys a per-chip override may set (ChipOverride::key), and `config` with one applied.
+std::vector<std::string> per_chip_keys();
+void apply_chip_value(HardwareConfig& config, const std::string& key, double value);
+double chip_value(const HardwareConfig& config, const std::string& key);
 
 // The value of one key rendered as text (for describe and error messages).
 std::string hardware_value_text(const HardwareConfig& config, const std::string& key);

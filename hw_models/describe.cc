@@ -70,6 +70,13 @@ std::string describe_hardware(const HardwareConfig& config) {
   out += fmt::format(
       "  bisection bandwidth           {:.2f} TB/s  (one way across the weakest halving cut)\n",
       f.bisection_bandwidth / 1e12);
+  // Per-chip overrides (config.h ChipOverride), in the order they apply.
+  for (const ChipOverride& o : config.chip_overrides)
+    out += fmt::format("  {:<28} {} = {:g}  ({})\n",
+                       o.first_chip == o.last_chip
+                           ? fmt::format("chip {}", o.first_chip)
+                           : fmt::format("chips {}-{}", o.first_chip, o.last_chip),
+                       o.key, o.value, o.where.to_string());
   return out;
 }
 

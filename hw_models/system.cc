@@ -2,7 +2,10 @@
 #include "hw_models/system.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 
 #include "common/error.h"
@@ -43,6 +46,86 @@ Placement place_slices(const Topology& topology, const MeshLayout& layout) {
   return placement;
 }
 
+// 1.05e9, 0.5, 600: six significant digits, the exponent without '+' and leading zeros.
+std::string short_number(double value) {
+  std::string text = fmt::format("{:.6g}", value);
+  const size_t e = text.find('e');
+  if (e == std::string::npos) return text;
+  std::string exponent = text.substr(e + 1);
+  const bool negative = exponent[0] == '-';
+  exponent = exponent.substr(exponent[0] == '-' || exponent[0] == '+' ? 1 : 0);
+  while (exponent.size() > 1 && exponent[0] == '0') exponent.erase(0, 1);
+  return text.substr(0, e + 1) + (negative ? "-" : "") + exponent;
+}
+
+// "17", "0-3, 8, 10-11": ascending ids with runs joined.
+std::string ranges_text(const std::vector<int64_t>& ids) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    parts.push_back(j == i       ? fmt::format("{}", ids[i])
+                    : j == i + 1 ? fmt::format("{}, {}", ids[i], ids[j])
+                                 : fmt::format("{}-{}", ids[i], ids[j]));
+    i = j + 1;
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Per chip the values its overrides end at (later entries win), chips of equal values grouped.
+std::vector<ChipVariant> resolve_chip_variants(const HardwareConfig& config,
+                                               const Topology& topology,
+                                               const Placement& placement) {
+  if (config.chip_overrides.empty()) return {};
+  const int64_t chips = topology.num_chips() * topology.num_slices();
+  std::map<int64_t, std::map<std::string, double>> per_chip;
+  for (const ChipOverride& o : config.chip_overrides) {
+    if (o.last_chip >= chips)
+      throw UserError(
+          o.where,
+          fmt::format("chip {} (hardware key 'chips.{}.{}') is beyond the machine: the run uses {} "
+                      "chip(s), ids 0-{}",
+                      o.last_chip,
+                      o.first_chip == o.last_chip ? fmt::format("{}", o.first_chip)
+                                                  : fmt::format("{}-{}", o.first_chip, o.last_chip),
+                      o.key, chips, chips - 1),
+          fmt::format("the slice has {} chip(s) ({} device(s) each){}; chip ids are row-major over "
+                      "its chip dims{}",
+                      topology.num_chips(), topology.slice().devices_per_chip,
+                      topology.num_slices() > 1
+                          ? fmt::format(" and there are {} slices", topology.num_slices())
+                          : "",
+                      topology.num_slices() > 1 ? ", slice-major across slices" : ""));
+    for (int64_t chip = o.first_chip; chip <= o.last_chip; ++chip) per_chip[chip][o.key] = o.value;
+  }
+  std::map<std::map<std::string, double>, ChipVariant> variants;
+  for (const auto& [chip, values] : per_chip) {
+    ChipVariant& v = variants[values];
+    v.chips.push_back(chip);
+    if (v.values.empty()) {
+      v.config = config;
+      v.config.chip_overrides.clear();
+      for (const auto& [key, value] : values) {
+        v.values.emplace_back(key, value);
+        apply_chip_value(v.config, key, value);
+      }
+    }
+  }
+  const auto& cores = placement.core_of_device;
+  for (size_t d = 0; d < cores.size(); ++d) {
+    const std::map<std::string, double>* values = nullptr;
+    auto it = per_chip.find(topology.chip_of(cores[d]));
+    if (it != per_chip.end()) values = &it->second;
+    if (values) variants[*values].devices.push_back(static_cast<int64_t>(d));
+  }
+  std::vector<ChipVariant> out;
+  for (auto& [values, v] : variants) out.push_back(std::move(v));
+  // In chip order, for the report.
+  std::sort(out.begin(), out.end(),
+            [](const ChipVariant& a, const ChipVariant& b) { return a.chips[0] < b.chips[0]; });
+  return out;
+}
+
 }  // namespace
 
 System::System(HardwareConfig config, const MeshLayout& layout)
@@ -50,7 +133,22 @@ System::System(HardwareConfig config, const MeshLayout& layout)
       core_(make_core_model(config_)),
       topology_(choose_slice(config_, layout), link_params(config_),
                 checked_slices(config_, layout)),
-      placement_(place_slices(topology_, layout)) {}
+      placement_(place_slices(topology_, layout)),
+      chip_variants_(resolve_chip_variants(config_, topology_, placement_)) {}
+
+std::string System::chip_variants_text() const {
+  std::vector<std::string> parts;
+  for (const ChipVariant& v : chip_variants_) {
+    std::vector<std::string> values;
+    for (const auto& [key, value] : v.values)
+      values.push_back(fmt::format("{} {} of {}", key, short_number(value),
+                                   short_number(chip_value(config_, key))));
+    parts.push_back(fmt::format("chip{} {} (device{} {}) {}", v.chips.size() > 1 ? "s" : "",
+                                ranges_text(v.chips), v.devices.size() == 1 ? "" : "s",
+                                ranges_text(v.devices), fmt::join(values, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
 
 CollectivePlan System::plan(CollectiveQuery query) const {
   if (query.algorithm == CollectiveAlgorithm::kAuto)

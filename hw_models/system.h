@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "hw_models/config.h"
@@ -25,6 +27,15 @@ struct MeshLayout {
   int64_t slices = 1;
 };
 
+// Chips that differ from the machine's config (HardwareConfig::chip_overrides resolved on the
+// slices the mesh uses): chips whose overrides end at the same values form one variant.
+struct ChipVariant {
+  HardwareConfig config;                               // the machine's, with `values` applied
+  std::vector<std::pair<std::string, double>> values;  // per-chip key -> value, in key order
+  std::vector<int64_t> chips;                          // physical chip ids (slice-major), ascending
+  std::vector<int64_t> devices;  // program devices on those chips (via the placement), ascending
+};
+
 class System {
  public:
   // UserError when the mesh does not fit the pod, the placement is invalid, or several slices
@@ -39,6 +50,12 @@ class System {
   // Every device of every slice (core_of_device spans them all; mesh_shape is one slice's).
   const Placement& placement() const { return placement_; }
 
+  // Per-chip overrides, resolved (empty: every chip is config()). UserError (at the override) when
+  // a chip id is beyond the slices.
+  const std::vector<ChipVariant>& chip_variants() const { return chip_variants_; }
+  // "chip 17 (devices 34, 35) core.clock_hz 1.05e9 of 1.4e9; chips 0-3 (devices 0-7) ...", or "".
+  std::string chip_variants_text() const;
+
   // plan_collective with the preset's ici.collective_algorithm standing in
   // for CollectiveAlgorithm::kAuto in the query, and its ici.collective_chunks
   // for chunks = 0.
@@ -49,6 +66,7 @@ class System {
   std::unique_ptr<CoreModel> core_;
   Topology topology_;
   Placement placement_;
+  std::vector<ChipVariant> chip_variants_;
 };
 
 }  // namespace podsim::hw

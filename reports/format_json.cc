@@ -94,6 +94,9 @@ nlohmann::ordered_json report_to_json(const Report& r, const FormatOptions& opti
   j["fidelity"] = r.fidelity;
   j["fallback_reason"] = r.fallback_reason;
   j["approximation_note"] = r.approximation_note;
+  // Only when chips differ, so other reports keep their keys.
+  if (!r.per_device.empty()) j["per_device"] = r.per_device;
+  if (!r.simulated_devices.empty()) j["simulated_devices"] = r.simulated_devices;
   j["devices"] = r.devices;
   j["devices_simulated"] = r.devices_simulated;
   j["parameters"] = r.parameters;

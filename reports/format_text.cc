@@ -134,6 +134,11 @@ std::string report_table(const Report& r) {
     out += fmt::format("  (fast fell back to full: {})\n", r.fallback_reason);
   if (!r.approximation_note.empty())
     out += fmt::format("  (approximate: {})\n", r.approximation_note);
+  if (!r.per_device.empty())
+    out += fmt::format("  (per-device: {}; every device simulated with its own compute time)\n",
+                       r.per_device);
+  if (!r.simulated_devices.empty())
+    out += fmt::format("  (full fidelity: {})\n", r.simulated_devices);
   line(r.mode.empty() ? "parameters" : "entry float elements",
        format_count(static_cast<double>(r.parameters)));
   line("step time", format_seconds(r.step_time_s));

@@ -468,6 +468,8 @@ Report summarize(const SummaryInput& input) {
   r.fidelity = t.fidelity == sim::Fidelity::kFull ? "full" : "fast";
   r.fallback_reason = t.fallback_reason;
   r.approximation_note = t.approximation_note;
+  r.per_device = t.per_device;
+  r.simulated_devices = t.simulated_devices;
   r.devices = t.devices;
   r.devices_simulated = t.devices_simulated;
   r.parameters = input.model.parameters;

@@ -140,6 +140,11 @@ struct Report {
   std::string fidelity;  // "fast" | "full"
   std::string fallback_reason;
   std::string approximation_note;  // fast kept although not exact: why
+  // Chips differ (per-chip hardware overrides): which and in what; the run simulated every device
+  // with its own compute time (sim::Timeline::per_device). Empty: every chip alike.
+  std::string per_device;
+  // Full fidelity: the devices simulated (sim::Timeline::simulated_devices).
+  std::string simulated_devices;
   int64_t devices = 0;
   int64_t devices_simulated = 0;
   int64_t parameters = 0;

@@ -68,7 +68,7 @@ def main():
         loops = re.search(r"(\d+) loop\(s\) of ([\d, ]+) iterations simulated for their first (\d+)",
                           note)
         counted = f"{loops.group(1)} of {loops.group(2)} (first {loops.group(3)})" if loops else "none"
-        classes = re.search(r"in (\d+) symmetry class", note)
+        classes = re.search(r"in (\d+) symmetry class", full.get("simulated_devices", ""))
         classes = classes.group(1) if classes else "per device"
         step = full["step_time_s"]
         rel_sym = abs(step - per["step_time_s"]) / per["step_time_s"]

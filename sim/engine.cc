@@ -308,10 +308,19 @@ class EngineRun {
       d.busy_start_s = t;
       d.op_progress = 0;
       d.op_progress_s = t;
-      sc_core::next_trigger(sc_time(seconds_with_hbm_share(cost, d.hbm_share), SC_SEC),
-                            d.hbm_change);
+      sc_core::next_trigger(sc_time(kernel_seconds(d, cost), SC_SEC), d.hbm_change);
       return;
     }
+  }
+
+  // A compute kernel's duration on the device: at the HBM share the collectives leave it, times
+  // the device's EngineInputs::device_time_scale (a chip that differs).
+  double time_scale(const Device& d) const {
+    return in_.device_time_scale.empty() ? 1.0
+                                         : in_.device_time_scale[static_cast<size_t>(d.id)];
+  }
+  double kernel_seconds(const Device& d, const OpCost& cost) const {
+    return seconds_with_hbm_share(cost, d.hbm_share) * time_scale(d);
   }
 
   // The first collective the step reads that is not done yet, -1 if none.
@@ -326,7 +335,7 @@ class EngineRun {
   // The op at the cursor progressed at the current HBM share since the last
   // update.
   void advance_op(Device& d, double t) {
-    const double duration = seconds_with_hbm_share(op_of_step(d.cursor).cost, d.hbm_share);
+    const double duration = kernel_seconds(d, op_of_step(d.cursor).cost);
     d.op_progress += (t - d.op_progress_s) / duration;
     d.op_progress_s = t;
   }
@@ -336,7 +345,7 @@ class EngineRun {
   bool op_done(Device& d, double t) {
     advance_op(d, t);
     const double left_s =
-        (1 - d.op_progress) * seconds_with_hbm_share(op_of_step(d.cursor).cost, d.hbm_share);
+        (1 - d.op_progress) * kernel_seconds(d, op_of_step(d.cursor).cost);
     if (left_s <= kTimeResolution_s) return true;
     sc_core::next_trigger(sc_time(left_s, SC_SEC), d.hbm_change);
     return false;
@@ -389,8 +398,9 @@ class EngineRun {
   void finish_op(Device& d, double t) {
     const OpInfo& op = op_of_step(d.cursor);
     const double busy = t - d.busy_start_s;
-    const double alone = std::min(busy, op.cost.seconds);
-    const double unit = std::min(alone, op.cost.unit_seconds);
+    const double scale = time_scale(d);  // the kernel's time alone on this device
+    const double alone = std::min(busy, op.cost.seconds * scale);
+    const double unit = std::min(alone, op.cost.unit_seconds * scale);
     DeviceAccount& a = d.account;
     a.compute_s += busy;
     a.op_busy_s[static_cast<size_t>(steps_[d.cursor].op)] += busy;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
 
 #include "common/error.h"
 #include "compiler/ir/trip_count.h"
@@ -31,10 +32,29 @@ struct FidelityChoice {
   std::string approximation_note;
 };
 
+// `per_device`: the chips that differ (per-chip overrides), "" if none. One representative
+// device cannot stand for them: fast falls back to full, or refuses when full is too large.
 FidelityChoice choose_fidelity(const SimOptions& options, const StepProgram& steps,
-                               CollectiveCatalog& catalog, int64_t devices) {
+                               CollectiveCatalog& catalog, int64_t devices,
+                               const std::string& per_device) {
   FidelityChoice choice{options.fidelity, {}, {}};
   if (options.fidelity == Fidelity::kFull) return choice;
+  if (!per_device.empty()) {
+    const double work = static_cast<double>(devices) * static_cast<double>(steps.steps.size());
+    if (work > kFullFallbackBudget)
+      throw UserError(
+          fmt::format("chips differ ({}), and fast fidelity simulates one representative device; "
+                      "full fidelity ({} devices x {} steps) is over the {:.3g} device-steps fast "
+                      "falls back to on its own",
+                      per_device, devices, steps.steps.size(), kFullFallbackBudget),
+          "add --fidelity full to simulate every device (it may take minutes; --time-limit bounds "
+          "it), or drop the per-chip override (hardware.chips.*)");
+    choice.fidelity = Fidelity::kFull;
+    choice.fallback_reason =
+        "chips differ (per-chip hardware overrides), so one representative device does not stand "
+        "for every device";
+    return choice;
+  }
   for (int32_t spec = 0; spec < catalog.size(); ++spec) {
     const FastCollectiveTiming& t = catalog.fast_timing(spec);
     if (t.symmetric) continue;
@@ -356,6 +376,41 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full, bool 
   }
 }
 
+// The compute time of one step: its compute kernels' durations, alone, summed.
+double compute_seconds(const StepProgram& steps) {
+  double total = 0;
+  for (const Step& step : steps.steps)
+    if (!step.collective) total += steps.ops[static_cast<size_t>(step.op)].cost.seconds;
+  return total;
+}
+
+// Per program device, the factor its compute kernels' durations take (EngineInputs::
+// device_time_scale): on a chip variant (per-chip overrides, hw::System::chip_variants), the
+// step's compute time with every op costed on the variant's own config over it on the machine's;
+// empty when no device differs. One factor per device: the device's compute in total is exact,
+// each kernel is stretched by the average (docs/simulator.md#one-slow-chip).
+std::vector<double> device_time_scale(const compiler::SpmdProgram& program,
+                                      const hw::System& system, CollectiveCatalog& catalog,
+                                      const StepProgram& steps) {
+  if (system.chip_variants().empty()) return {};
+  const double base = compute_seconds(steps);
+  std::vector<double> scale(static_cast<size_t>(program.num_devices), 1.0);
+  bool differs = false;
+  for (const hw::ChipVariant& variant : system.chip_variants()) {
+    const std::unique_ptr<hw::CoreModel> core = hw::make_core_model(variant.config);
+    OpCostModel costs(
+        *core, &program.module,
+        variant.config.chip.host_bandwidth /
+            static_cast<double>(std::max<int64_t>(1, variant.config.chip.devices_per_chip)));
+    const double own = compute_seconds(flatten_program(FlattenInputs{program, costs, catalog}));
+    const double factor = base > 0 ? own / base : 1.0;
+    for (int64_t device : variant.devices) scale[static_cast<size_t>(device)] = factor;
+    differs = differs || factor != 1.0;
+  }
+  if (!differs) scale.clear();
+  return scale;
+}
+
 }  // namespace
 
 Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system,
@@ -374,7 +429,9 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   CollectiveCatalog catalog(system, program.num_devices);
   const FlattenInputs flatten_inputs{program, costs, catalog};
   const StepProgram steps = flatten_program(flatten_inputs);
-  FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices);
+  const std::vector<double> time_scale = device_time_scale(program, system, catalog, steps);
+  const std::string per_device = time_scale.empty() ? "" : system.chip_variants_text();
+  FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices, per_device);
 
   // The progress the engine reports: the caller's, and the time limit's test.
   bool stop = false;
@@ -417,11 +474,17 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
                         progress,
                         system.config().hbm.bandwidth,
                         {},
-                        {}};
+                        {},
+                        false,
+                        nullptr,
+                        {},
+                        nullptr};
   };
   EngineInputs inputs = engine_inputs(steps);
+  inputs.device_time_scale = time_scale;
   // Full mode: the symmetry classes simulated (one device each), or per device and why.
   SymmetryClasses classes;
+  std::string simulated_devices;
   if (choice.fidelity == Fidelity::kFull) {
     std::vector<std::string> spec_names(static_cast<size_t>(catalog.size()));
     for (const OpInfo& op : steps.ops)
@@ -433,11 +496,7 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
                   : find_symmetry_classes(system, catalog, program.num_devices,
                                           inputs.device_time_scale, spec_names);
     inputs.symmetry = &classes;
-    if (program.num_devices > 1) {
-      std::string& note =
-          choice.fidelity == options.fidelity ? choice.approximation_note : choice.fallback_reason;
-      note += (note.empty() ? "" : "; ") + fmt::format("full fidelity: {}", classes.note);
-    }
+    if (program.num_devices > 1) simulated_devices = classes.note;
   }
   std::vector<int64_t> traced;
   if (options.record_trace) {
@@ -508,7 +567,9 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   timeline.conditionals_first_branch = steps.conditionals_first_branch;
   timeline.devices_simulated = static_cast<int64_t>(result.devices.size());
   timeline.fallback_reason = choice.fallback_reason;
+  timeline.simulated_devices = simulated_devices;
   timeline.approximation_note = choice.approximation_note;
+  timeline.per_device = per_device;
   timeline.step_time_s = a.finish_s;
   timeline.compute_s = a.compute_s;
   timeline.mxu_bound_s = a.mxu_s;

@@ -102,6 +102,12 @@ struct Timeline {
   std::string fallback_reason;    // why fast fell back to full, if it did
   // Fast mode kept although not exact (too big to fall back to full): why.
   std::string approximation_note;
+  // Chips that differ (per-chip hardware overrides): which and in what (hw::System
+  // chip_variants_text). Every device was simulated, each with its own compute time.
+  std::string per_device;
+  // Full fidelity: which devices were simulated (symmetry classes of torus translates, one
+  // device each; or per device, and why). Exact either way; empty in fast mode.
+  std::string simulated_devices;
   double step_time_s = 0;
   double compute_s = 0;
   double mxu_bound_s = 0;

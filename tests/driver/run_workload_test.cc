@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "reports/formats.h"
 #include "tests/test_files.h"
 
 namespace podsim::driver {
@@ -284,6 +285,65 @@ TEST(CompileWorkload, GradientsAcrossSlicesReduceScatterInSliceThenAllReduceTheS
       ++split_sums;
     }
   EXPECT_EQ(split_sums, 6);  // 2 layers x (wi_0, wi_1, wo)
+}
+
+}  // namespace
+}  // namespace podsim::driver
+
+namespace podsim::driver {
+namespace {
+
+TEST(RunWorkload, OneSlowChipTakesThePerDeviceAnswerAndTheReportSaysSo) {
+  // small.yaml: 8 TPUv3 devices on 2x2 chips x 2, row-major, so chip 1 holds devices 2 and 3.
+  // At half clock its devices compute longer: the step grows, fast falls back to full, and
+  // every format names the chip, its devices and the value against the machine's.
+  const Report base = run_workload(small_request()).report;
+  const RunResult slow = run_workload(small_request({"hardware.chips.1.core.clock_hz=4.7e8"}));
+  const Report& r = slow.report;
+  const std::string line = "chip 1 (devices 2, 3) core.clock_hz 4.7e8 of 9.4e8";
+  EXPECT_EQ(r.fidelity, "full");
+  EXPECT_EQ(r.devices_simulated, 8);
+  EXPECT_EQ(r.per_device, line);
+  EXPECT_NE(r.fallback_reason.find("chips differ"), std::string::npos) << r.fallback_reason;
+  EXPECT_GT(r.step_time_s, base.step_time_s);
+  EXPECT_NE(
+      reports::format_report(r, reports::Format::kTable)
+          .find("(per-device: " + line + "; every device simulated with its own compute time)"),
+      std::string::npos);
+  EXPECT_NE(
+      reports::format_report(r, reports::Format::kJson).find("\"per_device\": \"" + line + "\""),
+      std::string::npos);
+  const reports::FlatReport flat = reports::report_flat_fields(r);
+  EXPECT_EQ(flat.text("per_device"), line);  // the csv column
+  // A run whose chips are all alike has no per_device key (its columns are unchanged).
+  EXPECT_EQ(reports::format_report(base, reports::Format::kJson).find("\"per_device\""),
+            std::string::npos);
+  // A compiled workload simulated with the override as a variant is the same run.
+  const RunRequest request = small_request();
+  CompiledWorkload compiled = compile_workload(request);
+  EXPECT_EQ(
+      simulate_compiled(compiled, request, {{"chips.1.core.clock_hz", "4.7e8"}}).report.step_time_s,
+      r.step_time_s);
+}
+
+TEST(RunWorkload, FullWithOneSlowChipEqualsEveryIteration) {
+  // The scanned small model (a loop over its layers) at full fidelity with one slow chip: the
+  // steady-state run equals the every-iteration run within 0.1 % (the steady test checks every
+  // device's iteration time; simulator.cc).
+  const std::vector<std::string> sets = {"model.layer_loop=scan", "model.layers=12",
+                                         "hardware.chips.2.core.clock_hz=4.7e8"};
+  RunRequest steady = small_request(sets);
+  steady.fidelity = sim::Fidelity::kFull;
+  RunRequest every = steady;
+  every.steady_state_loops = false;
+  const RunResult a = run_workload(steady);
+  const RunResult b = run_workload(every);
+  EXPECT_NE(a.report.approximation_note.find("12 iterations simulated for their first 2"),
+            std::string::npos)
+      << a.report.approximation_note;
+  EXPECT_TRUE(b.report.approximation_note.empty()) << b.report.approximation_note;
+  EXPECT_NEAR(a.report.step_time_s, b.report.step_time_s, 1e-3 * b.report.step_time_s);
+  EXPECT_EQ(a.report.per_device, "chip 2 (devices 4, 5) core.clock_hz 4.7e8 of 9.4e8");
 }
 
 }  // namespace

@@ -593,8 +593,9 @@ TEST(MultiSlice, GroupsAcrossSlicesSplitIntoSliceAndDcnParts) {
     EXPECT_LT(relative_error(dcn_time_s(p), c.want_dcn), 1e-12) << collective_kind_name(c.kind);
     // Both slices' in-slice parts run at once on their own links: fair sharing agrees (the
     // direct all-to-all's flows see different bottlenecks inside a slice: no closed form).
-    if (c.kind != CollectiveKind::kAllToAll)
+    if (c.kind != CollectiveKind::kAllToAll) {
       EXPECT_LT(relative_error(time_plan_fair_share(t, p), c.want), 1e-12);
+    }
   }
 }
 

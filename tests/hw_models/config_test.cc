@@ -246,3 +246,121 @@ TEST(HardwareConfig, DcnKeysComeFromTheReferenceTable) {
 
 }  // namespace
 }  // namespace podsim::hw
+
+namespace podsim::hw {
+namespace {
+
+// ---- per-chip overrides (docs/reference/hardware.md#per-chip-overrides) ----
+
+// The UserError `load` throws (a failure when it throws none).
+template <class F>
+UserError error_of(F&& load) {
+  try {
+    load();
+  } catch (const UserError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected UserError";
+  return UserError("none");
+}
+
+TEST(ChipOverrides, SetFormGivesOneEntryPerKeyInOrder) {
+  const HardwareConfig config = load_hardware(
+      "tpuv3", {{"chips.17.core.clock_hz", "4.7e8"}, {"chips.0-3.hbm.bandwidth", "2.25e11"}});
+  ASSERT_EQ(config.chip_overrides.size(), 2u);
+  const ChipOverride& clock = config.chip_overrides[0];
+  EXPECT_EQ(clock.first_chip, 17);
+  EXPECT_EQ(clock.last_chip, 17);
+  EXPECT_EQ(clock.key, "core.clock_hz");
+  EXPECT_DOUBLE_EQ(clock.value, 4.7e8);
+  EXPECT_EQ(clock.where.file, "--set hardware.chips.17.core.clock_hz=4.7e8");
+  const ChipOverride& hbm = config.chip_overrides[1];
+  EXPECT_EQ(hbm.first_chip, 0);
+  EXPECT_EQ(hbm.last_chip, 3);
+  EXPECT_EQ(hbm.key, "hbm.bandwidth");
+  // The machine's own values are untouched (tpuv3: 940 MHz, 4.5e11 B/s per device).
+  EXPECT_DOUBLE_EQ(config.core.clock_hz, 9.4e8);
+  EXPECT_DOUBLE_EQ(config.hbm.bandwidth, 4.5e11);
+  EXPECT_EQ(per_chip_keys(), (std::vector<std::string>{"core.clock_hz", "hbm.bandwidth"}));
+  HardwareConfig changed = config;
+  apply_chip_value(changed, "core.clock_hz", 4.7e8);
+  EXPECT_DOUBLE_EQ(chip_value(changed, "core.clock_hz"), 4.7e8);
+}
+
+TEST(ChipOverrides, DocumentFormNestedOrDottedAddsToTheBase) {
+  // A file's `chips:` map, keys nested like the rest of the file or dotted, after its base's.
+  const HardwareConfig config = load_hardware_from_string(
+      "base: tpuv3\nchips:\n  5:\n    core:\n      clock_hz: 7e8\n"
+      "  6-7:\n    hbm.bandwidth: 3e11\n",
+      "slow.yaml", {{"chips.1.core.clock_hz", "8e8"}});
+  ASSERT_EQ(config.chip_overrides.size(), 3u);
+  EXPECT_EQ(config.chip_overrides[0].first_chip, 5);
+  EXPECT_EQ(config.chip_overrides[0].where.line, 5);  // the value's line
+  EXPECT_EQ(config.chip_overrides[1].first_chip, 6);
+  EXPECT_EQ(config.chip_overrides[1].last_chip, 7);
+  EXPECT_EQ(config.chip_overrides[1].key, "hbm.bandwidth");
+  EXPECT_EQ(config.chip_overrides[2].first_chip, 1);  // the --set comes last
+}
+
+TEST(ChipOverrides, BadIdsKeysAndValuesAreUserErrorsWithHints) {
+  auto set = [](const std::string& key, const std::string& value) {
+    return error_of([&] { load_hardware("tpuv3", {{key, value}}); });
+  };
+  // Not a chip id.
+  UserError e = set("chips.x.core.clock_hz", "1e9");
+  EXPECT_EQ(e.message(), "bad chip id 'x' in hardware key 'chips.x.core.clock_hz'");
+  EXPECT_NE(e.hint().find("first-last"), std::string::npos) << e.hint();
+  EXPECT_EQ(e.location().file, "--set hardware.chips.x.core.clock_hz=1e9");
+  EXPECT_EQ(set("chips.-1.core.clock_hz", "1e9").message(),
+            "bad chip id '-1' in hardware key 'chips.-1.core.clock_hz'");
+  // Beyond any machine (2^20 chips), and a range written backwards.
+  EXPECT_NE(set("chips.1048576.core.clock_hz", "1e9").message().find("beyond any machine"),
+            std::string::npos);
+  e = set("chips.3-1.core.clock_hz", "1e9");
+  EXPECT_NE(e.message().find("runs backwards"), std::string::npos);
+  EXPECT_EQ(e.hint(), "write the lower id first: 1-3");
+  // No key, a key that cannot differ per chip, a misspelt key.
+  EXPECT_NE(set("chips.1", "1e9").message().find("names chips but no key"), std::string::npos);
+  e = set("chips.1.core.mxu_rows", "64");
+  EXPECT_EQ(e.message(),
+            "hardware key 'core.mxu_rows' cannot differ per chip ('chips.1.core.mxu_rows')");
+  EXPECT_EQ(e.hint(),
+            "per-chip keys: core.clock_hz, hbm.bandwidth (every other key is the machine's)");
+  EXPECT_EQ(set("chips.1.core.clock", "1e9").hint(), "did you mean 'chips.1.core.clock_hz'?");
+  // Values: the machine-wide key's range (clock 1e6..1e11 Hz), NaN and words rejected.
+  for (const char* value : {"1e12", ".nan", "fast", "-1e9"}) {
+    e = set("chips.1.core.clock_hz", value);
+    EXPECT_NE(e.message().find("per-chip key 'chips.1.core.clock_hz'"), std::string::npos)
+        << value << ": " << e.message();
+  }
+  EXPECT_NE(set("chips.1.hbm.bandwidth", "1e20").hint().find("hbm.bandwidth must be"),
+            std::string::npos);
+}
+
+TEST(ChipOverrides, DocumentErrorsHaveLineAndColumn) {
+  auto load = [](const std::string& text) {
+    return error_of([&] { load_hardware_from_string(text, "c.yaml"); });
+  };
+  // A bad value: at the value.
+  UserError e = load("base: tpuv3\nchips:\n  2:\n    core: {clock_hz: .nan}\n");
+  EXPECT_EQ(e.location().line, 4);
+  EXPECT_EQ(e.location().column, 22);
+  // An unknown per-chip key: at its value, with the nearest per-chip key.
+  e = load("base: tpuv3\nchips:\n  2:\n    hbm: {bandwith: 1e11}\n");
+  EXPECT_EQ(e.location().line, 4);
+  EXPECT_EQ(e.hint(), "did you mean 'chips.2.hbm.bandwidth'?");
+  // A chip entry that is not a map, and chips that is not a map.
+  EXPECT_EQ(load("base: tpuv3\nchips:\n  2: 7e8\n").location().line, 3);
+  EXPECT_EQ(load("base: tpuv3\nchips: [1, 2]\n").location().line, 2);
+  // A misspelt `chips` is an unknown key pointing at it, with the right word.
+  e = load("base: tpuv3\nchipz:\n  2: {core: {clock_hz: 7e8}}\n");
+  EXPECT_EQ(e.location().line, 2);
+  EXPECT_NE(e.hint().find("did you mean 'chips'"), std::string::npos) << e.hint();
+  // `chip:` is the chip section: its key '2' is unknown there, at line 3.
+  e = load("base: tpuv3\nchip:\n  2: {core: {clock_hz: 7e8}}\n");
+  EXPECT_EQ(e.message(), "unknown hardware key 'chip.2'");
+  EXPECT_EQ(e.location().line, 3);
+}
+
+}  // namespace
+}  // namespace podsim::hw

@@ -129,3 +129,21 @@ TEST(Describe, PresetTableHasOneRowPerPresetWithItsFigures) {
 
 }  // namespace
 }  // namespace podsim::hw
+
+namespace podsim::hw {
+namespace {
+
+TEST(Describe, ShowListsPerChipOverridesWithWhereTheyCameFrom) {
+  const std::string text = describe_hardware(
+      load_hardware("tpuv3", {{"chips.17.core.clock_hz", "4.7e8"},
+                              {"chips.0-3.hbm.bandwidth", "2.25e11"}}));
+  EXPECT_NE(text.find("chip 17 "), std::string::npos) << text;
+  EXPECT_NE(text.find("core.clock_hz = 4.7e+08  (--set hardware.chips.17.core.clock_hz=4.7e8)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("chips 0-3"), std::string::npos) << text;
+  EXPECT_EQ(describe_hardware(load_hardware("tpuv3")).find("chips 0-3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace podsim::hw

@@ -86,3 +86,77 @@ TEST(System, SlicesRepeatThePlacementAndNeedADcnBandwidth) {
 
 }  // namespace
 }  // namespace podsim::hw
+
+namespace podsim::hw {
+namespace {
+
+// ---- per-chip overrides resolved on the machine ----
+
+TEST(SystemChipVariants, ChipsMapToTheirDevicesAndEqualValuesGroup) {
+  // 8 TPUv3 devices row-major on 2x2 chips x 2 cores: chip c holds devices 2c and 2c+1
+  // (core = chip x devices_per_chip + index, placement row-major = identity).
+  const System system(
+      load_hardware("tpuv3", {{"chips.1.core.clock_hz", "4.7e8"},
+                              {"chips.3.core.clock_hz", "4.7e8"},
+                              {"chips.0-1.hbm.bandwidth", "2.25e11"},
+                              {"chips.0.hbm.bandwidth", "3e11"}}),  // later wins for chip 0
+      MeshLayout{{8}, {}, PlacementOrder::kRowMajor, {}});
+  const std::vector<ChipVariant>& v = system.chip_variants();
+  // chip 0: hbm 3e11; chip 1: clock + hbm 2.25e11; chip 3: clock alone. Three variants.
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].chips, (std::vector<int64_t>{0}));
+  EXPECT_EQ(v[0].devices, (std::vector<int64_t>{0, 1}));
+  EXPECT_DOUBLE_EQ(v[0].config.hbm.bandwidth, 3e11);
+  EXPECT_DOUBLE_EQ(v[0].config.core.clock_hz, 9.4e8);
+  EXPECT_EQ(v[1].chips, (std::vector<int64_t>{1}));
+  EXPECT_EQ(v[1].devices, (std::vector<int64_t>{2, 3}));
+  EXPECT_DOUBLE_EQ(v[1].config.core.clock_hz, 4.7e8);
+  EXPECT_DOUBLE_EQ(v[1].config.hbm.bandwidth, 2.25e11);
+  EXPECT_EQ(v[2].chips, (std::vector<int64_t>{3}));
+  EXPECT_EQ(v[2].devices, (std::vector<int64_t>{6, 7}));
+  EXPECT_TRUE(v[2].config.chip_overrides.empty());
+  EXPECT_EQ(system.chip_variants_text(),
+            "chip 0 (devices 0, 1) hbm.bandwidth 3e11 of 4.5e11; "
+            "chip 1 (devices 2, 3) core.clock_hz 4.7e8 of 9.4e8, hbm.bandwidth 2.25e11 of 4.5e11; "
+            "chip 3 (devices 6, 7) core.clock_hz 4.7e8 of 9.4e8");
+  // No override: no variant, no text.
+  const System plain(load_hardware("tpuv3"), MeshLayout{{8}, {}, PlacementOrder::kRowMajor, {}});
+  EXPECT_TRUE(plain.chip_variants().empty());
+  EXPECT_EQ(plain.chip_variants_text(), "");
+}
+
+TEST(SystemChipVariants, ChipIdsFollowThePlacementAndRunSliceMajor) {
+  // Column-major placement of a [2, 4] mesh on 2x2 chips x 2: device (i, j) = i x 4 + j sits on
+  // core j x 2 + i, so chip 1 (cores 2, 3) holds devices 1 and 5.
+  const System column(load_hardware("tpuv3", {{"chips.1.core.clock_hz", "4.7e8"}}),
+                      MeshLayout{{2, 4}, {}, PlacementOrder::kColumnMajor, {}});
+  ASSERT_EQ(column.placement().core_of_device[1], 2);  // premise: the column-major layout
+  ASSERT_EQ(column.chip_variants().size(), 1u);
+  EXPECT_EQ(column.chip_variants()[0].devices, (std::vector<int64_t>{1, 5}));
+  // Two slices of 4 chips (dcn): chip 5 is slice 1's chip 1, devices 8 + 2 and 8 + 3.
+  MeshLayout two{{8}, {}, PlacementOrder::kRowMajor, {}};
+  two.slices = 2;
+  const System sliced(load_hardware("tpuv3", {{"dcn.bandwidth_per_chip", "6.25e9"},
+                                              {"chips.5.core.clock_hz", "4.7e8"}}),
+                      two);
+  ASSERT_EQ(sliced.chip_variants().size(), 1u);
+  EXPECT_EQ(sliced.chip_variants()[0].devices, (std::vector<int64_t>{10, 11}));
+}
+
+TEST(SystemChipVariants, ChipBeyondTheMachineIsAUserErrorAtTheOverride) {
+  // 4 chips: ids 0-3; chip 4 is beyond.
+  try {
+    System(load_hardware("tpuv3", {{"chips.2-4.core.clock_hz", "4.7e8"}}),
+           MeshLayout{{8}, {}, PlacementOrder::kRowMajor, {}});
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.location().file, "--set hardware.chips.2-4.core.clock_hz=4.7e8");
+    EXPECT_EQ(e.message(),
+              "chip 4 (hardware key 'chips.2-4.core.clock_hz') is beyond the machine: the run "
+              "uses 4 chip(s), ids 0-3");
+    EXPECT_NE(e.hint().find("2 device(s) each"), std::string::npos) << e.hint();
+  }
+}
+
+}  // namespace
+}  // namespace podsim::hw

@@ -404,7 +404,7 @@ ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {
   // dim 1 maps {0,7} onto {2,5}, no group. 8 devices / 2 translates = 4 classes.
   EXPECT_EQ(t.devices_simulated, 4);
   EXPECT_NE(t.fallback_reason.find("not symmetric"), std::string::npos) << t.fallback_reason;
-  EXPECT_NE(t.fallback_reason.find("4 symmetry classes"), std::string::npos) << t.fallback_reason;
+  EXPECT_NE(t.simulated_devices.find("4 symmetry classes"), std::string::npos) << t.simulated_devices;
 }
 
 TEST(Simulator, AllReduceTakesTheFasterOfMeshAndPhysicalOrder) {
@@ -705,6 +705,166 @@ ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {
     const Timeline t = run(program, system, f);
     EXPECT_NEAR(t.step_time_s, want, 1e-9 * want) << fidelity_name(f);
     EXPECT_NEAR(t.dcn_busy_s, want, 1e-9 * want) << fidelity_name(f);
+  }
+}
+
+}  // namespace
+}  // namespace podsim::sim
+
+namespace podsim::sim {
+namespace {
+
+// ---- per-chip overrides: one slow chip (docs/simulator.md#one-slow-chip) ----
+
+// ring_system(8) (one device per chip, so chip c holds device c) with more overrides.
+hw::System ring8(hw::Overrides more = {}) {
+  hw::Overrides overrides = {
+      {"ici.pod_dims", "[8]"}, {"ici.pod_wraparound", "[true]"}, {"chip.devices_per_chip", "1"}};
+  overrides.insert(overrides.end(), more.begin(), more.end());
+  return make_system({8}, overrides);
+}
+
+// One kernel per device and no collective: `op` on two bf16[2048,2048] parameters.
+std::string solo_program(const std::string& op) {
+  return fmt::format(R"(HloModule solo, num_partitions=8
+ENTRY %main (p: bf16[2048,2048], a: bf16[2048,2048]) -> bf16[2048,2048] {{
+  %p = bf16[2048,2048]{{1,0}} parameter(0)
+  %a = bf16[2048,2048]{{1,0}} parameter(1)
+  ROOT %k = bf16[2048,2048]{{1,0}} {}
+}})",
+                     op);
+}
+
+TEST(SimulatorChipOverrides, OneSlowChipWithoutCollectivesTakesItsOwnKernelTime) {
+  // No collective: each device runs its kernel alone and the step is the slowest device's. A
+  // chip with a per-chip key runs its kernel as the whole machine with that key does (an
+  // independent run): a dot (MXU-bound) on chip 3 at half clock, an add (HBM-bound) on chip 3
+  // at half HBM bandwidth. Fast falls back to full and says why.
+  struct Case {
+    std::string op, key, value;
+  };
+  for (const Case& c : {Case{"dot(%p, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                             "core.clock_hz", "4.7e8"},
+                        Case{"add(%p, %a)", "hbm.bandwidth", "2.25e11"}}) {
+    SCOPED_TRACE(c.key);
+    const auto program = program_from_hlo(solo_program(c.op));
+    const Timeline one = run(program, ring8({{"chips.3." + c.key, c.value}}), Fidelity::kFast);
+    const Timeline all = run(program, ring8({{c.key, c.value}}), Fidelity::kFast);
+    const Timeline base = run(program, ring8(), Fidelity::kFast);
+    EXPECT_EQ(one.fidelity, Fidelity::kFull);
+    EXPECT_EQ(one.devices_simulated, 8);
+    EXPECT_NE(one.fallback_reason.find("chips differ"), std::string::npos) << one.fallback_reason;
+    EXPECT_EQ(all.fidelity, Fidelity::kFast);            // every chip alike: fast stays exact
+    EXPECT_GT(all.step_time_s, 1.5 * base.step_time_s);  // premise: the key bounds the kernel
+    EXPECT_NEAR(one.step_time_s, all.step_time_s, 1e-9 * all.step_time_s);
+    EXPECT_NEAR(one.compute_s, all.compute_s, 1e-9 * all.step_time_s);
+    EXPECT_EQ(one.idle_s, 0);  // nothing waits on anyone
+  }
+  // The dot is MXU-bound at both clocks: half the clock doubles its MXU cycles' time, its fixed
+  // costs f (op overhead and first HBM access, core_model.cc) stay: step - f = 2 (dot - f).
+  const hw::System base = ring8();
+  const double o = base.config().core.op_overhead_s + base.config().hbm.latency_s;
+  const Timeline slow = run(program_from_hlo(solo_program(
+                                "dot(%p, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}")),
+                            ring8({{"chips.3.core.clock_hz", "4.7e8"}}));
+  EXPECT_NEAR(slow.step_time_s - o, 2 * (dot_2048_s(base) - o), 1e-11);
+  EXPECT_EQ(slow.per_device, "chip 3 (device 3) core.clock_hz 4.7e8 of 9.4e8");
+}
+
+// A data-parallel step: each device's dot, then the all-reduce of its result.
+std::string dot_then_all_reduce_program() {
+  return R"(HloModule dp, num_partitions=8
+%sum (x: bf16[], y: bf16[]) -> bf16[] {
+  %x = bf16[] parameter(0)
+  %y = bf16[] parameter(1)
+  ROOT %add = bf16[] add(%x, %y)
+}
+ENTRY %main (p: bf16[2048,2048], a: bf16[2048,2048]) -> bf16[2048,2048] {
+  %p = bf16[2048,2048]{1,0} parameter(0)
+  %a = bf16[2048,2048]{1,0} parameter(1)
+  %d = bf16[2048,2048]{1,0} dot(%p, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %ar = bf16[2048,2048]{1,0} all-reduce(%d), channel_id=1, replica_groups=[1,8]<=[8], use_global_device_ids=true, to_apply=%sum
+})";
+}
+
+TEST(SimulatorChipOverrides, AllReduceWaitsForTheSlowChipAndTheOthersIdle) {
+  // The all-reduce starts when the last member's dot ends: with D the dot at 9.4e8 Hz, D' at
+  // 4.7e8 Hz (chip 3) and R the ring all-reduce (closed form), step = D' + R. The fast devices
+  // compute D and idle D' - D (their all-reduce waits for device 3), the slow one computes D'
+  // and idles 0: either way compute + idle = D' and the exposed part is R.
+  const auto program = program_from_hlo(dot_then_all_reduce_program());
+  const hw::System slow = ring8({{"chips.3.core.clock_hz", "4.7e8"}});
+  const double d = dot_2048_s(ring8());
+  const double d_slow = dot_2048_s(ring8({{"core.clock_hz", "4.7e8"}}));
+  const double r = ring_all_reduce_s(2048.0 * 2048 * 2, 8);
+  ASSERT_GT(d_slow, 1.5 * d);  // premise: the dot is clock-bound
+  const Timeline base = run(program, ring8(), Fidelity::kFull);
+  EXPECT_NEAR(base.step_time_s, d + r, 1e-11);
+  const Timeline t = run(program, slow, Fidelity::kFull, /*trace=*/true);
+  EXPECT_NEAR(t.step_time_s, d_slow + r, 1e-11);
+  EXPECT_NEAR(t.compute_s + t.idle_s, d_slow, 1e-11);
+  EXPECT_NEAR(t.exposed_communication_s, r, 1e-11);
+  EXPECT_EQ(t.fallback_reason, "");  // full was asked for
+  EXPECT_EQ(t.per_device, "chip 3 (device 3) core.clock_hz 4.7e8 of 9.4e8");
+  // Per device, from the trace: the dot of device 3 takes D', every other device's D; the
+  // all-reduce of every device ends at D' + R.
+  int dots = 0;
+  for (const TraceEvent& e : t.events) {
+    if (e.track == "compute" && e.name == "d") {
+      ++dots;
+      EXPECT_NEAR(e.duration_s, e.device == 3 ? d_slow : d, 1e-11) << e.device;
+    }
+    if (e.track.starts_with("collectives") && e.name == "ar") {
+      EXPECT_NEAR(e.start_s + e.duration_s, d_slow + r, 1e-11) << e.device;
+    }
+  }
+  EXPECT_EQ(dots, 8);
+}
+
+TEST(SimulatorChipOverrides, FullSteadyLoopMatchesEveryIterationOnEveryDevice) {
+  // 40 iterations of dot -> all-reduce, chip 3 at half clock: every iteration waits for the slow
+  // chip, the machine repeats, so the steady-state run (every device's iteration time checked)
+  // equals the every-iteration run op by op; fast asked falls back to full and simulates every
+  // iteration, the same answer.
+  const hw::System system = ring8({{"chips.3.core.clock_hz", "4.7e8"}});
+  const auto program = program_from_hlo(while_program(40));
+  SimOptions whole_options;
+  whole_options.fidelity = Fidelity::kFull;
+  whole_options.steady_state_loops = false;
+  const Timeline whole = simulate(program, system, whole_options);
+  const Timeline steady = run(program, system, Fidelity::kFull);
+  EXPECT_NE(steady.approximation_note.find("1 loop(s) of 40 iterations"), std::string::npos)
+      << steady.approximation_note;
+  EXPECT_NE(steady.approximation_note.find("every device"), std::string::npos);
+  expect_same_accounts(steady, whole);
+  const Timeline fast = run(program, system, Fidelity::kFast);
+  EXPECT_EQ(fast.fidelity, Fidelity::kFull);
+  EXPECT_NEAR(fast.step_time_s, whole.step_time_s, 1e-3 * whole.step_time_s);
+  // The slow chip makes the step longer than the uniform machine's.
+  EXPECT_GT(whole.step_time_s, run(program, ring8(), Fidelity::kFull).step_time_s);
+}
+
+TEST(SimulatorChipOverrides, AnOverrideThatChangesNothingKeepsFast) {
+  // Chip 3 at the preset's own clock: every device alike, fast stays exact.
+  const auto program = program_from_hlo(dot_then_all_reduce_program());
+  const Timeline same = run(program, ring8({{"chips.3.core.clock_hz", "9.4e8"}}));
+  EXPECT_EQ(same.fidelity, Fidelity::kFast);
+  EXPECT_EQ(same.per_device, "");
+  EXPECT_EQ(same.step_time_s, run(program, ring8()).step_time_s);
+}
+
+TEST(SimulatorChipOverrides, FastRefusesWhenFullIsTooLargeToFallBackTo) {
+  // 8 devices x 3 million steps (a 1,000,000-trip loop of 3 steps: add, dot, all-reduce) is over
+  // the 2e7 fast falls back to: a UserError naming --fidelity full, before any simulation.
+  const auto program = program_from_hlo(while_program(1000000));
+  try {
+    run(program, ring8({{"chips.3.core.clock_hz", "4.7e8"}}), Fidelity::kFast);
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find("chips differ (chip 3 (device 3) core.clock_hz 4.7e8 of 9.4e8)"),
+              std::string::npos)
+        << e.message();
+    EXPECT_NE(e.hint().find("--fidelity full"), std::string::npos) << e.hint();
   }
 }
 
