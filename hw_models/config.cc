@@ -487,6 +487,7 @@ std::string override_guess(const std::string& key) {
 constexpr int64_t kMaxChipId = (int64_t{1} << 20) - 1;
 
 struct PerChipKey {
+  ChipKey id;
   const char* key;
   double& (*access)(HardwareConfig&);
 };
@@ -495,8 +496,10 @@ struct PerChipKey {
 // or shorter (sim/simulator.cc costs them with the chip's own config).
 const std::vector<PerChipKey>& per_chip_table() {
   static const std::vector<PerChipKey> table = {
-      {"core.clock_hz", [](HardwareConfig& c) -> double& { return c.core.clock_hz; }},
-      {"hbm.bandwidth", [](HardwareConfig& c) -> double& { return c.hbm.bandwidth; }},
+      {ChipKey::kCoreClockHz, "core.clock_hz",
+       [](HardwareConfig& c) -> double& { return c.core.clock_hz; }},
+      {ChipKey::kHbmBandwidth, "hbm.bandwidth",
+       [](HardwareConfig& c) -> double& { return c.hbm.bandwidth; }},
   };
   return table;
 }
@@ -505,6 +508,12 @@ const PerChipKey* find_per_chip(const std::string& key) {
   for (const PerChipKey& k : per_chip_table())
     if (key == k.key) return &k;
   return nullptr;
+}
+
+const PerChipKey& per_chip_entry(ChipKey key) {
+  for (const PerChipKey& k : per_chip_table())
+    if (k.id == key) return k;
+  throw std::logic_error("per_chip_entry: a ChipKey without a table row");
 }
 
 constexpr const char* kChipIdHint =
@@ -563,7 +572,7 @@ ChipOverride parse_chip_override(const std::string& ids, const std::string& key,
     throw UserError(e.location(), fmt::format("{} (per-chip key '{}')", e.message(), dotted),
                     e.hint());
   }
-  return ChipOverride{first, last, key, per_chip->access(scratch), loc};
+  return ChipOverride{first, last, per_chip->id, per_chip->access(scratch), loc};
 }
 
 void check_consistency(const HardwareConfig& c, const SourceLocation& loc) {
@@ -797,16 +806,14 @@ std::vector<std::string> per_chip_keys() {
   return keys;
 }
 
-void apply_chip_value(HardwareConfig& config, const std::string& key, double value) {
-  const PerChipKey* per_chip = find_per_chip(key);
-  assert(per_chip && "apply_chip_value: not a per-chip key");
-  per_chip->access(config) = value;
+std::string chip_key_name(ChipKey key) { return per_chip_entry(key).key; }
+
+void apply_chip_value(HardwareConfig& config, ChipKey key, double value) {
+  per_chip_entry(key).access(config) = value;
 }
 
-double chip_value(const HardwareConfig& config, const std::string& key) {
-  const PerChipKey* per_chip = find_per_chip(key);
-  assert(per_chip && "chip_value: not a per-chip key");
-  return per_chip->access(const_cast<HardwareConfig&>(config));
+double chip_value(const HardwareConfig& config, ChipKey key) {
+  return per_chip_entry(key).access(const_cast<HardwareConfig&>(config));
 }
 
 std::string hardware_value_text(const HardwareConfig& config, const std::string& key) {

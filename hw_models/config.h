@@ -134,10 +134,13 @@ enum class CalibrationStatus { kCalibrated, kUncalibrated };
 // `chips.<id or first-last>.<key>` (--set hardware.chips.17.core.clock_hz=1.05e9) or in a file's
 // `chips:` map; later entries win. hw::System resolves them to devices
 // (docs/reference/hardware.md#per-chip-overrides).
+// The hardware keys a chip may override (per_chip_keys() names them).
+enum class ChipKey { kCoreClockHz, kHbmBandwidth };
+
 struct ChipOverride {
   int64_t first_chip = 0;
   int64_t last_chip = 0;  // inclusive
-  std::string key;        // "core.clock_hz" | "hbm.bandwidth"
+  ChipKey key = ChipKey::kCoreClockHz;
   double value = 0;
   SourceLocation where;  // the file position of the value, or the --set flag
 };
@@ -180,8 +183,9 @@ std::vector<std::string> hardware_keys();
 
 // The keys a per-chip override may set (ChipOverride::key), and `config` with one applied.
 std::vector<std::string> per_chip_keys();
-void apply_chip_value(HardwareConfig& config, const std::string& key, double value);
-double chip_value(const HardwareConfig& config, const std::string& key);
+std::string chip_key_name(ChipKey key);  // its dotted hardware key, "core.clock_hz"
+void apply_chip_value(HardwareConfig& config, ChipKey key, double value);
+double chip_value(const HardwareConfig& config, ChipKey key);
 
 // The value of one key rendered as text (for describe and error messages).
 std::string hardware_value_text(const HardwareConfig& config, const std::string& key);

@@ -76,7 +76,7 @@ std::string describe_hardware(const HardwareConfig& config) {
                        o.first_chip == o.last_chip
                            ? fmt::format("chip {}", o.first_chip)
                            : fmt::format("chips {}-{}", o.first_chip, o.last_chip),
-                       o.key, o.value, o.where.to_string());
+                       chip_key_name(o.key), o.value, o.where.to_string());
   return out;
 }
 

@@ -78,7 +78,7 @@ std::vector<ChipVariant> resolve_chip_variants(const HardwareConfig& config,
                                                const Placement& placement) {
   if (config.chip_overrides.empty()) return {};
   const int64_t chips = topology.num_chips() * topology.num_slices();
-  std::map<int64_t, std::map<std::string, double>> per_chip;
+  std::map<int64_t, std::map<ChipKey, double>> per_chip;
   for (const ChipOverride& o : config.chip_overrides) {
     if (o.last_chip >= chips)
       throw UserError(
@@ -88,7 +88,7 @@ std::vector<ChipVariant> resolve_chip_variants(const HardwareConfig& config,
                       o.last_chip,
                       o.first_chip == o.last_chip ? fmt::format("{}", o.first_chip)
                                                   : fmt::format("{}-{}", o.first_chip, o.last_chip),
-                      o.key, chips, chips - 1),
+                      chip_key_name(o.key), chips, chips - 1),
           fmt::format("the slice has {} chip(s) ({} device(s) each){}; chip ids are row-major over "
                       "its chip dims{}",
                       topology.num_chips(), topology.slice().devices_per_chip,
@@ -98,7 +98,7 @@ std::vector<ChipVariant> resolve_chip_variants(const HardwareConfig& config,
                       topology.num_slices() > 1 ? ", slice-major across slices" : ""));
     for (int64_t chip = o.first_chip; chip <= o.last_chip; ++chip) per_chip[chip][o.key] = o.value;
   }
-  std::map<std::map<std::string, double>, ChipVariant> variants;
+  std::map<std::map<ChipKey, double>, ChipVariant> variants;
   for (const auto& [chip, values] : per_chip) {
     ChipVariant& v = variants[values];
     v.chips.push_back(chip);
@@ -113,7 +113,7 @@ std::vector<ChipVariant> resolve_chip_variants(const HardwareConfig& config,
   }
   const auto& cores = placement.core_of_device;
   for (size_t d = 0; d < cores.size(); ++d) {
-    const std::map<std::string, double>* values = nullptr;
+    const std::map<ChipKey, double>* values = nullptr;
     auto it = per_chip.find(topology.chip_of(cores[d]));
     if (it != per_chip.end()) values = &it->second;
     if (values) variants[*values].devices.push_back(static_cast<int64_t>(d));
@@ -141,7 +141,7 @@ std::string System::chip_variants_text() const {
   for (const ChipVariant& v : chip_variants_) {
     std::vector<std::string> values;
     for (const auto& [key, value] : v.values)
-      values.push_back(fmt::format("{} {} of {}", key, short_number(value),
+      values.push_back(fmt::format("{} {} of {}", chip_key_name(key), short_number(value),
                                    short_number(chip_value(config_, key))));
     parts.push_back(fmt::format("chip{} {} (device{} {}) {}", v.chips.size() > 1 ? "s" : "",
                                 ranges_text(v.chips), v.devices.size() == 1 ? "" : "s",

@@ -31,7 +31,7 @@ struct MeshLayout {
 // slices the mesh uses): chips whose overrides end at the same values form one variant.
 struct ChipVariant {
   HardwareConfig config;                               // the machine's, with `values` applied
-  std::vector<std::pair<std::string, double>> values;  // per-chip key -> value, in key order
+  std::vector<std::pair<ChipKey, double>> values;  // per-chip key -> value, in key order
   std::vector<int64_t> chips;                          // physical chip ids (slice-major), ascending
   std::vector<int64_t> devices;  // program devices on those chips (via the placement), ascending
 };

@@ -271,20 +271,22 @@ TEST(ChipOverrides, SetFormGivesOneEntryPerKeyInOrder) {
   const ChipOverride& clock = config.chip_overrides[0];
   EXPECT_EQ(clock.first_chip, 17);
   EXPECT_EQ(clock.last_chip, 17);
-  EXPECT_EQ(clock.key, "core.clock_hz");
+  EXPECT_EQ(clock.key, ChipKey::kCoreClockHz);
   EXPECT_DOUBLE_EQ(clock.value, 4.7e8);
   EXPECT_EQ(clock.where.file, "--set hardware.chips.17.core.clock_hz=4.7e8");
   const ChipOverride& hbm = config.chip_overrides[1];
   EXPECT_EQ(hbm.first_chip, 0);
   EXPECT_EQ(hbm.last_chip, 3);
-  EXPECT_EQ(hbm.key, "hbm.bandwidth");
+  EXPECT_EQ(hbm.key, ChipKey::kHbmBandwidth);
   // The machine's own values are untouched (tpuv3: 940 MHz, 4.5e11 B/s per device).
   EXPECT_DOUBLE_EQ(config.core.clock_hz, 9.4e8);
   EXPECT_DOUBLE_EQ(config.hbm.bandwidth, 4.5e11);
   EXPECT_EQ(per_chip_keys(), (std::vector<std::string>{"core.clock_hz", "hbm.bandwidth"}));
   HardwareConfig changed = config;
-  apply_chip_value(changed, "core.clock_hz", 4.7e8);
-  EXPECT_DOUBLE_EQ(chip_value(changed, "core.clock_hz"), 4.7e8);
+  apply_chip_value(changed, ChipKey::kCoreClockHz, 4.7e8);
+  EXPECT_DOUBLE_EQ(chip_value(changed, ChipKey::kCoreClockHz), 4.7e8);
+  EXPECT_DOUBLE_EQ(chip_value(changed, ChipKey::kHbmBandwidth), 4.5e11);
+  EXPECT_EQ(chip_key_name(ChipKey::kHbmBandwidth), "hbm.bandwidth");
 }
 
 TEST(ChipOverrides, DocumentFormNestedOrDottedAddsToTheBase) {
@@ -298,7 +300,7 @@ TEST(ChipOverrides, DocumentFormNestedOrDottedAddsToTheBase) {
   EXPECT_EQ(config.chip_overrides[0].where.line, 5);  // the value's line
   EXPECT_EQ(config.chip_overrides[1].first_chip, 6);
   EXPECT_EQ(config.chip_overrides[1].last_chip, 7);
-  EXPECT_EQ(config.chip_overrides[1].key, "hbm.bandwidth");
+  EXPECT_EQ(config.chip_overrides[1].key, ChipKey::kHbmBandwidth);
   EXPECT_EQ(config.chip_overrides[2].first_chip, 1);  // the --set comes last
 }
 
