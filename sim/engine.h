@@ -34,6 +34,14 @@ struct DeviceAccount {
   std::vector<double> collective_exposed_s;
 };
 
+// A chip variant (per-chip hardware overrides, hw::System::chip_variants) as its devices run: per
+// StepProgram op its OpCost on the variant's own config (the kernel's duration, its time split, its
+// HBM time under contention), and its hbm.bandwidth (collective DMAs take their share of it).
+struct VariantCosts {
+  std::vector<OpCost> ops;
+  double hbm_bandwidth = 0;
+};
+
 struct EngineInputs {
   const StepProgram& program;
   CollectiveCatalog& collectives;
@@ -62,10 +70,11 @@ struct EngineInputs {
   // Set (by the progress callback) to stop the run at the next progress
   // report: the result then has stopped = true and no accounts.
   const bool* stop = nullptr;
-  // Per program device: the multiplier of its compute kernels' durations (a chip made slower
-  // or faster by a per-chip hardware override). Empty: every device 1. Devices that differ here
-  // are never simulated as one symmetry class.
-  std::vector<double> device_time_scale;
+  // Per program device: the chip variant it runs on (an index into `variants`; -1: the machine's
+  // chip, StepProgram::ops costs and hbm_bandwidth). Empty: every device the machine's. Devices of
+  // different variants are never simulated as one symmetry class.
+  std::vector<int32_t> device_variant;
+  std::vector<VariantCosts> variants;
   // Full mode: when set and applied, only its representatives are simulated (EngineResult::devices
   // is per class, in its order) and each orbit of translated groups runs as one fabric job
   // carrying all their link loads (docs/simulator.md#symmetry-classes-full-fidelity).
