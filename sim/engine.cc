@@ -211,8 +211,9 @@ class EngineRun {
 
   // An op's cost on the device's own chip (its variant's, else the machine's).
   const OpCost& cost_of(const Device& d, int32_t op) const {
-    return d.variant < 0 ? in_.program.ops[static_cast<size_t>(op)].cost
-                         : in_.variants[static_cast<size_t>(d.variant)].ops[static_cast<size_t>(op)];
+    return d.variant < 0
+               ? in_.program.ops[static_cast<size_t>(op)].cost
+               : in_.variants[static_cast<size_t>(d.variant)].ops[static_cast<size_t>(op)];
   }
   double hbm_bandwidth_of(const Device& d) const {
     return d.variant < 0 ? in_.hbm_bandwidth

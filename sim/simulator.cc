@@ -436,7 +436,8 @@ class ChipVariants {
       for (size_t op = 0; op < steps.ops.size() && !differs; ++op)
         differs = !same_cost(costs.ops[op], steps.ops[op].cost);
       if (!differs) continue;
-      if (device_variant_.empty()) device_variant_.assign(static_cast<size_t>(program.num_devices), -1);
+      if (device_variant_.empty())
+        device_variant_.assign(static_cast<size_t>(program.num_devices), -1);
       for (int64_t device : variant.devices)
         device_variant_[static_cast<size_t>(device)] = static_cast<int32_t>(models_.size());
       models_.push_back(std::move(model));

@@ -125,7 +125,8 @@ TEST(HbmContention, AChipOfItsOwnBandwidthSharesItsOwnHbm) {
                                         {"chip.devices_per_chip", "1"},
                                         {"hbm.bandwidth", "450.0e9"},
                                         {"chips.1.hbm.bandwidth", "300.0e9"}});
-  const Timeline t = run(program_from_hlo(kPermuteBesideAdd), system, Fidelity::kFull, /*trace=*/true);
+  const Timeline t =
+      run(program_from_hlo(kPermuteBesideAdd), system, Fidelity::kFull, /*trace=*/true);
   EXPECT_NEAR(t.step_time_s, slow.step_s, 1e-9);
   EXPECT_NEAR(t.hbm_contention_s, slow.stretch_s, 1e-9);
   int adds = 0;

@@ -845,9 +845,10 @@ TEST(SimulatorChipOverrides, EachKernelOfTheSlowChipTakesItsOwnCost) {
   // chip and D', E' on the whole machine at the override's value, chip 3's kernels are D' and E'
   // each (costed on its own config), the others' D and E: the all-reduce waits for device 3, so
   // step = D' + E' + R, the whole machine's at that value, and so is the slow device's time split
-  // (mxu / vpu / hbm-bound, overhead; the reported device is the one the others wait for). A clock halved stretches the dot by about 2 and leaves the
-  // add (E' = E); half HBM bandwidth stretches the add and leaves the dot (D' = D). One factor per
-  // device, (D' + E') / (D + E), would give the dot (D' + E') D / (D + E) != D' instead.
+  // (mxu / vpu / hbm-bound, overhead; the reported device is the one the others wait for). A clock
+  // halved stretches the dot by about 2 and leaves the add (E' = E); half HBM bandwidth stretches
+  // the add and leaves the dot (D' = D). One factor per device, (D' + E') / (D + E), would give
+  // the dot (D' + E') D / (D + E) != D' instead.
   struct Case {
     std::string key, value;
     bool clock;
