@@ -306,13 +306,6 @@ RepeatCheck repeat_check(const EngineResult& base, const EngineResult& one,
   return check;
 }
 
-// Steady-state loops. Each test group of capped loops (capped_loops,
-// test_groups) is simulated for K, K+1 and K+2 iterations (the other loops at
-// K); when the last two iteration times agree within kSteadyTolerance for
-// every group (full mode: on every device, and every link's busy time per
-// iteration too), the step is the K-iteration run plus (trips - K) iteration
-// times per group, op by op and device by device; else K doubles, up to
-// simulating the loops whole. Full mode runs the whole machine each time.
 // Two flattenings index their ops alike: the same ops, in the same order.
 bool same_ops(const StepProgram& a, const StepProgram& b) {
   if (a.ops.size() != b.ops.size()) return false;
@@ -323,7 +316,15 @@ bool same_ops(const StepProgram& a, const StepProgram& b) {
   return true;
 }
 
-// `run` simulates a short program (flattened from the inputs given with it).
+// Steady-state loops. Each test group of capped loops (capped_loops,
+// test_groups) is simulated for K, K+1 and K+2 iterations (the other loops at
+// K); when the last two iteration times agree within kSteadyTolerance for
+// every group (full mode: on every device, and every link's busy time per
+// iteration too), the step is the K-iteration run plus (trips - K) iteration
+// times per group, op by op and device by device; else K doubles, up to
+// simulating the loops whole. Full mode runs the whole machine each time. A short program must
+// number its ops as the whole one does (else the loops are simulated whole); `run` simulates it,
+// given the inputs it was flattened from (a chip variant costs it again from them).
 SteadyRun steady_state(
     const FlattenInputs& base, const StepProgram& full, bool full_fidelity,
     const std::function<EngineResult(const FlattenInputs&, const StepProgram&, double)>& run) {
@@ -633,11 +634,13 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   size_t reported = 0;
   for (size_t i = 1; i < result.devices.size(); ++i)
     if (result.devices[i].finish_s > result.devices[reported].finish_s) reported = i;
-  if (!variants.empty())
+  if (!variants.empty()) {
+    const double last = result.devices[reported].finish_s;
     for (size_t i = 0; i < result.devices.size(); ++i)
-      if (result.devices[i].finish_s >= result.devices[reported].finish_s - 1e-12 &&
+      if (result.devices[i].finish_s >= last - 1e-12 &&
           result.devices[i].idle_s < result.devices[reported].idle_s)
         reported = i;
+  }
   const DeviceAccount& a = result.devices[reported];
   // Its program device, and its own op costs when its chip differs.
   const auto reported_device = static_cast<int64_t>(
