@@ -55,9 +55,9 @@ struct EngineInputs {
   // Fraction of steps x simulated devices passed so far (0..1, monotone,
   // about every 1%); the simulator adds the final 1.
   std::function<void(double)> progress;
-  // hbm.bandwidth of a device (B/s): the collectives transferring on a
-  // device take their DMA traffic (CollectiveSpec::dma_hbm_bytes) out of it
-  // and the compute kernel runs on the rest. 0: no contention.
+  // hbm.bandwidth of a device (B/s; a chip variant's: VariantCosts::hbm_bandwidth): the
+  // collectives transferring on a device take their DMA traffic (CollectiveSpec::dma_hbm_bytes)
+  // out of it and the compute kernel runs on the rest. 0: no contention.
   double hbm_bandwidth = 0;
   // When record_trace: the window and the event limit, and per simulated
   // device whether it is traced.
