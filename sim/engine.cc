@@ -66,6 +66,7 @@ struct Running {
 
 struct Device {
   int64_t id = 0;
+  int32_t variant = -1;  // EngineInputs::device_variant
   ComputeState compute = ComputeState::kStart;
   size_t cursor = 0;
   int32_t waiting_for = -1;  // collective ordinal
@@ -117,13 +118,16 @@ class EngineRun {
   EngineResult run() {
     base_ = sc_core::sc_time_stamp();
     std::vector<int64_t> simulated;
+    check_variants();
+    contention_ = in_.hbm_bandwidth > 0;
+    for (const VariantCosts& v : in_.variants) contention_ = contention_ || v.hbm_bandwidth > 0;
     if (const SymmetryClasses* sym = classes()) {
-      // The classes must have been found with these time scales (a class shares one).
-      for (size_t d = 0; d < in_.device_time_scale.size(); ++d) {
+      // The classes must have been found with these variants (a class runs on one).
+      for (size_t d = 0; d < in_.device_variant.size(); ++d) {
         const auto rep = sym->representatives[static_cast<size_t>(sym->class_of_device[d])];
-        if (in_.device_time_scale[d] != in_.device_time_scale[static_cast<size_t>(rep)])
+        if (in_.device_variant[d] != in_.device_variant[static_cast<size_t>(rep)])
           throw std::logic_error(fmt::format(
-              "symmetry class of device {} found without its time scale (sim/symmetry.h)", d));
+              "symmetry class of device {} found without its chip variant (sim/symmetry.h)", d));
       }
       simulated = sym->representatives;
     } else
@@ -133,6 +137,7 @@ class EngineRun {
     for (int64_t i : simulated) {
       auto d = std::make_unique<Device>();
       d->id = i;
+      if (!in_.device_variant.empty()) d->variant = in_.device_variant[static_cast<size_t>(i)];
       d->completed.assign(collectives, 0);
       d->own_ready_s.assign(collectives, 0.0);
       d->group_start_s.assign(collectives, 0.0);
@@ -188,6 +193,32 @@ class EngineRun {
 
  private:
   double now() const { return (sc_core::sc_time_stamp() - base_).to_seconds(); }
+
+  // The variants must cover the program's devices and ops (costed on the same StepProgram).
+  void check_variants() const {
+    if (!in_.device_variant.empty() &&
+        in_.device_variant.size() != static_cast<size_t>(in_.devices))
+      throw std::logic_error(fmt::format("device_variant holds {} devices, the program {}",
+                                         in_.device_variant.size(), in_.devices));
+    for (int32_t v : in_.device_variant)
+      if (v < -1 || v >= static_cast<int32_t>(in_.variants.size()))
+        throw std::logic_error(fmt::format("device variant {} of {}", v, in_.variants.size()));
+    for (const VariantCosts& v : in_.variants)
+      if (v.ops.size() != in_.program.ops.size())
+        throw std::logic_error(fmt::format("a chip variant costs {} ops, the program has {}",
+                                           v.ops.size(), in_.program.ops.size()));
+  }
+
+  // An op's cost on the device's own chip (its variant's, else the machine's).
+  const OpCost& cost_of(const Device& d, int32_t op) const {
+    return d.variant < 0
+               ? in_.program.ops[static_cast<size_t>(op)].cost
+               : in_.variants[static_cast<size_t>(d.variant)].ops[static_cast<size_t>(op)];
+  }
+  double hbm_bandwidth_of(const Device& d) const {
+    return d.variant < 0 ? in_.hbm_bandwidth
+                         : in_.variants[static_cast<size_t>(d.variant)].hbm_bandwidth;
+  }
 
   // Full mode by symmetry class (one representative device each).
   const SymmetryClasses* classes() const {
@@ -299,7 +330,7 @@ class EngineRun {
         wait_for_collective(d, unfinished, ComputeState::kWaiting, t);
         return;
       }
-      const OpCost& cost = in_.program.ops[static_cast<size_t>(step.op)].cost;
+      const OpCost& cost = cost_of(d, step.op);
       if (cost.seconds <= 0) {
         ++d.cursor;
         continue;
@@ -313,14 +344,10 @@ class EngineRun {
     }
   }
 
-  // A compute kernel's duration on the device: at the HBM share the collectives leave it, times
-  // the device's EngineInputs::device_time_scale (a chip that differs).
-  double time_scale(const Device& d) const {
-    return in_.device_time_scale.empty() ? 1.0
-                                         : in_.device_time_scale[static_cast<size_t>(d.id)];
-  }
+  // A compute kernel's duration on the device (cost: its cost on the device's chip) at the HBM
+  // share the collectives leave it.
   double kernel_seconds(const Device& d, const OpCost& cost) const {
-    return seconds_with_hbm_share(cost, d.hbm_share) * time_scale(d);
+    return seconds_with_hbm_share(cost, d.hbm_share);
   }
 
   // The first collective the step reads that is not done yet, -1 if none.
@@ -335,7 +362,7 @@ class EngineRun {
   // The op at the cursor progressed at the current HBM share since the last
   // update.
   void advance_op(Device& d, double t) {
-    const double duration = kernel_seconds(d, op_of_step(d.cursor).cost);
+    const double duration = kernel_seconds(d, cost_of(d, steps_[d.cursor].op));
     d.op_progress += (t - d.op_progress_s) / duration;
     d.op_progress_s = t;
   }
@@ -345,7 +372,7 @@ class EngineRun {
   bool op_done(Device& d, double t) {
     advance_op(d, t);
     const double left_s =
-        (1 - d.op_progress) * kernel_seconds(d, op_of_step(d.cursor).cost);
+        (1 - d.op_progress) * kernel_seconds(d, cost_of(d, steps_[d.cursor].op));
     if (left_s <= kTimeResolution_s) return true;
     sc_core::next_trigger(sc_time(left_s, SC_SEC), d.hbm_change);
     return false;
@@ -354,7 +381,8 @@ class EngineRun {
   // Called by the collective stream after its running set or speeds
   // changed: the share of HBM the compute kernel gets from now on.
   void update_hbm_share(Device& d, double t) {
-    if (in_.hbm_bandwidth <= 0) return;
+    const double bandwidth = hbm_bandwidth_of(d);
+    if (bandwidth <= 0) return;
     double dma_rate = 0;
     for (const Running& r : d.running) {
       const double bytes = in_.collectives.spec(r.spec).dma_hbm_bytes;
@@ -365,7 +393,7 @@ class EngineRun {
         dma_rate += bytes / r.alone_s * (r.finish_s < 0 ? r.speed : 1.0);
       }
     }
-    const double share = std::max(kMinComputeHbmShare, 1 - dma_rate / in_.hbm_bandwidth);
+    const double share = std::max(kMinComputeHbmShare, 1 - dma_rate / bandwidth);
     if (share == d.hbm_share) return;
     if (d.compute == ComputeState::kBusy) advance_op(d, t);
     d.hbm_share = share;
@@ -397,17 +425,17 @@ class EngineRun {
   // bounding unit's part and the fixed overhead.
   void finish_op(Device& d, double t) {
     const OpInfo& op = op_of_step(d.cursor);
+    const OpCost& cost = cost_of(d, steps_[d.cursor].op);  // the kernel alone on this device
     const double busy = t - d.busy_start_s;
-    const double scale = time_scale(d);  // the kernel's time alone on this device
-    const double alone = std::min(busy, op.cost.seconds * scale);
-    const double unit = std::min(alone, op.cost.unit_seconds * scale);
+    const double alone = std::min(busy, cost.seconds);
+    const double unit = std::min(alone, cost.unit_seconds);
     DeviceAccount& a = d.account;
     a.compute_s += busy;
     a.op_busy_s[static_cast<size_t>(steps_[d.cursor].op)] += busy;
     a.overhead_s += alone - unit;
     a.hbm_s += busy - alone;
     a.hbm_contention_s += busy - alone;
-    switch (op.cost.bound) {
+    switch (cost.bound) {
       case hw::Bound::kMxu:
         a.mxu_s += unit;
         break;
@@ -430,9 +458,9 @@ class EngineRun {
                         {{"op_name", op.op_name},
                          {"opcode", op.opcode},
                          {"shape", op.shape},
-                         {"bound", hw::bound_name(op.cost.bound)}},
-                        {{"flops", op.cost.flops}, {"hbm_bytes", op.cost.hbm_bytes}},
-                        busy > 0 ? op.cost.hbm_bytes / busy : 0.0,
+                         {"bound", hw::bound_name(cost.bound)}},
+                        {{"flops", cost.flops}, {"hbm_bytes", cost.hbm_bytes}},
+                        busy > 0 ? cost.hbm_bytes / busy : 0.0,
                         -1});
     ++d.cursor;
   }
@@ -618,7 +646,7 @@ class EngineRun {
       // The members that arrived earlier start transferring now: their
       // collective streams re-share their HBM (nothing else of theirs
       // changes, so without DMA traffic they sleep on).
-      if (in_.hbm_bandwidth > 0 && spec.dma_hbm_bytes > 0)
+      if (contention_ && spec.dma_hbm_bytes > 0)
         for (sc_core::sc_event* wake : run->member_wakes) wake->notify(SC_ZERO_TIME);
     }
     return run;
@@ -710,6 +738,7 @@ class EngineRun {
   EngineResult result_;
   uint64_t activations_ = 0;
   bool stopped_ = false;
+  bool contention_ = false;  // some device's HBM is shared with collective DMAs
 };
 
 }  // namespace

@@ -34,6 +34,14 @@ struct DeviceAccount {
   std::vector<double> collective_exposed_s;
 };
 
+// A chip variant (per-chip hardware overrides, hw::System::chip_variants) as its devices run: per
+// StepProgram op its OpCost on the variant's own config (the kernel's duration, its time split, its
+// HBM time under contention), and its hbm.bandwidth (collective DMAs take their share of it).
+struct VariantCosts {
+  std::vector<OpCost> ops;
+  double hbm_bandwidth = 0;
+};
+
 struct EngineInputs {
   const StepProgram& program;
   CollectiveCatalog& collectives;
@@ -47,9 +55,9 @@ struct EngineInputs {
   // Fraction of steps x simulated devices passed so far (0..1, monotone,
   // about every 1%); the simulator adds the final 1.
   std::function<void(double)> progress;
-  // hbm.bandwidth of a device (B/s): the collectives transferring on a
-  // device take their DMA traffic (CollectiveSpec::dma_hbm_bytes) out of it
-  // and the compute kernel runs on the rest. 0: no contention.
+  // hbm.bandwidth of a device (B/s; a chip variant's: VariantCosts::hbm_bandwidth): the
+  // collectives transferring on a device take their DMA traffic (CollectiveSpec::dma_hbm_bytes)
+  // out of it and the compute kernel runs on the rest. 0: no contention.
   double hbm_bandwidth = 0;
   // When record_trace: the window and the event limit, and per simulated
   // device whether it is traced.
@@ -62,10 +70,11 @@ struct EngineInputs {
   // Set (by the progress callback) to stop the run at the next progress
   // report: the result then has stopped = true and no accounts.
   const bool* stop = nullptr;
-  // Per program device: the multiplier of its compute kernels' durations (a chip made slower
-  // or faster by a per-chip hardware override). Empty: every device 1. Devices that differ here
-  // are never simulated as one symmetry class.
-  std::vector<double> device_time_scale;
+  // Per program device: the chip variant it runs on (an index into `variants`; -1: the machine's
+  // chip, StepProgram::ops costs and hbm_bandwidth). Empty: every device the machine's. Devices of
+  // different variants are never simulated as one symmetry class.
+  std::vector<int32_t> device_variant;
+  std::vector<VariantCosts> variants;
   // Full mode: when set and applied, only its representatives are simulated (EngineResult::devices
   // is per class, in its order) and each orbit of translated groups runs as one fabric job
   // carrying all their link loads (docs/simulator.md#symmetry-classes-full-fidelity).

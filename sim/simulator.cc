@@ -11,6 +11,8 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 
 #include "common/error.h"
 #include "compiler/ir/trip_count.h"
@@ -88,8 +90,10 @@ FidelityChoice choose_fidelity(const SimOptions& options, const StepProgram& ste
   return choice;
 }
 
+// `own`: the reported device's op costs when its chip differs (VariantCosts::ops), else null.
 void fill_ops(const StepProgram& steps, CollectiveCatalog& catalog, const DeviceAccount& account,
-              Timeline& timeline) {
+              const std::vector<OpCost>* own, Timeline& timeline) {
+  auto cost_of = [&](size_t op) -> const OpCost& { return own ? (*own)[op] : steps.ops[op].cost; };
   std::vector<OpRecord> records(steps.ops.size());
   for (size_t i = 0; i < steps.ops.size(); ++i) {
     const OpInfo& op = steps.ops[i];
@@ -99,7 +103,7 @@ void fill_ops(const StepProgram& steps, CollectiveCatalog& catalog, const Device
     r.opcode = op.opcode;
     r.shape = op.shape;
     r.collective = op.collective >= 0;
-    r.bound = op.cost.bound;
+    r.bound = cost_of(i).bound;
   }
   for (const Step& step : steps.steps) {
     OpRecord& r = records[static_cast<size_t>(step.op)];
@@ -109,10 +113,11 @@ void fill_ops(const StepProgram& steps, CollectiveCatalog& catalog, const Device
       r.collective_bytes += catalog.spec(op.collective).bytes_per_device;
       r.dcn_seconds += catalog.fast_timing(op.collective).dcn_s;
     } else {
-      r.flops += op.cost.flops;
-      r.hbm_bytes += op.cost.hbm_bytes;
-      timeline.executed_flops_per_device += op.cost.flops;
-      timeline.executed_matmul_flops_per_device += op.cost.matmul_flops;
+      const OpCost& cost = cost_of(static_cast<size_t>(step.op));
+      r.flops += cost.flops;
+      r.hbm_bytes += cost.hbm_bytes;
+      timeline.executed_flops_per_device += cost.flops;
+      timeline.executed_matmul_flops_per_device += cost.matmul_flops;
     }
   }
   std::map<std::string, CollectiveSummary> by_kind;
@@ -301,29 +306,50 @@ RepeatCheck repeat_check(const EngineResult& base, const EngineResult& one,
   return check;
 }
 
+// Two flattenings index their ops alike: the same ops, in the same order.
+bool same_ops(const StepProgram& a, const StepProgram& b) {
+  if (a.ops.size() != b.ops.size()) return false;
+  for (size_t i = 0; i < a.ops.size(); ++i)
+    if (a.ops[i].name != b.ops[i].name || a.ops[i].opcode != b.ops[i].opcode ||
+        a.ops[i].collective != b.ops[i].collective)
+      return false;
+  return true;
+}
+
 // Steady-state loops. Each test group of capped loops (capped_loops,
 // test_groups) is simulated for K, K+1 and K+2 iterations (the other loops at
 // K); when the last two iteration times agree within kSteadyTolerance for
 // every group (full mode: on every device, and every link's busy time per
 // iteration too), the step is the K-iteration run plus (trips - K) iteration
 // times per group, op by op and device by device; else K doubles, up to
-// simulating the loops whole. Full mode runs the whole machine each time.
-SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full, bool full_fidelity,
-                       const std::function<EngineResult(const StepProgram&, double)>& run) {
+// simulating the loops whole. Full mode runs the whole machine each time. A short program must
+// number its ops as the whole one does (else the loops are simulated whole); `run` simulates it,
+// given the inputs it was flattened from (a chip variant costs it again from them).
+SteadyRun steady_state(
+    const FlattenInputs& base, const StepProgram& full, bool full_fidelity,
+    const std::function<EngineResult(const FlattenInputs&, const StepProgram&, double)>& run) {
   SteadyRun out;
   for (int64_t k = kSteadyFirstIterations;; k *= 2) {
     const std::vector<EntryLoop> capped = capped_loops(full, k);
     if (capped.empty()) return out;
     const std::vector<std::vector<EntryLoop>> groups = test_groups(capped, full_fidelity);
-    auto program_with = [&](const std::vector<EntryLoop>* group, int64_t iterations) {
+    auto inputs_with = [&](const std::vector<EntryLoop>* group, int64_t iterations) {
       FlattenInputs inputs = base;
       for (const EntryLoop& loop : capped) inputs.iteration_caps[loop.key] = k;
       if (group)
         for (const EntryLoop& loop : *group) inputs.iteration_caps[loop.key] = iterations;
-      return flatten_program(inputs);
+      return inputs;
     };
-    const StepProgram shortest = program_with(nullptr, k);
-    if (shortest.ops.size() != full.ops.size()) return out;  // op numbering differs: simulate whole
+    // The accounts are extrapolated op by op: a short program must number its ops as the whole.
+    auto run_with = [&](const std::vector<EntryLoop>* group, int64_t iterations,
+                        double planned) -> std::optional<EngineResult> {
+      const FlattenInputs inputs = inputs_with(group, iterations);
+      const StepProgram program = flatten_program(inputs);
+      if (!same_ops(program, full)) return std::nullopt;
+      return run(inputs, program, planned);
+    };
+    const StepProgram shortest = flatten_program(inputs_with(nullptr, k));
+    if (!same_ops(shortest, full)) return out;  // op numbering differs: simulate whole
     // Full mode: a test costing as much as the whole run is not worth it.
     if (full_fidelity && shortest.steps.size() * (1 + 2 * groups.size()) >= full.steps.size())
       return out;
@@ -334,14 +360,16 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full, bool 
     for (const std::vector<EntryLoop>& group : groups)
       for (const EntryLoop& loop : group)
         planned += 3.0 * static_cast<double>(loop.steps) / static_cast<double>(loop.trips);
-    EngineResult result = run(shortest, planned);
+    EngineResult result = run(inputs_with(nullptr, k), shortest, planned);
     std::vector<DeviceAccount> total = result.devices;
     bool steady = true;
     RepeatCheck worst;
     for (const std::vector<EntryLoop>& group : groups) {
-      const EngineResult one = run(program_with(&group, k + 1), planned);
-      const EngineResult two = run(program_with(&group, k + 2), planned);
-      const RepeatCheck check = repeat_check(result, one, two);
+      const std::optional<EngineResult> one = run_with(&group, k + 1, planned);
+      const std::optional<EngineResult> two =
+          one ? run_with(&group, k + 2, planned) : std::nullopt;
+      if (!two) return out;  // op numbering differs: simulate whole
+      const RepeatCheck check = repeat_check(result, *one, *two);
       worst.device = std::max(worst.device, check.device);
       worst.link = std::max(worst.link, check.link);
       if (check.device > kSteadyTolerance || check.link > kSteadyTolerance) {
@@ -350,7 +378,7 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full, bool 
       }
       const auto extra = static_cast<double>(group.front().trips - k);
       for (size_t i = 0; i < total.size(); ++i)
-        total[i] = extrapolated(total[i], one.devices[i], two.devices[i], extra);
+        total[i] = extrapolated(total[i], one->devices[i], two->devices[i], extra);
     }
     if (!steady) continue;
     result.devices = std::move(total);
@@ -376,40 +404,85 @@ SteadyRun steady_state(const FlattenInputs& base, const StepProgram& full, bool 
   }
 }
 
-// The compute time of one step: its compute kernels' durations, alone, summed.
-double compute_seconds(const StepProgram& steps) {
-  double total = 0;
-  for (const Step& step : steps.steps)
-    if (!step.collective) total += steps.ops[static_cast<size_t>(step.op)].cost.seconds;
-  return total;
+bool same_cost(const OpCost& a, const OpCost& b) {
+  return a.seconds == b.seconds && a.unit_seconds == b.unit_seconds && a.bound == b.bound &&
+         a.flops == b.flops && a.matmul_flops == b.matmul_flops && a.hbm_bytes == b.hbm_bytes &&
+         a.mxu_seconds == b.mxu_seconds && a.vpu_seconds == b.vpu_seconds &&
+         a.hbm_seconds == b.hbm_seconds;
 }
 
-// Per program device, the factor its compute kernels' durations take (EngineInputs::
-// device_time_scale): on a chip variant (per-chip overrides, hw::System::chip_variants), the
-// step's compute time with every op costed on the variant's own config over it on the machine's;
-// empty when no device differs. One factor per device: the device's compute in total is exact,
-// each kernel is stretched by the average (docs/simulator.md#one-slow-chip).
-std::vector<double> device_time_scale(const compiler::SpmdProgram& program,
-                                      const hw::System& system, CollectiveCatalog& catalog,
-                                      const StepProgram& steps) {
-  if (system.chip_variants().empty()) return {};
-  const double base = compute_seconds(steps);
-  std::vector<double> scale(static_cast<size_t>(program.num_devices), 1.0);
-  bool differs = false;
-  for (const hw::ChipVariant& variant : system.chip_variants()) {
-    const std::unique_ptr<hw::CoreModel> core = hw::make_core_model(variant.config);
-    OpCostModel costs(
-        *core, &program.module,
-        variant.config.chip.host_bandwidth /
-            static_cast<double>(std::max<int64_t>(1, variant.config.chip.devices_per_chip)));
-    const double own = compute_seconds(flatten_program(FlattenInputs{program, costs, catalog}));
-    const double factor = base > 0 ? own / base : 1.0;
-    for (int64_t device : variant.devices) scale[static_cast<size_t>(device)] = factor;
-    differs = differs || factor != 1.0;
+// The chip variants (per-chip overrides, hw::System::chip_variants) whose devices run differently
+// from the machine's: some op costs differently on the variant's own config, or its HBM bandwidth
+// differs while collectives share HBM. Each keeps its cost model, to cost every program the engine
+// runs (the whole one and the steady-state short ones) op by op (docs/simulator.md#one-slow-chip).
+class ChipVariants {
+ public:
+  ChipVariants(const compiler::SpmdProgram& program, const hw::System& system,
+               CollectiveCatalog& catalog, const FlattenInputs& machine, const StepProgram& steps) {
+    if (system.chip_variants().empty()) return;
+    bool dma = false;  // some collective's DMAs share HBM with the kernels
+    for (int32_t spec = 0; spec < catalog.size(); ++spec)
+      dma = dma || catalog.spec(spec).dma_hbm_bytes > 0;
+    for (const hw::ChipVariant& variant : system.chip_variants()) {
+      Model model;
+      model.core = hw::make_core_model(variant.config);
+      model.costs = std::make_unique<OpCostModel>(
+          *model.core, &program.module,
+          variant.config.chip.host_bandwidth /
+              static_cast<double>(std::max<int64_t>(1, variant.config.chip.devices_per_chip)));
+      model.hbm_bandwidth = variant.config.hbm.bandwidth;
+      VariantCosts costs = costs_of(model, machine, steps);
+      bool differs = dma && system.config().hbm.bandwidth > 0 &&
+                     model.hbm_bandwidth != system.config().hbm.bandwidth;
+      for (size_t op = 0; op < steps.ops.size() && !differs; ++op)
+        differs = !same_cost(costs.ops[op], steps.ops[op].cost);
+      if (!differs) continue;
+      if (device_variant_.empty())
+        device_variant_.assign(static_cast<size_t>(program.num_devices), -1);
+      for (int64_t device : variant.devices)
+        device_variant_[static_cast<size_t>(device)] = static_cast<int32_t>(models_.size());
+      models_.push_back(std::move(model));
+      whole_.push_back(std::move(costs));
+    }
   }
-  if (!differs) scale.clear();
-  return scale;
-}
+
+  bool empty() const { return models_.empty(); }
+  // Per program device its variant (EngineInputs::device_variant); empty when none differs.
+  const std::vector<int32_t>& device_variant() const { return device_variant_; }
+  // Per variant, the op costs of the whole program.
+  const std::vector<VariantCosts>& whole() const { return whole_; }
+  // Per variant, the op costs of `steps`, flattened from `inputs` with the machine's costs.
+  std::vector<VariantCosts> costs(const FlattenInputs& inputs, const StepProgram& steps) const {
+    std::vector<VariantCosts> out;
+    for (const Model& model : models_) out.push_back(costs_of(model, inputs, steps));
+    return out;
+  }
+
+ private:
+  struct Model {
+    std::unique_ptr<hw::CoreModel> core;
+    std::unique_ptr<OpCostModel> costs;
+    double hbm_bandwidth = 0;
+  };
+  // `steps` flattened again with the variant's costs: the same ops (the flattening does not
+  // depend on costs), each at its cost on the variant.
+  static VariantCosts costs_of(const Model& model, const FlattenInputs& inputs,
+                               const StepProgram& steps) {
+    FlattenInputs own{inputs.program, *model.costs, inputs.collectives, inputs.max_steps,
+                      inputs.iteration_caps};
+    const StepProgram program = flatten_program(own);
+    if (!same_ops(program, steps))
+      throw std::logic_error("a chip variant's flattened program numbers its ops differently");
+    VariantCosts out;
+    out.hbm_bandwidth = model.hbm_bandwidth;
+    for (const OpInfo& op : program.ops) out.ops.push_back(op.cost);
+    return out;
+  }
+
+  std::vector<Model> models_;
+  std::vector<int32_t> device_variant_;
+  std::vector<VariantCosts> whole_;
+};
 
 }  // namespace
 
@@ -429,8 +502,8 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   CollectiveCatalog catalog(system, program.num_devices);
   const FlattenInputs flatten_inputs{program, costs, catalog};
   const StepProgram steps = flatten_program(flatten_inputs);
-  const std::vector<double> time_scale = device_time_scale(program, system, catalog, steps);
-  const std::string per_device = time_scale.empty() ? "" : system.chip_variants_text();
+  const ChipVariants variants(program, system, catalog, flatten_inputs, steps);
+  const std::string per_device = variants.empty() ? "" : system.chip_variants_text();
   FidelityChoice choice = choose_fidelity(options, steps, catalog, program.num_devices, per_device);
 
   // The progress the engine reports: the caller's, and the time limit's test.
@@ -477,11 +550,12 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
                         {},
                         false,
                         nullptr,
+                        variants.device_variant(),
                         {},
                         nullptr};
   };
   EngineInputs inputs = engine_inputs(steps);
-  inputs.device_time_scale = time_scale;
+  inputs.variants = variants.whole();
   // Full mode: the symmetry classes simulated (one device each), or per device and why.
   SymmetryClasses classes;
   std::string simulated_devices;
@@ -494,7 +568,7 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
               : options.record_trace
                   ? per_device_classes(program.num_devices, "a trace shows devices one by one")
                   : find_symmetry_classes(system, catalog, program.num_devices,
-                                          inputs.device_time_scale, spec_names);
+                                          inputs.device_variant, spec_names);
     inputs.symmetry = &classes;
     if (program.num_devices > 1) simulated_devices = classes.note;
   }
@@ -520,12 +594,12 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
     double done = 0, shown = 0, last_planned = 0;
     steady = steady_state(
         flatten_inputs, steps, choice.fidelity == Fidelity::kFull,
-        [&](const StepProgram& short_program, double planned) {
+        [&](const FlattenInputs& short_flatten, const StepProgram& short_program, double planned) {
           if (planned != last_planned) done = 0;  // a new K
           last_planned = planned;
           EngineInputs short_inputs = engine_inputs(short_program);
           short_inputs.symmetry = inputs.symmetry;
-          short_inputs.device_time_scale = inputs.device_time_scale;
+          short_inputs.variants = variants.costs(short_flatten, short_program);
           short_inputs.fast_collective_s = inputs.fast_collective_s;
           short_inputs.progress = nullptr;
           short_inputs.link_totals = choice.fidelity == Fidelity::kFull;
@@ -554,11 +628,27 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   EngineResult result = steady.used ? std::move(steady.result) : run_engine(inputs);
   refuse_if_stopped(result);
 
-  // The reported device: the slowest (the first of equals).
+  // The reported device: the slowest (the first of equals). When chips differ, of the devices
+  // finishing last (within the kernel's 1 ps) the one idling least: the device the others waited
+  // for (a slow chip's, whose time split is its own kernels').
   size_t reported = 0;
   for (size_t i = 1; i < result.devices.size(); ++i)
     if (result.devices[i].finish_s > result.devices[reported].finish_s) reported = i;
+  if (!variants.empty()) {
+    const double last = result.devices[reported].finish_s;
+    for (size_t i = 0; i < result.devices.size(); ++i)
+      if (result.devices[i].finish_s >= last - 1e-12 &&
+          result.devices[i].idle_s < result.devices[reported].idle_s)
+        reported = i;
+  }
   const DeviceAccount& a = result.devices[reported];
+  // Its program device, and its own op costs when its chip differs.
+  const auto reported_device = static_cast<int64_t>(
+      inputs.symmetry && inputs.symmetry->applied ? classes.representatives[reported] : reported);
+  const std::vector<OpCost>* reported_costs = nullptr;
+  if (!inputs.device_variant.empty())
+    if (const int32_t v = inputs.device_variant[static_cast<size_t>(reported_device)]; v >= 0)
+      reported_costs = &inputs.variants[static_cast<size_t>(v)].ops;
 
   Timeline timeline;
   timeline.fidelity = choice.fidelity;
@@ -579,7 +669,7 @@ Timeline simulate(const compiler::SpmdProgram& program, const hw::System& system
   timeline.overhead_s = a.overhead_s;
   timeline.exposed_communication_s = a.exposed_s;
   timeline.idle_s = a.idle_s;
-  fill_ops(steps, catalog, a, timeline);
+  fill_ops(steps, catalog, a, reported_costs, timeline);
   timeline.events = std::move(result.events);
   timeline.link_loads = std::move(result.link_loads);
   timeline.traced_devices = std::move(traced);

@@ -35,12 +35,12 @@ struct Translation {
 class Checker {
  public:
   Checker(const hw::System& system, const CollectiveCatalog& catalog, int64_t devices,
-          const std::vector<double>& scale, const std::vector<std::string>& spec_names)
+          const std::vector<int32_t>& variant, const std::vector<std::string>& spec_names)
       : system_(system),
         topology_(system.topology()),
         catalog_(catalog),
         devices_(devices),
-        scale_(scale),
+        variant_(variant),
         names_(spec_names) {
     device_of_core_.assign(static_cast<size_t>(topology_.total_devices()), -1);
     const auto& cores = system.placement().core_of_device;
@@ -54,14 +54,15 @@ class Checker {
     t.step = step;
     if (std::string why = map_devices(t); !why.empty()) return why;
     if (std::string why = map_links(t); !why.empty()) return why;
-    for (int64_t d = 0; d < devices_ && !scale_.empty(); ++d) {
-      const double a = scale_[static_cast<size_t>(d)];
-      const double b = scale_[static_cast<size_t>(t.device[static_cast<size_t>(d)])];
+    for (int64_t d = 0; d < devices_ && !variant_.empty(); ++d) {
+      const int32_t a = variant_[static_cast<size_t>(d)];
+      const int32_t b = variant_[static_cast<size_t>(t.device[static_cast<size_t>(d)])];
+      auto chip = [](int32_t v) {
+        return v < 0 ? std::string("the machine's chip") : fmt::format("chip variant {}", v);
+      };
       if (a != b)
-        return fmt::format(
-            "device {} runs its kernels at {:g} x their time and its translate, "
-            "device {}, at {:g} x",
-            d, a, t.device[static_cast<size_t>(d)], b);
+        return fmt::format("device {} runs on {} and its translate, device {}, on {}", d, chip(a),
+                           t.device[static_cast<size_t>(d)], chip(b));
     }
     t.group.assign(static_cast<size_t>(catalog_.size()), {});
     for (int32_t s = 0; s < catalog_.size(); ++s)
@@ -222,7 +223,7 @@ class Checker {
   const hw::Topology& topology_;
   const CollectiveCatalog& catalog_;
   int64_t devices_;
-  const std::vector<double>& scale_;
+  const std::vector<int32_t>& variant_;
   const std::vector<std::string>& names_;
   std::vector<int64_t> device_of_core_;
   std::vector<std::pair<hw::LinkId, double>> lhs_, rhs_;
@@ -331,13 +332,13 @@ SymmetryClasses per_device_classes(int64_t devices, const std::string& reason) {
 }
 
 SymmetryClasses find_symmetry_classes(const hw::System& system, const CollectiveCatalog& catalog,
-                                      int64_t devices, const std::vector<double>& device_time_scale,
+                                      int64_t devices, const std::vector<int32_t>& device_variant,
                                       const std::vector<std::string>& spec_names) {
   const hw::Topology& topology = system.topology();
   const hw::Slice& slice = topology.slice();
-  if (!device_time_scale.empty() && device_time_scale.size() != static_cast<size_t>(devices))
-    return per_device_classes(devices, "the per-device time scales do not match the devices");
-  Checker checker(system, catalog, devices, device_time_scale, spec_names);
+  if (!device_variant.empty() && device_variant.size() != static_cast<size_t>(devices))
+    return per_device_classes(devices, "the per-device chip variants do not match the devices");
+  Checker checker(system, catalog, devices, device_variant, spec_names);
   std::vector<Translation> generators;
   std::vector<int64_t> period(slice.chip_dims.size());
   std::vector<std::string> not_translated;

@@ -1,6 +1,6 @@
 // Symmetry classes for full fidelity: the devices that a translation of the torus maps onto each
 // other, with everything the engine sees (collective groups and their link loads, link figures,
-// per-device time scales) mapped alike, behave identically; the engine simulates one
+// per-device chip variants) mapped alike, behave identically; the engine simulates one
 // representative per class and runs each orbit of translated collective groups as one fabric job
 // carrying all their link loads. What is checked and why it is exact:
 // docs/simulator.md#symmetry-classes-full-fidelity
@@ -43,10 +43,11 @@ struct SymmetryClasses {
 };
 
 // The classes for the collectives the catalog holds now (every spec the program uses: flatten the
-// program first). device_time_scale: per program device, empty = all 1. spec_names: per spec, an
+// program first). device_variant: per program device its chip variant (EngineInputs::
+// device_variant; -1 = the machine's), empty = all the machine's. spec_names: per spec, an
 // op using it (for the reason a translation fails; may be empty).
 SymmetryClasses find_symmetry_classes(const hw::System& system, const CollectiveCatalog& catalog,
-                                      int64_t devices, const std::vector<double>& device_time_scale,
+                                      int64_t devices, const std::vector<int32_t>& device_variant,
                                       const std::vector<std::string>& spec_names = {});
 
 // Per device, with `reason` (when symmetry is switched off or cannot apply for a reason outside

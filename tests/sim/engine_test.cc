@@ -352,6 +352,7 @@ FullRun run_full(const compiler::SpmdProgram& program, const hw::System& system,
                   true,
                   nullptr,
                   {},
+                  {},
                   nullptr};
   if (by_class) in.symmetry = &out.classes;
   out.result = run_engine(in);
@@ -475,9 +476,9 @@ ENTRY %main (p: bf16[1024,1024]) -> (bf16[1024,1024], bf16[1024,1024]) {{
   EXPECT_EQ(expect_class_run_equals_per_device(hlo, torus_4x4(5)), 1u);
 }
 
-TEST(Engine, SymmetryClassesFoundWithoutTheTimeScalesAreRefused) {
-  // Classes found with every device at 1, run with device 5 slower: the representative would
-  // stand for a device that differs, so the engine refuses the run.
+TEST(Engine, SymmetryClassesFoundWithoutTheChipVariantsAreRefused) {
+  // Classes found with every device on the machine's chip, run with device 5 on a chip variant:
+  // the representative would stand for a device that differs, so the engine refuses the run.
   const auto program = program_from_hlo(chain_program());
   const hw::System system = torus_4x4(5);
   OpCostModel costs(system.core(), &program.module);
@@ -485,8 +486,11 @@ TEST(Engine, SymmetryClassesFoundWithoutTheTimeScalesAreRefused) {
   const StepProgram steps = flatten_program(FlattenInputs{program, costs, catalog});
   const SymmetryClasses classes = find_symmetry_classes(system, catalog, program.num_devices, {});
   ASSERT_TRUE(classes.applied);
-  std::vector<double> scale(16, 1.0);
-  scale[5] = 2;
+  std::vector<int32_t> variant(16, -1);
+  variant[5] = 0;
+  VariantCosts slower;
+  for (const OpInfo& op : steps.ops) slower.ops.push_back(op.cost);
+  for (OpCost& cost : slower.ops) cost.seconds *= 2;
   EngineInputs in{steps,
                   catalog,
                   system.topology(),
@@ -502,7 +506,8 @@ TEST(Engine, SymmetryClassesFoundWithoutTheTimeScalesAreRefused) {
                   {},
                   false,
                   nullptr,
-                  scale,
+                  variant,
+                  {slower},
                   &classes};
   EXPECT_THROW(run_engine(in), std::logic_error);
 }

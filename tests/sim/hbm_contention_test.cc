@@ -113,5 +113,30 @@ TEST(HbmContention, TheKernelKeepsHalfTheBandwidthWhenDmasWantMore) {
   EXPECT_NEAR(t.hbm_contention_s, want.stretch_s, 1e-9);
 }
 
+TEST(HbmContention, AChipOfItsOwnBandwidthSharesItsOwnHbm) {
+  // Chip 1 at 300 GB/s of the machine's 450 (a per-chip override): each device's add runs at the
+  // share its own HBM leaves beside the permute's DMAs (the same permute, P, on both), so device 0
+  // ends at the closed form at 450 GB/s (share 0.64), device 1 at the one at 300 GB/s (0.45); the
+  // step and the reported contention are device 1's, as on a whole machine at 300 GB/s.
+  const Expected fast = closed_form(450e9), slow = closed_form(300e9);
+  ASSERT_GT(slow.stretch_s, fast.stretch_s + 10e-6);  // premise: the two shares differ visibly
+  hw::System system = make_system({2}, {{"ici.pod_dims", "[2]"},
+                                        {"ici.pod_wraparound", "[true]"},
+                                        {"chip.devices_per_chip", "1"},
+                                        {"hbm.bandwidth", "450.0e9"},
+                                        {"chips.1.hbm.bandwidth", "300.0e9"}});
+  const Timeline t =
+      run(program_from_hlo(kPermuteBesideAdd), system, Fidelity::kFull, /*trace=*/true);
+  EXPECT_NEAR(t.step_time_s, slow.step_s, 1e-9);
+  EXPECT_NEAR(t.hbm_contention_s, slow.stretch_s, 1e-9);
+  int adds = 0;
+  for (const TraceEvent& e : t.events)
+    if (e.track == "compute") {
+      ++adds;
+      EXPECT_NEAR(e.duration_s, e.device == 1 ? slow.step_s : fast.step_s, 1e-9) << e.device;
+    }
+  EXPECT_EQ(adds, 2);
+}
+
 }  // namespace
 }  // namespace podsim::sim

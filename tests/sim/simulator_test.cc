@@ -771,21 +771,26 @@ TEST(SimulatorChipOverrides, OneSlowChipWithoutCollectivesTakesItsOwnKernelTime)
   EXPECT_EQ(slow.per_device, "chip 3 (device 3) core.clock_hz 4.7e8 of 9.4e8");
 }
 
-// A data-parallel step: each device's dot, then the all-reduce of its result.
-std::string dot_then_all_reduce_program() {
-  return R"(HloModule dp, num_partitions=8
-%sum (x: bf16[], y: bf16[]) -> bf16[] {
+// A data-parallel step on 8 devices: the dot d of the parameters, `more` (kernels after it), then
+// the all-reduce of `reduced`.
+std::string data_parallel_program(const std::string& more = "", const std::string& reduced = "d") {
+  return fmt::format(R"(HloModule dp, num_partitions=8
+%sum (x: bf16[], y: bf16[]) -> bf16[] {{
   %x = bf16[] parameter(0)
   %y = bf16[] parameter(1)
   ROOT %add = bf16[] add(%x, %y)
+}}
+ENTRY %main (p: bf16[2048,2048], a: bf16[2048,2048]) -> bf16[2048,2048] {{
+  %p = bf16[2048,2048]{{1,0}} parameter(0)
+  %a = bf16[2048,2048]{{1,0}} parameter(1)
+  %d = bf16[2048,2048]{{1,0}} dot(%p, %a), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  {}ROOT %ar = bf16[2048,2048]{{1,0}} all-reduce(%{}), channel_id=1, replica_groups=[1,8]<=[8], use_global_device_ids=true, to_apply=%sum
+}})",
+                     more, reduced);
 }
-ENTRY %main (p: bf16[2048,2048], a: bf16[2048,2048]) -> bf16[2048,2048] {
-  %p = bf16[2048,2048]{1,0} parameter(0)
-  %a = bf16[2048,2048]{1,0} parameter(1)
-  %d = bf16[2048,2048]{1,0} dot(%p, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT %ar = bf16[2048,2048]{1,0} all-reduce(%d), channel_id=1, replica_groups=[1,8]<=[8], use_global_device_ids=true, to_apply=%sum
-})";
-}
+
+// Each device's dot, then the all-reduce of its result.
+std::string dot_then_all_reduce_program() { return data_parallel_program(); }
 
 TEST(SimulatorChipOverrides, AllReduceWaitsForTheSlowChipAndTheOthersIdle) {
   // The all-reduce starts when the last member's dot ends: with D the dot at 9.4e8 Hz, D' at
@@ -819,6 +824,73 @@ TEST(SimulatorChipOverrides, AllReduceWaitsForTheSlowChipAndTheOthersIdle) {
     }
   }
   EXPECT_EQ(dots, 8);
+}
+
+// An MXU-bound kernel (the dot d), an HBM-bound one reading it (the add e), then the all-reduce
+// of the second.
+std::string dot_add_all_reduce_program() {
+  return data_parallel_program("%e = bf16[2048,2048]{1,0} add(%d, %a)\n  ", "e");
+}
+
+// An op's busy time on the reported (slowest) device.
+double op_seconds(const Timeline& t, const std::string& name) {
+  for (const OpRecord& r : t.ops)
+    if (r.name == name) return r.seconds;
+  ADD_FAILURE() << "no op " << name;
+  return 0;
+}
+
+TEST(SimulatorChipOverrides, EachKernelOfTheSlowChipTakesItsOwnCost) {
+  // Dot d (MXU-bound), add e (HBM-bound), all-reduce R. With D, E the kernels on the machine's
+  // chip and D', E' on the whole machine at the override's value, chip 3's kernels are D' and E'
+  // each (costed on its own config), the others' D and E: the all-reduce waits for device 3, so
+  // step = D' + E' + R, the whole machine's at that value, and so is the slow device's time split
+  // (mxu / vpu / hbm-bound, overhead; the reported device is the one the others wait for). A clock
+  // halved stretches the dot by about 2 and leaves the add (E' = E); half HBM bandwidth stretches
+  // the add and leaves the dot (D' = D). One factor per device, (D' + E') / (D + E), would give
+  // the dot (D' + E') D / (D + E) != D' instead.
+  struct Case {
+    std::string key, value;
+    bool clock;
+  };
+  const auto program = program_from_hlo(dot_add_all_reduce_program());
+  const Timeline base = run(program, ring8(), Fidelity::kFull);
+  const double d = op_seconds(base, "d"), e = op_seconds(base, "e");
+  for (const Case& c : {Case{"core.clock_hz", "4.7e8", true},
+                        Case{"hbm.bandwidth", "2.25e11", false}}) {
+    SCOPED_TRACE(c.key);
+    const Timeline all = run(program, ring8({{c.key, c.value}}), Fidelity::kFull);
+    const double d_own = op_seconds(all, "d"), e_own = op_seconds(all, "e");
+    // Premises: the key bounds one kernel and leaves the other.
+    if (c.clock) {
+      ASSERT_GT(d_own, 1.5 * d);
+      ASSERT_NEAR(e_own, e, 1e-11);
+    } else {
+      ASSERT_NEAR(d_own, d, 1e-11);
+      ASSERT_GT(e_own, 1.5 * e);
+    }
+    const Timeline one =
+        run(program, ring8({{"chips.3." + c.key, c.value}}), Fidelity::kFull, /*trace=*/true);
+    EXPECT_NEAR(op_seconds(one, "d"), d_own, 1e-11);
+    EXPECT_NEAR(op_seconds(one, "e"), e_own, 1e-11);
+    EXPECT_NEAR(one.step_time_s, all.step_time_s, 1e-11);
+    EXPECT_NEAR(one.mxu_bound_s, all.mxu_bound_s, 1e-11);
+    EXPECT_NEAR(one.vpu_bound_s, all.vpu_bound_s, 1e-11);
+    EXPECT_NEAR(one.hbm_bound_s, all.hbm_bound_s, 1e-11);
+    EXPECT_NEAR(one.overhead_s, all.overhead_s, 1e-11);
+    EXPECT_NEAR(one.exposed_communication_s, all.exposed_communication_s, 1e-11);
+    EXPECT_EQ(one.idle_s, 0);  // the slow device waits for no one
+    // Per device, from the trace: device 3's kernels take D' and E', every other device's D, E.
+    int kernels = 0;
+    for (const TraceEvent& ev : one.events) {
+      if (ev.track != "compute") continue;
+      ++kernels;
+      const double expected = ev.name == "d" ? (ev.device == 3 ? d_own : d)
+                                             : (ev.device == 3 ? e_own : e);
+      EXPECT_NEAR(ev.duration_s, expected, 1e-11) << ev.name << " " << ev.device;
+    }
+    EXPECT_EQ(kernels, 16);
+  }
 }
 
 TEST(SimulatorChipOverrides, FullSteadyLoopMatchesEveryIterationOnEveryDevice) {

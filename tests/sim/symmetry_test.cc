@@ -1,6 +1,6 @@
 // Symmetry class detection (sim/symmetry.h): which translations of the torus map devices onto
-// each other alike, on tori, meshes without wraparound, uneven placements and per-device time
-// scales.
+// each other alike, on tori, meshes without wraparound, uneven placements and per-device chip
+// variants.
 #include "sim/symmetry.h"
 
 #include <gtest/gtest.h>
@@ -41,7 +41,7 @@ ENTRY %main (p: bf16[1024,1024]) -> bf16[4096,1024] {{
 
 // The catalog filled by flattening the program (as sim::simulate does), then the classes.
 SymmetryClasses classes_of(const std::string& hlo, const hw::System& system,
-                           const std::vector<double>& scale = {}) {
+                           const std::vector<int32_t>& variant = {}) {
   const compiler::SpmdProgram program = program_from_hlo(hlo);
   OpCostModel costs(system.core(), &program.module);
   CollectiveCatalog catalog(system, program.num_devices);
@@ -49,7 +49,7 @@ SymmetryClasses classes_of(const std::string& hlo, const hw::System& system,
   std::vector<std::string> names(static_cast<size_t>(catalog.size()));
   for (const OpInfo& op : steps.ops)
     if (op.collective >= 0) names[static_cast<size_t>(op.collective)] = op.name;
-  return find_symmetry_classes(system, catalog, program.num_devices, scale, names);
+  return find_symmetry_classes(system, catalog, program.num_devices, variant, names);
 }
 
 hw::System torus(const std::string& wrap, int64_t per_chip, std::vector<int64_t> physical,
@@ -120,18 +120,19 @@ TEST(Symmetry, UnevenExplicitPlacementIsPerDevice) {
   EXPECT_NE(c.note.find("all-reduce 'ar'"), std::string::npos) << c.note;
 }
 
-TEST(Symmetry, DifferingTimeScaleBreaksSymmetryWhereItDiffers) {
+TEST(Symmetry, DifferingChipVariantBreaksSymmetryWhereItDiffers) {
   const hw::System system = torus("[true, true]", 1, {4, 4, 1});
-  // One device slower: every non-zero translation moves it onto a device of scale 1.
-  std::vector<double> scale(16, 1.0);
-  scale[5] = 1.5;
-  const SymmetryClasses one = classes_of(rows_and_columns(), system, scale);
+  // One device on a chip variant: every non-zero translation moves it onto a machine's chip.
+  std::vector<int32_t> variant(16, -1);
+  variant[5] = 0;
+  const SymmetryClasses one = classes_of(rows_and_columns(), system, variant);
   EXPECT_FALSE(one.applied);
-  EXPECT_NE(one.note.find("device 5, at 1.5 x"), std::string::npos) << one.note;
-  // Every chip of an even row (dim 0 coordinate) slower: steps of 2 along dim 0 and of 1 along
-  // dim 1 keep the scales, so the classes are the even and the odd rows.
-  for (int64_t d = 0; d < 16; ++d) scale[static_cast<size_t>(d)] = (d / 4) % 2 == 0 ? 1.5 : 1.0;
-  const SymmetryClasses rows = classes_of(rows_and_columns(), system, scale);
+  EXPECT_NE(one.note.find("device 5, on chip variant 0"), std::string::npos) << one.note;
+  // Every chip of an even row (dim 0 coordinate) on variant 0, of an odd row on variant 1: steps
+  // of 2 along dim 0 and of 1 along dim 1 keep the variants, so the classes are the even and the
+  // odd rows (two variants differ as a variant and the machine's chip do).
+  for (int64_t d = 0; d < 16; ++d) variant[static_cast<size_t>(d)] = (d / 4) % 2 == 0 ? 0 : 1;
+  const SymmetryClasses rows = classes_of(rows_and_columns(), system, variant);
   ASSERT_TRUE(rows.applied) << rows.note;
   EXPECT_EQ(rows.period, (std::vector<int64_t>{2, 1}));
   EXPECT_EQ(rows.representatives, (std::vector<int64_t>{0, 4}));
