@@ -58,7 +58,8 @@ class Checker {
       const int32_t a = variant_[static_cast<size_t>(d)];
       const int32_t b = variant_[static_cast<size_t>(t.device[static_cast<size_t>(d)])];
       auto chip = [](int32_t v) {
-        return v < 0 ? std::string("the machine's chip") : fmt::format("chip variant {}", v);
+        return v < 0 ? std::string("a chip as the machine's")
+                     : fmt::format("a chip with per-chip overrides (variant {})", v);
       };
       if (a != b)
         return fmt::format("device {} runs on {} and its translate, device {}, on {}", d, chip(a),

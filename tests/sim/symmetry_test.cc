@@ -127,7 +127,7 @@ TEST(Symmetry, DifferingChipVariantBreaksSymmetryWhereItDiffers) {
   variant[5] = 0;
   const SymmetryClasses one = classes_of(rows_and_columns(), system, variant);
   EXPECT_FALSE(one.applied);
-  EXPECT_NE(one.note.find("device 5, on chip variant 0"), std::string::npos) << one.note;
+  EXPECT_NE(one.note.find("device 5, on a chip with per-chip overrides (variant 0)"), std::string::npos) << one.note;
   // Every chip of an even row (dim 0 coordinate) on variant 0, of an odd row on variant 1: steps
   // of 2 along dim 0 and of 1 along dim 1 keep the variants, so the classes are the even and the
   // odd rows (two variants differ as a variant and the machine's chip do).
