@@ -87,9 +87,14 @@ class Compiled {
     compiled_ = std::make_unique<driver::CompiledWorkload>(driver::compile_workload(request_));
   }
 
-  Result simulate(const std::vector<std::string>& hardware_sets, const std::string& fidelity) {
+  // every_iteration and symmetry: `run --every-iteration` / `--no-symmetry` (the references of
+  // full fidelity's shortcuts; docs/simulator.md).
+  Result simulate(const std::vector<std::string>& hardware_sets, const std::string& fidelity,
+                  bool every_iteration, bool symmetry) {
     driver::RunRequest request = request_;
     request.fidelity = driver::fidelity_from_name(fidelity);
+    request.steady_state_loops = !every_iteration;
+    request.symmetry = symmetry;
     const auto variant = hardware_variant(hardware_sets);
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(kernel_mutex());
@@ -274,7 +279,8 @@ PYBIND11_MODULE(_podsim, m) {
            }),
            py::arg("path"), py::arg("sets"), py::arg("fidelity"), py::arg("hardware"),
            py::arg("mesh"), py::arg("tokens"), py::arg("mode"))
-      .def("simulate", &Compiled::simulate, py::arg("hardware_sets"), py::arg("fidelity"))
+      .def("simulate", &Compiled::simulate, py::arg("hardware_sets"), py::arg("fidelity"),
+           py::arg("every_iteration") = false, py::arg("symmetry") = true)
       .def(
           "write_trace",
           [](Compiled& c, const std::vector<std::string>& sets, const std::string& fidelity,

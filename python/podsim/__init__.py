@@ -341,14 +341,17 @@ class Compiled:
     def compile_wall_s(self):
         return self._core.compile_wall_s
 
-    def simulate(self, set=None, *, fidelity=None):
+    def simulate(self, set=None, *, fidelity=None, every_iteration=False, symmetry=True):
         """A Report for the compiled workload on its hardware with `set`'s
-        hardware.* keys changed, e.g. {'hardware.ici.link_bandwidth': 2e11}."""
-        return self._simulate_words(_set_words(set), fidelity or self._fidelity)
+        hardware.* keys changed, e.g. {'hardware.ici.link_bandwidth': 2e11}.
+        every_iteration=True and symmetry=False are `run --every-iteration` and
+        `--no-symmetry`: full fidelity's references (every loop iteration, every device)."""
+        return self._simulate_words(_set_words(set), fidelity or self._fidelity,
+                                    every_iteration=every_iteration, symmetry=symmetry)
 
-    def _simulate_words(self, words, fidelity):
+    def _simulate_words(self, words, fidelity, *, every_iteration=False, symmetry=True):
         words = list(words)
-        result = self._core.simulate(words, fidelity)
+        result = self._core.simulate(words, fidelity, bool(every_iteration), bool(symmetry))
         core = self._core
 
         def trace(path, devices, window, limit):
@@ -364,14 +367,16 @@ def compile(source, *, set=None, hardware=None, fidelity="fast", mesh=None, mode
                     tokens=tokens)
 
 
-def run(source, *, hardware=None, set=None, fidelity="fast", mesh=None, mode=None, tokens=None):
+def run(source, *, hardware=None, set=None, fidelity="fast", mesh=None, mode=None, tokens=None,
+        every_iteration=False, symmetry=True):
     """`podsim run`: compile and simulate `source`, a Report.
 
     hardware, mesh ({'x': 8} or "x=8"), mode and tokens are `run`'s flags for an
     HLO module; for a workload, hardware= sets its `hardware:`. `set` is a dict
-    of the keys --set takes."""
+    of the keys --set takes (per-chip overrides too: {'hardware.chips.3.core.clock_hz':
+    4.7e8}). every_iteration and symmetry as Compiled.simulate."""
     return compile(source, set=set, hardware=hardware, fidelity=fidelity, mesh=mesh, mode=mode,
-                   tokens=tokens).simulate()
+                   tokens=tokens).simulate(every_iteration=every_iteration, symmetry=symmetry)
 
 
 # --- partition -------------------------------------------------------------------

@@ -175,3 +175,23 @@ def test_hardware_list_and_show():
     assert podsim.hardware.table() == cli_out("hardware", "list")
     for name in names:
         assert podsim.hardware.show(name) == cli_out("hardware", "show", name)
+
+
+def test_full_fidelity_references_and_a_slow_chip_match_the_cli():
+    # Full fidelity by symmetry class, its references (--no-symmetry, --every-iteration) and one
+    # slow chip (a per-chip override in `set`): each the CLI's report, byte for byte.
+    full = podsim.run(SMALL, fidelity="full")
+    assert full.to_json() == cli_out("run", SMALL, "--fidelity", "full", "--format", "json")
+    assert "symmetry class" in full.simulated_devices
+    reference = podsim.run(SMALL, fidelity="full", symmetry=False, every_iteration=True)
+    assert reference.to_json() == cli_out("run", SMALL, "--fidelity", "full", "--no-symmetry",
+                                          "--every-iteration", "--format", "json")
+    assert reference.simulated_devices == "per device: symmetry switched off"
+    # small.yaml has no loop: the class run is exact, the same step to the bit.
+    assert reference.step_time_s == full.step_time_s
+    slow = {"hardware.chips.1.core.clock_hz": 4.7e8}
+    report = podsim.compile(SMALL).simulate(slow, fidelity="full")
+    assert report.to_json() == cli_out("run", SMALL, "--fidelity", "full", "--set",
+                                       "hardware.chips.1.core.clock_hz=4.7e8", "--format", "json")
+    assert report.per_device.startswith("chip 1 (devices 2, 3) core.clock_hz 4.7e8")
+    assert report.step_time_s > full.step_time_s
