@@ -27,6 +27,8 @@ struct OpCost {
   // The three unit times the op overlaps (hw::OpTiming), at the full HBM
   // bandwidth: what seconds_with_hbm_share rescales.
   double mxu_seconds = 0, vpu_seconds = 0, hbm_seconds = 0;
+
+  bool operator==(const OpCost&) const = default;
 };
 
 // The op's duration when its kernel gets only `share` (0 < share <= 1) of

@@ -404,13 +404,6 @@ SteadyRun steady_state(
   }
 }
 
-bool same_cost(const OpCost& a, const OpCost& b) {
-  return a.seconds == b.seconds && a.unit_seconds == b.unit_seconds && a.bound == b.bound &&
-         a.flops == b.flops && a.matmul_flops == b.matmul_flops && a.hbm_bytes == b.hbm_bytes &&
-         a.mxu_seconds == b.mxu_seconds && a.vpu_seconds == b.vpu_seconds &&
-         a.hbm_seconds == b.hbm_seconds;
-}
-
 // The chip variants (per-chip overrides, hw::System::chip_variants) whose devices run differently
 // from the machine's: some op costs differently on the variant's own config, or its HBM bandwidth
 // differs while collectives share HBM. Each keeps its cost model, to cost every program the engine
@@ -435,7 +428,7 @@ class ChipVariants {
       bool differs = dma && system.config().hbm.bandwidth > 0 &&
                      model.hbm_bandwidth != system.config().hbm.bandwidth;
       for (size_t op = 0; op < steps.ops.size() && !differs; ++op)
-        differs = !same_cost(costs.ops[op], steps.ops[op].cost);
+        differs = costs.ops[op] != steps.ops[op].cost;
       if (!differs) continue;
       if (device_variant_.empty())
         device_variant_.assign(static_cast<size_t>(program.num_devices), -1);
