@@ -136,6 +136,25 @@ TEST(SystolicCore, MatrixVectorIsHbmBound) {
   EXPECT_DOUBLE_EQ(t.seconds, bytes / 450e9 + config.hbm.latency_s + config.core.op_overhead_s);
 }
 
+// A measured v5e matmul: the Pallas TPU matmul guide (jax docs/pallas/tpu/
+// matmul, run on a TPU v5e) times XLA's jnp.matmul of bf16 8192 x 8192 x 8192
+// at 6.047 ms, 92.3% of the chip's 197 TFLOP/s, Python dispatch included.
+// The tpuv5e preset's tile loop: 2 x 8192^3 FLOPs over 4 MXUs of 128x128 at
+// 1.5 GHz, fed on 0.92 of the cycles, 1.1e12 / (196.6e12 x 0.92) = 6.08 ms,
+// MXU-bound (compulsory HBM traffic 0.4 GB, 0.5 ms). A model that makes this
+// matmul HBM-bound on v5e (say, operand strips re-read per output block of
+// side 384: 182 FLOPs per byte, 7.4 ms) contradicts the measurement
+// (docs/reference/measurements.md, the v5e section).
+TEST(SystolicCore, V5eBf16MatmulTakesThePallasGuidesMeasuredTime) {
+  const HardwareConfig config = load_hardware("tpuv5e");
+  MatmulQuery q;
+  q.work = MatmulWork{1, 8192, 8192, 8192};
+  q.output_bytes_per_element = 2;
+  const OpTiming t = make_core_model(config)->time_matmul(q);
+  EXPECT_EQ(t.bound, Bound::kMxu);
+  EXPECT_NEAR(t.seconds, 6.047e-3, 0.03 * 6.047e-3);
+}
+
 TEST(SystolicCore, VectorOpsByCostClass) {
   const HardwareConfig config = load_hardware("tpuv3");
   const auto model = make_core_model(config);
