@@ -158,6 +158,51 @@ std::string time_split_markdown(const std::vector<CalibrationRow>& rows) {
   return out;
 }
 
+namespace {
+
+// The rows by hardware generation: how many, how many within the row bar,
+// their mean |error| and signed range, and each generation's share of the
+// mean |error| over all target rows (its summed |error| / all target rows).
+std::string by_generation_markdown(const std::vector<CalibrationRow>& rows) {
+  struct Generation {
+    std::string hardware;
+    int rows = 0, within = 0;
+    double abs_sum = 0, low = 0, high = 0;
+  };
+  std::vector<Generation> generations;
+  int targets = 0;
+  for (const CalibrationRow& r : rows) {
+    if (!r.ok || !r.point.inconsistent.empty()) continue;
+    ++targets;
+    auto it = std::find_if(generations.begin(), generations.end(),
+                           [&](const Generation& g) { return g.hardware == r.split.hardware; });
+    if (it == generations.end()) {
+      generations.push_back({r.split.hardware, 0, 0, 0, r.relative_error, r.relative_error});
+      it = std::prev(generations.end());
+    }
+    ++it->rows;
+    it->abs_sum += std::abs(r.relative_error);
+    if (std::abs(r.relative_error) <= kCalibrationRowLimit) ++it->within;
+    it->low = std::min(it->low, r.relative_error);
+    it->high = std::max(it->high, r.relative_error);
+  }
+  if (generations.size() < 2) return "";
+  std::string out = fmt::format(
+      "\nBy generation (the target rows above; \"share of the mean\" is the generation's summed "
+      "|error| over all {} target rows, so the shares add up to the mean |error|):\n\n"
+      "| hardware | rows | within {:.0f}% | mean absolute error | errors from .. to | share of "
+      "the mean "
+      "|\n|---|---|---|---|---|---|\n",
+      targets, 100 * kCalibrationRowLimit);
+  for (const Generation& g : generations)
+    out += fmt::format("| {} | {} | {} | {:.1f}% | {} .. {} | {:.1f} points |\n", g.hardware, g.rows,
+                       g.within, 100 * g.abs_sum / g.rows, percent(g.low), percent(g.high),
+                       100 * g.abs_sum / targets);
+  return out;
+}
+
+}  // namespace
+
 std::string value_text(double v) {
   return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
 }
@@ -202,6 +247,7 @@ std::string calibration_markdown(const MeasuredSet& set, const std::vector<Calib
                     100 * abs_sum / ran, 100 * kCalibrationMeanLimit, within, targets,
                     100 * kCalibrationRowLimit);
   out += ".\n";
+  out += by_generation_markdown(rows);
   out += published_markdown(rows);
   out += time_split_markdown(rows);
   bool listed = false;

@@ -15,6 +15,16 @@ using podsim::cli_test::run_merged;
 
 using podsim::cli_test::source_path;
 
+// Writes an HLO module to <temp>/<dir_name>/<file_name> and returns its path.
+std::filesystem::path write_temp_hlo(const std::string& dir_name, const std::string& text,
+                                     const std::string& file_name = "m.hlo") {
+  auto dir = std::filesystem::temp_directory_path() / dir_name;
+  std::filesystem::create_directories(dir);
+  auto file = dir / file_name;
+  std::ofstream(file) << text;
+  return file;
+}
+
 TEST(Cli, HelpListsEveryCommandOfTheDesign) {
   Result r = run_merged("--help");
   EXPECT_EQ(r.exit_code, 0);
@@ -36,12 +46,11 @@ TEST(Cli, PropagateOnlyPrintsEveryInstructionWithASharding) {
 }
 
 TEST(Cli, BadHloReportsFileLineColumnAndExits2WithoutOutputFile) {
-  auto dir = std::filesystem::temp_directory_path() / "podsim_cli_test";
-  std::filesystem::create_directories(dir);
-  auto bad = dir / "bad.hlo";
-  std::ofstream(bad) << "HloModule m\n\nENTRY %e {\n  %p = f32[4] parameter(0)\n  ROOT %n = f32[4] "
-                        "frobnicate(%p)\n}\n";
-  auto out = dir / "out.hlo";
+  auto bad = write_temp_hlo("podsim_cli_test",
+                            "HloModule m\n\nENTRY %e {\n  %p = f32[4] parameter(0)\n  ROOT %n = "
+                            "f32[4] frobnicate(%p)\n}\n",
+                            "bad.hlo");
+  auto out = bad.parent_path() / "out.hlo";
   std::filesystem::remove(out);
   Result r = run_merged("partition " + bad.string() + " --propagate-only -o " + out.string());
   EXPECT_EQ(r.exit_code, 2);
@@ -52,12 +61,10 @@ TEST(Cli, BadHloReportsFileLineColumnAndExits2WithoutOutputFile) {
 TEST(Cli, PropagationToParametersCanBeTurnedOff) {
   // p's only user is tiled [4,1]; by default p takes that tiling, with
   // --no-propagate-to-parameters it stays replicated (XLA's option).
-  auto dir = std::filesystem::temp_directory_path() / "podsim_cli_no_param_propagation";
-  std::filesystem::create_directories(dir);
-  auto file = dir / "m.hlo";
-  std::ofstream(file)
-      << "HloModule m, num_partitions=4\n\nENTRY %e {\n  %p = f32[8,4] parameter(0)\n"
-         "  ROOT %n = f32[8,4] negate(%p), sharding={devices=[4,1]<=[4]}\n}\n";
+  auto file =
+      write_temp_hlo("podsim_cli_no_param_propagation",
+                     "HloModule m, num_partitions=4\n\nENTRY %e {\n  %p = f32[8,4] parameter(0)\n"
+                     "  ROOT %n = f32[8,4] negate(%p), sharding={devices=[4,1]<=[4]}\n}\n");
   Result on = run_merged("partition " + file.string() + " --propagate-only");
   ASSERT_EQ(on.exit_code, 0) << on.output;
   EXPECT_NE(on.output.find("parameter(0), sharding={devices=[4,1]<=[4]}"), std::string::npos)
@@ -72,12 +79,10 @@ TEST(Cli, PropagationToParametersCanBeTurnedOff) {
 TEST(Cli, PropagationTakesShardingsOverDeviceIdsBeyondTheMesh) {
   // {devices=[2,1]0,5} names device 5 on a 2-device mesh: propagation reads
   // ids as labels (n takes p's sharding), partitioning refuses the id.
-  auto dir = std::filesystem::temp_directory_path() / "podsim_cli_ids_beyond_mesh";
-  std::filesystem::create_directories(dir);
-  auto file = dir / "m.hlo";
-  std::ofstream(file)
-      << "HloModule m\n\nENTRY %e {\n  %p = f32[8,4] parameter(0), sharding={devices=[2,1]0,5}\n"
-         "  ROOT %n = f32[8,4] negate(%p)\n}\n";
+  auto file = write_temp_hlo(
+      "podsim_cli_ids_beyond_mesh",
+      "HloModule m\n\nENTRY %e {\n  %p = f32[8,4] parameter(0), sharding={devices=[2,1]0,5}\n"
+      "  ROOT %n = f32[8,4] negate(%p)\n}\n");
   Result propagated = run_merged("partition " + file.string() + " --mesh x=2 --propagate-only");
   ASSERT_EQ(propagated.exit_code, 0) << propagated.output;
   EXPECT_NE(propagated.output.find("negate(%p), sharding={devices=[2,1]0,5}"), std::string::npos)
@@ -113,16 +118,15 @@ TEST(Cli, PartitionVerifyRunsBothProgramsAndReportsOk) {
 // 2 x f32[8192,8192] dot operands: 1 GiB each as interpreter doubles, so the
 // full-shape check is over the default 2 GiB limit.
 std::string write_large_dot(const std::string& dir_name) {
-  auto dir = std::filesystem::temp_directory_path() / dir_name;
-  std::filesystem::create_directories(dir);
-  auto file = dir / "large_dot.hlo";
-  std::ofstream(file) << "HloModule m, num_partitions=2\n\nENTRY %e {\n"
-                         "  %a = f32[8192,8192] parameter(0), sharding={devices=[2,1]0,1}\n"
-                         "  %b = f32[8192,8192] parameter(1), sharding={devices=[1,2]0,1}\n"
-                         "  ROOT %d = f32[8192,8192] dot(%a, %b), lhs_contracting_dims={1}, "
-                         "rhs_contracting_dims={0}, "
-                         "sharding={devices=[2,1]0,1}\n}\n";
-  return file.string();
+  return write_temp_hlo(dir_name,
+                        "HloModule m, num_partitions=2\n\nENTRY %e {\n"
+                        "  %a = f32[8192,8192] parameter(0), sharding={devices=[2,1]0,1}\n"
+                        "  %b = f32[8192,8192] parameter(1), sharding={devices=[1,2]0,1}\n"
+                        "  ROOT %d = f32[8192,8192] dot(%a, %b), lhs_contracting_dims={1}, "
+                        "rhs_contracting_dims={0}, "
+                        "sharding={devices=[2,1]0,1}\n}\n",
+                        "large_dot.hlo")
+      .string();
 }
 
 TEST(Cli, VerifyOverTheLimitChecksReducedShapesAndSaysSo) {
@@ -202,15 +206,13 @@ TEST(Cli, XlaPropagationOptionsAreFlags) {
   // Root tuple (n, e), both from p's [4,1]. XLA's per-leaf output vector
   // true,false keeps leaf 0 tiled and leaf 1 replicated; a parameter vector
   // of false keeps the unannotated q replicated although its user is tiled.
-  auto dir = std::filesystem::temp_directory_path() / "podsim_cli_xla_options";
-  std::filesystem::create_directories(dir);
-  auto file = dir / "m.hlo";
-  std::ofstream(file) << "HloModule m, num_partitions=4\n\nENTRY %e {\n"
-                         "  %p = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
-                         "  %q = f32[8,4] parameter(1)\n"
-                         "  %n = f32[8,4] add(%p, %q)\n"
-                         "  %x = f32[8,4] exponential(%p)\n"
-                         "  ROOT %t = (f32[8,4], f32[8,4]) tuple(%n, %x)\n}\n";
+  auto file = write_temp_hlo("podsim_cli_xla_options",
+                             "HloModule m, num_partitions=4\n\nENTRY %e {\n"
+                             "  %p = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                             "  %q = f32[8,4] parameter(1)\n"
+                             "  %n = f32[8,4] add(%p, %q)\n"
+                             "  %x = f32[8,4] exponential(%p)\n"
+                             "  ROOT %t = (f32[8,4], f32[8,4]) tuple(%n, %x)\n}\n");
   Result r = run_merged("partition " + file.string() +
                         " --propagate-only --allow-spmd-sharding-propagation-to-output=true,false"
                         " --allow-spmd-sharding-propagation-to-parameters={false} --is-spmd=false");

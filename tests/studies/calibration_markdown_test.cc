@@ -145,6 +145,31 @@ TEST(CalibrationMarkdown, WhereTheTimeGoes) {
       << md;
 }
 
+// The by-generation table: Dense on tpuv4 at 5000 / 4000 - 1 = +25%, Moe on
+// tpuv5e at 1 / 2 s = 0.5 steps/s = measured (0%). Shares of the mean over
+// the 2 target rows: 25 / 2 = 12.5 points and 0; they add up to the mean,
+// 12.5%. One generation alone gets no table.
+TEST(CalibrationMarkdown, ByGenerationSharesAddUpToTheMean) {
+  MeasuredSet set = parse_measured(kMeasured, "m.yaml");
+  JobOutcome dense = run_with(1.0, 5000, 0.4);
+  dense.metrics.set("hardware", "tpuv4");
+  JobOutcome moe = run_with(2.0, 1, 0.1);
+  moe.metrics.set("hardware", "tpuv5e");
+  const std::vector<CalibrationRow> rows = {calibration_row(set.points[0], dense),
+                                            calibration_row(set.points[1], moe)};
+  const std::string md = calibration_markdown(set, rows);
+  EXPECT_NE(md.find("mean |error| over them 12.5%"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tpuv4 | 1 | 0 | 25.0% | +25.0% .. +25.0% | 12.5 points |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| tpuv5e | 1 | 1 | 0.0% | +0.0% .. +0.0% | 0.0 points |"), std::string::npos)
+      << md;
+  moe.metrics.set("hardware", "tpuv4");
+  const std::string one = calibration_markdown(
+      set, {calibration_row(set.points[0], dense), calibration_row(set.points[1], moe)});
+  EXPECT_EQ(one.find("By generation"), std::string::npos) << one;
+}
+
 // The fit page names the command that made it, with a search limit other
 // than the default.
 TEST(CalibrationMarkdown, FitPageNamesItsSearchLimit) {
