@@ -109,6 +109,8 @@ std::string check_verdict(const CheckRow& r) {
   return r.holds ? "holds" : "does not hold";
 }
 
+namespace {
+
 // The published TFLOP/s rows in their tables' own units (flop_rules.h).
 std::string published_markdown(const std::vector<CalibrationRow>& rows) {
   std::string out;
@@ -157,8 +159,6 @@ std::string time_split_markdown(const std::vector<CalibrationRow>& rows) {
   }
   return out;
 }
-
-namespace {
 
 // The rows by hardware generation: how many, how many within the row bar,
 // their mean |error| and signed range, and each generation's share of the
