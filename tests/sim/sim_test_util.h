@@ -53,4 +53,15 @@ inline Timeline run(const compiler::SpmdProgram& program, const hw::System& syst
   return simulate(program, system, options);
 }
 
+// The reference of the steady-state loop shortcut: every loop iteration
+// simulated (the CLI's --every-iteration).
+inline Timeline run_every_iteration(const compiler::SpmdProgram& program,
+                                    const hw::System& system,
+                                    Fidelity fidelity = Fidelity::kFast) {
+  SimOptions options;
+  options.fidelity = fidelity;
+  options.steady_state_loops = false;
+  return simulate(program, system, options);
+}
+
 }  // namespace podsim::sim::testing

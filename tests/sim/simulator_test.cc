@@ -22,6 +22,7 @@ using testing::make_system;
 using testing::program_from_hlo;
 using testing::ring_system;
 using testing::run;
+using testing::run_every_iteration;
 
 using testing::kHopLatency;
 using testing::kLinkBandwidth;
@@ -244,9 +245,7 @@ TEST(Simulator, SteadyLoopIsCountedWithoutSimulatingEveryIteration) {
   // steady iteration time gives the whole loop's time, op by op.
   const hw::System system = ring_system(8);
   const auto program = program_from_hlo(while_program(40));
-  SimOptions whole_options;
-  whole_options.steady_state_loops = false;
-  const Timeline whole = simulate(program, system, whole_options);
+  const Timeline whole = run_every_iteration(program, system);
   const Timeline steady = run(program, system);
   EXPECT_TRUE(whole.approximation_note.empty());
   EXPECT_NE(steady.approximation_note.find("steady"), std::string::npos)
@@ -264,10 +263,7 @@ TEST(Simulator, FullFidelitySteadyLoopMatchesEveryIterationOnEveryDevice) {
   // every-iteration answer; the note says which loop and how close the repeat was.
   const hw::System system = ring_system(8);
   const auto program = program_from_hlo(while_program(40));
-  SimOptions whole_options;
-  whole_options.fidelity = Fidelity::kFull;
-  whole_options.steady_state_loops = false;
-  const Timeline whole = simulate(program, system, whole_options);
+  const Timeline whole = run_every_iteration(program, system, Fidelity::kFull);
   const Timeline steady = run(program, system, Fidelity::kFull);
   EXPECT_EQ(steady.fidelity, Fidelity::kFull);
   EXPECT_EQ(steady.devices_simulated, 1);  // the ring is one symmetry class
@@ -304,10 +300,7 @@ TEST(Simulator, FullFidelityLoopWhoseMachineDoesNotRepeatIsSimulatedWhole) {
   const hw::System system = make_system({8});
   const auto program = program_from_hlo(while_program(40, "{{0,7},{1,2},{3,4},{5,6}}"));
   EXPECT_FALSE(run(program, system, Fidelity::kFast).fallback_reason.empty());
-  SimOptions whole_options;
-  whole_options.fidelity = Fidelity::kFull;
-  whole_options.steady_state_loops = false;
-  const Timeline whole = simulate(program, system, whole_options);
+  const Timeline whole = run_every_iteration(program, system, Fidelity::kFull);
   const Timeline steady = run(program, system, Fidelity::kFull);
   // Symmetry classes: a step along dim 0 of the 2x2 chips maps {0,7} onto {3,4} and {1,2} onto
   // {5,6} (AsymmetricGroupsFallBackToFull): 4 classes, which drift against each other.
@@ -900,10 +893,7 @@ TEST(SimulatorChipOverrides, FullSteadyLoopMatchesEveryIterationOnEveryDevice) {
   // iteration, the same answer.
   const hw::System system = ring8({{"chips.3.core.clock_hz", "4.7e8"}});
   const auto program = program_from_hlo(while_program(40));
-  SimOptions whole_options;
-  whole_options.fidelity = Fidelity::kFull;
-  whole_options.steady_state_loops = false;
-  const Timeline whole = simulate(program, system, whole_options);
+  const Timeline whole = run_every_iteration(program, system, Fidelity::kFull);
   const Timeline steady = run(program, system, Fidelity::kFull);
   EXPECT_NE(steady.approximation_note.find("1 loop(s) of 40 iterations"), std::string::npos)
       << steady.approximation_note;
